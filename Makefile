@@ -1,0 +1,44 @@
+# make test: everything CI runs, installing what it needs first.
+GO            ?= go
+GOBIN         := $(shell $(GO) env GOPATH)/bin
+STATICCHECK   := $(GOBIN)/staticcheck
+STATICCHECK_VERSION := v0.8.2
+APT_PACKAGES  := gcc libc6-dev
+
+.PHONY: test tools deps fmt-check vet staticcheck unit build bench
+
+test: deps tools fmt-check vet staticcheck unit
+
+# Debian packages the tests use (gcc for the race detector), installed
+# only when missing.
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+# Go tools, pinned.
+tools: $(STATICCHECK)
+$(STATICCHECK):
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+fmt-check:
+	@out="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+staticcheck: tools
+	$(STATICCHECK) ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+build:
+	$(GO) build -o bin/watchdog ./cmd/watchdog
+
+bench:
+	./scripts/bench.sh

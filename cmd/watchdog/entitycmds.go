@@ -1,0 +1,358 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+	"watchdog/wire"
+)
+
+func newRegisterCmd() *cobra.Command {
+	var db, file string
+	c := &cobra.Command{
+		Use:   "register --json FILE",
+		Short: "Register (or update) an entity from a JSON document (- for stdin)",
+		Example: `  watchdog register --json s-42.json
+  echo '{"type":"session","id":"s-42","lifecycle":"running","pid":4242}' | watchdog register --json -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return usageError("register needs --json FILE (or - for stdin)")
+			}
+			var r io.Reader = cmd.InOrStdin()
+			if file != "-" {
+				f, err := os.Open(file)
+				if err != nil {
+					return fmt.Errorf("read %s: %w", file, err)
+				}
+				defer f.Close()
+				r = f
+			}
+			var body wire.Register
+			if err := wire.Decode(r, &body, false); err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			reg, err := body.Registration(transitions.ActorOrchestrator)
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			// Validate before touching the database, so a bad document
+			// cannot even create an empty one.
+			if _, err := transitions.Lookup(reg.Entity.Type); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			st, err := openStore(ctx, db, true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			w := newWriter(st)
+			created, err := w.Register(ctx, reg)
+			if err != nil {
+				return err
+			}
+			typ, _ := transitions.CanonicalType(reg.Entity.Type)
+			e, err := st.Get(ctx, typ, reg.Entity.ID)
+			if err != nil {
+				return err
+			}
+			verb := "updated"
+			if created {
+				verb = "registered"
+			}
+			ns := transitions.View(e, nowSeconds())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s/%s: %s\n", verb, e.Type, e.ID, transitions.Display(e, ns))
+			return nil
+		},
+	}
+	c.Flags().StringVar(&file, "json", "", "register document (SPEC wire shape); - reads stdin")
+	addDBFlag(c, &db)
+	return c
+}
+
+func newTransitionCmd() *cobra.Command {
+	var db, reason, message, actor, expectFrom, trigger string
+	var timeout, elapsed float64
+	c := &cobra.Command{
+		Use:   "transition TYPE/ID TO",
+		Short: "Move an entity to another lifecycle state through the validated write path",
+		Example: `  watchdog transition session/s-42 aborted --reason run.aborted.operator --message "stuck on review"
+  watchdog transition play/p-1 queued --actor orchestrator`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			typ, id, err := parseRef(args[0])
+			if err != nil {
+				return err
+			}
+			req := transitions.Request{
+				Type: typ, ID: id, To: args[1], ExpectFrom: expectFrom,
+				Actor: actor, Trigger: trigger, TimeoutSeconds: timeout, ElapsedSeconds: elapsed,
+			}
+			if reason != "" || message != "" {
+				req.Reason = &state.StateReason{Code: state.ReasonCode(reason), Message: message}
+			}
+			ctx := cmd.Context()
+			st, err := openStore(ctx, db, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			res, err := newWriter(st).Transition(ctx, req)
+			if err != nil {
+				return err
+			}
+			line := fmt.Sprintf("%s/%s: %s -> %s", typ, id, res.Before.LifecycleOr("legacy"), res.After.LifecycleOr("legacy"))
+			if reason != "" {
+				line += " (" + reason + ")"
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), line)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&reason, "reason", "", "reason code (see watchdog reasons); required for failed, aborted, cancelled, timed_out, ...")
+	f.StringVar(&message, "message", "", "human message for the reason")
+	f.StringVar(&actor, "actor", transitions.ActorAdmin, "who asks: admin or orchestrator")
+	f.StringVar(&expectFrom, "expect-from", "", "apply only if the entity is still in this state (compare-and-set)")
+	f.StringVar(&trigger, "trigger", "", "why it happened: "+strings.Join(transitions.Triggers, ", "))
+	f.Float64Var(&timeout, "timeout-seconds", 0, "configured timeout, for timed_out")
+	f.Float64Var(&elapsed, "elapsed-seconds", 0, "elapsed time, for timed_out (default: since start)")
+	addDBFlag(c, &db)
+	return c
+}
+
+func newHeartbeatCmd() *cobra.Command {
+	var db, progress string
+	c := &cobra.Command{
+		Use:   "heartbeat TYPE/ID",
+		Short: "Record a heartbeat (with an optional progress note) for an entity",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			typ, id, err := parseRef(args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			st, err := openStore(ctx, db, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return st.RecordHeartbeat(ctx, typ, id, nowSeconds(), progress)
+		},
+	}
+	c.Flags().StringVar(&progress, "progress", "", "short progress note, kept as evidence")
+	addDBFlag(c, &db)
+	return c
+}
+
+func newStatusCmd() *cobra.Command {
+	var db, typ, severities string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Table of entities with their display chain, most severe first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if typ != "" {
+				canon, ok := transitions.CanonicalType(typ)
+				if !ok {
+					return usageError("--type: unknown entity type %q (known: %s)", typ, strings.Join(transitions.Types(), ", "))
+				}
+				typ = canon
+			}
+			want, err := parseSeverities(severities)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			st, err := openStore(ctx, db, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			list, err := st.List(ctx, store.Filter{Type: typ})
+			if err != nil {
+				return err
+			}
+			now := nowSeconds()
+			out := wire.EntityList{GeneratedAt: now, Items: []wire.Entity{}}
+			for _, e := range list {
+				var rows []store.AuditRow
+				if asJSON {
+					if rows, err = st.Transitions(ctx, e.Type, e.ID); err != nil {
+						return err
+					}
+				}
+				v := wire.FromEntity(e, rows, now)
+				if len(want) > 0 && (v.State.Legacy() || !want[v.State.Severity]) {
+					continue
+				}
+				out.Items = append(out.Items, v)
+			}
+			sortEntities(out.Items)
+			out.Total = len(out.Items)
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			return printStatusTable(cmd.OutOrStdout(), out.Items, now)
+		},
+	}
+	c.Flags().StringVar(&typ, "type", "", "only this entity type")
+	c.Flags().StringVar(&severities, "severity", "", "only these severities, comma separated (critical,warning,info,neutral)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the entity read shape as JSON")
+	addDBFlag(c, &db)
+	return c
+}
+
+func parseSeverities(s string) (map[state.Severity]bool, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := map[state.Severity]bool{}
+	for _, p := range strings.Split(s, ",") {
+		sev, ok := state.ParseSeverity(strings.TrimSpace(p))
+		if !ok {
+			return nil, usageError("--severity: %q is not one of critical, warning, info, neutral", p)
+		}
+		out[sev] = true
+	}
+	return out, nil
+}
+
+// sortEntities orders by severity (legacy last), then most recently
+// updated, then type and id, so the table reads top-down by urgency.
+func sortEntities(items []wire.Entity) {
+	rank := func(e wire.Entity) int {
+		if e.State.Legacy() {
+			return len(state.Severities) + 1
+		}
+		return e.State.Severity.Rank()
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := items[i], items[j]
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra < rb
+		}
+		if a.UpdatedAt != b.UpdatedAt {
+			return a.UpdatedAt > b.UpdatedAt
+		}
+		if a.Type != b.Type {
+			return a.Type < b.Type
+		}
+		return a.ID < b.ID
+	})
+}
+
+func printStatusTable(w io.Writer, items []wire.Entity, now float64) error {
+	if len(items) == 0 {
+		_, err := fmt.Fprintln(w, "no entities")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEVERITY\tTYPE\tID\tSTATE\tREASON\tUPDATED")
+	for _, e := range items {
+		sev := strings.ToUpper(string(e.State.Severity))
+		if e.State.Legacy() {
+			sev = "LEGACY"
+		}
+		reason := "-"
+		if len(e.State.Reasons) > 0 {
+			reason = string(e.State.Reasons[len(e.State.Reasons)-1].Code)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason, ago(now-e.UpdatedAt))
+	}
+	return tw.Flush()
+}
+
+// ago renders an age the way operators read it: 42s, 7m, 3h, 2d.
+func ago(seconds float64) string {
+	switch {
+	case seconds < 0:
+		return "now"
+	case seconds < 60:
+		return fmt.Sprintf("%ds ago", int(seconds))
+	case seconds < 3600:
+		return fmt.Sprintf("%dm ago", int(seconds/60))
+	case seconds < 86400:
+		return fmt.Sprintf("%dh ago", int(seconds/3600))
+	}
+	return fmt.Sprintf("%dd ago", int(seconds/86400))
+}
+
+func newReasonsCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "reasons",
+		Short: "Print the reason-code registry",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			all := state.Reasons()
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(all)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "CODE\tMEANING")
+			for _, r := range all {
+				fmt.Fprintf(tw, "%s\t%s\n", r.Code, r.Doc)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return c
+}
+
+func newGraphCmd() *cobra.Command {
+	var dot bool
+	c := &cobra.Command{
+		Use:     "graph TYPE",
+		Short:   "Print an entity type's lifecycle graph (--dot for Graphviz)",
+		Example: "  watchdog graph agent --dot | dot -Tpng -o agent.png",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := transitions.Lookup(args[0])
+			if err != nil {
+				return usageError("%v", err)
+			}
+			if dot {
+				fmt.Fprint(cmd.OutOrStdout(), g.DOT())
+			} else {
+				fmt.Fprint(cmd.OutOrStdout(), g.Text())
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&dot, "dot", false, "print Graphviz DOT")
+	return c
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "watchdog %s (%s, schema v%d)\n", version, goVersion(), store.SchemaVersion())
+			return nil
+		},
+	}
+}
+
+func goVersion() string { return runtime.Version() }

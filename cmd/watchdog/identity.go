@@ -1,0 +1,6 @@
+package main
+
+import "watchdog/transitions"
+
+// localIdentifier identifies local processes for registration.
+func localIdentifier() transitions.Identifier { return nil }

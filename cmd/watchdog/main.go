@@ -1,0 +1,114 @@
+// Command watchdog is the sidecar agent and its ad-hoc command line: one
+// binary for the daemon (serve), probes, the exec wrapper and the commands
+// an orchestrator or operator needs.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// exitError carries a specific exit code up to main. Its message, if any,
+// is printed as the one error line.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode wraps err so that the process exits with code.
+func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// usageError marks a mistake in the command line itself (exit 2).
+func usageError(format string, args ...any) error {
+	return withCode(2, fmt.Errorf(format, args...))
+}
+
+// run builds the command tree, executes it and turns the outcome into an
+// exit code: 0 success, 1 a refused or failed operation, 2 a usage error
+// (probe has its own plugin-style codes). Errors are one line on stderr.
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	} else if isFlagError(err) {
+		code = 2
+	}
+	if msg := strings.TrimSpace(err.Error()); msg != "" {
+		fmt.Fprintf(stderr, "watchdog: %s\n", firstLine(msg))
+	}
+	return code
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// isFlagError recognises cobra/pflag's own parse errors, which are usage
+// mistakes.
+func isFlagError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown flag", "unknown shorthand", "flag needs an argument", "invalid argument", "unknown command", "accepts ", "requires at least", "requires exactly", "bad flag syntax"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "watchdog",
+		Short: "One normalized state per long-lived entity: probe, enforce, reap, alert",
+		Long: `watchdog keeps one normalized state (lifecycle x health x delivery, with
+reasons and evidence) per entity of this host: sessions, plays, workflows,
+scheduled jobs. It runs as a daemon (watchdog serve) and every check also
+runs ad hoc from this command line.`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError("%v (see %s --help)", err, c.CommandPath())
+	})
+	root.AddCommand(
+		newRegisterCmd(),
+		newTransitionCmd(),
+		newHeartbeatCmd(),
+		newStatusCmd(),
+		newReasonsCmd(),
+		newGraphCmd(),
+		newVersionCmd(),
+	)
+	return root
+}

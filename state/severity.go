@@ -1,0 +1,35 @@
+package state
+
+// DeriveSeverity is ADR-0033's derive_severity: a priority cascade over the
+// three dimensions, first match wins. It is total: any combination,
+// including values outside the vocabulary, yields a severity and a tone.
+func DeriveSeverity(outcome string, health Health, delivery Delivery) (Severity, Tone) {
+	switch {
+	// Critical: failures, dead processes, missing artifacts, stalls.
+	case outcome == "failed" || outcome == "aborted",
+		health == HealthProcessDead || health == HealthOrphaned,
+		delivery == DeliveryMissing,
+		health == HealthStalled,
+		health == HealthMisfired:
+		return SeverityCritical, ToneDanger
+
+	// Warning: deliberate bounds hit, a process that looks unwell, partial
+	// or invalid output.
+	case outcome == "timed_out",
+		health == HealthIdle || health == HealthDegraded || health == HealthDisconnected,
+		delivery == DeliveryPartial || delivery == DeliveryInvalid:
+		return SeverityWarning, ToneWarning
+
+	// Info: work in progress, or intentionally skipped.
+	case health == HealthRunning, health == HealthDue:
+		return SeverityInfo, ToneInfo
+	case outcome == "skipped":
+		return SeverityInfo, ToneNeutral
+
+	// Success.
+	case outcome == "succeeded" || outcome == "completed" || outcome == "merged":
+		return SeverityNeutral, ToneSuccess
+	}
+	// Cancelled is intentional, not a problem; anything else is neutral.
+	return SeverityNeutral, ToneNeutral
+}

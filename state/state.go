@@ -1,0 +1,247 @@
+// Package state is watchdog's model of an entity's condition: the three
+// orthogonal dimensions of ADR-0033 (lifecycle/outcome, health, delivery),
+// the reasons and evidence behind them, the derived severity and tone, the
+// display chain, and the registry of reason codes.
+//
+// Everything here is pure: no I/O, no clock. Callers pass the time in.
+package state
+
+// Health says whether an entity's runtime (its process) is okay.
+type Health string
+
+// Health values (SPEC §2). Schedules also use Due and Misfired.
+const (
+	HealthOK           Health = "ok"
+	HealthRunning      Health = "running"
+	HealthIdle         Health = "idle"
+	HealthDegraded     Health = "degraded"
+	HealthStalled      Health = "stalled"
+	HealthProcessDead  Health = "process_dead"
+	HealthOrphaned     Health = "orphaned"
+	HealthDisconnected Health = "disconnected"
+	HealthUnknown      Health = "unknown"
+	HealthDue          Health = "due"
+	HealthMisfired     Health = "misfired"
+)
+
+// Healths lists every Health value, in the order of SPEC §2.
+var Healths = []Health{
+	HealthOK, HealthRunning, HealthIdle, HealthDegraded, HealthStalled,
+	HealthProcessDead, HealthOrphaned, HealthDisconnected, HealthUnknown,
+	HealthDue, HealthMisfired,
+}
+
+// Delivery says whether an entity produced the outputs it was required to.
+type Delivery string
+
+// Delivery values (SPEC §2).
+const (
+	DeliveryPassed      Delivery = "passed"
+	DeliveryPartial     Delivery = "partial"
+	DeliveryMissing     Delivery = "missing"
+	DeliveryInvalid     Delivery = "invalid"
+	DeliveryNotExpected Delivery = "not_expected"
+	DeliveryUnknown     Delivery = "unknown"
+)
+
+// Deliveries lists every Delivery value.
+var Deliveries = []Delivery{
+	DeliveryPassed, DeliveryPartial, DeliveryMissing, DeliveryInvalid,
+	DeliveryNotExpected, DeliveryUnknown,
+}
+
+// Outcomes is the shared outcome vocabulary of SPEC §2. Entity types add
+// their own terminal values (interrupted, partial, archived, closed, ...);
+// an outcome is always the terminal lifecycle value itself.
+var Outcomes = []string{
+	"succeeded", "completed", "merged", "failed", "timed_out",
+	"cancelled", "aborted", "skipped", "unknown",
+}
+
+// Severity decides placement: attention queue inclusion and sort order.
+type Severity string
+
+// Severity values, most severe first.
+const (
+	SeverityCritical Severity = "critical"
+	SeverityWarning  Severity = "warning"
+	SeverityInfo     Severity = "info"
+	SeverityNeutral  Severity = "neutral"
+)
+
+// Severities lists every Severity, most severe first.
+var Severities = []Severity{SeverityCritical, SeverityWarning, SeverityInfo, SeverityNeutral}
+
+// Rank orders severities for sorting: critical is 0, neutral 3, anything
+// unrecognised sorts last.
+func (s Severity) Rank() int {
+	for i, v := range Severities {
+		if v == s {
+			return i
+		}
+	}
+	return len(Severities)
+}
+
+// ParseSeverity accepts a severity name and reports whether it is one.
+func ParseSeverity(s string) (Severity, bool) {
+	for _, v := range Severities {
+		if string(v) == s {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// Tone decides visual treatment (badge colour).
+type Tone string
+
+// Tone values.
+const (
+	ToneDanger  Tone = "danger"
+	ToneWarning Tone = "warning"
+	ToneInfo    Tone = "info"
+	ToneSuccess Tone = "success"
+	ToneNeutral Tone = "neutral"
+)
+
+// Tones lists every Tone.
+var Tones = []Tone{ToneDanger, ToneWarning, ToneInfo, ToneSuccess, ToneNeutral}
+
+// Evidence kinds (SPEC §2). A watchdog observation is tool_result, file or
+// artifact evidence with a Detail a person can read.
+const (
+	EvidenceMessage        = "message"
+	EvidenceUserStatement  = "user_statement"
+	EvidenceToolResult     = "tool_result"
+	EvidenceArtifact       = "artifact"
+	EvidenceURL            = "url"
+	EvidenceFile           = "file"
+	EvidenceModelInference = "model_inference"
+	EvidenceHumanAssertion = "human_assertion"
+)
+
+// EvidenceKinds lists every accepted EvidenceRef.Kind.
+var EvidenceKinds = []string{
+	EvidenceMessage, EvidenceUserStatement, EvidenceToolResult, EvidenceArtifact,
+	EvidenceURL, EvidenceFile, EvidenceModelInference, EvidenceHumanAssertion,
+}
+
+// ValidEvidenceKind reports whether k is one of EvidenceKinds.
+func ValidEvidenceKind(k string) bool {
+	for _, v := range EvidenceKinds {
+		if v == k {
+			return true
+		}
+	}
+	return false
+}
+
+// EvidenceRef points at the proof behind a reason (ADR-0033).
+type EvidenceRef struct {
+	Kind        string   `json:"kind"`
+	ID          string   `json:"id,omitempty"`
+	SessionID   string   `json:"session_id,omitempty"`
+	MessageID   string   `json:"message_id,omitempty"`
+	ToolCallID  string   `json:"tool_call_id,omitempty"`
+	ArtifactID  string   `json:"artifact_id,omitempty"`
+	Path        string   `json:"path,omitempty"`
+	URL         string   `json:"url,omitempty"`
+	Repo        string   `json:"repo,omitempty"`
+	CommitSHA   string   `json:"commit_sha,omitempty"`
+	ContentHash string   `json:"content_hash,omitempty"`
+	FetchedAt   *float64 `json:"fetched_at,omitempty"`
+	Detail      string   `json:"detail,omitempty"`
+}
+
+// Claim statuses of a StateReason.
+const (
+	ClaimObserved = "observed"
+	ClaimInferred = "inferred"
+)
+
+// StateReason explains one dimension of an entity's state, with evidence.
+type StateReason struct {
+	Code        ReasonCode    `json:"code"`
+	Message     string        `json:"message"`
+	ClaimStatus string        `json:"claim_status"`
+	Confidence  float64       `json:"confidence"`
+	EntityType  string        `json:"entity_type,omitempty"`
+	EntityID    string        `json:"entity_id,omitempty"`
+	Evidence    []EvidenceRef `json:"evidence"`
+}
+
+// Observed builds an observed reason with full confidence, the common case
+// for what watchdog itself saw.
+func Observed(code ReasonCode, message string, evidence ...EvidenceRef) StateReason {
+	if evidence == nil {
+		evidence = []EvidenceRef{}
+	}
+	return StateReason{Code: code, Message: message, ClaimStatus: ClaimObserved, Confidence: 1, Evidence: evidence}
+}
+
+// Policy constants carried on every NormalizedState.
+const (
+	PolicyVersion = "v1"
+	SourceBackend = "backend"
+)
+
+// LifecycleLegacy is the pseudo-lifecycle shown for an entity whose stored
+// lifecycle is NULL (imported before the vocabulary existed).
+const LifecycleLegacy = "legacy"
+
+// NormalizedState is one entity's state as every surface shows it.
+type NormalizedState struct {
+	Lifecycle     string        `json:"lifecycle"`
+	Outcome       string        `json:"outcome"`
+	Health        Health        `json:"health"`
+	Delivery      Delivery      `json:"delivery"`
+	Severity      Severity      `json:"severity"`
+	Tone          Tone          `json:"tone"`
+	Reasons       []StateReason `json:"reasons"`
+	EvaluatedAt   float64       `json:"evaluated_at"`
+	PolicyVersion string        `json:"policy_version"`
+	Source        string        `json:"source"`
+}
+
+// Legacy reports whether the state belongs to a legacy entity, which is
+// kept out of severity metrics, failure counts and the attention queue.
+func (s NormalizedState) Legacy() bool { return s.Lifecycle == LifecycleLegacy }
+
+// Normalize fills in the derived fields (severity, tone) and the policy
+// stamps. Outcome is the terminal lifecycle value or "" while non-terminal;
+// callers that know the entity's graph supply it.
+//
+// Two per-type terminals need translating before the ADR-0033 cascade,
+// which only knows the shared outcome vocabulary: a `partial` outcome
+// (workflow) is partial delivery, so it reads as a warning and never as
+// success; a `partial_failed` turn is a failure whose partial text is
+// evidence, so it carries partial delivery and ranks as failed.
+func Normalize(lifecycle, outcome string, health Health, delivery Delivery, reasons []StateReason, evaluatedAt float64) NormalizedState {
+	if reasons == nil {
+		reasons = []StateReason{}
+	}
+	s := NormalizedState{
+		Lifecycle: lifecycle, Outcome: outcome, Health: health, Delivery: delivery,
+		Reasons: reasons, EvaluatedAt: evaluatedAt,
+		PolicyVersion: PolicyVersion, Source: SourceBackend,
+	}
+	if lifecycle == LifecycleLegacy {
+		s.Severity, s.Tone = SeverityNeutral, ToneNeutral
+		return s
+	}
+	cascadeOutcome := outcome
+	switch outcome {
+	case "partial":
+		if delivery != DeliveryMissing && delivery != DeliveryInvalid {
+			s.Delivery = DeliveryPartial
+		}
+	case "partial_failed":
+		cascadeOutcome = "failed"
+		if delivery != DeliveryMissing && delivery != DeliveryInvalid {
+			s.Delivery = DeliveryPartial
+		}
+	}
+	s.Severity, s.Tone = DeriveSeverity(cascadeOutcome, s.Health, s.Delivery)
+	return s
+}

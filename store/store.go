@@ -1,0 +1,197 @@
+// Package store persists entities, the append-only transitions log and
+// attention dismissals. SQLite (modernc.org/sqlite, pure Go) is the
+// embedded default; the Store interface is what a shared PostgreSQL store
+// for a fleet would implement later.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// Sentinel errors, checked with errors.Is.
+var (
+	// ErrNotFound: no entity with that type and id.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the stored lifecycle is no longer the one the decision
+	// was made on (a lost compare-and-set race).
+	ErrConflict = errors.New("conflict")
+)
+
+// Store is the contract a storage backend meets. Methods named after
+// intent; every lifecycle write goes through ApplyTransition or the initial
+// insert of Register.
+type Store interface {
+	Register(ctx context.Context, e Entity, actor string, at float64) (created bool, err error)
+	Get(ctx context.Context, typ, id string) (Entity, error)
+	List(ctx context.Context, f Filter) ([]Entity, error)
+	Transitions(ctx context.Context, typ, id string) ([]AuditRow, error)
+	ApplyTransition(ctx context.Context, typ, id string, decide Decider) (before, after Entity, err error)
+	RecordObservation(ctx context.Context, typ, id string, o Observation) (bool, error)
+	RecordHeartbeat(ctx context.Context, typ, id string, at float64, progress string) error
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+var _ Store = (*SQLite)(nil)
+
+// SQLite is the embedded store. It is safe for concurrent use, and the same
+// database file may be shared by a daemon and several CLI processes: WAL
+// lets readers run beside the one writer, every write transaction takes the
+// write lock up front (BEGIN IMMEDIATE) so a read-then-write decision cannot
+// be invalidated underneath it, and busy_timeout makes writers queue
+// instead of failing.
+type SQLite struct {
+	db   *sql.DB
+	path string
+}
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// BusyTimeoutMS is how long a writer waits for the lock before giving up.
+const BusyTimeoutMS = 10000
+
+// DSN turns a path (or a file: URI) into the driver DSN with watchdog's
+// pragmas. synchronous=FULL because a transition that was acknowledged must
+// survive a power cut: losing an audit row is losing state.
+func DSN(path string) string {
+	base, query := path, ""
+	if strings.HasPrefix(path, "file:") {
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			base, query = path[:i], path[i+1:]
+		}
+	} else {
+		base = "file:" + path
+	}
+	v, _ := url.ParseQuery(query)
+	v.Add("_pragma", "busy_timeout("+strconv.Itoa(BusyTimeoutMS)+")")
+	v.Add("_pragma", "journal_mode(WAL)")
+	v.Add("_pragma", "foreign_keys(1)")
+	v.Add("_pragma", "synchronous(FULL)")
+	v.Set("_txlock", "immediate")
+	return base + "?" + v.Encode()
+}
+
+// Open opens (creating if needed) the SQLite database at path and applies
+// pending migrations.
+func Open(ctx context.Context, path string) (*SQLite, error) {
+	if strings.TrimSpace(path) == "" {
+		return nil, fmt.Errorf("open store: empty database path")
+	}
+	db, err := sql.Open("sqlite", DSN(path))
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(8)
+	s := &SQLite{db: db, path: path}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Path is the database location the store was opened with.
+func (s *SQLite) Path() string { return s.path }
+
+// DB exposes the handle for read-only diagnostics in tests and tools.
+func (s *SQLite) DB() *sql.DB { return s.db }
+
+// Close closes the database.
+func (s *SQLite) Close() error { return s.db.Close() }
+
+// Ping checks that the database answers a query.
+func (s *SQLite) Ping(ctx context.Context) error {
+	var one int
+	if err := s.db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("ping store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	files, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, f := range files {
+		name := strings.TrimPrefix(f, "migrations/")
+		n, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with its number", name)
+		}
+		body, err := migrationFS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: n, name: name, sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %s: expected number %d", m.name, i+1)
+		}
+	}
+	return out, nil
+}
+
+// SchemaVersion is the highest migration this build knows.
+func SchemaVersion() int {
+	ms, err := loadMigrations()
+	if err != nil {
+		return 0
+	}
+	return len(ms)
+}
+
+// migrate applies pending migrations in one write transaction, so two
+// processes opening a fresh file at once cannot both apply them.
+func (s *SQLite) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin migration: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (datetime('now')))`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var current int
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if current > len(ms) {
+		return fmt.Errorf("database schema version %d is newer than this watchdog knows (%d): upgrade watchdog", current, len(ms))
+	}
+	for _, m := range ms[current:] {
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("apply migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name) VALUES (?, ?)", m.version, m.name); err != nil {
+			return fmt.Errorf("record migration %s: %w", m.name, err)
+		}
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"watchdog/state"
+)
+
+// Change is what a Decider decided: the new lifecycle and its audit row.
+type Change struct {
+	To       string
+	Terminal bool
+	// Reason is stored on the entity as the reason of its current
+	// lifecycle, and its code, message and evidence go to the audit row.
+	Reason  *state.StateReason
+	Actor   string
+	Trigger string
+	At      float64
+	// TimeoutSeconds and TimeoutElapsed are recorded with a timed_out
+	// transition (zero leaves the stored value alone).
+	TimeoutSeconds float64
+	TimeoutElapsed float64
+}
+
+// Decider validates a transition against the entity as it is stored at the
+// moment of writing, inside the write transaction, and returns the change
+// or an error that aborts the transaction.
+type Decider func(current Entity) (Change, error)
+
+// ApplyTransition is the store half of the one write path: inside one
+// write transaction it reads the entity, lets decide validate the change
+// against that very row, appends the audit row, and updates the lifecycle
+// with a compare-and-set on the lifecycle and audit sequence it read. A
+// crash at any instant leaves either both writes or neither.
+//
+// No other code may UPDATE the lifecycle column; a test greps for it, and
+// the entities_lifecycle_audited trigger refuses a change without its
+// audit row.
+func (s *SQLite) ApplyTransition(ctx context.Context, typ, id string, decide Decider) (Entity, Entity, error) {
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see DSN
+	if err != nil {
+		return Entity{}, Entity{}, fmt.Errorf("transition %s/%s: begin: %w", typ, id, err)
+	}
+	defer tx.Rollback()
+
+	cur, err := scanEntity(tx.QueryRowContext(ctx, "SELECT "+entityColumns+" FROM entities WHERE type = ? AND id = ?", typ, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Entity{}, Entity{}, fmt.Errorf("entity %s/%s: %w", typ, id, ErrNotFound)
+	}
+	if err != nil {
+		return Entity{}, Entity{}, fmt.Errorf("transition %s/%s: read: %w", typ, id, err)
+	}
+	ch, err := decide(cur)
+	if err != nil {
+		return cur, Entity{}, err
+	}
+
+	audit := AuditRow{EntityType: typ, EntityID: id, From: cur.Lifecycle, To: ch.To, Actor: ch.Actor, Trigger: ch.Trigger, At: ch.At}
+	var reasonJSON any
+	if ch.Reason != nil {
+		audit.ReasonCode, audit.Message, audit.Evidence = string(ch.Reason.Code), ch.Reason.Message, ch.Reason.Evidence
+		b, err := json.Marshal(ch.Reason)
+		if err != nil {
+			return cur, Entity{}, fmt.Errorf("transition %s/%s: encode reason: %w", typ, id, err)
+		}
+		reasonJSON = string(b)
+	}
+	seq, err := insertAudit(ctx, tx, audit)
+	if err != nil {
+		return cur, Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
+	}
+
+	var endedAt any
+	if ch.Terminal {
+		endedAt = ch.At
+	}
+	var startedAt any
+	if ch.To == "running" {
+		startedAt = ch.At
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE entities SET lifecycle = ?, terminal = ?, last_seq = ?,
+		transition_reason = ?, lifecycle_at = ?, ended_at = ?, started_at = COALESCE(started_at, ?),
+		timeout_seconds = COALESCE(?, timeout_seconds), timeout_elapsed = COALESCE(?, timeout_elapsed),
+		dead_since = CASE WHEN ? THEN dead_since ELSE NULL END, updated_at = ?
+		WHERE type = ? AND id = ? AND lifecycle IS ? AND last_seq = ?`,
+		ch.To, ch.Terminal, seq,
+		reasonJSON, ch.At, endedAt, startedAt,
+		nullFloat(ch.TimeoutSeconds), nullFloat(ch.TimeoutElapsed),
+		ch.Terminal, ch.At,
+		typ, id, cur.Lifecycle, cur.LastSeq)
+	if err != nil {
+		return cur, Entity{}, fmt.Errorf("transition %s/%s: update: %w", typ, id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return cur, Entity{}, fmt.Errorf("transition %s/%s: lifecycle changed underneath: %w", typ, id, ErrConflict)
+	}
+	after, err := scanEntity(tx.QueryRowContext(ctx, "SELECT "+entityColumns+" FROM entities WHERE type = ? AND id = ?", typ, id))
+	if err != nil {
+		return cur, Entity{}, fmt.Errorf("transition %s/%s: re-read: %w", typ, id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return cur, Entity{}, fmt.Errorf("transition %s/%s: commit: %w", typ, id, err)
+	}
+	return cur, after, nil
+}

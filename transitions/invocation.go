@@ -1,0 +1,14 @@
+package transitions
+
+// invocationGraph: short-lived tool or job invocations.
+var invocationGraph = Graph{
+	Type:     "invocation",
+	States:   []string{"pending", "running", "succeeded", "failed", "timed_out", "cancelled", "skipped"},
+	Initial:  "pending",
+	Terminal: []string{"succeeded", "failed", "timed_out", "cancelled", "skipped"},
+	Edges: map[string][]string{
+		"pending": {"running", "skipped", "cancelled"},
+		"running": {"succeeded", "failed", "timed_out", "cancelled"},
+	},
+	DeadProcessTerminal: "failed",
+}

@@ -1,0 +1,17 @@
+package transitions
+
+// playGraph: a play can be blocked (by a failed or missing dependency) at
+// any point before it completes, and unblocked back into the queue.
+var playGraph = Graph{
+	Type:     "play",
+	States:   []string{"planned", "queued", "running", "run_complete", "blocked", "merged", "failed", "timed_out", "cancelled", "skipped"},
+	Initial:  "planned",
+	Terminal: []string{"merged", "failed", "timed_out", "cancelled", "skipped"},
+	Edges: map[string][]string{
+		"planned":      {"queued", "blocked", "skipped", "cancelled"},
+		"queued":       {"running", "blocked", "skipped", "cancelled"},
+		"running":      {"run_complete", "failed", "timed_out", "cancelled", "blocked"},
+		"run_complete": {"merged", "failed"},
+		"blocked":      {"queued", "failed", "skipped", "cancelled"},
+	},
+}

@@ -1,0 +1,187 @@
+package transitions
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/robfig/cron/v3"
+
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// ProcessIdentity is what the host reports about a live process.
+type ProcessIdentity struct {
+	StartTime  float64
+	StartTicks uint64
+}
+
+// Identifier reads this host's identity and a local process's start time;
+// probe.Host implements it.
+type Identifier interface {
+	HostID() string
+	BootID() (string, error)
+	StartOf(pid int) (ProcessIdentity, error)
+}
+
+var idShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$`)
+
+func validateID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: id is required", ErrInvalidInput)
+	}
+	if !idShape.MatchString(id) {
+		return fmt.Errorf("%w: id %q must be 1-200 characters of letters, digits and . _ : @ + - (starting with a letter or digit)", ErrInvalidInput, id)
+	}
+	return nil
+}
+
+// Registration is a register/upsert request.
+type Registration struct {
+	Entity store.Entity
+	// Legacy registers an entity with a NULL lifecycle (imported from an
+	// older store); Entity.Lifecycle must then be nil.
+	Legacy bool
+	Actor  string
+}
+
+// Register validates and upserts an entity. A new entity gets its initial
+// (or given) lifecycle and a first audit row; an existing one has its
+// registered fields updated and keeps its lifecycle, which then changes
+// only by Transition. It reports whether the entity was created.
+func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
+	e := reg.Entity
+	g, err := Lookup(e.Type)
+	if err != nil {
+		return false, err
+	}
+	e.Type = g.Type
+	if err := validateID(e.ID); err != nil {
+		return false, err
+	}
+	if !contains(Actors, reg.Actor) {
+		return false, fmt.Errorf("%w: actor %q is not one of %s", ErrInvalidInput, reg.Actor, strings.Join(Actors, ", "))
+	}
+	switch {
+	case reg.Legacy:
+		if e.Lifecycle != nil {
+			return false, fmt.Errorf("%w: a legacy entity has no lifecycle", ErrInvalidInput)
+		}
+	case e.Lifecycle == nil:
+		l := g.Initial
+		e.Lifecycle = &l
+	case !g.HasState(*e.Lifecycle):
+		return false, fmt.Errorf("lifecycle: %w %q for %s (states: %s)", ErrUnknownState, *e.Lifecycle, g.Type, strings.Join(g.States, ", "))
+	}
+	if err := validateFields(&e); err != nil {
+		return false, err
+	}
+	at := w.now()
+	if e.Lifecycle != nil {
+		e.Terminal = g.IsTerminal(*e.Lifecycle)
+		if e.Terminal {
+			e.EndedAt = at
+		}
+		// Work registered past its initial state (typically "running") has
+		// started; its age, for heartbeats and slowness, counts from now.
+		if e.StartedAt == 0 && (*e.Lifecycle != g.Initial || *e.Lifecycle == "running") {
+			e.StartedAt = at
+		}
+	}
+	if len(e.Artifacts) == 0 {
+		e.Delivery = state.DeliveryNotExpected
+	} else {
+		e.Delivery = state.DeliveryUnknown
+	}
+	e.Health = state.HealthUnknown
+	w.fillIdentity(&e)
+	return w.Store.Register(ctx, e, reg.Actor, at)
+}
+
+// fillIdentity completes a local pid's identity. A process that is already
+// gone keeps an unknown start time: the probe will find "no such pid",
+// which is conclusive without it.
+func (w *Writer) fillIdentity(e *store.Entity) {
+	if w.Ident == nil {
+		return
+	}
+	local := w.Ident.HostID()
+	if e.PID > 0 && e.HostID == "" {
+		e.HostID = local
+	}
+	if e.PID <= 0 || e.HostID != local {
+		return
+	}
+	if e.BootID == "" {
+		if b, err := w.Ident.BootID(); err == nil {
+			e.BootID = b
+		}
+	}
+	if e.PIDStartTime == 0 {
+		if id, err := w.Ident.StartOf(e.PID); err == nil {
+			e.PIDStartTime, e.PIDStartTicks = id.StartTime, id.StartTicks
+		}
+	}
+}
+
+var scheduleParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+func validateFields(e *store.Entity) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidInput}, args...)...)
+	}
+	if len(e.Label) > 1000 {
+		return bad("label is longer than 1000 characters")
+	}
+	if e.PID < 0 {
+		return bad("pid %d is negative", e.PID)
+	}
+	if e.SupervisorPID < 0 {
+		return bad("supervisor_pid %d is negative", e.SupervisorPID)
+	}
+	if e.PIDStartTime < 0 {
+		return bad("pid_start_time %g is negative", e.PIDStartTime)
+	}
+	if e.TimeoutSeconds < 0 {
+		return bad("timeout_seconds %g is negative", e.TimeoutSeconds)
+	}
+	for i, a := range e.Artifacts {
+		if err := a.Validate(); err != nil {
+			return bad("artifacts[%d]: %v", i, err)
+		}
+	}
+	if len(e.Artifacts) > 0 && e.ArtifactsRoot == "" {
+		return bad("artifacts need an artifacts_root")
+	}
+	for i, l := range e.LockFiles {
+		if strings.TrimSpace(l) == "" || strings.ContainsAny(l, "*?[") {
+			return bad("lock_files[%d] %q must be one declared path, not empty or a pattern", i, l)
+		}
+	}
+	if e.ParentType != "" || e.ParentID != "" {
+		pt, ok := CanonicalType(e.ParentType)
+		if !ok {
+			return bad("parent.type %q is not an entity type (known: %s)", e.ParentType, strings.Join(Types(), ", "))
+		}
+		e.ParentType = pt
+		if err := validateID(e.ParentID); err != nil {
+			return fmt.Errorf("parent.id: %w", err)
+		}
+	}
+	for i, d := range e.DependsOn {
+		if err := validateID(d); err != nil {
+			return fmt.Errorf("depends_on[%d]: %w", i, err)
+		}
+	}
+	if e.ScheduleCron != "" {
+		if _, err := scheduleParser.Parse(e.ScheduleCron); err != nil {
+			return bad("schedule.cron %q is not a cron spec: %v", e.ScheduleCron, err)
+		}
+	}
+	if e.Type == "schedule" && e.ScheduleCron == "" && e.ScheduleLastFiredAt != 0 {
+		return bad("schedule.last_fired_at given without schedule.cron")
+	}
+	return nil
+}

@@ -1,0 +1,17 @@
+package transitions
+
+// sessionGraph is ADR-0025's session vocabulary (alias `run`). Admins may
+// only mark a session failed, aborted or cancelled: completed and timed_out
+// are facts the system observes, not verdicts an operator hands out.
+var sessionGraph = Graph{
+	Type:     "session",
+	States:   []string{"pending", "running", "completed", "failed", "timed_out", "cancelled", "aborted"},
+	Initial:  "pending",
+	Terminal: []string{"completed", "failed", "timed_out", "cancelled", "aborted"},
+	Edges: map[string][]string{
+		"pending": {"running", "failed", "cancelled", "aborted"},
+		"running": {"completed", "failed", "timed_out", "cancelled", "aborted"},
+	},
+	DeadProcessTerminal: "aborted",
+	AdminTargets:        []string{"failed", "aborted", "cancelled"},
+}

@@ -1,0 +1,13 @@
+package transitions
+
+// turnGraph (ADR 26): every state but running is terminal.
+var turnGraph = Graph{
+	Type:     "turn",
+	States:   []string{"running", "completed", "partial_failed", "failed", "interrupted", "timed_out"},
+	Initial:  "running",
+	Terminal: []string{"completed", "partial_failed", "failed", "interrupted", "timed_out"},
+	Edges: map[string][]string{
+		"running": {"completed", "partial_failed", "failed", "interrupted", "timed_out"},
+	},
+	DeadProcessTerminal: "failed",
+}

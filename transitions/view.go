@@ -1,0 +1,31 @@
+package transitions
+
+import (
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// View computes an entity's NormalizedState: outcome from its type's
+// graph, severity and tone derived (never stored), and reasons made of the
+// reason of the transition that brought it to its lifecycle plus the
+// probe's current findings.
+func View(e store.Entity, evaluatedAt float64) state.NormalizedState {
+	if e.Lifecycle == nil {
+		return state.Normalize(state.LifecycleLegacy, "", e.Health, e.Delivery, e.Reasons, evaluatedAt)
+	}
+	outcome := ""
+	if g, err := Lookup(e.Type); err == nil {
+		outcome = g.Outcome(*e.Lifecycle)
+	}
+	reasons := make([]state.StateReason, 0, len(e.Reasons)+1)
+	if e.TransitionReason != nil {
+		reasons = append(reasons, *e.TransitionReason)
+	}
+	reasons = append(reasons, e.Reasons...)
+	return state.Normalize(*e.Lifecycle, outcome, e.Health, e.Delivery, reasons, evaluatedAt)
+}
+
+// Display renders an entity's display chain.
+func Display(e store.Entity, ns state.NormalizedState) string {
+	return state.DisplayChain(ns, state.ContractSubject(e.Artifacts))
+}

@@ -1,0 +1,214 @@
+package transitions
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// Actors: who asks for a transition. The vocabulary is closed because it
+// labels metrics and decides rights.
+const (
+	ActorOrchestrator = "orchestrator"
+	ActorAdmin        = "admin"
+	ActorReaper       = "reaper"
+	ActorExec         = "exec"
+)
+
+// Actors lists every actor.
+var Actors = []string{ActorOrchestrator, ActorAdmin, ActorReaper, ActorExec}
+
+// reasonRequiredTargets need a reason code whoever asks (SPEC §9): each
+// of them says something went wrong or was stopped, and "why" is the
+// operator's first question.
+var reasonRequiredTargets = []string{
+	"failed", "aborted", "timed_out", "cancelled", "interrupted",
+	"partial_failed", "partial", "blocked", "detached",
+}
+
+// Request asks for one lifecycle change.
+type Request struct {
+	Type string
+	ID   string
+	To   string
+	// Reason is optional except for reasonRequiredTargets and the reaper.
+	Reason *state.StateReason
+	// ExpectFrom, when set, is the lifecycle the caller decided on; a
+	// different stored lifecycle is a conflict.
+	ExpectFrom string
+	Actor      string
+	Trigger    string
+	// TimeoutSeconds and ElapsedSeconds describe a timed_out transition; an
+	// unset timeout falls back to the registered timeout_seconds, an unset
+	// elapsed time to the time since the entity started.
+	TimeoutSeconds float64
+	ElapsedSeconds float64
+}
+
+// Result is an applied transition.
+type Result struct {
+	Before store.Entity
+	After  store.Entity
+}
+
+// Observer hears about every transition and rejection (metrics).
+type Observer interface {
+	Transitioned(entityType, from, to, actor string)
+	Rejected(entityType, cause string)
+}
+
+// Writer is the one write path for lifecycles. The zero value is not
+// usable: Store is required; Now defaults to time.Now.
+type Writer struct {
+	Store    store.Store
+	Now      func() time.Time
+	Observer Observer
+	// Ident fills in pid start time, host id and boot id at registration;
+	// nil leaves them as given.
+	Ident Identifier
+}
+
+func (w *Writer) now() float64 {
+	if w.Now != nil {
+		return unixSeconds(w.Now())
+	}
+	return unixSeconds(time.Now())
+}
+
+func unixSeconds(t time.Time) float64 {
+	return math.Round(float64(t.UnixNano())/1e6) / 1e3
+}
+
+// Transition validates and applies one lifecycle change: the edge against
+// the type's graph, the reason code against the registry, the actor's
+// rights; then a compare-and-set write with its audit row in one database
+// transaction. Errors are the sentinels of errors.go, wrapped with a
+// message a person can act on.
+func (w *Writer) Transition(ctx context.Context, req Request) (Result, error) {
+	res, err := w.transition(ctx, req)
+	if w.Observer != nil {
+		typ, _ := CanonicalType(req.Type)
+		if err != nil {
+			w.Observer.Rejected(typ, Cause(err))
+		} else {
+			w.Observer.Transitioned(typ, res.Before.LifecycleOr(""), res.After.LifecycleOr(""), req.Actor)
+		}
+	}
+	return res, err
+}
+
+func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
+	g, err := Lookup(req.Type)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := validateID(req.ID); err != nil {
+		return Result{}, err
+	}
+	if !g.HasState(req.To) {
+		return Result{}, fmt.Errorf("%w %q for %s (states: %s)", ErrUnknownState, req.To, g.Type, strings.Join(g.States, ", "))
+	}
+	if req.ExpectFrom != "" && !g.HasState(req.ExpectFrom) {
+		return Result{}, fmt.Errorf("expect_from: %w %q for %s", ErrUnknownState, req.ExpectFrom, g.Type)
+	}
+	if !contains(Actors, req.Actor) {
+		return Result{}, fmt.Errorf("%w: actor %q is not one of %s", ErrInvalidInput, req.Actor, strings.Join(Actors, ", "))
+	}
+	if !ValidTrigger(req.Trigger) {
+		return Result{}, fmt.Errorf("%w: trigger %q is not one of %s", ErrInvalidInput, req.Trigger, strings.Join(Triggers, ", "))
+	}
+	var reason *state.StateReason
+	if req.Reason != nil && (req.Reason.Code != "" || req.Reason.Message != "" || len(req.Reason.Evidence) > 0) {
+		r := *req.Reason
+		if r.Code == "" {
+			return Result{}, fmt.Errorf("%w: a reason needs a code", ErrReasonRequired)
+		}
+		if err := state.CheckCode(string(r.Code)); err != nil {
+			return Result{}, err
+		}
+		for i, ev := range r.Evidence {
+			if !state.ValidEvidenceKind(ev.Kind) {
+				return Result{}, fmt.Errorf("%w: reason.evidence[%d].kind %q is not one of %s", ErrInvalidInput, i, ev.Kind, strings.Join(state.EvidenceKinds, ", "))
+			}
+		}
+		if r.ClaimStatus == "" {
+			r.ClaimStatus = state.ClaimObserved
+		}
+		if r.Confidence == 0 {
+			r.Confidence = 1
+		}
+		if r.Evidence == nil {
+			r.Evidence = []state.EvidenceRef{}
+		}
+		r.EntityType, r.EntityID = g.Type, req.ID
+		reason = &r
+	}
+	if reason == nil && (contains(reasonRequiredTargets, req.To) || req.Actor == ActorReaper) {
+		return Result{}, fmt.Errorf("%w: a transition to %s needs a reason code (see `watchdog reasons`)", ErrReasonRequired, req.To)
+	}
+	if req.Actor == ActorAdmin && len(g.AdminTargets) > 0 && !contains(g.AdminTargets, req.To) {
+		return Result{}, fmt.Errorf("%w: an admin may move a %s only to %s, not %s", ErrForbidden, g.Type, strings.Join(g.AdminTargets, ", "), req.To)
+	}
+
+	at := w.now()
+	decide := func(cur store.Entity) (store.Change, error) {
+		if cur.Lifecycle == nil {
+			return store.Change{}, fmt.Errorf("%w: %s/%s is a legacy entity with no lifecycle to move from", ErrInvalidTransition, g.Type, req.ID)
+		}
+		from := *cur.Lifecycle
+		if req.ExpectFrom != "" && from != req.ExpectFrom {
+			return store.Change{}, fmt.Errorf("%w: %s/%s is %s, not %s", ErrConflict, g.Type, req.ID, from, req.ExpectFrom)
+		}
+		if !g.Allowed(from, req.To) {
+			next := "none: it is terminal"
+			if t := g.Targets(from); len(t) > 0 {
+				next = strings.Join(t, ", ")
+			}
+			return store.Change{}, fmt.Errorf("%w: %s %s -> %s is not allowed (from %s: %s)", ErrInvalidTransition, g.Type, from, req.To, from, next)
+		}
+		if g.Type == "workflow" && req.To == "completed" {
+			switch cur.Delivery {
+			case state.DeliveryPartial, state.DeliveryMissing, state.DeliveryInvalid:
+				return store.Change{}, fmt.Errorf("%w: workflow %s delivery is %s; completed is reserved for full completion (use partial or failed)", ErrInvalidTransition, req.ID, cur.Delivery)
+			}
+		}
+		ch := store.Change{To: req.To, Terminal: g.IsTerminal(req.To), Reason: reason, Actor: req.Actor, Trigger: req.Trigger, At: at}
+		if req.To == "timed_out" {
+			timeout := req.TimeoutSeconds
+			if timeout == 0 {
+				timeout = cur.TimeoutSeconds
+			}
+			if timeout <= 0 {
+				return store.Change{}, fmt.Errorf("%w: timed_out needs the configured timeout (register timeout_seconds or pass it with the transition)", ErrInvalidTransition)
+			}
+			elapsed := req.ElapsedSeconds
+			if elapsed == 0 {
+				start := cur.StartedAt
+				if start == 0 {
+					start = cur.CreatedAt
+				}
+				elapsed = math.Max(0, at-start)
+			}
+			ch.TimeoutSeconds, ch.TimeoutElapsed = timeout, elapsed
+			if ch.Reason != nil {
+				r := *ch.Reason
+				r.Evidence = append(append([]state.EvidenceRef(nil), r.Evidence...), state.EvidenceRef{
+					Kind:   state.EvidenceToolResult,
+					Detail: fmt.Sprintf("timed out after %.1fs (configured timeout %gs)", elapsed, timeout),
+				})
+				ch.Reason = &r
+			}
+		}
+		return ch, nil
+	}
+	before, after, err := w.Store.ApplyTransition(ctx, g.Type, req.ID, decide)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Before: before, After: after}, nil
+}

@@ -1,0 +1,108 @@
+package wire
+
+import (
+	"encoding/json"
+
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// AuditRow is one transition of an entity's history on the wire.
+type AuditRow struct {
+	From       *string             `json:"from"`
+	To         string              `json:"to"`
+	ReasonCode string              `json:"reason_code"`
+	Message    string              `json:"message"`
+	Evidence   []state.EvidenceRef `json:"evidence"`
+	Actor      string              `json:"actor"`
+	Trigger    string              `json:"trigger"`
+	At         float64             `json:"at"`
+}
+
+// Entity is the entity read shape: the registered fields, the normalized
+// state, the display chain and (for a single-entity read) the audit rows.
+type Entity struct {
+	Type              string               `json:"type"`
+	ID                string               `json:"id"`
+	Label             string               `json:"label"`
+	Lifecycle         *string              `json:"lifecycle"`
+	PID               int                  `json:"pid,omitempty"`
+	PIDStartTime      float64              `json:"pid_start_time,omitempty"`
+	HostID            string               `json:"host_id,omitempty"`
+	BootID            string               `json:"boot_id,omitempty"`
+	SupervisorPID     int                  `json:"supervisor_pid,omitempty"`
+	HeartbeatFile     string               `json:"heartbeat_file,omitempty"`
+	HeartbeatAt       float64              `json:"heartbeat_at,omitempty"`
+	HeartbeatProgress string               `json:"heartbeat_progress,omitempty"`
+	TimeoutSeconds    float64              `json:"timeout_seconds,omitempty"`
+	TimeoutElapsed    float64              `json:"timeout_elapsed,omitempty"`
+	ArtifactsRoot     string               `json:"artifacts_root,omitempty"`
+	Artifacts         []state.ArtifactSpec `json:"artifacts,omitempty"`
+	LockFiles         []string             `json:"lock_files,omitempty"`
+	Parent            *Ref                 `json:"parent,omitempty"`
+	DependsOn         []string             `json:"depends_on,omitempty"`
+	Schedule          *Schedule            `json:"schedule,omitempty"`
+	Metadata          json.RawMessage      `json:"metadata,omitempty"`
+	StartedAt         float64              `json:"started_at,omitempty"`
+	EndedAt           float64              `json:"ended_at,omitempty"`
+	HealthSince       float64              `json:"health_since,omitempty"`
+	CreatedAt         float64              `json:"created_at"`
+	UpdatedAt         float64              `json:"updated_at"`
+	// AgentStatus and ActivityState are the agent type's legacy mappings.
+	AgentStatus   string                `json:"agent_status,omitempty"`
+	ActivityState string                `json:"activity_state,omitempty"`
+	State         state.NormalizedState `json:"state"`
+	Display       string                `json:"display"`
+	Transitions   *[]AuditRow           `json:"transitions,omitempty"`
+}
+
+// FromEntity builds the read shape; rows may be nil (lists omit history).
+func FromEntity(e store.Entity, rows []store.AuditRow, now float64) Entity {
+	ns := transitions.View(e, now)
+	out := Entity{
+		Type: e.Type, ID: e.ID, Label: e.Label, Lifecycle: e.Lifecycle,
+		PID: e.PID, PIDStartTime: e.PIDStartTime, HostID: e.HostID, BootID: e.BootID,
+		SupervisorPID: e.SupervisorPID, HeartbeatFile: e.HeartbeatFile, HeartbeatAt: e.HeartbeatAt,
+		HeartbeatProgress: e.HeartbeatProgress, TimeoutSeconds: e.TimeoutSeconds, TimeoutElapsed: e.TimeoutElapsed,
+		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, LockFiles: e.LockFiles, DependsOn: e.DependsOn,
+		StartedAt: e.StartedAt, EndedAt: e.EndedAt, HealthSince: e.HealthSince,
+		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		State: ns, Display: transitions.Display(e, ns),
+	}
+	if len(e.Metadata) > 0 && string(e.Metadata) != "{}" {
+		out.Metadata = e.Metadata
+	}
+	if e.ParentID != "" {
+		out.Parent = &Ref{Type: e.ParentType, ID: e.ParentID}
+	}
+	if e.ScheduleCron != "" {
+		out.Schedule = &Schedule{Cron: e.ScheduleCron, LastFiredAt: e.ScheduleLastFiredAt}
+	}
+	if e.Type == "agent" && e.Lifecycle != nil {
+		out.AgentStatus = transitions.ToAgentStatus(*e.Lifecycle)
+		out.ActivityState = transitions.ToActivityState(*e.Lifecycle)
+	}
+	if rows != nil {
+		list := make([]AuditRow, 0, len(rows))
+		for _, r := range rows {
+			ev := r.Evidence
+			if ev == nil {
+				ev = []state.EvidenceRef{}
+			}
+			list = append(list, AuditRow{
+				From: r.From, To: r.To, ReasonCode: r.ReasonCode, Message: r.Message,
+				Evidence: ev, Actor: r.Actor, Trigger: r.Trigger, At: r.At,
+			})
+		}
+		out.Transitions = &list
+	}
+	return out
+}
+
+// EntityList is the body of GET /api/v1/entities and `status --json`.
+type EntityList struct {
+	GeneratedAt float64  `json:"generated_at"`
+	Total       int      `json:"total"`
+	Items       []Entity `json:"items"`
+}

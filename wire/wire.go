@@ -1,0 +1,255 @@
+// Package wire holds the JSON shapes of SPEC §9 (register, transition,
+// heartbeat, entity read) and their strict decoding, shared by the HTTP API
+// and the CLI so both accept and print exactly the same documents.
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// MaxBody is the largest request document accepted (1 MiB).
+const MaxBody = 1 << 20
+
+// ErrBadInput marks a document that could not be decoded; the message
+// names the problem.
+var ErrBadInput = errors.New("bad input")
+
+// ErrTooLarge marks a document over MaxBody.
+var ErrTooLarge = errors.New("request body too large")
+
+// Decode reads exactly one JSON value from r into v, refusing unknown
+// fields, trailing data and documents over MaxBody. An empty document is
+// an error unless allowEmpty.
+func Decode(r io.Reader, v any, allowEmpty bool) error {
+	data, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fmt.Errorf("%w: over %d bytes", ErrTooLarge, MaxBody)
+		}
+		return fmt.Errorf("%w: read body: %v", ErrBadInput, err)
+	}
+	if len(data) > MaxBody {
+		return fmt.Errorf("%w: over %d bytes", ErrTooLarge, MaxBody)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return fmt.Errorf("%w: empty document, want a JSON object", ErrBadInput)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %s", ErrBadInput, describeJSONError(err, data))
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: trailing data after the JSON object", ErrBadInput)
+	}
+	return nil
+}
+
+func describeJSONError(err error, data []byte) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		line := 1 + bytes.Count(data[:min(int(syn.Offset), len(data))], []byte("\n"))
+		return fmt.Sprintf("malformed JSON at line %d (byte %d): %v", line, syn.Offset, syn)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return fmt.Sprintf("want a JSON object, got %s", typ.Value)
+		}
+		return fmt.Sprintf("field %q: want %s, got %s", field, typeName(typ.Type.Kind().String()), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "malformed JSON: unexpected end of document"
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	return msg
+}
+
+func typeName(kind string) string {
+	switch kind {
+	case "int", "int64", "uint64", "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "a list"
+	case "map", "struct":
+		return "an object"
+	}
+	return kind
+}
+
+// OptString is a JSON string that remembers whether it was present and
+// whether it was null, so `"lifecycle": null` (legacy) differs from an
+// omitted lifecycle (the type's initial state).
+type OptString struct {
+	Set   bool
+	Null  bool
+	Value string
+}
+
+// UnmarshalJSON records presence and nullness.
+func (o *OptString) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	if string(b) == "null" {
+		o.Null = true
+		return nil
+	}
+	return json.Unmarshal(b, &o.Value)
+}
+
+// Artifact is one artifact of the wire contract; required defaults to true.
+type Artifact struct {
+	Path           string `json:"path" yaml:"path"`
+	Required       *bool  `json:"required,omitempty" yaml:"required"`
+	MinBytes       int64  `json:"min_bytes,omitempty" yaml:"min_bytes"`
+	Kind           string `json:"kind,omitempty" yaml:"kind"`
+	NewerThanStart bool   `json:"newer_than_start,omitempty" yaml:"newer_than_start"`
+}
+
+// Spec converts to the model's ArtifactSpec.
+func (a Artifact) Spec() state.ArtifactSpec {
+	req := true
+	if a.Required != nil {
+		req = *a.Required
+	}
+	return state.ArtifactSpec{Path: a.Path, Required: req, MinBytes: a.MinBytes, Kind: a.Kind, NewerThanStart: a.NewerThanStart}
+}
+
+// Ref names another entity.
+type Ref struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// Schedule is a schedule entity's cron spec and last fire time.
+type Schedule struct {
+	Cron        string  `json:"cron"`
+	LastFiredAt float64 `json:"last_fired_at,omitempty"`
+}
+
+// Register is the body of POST /api/v1/entities and `watchdog register`.
+type Register struct {
+	Type           string          `json:"type"`
+	ID             string          `json:"id"`
+	Label          string          `json:"label,omitempty"`
+	Lifecycle      OptString       `json:"lifecycle"`
+	PID            int             `json:"pid,omitempty"`
+	PIDStartTime   float64         `json:"pid_start_time,omitempty"`
+	HostID         string          `json:"host_id,omitempty"`
+	BootID         string          `json:"boot_id,omitempty"`
+	SupervisorPID  int             `json:"supervisor_pid,omitempty"`
+	HeartbeatFile  string          `json:"heartbeat_file,omitempty"`
+	TimeoutSeconds float64         `json:"timeout_seconds,omitempty"`
+	ArtifactsRoot  string          `json:"artifacts_root,omitempty"`
+	Artifacts      []Artifact      `json:"artifacts,omitempty"`
+	LockFiles      []string        `json:"lock_files,omitempty"`
+	Parent         *Ref            `json:"parent,omitempty"`
+	DependsOn      []string        `json:"depends_on,omitempty"`
+	Schedule       *Schedule       `json:"schedule,omitempty"`
+	Metadata       json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Registration converts a decoded body into the write path's request,
+// checking what the decoder cannot (required fields, metadata shape).
+func (r Register) Registration(actor string) (transitions.Registration, error) {
+	if strings.TrimSpace(r.Type) == "" {
+		return transitions.Registration{}, fmt.Errorf("%w: field \"type\" is required", ErrBadInput)
+	}
+	if strings.TrimSpace(r.ID) == "" {
+		return transitions.Registration{}, fmt.Errorf("%w: field \"id\" is required", ErrBadInput)
+	}
+	if len(r.Metadata) > 0 && string(r.Metadata) != "null" && !bytes.HasPrefix(bytes.TrimSpace(r.Metadata), []byte("{")) {
+		return transitions.Registration{}, fmt.Errorf("%w: field \"metadata\" must be an object", ErrBadInput)
+	}
+	e := store.Entity{
+		Type: r.Type, ID: r.ID, Label: r.Label,
+		PID: r.PID, PIDStartTime: r.PIDStartTime, HostID: r.HostID, BootID: r.BootID,
+		SupervisorPID: r.SupervisorPID, HeartbeatFile: r.HeartbeatFile, TimeoutSeconds: r.TimeoutSeconds,
+		ArtifactsRoot: r.ArtifactsRoot, LockFiles: r.LockFiles, DependsOn: r.DependsOn,
+		Metadata: r.Metadata,
+	}
+	for _, a := range r.Artifacts {
+		e.Artifacts = append(e.Artifacts, a.Spec())
+	}
+	if r.Parent != nil {
+		e.ParentType, e.ParentID = r.Parent.Type, r.Parent.ID
+		if e.ParentType == "" || e.ParentID == "" {
+			return transitions.Registration{}, fmt.Errorf("%w: parent needs both type and id", ErrBadInput)
+		}
+	}
+	if r.Schedule != nil {
+		e.ScheduleCron, e.ScheduleLastFiredAt = r.Schedule.Cron, r.Schedule.LastFiredAt
+	}
+	reg := transitions.Registration{Entity: e, Actor: actor}
+	switch {
+	case r.Lifecycle.Null:
+		reg.Legacy = true
+	case r.Lifecycle.Set:
+		l := r.Lifecycle.Value
+		reg.Entity.Lifecycle = &l
+	}
+	return reg, nil
+}
+
+// Reason is a transition's reason on the wire.
+type Reason struct {
+	Code     string              `json:"code"`
+	Message  string              `json:"message,omitempty"`
+	Evidence []state.EvidenceRef `json:"evidence,omitempty"`
+}
+
+// Transition is the body of POST …/transitions.
+type Transition struct {
+	To             string  `json:"to"`
+	Reason         *Reason `json:"reason,omitempty"`
+	ExpectFrom     string  `json:"expect_from,omitempty"`
+	Actor          string  `json:"actor,omitempty"`
+	Trigger        string  `json:"trigger,omitempty"`
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	ElapsedSeconds float64 `json:"elapsed_seconds,omitempty"`
+}
+
+// Request converts a decoded body into the write path's request. The
+// caller decides the actor when the body has none (or when auth decides).
+func (t Transition) Request(typ, id, defaultActor string) (transitions.Request, error) {
+	if strings.TrimSpace(t.To) == "" {
+		return transitions.Request{}, fmt.Errorf("%w: field \"to\" is required", ErrBadInput)
+	}
+	req := transitions.Request{
+		Type: typ, ID: id, To: t.To, ExpectFrom: t.ExpectFrom, Actor: t.Actor, Trigger: t.Trigger,
+		TimeoutSeconds: t.TimeoutSeconds, ElapsedSeconds: t.ElapsedSeconds,
+	}
+	if req.Actor == "" {
+		req.Actor = defaultActor
+	}
+	if t.Reason != nil {
+		ev := t.Reason.Evidence
+		if ev == nil {
+			ev = []state.EvidenceRef{}
+		}
+		req.Reason = &state.StateReason{Code: state.ReasonCode(t.Reason.Code), Message: t.Reason.Message, Evidence: ev}
+	}
+	return req, nil
+}
+
+// Heartbeat is the body of POST …/heartbeat (may be empty).
+type Heartbeat struct {
+	Progress string `json:"progress,omitempty"`
+}
