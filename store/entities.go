@@ -108,6 +108,8 @@ const entityColumns = `type, id, label, lifecycle, terminal, last_seq, transitio
 	schedule_cron, schedule_last_fired_at, metadata,
 	started_at, ended_at, lifecycle_at, created_at, updated_at`
 
+const selectEntity = "SELECT " + entityColumns + " FROM entities WHERE type = ? AND id = ?"
+
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanEntity(r rowScanner) (Entity, error) {
@@ -193,7 +195,16 @@ func jsonText(v any, empty string) (string, error) {
 // fields of an existing one: re-registering never changes a lifecycle,
 // only a transition does. A new entity with a lifecycle gets its first
 // audit row (from NULL) in the same transaction.
-func (s *SQLite) Register(ctx context.Context, e Entity, actor string, at float64) (bool, error) {
+func (s *SQLite) Register(ctx context.Context, e Entity, actor string, at float64) (created bool, err error) {
+	err = s.writeTx(ctx, func() error {
+		var e2 error
+		created, e2 = s.register(ctx, e, actor, at)
+		return e2
+	})
+	return created, err
+}
+
+func (s *SQLite) register(ctx context.Context, e Entity, actor string, at float64) (bool, error) {
 	artifacts, err := jsonText(e.Artifacts, "[]")
 	if err != nil {
 		return false, fmt.Errorf("register %s/%s: encode artifacts: %w", e.Type, e.ID, err)
@@ -219,7 +230,11 @@ func (s *SQLite) Register(ctx context.Context, e Entity, actor string, at float6
 	defer tx.Rollback()
 
 	var exists int
-	switch err := tx.QueryRowContext(ctx, "SELECT 1 FROM entities WHERE type = ? AND id = ?", e.Type, e.ID).Scan(&exists); {
+	row, err := s.txQueryRow(ctx, tx, "SELECT 1 FROM entities WHERE type = ? AND id = ?", e.Type, e.ID)
+	if err != nil {
+		return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
+	}
+	switch err := row.Scan(&exists); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
 		return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
@@ -233,7 +248,7 @@ func (s *SQLite) Register(ctx context.Context, e Entity, actor string, at float6
 			lifecycle, lifecycleAt = *e.Lifecycle, at
 		}
 		startedAt = nullFloat(e.StartedAt)
-		_, err = tx.ExecContext(ctx, `INSERT INTO entities (type, id, label, lifecycle, terminal,
+		_, err = s.txExec(ctx, tx, `INSERT INTO entities (type, id, label, lifecycle, terminal,
 			health, delivery, host_id, boot_id, pid, pid_start_time, pid_start_ticks, supervisor_pid,
 			heartbeat_file, timeout_seconds, artifacts_root, artifacts, lock_files,
 			parent_type, parent_id, depends_on, schedule_cron, schedule_last_fired_at, metadata,
@@ -248,21 +263,21 @@ func (s *SQLite) Register(ctx context.Context, e Entity, actor string, at float6
 			return false, fmt.Errorf("register %s/%s: insert: %w", e.Type, e.ID, err)
 		}
 		if e.Lifecycle != nil {
-			seq, err := insertAudit(ctx, tx, AuditRow{
+			seq, err := s.insertAudit(ctx, tx, AuditRow{
 				EntityType: e.Type, EntityID: e.ID, To: *e.Lifecycle,
 				Message: "registered", Actor: actor, At: at,
 			})
 			if err != nil {
 				return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
 			}
-			if _, err := tx.ExecContext(ctx, "UPDATE entities SET last_seq = ? WHERE type = ? AND id = ?", seq, e.Type, e.ID); err != nil {
+			if _, err := s.txExec(ctx, tx, "UPDATE entities SET last_seq = ? WHERE type = ? AND id = ?", seq, e.Type, e.ID); err != nil {
 				return false, fmt.Errorf("register %s/%s: link audit row: %w", e.Type, e.ID, err)
 			}
 		}
 	} else {
 		// Only what the caller registers: the dimensions, the lifecycle and
 		// the timestamps the watchdog keeps are left alone.
-		_, err = tx.ExecContext(ctx, `UPDATE entities SET label = ?, host_id = ?, boot_id = ?,
+		_, err = s.txExec(ctx, tx, `UPDATE entities SET label = ?, host_id = ?, boot_id = ?,
 			pid = ?, pid_start_time = ?, pid_start_ticks = ?, supervisor_pid = ?,
 			heartbeat_file = ?, timeout_seconds = ?, artifacts_root = ?, artifacts = ?, lock_files = ?,
 			parent_type = ?, parent_id = ?, depends_on = ?, schedule_cron = ?, schedule_last_fired_at = ?,
@@ -285,7 +300,7 @@ func (s *SQLite) Register(ctx context.Context, e Entity, actor string, at float6
 
 // Get reads one entity.
 func (s *SQLite) Get(ctx context.Context, typ, id string) (Entity, error) {
-	e, err := scanEntity(s.db.QueryRowContext(ctx, "SELECT "+entityColumns+" FROM entities WHERE type = ? AND id = ?", typ, id))
+	e, err := scanEntity(s.db.QueryRowContext(ctx, selectEntity, typ, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Entity{}, fmt.Errorf("entity %s/%s: %w", typ, id, ErrNotFound)
 	}
@@ -368,7 +383,7 @@ func (s *SQLite) Transitions(ctx context.Context, typ, id string) ([]AuditRow, e
 	return out, rows.Err()
 }
 
-func insertAudit(ctx context.Context, tx *sql.Tx, r AuditRow) (int64, error) {
+func (s *SQLite) insertAudit(ctx context.Context, tx *sql.Tx, r AuditRow) (int64, error) {
 	evidence, err := jsonText(r.Evidence, "[]")
 	if err != nil {
 		return 0, fmt.Errorf("encode evidence: %w", err)
@@ -377,7 +392,7 @@ func insertAudit(ctx context.Context, tx *sql.Tx, r AuditRow) (int64, error) {
 	if r.From != nil {
 		from = *r.From
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO transitions (entity_type, entity_id, from_lifecycle, to_lifecycle,
+	res, err := s.txExec(ctx, tx, `INSERT INTO transitions (entity_type, entity_id, from_lifecycle, to_lifecycle,
 		reason_code, message, evidence, actor, trigger_name, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.EntityType, r.EntityID, from, r.To, r.ReasonCode, r.Message, evidence, r.Actor, r.Trigger, r.At)
 	if err != nil {

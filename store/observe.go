@@ -32,17 +32,21 @@ func (s *SQLite) RecordObservation(ctx context.Context, typ, id string, o Observ
 	if err != nil {
 		return false, fmt.Errorf("record observation %s/%s: encode reasons: %w", typ, id, err)
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE entities SET health = ?, delivery = ?, reasons = ?,
+	var n int64
+	err = s.writeTx(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `UPDATE entities SET health = ?, delivery = ?, reasons = ?,
 		health_since = ?, dead_since = ?, updated_at = ?
 		WHERE type = ? AND id = ? AND last_seq = ?
 		  AND (health IS NOT ? OR delivery IS NOT ? OR reasons IS NOT ? OR health_since IS NOT ? OR dead_since IS NOT ?)`,
-		o.Health, o.Delivery, reasons, nullFloat(o.HealthSince), nullFloat(o.DeadSince), o.At,
-		typ, id, o.SeenSeq,
-		o.Health, o.Delivery, reasons, nullFloat(o.HealthSince), nullFloat(o.DeadSince))
-	if err != nil {
-		return false, fmt.Errorf("record observation %s/%s: %w", typ, id, err)
-	}
-	n, err := res.RowsAffected()
+			o.Health, o.Delivery, reasons, nullFloat(o.HealthSince), nullFloat(o.DeadSince), o.At,
+			typ, id, o.SeenSeq,
+			o.Health, o.Delivery, reasons, nullFloat(o.HealthSince), nullFloat(o.DeadSince))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("record observation %s/%s: %w", typ, id, err)
 	}
@@ -52,12 +56,20 @@ func (s *SQLite) RecordObservation(ctx context.Context, typ, id string, o Observ
 // RecordHeartbeat stores a heartbeat posted through the API or CLI, with
 // its optional progress note.
 func (s *SQLite) RecordHeartbeat(ctx context.Context, typ, id string, at float64, progress string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE entities SET heartbeat_at = ?, heartbeat_progress = ?, updated_at = ?
+	var n int64
+	err := s.writeTx(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `UPDATE entities SET heartbeat_at = ?, heartbeat_progress = ?, updated_at = ?
 		WHERE type = ? AND id = ?`, at, progress, at, typ, id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("record heartbeat %s/%s: %w", typ, id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return fmt.Errorf("entity %s/%s: %w", typ, id, ErrNotFound)
 	}
 	return nil

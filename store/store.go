@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -54,6 +55,12 @@ var _ Store = (*SQLite)(nil)
 type SQLite struct {
 	db   *sql.DB
 	path string
+	// writeMu serialises this process's write transactions, so SQLite's
+	// lock arbitrates only between processes.
+	writeMu sync.Mutex
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
 }
 
 //go:embed migrations/*.sql
@@ -109,7 +116,10 @@ func (s *SQLite) Path() string { return s.path }
 func (s *SQLite) DB() *sql.DB { return s.db }
 
 // Close closes the database.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error {
+	s.closeStmts()
+	return s.db.Close()
+}
 
 // Ping checks that the database answers a query.
 func (s *SQLite) Ping(ctx context.Context) error {
@@ -169,6 +179,10 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.writeTx(ctx, func() error { return s.applyMigrations(ctx, ms) })
+}
+
+func (s *SQLite) applyMigrations(ctx context.Context, ms []migration) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin migration: %w", err)

@@ -40,14 +40,27 @@ type Decider func(current Entity) (Change, error)
 // No other code may UPDATE the lifecycle column; a test greps for it, and
 // the entities_lifecycle_audited trigger refuses a change without its
 // audit row.
-func (s *SQLite) ApplyTransition(ctx context.Context, typ, id string, decide Decider) (Entity, Entity, error) {
+func (s *SQLite) ApplyTransition(ctx context.Context, typ, id string, decide Decider) (before, after Entity, err error) {
+	err = s.writeTx(ctx, func() error {
+		var e error
+		before, after, e = s.applyTransition(ctx, typ, id, decide)
+		return e
+	})
+	return before, after, err
+}
+
+func (s *SQLite) applyTransition(ctx context.Context, typ, id string, decide Decider) (Entity, Entity, error) {
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see DSN
 	if err != nil {
 		return Entity{}, Entity{}, fmt.Errorf("transition %s/%s: begin: %w", typ, id, err)
 	}
 	defer tx.Rollback()
 
-	cur, err := scanEntity(tx.QueryRowContext(ctx, "SELECT "+entityColumns+" FROM entities WHERE type = ? AND id = ?", typ, id))
+	row, err := s.txQueryRow(ctx, tx, selectEntity, typ, id)
+	if err != nil {
+		return Entity{}, Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
+	}
+	cur, err := scanEntity(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Entity{}, Entity{}, fmt.Errorf("entity %s/%s: %w", typ, id, ErrNotFound)
 	}
@@ -69,7 +82,7 @@ func (s *SQLite) ApplyTransition(ctx context.Context, typ, id string, decide Dec
 		}
 		reasonJSON = string(b)
 	}
-	seq, err := insertAudit(ctx, tx, audit)
+	seq, err := s.insertAudit(ctx, tx, audit)
 	if err != nil {
 		return cur, Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
 	}
@@ -82,7 +95,7 @@ func (s *SQLite) ApplyTransition(ctx context.Context, typ, id string, decide Dec
 	if ch.To == "running" {
 		startedAt = ch.At
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE entities SET lifecycle = ?, terminal = ?, last_seq = ?,
+	res, err := s.txExec(ctx, tx, `UPDATE entities SET lifecycle = ?, terminal = ?, last_seq = ?,
 		transition_reason = ?, lifecycle_at = ?, ended_at = ?, started_at = COALESCE(started_at, ?),
 		timeout_seconds = COALESCE(?, timeout_seconds), timeout_elapsed = COALESCE(?, timeout_elapsed),
 		dead_since = CASE WHEN ? THEN dead_since ELSE NULL END, updated_at = ?
@@ -98,7 +111,11 @@ func (s *SQLite) ApplyTransition(ctx context.Context, typ, id string, decide Dec
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return cur, Entity{}, fmt.Errorf("transition %s/%s: lifecycle changed underneath: %w", typ, id, ErrConflict)
 	}
-	after, err := scanEntity(tx.QueryRowContext(ctx, "SELECT "+entityColumns+" FROM entities WHERE type = ? AND id = ?", typ, id))
+	row, err = s.txQueryRow(ctx, tx, selectEntity, typ, id)
+	if err != nil {
+		return cur, Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
+	}
+	after, err := scanEntity(row)
 	if err != nil {
 		return cur, Entity{}, fmt.Errorf("transition %s/%s: re-read: %w", typ, id, err)
 	}

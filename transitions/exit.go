@@ -49,7 +49,7 @@ func MapExit(code int, sig syscall.Signal, timedOut bool) ExitOutcome {
 // no terminal for it (the caller then leaves the lifecycle alone).
 func ExitTarget(g *Graph, to string) string {
 	candidates := map[string][]string{
-		"completed": {"completed", "succeeded"},
+		"completed": {"completed", "succeeded", "stopped"},
 		"aborted":   {"aborted", "interrupted", "cancelled", "failed"},
 		"cancelled": {"cancelled", "interrupted", "failed"},
 		"timed_out": {"timed_out", "failed"},

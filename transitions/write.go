@@ -92,7 +92,12 @@ func unixSeconds(t time.Time) float64 {
 func (w *Writer) Transition(ctx context.Context, req Request) (Result, error) {
 	res, err := w.transition(ctx, req)
 	if w.Observer != nil {
-		typ, _ := CanonicalType(req.Type)
+		// Metric labels come from closed vocabularies only: a type nobody
+		// knows is counted as "unknown", never under the caller's string.
+		typ, ok := CanonicalType(req.Type)
+		if !ok {
+			typ = "unknown"
+		}
 		if err != nil {
 			w.Observer.Rejected(typ, Cause(err))
 		} else {

@@ -108,6 +108,7 @@ runs ad hoc from this command line.`,
 		newStatusCmd(),
 		newReasonsCmd(),
 		newGraphCmd(),
+		newCheckConfigCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -1,0 +1,363 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// specDefaults is SPEC.md's defaults written out by hand, so that a changed
+// default value fails a test.
+var specDefaults = Config{
+	HostID: "",
+	Store:  Store{Driver: "sqlite", DSN: "./watchdog.db"},
+	Listen: "127.0.0.1:9715",
+	Auth:   Auth{TokenFile: ""},
+	Thresholds: Thresholds{
+		IdleAfter:     Duration(10 * time.Minute),
+		StalledAfter:  Duration(60 * time.Minute),
+		SlowAfter:     Duration(60 * time.Minute),
+		SlowUntil:     Duration(3 * time.Hour),
+		TerminalGrace: Duration(30 * time.Second),
+		PhantomAfter:  Duration(time.Hour),
+		MisfireGrace:  Duration(5 * time.Minute),
+		FailureWindow: Duration(24 * time.Hour),
+	},
+	Jobs: Jobs{
+		Sweep:           "@every 15s",
+		EnforceTerminal: "@every 30s",
+		ReapPhantoms:    "@every 5m",
+		CheckSchedules:  "@every 1m",
+		Vacuum:          "@daily",
+	},
+	Reaper: Reaper{DryRun: false, MaxPerRun: 500, KillOrphans: false, KillGrace: Duration(10 * time.Second)},
+	Log:    Log{Level: "info", Format: ""},
+}
+
+func TestDefaults(t *testing.T) {
+	if got := Default(); !reflect.DeepEqual(*got, specDefaults) {
+		t.Errorf("Default() = %+v, want %+v", *got, specDefaults)
+	}
+	// No file at all: the defaults.
+	got, err := Load("")
+	if err != nil {
+		t.Fatalf("Load(\"\"): %v", err)
+	}
+	if !reflect.DeepEqual(*got, specDefaults) {
+		t.Errorf("Load(\"\") = %+v, want %+v", *got, specDefaults)
+	}
+	// A file that says nothing: the defaults.
+	for _, in := range []string{"", "\n", "# only a comment\n", "---\n", "~\n", "thresholds:\n", "thresholds:\n  idle_after:\n"} {
+		got, err := Parse([]byte(in))
+		if err != nil {
+			t.Errorf("Parse(%q): %v", in, err)
+			continue
+		}
+		if !reflect.DeepEqual(*got, specDefaults) {
+			t.Errorf("Parse(%q) = %+v, want the defaults", in, *got)
+		}
+	}
+}
+
+func TestDefaultValidates(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+}
+
+func TestDefaultIsACopy(t *testing.T) {
+	c := Default()
+	c.Thresholds.IdleAfter = 1
+	c.Store.DSN = "changed"
+	if DefaultThresholds.IdleAfter == 1 || DefaultStore.DSN == "changed" {
+		t.Fatal("changing Default()'s result changed the exported defaults")
+	}
+}
+
+func TestLoadGood(t *testing.T) {
+	got, err := Load("testdata/good.yaml")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := Config{
+		HostID: "host-a",
+		Store:  Store{Driver: "sqlite", DSN: "/var/lib/watchdog/watchdog.db"},
+		Listen: "0.0.0.0:9800",
+		Auth:   Auth{TokenFile: "/etc/watchdog/token"},
+		Thresholds: Thresholds{
+			IdleAfter:     Duration(5 * time.Minute),
+			StalledAfter:  Duration(30 * time.Minute),
+			SlowAfter:     Duration(2 * time.Hour),
+			SlowUntil:     Duration(6 * time.Hour),
+			TerminalGrace: Duration(45 * time.Second),
+			PhantomAfter:  Duration(2 * time.Hour),
+			MisfireGrace:  Duration(10 * time.Minute),
+			FailureWindow: Duration(48 * time.Hour),
+		},
+		Jobs: Jobs{
+			Sweep:           "@every 10s",
+			EnforceTerminal: "@every 20s",
+			ReapPhantoms:    "*/10 * * * *",
+			CheckSchedules:  "@every 2m",
+			Vacuum:          "30 3 * * *",
+		},
+		Reaper: Reaper{DryRun: true, MaxPerRun: 100, KillOrphans: true, KillGrace: Duration(15 * time.Second)},
+		Log:    Log{Level: "debug", Format: "json"},
+	}
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("Load = %+v\nwant %+v", *got, want)
+	}
+	// good.yaml sets every key, each to something other than its default,
+	// so a key that silently fails to decode cannot pass.
+	for _, path := range sameLeaves(reflect.ValueOf(*got), reflect.ValueOf(*Default()), "") {
+		if path != "store.driver" { // sqlite is the only driver
+			t.Errorf("good.yaml leaves %s at its default", path)
+		}
+	}
+}
+
+// sameLeaves returns the key paths whose values are equal in a and b.
+func sameLeaves(a, b reflect.Value, prefix string) []string {
+	var same []string
+	for i := range a.NumField() {
+		path := prefix + yamlKey(a.Type().Field(i))
+		if a.Field(i).Kind() == reflect.Struct {
+			same = append(same, sameLeaves(a.Field(i), b.Field(i), path+".")...)
+		} else if a.Field(i).Interface() == b.Field(i).Interface() {
+			same = append(same, path)
+		}
+	}
+	return same
+}
+
+func TestPartialFileKeepsOtherDefaults(t *testing.T) {
+	got, err := Parse([]byte("thresholds:\n  idle_after: 5m\nreaper:\n  dry_run: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *Default()
+	want.Thresholds.IdleAfter = Duration(5 * time.Minute)
+	want.Reaper.DryRun = true
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("Parse = %+v, want %+v", *got, want)
+	}
+}
+
+func TestLoadBadConfigs(t *testing.T) {
+	tests := []struct {
+		input string
+		want  string
+	}{
+		// YAML itself
+		{"invalid-syntax.yaml", `line 3: invalid YAML: did not find expected ',' or ']'`},
+		{"invalid-multiple-documents.yaml", `line 2: more than one YAML document (a config file holds one)`},
+		{"invalid-top-level.yaml", `line 1: top level: "just a string" is not a mapping`},
+		// Keys and types (decoding)
+		{"invalid-unknown-key.yaml", `line 3: unknown key "thresholds.idel_after" (did you mean "thresholds.idle_after"?)`},
+		{"invalid-unknown-section.yaml", `line 2: unknown key "foo"`},
+		{"invalid-duplicate-key.yaml", `line 3: duplicate key "thresholds.idle_after" (first at line 2)`},
+		{"invalid-section-type.yaml", `thresholds: "5m" is not a mapping`},
+		{"invalid-string-type.yaml", `host_id: a list is not a string`},
+		{"invalid-duration.yaml", `thresholds.stalled_after: "five" is not a duration (try 1h)`},
+		{"invalid-duration-days.yaml", `thresholds.failure_window: "1d" is not a duration (try 24h)`},
+		{"invalid-int.yaml", `reaper.max_per_run: "lots" is not an integer`},
+		{"invalid-int-fraction.yaml", `reaper.max_per_run: "1.5" is not an integer`},
+		{"invalid-bool.yaml", `reaper.dry_run: "maybe" is not true or false`},
+		{"invalid-several-decode.yaml", `reaper.max_per_run: "1.5" is not an integer` + "\n" +
+			`thresholds.idle_after: "soon" is not a duration (try 10m)` + "\n" +
+			`line 5: unknown key "thresholds.stalled_afer" (did you mean "thresholds.stalled_after"?)`},
+		// Values (validation)
+		{"invalid-driver.yaml", `store.driver: "postgres" is not supported (only sqlite)`},
+		{"invalid-dsn-empty.yaml", `store.dsn: must not be empty`},
+		{"invalid-listen.yaml", `listen: "nohostport" is not host:port`},
+		{"invalid-listen-port.yaml", `listen: "127.0.0.1:http" is not host:port (the port must be a number from 0 to 65535)`},
+		{"invalid-listen-no-token.yaml", `listen: "0.0.0.0:9715" is not a loopback address, so auth.token_file must be set`},
+		{"invalid-threshold-positive.yaml", `thresholds.terminal_grace: 0s must be positive (try 30s)`},
+		{"invalid-threshold-idle-stalled.yaml", `thresholds: idle_after (20m) must be less than stalled_after (10m)`},
+		{"invalid-threshold-slow.yaml", `thresholds: slow_after (3h) must be less than slow_until (1h)`},
+		{"invalid-cron.yaml", `jobs.sweep: "every 15s" is not a cron spec: expected exactly 5 fields, found 2: [every 15s]`},
+		{"invalid-max-per-run.yaml", `reaper.max_per_run: must be at least 1`},
+		{"invalid-kill-grace.yaml", `reaper.kill_grace: -1s must be positive (try 10s)`},
+		{"invalid-log-level.yaml", `log.level: "loud" is not one of debug, info, warn, error`},
+		{"invalid-log-format.yaml", `log.format: "xml" is not one of json, console (or empty to choose by terminal)`},
+		{"invalid-several-validate.yaml", `store.driver: "postgres" is not supported (only sqlite)` + "\n" +
+			`jobs.vacuum: "@nightly" is not a cron spec: unrecognized descriptor: @nightly` + "\n" +
+			`log.level: "loud" is not one of debug, info, warn, error`},
+	}
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		covered[tt.input] = true
+		t.Run(tt.input, func(t *testing.T) {
+			c, err := Load(filepath.Join("testdata", tt.input))
+			if err == nil {
+				t.Fatalf("Load succeeded with %+v, want error %q", *c, tt.want)
+			}
+			if c != nil {
+				t.Errorf("Load returned a config with its error")
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error:\n got %s\nwant %s", err, tt.want)
+			}
+		})
+	}
+	files, err := filepath.Glob("testdata/invalid-*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !covered[filepath.Base(f)] {
+			t.Errorf("%s has no row in the table", f)
+		}
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "absent.yaml")
+	_, err := Load(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Load(%s) = %v, want fs.ErrNotExist", path, err)
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q does not name the file", err)
+	}
+}
+
+func TestParseFlowStyle(t *testing.T) {
+	// Several values on one line: each problem still finds its key.
+	_, err := Parse([]byte("reaper: {max_per_run: [1], kill_grace: x}\nlog: {level: {a: 1}}\n"))
+	want := `reaper.max_per_run: a list is not an integer` + "\n" +
+		`reaper.kill_grace: "x" is not a duration (try 10s)` + "\n" +
+		`log.level: a mapping is not a string`
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n got %v\nwant %s", err, want)
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := Default()
+	c.Store.DSN = ""
+	c.Reaper.MaxPerRun = 0
+	c.Thresholds.IdleAfter = 0
+	err := c.Validate()
+	want := "store.dsn: must not be empty\n" +
+		"thresholds.idle_after: 0s must be positive (try 10m)\n" +
+		"reaper.max_per_run: must be at least 1"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Validate:\n got %v\nwant %s", err, want)
+	}
+	if n := len(err.(interface{ Unwrap() []error }).Unwrap()); n != 3 {
+		t.Errorf("Validate joined %d errors, want 3", n)
+	}
+}
+
+func TestListenLoopback(t *testing.T) {
+	for _, tt := range []struct {
+		listen, token string
+		ok            bool
+	}{
+		{"127.0.0.1:9715", "", true},
+		{"localhost:9715", "", true},
+		{"[::1]:0", "", true},
+		{"0.0.0.0:9715", "/etc/watchdog/token", true},
+		{":9715", "", false}, // every interface
+		{"10.0.0.1:9715", "", false},
+		{"example.org:9715", "", false},
+	} {
+		c := Default()
+		c.Listen, c.Auth.TokenFile = tt.listen, tt.token
+		if err := c.Validate(); (err == nil) != tt.ok {
+			t.Errorf("listen %q, token %q: Validate() = %v, want ok=%v", tt.listen, tt.token, err, tt.ok)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{1500 * time.Millisecond, "1.5s"},
+		{10 * time.Second, "10s"},
+		{time.Minute, "1m"},
+		{90 * time.Minute, "1h30m"},
+		{time.Hour, "1h"},
+		{time.Hour + 5*time.Second, "1h0m5s"},
+		{24 * time.Hour, "24h"},
+		{-5 * time.Minute, "-5m"},
+	} {
+		d := Duration(tt.d)
+		if got := d.String(); got != tt.want {
+			t.Errorf("Duration(%v).String() = %q, want %q", tt.d, got, tt.want)
+		}
+		out, err := yaml.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Duration
+		if err := yaml.Unmarshal(out, &back); err != nil || back != d {
+			t.Errorf("round trip of %v through %q = %v, %v", tt.d, out, back, err)
+		}
+	}
+}
+
+func TestDurationErrorOutsideConfig(t *testing.T) {
+	// Without a Config around it, the error keeps its position.
+	var d Duration
+	err := yaml.Unmarshal([]byte("ten"), &d)
+	if want := `yaml: unmarshal errors:` + "\n" + `  line 1: column 1: "ten" is not a duration (try 30s)`; err == nil || err.Error() != want {
+		t.Errorf("error:\n got %v\nwant %s", err, want)
+	}
+}
+
+func TestCronParser(t *testing.T) {
+	for _, spec := range []string{"@every 15s", "@daily", "@hourly", "*/5 * * * *", "0 3 * * 1-5", "CRON_TZ=UTC 0 3 * * *"} {
+		if _, err := CronParser.Parse(spec); err != nil {
+			t.Errorf("CronParser.Parse(%q): %v", spec, err)
+		}
+	}
+	for _, spec := range []string{"", "every 15s", "0 */5 * * * *", "@nightly"} {
+		if _, err := CronParser.Parse(spec); err == nil {
+			t.Errorf("CronParser.Parse(%q) succeeded, want an error", spec)
+		}
+	}
+}
+
+func TestSuggestKey(t *testing.T) {
+	for _, tt := range []struct{ path, want string }{
+		{"thresholds.idel_after", "thresholds.idle_after"},
+		{"thresholds.Idle-After", "thresholds.idle_after"},
+		{"lisen", "listen"},
+		{"foo", ""}, // "log" is two edits away: too far for three letters
+		{"reaper.kill_grace_period", ""},
+		{"nosuch.idle_after", ""},
+	} {
+		if got := suggestKey(tt.path); got != tt.want {
+			t.Errorf("suggestKey(%q) = %q, want %q", tt.path, got, tt.want)
+		}
+	}
+}
+
+func TestSyntaxErrorLines(t *testing.T) {
+	// yaml.v3 counts some lines from 0 and others from 1; ours are the
+	// lines a reader finds the problem on (for an unclosed bracket, the line
+	// that opened it).
+	for _, tt := range []struct{ in, want string }{
+		{"a: 1\nb: 2\nc: [3\n", `line 3: invalid YAML: did not find expected ',' or ']'`},
+		{"a: 1\nb: 2\nc: d: e\n", `line 3: invalid YAML: mapping values are not allowed in this context`},
+		{"a: 1\nb: 2\nc: 'x\n", `line 3: invalid YAML: found unexpected end of stream`},
+		{"a: 1\nb:\n  - 1\n c: 2\n", `line 4: invalid YAML: did not find expected key`},
+		{"listen: *nowhere\n", `invalid YAML: unknown anchor 'nowhere' referenced`},
+	} {
+		_, err := Parse([]byte(tt.in))
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("Parse(%q):\n got %v\nwant %s", tt.in, err, tt.want)
+		}
+	}
+}

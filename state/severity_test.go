@@ -1,0 +1,182 @@
+package state
+
+import (
+	"fmt"
+	"testing"
+)
+
+// seedRule is one `if` of ADR-0033's derive_severity, transcribed in the
+// seed's own order, as data: an independent encoding to check the switch
+// in severity.go against.
+type seedRule struct {
+	dim    string // "outcome", "health" or "delivery"
+	values []string
+	sev    Severity
+	tone   Tone
+}
+
+var seedCascade = []seedRule{
+	{"outcome", []string{"failed", "aborted"}, SeverityCritical, ToneDanger},
+	{"health", []string{"process_dead", "orphaned"}, SeverityCritical, ToneDanger},
+	{"delivery", []string{"missing"}, SeverityCritical, ToneDanger},
+	{"health", []string{"stalled"}, SeverityCritical, ToneDanger},
+	{"health", []string{"misfired"}, SeverityCritical, ToneDanger},
+	{"outcome", []string{"timed_out"}, SeverityWarning, ToneWarning},
+	{"health", []string{"idle", "degraded", "disconnected"}, SeverityWarning, ToneWarning},
+	{"delivery", []string{"partial", "invalid"}, SeverityWarning, ToneWarning},
+	{"health", []string{"running"}, SeverityInfo, ToneInfo},
+	{"health", []string{"due"}, SeverityInfo, ToneInfo},
+	{"outcome", []string{"skipped"}, SeverityInfo, ToneNeutral},
+	{"outcome", []string{"succeeded", "completed", "merged"}, SeverityNeutral, ToneSuccess},
+	{"outcome", []string{"cancelled"}, SeverityNeutral, ToneNeutral},
+}
+
+func seedDerive(outcome, health, delivery string) (Severity, Tone) {
+	for _, r := range seedCascade {
+		v := map[string]string{"outcome": outcome, "health": health, "delivery": delivery}[r.dim]
+		for _, want := range r.values {
+			if v == want {
+				return r.sev, r.tone
+			}
+		}
+	}
+	return SeverityNeutral, ToneNeutral
+}
+
+func TestDeriveSeverityCrossProduct(t *testing.T) {
+	// Every outcome (shared vocabulary, per-type terminals, and none), every
+	// health, every delivery, plus empty values.
+	outcomes := append([]string{"", "interrupted", "partial", "archived", "closed", "stopped"}, Outcomes...)
+	healths := append([]Health{""}, Healths...)
+	deliveries := append([]Delivery{""}, Deliveries...)
+	n := 0
+	for _, o := range outcomes {
+		for _, h := range healths {
+			for _, d := range deliveries {
+				gotS, gotT := DeriveSeverity(o, h, d)
+				wantS, wantT := seedDerive(o, string(h), string(d))
+				if gotS != wantS || gotT != wantT {
+					t.Errorf("DeriveSeverity(%q, %q, %q) = %s/%s, seed cascade says %s/%s", o, h, d, gotS, gotT, wantS, wantT)
+				}
+				n++
+			}
+		}
+	}
+	if want := len(outcomes) * len(healths) * len(deliveries); n != want || n < 800 {
+		t.Fatalf("checked %d combinations, want %d", n, want)
+	}
+}
+
+func TestSeverityTonePairs(t *testing.T) {
+	// ADR-0033's table of which tones a severity may carry.
+	allowed := map[Severity][]Tone{
+		SeverityCritical: {ToneDanger},
+		SeverityWarning:  {ToneWarning},
+		SeverityInfo:     {ToneInfo, ToneNeutral},
+		SeverityNeutral:  {ToneSuccess, ToneNeutral},
+	}
+	for _, o := range Outcomes {
+		for _, h := range Healths {
+			for _, d := range Deliveries {
+				s, tone := DeriveSeverity(o, h, d)
+				ok := false
+				for _, a := range allowed[s] {
+					ok = ok || a == tone
+				}
+				if !ok {
+					t.Errorf("(%s,%s,%s): severity %s with tone %s", o, h, d, s, tone)
+				}
+			}
+		}
+	}
+}
+
+func TestNormalizePerTypeTerminals(t *testing.T) {
+	tests := []struct {
+		name             string
+		lifecycle        string
+		outcome          string
+		health           Health
+		delivery         Delivery
+		wantSev          Severity
+		wantTone         Tone
+		wantDelivery     Delivery
+		wantDisplayChain string
+	}{
+		{"workflow partial reads as a warning, never success", "partial", "partial", HealthOK, DeliveryPassed, SeverityWarning, ToneWarning, DeliveryPartial, "Partial · Artifacts partial"},
+		{"workflow partial with nothing delivered stays missing", "partial", "partial", HealthOK, DeliveryMissing, SeverityCritical, ToneDanger, DeliveryMissing, "Partial · Artifacts missing"},
+		{"turn partial_failed is a failure with partial output", "partial_failed", "partial_failed", HealthOK, DeliveryNotExpected, SeverityCritical, ToneDanger, DeliveryPartial, "Partial failed · Infra OK · Artifacts partial"},
+		{"interrupted is intentional", "interrupted", "interrupted", HealthOK, DeliveryNotExpected, SeverityNeutral, ToneNeutral, DeliveryNotExpected, "Interrupted"},
+		{"legacy is neutral and apart", LifecycleLegacy, "", HealthUnknown, DeliveryUnknown, SeverityNeutral, ToneNeutral, DeliveryUnknown, "Legacy"},
+		{"running and alive is info", "running", "", HealthRunning, DeliveryNotExpected, SeverityInfo, ToneInfo, DeliveryNotExpected, "Running · Alive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Normalize(tt.lifecycle, tt.outcome, tt.health, tt.delivery, nil, 100)
+			if s.Severity != tt.wantSev || s.Tone != tt.wantTone || s.Delivery != tt.wantDelivery {
+				t.Errorf("got %s/%s delivery %s, want %s/%s delivery %s", s.Severity, s.Tone, s.Delivery, tt.wantSev, tt.wantTone, tt.wantDelivery)
+			}
+			if got := DisplayChain(s, ""); got != tt.wantDisplayChain {
+				t.Errorf("display %q, want %q", got, tt.wantDisplayChain)
+			}
+			if s.PolicyVersion != "v1" || s.Source != "backend" || s.EvaluatedAt != 100 || s.Reasons == nil {
+				t.Errorf("stamps: %+v", s)
+			}
+		})
+	}
+}
+
+func TestDisplayChainSeedExamples(t *testing.T) {
+	tests := []struct {
+		state   NormalizedState
+		subject string
+		want    string
+	}{
+		// "Failed + Healthy" becomes "Failed · Infra OK": a failure whose
+		// infrastructure was fine is an error, not a crash.
+		{Normalize("failed", "failed", HealthOK, DeliveryPassed, nil, 0), "trace", "Failed · Infra OK · Trace present"},
+		{Normalize("running", "", HealthStalled, DeliveryMissing, nil, 0), "", "Running · Stalled · Artifacts missing"},
+		// The seed shows "Completed · Artifact contract passed"; SPEC §2
+		// (which wins) omits passed delivery on a terminal success.
+		{Normalize("completed", "completed", HealthOK, DeliveryPassed, nil, 0), "", "Completed"},
+		{Normalize("timed_out", "timed_out", HealthOK, DeliveryMissing, nil, 0), "review.md", "Timed out · No review.md produced"},
+	}
+	for _, tt := range tests {
+		if got := DisplayChain(tt.state, tt.subject); got != tt.want {
+			t.Errorf("DisplayChain(%s/%s/%s) = %q, want %q", tt.state.Outcome, tt.state.Health, tt.state.Delivery, got, tt.want)
+		}
+	}
+}
+
+func TestDisplayChainOmissions(t *testing.T) {
+	tests := []struct {
+		lifecycle, outcome string
+		health             Health
+		delivery           Delivery
+		want               string
+	}{
+		// Health ok is omitted on an ended entity unless it failed.
+		{"cancelled", "cancelled", HealthOK, DeliveryNotExpected, "Cancelled"},
+		{"aborted", "aborted", HealthOK, DeliveryNotExpected, "Aborted · Infra OK"},
+		// A terminal entity whose process is still alive must show it.
+		{"completed", "completed", HealthOrphaned, DeliveryNotExpected, "Completed · Orphaned"},
+		{"completed", "completed", HealthDegraded, DeliveryPassed, "Completed · Degraded"},
+		// Passed is shown when the outcome is not a success.
+		{"failed", "failed", HealthProcessDead, DeliveryPassed, "Failed · Process dead · Artifact contract passed"},
+		// While running, unknown health is said; unknown delivery is not.
+		{"running", "", HealthUnknown, DeliveryUnknown, "Running · Health unknown"},
+		{"queued", "", HealthOK, DeliveryNotExpected, "Queued · Infra OK"},
+	}
+	for _, tt := range tests {
+		s := Normalize(tt.lifecycle, tt.outcome, tt.health, tt.delivery, nil, 0)
+		if got := DisplayChain(s, ""); got != tt.want {
+			t.Errorf("%s/%s/%s: %q, want %q", tt.outcome, tt.health, tt.delivery, got, tt.want)
+		}
+	}
+}
+
+func ExampleDisplayChain() {
+	s := Normalize("running", "", HealthStalled, DeliveryMissing, nil, 0)
+	fmt.Println(s.Severity, s.Tone, DisplayChain(s, ""))
+	// Output: critical danger Running · Stalled · Artifacts missing
+}

@@ -1,0 +1,57 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"modernc.org/sqlite"
+)
+
+// busyBudget bounds how long a write keeps retrying a busy database.
+const busyBudget = 60 * time.Second
+
+// isBusy reports SQLITE_BUSY and SQLITE_LOCKED (and their extended codes).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
+		return true
+	}
+	return false
+}
+
+// writeTx runs fn as one write transaction, serialised with the other
+// writes of this process, and retried from scratch while another process
+// holds the database lock.
+//
+// SQLite's busy handler polls, and polling is unfair: a process that
+// commits and immediately begins again can starve a waiter past
+// busy_timeout. A whole-transaction retry is safe because fn re-reads
+// everything it decides on inside the transaction and a rolled-back
+// attempt left nothing behind.
+func (s *SQLite) writeTx(ctx context.Context, fn func() error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	deadline := time.Now().Add(busyBudget)
+	backoff := 2 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		jitter := time.Duration(rand.Int64N(int64(backoff)))
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(backoff + jitter):
+		}
+		if backoff < 100*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"watchdog/state"
+)
+
+func openTest(t *testing.T) (*SQLite, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "w.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+func strp(s string) *string { return &s }
+
+func TestOpenAppliesPragmasAndMigrations(t *testing.T) {
+	s, path := openTest(t)
+	db := s.DB()
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode %q %v", mode, err)
+	}
+	var fk, timeout, sync int
+	db.QueryRow("PRAGMA foreign_keys").Scan(&fk)
+	db.QueryRow("PRAGMA busy_timeout").Scan(&timeout)
+	db.QueryRow("PRAGMA synchronous").Scan(&sync)
+	if fk != 1 || timeout != BusyTimeoutMS || sync != 2 {
+		t.Errorf("foreign_keys=%d busy_timeout=%d synchronous=%d", fk, timeout, sync)
+	}
+	var version int
+	db.QueryRow("SELECT MAX(version) FROM schema_migrations").Scan(&version)
+	if version != SchemaVersion() || version < 1 {
+		t.Errorf("schema version %d, want %d", version, SchemaVersion())
+	}
+	// Reopening applies nothing twice.
+	s2, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	var rows int
+	s2.DB().QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&rows)
+	if rows != SchemaVersion() {
+		t.Errorf("%d migration rows after reopen", rows)
+	}
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	s, path := openTest(t)
+	if _, err := s.DB().Exec("INSERT INTO schema_migrations (version, name) VALUES (999, '999_future.sql')"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), path)
+	if err == nil || !strings.Contains(err.Error(), "newer than this watchdog") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := Open(context.Background(), ""); err == nil {
+		t.Error("empty path accepted")
+	}
+	dir := t.TempDir()
+	if _, err := Open(context.Background(), filepath.Join(dir, "no", "such", "dir", "w.db")); err == nil || !strings.Contains(err.Error(), "open store") {
+		t.Errorf("missing directory: %v", err)
+	}
+}
+
+func TestDSN(t *testing.T) {
+	got := DSN("/var/lib/watchdog/w.db")
+	for _, want := range []string{"file:/var/lib/watchdog/w.db?", "_txlock=immediate", "journal_mode%28WAL%29", "busy_timeout%2810000%29"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("DSN %q lacks %q", got, want)
+		}
+	}
+	if got := DSN("file:w.db?mode=rwc"); !strings.HasPrefix(got, "file:w.db?") || !strings.Contains(got, "mode=rwc") {
+		t.Errorf("file URI DSN %q", got)
+	}
+}
+
+// TestLifecycleWrittenOnlyByWritePath fails if any code outside the
+// store's transition function updates the lifecycle column.
+func TestLifecycleWrittenOnlyByWritePath(t *testing.T) {
+	root := filepath.Join("..")
+	update := regexp.MustCompile(`(?is)UPDATE\s+entities\s+SET\s[^;` + "`" + `"]*?\blifecycle\s*=`)
+	allowed := map[string]int{filepath.Join("store", "transition.go"): 1}
+	seen := map[string]int{}
+	scanned := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || strings.HasSuffix(path, "_test.go") || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".sql")) {
+			return nil
+		}
+		body, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		scanned++
+		rel, _ := filepath.Rel(root, path)
+		if n := len(update.FindAllIndex(body, -1)); n > 0 {
+			seen[rel] += n
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scanned < 10 {
+		t.Fatalf("scanned only %d files", scanned)
+	}
+	for f, n := range seen {
+		if allowed[f] != n {
+			t.Errorf("%s updates the lifecycle column %d time(s); only the write path (store/transition.go) may", f, n)
+		}
+	}
+	if seen[filepath.Join("store", "transition.go")] != 1 {
+		t.Errorf("the scan did not find the write path's own UPDATE: the pattern is broken")
+	}
+}
+
+// TestLifecycleTriggerRefusesUnauditedChange: even a direct SQL UPDATE of
+// the lifecycle column is refused by the database without its audit row.
+func TestLifecycleTriggerRefusesUnauditedChange(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	if _, err := s.Register(ctx, Entity{Type: "session", ID: "s1", Lifecycle: strp("running")}, "orchestrator", 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.DB().Exec("UPDATE entities SET lifecycle = 'completed' WHERE id = 's1'")
+	if err == nil || !strings.Contains(err.Error(), "without its audit row") {
+		t.Fatalf("unaudited lifecycle update: %v", err)
+	}
+	// Reusing an old audit row is refused too.
+	_, err = s.DB().Exec("UPDATE entities SET lifecycle = 'completed', last_seq = last_seq WHERE id = 's1'")
+	if err == nil {
+		t.Fatal("update pointing at the old audit row accepted")
+	}
+	if _, err := s.DB().Exec("DELETE FROM transitions"); err == nil || !strings.Contains(err.Error(), "append-only") {
+		t.Errorf("delete from transitions: %v", err)
+	}
+	if _, err := s.DB().Exec("UPDATE transitions SET to_lifecycle = 'x'"); err == nil {
+		t.Error("update of transitions accepted")
+	}
+	e, _ := s.Get(ctx, "session", "s1")
+	if e.LifecycleOr("") != "running" {
+		t.Errorf("lifecycle changed to %s", e.LifecycleOr(""))
+	}
+}
+
+func TestRecordObservationWritesOnlyOnChange(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	if _, err := s.Register(ctx, Entity{Type: "session", ID: "s1", Lifecycle: strp("running")}, "orchestrator", 1); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := s.Get(ctx, "session", "s1")
+	obs := Observation{Health: state.HealthProcessDead, Delivery: state.DeliveryNotExpected, HealthSince: 5, DeadSince: 5, SeenSeq: e.LastSeq, At: 5,
+		Reasons: []state.StateReason{state.Observed(state.RunHealthProcessDead, "pid 4242 not running")}}
+	wrote, err := s.RecordObservation(ctx, "session", "s1", obs)
+	if err != nil || !wrote {
+		t.Fatalf("first observation: wrote=%v err=%v", wrote, err)
+	}
+	var changes int
+	s.DB().QueryRow("SELECT total_changes()").Scan(&changes)
+	obs.At = 6 // same findings, later sweep
+	wrote, err = s.RecordObservation(ctx, "session", "s1", obs)
+	if err != nil || wrote {
+		t.Fatalf("unchanged observation wrote=%v err=%v", wrote, err)
+	}
+	e, _ = s.Get(ctx, "session", "s1")
+	if e.UpdatedAt != 5 || e.Health != state.HealthProcessDead || e.DeadSince != 5 || len(e.Reasons) != 1 {
+		t.Errorf("stored %+v", e)
+	}
+	// A stale sequence (a transition landed since the probe read) writes nothing.
+	obs.Health, obs.SeenSeq = state.HealthRunning, e.LastSeq-1
+	if wrote, _ := s.RecordObservation(ctx, "session", "s1", obs); wrote {
+		t.Error("observation against a stale lifecycle was written")
+	}
+}
+
+func TestHeartbeatAndNotFound(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	if _, err := s.Register(ctx, Entity{Type: "session", ID: "s1", Lifecycle: strp("running")}, "orchestrator", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordHeartbeat(ctx, "session", "s1", 9, "step 3 of 7"); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := s.Get(ctx, "session", "s1")
+	if e.HeartbeatAt != 9 || e.HeartbeatProgress != "step 3 of 7" {
+		t.Errorf("heartbeat %v %q", e.HeartbeatAt, e.HeartbeatProgress)
+	}
+	if err := s.RecordHeartbeat(ctx, "session", "nope", 9, ""); !errors.Is(err, ErrNotFound) {
+		t.Errorf("heartbeat for unknown entity: %v", err)
+	}
+	if _, err := s.Get(ctx, "session", "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("get unknown: %v", err)
+	}
+}
+
+func TestListFilters(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	reg := func(typ, id string, lifecycle *string, host string) {
+		t.Helper()
+		if _, err := s.Register(ctx, Entity{Type: typ, ID: id, Lifecycle: lifecycle, HostID: host}, "orchestrator", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg("session", "a", strp("running"), "h1")
+	reg("session", "b", strp("running"), "h2")
+	reg("play", "p", strp("queued"), "h1")
+	reg("session", "legacy", nil, "h1")
+	// A terminal one, ended at 1.
+	if _, err := s.Register(ctx, Entity{Type: "session", ID: "done", Lifecycle: strp("completed"), Terminal: true, EndedAt: 1, HostID: "h1"}, "orchestrator", 1); err != nil {
+		t.Fatal(err)
+	}
+	count := func(f Filter) int {
+		l, err := s.List(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l)
+	}
+	tests := []struct {
+		f    Filter
+		want int
+	}{
+		{Filter{}, 5},
+		{Filter{Type: "session"}, 4},
+		{Filter{HostID: "h1"}, 4},
+		{Filter{HostID: "h1", OpenOnly: true}, 2},
+		{Filter{HostID: "h1", OpenOnly: true, EndedSince: 1}, 3},
+		{Filter{HostID: "h1", OpenOnly: true, EndedSince: 2}, 2},
+	}
+	for _, tt := range tests {
+		if got := count(tt.f); got != tt.want {
+			t.Errorf("List(%+v) = %d, want %d", tt.f, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package transitions
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"watchdog/state"
+)
+
+// specTable is SPEC §3's table, copied as text: "type | edges | terminal".
+// The test parses it independently of the Go graphs and checks every pair
+// of states of every type against it.
+const specTable = `
+session | pending→running; pending→failed/cancelled/aborted; running→completed/failed/timed_out/cancelled/aborted | completed failed timed_out cancelled aborted
+show | draft→planned/archived; planned→active/archived; active→completed/merged/failed/archived; completed/merged/failed→archived | archived
+play | planned→queued/blocked/skipped/cancelled; queued→running/blocked/skipped/cancelled; running→run_complete/failed/timed_out/cancelled/blocked; run_complete→merged/failed; blocked→queued/failed/skipped/cancelled | merged failed timed_out cancelled skipped
+invocation | pending→running/skipped/cancelled; running→succeeded/failed/timed_out/cancelled | succeeded failed timed_out cancelled skipped
+schedule | enabled→paused/disabled; paused→enabled/disabled; disabled→enabled |
+team | active→idle/blocked/closed; idle→active/blocked/closed; blocked→active/closed | closed
+agent | pending→starting/failed; starting→idle/failed; idle→busy/suspended/stopped/failed; busy→idle/suspended/stopped/failed; suspended→idle/busy/stopped/failed; stopped→starting; failed→starting | stopped failed
+subagent | queued→running/cancelled; running→completed/failed/timed_out/interrupted/cancelled/detached; detached→completed/failed/timed_out/cancelled | completed failed timed_out interrupted cancelled
+workflow | running→completed/partial/failed/timed_out/held; held→running/failed/cancelled | completed partial failed timed_out cancelled
+turn | running→completed/partial_failed/failed/interrupted/timed_out | completed partial_failed failed interrupted timed_out
+`
+
+type specGraph struct {
+	edges    map[[2]string]bool
+	terminal map[string]bool
+	states   map[string]bool
+}
+
+func parseSpec(t *testing.T) map[string]specGraph {
+	t.Helper()
+	out := map[string]specGraph{}
+	for _, line := range strings.Split(strings.TrimSpace(specTable), "\n") {
+		cols := strings.Split(line, "|")
+		if len(cols) != 3 {
+			t.Fatalf("bad spec line %q", line)
+		}
+		typ := strings.TrimSpace(cols[0])
+		g := specGraph{edges: map[[2]string]bool{}, terminal: map[string]bool{}, states: map[string]bool{}}
+		for _, rule := range strings.Split(cols[1], ";") {
+			from, to, ok := strings.Cut(strings.TrimSpace(rule), "→")
+			if !ok {
+				t.Fatalf("bad rule %q", rule)
+			}
+			for _, f := range strings.Split(from, "/") {
+				for _, x := range strings.Split(to, "/") {
+					g.edges[[2]string{f, x}] = true
+					g.states[f], g.states[x] = true, true
+				}
+			}
+		}
+		for _, s := range strings.Fields(cols[2]) {
+			g.terminal[s] = true
+		}
+		out[typ] = g
+	}
+	return out
+}
+
+func TestGraphsMatchSpecExhaustively(t *testing.T) {
+	spec := parseSpec(t)
+	if len(spec) != len(graphs) {
+		t.Fatalf("spec has %d types, code has %d", len(spec), len(graphs))
+	}
+	pairs := 0
+	for typ, sg := range spec {
+		g, err := Lookup(typ)
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		// Same states: every state the spec mentions exists, and the code
+		// has no state the spec never mentions.
+		for s := range sg.states {
+			if !g.HasState(s) {
+				t.Errorf("%s: spec state %q missing from graph", typ, s)
+			}
+		}
+		for _, s := range g.States {
+			if !sg.states[s] {
+				t.Errorf("%s: graph state %q not in the spec", typ, s)
+			}
+		}
+		for _, from := range g.States {
+			for _, to := range g.States {
+				pairs++
+				want := sg.edges[[2]string{from, to}]
+				if got := g.Allowed(from, to); got != want {
+					t.Errorf("%s: %s -> %s allowed=%v, spec says %v", typ, from, to, got, want)
+				}
+			}
+			if got, want := g.IsTerminal(from), sg.terminal[from]; got != want {
+				t.Errorf("%s: %s terminal=%v, spec says %v", typ, from, got, want)
+			}
+		}
+		if !g.HasState(g.Initial) {
+			t.Errorf("%s: initial %q is not a state", typ, g.Initial)
+		}
+		if g.DeadProcessTerminal != "" && !g.IsTerminal(g.DeadProcessTerminal) {
+			t.Errorf("%s: dead-process terminal %q is not terminal", typ, g.DeadProcessTerminal)
+		}
+	}
+	if pairs < 300 {
+		t.Fatalf("only %d state pairs checked", pairs)
+	}
+}
+
+func TestTerminalStatesClosed(t *testing.T) {
+	// Only the edges SPEC §3 lists leave a terminal state.
+	allowedOut := map[string]map[string]bool{
+		"agent": {"stopped": true, "failed": true}, // restart
+	}
+	for _, typ := range Types() {
+		g := graphs[typ]
+		for _, s := range g.Terminal {
+			if len(g.Edges[s]) > 0 && !allowedOut[typ][s] {
+				t.Errorf("%s: terminal %s has outgoing edges %v", typ, s, g.Edges[s])
+			}
+		}
+	}
+}
+
+func TestDeadProcessTargets(t *testing.T) {
+	want := map[string]string{"session": "aborted", "invocation": "failed", "subagent": "failed", "turn": "failed", "workflow": "failed", "agent": "failed"}
+	for _, typ := range Types() {
+		if got := graphs[typ].DeadProcessTerminal; got != want[typ] {
+			t.Errorf("%s: dead-process terminal %q, want %q", typ, got, want[typ])
+		}
+	}
+}
+
+func TestTypesAreReasonNamespaces(t *testing.T) {
+	ns := map[string]bool{}
+	for _, n := range state.Namespaces {
+		ns[n] = true
+	}
+	for _, typ := range append(Types(), "run") {
+		if !ns[typ] {
+			t.Errorf("entity type %s is not a reason-code namespace", typ)
+		}
+	}
+}
+
+func TestAliasAndUnknownType(t *testing.T) {
+	if g, err := Lookup("run"); err != nil || g.Type != "session" {
+		t.Fatalf("run alias: %v %v", g, err)
+	}
+	if _, err := Lookup("widget"); err == nil || !strings.Contains(err.Error(), "known: agent") {
+		t.Fatalf("unknown type error %v should list known types", err)
+	}
+}
+
+func TestAgentLegacyMappings(t *testing.T) {
+	tests := []struct{ lifecycle, status, activity string }{
+		{"pending", "pending", "idle"},
+		{"starting", "pending", "idle"},
+		{"idle", "running", "idle"},
+		{"busy", "running", "busy"},
+		{"suspended", "running", "idle"},
+		{"stopped", "stopped", "idle"},
+		{"failed", "failed", "idle"},
+	}
+	covered := []string{}
+	for _, tt := range tests {
+		if got := ToAgentStatus(tt.lifecycle); got != tt.status {
+			t.Errorf("ToAgentStatus(%s) = %s, want %s", tt.lifecycle, got, tt.status)
+		}
+		if got := ToActivityState(tt.lifecycle); got != tt.activity {
+			t.Errorf("ToActivityState(%s) = %s, want %s", tt.lifecycle, got, tt.activity)
+		}
+		covered = append(covered, tt.lifecycle)
+	}
+	states := append([]string(nil), agentGraph.States...)
+	sort.Strings(states)
+	sort.Strings(covered)
+	if strings.Join(states, ",") != strings.Join(covered, ",") {
+		t.Errorf("mapping table covers %v, agent states are %v", covered, states)
+	}
+	for _, tr := range []string{"spawn", "reconciliation", ""} {
+		if !ValidTrigger(tr) {
+			t.Errorf("trigger %q refused", tr)
+		}
+	}
+	if ValidTrigger("sneezed") {
+		t.Error("unknown trigger accepted")
+	}
+}
+
+func TestDOT(t *testing.T) {
+	dot := graphs["agent"].DOT()
+	for _, want := range []string{`digraph "agent"`, `"stopped" -> "starting"`, `"failed" [shape=doublecircle]`, `"pending" [style=bold]`} {
+		if !strings.Contains(dot, want) {
+			t.Errorf("DOT lacks %s:\n%s", want, dot)
+		}
+	}
+}
