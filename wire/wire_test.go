@@ -1,0 +1,119 @@
+package wire
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		empty bool
+		want  error
+		msg   string
+	}{
+		{"ok", `{"type":"session","id":"s1"}`, false, nil, ""},
+		{"empty allowed", "  \n", true, nil, ""},
+		// Failure cases
+		{"empty", "", false, ErrBadInput, "empty document"},
+		{"unknown field", `{"type":"session","id":"s1","colour":"red"}`, false, ErrBadInput, `unknown field "colour"`},
+		{"trailing data", `{"type":"session","id":"s1"} {}`, false, ErrBadInput, "trailing data"},
+		{"syntax", "{\n\"type\": }", false, ErrBadInput, "malformed JSON at line 2"},
+		{"truncated", `{"type":"session"`, false, ErrBadInput, "unexpected end"},
+		{"wrong type", `{"type":"session","id":"s1","pid":"abc"}`, false, ErrBadInput, `field "pid": want a number, got string`},
+		{"not an object", `[1,2]`, false, ErrBadInput, "want a JSON object"},
+		{"too large", `{"label":"` + strings.Repeat("x", MaxBody) + `"}`, false, ErrTooLarge, "over 1048576 bytes"},
+	}
+	for _, tt := range tests {
+		var r Register
+		err := Decode(strings.NewReader(tt.body), &r, tt.empty)
+		if tt.want == nil {
+			if err != nil {
+				t.Errorf("%s: %v", tt.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("%s: got %v, want %v containing %q", tt.name, err, tt.want, tt.msg)
+		}
+	}
+}
+
+func TestRegisterLifecyclePresence(t *testing.T) {
+	tests := []struct {
+		body      string
+		legacy    bool
+		lifecycle string // "" = none given
+	}{
+		{`{"type":"session","id":"a"}`, false, ""},
+		{`{"type":"session","id":"a","lifecycle":null}`, true, ""},
+		{`{"type":"session","id":"a","lifecycle":"running"}`, false, "running"},
+	}
+	for _, tt := range tests {
+		var r Register
+		if err := Decode(strings.NewReader(tt.body), &r, false); err != nil {
+			t.Fatal(err)
+		}
+		reg, err := r.Registration("orchestrator")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if reg.Entity.Lifecycle != nil {
+			got = *reg.Entity.Lifecycle
+		}
+		if reg.Legacy != tt.legacy || got != tt.lifecycle {
+			t.Errorf("%s: legacy=%v lifecycle=%q", tt.body, reg.Legacy, got)
+		}
+	}
+}
+
+func TestRegisterConversion(t *testing.T) {
+	body := `{"type":"play","id":"p1","artifacts_root":"/r","artifacts":[{"path":"a.md"},{"path":"b.json","required":false,"kind":"json"}],
+		"parent":{"type":"show","id":"sh1"},"depends_on":["p0"],"schedule":{"cron":"*/5 * * * *","last_fired_at":5},"metadata":{"k":1}}`
+	var r Register
+	if err := Decode(strings.NewReader(body), &r, false); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := r.Registration("orchestrator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := reg.Entity
+	if !e.Artifacts[0].Required || e.Artifacts[1].Required || e.Artifacts[1].Kind != "json" {
+		t.Errorf("artifacts %+v: required must default to true", e.Artifacts)
+	}
+	if e.ParentType != "show" || e.ParentID != "sh1" || e.DependsOn[0] != "p0" || e.ScheduleCron != "*/5 * * * *" || e.ScheduleLastFiredAt != 5 {
+		t.Errorf("entity %+v", e)
+	}
+	for _, bad := range []string{
+		`{"id":"x"}`,
+		`{"type":"session"}`,
+		`{"type":"session","id":"x","metadata":[1]}`,
+		`{"type":"session","id":"x","parent":{"type":"show"}}`,
+	} {
+		var r Register
+		if err := Decode(strings.NewReader(bad), &r, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Registration("orchestrator"); !errors.Is(err, ErrBadInput) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
+
+func TestTransitionRequest(t *testing.T) {
+	var tr Transition
+	if err := Decode(strings.NewReader(`{"to":"aborted","reason":{"code":"run.aborted.sigint","evidence":[{"kind":"tool_result","detail":"x"}]},"expect_from":"running"}`), &tr, false); err != nil {
+		t.Fatal(err)
+	}
+	req, err := tr.Request("session", "s1", "orchestrator")
+	if err != nil || req.Actor != "orchestrator" || req.Reason.Code != "run.aborted.sigint" || req.ExpectFrom != "running" || len(req.Reason.Evidence) != 1 {
+		t.Errorf("request %+v %v", req, err)
+	}
+	if _, err := (Transition{}).Request("session", "s1", "orchestrator"); !errors.Is(err, ErrBadInput) {
+		t.Errorf("missing to: %v", err)
+	}
+}
