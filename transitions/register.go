@@ -12,18 +12,14 @@ import (
 	"watchdog/store"
 )
 
-// ProcessIdentity is what the host reports about a live process.
-type ProcessIdentity struct {
-	StartTime  float64
-	StartTicks uint64
-}
-
 // Identifier reads this host's identity and a local process's start time;
 // probe.Host implements it.
 type Identifier interface {
 	HostID() string
 	BootID() (string, error)
-	StartOf(pid int) (ProcessIdentity, error)
+	// StartOf is a live local process's start time, as Unix seconds and as
+	// clock ticks since boot (0 when the platform has none).
+	StartOf(pid int) (startTime float64, startTicks uint64, err error)
 }
 
 var idShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$`)
@@ -100,15 +96,16 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 	return w.Store.Register(ctx, e, reg.Actor, at)
 }
 
-// fillIdentity completes a local pid's identity. A process that is already
-// gone keeps an unknown start time: the probe will find "no such pid",
-// which is conclusive without it.
+// fillIdentity claims an entity registered without a host id for this
+// host (so this host's daemon probes and reaps it) and completes a local
+// pid's identity. A process that is already gone keeps an unknown start
+// time: the probe will find "no such pid", which is conclusive without it.
 func (w *Writer) fillIdentity(e *store.Entity) {
 	if w.Ident == nil {
 		return
 	}
 	local := w.Ident.HostID()
-	if e.PID > 0 && e.HostID == "" {
+	if e.HostID == "" {
 		e.HostID = local
 	}
 	if e.PID <= 0 || e.HostID != local {
@@ -120,8 +117,8 @@ func (w *Writer) fillIdentity(e *store.Entity) {
 		}
 	}
 	if e.PIDStartTime == 0 {
-		if id, err := w.Ident.StartOf(e.PID); err == nil {
-			e.PIDStartTime, e.PIDStartTicks = id.StartTime, id.StartTicks
+		if st, ticks, err := w.Ident.StartOf(e.PID); err == nil {
+			e.PIDStartTime, e.PIDStartTicks = st, ticks
 		}
 	}
 }

@@ -340,8 +340,8 @@ type fakeIdent struct{}
 
 func (fakeIdent) HostID() string          { return "host-a" }
 func (fakeIdent) BootID() (string, error) { return "boot-1", nil }
-func (fakeIdent) StartOf(pid int) (ProcessIdentity, error) {
-	return ProcessIdentity{StartTime: 1234.5, StartTicks: 99}, nil
+func (fakeIdent) StartOf(pid int) (float64, uint64, error) {
+	return 1234.5, 99, nil
 }
 
 func TestRegisterFillsLocalIdentity(t *testing.T) {

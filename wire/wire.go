@@ -114,6 +114,18 @@ func (o *OptString) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &o.Value)
 }
 
+// MarshalJSON writes null for Null and the string otherwise; with the
+// field's `omitzero` tag an unset OptString is left out entirely.
+func (o OptString) MarshalJSON() ([]byte, error) {
+	if o.Null {
+		return []byte("null"), nil
+	}
+	return json.Marshal(o.Value)
+}
+
+// IsZero reports an omitted value, for `omitzero`.
+func (o OptString) IsZero() bool { return !o.Set && !o.Null }
+
 // Artifact is one artifact of the wire contract; required defaults to true.
 type Artifact struct {
 	Path           string `json:"path" yaml:"path"`
@@ -149,7 +161,7 @@ type Register struct {
 	Type           string          `json:"type"`
 	ID             string          `json:"id"`
 	Label          string          `json:"label,omitempty"`
-	Lifecycle      OptString       `json:"lifecycle"`
+	Lifecycle      OptString       `json:"lifecycle,omitzero"`
 	PID            int             `json:"pid,omitempty"`
 	PIDStartTime   float64         `json:"pid_start_time,omitempty"`
 	HostID         string          `json:"host_id,omitempty"`

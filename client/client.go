@@ -1,0 +1,270 @@
+// Package client calls a running watchdog daemon's HTTP API for the
+// commands that write (register, heartbeat, transition, exec) when they
+// run with --server URL (or WATCHDOG_SERVER): on a hardened host the
+// agents run as other users than the daemon and cannot open its database.
+//
+// Errors come back as the same sentinels the local write path returns
+// (transitions.ErrNotFound, ErrConflict, ErrInvalidTransition, ...),
+// carrying the server's own one-line message, so a command prints the
+// same line whether it wrote locally or through the daemon. Check them
+// with errors.Is; *Error has the status and cause.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"watchdog/attention"
+	"watchdog/transitions"
+	"watchdog/wire"
+)
+
+// DefaultTimeout bounds one request, connection to last byte. A write
+// through the daemon waits at most for its store's busy timeout (10s); a
+// request that takes longer has gone wrong.
+const DefaultTimeout = 30 * time.Second
+
+// ErrUnauthorized is returned for a 401: no token, or the wrong one.
+var ErrUnauthorized = errors.New("unauthorized: check WATCHDOG_TOKEN_FILE")
+
+// ErrServer is returned for a response the API does not document (a 5xx,
+// a proxy's error page).
+var ErrServer = errors.New("server error")
+
+// Client talks to one watchdog daemon. It is safe for concurrent use.
+type Client struct {
+	base  string
+	token string
+	// HTTP is the underlying client; New sets a DefaultTimeout.
+	HTTP *http.Client
+}
+
+// New returns a client of the daemon at baseURL ("http://127.0.0.1:9715";
+// a bare host:port gets http://). token is sent as a bearer token on every
+// request when not empty.
+func New(baseURL, token string) *Client {
+	base := strings.TrimRight(strings.TrimSpace(baseURL), "/")
+	if base != "" && !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return &Client{base: base, token: token, HTTP: &http.Client{Timeout: DefaultTimeout}}
+}
+
+// ReadToken reads a token file (WATCHDOG_TOKEN_FILE): its content with
+// surrounding whitespace trimmed. An empty path is no token.
+func ReadToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return tok, nil
+}
+
+// Error is an error response of the API.
+type Error struct {
+	// Status is the HTTP status code.
+	Status int
+	// Cause is the API's machine-readable cause (transitions.Causes,
+	// bad_request, too_large, unauthorized, ...), "" if the body had none.
+	Cause string
+	// Message is the server's sentence.
+	Message  string
+	sentinel error
+}
+
+// Error returns the server's message, which already names the kind of
+// failure ("invalid transition: ..."), exactly as the local path would.
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the sentinel the status and cause map to.
+func (e *Error) Unwrap() error { return e.sentinel }
+
+// causeSentinels maps the API's causes back to the write path's errors.
+var causeSentinels = map[string]error{
+	transitions.CauseNotFound:          transitions.ErrNotFound,
+	transitions.CauseConflict:          transitions.ErrConflict,
+	transitions.CauseInvalidTransition: transitions.ErrInvalidTransition,
+	transitions.CauseUnknownReason:     transitions.ErrUnknownReason,
+	transitions.CauseReasonRequired:    transitions.ErrReasonRequired,
+	transitions.CauseForbidden:         transitions.ErrForbidden,
+	transitions.CauseUnknownType:       transitions.ErrUnknownType,
+	transitions.CauseUnknownState:      transitions.ErrUnknownState,
+	transitions.CauseInvalidInput:      transitions.ErrInvalidInput,
+	"bad_request":                      wire.ErrBadInput,
+	"too_large":                        wire.ErrTooLarge,
+	"unauthorized":                     ErrUnauthorized,
+}
+
+// statusSentinels is the fallback for a body without a known cause.
+var statusSentinels = map[int]error{
+	http.StatusBadRequest:            wire.ErrBadInput,
+	http.StatusUnauthorized:          ErrUnauthorized,
+	http.StatusForbidden:             transitions.ErrForbidden,
+	http.StatusNotFound:              transitions.ErrNotFound,
+	http.StatusConflict:              transitions.ErrConflict,
+	http.StatusRequestEntityTooLarge: wire.ErrTooLarge,
+	http.StatusUnprocessableEntity:   transitions.ErrInvalidTransition,
+}
+
+// Register registers (or updates) an entity and reports whether it was
+// created.
+func (c *Client) Register(ctx context.Context, r wire.Register) (wire.Entity, bool, error) {
+	var e wire.Entity
+	status, err := c.do(ctx, http.MethodPost, "/api/v1/entities", nil, r, &e)
+	if err != nil {
+		return wire.Entity{}, false, err
+	}
+	return e, status == http.StatusCreated, nil
+}
+
+// Heartbeat records a heartbeat with an optional progress note.
+func (c *Client) Heartbeat(ctx context.Context, typ, id, progress string) error {
+	var body any
+	if progress != "" {
+		body = wire.Heartbeat{Progress: progress}
+	}
+	_, err := c.do(ctx, http.MethodPost, entityPath(typ, id)+"/heartbeat", nil, body, nil)
+	return err
+}
+
+// Transition asks for a lifecycle change and returns the entity after it.
+func (c *Client) Transition(ctx context.Context, typ, id string, t wire.Transition) (wire.Entity, error) {
+	var e wire.Entity
+	if _, err := c.do(ctx, http.MethodPost, entityPath(typ, id)+"/transitions", nil, t, &e); err != nil {
+		return wire.Entity{}, err
+	}
+	return e, nil
+}
+
+// Entity reads one entity with its audit rows.
+func (c *Client) Entity(ctx context.Context, typ, id string) (wire.Entity, error) {
+	var e wire.Entity
+	if _, err := c.do(ctx, http.MethodGet, entityPath(typ, id), nil, nil, &e); err != nil {
+		return wire.Entity{}, err
+	}
+	return e, nil
+}
+
+// Attention reads the attention queue.
+func (c *Client) Attention(ctx context.Context, q attention.Query) (attention.Queue, error) {
+	var out attention.Queue
+	if _, err := c.do(ctx, http.MethodGet, "/api/attention", q.Values(), nil, &out); err != nil {
+		return attention.Queue{}, err
+	}
+	return out, nil
+}
+
+// Snooze hides an attention item until the given time.
+func (c *Client) Snooze(ctx context.Context, fingerprint string, until time.Time) error {
+	body := map[string]any{"fingerprint": fingerprint, "until": float64(until.UnixMilli()) / 1e3}
+	_, err := c.do(ctx, http.MethodPost, attention.SnoozePath, nil, body, nil)
+	return err
+}
+
+// Dismiss hides an attention item until its entity's status changes
+// (clearOnStatusChange) or for good.
+func (c *Client) Dismiss(ctx context.Context, fingerprint string, clearOnStatusChange bool) error {
+	body := map[string]any{"fingerprint": fingerprint, "clear_on_status_change": clearOnStatusChange}
+	_, err := c.do(ctx, http.MethodPost, attention.DismissPath, nil, body, nil)
+	return err
+}
+
+func entityPath(typ, id string) string {
+	return "/api/v1/entities/" + url.PathEscape(typ) + "/" + url.PathEscape(id)
+}
+
+// do sends one request and decodes a 2xx body into out (when not nil). It
+// returns the status, or an *Error for an error response.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) (int, error) {
+	if c.base == "" {
+		return 0, errors.New("no server URL (set --server or WATCHDOG_SERVER)")
+	}
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, fmt.Errorf("%s %s: encode request: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, fmt.Errorf("server %s: %w", c.base, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("server %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	// Error bodies are one short object; a success body is at most one
+	// attention page or entity. Cap what a misbehaving server can send.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("server %s: read response: %w", c.base, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, responseError(resp.StatusCode, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("server %s: %s %s: decode response: %w", c.base, method, path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// responseError turns an error response into an *Error carrying the
+// server's sentence and the matching sentinel.
+func responseError(status int, data []byte) error {
+	var body struct {
+		Error string `json:"error"`
+		Cause string `json:"cause"`
+	}
+	_ = json.Unmarshal(data, &body) // a non-JSON body falls back to the status
+	e := &Error{Status: status, Cause: body.Cause, Message: body.Error}
+	if s, ok := causeSentinels[body.Cause]; ok {
+		e.sentinel = s
+	} else if s, ok := statusSentinels[status]; ok {
+		e.sentinel = s
+	} else {
+		e.sentinel = ErrServer
+	}
+	if e.Message == "" {
+		e.Message = fmt.Sprintf("%s: HTTP %d %s", e.sentinel, status, http.StatusText(status))
+	}
+	if status == http.StatusUnauthorized {
+		// The server's words say a token is needed; the fix is on this side.
+		e.Message = ErrUnauthorized.Error() + " (server said: " + strings.TrimSuffix(body.Error, ".") + ")"
+		if body.Error == "" {
+			e.Message = ErrUnauthorized.Error()
+		}
+	}
+	return e
+}

@@ -1,0 +1,274 @@
+//go:build linux && (amd64 || arm64)
+
+package probe
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"watchdog/state"
+)
+
+// The sweep benchmarks probe N entities per iteration: up to 200 real live
+// `sleep` processes (fewer when RLIMIT_NPROC is tight), the rest pids that
+// do not exist, each with a heartbeat file and two artifacts in a temp
+// directory. BenchmarkSweepFloor does only the unavoidable work for the
+// same entities: one read of /proc/<pid>/stat into a reused buffer and one
+// stat per file, with prebuilt paths, no parsing and no allocation. The
+// target is Probe <= 1.5x the floor per entity.
+//
+//	go test -run xxx -bench Sweep -benchtime=3x ./probe/
+//
+// N=10000 is skipped with -short or WATCHDOG_BENCH_SMALL=1.
+
+const benchLive = 200
+
+type benchFixture struct {
+	dir     string
+	targets []Target
+	// Floor inputs: NUL-terminated paths built once.
+	statPaths [][]byte
+	filePaths [][]byte
+}
+
+var (
+	fixtureMu sync.Mutex
+	fixtures  = map[int]*benchFixture{}
+	sleepers  []*exec.Cmd
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, c := range sleepers {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}
+	for _, f := range fixtures {
+		_ = os.RemoveAll(f.dir)
+	}
+	os.Exit(code)
+}
+
+// liveSleepers returns n live sleep processes shared by every fixture.
+func liveSleepers(b *testing.B, n int) []*exec.Cmd {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &lim); err == nil && lim.Cur != unix.RLIM_INFINITY && uint64(n) > lim.Cur/4 {
+		n = int(lim.Cur / 4)
+	}
+	for len(sleepers) < n {
+		c := exec.Command("sleep", "3600")
+		if err := c.Start(); err != nil {
+			b.Logf("started %d sleepers: %v", len(sleepers), err)
+			break
+		}
+		sleepers = append(sleepers, c)
+	}
+	return sleepers[:min(n, len(sleepers))]
+}
+
+// deadPIDs returns n pids that do not exist now, from the top of the pid
+// space down, where new processes are least likely to land meanwhile.
+func deadPIDs(b *testing.B, n int) []int {
+	max := 32768
+	if s, err := os.ReadFile("/proc/sys/kernel/pid_max"); err == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(string(s))); err == nil {
+			max = v
+		}
+	}
+	var out []int
+	for pid := max - 1; pid > 1 && len(out) < n; pid-- {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); os.IsNotExist(err) {
+			out = append(out, pid)
+		}
+	}
+	if len(out) < n {
+		b.Fatalf("found only %d free pids", len(out))
+	}
+	return out
+}
+
+func fixture(b *testing.B, n int) *benchFixture {
+	fixtureMu.Lock()
+	defer fixtureMu.Unlock()
+	if f := fixtures[n]; f != nil {
+		return f
+	}
+	h := NewHost()
+	dir, err := os.MkdirTemp("", "watchdog-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := &benchFixture{dir: dir}
+	fixtures[n] = f
+	now := time.Now()
+	live := liveSleepers(b, min(benchLive, n))
+	dead := deadPIDs(b, n-len(live))
+	for i := 0; i < n; i++ {
+		root := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.Mkdir(root, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for _, name := range []string{"hb", "review.md", "result.md"} {
+			if err := os.WriteFile(filepath.Join(root, name), []byte("x"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t := Target{
+			HeartbeatFile: filepath.Join(root, "hb"),
+			StartedAt:     secs(now.Add(-time.Minute)),
+			ArtifactsRoot: root,
+			Artifacts: []state.ArtifactSpec{
+				{Path: "review.md", Required: true, MinBytes: 1},
+				{Path: "result.md", Required: true, MinBytes: 1, NewerThanStart: true},
+			},
+		}
+		if i < len(live) {
+			id, err := h.Identify(live[i].Process.Pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t.PID, t.StartTime, t.StartTicks, t.HostID, t.BootID = id.PID, id.StartTime, id.StartTicks, id.HostID, id.BootID
+		} else {
+			t.PID, t.StartTime = dead[i-len(live)], secs(now.Add(-time.Hour))
+			t.HostID = h.HostID()
+			t.BootID, _ = h.BootID()
+		}
+		f.targets = append(f.targets, t)
+		f.statPaths = append(f.statPaths, []byte("/proc/"+strconv.Itoa(t.PID)+"/stat\x00"))
+		for _, p := range []string{t.HeartbeatFile, filepath.Join(root, "review.md"), filepath.Join(root, "result.md")} {
+			f.filePaths = append(f.filePaths, []byte(p+"\x00"))
+		}
+	}
+	return f
+}
+
+func benchSizes(b *testing.B) []int {
+	if testing.Short() || os.Getenv("WATCHDOG_BENCH_SMALL") != "" {
+		return []int{1000}
+	}
+	return []int{1000, 10000}
+}
+
+func reportPerEntity(b *testing.B, n int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entity")
+}
+
+func BenchmarkSweep(b *testing.B) {
+	for _, n := range benchSizes(b) {
+		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
+			f := fixture(b, n)
+			h := NewHost()
+			th := DefaultThresholds
+			now := time.Now()
+			var alive, dead int
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				alive, dead = 0, 0
+				for i := range f.targets {
+					r := h.Probe(f.targets[i], th, now)
+					switch r.Health {
+					case state.HealthRunning:
+						alive++
+					case state.HealthProcessDead:
+						dead++
+					}
+				}
+			}
+			b.StopTimer()
+			reportPerEntity(b, n)
+			if alive+dead != n {
+				b.Fatalf("%d running + %d dead of %d entities", alive, dead, n)
+			}
+		})
+	}
+}
+
+func BenchmarkSweepFloor(b *testing.B) {
+	for _, n := range benchSizes(b) {
+		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
+			f := fixture(b, n)
+			buf := make([]byte, 1024)
+			var st unix.Stat_t
+			var found int
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				found = 0
+				for i := range f.targets {
+					if fd, err := openat(f.statPaths[i], unix.O_RDONLY|unix.O_CLOEXEC); err == nil {
+						if n, _ := unix.Read(fd, buf); n > 0 {
+							found++
+						}
+						unix.Close(fd)
+					}
+					for _, p := range f.filePaths[3*i : 3*i+3] {
+						rawStat(p, &st)
+					}
+				}
+			}
+			b.StopTimer()
+			reportPerEntity(b, n)
+			if found == 0 {
+				b.Fatal("no live process read")
+			}
+		})
+	}
+}
+
+// rawStat is fstatat on a prebuilt NUL-terminated path: the floor's stat,
+// free of the path copy unix.Stat makes.
+func rawStat(path []byte, st *unix.Stat_t) {
+	atFDCWD := unix.AT_FDCWD
+	unix.Syscall6(unix.SYS_NEWFSTATAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&path[0])), uintptr(unsafe.Pointer(st)), 0, 0, 0)
+}
+
+// BenchmarkSweepRatio interleaves a floor pass and a probe pass over the
+// same entities in every iteration and reports both and their ratio: on a
+// shared, noisy machine the two separate benchmarks above can land in
+// different weather, while passes taken back to back see the same.
+func BenchmarkSweepRatio(b *testing.B) {
+	for _, n := range benchSizes(b) {
+		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
+			f := fixture(b, n)
+			h := NewHost()
+			now := time.Now()
+			buf := make([]byte, 1024)
+			var st unix.Stat_t
+			var floor, probe time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				for i := range f.targets {
+					if fd, err := openat(f.statPaths[i], unix.O_RDONLY|unix.O_CLOEXEC); err == nil {
+						_, _ = unix.Read(fd, buf)
+						unix.Close(fd)
+					}
+					for _, p := range f.filePaths[3*i : 3*i+3] {
+						rawStat(p, &st)
+					}
+				}
+				t1 := time.Now()
+				for i := range f.targets {
+					h.Probe(f.targets[i], DefaultThresholds, now)
+				}
+				t2 := time.Now()
+				floor += t1.Sub(t0)
+				probe += t2.Sub(t1)
+			}
+			per := float64(b.N * n)
+			b.ReportMetric(float64(floor.Nanoseconds())/per, "floor-ns/entity")
+			b.ReportMetric(float64(probe.Nanoseconds())/per, "probe-ns/entity")
+			b.ReportMetric(float64(probe)/float64(floor), "ratio")
+		})
+	}
+}

@@ -1,0 +1,225 @@
+package probe
+
+import (
+	"errors"
+	"io/fs"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"watchdog/state"
+)
+
+// HeartbeatSource says where a heartbeat time came from.
+type HeartbeatSource uint8
+
+// Heartbeat sources. HeartbeatNone means the age is unknown: no start time
+// to age from, or the heartbeat file could not be read.
+const (
+	HeartbeatNone      HeartbeatSource = iota
+	HeartbeatFile                      // the heartbeat file's mtime
+	HeartbeatPosted                    // a heartbeat posted to the API or CLI
+	HeartbeatFromStart                 // never sent one: the entity ages from its start
+)
+
+// String names the source for evidence.
+func (s HeartbeatSource) String() string {
+	switch s {
+	case HeartbeatFile:
+		return "heartbeat file"
+	case HeartbeatPosted:
+		return "posted heartbeat"
+	case HeartbeatFromStart:
+		return "start"
+	}
+	return "none"
+}
+
+// clockSkewTolerance is how far in the future a heartbeat may be before it
+// is reported as clock skew: timestamps from two clocks (the sender's, or a
+// file system's coarse clock, and ours) disagree by a little.
+const clockSkewTolerance = time.Second
+
+// HeartbeatObservation is the latest sign of life and its age.
+type HeartbeatObservation struct {
+	Source HeartbeatSource
+	// File is the heartbeat file checked, if any; FileMissing says it did
+	// not exist (no heartbeat from it) and FileErr holds any other error.
+	File        string
+	FileMissing bool
+	FileErr     error
+	// Claimed is the time as the source gave it.
+	Claimed time.Time
+	// At is the time judged: Claimed, or, when Claimed lies more than a
+	// second in the future, a time no later than now (see CheckHeartbeat).
+	At time.Time
+	// Skew is how far Claimed was ahead of now when it was clamped; 0 when
+	// it was not.
+	Skew time.Duration
+	// Age is now - At, never negative; meaningful unless Source is
+	// HeartbeatNone.
+	Age time.Duration
+	// Progress is the note of the latest posted heartbeat.
+	Progress string
+}
+
+// Known reports whether the age means anything.
+func (o HeartbeatObservation) Known() bool { return o.Source != HeartbeatNone }
+
+// Real reports whether the entity itself sent a heartbeat (as opposed to
+// aging from its start).
+func (o HeartbeatObservation) Real() bool {
+	return o.Source == HeartbeatFile || o.Source == HeartbeatPosted
+}
+
+// CheckHeartbeat finds the latest heartbeat of an entity: the mtime of
+// file (when given and present) or postedAt (Unix seconds, 0 = none),
+// whichever is later; with neither, the entity ages from startedAt (Unix
+// seconds, 0 = unknown, and then the age is unknown too). A file that
+// exists but cannot be stat'ed is a broken check, not a stale heartbeat:
+// unless a posted heartbeat exists the age is then unknown.
+//
+// A heartbeat more than a second in the future is clamped and reported
+// (Skew > 0), and never trusted as fresh for longer than it claims:
+//
+//   - a posted time is clamped to now: it counts as fresh now, and ages
+//     from its claimed time once that has passed, exactly as unclamped;
+//     what clamping changes is that the age is never negative;
+//   - a file's mtime can be set to any time (touch -d), but its ctime is
+//     the kernel's record of when it was really touched. A future mtime is
+//     replaced by the ctime (itself clamped to now), so a sender that wrote
+//     a far-future mtime and died still ages from when it really wrote it.
+func CheckHeartbeat(file string, postedAt float64, startedAt float64, now time.Time) HeartbeatObservation {
+	sc := getScratch()
+	defer putScratch(sc)
+	return checkHeartbeat(sc, file, postedAt, startedAt, now)
+}
+
+func checkHeartbeat(sc *scratch, file string, postedAt float64, startedAt float64, now time.Time) HeartbeatObservation {
+	o := HeartbeatObservation{File: file}
+	var fileAt, fileCtime time.Time
+	if file != "" {
+		var st unix.Stat_t
+		err := sc.statPath(file, "", &st, true)
+		switch {
+		case err == nil:
+			fileAt = time.Unix(st.Mtim.Unix())
+			fileCtime = time.Unix(st.Ctim.Unix())
+		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+			o.FileMissing = true
+		default:
+			o.FileErr = &fs.PathError{Op: "stat", Path: file, Err: err}
+		}
+	}
+	posted := unixTime(postedAt)
+
+	switch {
+	case !fileAt.IsZero() && (posted.IsZero() || !fileAt.Before(posted)):
+		o.Source, o.Claimed = HeartbeatFile, fileAt
+	case !posted.IsZero():
+		o.Source, o.Claimed = HeartbeatPosted, posted
+	case o.FileErr != nil:
+		return o // the check broke: age unknown
+	case startedAt > 0:
+		o.Source, o.Claimed = HeartbeatFromStart, unixTime(startedAt)
+	default:
+		return o
+	}
+
+	o.At = o.Claimed
+	if ahead := o.Claimed.Sub(now); ahead > 0 {
+		o.At = now
+		if ahead > clockSkewTolerance {
+			o.Skew = ahead
+			if o.Source == HeartbeatFile && fileCtime.Before(now) {
+				o.At = fileCtime
+			}
+		}
+	}
+	o.Age = now.Sub(o.At)
+	return o
+}
+
+// Evidence describes the heartbeat, e.g. "last heartbeat 71m ago
+// (heartbeat file /run/agents/s-42.hb)".
+func (o HeartbeatObservation) Evidence(checkedAt time.Time) state.EvidenceRef {
+	return o.evidence(unixPtr(checkedAt))
+}
+
+func (o HeartbeatObservation) evidence(fetchedAt *float64) state.EvidenceRef {
+	ev := state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: o.Detail(), FetchedAt: fetchedAt}
+	if o.File != "" {
+		ev.Kind, ev.Path = state.EvidenceFile, o.File
+	}
+	return ev
+}
+
+// Detail is the Evidence detail line.
+func (o HeartbeatObservation) Detail() string { return string(o.appendDetail(make([]byte, 0, 128))) }
+
+func (o HeartbeatObservation) appendDetail(b []byte) []byte {
+	switch o.Source {
+	case HeartbeatNone:
+		b = append(b, "heartbeat age unknown"...)
+		if o.FileErr != nil {
+			b = append(b, " ("...)
+			b = append(b, o.FileErr.Error()...)
+			b = append(b, ')')
+		}
+		return b
+	case HeartbeatFromStart:
+		b = append(b, "no heartbeat yet; started "...)
+		b = appendAge(b, o.Age)
+		b = append(b, " ago"...)
+		if o.FileMissing {
+			b = append(b, " (no heartbeat file "...)
+			b = append(b, o.File...)
+			b = append(b, ')')
+		}
+	default:
+		b = append(b, "last heartbeat "...)
+		b = appendAge(b, o.Age)
+		b = append(b, " ago ("...)
+		b = append(b, o.Source.String()...)
+		if o.Source == HeartbeatFile {
+			b = append(b, ' ')
+			b = append(b, o.File...)
+		}
+		b = append(b, ')')
+	}
+	if o.Skew > 0 {
+		b = append(b, "; claimed time "...)
+		b = appendUnix(b, float64(o.Claimed.UnixNano())/1e9)
+		b = append(b, " is "...)
+		b = appendAge(b, o.Skew)
+		b = append(b, " in the future, clamped"...)
+	}
+	if o.Progress != "" {
+		b = append(b, "; progress: "...)
+		b = append(b, o.Progress...)
+	}
+	return b
+}
+
+// appendAge renders a duration the way an operator reads it: 45s, 71m,
+// 5h, 3d.
+func appendAge(b []byte, d time.Duration) []byte {
+	switch {
+	case d < 2*time.Minute:
+		return append(strconv.AppendInt(b, int64(d/time.Second), 10), 's')
+	case d < 3*time.Hour:
+		return append(strconv.AppendInt(b, int64(d/time.Minute), 10), 'm')
+	case d < 72*time.Hour:
+		return append(strconv.AppendInt(b, int64(d/time.Hour), 10), 'h')
+	}
+	return append(strconv.AppendInt(b, int64(d/(24*time.Hour)), 10), 'd')
+}
+
+// unixTime converts Unix seconds to a time; 0 (or less) is the zero time.
+func unixTime(sec float64) time.Time {
+	if sec <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(sec*1e9))
+}

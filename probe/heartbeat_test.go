@@ -1,0 +1,106 @@
+package probe
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func touch(t *testing.T, path string, mtime time.Time) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func secs(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+func TestCheckHeartbeat(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	aged := filepath.Join(dir, "aged.hb")
+	touch(t, aged, now.Add(-15*time.Minute))
+	future := filepath.Join(dir, "future.hb")
+	touch(t, future, now.Add(2*time.Hour))
+	absent := filepath.Join(dir, "absent.hb")
+	notDir := filepath.Join(aged, "x") // a path through a file: ENOTDIR, no heartbeat
+	start := secs(now.Add(-90 * time.Minute))
+
+	for _, tc := range []struct {
+		name    string
+		file    string
+		posted  float64
+		started float64
+		source  HeartbeatSource
+		age     time.Duration // expected, compared within a minute
+		skew    bool
+	}{
+		{"file mtime", aged, 0, start, HeartbeatFile, 15 * time.Minute, false},
+		{"posted newer than file wins", aged, secs(now.Add(-time.Minute)), start, HeartbeatPosted, time.Minute, false},
+		{"file newer than posted wins", aged, secs(now.Add(-time.Hour)), start, HeartbeatFile, 15 * time.Minute, false},
+		{"missing file ages from start", absent, 0, start, HeartbeatFromStart, 90 * time.Minute, false},
+		{"path through a file ages from start", notDir, 0, start, HeartbeatFromStart, 90 * time.Minute, false},
+		{"never sent one ages from start", "", 0, start, HeartbeatFromStart, 90 * time.Minute, false},
+		{"nothing known", "", 0, 0, HeartbeatNone, 0, false},
+		// The mtime claims 2h ahead; the ctime (when the file was really
+		// touched, just now) is used instead.
+		{"future file mtime", future, 0, start, HeartbeatFile, 0, true},
+		{"future posted time clamped to now", "", secs(now.Add(time.Hour)), start, HeartbeatPosted, 0, true},
+		{"half a second ahead is not skew", "", secs(now.Add(500 * time.Millisecond)), start, HeartbeatPosted, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := CheckHeartbeat(tc.file, tc.posted, tc.started, now)
+			if o.Source != tc.source {
+				t.Fatalf("source %v, want %v (%s)", o.Source, tc.source, o.Detail())
+			}
+			if d := o.Age - tc.age; d < -time.Minute || d > time.Minute || o.Age < 0 {
+				t.Errorf("age %v, want about %v", o.Age, tc.age)
+			}
+			if (o.Skew > 0) != tc.skew {
+				t.Errorf("skew %v, want skew %v", o.Skew, tc.skew)
+			}
+			if o.At.After(now) {
+				t.Errorf("At %v is after now %v: trusted beyond its claim", o.At, now)
+			}
+			if tc.skew && !strings.Contains(o.Detail(), "in the future, clamped") {
+				t.Errorf("detail %q", o.Detail())
+			}
+		})
+	}
+}
+
+func TestCheckHeartbeatBrokenFile(t *testing.T) {
+	// A heartbeat file that cannot be checked is not a missing heartbeat:
+	// the age is unknown rather than counted from the start.
+	o := CheckHeartbeat("/tmp/hb\x00", 0, secs(time.Now().Add(-2*time.Hour)), time.Now())
+	if o.Known() || o.FileErr == nil || o.FileMissing {
+		t.Errorf("got %+v", o)
+	}
+	if !strings.Contains(o.Detail(), "heartbeat age unknown") {
+		t.Errorf("detail %q", o.Detail())
+	}
+}
+
+func TestCheckHeartbeatDetail(t *testing.T) {
+	now := time.Now()
+	o := CheckHeartbeat("", secs(now.Add(-71*time.Minute-30*time.Second)), 0, now)
+	o.Progress = "step 3 of 7"
+	if got, want := o.Detail(), "last heartbeat 71m ago (posted heartbeat); progress: step 3 of 7"; got != want {
+		t.Errorf("detail %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{45 * time.Second, "45s"}, {71 * time.Minute, "71m"}, {5 * time.Hour, "5h"}, {80 * time.Hour, "3d"},
+	} {
+		if got := string(appendAge(nil, tc.d)); got != tc.want {
+			t.Errorf("appendAge(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}

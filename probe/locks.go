@@ -1,0 +1,86 @@
+package probe
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"watchdog/state"
+)
+
+// LockFile is a declared lock file found still in place.
+type LockFile struct {
+	Path    string
+	ModTime time.Time
+}
+
+// LockObservation lists which of an entity's declared lock files exist.
+type LockObservation struct {
+	// Present are the declared lock files that still exist.
+	Present []LockFile
+	// Errors are the lock files that could not be checked (for instance
+	// permission denied): neither present nor absent.
+	Errors []error
+}
+
+// CheckLocks reports which of the declared lock files still exist. Only
+// declared files are looked at, each by its literal name: never a pattern
+// (a "*.lock" is a file called "*.lock"), never a directory listing, so the
+// probe cannot mistake another entity's lock for this one's. Relative
+// paths are taken relative to root (the artifacts root); with no root they
+// cannot be located and are reported as errors. Nothing is ever deleted:
+// a stale lock is reported, and removing it is the operator's decision.
+//
+// A lock is looked up with lstat: a dangling symlink left as a lock is
+// still a lock.
+func CheckLocks(root string, files []string) LockObservation {
+	var o LockObservation
+	for _, f := range files {
+		p := f
+		if !filepath.IsAbs(p) {
+			if root == "" {
+				o.Errors = append(o.Errors, &fs.PathError{Op: "lock", Path: f, Err: errors.New("relative path and no artifacts root")})
+				continue
+			}
+			p = filepath.Join(root, p)
+		}
+		var st unix.Stat_t
+		err := lstatNoEINTR(p, &st)
+		switch {
+		case err == nil:
+			o.Present = append(o.Present, LockFile{Path: p, ModTime: time.Unix(st.Mtim.Unix())})
+		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+		default:
+			o.Errors = append(o.Errors, &fs.PathError{Op: "lstat", Path: p, Err: err})
+		}
+	}
+	return o
+}
+
+// Evidence describes one present lock file.
+func (l LockFile) Evidence(checkedAt time.Time) state.EvidenceRef {
+	return l.evidence(unixPtr(checkedAt))
+}
+
+func (l LockFile) evidence(fetchedAt *float64) state.EvidenceRef {
+	b := make([]byte, 0, 96)
+	b = append(b, "lock file "...)
+	b = append(b, l.Path...)
+	b = append(b, " still exists (modified "...)
+	b = l.ModTime.UTC().AppendFormat(b, time.RFC3339)
+	b = append(b, "); not removed"...)
+	return state.EvidenceRef{Kind: state.EvidenceFile, Path: l.Path, Detail: string(b), FetchedAt: fetchedAt}
+}
+
+// lstatNoEINTR is unix.Lstat retried on EINTR.
+func lstatNoEINTR(path string, st *unix.Stat_t) error {
+	for {
+		err := unix.Lstat(path, st)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}

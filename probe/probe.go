@@ -1,0 +1,120 @@
+// Package probe observes processes, heartbeats, lock files and artifacts
+// and classifies them into health, delivery, reasons and evidence (SPEC
+// §6).
+//
+// One file per check kind: pid.go (liveness with identity), heartbeat.go,
+// locks.go, artifacts.go; each does its syscalls and returns a plain
+// observation. classify.go turns observations into a Result with a pure
+// function of the observations, the thresholds and the time. Probe runs the
+// checks for one entity and classifies them.
+//
+// The probe observes and records; it never acts. Ending an entity, reaping
+// it or killing a process is another loop's decision, taken on the Result
+// (and only on a conclusive Dead, never on Unknown).
+//
+// Blind spots, stated so that nobody relies on them:
+//   - a pid recorded without a start time cannot be told from a newcomer
+//     that reused it: it reads Alive (CauseIdentityUnset), and a terminal
+//     entity with such a pid is never called orphaned;
+//   - pids are those of the watchdog's pid namespace: a process registered
+//     from another namespace (a container) reads as another process or as
+//     gone;
+//   - a json artifact's intermediate directories could be swapped for a
+//     symlink between the confinement check and the read; the final
+//     component cannot (O_NOFOLLOW, same inode), and the read is bounded.
+package probe
+
+import (
+	"time"
+
+	"watchdog/state"
+)
+
+// Target is everything the probe needs to know about one entity. Times are
+// Unix seconds as stored and sent on the wire; 0 means unknown or none.
+type Target struct {
+	// The entity's own process and its recorded identity.
+	PID        int
+	StartTime  float64
+	StartTicks uint64
+	HostID     string
+	BootID     string
+	// SupervisorPID is the process watching this one (an orchestrator, a
+	// `watchdog exec`); 0 = none. SupervisorStartTime, when known, tells it
+	// from a newcomer reusing its pid.
+	SupervisorPID       int
+	SupervisorStartTime float64
+
+	// HeartbeatFile is a file whose mtime is the heartbeat ("" = none);
+	// HeartbeatAt is the latest heartbeat posted to the API or CLI, with
+	// its progress note.
+	HeartbeatFile     string
+	HeartbeatAt       float64
+	HeartbeatProgress string
+	// NoHeartbeat says the entity has no heartbeat at all, so its staleness
+	// is not judged (an ad-hoc probe of a bare pid). Without it an entity
+	// that never sent a heartbeat ages from its start (SPEC §6).
+	NoHeartbeat bool
+
+	// StartedAt is when the entity started; 0 falls back to StartTime.
+	StartedAt float64
+	// Terminal: the entity has ended, EndedAt when (0 = unknown).
+	Terminal bool
+	EndedAt  float64
+	// ParentTerminal: the parent entity has ended.
+	ParentTerminal bool
+
+	// ArtifactsRoot and Artifacts are the artifact contract.
+	ArtifactsRoot string
+	Artifacts     []state.ArtifactSpec
+	// SkipArtifacts leaves delivery unknown (not evaluated) without touching
+	// the file system, e.g. for a running entity whose outputs are not due.
+	SkipArtifacts bool
+
+	// LockFiles are the declared lock files, checked once the entity ended.
+	LockFiles []string
+}
+
+// Probe runs every check Target calls for and classifies the observations
+// (see Classify). Checks that cannot matter are skipped: the supervisor is
+// checked only while the entity's own process is alive and not ended,
+// heartbeats only while it has not ended, lock files only after.
+//
+// Probe is the sweep's hot path. On a healthy entity it allocates only the
+// artifact result, and formats no evidence (Reasons are empty; Result's
+// Evidence formats on demand).
+func (h *Host) Probe(t Target, th Thresholds, now time.Time) Result {
+	sc := getScratch()
+	defer putScratch(sc)
+
+	started := t.StartedAt
+	if started <= 0 {
+		started = t.StartTime
+	}
+	obs := Observations{
+		Terminal:       t.Terminal,
+		ParentTerminal: t.ParentTerminal,
+		StartedAt:      unixTime(started),
+		EndedAt:        unixTime(t.EndedAt),
+	}
+	obs.PID = h.checkPID(PIDTarget{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID}, sc)
+	if !t.Terminal {
+		if t.SupervisorPID > 0 && obs.PID.Liveness == Alive {
+			obs.Supervisor = h.checkPID(PIDTarget{PID: t.SupervisorPID, StartTime: t.SupervisorStartTime, HostID: t.HostID, BootID: t.BootID}, sc)
+		}
+		if !t.NoHeartbeat {
+			obs.Heartbeat = CheckHeartbeat(t.HeartbeatFile, t.HeartbeatAt, started, now)
+			if obs.Heartbeat.Source == HeartbeatPosted {
+				obs.Heartbeat.Progress = t.HeartbeatProgress
+			}
+		}
+	} else if len(t.LockFiles) > 0 {
+		obs.Locks = CheckLocks(t.ArtifactsRoot, t.LockFiles)
+	}
+	if !t.SkipArtifacts {
+		obs.Artifacts = CheckArtifacts(t.ArtifactsRoot, t.Artifacts, started)
+	}
+	var r Result
+	r.classify(&obs, th, now)
+	return r
+}
