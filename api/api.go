@@ -1,0 +1,377 @@
+// Package api is watchdog's HTTP interface (SPEC §9): the entity API an
+// orchestrator in any language uses to register work and record
+// transitions, the attention queue (SPEC §8), /metrics, /healthz and
+// /readyz. It is plain net/http with Go 1.22 ServeMux patterns.
+//
+// # Requests and errors
+//
+// Request bodies are JSON decoded strictly (wire.Decode): unknown fields,
+// trailing data and malformed documents are 400, bodies over 1 MiB are
+// 413. Every error is a JSON object {"error": "...", "cause": "..."} whose
+// error is one sentence a person can act on and whose cause is a closed
+// vocabulary a program can switch on (the write path's rejection causes of
+// transitions.Causes, plus bad_request, too_large, unauthorized,
+// method_not_allowed, not_found and internal). A rejected request changes
+// nothing: validation happens before the one write, and the write path's
+// own checks run inside its transaction.
+//
+// Status codes: 200 applied or read, 201 created, 400 malformed input,
+// 401 missing or wrong token, 403 an actor the caller may not use or a
+// target it may not set, 404 unknown entity, type or fingerprint, 405
+// wrong method, 409 a lost compare-and-set race, 413 too large, 422 an
+// edge, state or reason the vocabulary does not allow, 500 the store
+// failed (details in the log, not in the response).
+//
+// # Authentication and actors
+//
+// With no token configured (Options.Token == ""), which the daemon allows
+// only on a loopback address (CheckListen), any local process may write,
+// and a transition's body may name its actor: orchestrator (the default),
+// admin or exec.
+//
+// With a token, every POST needs `Authorization: Bearer <token>`,
+// compared in constant time; anything else is 401 with
+// `WWW-Authenticate: Bearer`. GET endpoints stay open: they reveal states,
+// not secrets, and Prometheus and dashboards read them. There is one
+// token, and it decides the actor: its bearer is the orchestrator, the
+// principal that runs work (the exec wrapper is a work runner too and may
+// label its writes `exec`). A body naming `admin` is 403: an admin
+// verdict needs a principal the daemon can tell apart, which one shared
+// token cannot be (a second, admin token is not built). The `reaper`
+// actor is never accepted over HTTP, with or without a token: only the
+// daemon's own jobs write as the reaper, and an audit row saying so must
+// be true.
+//
+// Tokens are never logged. Registrations and heartbeats are written as
+// the orchestrator; dismissals record dismissed_by "operator", the ADR's
+// default, since the API cannot tell people apart.
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"watchdog/attention"
+	"watchdog/metrics"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+	"watchdog/wire"
+)
+
+// Store is what the API reads and writes besides the write path;
+// *store.SQLite is one.
+type Store interface {
+	Get(ctx context.Context, typ, id string) (store.Entity, error)
+	List(ctx context.Context, f store.Filter) ([]store.Entity, error)
+	Transitions(ctx context.Context, typ, id string) ([]store.AuditRow, error)
+	RecordHeartbeat(ctx context.Context, typ, id string, at float64, progress string) error
+	AttentionCandidates(ctx context.Context, since float64) ([]store.Entity, error)
+	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
+	UpsertDismissal(ctx context.Context, d store.Dismissal) error
+}
+
+// Options configure the handler. Store and Writer are required.
+type Options struct {
+	Store  Store
+	Writer *transitions.Writer
+	// Log receives the access log (debug) and store failures (error);
+	// nil discards.
+	Log *zap.Logger
+	// Token, when set, is required on every POST (see the package doc).
+	Token string
+	// Gatherer is served at /metrics; nil leaves /metrics out.
+	Gatherer prometheus.Gatherer
+	// Ready is /readyz: nil means always ready.
+	Ready func() error
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// FailureWindow is how long ended failures stay in the attention
+	// queue; 0 means 24h.
+	FailureWindow time.Duration
+	// Metrics, when set, counts the transitions the API itself refuses
+	// before the write path sees them (bad documents, forbidden actors),
+	// and is told the failure window so its attention gauge counts the
+	// same queue as /api/attention.
+	Metrics *metrics.Metrics
+}
+
+// maxProgress bounds a heartbeat's progress note: it is shown as evidence,
+// one short line, not a log.
+const maxProgress = 1000
+
+type server struct {
+	Options
+	mux *http.ServeMux
+}
+
+// New builds the HTTP handler.
+func New(o Options) http.Handler {
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.FailureWindow <= 0 {
+		o.FailureWindow = attention.DefaultFailureWindow
+	}
+	if o.Metrics != nil {
+		o.Metrics.SetFailureWindow(o.FailureWindow)
+	}
+	s := &server{Options: o, mux: http.NewServeMux()}
+	m := s.mux
+	if o.Gatherer != nil {
+		m.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
+			// A collector's failure must not turn the whole scrape into an
+			// error page: serve what was gathered.
+			ErrorHandling: promhttp.ContinueOnError,
+			ErrorLog:      zap.NewStdLog(o.Log.Named("metrics")),
+		}))
+	}
+	m.HandleFunc("GET /healthz", s.healthz)
+	m.HandleFunc("GET /readyz", s.readyz)
+	m.HandleFunc("GET /api/v1/entities", s.listEntities)
+	m.HandleFunc("POST /api/v1/entities", s.mutating(s.register))
+	m.HandleFunc("GET /api/v1/entities/{type}/{id}", s.getEntity)
+	m.HandleFunc("POST /api/v1/entities/{type}/{id}/heartbeat", s.mutating(s.heartbeat))
+	m.HandleFunc("POST /api/v1/entities/{type}/{id}/transitions", s.mutating(s.transition))
+	m.HandleFunc("GET /api/attention", s.attentionQueue)
+	m.HandleFunc("POST "+attention.SnoozePath, s.mutating(s.snooze))
+	m.HandleFunc("POST "+attention.DismissPath, s.mutating(s.dismiss))
+	// The catch-all answers unknown paths and wrong methods in JSON; the
+	// mux's own answers are plain text.
+	m.HandleFunc("/", s.fallback)
+	return s.accessLog(m)
+}
+
+// statusWriter remembers the status for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the real writer (flushes,
+// deadlines, MaxBytesReader's connection handling).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// accessLog logs one debug line per request: method, path, status,
+// duration. Headers are not logged, so neither is the token. It also caps
+// every body at wire.MaxBody, here on the server's own writer, so that an
+// oversized body also closes the connection instead of being drained.
+func (s *server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		r.Body = http.MaxBytesReader(w, r.Body, wire.MaxBody)
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if ce := s.Log.Check(zap.DebugLevel, "http"); ce != nil {
+			ce.Write(zap.String("method", r.Method), zap.String("path", r.URL.Path),
+				zap.Int("status", sw.status), zap.Duration("took", time.Since(start)),
+				zap.String("remote", r.RemoteAddr))
+		}
+	})
+}
+
+// mutating guards a POST handler: the token check (when auth is on) comes
+// before anything reads the body.
+func (s *server) mutating(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.Token != "" && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="watchdog"`)
+			writeError(w, http.StatusUnauthorized, causeUnauthorized, "a valid bearer token is required (Authorization: Bearer <token>)")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	// Comparing digests keeps the comparison's time independent of the
+	// token's length too: ConstantTimeCompare returns at once on a length
+	// mismatch.
+	got, want := sha256.Sum256([]byte(strings.TrimSpace(tok))), sha256.Sum256([]byte(s.Token))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+}
+
+func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeText(w, http.StatusOK, "ok")
+}
+
+func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if s.Ready != nil {
+		if err := s.Ready(); err != nil {
+			writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+			return
+		}
+	}
+	writeText(w, http.StatusOK, "ok")
+}
+
+// fallback answers what no pattern matched: 405 with Allow when the path
+// exists under another method, else 404.
+func (s *server) fallback(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, causeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+" (allowed: "+strings.Join(allow, ", ")+")")
+		return
+	}
+	writeError(w, http.StatusNotFound, causeNotFoundPath, "no such endpoint: "+r.URL.Path)
+}
+
+// Causes of errors the API itself decides, beside transitions.Causes.
+const (
+	causeBadRequest       = "bad_request"
+	causeTooLarge         = "too_large"
+	causeUnauthorized     = "unauthorized"
+	causeMethodNotAllowed = "method_not_allowed"
+	causeNotFoundPath     = "not_found"
+	causeInternal         = "internal"
+)
+
+// Error is the body of every error response.
+type Error struct {
+	Error string `json:"error"`
+	Cause string `json:"cause"`
+}
+
+func writeError(w http.ResponseWriter, status int, cause, msg string) {
+	writeJSON(w, status, Error{Error: msg, Cause: cause})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the client went away; nothing left to tell it
+}
+
+func writeText(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(msg + "\n"))
+}
+
+// classify maps an error to its status and cause. Write-path sentinels
+// keep their own cause (transitions.Cause); decoding errors are 400 or
+// 413; anything else is a store failure.
+func classify(err error) (int, string) {
+	switch {
+	case errors.Is(err, wire.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, causeTooLarge
+	case errors.Is(err, wire.ErrBadInput):
+		return http.StatusBadRequest, causeBadRequest
+	}
+	cause := transitions.Cause(err)
+	switch cause {
+	case transitions.CauseNotFound, transitions.CauseUnknownType:
+		return http.StatusNotFound, cause
+	case transitions.CauseConflict:
+		return http.StatusConflict, cause
+	case transitions.CauseInvalidTransition, transitions.CauseUnknownState,
+		transitions.CauseUnknownReason, transitions.CauseReasonRequired:
+		return http.StatusUnprocessableEntity, cause
+	case transitions.CauseForbidden:
+		return http.StatusForbidden, cause
+	case transitions.CauseInvalidInput:
+		return http.StatusBadRequest, cause
+	}
+	return http.StatusInternalServerError, causeInternal
+}
+
+// fail writes err as an error response. A store failure is logged with
+// its detail and answered with a generic sentence: the path of the
+// database and the driver's words are for the operator's log.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, cause := classify(err)
+	if status == http.StatusInternalServerError {
+		if r.Context().Err() != nil {
+			s.Log.Debug("request cancelled", zap.String("path", r.URL.Path), zap.Error(err))
+		} else {
+			s.Log.Error("request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		}
+		writeError(w, status, cause, "internal error: the store failed (see the watchdog log)")
+		return
+	}
+	writeError(w, status, cause, err.Error())
+}
+
+// nowSeconds is the clock as Unix seconds with millisecond precision,
+// like the write path's timestamps.
+func (s *server) nowSeconds() float64 {
+	return float64(s.Now().UnixMilli()) / 1e3
+}
+
+// canonicalType resolves a path's type (aliases allowed) or reports 404.
+func canonicalType(t string) (string, error) {
+	g, err := transitions.Lookup(t)
+	if err != nil {
+		return "", err
+	}
+	return g.Type, nil
+}
+
+// severityFilter parses ?severity= of the entity list (every severity,
+// neutral included).
+func severityFilter(v string) (map[state.Severity]bool, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	out := map[state.Severity]bool{}
+	for _, p := range strings.Split(v, ",") {
+		sev, ok := state.ParseSeverity(strings.TrimSpace(p))
+		if !ok {
+			return nil, errors.New("severity " + quote(p) + " is not one of critical, warning, info, neutral")
+		}
+		out[sev] = true
+	}
+	return out, nil
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,148 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"watchdog/attention"
+	"watchdog/store"
+	"watchdog/transitions"
+	"watchdog/wire"
+)
+
+// Snooze is the body of POST /api/attention/snooze.
+type Snooze struct {
+	Fingerprint string `json:"fingerprint"`
+	// Until is Unix seconds and must be in the future.
+	Until *float64 `json:"until"`
+	// ClearOnStatusChange defaults to true: a status change shows the
+	// item again before the snooze ends.
+	ClearOnStatusChange *bool `json:"clear_on_status_change,omitempty"`
+}
+
+// Dismiss is the body of POST /api/attention/dismiss.
+type Dismiss struct {
+	Fingerprint string `json:"fingerprint"`
+	// ClearOnStatusChange defaults to true; false dismisses the item for
+	// as long as the entity exists.
+	ClearOnStatusChange *bool `json:"clear_on_status_change,omitempty"`
+}
+
+// Dismissal is the response of snooze and dismiss: the stored row.
+type Dismissal struct {
+	Fingerprint       string `json:"fingerprint"`
+	EntityType        string `json:"entity_type"`
+	EntityID          string `json:"entity_id"`
+	ReasonCode        string `json:"reason_code"`
+	StatusAtDismissal string `json:"status_at_dismissal"`
+	// SnoozedUntil is null for a dismissal.
+	SnoozedUntil        *float64 `json:"snoozed_until"`
+	DismissedAt         float64  `json:"dismissed_at"`
+	DismissedBy         string   `json:"dismissed_by"`
+	ClearOnStatusChange bool     `json:"clear_on_status_change"`
+}
+
+// attentionQueue is GET /api/attention.
+func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
+	q, err := attention.ParseQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
+		return
+	}
+	q.FailureWindow = s.FailureWindow
+	now := s.Now()
+	ctx := r.Context()
+	list, err := s.Store.AttentionCandidates(ctx, attention.Since(now, s.FailureWindow))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	dismissals, err := s.Store.Dismissals(ctx)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, attention.Build(list, dismissals, q, now))
+}
+
+func (s *server) snooze(w http.ResponseWriter, r *http.Request) {
+	var body Snooze
+	if err := wire.Decode(r.Body, &body, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	now := s.nowSeconds()
+	if body.Until == nil {
+		writeError(w, http.StatusBadRequest, causeBadRequest, `field "until" is required (Unix seconds; to dismiss without an end, use /api/attention/dismiss)`)
+		return
+	}
+	if *body.Until <= now {
+		writeError(w, http.StatusBadRequest, causeBadRequest, fmt.Sprintf("until %.3f is not in the future (now is %.3f, Unix seconds)", *body.Until, now))
+		return
+	}
+	s.upsertDismissal(w, r, body.Fingerprint, *body.Until, body.ClearOnStatusChange)
+}
+
+func (s *server) dismiss(w http.ResponseWriter, r *http.Request) {
+	var body Dismiss
+	if err := wire.Decode(r.Body, &body, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.upsertDismissal(w, r, body.Fingerprint, 0, body.ClearOnStatusChange)
+}
+
+// upsertDismissal records a snooze (until > 0) or a dismissal of the item
+// fp names, which must be in the queue now (dismissed or not): a
+// fingerprint of a condition that cleared, aged out or never existed is
+// 404, so a typo cannot silence a future item. The entity's current
+// lifecycle becomes status_at_dismissal. If the entity changes between
+// this read and the write, the recorded status is the older one and a
+// clear_on_status_change dismissal simply does not hide: the race fails
+// visible.
+func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp string, until float64, clear *bool) {
+	typ, id, code, err := attention.ParseFingerprint(fp)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
+		return
+	}
+	ctx := r.Context()
+	e, err := s.Store.Get(ctx, typ, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.fail(w, r, err)
+		return
+	}
+	var item *attention.Item
+	if err == nil {
+		for _, it := range attention.ItemsOf(e, s.Now(), s.FailureWindow) {
+			if it.Fingerprint == fp {
+				item = &it
+				break
+			}
+		}
+	}
+	if item == nil {
+		writeError(w, http.StatusNotFound, transitions.CauseNotFound, fmt.Sprintf("no attention item has fingerprint %s (it may have cleared or aged out)", quote(fp)))
+		return
+	}
+	d := store.Dismissal{
+		Fingerprint: fp, EntityType: typ, EntityID: id, ReasonCode: string(code),
+		StatusAtDismissal: item.Status, SnoozedUntil: until,
+		DismissedAt: s.nowSeconds(), DismissedBy: "operator",
+		ClearOnStatusChange: clear == nil || *clear,
+	}
+	if err := s.Store.UpsertDismissal(ctx, d); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := Dismissal{
+		Fingerprint: d.Fingerprint, EntityType: d.EntityType, EntityID: d.EntityID, ReasonCode: d.ReasonCode,
+		StatusAtDismissal: d.StatusAtDismissal, DismissedAt: d.DismissedAt, DismissedBy: d.DismissedBy,
+		ClearOnStatusChange: d.ClearOnStatusChange,
+	}
+	if until > 0 {
+		out.SnoozedUntil = &until
+	}
+	writeJSON(w, http.StatusOK, out)
+}

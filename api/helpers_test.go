@@ -1,0 +1,286 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"watchdog/metrics"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// clock is a settable test clock shared by the write path and the API.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func (c *clock) Seconds() float64 { return float64(c.Now().UnixMilli()) / 1e3 }
+
+// env is a real daemon front end: a SQLite store in a temp dir, the write
+// path, metrics on their own registry, and the handler on httptest.
+type env struct {
+	t     testing.TB
+	st    *store.SQLite
+	w     *transitions.Writer
+	clock *clock
+	reg   *prometheus.Registry
+	m     *metrics.Metrics
+	srv   *httptest.Server
+	logs  *observer.ObservedLogs
+	token string
+}
+
+type envOption func(*Options)
+
+func withToken(tok string) envOption       { return func(o *Options) { o.Token = tok } }
+func withReady(f func() error) envOption   { return func(o *Options) { o.Ready = f } }
+func withWindow(d time.Duration) envOption { return func(o *Options) { o.FailureWindow = d } }
+func withoutGatherer() envOption           { return func(o *Options) { o.Gatherer = nil } }
+
+func newEnv(t testing.TB, opts ...envOption) *env {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "watchdog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c := &clock{t: time.Date(2026, 5, 24, 12, 0, 0, 0, time.UTC)}
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, st, "test", c.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &transitions.Writer{Store: st, Now: c.Now, Observer: m}
+	core, logs := observer.New(zapcore.DebugLevel)
+	o := Options{Store: st, Writer: w, Log: zap.New(core), Gatherer: reg, Now: c.Now, Metrics: m}
+	for _, f := range opts {
+		f(&o)
+	}
+	srv := httptest.NewServer(New(o))
+	t.Cleanup(srv.Close)
+	return &env{t: t, st: st, w: w, clock: c, reg: reg, m: m, srv: srv, logs: logs, token: o.Token}
+}
+
+// response is one HTTP exchange's outcome.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) errorBody(t testing.TB) Error {
+	t.Helper()
+	var e Error
+	if err := json.Unmarshal(r.body, &e); err != nil {
+		t.Fatalf("error body is not JSON: %v: %s", err, r.body)
+	}
+	if e.Error == "" || e.Cause == "" || strings.Contains(e.Error, "\n") {
+		t.Fatalf("error body needs one sentence and a cause: %s", r.body)
+	}
+	return e
+}
+
+// do sends a request with the env's token (if any) unless hdr overrides
+// Authorization.
+func (e *env) do(method, path, body string, hdr ...string) response {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i+1] == "" {
+			req.Header.Del(hdr[i])
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (e *env) decode(r response, v any) {
+	e.t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		e.t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// register creates an entity through the write path (not the API, so API
+// tests of registration start from a known store).
+func (e *env) register(typ, id, lifecycle string) {
+	e.t.Helper()
+	ent := store.Entity{Type: typ, ID: id, Label: "label of " + id}
+	if lifecycle != "" {
+		ent.Lifecycle = &lifecycle
+	}
+	if _, err := e.w.Register(context.Background(), transitions.Registration{Entity: ent, Actor: transitions.ActorOrchestrator}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) registerLegacy(typ, id string) {
+	e.t.Helper()
+	if _, err := e.w.Register(context.Background(), transitions.Registration{Entity: store.Entity{Type: typ, ID: id}, Legacy: true, Actor: transitions.ActorOrchestrator}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// move applies a transition through the write path.
+func (e *env) move(typ, id, to string, code state.ReasonCode) {
+	e.t.Helper()
+	req := transitions.Request{Type: typ, ID: id, To: to, Actor: transitions.ActorOrchestrator, TimeoutSeconds: 60}
+	if code != "" {
+		req.Reason = &state.StateReason{Code: code, Message: "moved to " + to}
+	}
+	if _, err := e.w.Transition(context.Background(), req); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// observe writes probe findings as the sweep would.
+func (e *env) observe(typ, id string, h state.Health, d state.Delivery, codes ...state.ReasonCode) {
+	e.t.Helper()
+	ctx := context.Background()
+	cur, err := e.st.Get(ctx, typ, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	reasons := make([]state.StateReason, 0, len(codes))
+	for _, c := range codes {
+		reasons = append(reasons, state.Observed(c, "found "+string(c), state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: "seen by the test"}))
+	}
+	now := e.clock.Seconds()
+	if _, err := e.st.RecordObservation(ctx, typ, id, store.Observation{
+		Health: h, Delivery: d, Reasons: reasons, HealthSince: now, SeenSeq: cur.LastSeq, At: now,
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// snapshot is everything a rejected request must leave alone.
+type snapshot struct {
+	entities   []store.Entity
+	audit      map[string][]store.AuditRow
+	dismissals map[string]store.Dismissal
+}
+
+func (e *env) snapshot() snapshot {
+	e.t.Helper()
+	ctx := context.Background()
+	list, err := e.st.List(ctx, store.Filter{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s := snapshot{entities: list, audit: map[string][]store.AuditRow{}}
+	for _, ent := range list {
+		rows, err := e.st.Transitions(ctx, ent.Type, ent.ID)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		s.audit[ent.Type+"/"+ent.ID] = rows
+	}
+	if s.dismissals, err = e.st.Dismissals(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+func (e *env) assertUnchanged(before snapshot, what string) {
+	e.t.Helper()
+	after := e.snapshot()
+	if !reflect.DeepEqual(before, after) {
+		e.t.Errorf("%s changed the store:\nbefore %+v\nafter  %+v", what, before, after)
+	}
+}
+
+// metric reads one series' value from the env's registry (0 when absent).
+func (e *env) metric(name string, labels ...string) float64 {
+	e.t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(want) {
+				continue
+			}
+			for _, lp := range m.GetLabel() {
+				if want[lp.GetName()] != lp.GetValue() {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// newEnvWithStore serves a second handler over base's write path and
+// clock, reading and writing through s (a wrapper of base's store).
+func newEnvWithStore(t testing.TB, base *env, s Store) *env {
+	t.Helper()
+	srv := httptest.NewServer(New(Options{Store: s, Writer: base.w, Now: base.clock.Now}))
+	t.Cleanup(srv.Close)
+	c := *base
+	c.srv = srv
+	c.t = t
+	return &c
+}

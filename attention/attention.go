@@ -1,0 +1,571 @@
+// Package attention builds the attention queue of ADR-0030 (SPEC §8): one
+// flat, prioritised list of what needs a person, across every entity type,
+// clustered by reason code, with snoozes and dismissals applied. The HTTP
+// API (GET /api/attention), `watchdog attention` and the
+// watchdog_attention_items gauge all use the rules here, so the three never
+// disagree.
+//
+// # Which items exist
+//
+// An item is one (entity, reason code) pair of a non-legacy entity whose
+// derived severity (ADR-0033, transitions.View) is critical, warning or
+// info. Its reason codes are those of the entity's NormalizedState: the
+// reason of the transition that brought it to its lifecycle, then the
+// probe's findings, each code once. Every item of an entity carries the
+// entity's severity: severity is a property of the entity's state, and the
+// reasons explain it. The transition's reason is left out when the outcome
+// itself is harmless (completed, succeeded, merged, cancelled): a
+// completed run with missing artifacts is in the queue for
+// run.delivery.missing, not for "exited with code 0".
+//
+// An entity that is non-neutral but carries no reason (a probe verdict
+// written without a finding, or a registration with a health already set)
+// gets one item only if its health or delivery value has a registered code
+// of its own (`<type>.health.<value>`, then `run.health.<value>`, then the
+// same for delivery) that is itself non-neutral: the queue never invents a
+// code outside the registry. A plainly running process (health `running`,
+// no finding) has no such code and is, rightly, not an attention item.
+//
+// An entity that reached an outcome (a terminal state, or an outcome state
+// such as a show's `failed`) leaves the queue failure_window (24h) after it
+// got there (ended_at, else the time of its last transition): failed and
+// timed-out work ages out, and the probe stops looking at such entities
+// after the same window, so their findings would be stale anyway.
+//
+// Items are sorted most severe first, then most recently updated. A
+// cluster (cluster_<reason_code>) spans entity types; its size, the total
+// and by_severity count every item the request selects (severity filter
+// and dismissals applied), never just the page the limit cuts.
+//
+// Blind spot: severity is ADR-0033's cascade over outcome, health and
+// delivery only, so an entity whose lifecycle alone signals trouble but
+// that has no outcome and a healthy or unknown health (a play or show in
+// `blocked`, say) is neutral and has no item, although ADR-0030 listed
+// blocked plays as warnings. The reaper's blocking reasons surface once
+// the cascade ranks that lifecycle.
+//
+// # Dismissals
+//
+// A dismissal or snooze hides the item with the same fingerprint
+// (`<entity_type>:<entity_id>:<reason_code>`) while its snooze has not
+// expired (a permanent dismissal never expires) and, when it was recorded
+// with clear_on_status_change, while the entity's lifecycle is still the
+// one it had at dismissal. Both are decided at read time, so vacuum is
+// housekeeping and never changes what the queue shows. A new reason code
+// is a new fingerprint and surfaces at once.
+package attention
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// DefaultFailureWindow is how long an entity with an outcome stays in the
+// queue when the caller sets no window (SPEC thresholds.failure_window).
+const DefaultFailureWindow = 24 * time.Hour
+
+// Limits of the `limit` query parameter.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// Endpoints the item actions point at.
+const (
+	SnoozePath  = "/api/attention/snooze"
+	DismissPath = "/api/attention/dismiss"
+)
+
+// Severities are the severities that produce items, most severe first.
+// Neutral entities never need attention.
+var Severities = []state.Severity{state.SeverityCritical, state.SeverityWarning, state.SeverityInfo}
+
+// Attends reports whether an entity of severity s has attention items.
+func Attends(s state.Severity) bool {
+	return s == state.SeverityCritical || s == state.SeverityWarning || s == state.SeverityInfo
+}
+
+// Query is what a caller asks of the queue.
+type Query struct {
+	// Severities keeps only items of these severities; empty keeps all.
+	Severities []state.Severity
+	// Limit caps the items returned (total and by_severity still count the
+	// whole queue); 0 means DefaultLimit.
+	Limit int
+	// IncludeDismissed also returns dismissed and snoozed items, marked.
+	IncludeDismissed bool
+	// FailureWindow is how long an entity with an outcome stays in the
+	// queue; 0 means DefaultFailureWindow. It is daemon configuration, not
+	// a request parameter, so Values and ParseQuery leave it out.
+	FailureWindow time.Duration
+}
+
+// ParseQuery reads the query string of GET /api/attention:
+// `severity=critical,warning` (critical, warning, info), `limit` (1 to
+// MaxLimit, default DefaultLimit) and `include_dismissed` (a boolean).
+// Unknown parameters are ignored, as browsers and proxies add their own.
+func ParseQuery(v url.Values) (Query, error) {
+	q := Query{Limit: DefaultLimit}
+	if s := strings.TrimSpace(v.Get("severity")); s != "" {
+		sevs, err := ParseSeverities(s)
+		if err != nil {
+			return Query{}, err
+		}
+		q.Severities = sevs
+	}
+	if s := strings.TrimSpace(v.Get("limit")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxLimit {
+			return Query{}, fmt.Errorf("limit %q must be a whole number from 1 to %d", s, MaxLimit)
+		}
+		q.Limit = n
+	}
+	if s := strings.TrimSpace(v.Get("include_dismissed")); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return Query{}, fmt.Errorf("include_dismissed %q must be true or false", s)
+		}
+		q.IncludeDismissed = b
+	}
+	return q, nil
+}
+
+// ParseSeverities reads a comma-separated list of attention severities.
+func ParseSeverities(s string) ([]state.Severity, error) {
+	var out []state.Severity
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		sev, ok := state.ParseSeverity(p)
+		if !ok || !Attends(sev) {
+			return nil, fmt.Errorf("severity %q is not one of critical, warning, info", p)
+		}
+		if !containsSeverity(out, sev) {
+			out = append(out, sev)
+		}
+	}
+	return out, nil
+}
+
+// Values encodes q as the query string ParseQuery reads (FailureWindow
+// excluded).
+func (q Query) Values() url.Values {
+	v := url.Values{}
+	if len(q.Severities) > 0 {
+		parts := make([]string, len(q.Severities))
+		for i, s := range q.Severities {
+			parts[i] = string(s)
+		}
+		v.Set("severity", strings.Join(parts, ","))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.IncludeDismissed {
+		v.Set("include_dismissed", "true")
+	}
+	return v
+}
+
+// Queue is the body of GET /api/attention and `watchdog attention --json`.
+type Queue struct {
+	GeneratedAt float64 `json:"generated_at"`
+	// Total counts every item the query selects, before the limit.
+	Total int `json:"total"`
+	// BySeverity counts the same items per severity; every attention
+	// severity is present, zero or not.
+	BySeverity map[state.Severity]int `json:"by_severity"`
+	Items      []Item                 `json:"items"`
+}
+
+// Entity names an item's entity.
+type Entity struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Label is the registered label, or TYPE/ID when none was given.
+	Label string `json:"label"`
+}
+
+// Reason is why an item is in the queue.
+type Reason struct {
+	Code state.ReasonCode `json:"code"`
+	// Summary is the reason's message, or the registry's doc line of the
+	// code when the message is empty.
+	Summary      string              `json:"summary"`
+	EvidenceRefs []state.EvidenceRef `json:"evidence_refs"`
+}
+
+// Action is one thing a person can do with an item, in the shape of
+// ADR-0031's EntityAction descriptor: a link (Href) or a call (Endpoint and
+// Method, with a JSON body of Body).
+type Action struct {
+	ID              string         `json:"id"`
+	Label           string         `json:"label"`
+	Kind            string         `json:"kind"`
+	Href            string         `json:"href,omitempty"`
+	Endpoint        string         `json:"endpoint,omitempty"`
+	Method          string         `json:"method,omitempty"`
+	Body            map[string]any `json:"body,omitempty"`
+	RequiresConfirm bool           `json:"requires_confirm"`
+}
+
+// Item is one attention item.
+type Item struct {
+	// ID is stable for a fingerprint ("attn_" and a hash of it), so a
+	// client can key rows on it across polls.
+	ID          string         `json:"id"`
+	Fingerprint string         `json:"fingerprint"`
+	Severity    state.Severity `json:"severity"`
+	Entity      Entity         `json:"entity"`
+	// Status is the entity's lifecycle.
+	Status string `json:"status"`
+	Reason Reason `json:"reason"`
+	// ClusterID groups items of the same reason code across entity types.
+	ClusterID string `json:"cluster_id"`
+	// ClusterSize counts the cluster's items in the whole selected queue,
+	// not only on this page.
+	ClusterSize int `json:"cluster_size"`
+	// FirstSeenAt is when the condition started: the end (or the last
+	// transition) for the transition's own reason, else the time health
+	// last changed, else the last transition, else registration.
+	FirstSeenAt float64 `json:"first_seen_at"`
+	// LastUpdatedAt is the entity's last update.
+	LastUpdatedAt float64  `json:"last_updated_at"`
+	Actions       []Action `json:"actions"`
+	// Dismissed is set (only with include_dismissed) on an item a
+	// dismissal or snooze currently hides; SnoozedUntil is then the
+	// snooze's end, 0 for a dismissal.
+	Dismissed    bool    `json:"dismissed,omitempty"`
+	SnoozedUntil float64 `json:"snoozed_until,omitempty"`
+}
+
+// Fingerprint is an item's identity for snooze and dismiss.
+func Fingerprint(entityType, entityID string, code state.ReasonCode) string {
+	return entityType + ":" + entityID + ":" + string(code)
+}
+
+// ParseFingerprint splits a fingerprint into its parts. Entity ids may
+// contain ':', types and reason codes may not, so the id is everything
+// between the first and the last colon.
+func ParseFingerprint(fp string) (entityType, entityID string, code state.ReasonCode, err error) {
+	i, j := strings.IndexByte(fp, ':'), strings.LastIndexByte(fp, ':')
+	if i <= 0 || j <= i+1 || j == len(fp)-1 {
+		return "", "", "", fmt.Errorf("fingerprint %q is not <entity_type>:<entity_id>:<reason_code>", fp)
+	}
+	return fp[:i], fp[i+1 : j], state.ReasonCode(fp[j+1:]), nil
+}
+
+// ClusterID is the cluster of a reason code.
+func ClusterID(code state.ReasonCode) string { return "cluster_" + string(code) }
+
+// AgedOut reports whether an entity with an outcome has been there longer
+// than window: its items have left the queue. An entity without an
+// outcome (still open) never ages out. since is when it got there; the
+// first non-zero of endedAt, lifecycleAt and updatedAt.
+func AgedOut(outcome string, endedAt, lifecycleAt, updatedAt, now float64, window time.Duration) bool {
+	if outcome == "" {
+		return false
+	}
+	if window <= 0 {
+		window = DefaultFailureWindow
+	}
+	since := endedAt
+	if since == 0 {
+		since = lifecycleAt
+	}
+	if since == 0 {
+		since = updatedAt
+	}
+	return now-since > window.Seconds()
+}
+
+// Hides reports whether dismissal d hides an item of an entity whose
+// lifecycle is now lifecycle: its snooze has not expired (or it is a
+// permanent dismissal), and either it ignores status changes or the
+// status is still the one it was recorded with.
+func Hides(d store.Dismissal, lifecycle string, now float64) bool {
+	if d.SnoozedUntil != 0 && d.SnoozedUntil <= now {
+		return false
+	}
+	return !d.ClearOnStatusChange || d.StatusAtDismissal == lifecycle
+}
+
+// Codes lists the reason codes of an entity's items, each once, in order:
+// the transition's reason first, then the probe's findings. The
+// transition's reason is left out when the entity's outcome is itself
+// harmless (succeeded, completed, merged, cancelled): a completed run
+// whose artifacts are missing needs attention for the missing artifacts,
+// not for "exited with code 0". With no code left, it falls back to the
+// entity's own health or delivery code when one is registered (see the
+// package doc).
+func Codes(entityType, outcome string, transitionCode state.ReasonCode, findings []state.ReasonCode, h state.Health, d state.Delivery) []state.ReasonCode {
+	out := make([]state.ReasonCode, 0, len(findings)+1)
+	if transitionCode != "" && (outcome == "" || outcomeAttends(outcome)) {
+		out = append(out, transitionCode)
+	}
+	for _, c := range findings {
+		if c != "" && !containsCode(out, c) {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		if c, ok := dimensionCode(entityType, h, d); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// outcomeAttends reports whether an outcome on its own needs attention
+// (failed, aborted, timed_out, skipped, partial, ...). Per-type outcomes
+// outside the shared vocabulary go through the same translation as
+// state.Normalize (partial is partial delivery, partial_failed a failure).
+func outcomeAttends(outcome string) bool {
+	ns := state.Normalize(outcome, outcome, "", "", nil, 0)
+	return Attends(ns.Severity)
+}
+
+// dimensionCode finds a registered, non-neutral code naming an entity's
+// health or delivery value.
+func dimensionCode(entityType string, h state.Health, d state.Delivery) (state.ReasonCode, bool) {
+	if sev, _ := state.DeriveSeverity("", h, ""); Attends(sev) {
+		for _, ns := range []string{entityType, "run"} {
+			if c := state.ReasonCode(ns + ".health." + string(h)); state.Registered(c) {
+				return c, true
+			}
+		}
+	}
+	if sev, _ := state.DeriveSeverity("", "", d); Attends(sev) {
+		for _, ns := range []string{entityType, "run"} {
+			if c := state.ReasonCode(ns + ".delivery." + string(d)); state.Registered(c) {
+				return c, true
+			}
+		}
+	}
+	return "", false
+}
+
+// docs maps every registered code to its doc line, the summary of an item
+// whose reason has no message.
+var docs = func() map[state.ReasonCode]string {
+	m := map[state.ReasonCode]string{}
+	for _, r := range state.Reasons() {
+		m[r.Code] = r.Doc
+	}
+	return m
+}()
+
+func summaryOf(code state.ReasonCode, message string) string {
+	if strings.TrimSpace(message) != "" {
+		return message
+	}
+	if d, ok := docs[code]; ok {
+		return capitalize(strings.TrimSuffix(d, "."))
+	}
+	return string(code)
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// ItemsOf returns every current item of one entity, dismissals not
+// applied and cluster sizes not set: what snooze and dismiss check a
+// fingerprint against.
+func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
+	nowS := unixSeconds(now)
+	ns := transitions.View(e, nowS)
+	if ns.Legacy() || !Attends(ns.Severity) {
+		return nil
+	}
+	if AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, nowS, window) {
+		return nil
+	}
+	var transitionCode state.ReasonCode
+	if e.TransitionReason != nil {
+		transitionCode = e.TransitionReason.Code
+	}
+	findings := make([]state.ReasonCode, len(e.Reasons))
+	for i, r := range e.Reasons {
+		findings[i] = r.Code
+	}
+	codes := Codes(e.Type, ns.Outcome, transitionCode, findings, e.Health, e.Delivery)
+	if len(codes) == 0 {
+		return nil
+	}
+	label := e.Label
+	if label == "" {
+		label = e.Type + "/" + e.ID
+	}
+	items := make([]Item, 0, len(codes))
+	for _, code := range codes {
+		reason := Reason{Code: code, EvidenceRefs: []state.EvidenceRef{}}
+		var found *state.StateReason
+		for i := range ns.Reasons {
+			if ns.Reasons[i].Code == code {
+				found = &ns.Reasons[i]
+				break
+			}
+		}
+		if found != nil {
+			reason.Summary = summaryOf(code, found.Message)
+			if len(found.Evidence) > 0 {
+				reason.EvidenceRefs = found.Evidence
+			}
+		} else {
+			reason.Summary = summaryOf(code, "")
+		}
+		first := firstSeen(e, code == transitionCode)
+		fp := Fingerprint(e.Type, e.ID, code)
+		items = append(items, Item{
+			ID:            itemID(fp),
+			Fingerprint:   fp,
+			Severity:      ns.Severity,
+			Entity:        Entity{Type: e.Type, ID: e.ID, Label: label},
+			Status:        ns.Lifecycle,
+			Reason:        reason,
+			ClusterID:     ClusterID(code),
+			FirstSeenAt:   first,
+			LastUpdatedAt: e.UpdatedAt,
+			Actions:       actions(e.Type, e.ID, fp),
+		})
+	}
+	return items
+}
+
+// firstSeen is when an item's condition started. The transition's reason
+// started with the transition (the end, for a terminal one); a probe
+// finding started when health last changed.
+func firstSeen(e store.Entity, fromTransition bool) float64 {
+	candidates := []float64{e.HealthSince, e.LifecycleAt, e.CreatedAt}
+	if fromTransition {
+		candidates = []float64{e.EndedAt, e.LifecycleAt, e.CreatedAt}
+	}
+	for _, c := range candidates {
+		if c > 0 {
+			return c
+		}
+	}
+	return e.UpdatedAt
+}
+
+func itemID(fp string) string {
+	sum := sha256.Sum256([]byte(fp))
+	return "attn_" + hex.EncodeToString(sum[:8])
+}
+
+// actions are the descriptors every item offers: open the entity, snooze
+// it for a day, dismiss it. Snooze's body lacks `until` on purpose: the
+// client adds it, because only the client knows when "a day from now" is
+// at the moment the button is pressed.
+func actions(typ, id, fp string) []Action {
+	return []Action{
+		{ID: "inspect", Label: "Open", Kind: "primary", Href: "/api/v1/entities/" + url.PathEscape(typ) + "/" + url.PathEscape(id)},
+		{ID: "snooze", Label: "Snooze 1d", Kind: "secondary", Endpoint: SnoozePath, Method: "POST",
+			Body: map[string]any{"fingerprint": fp}},
+		{ID: "dismiss", Label: "Dismiss", Kind: "secondary", Endpoint: DismissPath, Method: "POST",
+			Body: map[string]any{"fingerprint": fp}, RequiresConfirm: true},
+	}
+}
+
+// Build assembles the queue from entities (any subset that includes every
+// entity that may have items; others are skipped), the dismissals keyed by
+// fingerprint, and the query. Items are sorted most severe first, then most
+// recently updated, then by fingerprint, so the order is stable across
+// polls; cluster sizes, the total and by_severity count the whole selected
+// queue before the limit.
+func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Query, now time.Time) Queue {
+	nowS := unixSeconds(now)
+	out := Queue{GeneratedAt: nowS, BySeverity: map[state.Severity]int{}, Items: []Item{}}
+	for _, s := range Severities {
+		out.BySeverity[s] = 0
+	}
+	var items []Item
+	for _, e := range entities {
+		for _, it := range ItemsOf(e, now, q.FailureWindow) {
+			if len(q.Severities) > 0 && !containsSeverity(q.Severities, it.Severity) {
+				continue
+			}
+			if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it.Status, nowS) {
+				if !q.IncludeDismissed {
+					continue
+				}
+				it.Dismissed, it.SnoozedUntil = true, d.SnoozedUntil
+			}
+			items = append(items, it)
+		}
+	}
+	clusters := map[string]int{}
+	for _, it := range items {
+		clusters[it.ClusterID]++
+		out.BySeverity[it.Severity]++
+	}
+	for i := range items {
+		items[i].ClusterSize = clusters[items[i].ClusterID]
+	}
+	sort.Slice(items, func(i, j int) bool {
+		a, b := items[i], items[j]
+		if ra, rb := a.Severity.Rank(), b.Severity.Rank(); ra != rb {
+			return ra < rb
+		}
+		if a.LastUpdatedAt != b.LastUpdatedAt {
+			return a.LastUpdatedAt > b.LastUpdatedAt
+		}
+		return a.Fingerprint < b.Fingerprint
+	})
+	out.Total = len(items)
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	if len(items) > limit {
+		items = items[:limit]
+	}
+	out.Items = append(out.Items, items...)
+	return out
+}
+
+// Since is the start of the failure window at now: the since argument of
+// store.SQLite.AttentionCandidates, which reads only the entities that
+// may have items (open, or ended at or after it), so a poll reads a small
+// part of a large store.
+func Since(now time.Time, window time.Duration) float64 {
+	if window <= 0 {
+		window = DefaultFailureWindow
+	}
+	return unixSeconds(now) - window.Seconds()
+}
+
+// unixSeconds is Unix seconds with millisecond precision, the precision
+// of every timestamp the write path stores.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1e3 }
+
+func containsSeverity(list []state.Severity, s state.Severity) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func containsCode(list []state.ReasonCode, c state.ReasonCode) bool {
+	for _, v := range list {
+		if v == c {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,140 @@
+package attention
+
+import (
+	"fmt"
+	"net/url"
+	"reflect"
+	"testing"
+	"time"
+
+	"watchdog/state"
+	"watchdog/store"
+)
+
+func TestParseFingerprint(t *testing.T) {
+	cases := []struct {
+		fp, typ, id, code string
+		ok                bool
+	}{
+		{"session:s-1:run.health.stalled", "session", "s-1", "run.health.stalled", true},
+		{"session:a:b:c:run.health.idle", "session", "a:b:c", "run.health.idle", true},
+		// Failure cases.
+		{"", "", "", "", false},
+		{"session", "", "", "", false},
+		{"session:s-1", "", "", "", false},
+		{":s-1:run.health.idle", "", "", "", false},
+		{"session::run.health.idle", "", "", "", false},
+		{"session:s-1:", "", "", "", false},
+	}
+	for _, c := range cases {
+		typ, id, code, err := ParseFingerprint(c.fp)
+		if (err == nil) != c.ok || typ != c.typ || id != c.id || string(code) != c.code {
+			t.Errorf("ParseFingerprint(%q) = %q %q %q %v", c.fp, typ, id, code, err)
+		}
+		if c.ok && Fingerprint(typ, id, code) != c.fp {
+			t.Errorf("round trip of %q", c.fp)
+		}
+	}
+}
+
+func TestQueryRoundTrip(t *testing.T) {
+	q := Query{Severities: []state.Severity{state.SeverityCritical, state.SeverityInfo}, Limit: 7, IncludeDismissed: true}
+	got, err := ParseQuery(q.Values())
+	if err != nil || !reflect.DeepEqual(got, q) {
+		t.Errorf("round trip: %+v %v", got, err)
+	}
+	def, err := ParseQuery(url.Values{})
+	if err != nil || def.Limit != DefaultLimit || def.Severities != nil || def.IncludeDismissed {
+		t.Errorf("defaults: %+v %v", def, err)
+	}
+	dup, err := ParseQuery(url.Values{"severity": {"warning, warning"}})
+	if err != nil || len(dup.Severities) != 1 {
+		t.Errorf("duplicate severity: %+v %v", dup, err)
+	}
+}
+
+func TestCodes(t *testing.T) {
+	cases := []struct {
+		name       string
+		typ        string
+		outcome    string
+		transition state.ReasonCode
+		findings   []state.ReasonCode
+		h          state.Health
+		d          state.Delivery
+		want       []state.ReasonCode
+	}{
+		{"transition then findings, once each", "session", "failed", state.RunFailedExitNonzero,
+			[]state.ReasonCode{state.RunHealthStaleLock, state.RunFailedExitNonzero}, state.HealthDegraded, state.DeliveryNotExpected,
+			[]state.ReasonCode{state.RunFailedExitNonzero, state.RunHealthStaleLock}},
+		{"a harmless outcome's reason is not the problem", "session", "completed", state.RunCompletedExitZero,
+			[]state.ReasonCode{state.RunDeliveryMissing}, state.HealthOK, state.DeliveryMissing,
+			[]state.ReasonCode{state.RunDeliveryMissing}},
+		{"an open entity's transition reason counts", "play", "", state.PlayBlockedDependencyFailed,
+			nil, state.HealthStalled, state.DeliveryNotExpected, []state.ReasonCode{state.PlayBlockedDependencyFailed}},
+		{"no reason: the health code, when registered", "session", "", "", nil, state.HealthStalled, state.DeliveryNotExpected,
+			[]state.ReasonCode{state.RunHealthStalled}},
+		{"no reason: the type's own code first", "schedule", "", "", nil, state.HealthMisfired, state.DeliveryNotExpected,
+			[]state.ReasonCode{state.ScheduleHealthMisfired}},
+		{"no reason: the delivery code", "session", "completed", state.RunCompletedExitZero, nil, state.HealthOK, state.DeliveryPartial,
+			[]state.ReasonCode{state.RunDeliveryPartial}},
+		{"no reason and nothing registered: no item", "session", "", "", nil, state.HealthRunning, state.DeliveryNotExpected,
+			[]state.ReasonCode{}},
+	}
+	for _, c := range cases {
+		got := Codes(c.typ, c.outcome, c.transition, c.findings, c.h, c.d)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestAgedOutAndHides(t *testing.T) {
+	const now = 100000.0
+	day := 24 * time.Hour
+	if AgedOut("", 1, 1, 1, now, day) {
+		t.Error("an open entity aged out")
+	}
+	if !AgedOut("failed", now-86401, 0, now, now, day) || AgedOut("failed", now-86400, 0, 0, now, day) {
+		t.Error("the window edge is wrong")
+	}
+	if !AgedOut("failed", 0, now-90000, now, now, 0) {
+		t.Error("lifecycle_at is the fallback, and 0 means the default window")
+	}
+	d := store.Dismissal{StatusAtDismissal: "running", ClearOnStatusChange: true}
+	for _, c := range []struct {
+		until     float64
+		clear     bool
+		lifecycle string
+		hides     bool
+	}{
+		{0, true, "running", true},
+		{now + 1, true, "running", true},
+		{now, true, "running", false}, // expired at now
+		{0, true, "failed", false},    // status changed
+		{0, false, "failed", true},    // ignores status changes
+		{now - 1, false, "running", false},
+	} {
+		d.SnoozedUntil, d.ClearOnStatusChange = c.until, c.clear
+		if got := Hides(d, c.lifecycle, now); got != c.hides {
+			t.Errorf("Hides(until %v, clear %v, now %s) = %v", c.until, c.clear, c.lifecycle, got)
+		}
+	}
+}
+
+func TestBuildSkipsLegacyNeutralAndAgedOut(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	nowS := float64(now.Unix())
+	failed, running := "failed", "running"
+	reason := &state.StateReason{Code: state.RunFailedExitNonzero}
+	entities := []store.Entity{
+		{Type: "session", ID: "legacy", Health: state.HealthStalled, Reasons: []state.StateReason{{Code: state.RunHealthStalled}}},
+		{Type: "session", ID: "fine", Lifecycle: &running, Health: state.HealthOK, Delivery: state.DeliveryNotExpected},
+		{Type: "session", ID: "old", Lifecycle: &failed, Terminal: true, TransitionReason: reason, EndedAt: nowS - 90000},
+		{Type: "session", ID: "new", Lifecycle: &failed, Terminal: true, TransitionReason: reason, EndedAt: nowS - 60, UpdatedAt: nowS - 60},
+	}
+	q := Build(entities, nil, Query{}, now)
+	if q.Total != 1 || q.Items[0].Entity.ID != "new" || q.Items[0].FirstSeenAt != nowS-60 || q.Items[0].Entity.Label != "session/new" {
+		t.Errorf("queue: %+v", q)
+	}
+}

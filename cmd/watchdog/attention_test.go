@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"watchdog/attention"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// attnStore builds a database with a known queue: a failed run and the
+// same stall on a session and an invocation (critical), an idle session
+// (warning), and a completed one that needs nobody.
+func attnStore(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "watchdog.db")
+	ctx := context.Background()
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := &transitions.Writer{Store: st}
+	reg := func(typ, id string) {
+		running := "running"
+		if _, err := w.Register(ctx, transitions.Registration{Entity: store.Entity{Type: typ, ID: id, Label: "job " + id, Lifecycle: &running}, Actor: transitions.ActorOrchestrator}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	observe := func(typ, id string, h state.Health, code state.ReasonCode) {
+		cur, err := st.Get(ctx, typ, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.RecordObservation(ctx, typ, id, store.Observation{Health: h, Delivery: state.DeliveryNotExpected,
+			Reasons: []state.StateReason{state.Observed(code, "seen: "+string(code))}, SeenSeq: cur.LastSeq, At: cur.UpdatedAt + 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"s-fail", "s-stall", "s-idle", "s-done"} {
+		reg("session", id)
+	}
+	reg("invocation", "i-stall")
+	if _, err := w.Transition(ctx, transitions.Request{Type: "session", ID: "s-fail", To: "failed", Actor: transitions.ActorOrchestrator,
+		Reason: &state.StateReason{Code: state.RunFailedExitNonzero, Message: "exited with code 3"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Transition(ctx, transitions.Request{Type: "session", ID: "s-done", To: "completed", Actor: transitions.ActorOrchestrator}); err != nil {
+		t.Fatal(err)
+	}
+	observe("session", "s-stall", state.HealthStalled, state.RunHealthStalled)
+	observe("invocation", "i-stall", state.HealthStalled, state.RunHealthStalled)
+	observe("session", "s-idle", state.HealthIdle, state.RunHealthIdle)
+	return path
+}
+
+func attnRun(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(append([]string{"attention"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestAttentionCommand(t *testing.T) {
+	db := attnStore(t)
+	code, out, errs := attnRun("--db", db)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	for _, want := range []string{
+		"ATTENTION QUEUE · 4 items",
+		"CRITICAL · 3 items",
+		"  run.health.stalled · 2 items",
+		"  run.failed.exit_nonzero · 1 item",
+		"session/s-fail",
+		"exited with code 3",
+		"WARNING · 1 item",
+		"  run.health.idle · 1 item",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "CRITICAL") > strings.Index(out, "WARNING") || strings.Contains(out, "s-done") || strings.Contains(out, "INFO") {
+		t.Errorf("order or content wrong:\n%s", out)
+	}
+	// Both stalled entities sit under their one cluster header.
+	stall := out[strings.Index(out, "run.health.stalled"):]
+	stall = stall[:strings.Index(stall, "run.failed.exit_nonzero")]
+	if !strings.Contains(stall, "session/s-stall") || !strings.Contains(stall, "invocation/i-stall") {
+		t.Errorf("cluster does not hold both stalls:\n%s", out)
+	}
+
+	// --json is the API's shape.
+	code, out, _ = attnRun("--db", db, "--json")
+	var q attention.Queue
+	if err := json.Unmarshal([]byte(out), &q); code != 0 || err != nil {
+		t.Fatalf("--json: exit %d, %v\n%s", code, err, out)
+	}
+	if q.Total != 4 || len(q.Items) != 4 || q.BySeverity[state.SeverityCritical] != 3 || q.Items[0].ClusterSize == 0 {
+		t.Errorf("--json queue: %+v", q)
+	}
+
+	code, out, _ = attnRun("--db", db, "--severity", "warning")
+	if code != 0 || !strings.Contains(out, "ATTENTION QUEUE · 1 item") || strings.Contains(out, "CRITICAL") {
+		t.Errorf("--severity warning: exit %d\n%s", code, out)
+	}
+	code, out, _ = attnRun("--db", db, "--limit", "1")
+	if code != 0 || !strings.Contains(out, "(showing the first 1; raise --limit for more)") || strings.Count(out, " ago ") != 1 {
+		t.Errorf("--limit 1: exit %d\n%s", code, out)
+	}
+}
+
+func TestAttentionCommandDismissed(t *testing.T) {
+	db := attnStore(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.UpsertDismissal(ctx, store.Dismissal{Fingerprint: "session:s-idle:run.health.idle", EntityType: "session", EntityID: "s-idle",
+		ReasonCode: "run.health.idle", StatusAtDismissal: "running", DismissedAt: 1, ClearOnStatusChange: true})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ := attnRun("--db", db)
+	if strings.Contains(out, "s-idle") || !strings.Contains(out, "ATTENTION QUEUE · 3 items") {
+		t.Errorf("dismissed item shown:\n%s", out)
+	}
+	_, out, _ = attnRun("--db", db, "--include-dismissed")
+	if !strings.Contains(out, "[dismissed]") || !strings.Contains(out, "s-idle") {
+		t.Errorf("--include-dismissed:\n%s", out)
+	}
+}
+
+func TestAttentionCommandErrors(t *testing.T) {
+	db := attnStore(t)
+	cases := []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"--db", db, "--severity", "dire"}, 2, "--severity"},
+		{[]string{"--db", db, "--severity", "neutral"}, 2, "critical, warning, info"},
+		{[]string{"--db", db, "--limit", "0"}, 2, "--limit 0"},
+		{[]string{"--db", db, "--limit", "501"}, 2, "--limit 501"},
+		{[]string{"--db", db, "--failure-window", "-1h"}, 2, "--failure-window"},
+		{[]string{"--db", db, "extra"}, 2, "unknown command"},
+		{[]string{"--db", filepath.Join(t.TempDir(), "missing.db")}, 1, "no database at"},
+	}
+	for _, c := range cases {
+		code, out, errs := attnRun(c.args...)
+		if code != c.code || !strings.Contains(errs, c.says) || strings.Count(strings.TrimSpace(errs), "\n") != 0 || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d mentioning %q", c.args, code, out, errs, c.code, c.says)
+		}
+	}
+}
+
+func TestAttentionCommandEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.db")
+	st, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	code, out, _ := attnRun("--db", path)
+	if code != 0 || strings.TrimSpace(out) != "attention queue is empty" {
+		t.Errorf("empty: exit %d %q", code, out)
+	}
+	code, out, _ = attnRun("--db", path, "--json")
+	var q attention.Queue
+	if err := json.Unmarshal([]byte(out), &q); code != 0 || err != nil || q.Total != 0 || q.Items == nil {
+		t.Errorf("empty --json: exit %d %v %q", code, err, out)
+	}
+}

@@ -1,0 +1,377 @@
+// Package metrics exports watchdog's Prometheus metrics (SPEC §9).
+//
+// Gauges about entities are computed at scrape time by a custom collector
+// from one light store query (store.SQLite.SummaryGroups, which hands over
+// entities grouped by what the gauges look at) plus the small dismissals
+// table, so they are never stale and nothing has to keep them in step with
+// writes. Counters and the job histogram are updated by the
+// callers through Metrics' methods: *Metrics is the transitions.Observer
+// of the write path and the observer of the reaper and its scheduler.
+//
+// Series never vanish while the process runs:
+//   - watchdog_entities is pre-seeded at 0 for every entity type, every
+//     severity and the tones that severity can have;
+//   - watchdog_reasons_active for every registered code and severity;
+//   - watchdog_attention_items for critical, warning and info;
+//   - watchdog_entity_states is not pre-seeded: the product of types,
+//     lifecycles, health and delivery values is thousands of series, most
+//     of which never occur. A combination appears when first seen and then
+//     stays (at 0 when empty) until the process restarts;
+//   - watchdog_transitions_rejected_total for every type and cause, and
+//     watchdog_job_runs_total and watchdog_job_duration_seconds for every
+//     job of SPEC §7, start at 0;
+//   - watchdog_transitions_total for every edge of every graph and every
+//     actor, and watchdog_reaped_total for every reaper outcome
+//     (reaper.Outcomes), start at 0.
+//
+// Label values come only from closed vocabularies (entity types, lifecycle
+// graphs, health and delivery values, registered reason codes, actors,
+// causes, job names and results). A value outside them, which only a
+// hand-edited database or a programming error can produce, is reported as
+// "unknown", never under its own string, so cardinality stays bounded.
+//
+// A store query that fails does not fail the scrape: the entity gauges are
+// left out and watchdog_scrape_collector_success{collector="store"} is 0
+// (node_exporter's convention), which is what to alert on.
+package metrics
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"watchdog/reaper"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// Source is what the scrape-time collector reads; *store.SQLite is one.
+type Source interface {
+	SummaryGroups(ctx context.Context, since float64, fn func(store.SummaryGroup)) error
+	DismissedSummaries(ctx context.Context, since float64) ([]store.DismissedSummary, error)
+}
+
+// Jobs are the scheduled jobs of SPEC §7, pre-seeded in the job metrics.
+var Jobs = []string{"sweep", "enforce_terminal", "reap_phantoms", "check_schedules", "vacuum"}
+
+// JobResults are the results of a job run.
+var JobResults = []string{"ok", "error", "skipped", "timeout"}
+
+// ScrapeTimeout bounds the store queries of one scrape. Prometheus' own
+// default scrape timeout is 10s; a store slower than this reports
+// success 0 rather than making the whole scrape time out.
+const ScrapeTimeout = 5 * time.Second
+
+// unknown is the label value for anything outside a vocabulary.
+const unknown = "unknown"
+
+// Metrics holds the counters the callers update and the scrape-time
+// collector. Its methods are safe for concurrent use.
+type Metrics struct {
+	transitions *prometheus.CounterVec
+	rejected    *prometheus.CounterVec
+	reaped      *prometheus.CounterVec
+	jobRuns     *prometheus.CounterVec
+	jobDuration *prometheus.HistogramVec
+	lastSweep   prometheus.Gauge
+
+	collector *storeCollector
+}
+
+// New registers every watchdog metric, the Go and process collectors on
+// reg (never the global registry) and returns the handle the callers
+// update. now is the clock of the failure window (nil means time.Now).
+func New(reg prometheus.Registerer, src Source, version string, now func() time.Time) (*Metrics, error) {
+	if now == nil {
+		now = time.Now
+	}
+	m := &Metrics{
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "watchdog_transitions_total",
+			Help: "Lifecycle transitions applied through the write path, by entity type, edge and actor.",
+		}, []string{"entity_type", "from", "to", "actor"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "watchdog_transitions_rejected_total",
+			Help: "Transitions the write path or the API refused, by entity type and cause.",
+		}, []string{"entity_type", "cause"}),
+		reaped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "watchdog_reaped_total",
+			Help: "Entities the reaper jobs moved (ended, blocked, closed), by entity type and reason code.",
+		}, []string{"entity_type", "reason_code"}),
+		jobRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "watchdog_job_runs_total",
+			Help: "Scheduled job runs by job and result (ok, error, skipped, timeout).",
+		}, []string{"job", "result"}),
+		jobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "watchdog_job_duration_seconds",
+			Help: "Duration of scheduled job runs that ran (skipped runs are not observed).",
+			// From a sweep of an idle host (milliseconds) to a reaper run at
+			// its max_per_run bound; 10 and 15 bracket the default sweep
+			// interval that the WatchdogSweepSlow alert compares against.
+			Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60, 120},
+		}, []string{"job"}),
+		lastSweep: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "watchdog_last_sweep_timestamp_seconds",
+			Help: "Unix time at which the last sweep finished (0 before the first).",
+		}),
+	}
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "watchdog_build_info",
+		Help: "Always 1; the labels carry the watchdog version and the Go version it was built with.",
+	}, []string{"version", "goversion"})
+	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+
+	for _, t := range append(transitions.Types(), unknown) {
+		for _, c := range transitions.Causes {
+			m.rejected.WithLabelValues(t, c)
+		}
+	}
+	// Every edge of every graph by every actor (about 400 series) and every
+	// reaper outcome: an alert on increase() must see the first event, and a
+	// counter that appears at 1 has no increase to see.
+	for _, t := range transitions.Types() {
+		g, _ := transitions.Lookup(t)
+		for from, tos := range g.Edges {
+			for _, to := range tos {
+				for _, a := range transitions.Actors {
+					m.transitions.WithLabelValues(t, from, to, a)
+				}
+			}
+		}
+	}
+	for t, codes := range reaper.Outcomes() {
+		for _, c := range codes {
+			m.reaped.WithLabelValues(t, string(c))
+		}
+	}
+	for _, j := range Jobs {
+		for _, r := range JobResults {
+			m.jobRuns.WithLabelValues(j, r)
+		}
+		m.jobDuration.WithLabelValues(j)
+	}
+
+	m.collector = newStoreCollector(src, now)
+	for _, c := range []prometheus.Collector{
+		m.transitions, m.rejected, m.reaped, m.jobRuns, m.jobDuration, m.lastSweep, buildInfo,
+		m.collector,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// SetFailureWindow sets how long entities with an outcome count as
+// attention items and active reasons (config thresholds.failure_window;
+// default 24h), so the gauges count the same queue as GET /api/attention.
+func (m *Metrics) SetFailureWindow(d time.Duration) { m.collector.setWindow(d) }
+
+// Transitioned counts an applied transition (transitions.Observer).
+func (m *Metrics) Transitioned(entityType, from, to, actor string) {
+	typ := knownType(entityType)
+	m.transitions.WithLabelValues(typ, knownState(typ, from), knownState(typ, to), oneOf(actor, transitions.Actors)).Inc()
+}
+
+// Rejected counts a refused transition (transitions.Observer).
+func (m *Metrics) Rejected(entityType, cause string) {
+	m.rejected.WithLabelValues(knownType(entityType), oneOf(cause, transitions.Causes)).Inc()
+}
+
+// Reaped counts one entity a reaper job moved (reaper.Observer).
+func (m *Metrics) Reaped(entityType, reasonCode string) {
+	code := reasonCode
+	if !state.Registered(state.ReasonCode(code)) {
+		code = unknown
+	}
+	m.reaped.WithLabelValues(knownType(entityType), code).Inc()
+}
+
+// JobRun counts one job run and, unless it was skipped, observes its
+// duration (reaper.JobObserver).
+func (m *Metrics) JobRun(job, result string, d time.Duration) {
+	job = oneOf(job, Jobs)
+	m.jobRuns.WithLabelValues(job, oneOf(result, JobResults)).Inc()
+	if result != "skipped" {
+		m.jobDuration.WithLabelValues(job).Observe(d.Seconds())
+	}
+}
+
+// SweepFinished records the end of a sweep (reaper.Observer).
+func (m *Metrics) SweepFinished(t time.Time) {
+	m.lastSweep.Set(float64(t.UnixNano()) / 1e9)
+}
+
+// knownType maps a type to its canonical name, or "unknown".
+func knownType(t string) string {
+	if c, ok := transitions.CanonicalType(t); ok {
+		return c
+	}
+	return unknown
+}
+
+// knownState keeps a lifecycle value of the type's graph, else "unknown".
+func knownState(typ, s string) string {
+	if g, err := transitions.Lookup(typ); err == nil && g.HasState(s) {
+		return s
+	}
+	return unknown
+}
+
+func oneOf(v string, vocab []string) string {
+	for _, x := range vocab {
+		if x == v {
+			return v
+		}
+	}
+	return unknown
+}
+
+// storeCollector computes the entity gauges at scrape time.
+type storeCollector struct {
+	src Source
+	now func() time.Time
+
+	mu     sync.Mutex
+	window time.Duration
+	// seenStates remembers every watchdog_entity_states combination seen
+	// since start, so a series that empties reports 0 instead of
+	// vanishing. Bounded by the vocabularies (see the package doc).
+	seenStates map[stateKey]struct{}
+
+	entities, entityStates, reasons, attention, legacy *prometheus.Desc
+	success, duration                                  *prometheus.Desc
+}
+
+type stateKey struct{ typ, lifecycle, health, delivery string }
+
+func newStoreCollector(src Source, now func() time.Time) *storeCollector {
+	return &storeCollector{
+		src: src, now: now, seenStates: map[stateKey]struct{}{},
+		entities: prometheus.NewDesc("watchdog_entities",
+			"Entities by type and derived severity and tone (legacy entities excluded).",
+			[]string{"entity_type", "severity", "tone"}, nil),
+		entityStates: prometheus.NewDesc("watchdog_entity_states",
+			"Entities by type and stored lifecycle, health and delivery (legacy entities excluded).",
+			[]string{"entity_type", "lifecycle", "health", "delivery"}, nil),
+		reasons: prometheus.NewDesc("watchdog_reasons_active",
+			"Reason codes held by open entities and by entities that reached an outcome within the failure window, by the holder's severity.",
+			[]string{"reason_code", "severity"}, nil),
+		attention: prometheus.NewDesc("watchdog_attention_items",
+			"Attention queue items by severity, dismissed and snoozed items excluded.",
+			[]string{"severity"}, nil),
+		legacy: prometheus.NewDesc("watchdog_legacy_entities",
+			"Entities with no lifecycle (imported before the vocabulary), kept out of every other entity metric.",
+			nil, nil),
+		success: prometheus.NewDesc("watchdog_scrape_collector_success",
+			"Whether a scrape-time collector succeeded (1) or its gauges were left out of this scrape (0).",
+			[]string{"collector"}, nil),
+		duration: prometheus.NewDesc("watchdog_scrape_collector_duration_seconds",
+			"How long a scrape-time collector took.",
+			[]string{"collector"}, nil),
+	}
+}
+
+func (c *storeCollector) setWindow(d time.Duration) {
+	c.mu.Lock()
+	c.window = d
+	c.mu.Unlock()
+}
+
+// Describe sends every descriptor the collector can emit.
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.entities, c.entityStates, c.reasons, c.attention, c.legacy, c.success, c.duration} {
+		ch <- d
+	}
+}
+
+// Collect runs the store queries and emits the gauges, or only
+// success 0 when a query fails.
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	start := time.Now()
+	c.mu.Lock()
+	window := c.window
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
+	defer cancel()
+	counts, err := count(ctx, c.src, c.now(), window)
+	ok := 0.0
+	if err == nil {
+		ok = 1
+		c.emit(ch, counts)
+	}
+	ch <- prometheus.MustNewConstMetric(c.success, prometheus.GaugeValue, ok, "store")
+	ch <- prometheus.MustNewConstMetric(c.duration, prometheus.GaugeValue, time.Since(start).Seconds(), "store")
+}
+
+func (c *storeCollector) emit(ch chan<- prometheus.Metric, n *counts) {
+	for _, typ := range transitions.Types() {
+		for _, sev := range state.Severities {
+			for _, tone := range tonesOf[sev] {
+				ch <- prometheus.MustNewConstMetric(c.entities, prometheus.GaugeValue,
+					float64(n.entities[entityKey{typ, sev, tone}]), typ, string(sev), string(tone))
+			}
+		}
+	}
+	// A (type, severity, tone) outside the pre-seeded set can only come
+	// from a severity rule this table does not know yet; report it rather
+	// than lose it.
+	for k, v := range n.entities {
+		if !containsTone(tonesOf[k.severity], k.tone) || knownType(k.typ) != k.typ {
+			ch <- prometheus.MustNewConstMetric(c.entities, prometheus.GaugeValue, float64(v), k.typ, string(k.severity), string(k.tone))
+		}
+	}
+
+	c.mu.Lock()
+	for k := range n.states {
+		c.seenStates[k] = struct{}{}
+	}
+	for k := range c.seenStates {
+		ch <- prometheus.MustNewConstMetric(c.entityStates, prometheus.GaugeValue, float64(n.states[k]), k.typ, k.lifecycle, k.health, k.delivery)
+	}
+	c.mu.Unlock()
+
+	for _, r := range state.Reasons() {
+		for _, sev := range state.Severities {
+			ch <- prometheus.MustNewConstMetric(c.reasons, prometheus.GaugeValue,
+				float64(n.reasons[reasonKey{r.Code, sev}]), string(r.Code), string(sev))
+		}
+	}
+	for k, v := range n.reasons {
+		if k.code == unknown {
+			ch <- prometheus.MustNewConstMetric(c.reasons, prometheus.GaugeValue, float64(v), unknown, string(k.severity))
+		}
+	}
+	for _, sev := range attentionSeverities {
+		ch <- prometheus.MustNewConstMetric(c.attention, prometheus.GaugeValue, float64(n.attention[sev]), string(sev))
+	}
+	ch <- prometheus.MustNewConstMetric(c.legacy, prometheus.GaugeValue, float64(n.legacy))
+}
+
+// tonesOf lists the tones each severity can carry (state.DeriveSeverity):
+// the pre-seeded combinations of watchdog_entities.
+var tonesOf = map[state.Severity][]state.Tone{
+	state.SeverityCritical: {state.ToneDanger},
+	state.SeverityWarning:  {state.ToneWarning},
+	state.SeverityInfo:     {state.ToneInfo, state.ToneNeutral},
+	state.SeverityNeutral:  {state.ToneSuccess, state.ToneNeutral},
+}
+
+var attentionSeverities = []state.Severity{state.SeverityCritical, state.SeverityWarning, state.SeverityInfo}
+
+func containsTone(list []state.Tone, t state.Tone) bool {
+	for _, v := range list {
+		if v == t {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,224 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"watchdog/state"
+)
+
+// Dismissal is one row of attention_dismissals (ADR-0030 §2): an
+// operator's snooze or dismissal of one attention item, keyed by the item's
+// fingerprint `<entity_type>:<entity_id>:<reason_code>`.
+//
+// Whether a dismissal still hides its item is decided at read time by the
+// attention package (expired snoozes and status changes stop hiding at
+// once); VacuumDismissals only drops rows that can never hide anything
+// again.
+type Dismissal struct {
+	// ID is the row's identity, assigned on first insert and kept by later
+	// upserts of the same fingerprint.
+	ID          string
+	Fingerprint string
+	EntityType  string
+	EntityID    string
+	// ReasonCode is the reason at dismissal time (also the fingerprint's
+	// last segment).
+	ReasonCode string
+	// StatusAtDismissal is the entity's lifecycle when it was dismissed,
+	// compared with the current one when ClearOnStatusChange is set.
+	StatusAtDismissal string
+	// SnoozedUntil is Unix seconds; 0 means a permanent dismissal (until
+	// the status changes, or forever without ClearOnStatusChange).
+	SnoozedUntil float64
+	DismissedAt  float64
+	DismissedBy  string
+	// ClearOnStatusChange makes a status change show the item again.
+	ClearOnStatusChange bool
+	// CreatedAt is when the fingerprint was first dismissed; upserts keep it.
+	CreatedAt float64
+}
+
+// UpsertDismissal inserts or replaces the dismissal of d.Fingerprint. A
+// repeated snooze or dismiss of the same fingerprint updates the row in
+// place (extending or ending a snooze, recording the current status),
+// keeping its id and created_at; a different reason code is a different
+// fingerprint and so a different row.
+func (s *SQLite) UpsertDismissal(ctx context.Context, d Dismissal) error {
+	if d.Fingerprint == "" || d.EntityType == "" || d.EntityID == "" || d.ReasonCode == "" {
+		return fmt.Errorf("upsert dismissal %q: fingerprint, entity type, entity id and reason code are required", d.Fingerprint)
+	}
+	if d.ID == "" {
+		id, err := newDismissalID()
+		if err != nil {
+			return fmt.Errorf("upsert dismissal %s: %w", d.Fingerprint, err)
+		}
+		d.ID = id
+	}
+	if d.DismissedBy == "" {
+		d.DismissedBy = "operator"
+	}
+	if d.CreatedAt == 0 {
+		d.CreatedAt = d.DismissedAt
+	}
+	err := s.writeTx(ctx, func() error {
+		st, err := s.prepared(ctx, `INSERT INTO attention_dismissals (id, fingerprint, entity_type, entity_id,
+			reason_code, status_at_dismissal, snoozed_until, dismissed_at, dismissed_by, clear_on_status_change, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (fingerprint) DO UPDATE SET
+				entity_type = excluded.entity_type, entity_id = excluded.entity_id,
+				reason_code = excluded.reason_code, status_at_dismissal = excluded.status_at_dismissal,
+				snoozed_until = excluded.snoozed_until, dismissed_at = excluded.dismissed_at,
+				dismissed_by = excluded.dismissed_by, clear_on_status_change = excluded.clear_on_status_change`)
+		if err != nil {
+			return err
+		}
+		_, err = st.ExecContext(ctx, d.ID, d.Fingerprint, d.EntityType, d.EntityID,
+			d.ReasonCode, d.StatusAtDismissal, nullFloat(d.SnoozedUntil), d.DismissedAt, d.DismissedBy,
+			d.ClearOnStatusChange, d.CreatedAt)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("upsert dismissal %s: %w", d.Fingerprint, err)
+	}
+	return nil
+}
+
+// newDismissalID makes a random row id. The fingerprint is the identity
+// that matters; the id only satisfies the ADR's primary key and names the
+// row in logs.
+func newDismissalID() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("dismissal id: %w", err)
+	}
+	return "dsm_" + hex.EncodeToString(b[:]), nil
+}
+
+// Dismissals reads every dismissal, keyed by fingerprint. The table holds
+// one row per dismissed condition and vacuum keeps it short, so the
+// attention queue reads it whole rather than joining per entity.
+func (s *SQLite) Dismissals(ctx context.Context) (map[string]Dismissal, error) {
+	st, err := s.prepared(ctx, `SELECT id, fingerprint, entity_type, entity_id, reason_code, status_at_dismissal,
+		snoozed_until, dismissed_at, dismissed_by, clear_on_status_change, created_at
+		FROM attention_dismissals`)
+	if err != nil {
+		return nil, fmt.Errorf("read dismissals: %w", err)
+	}
+	rows, err := st.QueryContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read dismissals: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]Dismissal{}
+	for rows.Next() {
+		var d Dismissal
+		var until sql.NullFloat64
+		if err := rows.Scan(&d.ID, &d.Fingerprint, &d.EntityType, &d.EntityID, &d.ReasonCode, &d.StatusAtDismissal,
+			&until, &d.DismissedAt, &d.DismissedBy, &d.ClearOnStatusChange, &d.CreatedAt); err != nil {
+			return nil, fmt.Errorf("read dismissals: %w", err)
+		}
+		d.SnoozedUntil = until.Float64
+		out[d.Fingerprint] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read dismissals: %w", err)
+	}
+	return out, nil
+}
+
+// VacuumDismissals drops the dismissals that can never hide an item again
+// (ADR-0030 §6) and reports how many: snoozes that expired at or before
+// now, clear_on_status_change rows whose entity's lifecycle differs from
+// status_at_dismissal, and rows whose entity no longer exists (whatever
+// their flag: "until the entity is deleted"). A legacy entity's NULL
+// lifecycle differs from every recorded status.
+//
+// Vacuum is housekeeping only: the read path already ignores these rows,
+// so running it late (or never) changes what the queue shows not at all.
+func (s *SQLite) VacuumDismissals(ctx context.Context, now float64) (int, error) {
+	var n int64
+	err := s.writeTx(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `DELETE FROM attention_dismissals
+			WHERE (snoozed_until IS NOT NULL AND snoozed_until <= ?)
+			   OR NOT EXISTS (SELECT 1 FROM entities e
+			                   WHERE e.type = attention_dismissals.entity_type AND e.id = attention_dismissals.entity_id)
+			   OR (clear_on_status_change = 1 AND EXISTS (SELECT 1 FROM entities e
+			                   WHERE e.type = attention_dismissals.entity_type AND e.id = attention_dismissals.entity_id
+			                     AND e.lifecycle IS NOT attention_dismissals.status_at_dismissal))`, now)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("vacuum dismissals: %w", err)
+	}
+	return int(n), nil
+}
+
+// attentionColumns are the entity columns the attention queue reads: the
+// dimensions, the reasons with their evidence, the label and the
+// timestamps. Reading 13 columns instead of all 37 is most of the cost of
+// a queue poll over a large store.
+const attentionColumns = `type, id, label, lifecycle, terminal, transition_reason, health, delivery, reasons,
+	health_since, ended_at, lifecycle_at, created_at, updated_at`
+
+// AttentionCandidates reads every entity that may have attention items at
+// a time whose failure window starts at since: non-legacy entities that
+// are open, or ended at or after since. Only the fields the queue reads
+// are filled (those of attentionColumns); the registered fields (pid,
+// artifacts, parent, ...) are left zero, so these entities are for the
+// attention queue only.
+func (s *SQLite) AttentionCandidates(ctx context.Context, since float64) ([]Entity, error) {
+	st, err := s.prepared(ctx, "SELECT "+attentionColumns+` FROM entities
+		WHERE lifecycle IS NOT NULL AND (terminal = 0 OR ended_at >= ?)`)
+	if err != nil {
+		return nil, fmt.Errorf("read attention candidates: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, since)
+	if err != nil {
+		return nil, fmt.Errorf("read attention candidates: %w", err)
+	}
+	defer rows.Close()
+	var out []Entity
+	for rows.Next() {
+		var (
+			e                                 Entity
+			lifecycle, transitionReason       sql.NullString
+			health, delivery                  string
+			reasons                           []byte
+			healthSince, endedAt, lifecycleAt sql.NullFloat64
+		)
+		if err := rows.Scan(&e.Type, &e.ID, &e.Label, &lifecycle, &e.Terminal, &transitionReason, &health, &delivery, &reasons,
+			&healthSince, &endedAt, &lifecycleAt, &e.CreatedAt, &e.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("read attention candidates: %w", err)
+		}
+		if lifecycle.Valid {
+			l := lifecycle.String
+			e.Lifecycle = &l
+		}
+		e.Health, e.Delivery = state.Health(health), state.Delivery(delivery)
+		e.HealthSince, e.EndedAt, e.LifecycleAt = healthSince.Float64, endedAt.Float64, lifecycleAt.Float64
+		if transitionReason.Valid && transitionReason.String != "" {
+			var r state.StateReason
+			if err := json.Unmarshal([]byte(transitionReason.String), &r); err != nil {
+				return nil, fmt.Errorf("read attention candidates: entity %s/%s: decode transition_reason: %w", e.Type, e.ID, err)
+			}
+			e.TransitionReason = &r
+		}
+		if err := json.Unmarshal(reasons, &e.Reasons); err != nil {
+			return nil, fmt.Errorf("read attention candidates: entity %s/%s: decode reasons: %w", e.Type, e.ID, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read attention candidates: %w", err)
+	}
+	return out, nil
+}

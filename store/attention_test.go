@@ -1,0 +1,287 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"watchdog/state"
+)
+
+// registerAt inserts an entity with a lifecycle (nil: legacy) through the
+// store's own Register.
+func registerAt(t *testing.T, s *SQLite, typ, id string, lifecycle *string) {
+	t.Helper()
+	if _, err := s.Register(context.Background(), Entity{Type: typ, ID: id, Lifecycle: lifecycle}, "orchestrator", 100); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// moveTo changes an entity's lifecycle through the store half of the
+// write path (the only way a lifecycle changes).
+func moveTo(t *testing.T, s *SQLite, typ, id, to string, terminal bool, reason *state.StateReason) {
+	t.Helper()
+	_, _, err := s.ApplyTransition(context.Background(), typ, id, func(Entity) (Change, error) {
+		return Change{To: to, Terminal: terminal, Reason: reason, Actor: "orchestrator", At: 200}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUpsertDismissalKeepsIdentity(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	registerAt(t, s, "session", "s-1", strp("running"))
+	d := Dismissal{
+		Fingerprint: "session:s-1:run.health.stalled", EntityType: "session", EntityID: "s-1",
+		ReasonCode: "run.health.stalled", StatusAtDismissal: "running", SnoozedUntil: 500,
+		DismissedAt: 300, ClearOnStatusChange: true,
+	}
+	if err := s.UpsertDismissal(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Dismissals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := first[d.Fingerprint]
+	if !strings.HasPrefix(got.ID, "dsm_") || got.CreatedAt != 300 || got.DismissedBy != "operator" || got.SnoozedUntil != 500 || !got.ClearOnStatusChange {
+		t.Fatalf("first upsert: %+v", got)
+	}
+
+	// Re-dismissing the same fingerprint updates the row in place: a
+	// permanent dismissal now, no status clearing, same id and created_at.
+	d.SnoozedUntil, d.DismissedAt, d.ClearOnStatusChange, d.DismissedBy = 0, 400, false, "alice"
+	if err := s.UpsertDismissal(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.Dismissals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second) != 1 {
+		t.Fatalf("%d rows after re-dismissing one fingerprint", len(second))
+	}
+	want := got
+	want.SnoozedUntil, want.DismissedAt, want.ClearOnStatusChange, want.DismissedBy = 0, 400, false, "alice"
+	if !reflect.DeepEqual(second[d.Fingerprint], want) {
+		t.Errorf("after re-dismiss:\n got %+v\nwant %+v", second[d.Fingerprint], want)
+	}
+
+	// Another reason code is another fingerprint and another row.
+	d2 := d
+	d2.Fingerprint, d2.ReasonCode = "session:s-1:run.health.idle", "run.health.idle"
+	if err := s.UpsertDismissal(ctx, d2); err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := s.Dismissals(ctx); len(all) != 2 || all[d2.Fingerprint].ID == all[d.Fingerprint].ID {
+		t.Errorf("a new reason code did not get its own row: %+v", all)
+	}
+}
+
+func TestUpsertDismissalRefusesIncompleteRows(t *testing.T) {
+	s, _ := openTest(t)
+	err := s.UpsertDismissal(context.Background(), Dismissal{Fingerprint: "session:s-1:run.health.idle"})
+	if err == nil || !strings.Contains(err.Error(), "required") {
+		t.Fatalf("incomplete dismissal: %v", err)
+	}
+	if all, _ := s.Dismissals(context.Background()); len(all) != 0 {
+		t.Errorf("a refused dismissal was stored: %+v", all)
+	}
+}
+
+func TestVacuumDismissals(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	registerAt(t, s, "session", "same", strp("running"))
+	registerAt(t, s, "session", "changed", strp("running"))
+	registerAt(t, s, "session", "sticky", strp("running"))
+	moveTo(t, s, "session", "changed", "failed", true, &state.StateReason{Code: state.RunFailedExitNonzero})
+	moveTo(t, s, "session", "sticky", "failed", true, &state.StateReason{Code: state.RunFailedExitNonzero})
+
+	add := func(id, code, status string, until float64, clear bool) string {
+		t.Helper()
+		fp := "session:" + id + ":" + code
+		if err := s.UpsertDismissal(ctx, Dismissal{Fingerprint: fp, EntityType: "session", EntityID: id,
+			ReasonCode: code, StatusAtDismissal: status, SnoozedUntil: until, DismissedAt: 150, ClearOnStatusChange: clear}); err != nil {
+			t.Fatal(err)
+		}
+		return fp
+	}
+	const now = 1000.0
+	keep := []string{
+		add("same", "run.health.idle", "running", 0, true),           // status unchanged, permanent
+		add("same", "run.health.stalled", "running", now+1, true),    // snooze still running
+		add("sticky", "run.health.idle", "running", 0, false),        // ignores status changes
+		add("sticky", "run.health.stalled", "running", now+5, false), // ditto, snoozed
+	}
+	drop := []string{
+		add("same", "run.health.slow", "running", now, true),         // snooze expired (at now)
+		add("same", "run.delivery.missing", "running", now-1, false), // expired, flag or not
+		add("changed", "run.health.idle", "running", 0, true),        // running -> failed
+		add("gone", "run.health.idle", "running", 0, false),          // entity does not exist
+	}
+	n, err := s.VacuumDismissals(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(drop) {
+		t.Errorf("vacuum dropped %d rows, want %d", n, len(drop))
+	}
+	left, err := s.Dismissals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for fp := range left {
+		got = append(got, fp)
+	}
+	sort.Strings(got)
+	sort.Strings(keep)
+	if !reflect.DeepEqual(got, keep) {
+		t.Errorf("left after vacuum:\n got %v\nwant %v", got, keep)
+	}
+	// Idempotent.
+	if n, err := s.VacuumDismissals(ctx, now); err != nil || n != 0 {
+		t.Errorf("second vacuum: %d, %v", n, err)
+	}
+}
+
+func TestSummaryGroups(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	for _, id := range []string{"open-1", "open-2", "open-3", "ended", "ended-2"} {
+		registerAt(t, s, "session", id, strp("running"))
+	}
+	registerAt(t, s, "play", "old", nil)
+	moveTo(t, s, "session", "ended", "failed", true, &state.StateReason{Code: state.RunFailedExitNonzero, Message: "exit 3",
+		Evidence: []state.EvidenceRef{{Kind: "tool_result", Detail: "exit code 3"}}})
+	moveTo(t, s, "session", "ended-2", "failed", true, &state.StateReason{Code: state.RunFailedExitNonzero, Message: "exit 4"})
+	// Two stalled sessions with different messages and evidence are one
+	// group: only the codes matter.
+	for i, id := range []string{"open-1", "open-2"} {
+		cur, err := s.Get(ctx, "session", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RecordObservation(ctx, "session", id, Observation{
+			Health: state.HealthStalled, Delivery: state.DeliveryMissing, SeenSeq: cur.LastSeq, At: 300,
+			Reasons: []state.StateReason{
+				state.Observed(state.RunHealthStalled, strings.Repeat("no heartbeat ", i+1)),
+				state.Observed(state.RunDeliveryMissing, "review.md absent"),
+			},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// since 150: the failures ended at 200 (inside), the open sessions
+	// last moved at registration, 100 (outside; their outcome-less state
+	// never ages out anyway).
+	var got []string
+	err := s.SummaryGroups(ctx, 150, func(g SummaryGroup) {
+		got = append(got, fmt.Sprintf("%s/%s legacy=%v %s/%s recent=%v t=%s r=%v n=%d",
+			g.Type, g.Lifecycle, g.Legacy, g.Health, g.Delivery, g.Recent, g.TransitionCode, g.ReasonCodes, g.Count))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(got)
+	want := []string{
+		"play/ legacy=true unknown/unknown recent=false t= r=[] n=1",
+		"session/failed legacy=false unknown/unknown recent=true t=run.failed.exit_nonzero r=[] n=2",
+		"session/running legacy=false stalled/missing recent=false t= r=[run.health.stalled run.delivery.missing] n=2",
+		"session/running legacy=false unknown/unknown recent=false t= r=[] n=1",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("groups:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestDismissedSummaries(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	registerAt(t, s, "session", "s-1", strp("running"))
+	moveTo(t, s, "session", "s-1", "failed", true, &state.StateReason{Code: state.RunFailedExitNonzero})
+	for _, id := range []string{"s-1", "gone"} {
+		if err := s.UpsertDismissal(ctx, Dismissal{Fingerprint: "session:" + id + ":run.failed.exit_nonzero", EntityType: "session", EntityID: id,
+			ReasonCode: "run.failed.exit_nonzero", StatusAtDismissal: "failed", SnoozedUntil: 900, DismissedAt: 250, ClearOnStatusChange: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.DismissedSummaries(ctx, 150)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d dismissed summaries, want the one whose entity exists: %+v", len(got), got)
+	}
+	d, e := got[0].Dismissal, got[0].Entity
+	if d.EntityID != "s-1" || d.SnoozedUntil != 900 || !d.ClearOnStatusChange || d.StatusAtDismissal != "failed" ||
+		e.Type != "session" || e.Lifecycle != "failed" || !e.Recent || e.TransitionCode != state.RunFailedExitNonzero || e.Count != 1 || len(e.ReasonCodes) != 0 {
+		t.Errorf("dismissed summary: %+v", got[0])
+	}
+}
+
+func TestAttentionQueriesOnClosedStore(t *testing.T) {
+	s, _ := openTest(t)
+	s.Close()
+	ctx := context.Background()
+	if _, err := s.Dismissals(ctx); err == nil || !strings.Contains(err.Error(), "read dismissals") {
+		t.Errorf("Dismissals on a closed store: %v", err)
+	}
+	if err := s.SummaryGroups(ctx, 0, func(SummaryGroup) {}); err == nil || !strings.Contains(err.Error(), "summarize entities") {
+		t.Errorf("SummaryGroups on a closed store: %v", err)
+	}
+	if _, err := s.DismissedSummaries(ctx, 0); err == nil || !strings.Contains(err.Error(), "read dismissed entities") {
+		t.Errorf("DismissedSummaries on a closed store: %v", err)
+	}
+	if _, err := s.VacuumDismissals(ctx, 1); err == nil || !strings.Contains(err.Error(), "vacuum dismissals") {
+		t.Errorf("VacuumDismissals on a closed store: %v", err)
+	}
+}
+
+func TestAttentionCandidates(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	registerAt(t, s, "session", "open", strp("running"))
+	registerAt(t, s, "session", "ended", strp("running"))
+	registerAt(t, s, "session", "old", nil)
+	moveTo(t, s, "session", "ended", "failed", true, &state.StateReason{Code: state.RunFailedExitNonzero, Message: "exit 3",
+		Evidence: []state.EvidenceRef{{Kind: "tool_result", Detail: "exit code 3"}}})
+	if _, err := s.Register(ctx, Entity{Type: "session", ID: "open", Label: "the open one", PID: 42}, "orchestrator", 150); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(since float64) map[string]Entity {
+		t.Helper()
+		list, err := s.AttentionCandidates(ctx, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]Entity{}
+		for _, e := range list {
+			out[e.ID] = e
+		}
+		return out
+	}
+	got := ids(200)
+	if len(got) != 2 {
+		t.Fatalf("since 200: %v, want open and ended (legacy never)", got)
+	}
+	ended := got["ended"]
+	if ended.TransitionReason == nil || ended.TransitionReason.Message != "exit 3" || len(ended.TransitionReason.Evidence) != 1 ||
+		ended.EndedAt != 200 || ended.LifecycleAt != 200 || ended.CreatedAt != 100 || !ended.Terminal || *ended.Lifecycle != "failed" {
+		t.Errorf("ended: %+v", ended)
+	}
+	open := got["open"]
+	if open.Label != "the open one" || open.PID != 0 || open.UpdatedAt != 150 || open.Reasons == nil {
+		t.Errorf("open (only the queue's fields are read): %+v", open)
+	}
+	if got := ids(201); len(got) != 1 || got["open"].ID != "open" {
+		t.Errorf("since 201: %v, want only the open one", got)
+	}
+}
