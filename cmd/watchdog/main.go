@@ -102,10 +102,13 @@ runs ad hoc from this command line.`,
 		return usageError("%v (see %s --help)", err, c.CommandPath())
 	})
 	root.AddCommand(
+		newServeCmd(),
 		newRegisterCmd(),
 		newTransitionCmd(),
 		newHeartbeatCmd(),
 		newStatusCmd(),
+		newAttentionCmd(),
+		newProbeCmd(),
 		newReasonsCmd(),
 		newGraphCmd(),
 		newCheckConfigCmd(),

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/sys/unix"
+
+	"watchdog/config"
+	"watchdog/daemon"
+)
+
+func newServeCmd() *cobra.Command {
+	var cfgPath string
+	c := &cobra.Command{
+		Use:   "serve [--config FILE]",
+		Short: "Run the daemon: probe, enforce, reap, serve the API and metrics",
+		Long: `Run the daemon. With no config at all it runs on defaults: SQLite ./watchdog.db,
+HTTP on 127.0.0.1:9715 (/metrics, /healthz, /readyz, /api/...). SIGHUP reloads
+thresholds and schedules; SIGTERM finishes the running job and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(cfgPath)
+			if err != nil {
+				where := cfgPath
+				if where == "" {
+					where = "defaults"
+				}
+				return fmt.Errorf("config %s: %s", where, strings.ReplaceAll(err.Error(), "\n", "; "))
+			}
+			log, err := newLogger(cfg.Log)
+			if err != nil {
+				return err
+			}
+			defer log.Sync() //nolint:errcheck // stderr sync fails on terminals; nothing to do
+
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+
+			return daemon.Run(ctx, daemon.Options{Config: cfg, ConfigPath: cfgPath, Log: log, Version: version, Reload: hup})
+		},
+	}
+	c.Flags().StringVar(&cfgPath, "config", "", "YAML config file (every key optional; see deploy/config.example.yaml)")
+	return c
+}
+
+// newLogger builds the zap logger: JSON for journald and files, console
+// on a terminal, unless log.format says otherwise.
+func newLogger(l config.Log) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(l.Level)
+	if err != nil {
+		return nil, fmt.Errorf("log.level: %w", err)
+	}
+	format := l.Format
+	if format == "" {
+		format = "json"
+		if isTerminal(os.Stderr) {
+			format = "console"
+		}
+	}
+	var zc zap.Config
+	if format == "console" {
+		zc = zap.NewDevelopmentConfig()
+		zc.DisableStacktrace = true
+	} else {
+		zc = zap.NewProductionConfig()
+		zc.EncoderConfig.TimeKey = "ts"
+		zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	}
+	zc.Level = zap.NewAtomicLevelAt(level)
+	zc.OutputPaths = []string{"stderr"}
+	zc.ErrorOutputPaths = []string{"stderr"}
+	return zc.Build()
+}
+
+// isTerminal reports whether f is a terminal (a TCGETS ioctl succeeds).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,348 @@
+// Package daemon runs the watchdog service: it opens the store, serves the
+// HTTP API and metrics, schedules the jobs, and talks to systemd (READY
+// after the first sweep, WATCHDOG pings from a healthy job loop, STATUS
+// counts, STOPPING on shutdown).
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"watchdog/api"
+	"watchdog/config"
+	"watchdog/metrics"
+	"watchdog/probe"
+	"watchdog/reaper"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// Options are what `watchdog serve` hands the daemon.
+type Options struct {
+	Config *config.Config
+	// ConfigPath is re-read on reload ("" = defaults only).
+	ConfigPath string
+	Log        *zap.Logger
+	Version    string
+	// Reload delivers SIGHUP: re-read the config, apply thresholds and
+	// schedules; an invalid file keeps the running config.
+	Reload <-chan os.Signal
+	// Listening, when set, receives the bound address (tests bind :0).
+	Listening func(addr string)
+	// Host is the machine as the probe sees it; nil means the real one.
+	Host *probe.Host
+}
+
+// Run runs the daemon until ctx is cancelled (SIGTERM/SIGINT), then shuts
+// down in order: STOPPING, stop accepting HTTP, let the running job finish,
+// close the store. It returns nil on a clean shutdown.
+func Run(ctx context.Context, o Options) error {
+	cfg := o.Config
+	log := o.Log
+	host := o.Host
+	if host == nil {
+		host = probe.NewHost()
+	}
+	if cfg.HostID != "" {
+		host.HostIDOverride = cfg.HostID
+	}
+	token, err := readToken(cfg.Auth.TokenFile, log)
+	if err != nil {
+		return err
+	}
+	if err := api.CheckListen(cfg.Listen, token != ""); err != nil {
+		return err
+	}
+
+	st, err := store.Open(ctx, cfg.Store.DSN)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, st, o.Version, time.Now)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host}
+	rp := &reaper.Reaper{
+		Store: st, Writer: writer, Prober: host, HostID: host.HostID(),
+		Settings: settingsFrom(cfg), Log: log.Named("reaper"), Observer: m,
+	}
+	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m}
+
+	handler := api.New(api.Options{
+		Store: st, Writer: writer, Log: log.Named("api"), Token: token, Gatherer: reg,
+		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m,
+	})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()),
+		zap.String("host_id", host.HostID()), zap.Bool("auth", token != ""), zap.Bool("dry_run", cfg.Reaper.DryRun))
+	if o.Listening != nil {
+		o.Listening(ln.Addr().String())
+	}
+
+	// Jobs get a context that outlives the shutdown signal: a job running
+	// at SIGTERM is let finish, then the store closes.
+	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelJobs()
+	if err := d.schedule(jobCtx); err != nil {
+		srv.Close()
+		return err
+	}
+	// READY only once the store opened and the first sweep ran.
+	d.sched.RunNow(d.jobs[0])
+	d.notify.ready(d.statusLine())
+	d.sched.Start()
+	log.Info("ready", zap.String("status", d.statusLine()))
+
+	var runErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err := <-serveErr:
+			runErr = fmt.Errorf("http server: %w", err)
+			break loop
+		case <-o.Reload:
+			d.reload(jobCtx, o.ConfigPath)
+		}
+	}
+
+	log.Info("stopping")
+	d.notify.stopping()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("http shutdown", zap.Error(err))
+	}
+	d.sched.Stop()
+	log.Info("stopped")
+	return runErr
+}
+
+type daemon struct {
+	cfg     *config.Config
+	st      *store.SQLite
+	rp      *reaper.Reaper
+	log     *zap.Logger
+	notify  *notifier
+	metrics *metrics.Metrics
+	sched   *reaper.Scheduler
+	jobs    []reaper.Job
+
+	mu        sync.Mutex
+	lastSweep time.Time
+	sweepGap  time.Duration
+}
+
+// schedule builds the job list from the config and a fresh scheduler.
+func (d *daemon) schedule(ctx context.Context) error {
+	j := d.cfg.Jobs
+	d.jobs = []reaper.Job{
+		{Name: "sweep", Spec: j.Sweep, Run: d.sweep, After: d.afterSweep},
+		{Name: "enforce_terminal", Spec: j.EnforceTerminal, Run: d.report(d.rp.EnforceTerminal)},
+		{Name: "reap_phantoms", Spec: j.ReapPhantoms, Run: d.report(d.rp.ReapPhantoms)},
+		{Name: "check_schedules", Spec: j.CheckSchedules, Run: d.report(d.rp.CheckSchedules)},
+		{Name: "vacuum", Spec: j.Vacuum, Run: d.vacuum},
+	}
+	sched, err := reaper.NewScheduler(ctx, config.CronParser, d.jobs, d.log.Named("jobs"), d.metrics)
+	if err != nil {
+		return err
+	}
+	d.sched = sched
+	d.mu.Lock()
+	d.sweepGap = specInterval(j.Sweep)
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *daemon) sweep(ctx context.Context) error {
+	rep, err := d.rp.Sweep(ctx)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.lastSweep = time.Now()
+	d.mu.Unlock()
+	if rep.Written > 0 {
+		d.log.Debug("sweep", zap.Int("checked", rep.Checked), zap.Int("written", rep.Written))
+	}
+	return nil
+}
+
+// afterSweep runs after every successful sweep: the job loop is alive and
+// the store answered, so this is where systemd's watchdog is fed.
+func (d *daemon) afterSweep() {
+	d.notify.watchdog()
+	d.notify.status(d.statusLine())
+}
+
+func (d *daemon) report(job func(context.Context) (reaper.Report, error)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		rep, err := job(ctx)
+		for _, a := range rep.Actions {
+			if rep.DryRun {
+				d.log.Info("dry run: would transition", zap.String("job", rep.Job), zap.String("action", a.String()))
+			}
+		}
+		if rep.Truncated {
+			d.log.Warn("run stopped at reaper.max_per_run; the next run continues", zap.String("job", rep.Job), zap.Int("max_per_run", d.rp.Settings.MaxPerRun))
+		}
+		return err
+	}
+}
+
+func (d *daemon) vacuum(ctx context.Context) error {
+	n, err := d.st.VacuumDismissals(ctx, float64(time.Now().UnixNano())/1e9)
+	if err != nil {
+		return err
+	}
+	d.log.Info("vacuum", zap.Int("dismissals_dropped", n))
+	return nil
+}
+
+// ready is /readyz: the store answers and the last sweep is recent (three
+// sweep intervals, at least a minute).
+func (d *daemon) ready() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := d.st.Ping(ctx); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	last, gap := d.lastSweep, d.sweepGap
+	d.mu.Unlock()
+	limit := max(3*gap, time.Minute)
+	if last.IsZero() {
+		return errors.New("no sweep has completed yet")
+	}
+	if age := time.Since(last); age > limit {
+		return fmt.Errorf("last sweep %s ago (limit %s)", age.Round(time.Second), limit)
+	}
+	return nil
+}
+
+// statusLine is systemd's STATUS=: counts by severity of this host's open
+// entities.
+func (d *daemon) statusLine() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	list, err := d.st.List(ctx, store.Filter{HostID: d.rp.HostID, OpenOnly: true})
+	if err != nil {
+		return "store unreachable: " + err.Error()
+	}
+	counts := map[state.Severity]int{}
+	now := float64(time.Now().Unix())
+	for _, e := range list {
+		counts[transitions.View(e, now).Severity]++
+	}
+	return fmt.Sprintf("%d open entities: %d critical, %d warning, %d info", len(list),
+		counts[state.SeverityCritical], counts[state.SeverityWarning], counts[state.SeverityInfo])
+}
+
+// reload re-reads the config file. Thresholds, reaper settings and job
+// schedules take effect; store, listen address and auth need a restart
+// (said in the log). An invalid file changes nothing.
+func (d *daemon) reload(ctx context.Context, path string) {
+	d.notify.reloading()
+	defer d.notify.ready(d.statusLine())
+	next, err := config.Load(path)
+	if err != nil {
+		d.log.Error("reload refused, keeping the running config", zap.String("config", path), zap.String("error", strings.ReplaceAll(err.Error(), "\n", "; ")))
+		return
+	}
+	if next.Store != d.cfg.Store || next.Listen != d.cfg.Listen || next.Auth != d.cfg.Auth || next.HostID != d.cfg.HostID {
+		d.log.Warn("store, listen, auth and host_id changes need a restart; applying the rest")
+	}
+	d.sched.Stop() // let running jobs finish before their settings change
+	old := d.cfg
+	d.cfg = next
+	d.cfg.Store, d.cfg.Listen, d.cfg.Auth, d.cfg.HostID = old.Store, old.Listen, old.Auth, old.HostID
+	d.rp.Settings = settingsFrom(d.cfg)
+	if err := d.schedule(ctx); err != nil {
+		// Validated by config.Load, so this is not expected; keep running
+		// on the old schedule rather than on none.
+		d.log.Error("reschedule failed, restoring the old config", zap.Error(err))
+		d.cfg = old
+		d.rp.Settings = settingsFrom(old)
+		if err := d.schedule(ctx); err != nil {
+			d.log.Error("restore failed", zap.Error(err))
+			return
+		}
+	}
+	d.sched.Start()
+	d.log.Info("config reloaded", zap.String("config", path))
+}
+
+func settingsFrom(cfg *config.Config) reaper.Settings {
+	t := cfg.Thresholds
+	return reaper.Settings{
+		Probe: probe.Thresholds{
+			IdleAfter: time.Duration(t.IdleAfter), StalledAfter: time.Duration(t.StalledAfter),
+			SlowAfter: time.Duration(t.SlowAfter), SlowUntil: time.Duration(t.SlowUntil),
+		},
+		TerminalGrace: time.Duration(t.TerminalGrace),
+		PhantomAfter:  time.Duration(t.PhantomAfter),
+		MisfireGrace:  time.Duration(t.MisfireGrace),
+		FailureWindow: time.Duration(t.FailureWindow),
+		SweepBudget:   max(specInterval(cfg.Jobs.Sweep), 5*time.Second),
+		DryRun:        cfg.Reaper.DryRun,
+		MaxPerRun:     cfg.Reaper.MaxPerRun,
+		KillOrphans:   cfg.Reaper.KillOrphans,
+		KillGrace:     time.Duration(cfg.Reaper.KillGrace),
+	}
+}
+
+// specInterval is the gap between two fires of a cron spec (measured from
+// now), 0 if it does not parse.
+func specInterval(spec string) time.Duration {
+	s, err := config.CronParser.Parse(spec)
+	if err != nil {
+		return 0
+	}
+	a := s.Next(time.Now())
+	return s.Next(a).Sub(a)
+}
+
+// readToken reads auth.token_file; "" means auth is off.
+func readToken(path string, log *zap.Logger) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("auth.token_file: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		log.Warn("auth.token_file is readable by group or others; chmod 600 it", zap.String("path", path))
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("auth.token_file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("auth.token_file %s is empty", path)
+	}
+	return tok, nil
+}

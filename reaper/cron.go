@@ -1,0 +1,123 @@
+package reaper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"go.uber.org/zap"
+)
+
+// Job results, the closed label vocabulary of watchdog_job_runs_total.
+const (
+	ResultOK      = "ok"
+	ResultError   = "error"
+	ResultSkipped = "skipped"
+	ResultTimeout = "timeout"
+)
+
+// JobObserver hears about every job run (metrics); nil is fine.
+type JobObserver interface {
+	JobRun(job, result string, d time.Duration)
+}
+
+// Job is one scheduled job: a name (a label value), a cron spec and its
+// body.
+type Job struct {
+	Name string
+	Spec string
+	Run  func(ctx context.Context) error
+	// After, when set, runs after every successful run (the daemon's
+	// systemd watchdog ping and status line hang here, so a wedged job
+	// loop stops them).
+	After func()
+}
+
+// Scheduler runs jobs on robfig/cron with two guarantees cron's own chain
+// wrappers give only in part: an overlapping run is skipped *and counted*,
+// and a panic is recovered, logged with its stack and counted as an error.
+type Scheduler struct {
+	cron     *cron.Cron
+	log      *zap.Logger
+	observer JobObserver
+	ctx      context.Context
+}
+
+// NewScheduler parses every job's spec with parser and schedules it. Job
+// bodies get ctx, which the caller should not cancel before Stop: a job that
+// is running at shutdown is let finish.
+func NewScheduler(ctx context.Context, parser cron.Parser, jobs []Job, log *zap.Logger, observer JobObserver) (*Scheduler, error) {
+	s := &Scheduler{cron: cron.New(cron.WithParser(parser)), log: log, observer: observer, ctx: ctx}
+	for _, j := range jobs {
+		if _, err := s.cron.AddJob(j.Spec, s.wrap(j)); err != nil {
+			return nil, fmt.Errorf("jobs.%s: %q: %w", j.Name, j.Spec, err)
+		}
+	}
+	return s, nil
+}
+
+// Start starts the schedule in the background.
+func (s *Scheduler) Start() { s.cron.Start() }
+
+// Stop stops scheduling and waits for running jobs to finish.
+func (s *Scheduler) Stop() { <-s.cron.Stop().Done() }
+
+// RunNow runs one job synchronously through the same wrapper (the daemon's
+// first sweep before READY).
+func (s *Scheduler) RunNow(j Job) { s.wrap(j).Run() }
+
+type jobRunner struct {
+	s    *Scheduler
+	job  Job
+	busy *sync.Mutex
+}
+
+func (s *Scheduler) wrap(j Job) cron.Job {
+	return jobRunner{s: s, job: j, busy: &sync.Mutex{}}
+}
+
+// Run executes the job once, unless its previous run is still going.
+func (r jobRunner) Run() {
+	log := r.s.log.With(zap.String("job", r.job.Name))
+	if !r.busy.TryLock() {
+		log.Warn("previous run still going, skipping this one")
+		r.observe(ResultSkipped, 0)
+		return
+	}
+	defer r.busy.Unlock()
+	start := time.Now()
+	result := ResultOK
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("job panicked", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			r.observe(ResultError, time.Since(start))
+		}
+	}()
+	err := r.job.Run(r.s.ctx)
+	switch {
+	case err == nil:
+		log.Debug("job done", zap.Duration("took", time.Since(start)))
+	case isOverBudget(err):
+		result = ResultTimeout
+		log.Error("job over budget", zap.Error(err))
+	default:
+		result = ResultError
+		log.Error("job failed", zap.Error(err))
+	}
+	r.observe(result, time.Since(start))
+	if err == nil && r.job.After != nil {
+		r.job.After()
+	}
+}
+
+func (r jobRunner) observe(result string, d time.Duration) {
+	if r.s.observer != nil {
+		r.s.observer.JobRun(r.job.Name, result, d)
+	}
+}
+
+func isOverBudget(err error) bool { return errors.Is(err, ErrSweepOverBudget) }

@@ -1,0 +1,263 @@
+package reaper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	sysunix "golang.org/x/sys/unix"
+
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+)
+
+func (r *Reaper) maxPerRun() int {
+	if r.Settings.MaxPerRun > 0 {
+		return r.Settings.MaxPerRun
+	}
+	return DefaultSettings.MaxPerRun
+}
+
+func (r *Reaper) openOnHost(ctx context.Context) ([]store.Entity, error) {
+	return r.Store.List(ctx, store.Filter{HostID: r.HostID, OpenOnly: true})
+}
+
+// EnforceTerminal ends every open entity whose process has been seen dead
+// for at least terminal_grace and that still has not recorded its own end:
+// the type's dead-process terminal with system.health.process_dead_no_terminal
+// and the pid evidence. The grace gives the owner time to record its own
+// end; the compare-and-set makes the owner's write win if it lands first.
+// Right before writing, the process is checked once more, and only a
+// conclusive death counts: the sweep's finding may be old.
+func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
+	rep := Report{Job: "enforce_terminal", DryRun: r.Settings.DryRun}
+	list, err := r.openOnHost(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("enforce_terminal: %w", err)
+	}
+	grace := r.Settings.TerminalGrace
+	now := r.now()
+	for _, e := range list {
+		to := deadTarget(e.Type)
+		if to == "" || e.DeadSince == 0 || e.Terminal {
+			continue
+		}
+		rep.Checked++
+		if now.Sub(fromUnix(e.DeadSince)) < grace {
+			continue
+		}
+		if len(rep.Actions) >= r.maxPerRun() {
+			rep.Truncated = true
+			break
+		}
+		pid := r.Prober.CheckPID(pidTarget(e))
+		if pid.Liveness != probe.Dead {
+			r.log().Info("death not confirmed, not enforcing", zap.String("entity", e.Type+"/"+e.ID), zap.String("liveness", pid.Liveness.String()))
+			continue
+		}
+		ev := pid.Evidence(now)
+		detail := fmt.Sprintf("%s; first seen dead %s ago", pid.Detail(), now.Sub(fromUnix(e.DeadSince)).Round(time.Second))
+		ev.Detail = detail
+		a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: to, Reason: state.SystemHealthProcessDeadNoTerminal, Detail: detail}
+		reason := state.Observed(state.SystemHealthProcessDeadNoTerminal, "process died without recording a terminal state", ev)
+		if err := r.apply(ctx, &a, reason, "process_exited"); err != nil {
+			return rep, err
+		}
+		rep.Actions = append(rep.Actions, a)
+	}
+	return rep, nil
+}
+
+// lastActivity is the latest sign of life an entity gave: a lifecycle
+// change, a posted heartbeat, its start or registration.
+func lastActivity(e store.Entity) float64 {
+	return math.Max(math.Max(e.LifecycleAt, e.HeartbeatAt), math.Max(e.StartedAt, e.CreatedAt))
+}
+
+// ReapPhantoms ends the entities whose row says running but whose process
+// says otherwise (PLEG's "non-existent" case, the slow safety net behind
+// enforcement): open, health process_dead or orphaned, no activity for
+// phantom_after. It also closes teams whose parent ended, blocks plays
+// whose dependency failed or does not exist, and fails shows whose
+// critical-path play failed.
+func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
+	rep := Report{Job: "reap_phantoms", DryRun: r.Settings.DryRun}
+	list, err := r.openOnHost(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("reap_phantoms: %w", err)
+	}
+	now := r.now()
+	parents := parentCache{store: r.Store, ctx: ctx, seen: map[string]bool{}}
+	add := func(a Action, reason state.StateReason, trigger string) (bool, error) {
+		if len(rep.Actions) >= r.maxPerRun() {
+			rep.Truncated = true
+			return false, nil
+		}
+		if err := r.apply(ctx, &a, reason, trigger); err != nil {
+			return false, err
+		}
+		rep.Actions = append(rep.Actions, a)
+		return true, nil
+	}
+	for _, e := range list {
+		rep.Checked++
+		var (
+			act    Action
+			reason state.StateReason
+			ok     bool
+		)
+		switch e.Type {
+		case "team":
+			act, reason, ok = r.orphanedTeam(e, parents)
+		case "play":
+			act, reason, ok = r.blockedPlay(ctx, e)
+		case "show":
+			act, reason, ok = r.failedShow(ctx, e)
+		default:
+			act, reason, ok = r.phantom(e, parents, now)
+		}
+		if !ok {
+			continue
+		}
+		if cont, err := add(act, reason, "reconciliation"); err != nil || !cont {
+			return rep, err
+		}
+		if act.Reason == state.SystemReaperPhantomOrphaned && r.Settings.KillOrphans && !r.Settings.DryRun {
+			r.killOrphan(ctx, e)
+		}
+	}
+	return rep, nil
+}
+
+// phantom decides on a process entity: health process_dead or orphaned
+// (re-checked now) and quiet for phantom_after.
+func (r *Reaper) phantom(e store.Entity, parents parentCache, now time.Time) (Action, state.StateReason, bool) {
+	to := deadTarget(e.Type)
+	if to == "" || (e.Health != state.HealthProcessDead && e.Health != state.HealthOrphaned) {
+		return Action{}, state.StateReason{}, false
+	}
+	quiet := now.Sub(fromUnix(lastActivity(e)))
+	if quiet < r.Settings.PhantomAfter {
+		return Action{}, state.StateReason{}, false
+	}
+	res := r.Prober.Probe(target(e, parents.terminal(e)), r.Settings.Probe, now)
+	var code state.ReasonCode
+	switch {
+	case res.Liveness == probe.Dead:
+		code = state.SystemReaperPhantomProcessDead
+	case res.Health == state.HealthOrphaned:
+		code = state.SystemReaperPhantomOrphaned
+	default:
+		// Alive and no longer orphaned, or unknown: never reaped.
+		return Action{}, state.StateReason{}, false
+	}
+	ev := res.PID.Evidence(now)
+	detail := fmt.Sprintf("%s; no activity for %s", res.PID.Detail(), quiet.Round(time.Second))
+	ev.Detail = detail
+	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: to, Reason: code, Detail: detail}
+	return a, state.Observed(code, "phantom: the row said "+e.LifecycleOr("")+" but the process says otherwise", ev), true
+}
+
+// orphanedTeam closes a team whose parent show or play has ended.
+func (r *Reaper) orphanedTeam(e store.Entity, parents parentCache) (Action, state.StateReason, bool) {
+	if e.ParentID == "" || (e.ParentType != "show" && e.ParentType != "play") || !parents.terminal(e) {
+		return Action{}, state.StateReason{}, false
+	}
+	detail := fmt.Sprintf("parent %s/%s has ended", e.ParentType, e.ParentID)
+	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: "closed", Reason: state.TeamHealthOrphaned, Detail: detail}
+	return a, state.Observed(state.TeamHealthOrphaned, detail, state.EvidenceRef{Kind: state.EvidenceToolResult, ID: e.ParentType + "/" + e.ParentID, Detail: detail}), true
+}
+
+// blockedPlay blocks a play (not yet running past its queue) one of whose
+// depends_on plays failed or does not exist.
+func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity) (Action, state.StateReason, bool) {
+	from := e.LifecycleOr("")
+	if len(e.DependsOn) == 0 || (from != "planned" && from != "queued") {
+		return Action{}, state.StateReason{}, false
+	}
+	deps := append([]string(nil), e.DependsOn...)
+	sort.Strings(deps)
+	for _, dep := range deps {
+		d, err := r.Store.Get(ctx, "play", dep)
+		var code state.ReasonCode
+		var detail string
+		switch {
+		case err != nil:
+			code, detail = state.PlayBlockedDependencyInvalid, fmt.Sprintf("dependency play/%s does not exist", dep)
+		case d.LifecycleOr("") == "failed":
+			code, detail = state.PlayBlockedDependencyFailed, fmt.Sprintf("dependency play/%s failed", dep)
+		default:
+			continue
+		}
+		a := Action{Type: e.Type, ID: e.ID, From: from, To: "blocked", Reason: code, Detail: detail}
+		return a, state.Observed(code, detail, state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "play/" + dep, Detail: detail}), true
+	}
+	return Action{}, state.StateReason{}, false
+}
+
+// failedShow fails an active show one of whose critical-path plays failed.
+// A play is on its show's critical path when it names the show as parent
+// and its metadata says "critical_path": true.
+func (r *Reaper) failedShow(ctx context.Context, e store.Entity) (Action, state.StateReason, bool) {
+	if e.LifecycleOr("") != "active" {
+		return Action{}, state.StateReason{}, false
+	}
+	plays, err := r.Store.List(ctx, store.Filter{Type: "play"})
+	if err != nil {
+		r.log().Warn("list plays of show", zap.String("show", e.ID), zap.Error(err))
+		return Action{}, state.StateReason{}, false
+	}
+	for _, p := range plays {
+		if p.ParentType != "show" || p.ParentID != e.ID || p.LifecycleOr("") != "failed" || !criticalPath(p) {
+			continue
+		}
+		detail := fmt.Sprintf("critical-path play/%s failed", p.ID)
+		a := Action{Type: e.Type, ID: e.ID, From: "active", To: "failed", Reason: state.ShowFailedCriticalPathBlocked, Detail: detail}
+		return a, state.Observed(state.ShowFailedCriticalPathBlocked, detail, state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "play/" + p.ID, Detail: detail}), true
+	}
+	return Action{}, state.StateReason{}, false
+}
+
+func criticalPath(e store.Entity) bool {
+	var m struct {
+		CriticalPath bool `json:"critical_path"`
+	}
+	return len(e.Metadata) > 0 && json.Unmarshal(e.Metadata, &m) == nil && m.CriticalPath
+}
+
+// killOrphan stops an orphaned process (reaper.kill_orphans): SIGTERM, then
+// SIGKILL after kill_grace, each only after re-checking that the pid still
+// belongs to the recorded process (same start time): a reused pid is never
+// signalled.
+func (r *Reaper) killOrphan(ctx context.Context, e store.Entity) {
+	send := r.Signal
+	if send == nil {
+		send = func(pid, sig int) error { return sysunix.Kill(pid, syscall.Signal(sig)) }
+	}
+	log := r.log().With(zap.String("entity", e.Type+"/"+e.ID), zap.Int("pid", e.PID))
+	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(r.Settings.KillGrace):
+			}
+		}
+		obs := r.Prober.CheckPID(pidTarget(e))
+		if obs.Liveness != probe.Alive || !obs.IdentityVerified() {
+			log.Info("orphan gone or not verifiable, not signalling", zap.String("liveness", obs.Liveness.String()))
+			return
+		}
+		if err := send(e.PID, int(sig)); err != nil {
+			log.Warn("signal orphan", zap.String("signal", sig.String()), zap.Error(err))
+			return
+		}
+		log.Info("signalled orphan", zap.String("signal", sig.String()))
+	}
+}

@@ -1,0 +1,223 @@
+// Package reaper is the loop that acts on what the probe observes: the
+// sweep (probe every entity of this host and record what changed), terminal
+// enforcement, phantom reaping, schedule checks and the dismissal vacuum.
+// Every lifecycle change it makes goes through the one write path with
+// actor `reaper` and a registered reason code.
+//
+// What it can miss, stated so nobody relies on it: a process that dies and
+// whose pid is reused by a process started within the same second (with
+// no start ticks recorded) reads as alive; a death is only seen at the next
+// sweep, so the effective grace is terminal_grace plus up to one sweep
+// interval; entities of other hosts are never judged here.
+package reaper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// Store is the part of the store the reaper reads and writes directly
+// (observations only; lifecycles go through the Writer).
+type Store interface {
+	List(ctx context.Context, f store.Filter) ([]store.Entity, error)
+	Get(ctx context.Context, typ, id string) (store.Entity, error)
+	RecordObservation(ctx context.Context, typ, id string, o store.Observation) (bool, error)
+}
+
+// Prober probes one entity and re-checks one pid; *probe.Host implements it.
+type Prober interface {
+	Probe(t probe.Target, th probe.Thresholds, now time.Time) probe.Result
+	CheckPID(t probe.PIDTarget) probe.PIDObservation
+}
+
+// Observer hears what the jobs did (metrics); nil is fine.
+type Observer interface {
+	Reaped(entityType, reasonCode string)
+	SweepFinished(t time.Time)
+}
+
+// Settings are the thresholds and limits the jobs apply (config
+// `thresholds.*` and `reaper.*`).
+type Settings struct {
+	Probe         probe.Thresholds
+	TerminalGrace time.Duration
+	PhantomAfter  time.Duration
+	MisfireGrace  time.Duration
+	FailureWindow time.Duration
+	// SweepBudget bounds one sweep; a sweep that runs out says so.
+	SweepBudget time.Duration
+	DryRun      bool
+	MaxPerRun   int
+	KillOrphans bool
+	KillGrace   time.Duration
+}
+
+// DefaultSettings are the SPEC defaults.
+var DefaultSettings = Settings{
+	Probe:         probe.DefaultThresholds,
+	TerminalGrace: 30 * time.Second,
+	PhantomAfter:  time.Hour,
+	MisfireGrace:  5 * time.Minute,
+	FailureWindow: 24 * time.Hour,
+	SweepBudget:   10 * time.Second,
+	MaxPerRun:     500,
+	KillGrace:     10 * time.Second,
+}
+
+// Reaper runs the jobs. Settings may be swapped between runs (SIGHUP).
+type Reaper struct {
+	Store    Store
+	Writer   *transitions.Writer
+	Prober   Prober
+	HostID   string
+	Settings Settings
+	Log      *zap.Logger
+	Observer Observer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Signal sends a signal to a process (kill_orphans); nil means
+	// unix.Kill. Injected so tests can watch without killing.
+	Signal func(pid int, sig int) error
+}
+
+func (r *Reaper) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reaper) log() *zap.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return zap.NewNop()
+}
+
+func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+func fromUnix(f float64) time.Time {
+	if f == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(f*1e9))
+}
+
+// Action is one lifecycle change a job decided on, applied or (dry run)
+// only reported.
+type Action struct {
+	Type   string
+	ID     string
+	From   string
+	To     string
+	Reason state.ReasonCode
+	Detail string
+	// Applied is false in a dry run, and when the write lost a race.
+	Applied bool
+	// Skipped explains why a decided action was not applied.
+	Skipped string
+}
+
+func (a Action) String() string {
+	s := fmt.Sprintf("%s/%s: %s -> %s (%s)", a.Type, a.ID, a.From, a.To, a.Reason)
+	if a.Detail != "" {
+		s += ": " + a.Detail
+	}
+	if a.Skipped != "" {
+		s += " [skipped: " + a.Skipped + "]"
+	}
+	return s
+}
+
+// Report is what one job run did.
+type Report struct {
+	Job     string
+	Checked int
+	Written int
+	Actions []Action
+	// Truncated says max_per_run stopped the run before every candidate
+	// was handled; the next run continues.
+	Truncated bool
+	DryRun    bool
+}
+
+// apply sends one decided action through the write path. A conflict means
+// the owner (or another daemon) wrote first: its state wins, and that is
+// not an error.
+func (r *Reaper) apply(ctx context.Context, a *Action, reason state.StateReason, trigger string) error {
+	if r.Settings.DryRun {
+		a.Skipped = "dry run"
+		return nil
+	}
+	_, err := r.Writer.Transition(ctx, transitions.Request{
+		Type: a.Type, ID: a.ID, To: a.To, ExpectFrom: a.From,
+		Reason: &reason, Actor: transitions.ActorReaper, Trigger: trigger,
+	})
+	switch {
+	case err == nil:
+		a.Applied = true
+		if r.Observer != nil {
+			r.Observer.Reaped(a.Type, string(a.Reason))
+		}
+		r.log().Info("transition", zap.String("entity", a.Type+"/"+a.ID), zap.String("from", a.From),
+			zap.String("to", a.To), zap.String("reason", string(a.Reason)), zap.String("detail", a.Detail))
+		return nil
+	case errors.Is(err, transitions.ErrConflict), errors.Is(err, transitions.ErrInvalidTransition), errors.Is(err, transitions.ErrNotFound):
+		// Someone else moved it first (typically the owner recording its
+		// own end inside the grace): theirs stands.
+		a.Skipped = "lost the race: " + err.Error()
+		r.log().Debug("transition lost", zap.String("entity", a.Type+"/"+a.ID), zap.Error(err))
+		return nil
+	}
+	return fmt.Errorf("reap %s/%s: %w", a.Type, a.ID, err)
+}
+
+// processTerminalTypes are the types with a process of their own, whose
+// death ends them.
+// Outcomes lists, per entity type, every reason code a reaper job can record
+// when it moves an entity of that type, so watchdog_reaped_total can start
+// at 0 for each and an alert on its increase sees the first reap.
+func Outcomes() map[string][]state.ReasonCode {
+	out := map[string][]state.ReasonCode{}
+	for _, t := range transitions.Types() {
+		if deadTarget(t) != "" {
+			out[t] = append(out[t], state.SystemHealthProcessDeadNoTerminal)
+		}
+		switch t {
+		case "team":
+			out[t] = append(out[t], state.TeamHealthOrphaned)
+		case "play":
+			out[t] = append(out[t], state.PlayBlockedDependencyFailed, state.PlayBlockedDependencyInvalid)
+		case "show":
+			out[t] = append(out[t], state.ShowFailedCriticalPathBlocked)
+		default:
+			if deadTarget(t) != "" {
+				out[t] = append(out[t], state.SystemReaperPhantomProcessDead, state.SystemReaperPhantomOrphaned)
+			}
+		}
+	}
+	return out
+}
+
+func deadTarget(typ string) string {
+	g, err := transitions.Lookup(typ)
+	if err != nil {
+		return ""
+	}
+	return g.DeadProcessTerminal
+}
+
+func pidTarget(e store.Entity) probe.PIDTarget {
+	return probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID}
+}
+
+func errField(err error) zap.Field { return zap.Error(err) }

@@ -1,0 +1,493 @@
+package reaper
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type fixture struct {
+	t     *testing.T
+	st    *store.SQLite
+	w     *transitions.Writer
+	r     *Reaper
+	host  *probe.Host
+	clock *clock
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	host := probe.NewHost()
+	c := &clock{t: time.Now()}
+	w := &transitions.Writer{Store: st, Now: c.Now, Ident: host}
+	settings := DefaultSettings
+	settings.TerminalGrace = 30 * time.Second
+	settings.PhantomAfter = time.Hour
+	r := &Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: settings, Now: c.Now}
+	return &fixture{t: t, st: st, w: w, r: r, host: host, clock: c}
+}
+
+// startSleep starts a real process and stops it at the end of the test.
+func startSleep(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// deadPID returns the pid of a process that has exited and been reaped.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func (f *fixture) register(e store.Entity) {
+	f.t.Helper()
+	if e.Lifecycle == nil {
+		l := "running"
+		e.Lifecycle = &l
+	}
+	if _, err := f.w.Register(context.Background(), transitions.Registration{Entity: e, Actor: transitions.ActorOrchestrator}); err != nil {
+		f.t.Fatalf("register %s/%s: %v", e.Type, e.ID, err)
+	}
+}
+
+func (f *fixture) get(typ, id string) store.Entity {
+	f.t.Helper()
+	e, err := f.st.Get(context.Background(), typ, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return e
+}
+
+func (f *fixture) sweep() Report {
+	f.t.Helper()
+	rep, err := f.r.Sweep(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return rep
+}
+
+func (f *fixture) enforce() Report {
+	f.t.Helper()
+	rep, err := f.r.EnforceTerminal(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return rep
+}
+
+func (f *fixture) reap() Report {
+	f.t.Helper()
+	rep, err := f.r.ReapPhantoms(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return rep
+}
+
+func (f *fixture) terminalRows(typ, id string) []store.AuditRow {
+	f.t.Helper()
+	rows, err := f.st.Transitions(context.Background(), typ, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	g, _ := transitions.Lookup(typ)
+	var out []store.AuditRow
+	for _, r := range rows {
+		if g.IsTerminal(r.To) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func ptr(s string) *string { return &s }
+
+func TestKilledProcessIsAbortedAfterGraceNotBefore(t *testing.T) {
+	f := newFixture(t)
+	cmd := startSleep(t)
+	f.register(store.Entity{Type: "session", ID: "s1", PID: cmd.Process.Pid})
+	f.sweep()
+	if e := f.get("session", "s1"); e.Health != state.HealthRunning || e.DeadSince != 0 {
+		t.Fatalf("live process: health %s dead_since %v", e.Health, e.DeadSince)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	f.sweep()
+	e := f.get("session", "s1")
+	if e.Health != state.HealthProcessDead || e.DeadSince == 0 || len(e.Reasons) == 0 || e.Reasons[0].Code != state.RunHealthProcessDead {
+		t.Fatalf("after kill: %+v", e)
+	}
+	// Inside the grace: nothing.
+	f.clock.Advance(29 * time.Second)
+	if rep := f.enforce(); len(rep.Actions) != 0 {
+		t.Fatalf("enforced inside the grace: %+v", rep.Actions)
+	}
+	if f.get("session", "s1").LifecycleOr("") != "running" {
+		t.Fatal("ended inside the grace")
+	}
+	f.clock.Advance(2 * time.Second)
+	rep := f.enforce()
+	if len(rep.Actions) != 1 || !rep.Actions[0].Applied || rep.Actions[0].To != "aborted" {
+		t.Fatalf("after the grace: %+v", rep.Actions)
+	}
+	e = f.get("session", "s1")
+	if e.LifecycleOr("") != "aborted" || e.TransitionReason == nil || e.TransitionReason.Code != state.SystemHealthProcessDeadNoTerminal {
+		t.Fatalf("ended as %s with %+v", e.LifecycleOr(""), e.TransitionReason)
+	}
+	rows := f.terminalRows("session", "s1")
+	if len(rows) != 1 || rows[0].Actor != "reaper" || len(rows[0].Evidence) != 1 || !strings.Contains(rows[0].Evidence[0].Detail, "not running") {
+		t.Fatalf("audit %+v", rows)
+	}
+	// A terminal state is a latch: nothing more happens.
+	f.clock.Advance(time.Hour)
+	f.sweep()
+	if rep := f.enforce(); len(rep.Actions) != 0 {
+		t.Fatalf("enforced twice: %+v", rep.Actions)
+	}
+	if rep := f.reap(); len(rep.Actions) != 0 {
+		t.Fatalf("reaped a terminal entity: %+v", rep.Actions)
+	}
+}
+
+func TestOwnersOwnEndInsideGraceWins(t *testing.T) {
+	f := newFixture(t)
+	f.register(store.Entity{Type: "session", ID: "s1", PID: deadPID(t)})
+	f.sweep()
+	f.clock.Advance(10 * time.Second)
+	if _, err := f.w.Transition(context.Background(), transitions.Request{Type: "session", ID: "s1", To: "completed", Actor: transitions.ActorOrchestrator}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Minute)
+	f.sweep()
+	if rep := f.enforce(); len(rep.Actions) != 0 {
+		t.Fatalf("enforced over the owner's end: %+v", rep.Actions)
+	}
+	rows := f.terminalRows("session", "s1")
+	if len(rows) != 1 || rows[0].To != "completed" {
+		t.Fatalf("terminal rows %+v", rows)
+	}
+	if e := f.get("session", "s1"); e.Health != state.HealthOK {
+		t.Errorf("ended entity whose process is gone: health %s, want ok", e.Health)
+	}
+}
+
+func TestRaceWithOwnerAtWriteTime(t *testing.T) {
+	// The owner's end lands between the reaper's decision and its write:
+	// the compare-and-set makes the owner win, with no second terminal row.
+	f := newFixture(t)
+	f.register(store.Entity{Type: "session", ID: "s1", PID: deadPID(t)})
+	f.sweep()
+	f.clock.Advance(time.Minute)
+	a := Action{Type: "session", ID: "s1", From: "running", To: "aborted", Reason: state.SystemHealthProcessDeadNoTerminal}
+	if _, err := f.w.Transition(context.Background(), transitions.Request{Type: "session", ID: "s1", To: "completed", Actor: transitions.ActorOrchestrator}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.r.apply(context.Background(), &a, state.Observed(a.Reason, "x"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if a.Applied || !strings.Contains(a.Skipped, "lost the race") {
+		t.Fatalf("action %+v", a)
+	}
+	if rows := f.terminalRows("session", "s1"); len(rows) != 1 || rows[0].To != "completed" {
+		t.Fatalf("terminal rows %+v", rows)
+	}
+}
+
+func TestReusedPIDNeverReadsAliveAndIsNeverSignalled(t *testing.T) {
+	f := newFixture(t)
+	live := startSleep(t)
+	f.r.Settings.KillOrphans = true
+	var signalled []int
+	f.r.Signal = func(pid, sig int) error { signalled = append(signalled, pid); return nil }
+	// The pid is live, but the recorded start time is another process's.
+	f.register(store.Entity{Type: "session", ID: "s1", PID: live.Process.Pid, PIDStartTime: 1_000_000})
+	f.sweep()
+	e := f.get("session", "s1")
+	if e.Health != state.HealthProcessDead || e.Reasons[0].Code != state.RunHealthPIDReused {
+		t.Fatalf("reused pid read as %s %+v", e.Health, e.Reasons)
+	}
+	f.clock.Advance(2 * time.Hour)
+	f.enforce()
+	f.reap()
+	if f.get("session", "s1").LifecycleOr("") != "aborted" {
+		t.Fatal("the entity of a reused pid was not ended")
+	}
+	if len(signalled) != 0 || !alive(live.Process.Pid) {
+		t.Fatalf("the live process that reused the pid was signalled: %v", signalled)
+	}
+}
+
+func TestUnknownAndStaleHeartbeatNeverEnd(t *testing.T) {
+	f := newFixture(t)
+	live := startSleep(t)
+	hb := filepath.Join(t.TempDir(), "s.hb")
+	if err := os.WriteFile(hb, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(hb, old, old); err != nil {
+		t.Fatal(err)
+	}
+	f.register(store.Entity{Type: "session", ID: "stale", PID: live.Process.Pid, HeartbeatFile: hb})
+	f.register(store.Entity{Type: "session", ID: "nopid"})
+	// Another host's pid is never checked here.
+	f.register(store.Entity{Type: "session", ID: "remote", PID: deadPID(t), HostID: "some-other-host"})
+	f.sweep()
+	if e := f.get("session", "stale"); e.Health != state.HealthStalled {
+		t.Fatalf("stale heartbeat: %s", e.Health)
+	}
+	if e := f.get("session", "nopid"); e.Health != state.HealthUnknown || e.DeadSince != 0 {
+		t.Fatalf("no pid: %s", e.Health)
+	}
+	f.clock.Advance(48 * time.Hour)
+	f.sweep()
+	if rep := f.enforce(); len(rep.Actions) != 0 {
+		t.Fatalf("enforced: %+v", rep.Actions)
+	}
+	if rep := f.reap(); len(rep.Actions) != 0 {
+		t.Fatalf("reaped: %+v", rep.Actions)
+	}
+	for _, id := range []string{"stale", "nopid", "remote"} {
+		if l := f.get("session", id).LifecycleOr(""); l != "running" {
+			t.Errorf("%s ended as %s", id, l)
+		}
+	}
+	if r := f.get("session", "remote"); r.Health != state.HealthUnknown {
+		t.Errorf("another host's entity was probed here: %s", r.Health)
+	}
+}
+
+func TestFirstDeathSurvivesRestart(t *testing.T) {
+	f := newFixture(t)
+	f.register(store.Entity{Type: "session", ID: "s1", PID: deadPID(t)})
+	f.sweep()
+	first := f.get("session", "s1").DeadSince
+	f.clock.Advance(20 * time.Second)
+	// A new daemon (same database) keeps the first-death time: the grace
+	// does not start over, and it does not forget the death either.
+	restarted := &Reaper{Store: f.st, Writer: f.w, Prober: probe.NewHost(), HostID: f.r.HostID, Settings: f.r.Settings, Now: f.clock.Now}
+	if _, err := restarted.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get("session", "s1").DeadSince; got != first {
+		t.Fatalf("dead_since moved from %v to %v across a restart", first, got)
+	}
+	f.clock.Advance(11 * time.Second)
+	rep, err := restarted.EnforceTerminal(context.Background())
+	if err != nil || len(rep.Actions) != 1 || !rep.Actions[0].Applied {
+		t.Fatalf("restarted enforcement: %+v %v", rep, err)
+	}
+}
+
+func TestSweepWritesNothingOnUnchangedHost(t *testing.T) {
+	f := newFixture(t)
+	live := startSleep(t)
+	hb := filepath.Join(t.TempDir(), "hb")
+	os.WriteFile(hb, nil, 0o644)
+	old := time.Now().Add(-15 * time.Minute)
+	os.Chtimes(hb, old, old)
+	f.register(store.Entity{Type: "session", ID: "idle", PID: live.Process.Pid, HeartbeatFile: hb})
+	f.register(store.Entity{Type: "session", ID: "dead", PID: deadPID(t)})
+	f.register(store.Entity{Type: "show", ID: "sh", Lifecycle: ptr("active")})
+	if rep := f.sweep(); rep.Written != 3 {
+		t.Fatalf("first sweep wrote %d, want 3", rep.Written)
+	}
+	var before int64
+	f.st.DB().QueryRow("SELECT SUM(updated_at) FROM entities").Scan(&before)
+	f.clock.Advance(time.Minute) // ages change, findings do not
+	if rep := f.sweep(); rep.Written != 0 || rep.Checked != 3 {
+		t.Fatalf("second sweep over an unchanged host: %+v", rep)
+	}
+	var after int64
+	f.st.DB().QueryRow("SELECT SUM(updated_at) FROM entities").Scan(&after)
+	if before != after {
+		t.Error("rows were rewritten")
+	}
+}
+
+func TestPhantomOrphanReapedAndKilledWhenAsked(t *testing.T) {
+	f := newFixture(t)
+	orphan := startSleep(t)
+	f.register(store.Entity{Type: "session", ID: "o1", PID: orphan.Process.Pid, SupervisorPID: deadPID(t)})
+	f.sweep()
+	if e := f.get("session", "o1"); e.Health != state.HealthOrphaned {
+		t.Fatalf("health %s", e.Health)
+	}
+	f.clock.Advance(30 * time.Minute)
+	if rep := f.reap(); len(rep.Actions) != 0 {
+		t.Fatalf("reaped before phantom_after: %+v", rep.Actions)
+	}
+	f.clock.Advance(31 * time.Minute)
+	f.r.Settings.KillOrphans = true
+	f.r.Settings.KillGrace = 100 * time.Millisecond
+	rep := f.reap()
+	if len(rep.Actions) != 1 || rep.Actions[0].Reason != state.SystemReaperPhantomOrphaned || rep.Actions[0].To != "aborted" {
+		t.Fatalf("reap: %+v", rep.Actions)
+	}
+	// kill_orphans sent SIGTERM to the verified process: it is gone.
+	done := make(chan error, 1)
+	go func() { done <- orphan.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("orphan still running after kill_orphans")
+	}
+}
+
+func TestPhantomDeadReapedWhenEnforcementCouldNot(t *testing.T) {
+	f := newFixture(t)
+	f.register(store.Entity{Type: "invocation", ID: "i1", PID: deadPID(t)})
+	f.sweep()
+	f.clock.Advance(2 * time.Hour)
+	rep := f.reap()
+	if len(rep.Actions) != 1 || rep.Actions[0].Reason != state.SystemReaperPhantomProcessDead || rep.Actions[0].To != "failed" {
+		t.Fatalf("reap: %+v", rep.Actions)
+	}
+}
+
+func TestOrchestrationRules(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.register(store.Entity{Type: "show", ID: "sh1", Lifecycle: ptr("archived")})
+	f.register(store.Entity{Type: "show", ID: "sh2", Lifecycle: ptr("active")})
+	f.register(store.Entity{Type: "team", ID: "t-orphan", Lifecycle: ptr("active"), ParentType: "show", ParentID: "sh1"})
+	f.register(store.Entity{Type: "team", ID: "t-ok", Lifecycle: ptr("active"), ParentType: "show", ParentID: "sh2"})
+	f.register(store.Entity{Type: "play", ID: "p0", Lifecycle: ptr("failed"), ParentType: "show", ParentID: "sh2", Metadata: []byte(`{"critical_path":true}`)})
+	f.register(store.Entity{Type: "play", ID: "p1", Lifecycle: ptr("queued"), DependsOn: []string{"p0"}})
+	f.register(store.Entity{Type: "play", ID: "p2", Lifecycle: ptr("planned"), DependsOn: []string{"ghost"}})
+	f.register(store.Entity{Type: "play", ID: "p3", Lifecycle: ptr("planned"), DependsOn: []string{"p1x"}})
+	f.register(store.Entity{Type: "play", ID: "p1x", Lifecycle: ptr("queued")})
+
+	// Dry run first: says what it would do, writes nothing.
+	f.r.Settings.DryRun = true
+	dry := f.reap()
+	if len(dry.Actions) != 4 || !dry.DryRun {
+		t.Fatalf("dry run actions %+v", dry.Actions)
+	}
+	for _, a := range dry.Actions {
+		if a.Applied || a.Skipped != "dry run" {
+			t.Errorf("dry run applied %+v", a)
+		}
+	}
+	var audit int
+	f.st.DB().QueryRow("SELECT COUNT(*) FROM transitions WHERE actor = 'reaper'").Scan(&audit)
+	if audit != 0 {
+		t.Fatalf("dry run wrote %d transitions", audit)
+	}
+
+	f.r.Settings.DryRun = false
+	rep := f.reap()
+	want := map[string]string{
+		"team/t-orphan": "closed team.health.orphaned",
+		"play/p1":       "blocked play.blocked.dependency_failed",
+		"play/p2":       "blocked play.blocked.dependency_invalid",
+		"show/sh2":      "failed show.failed.critical_path_blocked",
+	}
+	if len(rep.Actions) != len(want) {
+		t.Fatalf("actions %+v", rep.Actions)
+	}
+	for _, a := range rep.Actions {
+		if want[a.Type+"/"+a.ID] != a.To+" "+string(a.Reason) || !a.Applied {
+			t.Errorf("unexpected %+v", a)
+		}
+	}
+	for _, id := range []string{"t-ok"} {
+		if l := f.get("team", id).LifecycleOr(""); l != "active" {
+			t.Errorf("team %s: %s", id, l)
+		}
+	}
+	if l := f.get("play", "p3").LifecycleOr(""); l != "planned" {
+		t.Errorf("p3 (dependency fine) became %s", l)
+	}
+	e, _ := f.st.Get(ctx, "team", "t-orphan")
+	if ns := transitions.View(e, 0); ns.Outcome != "closed" || ns.Reasons[0].Code != state.TeamHealthOrphaned {
+		t.Errorf("team view %+v", ns)
+	}
+}
+
+func TestMaxPerRunBoundsARun(t *testing.T) {
+	f := newFixture(t)
+	for _, id := range []string{"a", "b", "c"} {
+		f.register(store.Entity{Type: "session", ID: id, PID: deadPID(t)})
+	}
+	f.sweep()
+	f.clock.Advance(time.Minute)
+	f.r.Settings.MaxPerRun = 2
+	rep := f.enforce()
+	if len(rep.Actions) != 2 || !rep.Truncated {
+		t.Fatalf("first run %+v", rep)
+	}
+	rep = f.enforce()
+	if len(rep.Actions) != 1 || rep.Truncated {
+		t.Fatalf("second run %+v", rep)
+	}
+}
+
+func TestSchedules(t *testing.T) {
+	f := newFixture(t)
+	now := f.clock.Now()
+	f.register(store.Entity{Type: "schedule", ID: "misfired", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(now.Add(-30 * time.Minute))})
+	f.register(store.Entity{Type: "schedule", ID: "due", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(now.Add(-12 * time.Minute))})
+	f.register(store.Entity{Type: "schedule", ID: "fine", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(now.Add(-5 * time.Minute))})
+	f.register(store.Entity{Type: "schedule", ID: "paused", Lifecycle: ptr("paused"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(now.Add(-5 * time.Hour))})
+	rep, err := f.r.CheckSchedules(context.Background())
+	if err != nil || rep.Checked != 4 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	want := map[string]state.Health{"misfired": state.HealthMisfired, "due": state.HealthDue, "fine": state.HealthOK, "paused": state.HealthOK}
+	for id, h := range want {
+		e := f.get("schedule", id)
+		if e.Health != h {
+			t.Errorf("%s: %s, want %s", id, e.Health, h)
+		}
+		ns := transitions.View(e, 0)
+		if id == "misfired" && (ns.Severity != state.SeverityCritical || ns.Reasons[0].Code != state.ScheduleHealthMisfired) {
+			t.Errorf("misfired view %+v", ns)
+		}
+	}
+	if rep, _ := f.r.CheckSchedules(context.Background()); rep.Written != 0 {
+		t.Errorf("unchanged schedules rewritten: %+v", rep)
+	}
+}

@@ -1,0 +1,97 @@
+package reaper
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// ScheduleParser reads a schedule entity's cron spec: the five standard
+// fields or a descriptor (@hourly, @every 5m), as at registration.
+var ScheduleParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// judgeSchedule decides a schedule's health at now: the first fire time
+// after its last fire (or, never fired, after its registration) is due
+// while within misfire_grace and misfired after it. Paused and disabled
+// schedules are ok: nobody expects them to fire.
+func judgeSchedule(e store.Entity, grace time.Duration, now time.Time) (state.Health, []state.StateReason, error) {
+	if e.LifecycleOr("") != "enabled" || e.ScheduleCron == "" {
+		return state.HealthOK, nil, nil
+	}
+	sched, err := ScheduleParser.Parse(e.ScheduleCron)
+	if err != nil {
+		return state.HealthUnknown, nil, fmt.Errorf("schedule %s: cron %q: %w", e.ID, e.ScheduleCron, err)
+	}
+	last := e.ScheduleLastFiredAt
+	if last == 0 {
+		last = e.CreatedAt
+	}
+	next := sched.Next(fromUnix(last))
+	if next.After(now) {
+		return state.HealthOK, nil, nil
+	}
+	late := now.Sub(next)
+	ev := state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "schedule/" + e.ID,
+		Detail: fmt.Sprintf("cron %q: expected a fire at %s, last fire %s", e.ScheduleCron, next.UTC().Format(time.RFC3339), lastFired(e))}
+	if late <= grace {
+		return state.HealthDue, []state.StateReason{state.Observed(state.ScheduleHealthDue, "fire time passed, within misfire_grace", ev)}, nil
+	}
+	return state.HealthMisfired, []state.StateReason{state.Observed(state.ScheduleHealthMisfired,
+		fmt.Sprintf("no fire for %s past its time (misfire_grace %s)", late.Round(time.Second), grace), ev)}, nil
+}
+
+func lastFired(e store.Entity) string {
+	if e.ScheduleLastFiredAt == 0 {
+		return "never"
+	}
+	return fromUnix(e.ScheduleLastFiredAt).UTC().Format(time.RFC3339)
+}
+
+// CheckSchedules judges every schedule entity of this host (due,
+// misfired, ok) and records what changed.
+func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
+	rep := Report{Job: "check_schedules"}
+	list, err := r.Store.List(ctx, store.Filter{Type: "schedule", HostID: r.HostID, OpenOnly: true})
+	if err != nil {
+		return rep, fmt.Errorf("check_schedules: %w", err)
+	}
+	grace := r.Settings.MisfireGrace
+	if grace <= 0 {
+		grace = DefaultSettings.MisfireGrace
+	}
+	now := r.now()
+	for _, e := range list {
+		rep.Checked++
+		health, reasons, err := judgeSchedule(e, grace, now)
+		if err != nil {
+			r.log().Warn("unreadable schedule", errField(err))
+			continue
+		}
+		if reasons == nil {
+			reasons = []state.StateReason{}
+		}
+		for i := range reasons {
+			reasons[i].EntityType, reasons[i].EntityID = e.Type, e.ID
+		}
+		if health == e.Health && sameReasons(reasons, e.Reasons) {
+			continue
+		}
+		obs := store.Observation{Health: health, Delivery: e.Delivery, Reasons: reasons, HealthSince: unix(now), DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: unix(now)}
+		if health == e.Health {
+			obs.HealthSince = e.HealthSince
+		}
+		wrote, err := r.Store.RecordObservation(ctx, e.Type, e.ID, obs)
+		if err != nil {
+			return rep, fmt.Errorf("check_schedules: %w", err)
+		}
+		if wrote {
+			rep.Written++
+		}
+	}
+	return rep, nil
+}

@@ -1,0 +1,182 @@
+package reaper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// ErrSweepOverBudget says a sweep ran out of time before probing every
+// entity: what it did not reach is not known to be fine.
+var ErrSweepOverBudget = errors.New("sweep over budget")
+
+// Sweep probes every entity of this host that is open, or ended within
+// failure_window (stale locks, processes alive after their recorded end),
+// and records health, delivery, reasons and the first-death time when they
+// changed. A sweep over an unchanged host writes nothing.
+func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
+	start := r.now()
+	rep := Report{Job: "sweep"}
+	budget := r.Settings.SweepBudget
+	if budget <= 0 {
+		budget = DefaultSettings.SweepBudget
+	}
+	deadline := start.Add(budget)
+
+	list, err := r.Store.List(ctx, store.Filter{HostID: r.HostID, OpenOnly: true, EndedSince: unix(start.Add(-r.window()))})
+	if err != nil {
+		return rep, fmt.Errorf("sweep: %w", err)
+	}
+	parents := parentCache{store: r.Store, ctx: ctx, seen: map[string]bool{}}
+	for i, e := range list {
+		if i%64 == 0 && time.Now().After(deadline) {
+			err := fmt.Errorf("%w: probed %d of %d entities in %s", ErrSweepOverBudget, rep.Checked, len(list), budget)
+			r.log().Error("sweep incomplete", zap.Error(err))
+			return rep, err
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, fmt.Errorf("sweep interrupted after %d of %d entities: %w", rep.Checked, len(list), err)
+		}
+		if e.Type == "schedule" {
+			continue // check_schedules judges schedules
+		}
+		rep.Checked++
+		obs, ok := r.observe(e, parents.terminal(e), r.now())
+		if !ok {
+			continue
+		}
+		wrote, err := r.Store.RecordObservation(ctx, e.Type, e.ID, obs)
+		if err != nil {
+			return rep, fmt.Errorf("sweep: %w", err)
+		}
+		if wrote {
+			rep.Written++
+		}
+	}
+	if r.Observer != nil {
+		r.Observer.SweepFinished(r.now())
+	}
+	return rep, nil
+}
+
+func (r *Reaper) window() time.Duration {
+	if r.Settings.FailureWindow > 0 {
+		return r.Settings.FailureWindow
+	}
+	return DefaultSettings.FailureWindow
+}
+
+// observe probes one entity and returns the observation to store, or false
+// when nothing changed.
+func (r *Reaper) observe(e store.Entity, parentTerminal bool, now time.Time) (store.Observation, bool) {
+	var res probe.Result
+	if !probed(e) {
+		// A record with no process, heartbeat or files of its own (a show,
+		// a team, a play driven by its sessions) has nothing to probe: its
+		// runtime is fine as far as this host can tell.
+		res = probe.Result{Health: state.HealthOK, Delivery: e.Delivery}
+	} else {
+		res = r.Prober.Probe(target(e, parentTerminal), r.Settings.Probe, now)
+	}
+	if res.Delivery == "" {
+		res.Delivery = e.Delivery
+	}
+	if res.Reasons == nil {
+		res.Reasons = []state.StateReason{}
+	}
+	for i := range res.Reasons {
+		res.Reasons[i].EntityType, res.Reasons[i].EntityID = e.Type, e.ID
+	}
+
+	obs := store.Observation{
+		Health: res.Health, Delivery: res.Delivery, Reasons: res.Reasons,
+		HealthSince: e.HealthSince, DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: unix(now),
+	}
+	if res.Health != e.Health || obs.HealthSince == 0 {
+		obs.HealthSince = unix(now)
+	}
+	switch res.Liveness {
+	case probe.Dead:
+		if obs.DeadSince == 0 {
+			obs.DeadSince = unix(now) // the grace counts from here, across restarts
+		}
+	case probe.Alive:
+		obs.DeadSince = 0
+	}
+	// Unknown keeps whatever was recorded: it proves neither.
+
+	if res.Health == e.Health && res.Delivery == e.Delivery && obs.DeadSince == e.DeadSince &&
+		obs.HealthSince == e.HealthSince && sameReasons(res.Reasons, e.Reasons) {
+		return obs, false
+	}
+	return obs, true
+}
+
+// sameReasons compares what matters of two reason lists: codes and the
+// kind and path of each piece of evidence. Details carry ages ("last
+// heartbeat 71m ago") that change every sweep and must not cause writes.
+func sameReasons(a, b []state.StateReason) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Code != b[i].Code || len(a[i].Evidence) != len(b[i].Evidence) {
+			return false
+		}
+		for j := range a[i].Evidence {
+			if a[i].Evidence[j].Kind != b[i].Evidence[j].Kind || a[i].Evidence[j].Path != b[i].Evidence[j].Path {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// probed says whether an entity has anything of its own to probe.
+func probed(e store.Entity) bool {
+	return e.PID > 0 || e.HeartbeatFile != "" || e.HeartbeatAt > 0 || len(e.Artifacts) > 0 || len(e.LockFiles) > 0 ||
+		deadTarget(e.Type) != ""
+}
+
+// target maps a stored entity to what the probe needs. Artifacts are judged
+// once the entity ended: a running session that has not yet written its
+// review is not missing it.
+func target(e store.Entity, parentTerminal bool) probe.Target {
+	return probe.Target{
+		PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID,
+		SupervisorPID: e.SupervisorPID,
+		HeartbeatFile: e.HeartbeatFile, HeartbeatAt: e.HeartbeatAt, HeartbeatProgress: e.HeartbeatProgress,
+		StartedAt: e.StartedAt, Terminal: e.Terminal, EndedAt: e.EndedAt, ParentTerminal: parentTerminal,
+		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, SkipArtifacts: !e.Terminal,
+		LockFiles: e.LockFiles,
+	}
+}
+
+// parentCache answers "has this entity's parent ended?" once per parent per
+// sweep.
+type parentCache struct {
+	store Store
+	ctx   context.Context
+	seen  map[string]bool
+}
+
+func (p parentCache) terminal(e store.Entity) bool {
+	if e.ParentID == "" {
+		return false
+	}
+	key := e.ParentType + "/" + e.ParentID
+	if v, ok := p.seen[key]; ok {
+		return v
+	}
+	parent, err := p.store.Get(p.ctx, e.ParentType, e.ParentID)
+	ended := err == nil && parent.Terminal
+	p.seen[key] = ended
+	return ended
+}
