@@ -5,9 +5,9 @@ STATICCHECK   := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 APT_PACKAGES  := gcc libc6-dev
 
-.PHONY: test tools deps fmt-check vet staticcheck unit build bench
+.PHONY: test tools deps fmt-check vet staticcheck deploy-check unit build bench
 
-test: deps tools fmt-check vet staticcheck unit
+test: deps tools fmt-check vet staticcheck deploy-check unit
 
 # Debian packages the tests use (gcc for the race detector), installed
 # only when missing.
@@ -33,6 +33,11 @@ vet:
 
 staticcheck: tools
 	$(STATICCHECK) ./...
+
+# systemd-analyze verify + exposure rating, promtool check/test rules
+# (installs the Debian packages systemd and prometheus when missing).
+deploy-check:
+	REQUIRE_BINARY=1 ./scripts/deploy-check.sh
 
 unit:
 	$(GO) test -race -count=1 ./...
