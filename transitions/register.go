@@ -24,7 +24,9 @@ type Identifier interface {
 
 var idShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$`)
 
-func validateID(id string) error {
+// ValidateID checks an entity id's shape: 1 to 200 characters of letters,
+// digits and ._:@+- not starting with punctuation.
+func ValidateID(id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: id is required", ErrInvalidInput)
 	}
@@ -54,7 +56,7 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 		return false, err
 	}
 	e.Type = g.Type
-	if err := validateID(e.ID); err != nil {
+	if err := ValidateID(e.ID); err != nil {
 		return false, err
 	}
 	if !contains(Actors, reg.Actor) {
@@ -163,12 +165,12 @@ func validateFields(e *store.Entity) error {
 			return bad("parent.type %q is not an entity type (known: %s)", e.ParentType, strings.Join(Types(), ", "))
 		}
 		e.ParentType = pt
-		if err := validateID(e.ParentID); err != nil {
+		if err := ValidateID(e.ParentID); err != nil {
 			return fmt.Errorf("parent.id: %w", err)
 		}
 	}
 	for i, d := range e.DependsOn {
-		if err := validateID(d); err != nil {
+		if err := ValidateID(d); err != nil {
 			return fmt.Errorf("depends_on[%d]: %w", i, err)
 		}
 	}

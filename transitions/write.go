@@ -112,7 +112,7 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := validateID(req.ID); err != nil {
+	if err := ValidateID(req.ID); err != nil {
 		return Result{}, err
 	}
 	if !g.HasState(req.To) {
