@@ -181,8 +181,6 @@ func (r *Reaper) apply(ctx context.Context, a *Action, reason state.StateReason,
 	return fmt.Errorf("reap %s/%s: %w", a.Type, a.ID, err)
 }
 
-// processTerminalTypes are the types with a process of their own, whose
-// death ends them.
 // Outcomes lists, per entity type, every reason code a reaper job can record
 // when it moves an entity of that type, so watchdog_reaped_total can start
 // at 0 for each and an alert on its increase sees the first reap.

@@ -48,15 +48,11 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 			continue // check_schedules judges schedules
 		}
 		rep.Checked++
-		obs, ok := r.observe(e, parents.terminal(e), r.now())
-		if !ok {
-			continue
-		}
-		wrote, err := r.Store.RecordObservation(ctx, e.Type, e.ID, obs)
+		s, err := r.probeAndRecord(ctx, e, parents.terminal(e))
 		if err != nil {
 			return rep, fmt.Errorf("sweep: %w", err)
 		}
-		if wrote {
+		if s.written {
 			rep.Written++
 		}
 	}
@@ -73,9 +69,39 @@ func (r *Reaper) window() time.Duration {
 	return DefaultSettings.FailureWindow
 }
 
-// observe probes one entity and returns the observation to store, or false
-// when nothing changed.
-func (r *Reaper) observe(e store.Entity, parentTerminal bool, now time.Time) (store.Observation, bool) {
+// step is one entity's turn in a sweep: what the probe found, the
+// observation it makes, and whether that was new and stored.
+type step struct {
+	res probe.Result
+	obs store.Observation
+	// changed: the observation differs from the stored one.
+	changed bool
+	// written: it was stored; false when unchanged, or when a transition
+	// landed since the entity was read (the next probe judges the new
+	// lifecycle).
+	written bool
+}
+
+// probeAndRecord probes one entity and stores the observation when it
+// changed. It is the sweep's step, and ProbeOne's, so that a one-shot
+// probe records exactly what the daemon would.
+func (r *Reaper) probeAndRecord(ctx context.Context, e store.Entity, parentTerminal bool) (step, error) {
+	var s step
+	s.res, s.obs, s.changed = r.observe(e, parentTerminal, r.now())
+	if !s.changed {
+		return s, nil
+	}
+	wrote, err := r.Store.RecordObservation(ctx, e.Type, e.ID, s.obs)
+	if err != nil {
+		return s, err
+	}
+	s.written = wrote
+	return s, nil
+}
+
+// observe probes one entity and returns the probe's result and the
+// observation to store, or false when nothing changed.
+func (r *Reaper) observe(e store.Entity, parentTerminal bool, now time.Time) (probe.Result, store.Observation, bool) {
 	var res probe.Result
 	if !probed(e) {
 		// A record with no process, heartbeat or files of its own (a show,
@@ -114,9 +140,9 @@ func (r *Reaper) observe(e store.Entity, parentTerminal bool, now time.Time) (st
 
 	if res.Health == e.Health && res.Delivery == e.Delivery && obs.DeadSince == e.DeadSince &&
 		obs.HealthSince == e.HealthSince && sameReasons(res.Reasons, e.Reasons) {
-		return obs, false
+		return res, obs, false
 	}
-	return obs, true
+	return res, obs, true
 }
 
 // sameReasons compares what matters of two reason lists: codes and the

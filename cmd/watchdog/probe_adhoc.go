@@ -33,9 +33,9 @@ const (
 const maxContractBytes = 1 << 20
 
 // probeEntityFunc probes a registered entity (`--entity TYPE/ID`) and
-// returns the exit code; it has printed its output. Nil until the
-// store-backed mode is wired in.
-var probeEntityFunc func(cmd *cobra.Command, ref string, asJSON bool) int
+// returns the exit code; it has printed its output (probe_entity.go). A
+// variable so tests can watch the flag handling without a store.
+var probeEntityFunc = probeEntity
 
 type probeOptions struct {
 	pid           string
@@ -47,6 +47,8 @@ type probeOptions struct {
 	artifacts     []string
 	contract      string
 	entity        string
+	db            string
+	config        string
 	asJSON        bool
 }
 
@@ -58,20 +60,29 @@ func probeFail(format string, args ...any) error {
 func newProbeCmd() *cobra.Command {
 	var o probeOptions
 	cmd := &cobra.Command{
-		Use:   "probe --pid N [flags] | probe --entity TYPE/ID [--json]",
-		Short: "Probe a process, its heartbeat and its artifacts now (no database needed)",
+		Use:   "probe --pid N [flags] | probe --entity TYPE/ID [--db FILE] [--config FILE] [--json]",
+		Short: "Probe a process (no database needed) or a registered entity now",
 		Long: `Probe a process now and classify it like the daemon would: liveness (with
 its start time as identity), heartbeat age, artifact contract.
+
+With --entity, probe a registered entity of this host with what the store
+recorded about it (pid and start time, heartbeat, artifacts, lock files)
+and the thresholds of --config (the SPEC defaults without it), and record
+the findings as the daemon's sweep would: only when health, delivery or
+reasons changed. A first-seen death starts terminal_grace now. An entity of
+another host is not probed (exit 3).
 
 The first line is "SEVERITY - display chain", then the reasons and the
 evidence; --json prints the normalized state instead.
 
 Exit codes, as a monitoring plugin: 0 neutral or info, 1 warning,
 2 critical, 3 could not decide (bad arguments, permission denied, pid
-liveness unknown).`,
+liveness unknown; with --entity: health unknown, an entity of another
+host, a legacy entity or a schedule).`,
 		Example: `  watchdog probe --pid 4242 --start-time 1716517000.12 --heartbeat /run/agents/s-42.hb
   watchdog probe --pid 4242 --artifacts-root /srv/runs/s-42 --artifact review.md --artifact 'logs/*.txt'
-  watchdog probe --pid 4242 --contract contract.yaml --json`,
+  watchdog probe --pid 4242 --contract contract.yaml --json
+  watchdog probe --entity session/s-42 --db /var/lib/watchdog/watchdog.db`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return probeFail("unexpected argument %q (probe takes flags only)", args[0])
@@ -106,6 +117,8 @@ liveness unknown).`,
 	f.StringArrayVar(&o.artifacts, "artifact", nil, "a required, non-empty file under the artifacts root (a glob matches if any file does); repeatable")
 	f.StringVar(&o.contract, "contract", "", "artifact contract `FILE` (JSON or YAML, {\"artifacts\": [...]} as at registration)")
 	f.StringVar(&o.entity, "entity", "", "probe the registered entity `TYPE/ID` instead of a bare pid")
+	addDBFlag(cmd, &o.db)
+	f.StringVar(&o.config, "config", "", "with --entity: YAML config `FILE` for thresholds, host_id and store.dsn (default: the SPEC defaults)")
 	f.BoolVar(&o.asJSON, "json", false, "print the normalized state as JSON")
 	return cmd
 }
@@ -117,10 +130,15 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 		if o.pid != "" || o.heartbeat != "" || o.startTime != "" || len(o.artifacts) > 0 || o.contract != "" || o.artifactsRoot != "" {
 			return 0, probeFail("--entity probes what the store recorded; it takes no --pid, --start-time, --heartbeat or artifact flags")
 		}
-		if probeEntityFunc == nil {
-			return 0, probeFail("--entity needs a store (not built yet)")
+		if o.idleAfter != "" || o.stalledAfter != "" {
+			// The findings are stored: thresholds other than the daemon's
+			// would make the two flip the entity back and forth.
+			return 0, probeFail("--entity takes its thresholds from --config, not --idle-after or --stalled-after")
 		}
 		return probeEntityFunc(cmd, o.entity, o.asJSON), nil
+	}
+	if cmd.Flags().Changed("db") || o.config != "" {
+		return 0, probeFail("--db and --config go with --entity; a --pid probe needs no database")
 	}
 
 	target, th, specs, err := o.target()

@@ -199,7 +199,7 @@ func TestProbeCommandBadArguments(t *testing.T) {
 		{"root without artifacts", []string{"--pid", pid, "--artifacts-root", dir}, "--artifacts-root needs --artifact"},
 		{"unknown flag", []string{"--pid", pid, "--bogus"}, "unknown flag: --bogus"},
 		{"positional argument", []string{"--pid", pid, "extra"}, `unexpected argument "extra"`},
-		{"entity without a store", []string{"--entity", "session/s-1"}, "--entity needs a store (not built yet)"},
+		{"entity without a store", []string{"--entity", "session/s-1", "--db", filepath.Join(dir, "absent.db")}, "no database at"},
 		{"entity and pid", []string{"--entity", "session/s-1", "--pid", pid}, "takes no --pid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -63,7 +63,7 @@ func newLogger(l config.Log) (*zap.Logger, error) {
 	format := l.Format
 	if format == "" {
 		format = "json"
-		if isTerminal(os.Stderr) {
+		if isTTY(os.Stderr) {
 			format = "console"
 		}
 	}
@@ -82,8 +82,8 @@ func newLogger(l config.Log) (*zap.Logger, error) {
 	return zc.Build()
 }
 
-// isTerminal reports whether f is a terminal (a TCGETS ioctl succeeds).
-func isTerminal(f *os.File) bool {
+// isTTY reports whether f is a terminal (a TCGETS ioctl succeeds).
+func isTTY(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }
