@@ -92,6 +92,11 @@ func TestExecExitMapping(t *testing.T) {
 					t.Errorf("timed_out without timeout evidence: timeout %v elapsed %v", e.TimeoutSeconds, e.TimeoutElapsed)
 				}
 			}
+			// Judged at once, as the daemon would: the process is gone, as
+			// an ended run's should be.
+			if e.Health != "ok" {
+				t.Errorf("health %s after the end, want ok", e.Health)
+			}
 			if e.PID <= 0 || e.SupervisorPID <= 0 {
 				t.Errorf("pid %d supervisor %d: exec must record both", e.PID, e.SupervisorPID)
 			}
@@ -181,8 +186,8 @@ func TestExecArtifactContract(t *testing.T) {
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("contract met: exit %d stderr %q", r.code, r.stderr)
 	}
-	if e, _ := execEntity(t, db, "ok"); e.LifecycleOr("") != "completed" || e.ArtifactsRoot != root || len(e.Artifacts) != 1 {
-		t.Errorf("contract met: %s, root %q, %d artifacts", e.LifecycleOr(""), e.ArtifactsRoot, len(e.Artifacts))
+	if e, _ := execEntity(t, db, "ok"); e.LifecycleOr("") != "completed" || e.ArtifactsRoot != root || len(e.Artifacts) != 1 || e.Delivery != "passed" {
+		t.Errorf("contract met: %s, root %q, %d artifacts, delivery %s", e.LifecycleOr(""), e.ArtifactsRoot, len(e.Artifacts), e.Delivery)
 	}
 
 	contract := writeFile(t, dir, "contract.yaml", "artifacts:\n  - path: report.json\n    kind: json\n")
@@ -195,8 +200,8 @@ func TestExecArtifactContract(t *testing.T) {
 	}
 	e, rows := execEntity(t, db, "missing")
 	last := lastRow(t, rows)
-	if e.LifecycleOr("") != "failed" || last.ReasonCode != "run.failed.artifact_contract" {
-		t.Fatalf("missing artifact: %s %s", e.LifecycleOr(""), last.ReasonCode)
+	if e.LifecycleOr("") != "failed" || last.ReasonCode != "run.failed.artifact_contract" || e.Delivery != "missing" {
+		t.Fatalf("missing artifact: %s %s, delivery %s", e.LifecycleOr(""), last.ReasonCode, e.Delivery)
 	}
 	found := false
 	for _, ev := range last.Evidence {

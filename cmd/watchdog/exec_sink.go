@@ -5,6 +5,9 @@ import (
 	"errors"
 
 	"watchdog/client"
+	"watchdog/config"
+	"watchdog/probe"
+	"watchdog/reaper"
 	"watchdog/store"
 	"watchdog/transitions"
 	"watchdog/wire"
@@ -55,8 +58,17 @@ func (s *localSink) finish(ctx context.Context, typ, id string, t wire.Transitio
 	if err != nil {
 		return err
 	}
-	_, err = s.w.Transition(ctx, req)
-	return err
+	if _, err = s.w.Transition(ctx, req); err != nil {
+		return err
+	}
+	// Judge the ended entity now (health ok or orphaned, delivery from the
+	// contract), as the daemon's next sweep would, so `watchdog status`
+	// right after exec shows the whole state even with no daemon running.
+	// Best effort: the end is already recorded.
+	host := probe.NewHost()
+	rp := &reaper.Reaper{Store: s.st, Writer: s.w, Prober: host, HostID: host.HostID(), Settings: settingsFrom(config.Default())}
+	_, _ = rp.ProbeOne(ctx, typ, id)
+	return nil
 }
 
 func (s *localSink) close() { s.st.Close() }
