@@ -43,11 +43,13 @@ func MapExit(code int, sig syscall.Signal, timedOut bool) ExitOutcome {
 	return ExitOutcome{To: "failed", Reason: state.RunFailedExitNonzero, ExitCode: code}
 }
 
-// ExitTarget adapts a session exit mapping to another type's vocabulary:
-// invocations succeed rather than complete, and types without aborted or
-// cancelled take their nearest terminal. It returns "" when the type has
-// no terminal for it (the caller then leaves the lifecycle alone).
-func ExitTarget(g *Graph, to string) string {
+// ExitTarget adapts a session exit mapping to another type's vocabulary,
+// for an entity currently in from: invocations succeed rather than
+// complete, and where the type has no edge from `from` to aborted or
+// cancelled (a workflow is cancelled only from held) the nearest terminal
+// it can reach stands in. It returns "" when no terminal fits (the caller
+// then leaves the lifecycle alone).
+func ExitTarget(g *Graph, from, to string) string {
 	candidates := map[string][]string{
 		"completed": {"completed", "succeeded", "stopped"},
 		"aborted":   {"aborted", "interrupted", "cancelled", "failed"},
@@ -56,7 +58,7 @@ func ExitTarget(g *Graph, to string) string {
 		"failed":    {"failed"},
 	}[to]
 	for _, c := range candidates {
-		if g.IsTerminal(c) {
+		if g.IsTerminal(c) && g.Allowed(from, c) {
 			return c
 		}
 	}

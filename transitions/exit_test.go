@@ -36,21 +36,29 @@ func TestMapExit(t *testing.T) {
 }
 
 func TestExitTarget(t *testing.T) {
-	tests := []struct{ typ, to, want string }{
-		{"session", "completed", "completed"},
-		{"session", "aborted", "aborted"},
-		{"invocation", "completed", "succeeded"},
-		{"invocation", "aborted", "cancelled"},
-		{"subagent", "aborted", "interrupted"},
-		{"turn", "cancelled", "interrupted"},
-		{"workflow", "aborted", "cancelled"},
-		{"agent", "completed", "stopped"},
-		{"agent", "aborted", "failed"},
-		{"schedule", "failed", ""},
+	tests := []struct{ typ, from, to, want string }{
+		{"session", "running", "completed", "completed"},
+		{"session", "running", "aborted", "aborted"},
+		{"invocation", "running", "completed", "succeeded"},
+		{"invocation", "running", "aborted", "cancelled"},
+		{"subagent", "running", "aborted", "interrupted"},
+		{"subagent", "detached", "aborted", "cancelled"}, // no detached->interrupted edge
+		{"turn", "running", "cancelled", "interrupted"},
+		{"workflow", "running", "aborted", "failed"}, // cancelled only from held
+		{"workflow", "held", "aborted", "cancelled"},
+		{"workflow", "running", "cancelled", "failed"},
+		{"agent", "busy", "completed", "stopped"},
+		{"agent", "busy", "aborted", "failed"},
+		{"schedule", "active", "failed", ""},
+		{"session", "completed", "failed", ""}, // a terminal state is a latch
 	}
 	for _, tt := range tests {
-		if got := ExitTarget(graphs[tt.typ], tt.to); got != tt.want {
-			t.Errorf("ExitTarget(%s, %s) = %q, want %q", tt.typ, tt.to, got, tt.want)
+		got := ExitTarget(graphs[tt.typ], tt.from, tt.to)
+		if got != tt.want {
+			t.Errorf("ExitTarget(%s, %s, %s) = %q, want %q", tt.typ, tt.from, tt.to, got, tt.want)
+		}
+		if got != "" && !graphs[tt.typ].Allowed(tt.from, got) {
+			t.Errorf("ExitTarget(%s, %s, %s) = %q is not an edge", tt.typ, tt.from, tt.to, got)
 		}
 	}
 }

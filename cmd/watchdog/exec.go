@@ -115,7 +115,7 @@ func planExec(o execOptions, args []string) (execPlan, error) {
 		return bad("unknown entity type %q (known: %s)", o.typ, strings.Join(transitions.Types(), ", "))
 	}
 	g, _ := transitions.Lookup(typ)
-	if !g.HasState("running") || transitions.ExitTarget(g, "completed") == "" {
+	if !g.HasState("running") || transitions.ExitTarget(g, "running", "completed") == "" {
 		return bad("--type %s has no running state to wrap a command in (use one of: %s)", typ, strings.Join(execTypes(), ", "))
 	}
 	if o.id != "" {
@@ -185,12 +185,30 @@ func planExec(o execOptions, args []string) (execPlan, error) {
 	return p, nil
 }
 
+// reusable says whether exec may take over an existing entity in lifecycle
+// from: one registered ahead (pending, queued) that can still start
+// running. Ended, running or legacy work keeps its id; exec refuses before
+// the command starts.
+func (p execPlan) reusable(from string) error {
+	switch {
+	case from == "":
+		return withCode(execExitUsage, fmt.Errorf("%s/%s is a legacy entity; exec needs a new --id", p.typ, p.reg.ID))
+	case p.graph.IsTerminal(from):
+		return withCode(execExitUsage, fmt.Errorf("%s/%s has already ended (%s); exec needs a new --id", p.typ, p.reg.ID, from))
+	case from == "running":
+		return withCode(execExitUsage, fmt.Errorf("%s/%s is already running; exec needs a new --id", p.typ, p.reg.ID))
+	case !p.graph.Allowed(from, "running"):
+		return withCode(execExitUsage, fmt.Errorf("%s/%s is %s, which cannot start running; exec needs a new --id", p.typ, p.reg.ID, from))
+	}
+	return nil
+}
+
 // execTypes lists the types exec can wrap.
 func execTypes() []string {
 	var out []string
 	for _, t := range transitions.Types() {
 		g, _ := transitions.Lookup(t)
-		if g.HasState("running") && transitions.ExitTarget(g, "completed") != "" {
+		if g.HasState("running") && transitions.ExitTarget(g, "running", "completed") != "" {
 			out = append(out, t)
 		}
 	}
@@ -202,6 +220,38 @@ func runExec(ctx context.Context, o execOptions, args []string, stdin io.Reader,
 	if err != nil {
 		return err
 	}
+	warn := func(format string, a ...any) { fmt.Fprintf(stderr, "watchdog: exec: "+format+"\n", a...) }
+	name := func() string { return plan.typ + "/" + plan.reg.ID }
+
+	// The store first: an --id that is taken by ended or running work is
+	// refused before anything runs. An unreachable store is not: the work
+	// runs unwatched.
+	sink, err := openExecSink(ctx, o)
+	var from string // the existing entity's lifecycle, "" for a new one
+	if err == nil && plan.reg.ID != "" {
+		var found bool
+		from, found, err = sink.lookup(ctx, plan.typ, plan.reg.ID)
+		if err == nil && found {
+			if rerr := plan.reusable(from); rerr != nil {
+				sink.close()
+				return rerr
+			}
+		}
+	}
+	if err != nil {
+		if sink != nil {
+			sink.close()
+		}
+		id := plan.reg.ID
+		if id == "" {
+			id = "(new id)"
+		}
+		warn("%s/%s is not watched (%v); running the command anyway", plan.typ, id, err)
+		sink = nil
+	} else {
+		defer sink.close()
+	}
+
 	// Catch the forwarded signals before the child exists, so none that
 	// arrives while it starts is lost (or kills exec instead).
 	sigs := make(chan os.Signal, 4)
@@ -217,6 +267,8 @@ func runExec(ctx context.Context, o execOptions, args []string, stdin io.Reader,
 		}
 		return withCode(code, fmt.Errorf("exec %s: %w", args[0], err))
 	}
+	// The timeout and the elapsed time count from here, whatever the
+	// store costs below.
 	started := time.Now()
 	pid := child.Process.Pid
 
@@ -224,7 +276,7 @@ func runExec(ctx context.Context, o execOptions, args []string, stdin io.Reader,
 		// The daemon may be on another host: record this one's identity of
 		// the child here. Locally the write path fills it in, start ticks
 		// included.
-		host := probe.NewHost()
+		host := localHost()
 		plan.reg.HostID = host.HostID()
 		plan.reg.BootID, _ = host.BootID()
 		if st, _, err := host.StartOf(pid); err == nil {
@@ -236,29 +288,21 @@ func runExec(ctx context.Context, o execOptions, args []string, stdin io.Reader,
 		plan.reg.ID = fmt.Sprintf("exec-%d-%d", pid, started.Unix())
 	}
 
-	warn := func(format string, a ...any) { fmt.Fprintf(stderr, "watchdog: exec: "+format+"\n", a...) }
-	sink, err := openExecSink(ctx, o)
-	if err == nil {
-		err = sink.register(ctx, plan.reg)
-		if err != nil {
-			sink.close()
+	if sink != nil {
+		if err := sink.register(ctx, plan.reg, from); err != nil {
+			warn("%s is not watched (%v); running the command anyway", name(), err)
+			sink = nil
 		}
 	}
-	if err != nil {
-		warn("%s/%s is not watched (%v); running the command anyway", plan.typ, plan.reg.ID, err)
-		sink = nil
-	} else {
-		defer sink.close()
-	}
 
-	end := superviseChild(child, sigs, o.timeout, o.killAfter)
+	end := superviseChild(child, sigs, started, o.timeout, o.killAfter)
 	out := transitions.MapExit(end.code, end.signal, end.timedOut)
 	if sink != nil {
 		t := plan.outcome(out, end, started)
 		if err := sink.finish(ctx, plan.typ, plan.reg.ID, t); err != nil {
-			warn("recording the end of %s/%s: %v", plan.typ, plan.reg.ID, err)
+			warn("recording the end of %s: %v", name(), err)
 		} else if t.Reason != nil && t.Reason.Code == string(state.RunFailedArtifactContract) {
-			warn("%s/%s exited 0 but its artifact contract failed: %s", plan.typ, plan.reg.ID, t.Reason.Message)
+			warn("%s exited 0 but its artifact contract failed: %s", name(), t.Reason.Message)
 		}
 	}
 	if out.ExitCode != 0 {
@@ -277,15 +321,14 @@ type childEnd struct {
 
 // superviseChild waits for the child, forwarding signals to it and
 // enforcing the timeout: SIGTERM at the deadline, SIGKILL killAfter later.
-func superviseChild(child *exec.Cmd, sigs <-chan os.Signal, timeout, killAfter time.Duration) childEnd {
-	start := time.Now()
+func superviseChild(child *exec.Cmd, sigs <-chan os.Signal, start time.Time, timeout, killAfter time.Duration) childEnd {
 	done := make(chan struct{})
 	var waitErr error
 	go func() { waitErr = child.Wait(); close(done) }()
 
 	var deadline, kill <-chan time.Time
 	if timeout > 0 {
-		t := time.NewTimer(timeout)
+		t := time.NewTimer(timeout - time.Since(start))
 		defer t.Stop()
 		deadline = t.C
 	}
@@ -350,7 +393,7 @@ func (p execPlan) outcome(out transitions.ExitOutcome, end childEnd, started tim
 		msg = detail + " (the timeout convention, but no --timeout was given)"
 	}
 	t := wire.Transition{
-		To:         transitions.ExitTarget(p.graph, to),
+		To:         transitions.ExitTarget(p.graph, "running", to),
 		ExpectFrom: "running",
 		Actor:      transitions.ActorExec,
 		Reason:     &wire.Reason{Code: string(code), Message: msg, Evidence: ev},

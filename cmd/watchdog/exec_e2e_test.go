@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,7 +16,8 @@ import (
 	"watchdog/store"
 )
 
-// execEntity reads the one entity exec recorded, with its audit rows.
+// execEntity reads the one entity exec recorded under id (of any type),
+// with its audit rows.
 func execEntity(t *testing.T, db, id string) (store.Entity, []store.AuditRow) {
 	t.Helper()
 	st, err := store.Open(context.Background(), db)
@@ -23,11 +25,20 @@ func execEntity(t *testing.T, db, id string) (store.Entity, []store.AuditRow) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	e, err := st.Get(context.Background(), "session", id)
+	list, err := st.List(context.Background(), store.Filter{})
 	if err != nil {
-		t.Fatalf("session/%s: %v", id, err)
+		t.Fatal(err)
 	}
-	rows, err := st.Transitions(context.Background(), "session", id)
+	var e store.Entity
+	for _, x := range list {
+		if x.ID == id {
+			e = x
+		}
+	}
+	if e.ID == "" {
+		t.Fatalf("no entity with id %s", id)
+	}
+	rows, err := st.Transitions(context.Background(), e.Type, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +73,7 @@ func TestExecExitMapping(t *testing.T) {
 		{"exit 143", nil, []string{"sh", "-c", "exit 143"}, 143, "cancelled", "run.cancelled.sigterm"},
 		{"killed by SIGTERM", nil, []string{"sh", "-c", "kill -TERM $$"}, 143, "cancelled", "run.cancelled.sigterm"},
 		{"killed by SIGKILL", nil, []string{"sh", "-c", "kill -KILL $$"}, 137, "failed", "run.failed.signal"},
+		{"workflow killed by SIGTERM", []string{"--type", "workflow"}, []string{"sh", "-c", "kill -TERM $$"}, 143, "failed", "run.cancelled.sigterm"}, // cancelled only from held
 		{"timeout", []string{"--timeout", "300ms"}, []string{"sleep", "30"}, 124, "timed_out", "run.timed_out.deadline"},
 		{"timeout, SIGTERM ignored, then SIGKILL", []string{"--timeout", "300ms", "--kill-after", "300ms"},
 			[]string{"sh", "-c", `trap "" TERM; exec sleep 30`}, 124, "timed_out", "run.timed_out.deadline"},
@@ -279,4 +291,64 @@ func TestExecBadInputRunsNothing(t *testing.T) {
 		t.Errorf("missing command: exit %d, want 127", r.code)
 	}
 	assertOneLineError(t, r)
+}
+
+// TestExecTakesOverOnlyWorkThatHasNotStarted: an entity registered ahead
+// (pending) is run by exec under its id; ended or running work keeps its
+// id, and exec refuses before the command runs, changing nothing.
+func TestExecTakesOverOnlyWorkThatHasNotStarted(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "w.db")
+	marker := filepath.Join(dir, "ran")
+	for _, body := range []string{
+		`{"type":"session","id":"ahead"}`,
+		`{"type":"session","id":"done","lifecycle":"completed"}`,
+		`{"type":"session","id":"busy","lifecycle":"running"}`,
+		`{"type":"session","id":"old","lifecycle":null}`,
+	} {
+		if r := wd(t, body, "register", "--db", db, "--json", "-"); r.code != 0 {
+			t.Fatalf("register %s: %s", body, r.stderr)
+		}
+	}
+	r := wd(t, "", "exec", "--db", db, "--id", "ahead", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("pending entity: exit %d %q", r.code, r.stderr)
+	}
+	e, rows := execEntity(t, db, "ahead")
+	var path []string
+	for _, row := range rows {
+		path = append(path, row.To)
+	}
+	if e.LifecycleOr("") != "completed" || strings.Join(path, ",") != "pending,running,completed" || e.PID <= 0 {
+		t.Errorf("pending entity run by exec: %s via %v, pid %d", e.LifecycleOr(""), path, e.PID)
+	}
+
+	before := readDB(t, db)
+	for _, id := range []string{"done", "busy", "old"} {
+		r := wd(t, "", "exec", "--db", db, "--id", id, "--", "touch", marker)
+		if r.code != 125 {
+			t.Errorf("%s: exit %d, want 125", id, r.code)
+		}
+		assertOneLineError(t, r)
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("%s: the command ran", id)
+		}
+	}
+	if after := readDB(t, db); !reflect.DeepEqual(before, after) {
+		t.Error("a refused exec changed the database")
+	}
+}
+
+// TestExecHostID: WATCHDOG_HOST_ID gives the command line the host id the
+// daemon's config sets, so what exec registers is this daemon's to sweep.
+func TestExecHostID(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "w.db")
+	cmd := exec.Command(binPath, "exec", "--db", db, "--id", "h", "--", "true")
+	cmd.Env = append(os.Environ(), "WATCHDOG_HOST_ID=rack-7-host-3")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if e, _ := execEntity(t, db, "h"); e.HostID != "rack-7-host-3" {
+		t.Errorf("host id %q", e.HostID)
+	}
 }

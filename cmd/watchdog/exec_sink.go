@@ -6,7 +6,6 @@ import (
 
 	"watchdog/client"
 	"watchdog/config"
-	"watchdog/probe"
 	"watchdog/reaper"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -16,7 +15,11 @@ import (
 // execSink is where exec records its run: the database directly, or a
 // daemon's API with --server.
 type execSink interface {
-	register(ctx context.Context, r wire.Register) error
+	// lookup reads an existing entity's lifecycle ("" for legacy).
+	lookup(ctx context.Context, typ, id string) (lifecycle string, found bool, err error)
+	// register registers the run; from is the lifecycle of the entity it
+	// takes over ("" for a new one), which it then moves to running.
+	register(ctx context.Context, r wire.Register, from string) error
 	finish(ctx context.Context, typ, id string, t wire.Transition) error
 	close()
 }
@@ -41,12 +44,26 @@ type localSink struct {
 	w  *transitions.Writer
 }
 
-func (s *localSink) register(ctx context.Context, r wire.Register) error {
+func (s *localSink) lookup(ctx context.Context, typ, id string) (string, bool, error) {
+	e, err := s.st.Get(ctx, typ, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return e.LifecycleOr(""), true, nil
+}
+
+func (s *localSink) register(ctx context.Context, r wire.Register, from string) error {
 	reg, err := r.Registration(transitions.ActorExec)
 	if err != nil {
 		return err
 	}
-	_, err = s.w.Register(ctx, reg)
+	if _, err = s.w.Register(ctx, reg); err != nil || from == "" {
+		return err
+	}
+	_, err = s.w.Transition(ctx, transitions.Request{Type: r.Type, ID: r.ID, To: "running", ExpectFrom: from, Actor: transitions.ActorExec})
 	return err
 }
 
@@ -65,7 +82,7 @@ func (s *localSink) finish(ctx context.Context, typ, id string, t wire.Transitio
 	// contract), as the daemon's next sweep would, so `watchdog status`
 	// right after exec shows the whole state even with no daemon running.
 	// Best effort: the end is already recorded.
-	host := probe.NewHost()
+	host := localHost()
 	rp := &reaper.Reaper{Store: s.st, Writer: s.w, Prober: host, HostID: host.HostID(), Settings: settingsFrom(config.Default())}
 	_, _ = rp.ProbeOne(ctx, typ, id)
 	return nil
@@ -75,8 +92,25 @@ func (s *localSink) close() { s.st.Close() }
 
 type remoteSink struct{ c *client.Client }
 
-func (s remoteSink) register(ctx context.Context, r wire.Register) error {
-	_, _, err := s.c.Register(ctx, r)
+func (s remoteSink) lookup(ctx context.Context, typ, id string) (string, bool, error) {
+	e, err := s.c.Entity(ctx, typ, id)
+	if errors.Is(err, transitions.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if e.Lifecycle == nil {
+		return "", true, nil
+	}
+	return *e.Lifecycle, true, nil
+}
+
+func (s remoteSink) register(ctx context.Context, r wire.Register, from string) error {
+	if _, _, err := s.c.Register(ctx, r); err != nil || from == "" {
+		return err
+	}
+	_, err := s.c.Transition(ctx, r.Type, r.ID, wire.Transition{To: "running", ExpectFrom: from, Actor: transitions.ActorExec})
 	return err
 }
 

@@ -1,12 +1,24 @@
 package main
 
 import (
+	"os"
+
 	"watchdog/probe"
 	"watchdog/transitions"
 )
+
+// localHost is this machine as the probe sees it. WATCHDOG_HOST_ID plays
+// the config's host_id for the command line (which reads no config file):
+// a host whose daemon runs with host_id set must give its CLI the same id,
+// or what the CLI registers is claimed for another host and never swept.
+func localHost() *probe.Host {
+	h := probe.NewHost()
+	h.HostIDOverride = os.Getenv("WATCHDOG_HOST_ID")
+	return h
+}
 
 // localIdentifier identifies this host and its processes for registration:
 // an entity registered from here without a host id is claimed for this
 // host, and a local pid gets its start time recorded so a reused pid can
 // never pass for it later.
-func localIdentifier() transitions.Identifier { return probe.NewHost() }
+func localIdentifier() transitions.Identifier { return localHost() }

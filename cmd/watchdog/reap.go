@@ -54,7 +54,7 @@ func openOneShot(ctx context.Context, cmd *cobra.Command, cfgPath string) (*oneS
 	if err != nil {
 		return nil, err
 	}
-	host := probe.NewHost()
+	host := localHost()
 	if cfg.HostID != "" {
 		host.HostIDOverride = cfg.HostID
 	}
