@@ -325,7 +325,7 @@ func (c *storeCollector) emit(ch chan<- prometheus.Metric, n *counts) {
 	// from a severity rule this table does not know yet; report it rather
 	// than lose it.
 	for k, v := range n.entities {
-		if !containsTone(tonesOf[k.severity], k.tone) || knownType(k.typ) != k.typ {
+		if !containsTone(tonesOf[k.severity], k.tone) || k.typ == unknown {
 			ch <- prometheus.MustNewConstMetric(c.entities, prometheus.GaugeValue, float64(v), k.typ, string(k.severity), string(k.tone))
 		}
 	}
