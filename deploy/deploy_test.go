@@ -505,6 +505,17 @@ func TestMetricNamesAreExported(t *testing.T) {
 	bin := buildWatchdog(t)
 
 	scrape := scrapeDaemon(t, bin)
+	// The exposition itself passes Prometheus' own linter (names, units,
+	// HELP, counter suffixes), as promtool reads it from a real scrape.
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool not installed: make test (scripts/deploy-check.sh) installs the Debian package prometheus")
+	}
+	lint := exec.Command(promtool, "check", "metrics")
+	lint.Stdin = strings.NewReader(scrape)
+	if out, err := lint.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics on a real scrape: %v\n%s", err, out)
+	}
 	exported, kinds := exposedNames(scrape)
 	if len(exported) == 0 {
 		t.Fatalf("the scrape holds no metrics:\n%s", scrape)
