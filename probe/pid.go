@@ -227,11 +227,30 @@ func (h *Host) Identify(pid int) (Identity, error) {
 	return id, nil
 }
 
-// StartOf is Identify reduced to the start time, the shape the write path
-// asks for when it completes a registration's identity.
+// StartOf is a process's start time, for the write path to record when
+// the pid is registered. Unlike Identify it accepts a zombie: a child that
+// exited but is not reaped yet (exec's own, registered a moment after a
+// fast exit) is still that process, and its start time is what keeps a
+// later reuse of the pid from passing for it.
 func (h *Host) StartOf(pid int) (float64, uint64, error) {
-	id, err := h.Identify(pid)
-	return id.StartTime, id.StartTicks, err
+	if pid <= 0 {
+		return 0, 0, fmt.Errorf("start of pid %d: not a process id", pid)
+	}
+	sc := getScratch()
+	defer putScratch(sc)
+	r := h.processes()
+	ps, err := r.read(pid, sc)
+	if err != nil {
+		return 0, 0, fmt.Errorf("start of pid %d: %w", pid, err)
+	}
+	if !r.ticks() {
+		return ps.startTime, ps.startTicks, nil
+	}
+	bt, err := h.bootTime()
+	if err != nil {
+		return 0, 0, fmt.Errorf("start of pid %d: %w", pid, err)
+	}
+	return ticksToUnix(bt, ps.startTicks), ps.startTicks, nil
 }
 
 func ticksToUnix(btime int64, ticks uint64) float64 {

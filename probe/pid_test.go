@@ -164,6 +164,19 @@ func TestCheckPIDZombie(t *testing.T) {
 	if _, err := h.Identify(pid); !errors.Is(err, ErrNoSuchProcess) {
 		t.Errorf("Identify of a zombie: %v, want ErrNoSuchProcess", err)
 	}
+	// StartOf still reads the zombie's start (the write path records it for
+	// a child that exited before it was registered), and recorded that way
+	// it makes the zombie's probe conclusive by identity too.
+	st, ticks, err := h.StartOf(pid)
+	if err != nil || st <= 0 {
+		t.Fatalf("StartOf a zombie: %v, %v", st, err)
+	}
+	if o := h.CheckPID(PIDTarget{PID: pid, StartTime: st, StartTicks: ticks}); o.Liveness != Dead || o.Cause != CauseZombie {
+		t.Errorf("zombie with its recorded start: %v/%v", o.Liveness, o.Cause)
+	}
+	if _, _, err := h.StartOf(0); err == nil {
+		t.Error("StartOf(0) succeeded")
+	}
 }
 
 func TestCheckPIDHostAndBoot(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,16 +20,21 @@ import (
 )
 
 func newRegisterCmd() *cobra.Command {
-	var db, file string
+	var db, server, file string
 	c := &cobra.Command{
 		Use:   "register --json FILE",
 		Short: "Register (or update) an entity from a JSON document (- for stdin)",
 		Example: `  watchdog register --json s-42.json
-  echo '{"type":"session","id":"s-42","lifecycle":"running","pid":4242}' | watchdog register --json -`,
+  echo '{"type":"session","id":"s-42","lifecycle":"running","pid":4242}' | watchdog register --json -
+  WATCHDOG_SERVER=http://127.0.0.1:9715 watchdog register --json s-42.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
 				return usageError("register needs --json FILE (or - for stdin)")
+			}
+			remote, err := resolveTarget(cmd, server)
+			if err != nil {
+				return err
 			}
 			var r io.Reader = cmd.InOrStdin()
 			if file != "-" {
@@ -48,11 +54,18 @@ func newRegisterCmd() *cobra.Command {
 				return fmt.Errorf("%s: %w", file, err)
 			}
 			// Validate before touching the database, so a bad document
-			// cannot even create an empty one.
+			// cannot even create an empty one (nor reach the daemon).
 			if _, err := transitions.Lookup(reg.Entity.Type); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
+			if remote {
+				// The document goes as written: the daemon completes a
+				// pid's identity (host id, boot id, start time and ticks)
+				// as for any API client, under its own configured host
+				// id, which this process cannot know.
+				return registerRemote(ctx, cmd.OutOrStdout(), server, body)
+			}
 			st, err := openStore(ctx, db, true)
 			if err != nil {
 				return err
@@ -78,18 +91,38 @@ func newRegisterCmd() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&file, "json", "", "register document (SPEC wire shape); - reads stdin")
-	addDBFlag(c, &db)
+	addTargetFlags(c, &db, &server)
 	return c
 }
 
+// registerRemote is register through the daemon's API, printing the line
+// the local path prints.
+func registerRemote(ctx context.Context, out io.Writer, server string, body wire.Register) error {
+	cl, err := dialServer(server)
+	if err != nil {
+		return err
+	}
+	e, created, err := cl.Register(ctx, body)
+	if err != nil {
+		return remoteError(server, err)
+	}
+	verb := "updated"
+	if created {
+		verb = "registered"
+	}
+	_, err = fmt.Fprintf(out, "%s %s/%s: %s\n", verb, e.Type, e.ID, e.Display)
+	return err
+}
+
 func newTransitionCmd() *cobra.Command {
-	var db, reason, message, actor, expectFrom, trigger string
+	var db, server, reason, message, actor, expectFrom, trigger string
 	var timeout, elapsed float64
 	c := &cobra.Command{
 		Use:   "transition TYPE/ID TO",
 		Short: "Move an entity to another lifecycle state through the validated write path",
 		Example: `  watchdog transition session/s-42 aborted --reason run.aborted.operator --message "stuck on review"
-  watchdog transition play/p-1 queued --actor orchestrator`,
+  watchdog transition play/p-1 queued --actor orchestrator
+  WATCHDOG_SERVER=http://127.0.0.1:9715 WATCHDOG_TOKEN_FILE=/run/agents/token watchdog transition session/s-42 completed`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			typ, id, err := parseRef(args[0])
@@ -103,17 +136,43 @@ func newTransitionCmd() *cobra.Command {
 			if reason != "" || message != "" {
 				req.Reason = &state.StateReason{Code: state.ReasonCode(reason), Message: message}
 			}
+			remote, err := resolveTarget(cmd, server)
+			if err != nil {
+				return err
+			}
 			ctx := cmd.Context()
-			st, err := openStore(ctx, db, false)
-			if err != nil {
-				return err
+			var from, to string
+			if remote {
+				t := wire.Transition{
+					To: req.To, ExpectFrom: expectFrom, Trigger: trigger,
+					TimeoutSeconds: timeout, ElapsedSeconds: elapsed,
+				}
+				// Over HTTP the daemon decides the actor (SPEC §9): an
+				// unset --actor sends none, so it records orchestrator (or,
+				// with auth on, the token's principal); an explicit one is
+				// a claim it may refuse (admin is 403 with auth on).
+				if cmd.Flags().Changed("actor") {
+					t.Actor = actor
+				}
+				if req.Reason != nil {
+					t.Reason = &wire.Reason{Code: reason, Message: message}
+				}
+				if from, to, err = transitionRemote(ctx, server, typ, id, t); err != nil {
+					return err
+				}
+			} else {
+				st, err := openStore(ctx, db, false)
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				res, err := newWriter(st).Transition(ctx, req)
+				if err != nil {
+					return err
+				}
+				from, to = res.Before.LifecycleOr("legacy"), res.After.LifecycleOr("legacy")
 			}
-			defer st.Close()
-			res, err := newWriter(st).Transition(ctx, req)
-			if err != nil {
-				return err
-			}
-			line := fmt.Sprintf("%s/%s: %s -> %s", typ, id, res.Before.LifecycleOr("legacy"), res.After.LifecycleOr("legacy"))
+			line := fmt.Sprintf("%s/%s: %s -> %s", typ, id, from, to)
 			if reason != "" {
 				line += " (" + reason + ")"
 			}
@@ -124,17 +183,29 @@ func newTransitionCmd() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&reason, "reason", "", "reason code (see watchdog reasons); required for failed, aborted, cancelled, timed_out, ...")
 	f.StringVar(&message, "message", "", "human message for the reason")
-	f.StringVar(&actor, "actor", transitions.ActorAdmin, "who asks: admin or orchestrator")
+	f.StringVar(&actor, "actor", transitions.ActorAdmin, "who asks: admin or orchestrator. With --server and no --actor the daemon decides "+
+		"(orchestrator); with auth on the token decides and admin is refused")
 	f.StringVar(&expectFrom, "expect-from", "", "apply only if the entity is still in this state (compare-and-set)")
 	f.StringVar(&trigger, "trigger", "", "why it happened: "+strings.Join(transitions.Triggers, ", "))
 	f.Float64Var(&timeout, "timeout-seconds", 0, "configured timeout, for timed_out")
 	f.Float64Var(&elapsed, "elapsed-seconds", 0, "elapsed time, for timed_out (default: since start)")
-	addDBFlag(c, &db)
+	addTargetFlags(c, &db, &server)
 	return c
 }
 
+// transitionRemote is transition through the daemon's API; it returns the
+// lifecycles the "FROM -> TO" line prints.
+func transitionRemote(ctx context.Context, server, typ, id string, t wire.Transition) (from, to string, err error) {
+	cl, err := dialServer(server)
+	if err != nil {
+		return "", "", err
+	}
+	from, to, err = remoteTransition(ctx, cl, typ, id, t)
+	return from, to, remoteError(server, err)
+}
+
 func newHeartbeatCmd() *cobra.Command {
-	var db, progress string
+	var db, server, progress string
 	c := &cobra.Command{
 		Use:   "heartbeat TYPE/ID",
 		Short: "Record a heartbeat (with an optional progress note) for an entity",
@@ -144,7 +215,18 @@ func newHeartbeatCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			remote, err := resolveTarget(cmd, server)
+			if err != nil {
+				return err
+			}
 			ctx := cmd.Context()
+			if remote {
+				cl, err := dialServer(server)
+				if err != nil {
+					return err
+				}
+				return remoteError(server, cl.Heartbeat(ctx, typ, id, progress))
+			}
 			st, err := openStore(ctx, db, false)
 			if err != nil {
 				return err
@@ -154,7 +236,7 @@ func newHeartbeatCmd() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&progress, "progress", "", "short progress note, kept as evidence")
-	addDBFlag(c, &db)
+	addTargetFlags(c, &db, &server)
 	return c
 }
 

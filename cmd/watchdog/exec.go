@@ -73,6 +73,19 @@ reached, the command still runs, unwatched, and exec says so on stderr.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The same --db/--server rule as the other writing commands;
+			// a conflict is exec's own usage error (125).
+			remote, err := resolveTarget(cmd, o.server)
+			if err != nil {
+				var ee *exitError
+				if errors.As(err, &ee) {
+					err = ee.err
+				}
+				return withCode(execExitUsage, err)
+			}
+			if !remote {
+				o.server = ""
+			}
 			return runExec(cmd.Context(), o, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

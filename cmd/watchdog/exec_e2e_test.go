@@ -109,8 +109,11 @@ func TestExecExitMapping(t *testing.T) {
 			if e.Health != "ok" {
 				t.Errorf("health %s after the end, want ok", e.Health)
 			}
-			if e.PID <= 0 || e.SupervisorPID <= 0 {
-				t.Errorf("pid %d supervisor %d: exec must record both", e.PID, e.SupervisorPID)
+			// Even a child that is gone before it is registered (exit 0
+			// at once) has its start time recorded: it is exec's zombie
+			// until exec reaps it.
+			if e.PID <= 0 || e.SupervisorPID <= 0 || e.PIDStartTime <= 0 {
+				t.Errorf("pid %d start %v supervisor %d: exec must record all three", e.PID, e.PIDStartTime, e.SupervisorPID)
 			}
 		})
 	}

@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"watchdog/client"
+	"watchdog/transitions"
+	"watchdog/wire"
 )
 
 // addServerFlag gives a writing command the --server flag (env
@@ -17,12 +24,146 @@ func addServerFlag(c *cobra.Command, server *string) {
 		"daemon API base URL, e.g. http://127.0.0.1:9715, used instead of --db (env WATCHDOG_SERVER; token from WATCHDOG_TOKEN_FILE)")
 }
 
+// addTargetFlags gives register, heartbeat and transition both --db and
+// --server, with help that states how resolveTarget chooses between them.
+func addTargetFlags(c *cobra.Command, db, server *string) {
+	addDBFlag(c, db)
+	addServerFlag(c, server)
+	f := c.Flags()
+	f.Lookup("db").Usage = "SQLite database file (env WATCHDOG_DB); not with --server"
+	f.Lookup("server").Usage = "write through the daemon's API at this URL, e.g. http://127.0.0.1:9715, instead of opening a database " +
+		"(env WATCHDOG_SERVER; bearer token read from the file in WATCHDOG_TOKEN_FILE). " +
+		"--db and --server together, or WATCHDOG_DB and WATCHDOG_SERVER together without either flag, are a usage error; " +
+		"a flag overrides the other's environment variable"
+}
+
+// resolveTarget decides whether a writing command goes through the daemon
+// (true) or opens the database (false). The rule is the one operators know
+// from other tools: a flag beats an environment variable, and two sources
+// of the same rank that disagree are refused rather than guessed between.
+// So --db with --server is a usage error, --db wins over WATCHDOG_SERVER,
+// --server wins over WATCHDOG_DB, and WATCHDOG_DB with WATCHDOG_SERVER
+// (neither flag) is a usage error too: an agent whose environment says
+// both would otherwise write to whichever one this code happened to prefer.
+func resolveTarget(c *cobra.Command, server string) (bool, error) {
+	if server == "" {
+		return false, nil
+	}
+	dbFlag, serverFlag := c.Flags().Changed("db"), c.Flags().Changed("server")
+	switch {
+	case dbFlag && serverFlag:
+		return false, usageError("--db and --server both given: use one (a local database, or a daemon's API)")
+	case dbFlag:
+		return false, nil
+	case !serverFlag && os.Getenv("WATCHDOG_DB") != "":
+		return false, usageError("WATCHDOG_DB and WATCHDOG_SERVER are both set: unset one, or choose with --db or --server")
+	}
+	if err := checkServerURL(server); err != nil {
+		src := "--server"
+		if !serverFlag {
+			src = "WATCHDOG_SERVER"
+		}
+		return false, usageError("%s: %v", src, err)
+	}
+	return true, nil
+}
+
+// checkServerURL refuses what cannot be a daemon's base URL before any
+// request, so a typo is a usage error and not a network one. A bare
+// host:port is accepted, as client.New reads it as http://host:port.
+func checkServerURL(server string) error {
+	s := strings.TrimSpace(server)
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not a daemon URL like http://127.0.0.1:9715", server)
+	}
+	return nil
+}
+
 // dialServer returns a client of the daemon at server, with the bearer
 // token read from WATCHDOG_TOKEN_FILE when that is set.
 func dialServer(server string) (*client.Client, error) {
 	tok, err := client.ReadToken(os.Getenv("WATCHDOG_TOKEN_FILE"))
 	if err != nil {
-		return nil, err
+		// Name the variable: the path in the message came from it, and it
+		// is what the user has to fix.
+		return nil, fmt.Errorf("WATCHDOG_TOKEN_FILE: %w", err)
 	}
 	return client.New(server, tok), nil
+}
+
+// remoteError turns a failed API call into the one line the command
+// prints. The API's own refusals already carry the write path's sentence
+// (the same the local path prints) and pass unchanged; a transport failure
+// is reworded to name the daemon's URL once, without the request's
+// method and path, which say nothing the user can act on.
+func remoteError(server string, err error) error {
+	var apiErr *client.Error
+	if err == nil || errors.As(err, &apiErr) {
+		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if ue.Timeout() {
+			return fmt.Errorf("daemon at %s did not answer in time: %w", server, ue.Err)
+		}
+		return fmt.Errorf("cannot reach the daemon at %s: %w", server, ue.Err)
+	}
+	return err
+}
+
+// remoteTransitionAttempts bounds the re-reads when the entity keeps
+// moving between the read and the write of an unconditional transition.
+const remoteTransitionAttempts = 5
+
+// remoteTransition applies t through the daemon and returns the lifecycle
+// the entity left, for the "TYPE/ID: FROM -> TO" line. The API answers
+// with the entity after the transition only, so the from state is known
+// only from a compare-and-set: --expect-from is one; without it the entity
+// is read first and its lifecycle sent as expect_from, and a conflict (it
+// moved in between) is retried on a fresh read. That keeps the local
+// path's semantics (the transition applies from whatever the entity is in,
+// if the edge allows it) and makes the printed from state exact, never a
+// guess from a read that raced with another writer.
+func remoteTransition(ctx context.Context, c *client.Client, typ, id string, t wire.Transition) (from, to string, err error) {
+	if t.ExpectFrom != "" {
+		e, err := c.Transition(ctx, typ, id, t)
+		if err != nil {
+			return "", "", err
+		}
+		return t.ExpectFrom, lifecycleOr(e, "legacy"), nil
+	}
+	for attempt := 1; ; attempt++ {
+		cur, err := c.Entity(ctx, typ, id)
+		if err != nil {
+			return "", "", err
+		}
+		// A legacy entity has no lifecycle to expect: the request goes
+		// unconditionally and the write path refuses it in its own words.
+		t.ExpectFrom = ""
+		if cur.Lifecycle != nil {
+			t.ExpectFrom = *cur.Lifecycle
+		}
+		e, err := c.Transition(ctx, typ, id, t)
+		if errors.Is(err, transitions.ErrConflict) && attempt < remoteTransitionAttempts {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, transitions.ErrConflict) {
+				return "", "", fmt.Errorf("%w (it kept changing while the transition was sent; try again)", err)
+			}
+			return "", "", err
+		}
+		return lifecycleOr(cur, "legacy"), lifecycleOr(e, "legacy"), nil
+	}
+}
+
+func lifecycleOr(e wire.Entity, def string) string {
+	if e.Lifecycle == nil {
+		return def
+	}
+	return *e.Lifecycle
 }
