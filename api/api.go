@@ -106,10 +106,6 @@ type Options struct {
 	Metrics *metrics.Metrics
 }
 
-// maxProgress bounds a heartbeat's progress note: it is shown as evidence,
-// one short line, not a log.
-const maxProgress = 1000
-
 type server struct {
 	Options
 	mux *http.ServeMux

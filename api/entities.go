@@ -151,8 +151,8 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if len(body.Progress) > maxProgress {
-		writeError(w, http.StatusBadRequest, causeBadRequest, fmt.Sprintf("progress is %d bytes; keep it to one line of at most %d", len(body.Progress), maxProgress))
+	if err := body.Check(); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	ctx := r.Context()

@@ -265,3 +265,16 @@ func (t Transition) Request(typ, id, defaultActor string) (transitions.Request, 
 type Heartbeat struct {
 	Progress string `json:"progress,omitempty"`
 }
+
+// MaxProgress bounds a heartbeat's progress note: it is shown as evidence,
+// one short line, not a log.
+const MaxProgress = 1000
+
+// Check refuses a progress note longer than MaxProgress, the same way over
+// HTTP and on the command line.
+func (h Heartbeat) Check() error {
+	if len(h.Progress) > MaxProgress {
+		return fmt.Errorf("%w: progress is %d bytes; keep it to one line of at most %d", ErrBadInput, len(h.Progress), MaxProgress)
+	}
+	return nil
+}

@@ -155,6 +155,7 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 		{"unknown flag", "", []string{"status", "--colour"}, 2, "unknown flag: --colour"},
 		{"bad severity", "", []string{"status", "--severity", "loud"}, 2, `"loud" is not one of`},
 		{"heartbeat unknown entity", "", []string{"heartbeat", "session/nope"}, 1, "not found"},
+		{"heartbeat progress too long", "", []string{"heartbeat", "session/s-1", "--progress", strings.Repeat("x", 1001)}, 2, "at most 1000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -215,6 +215,9 @@ func newHeartbeatCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := (wire.Heartbeat{Progress: progress}).Check(); err != nil {
+				return usageError("--progress: %v", err)
+			}
 			remote, err := resolveTarget(cmd, server)
 			if err != nil {
 				return err
