@@ -170,9 +170,18 @@ func (d *daemon) schedule(ctx context.Context) error {
 		return err
 	}
 	d.sched = sched
+	gap := specInterval(j.Sweep)
 	d.mu.Lock()
-	d.sweepGap = specInterval(j.Sweep)
+	d.sweepGap = gap
 	d.mu.Unlock()
+	// Only a finished sweep feeds systemd's watchdog (notify.go), so a
+	// sweep schedule of half of WatchdogSec or slower leaves no margin: one
+	// late sweep and systemd restarts a healthy daemon, and again. Say so
+	// at start and on reload instead of leaving it to a restart loop.
+	if d.notify.interval > 0 && gap >= d.notify.interval {
+		d.log.Warn("jobs.sweep is too slow for systemd's WatchdogSec (keep it under half): only a finished sweep pings, so one late sweep gets a healthy daemon restarted",
+			zap.Duration("sweep_every", gap), zap.Duration("watchdog_sec", 2*d.notify.interval))
+	}
 	return nil
 }
 

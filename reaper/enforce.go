@@ -150,6 +150,16 @@ func (r *Reaper) phantom(e store.Entity, parents parentCache, now time.Time) (Ac
 	var code state.ReasonCode
 	switch {
 	case res.Liveness == probe.Dead:
+		// "No activity" counts from registration or the last heartbeat,
+		// not from the death: a long-quiet entity whose process has just
+		// died would otherwise be reaped at once, taking from its owner
+		// the terminal_grace in which its own end must win (the serve
+		// end-to-end test caught a session aborted one sweep after its
+		// death). The grace counts from the first death seen, as in
+		// EnforceTerminal.
+		if e.DeadSince == 0 || now.Sub(fromUnix(e.DeadSince)) < r.Settings.TerminalGrace {
+			return Action{}, state.StateReason{}, false
+		}
 		code = state.SystemReaperPhantomProcessDead
 	case res.Health == state.HealthOrphaned:
 		code = state.SystemReaperPhantomOrphaned

@@ -1,0 +1,128 @@
+package daemon
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"watchdog/config"
+	"watchdog/reaper"
+)
+
+// fakeSystemd is a real unixgram socket standing in for systemd's notify
+// socket (go-systemd's sdnotify_test does the same).
+func fakeSystemd(t *testing.T) *net.UnixConn {
+	t.Helper()
+	// sun_path holds 108 bytes; t.TempDir() can be longer.
+	dir, err := os.MkdirTemp("", "wdn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	t.Setenv("NOTIFY_SOCKET", path)
+	return conn
+}
+
+// received reads the datagrams sent so far.
+func received(t *testing.T, conn *net.UnixConn) []string {
+	t.Helper()
+	var out []string
+	buf := make([]byte, 4096)
+	for {
+		if err := conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		n, err := conn.Read(buf)
+		if err != nil {
+			return out
+		}
+		out = append(out, string(buf[:n]))
+	}
+}
+
+func TestNotifierMessages(t *testing.T) {
+	conn := fakeSystemd(t)
+	t.Setenv("WATCHDOG_USEC", "2000000") // WatchdogSec=2s
+	t.Setenv("WATCHDOG_PID", "")
+	n := newNotifier(zap.NewNop())
+	if n.interval != time.Second {
+		t.Fatalf("ping interval %s, want half of WatchdogSec", n.interval)
+	}
+
+	n.watchdog()
+	n.watchdog() // too soon after the first: not sent
+	n.ready("2 open entities: 1 critical, 0 warning, 1 info")
+	n.status("2 open entities: 0 critical, 0 warning, 2 info")
+	n.stopping()
+	want := []string{
+		"WATCHDOG=1",
+		"READY=1\nSTATUS=2 open entities: 1 critical, 0 warning, 1 info",
+		"STATUS=2 open entities: 0 critical, 0 warning, 2 info",
+		"STOPPING=1\nSTATUS=stopping",
+	}
+	if got := received(t, conn); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("sent %q\nwant %q", got, want)
+	}
+
+	// Once half the interval has passed, the next sweep pings again.
+	n.mu.Lock()
+	n.lastPing = time.Now().Add(-n.interval / 2)
+	n.mu.Unlock()
+	n.watchdog()
+	if got := received(t, conn); len(got) != 1 || got[0] != "WATCHDOG=1" {
+		t.Fatalf("after half an interval: %q", got)
+	}
+}
+
+func TestNotifierWatchdogOff(t *testing.T) {
+	conn := fakeSystemd(t)
+	t.Setenv("WATCHDOG_USEC", "")
+	n := newNotifier(zap.NewNop())
+	n.watchdog()
+	n.ready("ok")
+	if got := received(t, conn); len(got) != 1 || !strings.HasPrefix(got[0], "READY=1") {
+		t.Fatalf("with the watchdog off only READY is sent, got %q", got)
+	}
+}
+
+// TestScheduleWarnsWhenSweepCannotFeedWatchdog: only a finished sweep
+// pings, so a sweep schedule as slow as half of WatchdogSec is a restart
+// loop waiting to happen, and the log must say so.
+func TestScheduleWarnsWhenSweepCannotFeedWatchdog(t *testing.T) {
+	tests := []struct {
+		sweep string
+		warn  bool
+	}{
+		{"@every 15s", false}, // the shipped unit: WatchdogSec=90s
+		{"@every 44s", false},
+		{"@every 45s", true},
+		{"@every 5m", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sweep, func(t *testing.T) {
+			core, logs := observer.New(zap.WarnLevel)
+			cfg := config.Default()
+			cfg.Jobs.Sweep = tt.sweep
+			d := &daemon{cfg: cfg, log: zap.New(core), rp: &reaper.Reaper{}, notify: &notifier{log: zap.NewNop(), interval: 45 * time.Second}}
+			if err := d.schedule(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			got := logs.FilterMessageSnippet("too slow for systemd's WatchdogSec").Len() == 1
+			if got != tt.warn {
+				t.Errorf("warned %v, want %v (%v)", got, tt.warn, logs.All())
+			}
+		})
+	}
+}
