@@ -55,6 +55,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -108,24 +109,45 @@ type Options struct {
 
 type server struct {
 	Options
-	mux *http.ServeMux
+	mux    *http.ServeMux
+	window atomic.Int64 // the failure window in nanoseconds; reloadable
 }
 
+// Handler is the API. SetFailureWindow changes the attention queue's
+// failure window while it serves (a config reload).
+type Handler struct {
+	s    *server
+	next http.Handler
+}
+
+// ServeHTTP serves the API.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.next.ServeHTTP(w, r) }
+
+// SetFailureWindow applies a new failure window (0 means 24h) to the queue
+// and to the metrics' attention gauge.
+func (h *Handler) SetFailureWindow(d time.Duration) {
+	if d <= 0 {
+		d = attention.DefaultFailureWindow
+	}
+	h.s.window.Store(int64(d))
+	if h.s.Metrics != nil {
+		h.s.Metrics.SetFailureWindow(d)
+	}
+}
+
+func (s *server) failureWindow() time.Duration { return time.Duration(s.window.Load()) }
+
 // New builds the HTTP handler.
-func New(o Options) http.Handler {
+func New(o Options) *Handler {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.FailureWindow <= 0 {
-		o.FailureWindow = attention.DefaultFailureWindow
-	}
-	if o.Metrics != nil {
-		o.Metrics.SetFailureWindow(o.FailureWindow)
-	}
 	s := &server{Options: o, mux: http.NewServeMux()}
+	h := &Handler{s: s}
+	h.SetFailureWindow(o.FailureWindow)
 	m := s.mux
 	if o.Gatherer != nil {
 		m.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
@@ -148,7 +170,8 @@ func New(o Options) http.Handler {
 	// The catch-all answers unknown paths and wrong methods in JSON; the
 	// mux's own answers are plain text.
 	m.HandleFunc("/", s.fallback)
-	return s.accessLog(m)
+	h.next = s.accessLog(m)
+	return h
 }
 
 // statusWriter remembers the status for the access log.

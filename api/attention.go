@@ -50,10 +50,10 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
 		return
 	}
-	q.FailureWindow = s.FailureWindow
+	q.FailureWindow = s.failureWindow()
 	now := s.Now()
 	ctx := r.Context()
-	list, err := s.Store.AttentionCandidates(ctx, attention.Since(now, s.FailureWindow))
+	list, err := s.Store.AttentionCandidates(ctx, attention.Since(now, s.failureWindow()))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -115,7 +115,7 @@ func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp stri
 	}
 	var item *attention.Item
 	if err == nil {
-		for _, it := range attention.ItemsOf(e, s.Now(), s.FailureWindow) {
+		for _, it := range attention.ItemsOf(e, s.Now(), s.failureWindow()) {
 			if it.Fingerprint == fp {
 				item = &it
 				break

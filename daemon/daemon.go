@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"watchdog/api"
 	"watchdog/config"
@@ -38,6 +39,9 @@ type Options struct {
 	// Reload delivers SIGHUP: re-read the config, apply thresholds and
 	// schedules; an invalid file keeps the running config.
 	Reload <-chan os.Signal
+	// Level, when set, is Log's level, which a reload changes to the new
+	// log.level.
+	Level *zap.AtomicLevel
 	// Listening, when set, receives the bound address (tests bind :0).
 	Listening func(addr string)
 	// Host is the machine as the probe sees it; nil means the real one.
@@ -79,11 +83,12 @@ func Run(ctx context.Context, o Options) error {
 	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host}
 	rp := &reaper.Reaper{
 		Store: st, Writer: writer, Prober: host, HostID: host.HostID(),
-		Settings: settingsFrom(cfg), Log: log.Named("reaper"), Observer: m,
+		Settings: reaper.SettingsFrom(cfg), Log: log.Named("reaper"), Observer: m,
 	}
 	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m}
 
-	handler := api.New(api.Options{
+	d.level = o.Level
+	d.api = api.New(api.Options{
 		Store: st, Writer: writer, Log: log.Named("api"), Token: token, Gatherer: reg,
 		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m,
 	})
@@ -91,7 +96,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: d.api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()),
@@ -149,6 +154,8 @@ type daemon struct {
 	metrics *metrics.Metrics
 	sched   *reaper.Scheduler
 	jobs    []reaper.Job
+	api     *api.Handler
+	level   *zap.AtomicLevel
 
 	mu        sync.Mutex
 	lastSweep time.Time
@@ -170,7 +177,7 @@ func (d *daemon) schedule(ctx context.Context) error {
 		return err
 	}
 	d.sched = sched
-	gap := specInterval(j.Sweep)
+	gap := reaper.SpecInterval(j.Sweep)
 	d.mu.Lock()
 	d.sweepGap = gap
 	d.mu.Unlock()
@@ -280,57 +287,33 @@ func (d *daemon) reload(ctx context.Context, path string) {
 		d.log.Error("reload refused, keeping the running config", zap.String("config", path), zap.String("error", strings.ReplaceAll(err.Error(), "\n", "; ")))
 		return
 	}
-	if next.Store != d.cfg.Store || next.Listen != d.cfg.Listen || next.Auth != d.cfg.Auth || next.HostID != d.cfg.HostID {
-		d.log.Warn("store, listen, auth and host_id changes need a restart; applying the rest")
+	if next.Store != d.cfg.Store || next.Listen != d.cfg.Listen || next.Auth != d.cfg.Auth || next.HostID != d.cfg.HostID || next.Log.Format != d.cfg.Log.Format {
+		d.log.Warn("store, listen, auth, host_id and log.format changes need a restart; applying the rest")
 	}
 	d.sched.Stop() // let running jobs finish before their settings change
 	old := d.cfg
 	d.cfg = next
 	d.cfg.Store, d.cfg.Listen, d.cfg.Auth, d.cfg.HostID = old.Store, old.Listen, old.Auth, old.HostID
-	d.rp.Settings = settingsFrom(d.cfg)
+	d.rp.Settings = reaper.SettingsFrom(d.cfg)
 	if err := d.schedule(ctx); err != nil {
 		// Validated by config.Load, so this is not expected; keep running
 		// on the old schedule rather than on none.
 		d.log.Error("reschedule failed, restoring the old config", zap.Error(err))
 		d.cfg = old
-		d.rp.Settings = settingsFrom(old)
+		d.rp.Settings = reaper.SettingsFrom(old)
 		if err := d.schedule(ctx); err != nil {
 			d.log.Error("restore failed", zap.Error(err))
 			return
 		}
 	}
+	d.api.SetFailureWindow(time.Duration(d.cfg.Thresholds.FailureWindow))
+	if d.level != nil {
+		if l, err := zapcore.ParseLevel(d.cfg.Log.Level); err == nil {
+			d.level.SetLevel(l)
+		}
+	}
 	d.sched.Start()
 	d.log.Info("config reloaded", zap.String("config", path))
-}
-
-func settingsFrom(cfg *config.Config) reaper.Settings {
-	t := cfg.Thresholds
-	return reaper.Settings{
-		Probe: probe.Thresholds{
-			IdleAfter: time.Duration(t.IdleAfter), StalledAfter: time.Duration(t.StalledAfter),
-			SlowAfter: time.Duration(t.SlowAfter), SlowUntil: time.Duration(t.SlowUntil),
-		},
-		TerminalGrace: time.Duration(t.TerminalGrace),
-		PhantomAfter:  time.Duration(t.PhantomAfter),
-		MisfireGrace:  time.Duration(t.MisfireGrace),
-		FailureWindow: time.Duration(t.FailureWindow),
-		SweepBudget:   max(specInterval(cfg.Jobs.Sweep), 5*time.Second),
-		DryRun:        cfg.Reaper.DryRun,
-		MaxPerRun:     cfg.Reaper.MaxPerRun,
-		KillOrphans:   cfg.Reaper.KillOrphans,
-		KillGrace:     time.Duration(cfg.Reaper.KillGrace),
-	}
-}
-
-// specInterval is the gap between two fires of a cron spec (measured from
-// now), 0 if it does not parse.
-func specInterval(spec string) time.Duration {
-	s, err := config.CronParser.Parse(spec)
-	if err != nil {
-		return 0
-	}
-	a := s.Next(time.Now())
-	return s.Next(a).Sub(a)
 }
 
 // readToken reads auth.token_file; "" means auth is off.

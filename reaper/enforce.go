@@ -44,7 +44,7 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 	grace := r.Settings.TerminalGrace
 	now := r.now()
 	for _, e := range list {
-		to := deadTarget(e.Type)
+		to := deadTargetFrom(e)
 		if to == "" || e.DeadSince == 0 || e.Terminal {
 			continue
 		}
@@ -128,7 +128,10 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 		if cont, err := add(act, reason, "reconciliation"); err != nil || !cont {
 			return rep, err
 		}
-		if act.Reason == state.SystemReaperPhantomOrphaned && r.Settings.KillOrphans && !r.Settings.DryRun {
+		// Only an orphan this run actually ended is signalled: one whose
+		// end lost the race (the owner wrote first) is not ours to kill.
+		done := rep.Actions[len(rep.Actions)-1]
+		if done.Reason == state.SystemReaperPhantomOrphaned && r.Settings.KillOrphans && done.Applied {
 			r.killOrphan(ctx, e)
 		}
 	}
@@ -138,7 +141,7 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 // phantom decides on a process entity: health process_dead or orphaned
 // (re-checked now) and quiet for phantom_after.
 func (r *Reaper) phantom(e store.Entity, parents parentCache, now time.Time) (Action, state.StateReason, bool) {
-	to := deadTarget(e.Type)
+	to := deadTargetFrom(e)
 	if to == "" || (e.Health != state.HealthProcessDead && e.Health != state.HealthOrphaned) {
 		return Action{}, state.StateReason{}, false
 	}

@@ -206,6 +206,27 @@ func Outcomes() map[string][]state.ReasonCode {
 	return out
 }
 
+// deadTargetFrom is the terminal a dead process ends e in: the type's
+// dead-process terminal when the graph has an edge to it from e's
+// lifecycle, else the nearest terminal it can reach (an invocation still
+// pending reaches only cancelled or skipped). The reason code says what
+// really happened either way. "" when no terminal is reachable, and then
+// nothing is attempted, rather than a refused write retried every run.
+func deadTargetFrom(e store.Entity) string {
+	to := deadTarget(e.Type)
+	g, err := transitions.Lookup(e.Type)
+	if to == "" || err != nil || e.Lifecycle == nil {
+		return ""
+	}
+	from := *e.Lifecycle
+	for _, c := range []string{to, "failed", "aborted", "interrupted", "cancelled"} {
+		if g.IsTerminal(c) && g.Allowed(from, c) {
+			return c
+		}
+	}
+	return ""
+}
+
 func deadTarget(typ string) string {
 	g, err := transitions.Lookup(typ)
 	if err != nil {

@@ -491,3 +491,32 @@ func TestSchedules(t *testing.T) {
 		t.Errorf("unchanged schedules rewritten: %+v", rep)
 	}
 }
+
+// TestDeadBeforeRunningEndsAlongAnEdge: a process that died while its
+// entity was still pending or queued ends in the nearest terminal its graph
+// reaches from there (the type's dead-process terminal is not an edge from
+// pending), once, instead of a refused write retried every run.
+func TestDeadBeforeRunningEndsAlongAnEdge(t *testing.T) {
+	f := newFixture(t)
+	f.register(store.Entity{Type: "invocation", ID: "i1", Lifecycle: ptr("pending"), PID: deadPID(t)})
+	f.register(store.Entity{Type: "subagent", ID: "a1", Lifecycle: ptr("queued"), PID: deadPID(t)})
+	f.sweep()
+	f.clock.Advance(time.Minute)
+	rep := f.enforce()
+	got := map[string]string{}
+	for _, a := range rep.Actions {
+		if !a.Applied {
+			t.Errorf("%s/%s not applied: %s", a.Type, a.ID, a.Skipped)
+		}
+		got[a.Type+"/"+a.ID] = a.To
+	}
+	if got["invocation/i1"] != "cancelled" || got["subagent/a1"] != "cancelled" {
+		t.Fatalf("ended as %v, want both cancelled", got)
+	}
+	if e := f.get("invocation", "i1"); e.TransitionReason == nil || e.TransitionReason.Code != state.SystemHealthProcessDeadNoTerminal {
+		t.Errorf("reason %+v", e.TransitionReason)
+	}
+	if rep := f.enforce(); len(rep.Actions) != 0 {
+		t.Errorf("a second run acted again: %+v", rep.Actions)
+	}
+}

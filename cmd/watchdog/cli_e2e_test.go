@@ -144,6 +144,7 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 		{"unknown reason code", "", []string{"transition", "session/s-1", "failed", "--reason", "run.failed.gremlins"}, 1, "unknown reason code"},
 		{"malformed reason code", "", []string{"transition", "session/s-1", "failed", "--reason", "Failed!"}, 1, "malformed reason code"},
 		{"reason required", "", []string{"transition", "session/s-1", "failed"}, 1, "needs a reason code"},
+		{"message without reason", "", []string{"transition", "session/s-1", "completed", "--actor", "orchestrator", "--message", "done"}, 2, "--message explains a reason code"},
 		{"forbidden admin target", "", []string{"transition", "session/s-1", "completed"}, 1, "an admin may move a session only to failed, aborted, cancelled"},
 		{"unknown target state", "", []string{"transition", "session/s-1", "exploded"}, 1, `unknown lifecycle state "exploded"`},
 		{"invalid edge", "", []string{"transition", "session/s-1", "pending", "--actor", "orchestrator"}, 1, "running -> pending is not allowed"},

@@ -133,7 +133,10 @@ func newTransitionCmd() *cobra.Command {
 				Type: typ, ID: id, To: args[1], ExpectFrom: expectFrom,
 				Actor: actor, Trigger: trigger, TimeoutSeconds: timeout, ElapsedSeconds: elapsed,
 			}
-			if reason != "" || message != "" {
+			if message != "" && reason == "" {
+				return usageError("--message explains a reason code: give it with --reason CODE (see watchdog reasons)")
+			}
+			if reason != "" {
 				req.Reason = &state.StateReason{Code: state.ReasonCode(reason), Message: message}
 			}
 			remote, err := resolveTarget(cmd, server)

@@ -83,7 +83,7 @@ func (s *localSink) finish(ctx context.Context, typ, id string, t wire.Transitio
 	// right after exec shows the whole state even with no daemon running.
 	// Best effort: the end is already recorded.
 	host := localHost()
-	rp := &reaper.Reaper{Store: s.st, Writer: s.w, Prober: host, HostID: host.HostID(), Settings: settingsFrom(config.Default())}
+	rp := &reaper.Reaper{Store: s.st, Writer: s.w, Prober: host, HostID: host.HostID(), Settings: oneShotSettings(config.Default())}
 	_, _ = rp.ProbeOne(ctx, typ, id)
 	return nil
 }

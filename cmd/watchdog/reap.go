@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"watchdog/config"
-	"watchdog/probe"
 	"watchdog/reaper"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -59,29 +58,15 @@ func openOneShot(ctx context.Context, cmd *cobra.Command, cfgPath string) (*oneS
 		host.HostIDOverride = cfg.HostID
 	}
 	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host}
-	rp := &reaper.Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: settingsFrom(cfg)}
+	rp := &reaper.Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: oneShotSettings(cfg)}
 	return &oneShot{st: st, rp: rp}, nil
 }
 
-// settingsFrom maps the config's thresholds and reaper section onto the
-// reaper's settings, as the daemon does.
-func settingsFrom(cfg *config.Config) reaper.Settings {
-	t := cfg.Thresholds
-	return reaper.Settings{
-		Probe: probe.Thresholds{
-			IdleAfter: time.Duration(t.IdleAfter), StalledAfter: time.Duration(t.StalledAfter),
-			SlowAfter: time.Duration(t.SlowAfter), SlowUntil: time.Duration(t.SlowUntil),
-		},
-		TerminalGrace: time.Duration(t.TerminalGrace),
-		PhantomAfter:  time.Duration(t.PhantomAfter),
-		MisfireGrace:  time.Duration(t.MisfireGrace),
-		FailureWindow: time.Duration(t.FailureWindow),
-		SweepBudget:   oneShotSweepBudget,
-		DryRun:        cfg.Reaper.DryRun,
-		MaxPerRun:     cfg.Reaper.MaxPerRun,
-		KillOrphans:   cfg.Reaper.KillOrphans,
-		KillGrace:     time.Duration(cfg.Reaper.KillGrace),
-	}
+// oneShotSettings are the daemon's settings with the one-shot sweep budget.
+func oneShotSettings(cfg *config.Config) reaper.Settings {
+	s := reaper.SettingsFrom(cfg)
+	s.SweepBudget = oneShotSweepBudget
+	return s
 }
 
 func newReapCmd() *cobra.Command {

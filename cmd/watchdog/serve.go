@@ -34,7 +34,7 @@ thresholds and schedules; SIGTERM finishes the running job and exits 0.`,
 				}
 				return fmt.Errorf("config %s: %s", where, strings.ReplaceAll(err.Error(), "\n", "; "))
 			}
-			log, err := newLogger(cfg.Log)
+			log, level, err := newLogger(cfg.Log)
 			if err != nil {
 				return err
 			}
@@ -46,7 +46,7 @@ thresholds and schedules; SIGTERM finishes the running job and exits 0.`,
 			signal.Notify(hup, syscall.SIGHUP)
 			defer signal.Stop(hup)
 
-			return daemon.Run(ctx, daemon.Options{Config: cfg, ConfigPath: cfgPath, Log: log, Version: version, Reload: hup})
+			return daemon.Run(ctx, daemon.Options{Config: cfg, ConfigPath: cfgPath, Log: log, Level: &level, Version: version, Reload: hup})
 		},
 	}
 	c.Flags().StringVar(&cfgPath, "config", "", "YAML config file (every key optional; see deploy/config.example.yaml)")
@@ -54,11 +54,12 @@ thresholds and schedules; SIGTERM finishes the running job and exits 0.`,
 }
 
 // newLogger builds the zap logger: JSON for journald and files, console
-// on a terminal, unless log.format says otherwise.
-func newLogger(l config.Log) (*zap.Logger, error) {
+// on a terminal, unless log.format says otherwise. The level it returns
+// changes the logger's level on a reload.
+func newLogger(l config.Log) (*zap.Logger, zap.AtomicLevel, error) {
 	level, err := zapcore.ParseLevel(l.Level)
 	if err != nil {
-		return nil, fmt.Errorf("log.level: %w", err)
+		return nil, zap.AtomicLevel{}, fmt.Errorf("log.level: %w", err)
 	}
 	format := l.Format
 	if format == "" {
@@ -79,7 +80,8 @@ func newLogger(l config.Log) (*zap.Logger, error) {
 	zc.Level = zap.NewAtomicLevelAt(level)
 	zc.OutputPaths = []string{"stderr"}
 	zc.ErrorOutputPaths = []string{"stderr"}
-	return zc.Build()
+	log, err := zc.Build()
+	return log, zc.Level, err
 }
 
 // isTTY reports whether f is a terminal (a TCGETS ioctl succeeds).

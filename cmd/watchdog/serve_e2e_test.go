@@ -1010,13 +1010,35 @@ func TestServeSIGHUPReload(t *testing.T) {
 		t.Fatal("the log says an invalid config was reloaded")
 	}
 
-	writeFile(t, dir, "config.yaml", svConfig{Grace: "1s"}.yaml(db))
+	// The valid file also shortens the failure window (which the API's
+	// attention queue must follow) and turns on debug logging.
+	good := svConfig{Grace: "1s"}.yaml(db)
+	good = strings.Replace(good, "thresholds:\n", "thresholds:\n  failure_window: 2s\n", 1)
+	good = strings.Replace(good, "level: info", "level: debug", 1)
+	writeFile(t, dir, "config.yaml", good)
 	d.signal(syscall.SIGHUP)
 	svEventually(t, "config reloaded", func() (bool, string) { return len(d.logged("config reloaded", nil)) == 1, d.logs.String() })
 	e := d.waitEntity("session", "k1", "ended under the new grace", func(e svEntity) bool { return e.lifecycle() != "running" })
 	if e.lifecycle() != "aborted" || e.last().ReasonCode != "system.health.process_dead_no_terminal" {
 		t.Errorf("after the reload: %s", e)
 	}
+	svEventually(t, "the aborted session leaves the queue after the new 2s window", func() (bool, string) {
+		resp, err := http.Get(d.base + "/api/attention")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return !strings.Contains(string(b), `"k1"`), string(b)
+	})
+	svEventually(t, "debug lines after the reload", func() (bool, string) {
+		for _, l := range d.logLines() {
+			if l["level"] == "debug" {
+				return true, ""
+			}
+		}
+		return false, d.logs.String()
+	})
 	if d.exited() {
 		t.Fatalf("serve exited after SIGHUP")
 	}

@@ -1,0 +1,43 @@
+package reaper
+
+import (
+	"time"
+
+	"watchdog/config"
+	"watchdog/probe"
+)
+
+// SettingsFrom maps a config's thresholds and reaper section onto the
+// reaper's settings, the same for the daemon and the one-shot commands.
+// The sweep budget is the sweep's own interval (a sweep that cannot finish
+// before the next is due says so), at least 5s; a one-shot command with no
+// next sweep sets its own.
+func SettingsFrom(cfg *config.Config) Settings {
+	t := cfg.Thresholds
+	return Settings{
+		Probe: probe.Thresholds{
+			IdleAfter: time.Duration(t.IdleAfter), StalledAfter: time.Duration(t.StalledAfter),
+			SlowAfter: time.Duration(t.SlowAfter), SlowUntil: time.Duration(t.SlowUntil),
+		},
+		TerminalGrace: time.Duration(t.TerminalGrace),
+		PhantomAfter:  time.Duration(t.PhantomAfter),
+		MisfireGrace:  time.Duration(t.MisfireGrace),
+		FailureWindow: time.Duration(t.FailureWindow),
+		SweepBudget:   max(SpecInterval(cfg.Jobs.Sweep), 5*time.Second),
+		DryRun:        cfg.Reaper.DryRun,
+		MaxPerRun:     cfg.Reaper.MaxPerRun,
+		KillOrphans:   cfg.Reaper.KillOrphans,
+		KillGrace:     time.Duration(cfg.Reaper.KillGrace),
+	}
+}
+
+// SpecInterval is the gap between two fires of a cron spec (measured from
+// now), 0 if it does not parse.
+func SpecInterval(spec string) time.Duration {
+	s, err := config.CronParser.Parse(spec)
+	if err != nil {
+		return 0
+	}
+	a := s.Next(time.Now())
+	return s.Next(a).Sub(a)
+}
