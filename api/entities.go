@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 
-	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
 	"watchdog/wire"
@@ -108,33 +106,9 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Items = append(out.Items, v)
 	}
-	sortEntities(out.Items)
+	wire.SortEntities(out.Items)
 	out.Total = len(out.Items)
 	writeJSON(w, http.StatusOK, out)
-}
-
-// sortEntities orders by severity (legacy last), then most recently
-// updated, then type and id, the order of `watchdog status`.
-func sortEntities(items []wire.Entity) {
-	rank := func(e wire.Entity) int {
-		if e.State.Legacy() {
-			return len(state.Severities) + 1
-		}
-		return e.State.Severity.Rank()
-	}
-	sort.SliceStable(items, func(i, j int) bool {
-		a, b := items[i], items[j]
-		if ra, rb := rank(a), rank(b); ra != rb {
-			return ra < rb
-		}
-		if a.UpdatedAt != b.UpdatedAt {
-			return a.UpdatedAt > b.UpdatedAt
-		}
-		if a.Type != b.Type {
-			return a.Type < b.Type
-		}
-		return a.ID < b.ID
-	})
 }
 
 // heartbeat is POST …/{type}/{id}/heartbeat with an empty body or

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"sort"
 
 	"watchdog/state"
 	"watchdog/store"
@@ -105,4 +106,29 @@ type EntityList struct {
 	GeneratedAt float64  `json:"generated_at"`
 	Total       int      `json:"total"`
 	Items       []Entity `json:"items"`
+}
+
+// SortEntities orders by severity (legacy last), then most recently
+// updated, then type and id: the order of `watchdog status` and of
+// GET /api/v1/entities, top-down by urgency.
+func SortEntities(items []Entity) {
+	rank := func(e Entity) int {
+		if e.State.Legacy() {
+			return len(state.Severities) + 1
+		}
+		return e.State.Severity.Rank()
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := items[i], items[j]
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra < rb
+		}
+		if a.UpdatedAt != b.UpdatedAt {
+			return a.UpdatedAt > b.UpdatedAt
+		}
+		if a.Type != b.Type {
+			return a.Type < b.Type
+		}
+		return a.ID < b.ID
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -290,7 +289,7 @@ func newStatusCmd() *cobra.Command {
 				}
 				out.Items = append(out.Items, v)
 			}
-			sortEntities(out.Items)
+			wire.SortEntities(out.Items)
 			out.Total = len(out.Items)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -320,30 +319,6 @@ func parseSeverities(s string) (map[state.Severity]bool, error) {
 		out[sev] = true
 	}
 	return out, nil
-}
-
-// sortEntities orders by severity (legacy last), then most recently
-// updated, then type and id, so the table reads top-down by urgency.
-func sortEntities(items []wire.Entity) {
-	rank := func(e wire.Entity) int {
-		if e.State.Legacy() {
-			return len(state.Severities) + 1
-		}
-		return e.State.Severity.Rank()
-	}
-	sort.SliceStable(items, func(i, j int) bool {
-		a, b := items[i], items[j]
-		if ra, rb := rank(a), rank(b); ra != rb {
-			return ra < rb
-		}
-		if a.UpdatedAt != b.UpdatedAt {
-			return a.UpdatedAt > b.UpdatedAt
-		}
-		if a.Type != b.Type {
-			return a.Type < b.Type
-		}
-		return a.ID < b.ID
-	})
 }
 
 func printStatusTable(w io.Writer, items []wire.Entity, now float64) error {
