@@ -45,15 +45,18 @@ type Scheduler struct {
 	log      *zap.Logger
 	observer JobObserver
 	ctx      context.Context
+	runners  map[string]jobRunner // one per job, shared by cron and RunNow
 }
 
 // NewScheduler parses every job's spec with parser and schedules it. Job
 // bodies get ctx, which the caller should not cancel before Stop: a job that
 // is running at shutdown is let finish.
 func NewScheduler(ctx context.Context, parser cron.Parser, jobs []Job, log *zap.Logger, observer JobObserver) (*Scheduler, error) {
-	s := &Scheduler{cron: cron.New(cron.WithParser(parser)), log: log, observer: observer, ctx: ctx}
+	s := &Scheduler{cron: cron.New(cron.WithParser(parser)), log: log, observer: observer, ctx: ctx, runners: map[string]jobRunner{}}
 	for _, j := range jobs {
-		if _, err := s.cron.AddJob(j.Spec, s.wrap(j)); err != nil {
+		r := s.wrap(j)
+		s.runners[j.Name] = r
+		if _, err := s.cron.AddJob(j.Spec, r); err != nil {
 			return nil, fmt.Errorf("jobs.%s: %q: %w", j.Name, j.Spec, err)
 		}
 	}
@@ -66,9 +69,17 @@ func (s *Scheduler) Start() { s.cron.Start() }
 // Stop stops scheduling and waits for running jobs to finish.
 func (s *Scheduler) Stop() { <-s.cron.Stop().Done() }
 
-// RunNow runs one job synchronously through the same wrapper (the daemon's
-// first sweep before READY).
-func (s *Scheduler) RunNow(j Job) { s.wrap(j).Run() }
+// RunNow runs one job synchronously through the same wrapper, and the same
+// overlap guard, as its scheduled runs (the daemon's first sweep before
+// READY). A job the scheduler does not know runs through a wrapper of its
+// own.
+func (s *Scheduler) RunNow(j Job) {
+	if r, ok := s.runners[j.Name]; ok {
+		r.Run()
+		return
+	}
+	s.wrap(j).Run()
+}
 
 type jobRunner struct {
 	s    *Scheduler
@@ -76,7 +87,7 @@ type jobRunner struct {
 	busy *sync.Mutex
 }
 
-func (s *Scheduler) wrap(j Job) cron.Job {
+func (s *Scheduler) wrap(j Job) jobRunner {
 	return jobRunner{s: s, job: j, busy: &sync.Mutex{}}
 }
 
