@@ -119,11 +119,12 @@ type procStat struct {
 // one implementation per platform (newProcessReader):
 //
 //   - procfsReader (Linux): open, read, close of /proc/<pid>/stat into a
-//     reused buffer, parsed in place. This is the sweep's hot path: a raw
-//     read costs about 15µs per pid against about 70µs for gopsutil's
-//     NewProcess+CreateTime+Status, which opens several /proc files and
-//     allocates on each (CheckPID of a live pid measured 4-5µs on the
-//     2-core development VM, allocation free). gopsutil reads the same
+//     reused buffer, parsed in place. This is the sweep's hot path:
+//     CheckPID of a live pid measured 4-5µs on the 2-core development VM,
+//     allocation free (a whole entity with its three file stats and the
+//     classification, about 11-15µs), against about 70µs for gopsutil's
+//     NewProcess+CreateTime+Status alone, which opens several /proc files
+//     and allocates on each. gopsutil reads the same
 //     /proc on Linux, so it is no fallback there: when /proc is unreadable
 //     both fail alike.
 //   - gopsutilReader (other systems): portable, slower, fine for a laptop.
