@@ -1,0 +1,115 @@
+package reaper
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// benchHost registers n running sessions (a few real live processes, the
+// rest dead pids), each with a heartbeat file and two artifacts, and sweeps
+// once so that the store holds what the probe finds.
+func benchHost(b *testing.B, n int) *Reaper {
+	b.Helper()
+	dir := b.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "w.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	host := probe.NewHost()
+	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host}
+	live := min(n/10, 200)
+	var pids []int
+	for range live {
+		cmd := exec.Command("sleep", "600")
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		pids = append(pids, cmd.Process.Pid)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		root := filepath.Join(dir, "runs", strconv.Itoa(i))
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		hb := filepath.Join(root, "hb")
+		for _, f := range []string{hb, filepath.Join(root, "a.md"), filepath.Join(root, "b.json")} {
+			if err := os.WriteFile(f, []byte("{}"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		pid := dead.Process.Pid
+		if i < live {
+			pid = pids[i]
+		}
+		lc := "running"
+		e := store.Entity{Type: "session", ID: fmt.Sprintf("s-%d", i), Lifecycle: &lc, PID: pid, HeartbeatFile: hb,
+			ArtifactsRoot: root, Artifacts: []state.ArtifactSpec{
+				{Path: "a.md", Required: true, MinBytes: 1, Kind: state.ArtifactFile},
+				{Path: "b.json", Required: true, Kind: state.ArtifactJSON},
+			}}
+		if _, err := w.Register(context.Background(), transitions.Registration{Entity: e, Actor: transitions.ActorOrchestrator}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := &Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: DefaultSettings}
+	r.Settings.SweepBudget = time.Hour
+	if _, err := r.Sweep(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// BenchmarkSweepUnchanged is a whole daemon sweep over a host where
+// nothing changed since the last one: the store read, a probe of every
+// entity, and no write at all (it fails if one happens).
+func BenchmarkSweepUnchanged(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
+			r := benchHost(b, n)
+			for b.Loop() {
+				rep, err := r.Sweep(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rep.Written != 0 || rep.Checked != n {
+					b.Fatalf("an unchanged sweep checked %d and wrote %d", rep.Checked, rep.Written)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entity")
+		})
+	}
+}
+
+// BenchmarkSweepStoreRead is the store read a sweep starts with (the open
+// entities of this host), reported apart from the probing.
+func BenchmarkSweepStoreRead(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
+			r := benchHost(b, n)
+			for b.Loop() {
+				list, err := r.openOnHost(context.Background())
+				if err != nil || len(list) != n {
+					b.Fatalf("%d entities, %v", len(list), err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entity")
+		})
+	}
+}
