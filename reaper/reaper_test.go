@@ -492,6 +492,36 @@ func TestSchedules(t *testing.T) {
 	}
 }
 
+// TestScheduleResumedIsNotOwedItsPausedFires: a schedule paused for hours
+// and enabled again is judged from the moment it was enabled, not from its
+// last fire before the pause.
+func TestScheduleResumedIsNotOwedItsPausedFires(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.register(store.Entity{Type: "schedule", ID: "nightly", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(f.clock.Now())})
+	if _, err := f.w.Transition(ctx, transitions.Request{Type: "schedule", ID: "nightly", To: "paused", Actor: transitions.ActorOrchestrator}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(5 * time.Hour)
+	if _, err := f.w.Transition(ctx, transitions.Request{Type: "schedule", ID: "nightly", To: "enabled", Actor: transitions.ActorOrchestrator}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, want state.Health) {
+		t.Helper()
+		if _, err := f.r.CheckSchedules(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if h := f.get("schedule", "nightly").Health; h != want {
+			t.Errorf("%s: health %s, want %s", when, h, want)
+		}
+	}
+	check("just enabled", state.HealthOK)
+	f.clock.Advance(12 * time.Minute)
+	check("first fire after the resume 2m late", state.HealthDue)
+	f.clock.Advance(10 * time.Minute)
+	check("first fire after the resume 12m late", state.HealthMisfired)
+}
+
 // TestDeadBeforeRunningEndsAlongAnEdge: a process that died while its
 // entity was still pending or queued ends in the nearest terminal its graph
 // reaches from there (the type's dead-process terminal is not an edge from

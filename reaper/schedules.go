@@ -16,9 +16,10 @@ import (
 var ScheduleParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // judgeSchedule decides a schedule's health at now: the first fire time
-// after its last fire (or, never fired, after its registration) is due
-// while within misfire_grace and misfired after it. Paused and disabled
-// schedules are ok: nobody expects them to fire.
+// after its last fire, or after it was last enabled when that is later, is
+// due while within misfire_grace and misfired after it. Paused and disabled
+// schedules are ok: nobody expects them to fire, and the fires they skipped
+// are not owed once they are enabled again (else every resume would page).
 func judgeSchedule(e store.Entity, grace time.Duration, now time.Time) (state.Health, []state.StateReason, error) {
 	if e.LifecycleOr("") != "enabled" || e.ScheduleCron == "" {
 		return state.HealthOK, nil, nil
@@ -30,6 +31,12 @@ func judgeSchedule(e store.Entity, grace time.Duration, now time.Time) (state.He
 	last := e.ScheduleLastFiredAt
 	if last == 0 {
 		last = e.CreatedAt
+	}
+	// A lifecycle change after registration to enabled is a resume. At
+	// registration LifecycleAt is the registration time and says nothing:
+	// the reported last fire stands, so fires missed before are owed.
+	if e.LifecycleAt > e.CreatedAt {
+		last = max(last, e.LifecycleAt)
 	}
 	next := sched.Next(fromUnix(last))
 	if next.After(now) {
