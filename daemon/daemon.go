@@ -181,7 +181,7 @@ func (d *daemon) schedule(ctx context.Context) error {
 	d.mu.Lock()
 	d.sweepGap = gap
 	d.mu.Unlock()
-	// Only a finished sweep feeds systemd's watchdog (notify.go), so a
+	// Only a sweep feeds systemd's watchdog (notify.go), so a
 	// sweep schedule of half of WatchdogSec or slower leaves no margin: one
 	// late sweep and systemd restarts a healthy daemon, and again. Say so
 	// at start and on reload instead of leaving it to a restart loop.
@@ -206,8 +206,9 @@ func (d *daemon) sweep(ctx context.Context) error {
 	return nil
 }
 
-// afterSweep runs after every successful sweep: the job loop is alive and
-// the store answered, so this is where systemd's watchdog is fed.
+// afterSweep runs after every sweep that read the store and probed, even
+// one out of budget: the job loop is alive and the store answered, so this
+// is where systemd's watchdog is fed. /readyz still wants a complete sweep.
 func (d *daemon) afterSweep() {
 	d.notify.watchdog()
 	d.notify.status(d.statusLine())

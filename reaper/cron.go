@@ -31,9 +31,12 @@ type Job struct {
 	Name string
 	Spec string
 	Run  func(ctx context.Context) error
-	// After, when set, runs after every successful run (the daemon's
-	// systemd watchdog ping and status line hang here, so a wedged job
-	// loop stops them).
+	// After, when set, runs after every run that worked through its
+	// store: a success, or a sweep that ran out of budget (slow is not
+	// wedged, and restarting a daemon whose host is too big for one sweep
+	// only makes the next sweep start cold). The daemon's systemd watchdog
+	// ping and status line hang here, so a wedged job loop or a failing
+	// store stops them.
 	After func()
 }
 
@@ -120,7 +123,7 @@ func (r jobRunner) Run() {
 		log.Error("job failed", zap.Error(err))
 	}
 	r.observe(result, time.Since(start))
-	if err == nil && r.job.After != nil {
+	if (err == nil || isOverBudget(err)) && r.job.After != nil {
 		r.job.After()
 	}
 }

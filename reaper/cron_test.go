@@ -112,20 +112,24 @@ func TestSchedulerRecoversPanics(t *testing.T) {
 	}
 }
 
-// TestSchedulerCountsFailuresAndTimeouts: an error is "error", a sweep
-// over its budget is "timeout", and neither runs After (the watchdog ping).
+// TestSchedulerCountsFailuresAndTimeouts: an error is "error" and does not
+// run After (the watchdog ping); a sweep over its budget is "timeout" and
+// does (the loop is alive and the store answered: slow is not wedged).
 func TestSchedulerCountsFailuresAndTimeouts(t *testing.T) {
-	pinged := 0
-	fail := Job{Name: "enforce_terminal", Spec: "@every 1h", Run: func(context.Context) error { return errors.New("store gone") }, After: func() { pinged++ }}
-	slow := Job{Name: "sweep", Spec: "@every 1h", Run: func(context.Context) error { return ErrSweepOverBudget }, After: func() { pinged++ }}
+	failPinged, slowPinged := 0, 0
+	fail := Job{Name: "enforce_terminal", Spec: "@every 1h", Run: func(context.Context) error { return errors.New("store gone") }, After: func() { failPinged++ }}
+	slow := Job{Name: "sweep", Spec: "@every 1h", Run: func(context.Context) error { return ErrSweepOverBudget }, After: func() { slowPinged++ }}
 	s, obs, _ := newTestScheduler(t, fail, slow)
 	s.RunNow(fail)
 	s.RunNow(slow)
 	if got := obs.all(); len(got) != 2 || got[0] != "enforce_terminal:error" || got[1] != "sweep:timeout" {
 		t.Errorf("runs %v", got)
 	}
-	if pinged != 0 {
-		t.Errorf("After ran %d times after failed runs", pinged)
+	if failPinged != 0 {
+		t.Errorf("After ran %d times after a failed run", failPinged)
+	}
+	if slowPinged != 1 {
+		t.Errorf("After ran %d times after an over-budget sweep, want 1", slowPinged)
 	}
 }
 

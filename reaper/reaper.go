@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -87,6 +88,17 @@ type Reaper struct {
 	// Signal sends a signal to a process (kill_orphans); nil means
 	// unix.Kill. Injected so tests can watch without killing.
 	Signal func(pid int, sig int) error
+
+	// resume is where the last sweep ran out of budget: the next sweep
+	// starts after it, so on a host too big for one budget every entity
+	// still gets its turn instead of the first ones only.
+	resume sweepCursor
+}
+
+type sweepCursor struct {
+	mu      sync.Mutex
+	typ, id string
+	valid   bool
 }
 
 func (r *Reaper) now() time.Time {

@@ -2,6 +2,8 @@ package reaper
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -489,6 +491,48 @@ func TestSchedules(t *testing.T) {
 	}
 	if rep, _ := f.r.CheckSchedules(context.Background()); rep.Written != 0 {
 		t.Errorf("unchanged schedules rewritten: %+v", rep)
+	}
+}
+
+// TestSweepOverBudgetResumesWhereItStopped: on a host too big for one
+// sweep's budget, each sweep starts after the entity where the previous
+// one stopped, so every entity gets probed instead of the first ones only.
+func TestSweepOverBudgetResumesWhereItStopped(t *testing.T) {
+	f := newFixture(t)
+	dead := deadPID(t)
+	const n = 200
+	for i := range n {
+		f.register(store.Entity{Type: "session", ID: fmt.Sprintf("s-%03d", i), PID: dead})
+	}
+	f.r.Settings.SweepBudget = time.Nanosecond
+	probed := func() int {
+		t.Helper()
+		list, err := f.st.List(context.Background(), store.Filter{Type: "session"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		for _, e := range list {
+			if e.Health != state.HealthUnknown {
+				k++
+			}
+		}
+		return k
+	}
+	for i, want := range []int{64, 128, 192, n} {
+		rep, err := f.r.Sweep(context.Background())
+		if i < 3 && !errors.Is(err, ErrSweepOverBudget) {
+			t.Fatalf("sweep %d: %v, want over budget", i+1, err)
+		}
+		if got := probed(); got != want {
+			t.Fatalf("after sweep %d (%+v): %d entities probed, want %d", i+1, rep, got, want)
+		}
+	}
+	// The fourth sweep wrapped around to the start: still over budget,
+	// nothing new to find, and nothing starved.
+	f.r.Settings.SweepBudget = time.Hour
+	if rep, err := f.r.Sweep(context.Background()); err != nil || rep.Checked != n || rep.Written != 0 {
+		t.Errorf("a full sweep after the rotation: %+v %v", rep, err)
 	}
 }
 

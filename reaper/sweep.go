@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,9 +38,14 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 		return rep, fmt.Errorf("sweep: %w", err)
 	}
 	parents := parentCache{store: r.Store, ctx: ctx, seen: map[string]bool{}}
-	for i, e := range list {
-		if i%64 == 0 && time.Now().After(deadline) {
-			err := fmt.Errorf("%w: probed %d of %d entities in %s", ErrSweepOverBudget, rep.Checked, len(list), budget)
+	first := r.resume.after(list)
+	for n := range len(list) {
+		e := list[(first+n)%len(list)]
+		// Checked every 64 entities and never before the first 64, so
+		// even a sweep whose store read ate the budget makes progress.
+		if n > 0 && n%64 == 0 && time.Now().After(deadline) {
+			r.resume.set(list[(first+n-1)%len(list)])
+			err := fmt.Errorf("%w: probed %d of %d entities in %s; the next sweep starts where this one stopped", ErrSweepOverBudget, rep.Checked, len(list), budget)
 			r.log().Error("sweep incomplete", zap.Error(err))
 			return rep, err
 		}
@@ -58,10 +64,41 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 			rep.Written++
 		}
 	}
+	r.resume.clear()
 	if r.Observer != nil {
 		r.Observer.SweepFinished(r.now())
 	}
 	return rep, nil
+}
+
+// after returns the index in list (ordered by type, id, as the store
+// returns it) of the first entity past the cursor, or 0 with no cursor.
+func (c *sweepCursor) after(list []store.Entity) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.valid {
+		return 0
+	}
+	i := sort.Search(len(list), func(i int) bool {
+		e := list[i]
+		return e.Type > c.typ || (e.Type == c.typ && e.ID > c.id)
+	})
+	if i == len(list) {
+		return 0
+	}
+	return i
+}
+
+func (c *sweepCursor) set(e store.Entity) {
+	c.mu.Lock()
+	c.typ, c.id, c.valid = e.Type, e.ID, true
+	c.mu.Unlock()
+}
+
+func (c *sweepCursor) clear() {
+	c.mu.Lock()
+	c.valid = false
+	c.mu.Unlock()
 }
 
 func (r *Reaper) window() time.Duration {
