@@ -94,6 +94,10 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 	}
 	now := r.now()
 	parents := parentCache{store: r.Store, ctx: ctx, seen: map[string]bool{}}
+	// Orphans this run ended are signalled together at its end: one
+	// kill_grace for the lot, not one per orphan holding the job.
+	var kill []store.Entity
+	defer func() { r.killOrphans(ctx, kill) }()
 	add := func(a Action, reason state.StateReason, trigger string) (bool, error) {
 		if len(rep.Actions) >= r.maxPerRun() {
 			rep.Truncated = true
@@ -132,7 +136,7 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 		// end lost the race (the owner wrote first) is not ours to kill.
 		done := rep.Actions[len(rep.Actions)-1]
 		if done.Reason == state.SystemReaperPhantomOrphaned && r.Settings.KillOrphans && done.Applied {
-			r.killOrphan(ctx, e)
+			kill = append(kill, e)
 		}
 	}
 	return rep, nil
@@ -244,33 +248,49 @@ func criticalPath(e store.Entity) bool {
 	return len(e.Metadata) > 0 && json.Unmarshal(e.Metadata, &m) == nil && m.CriticalPath
 }
 
-// killOrphan stops an orphaned process (reaper.kill_orphans): SIGTERM, then
-// SIGKILL after kill_grace, each only after re-checking that the pid still
-// belongs to the recorded process (same start time): a reused pid is never
-// signalled.
-func (r *Reaper) killOrphan(ctx context.Context, e store.Entity) {
+// killOrphans stops orphaned processes (reaper.kill_orphans): SIGTERM to
+// each, then, after one kill_grace, SIGKILL to those still there. Before
+// every signal the pid is re-checked to belong to the recorded process
+// (same start time): a reused pid is never signalled.
+func (r *Reaper) killOrphans(ctx context.Context, orphans []store.Entity) {
+	if len(orphans) == 0 {
+		return
+	}
 	send := r.Signal
 	if send == nil {
 		send = func(pid, sig int) error { return sysunix.Kill(pid, syscall.Signal(sig)) }
 	}
-	log := r.log().With(zap.String("entity", e.Type+"/"+e.ID), zap.Int("pid", e.PID))
-	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(r.Settings.KillGrace):
-			}
-		}
+	signal := func(e store.Entity, sig syscall.Signal) bool {
+		log := r.log().With(zap.String("entity", e.Type+"/"+e.ID), zap.Int("pid", e.PID))
 		obs := r.Prober.CheckPID(pidTarget(e))
 		if obs.Liveness != probe.Alive || !obs.IdentityVerified() {
-			log.Info("orphan gone or not verifiable, not signalling", zap.String("liveness", obs.Liveness.String()))
-			return
+			if sig == syscall.SIGTERM {
+				log.Info("orphan gone or not verifiable, not signalling", zap.String("liveness", obs.Liveness.String()))
+			}
+			return false
 		}
 		if err := send(e.PID, int(sig)); err != nil {
 			log.Warn("signal orphan", zap.String("signal", sig.String()), zap.Error(err))
-			return
+			return false
 		}
 		log.Info("signalled orphan", zap.String("signal", sig.String()))
+		return true
+	}
+	var termed []store.Entity
+	for _, e := range orphans {
+		if signal(e, syscall.SIGTERM) {
+			termed = append(termed, e)
+		}
+	}
+	if len(termed) == 0 {
+		return
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(r.Settings.KillGrace):
+	}
+	for _, e := range termed {
+		signal(e, syscall.SIGKILL)
 	}
 }

@@ -378,6 +378,66 @@ func TestPhantomOrphanReapedAndKilledWhenAsked(t *testing.T) {
 	}
 }
 
+// TestKillOrphansSharesOneGrace: orphans that ignore SIGTERM all get
+// SIGTERM first, then SIGKILL after one kill_grace, instead of the run
+// waiting a kill_grace per orphan.
+func TestKillOrphansSharesOneGrace(t *testing.T) {
+	f := newFixture(t)
+	supervisor := deadPID(t)
+	var procs []*exec.Cmd
+	for i := range 3 {
+		// The ignored SIGTERM survives exec, so sleep itself ignores it.
+		cmd := exec.Command("sh", "-c", `trap "" TERM; exec sleep 300`)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		procs = append(procs, cmd)
+		f.register(store.Entity{Type: "session", ID: fmt.Sprintf("o%d", i), PID: cmd.Process.Pid, SupervisorPID: supervisor})
+	}
+	// Let the shells reach exec so the recorded start time is sleep's.
+	for _, c := range procs {
+		waitComm(t, c.Process.Pid, "sleep")
+	}
+	f.sweep()
+	f.clock.Advance(2 * time.Hour)
+	f.r.Settings.KillOrphans = true
+	f.r.Settings.KillGrace = 200 * time.Millisecond
+	var mu sync.Mutex
+	var sent []string
+	f.r.Signal = func(pid, sig int) error {
+		mu.Lock()
+		sent = append(sent, syscall.Signal(sig).String())
+		mu.Unlock()
+		return syscall.Kill(pid, syscall.Signal(sig))
+	}
+	if rep := f.reap(); len(rep.Actions) != 3 {
+		t.Fatalf("reap: %+v", rep.Actions)
+	}
+	want := []string{"terminated", "terminated", "terminated", "killed", "killed", "killed"}
+	if fmt.Sprint(sent) != fmt.Sprint(want) {
+		t.Errorf("signals %v, want %v", sent, want)
+	}
+	for _, c := range procs {
+		if err := c.Wait(); err == nil {
+			t.Errorf("pid %d exited cleanly, want killed", c.Process.Pid)
+		}
+	}
+}
+
+// waitComm waits until pid runs the named program.
+func waitComm(t *testing.T, pid int, name string) {
+	t.Helper()
+	for range 3000 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err == nil && strings.TrimSpace(string(b)) == name {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("pid %d never ran %s", pid, name)
+}
+
 func TestPhantomDeadReapedWhenEnforcementCouldNot(t *testing.T) {
 	f := newFixture(t)
 	f.register(store.Entity{Type: "invocation", ID: "i1", PID: deadPID(t)})
