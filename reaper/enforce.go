@@ -225,13 +225,15 @@ func (r *Reaper) failedShow(ctx context.Context, e store.Entity) (Action, state.
 	if e.LifecycleOr("") != "active" {
 		return Action{}, state.StateReason{}, false
 	}
-	plays, err := r.Store.List(ctx, store.Filter{Type: "play"})
+	// A show's plays may run on other hosts: they are read here, not
+	// probed, and only the show (of this host) is written.
+	plays, err := r.Store.List(ctx, store.Filter{Type: "play", ParentType: "show", ParentID: e.ID})
 	if err != nil {
 		r.log().Warn("list plays of show", zap.String("show", e.ID), zap.Error(err))
 		return Action{}, state.StateReason{}, false
 	}
 	for _, p := range plays {
-		if p.ParentType != "show" || p.ParentID != e.ID || p.LifecycleOr("") != "failed" || !criticalPath(p) {
+		if p.LifecycleOr("") != "failed" || !criticalPath(p) {
 			continue
 		}
 		detail := fmt.Sprintf("critical-path play/%s failed", p.ID)

@@ -98,6 +98,10 @@ type Filter struct {
 	// EndedSince also keeps terminal entities that ended at or after this
 	// time (with OpenOnly): the probe's window for stale locks and orphans.
 	EndedSince float64
+	// ParentType and ParentID, when ParentID is set, keep the children of
+	// that entity.
+	ParentType string
+	ParentID   string
 }
 
 const entityColumns = `type, id, label, lifecycle, terminal, last_seq, transition_reason,
@@ -321,6 +325,12 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Entity, error) {
 	if f.HostID != "" {
 		where = append(where, "host_id = ?")
 		args = append(args, f.HostID)
+	}
+	if f.ParentID != "" {
+		// parent_id != '' lets SQLite pick the partial idx_entities_parent
+		// when it judges that cheaper than the primary key's type prefix.
+		where = append(where, "parent_type = ? AND parent_id = ? AND parent_id != ''")
+		args = append(args, f.ParentType, f.ParentID)
 	}
 	if f.OpenOnly {
 		if f.EndedSince > 0 {

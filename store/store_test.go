@@ -234,6 +234,12 @@ func TestListFilters(t *testing.T) {
 	if _, err := s.Register(ctx, Entity{Type: "session", ID: "done", Lifecycle: strp("completed"), Terminal: true, EndedAt: 1, HostID: "h1"}, "orchestrator", 1); err != nil {
 		t.Fatal(err)
 	}
+	// Two plays of show sh1 on two hosts, one of show sh2.
+	for _, c := range []struct{ id, show, host string }{{"c1", "sh1", "h1"}, {"c2", "sh1", "h2"}, {"c3", "sh2", "h1"}} {
+		if _, err := s.Register(ctx, Entity{Type: "play", ID: c.id, Lifecycle: strp("running"), HostID: c.host, ParentType: "show", ParentID: c.show}, "orchestrator", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	count := func(f Filter) int {
 		l, err := s.List(ctx, f)
 		if err != nil {
@@ -245,12 +251,15 @@ func TestListFilters(t *testing.T) {
 		f    Filter
 		want int
 	}{
-		{Filter{}, 5},
+		{Filter{}, 8},
 		{Filter{Type: "session"}, 4},
-		{Filter{HostID: "h1"}, 4},
-		{Filter{HostID: "h1", OpenOnly: true}, 2},
-		{Filter{HostID: "h1", OpenOnly: true, EndedSince: 1}, 3},
-		{Filter{HostID: "h1", OpenOnly: true, EndedSince: 2}, 2},
+		{Filter{HostID: "h1"}, 6},
+		{Filter{HostID: "h1", OpenOnly: true}, 4},
+		{Filter{HostID: "h1", OpenOnly: true, EndedSince: 1}, 5},
+		{Filter{HostID: "h1", OpenOnly: true, EndedSince: 2}, 4},
+		{Filter{Type: "play", ParentType: "show", ParentID: "sh1"}, 2},
+		{Filter{Type: "play", ParentType: "show", ParentID: "sh2"}, 1},
+		{Filter{Type: "play", ParentType: "team", ParentID: "sh1"}, 0},
 	}
 	for _, tt := range tests {
 		if got := count(tt.f); got != tt.want {
