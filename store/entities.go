@@ -163,6 +163,9 @@ func scanEntity(r rowScanner) (Entity, error) {
 		{"lock_files", lockFiles, &e.LockFiles},
 		{"depends_on", dependsOn, &e.DependsOn},
 	} {
+		if f.raw == "[]" {
+			continue // the common empty list: nothing to decode, and nil reads the same
+		}
 		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
 			return Entity{}, fmt.Errorf("entity %s/%s: decode %s: %w", e.Type, e.ID, f.name, err)
 		}
