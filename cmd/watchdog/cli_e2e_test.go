@@ -18,6 +18,9 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
+	if os.Getenv("WATCHDOG_TEST_SIGINT_COUNTER") != "" {
+		sigintCounter() // a child for the terminal test, not a test run
+	}
 	dir, err := os.MkdirTemp("", "watchdog-e2e-")
 	if err != nil {
 		panic(err)

@@ -48,7 +48,8 @@ func newExecCmd() *cobra.Command {
 		Short: "Run a command as a watched entity and record how it ended",
 		Long: `exec registers the command as an entity (pid, start time, host and boot id,
 timeout, artifact contract), runs it, forwards SIGINT, SIGTERM and SIGHUP to
-it, enforces --timeout (SIGTERM, then SIGKILL after --kill-after), and
+it (not a Ctrl-C at the terminal: that already reaches the child, and a
+second SIGINT makes many programs quit without cleaning up), enforces --timeout (SIGTERM, then SIGKILL after --kill-after), and
 records its end through the write path:
 
   exit 0                 completed (failed with run.failed.artifact_contract
@@ -349,6 +350,9 @@ func superviseChild(child *exec.Cmd, sigs <-chan os.Signal, start time.Time, tim
 	for {
 		select {
 		case s := <-sigs:
+			if s == syscall.SIGINT && ttyDelivered() {
+				continue // the child, in our process group, has it already
+			}
 			_ = child.Process.Signal(s)
 		case <-deadline:
 			end.timedOut = true
