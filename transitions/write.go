@@ -153,11 +153,13 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 		r.EntityType, r.EntityID = g.Type, req.ID
 		reason = &r
 	}
-	if reason == nil && (contains(reasonRequiredTargets, req.To) || req.Actor == ActorReaper) {
-		return Result{}, fmt.Errorf("%w: a transition to %s needs a reason code (see `watchdog reasons`)", ErrReasonRequired, req.To)
-	}
+	// Rights first: a target the actor may not ask for is 403 whatever
+	// else the request lacks.
 	if req.Actor == ActorAdmin && len(g.AdminTargets) > 0 && !contains(g.AdminTargets, req.To) {
 		return Result{}, fmt.Errorf("%w: an admin may move a %s only to %s, not %s", ErrForbidden, g.Type, strings.Join(g.AdminTargets, ", "), req.To)
+	}
+	if reason == nil && (contains(reasonRequiredTargets, req.To) || req.Actor == ActorReaper) {
+		return Result{}, fmt.Errorf("%w: a transition to %s needs a reason code (see `watchdog reasons`)", ErrReasonRequired, req.To)
 	}
 
 	at := w.now()

@@ -135,6 +135,11 @@ func newTransitionCmd() *cobra.Command {
 			if message != "" && reason == "" {
 				return usageError("--message explains a reason code: give it with --reason CODE (see watchdog reasons)")
 			}
+			// reaper and exec are the daemon's and the wrapper's own
+			// actors: a person at the command line is not either.
+			if actor != transitions.ActorAdmin && actor != transitions.ActorOrchestrator {
+				return usageError("--actor %q: want admin or orchestrator", actor)
+			}
 			if reason != "" {
 				req.Reason = &state.StateReason{Code: state.ReasonCode(reason), Message: message}
 			}
@@ -149,11 +154,12 @@ func newTransitionCmd() *cobra.Command {
 					To: req.To, ExpectFrom: expectFrom, Trigger: trigger,
 					TimeoutSeconds: timeout, ElapsedSeconds: elapsed,
 				}
-				// Over HTTP the daemon decides the actor (SPEC §9): an
-				// unset --actor sends none, so it records orchestrator (or,
-				// with auth on, the token's principal); an explicit one is
-				// a claim it may refuse (admin is 403 with auth on).
-				if cmd.Flags().Changed("actor") {
+				// This command's default actor is admin, over HTTP too
+				// (SPEC §9), except that with a token the token decides:
+				// then an unset --actor sends none and the daemon records
+				// the token's principal; an explicit one is a claim it may
+				// refuse (admin is 403 with auth on).
+				if cmd.Flags().Changed("actor") || os.Getenv("WATCHDOG_TOKEN_FILE") == "" {
 					t.Actor = actor
 				}
 				if req.Reason != nil {
@@ -185,8 +191,8 @@ func newTransitionCmd() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&reason, "reason", "", "reason code (see watchdog reasons); required for failed, aborted, cancelled, timed_out, ...")
 	f.StringVar(&message, "message", "", "human message for the reason")
-	f.StringVar(&actor, "actor", transitions.ActorAdmin, "who asks: admin or orchestrator. With --server and no --actor the daemon decides "+
-		"(orchestrator); with auth on the token decides and admin is refused")
+	f.StringVar(&actor, "actor", transitions.ActorAdmin, "who asks: admin or orchestrator. With --server and a token (WATCHDOG_TOKEN_FILE) and no --actor "+
+		"the token decides (orchestrator); with auth on, admin is refused")
 	f.StringVar(&expectFrom, "expect-from", "", "apply only if the entity is still in this state (compare-and-set)")
 	f.StringVar(&trigger, "trigger", "", "why it happened: "+strings.Join(transitions.Triggers, ", "))
 	f.Float64Var(&timeout, "timeout-seconds", 0, "configured timeout, for timed_out")

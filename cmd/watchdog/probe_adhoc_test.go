@@ -117,7 +117,7 @@ func TestProbeCommand(t *testing.T) {
 		more  []string // substrings of the output after the first line
 	}{
 		// Info and neutral: exit 0.
-		{"alive", []string{"--pid", p}, 0, "INFO - Running · Alive", []string{"evidence: pid " + p + " alive (state S"}},
+		{"alive", []string{"--pid", p}, 0, "INFO - Running · Alive", []string{"evidence: pid " + p + " alive (state "}},
 		{"alive with identity", []string{"--pid", p, "--start-time", fmt.Sprintf("%.2f", start)}, 0, "INFO - Running · Alive", nil},
 		{"fresh heartbeat", []string{"--pid", p, "--heartbeat", fresh}, 0, "INFO - Running · Alive", []string{"ago (heartbeat file " + fresh + ")"}},
 		{"artifact present", []string{"--pid", p, "--artifacts-root", root, "--artifact", "review.md"}, 0, "INFO - Running · Alive · Review.md present", []string{"evidence: review.md: 5 bytes"}},

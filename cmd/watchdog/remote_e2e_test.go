@@ -432,13 +432,13 @@ func TestRemoteActorWithoutAuth(t *testing.T) {
 			t.Fatalf("register %s: %+v", id, r)
 		}
 	}
-	// No --actor: the daemon's default, orchestrator.
+	// No --actor and no token: this command's default, admin, as locally.
 	r := rmtRun(t, work, nil, "", "transition", "session/s-a", "aborted", "--reason", "run.aborted.operator", "--server", d.base)
 	if r.code != 0 || r.stdout != "session/s-a: running -> aborted (run.aborted.operator)\n" {
 		t.Fatalf("transition s-a: %+v", r)
 	}
 	_, e := d.entity(t, "session", "s-a")
-	rmtAssertRow(t, e, "running", "aborted", transitions.ActorOrchestrator, "run.aborted.operator")
+	rmtAssertRow(t, e, "running", "aborted", transitions.ActorAdmin, "run.aborted.operator")
 	// Without auth the body's actor is believed: an explicit --actor admin
 	// is recorded, and admin's narrower rights apply.
 	r = rmtRun(t, work, nil, "", "transition", "session/s-b", "completed", "--actor", "admin", "--server", d.base)
