@@ -31,6 +31,15 @@ var reasonRequiredTargets = []string{
 	"partial_failed", "partial", "blocked", "detached",
 }
 
+// NeedsTimeout reports whether a timed_out of this type must carry the
+// configured timeout (SPEC §3: subagents, workflows and turns). Other types
+// record it when it is known; a session or an invocation that hit a
+// deadline the watchdog was not told about (a child's own exit 124) still
+// timed out, with its elapsed time as the evidence.
+func NeedsTimeout(typ string) bool {
+	return typ == "subagent" || typ == "workflow" || typ == "turn"
+}
+
 // Request asks for one lifecycle change.
 type Request struct {
 	Type string
@@ -190,8 +199,8 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 			if timeout == 0 {
 				timeout = cur.TimeoutSeconds
 			}
-			if timeout <= 0 {
-				return store.Change{}, fmt.Errorf("%w: timed_out needs the configured timeout (register timeout_seconds or pass it with the transition)", ErrInvalidTransition)
+			if timeout <= 0 && NeedsTimeout(g.Type) {
+				return store.Change{}, fmt.Errorf("%w: a %s's timed_out needs the configured timeout (register timeout_seconds or pass it with the transition)", ErrInvalidTransition, g.Type)
 			}
 			elapsed := req.ElapsedSeconds
 			if elapsed == 0 {
@@ -201,12 +210,15 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 				}
 				elapsed = math.Max(0, at-start)
 			}
-			ch.TimeoutSeconds, ch.TimeoutElapsed = timeout, elapsed
+			ch.TimeoutSeconds, ch.TimeoutElapsed = max(timeout, 0), elapsed
 			if ch.Reason != nil {
 				r := *ch.Reason
+				detail := fmt.Sprintf("timed out after %.1fs (configured timeout %gs)", elapsed, timeout)
+				if timeout <= 0 {
+					detail = fmt.Sprintf("timed out after %.1fs (the timeout was not told to the watchdog)", elapsed)
+				}
 				r.Evidence = append(append([]state.EvidenceRef(nil), r.Evidence...), state.EvidenceRef{
-					Kind:   state.EvidenceToolResult,
-					Detail: fmt.Sprintf("timed out after %.1fs (configured timeout %gs)", elapsed, timeout),
+					Kind: state.EvidenceToolResult, Detail: detail,
 				})
 				ch.Reason = &r
 			}

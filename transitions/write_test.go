@@ -131,7 +131,7 @@ func TestTransitionRejections(t *testing.T) {
 		{"unknown actor", Request{Type: "session", ID: "s1", To: "completed", Actor: "root"}, ErrInvalidInput, CauseInvalidInput},
 		{"unknown trigger", Request{Type: "session", ID: "s1", To: "completed", Actor: ActorOrchestrator, Trigger: "whim"}, ErrInvalidInput, CauseInvalidInput},
 		{"bad evidence kind", Request{Type: "session", ID: "s1", To: "failed", Reason: &state.StateReason{Code: state.RunFailedOperator, Evidence: []state.EvidenceRef{{Kind: "rumour"}}}, Actor: ActorAdmin}, ErrInvalidInput, CauseInvalidInput},
-		{"timed_out without a timeout", Request{Type: "session", ID: "s1", To: "timed_out", Reason: reason(state.RunTimedOutDeadline), Actor: ActorOrchestrator}, ErrInvalidTransition, CauseInvalidTransition},
+		{"a workflow's timed_out without a timeout", Request{Type: "workflow", ID: "wf", To: "timed_out", Reason: reason(state.RunTimedOutDeadline), Actor: ActorOrchestrator}, ErrInvalidTransition, CauseInvalidTransition},
 		{"not found", Request{Type: "session", ID: "nope", To: "completed", Actor: ActorOrchestrator}, ErrNotFound, CauseNotFound},
 		{"bad id", Request{Type: "session", ID: "a/b", To: "completed", Actor: ActorOrchestrator}, ErrInvalidInput, CauseInvalidInput},
 		{"legacy has no lifecycle", Request{Type: "session", ID: "legacy", To: "completed", Actor: ActorOrchestrator}, ErrInvalidTransition, CauseInvalidTransition},
@@ -139,7 +139,7 @@ func TestTransitionRejections(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := take(t, st, "session", "s1")
-			beforeRejected := obs.rejected["session:"+tt.cause] + obs.rejected[":"+tt.cause] + obs.rejected["unknown:"+tt.cause]
+			beforeRejected := obs.rejected["session:"+tt.cause] + obs.rejected["workflow:"+tt.cause] + obs.rejected[":"+tt.cause] + obs.rejected["unknown:"+tt.cause]
 			_, err := w.Transition(ctx, tt.req)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
@@ -150,7 +150,7 @@ func TestTransitionRejections(t *testing.T) {
 			if after := take(t, st, "session", "s1"); !reflect.DeepEqual(before, after) {
 				t.Errorf("a rejected transition changed the entity:\nbefore %+v\nafter  %+v", before, after)
 			}
-			afterRejected := obs.rejected["session:"+tt.cause] + obs.rejected[":"+tt.cause] + obs.rejected["unknown:"+tt.cause]
+			afterRejected := obs.rejected["session:"+tt.cause] + obs.rejected["workflow:"+tt.cause] + obs.rejected[":"+tt.cause] + obs.rejected["unknown:"+tt.cause]
 			if afterRejected != beforeRejected+1 {
 				t.Errorf("rejection not counted under cause %s: %v", tt.cause, obs.rejected)
 			}
@@ -234,6 +234,33 @@ func TestTimedOutRecordsTimeoutAndElapsed(t *testing.T) {
 		rows, _ := st.Transitions(ctx, typ, "t1")
 		ev := rows[len(rows)-1].Evidence
 		if len(ev) != 1 || !strings.Contains(ev[0].Detail, "901.0s") || !strings.Contains(ev[0].Detail, "900s") {
+			t.Errorf("%s: timeout evidence %+v", typ, ev)
+		}
+	}
+}
+
+// TestTimedOutWithoutAKnownTimeout: a session or an invocation may time
+// out on a deadline nobody told the watchdog (a child's own exit 124): the
+// elapsed time is recorded and the evidence says the timeout is unknown.
+// Subagents, workflows and turns must carry it (TestTransitionRejections).
+func TestTimedOutWithoutAKnownTimeout(t *testing.T) {
+	w, st, clock, _ := newTestWriter(t)
+	ctx := context.Background()
+	for _, typ := range []string{"session", "invocation", "play"} {
+		mustRegister(t, w, typ, "u1", "running")
+	}
+	clock.Advance(42 * time.Second)
+	for _, typ := range []string{"session", "invocation", "play"} {
+		if _, err := w.Transition(ctx, Request{Type: typ, ID: "u1", To: "timed_out", Reason: reason(state.RunTimedOutDeadline), Actor: ActorOrchestrator}); err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		e, _ := st.Get(ctx, typ, "u1")
+		if e.LifecycleOr("") != "timed_out" || e.TimeoutSeconds != 0 || e.TimeoutElapsed != 42 {
+			t.Errorf("%s: %s timeout %v elapsed %v", typ, e.LifecycleOr(""), e.TimeoutSeconds, e.TimeoutElapsed)
+		}
+		rows, _ := st.Transitions(ctx, typ, "u1")
+		ev := rows[len(rows)-1].Evidence
+		if len(ev) != 1 || !strings.Contains(ev[0].Detail, "42.0s") || !strings.Contains(ev[0].Detail, "not told") {
 			t.Errorf("%s: timeout evidence %+v", typ, ev)
 		}
 	}

@@ -55,7 +55,7 @@ records its end through the write path:
   exit 0                 completed (failed with run.failed.artifact_contract
                          when a required artifact is missing or invalid)
   exit 124 or timeout    timed_out (run.timed_out.deadline, with the timeout
-                         and the elapsed time)
+                         when known and the elapsed time)
   exit 130 or SIGINT     aborted (run.aborted.sigint)
   exit 143 or SIGTERM    cancelled (run.cancelled.sigterm)
   other exit or signal   failed (run.failed.exit_nonzero, run.failed.signal)
@@ -404,10 +404,16 @@ func (p execPlan) outcome(out transitions.ExitOutcome, end childEnd, started tim
 		}
 	}
 	if to == "timed_out" && !end.timedOut && p.reg.TimeoutSeconds == 0 {
-		// The child claims a timeout (exit 124) of its own, but timed_out
-		// must carry the configured timeout, which exec does not know.
-		to, code = "failed", state.RunFailedExitNonzero
-		msg = detail + " (the timeout convention, but no --timeout was given)"
+		// The child claims a timeout of its own (exit 124, as timeout(1)
+		// does): timed_out, with the elapsed time; the deadline itself is
+		// the child's, unknown here. The types whose timed_out must carry
+		// the configured timeout end failed instead.
+		if transitions.NeedsTimeout(p.typ) {
+			to, code = "failed", state.RunFailedExitNonzero
+			msg = detail + fmt.Sprintf(" (the timeout convention, but a %s's timed_out needs the configured timeout: give --timeout)", p.typ)
+		} else {
+			msg = detail + " (the child's own timeout; exec was given no --timeout)"
+		}
 	}
 	t := wire.Transition{
 		To:         transitions.ExitTarget(p.graph, "running", to),

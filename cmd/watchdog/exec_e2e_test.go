@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,7 +69,8 @@ func TestExecExitMapping(t *testing.T) {
 		{"exit 0", nil, []string{"sh", "-c", "exit 0"}, 0, "completed", "run.completed.exit_zero"},
 		{"exit 3", nil, []string{"sh", "-c", "exit 3"}, 3, "failed", "run.failed.exit_nonzero"},
 		{"exit 124 with a timeout", []string{"--timeout", "1h"}, []string{"sh", "-c", "exit 124"}, 124, "timed_out", "run.timed_out.deadline"},
-		{"exit 124 without a timeout", nil, []string{"sh", "-c", "exit 124"}, 124, "failed", "run.failed.exit_nonzero"},
+		{"exit 124 without a timeout", nil, []string{"sh", "-c", "exit 124"}, 124, "timed_out", "run.timed_out.deadline"},
+		{"workflow exit 124 without a timeout", []string{"--type", "workflow"}, []string{"sh", "-c", "exit 124"}, 124, "failed", "run.failed.exit_nonzero"},
 		{"exit 130", nil, []string{"sh", "-c", "exit 130"}, 130, "aborted", "run.aborted.sigint"},
 		{"exit 143", nil, []string{"sh", "-c", "exit 143"}, 143, "cancelled", "run.cancelled.sigterm"},
 		{"killed by SIGTERM", nil, []string{"sh", "-c", "kill -TERM $$"}, 143, "cancelled", "run.cancelled.sigterm"},
@@ -100,8 +102,11 @@ func TestExecExitMapping(t *testing.T) {
 				t.Errorf("terminal row %v->%s %s by %s, want running->%s %s by exec", last.From, last.To, last.ReasonCode, last.Actor, c.wantTo, c.wantWhy)
 			}
 			if c.wantTo == "timed_out" {
-				if e.TimeoutSeconds <= 0 || e.TimeoutElapsed <= 0 {
-					t.Errorf("timed_out without timeout evidence: timeout %v elapsed %v", e.TimeoutSeconds, e.TimeoutElapsed)
+				// The configured timeout is recorded when exec was given
+				// one; the elapsed time always.
+				given := slices.Contains(c.flags, "--timeout")
+				if (e.TimeoutSeconds > 0) != given || e.TimeoutElapsed <= 0 {
+					t.Errorf("timed_out evidence: timeout %v (given: %v) elapsed %v", e.TimeoutSeconds, given, e.TimeoutElapsed)
 				}
 			}
 			// Judged at once, as the daemon would: the process is gone, as
