@@ -283,18 +283,45 @@ func (s *SQLite) register(ctx context.Context, e Entity, actor string, at float6
 		}
 	} else {
 		// Only what the caller registers: the dimensions, the lifecycle and
-		// the timestamps the watchdog keeps are left alone.
-		_, err = s.txExec(ctx, tx, `UPDATE entities SET label = ?, host_id = ?, boot_id = ?,
-			pid = ?, pid_start_time = ?, pid_start_ticks = ?, supervisor_pid = ?,
-			heartbeat_file = ?, timeout_seconds = ?, artifacts_root = ?, artifacts = ?, lock_files = ?,
-			parent_type = ?, parent_id = ?, depends_on = ?, schedule_cron = ?, schedule_last_fired_at = ?,
-			metadata = ?, started_at = COALESCE(?, started_at), updated_at = ?
+		// the timestamps the watchdog keeps are left alone. A field the
+		// document leaves out keeps its value (a re-registration that only
+		// renames must not cost the entity its pid, and so its liveness
+		// check); a list sent empty ([]) clears it. The pid's identity
+		// (start time, ticks, boot id) moves with the pid: a new pid brings
+		// its own, never the old one's.
+		keepList := func(isNil bool, text string) any {
+			if isNil {
+				return nil
+			}
+			return text
+		}
+		var meta any
+		if len(e.Metadata) > 0 && string(e.Metadata) != "null" {
+			meta = metadata
+		}
+		_, err = s.txExec(ctx, tx, `UPDATE entities SET label = COALESCE(NULLIF(?, ''), label),
+			host_id = COALESCE(NULLIF(?, ''), host_id),
+			boot_id = CASE WHEN ? IS NULL THEN boot_id ELSE ? END,
+			pid_start_time = CASE WHEN ? IS NULL THEN pid_start_time ELSE ? END,
+			pid_start_ticks = CASE WHEN ? IS NULL THEN pid_start_ticks ELSE ? END,
+			pid = COALESCE(?, pid),
+			supervisor_pid = COALESCE(?, supervisor_pid),
+			heartbeat_file = COALESCE(NULLIF(?, ''), heartbeat_file), timeout_seconds = COALESCE(?, timeout_seconds),
+			artifacts_root = COALESCE(NULLIF(?, ''), artifacts_root), artifacts = COALESCE(?, artifacts), lock_files = COALESCE(?, lock_files),
+			parent_type = COALESCE(NULLIF(?, ''), parent_type), parent_id = COALESCE(NULLIF(?, ''), parent_id), depends_on = COALESCE(?, depends_on),
+			schedule_cron = COALESCE(NULLIF(?, ''), schedule_cron), schedule_last_fired_at = COALESCE(?, schedule_last_fired_at),
+			metadata = COALESCE(?, metadata), started_at = COALESCE(?, started_at), updated_at = ?
 			WHERE type = ? AND id = ?`,
-			e.Label, e.HostID, e.BootID,
-			nullInt(int64(e.PID)), nullFloat(e.PIDStartTime), nullInt(int64(e.PIDStartTicks)), nullInt(int64(e.SupervisorPID)),
-			e.HeartbeatFile, nullFloat(e.TimeoutSeconds), e.ArtifactsRoot, artifacts, lockFiles,
-			e.ParentType, e.ParentID, dependsOn, e.ScheduleCron, nullFloat(e.ScheduleLastFiredAt),
-			metadata, nullFloat(e.StartedAt), at, e.Type, e.ID)
+			e.Label, e.HostID,
+			nullInt(int64(e.PID)), e.BootID,
+			nullInt(int64(e.PID)), nullFloat(e.PIDStartTime),
+			nullInt(int64(e.PID)), nullInt(int64(e.PIDStartTicks)),
+			nullInt(int64(e.PID)), nullInt(int64(e.SupervisorPID)),
+			e.HeartbeatFile, nullFloat(e.TimeoutSeconds),
+			e.ArtifactsRoot, keepList(e.Artifacts == nil, artifacts), keepList(e.LockFiles == nil, lockFiles),
+			e.ParentType, e.ParentID, keepList(e.DependsOn == nil, dependsOn),
+			e.ScheduleCron, nullFloat(e.ScheduleLastFiredAt),
+			meta, nullFloat(e.StartedAt), at, e.Type, e.ID)
 		if err != nil {
 			return false, fmt.Errorf("register %s/%s: update: %w", e.Type, e.ID, err)
 		}

@@ -267,3 +267,53 @@ func TestListFilters(t *testing.T) {
 		}
 	}
 }
+
+// TestReRegisterKeepsWhatItLeavesOut: a re-registration updates the fields
+// it sends and keeps the others (a rename must not cost the entity its pid
+// and so its liveness check); an explicit empty list clears one; a new pid
+// brings its own identity, never the old pid's start time.
+func TestReRegisterKeepsWhatItLeavesOut(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	full := Entity{Type: "play", ID: "p", Lifecycle: strp("running"), Label: "first", HostID: "h1", BootID: "b1",
+		PID: 4242, PIDStartTime: 1000.5, PIDStartTicks: 777, SupervisorPID: 4200, HeartbeatFile: "/run/p.hb",
+		TimeoutSeconds: 900, ArtifactsRoot: "/srv/p", Artifacts: []state.ArtifactSpec{{Path: "out.md", Required: true, Kind: state.ArtifactFile}},
+		LockFiles: []string{"/srv/p/.lock"}, ParentType: "show", ParentID: "sh", DependsOn: []string{"p0"},
+		Metadata: []byte(`{"k":1}`)}
+	if _, err := s.Register(ctx, full, "orchestrator", 1); err != nil {
+		t.Fatal(err)
+	}
+	get := func() Entity {
+		t.Helper()
+		e, err := s.Get(ctx, "play", "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	// A rename: everything else stays.
+	if _, err := s.Register(ctx, Entity{Type: "play", ID: "p", Label: "second"}, "orchestrator", 2); err != nil {
+		t.Fatal(err)
+	}
+	e := get()
+	if e.Label != "second" || e.PID != 4242 || e.PIDStartTime != 1000.5 || e.PIDStartTicks != 777 || e.BootID != "b1" || e.HostID != "h1" ||
+		e.SupervisorPID != 4200 || e.HeartbeatFile != "/run/p.hb" || e.TimeoutSeconds != 900 || e.ArtifactsRoot != "/srv/p" ||
+		len(e.Artifacts) != 1 || len(e.LockFiles) != 1 || e.ParentID != "sh" || len(e.DependsOn) != 1 || string(e.Metadata) != `{"k":1}` ||
+		e.LifecycleOr("") != "running" {
+		t.Errorf("a rename changed other fields: %+v", e)
+	}
+	// A new pid without a start time: the old pid's identity does not stay.
+	if _, err := s.Register(ctx, Entity{Type: "play", ID: "p", PID: 5151}, "orchestrator", 3); err != nil {
+		t.Fatal(err)
+	}
+	if e := get(); e.PID != 5151 || e.PIDStartTime != 0 || e.PIDStartTicks != 0 || e.BootID != "" {
+		t.Errorf("new pid kept the old identity: pid %d start %v ticks %d boot %q", e.PID, e.PIDStartTime, e.PIDStartTicks, e.BootID)
+	}
+	// Explicit empty lists clear.
+	if _, err := s.Register(ctx, Entity{Type: "play", ID: "p", DependsOn: []string{}, Artifacts: []state.ArtifactSpec{}, LockFiles: []string{}}, "orchestrator", 4); err != nil {
+		t.Fatal(err)
+	}
+	if e := get(); len(e.DependsOn) != 0 || len(e.Artifacts) != 0 || len(e.LockFiles) != 0 {
+		t.Errorf("explicit empty lists did not clear: %+v %+v %+v", e.DependsOn, e.Artifacts, e.LockFiles)
+	}
+}

@@ -45,35 +45,53 @@ type Registration struct {
 	Actor  string
 }
 
-// Register validates and upserts an entity. A new entity gets its initial
-// (or given) lifecycle and a first audit row; an existing one has its
-// registered fields updated and keeps its lifecycle, which then changes
-// only by Transition. It reports whether the entity was created.
-func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
+// CheckRegistration runs every check Register makes before it touches the
+// store, so a caller can refuse a bad document before opening (or
+// creating) a database.
+func CheckRegistration(reg Registration) error {
+	_, _, err := prepare(reg)
+	return err
+}
+
+// prepare validates a registration and returns its entity with the type
+// made canonical and the lifecycle defaulted, and the type's graph.
+func prepare(reg Registration) (store.Entity, *Graph, error) {
 	e := reg.Entity
 	g, err := Lookup(e.Type)
 	if err != nil {
-		return false, err
+		return e, nil, err
 	}
 	e.Type = g.Type
 	if err := ValidateID(e.ID); err != nil {
-		return false, err
+		return e, nil, err
 	}
 	if !contains(Actors, reg.Actor) {
-		return false, fmt.Errorf("%w: actor %q is not one of %s", ErrInvalidInput, reg.Actor, strings.Join(Actors, ", "))
+		return e, nil, fmt.Errorf("%w: actor %q is not one of %s", ErrInvalidInput, reg.Actor, strings.Join(Actors, ", "))
 	}
 	switch {
 	case reg.Legacy:
 		if e.Lifecycle != nil {
-			return false, fmt.Errorf("%w: a legacy entity has no lifecycle", ErrInvalidInput)
+			return e, nil, fmt.Errorf("%w: a legacy entity has no lifecycle", ErrInvalidInput)
 		}
 	case e.Lifecycle == nil:
 		l := g.Initial
 		e.Lifecycle = &l
 	case !g.HasState(*e.Lifecycle):
-		return false, fmt.Errorf("lifecycle: %w %q for %s (states: %s)", ErrUnknownState, *e.Lifecycle, g.Type, strings.Join(g.States, ", "))
+		return e, nil, fmt.Errorf("lifecycle: %w %q for %s (states: %s)", ErrUnknownState, *e.Lifecycle, g.Type, strings.Join(g.States, ", "))
 	}
 	if err := validateFields(&e); err != nil {
+		return e, nil, err
+	}
+	return e, g, nil
+}
+
+// Register validates and upserts an entity. A new entity gets its initial
+// (or given) lifecycle and a first audit row; an existing one has its
+// registered fields updated and keeps its lifecycle, which then changes
+// only by Transition. It reports whether the entity was created.
+func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
+	e, g, err := prepare(reg)
+	if err != nil {
 		return false, err
 	}
 	at := w.now()

@@ -197,6 +197,11 @@ func (r Register) Registration(actor string) (transitions.Registration, error) {
 		ArtifactsRoot: r.ArtifactsRoot, LockFiles: r.LockFiles, DependsOn: r.DependsOn,
 		Metadata: r.Metadata,
 	}
+	if r.Artifacts != nil {
+		// An explicit [] clears the contract on a re-registration; an
+		// absent list leaves it as it was.
+		e.Artifacts = make([]state.ArtifactSpec, 0, len(r.Artifacts))
+	}
 	for _, a := range r.Artifacts {
 		e.Artifacts = append(e.Artifacts, a.Spec())
 	}

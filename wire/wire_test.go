@@ -104,6 +104,33 @@ func TestRegisterConversion(t *testing.T) {
 	}
 }
 
+// TestRegisterListPresence: an absent list stays nil (a re-registration
+// keeps the stored one), an explicit [] is empty but present (it clears).
+func TestRegisterListPresence(t *testing.T) {
+	for _, c := range []struct {
+		body    string
+		present bool
+	}{
+		{`{"type":"play","id":"p1"}`, false},
+		{`{"type":"play","id":"p1","artifacts":[],"depends_on":[],"lock_files":[]}`, true},
+	} {
+		var r Register
+		if err := Decode(strings.NewReader(c.body), &r, false); err != nil {
+			t.Fatal(err)
+		}
+		reg, err := r.Registration("orchestrator")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := reg.Entity
+		for name, isNil := range map[string]bool{"artifacts": e.Artifacts == nil, "depends_on": e.DependsOn == nil, "lock_files": e.LockFiles == nil} {
+			if isNil == c.present {
+				t.Errorf("%s: %s nil=%v", c.body, name, isNil)
+			}
+		}
+	}
+}
+
 func TestTransitionRequest(t *testing.T) {
 	var tr Transition
 	if err := Decode(strings.NewReader(`{"to":"aborted","reason":{"code":"run.aborted.sigint","evidence":[{"kind":"tool_result","detail":"x"}]},"expect_from":"running"}`), &tr, false); err != nil {

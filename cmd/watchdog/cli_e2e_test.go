@@ -187,11 +187,42 @@ func TestCLIReadCommandsDoNotCreateDatabases(t *testing.T) {
 	if _, err := os.Stat(db); err == nil {
 		t.Error("status created a database file")
 	}
-	// A refused registration does not create one either.
-	r = wd(t, `{"type":"widget","id":"x"}`, "register", "--db", db, "--json", "-")
-	assertOneLineError(t, r)
-	if _, err := os.Stat(db); err == nil {
-		t.Error("a refused register created a database file")
+	// A refused registration does not create one either, whatever in the
+	// document is wrong.
+	for _, doc := range []string{
+		`{"type":"widget","id":"x"}`,
+		`{"type":"session","id":"x","lifecycle":"bogus"}`,
+		`{"type":"session","id":"a/b"}`,
+		`{"type":"session","id":"x","pid":-1}`,
+		`{"type":"session","id":"x","artifacts":[{"path":"a.md"}]}`,
+	} {
+		r = wd(t, doc, "register", "--db", db, "--json", "-")
+		assertOneLineError(t, r)
+		if _, err := os.Stat(db); err == nil {
+			t.Fatalf("a refused register (%s) created a database file", doc)
+		}
+	}
+}
+
+// TestCLIReRegisterSaysTheLifecycleStays: re-registering with another
+// lifecycle keeps the stored one, says so on stderr, and keeps the fields
+// the document leaves out.
+func TestCLIReRegisterSaysTheLifecycleStays(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "w.db")
+	if r := wd(t, `{"type":"session","id":"x","lifecycle":"running","timeout_seconds":900}`, "register", "--db", db, "--json", "-"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	r := wd(t, `{"type":"session","id":"x","lifecycle":"completed","label":"renamed"}`, "register", "--db", db, "--json", "-")
+	if r.code != 0 || !strings.Contains(r.stderr, "the lifecycle stays running") {
+		t.Fatalf("%+v", r)
+	}
+	e, _ := execEntity(t, db, "x")
+	if e.LifecycleOr("") != "running" || e.Label != "renamed" || e.TimeoutSeconds != 900 {
+		t.Errorf("after re-registering: %s %q timeout %v", e.LifecycleOr(""), e.Label, e.TimeoutSeconds)
+	}
+	// The same lifecycle again is no news.
+	if r := wd(t, `{"type":"session","id":"x","lifecycle":"running"}`, "register", "--db", db, "--json", "-"); r.code != 0 || r.stderr != "" {
+		t.Errorf("%+v", r)
 	}
 }
 

@@ -54,7 +54,7 @@ func newRegisterCmd() *cobra.Command {
 			}
 			// Validate before touching the database, so a bad document
 			// cannot even create an empty one (nor reach the daemon).
-			if _, err := transitions.Lookup(reg.Entity.Type); err != nil {
+			if err := transitions.CheckRegistration(reg); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -63,7 +63,7 @@ func newRegisterCmd() *cobra.Command {
 				// pid's identity (host id, boot id, start time and ticks)
 				// as for any API client, under its own configured host
 				// id, which this process cannot know.
-				return registerRemote(ctx, cmd.OutOrStdout(), server, body)
+				return registerRemote(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), server, body)
 			}
 			st, err := openStore(ctx, db, true)
 			if err != nil {
@@ -86,6 +86,7 @@ func newRegisterCmd() *cobra.Command {
 			}
 			ns := transitions.View(e, nowSeconds())
 			fmt.Fprintf(cmd.OutOrStdout(), "%s %s/%s: %s\n", verb, e.Type, e.ID, transitions.Display(e, ns))
+			warnLifecycleKept(cmd.ErrOrStderr(), created, body, e.LifecycleOr(""))
 			return nil
 		},
 	}
@@ -94,9 +95,19 @@ func newRegisterCmd() *cobra.Command {
 	return c
 }
 
+// warnLifecycleKept says so when a re-registration asked for a lifecycle
+// the entity is not in: registering never moves a lifecycle (SPEC §9), and
+// a silent "updated" would let the caller believe it did.
+func warnLifecycleKept(w io.Writer, created bool, body wire.Register, now string) {
+	if created || !body.Lifecycle.Set || body.Lifecycle.Null || body.Lifecycle.Value == now {
+		return
+	}
+	fmt.Fprintf(w, "watchdog: note: the lifecycle stays %s: re-registering does not change it (use watchdog transition)\n", now)
+}
+
 // registerRemote is register through the daemon's API, printing the line
 // the local path prints.
-func registerRemote(ctx context.Context, out io.Writer, server string, body wire.Register) error {
+func registerRemote(ctx context.Context, out, errOut io.Writer, server string, body wire.Register) error {
 	cl, err := dialServer(server)
 	if err != nil {
 		return err
@@ -109,8 +120,13 @@ func registerRemote(ctx context.Context, out io.Writer, server string, body wire
 	if created {
 		verb = "registered"
 	}
-	_, err = fmt.Fprintf(out, "%s %s/%s: %s\n", verb, e.Type, e.ID, e.Display)
-	return err
+	if _, err = fmt.Fprintf(out, "%s %s/%s: %s\n", verb, e.Type, e.ID, e.Display); err != nil {
+		return err
+	}
+	if e.Lifecycle != nil {
+		warnLifecycleKept(errOut, created, body, *e.Lifecycle)
+	}
+	return nil
 }
 
 func newTransitionCmd() *cobra.Command {
