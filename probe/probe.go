@@ -67,8 +67,9 @@ type Target struct {
 	// ArtifactsRoot and Artifacts are the artifact contract.
 	ArtifactsRoot string
 	Artifacts     []state.ArtifactSpec
-	// SkipArtifacts leaves delivery unknown (not evaluated) without touching
-	// the file system, e.g. for a running entity whose outputs are not due.
+	// SkipArtifacts leaves a contract's delivery unknown (not evaluated)
+	// without touching the file system, e.g. for a running entity whose
+	// outputs are not due. Without a contract delivery is not_expected.
 	SkipArtifacts bool
 
 	// LockFiles are the declared lock files, checked once the entity ended.
@@ -111,7 +112,12 @@ func (h *Host) Probe(t Target, th Thresholds, now time.Time) Result {
 	} else if len(t.LockFiles) > 0 {
 		obs.Locks = CheckLocks(t.ArtifactsRoot, t.LockFiles)
 	}
-	if !t.SkipArtifacts {
+	switch {
+	case len(t.Artifacts) == 0:
+		// No contract: nothing is expected, running or not (SPEC §6), and
+		// nothing to read.
+		obs.Artifacts = ArtifactResult{Delivery: state.DeliveryNotExpected}
+	case !t.SkipArtifacts:
 		obs.Artifacts = CheckArtifacts(t.ArtifactsRoot, t.Artifacts, started)
 	}
 	var r Result

@@ -654,3 +654,22 @@ func TestDeadBeforeRunningEndsAlongAnEdge(t *testing.T) {
 		t.Errorf("a second run acted again: %+v", rep.Actions)
 	}
 }
+
+// TestRunningDeliveryNotExpectedWithoutContract: a running entity with no
+// artifact contract reads not_expected after a sweep, as at registration
+// (nothing is due, ever); one with a contract reads unknown until it ends.
+func TestRunningDeliveryNotExpectedWithoutContract(t *testing.T) {
+	f := newFixture(t)
+	live := startSleep(t)
+	root := t.TempDir()
+	f.register(store.Entity{Type: "session", ID: "plain", PID: live.Process.Pid})
+	f.register(store.Entity{Type: "session", ID: "contract", PID: live.Process.Pid, ArtifactsRoot: root,
+		Artifacts: []state.ArtifactSpec{{Path: "out.md", Required: true, Kind: state.ArtifactFile}}})
+	f.sweep()
+	if d := f.get("session", "plain").Delivery; d != state.DeliveryNotExpected {
+		t.Errorf("no contract: delivery %s, want not_expected", d)
+	}
+	if d := f.get("session", "contract").Delivery; d != state.DeliveryUnknown {
+		t.Errorf("contract, still running: delivery %s, want unknown", d)
+	}
+}
