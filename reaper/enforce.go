@@ -74,8 +74,9 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
-// lastActivity is the latest sign of life an entity gave: a lifecycle
-// change, a posted heartbeat, its start or registration.
+// lastActivity is the latest sign of life an entity's row holds: a
+// lifecycle change, a posted heartbeat, its start or registration. A
+// heartbeat file's mtime is read by the probe (see phantom).
 func lastActivity(e store.Entity) float64 {
 	return math.Max(math.Max(e.LifecycleAt, e.HeartbeatAt), math.Max(e.StartedAt, e.CreatedAt))
 }
@@ -154,6 +155,16 @@ func (r *Reaper) phantom(e store.Entity, parents parentCache, now time.Time) (Ac
 		return Action{}, state.StateReason{}, false
 	}
 	res := r.Prober.Probe(target(e, parents.terminal(e)), r.Settings.Probe, now)
+	// A heartbeat file is activity too, and only the probe reads it: an
+	// orphan that still writes its heartbeat is working, not a phantom.
+	if hb := res.Heartbeat; hb.Source == probe.HeartbeatFile && !hb.At.IsZero() {
+		if q := now.Sub(hb.At); q < quiet {
+			quiet = q
+		}
+		if quiet < r.Settings.PhantomAfter {
+			return Action{}, state.StateReason{}, false
+		}
+	}
 	var code state.ReasonCode
 	switch {
 	case res.Liveness == probe.Dead:

@@ -378,6 +378,40 @@ func TestPhantomOrphanReapedAndKilledWhenAsked(t *testing.T) {
 	}
 }
 
+// TestOrphanWritingItsHeartbeatIsNotAPhantom: "no activity" includes the
+// heartbeat file. An orphan (supervisor dead) that still touches its
+// heartbeat file is left alone; once the file goes quiet for phantom_after
+// it is reaped.
+func TestOrphanWritingItsHeartbeatIsNotAPhantom(t *testing.T) {
+	f := newFixture(t)
+	orphan := startSleep(t)
+	hb := filepath.Join(t.TempDir(), "o.hb")
+	if err := os.WriteFile(hb, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.register(store.Entity{Type: "session", ID: "o1", PID: orphan.Process.Pid, SupervisorPID: deadPID(t), HeartbeatFile: hb})
+	touch := func(at time.Time) {
+		t.Helper()
+		if err := os.Chtimes(hb, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch(f.clock.Now())
+	f.sweep()
+	if e := f.get("session", "o1"); e.Health != state.HealthOrphaned {
+		t.Fatalf("health %s", e.Health)
+	}
+	f.clock.Advance(2 * time.Hour)
+	touch(f.clock.Now().Add(-time.Minute))
+	if rep := f.reap(); len(rep.Actions) != 0 {
+		t.Fatalf("reaped an orphan whose heartbeat is a minute old: %+v", rep.Actions)
+	}
+	touch(f.clock.Now().Add(-61 * time.Minute))
+	if rep := f.reap(); len(rep.Actions) != 1 || rep.Actions[0].Reason != state.SystemReaperPhantomOrphaned {
+		t.Fatalf("an orphan quiet for 61m (phantom_after 1h) not reaped: %+v", rep.Actions)
+	}
+}
+
 // TestKillOrphansSharesOneGrace: orphans that ignore SIGTERM all get
 // SIGTERM first, then SIGKILL after one kill_grace, instead of the run
 // waiting a kill_grace per orphan.
