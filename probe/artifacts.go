@@ -320,18 +320,23 @@ func (c *artifactChecker) resolve(full string) found {
 	real, err := filepath.EvalSymlinks(full)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+			// Dangling: where would it point? Pointing out of the root is
+			// invalid whether or not the target exists (SPEC §6), and the
+			// operator's fix differs (the link, not the missing file).
+			if target, ok := danglingTarget(full); ok {
+				if rootReal, err := c.realRoot(); err == nil && !within(target, rootReal) {
+					return found{status: ArtifactInvalid, escapes: true, problem: "symlink points outside the artifacts root (to " + target + ", which does not exist); not read"}
+				}
+			}
 			return found{status: ArtifactMissing, problem: "does not exist (dangling symlink)"}
 		}
 		return found{status: ArtifactInvalid, problem: "cannot be resolved: " + err.Error()}
 	}
-	if !c.resolved {
-		c.rootReal, c.rootErr = filepath.EvalSymlinks(c.root)
-		c.resolved = true
+	rootReal, err := c.realRoot()
+	if err != nil {
+		return found{status: ArtifactInvalid, problem: "artifacts root cannot be resolved: " + err.Error()}
 	}
-	if c.rootErr != nil {
-		return found{status: ArtifactInvalid, problem: "artifacts root cannot be resolved: " + c.rootErr.Error()}
-	}
-	if !within(real, c.rootReal) {
+	if !within(real, rootReal) {
 		return found{status: ArtifactInvalid, escapes: true, problem: "symlink resolves outside the artifacts root (to " + real + "); not read"}
 	}
 	f := found{status: ArtifactValid, real: real}
@@ -339,6 +344,54 @@ func (c *artifactChecker) resolve(full string) found {
 		return statFailure(err)
 	}
 	return f
+}
+
+// realRoot is the artifacts root with its symlinks resolved, once.
+func (c *artifactChecker) realRoot() (string, error) {
+	if !c.resolved {
+		c.rootReal, c.rootErr = filepath.EvalSymlinks(c.root)
+		c.resolved = true
+	}
+	return c.rootReal, c.rootErr
+}
+
+// danglingTarget follows a chain of symlinks that ends at nothing, without
+// opening anything, and returns the absolute path it ends at, with the
+// symlinks of its existing ancestors resolved. ok is false when the chain
+// cannot be followed (a loop, an unreadable link).
+func danglingTarget(full string) (string, bool) {
+	p := filepath.Clean(full)
+	ended := false
+	for range 40 { // the kernel's own limit on a chain of links
+		fi, err := os.Lstat(p)
+		if err != nil {
+			ended = true // p does not exist: the end of the chain
+			break
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return "", false // exists after all: not dangling
+		}
+		t, err := os.Readlink(p)
+		if err != nil {
+			return "", false
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		p = filepath.Clean(t)
+	}
+	if !ended {
+		return "", false // a loop
+	}
+	// Resolve the deepest existing ancestor, keep the rest as written.
+	dir, rest := p, ""
+	for dir != "/" && dir != "." {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest), true
+		}
+		dir, rest = filepath.Dir(dir), filepath.Join(filepath.Base(dir), rest)
+	}
+	return p, true
 }
 
 func within(p, root string) bool {

@@ -75,6 +75,11 @@ func artifactTree(t *testing.T) (root, outside string, start time.Time) {
 	link("review.md", "alias.md")
 	link("reports", "reports-alias")
 	link("nowhere.md", "dangling.md")
+	link("/nonexistent/x", "dangling-out-abs.md")
+	link("../"+filepath.Base(outside)+"/never.md", "dangling-out-rel.md")
+	link("dangling.md", "dangling-chain.md")
+	link("loop-b.md", "loop-a.md")
+	link("loop-a.md", "loop-b.md")
 	return root, outside, start
 }
 
@@ -106,6 +111,7 @@ func TestCheckArtifact(t *testing.T) {
 		{"absent", file("nope.md"), ArtifactMissing, false, "does not exist"},
 		{"absent below a file", file("review.md/x"), ArtifactMissing, false, "not a directory"},
 		{"dangling symlink", file("dangling.md"), ArtifactMissing, false, "dangling"},
+		{"chain of links ending inside at nothing", file("dangling-chain.md"), ArtifactMissing, false, "dangling"},
 		{"glob without match", file("*.pdf"), ArtifactMissing, false, "no file matches"},
 
 		// Invalid
@@ -131,6 +137,9 @@ func TestCheckArtifact(t *testing.T) {
 		{"symlink to an outside FIFO", state.ArtifactSpec{Path: "fifo.json", Kind: "json"}, ArtifactInvalid, true, "outside the artifacts root"},
 		{"through a symlinked dir out", state.ArtifactSpec{Path: "outdir/inner/x.json", Kind: "json"}, ArtifactInvalid, true, "outside the artifacts root"},
 		{"glob through a symlinked dir out", file("outdir/*/x.json"), ArtifactInvalid, true, "outside the artifacts root"},
+		{"dangling absolute symlink out", file("dangling-out-abs.md"), ArtifactInvalid, true, "outside the artifacts root"},
+		{"dangling relative symlink out", file("dangling-out-rel.md"), ArtifactInvalid, true, "outside the artifacts root"},
+		{"symlink loop", file("loop-a.md"), ArtifactInvalid, false, "cannot be resolved"},
 		{"glob matching an escaping symlink", state.ArtifactSpec{Path: "*.json", Kind: "json", MinBytes: 1 << 30}, ArtifactInvalid, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
