@@ -200,7 +200,7 @@ func TestClassifyEvidenceReads(t *testing.T) {
 		t.Errorf("artifact evidence %+v", r.Reasons[1].Evidence[0])
 	}
 	ns := state.Normalize("running", "", r.Health, r.Delivery, r.Reasons, 0)
-	if ns.Severity != state.SeverityCritical || state.DisplayChain(ns, "review.md") != "Running · Process dead · Review.md invalid" {
+	if ns.Severity != state.SeverityCritical || state.DisplayChain(ns, "review.md") != "Running · Process dead · review.md invalid" {
 		t.Errorf("normalized: %v %q", ns.Severity, state.DisplayChain(ns, "review.md"))
 	}
 	if n := len(r.Evidence()); n != 3 {

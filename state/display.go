@@ -32,15 +32,22 @@ func HealthLabel(h Health) string {
 // contract has several, and the label then speaks of the whole contract.
 func DeliveryLabel(d Delivery, subject string) string {
 	if subject != "" {
+		// A word ("trace") starts the label capitalized, as in the seed's
+		// "Trace present"; a file name or pattern ("review.md", "*.json")
+		// is case-sensitive and stays as written.
+		head := subject
+		if !strings.ContainsAny(subject, ".*?[") {
+			head = capitalize(subject)
+		}
 		switch d {
 		case DeliveryPassed:
-			return capitalize(subject) + " present"
+			return head + " present"
 		case DeliveryMissing:
 			return "No " + subject + " produced"
 		case DeliveryPartial:
-			return capitalize(subject) + " partial"
+			return head + " partial"
 		case DeliveryInvalid:
-			return capitalize(subject) + " invalid"
+			return head + " invalid"
 		}
 	}
 	switch d {

@@ -135,6 +135,8 @@ func TestDisplayChainSeedExamples(t *testing.T) {
 		// "Failed + Healthy" becomes "Failed · Infra OK": a failure whose
 		// infrastructure was fine is an error, not a crash.
 		{Normalize("failed", "failed", HealthOK, DeliveryPassed, nil, 0), "trace", "Failed · Infra OK · Trace present"},
+		{Normalize("running", "", HealthRunning, DeliveryInvalid, nil, 0), "passwd.txt", "Running · Alive · passwd.txt invalid"},
+		{Normalize("running", "", HealthRunning, DeliveryPassed, nil, 0), "*.json", "Running · Alive · *.json present"},
 		{Normalize("running", "", HealthStalled, DeliveryMissing, nil, 0), "", "Running · Stalled · Artifacts missing"},
 		// The seed shows "Completed · Artifact contract passed"; SPEC §2
 		// (which wins) omits passed delivery on a terminal success.

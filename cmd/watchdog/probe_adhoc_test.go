@@ -120,13 +120,13 @@ func TestProbeCommand(t *testing.T) {
 		{"alive", []string{"--pid", p}, 0, "INFO - Running · Alive", []string{"evidence: pid " + p + " alive (state "}},
 		{"alive with identity", []string{"--pid", p, "--start-time", fmt.Sprintf("%.2f", start)}, 0, "INFO - Running · Alive", nil},
 		{"fresh heartbeat", []string{"--pid", p, "--heartbeat", fresh}, 0, "INFO - Running · Alive", []string{"ago (heartbeat file " + fresh + ")"}},
-		{"artifact present", []string{"--pid", p, "--artifacts-root", root, "--artifact", "review.md"}, 0, "INFO - Running · Alive · Review.md present", []string{"evidence: review.md: 5 bytes"}},
+		{"artifact present", []string{"--pid", p, "--artifacts-root", root, "--artifact", "review.md"}, 0, "INFO - Running · Alive · review.md present", []string{"evidence: review.md: 5 bytes"}},
 		{"artifact glob", []string{"--pid", p, "--artifacts-root", root, "--artifact", "*.md"}, 0, "INFO - Running · Alive · *.md present", nil},
-		{"JSON contract", []string{"--pid", p, "--artifacts-root", root, "--contract", jsonContract}, 0, "INFO - Running · Alive · Review.md present", nil},
+		{"JSON contract", []string{"--pid", p, "--artifacts-root", root, "--contract", jsonContract}, 0, "INFO - Running · Alive · review.md present", nil},
 
 		// Warning: exit 1.
 		{"idle heartbeat", []string{"--pid", p, "--heartbeat", idle}, 1, "WARNING - Running · Idle", []string{"reason run.health.idle: no heartbeat for 20m (idle after 10m)"}},
-		{"empty artifact", []string{"--pid", p, "--artifacts-root", root, "--artifact", "empty.md"}, 1, "WARNING - Running · Alive · Empty.md invalid", []string{"empty.md: 0 bytes < min 1"}},
+		{"empty artifact", []string{"--pid", p, "--artifacts-root", root, "--artifact", "empty.md"}, 1, "WARNING - Running · Alive · empty.md invalid", []string{"empty.md: 0 bytes < min 1"}},
 		{"YAML contract, invalid JSON", []string{"--pid", p, "--artifacts-root", root, "--contract", yamlContract}, 1, "WARNING - Running · Alive · Artifacts invalid", []string{"out.json: not valid JSON"}},
 
 		// Critical: exit 2.
@@ -134,7 +134,7 @@ func TestProbeCommand(t *testing.T) {
 		{"pid reused", []string{"--pid", p, "--start-time", fmt.Sprintf("%.2f", start-3600)}, 2, "CRITICAL - Running · Process dead", []string{"reason run.health.pid_reused"}},
 		{"stalled", []string{"--pid", p, "--heartbeat", old, "--idle-after", "1m", "--stalled-after", "2m"}, 2, "CRITICAL - Running · Stalled", []string{"(stalled after 2m)"}},
 		{"artifact missing", []string{"--pid", p, "--artifacts-root", root, "--artifact", "review.pdf"}, 2, "CRITICAL - Running · Alive · No review.pdf produced", nil},
-		{"escaping artifact", []string{"--pid", p, "--artifacts-root", root, "--artifact", "../contract.yaml"}, 1, "WARNING - Running · Alive · Contract.yaml invalid", []string{"climbs out of the artifacts root"}},
+		{"escaping artifact", []string{"--pid", p, "--artifacts-root", root, "--artifact", "../contract.yaml"}, 1, "WARNING - Running · Alive · contract.yaml invalid", []string{"climbs out of the artifacts root"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runProbeCmd(t, tc.args...)
