@@ -173,6 +173,9 @@ func (e *env) registerLegacy(typ, id string) {
 func (e *env) move(typ, id, to string, code state.ReasonCode) {
 	e.t.Helper()
 	req := transitions.Request{Type: typ, ID: id, To: to, Actor: transitions.ActorOrchestrator, TimeoutSeconds: 60}
+	if typ == "agent" {
+		req.Trigger = "reconciliation" // agents record why
+	}
 	if code != "" {
 		req.Reason = &state.StateReason{Code: code, Message: "moved to " + to}
 	}

@@ -136,6 +136,11 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 	if !ValidTrigger(req.Trigger) {
 		return Result{}, fmt.Errorf("%w: trigger %q is not one of %s", ErrInvalidInput, req.Trigger, strings.Join(Triggers, ", "))
 	}
+	// An agent records why each transition happened (SPEC §3): its legacy
+	// API and its operators read the trigger, not only the target.
+	if g.Type == "agent" && req.Trigger == "" {
+		return Result{}, fmt.Errorf("%w: an agent's transition needs a trigger, one of %s", ErrInvalidInput, strings.Join(Triggers, ", "))
+	}
 	var reason *state.StateReason
 	if req.Reason != nil && (req.Reason.Code != "" || req.Reason.Message != "" || len(req.Reason.Evidence) > 0) {
 		r := *req.Reason

@@ -107,6 +107,7 @@ func TestTransitionRejections(t *testing.T) {
 	ctx := context.Background()
 	mustRegister(t, w, "session", "s1", "running")
 	mustRegister(t, w, "workflow", "wf", "running")
+	mustRegister(t, w, "agent", "ag", "idle")
 	if _, err := w.Store.Register(ctx, store.Entity{Type: "session", ID: "legacy"}, ActorOrchestrator, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +118,7 @@ func TestTransitionRejections(t *testing.T) {
 		want  error
 		cause string
 	}{
+		{"agent without a trigger", Request{Type: "agent", ID: "ag", To: "busy", Actor: ActorOrchestrator}, ErrInvalidInput, CauseInvalidInput},
 		{"unknown type", Request{Type: "widget", ID: "s1", To: "failed", Actor: ActorAdmin}, ErrUnknownType, CauseUnknownType},
 		{"unknown state", Request{Type: "session", ID: "s1", To: "exploded", Actor: ActorOrchestrator}, ErrUnknownState, CauseUnknownState},
 		{"unknown expect_from", Request{Type: "session", ID: "s1", To: "completed", ExpectFrom: "nope", Actor: ActorOrchestrator}, ErrUnknownState, CauseUnknownState},
@@ -139,7 +141,7 @@ func TestTransitionRejections(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := take(t, st, "session", "s1")
-			beforeRejected := obs.rejected["session:"+tt.cause] + obs.rejected["workflow:"+tt.cause] + obs.rejected[":"+tt.cause] + obs.rejected["unknown:"+tt.cause]
+			beforeRejected := obs.rejected["session:"+tt.cause] + obs.rejected["workflow:"+tt.cause] + obs.rejected["agent:"+tt.cause] + obs.rejected[":"+tt.cause] + obs.rejected["unknown:"+tt.cause]
 			_, err := w.Transition(ctx, tt.req)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
@@ -150,7 +152,7 @@ func TestTransitionRejections(t *testing.T) {
 			if after := take(t, st, "session", "s1"); !reflect.DeepEqual(before, after) {
 				t.Errorf("a rejected transition changed the entity:\nbefore %+v\nafter  %+v", before, after)
 			}
-			afterRejected := obs.rejected["session:"+tt.cause] + obs.rejected["workflow:"+tt.cause] + obs.rejected[":"+tt.cause] + obs.rejected["unknown:"+tt.cause]
+			afterRejected := obs.rejected["session:"+tt.cause] + obs.rejected["workflow:"+tt.cause] + obs.rejected["agent:"+tt.cause] + obs.rejected[":"+tt.cause] + obs.rejected["unknown:"+tt.cause]
 			if afterRejected != beforeRejected+1 {
 				t.Errorf("rejection not counted under cause %s: %v", tt.cause, obs.rejected)
 			}
