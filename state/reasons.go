@@ -97,6 +97,23 @@ const (
 	AgentFailedProcessCrashed ReasonCode = "agent.failed.process_crashed"
 	// AgentStoppedProcessExited: the agent's backend process exited cleanly.
 	AgentStoppedProcessExited ReasonCode = "agent.stopped.process_exited"
+	// TeamBlockedDependency: the team is waiting on work or a decision outside it.
+	TeamBlockedDependency ReasonCode = "team.blocked.dependency"
+)
+
+// Codes of the seed-002 types (subagent, workflow, turn) for the terminal
+// states that need a reason and that no run code names.
+const (
+	// SubagentInterruptedParent: the parent or an operator interrupted the subagent.
+	SubagentInterruptedParent ReasonCode = "subagent.interrupted.parent"
+	// SubagentDetachedUnmanaged: the subagent is no longer synchronously controlled by its manager.
+	SubagentDetachedUnmanaged ReasonCode = "subagent.detached.unmanaged"
+	// WorkflowPartialOutcome: the workflow ended with a bounded partial result, not full completion.
+	WorkflowPartialOutcome ReasonCode = "workflow.partial.partial_outcome"
+	// TurnPartialFailedProvider: the provider emitted useful text but the turn failed before clean completion.
+	TurnPartialFailedProvider ReasonCode = "turn.partial_failed.provider_error"
+	// TurnInterruptedOperator: the operator or presenter interrupted the turn.
+	TurnInterruptedOperator ReasonCode = "turn.interrupted.operator"
 )
 
 // ReasonInfo is one registry entry: a code and the line that documents it.
@@ -145,6 +162,12 @@ var reasonEntries = []ReasonInfo{
 	{TeamHealthOrphaned, "the team's parent show or play is terminal but the team is not."},
 	{AgentFailedProcessCrashed, "the agent's backend process crashed."},
 	{AgentStoppedProcessExited, "the agent's backend process exited cleanly."},
+	{TeamBlockedDependency, "the team is waiting on work or a decision outside it."},
+	{SubagentInterruptedParent, "the parent or an operator interrupted the subagent."},
+	{SubagentDetachedUnmanaged, "the subagent is no longer synchronously controlled by its manager."},
+	{WorkflowPartialOutcome, "the workflow ended with a bounded partial result, not full completion."},
+	{TurnPartialFailedProvider, "the provider emitted useful text but the turn failed before clean completion."},
+	{TurnInterruptedOperator, "the operator or presenter interrupted the turn."},
 }
 
 // Namespaces are the first segments a reason code may have: the entity
@@ -217,6 +240,18 @@ func CheckCode(code string) error {
 		return fmt.Errorf("%w %q (see `watchdog reasons`)", ErrUnknownReason, code)
 	}
 	return nil
+}
+
+// ForeignTo names the entity type a code belongs to when that is another
+// type than typ ("" when the code fits typ): run, system and knowledge codes
+// fit every type, an entity type's own codes fit only that type.
+func ForeignTo(code ReasonCode, typ string) string {
+	ns, _, _ := strings.Cut(string(code), ".")
+	switch ns {
+	case "run", "system", "knowledge", typ:
+		return ""
+	}
+	return ns
 }
 
 // Registered reports whether code is in the registry.

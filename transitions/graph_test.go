@@ -196,3 +196,28 @@ func TestDOT(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryReasonRequiredTargetHasAFittingCode: wherever a graph has a
+// state whose transitions need a reason, the registry holds a code that
+// fits it (the type's own, run or system, with that state as dimension),
+// so no orchestrator has to borrow a code that says something else.
+func TestEveryReasonRequiredTargetHasAFittingCode(t *testing.T) {
+	for typ, g := range graphs {
+		for _, to := range reasonRequiredTargets {
+			if !g.HasState(to) {
+				continue
+			}
+			fits := false
+			for _, r := range state.Reasons() {
+				parts := strings.Split(string(r.Code), ".")
+				if parts[1] == to && state.ForeignTo(r.Code, typ) == "" {
+					fits = true
+					break
+				}
+			}
+			if !fits {
+				t.Errorf("%s has %s, which needs a reason, and no registered %s.%s.*, run.%s.* or system.%s.* code fits it", typ, to, typ, to, to, to)
+			}
+		}
+	}
+}

@@ -124,6 +124,7 @@ func TestTransitionRejections(t *testing.T) {
 		{"unknown expect_from", Request{Type: "session", ID: "s1", To: "completed", ExpectFrom: "nope", Actor: ActorOrchestrator}, ErrUnknownState, CauseUnknownState},
 		{"edge not in graph", Request{Type: "session", ID: "s1", To: "pending", Actor: ActorOrchestrator}, ErrInvalidTransition, CauseInvalidTransition},
 		{"unregistered reason", Request{Type: "session", ID: "s1", To: "failed", Reason: &state.StateReason{Code: "run.failed.gremlins"}, Actor: ActorOrchestrator}, ErrUnknownReason, CauseUnknownReason},
+		{"another type's reason", Request{Type: "session", ID: "s1", To: "failed", Reason: reason(state.TeamHealthOrphaned), Actor: ActorOrchestrator}, ErrUnknownReason, CauseUnknownReason},
 		{"malformed reason", Request{Type: "session", ID: "s1", To: "failed", Reason: &state.StateReason{Code: "Failed!"}, Actor: ActorOrchestrator}, state.ErrMalformedCode, CauseUnknownReason},
 		{"reason required", Request{Type: "session", ID: "s1", To: "failed", Actor: ActorOrchestrator}, ErrReasonRequired, CauseReasonRequired},
 		{"reaper always needs a reason", Request{Type: "session", ID: "s1", To: "completed", Actor: ActorReaper}, ErrReasonRequired, CauseReasonRequired},
