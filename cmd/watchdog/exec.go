@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"watchdog/probe"
 	"watchdog/state"
@@ -381,7 +382,7 @@ func (p execPlan) outcome(out transitions.ExitOutcome, end childEnd, started tim
 	now := time.Now()
 	detail := fmt.Sprintf("exit status %d", end.code)
 	if end.signal != 0 {
-		detail = "killed by " + end.signal.String()
+		detail = "killed by " + signalName(end.signal)
 	}
 	if end.timedOut {
 		detail = fmt.Sprintf("timed out after %s (%s)", end.elapsed.Round(time.Millisecond), detail)
@@ -426,4 +427,13 @@ func (p execPlan) outcome(out transitions.ExitOutcome, end childEnd, started tim
 		t.ElapsedSeconds = end.elapsed.Seconds()
 	}
 	return t
+}
+
+// signalName is a signal as operators write it ("SIGTERM"), not Go's
+// description ("terminated").
+func signalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return sig.String()
 }

@@ -101,6 +101,9 @@ func TestExecExitMapping(t *testing.T) {
 			if last.From == nil || *last.From != "running" || last.To != c.wantTo || string(last.ReasonCode) != c.wantWhy || last.Actor != "exec" {
 				t.Errorf("terminal row %v->%s %s by %s, want running->%s %s by exec", last.From, last.To, last.ReasonCode, last.Actor, c.wantTo, c.wantWhy)
 			}
+			if strings.HasPrefix(c.name, "killed by SIG") && !strings.Contains(last.Message, c.name) {
+				t.Errorf("message %q does not say %q", last.Message, c.name)
+			}
 			if c.wantTo == "timed_out" {
 				// The configured timeout is recorded when exec was given
 				// one; the elapsed time always.
