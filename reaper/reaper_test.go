@@ -296,8 +296,52 @@ func TestUnknownAndStaleHeartbeatNeverEnd(t *testing.T) {
 			t.Errorf("%s ended as %s", id, l)
 		}
 	}
-	if r := f.get("session", "remote"); r.Health != state.HealthUnknown {
-		t.Errorf("another host's entity was probed here: %s", r.Health)
+	// Judged by its heartbeat alone (none): disconnected, never dead.
+	if r := f.get("session", "remote"); r.Health != state.HealthDisconnected || r.DeadSince != 0 {
+		t.Errorf("another host's entity: health %s, dead since %v; want disconnected, never dead", r.Health, r.DeadSince)
+	}
+}
+
+// TestRemoteEntityJudgedByItsHeartbeat: an entity of another host is never
+// process-checked here, and its heartbeat file (a path on its own host) is
+// not read; a fresh posted heartbeat reads running, a stale one
+// disconnected (SPEC §6), and neither ends it.
+func TestRemoteEntityJudgedByItsHeartbeat(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	// A local file at the remote entity's path, fresh: must not count.
+	hb := filepath.Join(t.TempDir(), "r.hb")
+	if err := os.WriteFile(hb, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.register(store.Entity{Type: "session", ID: "r1", PID: deadPID(t), HostID: "other", HeartbeatFile: hb})
+	if err := f.st.RecordHeartbeat(ctx, "session", "r1", unix(f.clock.Now()), ""); err != nil {
+		t.Fatal(err)
+	}
+	f.sweep()
+	if e := f.get("session", "r1"); e.Health != state.HealthRunning || e.DeadSince != 0 {
+		t.Fatalf("fresh posted heartbeat: health %s dead since %v, want running", e.Health, e.DeadSince)
+	}
+	f.clock.Advance(time.Hour)
+	touch := f.clock.Now()
+	if err := os.Chtimes(hb, touch, touch); err != nil {
+		t.Fatal(err)
+	}
+	f.sweep()
+	e := f.get("session", "r1")
+	if e.Health != state.HealthDisconnected || len(e.Reasons) == 0 || e.Reasons[0].Code != state.RunHealthDisconnected {
+		t.Fatalf("posted heartbeat an hour old (local file fresh): health %s reasons %+v, want disconnected", e.Health, e.Reasons)
+	}
+	f.clock.Advance(48 * time.Hour)
+	f.sweep()
+	if rep := f.enforce(); len(rep.Actions) != 0 {
+		t.Fatalf("enforced on another host's entity: %+v", rep.Actions)
+	}
+	if rep := f.reap(); len(rep.Actions) != 0 {
+		t.Fatalf("reaped another host's entity: %+v", rep.Actions)
+	}
+	if l := f.get("session", "r1").LifecycleOr(""); l != "running" {
+		t.Errorf("ended as %s", l)
 	}
 }
 

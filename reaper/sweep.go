@@ -33,9 +33,15 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	// injected clock (r.now) judges ages and may be a test's fake.
 	deadline := time.Now().Add(budget)
 
-	list, err := r.Store.List(ctx, store.Filter{HostID: r.HostID, OpenOnly: true, EndedSince: unix(start.Add(-r.window()))})
+	all, err := r.Store.List(ctx, store.Filter{OpenOnly: true, EndedSince: unix(start.Add(-r.window()))})
 	if err != nil {
 		return rep, fmt.Errorf("sweep: %w", err)
+	}
+	list := all[:0]
+	for _, e := range all {
+		if e.HostID == r.HostID || remoteJudged(e) {
+			list = append(list, e)
+		}
 	}
 	parents := parentCache{store: r.Store, ctx: ctx, seen: map[string]bool{}}
 	first := r.resume.after(list)
@@ -148,7 +154,11 @@ func (r *Reaper) observe(e store.Entity, parentTerminal bool, now time.Time) (pr
 		// runtime is fine as far as this host can tell.
 		res = probe.Result{Health: state.HealthOK, Delivery: e.Delivery}
 	} else {
-		res = r.Prober.Probe(target(e, parentTerminal), r.Settings.Probe, now)
+		t := target(e, parentTerminal)
+		if e.HostID != r.HostID {
+			t = remoteTarget(t)
+		}
+		res = r.Prober.Probe(t, r.Settings.Probe, now)
 	}
 	if res.Delivery == "" {
 		res.Delivery = e.Delivery
@@ -210,6 +220,17 @@ func probed(e store.Entity) bool {
 		deadTarget(e.Type) != ""
 }
 
+// remoteJudged says whether an entity of another host is judged here: an
+// open one with a pid or a posted heartbeat. Its process is never checked
+// (SPEC §6: "a PID on another host is never checked here"); with no fresh
+// heartbeat it reads disconnected, so a host that went away is seen. It is
+// never ended by this host (enforcement and reaping list this host only),
+// and its heartbeat file, artifacts and locks are paths on its own host,
+// not read here (remoteTarget).
+func remoteJudged(e store.Entity) bool {
+	return e.HostID != "" && !e.Terminal && (e.PID > 0 || e.HeartbeatAt > 0)
+}
+
 // target maps a stored entity to what the probe needs. Artifacts are judged
 // once the entity ended: a running session that has not yet written its
 // review is not missing it.
@@ -222,6 +243,17 @@ func target(e store.Entity, parentTerminal bool) probe.Target {
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, SkipArtifacts: !e.Terminal,
 		LockFiles: e.LockFiles,
 	}
+}
+
+// remoteTarget keeps of a target what can be judged from here for an
+// entity of another host: its pid (answered "other host", not checked) and
+// its posted heartbeat. The heartbeat file, the supervisor, the artifacts
+// and the locks are that host's and are not looked at (delivery stays
+// unknown when there is a contract).
+func remoteTarget(t probe.Target) probe.Target {
+	t.HeartbeatFile, t.SupervisorPID, t.LockFiles = "", 0, nil
+	t.SkipArtifacts = true
+	return t
 }
 
 // parentCache answers "has this entity's parent ended?" once per parent per
