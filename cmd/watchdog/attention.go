@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"watchdog/attention"
+	"watchdog/config"
 )
 
 // newAttentionCmd is `watchdog attention`: the attention queue of SPEC §8
@@ -23,6 +25,7 @@ func newAttentionCmd() *cobra.Command {
 		includeDismissed bool
 		asJSON           bool
 		window           time.Duration
+		configPath       string
 	)
 	c := &cobra.Command{
 		Use:   "attention",
@@ -34,6 +37,7 @@ across entity types. Dismissed and snoozed items are hidden unless
 --failure-window after it ended. --json prints the body of GET /api/attention;
 its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 		Example: `  watchdog attention
+  watchdog attention --config /etc/watchdog/config.yaml   # the daemon's database and failure window
   watchdog attention --severity critical --limit 20
   watchdog attention --json | jq '.by_severity'`,
 		Args: cobra.NoArgs,
@@ -48,6 +52,22 @@ its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 			}
 			if limit < 1 || limit > attention.MaxLimit {
 				return usageError("--limit %d: must be from 1 to %d", limit, attention.MaxLimit)
+			}
+			if configPath != "" {
+				// The daemon's own config: its failure window, and its
+				// database unless one was named here, so this prints the
+				// queue the daemon serves.
+				cfg, err := config.Load(configPath)
+				if err != nil {
+					return err
+				}
+				if !cmd.Flags().Changed("failure-window") {
+					window = time.Duration(cfg.Thresholds.FailureWindow)
+					q.FailureWindow = window
+				}
+				if !cmd.Flags().Changed("db") && os.Getenv("WATCHDOG_DB") == "" {
+					db = cfg.Store.DSN
+				}
 			}
 			if window <= 0 {
 				return usageError("--failure-window %s: must be positive", window)
@@ -82,6 +102,7 @@ its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 	f.IntVar(&limit, "limit", attention.DefaultLimit, fmt.Sprintf("at most this many items (1-%d)", attention.MaxLimit))
 	f.BoolVar(&includeDismissed, "include-dismissed", false, "also show dismissed and snoozed items, marked")
 	f.DurationVar(&window, "failure-window", attention.DefaultFailureWindow, "how long ended failures stay in the queue (the daemon's thresholds.failure_window)")
+	f.StringVar(&configPath, "config", "", "the daemon's config file: take its thresholds.failure_window and (without --db or WATCHDOG_DB) its store.dsn")
 	addDBFlag(c, &db)
 	return c
 }

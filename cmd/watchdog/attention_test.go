@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"watchdog/attention"
 	"watchdog/state"
@@ -177,5 +179,44 @@ func TestAttentionCommandEmpty(t *testing.T) {
 	var q attention.Queue
 	if err := json.Unmarshal([]byte(out), &q); code != 0 || err != nil || q.Total != 0 || q.Items == nil {
 		t.Errorf("empty --json: exit %d %v %q", code, err, out)
+	}
+}
+
+// TestAttentionCommandTakesTheDaemonConfig: --config reads the daemon's
+// store.dsn and thresholds.failure_window, so the command prints the queue
+// the daemon serves; --failure-window still wins when given.
+func TestAttentionCommandTakesTheDaemonConfig(t *testing.T) {
+	db := attnStore(t)
+	t.Setenv("WATCHDOG_DB", "")
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("store:\n  dsn: "+db+"\nthresholds:\n  failure_window: 1ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // the failure ended longer ago than the window
+	fingerprints := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := attnRun(append(args, "--json")...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		var q attention.Queue
+		if err := json.Unmarshal([]byte(out), &q); err != nil {
+			t.Fatal(err)
+		}
+		var fps []string
+		for _, it := range q.Items {
+			fps = append(fps, it.Fingerprint)
+		}
+		return strings.Join(fps, " ")
+	}
+	const failed = "session:s-fail:run.failed.exit_nonzero"
+	if got := fingerprints("--config", cfg); strings.Contains(got, failed) || !strings.Contains(got, "session:s-stall:run.health.stalled") {
+		t.Errorf("with the daemon's 1ms failure window from its config: %s", got)
+	}
+	if got := fingerprints("--config", cfg, "--failure-window", "24h"); !strings.Contains(got, failed) {
+		t.Errorf("--failure-window 24h over the config's: %s", got)
+	}
+	if code, _, errOut := attnRun("--config", filepath.Join(t.TempDir(), "absent.yaml")); code == 0 || !strings.Contains(errOut, "absent.yaml") {
+		t.Errorf("a missing config: exit %d %q", code, errOut)
 	}
 }
