@@ -71,7 +71,12 @@ func describeJSONError(err error, data []byte) string {
 		if field == "" {
 			return fmt.Sprintf("want a JSON object, got %s", typ.Value)
 		}
-		return fmt.Sprintf("field %q: want %s, got %s", field, typeName(typ.Type.Kind().String()), typ.Value)
+		want := typeName(typ.Type.Kind().String())
+		if strings.HasPrefix(typ.Value, "number") && want == "a number" {
+			// The JSON was a number, just not one this field can hold.
+			return fmt.Sprintf("field %q: %s is out of range or not a whole number", field, strings.TrimSpace(strings.TrimPrefix(typ.Value, "number")))
+		}
+		return fmt.Sprintf("field %q: want %s, got %s", field, want, typ.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "malformed JSON: unexpected end of document"
 	}

@@ -23,6 +23,8 @@ func TestDecode(t *testing.T) {
 		{"syntax", "{\n\"type\": }", false, ErrBadInput, "malformed JSON at line 2"},
 		{"truncated", `{"type":"session"`, false, ErrBadInput, "unexpected end"},
 		{"wrong type", `{"type":"session","id":"s1","pid":"abc"}`, false, ErrBadInput, `field "pid": want a number, got string`},
+		{"number too large", `{"type":"session","id":"s1","pid":1e30}`, false, ErrBadInput, `field "pid": 1e30 is out of range or not a whole number`},
+		{"fraction for a whole number", `{"type":"session","id":"s1","pid":1.5}`, false, ErrBadInput, `field "pid": 1.5 is out of range`},
 		{"not an object", `[1,2]`, false, ErrBadInput, "want a JSON object"},
 		{"too large", `{"label":"` + strings.Repeat("x", MaxBody) + `"}`, false, ErrTooLarge, "over 1048576 bytes"},
 	}
