@@ -456,6 +456,31 @@ func TestOrphanWritingItsHeartbeatIsNotAPhantom(t *testing.T) {
 	}
 }
 
+// TestReusedSupervisorPIDIsNotTheSupervisor: the supervisor's start time
+// is recorded at registration, so a process that later holds the dead
+// supervisor's pid (here: a live process whose start time differs from
+// the recorded one) does not pass for it, and the work reads orphaned.
+func TestReusedSupervisorPIDIsNotTheSupervisor(t *testing.T) {
+	f := newFixture(t)
+	work, stranger := startSleep(t), startSleep(t)
+	f.register(store.Entity{Type: "session", ID: "w1", PID: work.Process.Pid, SupervisorPID: stranger.Process.Pid})
+	if e := f.get("session", "w1"); e.SupervisorStartTime == 0 {
+		t.Fatal("the supervisor's start time was not recorded at registration")
+	}
+	f.sweep()
+	if e := f.get("session", "w1"); e.Health != state.HealthRunning {
+		t.Fatalf("with its real supervisor alive: health %s", e.Health)
+	}
+	// The recorded supervisor started long before the process now at its pid.
+	if _, err := f.st.DB().Exec("UPDATE entities SET supervisor_start_time = supervisor_start_time - 1000 WHERE id = 'w1'"); err != nil {
+		t.Fatal(err)
+	}
+	f.sweep()
+	if e := f.get("session", "w1"); e.Health != state.HealthOrphaned {
+		t.Errorf("supervisor pid held by another process: health %s, want orphaned", e.Health)
+	}
+}
+
 // TestKillOrphansSharesOneGrace: orphans that ignore SIGTERM all get
 // SIGTERM first, then SIGKILL after one kill_grace, instead of the run
 // waiting a kill_grace per orphan.

@@ -237,7 +237,7 @@ func remoteJudged(e store.Entity) bool {
 func target(e store.Entity, parentTerminal bool) probe.Target {
 	return probe.Target{
 		PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID,
-		SupervisorPID: e.SupervisorPID,
+		SupervisorPID: e.SupervisorPID, SupervisorStartTime: e.SupervisorStartTime,
 		HeartbeatFile: e.HeartbeatFile, HeartbeatAt: e.HeartbeatAt, HeartbeatProgress: e.HeartbeatProgress,
 		StartedAt: e.StartedAt, Terminal: e.Terminal, EndedAt: e.EndedAt, ParentTerminal: parentTerminal,
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, SkipArtifacts: !e.Terminal,

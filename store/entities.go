@@ -36,6 +36,8 @@ type Entity struct {
 	PIDStartTime  float64
 	PIDStartTicks uint64
 	SupervisorPID int
+	// SupervisorStartTime is the supervisor's start time (0 = unknown).
+	SupervisorStartTime float64
 
 	HeartbeatFile     string
 	HeartbeatAt       float64
@@ -110,7 +112,7 @@ const entityColumns = `type, id, label, lifecycle, terminal, last_seq, transitio
 	heartbeat_file, heartbeat_at, heartbeat_progress, timeout_seconds, timeout_elapsed,
 	artifacts_root, artifacts, lock_files, parent_type, parent_id, depends_on,
 	schedule_cron, schedule_last_fired_at, metadata,
-	started_at, ended_at, lifecycle_at, created_at, updated_at`
+	started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time`
 
 const selectEntity = "SELECT " + entityColumns + " FROM entities WHERE type = ? AND id = ?"
 
@@ -122,7 +124,7 @@ func scanEntity(r rowScanner) (Entity, error) {
 		lifecycle, transitionReason                              sql.NullString
 		reasons, artifacts, lockFiles, dependsOn, metadata       string
 		healthSince, deadSince, pidStart, hbAt, timeout, elapsed sql.NullFloat64
-		lastFired, started, ended, lifecycleAt                   sql.NullFloat64
+		lastFired, started, ended, lifecycleAt, supStart         sql.NullFloat64
 		pid, supervisor, ticks                                   sql.NullInt64
 		health, delivery                                         string
 	)
@@ -132,7 +134,7 @@ func scanEntity(r rowScanner) (Entity, error) {
 		&e.HeartbeatFile, &hbAt, &e.HeartbeatProgress, &timeout, &elapsed,
 		&e.ArtifactsRoot, &artifacts, &lockFiles, &e.ParentType, &e.ParentID, &dependsOn,
 		&e.ScheduleCron, &lastFired, &metadata,
-		&started, &ended, &lifecycleAt, &e.CreatedAt, &e.UpdatedAt)
+		&started, &ended, &lifecycleAt, &e.CreatedAt, &e.UpdatedAt, &supStart)
 	if err != nil {
 		return Entity{}, err
 	}
@@ -146,6 +148,7 @@ func scanEntity(r rowScanner) (Entity, error) {
 	e.HeartbeatAt, e.TimeoutSeconds, e.TimeoutElapsed = hbAt.Float64, timeout.Float64, elapsed.Float64
 	e.ScheduleLastFiredAt, e.StartedAt, e.EndedAt, e.LifecycleAt = lastFired.Float64, started.Float64, ended.Float64, lifecycleAt.Float64
 	e.Metadata = json.RawMessage(metadata)
+	e.SupervisorStartTime = supStart.Float64
 	if transitionReason.Valid && transitionReason.String != "" {
 		var r state.StateReason
 		if err := json.Unmarshal([]byte(transitionReason.String), &r); err != nil {
@@ -259,13 +262,13 @@ func (s *SQLite) register(ctx context.Context, e Entity, actor string, at float6
 			health, delivery, host_id, boot_id, pid, pid_start_time, pid_start_ticks, supervisor_pid,
 			heartbeat_file, timeout_seconds, artifacts_root, artifacts, lock_files,
 			parent_type, parent_id, depends_on, schedule_cron, schedule_last_fired_at, metadata,
-			started_at, ended_at, lifecycle_at, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			e.Type, e.ID, e.Label, lifecycle, e.Terminal,
 			health, delivery, e.HostID, e.BootID, nullInt(int64(e.PID)), nullFloat(e.PIDStartTime), nullInt(int64(e.PIDStartTicks)), nullInt(int64(e.SupervisorPID)),
 			e.HeartbeatFile, nullFloat(e.TimeoutSeconds), e.ArtifactsRoot, artifacts, lockFiles,
 			e.ParentType, e.ParentID, dependsOn, e.ScheduleCron, nullFloat(e.ScheduleLastFiredAt), metadata,
-			startedAt, nullFloat(e.EndedAt), lifecycleAt, at, at)
+			startedAt, nullFloat(e.EndedAt), lifecycleAt, at, at, nullFloat(e.SupervisorStartTime))
 		if err != nil {
 			return false, fmt.Errorf("register %s/%s: insert: %w", e.Type, e.ID, err)
 		}
@@ -305,6 +308,7 @@ func (s *SQLite) register(ctx context.Context, e Entity, actor string, at float6
 			pid_start_time = CASE WHEN ? IS NULL THEN pid_start_time ELSE ? END,
 			pid_start_ticks = CASE WHEN ? IS NULL THEN pid_start_ticks ELSE ? END,
 			pid = COALESCE(?, pid),
+			supervisor_start_time = CASE WHEN ? IS NULL THEN supervisor_start_time ELSE ? END,
 			supervisor_pid = COALESCE(?, supervisor_pid),
 			heartbeat_file = COALESCE(NULLIF(?, ''), heartbeat_file), timeout_seconds = COALESCE(?, timeout_seconds),
 			artifacts_root = COALESCE(NULLIF(?, ''), artifacts_root), artifacts = COALESCE(?, artifacts), lock_files = COALESCE(?, lock_files),
@@ -316,7 +320,8 @@ func (s *SQLite) register(ctx context.Context, e Entity, actor string, at float6
 			nullInt(int64(e.PID)), e.BootID,
 			nullInt(int64(e.PID)), nullFloat(e.PIDStartTime),
 			nullInt(int64(e.PID)), nullInt(int64(e.PIDStartTicks)),
-			nullInt(int64(e.PID)), nullInt(int64(e.SupervisorPID)),
+			nullInt(int64(e.PID)),
+			nullInt(int64(e.SupervisorPID)), nullFloat(e.SupervisorStartTime), nullInt(int64(e.SupervisorPID)),
 			e.HeartbeatFile, nullFloat(e.TimeoutSeconds),
 			e.ArtifactsRoot, keepList(e.Artifacts == nil, artifacts), keepList(e.LockFiles == nil, lockFiles),
 			e.ParentType, e.ParentID, keepList(e.DependsOn == nil, dependsOn),

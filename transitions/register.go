@@ -141,6 +141,13 @@ func (w *Writer) fillIdentity(e *store.Entity) {
 			e.PIDStartTime, e.PIDStartTicks = st, ticks
 		}
 	}
+	// The supervisor too: a supervisor pid reused by another process after
+	// the supervisor died must not pass for it (that would hide an orphan).
+	if e.SupervisorPID > 0 && e.SupervisorStartTime == 0 {
+		if st, _, err := w.Ident.StartOf(e.SupervisorPID); err == nil {
+			e.SupervisorStartTime = st
+		}
+	}
 }
 
 var scheduleParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
@@ -160,6 +167,9 @@ func validateFields(e *store.Entity) error {
 	}
 	if e.PIDStartTime < 0 {
 		return bad("pid_start_time %g is negative", e.PIDStartTime)
+	}
+	if e.SupervisorStartTime < 0 {
+		return bad("supervisor_start_time %g is negative", e.SupervisorStartTime)
 	}
 	if e.TimeoutSeconds < 0 {
 		return bad("timeout_seconds %g is negative", e.TimeoutSeconds)

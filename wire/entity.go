@@ -33,6 +33,7 @@ type Entity struct {
 	HostID            string               `json:"host_id,omitempty"`
 	BootID            string               `json:"boot_id,omitempty"`
 	SupervisorPID     int                  `json:"supervisor_pid,omitempty"`
+	SupervisorStart   float64              `json:"supervisor_start_time,omitempty"`
 	HeartbeatFile     string               `json:"heartbeat_file,omitempty"`
 	HeartbeatAt       float64              `json:"heartbeat_at,omitempty"`
 	HeartbeatProgress string               `json:"heartbeat_progress,omitempty"`
@@ -64,7 +65,7 @@ func FromEntity(e store.Entity, rows []store.AuditRow, now float64) Entity {
 	out := Entity{
 		Type: e.Type, ID: e.ID, Label: e.Label, Lifecycle: e.Lifecycle,
 		PID: e.PID, PIDStartTime: e.PIDStartTime, HostID: e.HostID, BootID: e.BootID,
-		SupervisorPID: e.SupervisorPID, HeartbeatFile: e.HeartbeatFile, HeartbeatAt: e.HeartbeatAt,
+		SupervisorPID: e.SupervisorPID, SupervisorStart: e.SupervisorStartTime, HeartbeatFile: e.HeartbeatFile, HeartbeatAt: e.HeartbeatAt,
 		HeartbeatProgress: e.HeartbeatProgress, TimeoutSeconds: e.TimeoutSeconds, TimeoutElapsed: e.TimeoutElapsed,
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, LockFiles: e.LockFiles, DependsOn: e.DependsOn,
 		StartedAt: e.StartedAt, EndedAt: e.EndedAt, HealthSince: e.HealthSince,

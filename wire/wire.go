@@ -163,24 +163,27 @@ type Schedule struct {
 
 // Register is the body of POST /api/v1/entities and `watchdog register`.
 type Register struct {
-	Type           string          `json:"type"`
-	ID             string          `json:"id"`
-	Label          string          `json:"label,omitempty"`
-	Lifecycle      OptString       `json:"lifecycle,omitzero"`
-	PID            int             `json:"pid,omitempty"`
-	PIDStartTime   float64         `json:"pid_start_time,omitempty"`
-	HostID         string          `json:"host_id,omitempty"`
-	BootID         string          `json:"boot_id,omitempty"`
-	SupervisorPID  int             `json:"supervisor_pid,omitempty"`
-	HeartbeatFile  string          `json:"heartbeat_file,omitempty"`
-	TimeoutSeconds float64         `json:"timeout_seconds,omitempty"`
-	ArtifactsRoot  string          `json:"artifacts_root,omitempty"`
-	Artifacts      []Artifact      `json:"artifacts,omitempty"`
-	LockFiles      []string        `json:"lock_files,omitempty"`
-	Parent         *Ref            `json:"parent,omitempty"`
-	DependsOn      []string        `json:"depends_on,omitempty"`
-	Schedule       *Schedule       `json:"schedule,omitempty"`
-	Metadata       json.RawMessage `json:"metadata,omitempty"`
+	Type          string    `json:"type"`
+	ID            string    `json:"id"`
+	Label         string    `json:"label,omitempty"`
+	Lifecycle     OptString `json:"lifecycle,omitzero"`
+	PID           int       `json:"pid,omitempty"`
+	PIDStartTime  float64   `json:"pid_start_time,omitempty"`
+	HostID        string    `json:"host_id,omitempty"`
+	BootID        string    `json:"boot_id,omitempty"`
+	SupervisorPID int       `json:"supervisor_pid,omitempty"`
+	// SupervisorStartTime identifies the supervisor like pid_start_time
+	// the pid; filled in for a local supervisor when absent.
+	SupervisorStartTime float64         `json:"supervisor_start_time,omitempty"`
+	HeartbeatFile       string          `json:"heartbeat_file,omitempty"`
+	TimeoutSeconds      float64         `json:"timeout_seconds,omitempty"`
+	ArtifactsRoot       string          `json:"artifacts_root,omitempty"`
+	Artifacts           []Artifact      `json:"artifacts,omitempty"`
+	LockFiles           []string        `json:"lock_files,omitempty"`
+	Parent              *Ref            `json:"parent,omitempty"`
+	DependsOn           []string        `json:"depends_on,omitempty"`
+	Schedule            *Schedule       `json:"schedule,omitempty"`
+	Metadata            json.RawMessage `json:"metadata,omitempty"`
 }
 
 // Registration converts a decoded body into the write path's request,
@@ -198,7 +201,7 @@ func (r Register) Registration(actor string) (transitions.Registration, error) {
 	e := store.Entity{
 		Type: r.Type, ID: r.ID, Label: r.Label,
 		PID: r.PID, PIDStartTime: r.PIDStartTime, HostID: r.HostID, BootID: r.BootID,
-		SupervisorPID: r.SupervisorPID, HeartbeatFile: r.HeartbeatFile, TimeoutSeconds: r.TimeoutSeconds,
+		SupervisorPID: r.SupervisorPID, SupervisorStartTime: r.SupervisorStartTime, HeartbeatFile: r.HeartbeatFile, TimeoutSeconds: r.TimeoutSeconds,
 		ArtifactsRoot: r.ArtifactsRoot, LockFiles: r.LockFiles, DependsOn: r.DependsOn,
 		Metadata: r.Metadata,
 	}

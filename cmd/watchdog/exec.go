@@ -297,6 +297,9 @@ func runExec(ctx context.Context, o execOptions, args []string, stdin io.Reader,
 		if st, _, err := host.StartOf(pid); err == nil {
 			plan.reg.PIDStartTime = st
 		}
+		if st, _, err := host.StartOf(os.Getpid()); err == nil {
+			plan.reg.SupervisorStartTime = st
+		}
 	}
 	plan.reg.PID = pid
 	if plan.reg.ID == "" {
