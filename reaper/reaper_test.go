@@ -481,6 +481,37 @@ func TestReusedSupervisorPIDIsNotTheSupervisor(t *testing.T) {
 	}
 }
 
+// TestReRegisterKeepsTheHost: a re-registration that names no host keeps
+// the entity's host: its kept pid is that host's, and claiming it for this
+// host would have this host probe, and maybe end, whatever local process
+// has that number (here: one that is dead locally).
+func TestReRegisterKeepsTheHost(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.register(store.Entity{Type: "session", ID: "r1", PID: deadPID(t), HostID: "other"})
+	if _, err := f.w.Register(ctx, transitions.Registration{Entity: store.Entity{Type: "session", ID: "r1", Label: "renamed"}, Actor: transitions.ActorOrchestrator}); err != nil {
+		t.Fatal(err)
+	}
+	e := f.get("session", "r1")
+	if e.HostID != "other" || e.PID == 0 || e.Label != "renamed" {
+		t.Fatalf("after a rename: host %q pid %d label %q", e.HostID, e.PID, e.Label)
+	}
+	f.sweep()
+	f.clock.Advance(2 * time.Hour)
+	f.sweep()
+	if rep := f.enforce(); len(rep.Actions) != 0 {
+		t.Fatalf("this host ended another host's entity after a rename: %+v", rep.Actions)
+	}
+	if e := f.get("session", "r1"); e.DeadSince != 0 {
+		t.Errorf("another host's pid was checked here: dead since %v", e.DeadSince)
+	}
+	// Moving it to a host without saying which pid it has there is refused.
+	_, err := f.w.Register(ctx, transitions.Registration{Entity: store.Entity{Type: "session", ID: "r1", HostID: f.r.HostID}, Actor: transitions.ActorOrchestrator})
+	if !errors.Is(err, transitions.ErrInvalidInput) {
+		t.Errorf("host change without a pid: %v", err)
+	}
+}
+
 // TestKillOrphansSharesOneGrace: orphans that ignore SIGTERM all get
 // SIGTERM first, then SIGKILL after one kill_grace, instead of the run
 // waiting a kill_grace per orphan.

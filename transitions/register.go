@@ -2,6 +2,7 @@ package transitions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -93,6 +94,21 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 	e, g, err := prepare(reg)
 	if err != nil {
 		return false, err
+	}
+	// A re-registration keeps the entity's host unless it names one: the
+	// kept pid is that host's, and claiming it for this host would have
+	// this host probe (and maybe end) whatever local process has its
+	// number. A new host needs the pid there too.
+	cur, err := w.Store.Get(ctx, e.Type, e.ID)
+	switch {
+	case err == nil:
+		if e.HostID == "" {
+			e.HostID = cur.HostID
+		} else if e.HostID != cur.HostID && cur.PID > 0 && e.PID == 0 {
+			return false, fmt.Errorf("%w: host_id changes from %q to %q: give the pid on the new host too", ErrInvalidInput, cur.HostID, e.HostID)
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
 	}
 	at := w.now()
 	if e.Lifecycle != nil {
