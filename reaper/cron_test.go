@@ -46,7 +46,9 @@ func newTestScheduler(t *testing.T, jobs ...Job) (*Scheduler, *runLog, *observer
 // still going is skipped, logged and counted as skipped; the job body
 // never runs twice at once.
 func TestSchedulerSkipsOverlapAndCountsIt(t *testing.T) {
-	entered := make(chan struct{})
+	// Buffered: the body may get here before the test waits on it, and a
+	// dropped signal would leave both waiting for each other.
+	entered := make(chan struct{}, 1)
 	release := make(chan struct{})
 	var mu sync.Mutex
 	running, maxRunning := 0, 0
