@@ -118,7 +118,17 @@ const selectEntity = "SELECT " + entityColumns + " FROM entities WHERE type = ? 
 
 type rowScanner interface{ Scan(dest ...any) error }
 
-func scanEntity(r rowScanner) (Entity, error) {
+func scanEntity(r rowScanner) (Entity, error) { return scanEntityShared(r, nil) }
+
+// artifactCache shares decoded artifact contracts within one List: specs
+// are relative to each entity's artifacts_root, so entities of one kind
+// usually carry the very same contract text, and decoding it once per
+// sweep instead of once per entity is most of the scan's JSON work. The
+// shared slices are read-only (nothing modifies a stored entity's specs in
+// place).
+type artifactCache map[string][]state.ArtifactSpec
+
+func scanEntityShared(r rowScanner, cache artifactCache) (Entity, error) {
 	var (
 		e                                                        Entity
 		lifecycle, transitionReason                              sql.NullString
@@ -156,6 +166,10 @@ func scanEntity(r rowScanner) (Entity, error) {
 		}
 		e.TransitionReason = &r
 	}
+	if specs, ok := cache[artifacts]; ok {
+		e.Artifacts = specs
+		artifacts = "[]" // decoded already
+	}
 	for _, f := range []struct {
 		name string
 		raw  string
@@ -172,6 +186,9 @@ func scanEntity(r rowScanner) (Entity, error) {
 		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
 			return Entity{}, fmt.Errorf("entity %s/%s: decode %s: %w", e.Type, e.ID, f.name, err)
 		}
+	}
+	if cache != nil && len(e.Artifacts) > 0 && artifacts != "[]" {
+		cache[artifacts] = e.Artifacts
 	}
 	return e, nil
 }
@@ -386,8 +403,9 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Entity, error) {
 	}
 	defer rows.Close()
 	var out []Entity
+	cache := artifactCache{}
 	for rows.Next() {
-		e, err := scanEntity(rows)
+		e, err := scanEntityShared(rows, cache)
 		if err != nil {
 			return nil, fmt.Errorf("list entities: %w", err)
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -315,5 +316,36 @@ func TestReRegisterKeepsWhatItLeavesOut(t *testing.T) {
 	}
 	if e := get(); len(e.DependsOn) != 0 || len(e.Artifacts) != 0 || len(e.LockFiles) != 0 {
 		t.Errorf("explicit empty lists did not clear: %+v %+v %+v", e.DependsOn, e.Artifacts, e.LockFiles)
+	}
+}
+
+// TestListSharesOnlyIdenticalContracts: List decodes each distinct
+// artifact contract once; every entity still gets its own contract.
+func TestListSharesOnlyIdenticalContracts(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	spec := func(paths ...string) []state.ArtifactSpec {
+		var out []state.ArtifactSpec
+		for _, p := range paths {
+			out = append(out, state.ArtifactSpec{Path: p, Required: true, Kind: state.ArtifactFile})
+		}
+		return out
+	}
+	want := map[string][]state.ArtifactSpec{
+		"a": spec("review.md"), "b": spec("review.md"), "c": spec("out.json", "log.txt"), "d": nil,
+	}
+	for id, specs := range want {
+		if _, err := s.Register(ctx, Entity{Type: "session", ID: id, Lifecycle: strp("running"), ArtifactsRoot: "/r/" + id, Artifacts: specs}, "orchestrator", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := s.List(ctx, Filter{Type: "session"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list {
+		if fmt.Sprint(e.Artifacts) != fmt.Sprint(want[e.ID]) {
+			t.Errorf("%s: artifacts %v, want %v", e.ID, e.Artifacts, want[e.ID])
+		}
 	}
 }
