@@ -47,8 +47,10 @@ type Entity struct {
 	TimeoutElapsed float64
 
 	ArtifactsRoot string
-	Artifacts     []state.ArtifactSpec
-	LockFiles     []string
+	// Artifacts may be shared between the entities of one List (identical
+	// contracts are decoded once): treat it as read-only.
+	Artifacts []state.ArtifactSpec
+	LockFiles []string
 
 	ParentType string
 	ParentID   string
