@@ -160,6 +160,7 @@ type daemon struct {
 	mu        sync.Mutex
 	lastSweep time.Time
 	sweepGap  time.Duration
+	lastMark  time.Time
 }
 
 // schedule builds the job list from the config and a fresh scheduler.
@@ -212,6 +213,28 @@ func (d *daemon) sweep(ctx context.Context) error {
 func (d *daemon) afterSweep() {
 	d.notify.watchdog()
 	d.notify.status(d.statusLine())
+	d.markPresence()
+}
+
+// markPresence records in the store, at most once a minute, that this
+// host has a daemon sweeping it: other daemons sharing the store then
+// leave this host's entities to it (reaper.DaemonSeenWithin).
+func (d *daemon) markPresence() {
+	now := time.Now()
+	d.mu.Lock()
+	due := now.Sub(d.lastMark) >= time.Minute
+	if due {
+		d.lastMark = now
+	}
+	d.mu.Unlock()
+	if !due {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.st.MarkDaemon(ctx, d.rp.HostID, float64(now.UnixNano())/1e9); err != nil {
+		d.log.Warn("recording this daemon's presence", zap.Error(err))
+	}
 }
 
 func (d *daemon) report(job func(context.Context) (reaper.Report, error)) func(context.Context) error {

@@ -481,6 +481,30 @@ func TestReusedSupervisorPIDIsNotTheSupervisor(t *testing.T) {
 	}
 }
 
+// TestRemoteHostWithItsOwnDaemonIsLeftToIt: when another host's daemon
+// has swept lately (it marks its presence in the shared store), that
+// host's entities are its daemon's to judge, by process; this daemon
+// leaves them alone instead of giving a second, heartbeat-only verdict.
+// Once that daemon has been silent for DaemonSeenWithin, this one judges
+// them: the host may be gone.
+func TestRemoteHostWithItsOwnDaemonIsLeftToIt(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.register(store.Entity{Type: "session", ID: "r1", PID: deadPID(t), HostID: "other"})
+	if err := f.st.MarkDaemon(ctx, "other", unix(f.clock.Now())); err != nil {
+		t.Fatal(err)
+	}
+	f.sweep()
+	if e := f.get("session", "r1"); e.Health != state.HealthUnknown {
+		t.Fatalf("judged here while its own daemon runs: %s", e.Health)
+	}
+	f.clock.Advance(DaemonSeenWithin + time.Minute)
+	f.sweep()
+	if e := f.get("session", "r1"); e.Health != state.HealthDisconnected {
+		t.Errorf("its daemon silent for %s: health %s, want disconnected", DaemonSeenWithin+time.Minute, e.Health)
+	}
+}
+
 // TestReRegisterKeepsTheHost: a re-registration that names no host keeps
 // the entity's host: its kept pid is that host's, and claiming it for this
 // host would have this host probe, and maybe end, whatever local process

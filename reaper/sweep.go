@@ -37,9 +37,10 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("sweep: %w", err)
 	}
+	others := r.hostsWithDaemons(ctx, start)
 	list := all[:0]
 	for _, e := range all {
-		if e.HostID == r.HostID || remoteJudged(e) {
+		if e.HostID == r.HostID || (remoteJudged(e) && !others.has(e.HostID)) {
 			list = append(list, e)
 		}
 	}
@@ -244,6 +245,41 @@ func target(e store.Entity, parentTerminal bool) probe.Target {
 		LockFiles: e.LockFiles,
 	}
 }
+
+// DaemonPresence is the store's record of which hosts have a daemon
+// sweeping them; *store.SQLite implements it.
+type DaemonPresence interface {
+	DaemonHosts(ctx context.Context, since float64) (map[string]bool, error)
+}
+
+// DaemonSeenWithin is how recently a host's daemon must have swept for its
+// entities to be left to it.
+const DaemonSeenWithin = 5 * time.Minute
+
+// hostsWithDaemons lists the other hosts whose daemon swept lately: their
+// entities are theirs to judge (by process), not this daemon's (by
+// heartbeat), so that no entity gets two verdicts in turn. When the store
+// cannot say, no remote entity is judged this sweep (true for every host).
+func (r *Reaper) hostsWithDaemons(ctx context.Context, now time.Time) allHosts {
+	p, ok := r.Store.(DaemonPresence)
+	if !ok {
+		return allHosts{}
+	}
+	hosts, err := p.DaemonHosts(ctx, unix(now.Add(-DaemonSeenWithin)))
+	if err != nil {
+		r.log().Warn("cannot tell which hosts have a daemon; not judging other hosts' entities this sweep", errField(err))
+		return allHosts{all: true}
+	}
+	return allHosts{set: hosts}
+}
+
+// allHosts is a set of hosts, or every host.
+type allHosts struct {
+	all bool
+	set map[string]bool
+}
+
+func (h allHosts) has(host string) bool { return h.all || h.set[host] }
 
 // remoteTarget keeps of a target what can be judged from here for an
 // entity of another host: its pid (answered "other host", not checked) and

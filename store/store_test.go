@@ -349,3 +349,27 @@ func TestListSharesOnlyIdenticalContracts(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonPresence: MarkDaemon upserts and never moves a host back in
+// time; DaemonHosts lists the hosts seen since a moment.
+func TestDaemonPresence(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	for _, m := range []struct {
+		host string
+		at   float64
+	}{{"a", 100}, {"b", 50}, {"a", 90}} {
+		if err := s.MarkDaemon(ctx, m.host, m.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for since, want := range map[float64]string{95: "map[a:true]", 40: "map[a:true b:true]", 101: "map[]"} {
+		got, err := s.DaemonHosts(ctx, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != want {
+			t.Errorf("seen since %v: %v, want %s (a's later mark at 90 must not replace its 100)", since, got, want)
+		}
+	}
+}

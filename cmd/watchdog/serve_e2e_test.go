@@ -32,6 +32,7 @@ import (
 	_ "modernc.org/sqlite" // the test reads the daemon's database itself
 
 	"watchdog/probe"
+	"watchdog/store"
 	"watchdog/transitions"
 )
 
@@ -942,6 +943,18 @@ func TestServeNoDoubleTerminal(t *testing.T) {
 		t.Errorf("daemons claim %d ends, the audit log has %d reaper ends", claimed, reaperWon)
 	}
 	t.Logf("%d ended by the CLI, %d by a daemon", cliWon, reaperWon)
+
+	// The daemons recorded this host's presence, so daemons of other hosts
+	// sharing the store leave its entities to them.
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	hosts, err := st.DaemonHosts(context.Background(), float64(time.Now().Add(-time.Hour).Unix()))
+	if err != nil || len(hosts) != 1 {
+		t.Errorf("daemon presence: %v %v, want this one host", hosts, err)
+	}
 }
 
 func TestServeSIGTERMExitsCleanly(t *testing.T) {

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// MarkDaemon records that a daemon of hostID swept at at (an upsert).
+func (s *SQLite) MarkDaemon(ctx context.Context, hostID string, at float64) error {
+	err := s.writeTx(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, `INSERT INTO daemons (host_id, seen_at) VALUES (?, ?)
+			ON CONFLICT (host_id) DO UPDATE SET seen_at = max(seen_at, excluded.seen_at)`, hostID, at)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("mark daemon %s: %w", hostID, err)
+	}
+	return nil
+}
+
+// DaemonHosts returns the hosts whose daemon was seen at or after since.
+func (s *SQLite) DaemonHosts(ctx context.Context, since float64) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT host_id FROM daemons WHERE seen_at >= ?", since)
+	if err != nil {
+		return nil, fmt.Errorf("list daemons: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, fmt.Errorf("list daemons: %w", err)
+		}
+		out[h] = true
+	}
+	return out, rows.Err()
+}
