@@ -140,10 +140,22 @@ loop:
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("http shutdown", zap.Error(err))
 	}
-	d.sched.Stop()
+	// A job stuck past the unit's stop timeout would have systemd kill us
+	// without a word: give up on it first, and say so. The store stays
+	// consistent (every write is one transaction).
+	if !d.sched.StopWithin(shutdownJobWait) {
+		log.Error("a job is still running; stopping without it", zap.Duration("waited", shutdownJobWait))
+	}
 	log.Info("stopped")
 	return runErr
 }
+
+// How long shutdown and reload wait for a running job. Shutdown stays
+// under the unit's TimeoutStopSec (60s) so that the log says why.
+var (
+	shutdownJobWait = 45 * time.Second
+	reloadJobWait   = 30 * time.Second
+)
 
 type daemon struct {
 	cfg     *config.Config
@@ -314,7 +326,15 @@ func (d *daemon) reload(ctx context.Context, path string) {
 	if next.Store != d.cfg.Store || next.Listen != d.cfg.Listen || next.Auth != d.cfg.Auth || next.HostID != d.cfg.HostID || next.Log.Format != d.cfg.Log.Format {
 		d.log.Warn("store, listen, auth, host_id and log.format changes need a restart; applying the rest")
 	}
-	d.sched.Stop() // let running jobs finish before their settings change
+	// Running jobs finish before their settings change; one that does not
+	// within reloadJobWait (stuck) postpones the reload instead of
+	// blocking the main loop, and with it SIGTERM, indefinitely.
+	if !d.sched.StopWithin(reloadJobWait) {
+		d.sched.Start()
+		d.log.Error("reload postponed: a job is still running; keeping the running config (send SIGHUP again once it is done)",
+			zap.String("config", path), zap.Duration("waited", reloadJobWait))
+		return
+	}
 	old := d.cfg
 	d.cfg = next
 	d.cfg.Store, d.cfg.Listen, d.cfg.Auth, d.cfg.HostID = old.Store, old.Listen, old.Auth, old.HostID

@@ -72,6 +72,23 @@ func (s *Scheduler) Start() { s.cron.Start() }
 // Stop stops scheduling and waits for running jobs to finish.
 func (s *Scheduler) Stop() { <-s.cron.Stop().Done() }
 
+// StopWithin stops scheduling and waits at most d for running jobs to
+// finish. It reports false when one is still running (stuck on a hung
+// file system, say): the caller decides whether to go on without it, or
+// to Start the scheduler again, whose overlap guard keeps skipping the
+// stuck job until it returns.
+func (s *Scheduler) StopWithin(d time.Duration) bool {
+	done := s.cron.Stop().Done()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // RunNow runs one job synchronously through the same wrapper, and the same
 // overlap guard, as its scheduled runs (the daemon's first sweep before
 // READY). A job the scheduler does not know runs through a wrapper of its

@@ -1,0 +1,73 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"watchdog/config"
+	"watchdog/reaper"
+	"watchdog/store"
+)
+
+// TestReloadPostponedWhileAJobIsStuck: a reload waits for running jobs
+// before their settings change, but not forever: with a job stuck (a hung
+// file system, say) it keeps the running config, says so, and returns, so
+// the main loop still hears SIGTERM. The schedule goes on.
+func TestReloadPostponedWhileAJobIsStuck(t *testing.T) {
+	defer func(w time.Duration) { reloadJobWait = w }(reloadJobWait)
+	reloadJobWait = 100 * time.Millisecond
+
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	core, logs := observer.New(zap.InfoLevel)
+	cfg := config.Default()
+	d := &daemon{cfg: cfg, st: st, log: zap.New(core), rp: &reaper.Reaper{}, notify: &notifier{log: zap.NewNop()}}
+
+	// Buffered: the job may get here before the test waits on it.
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	stuck := reaper.Job{Name: "sweep", Spec: "@every 1s", Run: func(context.Context) error {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		return nil
+	}}
+	sched, err := reaper.NewScheduler(context.Background(), config.CronParser, []reaper.Job{stuck}, zap.NewNop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.sched = sched
+	sched.Start()
+	select {
+	case <-entered:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the job never started")
+	}
+
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("thresholds:\n  failure_window: 2h\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.reload(context.Background(), path)
+	if logs.FilterMessageSnippet("reload postponed").Len() != 1 {
+		t.Errorf("no postponement logged: %v", logs.All())
+	}
+	if got := d.cfg.Thresholds.FailureWindow; got != cfg.Thresholds.FailureWindow || d.cfg != cfg {
+		t.Errorf("a postponed reload changed the config: failure_window %v", got)
+	}
+	close(release)
+	if !d.sched.StopWithin(time.Minute) {
+		t.Error("the scheduler did not stop once the job returned")
+	}
+}
