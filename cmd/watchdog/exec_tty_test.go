@@ -33,7 +33,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	}
 	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("no pseudo-terminal slaves here (is devpts mounted?): %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return m, s
