@@ -22,8 +22,9 @@
 // written without a finding, or a registration with a health already set)
 // gets one item only if its health or delivery value has a registered code
 // of its own (`<type>.health.<value>`, then `run.health.<value>`, then the
-// same for delivery) that is itself non-neutral: the queue never invents a
-// code outside the registry. A plainly running process (health `running`,
+// same for delivery) that is itself non-neutral, or, when it was registered
+// straight into a failing outcome, `system.outcome.unexplained`: the queue
+// never invents a code outside the registry. A plainly running process (health `running`,
 // no finding) has no such code and is, rightly, not an attention item.
 //
 // An entity that reached an outcome (a terminal state, or an outcome state
@@ -321,6 +322,13 @@ func Codes(entityType, outcome string, transitionCode state.ReasonCode, findings
 		if c, ok := dimensionCode(entityType, h, d); ok {
 			out = append(out, c)
 		}
+	}
+	if len(out) == 0 && outcome != "" && outcomeAttends(outcome) {
+		// Registered straight into a failing outcome (an import, a
+		// backfill): no transition ever gave a reason, but the entity
+		// counts as critical or warning, and the queue must explain every
+		// such count rather than leave it to Grafana alone.
+		out = append(out, state.SystemOutcomeUnexplained)
 	}
 	return out
 }

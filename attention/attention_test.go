@@ -80,6 +80,10 @@ func TestCodes(t *testing.T) {
 			[]state.ReasonCode{state.RunDeliveryPartial}},
 		{"no reason and nothing registered: no item", "session", "", "", nil, state.HealthRunning, state.DeliveryNotExpected,
 			[]state.ReasonCode{}},
+		{"registered straight into failed: unexplained", "session", "failed", "", nil, state.HealthOK, state.DeliveryNotExpected,
+			[]state.ReasonCode{state.SystemOutcomeUnexplained}},
+		{"registered straight into a harmless outcome: no item", "session", "completed", "", nil, state.HealthOK, state.DeliveryNotExpected,
+			[]state.ReasonCode{}},
 	}
 	for _, c := range cases {
 		got := Codes(c.typ, c.outcome, c.transition, c.findings, c.h, c.d)

@@ -75,6 +75,8 @@ const (
 	SystemReaperPhantomOrphaned ReasonCode = "system.reaper.phantom_orphaned"
 	// SystemReaperOrphanKilled: the reaper signalled an orphaned process (kill_orphans).
 	SystemReaperOrphanKilled ReasonCode = "system.reaper.orphan_killed"
+	// SystemOutcomeUnexplained: the entity is in a failing outcome with no recorded reason (registered in it, e.g. imported).
+	SystemOutcomeUnexplained ReasonCode = "system.outcome.unexplained"
 )
 
 // Codes of the orchestration entity types.
@@ -153,6 +155,7 @@ var reasonEntries = []ReasonInfo{
 	{SystemReaperPhantomProcessDead, "a phantom whose process is dead was reaped."},
 	{SystemReaperPhantomOrphaned, "a phantom whose process is orphaned was reaped."},
 	{SystemReaperOrphanKilled, "the reaper signalled an orphaned process (kill_orphans)."},
+	{SystemOutcomeUnexplained, "the entity is in a failing outcome with no recorded reason (registered in it, e.g. imported)."},
 	{ShowFailedCriticalPathBlocked, "a critical-path play of the show failed."},
 	{ShowBlockedNoReadyPlays, "the show is active but none of its plays can run."},
 	{PlayBlockedDependencyFailed, "a play in depends_on failed."},
