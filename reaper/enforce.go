@@ -283,10 +283,10 @@ func (r *Reaper) killOrphans(ctx context.Context, orphans []store.Entity) {
 			return false
 		}
 		if err := send(e.PID, int(sig)); err != nil {
-			log.Warn("signal orphan", zap.String("signal", sig.String()), zap.Error(err))
+			log.Warn("signal orphan", zap.String("signal", sysunix.SignalName(sig)), zap.Error(err))
 			return false
 		}
-		log.Info("signalled orphan", zap.String("signal", sig.String()))
+		log.Info("signalled orphan", zap.String("signal", sysunix.SignalName(sig)))
 		return true
 	}
 	var termed []store.Entity

@@ -33,17 +33,11 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	// injected clock (r.now) judges ages and may be a test's fake.
 	deadline := time.Now().Add(budget)
 
-	all, err := r.Store.List(ctx, store.Filter{OpenOnly: true, EndedSince: unix(start.Add(-r.window()))})
+	list, err := r.Store.List(ctx, store.Filter{HostID: r.HostID, AlsoRemoteLive: true, OpenOnly: true, EndedSince: unix(start.Add(-r.window()))})
 	if err != nil {
 		return rep, fmt.Errorf("sweep: %w", err)
 	}
-	others := r.hostsWithDaemons(ctx, start)
-	list := all[:0]
-	for _, e := range all {
-		if e.HostID == r.HostID || (remoteJudged(e) && !others.has(e.HostID)) {
-			list = append(list, e)
-		}
-	}
+	list = r.dropHostsWithDaemons(ctx, list, start)
 	parents := parentCache{store: r.Store, ctx: ctx, seen: map[string]bool{}}
 	first := r.resume.after(list)
 	for n := range len(list) {
@@ -221,17 +215,6 @@ func probed(e store.Entity) bool {
 		deadTarget(e.Type) != ""
 }
 
-// remoteJudged says whether an entity of another host is judged here: an
-// open one with a pid or a posted heartbeat. Its process is never checked
-// (SPEC §6: "a PID on another host is never checked here"); with no fresh
-// heartbeat it reads disconnected, so a host that went away is seen. It is
-// never ended by this host (enforcement and reaping list this host only),
-// and its heartbeat file, artifacts and locks are paths on its own host,
-// not read here (remoteTarget).
-func remoteJudged(e store.Entity) bool {
-	return e.HostID != "" && !e.Terminal && (e.PID > 0 || e.HeartbeatAt > 0)
-}
-
 // target maps a stored entity to what the probe needs. Artifacts are judged
 // once the entity ended: a running session that has not yet written its
 // review is not missing it.
@@ -256,30 +239,43 @@ type DaemonPresence interface {
 // entities to be left to it.
 const DaemonSeenWithin = 5 * time.Minute
 
-// hostsWithDaemons lists the other hosts whose daemon swept lately: their
-// entities are theirs to judge (by process), not this daemon's (by
-// heartbeat), so that no entity gets two verdicts in turn. When the store
-// cannot say, no remote entity is judged this sweep (true for every host).
-func (r *Reaper) hostsWithDaemons(ctx context.Context, now time.Time) allHosts {
-	p, ok := r.Store.(DaemonPresence)
-	if !ok {
-		return allHosts{}
+// dropHostsWithDaemons removes from a sweep's list the entities of other
+// hosts whose daemon swept lately. The list holds, besides this host's,
+// the open entities of other hosts with a pid or a posted heartbeat
+// (store.Filter.AlsoRemoteLive), which this daemon judges by heartbeat
+// alone: their process is never checked here (SPEC §6), their heartbeat
+// file, artifacts and locks are paths on their own host (remoteTarget),
+// and they are never ended here (enforcement and reaping list this host
+// only). But a host with a daemon of its own is that daemon's to judge, by
+// process, so that no entity gets two verdicts in turn. When the store
+// cannot say which hosts have one, no remote entity is judged this sweep.
+func (r *Reaper) dropHostsWithDaemons(ctx context.Context, list []store.Entity, now time.Time) []store.Entity {
+	remote := false
+	for _, e := range list {
+		if e.HostID != r.HostID {
+			remote = true
+			break
+		}
 	}
-	hosts, err := p.DaemonHosts(ctx, unix(now.Add(-DaemonSeenWithin)))
-	if err != nil {
-		r.log().Warn("cannot tell which hosts have a daemon; not judging other hosts' entities this sweep", errField(err))
-		return allHosts{all: true}
+	if !remote {
+		return list // the common single-host case: no query
 	}
-	return allHosts{set: hosts}
+	hosts := map[string]bool{} // a store that keeps no presence: no host has a daemon
+	if p, ok := r.Store.(DaemonPresence); ok {
+		var err error
+		if hosts, err = p.DaemonHosts(ctx, unix(now.Add(-DaemonSeenWithin))); err != nil {
+			r.log().Warn("cannot tell which hosts have a daemon; not judging other hosts' entities this sweep", errField(err))
+			hosts = nil
+		}
+	}
+	kept := list[:0]
+	for _, e := range list {
+		if e.HostID == r.HostID || (hosts != nil && !hosts[e.HostID]) {
+			kept = append(kept, e)
+		}
+	}
+	return kept
 }
-
-// allHosts is a set of hosts, or every host.
-type allHosts struct {
-	all bool
-	set map[string]bool
-}
-
-func (h allHosts) has(host string) bool { return h.all || h.set[host] }
 
 // remoteTarget keeps of a target what can be judged from here for an
 // entity of another host: its pid (answered "other host", not checked) and

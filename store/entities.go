@@ -97,6 +97,10 @@ type Filter struct {
 	Type string
 	// HostID limits to entities recorded on that host.
 	HostID string
+	// AlsoRemoteLive, with HostID, also keeps the open entities of other
+	// hosts that have a pid or a posted heartbeat: what a sweep judges of
+	// them (by heartbeat). The rest of another host's rows is never read.
+	AlsoRemoteLive bool
 	// OpenOnly keeps non-terminal, non-legacy entities.
 	OpenOnly bool
 	// EndedSince also keeps terminal entities that ended at or after this
@@ -376,7 +380,11 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Entity, error) {
 		where = append(where, "type = ?")
 		args = append(args, f.Type)
 	}
-	if f.HostID != "" {
+	switch {
+	case f.HostID != "" && f.AlsoRemoteLive:
+		where = append(where, "(host_id = ? OR (host_id != '' AND terminal = 0 AND lifecycle IS NOT NULL AND (pid > 0 OR heartbeat_at > 0)))")
+		args = append(args, f.HostID)
+	case f.HostID != "":
 		where = append(where, "host_id = ?")
 		args = append(args, f.HostID)
 	}

@@ -373,3 +373,37 @@ func TestDaemonPresence(t *testing.T) {
 		}
 	}
 }
+
+// TestListAlsoRemoteLive: a sweep's list is this host's entities plus the
+// open ones of other hosts that have a pid or a posted heartbeat; the
+// rest of another host's rows is not read.
+func TestListAlsoRemoteLive(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	for _, e := range []Entity{
+		{Type: "session", ID: "mine", Lifecycle: strp("running"), HostID: "h1"},
+		{Type: "session", ID: "remote-pid", Lifecycle: strp("running"), HostID: "h2", PID: 42},
+		{Type: "session", ID: "remote-beat", Lifecycle: strp("running"), HostID: "h2"},
+		{Type: "session", ID: "remote-bare", Lifecycle: strp("running"), HostID: "h2"},
+		{Type: "session", ID: "remote-ended", Lifecycle: strp("failed"), Terminal: true, EndedAt: 5, HostID: "h2", PID: 43},
+		{Type: "session", ID: "nohost", Lifecycle: strp("running"), PID: 44},
+	} {
+		if _, err := s.Register(ctx, e, "orchestrator", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordHeartbeat(ctx, "session", "remote-beat", 2, ""); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(ctx, Filter{HostID: "h1", AlsoRemoteLive: true, OpenOnly: true, EndedSince: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range list {
+		ids = append(ids, e.ID)
+	}
+	if fmt.Sprint(ids) != "[mine remote-beat remote-pid]" {
+		t.Errorf("listed %v, want [mine remote-beat remote-pid]", ids)
+	}
+}
