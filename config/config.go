@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/user"
 	"reflect"
 	"regexp"
 	"sort"
@@ -118,6 +119,50 @@ type Reaper struct {
 	KillOrphans bool `yaml:"kill_orphans"`
 	// KillGrace is the wait between SIGTERM and SIGKILL.
 	KillGrace Duration `yaml:"kill_grace"`
+	// KillUsers are the users (names or numeric uids) whose orphaned
+	// processes kill_orphans may signal. Empty means every user but root:
+	// a registration names any pid it likes, so the owner of registered
+	// work is no safeguard, and root's processes are the host's own.
+	KillUsers []string `yaml:"kill_users"`
+}
+
+// KillUIDs resolves KillUsers to uids; nil when the list is empty (every
+// user but root).
+func (r Reaper) KillUIDs() ([]int, error) {
+	if len(r.KillUsers) == 0 {
+		return nil, nil
+	}
+	var uids []int
+	var errs []error
+	for i, name := range r.KillUsers {
+		uid, err := lookupUID(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reaper.kill_users[%d]: %w", i, err))
+			continue
+		}
+		uids = append(uids, uid)
+	}
+	return uids, errors.Join(errs...)
+}
+
+// lookupUID turns a user name or a numeric uid into a uid.
+func lookupUID(name string) (int, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return 0, errors.New("empty user name")
+	}
+	if n, err := strconv.ParseUint(name, 10, 31); err == nil {
+		return int(n), nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a user on this host (a name from /etc/passwd or a numeric uid)", name)
+	}
+	uid, err := strconv.Atoi(u.Uid)
+	if err != nil {
+		return 0, fmt.Errorf("user %q has a non-numeric uid %q", name, u.Uid)
+	}
+	return uid, nil
 }
 
 // Log is the "log" section.
@@ -156,7 +201,7 @@ var (
 		Vacuum:          "@daily",
 	}
 	// DefaultReaper writes, bounded to 500 changes a run, and kills nothing.
-	DefaultReaper = Reaper{MaxPerRun: 500, KillGrace: Duration(10 * time.Second)}
+	DefaultReaper = Reaper{MaxPerRun: 500, KillGrace: Duration(10 * time.Second), KillUsers: []string{}}
 	// DefaultLog logs at info, format chosen by whether stderr is a terminal.
 	DefaultLog = Log{Level: "info"}
 )
@@ -321,6 +366,9 @@ func (r Reaper) validate() []error {
 		errs = append(errs, errors.New("reaper.max_per_run: must be at least 1"))
 	}
 	errs = append(errs, positive("reaper", []namedDuration{{"kill_grace", r.KillGrace, DefaultReaper.KillGrace}})...)
+	if _, err := r.KillUIDs(); err != nil {
+		errs = append(errs, err)
+	}
 	return errs
 }
 

@@ -36,7 +36,7 @@ var specDefaults = Config{
 		CheckSchedules:  "@every 1m",
 		Vacuum:          "@daily",
 	},
-	Reaper: Reaper{DryRun: false, MaxPerRun: 500, KillOrphans: false, KillGrace: Duration(10 * time.Second)},
+	Reaper: Reaper{DryRun: false, MaxPerRun: 500, KillOrphans: false, KillGrace: Duration(10 * time.Second), KillUsers: []string{}},
 	Log:    Log{Level: "info", Format: ""},
 }
 
@@ -107,7 +107,7 @@ func TestLoadGood(t *testing.T) {
 			CheckSchedules:  "@every 2m",
 			Vacuum:          "30 3 * * *",
 		},
-		Reaper: Reaper{DryRun: true, MaxPerRun: 100, KillOrphans: true, KillGrace: Duration(15 * time.Second)},
+		Reaper: Reaper{DryRun: true, MaxPerRun: 100, KillOrphans: true, KillGrace: Duration(15 * time.Second), KillUsers: []string{"root", "1001"}},
 		Log:    Log{Level: "debug", Format: "json"},
 	}
 	if !reflect.DeepEqual(*got, want) {
@@ -129,7 +129,7 @@ func sameLeaves(a, b reflect.Value, prefix string) []string {
 		path := prefix + yamlKey(a.Type().Field(i))
 		if a.Field(i).Kind() == reflect.Struct {
 			same = append(same, sameLeaves(a.Field(i), b.Field(i), path+".")...)
-		} else if a.Field(i).Interface() == b.Field(i).Interface() {
+		} else if reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
 			same = append(same, path)
 		}
 	}
@@ -184,6 +184,7 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"invalid-cron.yaml", `jobs.sweep: "every 15s" is not a cron spec: expected exactly 5 fields, found 2: [every 15s]`},
 		{"invalid-max-per-run.yaml", `reaper.max_per_run: must be at least 1`},
 		{"invalid-kill-grace.yaml", `reaper.kill_grace: -1s must be positive (try 10s)`},
+		{"invalid-kill-users.yaml", `reaper.kill_users[0]: "nosuchuser-watchdog" is not a user on this host (a name from /etc/passwd or a numeric uid)`},
 		{"invalid-log-level.yaml", `log.level: "loud" is not one of debug, info, warn, error`},
 		{"invalid-log-format.yaml", `log.format: "xml" is not one of json, console (or empty to choose by terminal)`},
 		{"invalid-several-validate.yaml", `store.driver: "postgres" is not supported (only sqlite)` + "\n" +

@@ -38,6 +38,10 @@ type Store interface {
 type Prober interface {
 	Probe(t probe.Target, th probe.Thresholds, now time.Time) probe.Result
 	CheckPID(t probe.PIDTarget) probe.PIDObservation
+	// Owner and Ancestors say whose a process is and where it hangs:
+	// asked only before a signal (kill_orphans).
+	Owner(pid int) (probe.ProcessOwner, error)
+	Ancestors(pid int) []int
 }
 
 // Observer hears what the jobs did (metrics); nil is fine.
@@ -60,6 +64,9 @@ type Settings struct {
 	MaxPerRun   int
 	KillOrphans bool
 	KillGrace   time.Duration
+	// KillUIDs are the users whose orphans may be signalled; nil means
+	// every user but root (reaper.kill_users).
+	KillUIDs []int
 }
 
 // DefaultSettings are the SPEC defaults.

@@ -241,6 +241,7 @@ func TestReusedPIDNeverReadsAliveAndIsNeverSignalled(t *testing.T) {
 	f := newFixture(t)
 	live := startSleep(t)
 	f.r.Settings.KillOrphans = true
+	f.r.Settings.KillUIDs = []int{os.Getuid()} // this test's own processes, root's too when run as root
 	var signalled []int
 	f.r.Signal = func(pid, sig int) error { signalled = append(signalled, pid); return nil }
 	// The pid is live, but the recorded start time is another process's.
@@ -407,6 +408,7 @@ func TestPhantomOrphanReapedAndKilledWhenAsked(t *testing.T) {
 	}
 	f.clock.Advance(31 * time.Minute)
 	f.r.Settings.KillOrphans = true
+	f.r.Settings.KillUIDs = []int{os.Getuid()} // this test's own processes, root's too when run as root
 	f.r.Settings.KillGrace = 100 * time.Millisecond
 	rep := f.reap()
 	if len(rep.Actions) != 1 || rep.Actions[0].Reason != state.SystemReaperPhantomOrphaned || rep.Actions[0].To != "aborted" {
@@ -560,6 +562,7 @@ func TestKillOrphansSharesOneGrace(t *testing.T) {
 	f.sweep()
 	f.clock.Advance(2 * time.Hour)
 	f.r.Settings.KillOrphans = true
+	f.r.Settings.KillUIDs = []int{os.Getuid()} // this test's own processes, root's too when run as root
 	f.r.Settings.KillGrace = 200 * time.Millisecond
 	var mu sync.Mutex
 	var sent []string

@@ -14,6 +14,9 @@ import (
 // next sweep sets its own.
 func SettingsFrom(cfg *config.Config) Settings {
 	t := cfg.Thresholds
+	// Validated with the config; a user deleted since resolves to nobody,
+	// which only narrows whom kill_orphans may signal.
+	killUIDs, _ := cfg.Reaper.KillUIDs()
 	return Settings{
 		Probe: probe.Thresholds{
 			IdleAfter: time.Duration(t.IdleAfter), StalledAfter: time.Duration(t.StalledAfter),
@@ -28,6 +31,7 @@ func SettingsFrom(cfg *config.Config) Settings {
 		MaxPerRun:     cfg.Reaper.MaxPerRun,
 		KillOrphans:   cfg.Reaper.KillOrphans,
 		KillGrace:     time.Duration(cfg.Reaper.KillGrace),
+		KillUIDs:      killUIDs,
 	}
 }
 

@@ -257,6 +257,22 @@ func ForeignTo(code ReasonCode, typ string) string {
 	return ns
 }
 
+// reservedPrefixes are the namespaces of the watchdog's own verdicts.
+var reservedPrefixes = []string{"system.health.", "system.reaper."}
+
+// Reserved reports whether code is one of the watchdog's own verdicts
+// (system.health.*, system.reaper.*), which only its reaper may record: an
+// audit row carrying one must mean the watchdog itself decided, never an
+// orchestrator dressing its own transition up as the watchdog's.
+func Reserved(code ReasonCode) bool {
+	for _, p := range reservedPrefixes {
+		if strings.HasPrefix(string(code), p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Registered reports whether code is in the registry.
 func Registered(code ReasonCode) bool {
 	_, ok := registry[code]

@@ -38,9 +38,10 @@ func TestConcurrentTerminationsOneWinner(t *testing.T) {
 		w      *Writer
 		to     string
 		reason *state.StateReason
+		actor  string
 	}{
-		{&Writer{Store: st1}, "completed", nil},
-		{&Writer{Store: st2}, "aborted", reason(state.SystemHealthProcessDeadNoTerminal)},
+		{&Writer{Store: st1}, "completed", nil, ActorOrchestrator},
+		{&Writer{Store: st2}, "aborted", reason(state.SystemHealthProcessDeadNoTerminal), ActorReaper},
 	}
 	type tally struct{ won, conflicts int }
 	results := make([]tally, len(writers))
@@ -57,7 +58,7 @@ func TestConcurrentTerminationsOneWinner(t *testing.T) {
 					n = raceEntities - 1 - i
 				}
 				_, err := wr.w.Transition(ctx, Request{Type: "session", ID: fmt.Sprintf("s%04d", n), To: wr.to,
-					ExpectFrom: "running", Reason: wr.reason, Actor: ActorOrchestrator})
+					ExpectFrom: "running", Reason: wr.reason, Actor: wr.actor})
 				switch {
 				case err == nil:
 					results[wi].won++
@@ -159,15 +160,16 @@ func TestHelperTerminator(t *testing.T) {
 	defer st.Close()
 	w := &Writer{Store: st, Now: time.Now}
 	var r *state.StateReason
+	actor := ActorOrchestrator
 	if to == "aborted" {
-		r = reason(state.SystemHealthProcessDeadNoTerminal)
+		r, actor = reason(state.SystemHealthProcessDeadNoTerminal), ActorReaper
 	}
 	for i := 0; i < n; i++ {
 		id := i
 		if to == "aborted" {
 			id = n - 1 - i
 		}
-		_, err := w.Transition(context.Background(), Request{Type: "session", ID: fmt.Sprintf("s%04d", id), To: to, ExpectFrom: "running", Reason: r, Actor: ActorOrchestrator})
+		_, err := w.Transition(context.Background(), Request{Type: "session", ID: fmt.Sprintf("s%04d", id), To: to, ExpectFrom: "running", Reason: r, Actor: actor})
 		if err != nil && !errors.Is(err, ErrConflict) {
 			t.Fatalf("entity %d: %v", id, err)
 		}

@@ -153,6 +153,9 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 		if owner := state.ForeignTo(r.Code, g.Type); owner != "" {
 			return Result{}, fmt.Errorf("%w %q for a %s: it is a %s's code (use a %s, run or system code; see `watchdog reasons`)", ErrUnknownReason, r.Code, g.Type, owner, g.Type)
 		}
+		if state.Reserved(r.Code) && req.Actor != ActorReaper {
+			return Result{}, fmt.Errorf("%w: %s is the watchdog's own verdict, recorded only by its reaper; an %s names its own cause (a %s or run code, see `watchdog reasons`)", ErrForbidden, r.Code, req.Actor, g.Type)
+		}
 		for i, ev := range r.Evidence {
 			if !state.ValidEvidenceKind(ev.Kind) {
 				return Result{}, fmt.Errorf("%w: reason.evidence[%d].kind %q is not one of %s", ErrInvalidInput, i, ev.Kind, strings.Join(state.EvidenceKinds, ", "))

@@ -270,7 +270,10 @@ func runExec(ctx context.Context, o execOptions, args []string, stdin io.Reader,
 	// Catch the forwarded signals before the child exists, so none that
 	// arrives while it starts is lost (or kills exec instead).
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	// SIGQUIT too: left to the Go runtime it would dump every goroutine of
+	// exec and kill it, leaving the child unsupervised; the child is the
+	// one asked to quit (and to dump its own core, if it does that).
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
 	child := exec.Command(args[0], args[1:]...)
@@ -354,7 +357,7 @@ func superviseChild(child *exec.Cmd, sigs <-chan os.Signal, start time.Time, tim
 	for {
 		select {
 		case s := <-sigs:
-			if s == syscall.SIGINT && ttyDelivered() {
+			if (s == syscall.SIGINT || s == syscall.SIGQUIT) && ttyDelivered() {
 				continue // the child, in our process group, has it already
 			}
 			_ = child.Process.Signal(s)

@@ -127,9 +127,11 @@ func TestExecExitMapping(t *testing.T) {
 	}
 }
 
-// TestExecForwardsSignals sends SIGINT and SIGTERM to the exec process (as
-// systemd or a terminal would) and checks the child got them: its end is
-// recorded as aborted/cancelled and exec exits 130/143. While it runs, the
+// TestExecForwardsSignals sends SIGINT, SIGTERM and SIGQUIT to the exec
+// process (as systemd or a terminal would) and checks the child got them:
+// its end is recorded as aborted/cancelled/failed and exec exits
+// 130/143/131. SIGQUIT must reach the child, not make the Go runtime dump
+// exec's goroutines. While it runs, the
 // registered pid is the live child with its start time, and the
 // supervisor is exec itself.
 func TestExecForwardsSignals(t *testing.T) {
@@ -140,6 +142,7 @@ func TestExecForwardsSignals(t *testing.T) {
 	}{
 		{syscall.SIGINT, 130, "aborted"},
 		{syscall.SIGTERM, 143, "cancelled"},
+		{syscall.SIGQUIT, 131, "failed"},
 	} {
 		t.Run(c.sig.String(), func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "w.db")
@@ -180,6 +183,9 @@ func TestExecForwardsSignals(t *testing.T) {
 			ee, ok := err.(*exec.ExitError)
 			if !ok || ee.ExitCode() != c.wantCode {
 				t.Fatalf("exec ended with %v, want exit %d; stderr %q", err, c.wantCode, errb.String())
+			}
+			if strings.Contains(errb.String(), "goroutine") {
+				t.Errorf("exec dumped its goroutines instead of forwarding %s: %q", c.sig, errb.String())
 			}
 			e, rows := execEntity(t, db, "sig")
 			if e.LifecycleOr("") != c.wantTo || len(rows) != 2 {

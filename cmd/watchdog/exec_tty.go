@@ -6,8 +6,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ttyDelivered reports whether a SIGINT exec received most likely came from
-// its terminal (Ctrl-C): exec runs in the foreground process group of the
+// ttyDelivered reports whether a SIGINT (or SIGQUIT) exec received most
+// likely came from its terminal (Ctrl-C, Ctrl-\): exec runs in the foreground process group of the
 // terminal on one of its standard streams. The terminal signals that whole
 // group, the child included (exec does not give it a group of its own, so
 // that it can still read the terminal), so forwarding would deliver a

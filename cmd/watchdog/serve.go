@@ -71,16 +71,20 @@ func newLogger(l config.Log) (*zap.Logger, zap.AtomicLevel, error) {
 	var zc zap.Config
 	if format == "console" {
 		zc = zap.NewDevelopmentConfig()
-		zc.DisableStacktrace = true
 	} else {
 		zc = zap.NewProductionConfig()
 		zc.EncoderConfig.TimeKey = "ts"
 		zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	}
+	// An error-level line means "a human should look" (a store failure, a
+	// refused reload), not "the program is broken": a Go stack trace there
+	// buries the one sentence that says what to do. Stacks stay for the
+	// programmer-error levels.
+	zc.DisableStacktrace = true
 	zc.Level = zap.NewAtomicLevelAt(level)
 	zc.OutputPaths = []string{"stderr"}
 	zc.ErrorOutputPaths = []string{"stderr"}
-	log, err := zc.Build()
+	log, err := zc.Build(zap.AddStacktrace(zapcore.DPanicLevel))
 	return log, zc.Level, err
 }
 

@@ -69,10 +69,11 @@ reaper:
   dry_run: %t
   kill_orphans: %t
   kill_grace: 1s
+  kill_users: [%d] # the test's own sleeps: root's when it runs as root
 log:
   level: info
   format: json
-`, db, or(c.Grace, "3s"), or(c.Phantom, "1h"), or(c.Enforce, "@every 1s"), or(c.Reap, "@every 1s"), c.DryRun, c.KillOrphans)
+`, db, or(c.Grace, "3s"), or(c.Phantom, "1h"), or(c.Enforce, "@every 1s"), or(c.Reap, "@every 1s"), c.DryRun, c.KillOrphans, os.Getuid())
 }
 
 // svEnv is the test's environment without anything that would steer the
@@ -1021,6 +1022,11 @@ func TestServeSIGHUPReload(t *testing.T) {
 	}
 	if len(d.logged("config reloaded", nil)) != 0 {
 		t.Fatal("the log says an invalid config was reloaded")
+	}
+	// A refused reload is the operator's mistake: one line saying so, no
+	// Go stack trace.
+	if logs := d.logs.String(); strings.Contains(logs, "stacktrace") || strings.Contains(logs, "goroutine ") {
+		t.Errorf("the log carries a stack trace:\n%s", logs)
 	}
 
 	// The valid file also shortens the failure window (which the API's

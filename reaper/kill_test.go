@@ -1,0 +1,134 @@
+package reaper
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// nobodyUID is the uid of the unprivileged user the tests run processes
+// as when they can (as root).
+const nobodyUID = 65534
+
+// startSleepAs starts a real sleep as uid (as root), or skips.
+func startSleepAs(t *testing.T, uid int) *exec.Cmd {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to start a process as another user")
+	}
+	cmd := exec.Command("sleep", "300")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start a process as uid %d: %v", uid, err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// TestMayKill: the targets the reaper refuses whatever the registration
+// says, judged on real processes.
+func TestMayKill(t *testing.T) {
+	host := probe.NewHost()
+	self := os.Getpid()
+	ancestors := host.Ancestors(self)
+	if len(ancestors) == 0 || ancestors[len(ancestors)-1] != 1 {
+		t.Fatalf("ancestors of %d: %v, want a chain ending at 1", self, ancestors)
+	}
+	mine := startSleep(t).Process.Pid // runs as the test's own uid
+	for _, c := range []struct {
+		name    string
+		pid     int
+		uids    []int
+		wantWhy string // "" = may kill
+	}{
+		// Failure cases
+		{"pid 1", 1, []int{0}, "never signalled"},
+		{"pid 0", 0, []int{0}, "never signalled"},
+		{"the daemon itself", self, []int{os.Getuid()}, "the watchdog itself"},
+		{"the daemon's parent", os.Getppid(), []int{os.Getuid()}, "ancestor of the watchdog"},
+		{"owner not listed", mine, []int{os.Getuid() + 4242}, "not in reaper.kill_users"},
+		// Success cases
+		{"owner listed", mine, []int{os.Getuid()}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &Reaper{Prober: host, Settings: Settings{KillUIDs: c.uids}}
+			why := r.mayKill(c.pid, self, ancestors)
+			if (c.wantWhy == "") != (why == "") || !strings.Contains(why, c.wantWhy) {
+				t.Errorf("mayKill(%d) = %q, want %q", c.pid, why, c.wantWhy)
+			}
+		})
+	}
+	t.Run("default refuses root's process", func(t *testing.T) {
+		if os.Getuid() != 0 {
+			t.Skip("the test's processes are root's only when it runs as root")
+		}
+		r := &Reaper{Prober: host}
+		if why := r.mayKill(mine, self, ancestors); !strings.Contains(why, "runs as root") {
+			t.Errorf("mayKill(root's sleep) with no kill_users = %q, want a refusal naming root", why)
+		}
+	})
+	t.Run("default allows another user's process", func(t *testing.T) {
+		other := startSleepAs(t, nobodyUID).Process.Pid
+		r := &Reaper{Prober: host}
+		if why := r.mayKill(other, self, ancestors); why != "" {
+			t.Errorf("mayKill(nobody's sleep) with no kill_users = %q, want allowed", why)
+		}
+	})
+}
+
+// TestKillOrphansNeverAimsAtRoot is the attack of the hardening issue: a
+// client registers a live process it does not own under a dead supervisor
+// and waits for kill_orphans to SIGTERM it. With the default kill_users,
+// root's process is reaped as a phantom (the record ends) but never
+// signalled; nobody's orphan, registered the same way, is stopped.
+func TestKillOrphansNeverAimsAtRoot(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: the victim is a root-owned process")
+	}
+	f := newFixture(t)
+	supervisor := deadPID(t)
+	victim := startSleep(t)              // root's
+	orphan := startSleepAs(t, nobodyUID) // an unprivileged user's
+	f.r.Settings.KillOrphans = true      // kill_users left unset: every user but root
+	f.r.Settings.KillGrace = 50 * time.Millisecond
+	var signalled []int
+	f.r.Signal = func(pid, sig int) error {
+		signalled = append(signalled, pid)
+		return syscall.Kill(pid, syscall.Signal(sig))
+	}
+	f.register(store.Entity{Type: "session", ID: "victim", PID: victim.Process.Pid, SupervisorPID: supervisor})
+	f.register(store.Entity{Type: "session", ID: "orphan", PID: orphan.Process.Pid, SupervisorPID: supervisor})
+	f.sweep()
+	f.clock.Advance(2 * time.Hour)
+	rep := f.reap()
+	if len(rep.Actions) != 2 {
+		t.Fatalf("reap: %+v", rep.Actions)
+	}
+	for _, a := range rep.Actions {
+		if a.Reason != state.SystemReaperPhantomOrphaned {
+			t.Errorf("%s/%s reaped with %s, want %s", a.Type, a.ID, a.Reason, state.SystemReaperPhantomOrphaned)
+		}
+	}
+	if !alive(victim.Process.Pid) {
+		t.Fatal("root's process was killed")
+	}
+	for _, pid := range signalled {
+		if pid == victim.Process.Pid {
+			t.Fatalf("root's process %d was signalled", pid)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- orphan.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("nobody's orphan still running after kill_orphans")
+	}
+}
