@@ -5,9 +5,9 @@ STATICCHECK   := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 APT_PACKAGES  := gcc libc6-dev
 
-.PHONY: test tools deps fmt-check vet staticcheck deploy-check unit build bench
+.PHONY: test tools deps fmt-check vet staticcheck deploy-check unit fuzz build bench
 
-test: deps tools fmt-check vet staticcheck deploy-check unit
+test: deps tools fmt-check vet staticcheck deploy-check unit fuzz
 
 # Debian packages the tests use (gcc for the race detector), installed
 # only when missing.
@@ -44,6 +44,18 @@ deploy-check:
 unit:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'Allocat' ./probe/
+
+# Each fuzz target for a bounded time (FUZZTIME), on top of its seed
+# corpus, which `unit` already runs as plain tests. A failure leaves its
+# input under the package's testdata/fuzz/ to commit as a regression case.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := ./config/:FuzzParse ./wire/:FuzzRegister ./wire/:FuzzTransition ./state/:FuzzReasonCode
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 build:
 	$(GO) build -o bin/watchdog ./cmd/watchdog
