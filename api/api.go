@@ -75,7 +75,8 @@ import (
 type Store interface {
 	Get(ctx context.Context, typ, id string) (store.Entity, error)
 	List(ctx context.Context, f store.Filter) ([]store.Entity, error)
-	Transitions(ctx context.Context, typ, id string) ([]store.AuditRow, error)
+	LatestTransitions(ctx context.Context, typ, id string, n int) ([]store.AuditRow, int, error)
+	TransitionsAfter(ctx context.Context, typ, id string, after int64, limit int) ([]store.AuditRow, error)
 	RecordHeartbeat(ctx context.Context, typ, id string, at float64, progress string) error
 	AttentionCandidates(ctx context.Context, since float64) ([]store.Entity, error)
 	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
@@ -91,6 +92,9 @@ type Options struct {
 	Log *zap.Logger
 	// Token, when set, is required on every POST (see the package doc).
 	Token string
+	// AllowedHosts are the names, besides IP addresses and localhost, a
+	// request's Host header may carry (config allowed_hosts).
+	AllowedHosts []string
 	// Gatherer is served at /metrics; nil leaves /metrics out.
 	Gatherer prometheus.Gatherer
 	// Ready is /readyz: nil means always ready.
@@ -163,6 +167,7 @@ func New(o Options) *Handler {
 	m.HandleFunc("POST /api/v1/entities", s.mutating(s.register))
 	m.HandleFunc("GET /api/v1/entities/{type}/{id}", s.getEntity)
 	m.HandleFunc("POST /api/v1/entities/{type}/{id}/heartbeat", s.mutating(s.heartbeat))
+	m.HandleFunc("GET /api/v1/entities/{type}/{id}/transitions", s.getTransitions)
 	m.HandleFunc("POST /api/v1/entities/{type}/{id}/transitions", s.mutating(s.transition))
 	m.HandleFunc("GET /api/attention", s.attentionQueue)
 	m.HandleFunc("POST "+attention.SnoozePath, s.mutating(s.snooze))
@@ -170,7 +175,7 @@ func New(o Options) *Handler {
 	// The catch-all answers unknown paths and wrong methods in JSON; the
 	// mux's own answers are plain text.
 	m.HandleFunc("/", s.fallback)
-	h.next = s.accessLog(m)
+	h.next = s.accessLog(s.guardHost(m))
 	return h
 }
 
@@ -207,6 +212,20 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		start := time.Now()
 		r.Body = http.MaxBytesReader(w, r.Body, wire.MaxBody)
 		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			// A handler's panic is a bug: log it, and answer like any
+			// other internal error (JSON) instead of net/http's dropped
+			// connection. ErrAbortHandler is net/http's own way out.
+			if rec := recover(); rec != nil {
+				if rec == http.ErrAbortHandler { //nolint:errorlint // a sentinel value, never wrapped
+					panic(rec)
+				}
+				s.Log.Error("handler panicked (a bug)", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Any("panic", rec), zap.Stack("stack"))
+				if sw.status == 0 {
+					writeError(sw, http.StatusInternalServerError, causeInternal, "internal error (see the watchdog log)")
+				}
+			}
+		}()
 		next.ServeHTTP(sw, r)
 		if ce := s.Log.Check(zap.DebugLevel, "http"); ce != nil {
 			ce.Write(zap.String("method", r.Method), zap.String("path", r.URL.Path),
@@ -214,19 +233,6 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 				zap.String("remote", r.RemoteAddr))
 		}
 	})
-}
-
-// mutating guards a POST handler: the token check (when auth is on) comes
-// before anything reads the body.
-func (s *server) mutating(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.Token != "" && !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="watchdog"`)
-			writeError(w, http.StatusUnauthorized, causeUnauthorized, "a valid bearer token is required (Authorization: Bearer <token>)")
-			return
-		}
-		h(w, r)
-	}
 }
 
 func (s *server) authorized(r *http.Request) bool {
@@ -249,7 +255,7 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if s.Ready != nil {
 		if err := s.Ready(); err != nil {
-			writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+			writeError(w, http.StatusServiceUnavailable, causeNotReady, "not ready: "+err.Error())
 			return
 		}
 	}
@@ -282,10 +288,12 @@ func (s *server) fallback(w http.ResponseWriter, r *http.Request) {
 const (
 	causeBadRequest       = "bad_request"
 	causeTooLarge         = "too_large"
+	causeOverLimit        = "over_limit"
 	causeUnauthorized     = "unauthorized"
 	causeMethodNotAllowed = "method_not_allowed"
 	causeNotFoundPath     = "not_found"
 	causeInternal         = "internal"
+	causeNotReady         = "not_ready"
 )
 
 // Error is the body of every error response.
@@ -321,6 +329,8 @@ func classify(err error) (int, string) {
 	switch {
 	case errors.Is(err, wire.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, causeTooLarge
+	case errors.Is(err, wire.ErrOverLimit):
+		return http.StatusUnprocessableEntity, causeOverLimit
 	case errors.Is(err, wire.ErrBadInput):
 		return http.StatusBadRequest, causeBadRequest
 	}

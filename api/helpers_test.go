@@ -108,8 +108,9 @@ func (r response) errorBody(t testing.TB) Error {
 	return e
 }
 
-// do sends a request with the env's token (if any) unless hdr overrides
-// Authorization.
+// do sends a request with the env's token (if any) and, on a POST,
+// Content-Type: application/json, unless hdr overrides them (an empty
+// value removes the header).
 func (e *env) do(method, path, body string, hdr ...string) response {
 	e.t.Helper()
 	var rd io.Reader
@@ -122,6 +123,9 @@ func (e *env) do(method, path, body string, hdr ...string) response {
 	}
 	if e.token != "" {
 		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		if hdr[i+1] == "" {
