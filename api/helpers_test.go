@@ -64,6 +64,9 @@ func withToken(tok string) envOption       { return func(o *Options) { o.Token =
 func withReady(f func() error) envOption   { return func(o *Options) { o.Ready = f } }
 func withWindow(d time.Duration) envOption { return func(o *Options) { o.FailureWindow = d } }
 func withoutGatherer() envOption           { return func(o *Options) { o.Gatherer = nil } }
+func withAllowedHosts(h ...string) envOption {
+	return func(o *Options) { o.AllowedHosts = h }
+}
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
@@ -128,6 +131,10 @@ func (e *env) do(method, path, body string, hdr ...string) response {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" { // Go sends req.Host, not a Host header
+			req.Host = hdr[i+1]
+			continue
+		}
 		if hdr[i+1] == "" {
 			req.Header.Del(hdr[i])
 			continue
