@@ -7,27 +7,53 @@
 //
 // Request bodies are JSON decoded strictly (wire.Decode): unknown fields,
 // trailing data and malformed documents are 400, bodies over 1 MiB are
-// 413. Every error is a JSON object {"error": "...", "cause": "..."} whose
-// error is one sentence a person can act on and whose cause is a closed
-// vocabulary a program can switch on (the write path's rejection causes of
-// transitions.Causes, plus bad_request, too_large, unauthorized,
-// method_not_allowed, not_found and internal). A rejected request changes
-// nothing: validation happens before the one write, and the write path's
-// own checks run inside its transaction.
+// 413, a field over one of wire's limits (limits.go: reason messages,
+// evidence, labels, ids, metadata size and depth) is 422 naming the field
+// and the limit. Every error a handler or middleware writes, panics
+// included, is a JSON object {"error": "...", "cause": "..."} whose error
+// is one sentence a person can act on and whose cause is a closed
+// vocabulary a program can switch on (the write path's rejection causes
+// of transitions.Causes, plus bad_request, too_large, over_limit,
+// unauthorized, cross_origin, host_not_allowed, unsupported_media_type,
+// method_not_allowed, not_found, not_ready and internal). Only what
+// net/http refuses before any handler runs (a malformed request line or
+// header) is its own plain-text 400. A rejected request changes nothing:
+// validation happens before the one write, and the write path's own
+// checks run inside its transaction.
 //
 // Status codes: 200 applied or read, 201 created, 400 malformed input,
-// 401 missing or wrong token, 403 an actor the caller may not use or a
-// target it may not set, 404 unknown entity, type or fingerprint, 405
-// wrong method, 409 a lost compare-and-set race, 413 too large, 422 an
-// edge, state or reason the vocabulary does not allow, 500 the store
-// failed (details in the log, not in the response).
+// 401 missing or wrong token, 403 an actor the caller may not use, a
+// target it may not set, a foreign Host or a cross-site browser request,
+// 404 unknown entity, type or fingerprint, 405 wrong method, 409 a lost
+// compare-and-set race, 413 too large, 415 a POST that is not
+// application/json, 422 an edge, state or reason the vocabulary does not
+// allow, or a field over its limit, 500 the store failed (details in the
+// log, not in the response), 503 not ready.
+//
+// Reads are bounded: the entity read carries the latest 100 audit rows and
+// transitions_total; GET …/{type}/{id}/transitions?after=SEQ&limit=N pages
+// the history by seq; GET /api/v1/entities pages by an opaque cursor
+// (listOrder in list.go says which order walks every entity exactly once).
+//
+// # Web pages (ADR-0011)
+//
+// A browser on the host is a client too, driven by any page it opens.
+// Three rules, with or without auth, keep pages out: a Host header must
+// be an IP address, localhost or a configured allowed_hosts name (DNS
+// rebinding; every endpoint, reads too); a POST whose Origin is not this
+// daemon or whose Sec-Fetch-Site is cross-site or same-site is 403; a POST
+// must say Content-Type: application/json (415), which no form and no
+// fetch can send cross-origin without a CORS preflight, never granted
+// here. curl, the Go client and Python's urllib send no Origin and pass.
 //
 // # Authentication and actors
 //
-// With no token configured (Options.Token == ""), which the daemon allows
-// only on a loopback address (CheckListen), any local process may write,
-// and a transition's body may name its actor: orchestrator (the default),
-// admin or exec.
+// By default writes need a token: the daemon reads auth.token_file, or
+// creates its own watchdog.token beside the database (daemon.ownToken).
+// With `auth: none` (Options.Token == ""), which the daemon allows only on
+// a loopback address (CheckListen), any local process may write, and a
+// transition's body may name its actor: orchestrator (the default), admin
+// or exec.
 //
 // With a token, every POST needs `Authorization: Bearer <token>`,
 // compared in constant time; anything else is 401 with
