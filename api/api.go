@@ -7,27 +7,53 @@
 //
 // Request bodies are JSON decoded strictly (wire.Decode): unknown fields,
 // trailing data and malformed documents are 400, bodies over 1 MiB are
-// 413. Every error is a JSON object {"error": "...", "cause": "..."} whose
-// error is one sentence a person can act on and whose cause is a closed
-// vocabulary a program can switch on (the write path's rejection causes of
-// transitions.Causes, plus bad_request, too_large, unauthorized,
-// method_not_allowed, not_found and internal). A rejected request changes
-// nothing: validation happens before the one write, and the write path's
-// own checks run inside its transaction.
+// 413, a field over one of wire's limits (limits.go: reason messages,
+// evidence, labels, ids, metadata size and depth) is 422 naming the field
+// and the limit. Every error a handler or middleware writes, panics
+// included, is a JSON object {"error": "...", "cause": "..."} whose error
+// is one sentence a person can act on and whose cause is a closed
+// vocabulary a program can switch on (the write path's rejection causes
+// of transitions.Causes, plus bad_request, too_large, over_limit,
+// unauthorized, cross_origin, host_not_allowed, unsupported_media_type,
+// method_not_allowed, not_found, not_ready and internal). Only what
+// net/http refuses before any handler runs (a malformed request line or
+// header) is its own plain-text 400. A rejected request changes nothing:
+// validation happens before the one write, and the write path's own
+// checks run inside its transaction.
 //
 // Status codes: 200 applied or read, 201 created, 400 malformed input,
-// 401 missing or wrong token, 403 an actor the caller may not use or a
-// target it may not set, 404 unknown entity, type or fingerprint, 405
-// wrong method, 409 a lost compare-and-set race, 413 too large, 422 an
-// edge, state or reason the vocabulary does not allow, 500 the store
-// failed (details in the log, not in the response).
+// 401 missing or wrong token, 403 an actor the caller may not use, a
+// target it may not set, a foreign Host or a cross-site browser request,
+// 404 unknown entity, type or fingerprint, 405 wrong method, 409 a lost
+// compare-and-set race, 413 too large, 415 a POST that is not
+// application/json, 422 an edge, state or reason the vocabulary does not
+// allow, or a field over its limit, 500 the store failed (details in the
+// log, not in the response), 503 not ready.
+//
+// Reads are bounded: the entity read carries the latest 100 audit rows and
+// transitions_total; GET …/{type}/{id}/transitions?after=SEQ&limit=N pages
+// the history by seq; GET /api/v1/entities pages by an opaque cursor
+// (listOrder in list.go says which order walks every entity exactly once).
+//
+// # Web pages (ADR-0011)
+//
+// A browser on the host is a client too, driven by any page it opens.
+// Three rules, with or without auth, keep pages out: a Host header must
+// be an IP address, localhost or a configured allowed_hosts name (DNS
+// rebinding; every endpoint, reads too); a POST whose Origin is not this
+// daemon or whose Sec-Fetch-Site is cross-site or same-site is 403; a POST
+// must say Content-Type: application/json (415), which no form and no
+// fetch can send cross-origin without a CORS preflight, never granted
+// here. curl, the Go client and Python's urllib send no Origin and pass.
 //
 // # Authentication and actors
 //
-// With no token configured (Options.Token == ""), which the daemon allows
-// only on a loopback address (CheckListen), any local process may write,
-// and a transition's body may name its actor: orchestrator (the default),
-// admin or exec.
+// By default writes need a token: the daemon reads auth.token_file, or
+// creates its own watchdog.token beside the database (daemon.ownToken).
+// With `auth: none` (Options.Token == ""), which the daemon allows only on
+// a loopback address (CheckListen), any local process may write, and a
+// transition's body may name its actor: orchestrator (the default), admin
+// or exec.
 //
 // With a token, every POST needs `Authorization: Bearer <token>`,
 // compared in constant time; anything else is 401 with
@@ -75,7 +101,8 @@ import (
 type Store interface {
 	Get(ctx context.Context, typ, id string) (store.Entity, error)
 	List(ctx context.Context, f store.Filter) ([]store.Entity, error)
-	Transitions(ctx context.Context, typ, id string) ([]store.AuditRow, error)
+	LatestTransitions(ctx context.Context, typ, id string, n int) ([]store.AuditRow, int, error)
+	TransitionsAfter(ctx context.Context, typ, id string, after int64, limit int) ([]store.AuditRow, error)
 	RecordHeartbeat(ctx context.Context, typ, id string, at float64, progress string) error
 	AttentionCandidates(ctx context.Context, since float64) ([]store.Entity, error)
 	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
@@ -91,6 +118,9 @@ type Options struct {
 	Log *zap.Logger
 	// Token, when set, is required on every POST (see the package doc).
 	Token string
+	// AllowedHosts are the names, besides IP addresses and localhost, a
+	// request's Host header may carry (config allowed_hosts).
+	AllowedHosts []string
 	// Gatherer is served at /metrics; nil leaves /metrics out.
 	Gatherer prometheus.Gatherer
 	// Ready is /readyz: nil means always ready.
@@ -163,6 +193,7 @@ func New(o Options) *Handler {
 	m.HandleFunc("POST /api/v1/entities", s.mutating(s.register))
 	m.HandleFunc("GET /api/v1/entities/{type}/{id}", s.getEntity)
 	m.HandleFunc("POST /api/v1/entities/{type}/{id}/heartbeat", s.mutating(s.heartbeat))
+	m.HandleFunc("GET /api/v1/entities/{type}/{id}/transitions", s.getTransitions)
 	m.HandleFunc("POST /api/v1/entities/{type}/{id}/transitions", s.mutating(s.transition))
 	m.HandleFunc("GET /api/attention", s.attentionQueue)
 	m.HandleFunc("POST "+attention.SnoozePath, s.mutating(s.snooze))
@@ -170,7 +201,7 @@ func New(o Options) *Handler {
 	// The catch-all answers unknown paths and wrong methods in JSON; the
 	// mux's own answers are plain text.
 	m.HandleFunc("/", s.fallback)
-	h.next = s.accessLog(m)
+	h.next = s.accessLog(s.guardHost(m))
 	return h
 }
 
@@ -207,6 +238,20 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		start := time.Now()
 		r.Body = http.MaxBytesReader(w, r.Body, wire.MaxBody)
 		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			// A handler's panic is a bug: log it, and answer like any
+			// other internal error (JSON) instead of net/http's dropped
+			// connection. ErrAbortHandler is net/http's own way out.
+			if rec := recover(); rec != nil {
+				if rec == http.ErrAbortHandler { //nolint:errorlint // a sentinel value, never wrapped
+					panic(rec)
+				}
+				s.Log.Error("handler panicked (a bug)", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Any("panic", rec), zap.Stack("stack"))
+				if sw.status == 0 {
+					writeError(sw, http.StatusInternalServerError, causeInternal, "internal error (see the watchdog log)")
+				}
+			}
+		}()
 		next.ServeHTTP(sw, r)
 		if ce := s.Log.Check(zap.DebugLevel, "http"); ce != nil {
 			ce.Write(zap.String("method", r.Method), zap.String("path", r.URL.Path),
@@ -214,19 +259,6 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 				zap.String("remote", r.RemoteAddr))
 		}
 	})
-}
-
-// mutating guards a POST handler: the token check (when auth is on) comes
-// before anything reads the body.
-func (s *server) mutating(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.Token != "" && !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="watchdog"`)
-			writeError(w, http.StatusUnauthorized, causeUnauthorized, "a valid bearer token is required (Authorization: Bearer <token>)")
-			return
-		}
-		h(w, r)
-	}
 }
 
 func (s *server) authorized(r *http.Request) bool {
@@ -249,7 +281,7 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if s.Ready != nil {
 		if err := s.Ready(); err != nil {
-			writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+			writeError(w, http.StatusServiceUnavailable, causeNotReady, "not ready: "+err.Error())
 			return
 		}
 	}
@@ -282,10 +314,12 @@ func (s *server) fallback(w http.ResponseWriter, r *http.Request) {
 const (
 	causeBadRequest       = "bad_request"
 	causeTooLarge         = "too_large"
+	causeOverLimit        = "over_limit"
 	causeUnauthorized     = "unauthorized"
 	causeMethodNotAllowed = "method_not_allowed"
 	causeNotFoundPath     = "not_found"
 	causeInternal         = "internal"
+	causeNotReady         = "not_ready"
 )
 
 // Error is the body of every error response.
@@ -321,6 +355,8 @@ func classify(err error) (int, string) {
 	switch {
 	case errors.Is(err, wire.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, causeTooLarge
+	case errors.Is(err, wire.ErrOverLimit):
+		return http.StatusUnprocessableEntity, causeOverLimit
 	case errors.Is(err, wire.ErrBadInput):
 		return http.StatusBadRequest, causeBadRequest
 	}

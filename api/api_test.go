@@ -367,6 +367,7 @@ func TestTransitionConflictUnderConcurrentWriters(t *testing.T) {
 			defer wg.Done()
 			<-start
 			req, _ := http.NewRequest("POST", e.srv.URL+"/api/v1/entities/session/s-race/transitions", strings.NewReader(targets[i%len(targets)]))
+			req.Header.Set("Content-Type", "application/json")
 			resp, err := e.srv.Client().Do(req)
 			if err != nil {
 				t.Error(err)

@@ -3,7 +3,9 @@ package api
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"watchdog/store"
@@ -50,7 +52,9 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 }
 
 // getEntity is GET /api/v1/entities/{type}/{id}: the entity read shape
-// with its audit rows, oldest first.
+// with its latest wire.TransitionsInEntity audit rows, oldest first, and
+// their total; …/transitions pages the rest. The response stays bounded
+// however long the history: each row is bounded by wire's limits.
 func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 	typ, err := canonicalType(r.PathValue("type"))
 	if err != nil {
@@ -64,18 +68,78 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	rows, err := s.Store.Transitions(ctx, typ, id)
+	rows, total, err := s.Store.LatestTransitions(ctx, typ, id, wire.TransitionsInEntity)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.FromEntity(e, rows, s.nowSeconds()))
+	out := wire.FromEntity(e, rows, s.nowSeconds())
+	out.TransitionsTotal = &total
+	writeJSON(w, http.StatusOK, out)
 }
 
-// listEntities is GET /api/v1/entities[?type=T][&severity=S,...]: every
-// entity (without audit rows), most severe first, then most recently
-// updated. A severity filter leaves legacy entities out, as they have no
-// severity of their own.
+// getTransitions is GET /api/v1/entities/{type}/{id}/transitions
+// [?after=SEQ][&limit=N]: the entity's audit rows with seq > after (0:
+// from the first), oldest first, at most limit (default
+// wire.DefaultTransitionsPage, at most wire.MaxTransitionsPage), and the
+// cursor of the next page.
+func (s *server) getTransitions(w http.ResponseWriter, r *http.Request) {
+	typ, err := canonicalType(r.PathValue("type"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	after, err := queryInt(q.Get("after"), "after", 0, 0, math.MaxInt64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
+		return
+	}
+	limit, err := queryInt(q.Get("limit"), "limit", wire.DefaultTransitionsPage, 1, wire.MaxTransitionsPage)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
+		return
+	}
+	ctx := r.Context()
+	// An unknown entity is 404, not an empty page.
+	if _, err := s.Store.Get(ctx, typ, id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// One row more than asked tells whether another page follows.
+	rows, err := s.Store.TransitionsAfter(ctx, typ, id, after, int(limit)+1)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page := wire.TransitionPage{}
+	if len(rows) > int(limit) {
+		rows = rows[:limit]
+		page.NextAfter = rows[len(rows)-1].Seq
+	}
+	page.Items = wire.FromAuditRows(rows)
+	writeJSON(w, http.StatusOK, page)
+}
+
+// queryInt parses an optional integer query parameter within [lo, hi].
+func queryInt(v, name string, def, lo, hi int64) (int64, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%s %s is not a whole number from %d to %d", name, quote(v), lo, hi)
+	}
+	return n, nil
+}
+
+// listEntities is GET /api/v1/entities[?type=T][&severity=S,...]
+// [&order=severity|id][&limit=N][&after=CURSOR]: the entities (without
+// audit rows) in pages of limit (default wire.DefaultEntitiesPage, at most
+// wire.MaxEntitiesPage), total counting all pages and next the cursor of
+// the following one. A severity filter leaves legacy entities out, as they
+// have no severity of their own. See listOrder for the two orders.
 func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	typ := q.Get("type")
@@ -92,22 +156,41 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
 		return
 	}
+	order, err := parseOrder(q.Get("order"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
+		return
+	}
+	limit, err := queryInt(q.Get("limit"), "limit", wire.DefaultEntitiesPage, 1, wire.MaxEntitiesPage)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
+		return
+	}
+	var after *listKey
+	if c := q.Get("after"); c != "" {
+		k, err := decodeCursor(c, order)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
+			return
+		}
+		after = &k
+	}
 	list, err := s.Store.List(r.Context(), store.Filter{Type: typ})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	now := s.nowSeconds()
-	out := wire.EntityList{GeneratedAt: now, Items: make([]wire.Entity, 0, len(list))}
+	items := make([]wire.Entity, 0, len(list))
 	for _, e := range list {
 		v := wire.FromEntity(e, nil, now)
 		if want != nil && (v.State.Legacy() || !want[v.State.Severity]) {
 			continue
 		}
-		out.Items = append(out.Items, v)
+		items = append(items, v)
 	}
-	wire.SortEntities(out.Items)
-	out.Total = len(out.Items)
+	out := wire.EntityList{GeneratedAt: now, Total: len(items)}
+	out.Items, out.Next = page(items, order, after, int(limit))
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -64,6 +64,9 @@ func withToken(tok string) envOption       { return func(o *Options) { o.Token =
 func withReady(f func() error) envOption   { return func(o *Options) { o.Ready = f } }
 func withWindow(d time.Duration) envOption { return func(o *Options) { o.FailureWindow = d } }
 func withoutGatherer() envOption           { return func(o *Options) { o.Gatherer = nil } }
+func withAllowedHosts(h ...string) envOption {
+	return func(o *Options) { o.AllowedHosts = h }
+}
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
@@ -108,8 +111,9 @@ func (r response) errorBody(t testing.TB) Error {
 	return e
 }
 
-// do sends a request with the env's token (if any) unless hdr overrides
-// Authorization.
+// do sends a request with the env's token (if any) and, on a POST,
+// Content-Type: application/json, unless hdr overrides them (an empty
+// value removes the header).
 func (e *env) do(method, path, body string, hdr ...string) response {
 	e.t.Helper()
 	var rd io.Reader
@@ -123,7 +127,14 @@ func (e *env) do(method, path, body string, hdr ...string) response {
 	if e.token != "" {
 		req.Header.Set("Authorization", "Bearer "+e.token)
 	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" { // Go sends req.Host, not a Host header
+			req.Host = hdr[i+1]
+			continue
+		}
 		if hdr[i+1] == "" {
 			req.Header.Del(hdr[i])
 			continue

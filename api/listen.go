@@ -8,8 +8,9 @@ import (
 )
 
 // CheckListen refuses to serve the API on a non-loopback address without
-// a token (SPEC §9): every mutating endpoint would be open to the
-// network. A loopback IP or "localhost" is loopback; an empty host (all
+// a token, that is with auth: none (SPEC §9): every mutating endpoint
+// would be open to the network. config.Validate refuses the same; this is
+// the daemon's own last check. A loopback IP or "localhost" is loopback; an empty host (all
 // interfaces) and any other name are not, since a name may resolve
 // anywhere. It also refuses an address that is not host:port.
 func CheckListen(addr string, tokenSet bool) error {
@@ -23,7 +24,7 @@ func CheckListen(addr string, tokenSet bool) error {
 	if tokenSet || isLoopback(host) {
 		return nil
 	}
-	return fmt.Errorf("listen %q: not a loopback address, so auth.token_file must be set (or listen on 127.0.0.1)", addr)
+	return fmt.Errorf("listen %q: not a loopback address, so auth must not be none: remove auth: none (the daemon then makes its own token) or set auth.token_file, or listen on 127.0.0.1", addr)
 }
 
 // isLoopback reports whether host is a loopback IP or "localhost".

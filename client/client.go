@@ -19,7 +19,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -46,6 +45,9 @@ type Client struct {
 	token string
 	// HTTP is the underlying client; New sets a DefaultTimeout.
 	HTTP *http.Client
+	// UnauthorizedHint, when set, is added to the message of a 401: where
+	// the token came from, or where it was looked for.
+	UnauthorizedHint string
 }
 
 // New returns a client of the daemon at baseURL ("http://127.0.0.1:9715";
@@ -59,22 +61,8 @@ func New(baseURL, token string) *Client {
 	return &Client{base: base, token: token, HTTP: &http.Client{Timeout: DefaultTimeout}}
 }
 
-// ReadToken reads a token file (WATCHDOG_TOKEN_FILE): its content with
-// surrounding whitespace trimmed. An empty path is no token.
-func ReadToken(path string) (string, error) {
-	if path == "" {
-		return "", nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("token file %s is empty", path)
-	}
-	return tok, nil
-}
+// HasToken reports whether the client sends a bearer token.
+func (c *Client) HasToken() bool { return c.token != "" }
 
 // Error is an error response of the API.
 type Error struct {
@@ -108,6 +96,7 @@ var causeSentinels = map[string]error{
 	transitions.CauseInvalidInput:      transitions.ErrInvalidInput,
 	"bad_request":                      wire.ErrBadInput,
 	"too_large":                        wire.ErrTooLarge,
+	"over_limit":                       wire.ErrOverLimit,
 	"unauthorized":                     ErrUnauthorized,
 }
 
@@ -211,7 +200,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if err != nil {
 		return 0, fmt.Errorf("server %s: %w", c.base, err)
 	}
-	if body != nil {
+	if body != nil || method == http.MethodPost {
+		// The API refuses a POST that does not say JSON, an empty one
+		// (a heartbeat without progress) too.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
@@ -230,7 +221,12 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return resp.StatusCode, fmt.Errorf("server %s: read response: %w", c.base, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, responseError(resp.StatusCode, data)
+		err := responseError(resp.StatusCode, data)
+		var e *Error
+		if resp.StatusCode == http.StatusUnauthorized && c.UnauthorizedHint != "" && errors.As(err, &e) {
+			e.Message += "; " + c.UnauthorizedHint
+		}
+		return resp.StatusCode, err
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -202,25 +201,5 @@ func TestTransportFailures(t *testing.T) {
 	}
 	if err := New("", "").Heartbeat(ctx, "session", "s-1", ""); err == nil || !strings.Contains(err.Error(), "WATCHDOG_SERVER") {
 		t.Errorf("no URL: %v", err)
-	}
-}
-
-func TestReadToken(t *testing.T) {
-	dir := t.TempDir()
-	good := filepath.Join(dir, "token")
-	os.WriteFile(good, []byte("  abc123\n"), 0o600)
-	empty := filepath.Join(dir, "empty")
-	os.WriteFile(empty, []byte("\n"), 0o600)
-	if tok, err := ReadToken(good); err != nil || tok != "abc123" {
-		t.Errorf("good: %q %v", tok, err)
-	}
-	if tok, err := ReadToken(""); err != nil || tok != "" {
-		t.Errorf("no file: %q %v", tok, err)
-	}
-	if _, err := ReadToken(empty); err == nil || !strings.Contains(err.Error(), "empty") {
-		t.Errorf("empty: %v", err)
-	}
-	if _, err := ReadToken(filepath.Join(dir, "missing")); err == nil {
-		t.Error("missing file: no error")
 	}
 }

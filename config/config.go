@@ -36,8 +36,13 @@ type Config struct {
 	// Store is where entities and transitions are kept.
 	Store Store `yaml:"store"`
 	// Listen is the host:port of the HTTP API and /metrics. A non-loopback
-	// address requires Auth.TokenFile.
+	// address cannot have auth "none".
 	Listen string `yaml:"listen"`
+	// AllowedHosts are the host names, besides localhost and IP
+	// addresses, that HTTP requests may name in their Host header (the
+	// API refuses any other: DNS rebinding). List the names Prometheus or
+	// remote clients use to reach this daemon.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 	// Auth protects the mutating HTTP endpoints.
 	Auth Auth `yaml:"auth"`
 	// Thresholds drive probe classification and the reaper's patience.
@@ -58,11 +63,66 @@ type Store struct {
 	DSN string `yaml:"dsn"`
 }
 
-// Auth is the "auth" section.
+// Auth is the "auth" section. Besides a mapping, YAML may give it as the
+// scalar `auth: none` (the same as `auth: {mode: none}`) or `auth: token`.
 type Auth struct {
-	// TokenFile holds the bearer token required by every mutating endpoint.
-	// Empty means no auth, allowed only on a loopback listen address.
+	// Mode is AuthToken (also the meaning of empty, the default) or
+	// AuthNone. With a token every mutating endpoint needs it; AuthNone
+	// turns that off and is refused on a non-loopback listen address.
+	Mode string `yaml:"mode"`
+	// TokenFile holds the bearer token. Empty means the daemon's own: it
+	// creates watchdog.token beside the database (mode 0600) and reuses it
+	// across restarts. Must be empty with AuthNone.
 	TokenFile string `yaml:"token_file"`
+}
+
+// The values of auth.mode.
+const (
+	// AuthToken requires a bearer token on every mutating request.
+	AuthToken = "token"
+	// AuthNone lets any local process write; loopback listen only.
+	AuthNone = "none"
+)
+
+// None reports whether auth is explicitly off.
+func (a Auth) None() bool { return a.Mode == AuthNone }
+
+// UnmarshalYAML accepts the scalar forms `auth: none` and `auth: token`
+// beside the mapping, which it decodes as strictly as the rest of the file
+// (an unknown key is reported like any other). Problems are returned as a
+// *yaml.TypeError so that Parse names their keys.
+func (a *Auth) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!null" {
+			return nil
+		}
+		if n.Value == AuthNone || n.Value == AuthToken {
+			a.Mode = n.Value
+			return nil
+		}
+	case yaml.MappingNode:
+		var errs []string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; typeAt("auth."+k.Value) == nil {
+				// The message yaml.v3 gives for an unknown key, which
+				// decodeProblems rewrites with the key's path.
+				errs = append(errs, fmt.Sprintf("line %d: field %s not found in type config.Auth", k.Line, k.Value))
+			}
+		}
+		type plain Auth // without this method, so no recursion
+		var te *yaml.TypeError
+		if err := n.Decode((*plain)(a)); errors.As(err, &te) {
+			errs = append(errs, te.Errors...)
+		} else if err != nil {
+			return err
+		}
+		if len(errs) > 0 {
+			return &yaml.TypeError{Errors: errs}
+		}
+		return nil
+	}
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: %s is not a mapping, none or token", n.Line, n.Column, describe(n))}}
 }
 
 // Thresholds is the "thresholds" section. Every value must be positive,
@@ -215,12 +275,13 @@ var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month 
 // Default returns a new Config holding every default value. It validates.
 func Default() *Config {
 	return &Config{
-		Store:      DefaultStore,
-		Listen:     DefaultListen,
-		Thresholds: DefaultThresholds,
-		Jobs:       DefaultJobs,
-		Reaper:     DefaultReaper,
-		Log:        DefaultLog,
+		Store:        DefaultStore,
+		Listen:       DefaultListen,
+		AllowedHosts: []string{},
+		Thresholds:   DefaultThresholds,
+		Jobs:         DefaultJobs,
+		Reaper:       DefaultReaper,
+		Log:          DefaultLog,
 	}
 }
 
@@ -276,6 +337,8 @@ func (c *Config) Validate() error {
 	var errs []error
 	errs = append(errs, c.Store.validate()...)
 	errs = append(errs, c.validateListen()...)
+	errs = append(errs, c.validateAllowedHosts()...)
+	errs = append(errs, c.Auth.validate()...)
 	errs = append(errs, c.Thresholds.validate()...)
 	errs = append(errs, c.Jobs.validate()...)
 	errs = append(errs, c.Reaper.validate()...)
@@ -295,7 +358,7 @@ func (s Store) validate() []error {
 }
 
 // validateListen checks the address and, as the daemon refuses to serve a
-// non-loopback address without a token, that auth.token_file is then set.
+// non-loopback address without a token, that auth is then not "none".
 func (c *Config) validateListen() []error {
 	host, port, err := net.SplitHostPort(c.Listen)
 	if err != nil || port == "" {
@@ -304,10 +367,39 @@ func (c *Config) validateListen() []error {
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return []error{fmt.Errorf("listen: %q is not host:port (the port must be a number from 0 to 65535)", c.Listen)}
 	}
-	if c.Auth.TokenFile == "" && !isLoopback(host) {
-		return []error{fmt.Errorf("listen: %q is not a loopback address, so auth.token_file must be set", c.Listen)}
+	if c.Auth.None() && !isLoopback(host) {
+		return []error{fmt.Errorf("auth: none is refused with listen %q, not a loopback address: anyone who can reach it could write (remove auth: none, and the daemon creates a token)", c.Listen)}
 	}
 	return nil
+}
+
+func (a Auth) validate() []error {
+	switch a.Mode {
+	case "", AuthToken:
+	case AuthNone:
+		if a.TokenFile != "" {
+			return []error{fmt.Errorf("auth.token_file: %q is set but auth.mode is none; remove one of them", a.TokenFile)}
+		}
+	default:
+		return []error{fmt.Errorf("auth.mode: %q is not one of token, none", a.Mode)}
+	}
+	return nil
+}
+
+// reHostName is a DNS name as a Host header carries it: letters, digits,
+// hyphens and dots (underscores too, which some internal names use).
+var reHostName = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$`)
+
+// validateAllowedHosts wants bare host names: no scheme, port or path, since
+// the API compares them with the Host header's name.
+func (c *Config) validateAllowedHosts() []error {
+	var errs []error
+	for i, h := range c.AllowedHosts {
+		if !reHostName.MatchString(h) || len(h) > 253 {
+			errs = append(errs, fmt.Errorf("allowed_hosts[%d]: %q is not a host name (give the bare name, e.g. watchdog.example.org, without scheme, port or path)", i, h))
+		}
+	}
+	return errs
 }
 
 // isLoopback reports whether host is a loopback IP or "localhost". An empty

@@ -15,10 +15,11 @@ import (
 // specDefaults is SPEC.md's defaults written out by hand, so that a changed
 // default value fails a test.
 var specDefaults = Config{
-	HostID: "",
-	Store:  Store{Driver: "sqlite", DSN: "./watchdog.db"},
-	Listen: "127.0.0.1:9715",
-	Auth:   Auth{TokenFile: ""},
+	HostID:       "",
+	Store:        Store{Driver: "sqlite", DSN: "./watchdog.db"},
+	Listen:       "127.0.0.1:9715",
+	AllowedHosts: []string{},
+	Auth:         Auth{Mode: "", TokenFile: ""},
 	Thresholds: Thresholds{
 		IdleAfter:     Duration(10 * time.Minute),
 		StalledAfter:  Duration(60 * time.Minute),
@@ -86,10 +87,11 @@ func TestLoadGood(t *testing.T) {
 		t.Fatalf("Load: %v", err)
 	}
 	want := Config{
-		HostID: "host-a",
-		Store:  Store{Driver: "sqlite", DSN: "/var/lib/watchdog/watchdog.db"},
-		Listen: "0.0.0.0:9800",
-		Auth:   Auth{TokenFile: "/etc/watchdog/token"},
+		HostID:       "host-a",
+		Store:        Store{Driver: "sqlite", DSN: "/var/lib/watchdog/watchdog.db"},
+		Listen:       "0.0.0.0:9800",
+		AllowedHosts: []string{"watchdog.example.org", "host-a"},
+		Auth:         Auth{Mode: "token", TokenFile: "/etc/watchdog/token"},
 		Thresholds: Thresholds{
 			IdleAfter:     Duration(5 * time.Minute),
 			StalledAfter:  Duration(30 * time.Minute),
@@ -177,7 +179,14 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"invalid-dsn-empty.yaml", `store.dsn: must not be empty`},
 		{"invalid-listen.yaml", `listen: "nohostport" is not host:port`},
 		{"invalid-listen-port.yaml", `listen: "127.0.0.1:http" is not host:port (the port must be a number from 0 to 65535)`},
-		{"invalid-listen-no-token.yaml", `listen: "0.0.0.0:9715" is not a loopback address, so auth.token_file must be set`},
+		{"invalid-listen-auth-none.yaml", `auth: none is refused with listen "0.0.0.0:9715", not a loopback address: anyone who can reach it could write (remove auth: none, and the daemon creates a token)`},
+		{"invalid-listen-auth-mode-none.yaml", `auth: none is refused with listen ":9715", not a loopback address: anyone who can reach it could write (remove auth: none, and the daemon creates a token)`},
+		{"invalid-auth-none-with-file.yaml", `auth.token_file: "/etc/watchdog/token" is set but auth.mode is none; remove one of them`},
+		{"invalid-auth-mode.yaml", `auth.mode: "basic" is not one of token, none`},
+		{"invalid-auth-scalar.yaml", `auth: "off" is not a mapping, none or token`},
+		{"invalid-auth-unknown-key.yaml", `line 3: unknown key "auth.token_fil" (did you mean "auth.token_file"?)`},
+		{"invalid-auth-type.yaml", `auth.token_file: a list is not a string`},
+		{"invalid-allowed-hosts.yaml", `allowed_hosts[1]: "http://watchdog.example.org:9715" is not a host name (give the bare name, e.g. watchdog.example.org, without scheme, port or path)`},
 		{"invalid-threshold-positive.yaml", `thresholds.terminal_grace: 0s must be positive (try 30s)`},
 		{"invalid-threshold-idle-stalled.yaml", `thresholds: idle_after (20m) must be less than stalled_after (10m)`},
 		{"invalid-threshold-slow.yaml", `thresholds: slow_after (3h) must be less than slow_until (1h)`},
@@ -266,14 +275,49 @@ func TestListenLoopback(t *testing.T) {
 		{"localhost:9715", "", true},
 		{"[::1]:0", "", true},
 		{"0.0.0.0:9715", "/etc/watchdog/token", true},
-		{":9715", "", false}, // every interface
-		{"10.0.0.1:9715", "", false},
-		{"example.org:9715", "", false},
+		{"0.0.0.0:9715", "", true}, // the daemon's own token
+		{"127.0.0.1:9715", "none", true},
+		{"localhost:9715", "none", true},
+		{"[::1]:9715", "none", true},
+		{":9715", "none", false}, // every interface
+		{"10.0.0.1:9715", "none", false},
+		{"example.org:9715", "none", false},
 	} {
 		c := Default()
-		c.Listen, c.Auth.TokenFile = tt.listen, tt.token
+		c.Listen = tt.listen
+		if tt.token == "none" {
+			c.Auth.Mode = AuthNone
+		} else {
+			c.Auth.TokenFile = tt.token
+		}
 		if err := c.Validate(); (err == nil) != tt.ok {
 			t.Errorf("listen %q, token %q: Validate() = %v, want ok=%v", tt.listen, tt.token, err, tt.ok)
+		}
+	}
+}
+
+func TestAuthForms(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Auth
+	}{
+		{"auth: none\n", Auth{Mode: AuthNone}},
+		{"auth: token\n", Auth{Mode: AuthToken}},
+		{"auth:\n  mode: none\n", Auth{Mode: AuthNone}},
+		{"auth: {mode: token, token_file: /t}\n", Auth{Mode: AuthToken, TokenFile: "/t"}},
+		{"auth:\n  token_file: /t\n", Auth{TokenFile: "/t"}},
+		{"auth:\n", Auth{}},
+	} {
+		c, err := Parse([]byte(tt.in))
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.in, err)
+			continue
+		}
+		if c.Auth != tt.want {
+			t.Errorf("Parse(%q).Auth = %+v, want %+v", tt.in, c.Auth, tt.want)
+		}
+		if c.Auth.None() != (tt.want.Mode == AuthNone) {
+			t.Errorf("Parse(%q).Auth.None() = %t", tt.in, c.Auth.None())
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"watchdog/reaper"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/tokenfile"
 	"watchdog/transitions"
 )
 
@@ -61,11 +63,13 @@ func Run(ctx context.Context, o Options) error {
 	if cfg.HostID != "" {
 		host.HostIDOverride = cfg.HostID
 	}
-	token, err := readToken(cfg.Auth.TokenFile, log)
+	// A configured token file is checked before anything is opened; the
+	// daemon's own token is made beside the database once that exists.
+	token, err := configuredToken(cfg.Auth, log)
 	if err != nil {
 		return err
 	}
-	if err := api.CheckListen(cfg.Listen, token != ""); err != nil {
+	if err := api.CheckListen(cfg.Listen, !cfg.Auth.None()); err != nil {
 		return err
 	}
 
@@ -74,6 +78,11 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer st.Close()
+	if !cfg.Auth.None() && token == "" {
+		if token, err = ownToken(cfg.Store.DSN, log); err != nil {
+			return err
+		}
+	}
 
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, st, o.Version, time.Now)
@@ -89,7 +98,7 @@ func Run(ctx context.Context, o Options) error {
 
 	d.level = o.Level
 	d.api = api.New(api.Options{
-		Store: st, Writer: writer, Log: log.Named("api"), Token: token, Gatherer: reg,
+		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: reg,
 		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -100,7 +109,7 @@ func Run(ctx context.Context, o Options) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()),
-		zap.String("host_id", host.HostID()), zap.Bool("auth", token != ""), zap.Bool("dry_run", cfg.Reaper.DryRun))
+		zap.String("host_id", host.HostID()), zap.Bool("auth", token != ""), zap.Strings("allowed_hosts", cfg.AllowedHosts), zap.Bool("dry_run", cfg.Reaper.DryRun))
 	if o.Listening != nil {
 		o.Listening(ln.Addr().String())
 	}
@@ -323,8 +332,9 @@ func (d *daemon) reload(ctx context.Context, path string) {
 		d.log.Error("reload refused, keeping the running config", zap.String("config", path), zap.String("error", strings.ReplaceAll(err.Error(), "\n", "; ")))
 		return
 	}
-	if next.Store != d.cfg.Store || next.Listen != d.cfg.Listen || next.Auth != d.cfg.Auth || next.HostID != d.cfg.HostID || next.Log.Format != d.cfg.Log.Format {
-		d.log.Warn("store, listen, auth, host_id and log.format changes need a restart; applying the rest")
+	if next.Store != d.cfg.Store || next.Listen != d.cfg.Listen || next.Auth != d.cfg.Auth || !slices.Equal(next.AllowedHosts, d.cfg.AllowedHosts) ||
+		next.HostID != d.cfg.HostID || next.Log.Format != d.cfg.Log.Format {
+		d.log.Warn("store, listen, allowed_hosts, auth, host_id and log.format changes need a restart; applying the rest")
 	}
 	// Running jobs finish before their settings change; one that does not
 	// within reloadJobWait (stuck) postpones the reload instead of
@@ -337,7 +347,7 @@ func (d *daemon) reload(ctx context.Context, path string) {
 	}
 	old := d.cfg
 	d.cfg = next
-	d.cfg.Store, d.cfg.Listen, d.cfg.Auth, d.cfg.HostID = old.Store, old.Listen, old.Auth, old.HostID
+	d.cfg.Store, d.cfg.Listen, d.cfg.Auth, d.cfg.HostID, d.cfg.AllowedHosts = old.Store, old.Listen, old.Auth, old.HostID, old.AllowedHosts
 	d.rp.Settings = reaper.SettingsFrom(d.cfg)
 	if err := d.schedule(ctx); err != nil {
 		// Validated by config.Load, so this is not expected; keep running
@@ -360,25 +370,37 @@ func (d *daemon) reload(ctx context.Context, path string) {
 	d.log.Info("config reloaded", zap.String("config", path))
 }
 
-// readToken reads auth.token_file; "" means auth is off.
-func readToken(path string, log *zap.Logger) (string, error) {
-	if path == "" {
+// configuredToken reads auth.token_file; "" when none is configured
+// (the daemon's own token, or auth: none).
+func configuredToken(a config.Auth, log *zap.Logger) (string, error) {
+	if a.TokenFile == "" || a.None() {
 		return "", nil
 	}
-	fi, err := os.Stat(path)
+	f, err := tokenfile.Read(a.TokenFile)
 	if err != nil {
 		return "", fmt.Errorf("auth.token_file: %w", err)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		log.Warn("auth.token_file is readable by group or others; chmod 600 it", zap.String("path", path))
+	if f.Loose() {
+		log.Warn("auth.token_file is readable by group or others; chmod 600 it", zap.String("path", f.Path))
 	}
-	b, err := os.ReadFile(path)
+	return f.Token, nil
+}
+
+// ownToken returns the daemon's own token, in tokenfile.Name beside the
+// database, creating it on the first start (SPEC §9: writes need a token
+// by default). The path is logged so an operator knows where to read it;
+// the token itself never is.
+func ownToken(dsn string, log *zap.Logger) (string, error) {
+	path := tokenfile.BesideDatabase(dsn)
+	f, created, err := tokenfile.Ensure(path)
 	if err != nil {
-		return "", fmt.Errorf("auth.token_file: %w", err)
+		return "", fmt.Errorf("the API token (no auth.token_file configured, so it lives beside the database; set auth.token_file, or auth: none on loopback): %w", err)
 	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("auth.token_file %s is empty", path)
+	if f.Loose() {
+		log.Warn("the API token file is readable by group or others; chmod 600 it", zap.String("path", f.Path))
 	}
-	return tok, nil
+	if created {
+		log.Info("created the API token; clients send it as Authorization: Bearer", zap.String("token_file", path))
+	}
+	return f.Token, nil
 }

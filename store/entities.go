@@ -427,33 +427,11 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Entity, error) {
 	return out, nil
 }
 
-// Transitions reads an entity's audit rows, oldest first.
+// Transitions reads all of an entity's audit rows, oldest first. The API
+// pages them instead (LatestTransitions, TransitionsAfter).
 func (s *SQLite) Transitions(ctx context.Context, typ, id string) ([]AuditRow, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, entity_type, entity_id, from_lifecycle, to_lifecycle,
-		reason_code, message, evidence, actor, trigger_name, at
+	return s.queryAudit(ctx, typ, id, `SELECT `+auditColumns+`
 		FROM transitions WHERE entity_type = ? AND entity_id = ? ORDER BY seq`, typ, id)
-	if err != nil {
-		return nil, fmt.Errorf("read transitions of %s/%s: %w", typ, id, err)
-	}
-	defer rows.Close()
-	out := []AuditRow{}
-	for rows.Next() {
-		var r AuditRow
-		var from sql.NullString
-		var evidence string
-		if err := rows.Scan(&r.Seq, &r.EntityType, &r.EntityID, &from, &r.To, &r.ReasonCode, &r.Message, &evidence, &r.Actor, &r.Trigger, &r.At); err != nil {
-			return nil, fmt.Errorf("read transitions of %s/%s: %w", typ, id, err)
-		}
-		if from.Valid {
-			f := from.String
-			r.From = &f
-		}
-		if err := json.Unmarshal([]byte(evidence), &r.Evidence); err != nil {
-			return nil, fmt.Errorf("read transitions of %s/%s: decode evidence of row %d: %w", typ, id, r.Seq, err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }
 
 func (s *SQLite) insertAudit(ctx context.Context, tx *sql.Tx, r AuditRow) (int64, error) {

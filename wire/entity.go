@@ -9,8 +9,11 @@ import (
 	"watchdog/transitions"
 )
 
-// AuditRow is one transition of an entity's history on the wire.
+// AuditRow is one transition of an entity's history on the wire. Seq is
+// its place in the whole audit log (growing, not contiguous per entity):
+// the cursor of GET …/transitions?after=SEQ.
 type AuditRow struct {
+	Seq        int64               `json:"seq"`
 	From       *string             `json:"from"`
 	To         string              `json:"to"`
 	ReasonCode string              `json:"reason_code"`
@@ -56,7 +59,11 @@ type Entity struct {
 	ActivityState string                `json:"activity_state,omitempty"`
 	State         state.NormalizedState `json:"state"`
 	Display       string                `json:"display"`
-	Transitions   *[]AuditRow           `json:"transitions,omitempty"`
+	// Transitions are the latest TransitionsInEntity audit rows, oldest
+	// first, on a single-entity read; TransitionsTotal counts them all
+	// (the rest are paged by GET …/transitions).
+	Transitions      *[]AuditRow `json:"transitions,omitempty"`
+	TransitionsTotal *int        `json:"transitions_total,omitempty"`
 }
 
 // FromEntity builds the read shape; rows may be nil (lists omit history).
@@ -86,27 +93,46 @@ func FromEntity(e store.Entity, rows []store.AuditRow, now float64) Entity {
 		out.ActivityState = transitions.ToActivityState(*e.Lifecycle)
 	}
 	if rows != nil {
-		list := make([]AuditRow, 0, len(rows))
-		for _, r := range rows {
-			ev := r.Evidence
-			if ev == nil {
-				ev = []state.EvidenceRef{}
-			}
-			list = append(list, AuditRow{
-				From: r.From, To: r.To, ReasonCode: r.ReasonCode, Message: r.Message,
-				Evidence: ev, Actor: r.Actor, Trigger: r.Trigger, At: r.At,
-			})
-		}
+		list := FromAuditRows(rows)
 		out.Transitions = &list
+		total := len(rows)
+		out.TransitionsTotal = &total
 	}
 	return out
 }
 
+// FromAuditRows builds the wire rows, evidence never null.
+func FromAuditRows(rows []store.AuditRow) []AuditRow {
+	list := make([]AuditRow, 0, len(rows))
+	for _, r := range rows {
+		ev := r.Evidence
+		if ev == nil {
+			ev = []state.EvidenceRef{}
+		}
+		list = append(list, AuditRow{
+			Seq: r.Seq, From: r.From, To: r.To, ReasonCode: r.ReasonCode, Message: r.Message,
+			Evidence: ev, Actor: r.Actor, Trigger: r.Trigger, At: r.At,
+		})
+	}
+	return list
+}
+
+// TransitionPage is the body of GET …/{type}/{id}/transitions: audit rows
+// oldest first with seq greater than the request's after, and NextAfter,
+// the seq to ask after for the next page, or 0 when this page is the last.
+type TransitionPage struct {
+	Items     []AuditRow `json:"items"`
+	NextAfter int64      `json:"next_after,omitempty"`
+}
+
 // EntityList is the body of GET /api/v1/entities and `status --json`.
+// Total counts every entity the filters select, on all pages; Next, when
+// set, is the cursor of the following page (?after=NEXT).
 type EntityList struct {
 	GeneratedAt float64  `json:"generated_at"`
 	Total       int      `json:"total"`
 	Items       []Entity `json:"items"`
+	Next        string   `json:"next,omitempty"`
 }
 
 // SortEntities orders by severity (legacy last), then most recently

@@ -198,6 +198,9 @@ func (r Register) Registration(actor string) (transitions.Registration, error) {
 	if len(r.Metadata) > 0 && string(r.Metadata) != "null" && !bytes.HasPrefix(bytes.TrimSpace(r.Metadata), []byte("{")) {
 		return transitions.Registration{}, fmt.Errorf("%w: field \"metadata\" must be an object", ErrBadInput)
 	}
+	if err := r.checkLimits(); err != nil {
+		return transitions.Registration{}, err
+	}
 	e := store.Entity{
 		Type: r.Type, ID: r.ID, Label: r.Label,
 		PID: r.PID, PIDStartTime: r.PIDStartTime, HostID: r.HostID, BootID: r.BootID,
@@ -231,6 +234,20 @@ func (r Register) Registration(actor string) (transitions.Registration, error) {
 		reg.Entity.Lifecycle = &l
 	}
 	return reg, nil
+}
+
+// checkLimits refuses a registration over the limits of limits.go.
+func (r Register) checkLimits() error {
+	if len(r.ID) > MaxID {
+		return overLimit("id", len(r.ID), MaxID, "bytes")
+	}
+	if len(r.Label) > MaxLabel {
+		return overLimit("label", len(r.Label), MaxLabel, "bytes")
+	}
+	if r.Parent != nil && len(r.Parent.ID) > MaxID {
+		return overLimit("parent.id", len(r.Parent.ID), MaxID, "bytes")
+	}
+	return checkMetadata(r.Metadata)
 }
 
 // Reason is a transition's reason on the wire.
@@ -270,6 +287,9 @@ func (t Transition) Request(typ, id, defaultActor string) (transitions.Request, 
 			ev = []state.EvidenceRef{}
 		}
 		req.Reason = &state.StateReason{Code: state.ReasonCode(t.Reason.Code), Message: t.Reason.Message, Evidence: ev}
+		if err := CheckReason(req.Reason); err != nil {
+			return transitions.Request{}, err
+		}
 	}
 	return req, nil
 }
@@ -278,10 +298,6 @@ func (t Transition) Request(typ, id, defaultActor string) (transitions.Request, 
 type Heartbeat struct {
 	Progress string `json:"progress,omitempty"`
 }
-
-// MaxProgress bounds a heartbeat's progress note: it is shown as evidence,
-// one short line, not a log.
-const MaxProgress = 1000
 
 // Check refuses a progress note longer than MaxProgress, the same way over
 // HTTP and on the command line.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"watchdog/client"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -158,6 +159,10 @@ func newTransitionCmd() *cobra.Command {
 			}
 			if reason != "" {
 				req.Reason = &state.StateReason{Code: state.ReasonCode(reason), Message: message}
+				// The same limits locally as over HTTP.
+				if err := wire.CheckReason(req.Reason); err != nil {
+					return usageError("--message: %v", err)
+				}
 			}
 			remote, err := resolveTarget(cmd, server)
 			if err != nil {
@@ -170,18 +175,22 @@ func newTransitionCmd() *cobra.Command {
 					To: req.To, ExpectFrom: expectFrom, Trigger: trigger,
 					TimeoutSeconds: timeout, ElapsedSeconds: elapsed,
 				}
+				cl, err := dialServer(server)
+				if err != nil {
+					return err
+				}
 				// This command's default actor is admin, over HTTP too
 				// (SPEC §9), except that with a token the token decides:
 				// then an unset --actor sends none and the daemon records
 				// the token's principal; an explicit one is a claim it may
 				// refuse (admin is 403 with auth on).
-				if cmd.Flags().Changed("actor") || os.Getenv("WATCHDOG_TOKEN_FILE") == "" {
+				if cmd.Flags().Changed("actor") || !cl.HasToken() {
 					t.Actor = actor
 				}
 				if req.Reason != nil {
 					t.Reason = &wire.Reason{Code: reason, Message: message}
 				}
-				if from, to, err = transitionRemote(ctx, server, typ, id, t); err != nil {
+				if from, to, err = transitionRemote(ctx, cl, server, typ, id, t); err != nil {
 					return err
 				}
 			} else {
@@ -219,11 +228,7 @@ func newTransitionCmd() *cobra.Command {
 
 // transitionRemote is transition through the daemon's API; it returns the
 // lifecycles the "FROM -> TO" line prints.
-func transitionRemote(ctx context.Context, server, typ, id string, t wire.Transition) (from, to string, err error) {
-	cl, err := dialServer(server)
-	if err != nil {
-		return "", "", err
-	}
+func transitionRemote(ctx context.Context, cl *client.Client, server, typ, id string, t wire.Transition) (from, to string, err error) {
 	from, to, err = remoteTransition(ctx, cl, typ, id, t)
 	return from, to, remoteError(server, err)
 }

@@ -65,13 +65,14 @@ func rmtEnv(extra ...string) []string {
 
 // rmtStart starts `watchdog serve` on 127.0.0.1:0 (the kernel picks a
 // free port, which the daemon logs) and waits for /readyz. With auth the
-// config sets auth.token_file. The daemon is stopped with SIGTERM when the
-// test ends.
+// config sets auth.token_file; without, it says auth: none (the default
+// would be the daemon's own token). The daemon is stopped with SIGTERM
+// when the test ends.
 func rmtStart(t *testing.T, withAuth bool) *rmtDaemon {
 	t.Helper()
 	dir := t.TempDir()
 	d := &rmtDaemon{db: filepath.Join(dir, "watchdog.db")}
-	auth := ""
+	auth := "auth: none\n"
 	if withAuth {
 		d.token = writeFile(t, dir, "token", rmtToken+"\n")
 		auth = fmt.Sprintf("auth:\n  token_file: %q\n", d.token)

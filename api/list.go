@@ -1,0 +1,120 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+
+	"watchdog/state"
+	"watchdog/wire"
+)
+
+// listOrder is the order of GET /api/v1/entities.
+//
+//   - orderSeverity (the default) is wire.SortEntities: most severe first,
+//     then most recently updated, then type and id: what a person or a
+//     dashboard reads top-down. It is live: an entity whose severity or
+//     updated_at changes during a walk (a heartbeat updates it) can move
+//     across the cursor and be seen twice or not at all.
+//   - orderID is by type, then id: every entity that exists throughout a
+//     walk is returned exactly once, whatever changes meanwhile. A client
+//     that needs the complete list walks this order.
+type listOrder string
+
+const (
+	orderSeverity listOrder = "severity"
+	orderID       listOrder = "id"
+)
+
+func parseOrder(v string) (listOrder, error) {
+	switch listOrder(v) {
+	case "", orderSeverity:
+		return orderSeverity, nil
+	case orderID:
+		return orderID, nil
+	}
+	return "", errors.New("order " + quote(v) + " is not one of severity, id")
+}
+
+// listKey is an entity's place in a listOrder; a cursor is the key of the
+// last entity of a page.
+type listKey struct {
+	Order   listOrder `json:"o"`
+	Rank    int       `json:"r,omitempty"`
+	Updated float64   `json:"u,omitempty"`
+	Type    string    `json:"t"`
+	ID      string    `json:"i"`
+}
+
+func keyOf(e wire.Entity, o listOrder) listKey {
+	k := listKey{Order: o, Type: e.Type, ID: e.ID}
+	if o == orderSeverity {
+		k.Rank, k.Updated = severityRank(e), e.UpdatedAt
+	}
+	return k
+}
+
+// severityRank is wire.SortEntities' rank: by severity, legacy last.
+func severityRank(e wire.Entity) int {
+	if e.State.Legacy() {
+		return len(state.Severities) + 1
+	}
+	return e.State.Severity.Rank()
+}
+
+// less orders keys of one listOrder.
+func (a listKey) less(b listKey) bool {
+	if a.Order == orderSeverity {
+		if a.Rank != b.Rank {
+			return a.Rank < b.Rank
+		}
+		if a.Updated != b.Updated {
+			return a.Updated > b.Updated
+		}
+	}
+	if a.Type != b.Type {
+		return a.Type < b.Type
+	}
+	return a.ID < b.ID
+}
+
+// page sorts items in order and returns the limit of them that follow
+// after (nil: from the first), and the cursor of the next page ("" when
+// none follows).
+func page(items []wire.Entity, o listOrder, after *listKey, limit int) ([]wire.Entity, string) {
+	sort.SliceStable(items, func(i, j int) bool { return keyOf(items[i], o).less(keyOf(items[j], o)) })
+	start := 0
+	if after != nil {
+		start = sort.Search(len(items), func(i int) bool { return after.less(keyOf(items[i], o)) })
+	}
+	items = items[start:]
+	if len(items) <= limit {
+		return items, ""
+	}
+	items = items[:limit]
+	return items, encodeCursor(keyOf(items[len(items)-1], o))
+}
+
+func encodeCursor(k listKey) string {
+	b, _ := json.Marshal(k) // strings and numbers only: cannot fail
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeCursor reads a cursor of next; it must be one of this order.
+func decodeCursor(c string, o listOrder) (listKey, error) {
+	bad := errors.New("after " + quote(c) + " is not a cursor this list returned (pass its next as it is)")
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(c, "="))
+	if err != nil {
+		return listKey{}, bad
+	}
+	var k listKey
+	if err := json.Unmarshal(b, &k); err != nil || k.Type == "" {
+		return listKey{}, bad
+	}
+	if k.Order != o {
+		return listKey{}, errors.New("after: the cursor belongs to order=" + string(k.Order) + "; keep the order of the walk")
+	}
+	return k, nil
+}

@@ -1,0 +1,182 @@
+package tokenfile
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestRead(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := write("good", "s3cret\n", 0o600)
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		path    string
+		want    string // the token, when it is read
+		loose   bool
+		wantErr string
+	}{
+		// Success cases
+		{name: "one line", path: good, want: "s3cret"},
+		{name: "no newline", path: write("bare", "tok", 0o600), want: "tok"},
+		{name: "CRLF", path: write("crlf", "tok\r\n", 0o600), want: "tok"},
+		{name: "surrounding blanks", path: write("blanks", "  tok \n", 0o600), want: "tok"},
+		{name: "group readable", path: write("loose", "tok\n", 0o640), want: "tok", loose: true},
+
+		// Failure cases
+		{name: "missing", path: filepath.Join(dir, "absent"), wantErr: "no such file"},
+		{name: "empty", path: write("empty", "", 0o600), wantErr: "is empty"},
+		{name: "blank line", path: write("blank", " \n", 0o600), wantErr: "is empty"},
+		{name: "two lines", path: write("two", "tok\nother\n", 0o600), wantErr: "more than one line"},
+		{name: "trailing blank line", path: write("twonl", "tok\n\n", 0o600), wantErr: "more than one line"},
+		{name: "space inside", path: write("space", "to k\n", 0o600), wantErr: "cannot be sent in an HTTP header"},
+		{name: "too big", path: write("big", strings.Repeat("a", MaxSize+1), 0o600), wantErr: "over 4096 bytes"},
+		{name: "FIFO", path: fifo, wantErr: "not a regular file (a FIFO)"},
+		{name: "/dev/zero", path: "/dev/zero", wantErr: "not a regular file (a character device)"},
+		{name: "directory", path: dir, wantErr: "not a regular file (a directory)"},
+		{name: "symlink", path: link, wantErr: "is a symlink"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			type result struct {
+				f   File
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				f, err := Read(c.path)
+				done <- result{f, err}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-ctx.Done():
+				t.Fatalf("Read(%s) did not return within 5s", c.path)
+			}
+			if c.wantErr != "" {
+				if r.err == nil || !strings.Contains(r.err.Error(), c.wantErr) {
+					t.Fatalf("Read(%s) = %+v, %v; want an error containing %q", c.path, r.f, r.err, c.wantErr)
+				}
+				if !strings.Contains(r.err.Error(), c.path) {
+					t.Errorf("error %q does not name the file", r.err)
+				}
+				return
+			}
+			if r.err != nil || r.f.Token != c.want || r.f.Loose() != c.loose {
+				t.Fatalf("Read(%s) = %+v (loose %t), %v; want %q, loose %t", c.path, r.f, r.f.Loose(), r.err, c.want, c.loose)
+			}
+		})
+	}
+}
+
+func TestEnsureCreatesOnceAndReuses(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, Name)
+	f, created, err := Ensure(p)
+	if err != nil || !created {
+		t.Fatalf("Ensure = %+v, %t, %v; want a new file", f, created, err)
+	}
+	if len(f.Token) != 2*tokenBytes {
+		t.Errorf("token %q: want %d hex characters", f.Token, 2*tokenBytes)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 || !fi.Mode().IsRegular() {
+		t.Errorf("mode %s, want a regular file with -rw-------", fi.Mode())
+	}
+	again, created, err := Ensure(p)
+	if err != nil || created || again.Token != f.Token {
+		t.Fatalf("second Ensure = %+v, %t, %v; want the same token, not created", again, created, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("directory holds %d entries, want only %s (temporary files removed)", len(entries), Name)
+	}
+}
+
+func TestEnsureConcurrentCallersAgree(t *testing.T) {
+	p := filepath.Join(t.TempDir(), Name)
+	const n = 8
+	toks := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			f, _, err := Ensure(p)
+			toks[i], errs[i] = f.Token, err
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || toks[i] != toks[0] {
+			t.Fatalf("caller %d: %q, %v; caller 0: %q", i, toks[i], errs[i], toks[0])
+		}
+	}
+}
+
+func TestEnsureNeverReplacesOrFollows(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	for _, c := range []struct {
+		name    string
+		setup   func(p string)
+		wantErr string
+	}{
+		{"broken file", func(p string) { os.WriteFile(p, []byte("a\nb\n"), 0o600) }, "more than one line"},
+		{"empty file", func(p string) { os.WriteFile(p, nil, 0o600) }, "is empty"},
+		{"dangling symlink", func(p string) { os.Symlink(target, p) }, "is a symlink"},
+		{"fifo", func(p string) { syscall.Mkfifo(p, 0o600) }, "not a regular file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), Name)
+			c.setup(p)
+			before, _ := os.Lstat(p)
+			if _, _, err := Ensure(p); err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("Ensure: %v, want an error containing %q", err, c.wantErr)
+			}
+			after, _ := os.Lstat(p)
+			if !os.SameFile(before, after) || before.Size() != after.Size() {
+				t.Error("Ensure replaced the existing file")
+			}
+			if _, err := os.Lstat(target); err == nil {
+				t.Error("Ensure created the symlink's target")
+			}
+		})
+	}
+}
+
+func TestBesideDatabase(t *testing.T) {
+	for _, c := range []struct{ db, want string }{
+		{"./watchdog.db", "watchdog.token"},
+		{"/var/lib/watchdog/watchdog.db", "/var/lib/watchdog/watchdog.token"},
+		{"state.db", "watchdog.token"},
+		{"file:/srv/wd/state.db?mode=rwc", "/srv/wd/watchdog.token"},
+	} {
+		if got := BesideDatabase(c.db); got != c.want {
+			t.Errorf("BesideDatabase(%q) = %q, want %q", c.db, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"watchdog/state"
+)
+
+// Limits on what one request may carry (SPEC §9: "oversized fields ...
+// limits named in the error"). They keep one entity's read, and the audit
+// trail behind it, proportionate: a reason message is a sentence, not a
+// log; evidence points at things, it does not contain them. A request over
+// a limit is refused whole (ErrOverLimit, HTTP 422) and changes nothing;
+// a body over MaxBody is refused before it is decoded (ErrTooLarge, 413).
+const (
+	// MaxMessage bounds a reason's message, in bytes.
+	MaxMessage = 4096
+	// MaxEvidence bounds the evidence items of one reason.
+	MaxEvidence = 32
+	// MaxEvidenceField bounds each text field of an evidence item (detail,
+	// path, url, ids), in bytes.
+	MaxEvidenceField = 2048
+	// MaxLabel bounds an entity's label, in bytes.
+	MaxLabel = 256
+	// MaxID bounds an entity's id and a parent's id, in bytes.
+	MaxID = 256
+	// MaxMetadata bounds an entity's metadata object as sent, in bytes.
+	MaxMetadata = 16 << 10
+	// MaxMetadataDepth bounds the nesting of metadata: the object itself
+	// is depth 1.
+	MaxMetadataDepth = 8
+	// MaxProgress bounds a heartbeat's progress note: it is shown as
+	// evidence, one short line, not a log. (Over it is a 400, as before
+	// these limits had a name of their own.)
+	MaxProgress = 1000
+)
+
+// Paging of the entity read and of the lists (SPEC §9).
+const (
+	// TransitionsInEntity is how many audit rows the entity read carries:
+	// the latest ones, oldest first; …/transitions pages the rest.
+	TransitionsInEntity = 100
+	// DefaultTransitionsPage and MaxTransitionsPage are the default and
+	// largest limit of GET …/transitions.
+	DefaultTransitionsPage = 100
+	MaxTransitionsPage     = 1000
+	// DefaultEntitiesPage and MaxEntitiesPage are the default and largest
+	// limit of GET /api/v1/entities.
+	DefaultEntitiesPage = 500
+	MaxEntitiesPage     = 5000
+)
+
+// ErrOverLimit marks a field over one of the limits above; the message
+// names the field, its size and the limit.
+var ErrOverLimit = errors.New("over limit")
+
+func overLimit(field string, n, limit int, unit string) error {
+	return fmt.Errorf("%w: %s: %d %s, over the %d-%s limit", ErrOverLimit, field, n, unit, limit, singular(unit))
+}
+
+func singular(unit string) string {
+	if unit == "bytes" {
+		return "byte"
+	}
+	if unit == "items" {
+		return "item"
+	}
+	return unit
+}
+
+// CheckReason refuses a reason over the message and evidence limits. The
+// HTTP API and the command line both apply it, so a transition is bounded
+// whichever way it comes.
+func CheckReason(r *state.StateReason) error {
+	if r == nil {
+		return nil
+	}
+	if len(r.Message) > MaxMessage {
+		return overLimit("reason.message", len(r.Message), MaxMessage, "bytes")
+	}
+	if len(r.Evidence) > MaxEvidence {
+		return overLimit("reason.evidence", len(r.Evidence), MaxEvidence, "items")
+	}
+	for i, ev := range r.Evidence {
+		v := reflect.ValueOf(ev)
+		for j := range v.NumField() {
+			f := v.Field(j)
+			if f.Kind() != reflect.String || f.Len() <= MaxEvidenceField {
+				continue
+			}
+			name := jsonName(v.Type().Field(j))
+			return overLimit(fmt.Sprintf("reason.evidence[%d].%s", i, name), f.Len(), MaxEvidenceField, "bytes")
+		}
+	}
+	return nil
+}
+
+func jsonName(f reflect.StructField) string {
+	tag := f.Tag.Get("json")
+	for i := range len(tag) {
+		if tag[i] == ',' {
+			return tag[:i]
+		}
+	}
+	if tag == "" {
+		return f.Name
+	}
+	return tag
+}
+
+// checkMetadata refuses metadata over MaxMetadata bytes or nested deeper
+// than MaxMetadataDepth. The depth is counted on the raw bytes, after the
+// size check, so the work is bounded by MaxMetadata whatever was sent
+// (9,000 levels of nesting cost one pass over 18 KB, then a refusal).
+func checkMetadata(raw []byte) error {
+	if len(raw) > MaxMetadata {
+		return overLimit("metadata", len(raw), MaxMetadata, "bytes")
+	}
+	if d := jsonDepth(raw); d > MaxMetadataDepth {
+		return fmt.Errorf("%w: metadata: nested %d levels deep, over the %d-level limit", ErrOverLimit, d, MaxMetadataDepth)
+	}
+	return nil
+}
+
+// jsonDepth is the deepest nesting of objects and arrays in a JSON text
+// (strings skipped, escapes honoured). The input was decoded already, so
+// it is well formed.
+func jsonDepth(raw []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range bytes.TrimSpace(raw) {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
