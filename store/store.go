@@ -61,6 +61,11 @@ type SQLite struct {
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
+
+	// pin is a connection held open for the store's lifetime (see
+	// watchIdentity); nil for an in-memory database.
+	pin    *sql.Conn
+	health health
 }
 
 //go:embed migrations/*.sql
@@ -106,6 +111,10 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	if err := s.watchIdentity(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -118,10 +127,14 @@ func (s *SQLite) DB() *sql.DB { return s.db }
 // Close closes the database.
 func (s *SQLite) Close() error {
 	s.closeStmts()
+	if s.pin != nil {
+		s.pin.Close()
+	}
 	return s.db.Close()
 }
 
-// Ping checks that the database answers a query.
+// Ping checks that the database answers a query (a read: Probe checks
+// that it takes a write).
 func (s *SQLite) Ping(ctx context.Context) error {
 	var one int
 	if err := s.db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
