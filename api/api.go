@@ -20,7 +20,10 @@
 // target it may not set, 404 unknown entity, type or fingerprint, 405
 // wrong method, 409 a lost compare-and-set race, 413 too large, 422 an
 // edge, state or reason the vocabulary does not allow, 500 the store
-// failed (details in the log, not in the response).
+// failed (details in the log, not in the response), 503 the store cannot
+// take writes now (store.ErrUnavailable: its file deleted or replaced, a
+// read-only or full disk; cause "unavailable", with Retry-After; /readyz
+// says why).
 //
 // # Authentication and actors
 //
@@ -286,6 +289,7 @@ const (
 	causeMethodNotAllowed = "method_not_allowed"
 	causeNotFoundPath     = "not_found"
 	causeInternal         = "internal"
+	causeUnavailable      = "unavailable"
 )
 
 // Error is the body of every error response.
@@ -323,6 +327,8 @@ func classify(err error) (int, string) {
 		return http.StatusRequestEntityTooLarge, causeTooLarge
 	case errors.Is(err, wire.ErrBadInput):
 		return http.StatusBadRequest, causeBadRequest
+	case errors.Is(err, store.ErrUnavailable):
+		return http.StatusServiceUnavailable, causeUnavailable
 	}
 	cause := transitions.Cause(err)
 	switch cause {
@@ -344,8 +350,17 @@ func classify(err error) (int, string) {
 // fail writes err as an error response. A store failure is logged with
 // its detail and answered with a generic sentence: the path of the
 // database and the driver's words are for the operator's log.
+//
+// An unavailable store is logged once by the daemon's store watch, not
+// once per refused request: here it is debug.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, cause := classify(err)
+	if status == http.StatusServiceUnavailable {
+		s.Log.Debug("request refused: store unavailable", zap.String("path", r.URL.Path), zap.Error(err))
+		w.Header().Set("Retry-After", "5")
+		writeError(w, status, cause, "the store cannot take writes now (see /readyz and the watchdog log); the request was not acknowledged: retry later")
+		return
+	}
 	if status == http.StatusInternalServerError {
 		if r.Context().Err() != nil {
 			s.Log.Debug("request cancelled", zap.String("path", r.URL.Path), zap.Error(err))
