@@ -236,6 +236,9 @@ func (s *SQLite) classifyWriteErr(err error) error {
 // and a one-row write to health_probe commits. It returns nil or the
 // reason, wrapping ErrUnavailable where writes would fail.
 func (s *SQLite) Probe(ctx context.Context) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
 	if err := s.Fault(); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,7 +102,25 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	if strings.TrimSpace(path) == "" {
 		return nil, fmt.Errorf("open store: empty database path")
 	}
-	db, err := sql.Open("sqlite", DSN(path))
+	dsn := DSN(path)
+	if file := FilePath(path); file != "" && !strings.Contains(dsn, "mode=") {
+		// The file is created here, once, and every pooled connection
+		// opens it read-write without creating: a connection opened after
+		// the database was deleted must fail, not start an empty
+		// database at the path while this process still writes to the
+		// old one (see watchIdentity).
+		f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		switch {
+		case err == nil:
+			// A new, empty inode: no SQLite lock of this process is on
+			// it, so closing it drops none.
+			f.Close()
+		case !errors.Is(err, os.ErrExist):
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+		dsn += "&mode=rw"
+	}
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
