@@ -129,6 +129,14 @@ func TestRescueKeepsTheLostData(t *testing.T) {
 	if err := register(ctx, s, "late"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("write after rm: %v", err)
 	}
+	// Reads and refused writes open pooled connections; none may create
+	// an empty database where the lost one was.
+	for range 10 {
+		s.List(ctx, Filter{})
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a file reappeared at %s after the loss: %v", path, err)
+	}
 	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	copyPath, err := s.Rescue(ctx, at)
 	if err != nil {
@@ -235,5 +243,21 @@ func TestLockDaemon(t *testing.T) {
 
 	if l, err := LockDaemon(":memory:"); l != nil || err != nil {
 		t.Errorf("in-memory store: %v %v, want no lock", l, err)
+	}
+}
+
+// BenchmarkIdentityCheck is the cost the write path pays per transaction,
+// twice (before and after): a stat(2) of the database and its -wal and
+// -shm files.
+func BenchmarkIdentityCheck(b *testing.B) {
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "w.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for b.Loop() {
+		if err := s.usable(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
