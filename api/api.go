@@ -28,7 +28,10 @@
 // compare-and-set race, 413 too large, 415 a POST that is not
 // application/json, 422 an edge, state or reason the vocabulary does not
 // allow, or a field over its limit, 500 the store failed (details in the
-// log, not in the response), 503 not ready.
+// log, not in the response), 503 not ready (/readyz), or the store cannot
+// take writes now (store.ErrUnavailable: its file deleted or replaced, a
+// read-only or full disk; cause "unavailable", with Retry-After; /readyz
+// says why).
 //
 // Reads are bounded: the entity read carries the latest 100 audit rows and
 // transitions_total; GET …/{type}/{id}/transitions?after=SEQ&limit=N pages
@@ -320,6 +323,7 @@ const (
 	causeNotFoundPath     = "not_found"
 	causeInternal         = "internal"
 	causeNotReady         = "not_ready"
+	causeUnavailable      = "unavailable"
 )
 
 // Error is the body of every error response.
@@ -359,6 +363,8 @@ func classify(err error) (int, string) {
 		return http.StatusUnprocessableEntity, causeOverLimit
 	case errors.Is(err, wire.ErrBadInput):
 		return http.StatusBadRequest, causeBadRequest
+	case errors.Is(err, store.ErrUnavailable):
+		return http.StatusServiceUnavailable, causeUnavailable
 	}
 	cause := transitions.Cause(err)
 	switch cause {
@@ -380,8 +386,17 @@ func classify(err error) (int, string) {
 // fail writes err as an error response. A store failure is logged with
 // its detail and answered with a generic sentence: the path of the
 // database and the driver's words are for the operator's log.
+//
+// An unavailable store is logged once by the daemon's store watch, not
+// once per refused request: here it is debug.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, cause := classify(err)
+	if status == http.StatusServiceUnavailable {
+		s.Log.Debug("request refused: store unavailable", zap.String("path", r.URL.Path), zap.Error(err))
+		w.Header().Set("Retry-After", "5")
+		writeError(w, status, cause, "the store cannot take writes now (see /readyz and the watchdog log); the request was not acknowledged: retry later")
+		return
+	}
 	if status == http.StatusInternalServerError {
 		if r.Context().Err() != nil {
 			s.Log.Debug("request cancelled", zap.String("path", r.URL.Path), zap.Error(err))

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -73,11 +74,25 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 
+	// One daemon per database: a second one would sweep and enforce the
+	// same entities in turn. Taken before the store opens, so a refused
+	// daemon does not even migrate.
+	lock, err := store.LockDaemon(cfg.Store.DSN)
+	if err != nil {
+		return err
+	}
+	defer lock.Release() //nolint:errcheck // the kernel drops it at exit anyway
+
 	st, err := store.Open(ctx, cfg.Store.DSN)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	checkStart := time.Now()
+	if err := st.QuickCheck(ctx); err != nil {
+		return err
+	}
+	log.Info("store checked", zap.String("db", st.Path()), zap.Duration("took", time.Since(checkStart)))
 	if !cfg.Auth.None() && token == "" {
 		if token, err = ownToken(cfg.Store.DSN, log); err != nil {
 			return err
@@ -95,6 +110,17 @@ func Run(ctx context.Context, o Options) error {
 		Settings: reaper.SettingsFrom(cfg), Log: log.Named("reaper"), Observer: m,
 	}
 	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m}
+
+	// The store watch runs from before the first request to after the
+	// last job: /readyz reads what it found.
+	d.checkStore(ctx)
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	var watching sync.WaitGroup
+	watching.Go(func() { d.watchStore(watchCtx) })
+	defer func() {
+		stopWatch()
+		watching.Wait()
+	}()
 
 	d.level = o.Level
 	d.api = api.New(api.Options{
@@ -122,15 +148,19 @@ func Run(ctx context.Context, o Options) error {
 		srv.Close()
 		return err
 	}
-	// READY only once the store opened and the first sweep ran.
-	d.sched.RunNow(d.jobs[0])
-	d.notify.ready(d.statusLine())
-	d.sched.Start()
-	log.Info("ready", zap.String("status", d.statusLine()))
+	// READY only once the store opened and a first sweep worked through
+	// it; until then STATUS= says why not, and a shutdown request ends
+	// the wait.
+	started := d.awaitFirstSweep(ctx)
+	if started {
+		d.notify.ready(d.statusLine())
+		d.sched.Start()
+		log.Info("ready", zap.String("status", d.statusLine()))
+	}
 
 	var runErr error
 loop:
-	for {
+	for started {
 		select {
 		case <-ctx.Done():
 			break loop
@@ -182,17 +212,26 @@ type daemon struct {
 	lastSweep time.Time
 	sweepGap  time.Duration
 	lastMark  time.Time
+	// sweepErr is the last sweep's error; swept is set by the first sweep
+	// that worked through the store (afterSweep), which READY waits for.
+	sweepErr error
+	swept    bool
+	// storeErr is the store watch's last finding (nil: writable), made at
+	// storeChecked; lostLogged keeps the loss to one log line.
+	storeErr     error
+	storeChecked time.Time
+	lostLogged   bool
 }
 
 // schedule builds the job list from the config and a fresh scheduler.
 func (d *daemon) schedule(ctx context.Context) error {
 	j := d.cfg.Jobs
 	d.jobs = []reaper.Job{
-		{Name: "sweep", Spec: j.Sweep, Run: d.sweep, After: d.afterSweep},
-		{Name: "enforce_terminal", Spec: j.EnforceTerminal, Run: d.report(d.rp.EnforceTerminal)},
-		{Name: "reap_phantoms", Spec: j.ReapPhantoms, Run: d.report(d.rp.ReapPhantoms)},
-		{Name: "check_schedules", Spec: j.CheckSchedules, Run: d.report(d.rp.CheckSchedules)},
-		{Name: "vacuum", Spec: j.Vacuum, Run: d.vacuum},
+		{Name: "sweep", Spec: j.Sweep, Run: d.unlessLost(d.sweep), After: d.afterSweep},
+		{Name: "enforce_terminal", Spec: j.EnforceTerminal, Run: d.unlessLost(d.report(d.rp.EnforceTerminal))},
+		{Name: "reap_phantoms", Spec: j.ReapPhantoms, Run: d.unlessLost(d.report(d.rp.ReapPhantoms))},
+		{Name: "check_schedules", Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
+		{Name: "vacuum", Spec: j.Vacuum, Run: d.unlessLost(d.vacuum)},
 	}
 	sched, err := reaper.NewScheduler(ctx, config.CronParser, d.jobs, d.log.Named("jobs"), d.metrics)
 	if err != nil {
@@ -216,12 +255,15 @@ func (d *daemon) schedule(ctx context.Context) error {
 
 func (d *daemon) sweep(ctx context.Context) error {
 	rep, err := d.rp.Sweep(ctx)
+	d.mu.Lock()
+	d.sweepErr = err
+	if err == nil {
+		d.lastSweep = time.Now()
+	}
+	d.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	d.lastSweep = time.Now()
-	d.mu.Unlock()
 	if rep.Written > 0 {
 		d.log.Debug("sweep", zap.Int("checked", rep.Checked), zap.Int("written", rep.Written))
 	}
@@ -232,6 +274,9 @@ func (d *daemon) sweep(ctx context.Context) error {
 // one out of budget: the job loop is alive and the store answered, so this
 // is where systemd's watchdog is fed. /readyz still wants a complete sweep.
 func (d *daemon) afterSweep() {
+	d.mu.Lock()
+	d.swept = true
+	d.mu.Unlock()
 	d.notify.watchdog()
 	d.notify.status(d.statusLine())
 	d.markPresence()
@@ -248,7 +293,7 @@ func (d *daemon) markPresence() {
 		d.lastMark = now
 	}
 	d.mu.Unlock()
-	if !due {
+	if !due || d.st.Lost() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -282,17 +327,23 @@ func (d *daemon) vacuum(ctx context.Context) error {
 	return nil
 }
 
-// ready is /readyz: the store answers and the last sweep is recent (three
-// sweep intervals, at least a minute).
+// ready is /readyz: the store watch's last write probe passed, recently,
+// and the last sweep is recent (three sweep intervals, at least a
+// minute). It reads what the watch found instead of probing itself, so
+// it answers at once whatever state the disk is in.
 func (d *daemon) ready() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := d.st.Ping(ctx); err != nil {
-		return err
-	}
 	d.mu.Lock()
 	last, gap := d.lastSweep, d.sweepGap
+	storeErr, checked := d.storeErr, d.storeChecked
 	d.mu.Unlock()
+	switch age := time.Since(checked); {
+	case storeErr != nil:
+		return storeErr
+	case checked.IsZero():
+		return errors.New("the store has not been checked yet")
+	case age > storeCheckStale:
+		return fmt.Errorf("the store's write probe has not finished for %s (a hung disk, or another process holding the database's write lock)", age.Round(time.Second))
+	}
 	limit := max(3*gap, time.Minute)
 	if last.IsZero() {
 		return errors.New("no sweep has completed yet")
@@ -304,8 +355,14 @@ func (d *daemon) ready() error {
 }
 
 // statusLine is systemd's STATUS=: counts by severity of this host's open
-// entities.
+// entities, after what is wrong with the store, if anything.
 func (d *daemon) statusLine() string {
+	d.mu.Lock()
+	storeErr := d.storeErr
+	d.mu.Unlock()
+	if storeErr != nil {
+		return "NOT READY: " + oneLine(storeErr.Error())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	list, err := d.st.List(ctx, store.Filter{HostID: d.rp.HostID, OpenOnly: true})
@@ -403,4 +460,138 @@ func ownToken(dsn string, log *zap.Logger) (string, error) {
 		log.Info("created the API token; clients send it as Authorization: Bearer", zap.String("token_file", path))
 	}
 	return f.Token, nil
+}
+
+// oneLine keeps a message on one line (STATUS= and log fields).
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
+
+// How the first sweep is retried before READY: from the first delay,
+// doubling up to the last.
+var (
+	firstSweepRetry    = time.Second
+	firstSweepRetryMax = 30 * time.Second
+)
+
+// awaitFirstSweep runs the first sweep until one works through the store,
+// with backoff, saying in STATUS= and the log why READY waits. It returns
+// false when ctx ends first (a shutdown before READY).
+func (d *daemon) awaitFirstSweep(ctx context.Context) bool {
+	wait := firstSweepRetry
+	for {
+		d.sched.RunNow(d.jobs[0])
+		d.mu.Lock()
+		ok, err := d.swept, d.sweepErr
+		d.mu.Unlock()
+		if ok {
+			return true
+		}
+		if err == nil {
+			err = errors.New("it did not finish (see the log)")
+		}
+		d.notify.status(fmt.Sprintf("starting: the first sweep failed, retrying in %s: %s", wait, oneLine(err.Error())))
+		d.log.Warn("first sweep failed; READY waits for one that succeeds", zap.Error(err), zap.Duration("retry_in", wait))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		wait = min(2*wait, firstSweepRetryMax)
+	}
+}
+
+// unlessLost skips a job once the store's identity is lost: every write
+// would be refused, and a job failing each second would bury the one
+// error that says what happened. The daemon stays up on purpose (systemd
+// keeps getting its pings): it still holds the lost file open, which is
+// how the data is rescued, and a restart would start on an empty store.
+func (d *daemon) unlessLost(run func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if d.st != nil && d.st.Lost() {
+			return nil
+		}
+		return run(ctx)
+	}
+}
+
+// The store watch: how often the store is probed, how long a probe may
+// take, and how old the last finished probe may be before /readyz says
+// the probe itself is stuck. A write probe per second is one small fsync
+// a second.
+var (
+	storeCheckEvery   = time.Second
+	storeProbeTimeout = 1500 * time.Millisecond
+	storeCheckStale   = 3 * time.Second
+)
+
+// watchStore probes the store every storeCheckEvery until ctx ends.
+func (d *daemon) watchStore(ctx context.Context) {
+	t := time.NewTicker(storeCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.checkStore(ctx)
+		}
+	}
+}
+
+// checkStore probes the store once and records the finding for /readyz
+// and STATUS=. It logs changes only: a loss once (with the rescue), a
+// failing file system when it starts failing and when it recovers.
+func (d *daemon) checkStore(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(ctx, storeProbeTimeout)
+	err := d.st.Probe(pctx)
+	cancel()
+	if ctx.Err() != nil {
+		return // shutting down: not the store's fault
+	}
+	d.mu.Lock()
+	prev := d.storeErr
+	d.storeErr, d.storeChecked = err, time.Now()
+	reportLoss := d.st.Lost() && !d.lostLogged
+	if reportLoss {
+		d.lostLogged = true
+	}
+	d.mu.Unlock()
+	switch {
+	case reportLoss:
+		d.reportLost(ctx, err)
+	case err != nil && prev == nil && !d.st.Lost():
+		d.log.Error("store cannot take writes: not ready, writes answered 503; watchdog recovers by itself once the cause clears",
+			zap.String("db", d.st.Path()), zap.Error(err))
+	case err == nil && prev != nil:
+		d.log.Info("store takes writes again", zap.String("db", d.st.Path()), zap.NamedError("was", prev))
+	}
+}
+
+// lostMessage is the one log line of a lost store (details in its
+// fields).
+const lostMessage = "store lost: its database file was deleted or replaced while watchdog ran; writes are refused until a restart"
+
+// rescueTimeout bounds the copy of a lost store.
+const rescueTimeout = 5 * time.Minute
+
+// reportLost rescues what the lost store held and logs the one error that
+// says what happened and what to do.
+func (d *daemon) reportLost(ctx context.Context, lost error) {
+	db := store.FilePath(d.st.Path())
+	rctx, cancel := context.WithTimeout(ctx, rescueTimeout)
+	defer cancel()
+	copyPath, rerr := d.st.Rescue(rctx, time.Now())
+	var todo string
+	if rerr == nil {
+		todo = fmt.Sprintf("writes are refused (503) and /readyz is 503 until watchdog restarts. "+
+			"The data as this daemon last saw it was copied to %s. To keep it: stop watchdog, move that copy to %s (replacing what is there, and removing any %s-wal and %s-shm), start watchdog. "+
+			"To use the file now at %s instead, restart watchdog; a restart with no file there starts an empty store", copyPath, db, db, db, db)
+	} else {
+		todo = fmt.Sprintf("writes are refused (503) and /readyz is 503 until watchdog restarts. No copy could be saved (%s). "+
+			"Before stopping watchdog, copy the deleted files back from its open descriptors (ls -l /proc/%d/fd | grep %s), or restore %s from a backup; then restart watchdog",
+			oneLine(rerr.Error()), os.Getpid(), filepath.Base(db), db)
+	}
+	d.log.Error(lostMessage, zap.String("db", db), zap.String("error", oneLine(lost.Error())),
+		zap.String("rescued_to", copyPath), zap.String("what_to_do", todo))
 }

@@ -34,9 +34,27 @@ func isBusy(err error) bool {
 // busy_timeout. A whole-transaction retry is safe because fn re-reads
 // everything it decides on inside the transaction and a rolled-back
 // attempt left nothing behind.
+//
+// The store's identity is checked before and after the transaction
+// (usable): a commit that landed in a database file deleted or replaced
+// meanwhile is lost with that file, so it is reported as ErrUnavailable,
+// never acknowledged.
 func (s *SQLite) writeTx(ctx context.Context, fn func() error) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	err := s.retryBusy(ctx, fn)
+	if err != nil {
+		return s.classifyWriteErr(err)
+	}
+	return s.usable()
+}
+
+// retryBusy runs fn until it succeeds, fails with anything but a busy
+// database, or busyBudget is spent.
+func (s *SQLite) retryBusy(ctx context.Context, fn func() error) error {
 	deadline := time.Now().Add(busyBudget)
 	backoff := 2 * time.Millisecond
 	for {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,6 +62,11 @@ type SQLite struct {
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
+
+	// pin is a connection held open for the store's lifetime (see
+	// watchIdentity); nil for an in-memory database.
+	pin    *sql.Conn
+	health health
 }
 
 //go:embed migrations/*.sql
@@ -96,7 +102,25 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	if strings.TrimSpace(path) == "" {
 		return nil, fmt.Errorf("open store: empty database path")
 	}
-	db, err := sql.Open("sqlite", DSN(path))
+	dsn := DSN(path)
+	if file := FilePath(path); file != "" && !strings.Contains(dsn, "mode=") {
+		// The file is created here, once, and every pooled connection
+		// opens it read-write without creating: a connection opened after
+		// the database was deleted must fail, not start an empty
+		// database at the path while this process still writes to the
+		// old one (see watchIdentity).
+		f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		switch {
+		case err == nil:
+			// A new, empty inode: no SQLite lock of this process is on
+			// it, so closing it drops none.
+			f.Close()
+		case !errors.Is(err, os.ErrExist):
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+		dsn += "&mode=rw"
+	}
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -104,6 +128,10 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	s := &SQLite{db: db, path: path}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := s.watchIdentity(ctx); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
@@ -118,10 +146,14 @@ func (s *SQLite) DB() *sql.DB { return s.db }
 // Close closes the database.
 func (s *SQLite) Close() error {
 	s.closeStmts()
+	if s.pin != nil {
+		s.pin.Close()
+	}
 	return s.db.Close()
 }
 
-// Ping checks that the database answers a query.
+// Ping checks that the database answers a query (a read: Probe checks
+// that it takes a write).
 func (s *SQLite) Ping(ctx context.Context) error {
 	var one int
 	if err := s.db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {

@@ -850,21 +850,15 @@ func TestServeDryRunWritesNothing(t *testing.T) {
 	}
 }
 
-// TestServeNoDoubleTerminal races two daemons on one database file and an
-// operator's CLI writing the same ends: every entity ends exactly once.
+// TestServeNoDoubleTerminal races the daemon's enforcement and reaping
+// with an operator's CLI writing the same ends on one database file:
+// every entity ends exactly once. (A second daemon on the same file is
+// refused: TestServeSecondDaemonRefused.)
 func TestServeNoDoubleTerminal(t *testing.T) {
 	t.Parallel()
 	const n = 16
-	dir, db, cfg := svSetup(t, svConfig{Grace: "1s", Phantom: "2s"})
-	// The second daemon: same database, its own config file (the listen
-	// address is :0 in both).
-	dirB := filepath.Join(dir, "b")
-	if err := os.Mkdir(dirB, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfgB := svWriteConfig(t, dirB, svConfig{Grace: "1s", Phantom: "2s"}, db)
+	_, db, cfg := svSetup(t, svConfig{Grace: "1s", Phantom: "2s"})
 	a := svStart(t, cfg, db)
-	b := svStart(t, cfgB, db)
 
 	procs := make([]*svProc, n)
 	for i := range procs {
@@ -893,9 +887,9 @@ func TestServeNoDoubleTerminal(t *testing.T) {
 	for i := range procs {
 		a.waitEntity("session", fmt.Sprintf("r%d", i), "ended", func(e svEntity) bool { return e.lifecycle() != "running" })
 	}
-	// Both daemons get more runs to try a second end.
+	// The daemon gets more runs to try a second end.
 	a.waitRuns("enforce_terminal", 2)
-	b.waitRuns("reap_phantoms", 2)
+	a.waitRuns("reap_phantoms", 2)
 
 	rows := svTerminalRows(t, db, "session", "")
 	perEntity := map[string][]svRow{}
@@ -922,15 +916,13 @@ func TestServeNoDoubleTerminal(t *testing.T) {
 			t.Errorf("%s: CLI exit %d (%s) but the row says %+v", id, cli[i].code, strings.TrimSpace(cli[i].stderr), got[0])
 		}
 	}
-	// Each daemon's log claims only the writes it made: the claims of
-	// both add up to the reaper's rows, none twice.
+	// The daemon's log claims only the writes it made: its claims add
+	// up to the reaper's rows, none twice.
 	claims := map[string]int{}
-	for _, d := range []*svDaemon{a, b} {
-		for _, l := range d.logged("transition", nil) {
-			if l["logger"] == "reaper" {
-				id, _ := l["entity"].(string)
-				claims[id]++
-			}
+	for _, l := range a.logged("transition", nil) {
+		if l["logger"] == "reaper" {
+			id, _ := l["entity"].(string)
+			claims[id]++
 		}
 	}
 	var claimed int
@@ -945,7 +937,7 @@ func TestServeNoDoubleTerminal(t *testing.T) {
 	}
 	t.Logf("%d ended by the CLI, %d by a daemon", cliWon, reaperWon)
 
-	// The daemons recorded this host's presence, so daemons of other hosts
+	// The daemon recorded this host's presence, so daemons of other hosts
 	// sharing the store leave its entities to them.
 	st, err := store.Open(context.Background(), db)
 	if err != nil {

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// DaemonLock is the one-daemon-per-database lock: an exclusive flock(2)
+// on "<database>.lock" beside the database, holding the owner's pid.
+//
+// It is a file of its own because SQLite takes POSIX record locks on the
+// database file, and those vanish when any descriptor of that file in the
+// process closes; flock on another file cannot disturb them. Only the
+// daemon takes it: CLI processes share the database with a running daemon
+// through SQLite's own locking. The kernel drops the lock when the process
+// dies, so a crashed daemon never blocks its successor; the file itself is
+// left in place (removing it would let a third process lock a new file
+// while a second still holds the old one).
+type DaemonLock struct {
+	f *os.File
+}
+
+// LockSuffix names the lock file: the database path plus this.
+const LockSuffix = ".lock"
+
+// LockDaemon takes the daemon lock of the database at path (a path or a
+// file: URI). It returns (nil, nil) for an in-memory database, and an
+// error naming the other daemon's pid when one holds the lock.
+func LockDaemon(path string) (*DaemonLock, error) {
+	file := FilePath(path)
+	if file == "" {
+		return nil, nil
+	}
+	name := file + LockSuffix
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock store %s: %w", file, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		owner := "another process"
+		if b, rerr := io.ReadAll(io.LimitReader(f, 32)); rerr == nil {
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil && pid > 0 {
+				owner = "pid " + strconv.Itoa(pid)
+			}
+		}
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another watchdog daemon (%s) is already serving %s (it holds %s): stop it first, or give this one another store.dsn", owner, file, name)
+		}
+		return nil, fmt.Errorf("lock store %s: flock %s: %w", file, name, err)
+	}
+	// The pid is for the next daemon's message only; the lock is the flock.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &DaemonLock{f: f}, nil
+}
+
+// Release drops the lock. A nil lock is fine.
+func (l *DaemonLock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close() // closing the only descriptor releases the flock
+	l.f = nil
+	return err
+}
