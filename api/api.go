@@ -19,7 +19,8 @@
 // 401 missing or wrong token, 403 an actor the caller may not use or a
 // target it may not set, 404 unknown entity, type or fingerprint, 405
 // wrong method, 409 a lost compare-and-set race, 413 too large, 422 an
-// edge, state or reason the vocabulary does not allow, 500 the store
+// edge, state or reason the vocabulary does not allow or a document over
+// a limit (an artifact contract too large to check), 500 the store
 // failed (details in the log, not in the response).
 //
 // # Authentication and actors
@@ -331,7 +332,7 @@ func classify(err error) (int, string) {
 	case transitions.CauseConflict:
 		return http.StatusConflict, cause
 	case transitions.CauseInvalidTransition, transitions.CauseUnknownState,
-		transitions.CauseUnknownReason, transitions.CauseReasonRequired:
+		transitions.CauseUnknownReason, transitions.CauseReasonRequired, transitions.CauseOverLimit:
 		return http.StatusUnprocessableEntity, cause
 	case transitions.CauseForbidden:
 		return http.StatusForbidden, cause

@@ -106,6 +106,7 @@ var causeSentinels = map[string]error{
 	transitions.CauseUnknownType:       transitions.ErrUnknownType,
 	transitions.CauseUnknownState:      transitions.ErrUnknownState,
 	transitions.CauseInvalidInput:      transitions.ErrInvalidInput,
+	transitions.CauseOverLimit:         transitions.ErrOverLimit,
 	"bad_request":                      wire.ErrBadInput,
 	"too_large":                        wire.ErrTooLarge,
 	"unauthorized":                     ErrUnauthorized,
