@@ -80,10 +80,33 @@ func artifactTree(t *testing.T) (root, outside string, start time.Time) {
 	link("dangling.md", "dangling-chain.md")
 	link("loop-b.md", "loop-a.md")
 	link("loop-a.md", "loop-b.md")
+	link(filepath.Join(root, "review.md"), "absolute-inside.md")
 	return root, outside, start
 }
 
-func TestCheckArtifact(t *testing.T) {
+// backends runs f once per confinement backend: openat2 (where the kernel
+// has it) and os.Root, which is what other systems and older kernels use.
+func backends(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	for _, portable := range []bool{false, true} {
+		name := "openat2"
+		if portable {
+			name = "os.Root"
+		} else if !beneathSupported() {
+			t.Log("openat2 unavailable: only os.Root is tested")
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			forcePortableRoot = portable
+			defer func() { forcePortableRoot = false }()
+			f(t)
+		})
+	}
+}
+
+func TestCheckArtifact(t *testing.T) { backends(t, testCheckArtifact) }
+
+func testCheckArtifact(t *testing.T) {
 	ctx := t.Context()
 	root, outside, start := artifactTree(t)
 	file := func(path string) state.ArtifactSpec { return state.ArtifactSpec{Path: path, Required: true} }
@@ -141,6 +164,9 @@ func TestCheckArtifact(t *testing.T) {
 		{"dangling absolute symlink out", file("dangling-out-abs.md"), ArtifactInvalid, true, "outside the artifacts root"},
 		{"dangling relative symlink out", file("dangling-out-rel.md"), ArtifactInvalid, true, "outside the artifacts root"},
 		{"symlink loop", file("loop-a.md"), ArtifactInvalid, false, "cannot be resolved"},
+		// An absolute link is never followed, even to a place inside: the
+		// lookup cannot tell it from one leading out without leaving.
+		{"absolute symlink to inside", file("absolute-inside.md"), ArtifactInvalid, true, "absolute links count as outside"},
 		{"glob matching an escaping symlink", state.ArtifactSpec{Path: "*.json", Kind: "json", MinBytes: 1 << 30}, ArtifactInvalid, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,6 +177,16 @@ func TestCheckArtifact(t *testing.T) {
 			}
 			if d := c.Detail(); !strings.HasPrefix(d, c.Rel+": ") {
 				t.Errorf("detail %q does not start with the path", d)
+			}
+			// Nothing said about a check names the outside, unless the
+			// spec itself did.
+			if !strings.Contains(tc.spec.Path, outside) {
+				ev := c.Evidence(time.Now())
+				for _, s := range []string{c.Problem, c.Detail(), c.Path(), ev.Path, ev.Detail} {
+					if strings.Contains(s, outside) || strings.Contains(s, filepath.Base(outside)+"/") {
+						t.Errorf("names the outside: %q", s)
+					}
+				}
 			}
 		})
 	}
