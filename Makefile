@@ -49,7 +49,7 @@ unit:
 # corpus, which `unit` already runs as plain tests. A failure leaves its
 # input under the package's testdata/fuzz/ to commit as a regression case.
 FUZZTIME ?= 10s
-FUZZ_TARGETS := ./config/:FuzzParse ./wire/:FuzzRegister ./wire/:FuzzTransition ./state/:FuzzReasonCode
+FUZZ_TARGETS := ./config/:FuzzParse ./wire/:FuzzRegister ./wire/:FuzzTransition ./state/:FuzzReasonCode ./probe/:FuzzCheckArtifacts
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

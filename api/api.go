@@ -373,7 +373,7 @@ func classify(err error) (int, string) {
 	case transitions.CauseConflict:
 		return http.StatusConflict, cause
 	case transitions.CauseInvalidTransition, transitions.CauseUnknownState,
-		transitions.CauseUnknownReason, transitions.CauseReasonRequired:
+		transitions.CauseUnknownReason, transitions.CauseReasonRequired, transitions.CauseOverLimit:
 		return http.StatusUnprocessableEntity, cause
 	case transitions.CauseForbidden:
 		return http.StatusForbidden, cause

@@ -120,6 +120,10 @@ func TestRegisterRejectsAndChangesNothing(t *testing.T) {
 		{"bad id", `{"type":"session","id":"-bad id"}`, 400, "invalid_input", "id"},
 		{"negative pid", `{"type":"session","id":"s-2","pid":-1}`, 400, "invalid_input", "pid"},
 		{"pattern lock", `{"type":"session","id":"s-2","lock_files":["*.lock"]}`, 400, "invalid_input", "lock_files"},
+		// Failure cases: a contract beyond the limits the probe keeps.
+		{"deep glob", `{"type":"session","id":"s-2","lifecycle":"completed","artifacts_root":"/srv/x","artifacts":[{"path":"` + strings.Repeat("*/", 30) + `x"}]}`, 422, "over_limit", "31 path components, the limit is 16"},
+		{"many wildcards", `{"type":"session","id":"s-2","artifacts_root":"/srv/x","artifacts":[{"path":"*/*/*/*/*/*/nomatch"}]}`, 422, "over_limit", "6 components with wildcards, the limit is 4"},
+		{"many artifacts", `{"type":"session","id":"s-2","artifacts_root":"/srv/x","artifacts":[` + strings.Repeat(`{"path":"*.md"},`, 100) + `{"path":"x"}]}`, 422, "over_limit", "101 artifacts: the limit is 100 per contract"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -94,9 +94,9 @@ var causeSentinels = map[string]error{
 	transitions.CauseUnknownType:       transitions.ErrUnknownType,
 	transitions.CauseUnknownState:      transitions.ErrUnknownState,
 	transitions.CauseInvalidInput:      transitions.ErrInvalidInput,
+	transitions.CauseOverLimit:         transitions.ErrOverLimit,
 	"bad_request":                      wire.ErrBadInput,
 	"too_large":                        wire.ErrTooLarge,
-	"over_limit":                       wire.ErrOverLimit,
 	"unauthorized":                     ErrUnauthorized,
 }
 

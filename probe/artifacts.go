@@ -1,16 +1,17 @@
 package probe
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
-	"os"
+	"fmt"
+	"io"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"watchdog/state"
 )
@@ -62,8 +63,9 @@ type ArtifactCheck struct {
 	Matches int
 	Size    int64
 	ModTime time.Time
-	// Escapes says the path is absolute, climbs out with "..", or resolves
-	// through a symlink outside the root. Such a path is never opened.
+	// Escapes says the path is absolute, climbs out with "..", or leads
+	// through a symlink outside the root. Nothing outside is ever opened,
+	// and nothing about the outside is reported (not even the target).
 	Escapes bool
 	// Problem says why the artifact is missing or invalid, e.g.
 	// "0 bytes < min 1".
@@ -117,7 +119,25 @@ func (c ArtifactCheck) Detail() string {
 // ArtifactResult is the verdict on a whole artifact contract.
 type ArtifactResult struct {
 	Delivery state.Delivery
-	Checks   []ArtifactCheck
+	// Checks are the artifacts judged, in the contract's order; a check
+	// that stopped at a bound holds only those judged before it stopped.
+	Checks []ArtifactCheck
+	// Root is the artifacts root the contract was checked under.
+	Root string
+	// Stopped names the bound that stopped the check before it judged
+	// every artifact, e.g. "visited 10000 directory entries (limit
+	// 10000)"; "" when it finished. Delivery is then unknown.
+	Stopped string
+	// Interrupted says the caller's context stopped the check (shutdown,
+	// or a sweep out of budget): that says nothing about the entity, and a
+	// caller should not record it as a finding.
+	Interrupted bool
+}
+
+// stopEvidence names the bound that stopped the check; its path is the
+// root, the one path it can name for sure without looking further.
+func (r ArtifactResult) stopEvidence(fetchedAt *float64) state.EvidenceRef {
+	return state.EvidenceRef{Kind: state.EvidenceArtifact, Path: r.Root, Detail: "artifact check stopped: " + r.Stopped, FetchedAt: fetchedAt}
 }
 
 // Failing returns the checks that are not valid.
@@ -131,42 +151,79 @@ func (r ArtifactResult) Failing() []ArtifactCheck {
 	return out
 }
 
+// artifactLimits are the bounds of one check (state.MaxArtifact*); tests
+// lower them.
+type artifactLimits struct {
+	artifacts, pathBytes, segments, globSegments, entries int
+	time                                                  time.Duration
+}
+
+var defaultArtifactLimits = artifactLimits{
+	artifacts:    state.MaxArtifacts,
+	pathBytes:    state.MaxArtifactPathBytes,
+	segments:     state.MaxArtifactPathSegments,
+	globSegments: state.MaxArtifactGlobSegments,
+	entries:      state.MaxArtifactEntries,
+	time:         state.MaxArtifactCheckTime,
+}
+
 // CheckArtifacts evaluates an artifact contract (SPEC §6) against the files
 // under root. startedAt (Unix seconds) is the entity's start, for
 // newer_than_start.
 //
 // Each spec's path is relative to root and may be a glob (any valid match
-// counts). Confinement comes before anything else: an absolute path, a path
-// climbing out with "..", or one that resolves through a symlink to a place
-// outside root is invalid and is never opened or read. Deciding that takes
-// only lstat, readlink and, for globs, listing directories already proven
-// to be inside root. A json artifact is opened only after that, with
-// O_NOFOLLOW, and must still be the file that was checked.
+// counts). Confinement is by construction: root is opened once, and every
+// lookup, listing and read below it goes through that handle and cannot
+// leave it (confine.go), whatever is renamed meanwhile. An absolute path,
+// one climbing out with "..", or one leading through a symlink outside the
+// root is invalid; nothing outside is opened or read, and the verdict does
+// not say what the outside target is.
+//
+// The work is bounded (state.MaxArtifact*): artifacts per contract, path
+// length, components and wildcard components per path, directory entries
+// read, and wall time. A check over a bound stops and reads delivery
+// unknown, with Stopped naming the bound; so does one whose ctx ends
+// (Interrupted).
 //
 // The delivery, first match wins:
 //
 //   - no specs: not_expected;
+//   - a bound hit or ctx done: unknown;
 //   - every required artifact valid and nothing invalid: passed;
 //   - no required artifact present at all: missing;
 //   - anything present but invalid (an optional artifact may be absent,
 //     but when present it must be valid): invalid;
 //   - otherwise some required artifacts are valid, some missing: partial.
-func CheckArtifacts(root string, specs []state.ArtifactSpec, startedAt float64) ArtifactResult {
+func CheckArtifacts(ctx context.Context, root string, specs []state.ArtifactSpec, startedAt float64) ArtifactResult {
 	sc := getScratch()
 	defer putScratch(sc)
-	return checkArtifacts(sc, root, specs, startedAt)
+	return checkArtifacts(ctx, sc, defaultArtifactLimits, root, specs, startedAt)
 }
 
-func checkArtifacts(sc *scratch, root string, specs []state.ArtifactSpec, startedAt float64) ArtifactResult {
+func checkArtifacts(ctx context.Context, sc *scratch, lim artifactLimits, root string, specs []state.ArtifactSpec, startedAt float64) ArtifactResult {
 	if len(specs) == 0 {
 		return ArtifactResult{Delivery: state.DeliveryNotExpected}
 	}
-	c := artifactChecker{sc: sc, root: root, start: unixTime(startedAt)}
-	res := ArtifactResult{Checks: make([]ArtifactCheck, len(specs))}
+	res := ArtifactResult{Root: root}
+	if len(specs) > lim.artifacts {
+		res.Delivery = state.DeliveryUnknown
+		res.Stopped = fmt.Sprintf("the contract declares %d artifacts (limit %d)", len(specs), lim.artifacts)
+		return res
+	}
+	begun := time.Now()
+	c := artifactChecker{ctx: ctx, sc: sc, lim: lim, root: root, start: unixTime(startedAt), begun: begun, deadline: begun.Add(lim.time)}
+	defer c.fs.close()
+	res.Checks = make([]ArtifactCheck, 0, len(specs))
 	var required, valid, present, invalid int
 	for i, spec := range specs {
-		ch := c.check(spec)
-		res.Checks[i] = ch
+		if c.over() {
+			break
+		}
+		ch := c.check(i, spec)
+		if c.stopped != "" {
+			break // a check cut short judged nothing
+		}
+		res.Checks = append(res.Checks, ch)
 		if ch.Status == ArtifactInvalid {
 			invalid++
 		}
@@ -183,6 +240,8 @@ func checkArtifacts(sc *scratch, root string, specs []state.ArtifactSpec, starte
 		}
 	}
 	switch {
+	case c.stopped != "":
+		res.Delivery, res.Stopped, res.Interrupted = state.DeliveryUnknown, c.stopped, c.interrupted
 	case valid == required && invalid == 0:
 		res.Delivery = state.DeliveryPassed
 	case required > 0 && present == 0:
@@ -195,20 +254,75 @@ func checkArtifacts(sc *scratch, root string, specs []state.ArtifactSpec, starte
 	return res
 }
 
-// artifactChecker evaluates the specs of one contract. The root's real
-// path is resolved only when a symlink makes it necessary.
+// artifactChecker evaluates the specs of one contract. The root is opened
+// on first use, once.
 type artifactChecker struct {
-	sc       *scratch
-	root     string
-	start    time.Time
-	rootReal string
-	rootErr  error
-	resolved bool
+	ctx   context.Context
+	sc    *scratch
+	lim   artifactLimits
+	root  string
+	start time.Time
+
+	fs      rootFS
+	opened  bool
+	rootErr error // opening the root failed
+
+	begun, deadline time.Time
+	entries         int    // directory entries read so far
+	stopped         string // the bound hit; "" while within bounds
+	interrupted     bool   // stopped by ctx
 }
 
-func (c *artifactChecker) check(spec state.ArtifactSpec) ArtifactCheck {
+// over reports whether the check must stop: a bound already hit, ctx
+// done, or the time limit passed. It is called before every artifact,
+// every directory listed, and every 64 directory entries.
+func (c *artifactChecker) over() bool {
+	if c.stopped != "" {
+		return true
+	}
+	if err := c.ctx.Err(); err != nil {
+		c.stopped, c.interrupted = "interrupted by the caller ("+err.Error()+")", true
+		return true
+	}
+	if now := time.Now(); now.After(c.deadline) {
+		c.stopped = "ran for " + now.Sub(c.begun).Round(time.Millisecond).String() + " (limit " + c.lim.time.String() + ")"
+		return true
+	}
+	return false
+}
+
+// openRoot opens the root on first use and reports whether it is open.
+func (c *artifactChecker) openRoot() bool {
+	if !c.opened {
+		c.opened = true
+		c.fs, c.rootErr = openRootFS(c.root, c.sc)
+	}
+	return c.rootErr == nil
+}
+
+// rootFailure is what every artifact reads when the root cannot be opened.
+func (c *artifactChecker) rootFailure() found {
+	if errors.Is(c.rootErr, syscall.ENOENT) || errors.Is(c.rootErr, syscall.ENOTDIR) {
+		return found{status: ArtifactMissing, problem: "does not exist (no artifacts root directory)"}
+	}
+	return found{status: ArtifactInvalid, problem: "cannot be checked: artifacts root: " + c.rootErr.Error()}
+}
+
+func (c *artifactChecker) check(i int, spec state.ArtifactSpec) ArtifactCheck {
 	ch := ArtifactCheck{Spec: spec, Rel: spec.Path, Root: c.root}
 	rel := spec.Path
+	if len(rel) > c.lim.pathBytes {
+		c.stopped = fmt.Sprintf("artifacts[%d] is a path of %d bytes (limit %d)", i, len(rel), c.lim.pathBytes)
+		return ch
+	}
+	switch segs, wild := state.PathShape(rel); {
+	case segs > c.lim.segments:
+		c.stopped = fmt.Sprintf("artifacts[%d] has %d path components (limit %d)", i, segs, c.lim.segments)
+		return ch
+	case wild > c.lim.globSegments:
+		c.stopped = fmt.Sprintf("artifacts[%d] has %d components with wildcards (limit %d)", i, wild, c.lim.globSegments)
+		return ch
+	}
 	if c.root != "" && plainRel(rel) {
 		return c.judge(ch, c.locate(rel)) // the common case, nothing to clean
 	}
@@ -227,12 +341,11 @@ func (c *artifactChecker) check(spec state.ArtifactSpec) ArtifactCheck {
 	if c.root == "" {
 		return ch.invalid("no artifacts root declared")
 	}
-	if strings.ContainsAny(clean, `*?[\`) {
+	if strings.ContainsAny(clean, state.ArtifactGlobMeta) {
 		return c.glob(ch, clean)
 	}
 	ch.Rel = clean
-	f := c.locate(clean)
-	return c.judge(ch, f)
+	return c.judge(ch, c.locate(clean))
 }
 
 // plainRel reports whether rel is relative, already clean (no empty, "."
@@ -264,144 +377,50 @@ func plainRel(rel string) bool {
 // found is where a path led.
 type found struct {
 	status  ArtifactStatus // ArtifactValid here means "found"; judge decides
-	real    string         // the path to read when symlinks were resolved; "" = root/Rel
-	st      unix.Stat_t
+	e       fileEntry
 	escapes bool
 	problem string
 }
 
-func (c *artifactChecker) join(rel string) string {
-	if rel == "." {
-		return c.root
-	}
-	return c.root + "/" + rel
-}
-
-// locate finds a plain relative path under the root. Without symlinks it
-// costs one lstat per path component (one for the common "review.md");
-// a symlink anywhere sends it to resolve.
+// locate finds a clean relative path below the root: one lstat (a single
+// fstatat for the common "review.md"), and a stat through the root handle
+// when the path ends in a symlink.
 func (c *artifactChecker) locate(clean string) found {
-	for i := 0; i < len(clean); i++ {
-		if clean[i] != '/' {
-			continue
-		}
-		var st unix.Stat_t
-		if err := c.sc.statPath(c.root, clean[:i], &st, false); err != nil {
-			return statFailure(err)
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFLNK:
-			return c.resolve(c.join(clean))
-		case unix.S_IFDIR:
-		default:
-			return found{status: ArtifactMissing, problem: "does not exist (" + clean[:i] + " is not a directory)"}
-		}
+	if !c.openRoot() {
+		return c.rootFailure()
 	}
 	f := found{status: ArtifactValid}
-	if err := c.sc.statPath(c.root, clean, &f.st, false); err != nil {
-		return statFailure(err)
+	if err := c.fs.lstat(clean, &f.e); err != nil {
+		return lookupFailure(err, false)
 	}
-	if f.st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return c.resolve(c.join(clean))
+	if f.e.kind == kindSymlink {
+		if err := c.fs.stat(clean, &f.e); err != nil {
+			return lookupFailure(err, true)
+		}
 	}
 	return f
 }
 
-func statFailure(err error) found {
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return found{status: ArtifactMissing, problem: "does not exist"}
-	}
-	return found{status: ArtifactInvalid, problem: "cannot be checked: " + err.Error()}
-}
-
-// resolve follows the symlinks of full (lstat and readlink only) and
-// accepts the result only if it lies inside the root's real path.
-func (c *artifactChecker) resolve(full string) found {
-	real, err := filepath.EvalSymlinks(full)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
-			// Dangling: where would it point? Pointing out of the root is
-			// invalid whether or not the target exists (SPEC §6), and the
-			// operator's fix differs (the link, not the missing file).
-			if target, ok := danglingTarget(full); ok {
-				if rootReal, err := c.realRoot(); err == nil && !within(target, rootReal) {
-					return found{status: ArtifactInvalid, escapes: true, problem: "symlink points outside the artifacts root (to " + target + ", which does not exist); not read"}
-				}
-			}
+// lookupFailure turns a failed confined lookup into a verdict. Its words
+// come from the errno alone: nothing names a symlink's target.
+func lookupFailure(err error, viaSymlink bool) found {
+	switch {
+	case errors.Is(err, errEscapes):
+		// Pointing out of the root is invalid whether or not the target
+		// exists (SPEC §6), and the operator's fix differs (the link, not
+		// the missing file).
+		return found{status: ArtifactInvalid, escapes: true, problem: "a symlink on the way leads outside the artifacts root (absolute links count as outside); not read"}
+	case errors.Is(err, syscall.ENOENT):
+		if viaSymlink {
 			return found{status: ArtifactMissing, problem: "does not exist (dangling symlink)"}
 		}
+		return found{status: ArtifactMissing, problem: "does not exist"}
+	case errors.Is(err, syscall.ENOTDIR):
+		return found{status: ArtifactMissing, problem: "does not exist (a component on the way is not a directory)"}
+	case errors.Is(err, syscall.ELOOP):
 		return found{status: ArtifactInvalid, problem: "cannot be resolved: " + err.Error()}
 	}
-	rootReal, err := c.realRoot()
-	if err != nil {
-		return found{status: ArtifactInvalid, problem: "artifacts root cannot be resolved: " + err.Error()}
-	}
-	if !within(real, rootReal) {
-		return found{status: ArtifactInvalid, escapes: true, problem: "symlink resolves outside the artifacts root (to " + real + "); not read"}
-	}
-	f := found{status: ArtifactValid, real: real}
-	if err := lstatNoEINTR(real, &f.st); err != nil {
-		return statFailure(err)
-	}
-	return f
-}
-
-// realRoot is the artifacts root with its symlinks resolved, once.
-func (c *artifactChecker) realRoot() (string, error) {
-	if !c.resolved {
-		c.rootReal, c.rootErr = filepath.EvalSymlinks(c.root)
-		c.resolved = true
-	}
-	return c.rootReal, c.rootErr
-}
-
-// danglingTarget follows a chain of symlinks that ends at nothing, without
-// opening anything, and returns the absolute path it ends at, with the
-// symlinks of its existing ancestors resolved. ok is false when the chain
-// cannot be followed (a loop, an unreadable link).
-func danglingTarget(full string) (string, bool) {
-	p := filepath.Clean(full)
-	ended := false
-	for range 40 { // the kernel's own limit on a chain of links
-		fi, err := os.Lstat(p)
-		if err != nil {
-			ended = true // p does not exist: the end of the chain
-			break
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			return "", false // exists after all: not dangling
-		}
-		t, err := os.Readlink(p)
-		if err != nil {
-			return "", false
-		}
-		if !filepath.IsAbs(t) {
-			t = filepath.Join(filepath.Dir(p), t)
-		}
-		p = filepath.Clean(t)
-	}
-	if !ended {
-		return "", false // a loop
-	}
-	// Resolve the deepest existing ancestor, keep the rest as written.
-	dir, rest := p, ""
-	for dir != "/" && dir != "." {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(real, rest), true
-		}
-		dir, rest = filepath.Dir(dir), filepath.Join(filepath.Base(dir), rest)
-	}
-	return p, true
-}
-
-func within(p, root string) bool {
-	if p == root {
-		return true
-	}
-	if root == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return strings.HasPrefix(p, root) && p[len(root)] == '/'
+	return found{status: ArtifactInvalid, problem: "cannot be checked: " + err.Error()}
 }
 
 // judge turns a located path into a verdict against the spec.
@@ -412,18 +431,17 @@ func (c *artifactChecker) judge(ch ArtifactCheck, f found) ArtifactCheck {
 		return ch
 	}
 	ch.Matches = 1
-	ch.Size = f.st.Size
-	ch.ModTime = time.Unix(f.st.Mtim.Unix())
-	mode := f.st.Mode & unix.S_IFMT
+	ch.Size = f.e.size
+	ch.ModTime = f.e.mtime
 	spec := ch.Spec
 	switch kind := spec.EffectiveKind(); {
 	case kind == state.ArtifactDir:
-		if mode != unix.S_IFDIR {
+		if f.e.kind != kindDir {
 			return ch.invalid("not a directory")
 		}
-	case mode == unix.S_IFDIR:
+	case f.e.kind == kindDir:
 		return ch.invalid("is a directory, not a file")
-	case mode != unix.S_IFREG:
+	case f.e.kind != kindRegular:
 		return ch.invalid("not a regular file")
 	case ch.Size < spec.MinBytes:
 		return ch.invalid(strconv.FormatInt(ch.Size, 10) + " bytes < min " + strconv.FormatInt(spec.MinBytes, 10))
@@ -440,11 +458,7 @@ func (c *artifactChecker) judge(ch ArtifactCheck, f found) ArtifactCheck {
 		return ch.invalid(string(b))
 	}
 	if spec.EffectiveKind() == state.ArtifactJSON {
-		real := f.real
-		if real == "" {
-			real = c.join(ch.Rel)
-		}
-		if problem := checkJSON(real, &f.st); problem != "" {
+		if problem := c.checkJSON(ch.Rel, &f.e); problem != "" {
 			return ch.invalid(problem)
 		}
 	}
@@ -457,50 +471,44 @@ func (ch ArtifactCheck) invalid(problem string) ArtifactCheck {
 	return ch
 }
 
-// checkJSON reads a confined regular file and reports "" when it parses as
-// one JSON value. It opens with O_NOFOLLOW and O_NONBLOCK (a FIFO swapped in
-// cannot block the probe) and insists the opened file is the one that was
-// checked (same device and inode), so a file replaced by a symlink between
-// the check and the open is not followed out of the root.
-func checkJSON(path string, checked *unix.Stat_t) string {
-	if checked.Size > MaxJSONBytes {
-		return "larger than the " + strconv.Itoa(MaxJSONBytes>>20) + " MiB limit for JSON artifacts; not read"
+var jsonTooLarge = "larger than the " + strconv.Itoa(MaxJSONBytes>>20) + " MiB limit for JSON artifacts; not read"
+
+// checkJSON reads a regular file through the root handle and reports ""
+// when it parses as one JSON value. It opens without blocking (a FIFO
+// swapped in cannot hold the probe) and insists the opened file is the one
+// that was checked (same device and inode), so a file replaced between the
+// check and the open is not judged in its place.
+func (c *artifactChecker) checkJSON(rel string, checked *fileEntry) string {
+	if checked.size > MaxJSONBytes {
+		return jsonTooLarge
 	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, err := c.fs.openRead(rel)
 	if err != nil {
+		if errors.Is(err, errEscapes) {
+			return "changed while being checked (now leads outside the artifacts root); not read"
+		}
 		return "cannot be read: " + err.Error()
 	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return "cannot be read: " + err.Error()
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "cannot be read: " + unwrapErrno(err).Error()
 	}
-	if st.Dev != checked.Dev || st.Ino != checked.Ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	var now fileEntry
+	fromFileInfo(fi, &now)
+	if now.dev != checked.dev || now.ino != checked.ino || now.kind != kindRegular {
 		return "changed while being checked; not read"
 	}
-	if st.Size > MaxJSONBytes {
-		return "larger than the " + strconv.Itoa(MaxJSONBytes>>20) + " MiB limit for JSON artifacts; not read"
+	if now.size > MaxJSONBytes {
+		return jsonTooLarge
 	}
 	// One byte more than the limit tells a file that grew past it.
-	buf := make([]byte, 0, st.Size+1)
-	for len(buf) <= MaxJSONBytes {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return "cannot be read: " + err.Error()
-		}
-		if n == 0 {
-			break
-		}
-		buf = buf[:len(buf)+n]
+	buf, err := io.ReadAll(io.LimitReader(f, MaxJSONBytes+1))
+	if err != nil {
+		return "cannot be read: " + unwrapErrno(err).Error()
 	}
 	if len(buf) > MaxJSONBytes {
-		return "larger than the " + strconv.Itoa(MaxJSONBytes>>20) + " MiB limit for JSON artifacts; not read"
+		return jsonTooLarge
 	}
 	if !json.Valid(buf) {
 		return "not valid JSON"
@@ -509,16 +517,19 @@ func checkJSON(path string, checked *unix.Stat_t) string {
 }
 
 // glob matches a pattern component by component, the way filepath.Glob
-// would, but never lists or enters a directory outside the root: each
-// directory it lists was reached through lstat-checked components, or
-// through symlinks resolved and proven to stay inside. filepath.Glob would
-// follow a symlinked directory anywhere and list it.
+// would, but lists and enters directories only through the root handle,
+// so never outside the root, and within the check's bounds. Matches are
+// taken in name order within each directory, so the verdict (and its
+// evidence) does not change with the order the file system lists them.
 func (c *artifactChecker) glob(ch ArtifactCheck, clean string) ArtifactCheck {
 	comps := strings.Split(clean, "/")
 	for _, comp := range comps {
 		if _, err := filepath.Match(comp, ""); err != nil {
 			return ch.invalid("bad glob pattern: " + err.Error())
 		}
+	}
+	if !c.openRoot() {
+		return c.judge(ch, c.rootFailure())
 	}
 	var (
 		best    ArtifactCheck
@@ -539,13 +550,12 @@ func (c *artifactChecker) glob(ch ArtifactCheck, clean string) ArtifactCheck {
 		}
 		return matches < maxGlobMatches
 	}
-	c.walk(".", c.root, comps, visit)
-	if matches == 0 {
-		ch.Status, ch.Problem = ArtifactMissing, "no file matches"
+	c.walk(".", comps, visit)
+	if c.stopped != "" {
 		return ch
 	}
-	if best.Status == 0 {
-		// Every match was missing by the time it was judged.
+	if matches == 0 || best.Status == 0 {
+		// No match, or every match was missing by the time it was judged.
 		ch.Status, ch.Problem = ArtifactMissing, "no file matches"
 		return ch
 	}
@@ -553,23 +563,41 @@ func (c *artifactChecker) glob(ch ArtifactCheck, clean string) ArtifactCheck {
 	return best
 }
 
-// walk matches comps under dir (a real directory inside the root; rel is
-// its path relative to the root) and calls visit for every final match,
-// until visit returns false. It reports whether to go on.
-func (c *artifactChecker) walk(rel, dir string, comps []string, visit func(string, found) bool) bool {
+// walk matches comps in directory rel (relative to the root) and calls
+// visit for every final match, until visit returns false or a bound
+// stops the check. It reports whether to go on.
+func (c *artifactChecker) walk(rel string, comps []string, visit func(string, found) bool) bool {
+	if c.over() {
+		return false
+	}
+	d, err := c.fs.openDir(rel)
+	if err != nil {
+		return true // gone, unreadable, or now leading out: matches nothing
+	}
+	defer d.close()
 	comp, rest := comps[0], comps[1:]
 	var names []string
-	if strings.ContainsAny(comp, `*?[\`) {
-		entries, err := os.ReadDir(dir)
+	if strings.ContainsAny(comp, state.ArtifactGlobMeta) {
+		err := d.names(func(name string) bool {
+			if !c.visitEntry() {
+				return false
+			}
+			if ok, _ := filepath.Match(comp, name); ok {
+				names = append(names, name)
+			}
+			return true
+		})
+		if c.stopped != "" {
+			return false
+		}
 		if err != nil {
 			return true // an unreadable directory matches nothing
 		}
-		for _, e := range entries {
-			if ok, _ := filepath.Match(comp, e.Name()); ok {
-				names = append(names, e.Name())
-			}
-		}
+		sort.Strings(names)
 	} else {
+		if !c.visitEntry() {
+			return false
+		}
 		names = []string{comp}
 	}
 	for _, name := range names {
@@ -577,36 +605,43 @@ func (c *artifactChecker) walk(rel, dir string, comps []string, visit func(strin
 		if rel != "." {
 			childRel = rel + "/" + name
 		}
-		p := dir + "/" + name
-		f := found{status: ArtifactValid, real: p}
-		if err := lstatNoEINTR(p, &f.st); err != nil {
+		f := found{status: ArtifactValid}
+		if err := d.lstat(name, &f.e); err != nil {
 			continue // absent (or vanished since the listing): no match
 		}
-		if f.st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			f = c.resolve(p)
-			if f.status == ArtifactMissing {
-				continue
+		if f.e.kind == kindSymlink {
+			if err := c.fs.stat(childRel, &f.e); err != nil {
+				f = lookupFailure(err, true)
+				if f.status == ArtifactMissing {
+					continue
+				}
 			}
 		}
-		if len(rest) == 0 {
+		if len(rest) == 0 || f.escapes {
+			// A final match; or a symlinked directory leading out, where
+			// whatever lies below is outside the root: report it, do not
+			// enter it.
 			if !visit(childRel, f) {
 				return false
 			}
 			continue
 		}
-		if f.escapes {
-			// A symlinked directory leading out: whatever lies below is
-			// outside the root. Report it, do not enter it.
-			if !visit(childRel, f) {
-				return false
-			}
-			continue
-		}
-		if f.status == ArtifactValid && f.st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			if !c.walk(childRel, f.real, rest, visit) {
+		if f.status == ArtifactValid && f.e.kind == kindDir {
+			if !c.walk(childRel, rest, visit) {
 				return false
 			}
 		}
 	}
-	return true
+	return c.stopped == ""
+}
+
+// visitEntry counts one directory entry against the bound, and looks at
+// the clock every 64 entries. It reports whether the walk may go on.
+func (c *artifactChecker) visitEntry() bool {
+	c.entries++
+	if c.entries > c.lim.entries {
+		c.stopped = "visited " + strconv.Itoa(c.lim.entries) + " directory entries (limit " + strconv.Itoa(c.lim.entries) + ")"
+		return false
+	}
+	return c.entries%64 != 0 || !c.over()
 }

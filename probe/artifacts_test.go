@@ -80,10 +80,34 @@ func artifactTree(t *testing.T) (root, outside string, start time.Time) {
 	link("dangling.md", "dangling-chain.md")
 	link("loop-b.md", "loop-a.md")
 	link("loop-a.md", "loop-b.md")
+	link(filepath.Join(root, "review.md"), "absolute-inside.md")
 	return root, outside, start
 }
 
-func TestCheckArtifact(t *testing.T) {
+// backends runs f once per confinement backend: openat2 (where the kernel
+// has it) and os.Root, which is what other systems and older kernels use.
+func backends(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	for _, portable := range []bool{false, true} {
+		name := "openat2"
+		if portable {
+			name = "os.Root"
+		} else if !beneathSupported() {
+			t.Log("openat2 unavailable: only os.Root is tested")
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			forcePortableRoot = portable
+			defer func() { forcePortableRoot = false }()
+			f(t)
+		})
+	}
+}
+
+func TestCheckArtifact(t *testing.T) { backends(t, testCheckArtifact) }
+
+func testCheckArtifact(t *testing.T) {
+	ctx := t.Context()
 	root, outside, start := artifactTree(t)
 	file := func(path string) state.ArtifactSpec { return state.ArtifactSpec{Path: path, Required: true} }
 	for _, tc := range []struct {
@@ -140,16 +164,29 @@ func TestCheckArtifact(t *testing.T) {
 		{"dangling absolute symlink out", file("dangling-out-abs.md"), ArtifactInvalid, true, "outside the artifacts root"},
 		{"dangling relative symlink out", file("dangling-out-rel.md"), ArtifactInvalid, true, "outside the artifacts root"},
 		{"symlink loop", file("loop-a.md"), ArtifactInvalid, false, "cannot be resolved"},
+		// An absolute link is never followed, even to a place inside: the
+		// lookup cannot tell it from one leading out without leaving.
+		{"absolute symlink to inside", file("absolute-inside.md"), ArtifactInvalid, true, "absolute links count as outside"},
 		{"glob matching an escaping symlink", state.ArtifactSpec{Path: "*.json", Kind: "json", MinBytes: 1 << 30}, ArtifactInvalid, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := CheckArtifacts(root, []state.ArtifactSpec{tc.spec}, secs(start))
+			res := CheckArtifacts(ctx, root, []state.ArtifactSpec{tc.spec}, secs(start))
 			c := res.Checks[0]
 			if c.Status != tc.status || c.Escapes != tc.escapes || !strings.Contains(c.Problem, tc.problem) {
 				t.Errorf("got %v escapes=%v %q; want %v escapes=%v %q", c.Status, c.Escapes, c.Problem, tc.status, tc.escapes, tc.problem)
 			}
 			if d := c.Detail(); !strings.HasPrefix(d, c.Rel+": ") {
 				t.Errorf("detail %q does not start with the path", d)
+			}
+			// Nothing said about a check names the outside, unless the
+			// spec itself did.
+			if !strings.Contains(tc.spec.Path, outside) {
+				ev := c.Evidence(time.Now())
+				for _, s := range []string{c.Problem, c.Detail(), c.Path(), ev.Path, ev.Detail} {
+					if strings.Contains(s, outside) || strings.Contains(s, filepath.Base(outside)+"/") {
+						t.Errorf("names the outside: %q", s)
+					}
+				}
 			}
 		})
 	}
@@ -172,12 +209,13 @@ func TestPlainRel(t *testing.T) {
 }
 
 func TestCheckArtifactsFIFOOutsideNotOpened(t *testing.T) {
+	ctx := t.Context()
 	// Had the probe opened the FIFO behind fifo.json for reading without
 	// O_NONBLOCK, it would block here forever; with the confinement check
 	// it returns at once, and no reader ever appeared on the FIFO: opening
 	// its write side without blocking fails with ENXIO.
 	root, outside, start := artifactTree(t)
-	CheckArtifacts(root, []state.ArtifactSpec{{Path: "fifo.json", Kind: "json", Required: true}}, secs(start))
+	CheckArtifacts(ctx, root, []state.ArtifactSpec{{Path: "fifo.json", Kind: "json", Required: true}}, secs(start))
 	fd, err := syscall.Open(filepath.Join(outside, "fifo.json"), syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
 	if err == nil {
 		syscall.Close(fd)
@@ -189,6 +227,7 @@ func TestCheckArtifactsFIFOOutsideNotOpened(t *testing.T) {
 }
 
 func TestCheckArtifactsDelivery(t *testing.T) {
+	ctx := t.Context()
 	root, _, start := artifactTree(t)
 	req := func(p string) state.ArtifactSpec { return state.ArtifactSpec{Path: p, Required: true, MinBytes: 1} }
 	opt := func(p string) state.ArtifactSpec { return state.ArtifactSpec{Path: p, MinBytes: 1} }
@@ -209,15 +248,15 @@ func TestCheckArtifactsDelivery(t *testing.T) {
 		{"escaping path", []state.ArtifactSpec{req("review.md"), req("../etc/passwd")}, state.DeliveryInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := CheckArtifacts(root, tc.specs, secs(start)).Delivery; got != tc.want {
+			if got := CheckArtifacts(ctx, root, tc.specs, secs(start)).Delivery; got != tc.want {
 				t.Errorf("delivery %v, want %v", got, tc.want)
 			}
 		})
 	}
-	if got := CheckArtifacts("", []state.ArtifactSpec{req("review.md")}, 0); got.Delivery != state.DeliveryInvalid {
+	if got := CheckArtifacts(ctx, "", []state.ArtifactSpec{req("review.md")}, 0); got.Delivery != state.DeliveryInvalid {
 		t.Errorf("no root: %v", got.Delivery)
 	}
-	if got := CheckArtifacts(filepath.Join(root, "absent"), []state.ArtifactSpec{req("review.md")}, 0); got.Delivery != state.DeliveryMissing {
+	if got := CheckArtifacts(ctx, filepath.Join(root, "absent"), []state.ArtifactSpec{req("review.md")}, 0); got.Delivery != state.DeliveryMissing {
 		t.Errorf("absent root: %v", got.Delivery)
 	}
 }

@@ -164,6 +164,7 @@ func reportPerEntity(b *testing.B, n int) {
 }
 
 func BenchmarkSweep(b *testing.B) {
+	ctx := b.Context()
 	for _, n := range benchSizes(b) {
 		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
 			f := fixture(b, n)
@@ -176,7 +177,7 @@ func BenchmarkSweep(b *testing.B) {
 			for b.Loop() {
 				alive, dead = 0, 0
 				for i := range f.targets {
-					r := h.Probe(f.targets[i], th, now)
+					r := h.Probe(ctx, f.targets[i], th, now)
 					switch r.Health {
 					case state.HealthRunning:
 						alive++
@@ -238,6 +239,7 @@ func rawStat(path []byte, st *unix.Stat_t) {
 // shared, noisy machine the two separate benchmarks above can land in
 // different weather, while passes taken back to back see the same.
 func BenchmarkSweepRatio(b *testing.B) {
+	ctx := b.Context()
 	for _, n := range benchSizes(b) {
 		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
 			f := fixture(b, n)
@@ -259,7 +261,7 @@ func BenchmarkSweepRatio(b *testing.B) {
 				}
 				t1 := time.Now()
 				for i := range f.targets {
-					h.Probe(f.targets[i], DefaultThresholds, now)
+					h.Probe(ctx, f.targets[i], DefaultThresholds, now)
 				}
 				t2 := time.Now()
 				floor += t1.Sub(t0)

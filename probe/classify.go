@@ -108,7 +108,8 @@ type Result struct {
 }
 
 // maxFindings bounds the findings of one result: a health reason,
-// liveness_unknown, slow, clock_skew, stale_lock and a delivery reason.
+// liveness_unknown, slow, clock_skew, stale_lock and a delivery reason
+// (one of missing, partial, invalid, check_stopped).
 const maxFindings = 6
 
 // finding is one reason before formatting: its code and the observations
@@ -122,11 +123,12 @@ type finding struct {
 type evidenceSet uint8
 
 const (
-	evPID        evidenceSet = 1 << iota
-	evSupervisor             // the supervisor's pid check
-	evHeartbeat              // the heartbeat, when its age is known
-	evLocks                  // every lock file still present
-	evArtifacts              // every failing artifact that counts (see artifactCited)
+	evPID          evidenceSet = 1 << iota
+	evSupervisor               // the supervisor's pid check
+	evHeartbeat                // the heartbeat, when its age is known
+	evLocks                    // every lock file still present
+	evArtifacts                // every failing artifact that counts (see artifactCited)
+	evArtifactStop             // the bound that stopped the artifact check
 )
 
 // Classify judges observations: a pure function of them, the thresholds and
@@ -275,6 +277,12 @@ func (r *Result) classifyDelivery() {
 	switch r.Delivery {
 	case "":
 		r.Delivery = state.DeliveryUnknown
+	case state.DeliveryUnknown:
+		// A check its caller interrupted found nothing about the entity;
+		// one that hit its own bound did, and says which.
+		if r.Artifacts.Stopped != "" && !r.Artifacts.Interrupted {
+			r.add(state.RunDeliveryCheckStopped, evArtifactStop)
+		}
 	case state.DeliveryMissing:
 		r.add(state.RunDeliveryMissing, evArtifacts)
 	case state.DeliveryPartial:
@@ -350,6 +358,9 @@ func (r *Result) evidence(set evidenceSet, fetched *float64) []state.EvidenceRef
 			}
 		}
 	}
+	if set&evArtifactStop != 0 {
+		n++
+	}
 	ev := make([]state.EvidenceRef, 0, n)
 	switch {
 	case merged:
@@ -380,6 +391,9 @@ func (r *Result) evidence(set evidenceSet, fetched *float64) []state.EvidenceRef
 				ev = append(ev, c.evidence(fetched))
 			}
 		}
+	}
+	if set&evArtifactStop != 0 {
+		ev = append(ev, r.Artifacts.stopEvidence(fetched))
 	}
 	return ev
 }
@@ -446,6 +460,8 @@ func (r *Result) message(f finding) string {
 		} else {
 			return "declared lock file still exists after the end"
 		}
+	case state.RunDeliveryCheckStopped:
+		return "artifact check stopped: " + r.Artifacts.Stopped + "; delivery unknown"
 	case state.RunDeliveryMissing, state.RunDeliveryPartial, state.RunDeliveryInvalid:
 		var required, valid, invalid int
 		for _, c := range r.Artifacts.Checks {
@@ -514,6 +530,9 @@ func (r Result) Evidence() []state.EvidenceRef {
 	}
 	for _, c := range r.Artifacts.Checks {
 		ev = append(ev, c.evidence(now))
+	}
+	if r.Artifacts.Stopped != "" {
+		ev = append(ev, r.Artifacts.stopEvidence(now))
 	}
 	return ev
 }

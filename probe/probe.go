@@ -19,12 +19,12 @@
 //   - pids are those of the watchdog's pid namespace: a process registered
 //     from another namespace (a container) reads as another process or as
 //     gone;
-//   - a json artifact's intermediate directories could be swapped for a
-//     symlink between the confinement check and the read; the final
-//     component cannot (O_NOFOLLOW, same inode), and the read is bounded.
+//   - an artifact check over one of its bounds (state.MaxArtifact*) reads
+//     delivery unknown, not what the files would have said.
 package probe
 
 import (
+	"context"
 	"time"
 
 	"watchdog/state"
@@ -84,7 +84,11 @@ type Target struct {
 // Probe is the sweep's hot path. On a healthy entity it allocates only the
 // artifact result, and formats no evidence (Reasons are empty; Result's
 // Evidence formats on demand).
-func (h *Host) Probe(t Target, th Thresholds, now time.Time) Result {
+//
+// ctx bounds the artifact check (besides its own bounds, see
+// CheckArtifacts); the process and heartbeat checks are a few syscalls
+// each and do not look at it.
+func (h *Host) Probe(ctx context.Context, t Target, th Thresholds, now time.Time) Result {
 	sc := getScratch()
 	defer putScratch(sc)
 
@@ -118,7 +122,7 @@ func (h *Host) Probe(t Target, th Thresholds, now time.Time) Result {
 		// nothing to read.
 		obs.Artifacts = ArtifactResult{Delivery: state.DeliveryNotExpected}
 	case !t.SkipArtifacts:
-		obs.Artifacts = CheckArtifacts(t.ArtifactsRoot, t.Artifacts, started)
+		obs.Artifacts = CheckArtifacts(ctx, t.ArtifactsRoot, t.Artifacts, started)
 	}
 	var r Result
 	r.classify(&obs, th, now)

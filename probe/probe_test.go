@@ -24,6 +24,7 @@ func codesOf(r Result) []state.ReasonCode {
 // TestProbe runs every check for real: live and killed processes, heartbeat
 // files aged with Chtimes, artifact trees and lock files on disk.
 func TestProbe(t *testing.T) {
+	ctx := t.Context()
 	h := NewHost()
 	now := time.Now()
 	dir := t.TempDir()
@@ -84,7 +85,7 @@ func TestProbe(t *testing.T) {
 			target := entity(liveID)
 			target.Artifacts = append([]state.ArtifactSpec(nil), target.Artifacts...)
 			tc.edit(&target)
-			r := h.Probe(target, DefaultThresholds, now)
+			r := h.Probe(ctx, target, DefaultThresholds, now)
 			if r.Health != tc.health || r.Delivery != tc.delivery || !reflect.DeepEqual(codesOf(r), tc.codes) {
 				t.Errorf("got %v/%v %v, want %v/%v %v", r.Health, r.Delivery, codesOf(r), tc.health, tc.delivery, tc.codes)
 				for _, e := range r.Evidence() {
@@ -94,7 +95,7 @@ func TestProbe(t *testing.T) {
 		})
 	}
 
-	dead := h.Probe(entity(killedID), DefaultThresholds, now)
+	dead := h.Probe(ctx, entity(killedID), DefaultThresholds, now)
 	if dead.Health != state.HealthProcessDead || dead.Liveness != Dead {
 		t.Errorf("killed process: %v/%v", dead.Health, dead.Liveness)
 	}
@@ -104,6 +105,7 @@ func TestProbe(t *testing.T) {
 }
 
 func TestProbeHealthyAllocations(t *testing.T) {
+	ctx := t.Context()
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
 	}
@@ -119,7 +121,7 @@ func TestProbeHealthyAllocations(t *testing.T) {
 		Artifacts: []state.ArtifactSpec{{Path: "a.md", Required: true}},
 	}
 	// The artifact result's slice, nothing else.
-	if n := testing.AllocsPerRun(50, func() { h.Probe(target, DefaultThresholds, now) }); n > 1 {
+	if n := testing.AllocsPerRun(50, func() { h.Probe(ctx, target, DefaultThresholds, now) }); n > 1 {
 		t.Errorf("Probe of a healthy entity allocates %v times, want at most 1", n)
 	}
 }

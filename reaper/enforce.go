@@ -128,7 +128,7 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 		case "show":
 			act, reason, ok = r.failedShow(ctx, e)
 		default:
-			act, reason, ok = r.phantom(e, parents, now)
+			act, reason, ok = r.phantom(ctx, e, parents, now)
 		}
 		if !ok {
 			continue
@@ -148,7 +148,7 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 
 // phantom decides on a process entity: health process_dead or orphaned
 // (re-checked now) and quiet for phantom_after.
-func (r *Reaper) phantom(e store.Entity, parents parentCache, now time.Time) (Action, state.StateReason, bool) {
+func (r *Reaper) phantom(ctx context.Context, e store.Entity, parents parentCache, now time.Time) (Action, state.StateReason, bool) {
 	to := deadTargetFrom(e)
 	if to == "" || (e.Health != state.HealthProcessDead && e.Health != state.HealthOrphaned) {
 		return Action{}, state.StateReason{}, false
@@ -157,7 +157,7 @@ func (r *Reaper) phantom(e store.Entity, parents parentCache, now time.Time) (Ac
 	if quiet < r.Settings.PhantomAfter {
 		return Action{}, state.StateReason{}, false
 	}
-	res := r.Prober.Probe(target(e, parents.terminal(e)), r.Settings.Probe, now)
+	res := r.Prober.Probe(ctx, target(e, parents.terminal(e)), r.Settings.Probe, now)
 	// A heartbeat file is activity too, and only the probe reads it: an
 	// orphan that still writes its heartbeat is working, not a phantom.
 	if hb := res.Heartbeat; hb.Source == probe.HeartbeatFile && !hb.At.IsZero() {

@@ -35,8 +35,9 @@ type Store interface {
 }
 
 // Prober probes one entity and re-checks one pid; *probe.Host implements it.
+// ctx bounds the probe's artifact check.
 type Prober interface {
-	Probe(t probe.Target, th probe.Thresholds, now time.Time) probe.Result
+	Probe(ctx context.Context, t probe.Target, th probe.Thresholds, now time.Time) probe.Result
 	CheckPID(t probe.PIDTarget) probe.PIDObservation
 	// Owner and Ancestors say whose a process is and where it hangs:
 	// asked only before a signal (kill_orphans).

@@ -22,6 +22,14 @@ var ErrSweepOverBudget = errors.New("sweep over budget")
 // failure_window (stale locks, processes alive after their recorded end),
 // and records health, delivery, reasons and the first-death time when they
 // changed. A sweep over an unchanged host writes nothing.
+//
+// It runs in two passes, so that no file system can delay a death: first
+// every entity without artifact work (liveness and heartbeats only: a few
+// syscalls each), then those whose artifact contract is due (ended, of
+// this host). Each artifact check is bounded by the probe's own limits
+// (state.MaxArtifact*, among them MaxArtifactCheckTime) and by what is
+// left of the sweep's budget: a check the budget interrupts records
+// nothing, and the next sweep starts with it.
 func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	start := r.now()
 	rep := Report{Job: "sweep"}
@@ -40,15 +48,21 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	list = r.dropHostsWithDaemons(ctx, list, start)
 	parents := parentCache{store: r.Store, ctx: ctx, seen: map[string]bool{}}
 	first := r.resume.after(list)
+	overBudget := func(done int, last store.Entity) error {
+		r.resume.set(last)
+		err := fmt.Errorf("%w: probed %d of %d entities in %s; the next sweep starts where this one stopped", ErrSweepOverBudget, done, len(list), budget)
+		r.log().Error("sweep incomplete", zap.Error(err))
+		return err
+	}
+
+	// Pass 1: liveness. Artifact work is set aside, in sweep order.
+	var deferred []store.Entity
 	for n := range len(list) {
 		e := list[(first+n)%len(list)]
 		// Checked every 64 entities and never before the first 64, so
 		// even a sweep whose store read ate the budget makes progress.
 		if n > 0 && n%64 == 0 && time.Now().After(deadline) {
-			r.resume.set(list[(first+n-1)%len(list)])
-			err := fmt.Errorf("%w: probed %d of %d entities in %s; the next sweep starts where this one stopped", ErrSweepOverBudget, rep.Checked, len(list), budget)
-			r.log().Error("sweep incomplete", zap.Error(err))
-			return rep, err
+			return rep, overBudget(rep.Checked, list[(first+n-1)%len(list)])
 		}
 		if err := ctx.Err(); err != nil {
 			return rep, fmt.Errorf("sweep interrupted after %d of %d entities: %w", rep.Checked, len(list), err)
@@ -56,13 +70,49 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 		if e.Type == "schedule" {
 			continue // check_schedules judges schedules
 		}
-		rep.Checked++
-		s, err := r.probeAndRecord(ctx, e, parents.terminal(e))
-		if err != nil {
-			return rep, fmt.Errorf("sweep: %w", err)
+		if r.artifactsDue(e) {
+			deferred = append(deferred, e)
+			continue
 		}
-		if s.written {
-			rep.Written++
+		if err := r.sweepOne(ctx, &rep, e, parents); err != nil {
+			return rep, err
+		}
+	}
+
+	// Pass 2: artifact contracts, within what is left of the budget. The
+	// first one always gets its turn (with its own bounds), so a host
+	// whose liveness pass eats the budget still makes progress here.
+	if len(deferred) > 0 {
+		budgetCtx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		for i, e := range deferred {
+			actx := budgetCtx
+			if i == 0 {
+				actx = ctx
+			} else if time.Now().After(deadline) {
+				return rep, overBudget(rep.Checked, deferred[i-1])
+			}
+			if err := ctx.Err(); err != nil {
+				return rep, fmt.Errorf("sweep interrupted after %d of %d entities: %w", rep.Checked, len(list), err)
+			}
+			rep.Checked++
+			s, err := r.probeAndRecord(actx, e, parents.terminal(e))
+			if err != nil {
+				return rep, fmt.Errorf("sweep: %w", err)
+			}
+			if s.interrupted {
+				rep.Checked--
+				if err := ctx.Err(); err != nil {
+					return rep, fmt.Errorf("sweep interrupted after %d of %d entities: %w", rep.Checked, len(list), err)
+				}
+				if i == 0 {
+					continue // cannot happen without ctx done; nothing recorded
+				}
+				return rep, overBudget(rep.Checked, deferred[i-1])
+			}
+			if s.written {
+				rep.Written++
+			}
 		}
 	}
 	r.resume.clear()
@@ -70,6 +120,25 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 		r.Observer.SweepFinished(r.now())
 	}
 	return rep, nil
+}
+
+// sweepOne probes and records one entity of the liveness pass.
+func (r *Reaper) sweepOne(ctx context.Context, rep *Report, e store.Entity, parents parentCache) error {
+	rep.Checked++
+	s, err := r.probeAndRecord(ctx, e, parents.terminal(e))
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	if s.written {
+		rep.Written++
+	}
+	return nil
+}
+
+// artifactsDue says whether probing e checks its artifact contract (see
+// target and remoteTarget): the file system work a sweep does last.
+func (r *Reaper) artifactsDue(e store.Entity) bool {
+	return e.Terminal && len(e.Artifacts) > 0 && e.HostID == r.HostID && probed(e)
 }
 
 // after returns the index in list (ordered by type, id, as the store
@@ -120,6 +189,8 @@ type step struct {
 	// landed since the entity was read (the next probe judges the new
 	// lifecycle).
 	written bool
+	// interrupted: ctx stopped the artifact check; nothing was recorded.
+	interrupted bool
 }
 
 // probeAndRecord probes one entity and stores the observation when it
@@ -127,7 +198,14 @@ type step struct {
 // probe records exactly what the daemon would.
 func (r *Reaper) probeAndRecord(ctx context.Context, e store.Entity, parentTerminal bool) (step, error) {
 	var s step
-	s.res, s.obs, s.changed = r.observe(e, parentTerminal, r.now())
+	s.res, s.obs, s.changed = r.observe(ctx, e, parentTerminal, r.now())
+	if s.res.Artifacts.Interrupted {
+		// The caller ran out of time or is shutting down: the check says
+		// nothing about the entity, and recording "unknown" would only
+		// flap its delivery.
+		s.changed, s.interrupted = false, true
+		return s, nil
+	}
 	if !s.changed {
 		return s, nil
 	}
@@ -141,7 +219,7 @@ func (r *Reaper) probeAndRecord(ctx context.Context, e store.Entity, parentTermi
 
 // observe probes one entity and returns the probe's result and the
 // observation to store, or false when nothing changed.
-func (r *Reaper) observe(e store.Entity, parentTerminal bool, now time.Time) (probe.Result, store.Observation, bool) {
+func (r *Reaper) observe(ctx context.Context, e store.Entity, parentTerminal bool, now time.Time) (probe.Result, store.Observation, bool) {
 	var res probe.Result
 	if !probed(e) {
 		// A record with no process, heartbeat or files of its own (a show,
@@ -153,7 +231,7 @@ func (r *Reaper) observe(e store.Entity, parentTerminal bool, now time.Time) (pr
 		if e.HostID != r.HostID {
 			t = remoteTarget(t)
 		}
-		res = r.Prober.Probe(t, r.Settings.Probe, now)
+		res = r.Prober.Probe(ctx, t, r.Settings.Probe, now)
 	}
 	if res.Delivery == "" {
 		res.Delivery = e.Delivery

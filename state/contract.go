@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Artifact kinds of the artifact contract.
@@ -37,6 +38,80 @@ func (a ArtifactSpec) Validate() error {
 	}
 	if a.MinBytes < 0 {
 		return fmt.Errorf("artifact %q: min_bytes %d is negative", a.Path, a.MinBytes)
+	}
+	return nil
+}
+
+// Limits of the artifact contract, in one place. Registration refuses a
+// contract over the first four (ValidateContract). The probe enforces every
+// one of them on every check, so a contract stored before they existed (or
+// put into the store some other way) is bounded all the same: an entity
+// over a bound reads delivery unknown with the bound named
+// (run.delivery.check_stopped), and its check never delays another
+// entity's. See ADR-0010.
+const (
+	// MaxArtifacts is the most artifacts one contract may declare.
+	MaxArtifacts = 100
+	// MaxArtifactPathBytes bounds the length of one artifact path or glob.
+	MaxArtifactPathBytes = 1024
+	// MaxArtifactPathSegments bounds the components of one path or glob:
+	// how deep below the root a check may look.
+	MaxArtifactPathSegments = 16
+	// MaxArtifactGlobSegments bounds the components of one glob that hold
+	// a wildcard: each one multiplies the directories a check lists.
+	MaxArtifactGlobSegments = 4
+	// MaxArtifactEntries bounds the directory entries one entity's check
+	// reads, all its globs together.
+	MaxArtifactEntries = 10000
+	// MaxArtifactCheckTime bounds the wall time of one entity's check.
+	MaxArtifactCheckTime = 200 * time.Millisecond
+)
+
+// ArtifactGlobMeta are the characters that make an artifact path a glob.
+const ArtifactGlobMeta = `*?[\`
+
+// PathShape counts the components of an artifact path as a check walks
+// it (after the "." and empty components Clean would drop) and those of
+// them holding a glob meta character.
+func PathShape(path string) (segments, wildcards int) {
+	start, wild := 0, false
+	for i := 0; i <= len(path); i++ {
+		if i == len(path) || path[i] == '/' {
+			if seg := path[start:i]; seg != "" && seg != "." {
+				segments++
+				if wild {
+					wildcards++
+				}
+			}
+			start, wild = i+1, false
+			continue
+		}
+		if strings.IndexByte(ArtifactGlobMeta, path[i]) >= 0 {
+			wild = true
+		}
+	}
+	return segments, wildcards
+}
+
+// ValidateContract refuses a contract beyond the limits above: too many
+// artifacts, a path too long, too deep or with too many wildcard
+// components. The error names the limit. Each artifact's own fields are
+// checked by Validate.
+func ValidateContract(specs []ArtifactSpec) error {
+	if len(specs) > MaxArtifacts {
+		return fmt.Errorf("%d artifacts: the limit is %d per contract", len(specs), MaxArtifacts)
+	}
+	for i, a := range specs {
+		if len(a.Path) > MaxArtifactPathBytes {
+			return fmt.Errorf("artifacts[%d]: path is %d bytes long, the limit is %d", i, len(a.Path), MaxArtifactPathBytes)
+		}
+		segs, wild := PathShape(a.Path)
+		if segs > MaxArtifactPathSegments {
+			return fmt.Errorf("artifacts[%d] %q: %d path components, the limit is %d", i, a.Path, segs, MaxArtifactPathSegments)
+		}
+		if wild > MaxArtifactGlobSegments {
+			return fmt.Errorf("artifacts[%d] %q: %d components with wildcards, the limit is %d", i, a.Path, wild, MaxArtifactGlobSegments)
+		}
 	}
 	return nil
 }

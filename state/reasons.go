@@ -63,6 +63,8 @@ const (
 	RunDeliveryPartial ReasonCode = "run.delivery.partial"
 	// RunDeliveryInvalid: an artifact is present but fails validation or escapes the root.
 	RunDeliveryInvalid ReasonCode = "run.delivery.invalid"
+	// RunDeliveryCheckStopped: the artifact check stopped at a bound (entries, depth, artifacts, time); delivery unknown.
+	RunDeliveryCheckStopped ReasonCode = "run.delivery.check_stopped"
 )
 
 // System (watchdog's own enforcement) codes.
@@ -151,6 +153,7 @@ var reasonEntries = []ReasonInfo{
 	{RunDeliveryMissing, "none of the required artifacts is present."},
 	{RunDeliveryPartial, "some but not all required artifacts are valid."},
 	{RunDeliveryInvalid, "an artifact is present but fails validation or escapes the root."},
+	{RunDeliveryCheckStopped, "the artifact check stopped at a bound (entries, depth, artifacts, time); delivery unknown."},
 	{SystemHealthProcessDeadNoTerminal, "the process died without recording a terminal state."},
 	{SystemReaperPhantomProcessDead, "a phantom whose process is dead was reaped."},
 	{SystemReaperPhantomOrphaned, "a phantom whose process is orphaned was reaped."},

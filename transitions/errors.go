@@ -23,6 +23,10 @@ var (
 	ErrForbidden = errors.New("forbidden for actor")
 	// ErrInvalidInput: a malformed field (id, actor, trigger, evidence, ...).
 	ErrInvalidInput = errors.New("invalid input")
+	// ErrOverLimit: a well-formed document beyond a limit the daemon keeps
+	// (an artifact contract too large or too deep to check); the error
+	// names the limit.
+	ErrOverLimit = errors.New("over a limit")
 	// ErrUnknownReason: the reason code is malformed or not registered.
 	ErrUnknownReason = state.ErrUnknownReason
 	// ErrNotFound: no such entity.
@@ -43,6 +47,7 @@ const (
 	CauseUnknownType       = "unknown_type"
 	CauseUnknownState      = "unknown_state"
 	CauseInvalidInput      = "invalid_input"
+	CauseOverLimit         = "over_limit"
 	CauseStoreError        = "store_error"
 )
 
@@ -50,7 +55,7 @@ const (
 var Causes = []string{
 	CauseNotFound, CauseInvalidTransition, CauseConflict, CauseUnknownReason,
 	CauseReasonRequired, CauseForbidden, CauseUnknownType, CauseUnknownState,
-	CauseInvalidInput, CauseStoreError,
+	CauseInvalidInput, CauseOverLimit, CauseStoreError,
 }
 
 // Cause classifies a write-path error into its rejection cause.
@@ -74,6 +79,8 @@ func Cause(err error) string {
 		return CauseUnknownState
 	case errors.Is(err, ErrInvalidInput):
 		return CauseInvalidInput
+	case errors.Is(err, ErrOverLimit):
+		return CauseOverLimit
 	}
 	return CauseStoreError
 }

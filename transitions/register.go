@@ -198,6 +198,9 @@ func validateFields(e *store.Entity) error {
 	if len(e.Artifacts) > 0 && e.ArtifactsRoot == "" {
 		return bad("artifacts need an artifacts_root")
 	}
+	if err := validateContractLimits(e.Artifacts); err != nil {
+		return err
+	}
 	for i, l := range e.LockFiles {
 		if strings.TrimSpace(l) == "" || strings.ContainsAny(l, "*?[") {
 			return bad("lock_files[%d] %q must be one declared path, not empty or a pattern", i, l)
@@ -225,6 +228,17 @@ func validateFields(e *store.Entity) error {
 	}
 	if e.Type == "schedule" && e.ScheduleCron == "" && e.ScheduleLastFiredAt != 0 {
 		return bad("schedule.last_fired_at given without schedule.cron")
+	}
+	return nil
+}
+
+// validateContractLimits refuses an artifact contract the probe would not
+// check in full (state.MaxArtifact*): too many artifacts, a path too long,
+// too deep or with too many wildcard components. Such a contract would
+// read delivery unknown forever; refusing it says why at once.
+func validateContractLimits(specs []state.ArtifactSpec) error {
+	if err := state.ValidateContract(specs); err != nil {
+		return fmt.Errorf("%w: artifact contract: %v", ErrOverLimit, err)
 	}
 	return nil
 }

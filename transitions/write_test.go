@@ -3,6 +3,7 @@ package transitions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -334,6 +335,11 @@ func TestRegisterRules(t *testing.T) {
 		{"bad parent type", Registration{Entity: store.Entity{Type: "team", ID: "x", ParentType: "galaxy", ParentID: "g"}}, ErrInvalidInput},
 		{"bad cron", Registration{Entity: store.Entity{Type: "schedule", ID: "x", ScheduleCron: "every tuesday"}}, ErrInvalidInput},
 		{"legacy with lifecycle", Registration{Entity: store.Entity{Type: "session", ID: "x", Lifecycle: &running}, Legacy: true}, ErrInvalidInput},
+		// Contracts the probe would not check in full (state.MaxArtifact*).
+		{"too many artifacts", Registration{Entity: store.Entity{Type: "session", ID: "x", ArtifactsRoot: "/r", Artifacts: manyArtifacts(state.MaxArtifacts + 1)}}, ErrOverLimit},
+		{"too deep", Registration{Entity: store.Entity{Type: "session", ID: "x", ArtifactsRoot: "/r", Artifacts: []state.ArtifactSpec{{Path: strings.Repeat("*/", 29) + "x"}}}}, ErrOverLimit},
+		{"too many wildcards", Registration{Entity: store.Entity{Type: "session", ID: "x", ArtifactsRoot: "/r", Artifacts: []state.ArtifactSpec{{Path: "*/*/*/*/*/x"}}}}, ErrOverLimit},
+		{"path too long", Registration{Entity: store.Entity{Type: "session", ID: "x", ArtifactsRoot: "/r", Artifacts: []state.ArtifactSpec{{Path: strings.Repeat("a", state.MaxArtifactPathBytes+1)}}}}, ErrOverLimit},
 	}
 	for _, tt := range tests {
 		tt.reg.Actor = ActorOrchestrator
@@ -367,6 +373,14 @@ func TestRegisterRules(t *testing.T) {
 	if e.Lifecycle != nil || !View(e, 0).Legacy() {
 		t.Errorf("legacy entity %+v", e)
 	}
+}
+
+func manyArtifacts(n int) []state.ArtifactSpec {
+	specs := make([]state.ArtifactSpec, n)
+	for i := range specs {
+		specs[i] = state.ArtifactSpec{Path: fmt.Sprintf("out-%d/*.md", i), Required: true}
+	}
+	return specs
 }
 
 type fakeIdent struct{}

@@ -2,11 +2,11 @@ package wire
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"reflect"
 
 	"watchdog/state"
+	"watchdog/transitions"
 )
 
 // Limits on what one request may carry (SPEC §9: "oversized fields ...
@@ -54,8 +54,10 @@ const (
 )
 
 // ErrOverLimit marks a field over one of the limits above; the message
-// names the field, its size and the limit.
-var ErrOverLimit = errors.New("over limit")
+// names the field, its size and the limit. It is the write path's own
+// sentinel, so a limit refused here or there (an artifact contract) is one
+// cause, over_limit, to every caller.
+var ErrOverLimit = transitions.ErrOverLimit
 
 func overLimit(field string, n, limit int, unit string) error {
 	return fmt.Errorf("%w: %s: %d %s, over the %d-%s limit", ErrOverLimit, field, n, unit, limit, singular(unit))

@@ -397,15 +397,23 @@ func (p execPlan) outcome(out transitions.ExitOutcome, end childEnd, started tim
 	ev := []state.EvidenceRef{{Kind: state.EvidenceToolResult, ID: fmt.Sprintf("pid %d", p.reg.PID), Detail: detail, FetchedAt: &at}}
 	to, code, msg := out.To, out.Reason, detail
 	if len(p.specs) > 0 {
-		res := probe.CheckArtifacts(p.root, p.specs, float64(started.UnixNano())/1e9)
+		// The child has ended and exec holds nothing else: the check's own
+		// bounds are the only ones it needs.
+		res := probe.CheckArtifacts(context.Background(), p.root, p.specs, float64(started.UnixNano())/1e9)
 		for _, c := range res.Failing() {
 			ev = append(ev, c.Evidence(now))
+		}
+		if res.Stopped != "" {
+			ev = append(ev, state.EvidenceRef{Kind: state.EvidenceArtifact, Path: res.Root, Detail: "artifact check stopped: " + res.Stopped, FetchedAt: &at})
 		}
 		if out.To == "completed" && res.Delivery != state.DeliveryPassed {
 			to, code = "failed", state.RunFailedArtifactContract
 			var probs []string
 			for _, c := range res.Failing() {
 				probs = append(probs, c.Detail())
+			}
+			if res.Stopped != "" {
+				probs = append(probs, "artifact check stopped: "+res.Stopped)
 			}
 			msg = fmt.Sprintf("exit status 0 but delivery %s: %s", res.Delivery, strings.Join(probs, "; "))
 		}

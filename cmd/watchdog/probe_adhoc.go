@@ -155,7 +155,7 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 		}
 	}
 	now := time.Now()
-	r := h.Probe(target, th, now)
+	r := h.Probe(cmd.Context(), target, th, now)
 	reasons := r.Reasons
 	ns := state.Normalize("running", "", r.Health, r.Delivery, reasons, float64(now.UnixNano())/1e9)
 

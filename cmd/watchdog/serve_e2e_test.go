@@ -253,6 +253,7 @@ type svEntity struct {
 		Lifecycle string `json:"lifecycle"`
 		Outcome   string `json:"outcome"`
 		Health    string `json:"health"`
+		Delivery  string `json:"delivery"`
 		Severity  string `json:"severity"`
 		Reasons   []struct {
 			Code     string `json:"code"`

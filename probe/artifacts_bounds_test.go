@@ -1,0 +1,202 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"watchdog/state"
+)
+
+// selfLinkRoot is the poison of issue 11: a root holding two symlinks to
+// itself, so that every "*" component matches two directories (the root
+// again) and a glob of n such components names 2^n paths.
+func selfLinkRoot(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, name := range []string{"a", "b"} {
+		if err := os.Symlink(".", filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// bigDir makes dir/big holding n empty files.
+func bigDir(t *testing.T, dir string, n int) {
+	t.Helper()
+	big := filepath.Join(dir, "big")
+	if err := os.Mkdir(big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		f, err := os.Create(filepath.Join(big, fmt.Sprintf("f%05d.txt", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+func globs(n int, format string) []state.ArtifactSpec {
+	specs := make([]state.ArtifactSpec, n)
+	for i := range specs {
+		path := format
+		if strings.Contains(format, "%") {
+			path = fmt.Sprintf(format, i)
+		}
+		specs[i] = state.ArtifactSpec{Path: path, Required: true}
+	}
+	return specs
+}
+
+// TestArtifactBounds shows each bound stopping a check: promptly, delivery
+// unknown, the bound named. The defaults are the real ones unless a row
+// lowers one to make it reachable with a small tree.
+func TestArtifactBounds(t *testing.T) {
+	poison := selfLinkRoot(t)
+	tree := t.TempDir()
+	bigDir(t, tree, 5000)
+	if err := os.WriteFile(filepath.Join(tree, "review.md"), []byte("ok"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	backends(t, func(t *testing.T) { testArtifactBounds(t, poison, tree) })
+}
+
+func testArtifactBounds(t *testing.T, poison, tree string) {
+	lower := func(f func(*artifactLimits)) artifactLimits {
+		l := defaultArtifactLimits
+		f(&l)
+		return l
+	}
+	for _, tc := range []struct {
+		name    string
+		lim     artifactLimits
+		root    string
+		specs   []state.ArtifactSpec
+		stopped string // substring of Stopped; "" = the check finishes
+		within  time.Duration
+	}{
+		// Issue 11's poison: 30 "*/" components over two self-links.
+		{"30-level glob over self-links", defaultArtifactLimits, poison, globs(1, strings.Repeat("*/", 30)+"x"), "artifacts[0] has 31 path components (limit 16)", 50 * time.Millisecond},
+		{"6 wildcards over the whole file system", defaultArtifactLimits, "/", globs(1, "*/*/*/*/*/*/nomatch"), "artifacts[0] has 6 components with wildcards (limit 4)", 50 * time.Millisecond},
+		// Within the registration limits, the walk's own bounds stop it.
+		{"4 wildcards over the whole file system", defaultArtifactLimits, "/", globs(1, "*/*/*/*/nomatch"), "", time.Second},
+		{"1,000 globs over a big directory", defaultArtifactLimits, tree, globs(1000, "big/nomatch-%d-*"), "the contract declares 1000 artifacts (limit 100)", 50 * time.Millisecond},
+		{"100 globs over a big directory", defaultArtifactLimits, tree, globs(100, "big/nomatch-%d-*"), "visited 10000 directory entries (limit 10000)", time.Second},
+		{"self-links within the limits", lower(func(l *artifactLimits) { l.entries = 20 }), poison, globs(1, "*/*/*/*/x"), "visited 20 directory entries (limit 20)", 50 * time.Millisecond},
+		{"a path too long", defaultArtifactLimits, tree, globs(1, strings.Repeat("a", state.MaxArtifactPathBytes+1)), "artifacts[0] is a path of 1025 bytes (limit 1024)", 50 * time.Millisecond},
+		{"time", lower(func(l *artifactLimits) { l.time = time.Nanosecond }), tree, globs(3, "big/x%d*"), "(limit 1ns)", 50 * time.Millisecond},
+
+		// Success cases: at the bounds, the check finishes.
+		{"as many artifacts as allowed", defaultArtifactLimits, tree, append(globs(state.MaxArtifacts-1, "nope-%d.md"), state.ArtifactSpec{Path: "review.md", Required: true}), "", time.Second},
+		{"one glob over the big directory", defaultArtifactLimits, tree, globs(1, "big/f0499*"), "", time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := getScratch()
+			defer putScratch(sc)
+			t0 := time.Now()
+			res := checkArtifacts(t.Context(), sc, tc.lim, tc.root, tc.specs, 0)
+			took := time.Since(t0)
+			if took > tc.within+tc.lim.time {
+				t.Errorf("took %s, want under %s", took, tc.within+tc.lim.time)
+			}
+			if tc.root == "/" && tc.stopped == "" {
+				// Whether the entries or the clock stops a walk of the
+				// whole file system depends on the machine; that one does
+				// is the point.
+				if res.Stopped == "" || res.Delivery != state.DeliveryUnknown {
+					t.Fatalf("a walk of / finished: %+v", res)
+				}
+				if !strings.Contains(res.Stopped, "directory entries") && !strings.Contains(res.Stopped, "ran for") {
+					t.Errorf("stopped by %q", res.Stopped)
+				}
+				return
+			}
+			if tc.stopped == "" {
+				if res.Stopped != "" || res.Delivery == state.DeliveryUnknown {
+					t.Fatalf("stopped: %q (delivery %s)", res.Stopped, res.Delivery)
+				}
+				return
+			}
+			if res.Delivery != state.DeliveryUnknown || !strings.Contains(res.Stopped, tc.stopped) || res.Interrupted {
+				t.Fatalf("delivery %s, stopped %q interrupted %v; want unknown, %q", res.Delivery, res.Stopped, res.Interrupted, tc.stopped)
+			}
+			// Classified: delivery unknown with the bound named.
+			r := Classify(Observations{Terminal: true, Artifacts: res}, DefaultThresholds, time.Now())
+			if r.Delivery != state.DeliveryUnknown || !r.HasReason(state.RunDeliveryCheckStopped) {
+				t.Fatalf("classified %s %v", r.Delivery, r.ReasonCodes())
+			}
+			reason := r.Reasons[len(r.Reasons)-1]
+			if !strings.Contains(reason.Message, tc.stopped) || len(reason.Evidence) != 1 || reason.Evidence[0].Path != tc.root {
+				t.Errorf("reason %+v", reason)
+			}
+		})
+	}
+}
+
+// TestArtifactCheckEntriesNeverExceeded: however the globs are laid out,
+// a check reads no more directory entries than its bound.
+func TestArtifactCheckEntriesNeverExceeded(t *testing.T) {
+	tree := t.TempDir()
+	bigDir(t, tree, 300)
+	for _, limit := range []int{1, 63, 64, 65, 299, 300, 301, 1000} {
+		lim := defaultArtifactLimits
+		lim.entries = limit
+		c := artifactChecker{ctx: context.Background(), sc: getScratch(), lim: lim, root: tree, deadline: time.Now().Add(time.Minute)}
+		for i, spec := range globs(5, "big/nomatch-%d-*") {
+			c.check(i, spec)
+			if c.stopped != "" {
+				break
+			}
+		}
+		c.fs.close()
+		putScratch(c.sc)
+		if c.entries > limit+1 {
+			t.Errorf("limit %d: read %d entries", limit, c.entries)
+		}
+		if want := limit < 5*300; want != (c.stopped != "") {
+			t.Errorf("limit %d: stopped %q", limit, c.stopped)
+		}
+	}
+}
+
+func TestArtifactCheckFollowsTheCallersContext(t *testing.T) {
+	tree := t.TempDir()
+	bigDir(t, tree, 10)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	res := CheckArtifacts(ctx, tree, globs(2, "big/*%d"), 0)
+	if res.Delivery != state.DeliveryUnknown || !res.Interrupted || !strings.Contains(res.Stopped, "context canceled") {
+		t.Fatalf("%+v", res)
+	}
+	// An interrupted check says nothing about the entity: no finding.
+	if r := Classify(Observations{Terminal: true, Artifacts: res}, DefaultThresholds, time.Now()); len(r.Reasons) != 0 || r.Delivery != state.DeliveryUnknown {
+		t.Errorf("classified %s %v", r.Delivery, r.ReasonCodes())
+	}
+}
+
+// TestRootEscapeErrorRecognised keeps unwrapErrno honest about os.Root's
+// unexported escape error, which it recognises by its text.
+func TestRootEscapeErrorRecognised(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Symlink("/", filepath.Join(root, "out")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, name := range []string{"out/etc", "../x"} {
+		_, err := r.Stat(name)
+		if got := unwrapErrno(err); !errors.Is(got, errEscapes) {
+			t.Errorf("%s: %v reads %v, not errEscapes", name, err, got)
+		}
+	}
+}

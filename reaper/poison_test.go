@@ -1,0 +1,178 @@
+package reaper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// poisonRoot is issue 11's artifacts root: two symlinks to itself, so a
+// "*" component matches the root twice over, and a directory of 5,000
+// files for globs to list.
+func poisonRoot(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, name := range []string{"a", "b"} {
+		if err := os.Symlink(".", filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := filepath.Join(root, "big")
+	if err := os.Mkdir(big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5000 {
+		f, err := os.Create(filepath.Join(big, fmt.Sprintf("f%05d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	return root
+}
+
+// storePoison writes a completed session with contract specs straight
+// into the store, as an older version (before registration refused such
+// contracts) would have left it: the sweep must stay bounded all the same.
+func (f *fixture) storePoison(id, root string, specs []state.ArtifactSpec) {
+	f.t.Helper()
+	l := "completed"
+	now := unix(f.clock.Now())
+	e := store.Entity{Type: "session", ID: id, Lifecycle: &l, Terminal: true, HostID: f.r.HostID,
+		ArtifactsRoot: root, Artifacts: specs, StartedAt: now - 60, EndedAt: now}
+	if _, err := f.st.Register(context.Background(), e, "orchestrator", now); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func specs(n int, format string) []state.ArtifactSpec {
+	out := make([]state.ArtifactSpec, n)
+	for i := range out {
+		path := format
+		if strings.Contains(format, "%") {
+			path = fmt.Sprintf(format, i)
+		}
+		out[i] = state.ArtifactSpec{Path: path, Required: true}
+	}
+	return out
+}
+
+// TestPoisonContractsDoNotDelayDeath: with issue 11's poison contracts in
+// the store, a session whose process is killed is still seen dead by the
+// next sweep, which stays well inside its budget, and is ended by
+// enforce_terminal after the grace. The poisoned entities read delivery
+// unknown with the bound named.
+func TestPoisonContractsDoNotDelayDeath(t *testing.T) {
+	f := newFixture(t)
+	root := poisonRoot(t)
+	// Sorted before the session, so a sweep in list order would meet them
+	// first.
+	f.storePoison("a-deep", root, specs(1, strings.Repeat("*/", 30)+"x"))
+	f.storePoison("a-many", root, specs(1000, "big/nomatch-%d-*"))
+	f.storePoison("a-slashes", "/", specs(1, "*/*/*/*/*/*/nomatch"))
+	// Within the registration limits: the walk's own bounds stop these.
+	f.register(store.Entity{Type: "session", ID: "a-wide", Lifecycle: ptr("completed"), ArtifactsRoot: root, Artifacts: specs(100, "big/nomatch-%d-*")})
+	f.register(store.Entity{Type: "session", ID: "a-root", Lifecycle: ptr("completed"), ArtifactsRoot: "/", Artifacts: specs(1, "*/*/*/*/nomatch")})
+
+	cmd := startSleep(t)
+	f.register(store.Entity{Type: "session", ID: "s1", PID: cmd.Process.Pid})
+	f.sweep()
+	if e := f.get("session", "s1"); e.Health != state.HealthRunning {
+		t.Fatalf("live session: %s", e.Health)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	t0 := time.Now()
+	f.sweep()
+	if took := time.Since(t0); took > 3*time.Second {
+		t.Errorf("the sweep took %s", took)
+	}
+	if e := f.get("session", "s1"); e.Health != state.HealthProcessDead || e.DeadSince == 0 {
+		t.Fatalf("killed session after the sweep: health %s dead_since %v", e.Health, e.DeadSince)
+	}
+	for id, bound := range map[string]string{
+		"a-deep":    "has 31 path components (limit 16)",
+		"a-many":    "declares 1000 artifacts (limit 100)",
+		"a-slashes": "has 6 components with wildcards (limit 4)",
+		"a-wide":    "visited 10000 directory entries (limit 10000)",
+		"a-root":    "", // entries or time, depending on the machine
+	} {
+		e := f.get("session", id)
+		if e.Delivery != state.DeliveryUnknown || len(e.Reasons) != 1 || e.Reasons[0].Code != state.RunDeliveryCheckStopped ||
+			!strings.Contains(e.Reasons[0].Message, bound) {
+			t.Errorf("%s: delivery %s reasons %+v; want unknown, check_stopped naming %q", id, e.Delivery, e.Reasons, bound)
+		}
+	}
+
+	f.clock.Advance(31 * time.Second)
+	rep := f.enforce()
+	if len(rep.Actions) != 1 || rep.Actions[0].ID != "s1" || !rep.Actions[0].Applied {
+		t.Fatalf("enforce: %+v", rep.Actions)
+	}
+	if l := f.get("session", "s1").LifecycleOr(""); l != "aborted" {
+		t.Fatalf("killed session ended as %s", l)
+	}
+	// The ended session's health is written once more (it is no longer a
+	// running process); after that the host is unchanged, the bounded
+	// checks say the same, and nothing is written.
+	f.sweep()
+	if rep := f.sweep(); rep.Written != 0 {
+		t.Errorf("a second sweep wrote %d observations", rep.Written)
+	}
+}
+
+// TestLivenessBeforeArtifactWork: a sweep whose budget is gone before the
+// artifact checks still judged every process (the liveness pass comes
+// first), records nothing for the checks it did not reach, and the next
+// sweeps take them in turn.
+func TestLivenessBeforeArtifactWork(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "review.md"), []byte("done"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		f.register(store.Entity{Type: "session", ID: fmt.Sprintf("a-%d", i), Lifecycle: ptr("completed"), ArtifactsRoot: dir, Artifacts: specs(1, "review.md")})
+	}
+	dead := deadPID(t)
+	f.register(store.Entity{Type: "session", ID: "z-dead", PID: dead})
+
+	f.r.Settings.SweepBudget = time.Nanosecond
+	_, err := f.r.Sweep(context.Background())
+	if !errors.Is(err, ErrSweepOverBudget) {
+		t.Fatalf("sweep: %v, want over budget", err)
+	}
+	if e := f.get("session", "z-dead"); e.Health != state.HealthProcessDead || e.DeadSince == 0 {
+		t.Fatalf("the dead session, listed last, was not judged: %s", e.Health)
+	}
+	passed := func() int {
+		n := 0
+		for i := range 3 {
+			if f.get("session", fmt.Sprintf("a-%d", i)).Delivery == state.DeliveryPassed {
+				n++
+			}
+		}
+		return n
+	}
+	// The first artifact check always runs; the rest wait for the next
+	// sweeps, which start where this one stopped.
+	for want := 1; want <= 3; want++ {
+		if got := passed(); got != want {
+			t.Fatalf("%d contracts checked, want %d", got, want)
+		}
+		if want < 3 {
+			_, _ = f.r.Sweep(context.Background())
+		}
+	}
+}
