@@ -46,11 +46,20 @@ func TestOverLimitIs422AndChangesNothing(t *testing.T) {
 			"label: 300 bytes, over the 256-byte limit"},
 		{"long id", "/api/v1/entities", `{"type":"session","id":"` + strings.Repeat("i", 300) + `"}`, 422,
 			"id: 300 bytes, over the 256-byte limit"},
+		{"65 lock files", "/api/v1/entities", `{"type":"session","id":"s-2","lock_files":["/l"` + strings.Repeat(`,"/l"`, 64) + `]}`, 422,
+			"lock_files: 65 items, over the 64-item limit"},
+		{"long heartbeat path", "/api/v1/entities", `{"type":"session","id":"s-2","heartbeat_file":"/` + strings.Repeat("h", 5000) + `"}`, 422,
+			"heartbeat_file: 5001 bytes, over the 4096-byte limit"},
+		{"long dependency", "/api/v1/entities", `{"type":"play","id":"p-2","depends_on":["` + strings.Repeat("p", 300) + `"]}`, 422,
+			"depends_on[0]: 300 bytes, over the 256-byte limit"},
 		{"big metadata", "/api/v1/entities", `{"type":"session","id":"s-2","metadata":{"blob":"` + strings.Repeat("b", 20000) + `"}}`, 422,
 			"metadata: 20011 bytes, over the 16384-byte limit"},
 		{"metadata 9 levels", "/api/v1/entities", deep(9), 422,
 			"metadata: nested 9 levels deep, over the 8-level limit"},
 		{"metadata 9000 levels", "/api/v1/entities", deep(9000), 422, "metadata: "},
+		{"whole reason over", tpath, transition(`{"code":"run.failed.exit_nonzero","message":"` + strings.Repeat("m", wire.MaxMessage) + `","evidence":` +
+			evidence(wire.MaxEvidence, strings.Repeat("d", wire.MaxEvidenceField)) + `}`), 422,
+			"reason (message and evidence together): 69984 bytes, over the 16384-byte limit"},
 		{"body over 1 MiB", tpath, transition(`{"code":"run.failed.exit_nonzero","message":"` + strings.Repeat("m", 1<<20) + `"}`), 413, "over 1048576 bytes"},
 	} {
 		before := e.snapshot()
@@ -70,7 +79,7 @@ func TestOverLimitIs422AndChangesNothing(t *testing.T) {
 		{"/api/v1/entities", deep(wire.MaxMetadataDepth)},
 		{"/api/v1/entities", `{"type":"session","id":"s-3","label":"` + strings.Repeat("l", wire.MaxLabel) + `"}`},
 		{tpath, transition(`{"code":"run.failed.exit_nonzero","message":"` + strings.Repeat("m", wire.MaxMessage) + `","evidence":` +
-			evidence(wire.MaxEvidence, strings.Repeat("d", wire.MaxEvidenceField)) + `}`)},
+			evidence(wire.MaxEvidence, strings.Repeat("d", atLimitDetail)) + `}`)},
 	}
 	for _, c := range ok {
 		if r := e.do("POST", c.path, c.body); r.status >= 300 {
@@ -79,9 +88,16 @@ func TestOverLimitIs422AndChangesNothing(t *testing.T) {
 	}
 }
 
-// TestEntityReadBoundedAndTransitionsPaged: 400 transitions with messages
-// at the limit keep the entity read small (the latest 100 and a total);
-// …/transitions pages every row exactly once, in order.
+// atLimitDetail is the evidence detail that, in each of MaxEvidence items
+// of kind tool_result beside a MaxMessage message, fills a reason to
+// exactly MaxReasonBytes: the largest audit row a client can make.
+const atLimitDetail = (wire.MaxReasonBytes-wire.MaxMessage)/wire.MaxEvidence - len("tool_result")
+
+// TestEntityReadBoundedAndTransitionsPaged: 400 transitions with reasons
+// at the limit (the largest rows a client can write) keep the entity read
+// and every page to a few MB (the latest 100 and a total; pages of at
+// most MaxTransitionsPage); …/transitions pages every row exactly once,
+// in order.
 func TestEntityReadBoundedAndTransitionsPaged(t *testing.T) {
 	e := newEnv(t)
 	e.register("agent", "a1", "idle")
@@ -92,7 +108,11 @@ func TestEntityReadBoundedAndTransitionsPaged(t *testing.T) {
 		if i%2 == 1 {
 			to = "idle"
 		}
-		body := fmt.Sprintf(`{"to":%q,"trigger":"prompt_received","reason":{"code":"run.health.idle","message":%q,"evidence":[{"kind":"tool_result","detail":%q}]}}`, to, msg, strings.Repeat("d", wire.MaxEvidenceField))
+		ev := make([]string, wire.MaxEvidence)
+		for j := range ev {
+			ev[j] = fmt.Sprintf(`{"kind":"tool_result","detail":%q}`, strings.Repeat("d", atLimitDetail))
+		}
+		body := fmt.Sprintf(`{"to":%q,"trigger":"prompt_received","reason":{"code":"run.health.idle","message":%q,"evidence":[%s]}}`, to, msg, strings.Join(ev, ","))
 		if r := e.do("POST", "/api/v1/entities/agent/a1/transitions", body); r.status != 200 {
 			t.Fatalf("move %d: %d %s", i, r.status, r.body)
 		}
@@ -106,8 +126,8 @@ func TestEntityReadBoundedAndTransitionsPaged(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("read: %d %s", r.status, r.body)
 	}
-	if len(r.body) > 2<<20 {
-		t.Errorf("entity read is %d bytes; want under 2 MiB", len(r.body))
+	if len(r.body) > 3<<20 {
+		t.Errorf("entity read is %d bytes; want under 3 MiB", len(r.body))
 	}
 	var got wire.Entity
 	e.decode(r, &got)
@@ -119,7 +139,7 @@ func TestEntityReadBoundedAndTransitionsPaged(t *testing.T) {
 		t.Errorf("entity read rows %d..%d, want the latest (%d..%d), oldest first", rows[0].Seq, rows[99].Seq, all[len(all)-100].Seq, all[len(all)-1].Seq)
 	}
 
-	for _, limit := range []int{0, 7, 1000} { // 0: the default
+	for _, limit := range []int{0, 7, wire.MaxTransitionsPage} { // 0: the default
 		var seqs []int64
 		after := int64(0)
 		for pages := 0; ; pages++ {
@@ -133,6 +153,9 @@ func TestEntityReadBoundedAndTransitionsPaged(t *testing.T) {
 			r := e.do("GET", q, "")
 			if r.status != 200 {
 				t.Fatalf("%s: %d %s", q, r.status, r.body)
+			}
+			if len(r.body) > 5<<20 {
+				t.Fatalf("%s: a page of %d bytes; want under 5 MiB", q, len(r.body))
 			}
 			var p wire.TransitionPage
 			e.decode(r, &p)

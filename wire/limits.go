@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"unicode/utf8"
 
 	"watchdog/state"
 	"watchdog/transitions"
@@ -23,6 +24,17 @@ const (
 	// MaxEvidenceField bounds each text field of an evidence item (detail,
 	// path, url, ids), in bytes.
 	MaxEvidenceField = 2048
+	// MaxReasonBytes bounds a whole reason: its message plus every text
+	// field of its evidence. The per-field limits alone would let one
+	// reason carry 32 × 11 × 2 KiB; this keeps an audit row, and so the
+	// entity read (100 rows) and a transitions page (MaxTransitionsPage
+	// rows), to a few MB.
+	MaxReasonBytes = 16 << 10
+	// MaxPath bounds a registered path (heartbeat_file, artifacts_root,
+	// each lock file), in bytes: PATH_MAX.
+	MaxPath = 4096
+	// MaxListItems bounds the registered lists (lock_files, depends_on).
+	MaxListItems = 64
 	// MaxLabel bounds an entity's label, in bytes.
 	MaxLabel = 256
 	// MaxID bounds an entity's id and a parent's id, in bytes.
@@ -46,7 +58,7 @@ const (
 	// DefaultTransitionsPage and MaxTransitionsPage are the default and
 	// largest limit of GET …/transitions.
 	DefaultTransitionsPage = 100
-	MaxTransitionsPage     = 1000
+	MaxTransitionsPage     = 200
 	// DefaultEntitiesPage and MaxEntitiesPage are the default and largest
 	// limit of GET /api/v1/entities.
 	DefaultEntitiesPage = 500
@@ -97,7 +109,78 @@ func CheckReason(r *state.StateReason) error {
 			return overLimit(fmt.Sprintf("reason.evidence[%d].%s", i, name), f.Len(), MaxEvidenceField, "bytes")
 		}
 	}
+	if total := reasonBytes(r.Message, r.Evidence); total > MaxReasonBytes {
+		return overLimit("reason (message and evidence together)", total, MaxReasonBytes, "bytes")
+	}
 	return nil
+}
+
+// FitReason trims a reason the program builds itself (exec's account of a
+// child's end, which names every failing artifact) to the limits
+// CheckReason enforces, saying what was left out, so that the record of
+// an end is never refused for its length. The first evidence items are
+// kept: they are the most specific.
+func FitReason(r *state.StateReason) {
+	if r == nil {
+		return
+	}
+	r.Message = clip(r.Message, MaxMessage)
+	for i := range r.Evidence {
+		v := reflect.ValueOf(&r.Evidence[i]).Elem()
+		for j := range v.NumField() {
+			if f := v.Field(j); f.Kind() == reflect.String {
+				f.SetString(clip(f.String(), MaxEvidenceField))
+			}
+		}
+	}
+	summary := func(n int) state.EvidenceRef {
+		return state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: fmt.Sprintf("and %d more, not listed", n)}
+	}
+	dropped := 0
+	for len(r.Evidence) > 0 {
+		with := r.Evidence
+		if dropped > 0 {
+			with = append(with[:len(with):len(with)], summary(dropped))
+		}
+		if len(with) <= MaxEvidence && reasonBytes(r.Message, with) <= MaxReasonBytes {
+			r.Evidence = with
+			return
+		}
+		r.Evidence = r.Evidence[:len(r.Evidence)-1]
+		dropped++
+	}
+	if dropped > 0 {
+		r.Evidence = []state.EvidenceRef{summary(dropped)}
+	}
+}
+
+// reasonBytes is what MaxReasonBytes counts: the message and every text
+// field of the evidence.
+func reasonBytes(msg string, evidence []state.EvidenceRef) int {
+	total := len(msg)
+	for _, ev := range evidence {
+		v := reflect.ValueOf(ev)
+		for j := range v.NumField() {
+			if f := v.Field(j); f.Kind() == reflect.String {
+				total += f.Len()
+			}
+		}
+	}
+	return total
+}
+
+// clip shortens s to at most limit bytes on a UTF-8 boundary, marking the
+// cut.
+func clip(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	const mark = " …(cut)"
+	cut := limit - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 func jsonName(f reflect.StructField) string {

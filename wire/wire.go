@@ -247,7 +247,44 @@ func (r Register) checkLimits() error {
 	if r.Parent != nil && len(r.Parent.ID) > MaxID {
 		return overLimit("parent.id", len(r.Parent.ID), MaxID, "bytes")
 	}
+	for _, f := range []struct {
+		name  string
+		value string
+		limit int
+	}{
+		{"host_id", r.HostID, MaxID},
+		{"boot_id", r.BootID, MaxID},
+		{"heartbeat_file", r.HeartbeatFile, MaxPath},
+		{"artifacts_root", r.ArtifactsRoot, MaxPath},
+	} {
+		if len(f.value) > f.limit {
+			return overLimit(f.name, len(f.value), f.limit, "bytes")
+		}
+	}
+	if r.Schedule != nil && len(r.Schedule.Cron) > MaxLabel {
+		return overLimit("schedule.cron", len(r.Schedule.Cron), MaxLabel, "bytes")
+	}
+	if err := checkList("lock_files", r.LockFiles, MaxPath); err != nil {
+		return err
+	}
+	if err := checkList("depends_on", r.DependsOn, MaxID); err != nil {
+		return err
+	}
 	return checkMetadata(r.Metadata)
+}
+
+// checkList refuses a list of more than MaxListItems entries, or one with
+// an entry over limit bytes.
+func checkList(field string, items []string, limit int) error {
+	if len(items) > MaxListItems {
+		return overLimit(field, len(items), MaxListItems, "items")
+	}
+	for i, v := range items {
+		if len(v) > limit {
+			return overLimit(fmt.Sprintf("%s[%d]", field, i), len(v), limit, "bytes")
+		}
+	}
+	return nil
 }
 
 // Reason is a transition's reason on the wire.

@@ -2,8 +2,12 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"watchdog/state"
 )
 
 func TestDecode(t *testing.T) {
@@ -144,5 +148,37 @@ func TestTransitionRequest(t *testing.T) {
 	}
 	if _, err := (Transition{}).Request("session", "s1", "orchestrator"); !errors.Is(err, ErrBadInput) {
 		t.Errorf("missing to: %v", err)
+	}
+}
+
+// TestFitReason: whatever exec builds for a child's end (here 100 failing
+// artifacts with long paths, and a long message) fits the limits that
+// CheckReason enforces, and says how much evidence it left out.
+func TestFitReason(t *testing.T) {
+	long := strings.Repeat("é", 3000) // multi-byte: the cut must stay valid UTF-8
+	for _, n := range []int{0, 5, 31, 32, 33, 100} {
+		r := &state.StateReason{Code: state.RunFailedArtifactContract, Message: long}
+		for i := range n {
+			r.Evidence = append(r.Evidence, state.EvidenceRef{Kind: state.EvidenceArtifact, Path: fmt.Sprintf("/srv/%d/%s", i, long[:1500]), Detail: long})
+		}
+		FitReason(r)
+		if err := CheckReason(r); err != nil {
+			t.Fatalf("%d artifacts: after FitReason, CheckReason says %v", n, err)
+		}
+		if !utf8.ValidString(r.Message) {
+			t.Fatalf("%d artifacts: the cut message is not valid UTF-8", n)
+		}
+		if n > 0 {
+			last := r.Evidence[len(r.Evidence)-1]
+			kept := len(r.Evidence)
+			if strings.HasPrefix(last.Detail, "and ") {
+				kept--
+				if want := fmt.Sprintf("and %d more, not listed", n-kept); last.Detail != want {
+					t.Errorf("%d artifacts: summary %q, want %q", n, last.Detail, want)
+				}
+			} else if kept != n {
+				t.Errorf("%d artifacts: kept %d with no summary of the rest", n, kept)
+			}
+		}
 	}
 }

@@ -430,6 +430,11 @@ func (p execPlan) outcome(out transitions.ExitOutcome, end childEnd, started tim
 			msg = detail + " (the child's own timeout; exec was given no --timeout)"
 		}
 	}
+	// A contract of many failing artifacts must not make the record of
+	// the end too long to be accepted: trim it, saying what was left out.
+	fit := state.StateReason{Message: msg, Evidence: ev}
+	wire.FitReason(&fit)
+	msg, ev = fit.Message, fit.Evidence
 	t := wire.Transition{
 		To:         transitions.ExitTarget(p.graph, "running", to),
 		ExpectFrom: "running",

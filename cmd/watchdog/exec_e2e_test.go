@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"watchdog/store"
+	"watchdog/wire"
 )
 
 // execEntity reads the one entity exec recorded under id (of any type),
@@ -240,6 +242,26 @@ func TestExecArtifactContract(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no artifact evidence for report.json: %+v", last.Evidence)
+	}
+
+	// Many failing artifacts: the record of the end still fits the reason
+	// limits (it is trimmed, saying how many were left out) instead of
+	// being refused and leaving the entity running.
+	args := []string{"exec", "--db", db, "--id", "many", "--artifacts-root", root}
+	for i := range 60 {
+		args = append(args, "--artifact", fmt.Sprintf("%s-%03d.md", strings.Repeat("long-name-", 20), i))
+	}
+	r = wd(t, "", append(args, "--", "true")...)
+	if r.code != 0 {
+		t.Fatalf("many artifacts: exit %d, stderr %q", r.code, r.stderr)
+	}
+	e, rows = execEntity(t, db, "many")
+	last = lastRow(t, rows)
+	if e.LifecycleOr("") != "failed" || last.ReasonCode != "run.failed.artifact_contract" {
+		t.Fatalf("many artifacts: %s %s; stderr %q", e.LifecycleOr(""), last.ReasonCode, r.stderr)
+	}
+	if n := len(last.Evidence); n > wire.MaxEvidence || !strings.Contains(last.Evidence[n-1].Detail, "more, not listed") {
+		t.Errorf("many artifacts: %d evidence items, the last %+v; want at most %d ending with what was left out", n, last.Evidence[n-1], wire.MaxEvidence)
 	}
 }
 
