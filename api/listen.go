@@ -21,14 +21,14 @@ func CheckListen(addr string, tokenSet bool) error {
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return fmt.Errorf("listen %q: the port must be a number from 0 to 65535", addr)
 	}
-	if tokenSet || isLoopback(host) {
+	if tokenSet || IsLoopback(host) {
 		return nil
 	}
 	return fmt.Errorf("listen %q: not a loopback address, so auth must not be none: remove auth: none (the daemon then makes its own token) or set auth.token_file, or listen on 127.0.0.1", addr)
 }
 
-// isLoopback reports whether host is a loopback IP or "localhost".
-func isLoopback(host string) bool {
+// IsLoopback reports whether host is a loopback IP or "localhost".
+func IsLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

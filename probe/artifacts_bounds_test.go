@@ -83,19 +83,19 @@ func testArtifactBounds(t *testing.T, poison, tree string) {
 		within  time.Duration
 	}{
 		// Issue 11's poison: 30 "*/" components over two self-links.
-		{"30-level glob over self-links", defaultArtifactLimits, poison, globs(1, strings.Repeat("*/", 30)+"x"), "artifacts[0] has 31 path components (limit 16)", 50 * time.Millisecond},
-		{"6 wildcards over the whole file system", defaultArtifactLimits, "/", globs(1, "*/*/*/*/*/*/nomatch"), "artifacts[0] has 6 components with wildcards (limit 4)", 50 * time.Millisecond},
+		{"30-level glob over self-links", defaultArtifactLimits, poison, globs(1, strings.Repeat("*/", 30)+"x"), "artifacts[0] has 31 path components (limit 16)", time.Second},
+		{"6 wildcards over the whole file system", defaultArtifactLimits, "/", globs(1, "*/*/*/*/*/*/nomatch"), "artifacts[0] has 6 components with wildcards (limit 4)", time.Second},
 		// Within the registration limits, the walk's own bounds stop it.
-		{"4 wildcards over the whole file system", defaultArtifactLimits, "/", globs(1, "*/*/*/*/nomatch"), "", time.Second},
-		{"1,000 globs over a big directory", defaultArtifactLimits, tree, globs(1000, "big/nomatch-%d-*"), "the contract declares 1000 artifacts (limit 100)", 50 * time.Millisecond},
-		{"100 globs over a big directory", defaultArtifactLimits, tree, globs(100, "big/nomatch-%d-*"), "visited 10000 directory entries (limit 10000)", time.Second},
-		{"self-links within the limits", lower(func(l *artifactLimits) { l.entries = 20 }), poison, globs(1, "*/*/*/*/x"), "visited 20 directory entries (limit 20)", 50 * time.Millisecond},
-		{"a path too long", defaultArtifactLimits, tree, globs(1, strings.Repeat("a", state.MaxArtifactPathBytes+1)), "artifacts[0] is a path of 1025 bytes (limit 1024)", 50 * time.Millisecond},
-		{"time", lower(func(l *artifactLimits) { l.time = time.Nanosecond }), tree, globs(3, "big/x%d*"), "(limit 1ns)", 50 * time.Millisecond},
+		{"4 wildcards over the whole file system", defaultArtifactLimits, "/", globs(1, "*/*/*/*/nomatch"), "", 5 * time.Second},
+		{"1,000 globs over a big directory", defaultArtifactLimits, tree, globs(1000, "big/nomatch-%d-*"), "the contract declares 1000 artifacts (limit 100)", time.Second},
+		{"100 globs over a big directory", defaultArtifactLimits, tree, globs(100, "big/nomatch-%d-*"), "(limit ", 5 * time.Second}, // entries, or on a slow machine the 200 ms clock: either stops it
+		{"self-links within the limits", lower(func(l *artifactLimits) { l.entries = 20 }), poison, globs(1, "*/*/*/*/x"), "visited 20 directory entries (limit 20)", time.Second},
+		{"a path too long", defaultArtifactLimits, tree, globs(1, strings.Repeat("a", state.MaxArtifactPathBytes+1)), "artifacts[0] is a path of 1025 bytes (limit 1024)", time.Second},
+		{"time", lower(func(l *artifactLimits) { l.time = time.Nanosecond }), tree, globs(3, "big/x%d*"), "(limit 1ns)", time.Second},
 
 		// Success cases: at the bounds, the check finishes.
-		{"as many artifacts as allowed", defaultArtifactLimits, tree, append(globs(state.MaxArtifacts-1, "nope-%d.md"), state.ArtifactSpec{Path: "review.md", Required: true}), "", time.Second},
-		{"one glob over the big directory", defaultArtifactLimits, tree, globs(1, "big/f0499*"), "", time.Second},
+		{"as many artifacts as allowed", defaultArtifactLimits, tree, append(globs(state.MaxArtifacts-1, "nope-%d.md"), state.ArtifactSpec{Path: "review.md", Required: true}), "", 5 * time.Second},
+		{"one glob over the big directory", defaultArtifactLimits, tree, globs(1, "big/f0499*"), "", 5 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := getScratch()

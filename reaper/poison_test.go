@@ -105,8 +105,8 @@ func TestPoisonContractsDoNotDelayDeath(t *testing.T) {
 		"a-deep":    "has 31 path components (limit 16)",
 		"a-many":    "declares 1000 artifacts (limit 100)",
 		"a-slashes": "has 6 components with wildcards (limit 4)",
-		"a-wide":    "visited 10000 directory entries (limit 10000)",
-		"a-root":    "", // entries or time, depending on the machine
+		"a-wide":    "(limit ", // 10000 entries, or the 200 ms clock on a slow machine
+		"a-root":    "",        // entries or time, depending on the machine
 	} {
 		e := f.get("session", id)
 		if e.Delivery != state.DeliveryUnknown || len(e.Reasons) != 1 || e.Reasons[0].Code != state.RunDeliveryCheckStopped ||

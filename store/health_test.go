@@ -246,6 +246,32 @@ func TestLockDaemon(t *testing.T) {
 	}
 }
 
+// TestLockDaemonNeverFollowsASymlink: a link planted at the lock's name
+// is refused, and the file it points at is left as it was (a daemon
+// running as root would otherwise truncate it).
+func TestLockDaemonNeverFollowsASymlink(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "precious")
+	if err := os.WriteFile(victim, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "w.db")
+	if err := os.Symlink(victim, path+LockSuffix); err != nil {
+		t.Fatal(err)
+	}
+	l, err := LockDaemon(path)
+	if err == nil {
+		l.Release()
+		t.Fatal("the lock was taken through a symlink")
+	}
+	if !strings.Contains(err.Error(), "is a symlink") {
+		t.Errorf("refusal %q does not say the lock file is a symlink", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep me\n" {
+		t.Errorf("the symlink's target was changed: %q", b)
+	}
+}
+
 // BenchmarkIdentityCheck is the cost the write path pays per transaction,
 // twice (before and after): a stat(2) of the database and its -wal and
 // -shm files.

@@ -38,9 +38,18 @@ func LockDaemon(path string) (*DaemonLock, error) {
 		return nil, nil
 	}
 	name := file + LockSuffix
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	// Never through a symlink: a root daemon truncates what it opens here,
+	// so a link planted at the lock's name would aim that at any file.
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("lock store %s: %s is a symlink; remove it (the daemon makes the lock file itself)", file, name)
+		}
 		return nil, fmt.Errorf("lock store %s: %w", file, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("lock store %s: %s is not a regular file; remove it (the daemon makes the lock file itself)", file, name)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		owner := "another process"

@@ -42,6 +42,8 @@ type File struct {
 	Token string
 	// Mode is its permission bits.
 	Mode fs.FileMode
+	// UID owns the file (-1 where the system does not say).
+	UID int
 }
 
 // Loose reports whether the file is readable or writable by group or
@@ -82,7 +84,11 @@ func Read(path string) (File, error) {
 	if err != nil {
 		return File{}, fmt.Errorf("token file %s %w", path, err)
 	}
-	return File{Path: path, Token: tok, Mode: fi.Mode()}, nil
+	uid := -1
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		uid = int(st.Uid)
+	}
+	return File{Path: path, Token: tok, Mode: fi.Mode(), UID: uid}, nil
 }
 
 // parse returns the one line of data. Its error reads after the file's
@@ -134,9 +140,17 @@ func kind(m fs.FileMode) string {
 // Read): a broken one is an error to fix, never silently regenerated,
 // since the clients holding the old token would all fail. created reports
 // whether this call made the file.
+//
+// An existing file must also belong to this process's user: the daemon
+// makes this token itself, so one owned by anybody else was planted (a
+// shared working directory, a writable state directory), and its author
+// would hold the key to every write.
 func Ensure(path string) (f File, created bool, err error) {
 	f, err = Read(path)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+	if err == nil {
+		return f, false, ownedByMe(f)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
 		return f, false, err
 	}
 	raw := make([]byte, tokenBytes)
@@ -163,9 +177,13 @@ func Ensure(path string) (f File, created bool, err error) {
 	}
 	if err := os.Link(tmp.Name(), path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			// Another process created it meanwhile: use theirs.
+			// Another process created it meanwhile: use theirs, if it is
+			// ours to use.
 			f, err := Read(path)
-			return f, false, err
+			if err != nil {
+				return f, false, err
+			}
+			return f, false, ownedByMe(f)
 		}
 		return File{}, false, fmt.Errorf("create token file %s: %w", path, err)
 	}
@@ -186,4 +204,12 @@ func BesideDatabase(dbPath string) string {
 		p, _, _ = strings.Cut(rest, "?")
 	}
 	return filepath.Join(filepath.Dir(p), Name)
+}
+
+// ownedByMe refuses a self-managed token file that another user owns.
+func ownedByMe(f File) error {
+	if me := os.Geteuid(); f.UID >= 0 && f.UID != me {
+		return fmt.Errorf("token file %s belongs to uid %d, not to this daemon (uid %d), so someone else may know the token: remove it (the daemon then makes its own) or name a file with auth.token_file", f.Path, f.UID, me)
+	}
+	return nil
 }

@@ -180,3 +180,26 @@ func TestBesideDatabase(t *testing.T) {
 		}
 	}
 }
+
+// TestEnsureRefusesAPlantedToken: a token file beside the database that
+// another user owns (planted in a shared directory) is refused, not used.
+func TestEnsureRefusesAPlantedToken(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the file to another user")
+	}
+	path := filepath.Join(t.TempDir(), "watchdog.token")
+	if err := os.WriteFile(path, []byte("planted-by-someone\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Skipf("chown: %v", err)
+	}
+	f, _, err := Ensure(path)
+	if err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+		t.Fatalf("Ensure(planted) = %+v, %v; want a refusal naming the owner", f, err)
+	}
+	// Read, for a file the user named, does not judge its owner.
+	if f, err := Read(path); err != nil || f.Token != "planted-by-someone" || f.UID != 65534 {
+		t.Errorf("Read = %+v, %v", f, err)
+	}
+}

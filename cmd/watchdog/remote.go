@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"watchdog/api"
 	"watchdog/client"
 	"watchdog/tokenfile"
 	"watchdog/transitions"
@@ -105,7 +106,7 @@ const systemTokenFile = "/var/lib/watchdog/" + tokenfile.Name
 // No token at all is not an error here: the daemon may run with auth: none.
 // Loose permissions are the daemon's to warn about (it owns the file); a
 // warning on every agent's call would only break its one-line output.
-func findToken() (tok, where string, err error) {
+func findToken(server string) (tok, where string, err error) {
 	if p := os.Getenv("WATCHDOG_TOKEN_FILE"); p != "" {
 		f, err := tokenfile.Read(p)
 		if err != nil {
@@ -114,6 +115,12 @@ func findToken() (tok, where string, err error) {
 			return "", "", fmt.Errorf("WATCHDOG_TOKEN_FILE: %w", err)
 		}
 		return f.Token, "token from WATCHDOG_TOKEN_FILE=" + p, nil
+	}
+	// The files beside the database and under /var/lib are this host's
+	// daemon's token: never sent to a daemon elsewhere, which would then
+	// hold the key to this one.
+	if !loopbackURL(server) {
+		return "", "no token sent (WATCHDOG_TOKEN_FILE unset; this host's own token files are sent only to a daemon on loopback)", nil
 	}
 	db := os.Getenv("WATCHDOG_DB")
 	if db == "" {
@@ -137,7 +144,7 @@ func findToken() (tok, where string, err error) {
 // dialServer returns a client of the daemon at server with the bearer
 // token findToken finds; a 401 names where it looked.
 func dialServer(server string) (*client.Client, error) {
-	tok, where, err := findToken()
+	tok, where, err := findToken(server)
 	if err != nil {
 		return nil, err
 	}
@@ -217,4 +224,15 @@ func lifecycleOr(e wire.Entity, def string) string {
 		return def
 	}
 	return *e.Lifecycle
+}
+
+// loopbackURL reports whether a --server value (a URL, or a bare
+// host:port) names a daemon on this host's loopback.
+func loopbackURL(server string) bool {
+	s := strings.TrimSpace(server)
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	return err == nil && api.IsLoopback(u.Hostname())
 }
