@@ -10,38 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/state"
 )
-
-// selfLinkRoot is the poison of issue 11: a root holding two symlinks to
-// itself, so that every "*" component matches two directories (the root
-// again) and a glob of n such components names 2^n paths.
-func selfLinkRoot(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	for _, name := range []string{"a", "b"} {
-		if err := os.Symlink(".", filepath.Join(root, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
-
-// bigDir makes dir/big holding n empty files.
-func bigDir(t *testing.T, dir string, n int) {
-	t.Helper()
-	big := filepath.Join(dir, "big")
-	if err := os.Mkdir(big, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		f, err := os.Create(filepath.Join(big, fmt.Sprintf("f%05d.txt", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-	}
-}
 
 func globs(n int, format string) []state.ArtifactSpec {
 	specs := make([]state.ArtifactSpec, n)
@@ -59,9 +30,10 @@ func globs(n int, format string) []state.ArtifactSpec {
 // unknown, the bound named. The defaults are the real ones unless a row
 // lowers one to make it reachable with a small tree.
 func TestArtifactBounds(t *testing.T) {
-	poison := selfLinkRoot(t)
+	poison := t.TempDir()
+	testenv.SelfLinks(t, poison)
 	tree := t.TempDir()
-	bigDir(t, tree, 5000)
+	testenv.BigDir(t, tree, 5000)
 	if err := os.WriteFile(filepath.Join(tree, "review.md"), []byte("ok"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +116,7 @@ func testArtifactBounds(t *testing.T, poison, tree string) {
 // a check reads no more directory entries than its bound.
 func TestArtifactCheckEntriesNeverExceeded(t *testing.T) {
 	tree := t.TempDir()
-	bigDir(t, tree, 300)
+	testenv.BigDir(t, tree, 300)
 	for _, limit := range []int{1, 63, 64, 65, 299, 300, 301, 1000} {
 		lim := defaultArtifactLimits
 		lim.entries = limit
@@ -168,7 +140,7 @@ func TestArtifactCheckEntriesNeverExceeded(t *testing.T) {
 
 func TestArtifactCheckFollowsTheCallersContext(t *testing.T) {
 	tree := t.TempDir()
-	bigDir(t, tree, 10)
+	testenv.BigDir(t, tree, 10)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	res := CheckArtifacts(ctx, tree, globs(2, "big/*%d"), 0)

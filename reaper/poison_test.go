@@ -10,34 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
 )
-
-// poisonRoot is issue 11's artifacts root: two symlinks to itself, so a
-// "*" component matches the root twice over, and a directory of 5,000
-// files for globs to list.
-func poisonRoot(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	for _, name := range []string{"a", "b"} {
-		if err := os.Symlink(".", filepath.Join(root, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	big := filepath.Join(root, "big")
-	if err := os.Mkdir(big, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 5000 {
-		f, err := os.Create(filepath.Join(big, fmt.Sprintf("f%05d", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-	}
-	return root
-}
 
 // storePoison writes a completed session with contract specs straight
 // into the store, as an older version (before registration refused such
@@ -72,7 +48,9 @@ func specs(n int, format string) []state.ArtifactSpec {
 // unknown with the bound named.
 func TestPoisonContractsDoNotDelayDeath(t *testing.T) {
 	f := newFixture(t)
-	root := poisonRoot(t)
+	root := t.TempDir() // issue 11's root: two self-links, and a directory of 5,000 files
+	testenv.SelfLinks(t, root)
+	testenv.BigDir(t, root, 5000)
 	// Sorted before the session, so a sweep in list order would meet them
 	// first.
 	f.storePoison("a-deep", root, specs(1, strings.Repeat("*/", 30)+"x"))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -26,19 +27,11 @@ func TestServePoisonContractKeepsDeathDetection(t *testing.T) {
 	t.Parallel()
 	dir, db, cfg := svSetup(t, svConfig{Grace: "2s", Phantom: "1h"})
 	root := filepath.Join(dir, "poison")
-	if err := os.MkdirAll(filepath.Join(root, "big"), 0o755); err != nil {
+	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"a", "b"} {
-		if err := os.Symlink(".", filepath.Join(root, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range 5000 {
-		if err := os.WriteFile(filepath.Join(root, "big", fmt.Sprintf("f%05d", i)), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.SelfLinks(t, root)
+	testenv.BigDir(t, root, 5000)
 	many := make([]state.ArtifactSpec, 1000)
 	for i := range many {
 		many[i] = state.ArtifactSpec{Path: fmt.Sprintf("big/nomatch-%d-*", i), Required: true}

@@ -1,0 +1,38 @@
+// Package testenv makes the real file-system fixtures that the tests of
+// several packages share: issue 11's poisoned artifacts roots. It is
+// imported by tests only.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// SelfLinks puts two symlinks to dir itself in dir ("a" and "b"): every
+// "*" component of a glob then matches dir twice over, the walk issue 11
+// found that never ended.
+func SelfLinks(t testing.TB, dir string) {
+	t.Helper()
+	for _, name := range []string{"a", "b"} {
+		if err := os.Symlink(".", filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// BigDir makes dir/big holding n empty files, f00000 on, for globs to
+// list.
+func BigDir(t testing.TB, dir string, n int) {
+	t.Helper()
+	big := filepath.Join(dir, "big")
+	if err := os.Mkdir(big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(big, fmt.Sprintf("f%05d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
