@@ -9,21 +9,17 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/user"
-	"reflect"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"watchdog/cronspec"
 
-	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -87,42 +83,14 @@ const (
 // None reports whether auth is explicitly off.
 func (a Auth) None() bool { return a.Mode == AuthNone }
 
-// UnmarshalYAML accepts the scalar forms `auth: none` and `auth: token`
-// beside the mapping, which it decodes as strictly as the rest of the file
-// (an unknown key is reported like any other). Problems are returned as a
-// *yaml.TypeError so that Parse names their keys.
-func (a *Auth) UnmarshalYAML(n *yaml.Node) error {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		if n.ShortTag() == "!!null" {
-			return nil
-		}
-		if n.Value == AuthNone || n.Value == AuthToken {
-			a.Mode = n.Value
-			return nil
-		}
-	case yaml.MappingNode:
-		var errs []string
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if k := n.Content[i]; typeAt("auth."+k.Value) == nil {
-				// The message yaml.v3 gives for an unknown key, which
-				// decodeProblems rewrites with the key's path.
-				errs = append(errs, fmt.Sprintf("line %d: field %s not found in type config.Auth", k.Line, k.Value))
-			}
-		}
-		type plain Auth // without this method, so no recursion
-		var te *yaml.TypeError
-		if err := n.Decode((*plain)(a)); errors.As(err, &te) {
-			errs = append(errs, te.Errors...)
-		} else if err != nil {
-			return err
-		}
-		if len(errs) > 0 {
-			return &yaml.TypeError{Errors: errs}
-		}
+// decodeScalar reads the scalar forms `auth: none` and `auth: token`; the
+// mapping form is decoded like any section.
+func (a *Auth) decodeScalar(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && (n.Value == AuthNone || n.Value == AuthToken) {
+		a.Mode = n.Value
 		return nil
 	}
-	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: %s is not a mapping, none or token", n.Line, n.Column, describe(n))}}
+	return fmt.Errorf("%s is not a mapping, none or token", describe(n))
 }
 
 // Thresholds is the "thresholds" section. Every value must be positive,
@@ -152,7 +120,7 @@ type Thresholds struct {
 }
 
 // Jobs is the "jobs" section: one cron spec per scheduled job, in the syntax
-// [CronParser] accepts (five fields, or a descriptor such as "@every 15s" or
+// [cronspec.Parser] accepts (five fields, or a descriptor such as "@every 15s" or
 // "@daily").
 type Jobs struct {
 	// Sweep probes every non-terminal entity of this host.
@@ -266,12 +234,6 @@ var (
 	DefaultLog = Log{Level: "info"}
 )
 
-// CronParser parses job specs here and must be the parser the scheduler uses
-// (cron.New(cron.WithParser(config.CronParser))), so that a spec that
-// validates is a spec that runs: five standard fields, descriptors such as
-// @daily and @every 15s, and an optional CRON_TZ= prefix.
-var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 // Default returns a new Config holding every default value. It validates.
 func Default() *Config {
 	return &Config{
@@ -305,30 +267,34 @@ func Load(path string) (*Config, error) {
 
 // Parse decodes one YAML document onto the defaults, strictly (an unknown or
 // repeated key is an error), then validates the result. Empty input, or input
-// holding only comments or an empty document, yields the defaults.
+// holding only comments or an empty document, yields the defaults, as does a
+// key given no value.
 //
 // On error the Config is nil and the error holds every problem found, one per
-// line (errors.Join), in one of three kinds, each checked only when the one
-// before found nothing: invalid YAML (the first problem only), decoding
-// (unknown or repeated keys, wrong types, bad durations; ordered by line),
-// then validation (values and the rules between them; in key order).
+// line (errors.Join): YAML that does not parse is yaml.v3's own error, alone;
+// otherwise every key problem (unknown or repeated keys, wrong types, bad
+// durations) in document order, then every validation problem (values and
+// the rules between them; in key order).
 func Parse(data []byte) (*Config, error) {
-	root, err := parseDocument(data)
+	c, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
-	c := Default()
-	if root != nil {
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := decodeProblems(dec.Decode(c), root); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	return c, nil
+}
+
+// Inspect reads the file at path like [Load], but returns the configuration
+// even when it has problems: each key that decoded holds its value, each
+// other key its default. check-config uses it to check what the file leads
+// to (the token file, the store's directory) in the same run as the file
+// itself. The Config is nil only when the file cannot be read or is not
+// YAML.
+func Inspect(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return decode(data)
 }
 
 // Validate checks every value and the rules between them, section by section.
@@ -357,18 +323,28 @@ func (s Store) validate() []error {
 	return errs
 }
 
-// validateListen checks the address and, as the daemon refuses to serve a
-// non-loopback address without a token, that auth is then not "none".
+// validateListen checks the address and the auth it may be served with.
 func (c *Config) validateListen() []error {
-	host, port, err := net.SplitHostPort(c.Listen)
+	if err := CheckListen(c.Listen, c.Auth.None()); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// CheckListen refuses a listen address that is not host:port, and a
+// non-loopback one with auth: none (SPEC §9): every mutating endpoint would
+// be open to the network. Validate applies it, and the daemon again before
+// it listens, since it may be handed a Config that was never validated.
+func CheckListen(listen string, authNone bool) error {
+	host, port, err := net.SplitHostPort(listen)
 	if err != nil || port == "" {
-		return []error{fmt.Errorf("listen: %q is not host:port", c.Listen)}
+		return fmt.Errorf("listen: %q is not host:port", listen)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return []error{fmt.Errorf("listen: %q is not host:port (the port must be a number from 0 to 65535)", c.Listen)}
+		return fmt.Errorf("listen: %q is not host:port (the port must be a number from 0 to 65535)", listen)
 	}
-	if c.Auth.None() && !isLoopback(host) {
-		return []error{fmt.Errorf("auth: none is refused with listen %q, not a loopback address: anyone who can reach it could write (remove auth: none, and the daemon creates a token)", c.Listen)}
+	if authNone && !IsLoopback(host) {
+		return fmt.Errorf("auth: none is refused with listen %q, not a loopback address: anyone who can reach it could write (remove auth: none, and the daemon creates a token or reads auth.token_file)", listen)
 	}
 	return nil
 }
@@ -402,9 +378,10 @@ func (c *Config) validateAllowedHosts() []error {
 	return errs
 }
 
-// isLoopback reports whether host is a loopback IP or "localhost". An empty
-// host (all interfaces) and any other name are not.
-func isLoopback(host string) bool {
+// IsLoopback reports whether host is a loopback IP or "localhost". An
+// empty host (all interfaces) and any other name are not, since a name may
+// resolve anywhere.
+func IsLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
@@ -445,7 +422,7 @@ func (j Jobs) validate() []error {
 		{"check_schedules", j.CheckSchedules},
 		{"vacuum", j.Vacuum},
 	} {
-		if _, err := CronParser.Parse(job.spec); err != nil {
+		if _, err := cronspec.Parser.Parse(job.spec); err != nil {
 			errs = append(errs, fmt.Errorf("jobs.%s: %q is not a cron spec: %w", job.key, job.spec, err))
 		}
 	}
@@ -519,20 +496,25 @@ func (d Duration) MarshalYAML() (any, error) {
 }
 
 // UnmarshalYAML parses a duration string. A bad value is reported as a
-// *yaml.TypeError (so decoding goes on and collects every problem) whose text
-// starts "line L: column C: ", which [Parse] replaces with the key's path.
-// The suggested form is d's current value, the default when decoding onto
-// [Default].
+// *yaml.TypeError (so that yaml.v3 goes on and collects every problem)
+// carrying the value's position.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if err := d.decodeScalar(n); err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: %v", n.Line, n.Column, err)}}
+	}
+	return nil
+}
+
+// decodeScalar parses a duration string. The suggested form is d's current
+// value, the default when decoding onto [Default].
+func (d *Duration) decodeScalar(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
-		v, err := time.ParseDuration(n.Value)
-		if err == nil {
+		if v, err := time.ParseDuration(n.Value); err == nil {
 			*d = Duration(v)
 			return nil
 		}
 	}
-	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: %s is not a duration (try %s)",
-		n.Line, n.Column, describe(n), d.suggest(n.Value))}}
+	return fmt.Errorf("%s is not a duration (try %s)", describe(n), d.suggest(n.Value))
 }
 
 // suggest returns a duration to try instead of the invalid text s.
@@ -546,334 +528,4 @@ func (d Duration) suggest(s string) string {
 		return d.String()
 	}
 	return "30s"
-}
-
-// parseDocument returns the one document of data, or nil when there is none
-// (or it is empty).
-func parseDocument(data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
-		return nil, syntaxError(err)
-	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case err == nil:
-		return nil, fmt.Errorf("line %d: more than one YAML document (a config file holds one)", next.Line)
-	case !errors.Is(err, io.EOF):
-		return nil, syntaxError(err)
-	}
-	if len(doc.Content) == 0 || doc.Content[0].ShortTag() == "!!null" {
-		return nil, nil
-	}
-	return &doc, nil
-}
-
-var (
-	reSyntax = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	// yaml.v3 numbers the lines of its parser's errors (not its scanner's)
-	// from 0; these are all of the parser's.
-	reParserProblem = regexp.MustCompile(`^(did not find expected |found duplicate %|found incompatible YAML|found undefined tag)`)
-)
-
-func syntaxError(err error) error {
-	if m := reSyntax.FindStringSubmatch(err.Error()); m != nil {
-		line := atoi(m[1])
-		if reParserProblem.MatchString(m[2]) {
-			line++
-		}
-		return fmt.Errorf("line %d: invalid YAML: %s", line, m[2])
-	}
-	return fmt.Errorf("invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
-}
-
-// The messages of yaml.v3's TypeError, and of Duration.UnmarshalYAML.
-var (
-	reUnknown   = regexp.MustCompile(`^line (\d+): field (.*) not found in type (\S+)$`)
-	reDuplicate = regexp.MustCompile(`^line (\d+): mapping key (".*") already defined at line (\d+)$`)
-	reSetTwice  = regexp.MustCompile(`^line (\d+): field (.*) already set in type \S+$`)
-	reType      = regexp.MustCompile("(?s)^line (\\d+): cannot unmarshal (\\S+)(?: `(.*)`)? into (\\S+)$")
-	reAt        = regexp.MustCompile(`(?s)^line (\d+): column (\d+): (.*)$`)
-)
-
-var reLine = regexp.MustCompile(`^line (\d+): `)
-
-// decodeProblems rewrites the decoder's error in terms of key paths, found in
-// the parsed document, adds what yaml.v3 lets through (it truncates 1.5 to an
-// int), and orders the problems by line.
-func decodeProblems(err error, root *yaml.Node) error {
-	var te *yaml.TypeError
-	if err != nil && !errors.Is(err, io.EOF) && !errors.As(err, &te) {
-		return syntaxError(err)
-	}
-	type problem struct {
-		line int
-		msg  string
-	}
-	var ps []problem
-	seen := map[string]bool{}
-	add := func(line int, msg string) {
-		if !seen[msg] {
-			seen[msg] = true
-			ps = append(ps, problem{line, msg})
-		}
-	}
-	idx := index(root)
-	if te != nil {
-		for _, msg := range te.Errors {
-			line := 0
-			if m := reLine.FindStringSubmatch(msg); m != nil {
-				line = atoi(m[1])
-			}
-			add(line, idx.rewrite(msg))
-		}
-	}
-	for _, e := range idx {
-		if t := typeAt(e.path); !e.isKey && t != nil && t.Kind() == reflect.Int && e.node.ShortTag() == "!!float" {
-			add(e.node.Line, fmt.Sprintf("%s: %s is not an integer", e.path, describe(e.node)))
-		}
-	}
-	sort.SliceStable(ps, func(i, j int) bool { return ps[i].line < ps[j].line })
-	errs := make([]error, 0, len(ps))
-	for _, p := range ps {
-		errs = append(errs, errors.New(p.msg))
-	}
-	return errors.Join(errs...)
-}
-
-// entry is one mapping key, or one value, of the document.
-type entry struct {
-	path  string // dotted key path; "" for the top-level value
-	isKey bool
-	node  *yaml.Node
-}
-
-type entries []entry
-
-// index lists every key and value reachable through mappings.
-func index(doc *yaml.Node) entries {
-	var es entries
-	var walk func(path string, n *yaml.Node)
-	walk = func(path string, n *yaml.Node) {
-		es = append(es, entry{path: path, node: n})
-		if n.Kind != yaml.MappingNode {
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := k.Value
-			if path != "" {
-				p = path + "." + k.Value
-			}
-			es = append(es, entry{path: p, isKey: true, node: k})
-			walk(p, v)
-		}
-	}
-	walk("", doc.Content[0])
-	return es
-}
-
-// find returns the path of the first key (or value) at line (and column, if
-// not 0) accepted by match, and whether there was one.
-func (es entries) find(isKey bool, line, column int, match func(entry) bool) (string, bool) {
-	for _, e := range es {
-		if e.isKey == isKey && e.node.Line == line && (column == 0 || e.node.Column == column) && match(e) {
-			return e.path, true
-		}
-	}
-	return "", false
-}
-
-// rewrite turns one yaml.v3 type error message into ours. A message it does
-// not know, or cannot place, is returned as it is.
-func (es entries) rewrite(msg string) string {
-	if m := reUnknown.FindStringSubmatch(msg); m != nil {
-		line := atoi(m[1])
-		p, ok := es.find(true, line, 0, func(e entry) bool {
-			return e.node.Value == m[2] && typeString(parent(e.path)) == m[3]
-		})
-		if !ok {
-			return fmt.Sprintf("line %d: unknown key %q", line, m[2]) // reached by a merge key (<<)
-		}
-		s := fmt.Sprintf("line %d: unknown key %q", line, p)
-		if alt := suggestKey(p); alt != "" {
-			s += fmt.Sprintf(" (did you mean %q?)", alt)
-		}
-		return s
-	}
-	if m := reDuplicate.FindStringSubmatch(msg); m != nil {
-		line := atoi(m[1])
-		key, _ := strconv.Unquote(m[2])
-		if p, ok := es.find(true, line, 0, func(e entry) bool { return e.node.Value == key }); ok {
-			return fmt.Sprintf("line %d: duplicate key %q (first at line %s)", line, p, m[3])
-		}
-	}
-	if m := reSetTwice.FindStringSubmatch(msg); m != nil {
-		line := atoi(m[1])
-		if p, ok := es.find(true, line, 0, func(e entry) bool { return e.node.Value == m[2] }); ok {
-			return fmt.Sprintf("line %d: duplicate key %q", line, p)
-		}
-	}
-	if m := reAt.FindStringSubmatch(msg); m != nil {
-		if p, ok := es.find(false, atoi(m[1]), atoi(m[2]), func(entry) bool { return true }); ok {
-			return p + ": " + m[3]
-		}
-	}
-	if m := reType.FindStringSubmatch(msg); m != nil {
-		line, tag, shown, goType := atoi(m[1]), m[2], strings.TrimSuffix(m[3], "..."), m[4]
-		p, ok := es.find(false, line, 0, func(e entry) bool {
-			switch n := e.node; {
-			case typeString(e.path) != goType:
-				return false
-			case tag == "!!seq":
-				return n.Kind == yaml.SequenceNode
-			case tag == "!!map":
-				return n.Kind == yaml.MappingNode
-			default:
-				return n.Kind == yaml.ScalarNode && strings.HasPrefix(n.Value, shown)
-			}
-		})
-		if ok {
-			n := es.node(p)
-			if p == "" {
-				p = fmt.Sprintf("line %d: top level", line)
-			}
-			return fmt.Sprintf("%s: %s is not %s", p, describe(n), want(goType))
-		}
-	}
-	return msg
-}
-
-// node returns the value node at path.
-func (es entries) node(path string) *yaml.Node {
-	for _, e := range es {
-		if !e.isKey && e.path == path {
-			return e.node
-		}
-	}
-	return nil
-}
-
-// describe names what a node holds: its quoted text, "a list" or "a mapping".
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.AliasNode:
-		return "an alias"
-	}
-	return strconv.Quote(n.Value)
-}
-
-// want names what a Go type, as yaml.v3 prints it, accepts.
-func want(goType string) string {
-	switch goType {
-	case "int":
-		return "an integer"
-	case "bool":
-		return "true or false"
-	case "string":
-		return "a string"
-	}
-	return "a mapping" // the sections, config.Config and its structs
-}
-
-// suggestKey returns the known key closest to the unknown dotted path, or ""
-// when none is close enough to be a likely typo.
-func suggestKey(path string) string {
-	parts := strings.Split(path, ".")
-	t := typeAt(parent(path))
-	if t == nil || t.Kind() != reflect.Struct {
-		return ""
-	}
-	typo := strings.ToLower(parts[len(parts)-1])
-	best, bestDist := "", min(2, len(typo)/3)+1 // a typo: one edit in three letters, two at most
-	for i := range t.NumField() {
-		key := yamlKey(t.Field(i))
-		if d := editDistance(typo, key); d < bestDist {
-			best, bestDist = key, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return strings.Join(append(parts[:len(parts)-1:len(parts)-1], best), ".")
-}
-
-// typeAt returns the Go type that decodes the dotted key path ("" is the
-// whole Config), or nil if no key has that path.
-func typeAt(path string) reflect.Type {
-	t := reflect.TypeFor[Config]()
-	if path == "" {
-		return t
-	}
-	for key := range strings.SplitSeq(path, ".") {
-		if t.Kind() != reflect.Struct {
-			return nil
-		}
-		var next reflect.Type
-		for i := range t.NumField() {
-			if yamlKey(t.Field(i)) == key {
-				next = t.Field(i).Type
-			}
-		}
-		if next == nil {
-			return nil
-		}
-		t = next
-	}
-	return t
-}
-
-// typeString is typeAt(path) as yaml.v3 prints it in errors.
-func typeString(path string) string {
-	if t := typeAt(path); t != nil {
-		return t.String()
-	}
-	return ""
-}
-
-// parent returns the path of the mapping holding the key at path.
-func parent(path string) string {
-	i := strings.LastIndex(path, ".")
-	if i < 0 {
-		return ""
-	}
-	return path[:i]
-}
-
-func yamlKey(f reflect.StructField) string {
-	key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-	return key
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
 }

@@ -157,7 +157,7 @@ func TestLoadBadConfigs(t *testing.T) {
 		want  string
 	}{
 		// YAML itself
-		{"invalid-syntax.yaml", `line 3: invalid YAML: did not find expected ',' or ']'`},
+		{"invalid-syntax.yaml", `yaml: line 2: did not find expected ',' or ']'`},
 		{"invalid-multiple-documents.yaml", `line 2: more than one YAML document (a config file holds one)`},
 		{"invalid-top-level.yaml", `line 1: top level: "just a string" is not a mapping`},
 		// Keys and types (decoding)
@@ -179,8 +179,8 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"invalid-dsn-empty.yaml", `store.dsn: must not be empty`},
 		{"invalid-listen.yaml", `listen: "nohostport" is not host:port`},
 		{"invalid-listen-port.yaml", `listen: "127.0.0.1:http" is not host:port (the port must be a number from 0 to 65535)`},
-		{"invalid-listen-auth-none.yaml", `auth: none is refused with listen "0.0.0.0:9715", not a loopback address: anyone who can reach it could write (remove auth: none, and the daemon creates a token)`},
-		{"invalid-listen-auth-mode-none.yaml", `auth: none is refused with listen ":9715", not a loopback address: anyone who can reach it could write (remove auth: none, and the daemon creates a token)`},
+		{"invalid-listen-auth-none.yaml", `auth: none is refused with listen "0.0.0.0:9715", not a loopback address: anyone who can reach it could write (remove auth: none, and the daemon creates a token or reads auth.token_file)`},
+		{"invalid-listen-auth-mode-none.yaml", `auth: none is refused with listen ":9715", not a loopback address: anyone who can reach it could write (remove auth: none, and the daemon creates a token or reads auth.token_file)`},
 		{"invalid-auth-none-with-file.yaml", `auth.token_file: "/etc/watchdog/token" is set but auth.mode is none; remove one of them`},
 		{"invalid-auth-mode.yaml", `auth.mode: "basic" is not one of token, none`},
 		{"invalid-auth-scalar.yaml", `auth: "off" is not a mapping, none or token`},
@@ -198,6 +198,11 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"invalid-log-format.yaml", `log.format: "xml" is not one of json, console (or empty to choose by terminal)`},
 		{"invalid-several-validate.yaml", `store.driver: "postgres" is not supported (only sqlite)` + "\n" +
 			`jobs.vacuum: "@nightly" is not a cron spec: unrecognized descriptor: @nightly` + "\n" +
+			`log.level: "loud" is not one of debug, info, warn, error`},
+		// Every kind at once: one run reports them all, keys first.
+		{"invalid-several-kinds.yaml", `thresholds.idle_after: "soon" is not a duration (try 10m)` + "\n" +
+			`line 5: unknown key "thresholds.idel_after" (did you mean "thresholds.idle_after"?)` + "\n" +
+			`auth: none is refused with listen "0.0.0.0:9715", not a loopback address: anyone who can reach it could write (remove auth: none, and the daemon creates a token or reads auth.token_file)` + "\n" +
 			`log.level: "loud" is not one of debug, info, warn, error`},
 	}
 	covered := map[string]bool{}
@@ -361,19 +366,6 @@ func TestDurationErrorOutsideConfig(t *testing.T) {
 	}
 }
 
-func TestCronParser(t *testing.T) {
-	for _, spec := range []string{"@every 15s", "@daily", "@hourly", "*/5 * * * *", "0 3 * * 1-5", "CRON_TZ=UTC 0 3 * * *"} {
-		if _, err := CronParser.Parse(spec); err != nil {
-			t.Errorf("CronParser.Parse(%q): %v", spec, err)
-		}
-	}
-	for _, spec := range []string{"", "every 15s", "0 */5 * * * *", "@nightly"} {
-		if _, err := CronParser.Parse(spec); err == nil {
-			t.Errorf("CronParser.Parse(%q) succeeded, want an error", spec)
-		}
-	}
-}
-
 func TestSuggestKey(t *testing.T) {
 	for _, tt := range []struct{ path, want string }{
 		{"thresholds.idel_after", "thresholds.idle_after"},
@@ -390,19 +382,86 @@ func TestSuggestKey(t *testing.T) {
 }
 
 func TestSyntaxErrorLines(t *testing.T) {
-	// yaml.v3 counts some lines from 0 and others from 1; ours are the
-	// lines a reader finds the problem on (for an unclosed bracket, the line
-	// that opened it).
+	// Syntax errors are yaml.v3's own, with its line numbers: it counts
+	// the lines of its parser's errors (not its scanner's) from 0, so for
+	// those the line given is the one before the problem.
 	for _, tt := range []struct{ in, want string }{
-		{"a: 1\nb: 2\nc: [3\n", `line 3: invalid YAML: did not find expected ',' or ']'`},
-		{"a: 1\nb: 2\nc: d: e\n", `line 3: invalid YAML: mapping values are not allowed in this context`},
-		{"a: 1\nb: 2\nc: 'x\n", `line 3: invalid YAML: found unexpected end of stream`},
-		{"a: 1\nb:\n  - 1\n c: 2\n", `line 4: invalid YAML: did not find expected key`},
-		{"listen: *nowhere\n", `invalid YAML: unknown anchor 'nowhere' referenced`},
+		{"a: 1\nb: 2\nc: [3\n", `yaml: line 2: did not find expected ',' or ']'`},
+		{"a: 1\nb: 2\nc: d: e\n", `yaml: line 3: mapping values are not allowed in this context`},
+		{"a: 1\nb: 2\nc: 'x\n", `yaml: line 3: found unexpected end of stream`},
+		{"a: 1\nb:\n  - 1\n c: 2\n", `yaml: line 3: did not find expected key`},
+		{"listen: *nowhere\n", `yaml: unknown anchor 'nowhere' referenced`},
 	} {
 		_, err := Parse([]byte(tt.in))
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("Parse(%q):\n got %v\nwant %s", tt.in, err, tt.want)
 		}
+	}
+}
+
+func TestCheckListen(t *testing.T) {
+	// Moved here with the rule from api, whose CheckListen it was.
+	cases := []struct {
+		addr  string
+		token bool
+		ok    bool
+	}{
+		{"127.0.0.1:9715", false, true},
+		{"[::1]:9715", false, true},
+		{"localhost:0", false, true},
+		{"127.0.0.2:80", false, true},
+		// Failure cases.
+		{":9715", false, false},
+		{"0.0.0.0:9715", false, false},
+		{"10.0.0.5:9715", false, false},
+		{"watchdog.internal:9715", false, false},
+		{"127.0.0.1", true, false},
+		{"127.0.0.1:99999", true, false},
+		// With a token anything well-formed goes.
+		{"0.0.0.0:9715", true, true},
+		{":9715", true, true},
+	}
+	for _, c := range cases {
+		err := CheckListen(c.addr, !c.token)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckListen(%q, authNone=%v) = %v, want ok=%v", c.addr, !c.token, err, c.ok)
+		}
+	}
+	if err := CheckListen("0.0.0.0:9715", true); err == nil || !strings.Contains(err.Error(), "auth.token_file") {
+		t.Errorf("refusal should name the fix: %v", err)
+	}
+}
+
+func TestParseMergeKeys(t *testing.T) {
+	// Merge keys (<<) work as in yaml.v3: the mapping's own keys win, and a
+	// merged key is checked like any other.
+	c, err := Parse([]byte("base: &b {idle_after: 5m, stalled_after: 2h}\n"))
+	if err == nil || c != nil {
+		t.Fatalf("an unknown top-level key was accepted: %v", err)
+	}
+	c, err = Parse([]byte("thresholds:\n  <<: {idle_after: 5m, stalled_after: 2h}\n  idle_after: 7m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Thresholds.IdleAfter != Duration(7*time.Minute) || c.Thresholds.StalledAfter != Duration(2*time.Hour) {
+		t.Errorf("merged thresholds = %+v", c.Thresholds)
+	}
+	_, err = Parse([]byte("thresholds: &t\n  <<: *t\n"))
+	if err == nil || !strings.Contains(err.Error(), "merges itself") {
+		t.Errorf("a self-merge: %v", err)
+	}
+	_, err = Parse([]byte("thresholds:\n  <<: {idel_after: 5m}\n"))
+	if want := `line 2: unknown key "thresholds.idel_after" (did you mean "thresholds.idle_after"?)`; err == nil || err.Error() != want {
+		t.Errorf("a merged unknown key:\n got %v\nwant %s", err, want)
+	}
+}
+
+func TestInspectKeepsWhatDecoded(t *testing.T) {
+	c, err := Inspect("testdata/invalid-several-kinds.yaml")
+	if err == nil || c == nil {
+		t.Fatalf("Inspect = %v, %v; want the config and its problems", c, err)
+	}
+	if c.Listen != "0.0.0.0:9715" || c.Thresholds.IdleAfter != DefaultThresholds.IdleAfter {
+		t.Errorf("Inspect kept listen %q, idle_after %s", c.Listen, c.Thresholds.IdleAfter)
 	}
 }

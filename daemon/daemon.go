@@ -23,6 +23,7 @@ import (
 
 	"watchdog/api"
 	"watchdog/config"
+	"watchdog/cronspec"
 	"watchdog/metrics"
 	"watchdog/probe"
 	"watchdog/reaper"
@@ -233,7 +234,7 @@ func (d *daemon) schedule(ctx context.Context) error {
 		{Name: "check_schedules", Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
 		{Name: "vacuum", Spec: j.Vacuum, Run: d.unlessLost(d.vacuum)},
 	}
-	sched, err := reaper.NewScheduler(ctx, config.CronParser, d.jobs, d.log.Named("jobs"), d.metrics)
+	sched, err := reaper.NewScheduler(ctx, cronspec.Parser, d.jobs, d.log.Named("jobs"), d.metrics)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"watchdog/config"
+	"watchdog/cronspec"
 	"watchdog/reaper"
 	"watchdog/store"
 )
@@ -43,7 +44,7 @@ func TestReloadPostponedWhileAJobIsStuck(t *testing.T) {
 		<-release
 		return nil
 	}}
-	sched, err := reaper.NewScheduler(context.Background(), config.CronParser, []reaper.Job{stuck}, zap.NewNop(), nil)
+	sched, err := reaper.NewScheduler(context.Background(), cronspec.Parser, []reaper.Job{stuck}, zap.NewNop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

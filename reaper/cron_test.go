@@ -7,11 +7,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"watchdog/cronspec"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
-
-	"watchdog/config"
 )
 
 type runLog struct {
@@ -35,7 +34,7 @@ func newTestScheduler(t *testing.T, jobs ...Job) (*Scheduler, *runLog, *observer
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	obs := &runLog{}
-	s, err := NewScheduler(context.Background(), config.CronParser, jobs, zap.New(core), obs)
+	s, err := NewScheduler(context.Background(), cronspec.Parser, jobs, zap.New(core), obs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +136,7 @@ func TestSchedulerCountsFailuresAndTimeouts(t *testing.T) {
 
 // TestSchedulerRefusesBadSpec names the job and the spec.
 func TestSchedulerRefusesBadSpec(t *testing.T) {
-	_, err := NewScheduler(context.Background(), config.CronParser, []Job{{Name: "sweep", Spec: "every now and then", Run: func(context.Context) error { return nil }}}, zap.NewNop(), nil)
+	_, err := NewScheduler(context.Background(), cronspec.Parser, []Job{{Name: "sweep", Spec: "every now and then", Run: func(context.Context) error { return nil }}}, zap.NewNop(), nil)
 	if err == nil || !strings.Contains(err.Error(), "jobs.sweep") || !strings.Contains(err.Error(), "every now and then") {
 		t.Errorf("err %v", err)
 	}

@@ -5,15 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
+	"watchdog/cronspec"
 	"watchdog/state"
 	"watchdog/store"
 )
-
-// ScheduleParser reads a schedule entity's cron spec: the five standard
-// fields or a descriptor (@hourly, @every 5m), as at registration.
-var ScheduleParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // judgeSchedule decides a schedule's health at now: the first fire time
 // after its last fire, or after it was last enabled when that is later, is
@@ -24,7 +19,7 @@ func judgeSchedule(e store.Entity, grace time.Duration, now time.Time) (state.He
 	if e.LifecycleOr("") != "enabled" || e.ScheduleCron == "" {
 		return state.HealthOK, nil, nil
 	}
-	sched, err := ScheduleParser.Parse(e.ScheduleCron)
+	sched, err := cronspec.Parser.Parse(e.ScheduleCron)
 	if err != nil {
 		return state.HealthUnknown, nil, fmt.Errorf("schedule %s: cron %q: %w", e.ID, e.ScheduleCron, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"watchdog/config"
+	"watchdog/cronspec"
 	"watchdog/probe"
 )
 
@@ -38,7 +39,7 @@ func SettingsFrom(cfg *config.Config) Settings {
 // SpecInterval is the gap between two fires of a cron spec (measured from
 // now), 0 if it does not parse.
 func SpecInterval(spec string) time.Duration {
-	s, err := config.CronParser.Parse(spec)
+	s, err := cronspec.Parser.Parse(spec)
 	if err != nil {
 		return 0
 	}

@@ -7,8 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/robfig/cron/v3"
-
+	"watchdog/cronspec"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -166,8 +165,6 @@ func (w *Writer) fillIdentity(e *store.Entity) {
 	}
 }
 
-var scheduleParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 func validateFields(e *store.Entity) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidInput}, args...)...)
@@ -222,7 +219,7 @@ func validateFields(e *store.Entity) error {
 		}
 	}
 	if e.ScheduleCron != "" {
-		if _, err := scheduleParser.Parse(e.ScheduleCron); err != nil {
+		if _, err := cronspec.Parser.Parse(e.ScheduleCron); err != nil {
 			return bad("schedule.cron %q is not a cron spec: %v", e.ScheduleCron, err)
 		}
 	}
