@@ -54,7 +54,7 @@
 // By default writes need a token: the daemon reads auth.token_file, or
 // creates its own watchdog.token beside the database (daemon.ownToken).
 // With `auth: none` (Options.Token == ""), which the daemon allows only on
-// a loopback address (CheckListen), any local process may write, and a
+// a loopback address (config.CheckListen), any local process may write, and a
 // transition's body may name its actor: orchestrator (the default), admin
 // or exec.
 //

@@ -65,15 +65,20 @@ func Run(ctx context.Context, o Options) error {
 	if cfg.HostID != "" {
 		host.HostIDOverride = cfg.HostID
 	}
-	// A configured token file is checked before anything is opened; the
-	// daemon's own token is made beside the database once that exists.
-	token, err := configuredToken(cfg.Auth, log)
+	// A configured token file and the store's directory are checked
+	// before anything is opened; the daemon's own token is made beside the
+	// database once that exists.
+	tf, err := checkHost(cfg)
 	if err != nil {
 		return err
 	}
-	if err := api.CheckListen(cfg.Listen, !cfg.Auth.None()); err != nil {
+	if err := config.CheckListen(cfg.Listen, cfg.Auth.None()); err != nil {
 		return err
 	}
+	if tf.Loose() {
+		log.Warn("auth.token_file is readable by group or others; chmod 600 it", zap.String("path", tf.Path))
+	}
+	token := tf.Token
 
 	// One daemon per database: a second one would sweep and enforce the
 	// same entities in turn. Taken before the store opens, so a refused
@@ -428,20 +433,33 @@ func (d *daemon) reload(ctx context.Context, path string) {
 	d.log.Info("config reloaded", zap.String("config", path))
 }
 
-// configuredToken reads auth.token_file; "" when none is configured
-// (the daemon's own token, or auth: none).
-func configuredToken(a config.Auth, log *zap.Logger) (string, error) {
+// Check reports what Run would refuse to start on that the config file
+// does not show by itself: an auth.token_file that tokenfile.Read refuses,
+// a store whose directory does not exist. It returns every problem, one per
+// line; check-config prints them beside the file's own, so that it says ok
+// only for a file serve starts with.
+func Check(cfg *config.Config) error {
+	_, err := checkHost(cfg)
+	return err
+}
+
+// checkHost is Check, also returning the configured token file as read.
+func checkHost(cfg *config.Config) (tokenfile.File, error) {
+	f, err := configuredToken(cfg.Auth)
+	return f, errors.Join(err, store.CheckDir(cfg.Store.DSN))
+}
+
+// configuredToken reads auth.token_file; the zero File when none is
+// configured (the daemon's own token, or auth: none).
+func configuredToken(a config.Auth) (tokenfile.File, error) {
 	if a.TokenFile == "" || a.None() {
-		return "", nil
+		return tokenfile.File{}, nil
 	}
 	f, err := tokenfile.Read(a.TokenFile)
 	if err != nil {
-		return "", fmt.Errorf("auth.token_file: %w", err)
+		return tokenfile.File{}, fmt.Errorf("auth.token_file: %w", err)
 	}
-	if f.Loose() {
-		log.Warn("auth.token_file is readable by group or others; chmod 600 it", zap.String("path", f.Path))
-	}
-	return f.Token, nil
+	return f, nil
 }
 
 // ownToken returns the daemon's own token, in tokenfile.Name beside the

@@ -1,7 +1,8 @@
 // Package tokenfile reads and creates the API's bearer token file, for the
 // daemon (auth.token_file, or the token it generates beside its database)
 // and the CLI (WATCHDOG_TOKEN_FILE, or the daemon's file found beside the
-// database): one reader, so both refuse the same files in the same words.
+// database, see Find): one reader and one lookup, so both refuse the same
+// files in the same words.
 //
 // A token file is a regular file of at most MaxSize bytes holding exactly
 // one non-empty line of printable ASCII. Anything else is an error naming
@@ -17,15 +18,25 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"watchdog/config"
 )
 
 // Name is the file the daemon creates beside its database when no
 // auth.token_file is configured, and where the CLI looks for it.
 const Name = "watchdog.token"
+
+// SystemPath is where the packaged daemon keeps its own token: its
+// StateDirectory, beside /var/lib/watchdog/watchdog.db.
+const SystemPath = "/var/lib/watchdog/" + Name
+
+// EnvFile is the environment variable naming the token file a client sends.
+const EnvFile = "WATCHDOG_TOKEN_FILE"
 
 // MaxSize bounds what is read of a token file: a token is one short line.
 const MaxSize = 4096
@@ -212,4 +223,63 @@ func ownedByMe(f File) error {
 		return fmt.Errorf("token file %s belongs to uid %d, not to this daemon (uid %d), so someone else may know the token: remove it (the daemon then makes its own) or name a file with auth.token_file", f.Path, f.UID, me)
 	}
 	return nil
+}
+
+// Find looks for the bearer token a client sends to the daemon at server
+// (a URL, or a bare host:port), in this order:
+//
+//  1. the file named by $WATCHDOG_TOKEN_FILE, when set; any problem with it
+//     is an error (the user named it);
+//  2. Name beside the database at dbPath, where `watchdog serve` creates it
+//     when no auth.token_file is configured;
+//  3. SystemPath, the packaged daemon's.
+//
+// The files of 2 and 3 are this host's daemon's token: they are read only
+// for a server on loopback, since a daemon elsewhere would then hold the
+// key to this one. A missing file in 2 or 3 is skipped; one that cannot be
+// read (another user's 0600 file) or is not a valid token file is skipped
+// too, but named in where, which a 401 then prints: on a hardened host the
+// agents cannot read the daemon's file and need a copy named by
+// $WATCHDOG_TOKEN_FILE. No token at all is not an error: the daemon may
+// run with auth: none. where says which file the token came from, or
+// where it was looked for. Loose permissions are the daemon's to warn
+// about (it owns the file); a warning on every agent's call would only
+// break its one-line output.
+func Find(server, dbPath string) (tok, where string, err error) {
+	if p := os.Getenv(EnvFile); p != "" {
+		f, err := Read(p)
+		if err != nil {
+			// Name the variable: the path in the message came from it, and
+			// it is what the user has to fix.
+			return "", "", fmt.Errorf("%s: %w", EnvFile, err)
+		}
+		return f.Token, "token from " + EnvFile + "=" + p, nil
+	}
+	if !loopbackServer(server) {
+		return "", "no token sent (" + EnvFile + " unset; this host's own token files are sent only to a daemon on loopback)", nil
+	}
+	var tried []string
+	for _, p := range []string{BesideDatabase(dbPath), SystemPath} {
+		f, err := Read(p)
+		switch {
+		case err == nil:
+			return f.Token, "token from " + p, nil
+		case errors.Is(err, fs.ErrNotExist):
+			tried = append(tried, p+" (absent)")
+		default:
+			tried = append(tried, p+" ("+strings.TrimPrefix(err.Error(), "token file: ")+")")
+		}
+	}
+	return "", "no token found (" + EnvFile + " unset; looked in " + strings.Join(tried, ", ") + ")", nil
+}
+
+// loopbackServer reports whether a --server value (a URL, or a bare
+// host:port) names a daemon on this host's loopback.
+func loopbackServer(server string) bool {
+	s := strings.TrimSpace(server)
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	return err == nil && config.IsLoopback(u.Hostname())
 }

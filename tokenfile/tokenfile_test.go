@@ -203,3 +203,83 @@ func TestEnsureRefusesAPlantedToken(t *testing.T) {
 		t.Errorf("Read = %+v, %v", f, err)
 	}
 }
+
+// TestFind: which files, in which order, and this host's files only for
+// a server on loopback. No request is sent: this is the lookup alone.
+func TestFind(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	beside := write(Name, "local-secret\n")
+	named := write("named", "named-secret\n")
+	db := filepath.Join(dir, "watchdog.db")
+	empty := t.TempDir() // no token beside a database here
+	_, systemErr := os.Stat(SystemPath)
+	for _, c := range []struct {
+		name      string
+		env       string
+		server    string
+		db        string
+		want      string
+		wantWhere string
+		wantErr   string
+	}{
+		// Success cases
+		{name: "loopback IP", server: "http://127.0.0.1:9715", db: db, want: "local-secret", wantWhere: "token from " + beside},
+		{name: "bare host:port", server: "127.0.0.1:9715", db: db, want: "local-secret"},
+		{name: "localhost", server: "http://localhost:9715/", db: db, want: "local-secret"},
+		{name: "IPv6 loopback", server: "http://[::1]:9715", db: db, want: "local-secret"},
+		{name: "file: URI database", server: "127.0.0.1:9715", db: "file:" + db + "?mode=rw", want: "local-secret"},
+		{name: "named file, remote server", env: named, server: "https://watchdog.example.com", db: db, want: "named-secret", wantWhere: "token from WATCHDOG_TOKEN_FILE=" + named},
+		{name: "named file wins over the database's", env: named, server: "127.0.0.1:9715", db: db, want: "named-secret"},
+
+		// No token, no error
+		{name: "remote name", server: "https://watchdog.example.com", db: db, wantWhere: "no token sent (WATCHDOG_TOKEN_FILE unset; this host's own token files are sent only to a daemon on loopback)"},
+		{name: "remote IP", server: "http://192.0.2.7:9715", db: db}, // TEST-NET-1: never contacted
+		{name: "remote bare host:port", server: "watchdog.example.com:9715", db: db},
+
+		// Failure cases
+		{name: "named file missing", env: filepath.Join(dir, "absent"), server: "127.0.0.1:9715", db: db, wantErr: "WATCHDOG_TOKEN_FILE: token file: open"},
+		{name: "named file empty", env: write("empty", ""), server: "127.0.0.1:9715", db: db, wantErr: "WATCHDOG_TOKEN_FILE: token file " + filepath.Join(dir, "empty") + " is empty"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(EnvFile, c.env)
+			tok, where, err := Find(c.server, c.db)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("Find = %q, %v; want an error containing %q", tok, err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || tok != c.want {
+				t.Fatalf("Find(%q, %q) = %q (%s), %v; want %q", c.server, c.db, tok, where, err, c.want)
+			}
+			if c.wantWhere != "" && where != c.wantWhere {
+				t.Errorf("where = %q, want %q", where, c.wantWhere)
+			}
+		})
+	}
+	// Nothing beside the database: the next place is the system's file,
+	// and where names both (when the system's file is absent here too).
+	t.Setenv(EnvFile, "")
+	tok, where, err := Find("127.0.0.1:9715", filepath.Join(empty, "watchdog.db"))
+	if os.IsNotExist(systemErr) {
+		want := "no token found (WATCHDOG_TOKEN_FILE unset; looked in " + filepath.Join(empty, Name) + " (absent), " + SystemPath + " (absent))"
+		if err != nil || tok != "" || where != want {
+			t.Errorf("Find with no file = %q, %q, %v; want where %q", tok, where, err, want)
+		}
+	}
+	// A token file that is there but broken is skipped, and named.
+	write2 := filepath.Join(empty, Name)
+	if err := os.WriteFile(write2, []byte("a\nb\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, where, err := Find("127.0.0.1:9715", filepath.Join(empty, "watchdog.db")); err != nil || !strings.Contains(where, write2+" (token file "+write2+" holds more than one line") {
+		t.Errorf("a broken file beside the database: where %q, %v", where, err)
+	}
+}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"watchdog/tokenfile"
 )
 
 // authPost sends a POST with the given headers (Content-Type defaults to
@@ -117,7 +119,7 @@ func TestServeDefaultTokenGuardsWrites(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "unauthorized") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 		t.Errorf("heartbeat without a token: %+v", r)
 	}
-	if _, err := os.Stat(systemTokenFile); os.IsNotExist(err) && !strings.Contains(r.stderr, "no token found (WATCHDOG_TOKEN_FILE unset; looked in watchdog.token (absent), "+systemTokenFile+" (absent))") {
+	if _, err := os.Stat(tokenfile.SystemPath); os.IsNotExist(err) && !strings.Contains(r.stderr, "no token found (WATCHDOG_TOKEN_FILE unset; looked in watchdog.token (absent), "+tokenfile.SystemPath+" (absent))") {
 		t.Errorf("the 401 does not say where it looked: %q", r.stderr)
 	}
 

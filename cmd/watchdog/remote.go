@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"watchdog/api"
 	"watchdog/client"
 	"watchdog/tokenfile"
 	"watchdog/transitions"
@@ -35,7 +33,7 @@ func addTargetFlags(c *cobra.Command, db, server *string) {
 	f := c.Flags()
 	f.Lookup("db").Usage = "SQLite database file (env WATCHDOG_DB); not with --server"
 	f.Lookup("server").Usage = "write through the daemon's API at this URL, e.g. http://127.0.0.1:9715, instead of opening a database " +
-		"(env WATCHDOG_SERVER; bearer token read from the file in WATCHDOG_TOKEN_FILE, else watchdog.token beside WATCHDOG_DB or ./watchdog.db, else " + systemTokenFile + "). " +
+		"(env WATCHDOG_SERVER; bearer token read from the file in WATCHDOG_TOKEN_FILE, else watchdog.token beside WATCHDOG_DB or ./watchdog.db, else " + tokenfile.SystemPath + "). " +
 		"--db and --server together, or WATCHDOG_DB and WATCHDOG_SERVER together without either flag, are a usage error; " +
 		"a flag overrides the other's environment variable"
 }
@@ -86,59 +84,15 @@ func checkServerURL(server string) error {
 	return nil
 }
 
-// systemTokenFile is where the packaged daemon keeps its own token: its
-// StateDirectory, beside /var/lib/watchdog/watchdog.db.
-const systemTokenFile = "/var/lib/watchdog/" + tokenfile.Name
-
-// findToken looks for the daemon's bearer token, in this order:
-//
-//  1. the file named by WATCHDOG_TOKEN_FILE, when set; any problem with it
-//     is an error (the user named it);
-//  2. watchdog.token beside the database this command would otherwise use
-//     (WATCHDOG_DB, default ./watchdog.db), where `watchdog serve` creates
-//     it when no auth.token_file is configured;
-//  3. /var/lib/watchdog/watchdog.token, the packaged daemon's.
-//
-// A missing file in 2 or 3 is skipped; one that cannot be read (another
-// user's 0600 file) or is not a valid token file is skipped too, but named
-// in where, which a 401 then prints: on a hardened host the agents cannot
-// read the daemon's file and need a copy named by WATCHDOG_TOKEN_FILE.
-// No token at all is not an error here: the daemon may run with auth: none.
-// Loose permissions are the daemon's to warn about (it owns the file); a
-// warning on every agent's call would only break its one-line output.
+// findToken finds the daemon's bearer token as tokenfile.Find does, beside
+// the database this command would otherwise use (WATCHDOG_DB, default
+// ./watchdog.db).
 func findToken(server string) (tok, where string, err error) {
-	if p := os.Getenv("WATCHDOG_TOKEN_FILE"); p != "" {
-		f, err := tokenfile.Read(p)
-		if err != nil {
-			// Name the variable: the path in the message came from it, and
-			// it is what the user has to fix.
-			return "", "", fmt.Errorf("WATCHDOG_TOKEN_FILE: %w", err)
-		}
-		return f.Token, "token from WATCHDOG_TOKEN_FILE=" + p, nil
-	}
-	// The files beside the database and under /var/lib are this host's
-	// daemon's token: never sent to a daemon elsewhere, which would then
-	// hold the key to this one.
-	if !loopbackURL(server) {
-		return "", "no token sent (WATCHDOG_TOKEN_FILE unset; this host's own token files are sent only to a daemon on loopback)", nil
-	}
 	db := os.Getenv("WATCHDOG_DB")
 	if db == "" {
 		db = defaultDB
 	}
-	var tried []string
-	for _, p := range []string{tokenfile.BesideDatabase(db), systemTokenFile} {
-		f, err := tokenfile.Read(p)
-		switch {
-		case err == nil:
-			return f.Token, "token from " + p, nil
-		case errors.Is(err, fs.ErrNotExist):
-			tried = append(tried, p+" (absent)")
-		default:
-			tried = append(tried, p+" ("+strings.TrimPrefix(err.Error(), "token file: ")+")")
-		}
-	}
-	return "", "no token found (WATCHDOG_TOKEN_FILE unset; looked in " + strings.Join(tried, ", ") + ")", nil
+	return tokenfile.Find(server, db)
 }
 
 // dialServer returns a client of the daemon at server with the bearer
@@ -224,15 +178,4 @@ func lifecycleOr(e wire.Entity, def string) string {
 		return def
 	}
 	return *e.Lifecycle
-}
-
-// loopbackURL reports whether a --server value (a URL, or a bare
-// host:port) names a daemon on this host's loopback.
-func loopbackURL(server string) bool {
-	s := strings.TrimSpace(server)
-	if !strings.Contains(s, "://") {
-		s = "http://" + s
-	}
-	u, err := url.Parse(s)
-	return err == nil && api.IsLoopback(u.Hostname())
 }
