@@ -117,9 +117,9 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		}
 		v.Set(s)
 	default:
-		// yaml.v3 reads the scalar; it would also truncate 1.5 to an int.
+		// yaml.v3 reads the scalar, but would truncate 1.5 to an int.
 		bad := n.Kind != yaml.ScalarNode || v.Kind() == reflect.Struct ||
-			(v.Kind() == reflect.Int && n.ShortTag() != "!!int") ||
+			(v.Kind() == reflect.Int && n.ShortTag() == "!!float") ||
 			n.Decode(v.Addr().Interface()) != nil
 		if bad {
 			d.fail("%s: %s is not %s", where, describe(n), want(v.Kind()))
