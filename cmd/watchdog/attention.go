@@ -13,6 +13,7 @@ import (
 
 	"watchdog/attention"
 	"watchdog/config"
+	"watchdog/state"
 )
 
 // newAttentionCmd is `watchdog attention`: the attention queue of SPEC §8
@@ -43,13 +44,11 @@ its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := attention.Query{Limit: limit, IncludeDismissed: includeDismissed, FailureWindow: window}
-			if strings.TrimSpace(severities) != "" {
-				sevs, err := attention.ParseSeverities(severities)
-				if err != nil {
-					return usageError("--severity: %v", err)
-				}
-				q.Severities = sevs
+			sevs, err := state.ParseSeverities(severities, attention.Severities)
+			if err != nil {
+				return usageError("--severity: severity %v", err)
 			}
+			q.Severities = sevs
 			if limit < 1 || limit > attention.MaxLimit {
 				return usageError("--limit %d: must be from 1 to %d", limit, attention.MaxLimit)
 			}
@@ -177,18 +176,7 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// attentionAge renders a duration in seconds the way operators read it:
-// 42s, 7m, 3h, 2d.
+// attentionAge is an age in the queue: "7m".
 func attentionAge(seconds float64) string {
-	switch {
-	case seconds < 1:
-		return "0s"
-	case seconds < 60:
-		return fmt.Sprintf("%ds", int(seconds))
-	case seconds < 3600:
-		return fmt.Sprintf("%dm", int(seconds/60))
-	case seconds < 86400:
-		return fmt.Sprintf("%dh", int(seconds/3600))
-	}
-	return fmt.Sprintf("%dd", int(seconds/86400))
+	return state.FormatAge(time.Duration(seconds * float64(time.Second)))
 }
