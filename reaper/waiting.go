@@ -3,6 +3,7 @@ package reaper
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"watchdog/store"
@@ -133,4 +134,49 @@ func enforceTarget(e store.Entity) string {
 		return ""
 	}
 	return deadTargetFrom(e)
+}
+
+// Text is the report as `watchdog reap` prints it: one line per action,
+// one per waiting entity, and a summary.
+func (r OnceReport) Text() string {
+	var b strings.Builder
+	var done, skipped int
+	for _, a := range r.Actions {
+		base, past := "move", "moved"
+		if a.Terminal {
+			base, past = "end", "ended"
+		}
+		var verb string
+		switch {
+		case r.DryRun:
+			verb = "would " + base
+		case a.Applied:
+			verb = past
+			done++
+		default:
+			verb = "skipped"
+			skipped++
+		}
+		fmt.Fprintf(&b, "%s %s/%s: %s -> %s (%s)", verb, a.Type, a.ID, a.From, a.To, a.ReasonCode)
+		if a.Detail != "" {
+			b.WriteString(": " + a.Detail)
+		}
+		if !r.DryRun && !a.Applied && a.Skipped != "" {
+			b.WriteString(" [" + a.Skipped + "]")
+		}
+		b.WriteByte('\n')
+	}
+	for _, wt := range r.Waiting {
+		fmt.Fprintf(&b, "waiting %s/%s: %s\n", wt.Type, wt.ID, wt.Why)
+	}
+	if r.DryRun {
+		fmt.Fprintf(&b, "dry run: %d would change, %d dead and waiting; nothing written\n", len(r.Actions), len(r.Waiting))
+	} else {
+		fmt.Fprintf(&b, "reap: %d changed, %d lost to a racing writer, %d dead and waiting; %d entities probed, %d with new findings recorded\n",
+			done, skipped, len(r.Waiting), r.Probed, r.Recorded)
+	}
+	if r.Truncated {
+		b.WriteString("stopped at reaper.max_per_run: run again for the rest\n")
+	}
+	return b.String()
 }

@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -151,48 +148,10 @@ func printVerdict(w io.Writer, v probe.Verdict, asJSON bool, fail func(string, .
 
 // target turns the flags into what the probe needs, checking each.
 func (o probeOptions) target() (probe.Target, probe.Thresholds, error) {
-	var t probe.Target
-	th := probe.DefaultThresholds
-	if o.pid == "" {
-		return t, th, probeFail("--pid is required (or --entity TYPE/ID)")
+	t, th, err := probe.AdHoc{PID: o.pid, StartTime: o.startTime, Heartbeat: o.heartbeat, IdleAfter: o.idleAfter, StalledAfter: o.stalledAfter}.Target()
+	if err != nil {
+		return t, th, probeFail("%v", err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(o.pid))
-	if err != nil || pid <= 0 {
-		return t, th, probeFail("--pid %q is not a process id (a positive integer)", o.pid)
-	}
-	t.PID = pid
-	if o.startTime != "" {
-		v, err := strconv.ParseFloat(strings.TrimSpace(o.startTime), 64)
-		if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-			return t, th, probeFail("--start-time %q is not a time in Unix seconds (e.g. 1716517000.12)", o.startTime)
-		}
-		t.StartTime = v
-	}
-	if o.heartbeat == "" {
-		t.NoHeartbeat = true
-	} else {
-		t.HeartbeatFile = o.heartbeat
-	}
-	for _, d := range []struct {
-		flag, value string
-		into        *time.Duration
-	}{
-		{"--idle-after", o.idleAfter, &th.IdleAfter},
-		{"--stalled-after", o.stalledAfter, &th.StalledAfter},
-	} {
-		if d.value == "" {
-			continue
-		}
-		v, err := time.ParseDuration(strings.TrimSpace(d.value))
-		if err != nil || v <= 0 {
-			return t, th, probeFail("%s %q is not a positive duration (try 10m)", d.flag, d.value)
-		}
-		*d.into = v
-	}
-	if th.IdleAfter >= th.StalledAfter {
-		return t, th, probeFail("--idle-after %v must be shorter than --stalled-after %v", th.IdleAfter, th.StalledAfter)
-	}
-
 	specs, root, err := wire.ContractFromFlags(o.artifacts, o.contract, o.artifactsRoot)
 	if err != nil {
 		return t, th, probeFail("%v", err)

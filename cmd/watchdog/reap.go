@@ -114,53 +114,13 @@ is --db, else WATCHDOG_DB, else the config's store.dsn.`,
 	return c
 }
 
-// printReap prints one line per action, one per waiting entity, and a
-// summary; or the whole result as JSON.
+// printReap prints the report's text, or the whole report as JSON.
 func printReap(w io.Writer, res reaper.OnceReport, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	var b strings.Builder
-	var done, skipped int
-	for _, a := range res.Actions {
-		base, past := "move", "moved"
-		if a.Terminal {
-			base, past = "end", "ended"
-		}
-		var verb string
-		switch {
-		case res.DryRun:
-			verb = "would " + base
-		case a.Applied:
-			verb = past
-			done++
-		default:
-			verb = "skipped"
-			skipped++
-		}
-		fmt.Fprintf(&b, "%s %s/%s: %s -> %s (%s)", verb, a.Type, a.ID, a.From, a.To, a.ReasonCode)
-		if a.Detail != "" {
-			b.WriteString(": " + a.Detail)
-		}
-		if !res.DryRun && !a.Applied && a.Skipped != "" {
-			b.WriteString(" [" + a.Skipped + "]")
-		}
-		b.WriteByte('\n')
-	}
-	for _, wt := range res.Waiting {
-		fmt.Fprintf(&b, "waiting %s/%s: %s\n", wt.Type, wt.ID, wt.Why)
-	}
-	if res.DryRun {
-		fmt.Fprintf(&b, "dry run: %d would change, %d dead and waiting; nothing written\n", len(res.Actions), len(res.Waiting))
-	} else {
-		fmt.Fprintf(&b, "reap: %d changed, %d lost to a racing writer, %d dead and waiting; %d entities probed, %d with new findings recorded\n",
-			done, skipped, len(res.Waiting), res.Probed, res.Recorded)
-	}
-	if res.Truncated {
-		b.WriteString("stopped at reaper.max_per_run: run again for the rest\n")
-	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, res.Text())
 	return err
 }
