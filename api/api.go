@@ -93,7 +93,6 @@ import (
 
 	"watchdog/attention"
 	"watchdog/metrics"
-	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
 	"watchdog/wire"
@@ -422,23 +421,6 @@ func canonicalType(t string) (string, error) {
 		return "", err
 	}
 	return g.Type, nil
-}
-
-// severityFilter parses ?severity= of the entity list (every severity,
-// neutral included).
-func severityFilter(v string) (map[state.Severity]bool, error) {
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
-	}
-	out := map[state.Severity]bool{}
-	for _, p := range strings.Split(v, ",") {
-		sev, ok := state.ParseSeverity(strings.TrimSpace(p))
-		if !ok {
-			return nil, errors.New("severity " + quote(p) + " is not one of critical, warning, info, neutral")
-		}
-		out[sev] = true
-	}
-	return out, nil
 }
 
 func quote(s string) string {

@@ -257,10 +257,14 @@ func TestTransitionApplied(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("transition: %d %s", r.status, r.body)
 	}
-	var got wire.Entity
+	var got wire.TransitionResult
 	e.decode(r, &got)
 	if *got.Lifecycle != "aborted" || got.State.Outcome != "aborted" || got.State.Severity != state.SeverityCritical || got.EndedAt != e.clock.Seconds() {
 		t.Errorf("after transition: %+v", got)
+	}
+	// The lifecycle it left, so a client prints FROM -> TO without a read.
+	if got.From != "running" {
+		t.Errorf("from = %q, want running", got.From)
 	}
 	rows, err := e.st.Transitions(context.Background(), "session", "s-1")
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"watchdog/store"
+	"watchdog/state"
 	"watchdog/transitions"
 	"watchdog/wire"
 )
@@ -151,9 +151,9 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		}
 		typ = canon
 	}
-	want, err := severityFilter(q.Get("severity"))
+	want, err := state.ParseSeverities(q.Get("severity"), state.Severities)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
+		writeError(w, http.StatusBadRequest, causeBadRequest, "severity "+err.Error())
 		return
 	}
 	order, err := parseOrder(q.Get("order"))
@@ -175,19 +175,11 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		}
 		after = &k
 	}
-	list, err := s.Store.List(r.Context(), store.Filter{Type: typ})
+	now := s.nowSeconds()
+	items, err := ListEntities(r.Context(), s.Store, EntityFilter{Type: typ, Severities: want}, now, nil)
 	if err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	now := s.nowSeconds()
-	items := make([]wire.Entity, 0, len(list))
-	for _, e := range list {
-		v := wire.FromEntity(e, nil, now)
-		if want != nil && (v.State.Legacy() || !want[v.State.Severity]) {
-			continue
-		}
-		items = append(items, v)
 	}
 	out := wire.EntityList{GeneratedAt: now, Total: len(items)}
 	out.Items, out.Next = page(items, order, after, int(limit))
@@ -226,7 +218,8 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 }
 
 // transition is POST …/{type}/{id}/transitions: 200 with the entity as it
-// is after the transition (audit rows are on GET).
+// is after the transition (audit rows are on GET) and the lifecycle it
+// left, "from".
 func (s *server) transition(w http.ResponseWriter, r *http.Request) {
 	typ, id := r.PathValue("type"), r.PathValue("id")
 	var body wire.Transition
@@ -254,7 +247,7 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.FromEntity(res.After, nil, s.nowSeconds()))
+	writeJSON(w, http.StatusOK, wire.TransitionResult{Entity: wire.FromEntity(res.After, nil, s.nowSeconds()), From: res.Before.LifecycleOr("")})
 }
 
 // rejected counts a transition the API refused before the write path saw

@@ -118,9 +118,9 @@ type Query struct {
 func ParseQuery(v url.Values) (Query, error) {
 	q := Query{Limit: DefaultLimit}
 	if s := strings.TrimSpace(v.Get("severity")); s != "" {
-		sevs, err := ParseSeverities(s)
+		sevs, err := state.ParseSeverities(s, Severities)
 		if err != nil {
-			return Query{}, err
+			return Query{}, fmt.Errorf("severity %w", err)
 		}
 		q.Severities = sevs
 	}
@@ -139,22 +139,6 @@ func ParseQuery(v url.Values) (Query, error) {
 		q.IncludeDismissed = b
 	}
 	return q, nil
-}
-
-// ParseSeverities reads a comma-separated list of attention severities.
-func ParseSeverities(s string) ([]state.Severity, error) {
-	var out []state.Severity
-	for _, p := range strings.Split(s, ",") {
-		p = strings.TrimSpace(p)
-		sev, ok := state.ParseSeverity(p)
-		if !ok || !Attends(sev) {
-			return nil, fmt.Errorf("severity %q is not one of critical, warning, info", p)
-		}
-		if !containsSeverity(out, sev) {
-			out = append(out, sev)
-		}
-	}
-	return out, nil
 }
 
 // Values encodes q as the query string ParseQuery reads (FailureWindow

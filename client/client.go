@@ -22,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"watchdog/attention"
 	"watchdog/transitions"
 	"watchdog/wire"
 )
@@ -115,7 +114,7 @@ var statusSentinels = map[int]error{
 // created.
 func (c *Client) Register(ctx context.Context, r wire.Register) (wire.Entity, bool, error) {
 	var e wire.Entity
-	status, err := c.do(ctx, http.MethodPost, "/api/v1/entities", nil, r, &e)
+	status, err := c.do(ctx, http.MethodPost, "/api/v1/entities", r, &e)
 	if err != nil {
 		return wire.Entity{}, false, err
 	}
@@ -128,50 +127,27 @@ func (c *Client) Heartbeat(ctx context.Context, typ, id, progress string) error 
 	if progress != "" {
 		body = wire.Heartbeat{Progress: progress}
 	}
-	_, err := c.do(ctx, http.MethodPost, entityPath(typ, id)+"/heartbeat", nil, body, nil)
+	_, err := c.do(ctx, http.MethodPost, entityPath(typ, id)+"/heartbeat", body, nil)
 	return err
 }
 
-// Transition asks for a lifecycle change and returns the entity after it.
-func (c *Client) Transition(ctx context.Context, typ, id string, t wire.Transition) (wire.Entity, error) {
-	var e wire.Entity
-	if _, err := c.do(ctx, http.MethodPost, entityPath(typ, id)+"/transitions", nil, t, &e); err != nil {
-		return wire.Entity{}, err
+// Transition asks for a lifecycle change and returns the entity after it
+// with the lifecycle it left.
+func (c *Client) Transition(ctx context.Context, typ, id string, t wire.Transition) (wire.TransitionResult, error) {
+	var res wire.TransitionResult
+	if _, err := c.do(ctx, http.MethodPost, entityPath(typ, id)+"/transitions", t, &res); err != nil {
+		return wire.TransitionResult{}, err
 	}
-	return e, nil
+	return res, nil
 }
 
 // Entity reads one entity with its audit rows.
 func (c *Client) Entity(ctx context.Context, typ, id string) (wire.Entity, error) {
 	var e wire.Entity
-	if _, err := c.do(ctx, http.MethodGet, entityPath(typ, id), nil, nil, &e); err != nil {
+	if _, err := c.do(ctx, http.MethodGet, entityPath(typ, id), nil, &e); err != nil {
 		return wire.Entity{}, err
 	}
 	return e, nil
-}
-
-// Attention reads the attention queue.
-func (c *Client) Attention(ctx context.Context, q attention.Query) (attention.Queue, error) {
-	var out attention.Queue
-	if _, err := c.do(ctx, http.MethodGet, "/api/attention", q.Values(), nil, &out); err != nil {
-		return attention.Queue{}, err
-	}
-	return out, nil
-}
-
-// Snooze hides an attention item until the given time.
-func (c *Client) Snooze(ctx context.Context, fingerprint string, until time.Time) error {
-	body := map[string]any{"fingerprint": fingerprint, "until": float64(until.UnixMilli()) / 1e3}
-	_, err := c.do(ctx, http.MethodPost, attention.SnoozePath, nil, body, nil)
-	return err
-}
-
-// Dismiss hides an attention item until its entity's status changes
-// (clearOnStatusChange) or for good.
-func (c *Client) Dismiss(ctx context.Context, fingerprint string, clearOnStatusChange bool) error {
-	body := map[string]any{"fingerprint": fingerprint, "clear_on_status_change": clearOnStatusChange}
-	_, err := c.do(ctx, http.MethodPost, attention.DismissPath, nil, body, nil)
-	return err
 }
 
 func entityPath(typ, id string) string {
@@ -180,14 +156,11 @@ func entityPath(typ, id string) string {
 
 // do sends one request and decodes a 2xx body into out (when not nil). It
 // returns the status, or an *Error for an error response.
-func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) (int, error) {
+func (c *Client) do(ctx context.Context, method, path string, body, out any) (int, error) {
 	if c.base == "" {
 		return 0, errors.New("no server URL (set --server or WATCHDOG_SERVER)")
 	}
 	u := c.base + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -215,7 +188,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	defer resp.Body.Close()
 	// Error bodies are one short object; a success body is at most one
-	// attention page or entity. Cap what a misbehaving server can send.
+	// entity. Cap what a misbehaving server can send.
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return resp.StatusCode, fmt.Errorf("server %s: read response: %w", c.base, err)

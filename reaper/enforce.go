@@ -47,8 +47,8 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 	grace := r.Settings.TerminalGrace
 	now := r.now()
 	for _, e := range list {
-		to := deadTargetFrom(e)
-		if to == "" || e.DeadSince == 0 || e.Terminal {
+		to := enforceTarget(e)
+		if to == "" {
 			continue
 		}
 		rep.Checked++

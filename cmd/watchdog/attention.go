@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"watchdog/attention"
 	"watchdog/config"
+	"watchdog/state"
 )
 
 // newAttentionCmd is `watchdog attention`: the attention queue of SPEC §8
@@ -43,13 +42,11 @@ its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := attention.Query{Limit: limit, IncludeDismissed: includeDismissed, FailureWindow: window}
-			if strings.TrimSpace(severities) != "" {
-				sevs, err := attention.ParseSeverities(severities)
-				if err != nil {
-					return usageError("--severity: %v", err)
-				}
-				q.Severities = sevs
+			sevs, err := state.ParseSeverities(severities, attention.Severities)
+			if err != nil {
+				return usageError("--severity: severity %v", err)
 			}
+			q.Severities = sevs
 			if limit < 1 || limit > attention.MaxLimit {
 				return usageError("--limit %d: must be from 1 to %d", limit, attention.MaxLimit)
 			}
@@ -107,88 +104,8 @@ its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 	return c
 }
 
-// printAttention renders the queue like ADR-0030 §8: a severity header
-// with its count over the whole queue, then each cluster (its size over
-// the whole queue too), then its items on this page.
+// printAttention prints the queue's text.
 func printAttention(w io.Writer, q attention.Queue) error {
-	if q.Total == 0 {
-		_, err := fmt.Fprintln(w, "attention queue is empty")
-		return err
-	}
-	fmt.Fprintf(w, "ATTENTION QUEUE · %s\n", plural(q.Total, "item"))
-	if len(q.Items) < q.Total {
-		fmt.Fprintf(w, "(showing the first %d; raise --limit for more)\n", len(q.Items))
-	}
-	now := q.GeneratedAt
-	for _, sev := range attention.Severities {
-		var items []attention.Item
-		for _, it := range q.Items {
-			if it.Severity == sev {
-				items = append(items, it)
-			}
-		}
-		if len(items) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "\n%s · %s\n", strings.ToUpper(string(sev)), plural(q.BySeverity[sev], "item"))
-		// Clusters in the order their first item appears (most urgent,
-		// most recent first).
-		var order []string
-		byCluster := map[string][]attention.Item{}
-		for _, it := range items {
-			if _, ok := byCluster[it.ClusterID]; !ok {
-				order = append(order, it.ClusterID)
-			}
-			byCluster[it.ClusterID] = append(byCluster[it.ClusterID], it)
-		}
-		for _, id := range order {
-			members := byCluster[id]
-			first := members[0]
-			fmt.Fprintf(w, "  %s · %s\n", first.Reason.Code, plural(first.ClusterSize, "item"))
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			for _, it := range members {
-				ref := it.Entity.Type + "/" + it.Entity.ID
-				label := ""
-				if it.Entity.Label != ref {
-					label = it.Entity.Label
-				}
-				summary := it.Reason.Summary
-				if it.Dismissed {
-					if it.SnoozedUntil > 0 {
-						summary += fmt.Sprintf(" [snoozed, %s left]", attentionAge(it.SnoozedUntil-now))
-					} else {
-						summary += " [dismissed]"
-					}
-				}
-				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", ref, label, it.Status, attentionAge(now-it.FirstSeenAt)+" ago", summary)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// attentionAge renders a duration in seconds the way operators read it:
-// 42s, 7m, 3h, 2d.
-func attentionAge(seconds float64) string {
-	switch {
-	case seconds < 1:
-		return "0s"
-	case seconds < 60:
-		return fmt.Sprintf("%ds", int(seconds))
-	case seconds < 3600:
-		return fmt.Sprintf("%dm", int(seconds/60))
-	case seconds < 86400:
-		return fmt.Sprintf("%dh", int(seconds/3600))
-	}
-	return fmt.Sprintf("%dd", int(seconds/86400))
+	_, err := io.WriteString(w, q.Text())
+	return err
 }

@@ -34,6 +34,13 @@ func (e *exitError) Error() string {
 
 func (e *exitError) Unwrap() error { return e.err }
 
+// ExitCode is the code to exit with.
+func (e *exitError) ExitCode() int { return e.code }
+
+// exitCoder is an error that decides the exit code: exitError, and the
+// packages' own (runner.ExitError).
+type exitCoder interface{ ExitCode() int }
+
 // withCode wraps err so that the process exits with code.
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
@@ -55,9 +62,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	code := 1
-	var ee *exitError
-	if errors.As(err, &ee) {
-		code = ee.code
+	var ec exitCoder
+	if errors.As(err, &ec) {
+		code = ec.ExitCode()
 	} else if isFlagError(err) {
 		code = 2
 	}

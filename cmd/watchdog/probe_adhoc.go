@@ -1,36 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"watchdog/probe"
-	"watchdog/state"
 	"watchdog/wire"
 )
-
-// Exit codes of `watchdog probe`, those of a monitoring plugin.
-const (
-	probeExitOK       = 0 // neutral or info
-	probeExitWarning  = 1
-	probeExitCritical = 2
-	probeExitUnknown  = 3 // could not decide: bad arguments, liveness unknown
-)
-
-// maxContractBytes bounds a --contract file: a contract is a short list.
-const maxContractBytes = 1 << 20
 
 // probeEntityFunc probes a registered entity (`--entity TYPE/ID`) and
 // returns the exit code; it has printed its output (probe_entity.go). A
@@ -54,7 +34,7 @@ type probeOptions struct {
 
 // probeFail is a probe that could not decide: exit 3 with one error line.
 func probeFail(format string, args ...any) error {
-	return withCode(probeExitUnknown, fmt.Errorf("probe: "+format, args...))
+	return withCode(probe.ExitUnknown, fmt.Errorf("probe: "+format, args...))
 }
 
 func newProbeCmd() *cobra.Command {
@@ -96,7 +76,7 @@ host, a legacy entity or a schedule).`,
 			if err != nil {
 				return err
 			}
-			if code != probeExitOK {
+			if code != probe.ExitOK {
 				return withCode(code, nil) // the output says it all
 			}
 			return nil
@@ -141,190 +121,41 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 		return 0, probeFail("--db and --config go with --entity; a --pid probe needs no database")
 	}
 
-	target, th, specs, err := o.target()
+	target, th, err := o.target()
 	if err != nil {
 		return 0, err
 	}
-	h := probe.NewHost()
-	if target.StartTime == 0 {
-		// Without a recorded start time the pid cannot be told from a
-		// newcomer, but its observed start still dates the heartbeat that
-		// never came and newer_than_start.
-		if id, err := h.Identify(target.PID); err == nil {
-			target.StartedAt = id.StartTime
-		}
-	}
-	now := time.Now()
-	r := h.Probe(cmd.Context(), target, th, now)
-	reasons := r.Reasons
-	ns := state.Normalize("running", "", r.Health, r.Delivery, reasons, float64(now.UnixNano())/1e9)
+	v := probe.NewHost().Judge(cmd.Context(), target, th, time.Now())
+	return printVerdict(cmd.OutOrStdout(), v, o.asJSON, probeFail)
+}
 
-	code := probeExitOK
-	switch {
-	case r.Liveness == probe.Unknown:
-		code = probeExitUnknown
-	case ns.Severity == state.SeverityCritical:
-		code = probeExitCritical
-	case ns.Severity == state.SeverityWarning:
-		code = probeExitWarning
-	}
-
-	out := cmd.OutOrStdout()
-	if o.asJSON {
-		enc := json.NewEncoder(out)
+// printVerdict prints a probe's verdict (its state as JSON with asJSON)
+// and returns its exit code; fail words a failed write.
+func printVerdict(w io.Writer, v probe.Verdict, asJSON bool, fail func(string, ...any) error) (int, error) {
+	if asJSON {
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(ns); err != nil {
-			return 0, probeFail("write output: %v", err)
+		if err := enc.Encode(v.State); err != nil {
+			return 0, fail("write output: %v", err)
 		}
-		return code, nil
+		return v.ExitCode(), nil
 	}
-	label := strings.ToUpper(string(ns.Severity))
-	if code == probeExitUnknown {
-		label = "UNKNOWN"
+	if _, err := io.WriteString(w, v.Text()); err != nil {
+		return 0, fail("write output: %v", err)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s - %s\n", label, state.DisplayChain(ns, state.ContractSubject(specs)))
-	for _, reason := range reasons {
-		fmt.Fprintf(&b, "  reason %s: %s\n", reason.Code, reason.Message)
-	}
-	for _, ev := range r.Evidence() {
-		fmt.Fprintf(&b, "  evidence: %s\n", ev.Detail)
-	}
-	if _, err := io.WriteString(out, b.String()); err != nil {
-		return 0, probeFail("write output: %v", err)
-	}
-	return code, nil
+	return v.ExitCode(), nil
 }
 
 // target turns the flags into what the probe needs, checking each.
-func (o probeOptions) target() (probe.Target, probe.Thresholds, []state.ArtifactSpec, error) {
-	var t probe.Target
-	th := probe.DefaultThresholds
-	if o.pid == "" {
-		return t, th, nil, probeFail("--pid is required (or --entity TYPE/ID)")
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(o.pid))
-	if err != nil || pid <= 0 {
-		return t, th, nil, probeFail("--pid %q is not a process id (a positive integer)", o.pid)
-	}
-	t.PID = pid
-	if o.startTime != "" {
-		v, err := strconv.ParseFloat(strings.TrimSpace(o.startTime), 64)
-		if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-			return t, th, nil, probeFail("--start-time %q is not a time in Unix seconds (e.g. 1716517000.12)", o.startTime)
-		}
-		t.StartTime = v
-	}
-	if o.heartbeat == "" {
-		t.NoHeartbeat = true
-	} else {
-		t.HeartbeatFile = o.heartbeat
-	}
-	for _, d := range []struct {
-		flag, value string
-		into        *time.Duration
-	}{
-		{"--idle-after", o.idleAfter, &th.IdleAfter},
-		{"--stalled-after", o.stalledAfter, &th.StalledAfter},
-	} {
-		if d.value == "" {
-			continue
-		}
-		v, err := time.ParseDuration(strings.TrimSpace(d.value))
-		if err != nil || v <= 0 {
-			return t, th, nil, probeFail("%s %q is not a positive duration (try 10m)", d.flag, d.value)
-		}
-		*d.into = v
-	}
-	if th.IdleAfter >= th.StalledAfter {
-		return t, th, nil, probeFail("--idle-after %v must be shorter than --stalled-after %v", th.IdleAfter, th.StalledAfter)
-	}
-
-	var specs []state.ArtifactSpec
-	for _, p := range o.artifacts {
-		specs = append(specs, state.ArtifactSpec{Path: p, Required: true, MinBytes: 1, Kind: state.ArtifactFile})
-	}
-	if o.contract != "" {
-		more, err := readContract(o.contract)
-		if err != nil {
-			return t, th, nil, probeFail("--contract %s: %v", o.contract, err)
-		}
-		specs = append(specs, more...)
-	}
-	for _, s := range specs {
-		if err := s.Validate(); err != nil {
-			return t, th, nil, probeFail("%v", err)
-		}
-	}
-	if len(specs) > 0 {
-		root := o.artifactsRoot
-		if root == "" {
-			root = "."
-		}
-		abs, err := filepath.Abs(root)
-		if err != nil {
-			return t, th, nil, probeFail("--artifacts-root %q: %v", root, err)
-		}
-		t.ArtifactsRoot, t.Artifacts = abs, specs
-	} else if o.artifactsRoot != "" {
-		return t, th, nil, probeFail("--artifacts-root needs --artifact or --contract")
-	}
-	return t, th, specs, nil
-}
-
-// contractFile is a --contract file: the `artifacts` list of the
-// registration wire shape, nothing else.
-type contractFile struct {
-	Artifacts []wire.Artifact `json:"artifacts" yaml:"artifacts"`
-}
-
-// readContract reads a JSON or YAML artifact contract (JSON when it starts
-// with "{"), rejecting unknown fields.
-func readContract(path string) ([]state.ArtifactSpec, error) {
-	f, err := os.Open(path)
+func (o probeOptions) target() (probe.Target, probe.Thresholds, error) {
+	t, th, err := probe.AdHoc{PID: o.pid, StartTime: o.startTime, Heartbeat: o.heartbeat, IdleAfter: o.idleAfter, StalledAfter: o.stalledAfter}.Target()
 	if err != nil {
-		return nil, err
+		return t, th, probeFail("%v", err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxContractBytes+1))
+	specs, root, err := wire.ContractFromFlags(o.artifacts, o.contract, o.artifactsRoot)
 	if err != nil {
-		return nil, fmt.Errorf("read: %w", err)
+		return t, th, probeFail("%v", err)
 	}
-	if len(data) > maxContractBytes {
-		return nil, fmt.Errorf("larger than %d bytes", maxContractBytes)
-	}
-	var c contractFile
-	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil {
-			return nil, fmt.Errorf("invalid JSON: %w", err)
-		}
-		if dec.More() {
-			return nil, errors.New("invalid JSON: data after the contract object")
-		}
-	} else {
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&c); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, errors.New("empty contract")
-			}
-			return nil, fmt.Errorf("invalid YAML: %s", oneLine(err.Error()))
-		}
-	}
-	if len(c.Artifacts) == 0 {
-		return nil, errors.New(`no artifacts (want {"artifacts": [{"path": ...}]})`)
-	}
-	specs := make([]state.ArtifactSpec, 0, len(c.Artifacts))
-	for _, a := range c.Artifacts {
-		specs = append(specs, a.Spec())
-	}
-	return specs, nil
-}
-
-// oneLine folds a multi-line parser message (yaml lists one problem per
-// line) into the one error line the CLI prints.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	t.ArtifactsRoot, t.Artifacts = root, specs
+	return t, th, nil
 }

@@ -1,15 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -23,7 +21,7 @@ func probeEntity(cmd *cobra.Command, ref string, asJSON bool) int {
 	code, err := runProbeEntity(cmd, ref, asJSON)
 	if err != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "watchdog: %s\n", firstLine(err.Error()))
-		return probeExitUnknown
+		return probe.ExitUnknown
 	}
 	return code
 }
@@ -55,46 +53,16 @@ func runProbeEntity(cmd *cobra.Command, ref string, asJSON bool) (int, error) {
 
 	ns := transitions.View(p.Entity, float64(time.Now().UnixNano())/1e9)
 	// Health unknown is the probe's "could not decide" (no pid recorded,
-	// permission denied, and no heartbeat to go by): exit 3, as the ad-hoc
-	// probe does for an unknown liveness. Otherwise the severity decides.
-	code := probeExitOK
-	switch {
-	case p.Entity.Health == state.HealthUnknown:
-		code = probeExitUnknown
-	case ns.Severity == state.SeverityCritical:
-		code = probeExitCritical
-	case ns.Severity == state.SeverityWarning:
-		code = probeExitWarning
-	}
-
-	out := cmd.OutOrStdout()
-	if asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(ns); err != nil {
-			return 0, fmt.Errorf("probe: write output: %w", err)
-		}
-		return code, nil
-	}
-	label := strings.ToUpper(string(ns.Severity))
-	if code == probeExitUnknown {
-		label = "UNKNOWN"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s - %s\n", label, transitions.Display(p.Entity, ns))
-	for _, r := range ns.Reasons {
-		fmt.Fprintf(&b, "  reason %s: %s\n", r.Code, r.Message)
-	}
+	// permission denied, and no heartbeat to go by), as an unknown
+	// liveness is for the ad-hoc probe.
+	v := probe.Verdict{State: ns, Undecided: p.Entity.Health == state.HealthUnknown, Display: transitions.Display(p.Entity, ns), Reasons: ns.Reasons}
 	if p.Checked {
-		for _, ev := range p.Result.Evidence() {
-			fmt.Fprintf(&b, "  evidence: %s\n", ev.Detail)
-		}
+		v.Evidence = p.Result.Evidence()
 	}
 	if p.Written {
-		fmt.Fprintf(&b, "  recorded: health %s, delivery %s\n", p.Entity.Health, p.Entity.Delivery)
+		v.Notes = []string{fmt.Sprintf("recorded: health %s, delivery %s", p.Entity.Health, p.Entity.Delivery)}
 	}
-	if _, err := io.WriteString(out, b.String()); err != nil {
-		return 0, fmt.Errorf("probe: write output: %w", err)
-	}
-	return code, nil
+	return printVerdict(cmd.OutOrStdout(), v, asJSON, func(format string, a ...any) error {
+		return fmt.Errorf("probe: "+format, a...)
+	})
 }

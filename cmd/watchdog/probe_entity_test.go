@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -198,7 +199,7 @@ func TestProbeEntityBadInput(t *testing.T) {
 			before := readDB(t, db)
 			r := wd(t, "", append([]string{"probe"}, tc.args...)...)
 			assertOneLineError(t, r)
-			if r.code != probeExitUnknown || r.stdout != "" || !strings.Contains(r.stderr, "watchdog: probe: ") || !strings.Contains(r.stderr, tc.msg) {
+			if r.code != probe.ExitUnknown || r.stdout != "" || !strings.Contains(r.stderr, "watchdog: probe: ") || !strings.Contains(r.stderr, tc.msg) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 3 and %q", r.code, r.stdout, r.stderr, tc.msg)
 			}
 			if after := readDB(t, db); !reflect.DeepEqual(before, after) {

@@ -19,11 +19,6 @@ import (
 	"watchdog/transitions"
 )
 
-// oneShotSweepBudget bounds the sweep of a one-shot `reap`. The daemon's
-// budget keeps one sweep from starving the next; a one-shot run has no
-// next sweep to leave the rest to, so it may take longer.
-const oneShotSweepBudget = time.Minute
-
 // oneShot is what a one-shot command (`reap`, `probe --entity`) runs on:
 // the store and a reaper for this host, with the thresholds of --config or
 // the defaults.
@@ -58,15 +53,7 @@ func openOneShot(ctx context.Context, cmd *cobra.Command, cfgPath string) (*oneS
 		host.HostIDOverride = cfg.HostID
 	}
 	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host}
-	rp := &reaper.Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: oneShotSettings(cfg)}
-	return &oneShot{st: st, rp: rp}, nil
-}
-
-// oneShotSettings are the daemon's settings with the one-shot sweep budget.
-func oneShotSettings(cfg *config.Config) reaper.Settings {
-	s := reaper.SettingsFrom(cfg)
-	s.SweepBudget = oneShotSweepBudget
-	return s
+	return &oneShot{st: st, rp: reaper.NewOneShot(st, w, host, cfg)}, nil
 }
 
 func newReapCmd() *cobra.Command {
@@ -111,7 +98,7 @@ is --db, else WATCHDOG_DB, else the config's store.dsn.`,
 			if dryRun {
 				o.rp.Settings.DryRun = true
 			}
-			res, runErr := runReap(ctx, o)
+			res, runErr := o.rp.RunOnce(ctx)
 			// What was done is printed even when a later step failed: those
 			// writes happened.
 			if err := printReap(cmd.OutOrStdout(), res, asJSON); err != nil {
@@ -127,171 +114,13 @@ is --db, else WATCHDOG_DB, else the config's store.dsn.`,
 	return c
 }
 
-// reapAction is one decided lifecycle change, as printed.
-type reapAction struct {
-	Job        string `json:"job"`
-	Type       string `json:"type"`
-	ID         string `json:"id"`
-	From       string `json:"from"`
-	To         string `json:"to"`
-	ReasonCode string `json:"reason_code"`
-	Detail     string `json:"detail"`
-	// Terminal: To ends the entity (else it is blocked, say).
-	Terminal bool   `json:"terminal"`
-	Applied  bool   `json:"applied"`
-	Skipped  string `json:"skipped,omitempty"`
-}
-
-// reapWaiting is an open entity whose process is recorded dead but that
-// this run did not end.
-type reapWaiting struct {
-	Type      string  `json:"type"`
-	ID        string  `json:"id"`
-	DeadSince float64 `json:"dead_since"`
-	// EndsAfter is when terminal_grace runs out; in the past when the
-	// grace has run out but the death could not be confirmed now.
-	EndsAfter float64 `json:"ends_after"`
-	Why       string  `json:"why"`
-}
-
-// reapResult is what one `reap` did.
-type reapResult struct {
-	DryRun  bool          `json:"dry_run"`
-	Actions []reapAction  `json:"actions"`
-	Waiting []reapWaiting `json:"waiting"`
-	// Probed and Recorded are the closing sweep's (0 in a dry run).
-	Probed    int  `json:"probed"`
-	Recorded  int  `json:"recorded"`
-	Truncated bool `json:"truncated"`
-	// TerminalGrace is the grace applied, in seconds.
-	TerminalGrace float64 `json:"terminal_grace"`
-}
-
-// runReap runs enforce_terminal, reap_phantoms and (unless dry) one sweep,
-// in that order. Acting before probing is what makes a death first seen by
-// this run wait out its grace: the jobs see only deaths recorded before.
-func runReap(ctx context.Context, o *oneShot) (reapResult, error) {
-	rp := o.rp
-	start := float64(time.Now().UnixNano()) / 1e9
-	res := reapResult{DryRun: rp.Settings.DryRun, Actions: []reapAction{}, Waiting: []reapWaiting{}, TerminalGrace: rp.Settings.TerminalGrace.Seconds()}
-	acted := map[string]bool{}
-	for _, job := range []func(context.Context) (reaper.Report, error){rp.EnforceTerminal, rp.ReapPhantoms} {
-		rep, err := job(ctx)
-		res.Truncated = res.Truncated || rep.Truncated
-		for _, a := range rep.Actions {
-			res.Actions = append(res.Actions, reapAction{
-				Job: rep.Job, Type: a.Type, ID: a.ID, From: a.From, To: a.To, ReasonCode: string(a.Reason),
-				Detail: a.Detail, Terminal: isTerminal(a.Type, a.To), Applied: a.Applied, Skipped: a.Skipped,
-			})
-			acted[a.Type+"/"+a.ID] = true
-		}
-		if err != nil {
-			return res, err
-		}
-	}
-	if !res.DryRun {
-		rep, err := rp.Sweep(ctx)
-		res.Probed, res.Recorded = rep.Checked, rep.Written
-		if err != nil {
-			return res, err
-		}
-	}
-	waiting, err := deadAndWaiting(ctx, o, acted, start, res.Truncated)
-	res.Waiting = waiting
-	return res, err
-}
-
-// deadAndWaiting lists this host's open entities whose process is recorded
-// dead and that were not acted on: first seen dead by this run (at or
-// after start), within terminal_grace, or past it with a death that could
-// not be confirmed now (liveness unknown) or that max_per_run left for
-// the next run.
-func deadAndWaiting(ctx context.Context, o *oneShot, acted map[string]bool, start float64, truncated bool) ([]reapWaiting, error) {
-	list, err := o.st.List(ctx, store.Filter{HostID: o.rp.HostID, OpenOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("list dead entities: %w", err)
-	}
-	grace := o.rp.Settings.TerminalGrace
-	now := time.Now()
-	out := []reapWaiting{}
-	for _, e := range list {
-		g, err := transitions.Lookup(e.Type)
-		if err != nil || g.DeadProcessTerminal == "" || e.DeadSince == 0 || acted[e.Type+"/"+e.ID] {
-			continue
-		}
-		dead := time.Unix(0, int64(e.DeadSince*1e9))
-		ends := dead.Add(grace)
-		w := reapWaiting{Type: e.Type, ID: e.ID, DeadSince: e.DeadSince, EndsAfter: float64(ends.UnixNano()) / 1e9}
-		switch left := ends.Sub(now); {
-		case e.DeadSince >= start:
-			w.Why = fmt.Sprintf("process first seen dead by this run: terminal_grace %s starts now, a later reap (or the daemon) ends it", grace)
-		case left > 0:
-			w.Why = fmt.Sprintf("process dead for %s, within terminal_grace %s: a later reap (or the daemon) ends it in %s",
-				now.Sub(dead).Round(time.Second), grace, left.Round(time.Second))
-		case truncated:
-			w.Why = fmt.Sprintf("process dead for %s, past terminal_grace: not reached before reaper.max_per_run, or not confirmed dead now",
-				now.Sub(dead).Round(time.Second))
-		default:
-			w.Why = fmt.Sprintf("process recorded dead %s ago, but its death could not be confirmed now (liveness unknown): not ended",
-				now.Sub(dead).Round(time.Second))
-		}
-		out = append(out, w)
-	}
-	return out, nil
-}
-
-func isTerminal(typ, lifecycle string) bool {
-	g, err := transitions.Lookup(typ)
-	return err == nil && g.IsTerminal(lifecycle)
-}
-
-// printReap prints one line per action, one per waiting entity, and a
-// summary; or the whole result as JSON.
-func printReap(w io.Writer, res reapResult, asJSON bool) error {
+// printReap prints the report's text, or the whole report as JSON.
+func printReap(w io.Writer, res reaper.OnceReport, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	var b strings.Builder
-	var done, skipped int
-	for _, a := range res.Actions {
-		base, past := "move", "moved"
-		if a.Terminal {
-			base, past = "end", "ended"
-		}
-		var verb string
-		switch {
-		case res.DryRun:
-			verb = "would " + base
-		case a.Applied:
-			verb = past
-			done++
-		default:
-			verb = "skipped"
-			skipped++
-		}
-		fmt.Fprintf(&b, "%s %s/%s: %s -> %s (%s)", verb, a.Type, a.ID, a.From, a.To, a.ReasonCode)
-		if a.Detail != "" {
-			b.WriteString(": " + a.Detail)
-		}
-		if !res.DryRun && !a.Applied && a.Skipped != "" {
-			b.WriteString(" [" + a.Skipped + "]")
-		}
-		b.WriteByte('\n')
-	}
-	for _, wt := range res.Waiting {
-		fmt.Fprintf(&b, "waiting %s/%s: %s\n", wt.Type, wt.ID, wt.Why)
-	}
-	if res.DryRun {
-		fmt.Fprintf(&b, "dry run: %d would change, %d dead and waiting; nothing written\n", len(res.Actions), len(res.Waiting))
-	} else {
-		fmt.Fprintf(&b, "reap: %d changed, %d lost to a racing writer, %d dead and waiting; %d entities probed, %d with new findings recorded\n",
-			done, skipped, len(res.Waiting), res.Probed, res.Recorded)
-	}
-	if res.Truncated {
-		b.WriteString("stopped at reaper.max_per_run: run again for the rest\n")
-	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, res.Text())
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/reaper"
 	"watchdog/state"
 )
 
@@ -98,7 +99,7 @@ func TestReapDryRunWritesNothing(t *testing.T) {
 
 	// The same as JSON: nothing applied.
 	r = wd(t, "", "reap", "--dry-run", "--json", "--db", w.db, "--config", w.cfg)
-	var res reapResult
+	var res reaper.OnceReport
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil {
 		t.Fatalf("dry run --json: %+v", r)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -12,8 +11,6 @@ import (
 
 	"watchdog/client"
 	"watchdog/tokenfile"
-	"watchdog/transitions"
-	"watchdog/wire"
 )
 
 // addServerFlag gives a writing command the --server flag (env
@@ -125,57 +122,4 @@ func remoteError(server string, err error) error {
 		return fmt.Errorf("cannot reach the daemon at %s: %w", server, ue.Err)
 	}
 	return err
-}
-
-// remoteTransitionAttempts bounds the re-reads when the entity keeps
-// moving between the read and the write of an unconditional transition.
-const remoteTransitionAttempts = 5
-
-// remoteTransition applies t through the daemon and returns the lifecycle
-// the entity left, for the "TYPE/ID: FROM -> TO" line. The API answers
-// with the entity after the transition only, so the from state is known
-// only from a compare-and-set: --expect-from is one; without it the entity
-// is read first and its lifecycle sent as expect_from, and a conflict (it
-// moved in between) is retried on a fresh read. That keeps the local
-// path's semantics (the transition applies from whatever the entity is in,
-// if the edge allows it) and makes the printed from state exact, never a
-// guess from a read that raced with another writer.
-func remoteTransition(ctx context.Context, c *client.Client, typ, id string, t wire.Transition) (from, to string, err error) {
-	if t.ExpectFrom != "" {
-		e, err := c.Transition(ctx, typ, id, t)
-		if err != nil {
-			return "", "", err
-		}
-		return t.ExpectFrom, lifecycleOr(e, "legacy"), nil
-	}
-	for attempt := 1; ; attempt++ {
-		cur, err := c.Entity(ctx, typ, id)
-		if err != nil {
-			return "", "", err
-		}
-		// A legacy entity has no lifecycle to expect: the request goes
-		// unconditionally and the write path refuses it in its own words.
-		t.ExpectFrom = ""
-		if cur.Lifecycle != nil {
-			t.ExpectFrom = *cur.Lifecycle
-		}
-		e, err := c.Transition(ctx, typ, id, t)
-		if errors.Is(err, transitions.ErrConflict) && attempt < remoteTransitionAttempts {
-			continue
-		}
-		if err != nil {
-			if errors.Is(err, transitions.ErrConflict) {
-				return "", "", fmt.Errorf("%w (it kept changing while the transition was sent; try again)", err)
-			}
-			return "", "", err
-		}
-		return lifecycleOr(cur, "legacy"), lifecycleOr(e, "legacy"), nil
-	}
-}
-
-func lifecycleOr(e wire.Entity, def string) string {
-	if e.Lifecycle == nil {
-		return def
-	}
-	return *e.Lifecycle
 }

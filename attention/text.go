@@ -1,0 +1,85 @@
+package attention
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"watchdog/state"
+)
+
+// Text renders the queue as `watchdog attention` prints it, like
+// ADR-0030 §8: a severity header with its count over the whole queue, then
+// each cluster (its size over the whole queue too), then its items on this
+// page.
+func (q Queue) Text() string {
+	if q.Total == 0 {
+		return "attention queue is empty\n"
+	}
+	var b strings.Builder
+	w := &b
+	fmt.Fprintf(w, "ATTENTION QUEUE · %s\n", plural(q.Total, "item"))
+	if len(q.Items) < q.Total {
+		fmt.Fprintf(w, "(showing the first %d; raise --limit for more)\n", len(q.Items))
+	}
+	now := q.GeneratedAt
+	for _, sev := range Severities {
+		var items []Item
+		for _, it := range q.Items {
+			if it.Severity == sev {
+				items = append(items, it)
+			}
+		}
+		if len(items) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s · %s\n", strings.ToUpper(string(sev)), plural(q.BySeverity[sev], "item"))
+		// Clusters in the order their first item appears (most urgent,
+		// most recent first).
+		var order []string
+		byCluster := map[string][]Item{}
+		for _, it := range items {
+			if _, ok := byCluster[it.ClusterID]; !ok {
+				order = append(order, it.ClusterID)
+			}
+			byCluster[it.ClusterID] = append(byCluster[it.ClusterID], it)
+		}
+		for _, id := range order {
+			members := byCluster[id]
+			first := members[0]
+			fmt.Fprintf(w, "  %s · %s\n", first.Reason.Code, plural(first.ClusterSize, "item"))
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			for _, it := range members {
+				ref := it.Entity.Type + "/" + it.Entity.ID
+				label := ""
+				if it.Entity.Label != ref {
+					label = it.Entity.Label
+				}
+				summary := it.Reason.Summary
+				if it.Dismissed {
+					if it.SnoozedUntil > 0 {
+						summary += fmt.Sprintf(" [snoozed, %s left]", age(it.SnoozedUntil-now))
+					} else {
+						summary += " [dismissed]"
+					}
+				}
+				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", ref, label, it.Status, age(now-it.FirstSeenAt)+" ago", summary)
+			}
+			_ = tw.Flush() // into a strings.Builder: cannot fail
+		}
+	}
+	return b.String()
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// age is an age in the queue's text: "7m".
+func age(seconds float64) string {
+	return state.FormatAge(time.Duration(seconds * float64(time.Second)))
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"watchdog/api"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+	"watchdog/wire"
+)
+
+func newStatusCmd() *cobra.Command {
+	var db, typ, severities string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Table of entities with their display chain, most severe first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if typ != "" {
+				canon, ok := transitions.CanonicalType(typ)
+				if !ok {
+					return usageError("--type: unknown entity type %q (known: %s)", typ, strings.Join(transitions.Types(), ", "))
+				}
+				typ = canon
+			}
+			want, err := state.ParseSeverities(severities, state.Severities)
+			if err != nil {
+				return usageError("--severity: %v", err)
+			}
+			ctx := cmd.Context()
+			st, err := openStore(ctx, db, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			var rows func(store.Entity) ([]store.AuditRow, error)
+			if asJSON {
+				rows = func(e store.Entity) ([]store.AuditRow, error) { return st.Transitions(ctx, e.Type, e.ID) }
+			}
+			now := nowSeconds()
+			items, err := api.ListEntities(ctx, st, api.EntityFilter{Type: typ, Severities: want}, now, rows)
+			if err != nil {
+				return err
+			}
+			wire.SortEntities(items)
+			out := wire.EntityList{GeneratedAt: now, Total: len(items), Items: items}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			return printStatusTable(cmd.OutOrStdout(), out.Items, now)
+		},
+	}
+	c.Flags().StringVar(&typ, "type", "", "only this entity type")
+	c.Flags().StringVar(&severities, "severity", "", "only these severities, comma separated (critical,warning,info,neutral)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the entity read shape as JSON")
+	addDBFlag(c, &db)
+	return c
+}
+
+func printStatusTable(w io.Writer, items []wire.Entity, now float64) error {
+	if len(items) == 0 {
+		_, err := fmt.Fprintln(w, "no entities")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEVERITY\tTYPE\tID\tSTATE\tREASON\tUPDATED")
+	for _, e := range items {
+		sev := strings.ToUpper(string(e.State.Severity))
+		if e.State.Legacy() {
+			sev = "LEGACY"
+		}
+		reason := "-"
+		if len(e.State.Reasons) > 0 {
+			reason = string(e.State.Reasons[len(e.State.Reasons)-1].Code)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason, ago(now-e.UpdatedAt))
+	}
+	return tw.Flush()
+}
+
+// ago is an age in a table: "3m ago", "now" for a time ahead of the clock.
+func ago(seconds float64) string {
+	if seconds < 0 {
+		return "now"
+	}
+	return state.FormatAge(time.Duration(seconds*float64(time.Second))) + " ago"
+}

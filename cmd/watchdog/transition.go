@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"watchdog/state"
+	"watchdog/transitions"
+	"watchdog/wire"
+)
+
+func newTransitionCmd() *cobra.Command {
+	var db, server, reason, message, actor, expectFrom, trigger string
+	var timeout, elapsed float64
+	c := &cobra.Command{
+		Use:   "transition TYPE/ID TO",
+		Short: "Move an entity to another lifecycle state through the validated write path",
+		Example: `  watchdog transition session/s-42 aborted --reason run.aborted.operator --message "stuck on review"
+  watchdog transition play/p-1 queued --actor orchestrator
+  WATCHDOG_SERVER=http://127.0.0.1:9715 WATCHDOG_TOKEN_FILE=/run/agents/token watchdog transition session/s-42 completed`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			typ, id, err := parseRef(args[0])
+			if err != nil {
+				return err
+			}
+			req := transitions.Request{
+				Type: typ, ID: id, To: args[1], ExpectFrom: expectFrom,
+				Actor: actor, Trigger: trigger, TimeoutSeconds: timeout, ElapsedSeconds: elapsed,
+			}
+			if message != "" && reason == "" {
+				return usageError("--message explains a reason code: give it with --reason CODE (see watchdog reasons)")
+			}
+			// reaper and exec are the daemon's and the wrapper's own
+			// actors: a person at the command line is not either.
+			if actor != transitions.ActorAdmin && actor != transitions.ActorOrchestrator {
+				return usageError("--actor %q: want admin or orchestrator", actor)
+			}
+			if reason != "" {
+				req.Reason = &state.StateReason{Code: state.ReasonCode(reason), Message: message}
+				// The same limits locally as over HTTP.
+				if err := wire.CheckReason(req.Reason); err != nil {
+					return usageError("--message: %v", err)
+				}
+			}
+			remote, err := resolveTarget(cmd, server)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var from, to string
+			if remote {
+				t := wire.Transition{
+					To: req.To, ExpectFrom: expectFrom, Trigger: trigger,
+					TimeoutSeconds: timeout, ElapsedSeconds: elapsed,
+				}
+				cl, err := dialServer(server)
+				if err != nil {
+					return err
+				}
+				// This command's default actor is admin, over HTTP too
+				// (SPEC §9), except that with a token the token decides:
+				// then an unset --actor sends none and the daemon records
+				// the token's principal; an explicit one is a claim it may
+				// refuse (admin is 403 with auth on).
+				if cmd.Flags().Changed("actor") || !cl.HasToken() {
+					t.Actor = actor
+				}
+				if req.Reason != nil {
+					t.Reason = &wire.Reason{Code: reason, Message: message}
+				}
+				res, err := cl.Transition(ctx, typ, id, t)
+				if err != nil {
+					return remoteError(server, err)
+				}
+				from, to = res.From, "legacy"
+				if res.Lifecycle != nil {
+					to = *res.Lifecycle
+				}
+			} else {
+				st, err := openStore(ctx, db, false)
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				res, err := newWriter(st).Transition(ctx, req)
+				if err != nil {
+					return err
+				}
+				from, to = res.Before.LifecycleOr("legacy"), res.After.LifecycleOr("legacy")
+			}
+			line := fmt.Sprintf("%s/%s: %s -> %s", typ, id, from, to)
+			if reason != "" {
+				line += " (" + reason + ")"
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), line)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&reason, "reason", "", "reason code (see watchdog reasons); required for failed, aborted, cancelled, timed_out, ...")
+	f.StringVar(&message, "message", "", "human message for the reason")
+	f.StringVar(&actor, "actor", transitions.ActorAdmin, "who asks: admin or orchestrator. With --server and a token (WATCHDOG_TOKEN_FILE) and no --actor "+
+		"the token decides (orchestrator); with auth on, admin is refused")
+	f.StringVar(&expectFrom, "expect-from", "", "apply only if the entity is still in this state (compare-and-set)")
+	f.StringVar(&trigger, "trigger", "", "why it happened: "+strings.Join(transitions.Triggers, ", "))
+	f.Float64Var(&timeout, "timeout-seconds", 0, "configured timeout, for timed_out")
+	f.Float64Var(&elapsed, "elapsed-seconds", 0, "elapsed time, for timed_out (default: since start)")
+	addTargetFlags(c, &db, &server)
+	return c
+}

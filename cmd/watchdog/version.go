@@ -1,0 +1,24 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"watchdog/store"
+)
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "watchdog %s (%s, schema v%d)\n", version, goVersion(), store.SchemaVersion())
+			return nil
+		},
+	}
+}
+
+func goVersion() string { return runtime.Version() }

@@ -1,0 +1,89 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"watchdog/state"
+)
+
+// Exit codes of `watchdog probe`, those of a monitoring plugin.
+const (
+	ExitOK       = 0 // neutral or info
+	ExitWarning  = 1
+	ExitCritical = 2
+	ExitUnknown  = 3 // could not decide: bad arguments, liveness unknown
+)
+
+// Verdict is a probe's judgement as a monitoring plugin reports it: an
+// exit code and a few lines of text.
+type Verdict struct {
+	State state.NormalizedState
+	// Undecided says the probe could not decide (liveness or health
+	// unknown): exit 3, whatever the severity.
+	Undecided bool
+	// Display is the display chain of the first line.
+	Display string
+	// Reasons and Evidence are listed under the first line, then Notes.
+	Reasons  []state.StateReason
+	Evidence []state.EvidenceRef
+	Notes    []string
+}
+
+// ExitCode is the plugin exit code: unknown when undecided, else by
+// severity.
+func (v Verdict) ExitCode() int {
+	switch {
+	case v.Undecided:
+		return ExitUnknown
+	case v.State.Severity == state.SeverityCritical:
+		return ExitCritical
+	case v.State.Severity == state.SeverityWarning:
+		return ExitWarning
+	}
+	return ExitOK
+}
+
+// Text is the plugin output: "SEVERITY - display chain", then the
+// reasons, the evidence and the notes, one a line.
+func (v Verdict) Text() string {
+	label := strings.ToUpper(string(v.State.Severity))
+	if v.Undecided {
+		label = "UNKNOWN"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s - %s\n", label, v.Display)
+	for _, r := range v.Reasons {
+		fmt.Fprintf(&b, "  reason %s: %s\n", r.Code, r.Message)
+	}
+	for _, ev := range v.Evidence {
+		fmt.Fprintf(&b, "  evidence: %s\n", ev.Detail)
+	}
+	for _, n := range v.Notes {
+		fmt.Fprintf(&b, "  %s\n", n)
+	}
+	return b.String()
+}
+
+// Judge probes a bare process now, as a running entity with no record
+// (`watchdog probe --pid`). Without a recorded start time the pid cannot
+// be told from a newcomer, but its observed start still dates the
+// heartbeat that never came and newer_than_start.
+func (h *Host) Judge(ctx context.Context, t Target, th Thresholds, now time.Time) Verdict {
+	if t.StartTime == 0 {
+		if id, err := h.Identify(t.PID); err == nil {
+			t.StartedAt = id.StartTime
+		}
+	}
+	r := h.Probe(ctx, t, th, now)
+	ns := state.Normalize("running", "", r.Health, r.Delivery, r.Reasons, float64(now.UnixNano())/1e9)
+	return Verdict{
+		State:     ns,
+		Undecided: r.Liveness == Unknown,
+		Display:   state.DisplayChain(ns, state.ContractSubject(t.Artifacts)),
+		Reasons:   r.Reasons,
+		Evidence:  r.Evidence(),
+	}
+}

@@ -1,0 +1,182 @@
+package reaper
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// OnceAction is one decided lifecycle change of a RunOnce.
+type OnceAction struct {
+	Job        string `json:"job"`
+	Type       string `json:"type"`
+	ID         string `json:"id"`
+	From       string `json:"from"`
+	To         string `json:"to"`
+	ReasonCode string `json:"reason_code"`
+	Detail     string `json:"detail"`
+	// Terminal: To ends the entity (else it is blocked, say).
+	Terminal bool   `json:"terminal"`
+	Applied  bool   `json:"applied"`
+	Skipped  string `json:"skipped,omitempty"`
+}
+
+// Waiting is an open entity whose process is recorded dead but that a run
+// did not end.
+type Waiting struct {
+	Type      string  `json:"type"`
+	ID        string  `json:"id"`
+	DeadSince float64 `json:"dead_since"`
+	// EndsAfter is when terminal_grace runs out; in the past when the
+	// grace has run out but the death could not be confirmed now.
+	EndsAfter float64 `json:"ends_after"`
+	Why       string  `json:"why"`
+}
+
+// OnceReport is what one RunOnce did (the `watchdog reap --json` body).
+type OnceReport struct {
+	DryRun  bool         `json:"dry_run"`
+	Actions []OnceAction `json:"actions"`
+	Waiting []Waiting    `json:"waiting"`
+	// Probed and Recorded are the closing sweep's (0 in a dry run).
+	Probed    int  `json:"probed"`
+	Recorded  int  `json:"recorded"`
+	Truncated bool `json:"truncated"`
+	// TerminalGrace is the grace applied, in seconds.
+	TerminalGrace float64 `json:"terminal_grace"`
+}
+
+// RunOnce runs enforce_terminal, reap_phantoms and (unless dry) one sweep,
+// in that order, then lists what is dead and waiting. Acting before
+// probing is what makes a death first seen by this run wait out its
+// grace: the jobs see only deaths recorded before. The report holds what
+// was done even when a later step failed: those writes happened.
+func (r *Reaper) RunOnce(ctx context.Context) (OnceReport, error) {
+	start := r.now()
+	res := OnceReport{DryRun: r.Settings.DryRun, Actions: []OnceAction{}, Waiting: []Waiting{}, TerminalGrace: r.Settings.TerminalGrace.Seconds()}
+	acted := map[string]bool{}
+	for _, job := range []func(context.Context) (Report, error){r.EnforceTerminal, r.ReapPhantoms} {
+		rep, err := job(ctx)
+		res.Truncated = res.Truncated || rep.Truncated
+		for _, a := range rep.Actions {
+			g, gerr := transitions.Lookup(a.Type)
+			res.Actions = append(res.Actions, OnceAction{
+				Job: rep.Job, Type: a.Type, ID: a.ID, From: a.From, To: a.To, ReasonCode: string(a.Reason),
+				Detail: a.Detail, Terminal: gerr == nil && g.IsTerminal(a.To), Applied: a.Applied, Skipped: a.Skipped,
+			})
+			acted[a.Type+"/"+a.ID] = true
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	if !res.DryRun {
+		rep, err := r.Sweep(ctx)
+		res.Probed, res.Recorded = rep.Checked, rep.Written
+		if err != nil {
+			return res, err
+		}
+	}
+	list, err := r.openOnHost(ctx)
+	if err != nil {
+		return res, fmt.Errorf("list dead entities: %w", err)
+	}
+	for _, e := range list {
+		if acted[e.Type+"/"+e.ID] {
+			continue
+		}
+		if w, ok := r.waiting(e, start, res.Truncated); ok {
+			res.Waiting = append(res.Waiting, w)
+		}
+	}
+	return res, nil
+}
+
+// waiting says whether e is recorded dead and waits for enforce_terminal
+// (the same test EnforceTerminal applies), and why it was not ended: first
+// seen dead by this run (at or after start), within terminal_grace, or
+// past it with a death that could not be confirmed now (liveness unknown)
+// or that max_per_run left for the next run.
+func (r *Reaper) waiting(e store.Entity, start time.Time, truncated bool) (Waiting, bool) {
+	if enforceTarget(e) == "" {
+		return Waiting{}, false
+	}
+	grace := r.Settings.TerminalGrace
+	now := r.now()
+	dead := fromUnix(e.DeadSince)
+	ends := dead.Add(grace)
+	w := Waiting{Type: e.Type, ID: e.ID, DeadSince: e.DeadSince, EndsAfter: unix(ends)}
+	switch left := ends.Sub(now); {
+	case e.DeadSince >= unix(start):
+		w.Why = fmt.Sprintf("process first seen dead by this run: terminal_grace %s starts now, a later reap (or the daemon) ends it", grace)
+	case left > 0:
+		w.Why = fmt.Sprintf("process dead for %s, within terminal_grace %s: a later reap (or the daemon) ends it in %s",
+			now.Sub(dead).Round(time.Second), grace, left.Round(time.Second))
+	case truncated:
+		w.Why = fmt.Sprintf("process dead for %s, past terminal_grace: not reached before reaper.max_per_run, or not confirmed dead now",
+			now.Sub(dead).Round(time.Second))
+	default:
+		w.Why = fmt.Sprintf("process recorded dead %s ago, but its death could not be confirmed now (liveness unknown): not ended",
+			now.Sub(dead).Round(time.Second))
+	}
+	return w, true
+}
+
+// enforceTarget is the terminal enforce_terminal ends e in once its
+// grace has run out, "" when e is not recorded dead or has no terminal
+// to reach: the one test of both enforcement and the waiting list.
+func enforceTarget(e store.Entity) string {
+	if e.DeadSince == 0 || e.Terminal {
+		return ""
+	}
+	return deadTargetFrom(e)
+}
+
+// Text is the report as `watchdog reap` prints it: one line per action,
+// one per waiting entity, and a summary.
+func (r OnceReport) Text() string {
+	var b strings.Builder
+	var done, skipped int
+	for _, a := range r.Actions {
+		base, past := "move", "moved"
+		if a.Terminal {
+			base, past = "end", "ended"
+		}
+		var verb string
+		switch {
+		case r.DryRun:
+			verb = "would " + base
+		case a.Applied:
+			verb = past
+			done++
+		default:
+			verb = "skipped"
+			skipped++
+		}
+		fmt.Fprintf(&b, "%s %s/%s: %s -> %s (%s)", verb, a.Type, a.ID, a.From, a.To, a.ReasonCode)
+		if a.Detail != "" {
+			b.WriteString(": " + a.Detail)
+		}
+		if !r.DryRun && !a.Applied && a.Skipped != "" {
+			b.WriteString(" [" + a.Skipped + "]")
+		}
+		b.WriteByte('\n')
+	}
+	for _, wt := range r.Waiting {
+		fmt.Fprintf(&b, "waiting %s/%s: %s\n", wt.Type, wt.ID, wt.Why)
+	}
+	if r.DryRun {
+		fmt.Fprintf(&b, "dry run: %d would change, %d dead and waiting; nothing written\n", len(r.Actions), len(r.Waiting))
+	} else {
+		fmt.Fprintf(&b, "reap: %d changed, %d lost to a racing writer, %d dead and waiting; %d entities probed, %d with new findings recorded\n",
+			done, skipped, len(r.Waiting), r.Probed, r.Recorded)
+	}
+	if r.Truncated {
+		b.WriteString("stopped at reaper.max_per_run: run again for the rest\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,81 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/transitions"
+	"watchdog/wire"
+)
+
+// outcome is the transition that records the child's end on the plan's
+// type: the exit mapping, or failed with run.failed.artifact_contract when
+// a successful exit left its contract unmet.
+func (p plan) outcome(out transitions.ExitOutcome, end childEnd, started time.Time) wire.Transition {
+	now := time.Now()
+	detail := fmt.Sprintf("exit status %d", end.code)
+	if end.signal != 0 {
+		detail = "killed by " + signalName(end.signal)
+	}
+	if end.timedOut {
+		detail = fmt.Sprintf("timed out after %s (%s)", end.elapsed.Round(time.Millisecond), detail)
+	}
+	at := float64(now.UnixNano()) / 1e9
+	ev := []state.EvidenceRef{{Kind: state.EvidenceToolResult, ID: fmt.Sprintf("pid %d", p.reg.PID), Detail: detail, FetchedAt: &at}}
+	to, code, msg := out.To, out.Reason, detail
+	if len(p.specs) > 0 {
+		// The child has ended and the runner holds nothing else: the
+		// check's own bounds are the only ones it needs.
+		res := probe.CheckArtifacts(context.Background(), p.root, p.specs, float64(started.UnixNano())/1e9)
+		for _, c := range res.Failing() {
+			ev = append(ev, c.Evidence(now))
+		}
+		if res.Stopped != "" {
+			ev = append(ev, state.EvidenceRef{Kind: state.EvidenceArtifact, Path: res.Root, Detail: "artifact check stopped: " + res.Stopped, FetchedAt: &at})
+		}
+		if out.To == "completed" && res.Delivery != state.DeliveryPassed {
+			to, code = "failed", state.RunFailedArtifactContract
+			var probs []string
+			for _, c := range res.Failing() {
+				probs = append(probs, c.Detail())
+			}
+			if res.Stopped != "" {
+				probs = append(probs, "artifact check stopped: "+res.Stopped)
+			}
+			msg = fmt.Sprintf("exit status 0 but delivery %s: %s", res.Delivery, strings.Join(probs, "; "))
+		}
+	}
+	if to == "timed_out" && p.reg.TimeoutSeconds == 0 {
+		// The child claims a timeout of its own (exit 124, as timeout(1)
+		// does; a deadline of the runner's own needs a timeout): timed_out,
+		// with the elapsed time, the deadline itself the child's, unknown
+		// here; or failed, for the types whose timed_out the write path
+		// refuses without the configured timeout.
+		if transitions.NeedsTimeout(p.typ) {
+			to, code = "failed", state.RunFailedExitNonzero
+			msg = detail + fmt.Sprintf(" (the timeout convention, but a %s's timed_out needs the configured timeout: give --timeout)", p.typ)
+		} else {
+			msg = detail + " (the child's own timeout; exec was given no --timeout)"
+		}
+	}
+	// A contract of many failing artifacts must not make the record of
+	// the end too long to be accepted: trim it, saying what was left out.
+	fit := state.StateReason{Message: msg, Evidence: ev}
+	wire.FitReason(&fit)
+	msg, ev = fit.Message, fit.Evidence
+	t := wire.Transition{
+		To:         transitions.ExitTarget(p.graph, "running", to),
+		ExpectFrom: "running",
+		Actor:      transitions.ActorExec,
+		Reason:     &wire.Reason{Code: string(code), Message: msg, Evidence: ev},
+	}
+	if to == "timed_out" {
+		t.TimeoutSeconds = p.reg.TimeoutSeconds
+		t.ElapsedSeconds = end.elapsed.Seconds()
+	}
+	return t
+}

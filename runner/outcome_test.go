@@ -1,0 +1,67 @@
+package runner
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"watchdog/state"
+	"watchdog/transitions"
+)
+
+// TestOutcome pins how an end becomes the transition exec sends: the exit
+// mapping adapted to the type, and a child's own exit 124 without
+// --timeout, which types whose timed_out needs the configured timeout
+// record as failed.
+func TestOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		typ      string
+		timeout  time.Duration
+		end      childEnd
+		to, code string
+		msg      string
+	}{
+		{"zero exit", "session", 0, childEnd{code: 0}, "completed", string(state.RunCompletedExitZero), "exit status 0"},
+		{"zero exit, invocation", "invocation", 0, childEnd{code: 0}, "succeeded", string(state.RunCompletedExitZero), "exit status 0"},
+		{"our deadline", "session", time.Second, childEnd{code: -1, signal: syscall.SIGTERM, timedOut: true, elapsed: time.Second}, "timed_out", string(state.RunTimedOutDeadline), "timed out after 1s (killed by SIGTERM)"},
+		{"child's own 124", "session", 0, childEnd{code: 124}, "timed_out", string(state.RunTimedOutDeadline), "exit status 124 (the child's own timeout; exec was given no --timeout)"},
+		{"child's own 124, workflow", "workflow", 0, childEnd{code: 124}, "failed", string(state.RunFailedExitNonzero), "exit status 124 (the timeout convention, but a workflow's timed_out needs the configured timeout: give --timeout)"},
+		{"SIGINT", "session", 0, childEnd{code: -1, signal: syscall.SIGINT}, "aborted", string(state.RunAbortedSigint), "killed by SIGINT"},
+		{"exit 3", "session", 0, childEnd{code: 3}, "failed", string(state.RunFailedExitNonzero), "exit status 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := newPlan(Options{Type: tc.typ, ID: "x", Timeout: tc.timeout}, []string{"true"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.outcome(transitions.MapExit(tc.end.code, tc.end.signal, tc.end.timedOut), tc.end, time.Now())
+			if got.To != tc.to || got.Reason == nil || got.Reason.Code != tc.code || got.Reason.Message != tc.msg {
+				t.Errorf("got %s %+v, want %s %s %q", got.To, got.Reason, tc.to, tc.code, tc.msg)
+			}
+			if got.ExpectFrom != "running" || got.Actor != transitions.ActorExec {
+				t.Errorf("expect_from %q actor %q", got.ExpectFrom, got.Actor)
+			}
+		})
+	}
+}
+
+// TestPlanRefusesBeforeRunning: bad options are exec's own usage error
+// (125), decided before anything starts.
+func TestPlanRefusesBeforeRunning(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Type: "nope"}, "unknown entity type"},
+		{Options{Type: "session", Timeout: -time.Second}, "must not be negative"},
+		{Options{Type: "session", ArtifactsRoot: "/tmp"}, "--artifacts-root needs --artifact or --contract"},
+	} {
+		_, err := newPlan(tc.o, []string{"true"})
+		ee, ok := err.(*ExitError)
+		if !ok || ee.Code != ExitUsage || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want exit %d with %q", tc.o, err, ExitUsage, tc.want)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+// Package runner runs a command as a watched entity: it plans the
+// registration before anything starts, supervises the child (signals,
+// timeout), and records how it ended through a Sink, the local store or a
+// daemon's API. It is `watchdog exec` without the flags.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"watchdog/state"
+	"watchdog/transitions"
+	"watchdog/wire"
+)
+
+// Exit codes of the runner's own failures, as GNU timeout and env use
+// them, so a wrapper's failure never passes for one of the child's own
+// exit codes.
+const (
+	ExitUsage     = 125 // the runner itself failed: bad options, bad contract
+	ExitCannotRun = 126 // the command exists but cannot be run
+	ExitNotFound  = 127 // the command does not exist
+)
+
+// DefaultKillAfter is how long the runner waits after the timeout's
+// SIGTERM before SIGKILL.
+const DefaultKillAfter = 10 * time.Second
+
+// ExitError is an end the process running the runner should exit with:
+// Code, and Err's message when there is one (the child's own non-zero
+// exit has none: the child has said what it had to).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return ""
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ExitCode is the code to exit with.
+func (e *ExitError) ExitCode() int { return e.Code }
+
+func usage(format string, a ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, a...)}
+}
+
+// Options are what to run and how to watch it.
+type Options struct {
+	Type, ID, Label string
+	// Timeout stops the command after this long (0: never); KillAfter
+	// follows the timeout's SIGTERM with SIGKILL.
+	Timeout, KillAfter time.Duration
+	HeartbeatFile      string
+	ArtifactsRoot      string
+	Artifacts          []string
+	Contract           string
+}
+
+// plan is what the runner will register and how it will judge the end,
+// decided entirely before the command starts, so bad input changes nothing.
+type plan struct {
+	typ   string
+	graph *transitions.Graph
+	reg   wire.Register
+	specs []state.ArtifactSpec
+	root  string
+}
+
+func newPlan(o Options, args []string) (plan, error) {
+	typ, ok := transitions.CanonicalType(o.Type)
+	if !ok {
+		return plan{}, usage("unknown entity type %q (known: %s)", o.Type, strings.Join(transitions.Types(), ", "))
+	}
+	g, _ := transitions.Lookup(typ)
+	if !canWrap(g) {
+		return plan{}, usage("--type %s has no running state to wrap a command in (use one of: %s)", typ, strings.Join(Types(), ", "))
+	}
+	if o.ID != "" {
+		if err := transitions.ValidateID(o.ID); err != nil {
+			return plan{}, usage("--id: %v", err)
+		}
+	}
+	if o.Timeout < 0 || o.KillAfter < 0 {
+		return plan{}, usage("--timeout and --kill-after must not be negative")
+	}
+	label := o.Label
+	if label == "" {
+		label = strings.Join(args, " ")
+		if len(label) > 200 {
+			label = label[:200]
+		}
+	}
+	p := plan{typ: typ, graph: g}
+	var err error
+	if p.specs, p.root, err = wire.ContractFromFlags(o.Artifacts, o.Contract, o.ArtifactsRoot); err != nil {
+		return plan{}, usage("%v", err)
+	}
+	hb := o.HeartbeatFile
+	if hb != "" {
+		abs, err := filepath.Abs(hb)
+		if err != nil {
+			return plan{}, usage("--heartbeat-file %q: %v", hb, err)
+		}
+		hb = abs
+	}
+	p.reg = wire.Register{
+		Type: typ, ID: o.ID, Label: label,
+		Lifecycle:      wire.OptString{Set: true, Value: "running"},
+		SupervisorPID:  os.Getpid(),
+		HeartbeatFile:  hb,
+		TimeoutSeconds: o.Timeout.Seconds(),
+		ArtifactsRoot:  p.root,
+	}
+	for _, s := range p.specs {
+		req := s.Required
+		p.reg.Artifacts = append(p.reg.Artifacts, wire.Artifact{Path: s.Path, Required: &req, MinBytes: s.MinBytes, Kind: s.Kind, NewerThanStart: s.NewerThanStart})
+	}
+	return p, nil
+}
+
+// reusable says whether the runner may take over an existing entity in
+// lifecycle from: one registered ahead (pending, queued) that can still
+// start running. Ended, running or legacy work keeps its id; the runner
+// refuses before the command starts.
+func (p plan) reusable(from string) error {
+	switch {
+	case from == "":
+		return usage("%s/%s is a legacy entity; exec needs a new --id", p.typ, p.reg.ID)
+	case p.graph.IsTerminal(from):
+		return usage("%s/%s has already ended (%s); exec needs a new --id", p.typ, p.reg.ID, from)
+	case from == "running":
+		return usage("%s/%s is already running; exec needs a new --id", p.typ, p.reg.ID)
+	case !p.graph.Allowed(from, "running"):
+		return usage("%s/%s is %s, which cannot start running; exec needs a new --id", p.typ, p.reg.ID, from)
+	}
+	return nil
+}
+
+// canWrap says whether a command can run as an entity of g: it has a
+// running state and an end for a successful exit.
+func canWrap(g *transitions.Graph) bool {
+	return g.HasState("running") && transitions.ExitTarget(g, "running", "completed") != ""
+}
+
+// Types lists the types the runner can wrap.
+func Types() []string {
+	var out []string
+	for _, t := range transitions.Types() {
+		if g, _ := transitions.Lookup(t); canWrap(g) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Stdio are the child's standard streams; Stderr also gets the runner's
+// own warnings.
+type Stdio struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Run plans the run, opens the sink, runs args[0] with args[1:], and
+// records its end. A sink that cannot be opened or written does not stop
+// the command: it runs unwatched, and Run says so on Stderr. The error is
+// an *ExitError for every end but a zero exit: the child's exit code (124
+// on timeout, 128+N for death by signal N), or the runner's own failure.
+func Run(ctx context.Context, o Options, args []string, open func(context.Context) (Sink, error), stdio Stdio) error {
+	if len(args) == 0 {
+		return usage("no command to run")
+	}
+	p, err := newPlan(o, args)
+	if err != nil {
+		return err
+	}
+	warn := func(format string, a ...any) { fmt.Fprintf(stdio.Stderr, "watchdog: exec: "+format+"\n", a...) }
+	name := func() string { return p.typ + "/" + p.reg.ID }
+
+	// The store first: an --id that is taken by ended or running work is
+	// refused before anything runs. An unreachable store is not: the work
+	// runs unwatched.
+	sink, err := open(ctx)
+	var from string // the existing entity's lifecycle, "" for a new one
+	if err == nil && p.reg.ID != "" {
+		var found bool
+		from, found, err = sink.Lookup(ctx, p.typ, p.reg.ID)
+		if err == nil && found {
+			if rerr := p.reusable(from); rerr != nil {
+				sink.Close()
+				return rerr
+			}
+		}
+	}
+	if err != nil {
+		if sink != nil {
+			sink.Close()
+		}
+		id := p.reg.ID
+		if id == "" {
+			id = "(new id)"
+		}
+		warn("%s/%s is not watched (%v); running the command anyway", p.typ, id, err)
+		sink = nil
+	} else {
+		defer sink.Close()
+	}
+
+	// Catch the forwarded signals before the child exists, so none that
+	// arrives while it starts is lost (or kills the runner instead).
+	sigs := make(chan os.Signal, 4)
+	// SIGQUIT too: left to the Go runtime it would dump every goroutine of
+	// the runner and kill it, leaving the child unsupervised; the child is
+	// the one asked to quit (and to dump its own core, if it does that).
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+
+	child := exec.Command(args[0], args[1:]...)
+	child.Stdin, child.Stdout, child.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
+	if err := child.Start(); err != nil {
+		code := ExitCannotRun
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			code = ExitNotFound
+		}
+		return &ExitError{Code: code, Err: fmt.Errorf("exec %s: %w", args[0], err)}
+	}
+	// The timeout and the elapsed time count from here, whatever the
+	// store costs below.
+	started := time.Now()
+	p.reg.PID = child.Process.Pid
+	if p.reg.ID == "" {
+		p.reg.ID = fmt.Sprintf("exec-%d-%d", p.reg.PID, started.Unix())
+	}
+	if sink != nil {
+		if err := sink.Register(ctx, p.reg, from); err != nil {
+			warn("%s is not watched (%v); running the command anyway", name(), err)
+			sink = nil
+		}
+	}
+
+	end := supervise(child, sigs, started, o.Timeout, o.KillAfter)
+	out := transitions.MapExit(end.code, end.signal, end.timedOut)
+	if sink != nil {
+		t := p.outcome(out, end, started)
+		if err := sink.Finish(ctx, p.typ, p.reg.ID, t); err != nil {
+			warn("recording the end of %s: %v", name(), err)
+		} else if t.Reason != nil && t.Reason.Code == string(state.RunFailedArtifactContract) {
+			warn("%s exited 0 but its artifact contract failed: %s", name(), t.Reason.Message)
+		}
+	}
+	if out.ExitCode != 0 {
+		return &ExitError{Code: out.ExitCode}
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+package state
+
+import (
+	"strconv"
+	"time"
+)
+
+// FormatAge renders an age the way operators read it in the CLI's tables:
+// whole seconds under a minute, then minutes, hours, days (42s, 7m, 3h,
+// 2d), each truncated; under a second (or negative) is 0s. The probe's
+// evidence text keeps its own appender (probe.appendAge, allocation-free
+// and finer: 90s, 71m) because it runs on every sweep.
+func FormatAge(d time.Duration) string {
+	var n int64
+	var unit string
+	switch {
+	case d < time.Second:
+		return "0s"
+	case d < time.Minute:
+		n, unit = int64(d/time.Second), "s"
+	case d < time.Hour:
+		n, unit = int64(d/time.Minute), "m"
+	case d < 24*time.Hour:
+		n, unit = int64(d/time.Hour), "h"
+	default:
+		n, unit = int64(d/(24*time.Hour)), "d"
+	}
+	return strconv.FormatInt(n, 10) + unit
+}
