@@ -290,7 +290,7 @@ func sameReasons(a, b []state.StateReason) bool {
 // probed says whether an entity has anything of its own to probe.
 func probed(e store.Entity) bool {
 	return e.PID > 0 || e.HeartbeatFile != "" || e.HeartbeatAt > 0 || len(e.Artifacts) > 0 || len(e.LockFiles) > 0 ||
-		deadTarget(e.Type) != ""
+		hasProcess(e)
 }
 
 // target maps a stored entity to what the probe needs. Artifacts are judged
