@@ -227,11 +227,11 @@ type daemon struct {
 func (d *daemon) schedule(ctx context.Context) error {
 	j := d.cfg.Jobs
 	d.jobs = []reaper.Job{
-		{Name: "sweep", Spec: j.Sweep, Run: d.unlessLost(d.sweep), After: d.afterSweep},
-		{Name: "enforce_terminal", Spec: j.EnforceTerminal, Run: d.unlessLost(d.report(d.rp.EnforceTerminal))},
-		{Name: "reap_phantoms", Spec: j.ReapPhantoms, Run: d.unlessLost(d.report(d.rp.ReapPhantoms))},
-		{Name: "check_schedules", Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
-		{Name: "vacuum", Spec: j.Vacuum, Run: d.unlessLost(d.vacuum)},
+		{Name: reaper.JobSweep, Spec: j.Sweep, Run: d.unlessLost(d.sweep), After: d.afterSweep},
+		{Name: reaper.JobEnforceTerminal, Spec: j.EnforceTerminal, Run: d.unlessLost(d.report(d.rp.EnforceTerminal))},
+		{Name: reaper.JobReapPhantoms, Spec: j.ReapPhantoms, Run: d.unlessLost(d.report(d.rp.ReapPhantoms))},
+		{Name: reaper.JobCheckSchedules, Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
+		{Name: reaper.JobVacuum, Spec: j.Vacuum, Run: d.unlessLost(d.vacuum)},
 	}
 	sched, err := reaper.NewScheduler(ctx, config.CronParser, d.jobs, d.log.Named("jobs"), d.metrics)
 	if err != nil {

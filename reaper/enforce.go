@@ -40,7 +40,7 @@ func (r *Reaper) openOnHost(ctx context.Context) ([]store.Entity, error) {
 // Right before writing, the process is checked once more, and only a
 // conclusive death counts: the sweep's finding may be old.
 func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
-	rep := Report{Job: "enforce_terminal", DryRun: r.Settings.DryRun}
+	rep := Report{Job: JobEnforceTerminal, DryRun: r.Settings.DryRun}
 	list, err := r.openOnHost(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("enforce_terminal: %w", err)
@@ -92,7 +92,7 @@ func lastActivity(e store.Entity) float64 {
 // whose dependency failed or does not exist, and fails shows whose
 // critical-path play failed.
 func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
-	rep := Report{Job: "reap_phantoms", DryRun: r.Settings.DryRun}
+	rep := Report{Job: JobReapPhantoms, DryRun: r.Settings.DryRun}
 	list, err := r.openOnHost(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("reap_phantoms: %w", err)
