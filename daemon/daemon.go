@@ -45,10 +45,6 @@ type Options struct {
 	// Level, when set, is Log's level, which a reload changes to the new
 	// log.level.
 	Level *zap.AtomicLevel
-	// Listening, when set, receives the bound address (tests bind :0).
-	Listening func(addr string)
-	// Host is the machine as the probe sees it; nil means the real one.
-	Host *probe.Host
 }
 
 // Run runs the daemon until ctx is cancelled (SIGTERM/SIGINT), then shuts
@@ -57,10 +53,7 @@ type Options struct {
 func Run(ctx context.Context, o Options) error {
 	cfg := o.Config
 	log := o.Log
-	host := o.Host
-	if host == nil {
-		host = probe.NewHost()
-	}
+	host := probe.NewHost()
 	if cfg.HostID != "" {
 		host.HostIDOverride = cfg.HostID
 	}
@@ -136,9 +129,6 @@ func Run(ctx context.Context, o Options) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()),
 		zap.String("host_id", host.HostID()), zap.Bool("auth", token != ""), zap.Strings("allowed_hosts", cfg.AllowedHosts), zap.Bool("dry_run", cfg.Reaper.DryRun))
-	if o.Listening != nil {
-		o.Listening(ln.Addr().String())
-	}
 
 	// Jobs get a context that outlives the shutdown signal: a job running
 	// at SIGTERM is let finish, then the store closes.
