@@ -46,10 +46,6 @@ type Options struct {
 	// Level, when set, is Log's level, which a reload changes to the new
 	// log.level.
 	Level *zap.AtomicLevel
-	// Listening, when set, receives the bound address (tests bind :0).
-	Listening func(addr string)
-	// Host is the machine as the probe sees it; nil means the real one.
-	Host *probe.Host
 }
 
 // Run runs the daemon until ctx is cancelled (SIGTERM/SIGINT), then shuts
@@ -58,10 +54,7 @@ type Options struct {
 func Run(ctx context.Context, o Options) error {
 	cfg := o.Config
 	log := o.Log
-	host := o.Host
-	if host == nil {
-		host = probe.NewHost()
-	}
+	host := probe.NewHost()
 	if cfg.HostID != "" {
 		host.HostIDOverride = cfg.HostID
 	}
@@ -142,9 +135,6 @@ func Run(ctx context.Context, o Options) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()),
 		zap.String("host_id", host.HostID()), zap.Bool("auth", token != ""), zap.Strings("allowed_hosts", cfg.AllowedHosts), zap.Bool("dry_run", cfg.Reaper.DryRun))
-	if o.Listening != nil {
-		o.Listening(ln.Addr().String())
-	}
 
 	// Jobs get a context that outlives the shutdown signal: a job running
 	// at SIGTERM is let finish, then the store closes.
@@ -233,11 +223,11 @@ type daemon struct {
 func (d *daemon) schedule(ctx context.Context) error {
 	j := d.cfg.Jobs
 	d.jobs = []reaper.Job{
-		{Name: "sweep", Spec: j.Sweep, Run: d.unlessLost(d.sweep), After: d.afterSweep},
-		{Name: "enforce_terminal", Spec: j.EnforceTerminal, Run: d.unlessLost(d.report(d.rp.EnforceTerminal))},
-		{Name: "reap_phantoms", Spec: j.ReapPhantoms, Run: d.unlessLost(d.report(d.rp.ReapPhantoms))},
-		{Name: "check_schedules", Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
-		{Name: "vacuum", Spec: j.Vacuum, Run: d.unlessLost(d.vacuum)},
+		{Name: reaper.JobSweep, Spec: j.Sweep, Run: d.unlessLost(d.sweep), After: d.afterSweep},
+		{Name: reaper.JobEnforceTerminal, Spec: j.EnforceTerminal, Run: d.unlessLost(d.report(d.rp.EnforceTerminal))},
+		{Name: reaper.JobReapPhantoms, Spec: j.ReapPhantoms, Run: d.unlessLost(d.report(d.rp.ReapPhantoms))},
+		{Name: reaper.JobCheckSchedules, Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
+		{Name: reaper.JobVacuum, Spec: j.Vacuum, Run: d.unlessLost(d.vacuum)},
 	}
 	sched, err := reaper.NewScheduler(ctx, cronspec.Parser, d.jobs, d.log.Named("jobs"), d.metrics)
 	if err != nil {

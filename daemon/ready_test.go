@@ -83,17 +83,16 @@ func TestReadyOnlyAfterASuccessfulFirstSweep(t *testing.T) {
 	// Nothing scheduled runs during the test: only the start-up retries.
 	cfg.Jobs = config.Jobs{Sweep: "@every 1h", EnforceTerminal: "@every 1h", ReapPhantoms: "@every 1h", CheckSchedules: "@every 1h", Vacuum: "@every 1h"}
 	core, logs := observer.New(zap.InfoLevel)
-	addr := make(chan string, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Config: cfg, Log: zap.New(core), Version: "test", Listening: func(a string) { addr <- a }})
+		done <- Run(ctx, Options{Config: cfg, Log: zap.New(core), Version: "test"})
 	}()
 	defer func() {
 		cancel()
 		<-done
 	}()
-	a := <-addr
+	a := boundAddr(t, logs)
 
 	got := waitDatagram(t, conn, "first sweep failed", 10*time.Second)
 	if last := got[len(got)-1]; !strings.HasPrefix(last, "STATUS=starting: the first sweep failed") || !strings.Contains(last, "no such table") {
@@ -167,4 +166,19 @@ func TestShutdownBeforeFirstSweepSucceeds(t *testing.T) {
 			t.Errorf("READY sent: %q", m)
 		}
 	}
+}
+
+// boundAddr waits for the daemon's "listening" log line and returns the
+// address it bound (the test listens on :0).
+func boundAddr(t *testing.T, logs *observer.ObservedLogs) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if l := logs.FilterMessage("listening").All(); len(l) > 0 {
+			return l[0].ContextMap()["addr"].(string)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the daemon never logged its address")
+	return ""
 }

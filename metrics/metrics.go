@@ -38,6 +38,7 @@ package metrics
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,12 +56,6 @@ type Source interface {
 	SummaryGroups(ctx context.Context, since float64, fn func(store.SummaryGroup)) error
 	DismissedSummaries(ctx context.Context, since float64) ([]store.DismissedSummary, error)
 }
-
-// Jobs are the scheduled jobs of SPEC §7, pre-seeded in the job metrics.
-var Jobs = []string{"sweep", "enforce_terminal", "reap_phantoms", "check_schedules", "vacuum"}
-
-// JobResults are the results of a job run.
-var JobResults = []string{"ok", "error", "skipped", "timeout"}
 
 // ScrapeTimeout bounds the store queries of one scrape. Prometheus' own
 // default scrape timeout is 10s; a store slower than this reports
@@ -149,8 +144,8 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 			m.reaped.WithLabelValues(t, string(c))
 		}
 	}
-	for _, j := range Jobs {
-		for _, r := range JobResults {
+	for _, j := range reaper.JobNames {
+		for _, r := range reaper.JobResults {
 			m.jobRuns.WithLabelValues(j, r)
 		}
 		m.jobDuration.WithLabelValues(j)
@@ -198,9 +193,9 @@ func (m *Metrics) Reaped(entityType, reasonCode string) {
 // JobRun counts one job run and, unless it was skipped, observes its
 // duration (reaper.JobObserver).
 func (m *Metrics) JobRun(job, result string, d time.Duration) {
-	job = oneOf(job, Jobs)
-	m.jobRuns.WithLabelValues(job, oneOf(result, JobResults)).Inc()
-	if result != "skipped" {
+	job = oneOf(job, reaper.JobNames)
+	m.jobRuns.WithLabelValues(job, oneOf(result, reaper.JobResults)).Inc()
+	if result != reaper.ResultSkipped {
 		m.jobDuration.WithLabelValues(job).Observe(d.Seconds())
 	}
 }
@@ -315,7 +310,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 func (c *storeCollector) emit(ch chan<- prometheus.Metric, n *counts) {
 	for _, typ := range transitions.Types() {
 		for _, sev := range state.Severities {
-			for _, tone := range tonesOf[sev] {
+			for _, tone := range state.SeverityTones[sev] {
 				ch <- prometheus.MustNewConstMetric(c.entities, prometheus.GaugeValue,
 					float64(n.entities[entityKey{typ, sev, tone}]), typ, string(sev), string(tone))
 			}
@@ -325,7 +320,7 @@ func (c *storeCollector) emit(ch chan<- prometheus.Metric, n *counts) {
 	// from a severity rule this table does not know yet; report it rather
 	// than lose it.
 	for k, v := range n.entities {
-		if !containsTone(tonesOf[k.severity], k.tone) || k.typ == unknown {
+		if !slices.Contains(state.SeverityTones[k.severity], k.tone) || k.typ == unknown {
 			ch <- prometheus.MustNewConstMetric(c.entities, prometheus.GaugeValue, float64(v), k.typ, string(k.severity), string(k.tone))
 		}
 	}
@@ -356,22 +351,4 @@ func (c *storeCollector) emit(ch chan<- prometheus.Metric, n *counts) {
 	ch <- prometheus.MustNewConstMetric(c.legacy, prometheus.GaugeValue, float64(n.legacy))
 }
 
-// tonesOf lists the tones each severity can carry (state.DeriveSeverity):
-// the pre-seeded combinations of watchdog_entities.
-var tonesOf = map[state.Severity][]state.Tone{
-	state.SeverityCritical: {state.ToneDanger},
-	state.SeverityWarning:  {state.ToneWarning},
-	state.SeverityInfo:     {state.ToneInfo, state.ToneNeutral},
-	state.SeverityNeutral:  {state.ToneSuccess, state.ToneNeutral},
-}
-
 var attentionSeverities = []state.Severity{state.SeverityCritical, state.SeverityWarning, state.SeverityInfo}
-
-func containsTone(list []state.Tone, t state.Tone) bool {
-	for _, v := range list {
-		if v == t {
-			return true
-		}
-	}
-	return false
-}

@@ -1,7 +1,7 @@
 package probe
 
 import (
-	"strconv"
+	"fmt"
 	"time"
 
 	"watchdog/state"
@@ -398,110 +398,82 @@ func (r *Result) evidence(set evidenceSet, fetched *float64) []state.EvidenceRef
 	return ev
 }
 
+// message is a finding's one-line explanation. It runs only for findings,
+// that is for unhealthy entities, so it formats plainly.
 func (r *Result) message(f finding) string {
 	hb := r.Heartbeat
-	b := make([]byte, 0, 96)
 	switch f.code {
 	case state.RunHealthProcessDead, state.RunHealthPIDReused, state.RunHealthHostRebooted:
 		return deathMessage(r.PID)
 	case state.RunHealthOrphaned:
 		switch {
+		case r.terminal && r.endedAt.IsZero():
+			return "process still alive after the end was recorded"
 		case r.terminal:
-			b = append(b, "process still alive after the end was recorded"...)
-			if !r.endedAt.IsZero() {
-				b = append(b, " ("...)
-				b = appendAge(b, r.CheckedAt.Sub(r.endedAt))
-				b = append(b, " ago)"...)
-			}
+			return fmt.Sprintf("process still alive after the end was recorded (%s ago)", age(r.CheckedAt.Sub(r.endedAt)))
 		case f.ev&evSupervisor != 0:
-			b = append(b, "process alive but its supervisor (pid "...)
-			b = strconv.AppendInt(b, int64(r.Supervisor.Target.PID), 10)
-			b = append(b, ") is gone"...)
-		default:
-			return "process alive but its parent entity has ended"
+			return fmt.Sprintf("process alive but its supervisor (pid %d) is gone", r.Supervisor.Target.PID)
 		}
+		return "process alive but its parent entity has ended"
 	case state.RunHealthDisconnected:
 		return "process runs on another host and sent no fresh heartbeat"
 	case state.RunHealthLivenessUnknown:
-		b = append(b, "liveness could not be decided: "...)
-		b = append(b, r.PID.Cause.String()...)
+		return "liveness could not be decided: " + r.PID.Cause.String()
 	case state.RunHealthIdle, state.RunHealthStalled:
 		health, limit := "idle", r.th.IdleAfter
 		if f.code == state.RunHealthStalled {
 			health, limit = "stalled", r.th.StalledAfter
 		}
 		if hb.Real() {
-			b = append(b, "no heartbeat for "...)
-			b = appendAge(b, hb.Age)
-		} else {
-			b = append(b, "no heartbeat since the start "...)
-			b = appendAge(b, hb.Age)
-			b = append(b, " ago"...)
+			return fmt.Sprintf("no heartbeat for %s (%s after %s)", age(hb.Age), health, age(limit))
 		}
-		b = append(b, " ("...)
-		b = append(b, health...)
-		b = append(b, " after "...)
-		b = appendAge(b, limit)
-		b = append(b, ')')
+		return fmt.Sprintf("no heartbeat since the start %s ago (%s after %s)", age(hb.Age), health, age(limit))
 	case state.RunHealthSlow:
-		b = append(b, "running for "...)
-		b = appendAge(b, r.CheckedAt.Sub(r.startedAt))
-		b = append(b, " (slow after "...)
-		b = appendAge(b, r.th.SlowAfter)
-		b = append(b, ')')
+		return fmt.Sprintf("running for %s (slow after %s)", age(r.CheckedAt.Sub(r.startedAt)), age(r.th.SlowAfter))
 	case state.RunHealthClockSkew:
-		b = append(b, "heartbeat from "...)
-		b = appendAge(b, hb.Skew)
-		b = append(b, " in the future; clamped"...)
+		return fmt.Sprintf("heartbeat from %s in the future; clamped", age(hb.Skew))
 	case state.RunHealthStaleLock:
 		if n := len(r.Locks.Present); n > 1 {
-			b = strconv.AppendInt(b, int64(n), 10)
-			b = append(b, " declared lock files still exist after the end"...)
-		} else {
-			return "declared lock file still exists after the end"
+			return fmt.Sprintf("%d declared lock files still exist after the end", n)
 		}
+		return "declared lock file still exists after the end"
 	case state.RunDeliveryCheckStopped:
 		return "artifact check stopped: " + r.Artifacts.Stopped + "; delivery unknown"
 	case state.RunDeliveryMissing, state.RunDeliveryPartial, state.RunDeliveryInvalid:
-		var required, valid, invalid int
-		for _, c := range r.Artifacts.Checks {
-			if c.Spec.Required {
-				required++
-				if c.Status == ArtifactValid {
-					valid++
-				}
-			}
-			if c.Status == ArtifactInvalid {
-				invalid++
-			}
-		}
-		switch f.code {
-		case state.RunDeliveryMissing:
-			if required == 1 {
-				return "the required artifact is not present"
-			}
-			b = append(b, "none of the "...)
-			b = strconv.AppendInt(b, int64(required), 10)
-			b = append(b, " required artifacts is present"...)
-		case state.RunDeliveryPartial:
-			b = strconv.AppendInt(b, int64(valid), 10)
-			b = append(b, " of "...)
-			b = strconv.AppendInt(b, int64(required), 10)
-			b = append(b, " required artifacts valid"...)
-		default:
-			b = strconv.AppendInt(b, int64(invalid), 10)
-			b = append(b, " artifact(s) present but invalid"...)
-		}
-	default:
-		return string(f.code)
+		return r.deliveryMessage(f.code)
 	}
-	return string(b)
+	return string(f.code)
+}
+
+// deliveryMessage counts the contract's artifacts for a delivery finding.
+func (r *Result) deliveryMessage(code state.ReasonCode) string {
+	var required, valid, invalid int
+	for _, c := range r.Artifacts.Checks {
+		if c.Spec.Required {
+			required++
+			if c.Status == ArtifactValid {
+				valid++
+			}
+		}
+		if c.Status == ArtifactInvalid {
+			invalid++
+		}
+	}
+	switch {
+	case code == state.RunDeliveryMissing && required == 1:
+		return "the required artifact is not present"
+	case code == state.RunDeliveryMissing:
+		return fmt.Sprintf("none of the %d required artifacts is present", required)
+	case code == state.RunDeliveryPartial:
+		return fmt.Sprintf("%d of %d required artifacts valid", valid, required)
+	}
+	return fmt.Sprintf("%d artifact(s) present but invalid", invalid)
 }
 
 func deathMessage(o PIDObservation) string {
 	switch o.Cause {
 	case CausePIDReused:
-		return "pid " + strconv.Itoa(o.Target.PID) + " now belongs to another process"
+		return fmt.Sprintf("pid %d now belongs to another process", o.Target.PID)
 	case CauseHostRebooted:
 		return "host rebooted since the process started"
 	case CauseZombie:
@@ -511,6 +483,9 @@ func deathMessage(o PIDObservation) string {
 	}
 	return "process is gone (no such process)"
 }
+
+// age is a duration as messages show it ("71m"): appendAge's format.
+func age(d time.Duration) string { return string(appendAge(nil, d)) }
 
 // Evidence lists what every check saw, findings or not: the pid, the
 // supervisor, the heartbeat, the remaining lock files and each artifact.
@@ -535,62 +510,4 @@ func (r Result) Evidence() []state.EvidenceRef {
 		ev = append(ev, r.Artifacts.stopEvidence(now))
 	}
 	return ev
-}
-
-// Equal reports whether two results would be written the same: the same
-// health, delivery, liveness and reasons, where a reason is its code and
-// the identity (kind and path) of each piece of its evidence. Messages and
-// evidence details are left out on purpose: they carry ages ("last
-// heartbeat 71m ago") that change on every sweep, and a sweep over an
-// unchanged host must write nothing. It allocates nothing.
-func (r Result) Equal(o Result) bool {
-	if r.Health != o.Health || r.Delivery != o.Delivery || r.Liveness != o.Liveness || len(r.Reasons) != len(o.Reasons) {
-		return false
-	}
-	for i := range r.Reasons {
-		a, b := r.Reasons[i], o.Reasons[i]
-		if a.Code != b.Code || len(a.Evidence) != len(b.Evidence) {
-			return false
-		}
-		for j := range a.Evidence {
-			if a.Evidence[j].Kind != b.Evidence[j].Kind || a.Evidence[j].Path != b.Evidence[j].Path {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// Fingerprint is a hash (FNV-1a) of what Equal compares, for callers that
-// store a number rather than the previous Result: equal results have equal
-// fingerprints. It allocates nothing.
-func (r Result) Fingerprint() uint64 {
-	h := uint64(fnvOffset)
-	h = fnvString(h, string(r.Health))
-	h = fnvString(h, string(r.Delivery))
-	h = fnvString(h, r.Liveness.String())
-	for _, reason := range r.Reasons {
-		h = fnvString(h, string(reason.Code))
-		for _, e := range reason.Evidence {
-			h = fnvString(h, e.Kind)
-			h = fnvString(h, e.Path)
-		}
-		h = fnvString(h, "")
-	}
-	return h
-}
-
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
-
-// fnvString folds s and a terminating separator into h, so "ab"+"c" and
-// "a"+"bc" hash apart.
-func fnvString(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= fnvPrime
-	}
-	return h * fnvPrime
 }

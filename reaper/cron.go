@@ -12,6 +12,19 @@ import (
 	"go.uber.org/zap"
 )
 
+// Job names (SPEC §7): the label values of the job metrics, the names in
+// Report.Job and the keys of the config's jobs section.
+const (
+	JobSweep           = "sweep"
+	JobEnforceTerminal = "enforce_terminal"
+	JobReapPhantoms    = "reap_phantoms"
+	JobCheckSchedules  = "check_schedules"
+	JobVacuum          = "vacuum"
+)
+
+// JobNames lists every job, in SPEC §7's order.
+var JobNames = []string{JobSweep, JobEnforceTerminal, JobReapPhantoms, JobCheckSchedules, JobVacuum}
+
 // Job results, the closed label vocabulary of watchdog_job_runs_total.
 const (
 	ResultOK      = "ok"
@@ -19,6 +32,9 @@ const (
 	ResultSkipped = "skipped"
 	ResultTimeout = "timeout"
 )
+
+// JobResults lists every job result.
+var JobResults = []string{ResultOK, ResultError, ResultSkipped, ResultTimeout}
 
 // JobObserver hears about every job run (metrics); nil is fine.
 type JobObserver interface {

@@ -18,6 +18,7 @@ import (
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/transitions"
 )
 
 func (r *Reaper) maxPerRun() int {
@@ -39,7 +40,7 @@ func (r *Reaper) openOnHost(ctx context.Context) ([]store.Entity, error) {
 // Right before writing, the process is checked once more, and only a
 // conclusive death counts: the sweep's finding may be old.
 func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
-	rep := Report{Job: "enforce_terminal", DryRun: r.Settings.DryRun}
+	rep := Report{Job: JobEnforceTerminal, DryRun: r.Settings.DryRun}
 	list, err := r.openOnHost(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("enforce_terminal: %w", err)
@@ -91,7 +92,7 @@ func lastActivity(e store.Entity) float64 {
 // whose dependency failed or does not exist, and fails shows whose
 // critical-path play failed.
 func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
-	rep := Report{Job: "reap_phantoms", DryRun: r.Settings.DryRun}
+	rep := Report{Job: JobReapPhantoms, DryRun: r.Settings.DryRun}
 	list, err := r.openOnHost(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("reap_phantoms: %w", err)
@@ -120,14 +121,9 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 			reason state.StateReason
 			ok     bool
 		)
-		switch e.Type {
-		case "team":
-			act, reason, ok = r.orphanedTeam(e, parents)
-		case "play":
-			act, reason, ok = r.blockedPlay(ctx, e)
-		case "show":
-			act, reason, ok = r.failedShow(ctx, e)
-		default:
+		if rec := reconciliation(e); rec != nil {
+			act, reason, ok = reconcilers[rec.Rule](r, ctx, e, rec.To, parents)
+		} else {
 			act, reason, ok = r.phantom(ctx, e, parents, now)
 		}
 		if !ok {
@@ -144,6 +140,25 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// reconciler settles one entity by what its relatives say, moving it to to.
+type reconciler func(r *Reaper, ctx context.Context, e store.Entity, to string, parents parentCache) (Action, state.StateReason, bool)
+
+// reconcilers implements each rule a graph may name in its Reconcile.
+var reconcilers = map[string]reconciler{
+	transitions.ReconcileParentEnded:  (*Reaper).orphanedTeam,
+	transitions.ReconcileDependency:   (*Reaper).blockedPlay,
+	transitions.ReconcileCriticalPath: (*Reaper).failedShow,
+}
+
+// reconciliation is the graph's Reconcile rule for e's type, or nil.
+func reconciliation(e store.Entity) *transitions.Reconciliation {
+	g, err := transitions.Lookup(e.Type)
+	if err != nil {
+		return nil
+	}
+	return g.Reconcile
 }
 
 // phantom decides on a process entity: health process_dead or orphaned
@@ -196,18 +211,18 @@ func (r *Reaper) phantom(ctx context.Context, e store.Entity, parents parentCach
 }
 
 // orphanedTeam closes a team whose parent show or play has ended.
-func (r *Reaper) orphanedTeam(e store.Entity, parents parentCache) (Action, state.StateReason, bool) {
+func (r *Reaper) orphanedTeam(_ context.Context, e store.Entity, to string, parents parentCache) (Action, state.StateReason, bool) {
 	if e.ParentID == "" || (e.ParentType != "show" && e.ParentType != "play") || !parents.terminal(e) {
 		return Action{}, state.StateReason{}, false
 	}
 	detail := fmt.Sprintf("parent %s/%s has ended", e.ParentType, e.ParentID)
-	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: "closed", Reason: state.TeamHealthOrphaned, Detail: detail}
+	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: to, Reason: state.TeamHealthOrphaned, Detail: detail}
 	return a, state.Observed(state.TeamHealthOrphaned, detail, state.EvidenceRef{Kind: state.EvidenceToolResult, ID: e.ParentType + "/" + e.ParentID, Detail: detail}), true
 }
 
 // blockedPlay blocks a play (not yet running past its queue) one of whose
 // depends_on plays failed or does not exist.
-func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity) (Action, state.StateReason, bool) {
+func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity, to string, _ parentCache) (Action, state.StateReason, bool) {
 	from := e.LifecycleOr("")
 	if len(e.DependsOn) == 0 || (from != "planned" && from != "queued") {
 		return Action{}, state.StateReason{}, false
@@ -226,7 +241,7 @@ func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity) (Action, state
 		default:
 			continue
 		}
-		a := Action{Type: e.Type, ID: e.ID, From: from, To: "blocked", Reason: code, Detail: detail}
+		a := Action{Type: e.Type, ID: e.ID, From: from, To: to, Reason: code, Detail: detail}
 		return a, state.Observed(code, detail, state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "play/" + dep, Detail: detail}), true
 	}
 	return Action{}, state.StateReason{}, false
@@ -235,7 +250,7 @@ func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity) (Action, state
 // failedShow fails an active show one of whose critical-path plays failed.
 // A play is on its show's critical path when it names the show as parent
 // and its metadata says "critical_path": true.
-func (r *Reaper) failedShow(ctx context.Context, e store.Entity) (Action, state.StateReason, bool) {
+func (r *Reaper) failedShow(ctx context.Context, e store.Entity, to string, _ parentCache) (Action, state.StateReason, bool) {
 	if e.LifecycleOr("") != "active" {
 		return Action{}, state.StateReason{}, false
 	}
@@ -251,7 +266,7 @@ func (r *Reaper) failedShow(ctx context.Context, e store.Entity) (Action, state.
 			continue
 		}
 		detail := fmt.Sprintf("critical-path play/%s failed", p.ID)
-		a := Action{Type: e.Type, ID: e.ID, From: "active", To: "failed", Reason: state.ShowFailedCriticalPathBlocked, Detail: detail}
+		a := Action{Type: e.Type, ID: e.ID, From: "active", To: to, Reason: state.ShowFailedCriticalPathBlocked, Detail: detail}
 		return a, state.Observed(state.ShowFailedCriticalPathBlocked, detail, state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "play/" + p.ID, Detail: detail}), true
 	}
 	return Action{}, state.StateReason{}, false

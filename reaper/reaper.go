@@ -207,52 +207,36 @@ func (r *Reaper) apply(ctx context.Context, a *Action, reason state.StateReason,
 func Outcomes() map[string][]state.ReasonCode {
 	out := map[string][]state.ReasonCode{}
 	for _, t := range transitions.Types() {
-		if deadTarget(t) != "" {
+		g, _ := transitions.Lookup(t)
+		if g.DeadProcessTerminal != "" {
 			out[t] = append(out[t], state.SystemHealthProcessDeadNoTerminal)
 		}
-		switch t {
-		case "team":
-			out[t] = append(out[t], state.TeamHealthOrphaned)
-		case "play":
-			out[t] = append(out[t], state.PlayBlockedDependencyFailed, state.PlayBlockedDependencyInvalid)
-		case "show":
-			out[t] = append(out[t], state.ShowFailedCriticalPathBlocked)
-		default:
-			if deadTarget(t) != "" {
-				out[t] = append(out[t], state.SystemReaperPhantomProcessDead, state.SystemReaperPhantomOrphaned)
-			}
+		switch {
+		case g.Reconcile != nil:
+			out[t] = append(out[t], g.Reconcile.Codes...)
+		case g.DeadProcessTerminal != "":
+			out[t] = append(out[t], state.SystemReaperPhantomProcessDead, state.SystemReaperPhantomOrphaned)
 		}
 	}
 	return out
 }
 
-// deadTargetFrom is the terminal a dead process ends e in: the type's
-// dead-process terminal when the graph has an edge to it from e's
-// lifecycle, else the nearest terminal it can reach (an invocation still
-// pending reaches only cancelled or skipped). The reason code says what
-// really happened either way. "" when no terminal is reachable, and then
-// nothing is attempted, rather than a refused write retried every run.
+// deadTargetFrom is the terminal a dead process ends e in (the graph's
+// DeadTarget). The reason code says what really happened either way. ""
+// when none is reachable, and then nothing is attempted, rather than a
+// refused write retried every run.
 func deadTargetFrom(e store.Entity) string {
-	to := deadTarget(e.Type)
 	g, err := transitions.Lookup(e.Type)
-	if to == "" || err != nil || e.Lifecycle == nil {
+	if err != nil || e.Lifecycle == nil {
 		return ""
 	}
-	from := *e.Lifecycle
-	for _, c := range []string{to, "failed", "aborted", "interrupted", "cancelled"} {
-		if g.IsTerminal(c) && g.Allowed(from, c) {
-			return c
-		}
-	}
-	return ""
+	return g.DeadTarget(*e.Lifecycle)
 }
 
-func deadTarget(typ string) string {
-	g, err := transitions.Lookup(typ)
-	if err != nil {
-		return ""
-	}
-	return g.DeadProcessTerminal
+// hasProcess says whether e's type has a process of its own to judge.
+func hasProcess(e store.Entity) bool {
+	g, err := transitions.Lookup(e.Type)
+	return err == nil && g.DeadProcessTerminal != ""
 }
 
 func pidTarget(e store.Entity) probe.PIDTarget {

@@ -57,7 +57,7 @@ func lastFired(e store.Entity) string {
 // CheckSchedules judges every schedule entity of this host (due,
 // misfired, ok) and records what changed.
 func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
-	rep := Report{Job: "check_schedules"}
+	rep := Report{Job: JobCheckSchedules}
 	list, err := r.Store.List(ctx, store.Filter{Type: "schedule", HostID: r.HostID, OpenOnly: true})
 	if err != nil {
 		return rep, fmt.Errorf("check_schedules: %w", err)
@@ -80,7 +80,7 @@ func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
 		for i := range reasons {
 			reasons[i].EntityType, reasons[i].EntityID = e.Type, e.ID
 		}
-		if health == e.Health && sameReasons(reasons, e.Reasons) {
+		if health == e.Health && state.SameFindings(reasons, e.Reasons) {
 			continue
 		}
 		obs := store.Observation{Health: health, Delivery: e.Delivery, Reasons: reasons, HealthSince: unix(now), DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: unix(now)}

@@ -32,7 +32,7 @@ var ErrSweepOverBudget = errors.New("sweep over budget")
 // nothing, and the next sweep starts with it.
 func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	start := r.now()
-	rep := Report{Job: "sweep"}
+	rep := Report{Job: JobSweep}
 	budget := r.Settings.SweepBudget
 	if budget <= 0 {
 		budget = DefaultSettings.SweepBudget
@@ -261,36 +261,16 @@ func (r *Reaper) observe(ctx context.Context, e store.Entity, parentTerminal boo
 	// Unknown keeps whatever was recorded: it proves neither.
 
 	if res.Health == e.Health && res.Delivery == e.Delivery && obs.DeadSince == e.DeadSince &&
-		obs.HealthSince == e.HealthSince && sameReasons(res.Reasons, e.Reasons) {
+		obs.HealthSince == e.HealthSince && state.SameFindings(res.Reasons, e.Reasons) {
 		return res, obs, false
 	}
 	return res, obs, true
 }
 
-// sameReasons compares what matters of two reason lists: codes and the
-// kind and path of each piece of evidence. Details carry ages ("last
-// heartbeat 71m ago") that change every sweep and must not cause writes.
-func sameReasons(a, b []state.StateReason) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Code != b[i].Code || len(a[i].Evidence) != len(b[i].Evidence) {
-			return false
-		}
-		for j := range a[i].Evidence {
-			if a[i].Evidence[j].Kind != b[i].Evidence[j].Kind || a[i].Evidence[j].Path != b[i].Evidence[j].Path {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // probed says whether an entity has anything of its own to probe.
 func probed(e store.Entity) bool {
 	return e.PID > 0 || e.HeartbeatFile != "" || e.HeartbeatAt > 0 || len(e.Artifacts) > 0 || len(e.LockFiles) > 0 ||
-		deadTarget(e.Type) != ""
+		hasProcess(e)
 }
 
 // target maps a stored entity to what the probe needs. Artifacts are judged

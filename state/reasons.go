@@ -9,171 +9,76 @@ import (
 )
 
 // ReasonCode is a structured cause, `{entity_type}.{dimension}.{cause}`.
-// Every code the program emits is one of the constants below and is listed
-// in the registry; a test scans the source to keep it so.
+// Every code the program emits is registered below, one register line per
+// code; a test scans the source to keep it so.
 type ReasonCode string
 
 // Run (session, invocation, subagent, workflow, turn) codes.
-const (
-	// RunCompletedExitZero: the process exited with code 0.
-	RunCompletedExitZero ReasonCode = "run.completed.exit_zero"
-	// RunFailedExitNonzero: the process exited with a non-zero code.
-	RunFailedExitNonzero ReasonCode = "run.failed.exit_nonzero"
-	// RunFailedSignal: the process was killed by a signal other than SIGINT or SIGTERM.
-	RunFailedSignal ReasonCode = "run.failed.signal"
-	// RunFailedArtifactContract: a required artifact was not produced or is invalid.
-	RunFailedArtifactContract ReasonCode = "run.failed.artifact_contract"
-	// RunFailedOperator: an operator marked the run failed.
-	RunFailedOperator ReasonCode = "run.failed.operator"
-	// RunTimedOutDeadline: the run exceeded its configured timeout.
-	RunTimedOutDeadline ReasonCode = "run.timed_out.deadline"
-	// RunAbortedSigint: the run was interrupted by SIGINT (exit 130).
-	RunAbortedSigint ReasonCode = "run.aborted.sigint"
-	// RunAbortedOperator: an operator aborted the run.
-	RunAbortedOperator ReasonCode = "run.aborted.operator"
-	// RunCancelledSigterm: the run was cancelled by SIGTERM (exit 143).
-	RunCancelledSigterm ReasonCode = "run.cancelled.sigterm"
-	// RunCancelledOperator: an operator or orchestrator cancelled the run.
-	RunCancelledOperator ReasonCode = "run.cancelled.operator"
-	// RunHealthProcessDead: the recorded process is conclusively gone.
-	RunHealthProcessDead ReasonCode = "run.health.process_dead"
-	// RunHealthPIDReused: the pid now belongs to another process (different start time).
-	RunHealthPIDReused ReasonCode = "run.health.pid_reused"
-	// RunHealthHostRebooted: the host rebooted since the process started (different boot id).
-	RunHealthHostRebooted ReasonCode = "run.health.host_rebooted"
-	// RunHealthLivenessUnknown: liveness could not be decided (no pid yet, permission denied, unreadable /proc).
-	RunHealthLivenessUnknown ReasonCode = "run.health.liveness_unknown"
-	// RunHealthDisconnected: the process runs on another host and no fresh heartbeat arrived.
-	RunHealthDisconnected ReasonCode = "run.health.disconnected"
-	// RunHealthStalled: no heartbeat for at least stalled_after.
-	RunHealthStalled ReasonCode = "run.health.stalled"
-	// RunHealthIdle: no heartbeat for at least idle_after.
-	RunHealthIdle ReasonCode = "run.health.idle"
-	// RunHealthSlow: alive and heartbeating but running longer than slow_after.
-	RunHealthSlow ReasonCode = "run.health.slow"
-	// RunHealthClockSkew: a heartbeat carries a time in the future; it was clamped.
-	RunHealthClockSkew ReasonCode = "run.health.clock_skew"
-	// RunHealthOrphaned: the process is alive but its supervisor or parent entity is gone.
-	RunHealthOrphaned ReasonCode = "run.health.orphaned"
-	// RunHealthStaleLock: a terminal entity's declared lock file still exists.
-	RunHealthStaleLock ReasonCode = "run.health.stale_lock"
-	// RunDeliveryMissing: none of the required artifacts is present.
-	RunDeliveryMissing ReasonCode = "run.delivery.missing"
-	// RunDeliveryPartial: some but not all required artifacts are valid.
-	RunDeliveryPartial ReasonCode = "run.delivery.partial"
-	// RunDeliveryInvalid: an artifact is present but fails validation or escapes the root.
-	RunDeliveryInvalid ReasonCode = "run.delivery.invalid"
-	// RunDeliveryCheckStopped: the artifact check stopped at a bound (entries, depth, artifacts, time); delivery unknown.
-	RunDeliveryCheckStopped ReasonCode = "run.delivery.check_stopped"
+var (
+	RunCompletedExitZero      = register("run.completed.exit_zero", "the process exited with code 0.")
+	RunFailedExitNonzero      = register("run.failed.exit_nonzero", "the process exited with a non-zero code.")
+	RunFailedSignal           = register("run.failed.signal", "the process was killed by a signal other than SIGINT or SIGTERM.")
+	RunFailedArtifactContract = register("run.failed.artifact_contract", "a required artifact was not produced or is invalid.")
+	RunFailedOperator         = register("run.failed.operator", "an operator marked the run failed.")
+	RunTimedOutDeadline       = register("run.timed_out.deadline", "the run exceeded its configured timeout.")
+	RunAbortedSigint          = register("run.aborted.sigint", "the run was interrupted by SIGINT (exit 130).")
+	RunAbortedOperator        = register("run.aborted.operator", "an operator aborted the run.")
+	RunCancelledSigterm       = register("run.cancelled.sigterm", "the run was cancelled by SIGTERM (exit 143).")
+	RunCancelledOperator      = register("run.cancelled.operator", "an operator or orchestrator cancelled the run.")
+	RunHealthProcessDead      = register("run.health.process_dead", "the recorded process is conclusively gone.")
+	RunHealthPIDReused        = register("run.health.pid_reused", "the pid now belongs to another process (different start time).")
+	RunHealthHostRebooted     = register("run.health.host_rebooted", "the host rebooted since the process started (different boot id).")
+	RunHealthLivenessUnknown  = register("run.health.liveness_unknown", "liveness could not be decided (no pid yet, permission denied, unreadable /proc).")
+	RunHealthDisconnected     = register("run.health.disconnected", "the process runs on another host and no fresh heartbeat arrived.")
+	RunHealthStalled          = register("run.health.stalled", "no heartbeat for at least stalled_after.")
+	RunHealthIdle             = register("run.health.idle", "no heartbeat for at least idle_after.")
+	RunHealthSlow             = register("run.health.slow", "alive and heartbeating but running longer than slow_after.")
+	RunHealthClockSkew        = register("run.health.clock_skew", "a heartbeat carries a time in the future; it was clamped.")
+	RunHealthOrphaned         = register("run.health.orphaned", "the process is alive but its supervisor or parent entity is gone.")
+	RunHealthStaleLock        = register("run.health.stale_lock", "a terminal entity's declared lock file still exists.")
+	RunDeliveryMissing        = register("run.delivery.missing", "none of the required artifacts is present.")
+	RunDeliveryPartial        = register("run.delivery.partial", "some but not all required artifacts are valid.")
+	RunDeliveryInvalid        = register("run.delivery.invalid", "an artifact is present but fails validation or escapes the root.")
+	RunDeliveryCheckStopped   = register("run.delivery.check_stopped", "the artifact check stopped at a bound (entries, depth, artifacts, time); delivery unknown.")
 )
 
 // System (watchdog's own enforcement) codes.
-const (
-	// SystemHealthProcessDeadNoTerminal: the process died without recording a terminal state.
-	SystemHealthProcessDeadNoTerminal ReasonCode = "system.health.process_dead_no_terminal"
-	// SystemReaperPhantomProcessDead: a phantom whose process is dead was reaped.
-	SystemReaperPhantomProcessDead ReasonCode = "system.reaper.phantom_process_dead"
-	// SystemReaperPhantomOrphaned: a phantom whose process is orphaned was reaped.
-	SystemReaperPhantomOrphaned ReasonCode = "system.reaper.phantom_orphaned"
-	// SystemReaperOrphanKilled: the reaper signalled an orphaned process (kill_orphans).
-	SystemReaperOrphanKilled ReasonCode = "system.reaper.orphan_killed"
-	// SystemOutcomeUnexplained: the entity is in a failing outcome with no recorded reason (registered in it, e.g. imported).
-	SystemOutcomeUnexplained ReasonCode = "system.outcome.unexplained"
+var (
+	SystemHealthProcessDeadNoTerminal = register("system.health.process_dead_no_terminal", "the process died without recording a terminal state.")
+	SystemReaperPhantomProcessDead    = register("system.reaper.phantom_process_dead", "a phantom whose process is dead was reaped.")
+	SystemReaperPhantomOrphaned       = register("system.reaper.phantom_orphaned", "a phantom whose process is orphaned was reaped.")
+	SystemReaperOrphanKilled          = register("system.reaper.orphan_killed", "the reaper signalled an orphaned process (kill_orphans).")
+	SystemOutcomeUnexplained          = register("system.outcome.unexplained", "the entity is in a failing outcome with no recorded reason (registered in it, e.g. imported).")
 )
 
 // Codes of the orchestration entity types.
-const (
-	// ShowFailedCriticalPathBlocked: a critical-path play of the show failed.
-	ShowFailedCriticalPathBlocked ReasonCode = "show.failed.critical_path_blocked"
-	// ShowBlockedNoReadyPlays: the show is active but none of its plays can run.
-	ShowBlockedNoReadyPlays ReasonCode = "show.blocked.no_ready_plays"
-	// PlayBlockedDependencyFailed: a play in depends_on failed.
-	PlayBlockedDependencyFailed ReasonCode = "play.blocked.dependency_failed"
-	// PlayBlockedDependencyInvalid: a play named in depends_on does not exist.
-	PlayBlockedDependencyInvalid ReasonCode = "play.blocked.dependency_invalid"
-	// ScheduleHealthDue: the schedule's fire time passed and is within misfire_grace.
-	ScheduleHealthDue ReasonCode = "schedule.health.due"
-	// ScheduleHealthMisfired: a fire time passed more than misfire_grace ago without a fire.
-	ScheduleHealthMisfired ReasonCode = "schedule.health.misfired"
-	// TeamHealthOrphaned: the team's parent show or play is terminal but the team is not.
-	TeamHealthOrphaned ReasonCode = "team.health.orphaned"
-	// AgentFailedProcessCrashed: the agent's backend process crashed.
-	AgentFailedProcessCrashed ReasonCode = "agent.failed.process_crashed"
-	// AgentStoppedProcessExited: the agent's backend process exited cleanly.
-	AgentStoppedProcessExited ReasonCode = "agent.stopped.process_exited"
-	// TeamBlockedDependency: the team is waiting on work or a decision outside it.
-	TeamBlockedDependency ReasonCode = "team.blocked.dependency"
+var (
+	ShowFailedCriticalPathBlocked = register("show.failed.critical_path_blocked", "a critical-path play of the show failed.")
+	ShowBlockedNoReadyPlays       = register("show.blocked.no_ready_plays", "the show is active but none of its plays can run.")
+	PlayBlockedDependencyFailed   = register("play.blocked.dependency_failed", "a play in depends_on failed.")
+	PlayBlockedDependencyInvalid  = register("play.blocked.dependency_invalid", "a play named in depends_on does not exist.")
+	ScheduleHealthDue             = register("schedule.health.due", "the schedule's fire time passed and is within misfire_grace.")
+	ScheduleHealthMisfired        = register("schedule.health.misfired", "a fire time passed more than misfire_grace ago without a fire.")
+	TeamHealthOrphaned            = register("team.health.orphaned", "the team's parent show or play is terminal but the team is not.")
+	AgentFailedProcessCrashed     = register("agent.failed.process_crashed", "the agent's backend process crashed.")
+	AgentStoppedProcessExited     = register("agent.stopped.process_exited", "the agent's backend process exited cleanly.")
+	TeamBlockedDependency         = register("team.blocked.dependency", "the team is waiting on work or a decision outside it.")
 )
 
 // Codes of the seed-002 types (subagent, workflow, turn) for the terminal
 // states that need a reason and that no run code names.
-const (
-	// SubagentInterruptedParent: the parent or an operator interrupted the subagent.
-	SubagentInterruptedParent ReasonCode = "subagent.interrupted.parent"
-	// SubagentDetachedUnmanaged: the subagent is no longer synchronously controlled by its manager.
-	SubagentDetachedUnmanaged ReasonCode = "subagent.detached.unmanaged"
-	// WorkflowPartialOutcome: the workflow ended with a bounded partial result, not full completion.
-	WorkflowPartialOutcome ReasonCode = "workflow.partial.partial_outcome"
-	// TurnPartialFailedProvider: the provider emitted useful text but the turn failed before clean completion.
-	TurnPartialFailedProvider ReasonCode = "turn.partial_failed.provider_error"
-	// TurnInterruptedOperator: the operator or presenter interrupted the turn.
-	TurnInterruptedOperator ReasonCode = "turn.interrupted.operator"
+var (
+	SubagentInterruptedParent = register("subagent.interrupted.parent", "the parent or an operator interrupted the subagent.")
+	SubagentDetachedUnmanaged = register("subagent.detached.unmanaged", "the subagent is no longer synchronously controlled by its manager.")
+	WorkflowPartialOutcome    = register("workflow.partial.partial_outcome", "the workflow ended with a bounded partial result, not full completion.")
+	TurnPartialFailedProvider = register("turn.partial_failed.provider_error", "the provider emitted useful text but the turn failed before clean completion.")
+	TurnInterruptedOperator   = register("turn.interrupted.operator", "the operator or presenter interrupted the turn.")
 )
 
 // ReasonInfo is one registry entry: a code and the line that documents it.
 type ReasonInfo struct {
 	Code ReasonCode `json:"code"`
 	Doc  string     `json:"doc"`
-}
-
-// reasonEntries is the registry's one source: every code with its doc line,
-// which repeats the constant's doc comment (a test keeps the two equal).
-var reasonEntries = []ReasonInfo{
-	{RunCompletedExitZero, "the process exited with code 0."},
-	{RunFailedExitNonzero, "the process exited with a non-zero code."},
-	{RunFailedSignal, "the process was killed by a signal other than SIGINT or SIGTERM."},
-	{RunFailedArtifactContract, "a required artifact was not produced or is invalid."},
-	{RunFailedOperator, "an operator marked the run failed."},
-	{RunTimedOutDeadline, "the run exceeded its configured timeout."},
-	{RunAbortedSigint, "the run was interrupted by SIGINT (exit 130)."},
-	{RunAbortedOperator, "an operator aborted the run."},
-	{RunCancelledSigterm, "the run was cancelled by SIGTERM (exit 143)."},
-	{RunCancelledOperator, "an operator or orchestrator cancelled the run."},
-	{RunHealthProcessDead, "the recorded process is conclusively gone."},
-	{RunHealthPIDReused, "the pid now belongs to another process (different start time)."},
-	{RunHealthHostRebooted, "the host rebooted since the process started (different boot id)."},
-	{RunHealthLivenessUnknown, "liveness could not be decided (no pid yet, permission denied, unreadable /proc)."},
-	{RunHealthDisconnected, "the process runs on another host and no fresh heartbeat arrived."},
-	{RunHealthStalled, "no heartbeat for at least stalled_after."},
-	{RunHealthIdle, "no heartbeat for at least idle_after."},
-	{RunHealthSlow, "alive and heartbeating but running longer than slow_after."},
-	{RunHealthClockSkew, "a heartbeat carries a time in the future; it was clamped."},
-	{RunHealthOrphaned, "the process is alive but its supervisor or parent entity is gone."},
-	{RunHealthStaleLock, "a terminal entity's declared lock file still exists."},
-	{RunDeliveryMissing, "none of the required artifacts is present."},
-	{RunDeliveryPartial, "some but not all required artifacts are valid."},
-	{RunDeliveryInvalid, "an artifact is present but fails validation or escapes the root."},
-	{RunDeliveryCheckStopped, "the artifact check stopped at a bound (entries, depth, artifacts, time); delivery unknown."},
-	{SystemHealthProcessDeadNoTerminal, "the process died without recording a terminal state."},
-	{SystemReaperPhantomProcessDead, "a phantom whose process is dead was reaped."},
-	{SystemReaperPhantomOrphaned, "a phantom whose process is orphaned was reaped."},
-	{SystemReaperOrphanKilled, "the reaper signalled an orphaned process (kill_orphans)."},
-	{SystemOutcomeUnexplained, "the entity is in a failing outcome with no recorded reason (registered in it, e.g. imported)."},
-	{ShowFailedCriticalPathBlocked, "a critical-path play of the show failed."},
-	{ShowBlockedNoReadyPlays, "the show is active but none of its plays can run."},
-	{PlayBlockedDependencyFailed, "a play in depends_on failed."},
-	{PlayBlockedDependencyInvalid, "a play named in depends_on does not exist."},
-	{ScheduleHealthDue, "the schedule's fire time passed and is within misfire_grace."},
-	{ScheduleHealthMisfired, "a fire time passed more than misfire_grace ago without a fire."},
-	{TeamHealthOrphaned, "the team's parent show or play is terminal but the team is not."},
-	{AgentFailedProcessCrashed, "the agent's backend process crashed."},
-	{AgentStoppedProcessExited, "the agent's backend process exited cleanly."},
-	{TeamBlockedDependency, "the team is waiting on work or a decision outside it."},
-	{SubagentInterruptedParent, "the parent or an operator interrupted the subagent."},
-	{SubagentDetachedUnmanaged, "the subagent is no longer synchronously controlled by its manager."},
-	{WorkflowPartialOutcome, "the workflow ended with a bounded partial result, not full completion."},
-	{TurnPartialFailedProvider, "the provider emitted useful text but the turn failed before clean completion."},
-	{TurnInterruptedOperator, "the operator or presenter interrupted the turn."},
 }
 
 // Namespaces are the first segments a reason code may have: the entity
@@ -203,35 +108,35 @@ func ValidateCode(code string) error {
 	return fmt.Errorf("%w %q: namespace %q is not an entity type, system or knowledge", ErrMalformedCode, code, ns)
 }
 
-// buildRegistry validates every entry and refuses malformed or duplicate
-// codes and empty docs.
-func buildRegistry(entries []ReasonInfo) (map[ReasonCode]ReasonInfo, error) {
-	m := make(map[ReasonCode]ReasonInfo, len(entries))
-	for _, e := range entries {
-		if err := ValidateCode(string(e.Code)); err != nil {
-			return nil, err
-		}
-		if _, dup := m[e.Code]; dup {
-			return nil, fmt.Errorf("reason code %q registered twice", e.Code)
-		}
-		if strings.TrimSpace(e.Doc) == "" {
-			return nil, fmt.Errorf("reason code %q has no doc line", e.Code)
-		}
-		m[e.Code] = e
-	}
-	return m, nil
-}
+// registry holds every registered code. Go initialises it before the
+// package-level vars whose register calls refer to it.
+var registry = map[ReasonCode]ReasonInfo{}
 
-var registry = mustBuildRegistry(reasonEntries)
-
-// mustBuildRegistry fails loudly at start: a malformed or duplicate code is
-// a programming error that no user input can cause.
-func mustBuildRegistry(entries []ReasonInfo) map[ReasonCode]ReasonInfo {
-	m, err := buildRegistry(entries)
-	if err != nil {
+// register adds code to the registry and returns it, so that one line both
+// names a code for callers and documents it for `watchdog reasons`. A
+// malformed or duplicate code or an empty doc panics at start: a
+// programming error that no user input can cause (tailscale's
+// health.Register does the same).
+func register(code, doc string) ReasonCode {
+	if err := addReason(registry, ReasonCode(code), doc); err != nil {
 		panic("state: " + err.Error())
 	}
-	return m
+	return ReasonCode(code)
+}
+
+// addReason checks one entry against the registry's invariants and adds it.
+func addReason(m map[ReasonCode]ReasonInfo, code ReasonCode, doc string) error {
+	if err := ValidateCode(string(code)); err != nil {
+		return err
+	}
+	if _, dup := m[code]; dup {
+		return fmt.Errorf("reason code %q registered twice", code)
+	}
+	if strings.TrimSpace(doc) == "" {
+		return fmt.Errorf("reason code %q has no doc line", code)
+	}
+	m[code] = ReasonInfo{Code: code, Doc: doc}
+	return nil
 }
 
 // ErrUnknownReason is returned for a well-formed code that is not registered.

@@ -33,3 +33,13 @@ func DeriveSeverity(outcome string, health Health, delivery Delivery) (Severity,
 	// Cancelled is intentional, not a problem; anything else is neutral.
 	return SeverityNeutral, ToneNeutral
 }
+
+// SeverityTones lists the tones DeriveSeverity gives each severity, the
+// only pairs it yields (a test walks the whole vocabulary to keep it so):
+// the pre-seeded label pairs of watchdog_entities.
+var SeverityTones = map[Severity][]Tone{
+	SeverityCritical: {ToneDanger},
+	SeverityWarning:  {ToneWarning},
+	SeverityInfo:     {ToneInfo, ToneNeutral},
+	SeverityNeutral:  {ToneSuccess, ToneNeutral},
+}

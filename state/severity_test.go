@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -74,6 +75,9 @@ func TestSeverityTonePairs(t *testing.T) {
 		SeverityWarning:  {ToneWarning},
 		SeverityInfo:     {ToneInfo, ToneNeutral},
 		SeverityNeutral:  {ToneSuccess, ToneNeutral},
+	}
+	if !reflect.DeepEqual(SeverityTones, allowed) {
+		t.Errorf("SeverityTones = %v, ADR-0033 says %v", SeverityTones, allowed)
 	}
 	for _, o := range Outcomes {
 		for _, h := range Healths {

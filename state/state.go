@@ -6,6 +6,8 @@
 // Everything here is pure: no I/O, no clock. Callers pass the time in.
 package state
 
+import "slices"
+
 // Health says whether an entity's runtime (its process) is okay.
 type Health string
 
@@ -244,4 +246,17 @@ func Normalize(lifecycle, outcome string, health Health, delivery Delivery, reas
 	}
 	s.Severity, s.Tone = DeriveSeverity(cascadeOutcome, s.Health, s.Delivery)
 	return s
+}
+
+// SameFindings reports whether two reason lists say the same: the same
+// codes in order, each with evidence of the same identity (kind and path).
+// Messages and evidence details are left out on purpose: they carry ages
+// ("last heartbeat 71m ago") that change on every sweep, and a sweep over
+// an unchanged host must write nothing.
+func SameFindings(a, b []StateReason) bool {
+	return slices.EqualFunc(a, b, func(x, y StateReason) bool {
+		return x.Code == y.Code && slices.EqualFunc(x.Evidence, y.Evidence, func(p, q EvidenceRef) bool {
+			return p.Kind == q.Kind && p.Path == q.Path
+		})
+	})
 }

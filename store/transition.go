@@ -14,6 +14,9 @@ import (
 type Change struct {
 	To       string
 	Terminal bool
+	// Starts says the move starts the work: started_at is stamped unless
+	// already set (the type's graph decides which state does).
+	Starts bool
 	// Reason is stored on the entity as the reason of its current
 	// lifecycle, and its code, message and evidence go to the audit row.
 	Reason  *state.StateReason
@@ -92,7 +95,7 @@ func (s *SQLite) applyTransition(ctx context.Context, typ, id string, decide Dec
 		endedAt = ch.At
 	}
 	var startedAt any
-	if ch.To == "running" {
+	if ch.Starts {
 		startedAt = ch.At
 	}
 	res, err := s.txExec(ctx, tx, `UPDATE entities SET lifecycle = ?, terminal = ?, last_seq = ?,

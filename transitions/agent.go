@@ -17,6 +17,9 @@ var agentGraph = Graph{
 		"failed":    {"starting"},
 	},
 	DeadProcessTerminal: "failed",
+	// The orchestrator's legacy API and its operators read why an agent
+	// moved, not only where to (SPEC §3).
+	NeedsTrigger: true,
 }
 
 // ToAgentStatus maps an agent lifecycle to the legacy AgentStatus the

@@ -43,24 +43,20 @@ func MapExit(code int, sig syscall.Signal, timedOut bool) ExitOutcome {
 	return ExitOutcome{To: "failed", Reason: state.RunFailedExitNonzero, ExitCode: code}
 }
 
-// ExitTarget adapts a session exit mapping to another type's vocabulary,
-// for an entity currently in from: invocations succeed rather than
-// complete, and where the type has no edge from `from` to aborted or
-// cancelled (a workflow is cancelled only from held) the nearest terminal
-// it can reach stands in. It returns "" when no terminal fits (the caller
-// then leaves the lifecycle alone).
-func ExitTarget(g *Graph, from, to string) string {
-	candidates := map[string][]string{
-		"completed": {"completed", "succeeded", "stopped"},
-		"aborted":   {"aborted", "interrupted", "cancelled", "failed"},
-		"cancelled": {"cancelled", "interrupted", "failed"},
-		"timed_out": {"timed_out", "failed"},
-		"failed":    {"failed"},
-	}[to]
-	for _, c := range candidates {
-		if g.IsTerminal(c) && g.Allowed(from, c) {
-			return c
-		}
+// MapExit maps a process end onto this type: the session mapping of the
+// package's MapExit, except that a timeout the watchdog cannot back with a
+// configured one (the child's own exit 124; timeoutKnown false) ends a
+// type that NeedsTimeout failed with run.failed.exit_nonzero. To stays in
+// the session vocabulary (a caller may still judge a "completed"); Nearest
+// adapts it to the type. ExitCode is what the wrapper exits with either
+// way.
+func (g *Graph) MapExit(code int, sig syscall.Signal, timedOut, timeoutKnown bool) ExitOutcome {
+	out := MapExit(code, sig, timedOut)
+	if out.To == "timed_out" && !timedOut && !timeoutKnown && g.NeedsTimeout {
+		out.To, out.Reason = "failed", state.RunFailedExitNonzero
 	}
-	return ""
+	return out
 }
+
+// ExitTarget is g.Nearest(from, to), for callers that predate it.
+func ExitTarget(g *Graph, from, to string) string { return g.Nearest(from, to) }

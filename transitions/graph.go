@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"watchdog/state"
+	"watchdog/store"
 )
 
 // Graph is one entity type's lifecycle state machine.
@@ -27,11 +30,96 @@ type Graph struct {
 	Edges map[string][]string
 	// DeadProcessTerminal is where the reaper moves a non-terminal entity
 	// whose process died without recording an end; "" when the type has no
-	// process of its own.
+	// process of its own. DeadTarget adapts it to the entity's lifecycle.
 	DeadProcessTerminal string
 	// AdminTargets, when set, is the only set of states an admin actor may
 	// move an entity to (ADR-0025 for sessions).
 	AdminTargets []string
+	// Start is the state whose entry starts the work and stamps
+	// started_at; "" when the type has no running phase (see Started).
+	Start string
+	// NeedsTrigger says every transition must name its trigger.
+	NeedsTrigger bool
+	// NeedsTimeout says a timed_out must carry the configured timeout
+	// (SPEC §3). The other types record it when it is known: one that hit
+	// a deadline the watchdog was not told about (a child's own exit 124)
+	// still timed out, with its elapsed time as the evidence.
+	NeedsTimeout bool
+	// Guard, when set, refuses a move that the entity's own evidence
+	// forbids although the edge exists; the write path reports its error
+	// as ErrInvalidTransition.
+	Guard func(to string, cur store.Entity) error
+	// Reconcile, when set, is how the reaper settles an open entity of
+	// this type by what other entities say, in place of judging a
+	// process of its own.
+	Reconcile *Reconciliation
+}
+
+// Reconciliation is a reap_phantoms rule for a type judged by its
+// relatives: the rule's name (one of the Reconcile* constants, which the
+// reaper maps to its check), the state it moves the entity to, and every
+// reason code it may record.
+type Reconciliation struct {
+	Rule  string
+	To    string
+	Codes []state.ReasonCode
+}
+
+// The reconciliation rules the reaper knows.
+const (
+	// ReconcileParentEnded: the entity's parent show or play has ended.
+	ReconcileParentEnded = "parent_ended"
+	// ReconcileDependency: a play named in depends_on failed or does not
+	// exist.
+	ReconcileDependency = "dependency"
+	// ReconcileCriticalPath: a critical-path play of the entity failed.
+	ReconcileCriticalPath = "critical_path"
+)
+
+// Started reports whether an entity registered in lifecycle s has already
+// started: it is past its initial state, or in the start state itself
+// (a turn is registered running).
+func (g *Graph) Started(s string) bool {
+	return s != g.Initial || (g.Start != "" && s == g.Start)
+}
+
+// Starts reports whether a move to s starts the work.
+func (g *Graph) Starts(s string) bool { return g.Start != "" && s == g.Start }
+
+// nearest lists, for a terminal another rule asks for, the terminals that
+// stand in for it, in order, where a type lacks it or the edge to it.
+var nearest = map[string][]string{
+	"completed": {"completed", "succeeded", "stopped"},
+	"aborted":   {"aborted", "interrupted", "cancelled", "failed"},
+	"cancelled": {"cancelled", "interrupted", "failed"},
+	"timed_out": {"timed_out", "failed"},
+	"failed":    {"failed", "aborted", "interrupted", "cancelled"},
+}
+
+// Nearest adapts a terminal named in the session vocabulary (want) to this
+// type, for an entity currently in from: want itself when the type has the
+// edge, else the nearest terminal it can reach (invocations succeed rather
+// than complete; a workflow is cancelled only from held; an invocation
+// still pending reaches only cancelled or skipped). It returns "" when no
+// terminal fits, and the caller then leaves the lifecycle alone rather
+// than have a refused write retried.
+func (g *Graph) Nearest(from, want string) string {
+	for _, c := range nearest[want] {
+		if g.IsTerminal(c) && g.Allowed(from, c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// DeadTarget is the terminal a dead process ends an entity in lifecycle
+// from in: DeadProcessTerminal, or the nearest one reachable. "" when the
+// type has no process of its own or no terminal is reachable.
+func (g *Graph) DeadTarget(from string) string {
+	if g.DeadProcessTerminal == "" {
+		return ""
+	}
+	return g.Nearest(from, g.DeadProcessTerminal)
 }
 
 // HasState reports whether s is one of the graph's lifecycle values.

@@ -221,3 +221,27 @@ func TestEveryReasonRequiredTargetHasAFittingCode(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphRules pins each type's own rules, which the write path and the
+// reaper read from its graph.
+func TestGraphRules(t *testing.T) {
+	needsTimeout := map[string]bool{"subagent": true, "workflow": true, "turn": true}
+	for _, typ := range Types() {
+		g := graphs[typ]
+		if want := g.HasState("running"); (g.Start == "running") != want || (g.Start != "" && g.Start != "running") {
+			t.Errorf("%s: start state %q", typ, g.Start)
+		}
+		if g.NeedsTimeout != needsTimeout[typ] {
+			t.Errorf("%s: NeedsTimeout %v", typ, g.NeedsTimeout)
+		}
+		if g.NeedsTrigger != (typ == "agent") {
+			t.Errorf("%s: NeedsTrigger %v", typ, g.NeedsTrigger)
+		}
+		if (g.Guard != nil) != (typ == "workflow") {
+			t.Errorf("%s: guard set %v", typ, g.Guard != nil)
+		}
+		if g.Reconcile != nil && g.DeadProcessTerminal != "" {
+			t.Errorf("%s: both a process and a reconciliation rule", typ)
+		}
+	}
+}

@@ -4,6 +4,7 @@ package transitions
 var invocationGraph = Graph{
 	Type:     "invocation",
 	States:   []string{"pending", "running", "succeeded", "failed", "timed_out", "cancelled", "skipped"},
+	Start:    "running",
 	Initial:  "pending",
 	Terminal: []string{"succeeded", "failed", "timed_out", "cancelled", "skipped"},
 	Edges: map[string][]string{

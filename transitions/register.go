@@ -115,9 +115,9 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 		if e.Terminal {
 			e.EndedAt = at
 		}
-		// Work registered past its initial state (typically "running") has
-		// started; its age, for heartbeats and slowness, counts from now.
-		if e.StartedAt == 0 && (*e.Lifecycle != g.Initial || *e.Lifecycle == "running") {
+		// Work registered as started has its age, for heartbeats and
+		// slowness, counted from now.
+		if e.StartedAt == 0 && g.Started(*e.Lifecycle) {
 			e.StartedAt = at
 		}
 	}

@@ -6,6 +6,7 @@ package transitions
 var sessionGraph = Graph{
 	Type:     "session",
 	States:   []string{"pending", "running", "completed", "failed", "timed_out", "cancelled", "aborted"},
+	Start:    "running",
 	Initial:  "pending",
 	Terminal: []string{"completed", "failed", "timed_out", "cancelled", "aborted"},
 	Edges: map[string][]string{

@@ -1,5 +1,7 @@
 package transitions
 
+import "watchdog/state"
+
 // showGraph: a show ends by being archived; completed, merged and failed
 // are its outcomes while it waits for that. A show has no process of its
 // own, so the reaper never ends it for a dead pid (only for a failed
@@ -18,4 +20,5 @@ var showGraph = Graph{
 		"merged":    {"archived"},
 		"failed":    {"archived"},
 	},
+	Reconcile: &Reconciliation{Rule: ReconcileCriticalPath, To: "failed", Codes: []state.ReasonCode{state.ShowFailedCriticalPathBlocked}},
 }

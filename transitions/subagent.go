@@ -5,6 +5,7 @@ package transitions
 var subagentGraph = Graph{
 	Type:     "subagent",
 	States:   []string{"queued", "running", "detached", "completed", "failed", "timed_out", "interrupted", "cancelled"},
+	Start:    "running",
 	Initial:  "queued",
 	Terminal: []string{"completed", "failed", "timed_out", "interrupted", "cancelled"},
 	Edges: map[string][]string{
@@ -13,4 +14,5 @@ var subagentGraph = Graph{
 		"detached": {"completed", "failed", "timed_out", "cancelled"},
 	},
 	DeadProcessTerminal: "failed",
+	NeedsTimeout:        true,
 }

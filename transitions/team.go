@@ -1,5 +1,7 @@
 package transitions
 
+import "watchdog/state"
+
 // teamGraph: a team is closed by its owner, or by the reaper when its
 // parent show or play has ended (team.health.orphaned).
 var teamGraph = Graph{
@@ -12,4 +14,5 @@ var teamGraph = Graph{
 		"idle":    {"active", "blocked", "closed"},
 		"blocked": {"active", "closed"},
 	},
+	Reconcile: &Reconciliation{Rule: ReconcileParentEnded, To: "closed", Codes: []state.ReasonCode{state.TeamHealthOrphaned}},
 }

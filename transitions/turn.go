@@ -4,10 +4,12 @@ package transitions
 var turnGraph = Graph{
 	Type:     "turn",
 	States:   []string{"running", "completed", "partial_failed", "failed", "interrupted", "timed_out"},
+	Start:    "running",
 	Initial:  "running",
 	Terminal: []string{"completed", "partial_failed", "failed", "interrupted", "timed_out"},
 	Edges: map[string][]string{
 		"running": {"completed", "partial_failed", "failed", "interrupted", "timed_out"},
 	},
 	DeadProcessTerminal: "failed",
+	NeedsTimeout:        true,
 }

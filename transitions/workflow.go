@@ -1,10 +1,18 @@
 package transitions
 
+import (
+	"fmt"
+
+	"watchdog/state"
+	"watchdog/store"
+)
+
 // workflowGraph (ADR 26): completed is reserved for full completion; a
 // bounded partial result is `partial`, which reads as a warning.
 var workflowGraph = Graph{
 	Type:     "workflow",
 	States:   []string{"running", "held", "completed", "partial", "failed", "timed_out", "cancelled"},
+	Start:    "running",
 	Initial:  "running",
 	Terminal: []string{"completed", "partial", "failed", "timed_out", "cancelled"},
 	Edges: map[string][]string{
@@ -12,4 +20,19 @@ var workflowGraph = Graph{
 		"held":    {"running", "failed", "cancelled"},
 	},
 	DeadProcessTerminal: "failed",
+	NeedsTimeout:        true,
+	Guard:               fullCompletionOnly,
+}
+
+// fullCompletionOnly refuses completed to a workflow whose own delivery
+// says part of the result is missing or invalid.
+func fullCompletionOnly(to string, cur store.Entity) error {
+	if to != "completed" {
+		return nil
+	}
+	switch cur.Delivery {
+	case state.DeliveryPartial, state.DeliveryMissing, state.DeliveryInvalid:
+		return fmt.Errorf("workflow %s delivery is %s; completed is reserved for full completion (use partial or failed)", cur.ID, cur.Delivery)
+	}
+	return nil
 }

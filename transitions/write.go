@@ -31,13 +31,11 @@ var reasonRequiredTargets = []string{
 	"partial_failed", "partial", "blocked", "detached",
 }
 
-// NeedsTimeout reports whether a timed_out of this type must carry the
-// configured timeout (SPEC §3: subagents, workflows and turns). Other types
-// record it when it is known; a session or an invocation that hit a
-// deadline the watchdog was not told about (a child's own exit 124) still
-// timed out, with its elapsed time as the evidence.
+// NeedsTimeout reports the NeedsTimeout rule of typ's graph, for callers
+// that hold a type name.
 func NeedsTimeout(typ string) bool {
-	return typ == "subagent" || typ == "workflow" || typ == "turn"
+	g, err := Lookup(typ)
+	return err == nil && g.NeedsTimeout
 }
 
 // Request asks for one lifecycle change.
@@ -136,9 +134,7 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 	if !ValidTrigger(req.Trigger) {
 		return Result{}, fmt.Errorf("%w: trigger %q is not one of %s", ErrInvalidInput, req.Trigger, strings.Join(Triggers, ", "))
 	}
-	// An agent records why each transition happened (SPEC §3): its legacy
-	// API and its operators read the trigger, not only the target.
-	if g.Type == "agent" && req.Trigger == "" {
+	if g.NeedsTrigger && req.Trigger == "" {
 		return Result{}, fmt.Errorf("%w: an agent's transition needs a trigger, one of %s", ErrInvalidInput, strings.Join(Triggers, ", "))
 	}
 	var reason *state.StateReason
@@ -198,19 +194,18 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 			}
 			return store.Change{}, fmt.Errorf("%w: %s %s -> %s is not allowed (from %s: %s)", ErrInvalidTransition, g.Type, from, req.To, from, next)
 		}
-		if g.Type == "workflow" && req.To == "completed" {
-			switch cur.Delivery {
-			case state.DeliveryPartial, state.DeliveryMissing, state.DeliveryInvalid:
-				return store.Change{}, fmt.Errorf("%w: workflow %s delivery is %s; completed is reserved for full completion (use partial or failed)", ErrInvalidTransition, req.ID, cur.Delivery)
+		if g.Guard != nil {
+			if err := g.Guard(req.To, cur); err != nil {
+				return store.Change{}, fmt.Errorf("%w: %w", ErrInvalidTransition, err)
 			}
 		}
-		ch := store.Change{To: req.To, Terminal: g.IsTerminal(req.To), Reason: reason, Actor: req.Actor, Trigger: req.Trigger, At: at}
+		ch := store.Change{To: req.To, Terminal: g.IsTerminal(req.To), Starts: g.Starts(req.To), Reason: reason, Actor: req.Actor, Trigger: req.Trigger, At: at}
 		if req.To == "timed_out" {
 			timeout := req.TimeoutSeconds
 			if timeout == 0 {
 				timeout = cur.TimeoutSeconds
 			}
-			if timeout <= 0 && NeedsTimeout(g.Type) {
+			if timeout <= 0 && g.NeedsTimeout {
 				return store.Change{}, fmt.Errorf("%w: a %s's timed_out needs the configured timeout (register timeout_seconds or pass it with the transition)", ErrInvalidTransition, g.Type)
 			}
 			elapsed := req.ElapsedSeconds
