@@ -49,17 +49,15 @@ func (p plan) outcome(out transitions.ExitOutcome, end childEnd, started time.Ti
 			msg = fmt.Sprintf("exit status 0 but delivery %s: %s", res.Delivery, strings.Join(probs, "; "))
 		}
 	}
-	if to == "timed_out" && p.reg.TimeoutSeconds == 0 {
+	if end.code == transitions.ExitTimeout && end.signal == 0 && !end.timedOut && p.reg.TimeoutSeconds == 0 {
 		// The child claims a timeout of its own (exit 124, as timeout(1)
-		// does; a deadline of the runner's own needs a timeout): timed_out,
-		// with the elapsed time, the deadline itself the child's, unknown
-		// here; or failed, for the types whose timed_out the write path
-		// refuses without the configured timeout.
-		if transitions.NeedsTimeout(p.typ) {
-			to, code = "failed", state.RunFailedExitNonzero
-			msg = detail + fmt.Sprintf(" (the timeout convention, but a %s's timed_out needs the configured timeout: give --timeout)", p.typ)
-		} else {
+		// does; a deadline of the runner's own needs a timeout). The
+		// graph's MapExit decided timed_out, or failed for the types whose
+		// timed_out needs the configured timeout; the message says which.
+		if to == "timed_out" {
 			msg = detail + " (the child's own timeout; exec was given no --timeout)"
+		} else {
+			msg = detail + fmt.Sprintf(" (the timeout convention, but a %s's timed_out needs the configured timeout: give --timeout)", p.typ)
 		}
 	}
 	// A contract of many failing artifacts must not make the record of
@@ -68,7 +66,7 @@ func (p plan) outcome(out transitions.ExitOutcome, end childEnd, started time.Ti
 	wire.FitReason(&fit)
 	msg, ev = fit.Message, fit.Evidence
 	t := wire.Transition{
-		To:         transitions.ExitTarget(p.graph, "running", to),
+		To:         p.graph.Nearest("running", to),
 		ExpectFrom: "running",
 		Actor:      transitions.ActorExec,
 		Reason:     &wire.Reason{Code: string(code), Message: msg, Evidence: ev},

@@ -36,7 +36,7 @@ func TestOutcome(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := p.outcome(transitions.MapExit(tc.end.code, tc.end.signal, tc.end.timedOut), tc.end, time.Now())
+			got := p.outcome(p.graph.MapExit(tc.end.code, tc.end.signal, tc.end.timedOut, p.reg.TimeoutSeconds > 0), tc.end, time.Now())
 			if got.To != tc.to || got.Reason == nil || got.Reason.Code != tc.code || got.Reason.Message != tc.msg {
 				t.Errorf("got %s %+v, want %s %s %q", got.To, got.Reason, tc.to, tc.code, tc.msg)
 			}

@@ -154,7 +154,7 @@ func (p plan) reusable(from string) error {
 // canWrap says whether a command can run as an entity of g: it has a
 // running state and an end for a successful exit.
 func canWrap(g *transitions.Graph) bool {
-	return g.HasState("running") && transitions.ExitTarget(g, "running", "completed") != ""
+	return g.HasState("running") && g.Nearest("running", "completed") != ""
 }
 
 // Types lists the types the runner can wrap.
@@ -253,7 +253,7 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 	}
 
 	end := supervise(child, sigs, started, o.Timeout, o.KillAfter)
-	out := transitions.MapExit(end.code, end.signal, end.timedOut)
+	out := p.graph.MapExit(end.code, end.signal, end.timedOut, p.reg.TimeoutSeconds > 0)
 	if sink != nil {
 		t := p.outcome(out, end, started)
 		if err := sink.Finish(ctx, p.typ, p.reg.ID, t); err != nil {

@@ -57,6 +57,3 @@ func (g *Graph) MapExit(code int, sig syscall.Signal, timedOut, timeoutKnown boo
 	}
 	return out
 }
-
-// ExitTarget is g.Nearest(from, to), for callers that predate it.
-func ExitTarget(g *Graph, from, to string) string { return g.Nearest(from, to) }

@@ -53,12 +53,12 @@ func TestExitTarget(t *testing.T) {
 		{"session", "completed", "failed", ""}, // a terminal state is a latch
 	}
 	for _, tt := range tests {
-		got := ExitTarget(graphs[tt.typ], tt.from, tt.to)
+		got := graphs[tt.typ].Nearest(tt.from, tt.to)
 		if got != tt.want {
-			t.Errorf("ExitTarget(%s, %s, %s) = %q, want %q", tt.typ, tt.from, tt.to, got, tt.want)
+			t.Errorf("Nearest(%s, %s, %s) = %q, want %q", tt.typ, tt.from, tt.to, got, tt.want)
 		}
 		if got != "" && !graphs[tt.typ].Allowed(tt.from, got) {
-			t.Errorf("ExitTarget(%s, %s, %s) = %q is not an edge", tt.typ, tt.from, tt.to, got)
+			t.Errorf("Nearest(%s, %s, %s) = %q is not an edge", tt.typ, tt.from, tt.to, got)
 		}
 	}
 }

@@ -31,12 +31,6 @@ var reasonRequiredTargets = []string{
 	"partial_failed", "partial", "blocked", "detached",
 }
 
-// NeedsTimeout reports the NeedsTimeout rule of typ's graph, for callers
-// that hold a type name.
-func NeedsTimeout(typ string) bool {
-	g, err := Lookup(typ)
-	return err == nil && g.NeedsTimeout
-}
 
 // Request asks for one lifecycle change.
 type Request struct {
