@@ -31,7 +31,6 @@ var reasonRequiredTargets = []string{
 	"partial_failed", "partial", "blocked", "detached",
 }
 
-
 // Request asks for one lifecycle change.
 type Request struct {
 	Type string
