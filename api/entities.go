@@ -10,6 +10,7 @@ import (
 
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 	"watchdog/wire"
 )
 
@@ -48,7 +49,7 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, wire.FromEntity(e, nil, s.nowSeconds()))
+	writeJSON(w, status, wire.FromEntity(e, nil, s.Now()))
 }
 
 // getEntity is GET /api/v1/entities/{type}/{id}: the entity read shape
@@ -73,7 +74,7 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := wire.FromEntity(e, rows, s.nowSeconds())
+	out := wire.FromEntity(e, rows, s.Now())
 	out.TransitionsTotal = &total
 	writeJSON(w, http.StatusOK, out)
 }
@@ -180,7 +181,7 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	now := s.nowSeconds()
+	now := s.Now()
 	items := make([]wire.Entity, 0, len(list))
 	for _, e := range list {
 		v := wire.FromEntity(e, nil, now)
@@ -189,7 +190,7 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		}
 		items = append(items, v)
 	}
-	out := wire.EntityList{GeneratedAt: now, Total: len(items)}
+	out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: len(items)}
 	out.Items, out.Next = page(items, order, after, int(limit))
 	writeJSON(w, http.StatusOK, out)
 }
@@ -213,7 +214,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	if err := s.Store.RecordHeartbeat(ctx, typ, id, s.nowSeconds(), body.Progress); err != nil {
+	if err := s.Store.RecordHeartbeat(ctx, typ, id, s.Now(), body.Progress); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -222,7 +223,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.FromEntity(e, nil, s.nowSeconds()))
+	writeJSON(w, http.StatusOK, wire.FromEntity(e, nil, s.Now()))
 }
 
 // transition is POST …/{type}/{id}/transitions: 200 with the entity as it
@@ -254,7 +255,7 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.FromEntity(res.After, nil, s.nowSeconds()))
+	writeJSON(w, http.StatusOK, wire.FromEntity(res.After, nil, s.Now()))
 }
 
 // rejected counts a transition the API refused before the write path saw

@@ -24,6 +24,7 @@ import (
 
 	"watchdog/attention"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 	"watchdog/wire"
 )
 
@@ -161,7 +162,7 @@ func (c *Client) Attention(ctx context.Context, q attention.Query) (attention.Qu
 
 // Snooze hides an attention item until the given time.
 func (c *Client) Snooze(ctx context.Context, fingerprint string, until time.Time) error {
-	body := map[string]any{"fingerprint": fingerprint, "until": float64(until.UnixMilli()) / 1e3}
+	body := map[string]any{"fingerprint": fingerprint, "until": unixtime.Of(until)}
 	_, err := c.do(ctx, http.MethodPost, attention.SnoozePath, nil, body, nil)
 	return err
 }

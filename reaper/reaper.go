@@ -32,6 +32,9 @@ type Store interface {
 	List(ctx context.Context, f store.Filter) ([]store.Entity, error)
 	Get(ctx context.Context, typ, id string) (store.Entity, error)
 	RecordObservation(ctx context.Context, typ, id string, o store.Observation) (bool, error)
+	// DaemonHosts is the store's record of which hosts had a daemon sweep
+	// them at or after since (see dropHostsWithDaemons).
+	DaemonHosts(ctx context.Context, since time.Time) (map[string]bool, error)
 }
 
 // Prober probes one entity and re-checks one pid; *probe.Host implements it.
@@ -121,15 +124,6 @@ func (r *Reaper) log() *zap.Logger {
 		return r.Log
 	}
 	return zap.NewNop()
-}
-
-func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
-
-func fromUnix(f float64) time.Time {
-	if f == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, int64(f*1e9))
 }
 
 // Action is one lifecycle change a job decided on, applied or (dry run)

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/robfig/cron/v3"
 
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/unixtime"
 )
 
 // Identifier reads this host's identity and a local process's start time;
@@ -18,9 +20,9 @@ import (
 type Identifier interface {
 	HostID() string
 	BootID() (string, error)
-	// StartOf is a live local process's start time, as Unix seconds and as
+	// StartOf is a live local process's start time, as a time and as
 	// clock ticks since boot (0 when the platform has none).
-	StartOf(pid int) (startTime float64, startTicks uint64, err error)
+	StartOf(pid int) (startTime time.Time, startTicks uint64, err error)
 }
 
 var idShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$`)
@@ -118,7 +120,7 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 		}
 		// Work registered past its initial state (typically "running") has
 		// started; its age, for heartbeats and slowness, counts from now.
-		if e.StartedAt == 0 && (*e.Lifecycle != g.Initial || *e.Lifecycle == "running") {
+		if e.StartedAt.IsZero() && (*e.Lifecycle != g.Initial || *e.Lifecycle == "running") {
 			e.StartedAt = at
 		}
 	}
@@ -152,14 +154,14 @@ func (w *Writer) fillIdentity(e *store.Entity) {
 			e.BootID = b
 		}
 	}
-	if e.PIDStartTime == 0 {
+	if e.PIDStartTime.IsZero() {
 		if st, ticks, err := w.Ident.StartOf(e.PID); err == nil {
 			e.PIDStartTime, e.PIDStartTicks = st, ticks
 		}
 	}
 	// The supervisor too: a supervisor pid reused by another process after
 	// the supervisor died must not pass for it (that would hide an orphan).
-	if e.SupervisorPID > 0 && e.SupervisorStartTime == 0 {
+	if e.SupervisorPID > 0 && e.SupervisorStartTime.IsZero() {
 		if st, _, err := w.Ident.StartOf(e.SupervisorPID); err == nil {
 			e.SupervisorStartTime = st
 		}
@@ -181,14 +183,14 @@ func validateFields(e *store.Entity) error {
 	if e.SupervisorPID < 0 {
 		return bad("supervisor_pid %d is negative", e.SupervisorPID)
 	}
-	if e.PIDStartTime < 0 {
-		return bad("pid_start_time %g is negative", e.PIDStartTime)
+	if s := unixtime.Seconds(e.PIDStartTime); s < 0 {
+		return bad("pid_start_time %g is negative", s)
 	}
-	if e.SupervisorStartTime < 0 {
-		return bad("supervisor_start_time %g is negative", e.SupervisorStartTime)
+	if s := unixtime.Seconds(e.SupervisorStartTime); s < 0 {
+		return bad("supervisor_start_time %g is negative", s)
 	}
-	if e.TimeoutSeconds < 0 {
-		return bad("timeout_seconds %g is negative", e.TimeoutSeconds)
+	if e.Timeout < 0 {
+		return bad("timeout_seconds %g is negative", e.Timeout.Seconds())
 	}
 	for i, a := range e.Artifacts {
 		if err := a.Validate(); err != nil {
@@ -226,7 +228,7 @@ func validateFields(e *store.Entity) error {
 			return bad("schedule.cron %q is not a cron spec: %v", e.ScheduleCron, err)
 		}
 	}
-	if e.Type == "schedule" && e.ScheduleCron == "" && e.ScheduleLastFiredAt != 0 {
+	if e.Type == "schedule" && e.ScheduleCron == "" && !e.ScheduleLastFiredAt.IsZero() {
 		return bad("schedule.last_fired_at given without schedule.cron")
 	}
 	return nil

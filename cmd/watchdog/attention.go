@@ -154,13 +154,13 @@ func printAttention(w io.Writer, q attention.Queue) error {
 				}
 				summary := it.Reason.Summary
 				if it.Dismissed {
-					if it.SnoozedUntil > 0 {
-						summary += fmt.Sprintf(" [snoozed, %s left]", attentionAge(it.SnoozedUntil-now))
+					if !it.SnoozedUntil.IsZero() {
+						summary += fmt.Sprintf(" [snoozed, %s left]", attentionAge(it.SnoozedUntil.Sub(now.Time).Seconds()))
 					} else {
 						summary += " [dismissed]"
 					}
 				}
-				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", ref, label, it.Status, attentionAge(now-it.FirstSeenAt)+" ago", summary)
+				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", ref, label, it.Status, attentionAge(now.Sub(it.FirstSeenAt.Time).Seconds())+" ago", summary)
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,7 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 	"watchdog/wire"
 )
 
@@ -85,7 +87,7 @@ func newRegisterCmd() *cobra.Command {
 			if created {
 				verb = "registered"
 			}
-			ns := transitions.View(e, nowSeconds())
+			ns := transitions.View(e, time.Now())
 			fmt.Fprintf(cmd.OutOrStdout(), "%s %s/%s: %s\n", verb, e.Type, e.ID, transitions.Display(e, ns))
 			warnLifecycleKept(cmd.ErrOrStderr(), created, body, e.LifecycleOr(""))
 			return nil
@@ -147,7 +149,7 @@ func newTransitionCmd() *cobra.Command {
 			}
 			req := transitions.Request{
 				Type: typ, ID: id, To: args[1], ExpectFrom: expectFrom,
-				Actor: actor, Trigger: trigger, TimeoutSeconds: timeout, ElapsedSeconds: elapsed,
+				Actor: actor, Trigger: trigger, Timeout: unixtime.Duration(timeout), Elapsed: unixtime.Duration(elapsed),
 			}
 			if message != "" && reason == "" {
 				return usageError("--message explains a reason code: give it with --reason CODE (see watchdog reasons)")
@@ -264,7 +266,7 @@ func newHeartbeatCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			return st.RecordHeartbeat(ctx, typ, id, nowSeconds(), progress)
+			return st.RecordHeartbeat(ctx, typ, id, time.Now(), progress)
 		},
 	}
 	c.Flags().StringVar(&progress, "progress", "", "short progress note, kept as evidence")
@@ -301,8 +303,8 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			now := nowSeconds()
-			out := wire.EntityList{GeneratedAt: now, Items: []wire.Entity{}}
+			now := time.Now()
+			out := wire.EntityList{GeneratedAt: unixtime.Of(now), Items: []wire.Entity{}}
 			for _, e := range list {
 				var rows []store.AuditRow
 				if asJSON {
@@ -348,7 +350,7 @@ func parseSeverities(s string) (map[state.Severity]bool, error) {
 	return out, nil
 }
 
-func printStatusTable(w io.Writer, items []wire.Entity, now float64) error {
+func printStatusTable(w io.Writer, items []wire.Entity, now time.Time) error {
 	if len(items) == 0 {
 		_, err := fmt.Fprintln(w, "no entities")
 		return err
@@ -364,7 +366,7 @@ func printStatusTable(w io.Writer, items []wire.Entity, now float64) error {
 		if len(e.State.Reasons) > 0 {
 			reason = string(e.State.Reasons[len(e.State.Reasons)-1].Code)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason, ago(now-e.UpdatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason, ago(now.Sub(e.UpdatedAt.Time).Seconds()))
 	}
 	return tw.Flush()
 }

@@ -19,6 +19,7 @@ import (
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 	"watchdog/wire"
 )
 
@@ -298,10 +299,10 @@ func runExec(ctx context.Context, o execOptions, args []string, stdin io.Reader,
 		plan.reg.HostID = host.HostID()
 		plan.reg.BootID, _ = host.BootID()
 		if st, _, err := host.StartOf(pid); err == nil {
-			plan.reg.PIDStartTime = st
+			plan.reg.PIDStartTime = unixtime.Of(st)
 		}
 		if st, _, err := host.StartOf(os.Getpid()); err == nil {
-			plan.reg.SupervisorStartTime = st
+			plan.reg.SupervisorStartTime = unixtime.Of(st)
 		}
 	}
 	plan.reg.PID = pid
@@ -393,18 +394,17 @@ func (p execPlan) outcome(out transitions.ExitOutcome, end childEnd, started tim
 	if end.timedOut {
 		detail = fmt.Sprintf("timed out after %s (%s)", end.elapsed.Round(time.Millisecond), detail)
 	}
-	at := float64(now.UnixNano()) / 1e9
-	ev := []state.EvidenceRef{{Kind: state.EvidenceToolResult, ID: fmt.Sprintf("pid %d", p.reg.PID), Detail: detail, FetchedAt: &at}}
+	ev := []state.EvidenceRef{{Kind: state.EvidenceToolResult, ID: fmt.Sprintf("pid %d", p.reg.PID), Detail: detail, FetchedAt: unixtime.Of(now)}}
 	to, code, msg := out.To, out.Reason, detail
 	if len(p.specs) > 0 {
 		// The child has ended and exec holds nothing else: the check's own
 		// bounds are the only ones it needs.
-		res := probe.CheckArtifacts(context.Background(), p.root, p.specs, float64(started.UnixNano())/1e9)
+		res := probe.CheckArtifacts(context.Background(), p.root, p.specs, started)
 		for _, c := range res.Failing() {
 			ev = append(ev, c.Evidence(now))
 		}
 		if res.Stopped != "" {
-			ev = append(ev, state.EvidenceRef{Kind: state.EvidenceArtifact, Path: res.Root, Detail: "artifact check stopped: " + res.Stopped, FetchedAt: &at})
+			ev = append(ev, state.EvidenceRef{Kind: state.EvidenceArtifact, Path: res.Root, Detail: "artifact check stopped: " + res.Stopped, FetchedAt: unixtime.Of(now)})
 		}
 		if out.To == "completed" && res.Delivery != state.DeliveryPassed {
 			to, code = "failed", state.RunFailedArtifactContract

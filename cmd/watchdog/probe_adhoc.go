@@ -18,6 +18,7 @@ import (
 
 	"watchdog/probe"
 	"watchdog/state"
+	"watchdog/unixtime"
 	"watchdog/wire"
 )
 
@@ -146,7 +147,7 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 		return 0, err
 	}
 	h := probe.NewHost()
-	if target.StartTime == 0 {
+	if target.StartTime.IsZero() {
 		// Without a recorded start time the pid cannot be told from a
 		// newcomer, but its observed start still dates the heartbeat that
 		// never came and newer_than_start.
@@ -157,7 +158,7 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 	now := time.Now()
 	r := h.Probe(cmd.Context(), target, th, now)
 	reasons := r.Reasons
-	ns := state.Normalize("running", "", r.Health, r.Delivery, reasons, float64(now.UnixNano())/1e9)
+	ns := state.Normalize("running", "", r.Health, r.Delivery, reasons, now)
 
 	code := probeExitOK
 	switch {
@@ -213,7 +214,7 @@ func (o probeOptions) target() (probe.Target, probe.Thresholds, []state.Artifact
 		if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 			return t, th, nil, probeFail("--start-time %q is not a time in Unix seconds (e.g. 1716517000.12)", o.startTime)
 		}
-		t.StartTime = v
+		t.StartTime = unixtime.FromSeconds(v)
 	}
 	if o.heartbeat == "" {
 		t.NoHeartbeat = true

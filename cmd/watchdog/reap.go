@@ -17,6 +17,7 @@ import (
 	"watchdog/reaper"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // oneShotSweepBudget bounds the sweep of a one-shot `reap`. The daemon's
@@ -145,13 +146,13 @@ type reapAction struct {
 // reapWaiting is an open entity whose process is recorded dead but that
 // this run did not end.
 type reapWaiting struct {
-	Type      string  `json:"type"`
-	ID        string  `json:"id"`
-	DeadSince float64 `json:"dead_since"`
+	Type      string        `json:"type"`
+	ID        string        `json:"id"`
+	DeadSince unixtime.Time `json:"dead_since"`
 	// EndsAfter is when terminal_grace runs out; in the past when the
 	// grace has run out but the death could not be confirmed now.
-	EndsAfter float64 `json:"ends_after"`
-	Why       string  `json:"why"`
+	EndsAfter unixtime.Time `json:"ends_after"`
+	Why       string        `json:"why"`
 }
 
 // reapResult is what one `reap` did.
@@ -172,7 +173,7 @@ type reapResult struct {
 // this run wait out its grace: the jobs see only deaths recorded before.
 func runReap(ctx context.Context, o *oneShot) (reapResult, error) {
 	rp := o.rp
-	start := float64(time.Now().UnixNano()) / 1e9
+	start := time.Now()
 	res := reapResult{DryRun: rp.Settings.DryRun, Actions: []reapAction{}, Waiting: []reapWaiting{}, TerminalGrace: rp.Settings.TerminalGrace.Seconds()}
 	acted := map[string]bool{}
 	for _, job := range []func(context.Context) (reaper.Report, error){rp.EnforceTerminal, rp.ReapPhantoms} {
@@ -206,7 +207,7 @@ func runReap(ctx context.Context, o *oneShot) (reapResult, error) {
 // after start), within terminal_grace, or past it with a death that could
 // not be confirmed now (liveness unknown) or that max_per_run left for
 // the next run.
-func deadAndWaiting(ctx context.Context, o *oneShot, acted map[string]bool, start float64, truncated bool) ([]reapWaiting, error) {
+func deadAndWaiting(ctx context.Context, o *oneShot, acted map[string]bool, start time.Time, truncated bool) ([]reapWaiting, error) {
 	list, err := o.st.List(ctx, store.Filter{HostID: o.rp.HostID, OpenOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("list dead entities: %w", err)
@@ -216,14 +217,14 @@ func deadAndWaiting(ctx context.Context, o *oneShot, acted map[string]bool, star
 	out := []reapWaiting{}
 	for _, e := range list {
 		g, err := transitions.Lookup(e.Type)
-		if err != nil || g.DeadProcessTerminal == "" || e.DeadSince == 0 || acted[e.Type+"/"+e.ID] {
+		if err != nil || g.DeadProcessTerminal == "" || e.DeadSince.IsZero() || acted[e.Type+"/"+e.ID] {
 			continue
 		}
-		dead := time.Unix(0, int64(e.DeadSince*1e9))
+		dead := e.DeadSince
 		ends := dead.Add(grace)
-		w := reapWaiting{Type: e.Type, ID: e.ID, DeadSince: e.DeadSince, EndsAfter: float64(ends.UnixNano()) / 1e9}
+		w := reapWaiting{Type: e.Type, ID: e.ID, DeadSince: unixtime.Of(dead), EndsAfter: unixtime.Of(ends)}
 		switch left := ends.Sub(now); {
-		case e.DeadSince >= start:
+		case !dead.Before(start):
 			w.Why = fmt.Sprintf("process first seen dead by this run: terminal_grace %s starts now, a later reap (or the daemon) ends it", grace)
 		case left > 0:
 			w.Why = fmt.Sprintf("process dead for %s, within terminal_grace %s: a later reap (or the daemon) ends it in %s",
