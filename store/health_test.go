@@ -36,7 +36,7 @@ func TestFilePath(t *testing.T) {
 
 // register writes one entity through the write path.
 func register(ctx context.Context, s *SQLite, id string) error {
-	_, err := s.Register(ctx, Entity{Type: "session", ID: id, Lifecycle: strp("running")}, "orchestrator", 1)
+	_, err := s.Register(ctx, Entity{Type: "session", ID: id, Lifecycle: strp("running")}, "orchestrator", unixAt(1))
 	return err
 }
 
@@ -106,7 +106,7 @@ func TestLostIdentityRefusesWrites(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := s.RecordHeartbeat(ctx, "session", "before", 2, ""); !errors.Is(err, ErrUnavailable) {
+			if err := s.RecordHeartbeat(ctx, "session", "before", unixAt(2), ""); !errors.Is(err, ErrUnavailable) {
 				t.Errorf("heartbeat after the loss: %v", err)
 			}
 		})
