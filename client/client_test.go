@@ -67,7 +67,7 @@ func TestRoundTrip(t *testing.T) {
 	// A stall the sweep would have found, so the queue has an item.
 	cur, _ := d.st.Get(ctx, "session", "s-1")
 	if _, err := d.st.RecordObservation(ctx, "session", "s-1", store.Observation{Health: state.HealthStalled, Delivery: state.DeliveryNotExpected,
-		Reasons: []state.StateReason{state.Observed(state.RunHealthStalled, "no heartbeat")}, SeenSeq: cur.LastSeq, At: 1}); err != nil {
+		Reasons: []state.StateReason{state.Observed(state.RunHealthStalled, "no heartbeat")}, SeenSeq: cur.LastSeq, At: unixAt(1)}); err != nil {
 		t.Fatal(err)
 	}
 	q, err := c.Attention(ctx, attention.Query{Severities: []state.Severity{state.SeverityCritical}, Limit: 5})
@@ -89,7 +89,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("transition: %+v %v", e, err)
 	}
 	got, err := c.Entity(ctx, "run", "s-1")
-	if err != nil || got.Transitions == nil || len(*got.Transitions) != 2 || got.HeartbeatAt == 0 {
+	if err != nil || got.Transitions == nil || len(*got.Transitions) != 2 || got.HeartbeatAt.Equal(unixAt(0)) {
 		t.Fatalf("entity: %+v %v", got, err)
 	}
 }

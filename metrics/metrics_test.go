@@ -78,7 +78,7 @@ func (f *fixture) observe(typ, id string, h state.Health, d state.Delivery, code
 		reasons = append(reasons, state.Observed(c, string(c)))
 	}
 	now := float64(testNow.Unix())
-	if _, err := f.st.RecordObservation(ctx, typ, id, store.Observation{Health: h, Delivery: d, Reasons: reasons, HealthSince: now, SeenSeq: cur.LastSeq, At: now}); err != nil {
+	if _, err := f.st.RecordObservation(ctx, typ, id, store.Observation{Health: h, Delivery: d, Reasons: reasons, HealthSince: unixAt(now), SeenSeq: cur.LastSeq, At: unixAt(now)}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -299,7 +299,7 @@ func TestEntityCountsMatchStore(t *testing.T) {
 	want := map[string]float64{}
 	legacy := 0.0
 	for _, e := range list {
-		ns := transitions.View(e, 0)
+		ns := transitions.View(e, unixAt(0))
 		if ns.Legacy() {
 			legacy++
 			continue
@@ -479,7 +479,7 @@ func TestAttentionGaugeHonoursDismissals(t *testing.T) {
 	m, reg := newMetricsAt(t, f.st, testNow.Add(2*time.Hour))
 	err := f.st.UpsertDismissal(context.Background(), store.Dismissal{
 		Fingerprint: "session:s-fail:run.failed.exit_nonzero", EntityType: "session", EntityID: "s-fail",
-		ReasonCode: "run.failed.exit_nonzero", StatusAtDismissal: "failed", DismissedAt: 1, ClearOnStatusChange: true,
+		ReasonCode: "run.failed.exit_nonzero", StatusAtDismissal: "failed", DismissedAt: unixAt(1), ClearOnStatusChange: true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -150,7 +150,7 @@ func TestKilledProcessIsAbortedAfterGraceNotBefore(t *testing.T) {
 	cmd := startSleep(t)
 	f.register(store.Entity{Type: "session", ID: "s1", PID: cmd.Process.Pid})
 	f.sweep()
-	if e := f.get("session", "s1"); e.Health != state.HealthRunning || e.DeadSince != 0 {
+	if e := f.get("session", "s1"); e.Health != state.HealthRunning || !e.DeadSince.Equal(unixAt(0)) {
 		t.Fatalf("live process: health %s dead_since %v", e.Health, e.DeadSince)
 	}
 	cmd.Process.Kill()
@@ -158,7 +158,7 @@ func TestKilledProcessIsAbortedAfterGraceNotBefore(t *testing.T) {
 
 	f.sweep()
 	e := f.get("session", "s1")
-	if e.Health != state.HealthProcessDead || e.DeadSince == 0 || len(e.Reasons) == 0 || e.Reasons[0].Code != state.RunHealthProcessDead {
+	if e.Health != state.HealthProcessDead || e.DeadSince.Equal(unixAt(0)) || len(e.Reasons) == 0 || e.Reasons[0].Code != state.RunHealthProcessDead {
 		t.Fatalf("after kill: %+v", e)
 	}
 	// Inside the grace: nothing.
@@ -245,7 +245,7 @@ func TestReusedPIDNeverReadsAliveAndIsNeverSignalled(t *testing.T) {
 	var signalled []int
 	f.r.Signal = func(pid, sig int) error { signalled = append(signalled, pid); return nil }
 	// The pid is live, but the recorded start time is another process's.
-	f.register(store.Entity{Type: "session", ID: "s1", PID: live.Process.Pid, PIDStartTime: 1_000_000})
+	f.register(store.Entity{Type: "session", ID: "s1", PID: live.Process.Pid, PIDStartTime: unixAt(1_000_000)})
 	f.sweep()
 	e := f.get("session", "s1")
 	if e.Health != state.HealthProcessDead || e.Reasons[0].Code != state.RunHealthPIDReused {
@@ -281,7 +281,7 @@ func TestUnknownAndStaleHeartbeatNeverEnd(t *testing.T) {
 	if e := f.get("session", "stale"); e.Health != state.HealthStalled {
 		t.Fatalf("stale heartbeat: %s", e.Health)
 	}
-	if e := f.get("session", "nopid"); e.Health != state.HealthUnknown || e.DeadSince != 0 {
+	if e := f.get("session", "nopid"); e.Health != state.HealthUnknown || !e.DeadSince.Equal(unixAt(0)) {
 		t.Fatalf("no pid: %s", e.Health)
 	}
 	f.clock.Advance(48 * time.Hour)
@@ -298,7 +298,7 @@ func TestUnknownAndStaleHeartbeatNeverEnd(t *testing.T) {
 		}
 	}
 	// Judged by its heartbeat alone (none): disconnected, never dead.
-	if r := f.get("session", "remote"); r.Health != state.HealthDisconnected || r.DeadSince != 0 {
+	if r := f.get("session", "remote"); r.Health != state.HealthDisconnected || !r.DeadSince.Equal(unixAt(0)) {
 		t.Errorf("another host's entity: health %s, dead since %v; want disconnected, never dead", r.Health, r.DeadSince)
 	}
 }
@@ -320,7 +320,7 @@ func TestRemoteEntityJudgedByItsHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.sweep()
-	if e := f.get("session", "r1"); e.Health != state.HealthRunning || e.DeadSince != 0 {
+	if e := f.get("session", "r1"); e.Health != state.HealthRunning || !e.DeadSince.Equal(unixAt(0)) {
 		t.Fatalf("fresh posted heartbeat: health %s dead since %v, want running", e.Health, e.DeadSince)
 	}
 	f.clock.Advance(time.Hour)
@@ -466,7 +466,7 @@ func TestReusedSupervisorPIDIsNotTheSupervisor(t *testing.T) {
 	f := newFixture(t)
 	work, stranger := startSleep(t), startSleep(t)
 	f.register(store.Entity{Type: "session", ID: "w1", PID: work.Process.Pid, SupervisorPID: stranger.Process.Pid})
-	if e := f.get("session", "w1"); e.SupervisorStartTime == 0 {
+	if e := f.get("session", "w1"); e.SupervisorStartTime.Equal(unixAt(0)) {
 		t.Fatal("the supervisor's start time was not recorded at registration")
 	}
 	f.sweep()
@@ -528,7 +528,7 @@ func TestReRegisterKeepsTheHost(t *testing.T) {
 	if rep := f.enforce(); len(rep.Actions) != 0 {
 		t.Fatalf("this host ended another host's entity after a rename: %+v", rep.Actions)
 	}
-	if e := f.get("session", "r1"); e.DeadSince != 0 {
+	if e := f.get("session", "r1"); !e.DeadSince.Equal(unixAt(0)) {
 		t.Errorf("another host's pid was checked here: dead since %v", e.DeadSince)
 	}
 	// Moving it to a host without saying which pid it has there is refused.
@@ -665,7 +665,7 @@ func TestOrchestrationRules(t *testing.T) {
 		t.Errorf("p3 (dependency fine) became %s", l)
 	}
 	e, _ := f.st.Get(ctx, "team", "t-orphan")
-	if ns := transitions.View(e, 0); ns.Outcome != "closed" || ns.Reasons[0].Code != state.TeamHealthOrphaned {
+	if ns := transitions.View(e, unixAt(0)); ns.Outcome != "closed" || ns.Reasons[0].Code != state.TeamHealthOrphaned {
 		t.Errorf("team view %+v", ns)
 	}
 }
@@ -705,7 +705,7 @@ func TestSchedules(t *testing.T) {
 		if e.Health != h {
 			t.Errorf("%s: %s, want %s", id, e.Health, h)
 		}
-		ns := transitions.View(e, 0)
+		ns := transitions.View(e, unixAt(0))
 		if id == "misfired" && (ns.Severity != state.SeverityCritical || ns.Reasons[0].Code != state.ScheduleHealthMisfired) {
 			t.Errorf("misfired view %+v", ns)
 		}
