@@ -89,7 +89,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("transition: %+v %v", e, err)
 	}
 	got, err := c.Entity(ctx, "run", "s-1")
-	if err != nil || got.Transitions == nil || len(*got.Transitions) != 2 || got.HeartbeatAt.Equal(unixAt(0)) {
+	if err != nil || got.Transitions == nil || len(*got.Transitions) != 2 || got.HeartbeatAt.IsZero() {
 		t.Fatalf("entity: %+v %v", got, err)
 	}
 }

@@ -57,7 +57,7 @@ func (f *fixture) register(typ, id, lifecycle string) {
 
 func (f *fixture) move(typ, id, to string, code state.ReasonCode) {
 	f.t.Helper()
-	req := transitions.Request{Type: typ, ID: id, To: to, Actor: transitions.ActorOrchestrator, TimeoutSeconds: 60}
+	req := transitions.Request{Type: typ, ID: id, To: to, Actor: transitions.ActorOrchestrator, Timeout: 60 * time.Second}
 	if code != "" {
 		req.Reason = &state.StateReason{Code: code}
 	}

@@ -24,6 +24,7 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // Store is the part of the store the reaper reads and writes directly
@@ -112,11 +113,14 @@ type sweepCursor struct {
 	valid   bool
 }
 
+// now is the clock at the store's precision (unixtime.Precision), so an
+// observation the reaper keeps in memory (Probed.Entity) reads the same as
+// the row it wrote.
 func (r *Reaper) now() time.Time {
 	if r.Now != nil {
-		return r.Now()
+		return r.Now().Truncate(unixtime.Precision)
 	}
-	return time.Now()
+	return time.Now().Truncate(unixtime.Precision)
 }
 
 func (r *Reaper) log() *zap.Logger {

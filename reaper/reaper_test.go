@@ -150,7 +150,7 @@ func TestKilledProcessIsAbortedAfterGraceNotBefore(t *testing.T) {
 	cmd := startSleep(t)
 	f.register(store.Entity{Type: "session", ID: "s1", PID: cmd.Process.Pid})
 	f.sweep()
-	if e := f.get("session", "s1"); e.Health != state.HealthRunning || !e.DeadSince.Equal(unixAt(0)) {
+	if e := f.get("session", "s1"); e.Health != state.HealthRunning || !e.DeadSince.IsZero() {
 		t.Fatalf("live process: health %s dead_since %v", e.Health, e.DeadSince)
 	}
 	cmd.Process.Kill()
@@ -158,7 +158,7 @@ func TestKilledProcessIsAbortedAfterGraceNotBefore(t *testing.T) {
 
 	f.sweep()
 	e := f.get("session", "s1")
-	if e.Health != state.HealthProcessDead || e.DeadSince.Equal(unixAt(0)) || len(e.Reasons) == 0 || e.Reasons[0].Code != state.RunHealthProcessDead {
+	if e.Health != state.HealthProcessDead || e.DeadSince.IsZero() || len(e.Reasons) == 0 || e.Reasons[0].Code != state.RunHealthProcessDead {
 		t.Fatalf("after kill: %+v", e)
 	}
 	// Inside the grace: nothing.
@@ -281,7 +281,7 @@ func TestUnknownAndStaleHeartbeatNeverEnd(t *testing.T) {
 	if e := f.get("session", "stale"); e.Health != state.HealthStalled {
 		t.Fatalf("stale heartbeat: %s", e.Health)
 	}
-	if e := f.get("session", "nopid"); e.Health != state.HealthUnknown || !e.DeadSince.Equal(unixAt(0)) {
+	if e := f.get("session", "nopid"); e.Health != state.HealthUnknown || !e.DeadSince.IsZero() {
 		t.Fatalf("no pid: %s", e.Health)
 	}
 	f.clock.Advance(48 * time.Hour)
@@ -298,7 +298,7 @@ func TestUnknownAndStaleHeartbeatNeverEnd(t *testing.T) {
 		}
 	}
 	// Judged by its heartbeat alone (none): disconnected, never dead.
-	if r := f.get("session", "remote"); r.Health != state.HealthDisconnected || !r.DeadSince.Equal(unixAt(0)) {
+	if r := f.get("session", "remote"); r.Health != state.HealthDisconnected || !r.DeadSince.IsZero() {
 		t.Errorf("another host's entity: health %s, dead since %v; want disconnected, never dead", r.Health, r.DeadSince)
 	}
 }
@@ -316,11 +316,11 @@ func TestRemoteEntityJudgedByItsHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.register(store.Entity{Type: "session", ID: "r1", PID: deadPID(t), HostID: "other", HeartbeatFile: hb})
-	if err := f.st.RecordHeartbeat(ctx, "session", "r1", unix(f.clock.Now()), ""); err != nil {
+	if err := f.st.RecordHeartbeat(ctx, "session", "r1", f.clock.Now(), ""); err != nil {
 		t.Fatal(err)
 	}
 	f.sweep()
-	if e := f.get("session", "r1"); e.Health != state.HealthRunning || !e.DeadSince.Equal(unixAt(0)) {
+	if e := f.get("session", "r1"); e.Health != state.HealthRunning || !e.DeadSince.IsZero() {
 		t.Fatalf("fresh posted heartbeat: health %s dead since %v, want running", e.Health, e.DeadSince)
 	}
 	f.clock.Advance(time.Hour)
@@ -466,7 +466,7 @@ func TestReusedSupervisorPIDIsNotTheSupervisor(t *testing.T) {
 	f := newFixture(t)
 	work, stranger := startSleep(t), startSleep(t)
 	f.register(store.Entity{Type: "session", ID: "w1", PID: work.Process.Pid, SupervisorPID: stranger.Process.Pid})
-	if e := f.get("session", "w1"); e.SupervisorStartTime.Equal(unixAt(0)) {
+	if e := f.get("session", "w1"); e.SupervisorStartTime.IsZero() {
 		t.Fatal("the supervisor's start time was not recorded at registration")
 	}
 	f.sweep()
@@ -493,7 +493,7 @@ func TestRemoteHostWithItsOwnDaemonIsLeftToIt(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.register(store.Entity{Type: "session", ID: "r1", PID: deadPID(t), HostID: "other"})
-	if err := f.st.MarkDaemon(ctx, "other", unix(f.clock.Now())); err != nil {
+	if err := f.st.MarkDaemon(ctx, "other", f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	f.sweep()
@@ -528,7 +528,7 @@ func TestReRegisterKeepsTheHost(t *testing.T) {
 	if rep := f.enforce(); len(rep.Actions) != 0 {
 		t.Fatalf("this host ended another host's entity after a rename: %+v", rep.Actions)
 	}
-	if e := f.get("session", "r1"); !e.DeadSince.Equal(unixAt(0)) {
+	if e := f.get("session", "r1"); !e.DeadSince.IsZero() {
 		t.Errorf("another host's pid was checked here: dead since %v", e.DeadSince)
 	}
 	// Moving it to a host without saying which pid it has there is refused.
@@ -691,10 +691,10 @@ func TestMaxPerRunBoundsARun(t *testing.T) {
 func TestSchedules(t *testing.T) {
 	f := newFixture(t)
 	now := f.clock.Now()
-	f.register(store.Entity{Type: "schedule", ID: "misfired", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(now.Add(-30 * time.Minute))})
-	f.register(store.Entity{Type: "schedule", ID: "due", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(now.Add(-12 * time.Minute))})
-	f.register(store.Entity{Type: "schedule", ID: "fine", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(now.Add(-5 * time.Minute))})
-	f.register(store.Entity{Type: "schedule", ID: "paused", Lifecycle: ptr("paused"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(now.Add(-5 * time.Hour))})
+	f.register(store.Entity{Type: "schedule", ID: "misfired", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: now.Add(-30 * time.Minute)})
+	f.register(store.Entity{Type: "schedule", ID: "due", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: now.Add(-12 * time.Minute)})
+	f.register(store.Entity{Type: "schedule", ID: "fine", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: now.Add(-5 * time.Minute)})
+	f.register(store.Entity{Type: "schedule", ID: "paused", Lifecycle: ptr("paused"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: now.Add(-5 * time.Hour)})
 	rep, err := f.r.CheckSchedules(context.Background())
 	if err != nil || rep.Checked != 4 {
 		t.Fatalf("%+v %v", rep, err)
@@ -763,7 +763,7 @@ func TestSweepOverBudgetResumesWhereItStopped(t *testing.T) {
 func TestScheduleResumedIsNotOwedItsPausedFires(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.register(store.Entity{Type: "schedule", ID: "nightly", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(f.clock.Now())})
+	f.register(store.Entity{Type: "schedule", ID: "nightly", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: f.clock.Now()})
 	if _, err := f.w.Transition(ctx, transitions.Request{Type: "schedule", ID: "nightly", To: "paused", Actor: transitions.ActorOrchestrator}); err != nil {
 		t.Fatal(err)
 	}

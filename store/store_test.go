@@ -308,7 +308,7 @@ func TestReRegisterKeepsWhatItLeavesOut(t *testing.T) {
 	if _, err := s.Register(ctx, Entity{Type: "play", ID: "p", PID: 5151}, "orchestrator", unixAt(3)); err != nil {
 		t.Fatal(err)
 	}
-	if e := get(); e.PID != 5151 || !e.PIDStartTime.Equal(unixAt(0)) || e.PIDStartTicks != 0 || e.BootID != "" {
+	if e := get(); e.PID != 5151 || !e.PIDStartTime.IsZero() || e.PIDStartTicks != 0 || e.BootID != "" {
 		t.Errorf("new pid kept the old identity: pid %d start %v ticks %d boot %q", e.PID, e.PIDStartTime, e.PIDStartTicks, e.BootID)
 	}
 	// Explicit empty lists clear.

@@ -222,7 +222,7 @@ func TestTimedOutRecordsTimeoutAndElapsed(t *testing.T) {
 	w, st, clock, _ := newTestWriter(t)
 	ctx := context.Background()
 	for _, typ := range []string{"session", "subagent", "workflow", "turn"} {
-		e := store.Entity{Type: typ, ID: "t1", TimeoutSeconds: 900}
+		e := store.Entity{Type: typ, ID: "t1", Timeout: 900 * time.Second}
 		l := "running"
 		e.Lifecycle = &l
 		if _, err := w.Register(ctx, Registration{Entity: e, Actor: ActorOrchestrator}); err != nil {
@@ -235,8 +235,8 @@ func TestTimedOutRecordsTimeoutAndElapsed(t *testing.T) {
 			t.Fatalf("%s: %v", typ, err)
 		}
 		e, _ := st.Get(ctx, typ, "t1")
-		if e.TimeoutSeconds != 900 || e.TimeoutElapsed != 901 {
-			t.Errorf("%s: timeout %v elapsed %v", typ, e.TimeoutSeconds, e.TimeoutElapsed)
+		if e.Timeout != 900*time.Second || e.TimeoutElapsed != 901*time.Second {
+			t.Errorf("%s: timeout %v elapsed %v", typ, e.Timeout, e.TimeoutElapsed)
 		}
 		rows, _ := st.Transitions(ctx, typ, "t1")
 		ev := rows[len(rows)-1].Evidence
@@ -262,8 +262,8 @@ func TestTimedOutWithoutAKnownTimeout(t *testing.T) {
 			t.Fatalf("%s: %v", typ, err)
 		}
 		e, _ := st.Get(ctx, typ, "u1")
-		if e.LifecycleOr("") != "timed_out" || e.TimeoutSeconds != 0 || e.TimeoutElapsed != 42 {
-			t.Errorf("%s: %s timeout %v elapsed %v", typ, e.LifecycleOr(""), e.TimeoutSeconds, e.TimeoutElapsed)
+		if e.LifecycleOr("") != "timed_out" || e.Timeout != 0 || e.TimeoutElapsed != 42*time.Second {
+			t.Errorf("%s: %s timeout %v elapsed %v", typ, e.LifecycleOr(""), e.Timeout, e.TimeoutElapsed)
 		}
 		rows, _ := st.Transitions(ctx, typ, "u1")
 		ev := rows[len(rows)-1].Evidence
@@ -310,7 +310,7 @@ func TestAgentRestartReopens(t *testing.T) {
 		}
 	}
 	e, _ := st.Get(ctx, "agent", "a1")
-	if e.Terminal || !e.EndedAt.Equal(unixAt(0)) || ToAgentStatus(*e.Lifecycle) != "running" || ToActivityState(*e.Lifecycle) != "busy" {
+	if e.Terminal || !e.EndedAt.IsZero() || ToAgentStatus(*e.Lifecycle) != "running" || ToActivityState(*e.Lifecycle) != "busy" {
 		t.Errorf("after restart: terminal=%v ended=%v lifecycle=%s", e.Terminal, e.EndedAt, *e.Lifecycle)
 	}
 }
@@ -387,8 +387,8 @@ type fakeIdent struct{}
 
 func (fakeIdent) HostID() string          { return "host-a" }
 func (fakeIdent) BootID() (string, error) { return "boot-1", nil }
-func (fakeIdent) StartOf(pid int) (float64, uint64, error) {
-	return 1234.5, 99, nil
+func (fakeIdent) StartOf(pid int) (time.Time, uint64, error) {
+	return unixAt(1234.5), 99, nil
 }
 
 func TestRegisterFillsLocalIdentity(t *testing.T) {
@@ -409,7 +409,7 @@ func TestRegisterFillsLocalIdentity(t *testing.T) {
 		t.Errorf("local identity not filled: %+v", local)
 	}
 	remote, _ := st.Get(ctx, "session", "remote")
-	if remote.HostID != "host-b" || remote.BootID != "" || !remote.PIDStartTime.Equal(unixAt(0)) {
+	if remote.HostID != "host-b" || remote.BootID != "" || !remote.PIDStartTime.IsZero() {
 		t.Errorf("a remote pid must not be identified here: %+v", remote)
 	}
 	given, _ := st.Get(ctx, "session", "given")

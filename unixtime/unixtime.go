@@ -13,6 +13,11 @@ import (
 	"time"
 )
 
+// Precision is how finely Seconds and FromSeconds keep a time (see
+// Seconds for why): a time truncated to it survives the round trip
+// through the store or the wire unchanged.
+const Precision = time.Microsecond
+
 // Seconds is t as Unix seconds, to the microsecond; the zero time is 0.
 //
 // Microseconds are the finest unit a float64 of today's Unix seconds

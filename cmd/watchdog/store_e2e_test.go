@@ -302,7 +302,7 @@ func TestServeRefusesDamagedStore(t *testing.T) {
 	}
 	running := "running"
 	for i := range 2000 {
-		if _, err := st.Register(ctx, store.Entity{Type: "session", ID: "d" + strconv.Itoa(i), Lifecycle: &running}, "orchestrator", 1); err != nil {
+		if _, err := st.Register(ctx, store.Entity{Type: "session", ID: "d" + strconv.Itoa(i), Lifecycle: &running}, "orchestrator", unixAt(1)); err != nil {
 			t.Fatal(err)
 		}
 	}
