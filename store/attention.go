@@ -171,15 +171,16 @@ const attentionColumns = `type, id, label, lifecycle, terminal, transition_reaso
 
 // AttentionCandidates reads every entity that may have attention items at
 // a time whose failure window starts at since (attention.Since): non-legacy
-// entities that are open, or ended at or after since. Only the fields the queue reads
+// entities that are open, or got to their end at or after since (ended_at,
+// else lifecycle_at, else updated_at: attention.AgedOut's rule). Only the fields the queue reads
 // are filled (those of attentionColumns); the registered fields (pid,
 // artifacts, parent, ...) are left zero, so these entities are for the
 // attention queue only.
 func (s *SQLite) AttentionCandidates(ctx context.Context, since time.Time) ([]Entity, error) {
-	// The failure window's rule is attention.AgedOut's; this only narrows
-	// the read to what it may keep.
+	// The failure window is attention.AgedOut's rule, with its cut-off
+	// (attention.Since) as the parameter; SummaryGroups applies the same.
 	st, err := s.prepared(ctx, "SELECT "+attentionColumns+` FROM entities
-		WHERE lifecycle IS NOT NULL AND (terminal = 0 OR ended_at >= ?)`)
+		WHERE lifecycle IS NOT NULL AND (terminal = 0 OR COALESCE(ended_at, lifecycle_at, updated_at) >= ?)`)
 	if err != nil {
 		return nil, fmt.Errorf("read attention candidates: %w", err)
 	}

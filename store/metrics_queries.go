@@ -49,8 +49,9 @@ const groupSep = "\x1f"
 // summaryGroupsQuery reads one key column per entity, the transition
 // reason's code only where there is one (json_extract, not the whole
 // document with its evidence), and the probe's reasons only where they
-// are not the common "[]". The sixth key field is attention.AgedOut's rule
-// (negated) with its cut-off as the parameter.
+// are not the common "[]". The sixth key field is "not aged out":
+// attention.AgedOut's rule, with its cut-off (attention.Since) as the
+// parameter, as in AttentionCandidates and DismissedSummaries.
 const summaryGroupsQuery = `SELECT
 	type || char(31) || IFNULL(lifecycle, '') || char(31) || (lifecycle IS NULL) || char(31) ||
 	health || char(31) || delivery || char(31) || (COALESCE(ended_at, lifecycle_at, updated_at) >= ?),
