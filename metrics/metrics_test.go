@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -563,7 +564,7 @@ func grep(s, pattern string) string {
 // entity_type="unknown" instead of vanishing from the totals.
 func TestUnknownTypeIsCountedNotLost(t *testing.T) {
 	f := newFixture(t)
-	if _, err := f.st.DB().Exec(`INSERT INTO entities (type, id, label, lifecycle, terminal, health, delivery,
+	if _, err := testenv.SQL(t, f.st.Path()).Exec(`INSERT INTO entities (type, id, label, lifecycle, terminal, health, delivery,
 		reasons, created_at, updated_at) VALUES ('spaceship', 's-1', '', 'running', 0, 'running', 'not_expected', '[]', 1, 1)`); err != nil {
 		t.Fatal(err)
 	}

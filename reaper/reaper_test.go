@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -382,13 +383,13 @@ func TestSweepWritesNothingOnUnchangedHost(t *testing.T) {
 		t.Fatalf("first sweep wrote %d, want 3", rep.Written)
 	}
 	var before int64
-	f.st.DB().QueryRow("SELECT SUM(updated_at) FROM entities").Scan(&before)
+	testenv.SQL(t, f.st.Path()).QueryRow("SELECT SUM(updated_at) FROM entities").Scan(&before)
 	f.clock.Advance(time.Minute) // ages change, findings do not
 	if rep := f.sweep(); rep.Written != 0 || rep.Checked != 3 {
 		t.Fatalf("second sweep over an unchanged host: %+v", rep)
 	}
 	var after int64
-	f.st.DB().QueryRow("SELECT SUM(updated_at) FROM entities").Scan(&after)
+	testenv.SQL(t, f.st.Path()).QueryRow("SELECT SUM(updated_at) FROM entities").Scan(&after)
 	if before != after {
 		t.Error("rows were rewritten")
 	}
@@ -474,7 +475,7 @@ func TestReusedSupervisorPIDIsNotTheSupervisor(t *testing.T) {
 		t.Fatalf("with its real supervisor alive: health %s", e.Health)
 	}
 	// The recorded supervisor started long before the process now at its pid.
-	if _, err := f.st.DB().Exec("UPDATE entities SET supervisor_start_time = supervisor_start_time - 1000 WHERE id = 'w1'"); err != nil {
+	if _, err := testenv.SQL(t, f.st.Path()).Exec("UPDATE entities SET supervisor_start_time = supervisor_start_time - 1000 WHERE id = 'w1'"); err != nil {
 		t.Fatal(err)
 	}
 	f.sweep()
@@ -635,7 +636,7 @@ func TestOrchestrationRules(t *testing.T) {
 		}
 	}
 	var audit int
-	f.st.DB().QueryRow("SELECT COUNT(*) FROM transitions WHERE actor = 'reaper'").Scan(&audit)
+	testenv.SQL(t, f.st.Path()).QueryRow("SELECT COUNT(*) FROM transitions WHERE actor = 'reaper'").Scan(&audit)
 	if audit != 0 {
 		t.Fatalf("dry run wrote %d transitions", audit)
 	}

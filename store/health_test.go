@@ -175,10 +175,10 @@ func TestQuickCheckRefusesDamage(t *testing.T) {
 	}
 	// An index with pages of its own, and the page size, to find it.
 	var root, pageSize int64
-	if err := s.DB().QueryRow("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entities' AND sql IS NOT NULL ORDER BY name LIMIT 1").Scan(&root); err != nil {
+	if err := s.db.QueryRow("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entities' AND sql IS NOT NULL ORDER BY name LIMIT 1").Scan(&root); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DB().QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
+	if err := s.db.QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
 		t.Fatal(err)
 	}
 	s.Close() // checkpoints the WAL into the file

@@ -125,9 +125,6 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 // Path is the database location the store was opened with.
 func (s *SQLite) Path() string { return s.path }
 
-// DB exposes the handle for read-only diagnostics in tests and tools.
-func (s *SQLite) DB() *sql.DB { return s.db }
-
 // Close closes the database.
 func (s *SQLite) Close() error {
 	s.closeStmts()

@@ -30,7 +30,7 @@ func strp(s string) *string { return &s }
 
 func TestOpenAppliesPragmasAndMigrations(t *testing.T) {
 	s, path := openTest(t)
-	db := s.DB()
+	db := s.db
 	var mode string
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode %q %v", mode, err)
@@ -54,7 +54,7 @@ func TestOpenAppliesPragmasAndMigrations(t *testing.T) {
 	}
 	defer s2.Close()
 	var rows int
-	s2.DB().QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&rows)
+	s2.db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&rows)
 	if rows != SchemaVersion() {
 		t.Errorf("%d migration rows after reopen", rows)
 	}
@@ -62,7 +62,7 @@ func TestOpenAppliesPragmasAndMigrations(t *testing.T) {
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	s, path := openTest(t)
-	if _, err := s.DB().Exec("INSERT INTO schema_migrations (version, name) VALUES (999, '999_future.sql')"); err != nil {
+	if _, err := s.db.Exec("INSERT INTO schema_migrations (version, name) VALUES (999, '999_future.sql')"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Open(context.Background(), path)
@@ -146,19 +146,19 @@ func TestLifecycleTriggerRefusesUnauditedChange(t *testing.T) {
 	if _, err := s.Register(ctx, Entity{Type: "session", ID: "s1", Lifecycle: strp("running")}, "orchestrator", unixAt(1)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.DB().Exec("UPDATE entities SET lifecycle = 'completed' WHERE id = 's1'")
+	_, err := s.db.Exec("UPDATE entities SET lifecycle = 'completed' WHERE id = 's1'")
 	if err == nil || !strings.Contains(err.Error(), "without its audit row") {
 		t.Fatalf("unaudited lifecycle update: %v", err)
 	}
 	// Reusing an old audit row is refused too.
-	_, err = s.DB().Exec("UPDATE entities SET lifecycle = 'completed', last_seq = last_seq WHERE id = 's1'")
+	_, err = s.db.Exec("UPDATE entities SET lifecycle = 'completed', last_seq = last_seq WHERE id = 's1'")
 	if err == nil {
 		t.Fatal("update pointing at the old audit row accepted")
 	}
-	if _, err := s.DB().Exec("DELETE FROM transitions"); err == nil || !strings.Contains(err.Error(), "append-only") {
+	if _, err := s.db.Exec("DELETE FROM transitions"); err == nil || !strings.Contains(err.Error(), "append-only") {
 		t.Errorf("delete from transitions: %v", err)
 	}
-	if _, err := s.DB().Exec("UPDATE transitions SET to_lifecycle = 'x'"); err == nil {
+	if _, err := s.db.Exec("UPDATE transitions SET to_lifecycle = 'x'"); err == nil {
 		t.Error("update of transitions accepted")
 	}
 	e, _ := s.Get(ctx, "session", "s1")
@@ -181,7 +181,7 @@ func TestRecordObservationWritesOnlyOnChange(t *testing.T) {
 		t.Fatalf("first observation: wrote=%v err=%v", wrote, err)
 	}
 	var changes int
-	s.DB().QueryRow("SELECT total_changes()").Scan(&changes)
+	s.db.QueryRow("SELECT total_changes()").Scan(&changes)
 	obs.At = unixAt(6) // same findings, later sweep
 	wrote, err = s.RecordObservation(ctx, "session", "s1", obs)
 	if err != nil || wrote {

@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"watchdog/internal/testenv"
 	"watchdog/store"
 )
 
@@ -307,10 +308,10 @@ func TestServeRefusesDamagedStore(t *testing.T) {
 		}
 	}
 	var root, pageSize int64
-	if err := st.DB().QueryRow("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entities' AND sql IS NOT NULL ORDER BY name LIMIT 1").Scan(&root); err != nil {
+	if err := testenv.SQL(t, st.Path()).QueryRow("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entities' AND sql IS NOT NULL ORDER BY name LIMIT 1").Scan(&root); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DB().QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
+	if err := testenv.SQL(t, st.Path()).QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
