@@ -18,7 +18,6 @@ func touch(t *testing.T, path string, mtime time.Time) {
 	}
 }
 
-
 func TestCheckHeartbeat(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
