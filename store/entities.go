@@ -211,12 +211,9 @@ type unixCol struct{ t *time.Time }
 
 // Scan implements sql.Scanner.
 func (c unixCol) Scan(v any) error {
-	var f sql.NullFloat64
-	if err := f.Scan(v); err != nil {
-		return err
-	}
-	*c.t = unixtime.FromSeconds(f.Float64)
-	return nil
+	f, err := realColumn(v)
+	*c.t = unixtime.FromSeconds(f)
+	return err
 }
 
 // secondsArg is d as a REAL column of seconds holds it, NULL for zero.
@@ -232,12 +229,25 @@ type secondsCol struct{ d *time.Duration }
 
 // Scan implements sql.Scanner.
 func (c secondsCol) Scan(v any) error {
-	var f sql.NullFloat64
-	if err := f.Scan(v); err != nil {
-		return err
+	f, err := realColumn(v)
+	*c.d = unixtime.Duration(f)
+	return err
+}
+
+// realColumn is the number a REAL column's driver value holds, 0 for
+// NULL. It takes the driver's two number types itself, where
+// sql.NullFloat64 would cost the sweep's store read an allocation per
+// column.
+func realColumn(v any) (float64, error) {
+	switch x := v.(type) {
+	case nil:
+		return 0, nil
+	case float64:
+		return x, nil
+	case int64:
+		return float64(x), nil
 	}
-	*c.d = unixtime.Duration(f.Float64)
-	return nil
+	return 0, fmt.Errorf("a time column holds %T, not a number", v)
 }
 
 func nullInt(i int64) any {
