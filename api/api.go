@@ -105,8 +105,8 @@ type Store interface {
 	List(ctx context.Context, f store.Filter) ([]store.Entity, error)
 	LatestTransitions(ctx context.Context, typ, id string, n int) ([]store.AuditRow, int, error)
 	TransitionsAfter(ctx context.Context, typ, id string, after int64, limit int) ([]store.AuditRow, error)
-	RecordHeartbeat(ctx context.Context, typ, id string, at float64, progress string) error
-	AttentionCandidates(ctx context.Context, since float64) ([]store.Entity, error)
+	RecordHeartbeat(ctx context.Context, typ, id string, at time.Time, progress string) error
+	AttentionCandidates(ctx context.Context, since time.Time) ([]store.Entity, error)
 	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
 	UpsertDismissal(ctx context.Context, d store.Dismissal) error
 }
@@ -406,12 +406,6 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	writeError(w, status, cause, err.Error())
-}
-
-// nowSeconds is the clock as Unix seconds with millisecond precision,
-// like the write path's timestamps.
-func (s *server) nowSeconds() float64 {
-	return float64(s.Now().UnixMilli()) / 1e3
 }
 
 // canonicalType resolves a path's type (aliases allowed) or reports 404.

@@ -4,18 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"watchdog/attention"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 	"watchdog/wire"
 )
 
 // Snooze is the body of POST /api/attention/snooze.
 type Snooze struct {
 	Fingerprint string `json:"fingerprint"`
-	// Until is Unix seconds and must be in the future.
-	Until *float64 `json:"until"`
+	// Until must be in the future.
+	Until *unixtime.Time `json:"until"`
 	// ClearOnStatusChange defaults to true: a status change shows the
 	// item again before the snooze ends.
 	ClearOnStatusChange *bool `json:"clear_on_status_change,omitempty"`
@@ -37,10 +39,10 @@ type Dismissal struct {
 	ReasonCode        string `json:"reason_code"`
 	StatusAtDismissal string `json:"status_at_dismissal"`
 	// SnoozedUntil is null for a dismissal.
-	SnoozedUntil        *float64 `json:"snoozed_until"`
-	DismissedAt         float64  `json:"dismissed_at"`
-	DismissedBy         string   `json:"dismissed_by"`
-	ClearOnStatusChange bool     `json:"clear_on_status_change"`
+	SnoozedUntil        *unixtime.Time `json:"snoozed_until"`
+	DismissedAt         unixtime.Time  `json:"dismissed_at"`
+	DismissedBy         string         `json:"dismissed_by"`
+	ClearOnStatusChange bool           `json:"clear_on_status_change"`
 }
 
 // attentionQueue is GET /api/attention.
@@ -72,16 +74,16 @@ func (s *server) snooze(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	now := s.nowSeconds()
+	now := s.Now()
 	if body.Until == nil {
 		writeError(w, http.StatusBadRequest, causeBadRequest, `field "until" is required (Unix seconds; to dismiss without an end, use /api/attention/dismiss)`)
 		return
 	}
-	if *body.Until <= now {
-		writeError(w, http.StatusBadRequest, causeBadRequest, fmt.Sprintf("until %.3f is not in the future (now is %.3f, Unix seconds)", *body.Until, now))
+	if !body.Until.After(now) {
+		writeError(w, http.StatusBadRequest, causeBadRequest, fmt.Sprintf("until %.3f is not in the future (now is %.3f, Unix seconds)", unixtime.Seconds(body.Until.Time), unixtime.Seconds(now)))
 		return
 	}
-	s.upsertDismissal(w, r, body.Fingerprint, *body.Until, body.ClearOnStatusChange)
+	s.upsertDismissal(w, r, body.Fingerprint, body.Until.Time, body.ClearOnStatusChange)
 }
 
 func (s *server) dismiss(w http.ResponseWriter, r *http.Request) {
@@ -90,10 +92,10 @@ func (s *server) dismiss(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.upsertDismissal(w, r, body.Fingerprint, 0, body.ClearOnStatusChange)
+	s.upsertDismissal(w, r, body.Fingerprint, time.Time{}, body.ClearOnStatusChange)
 }
 
-// upsertDismissal records a snooze (until > 0) or a dismissal of the item
+// upsertDismissal records a snooze (until set) or a dismissal of the item
 // fp names, which must be in the queue now (dismissed or not): a
 // fingerprint of a condition that cleared, aged out or never existed is
 // 404, so a typo cannot silence a future item. The entity's current
@@ -101,7 +103,7 @@ func (s *server) dismiss(w http.ResponseWriter, r *http.Request) {
 // this read and the write, the recorded status is the older one and a
 // clear_on_status_change dismissal simply does not hide: the race fails
 // visible.
-func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp string, until float64, clear *bool) {
+func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp string, until time.Time, clear *bool) {
 	typ, id, code, err := attention.ParseFingerprint(fp)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
@@ -129,7 +131,7 @@ func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp stri
 	d := store.Dismissal{
 		Fingerprint: fp, EntityType: typ, EntityID: id, ReasonCode: string(code),
 		StatusAtDismissal: item.Status, SnoozedUntil: until,
-		DismissedAt: s.nowSeconds(), DismissedBy: "operator",
+		DismissedAt: s.Now(), DismissedBy: "operator",
 		ClearOnStatusChange: clear == nil || *clear,
 	}
 	if err := s.Store.UpsertDismissal(ctx, d); err != nil {
@@ -138,11 +140,11 @@ func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp stri
 	}
 	out := Dismissal{
 		Fingerprint: d.Fingerprint, EntityType: d.EntityType, EntityID: d.EntityID, ReasonCode: d.ReasonCode,
-		StatusAtDismissal: d.StatusAtDismissal, DismissedAt: d.DismissedAt, DismissedBy: d.DismissedBy,
+		StatusAtDismissal: d.StatusAtDismissal, DismissedAt: unixtime.Of(d.DismissedAt), DismissedBy: d.DismissedBy,
 		ClearOnStatusChange: d.ClearOnStatusChange,
 	}
-	if until > 0 {
-		out.SnoozedUntil = &until
+	if !until.IsZero() {
+		out.SnoozedUntil = &unixtime.Time{Time: until}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -93,7 +93,7 @@ func TestAttentionQueueShape(t *testing.T) {
 	if q.Total != 6 || q.BySeverity[state.SeverityCritical] != 4 || q.BySeverity[state.SeverityWarning] != 1 || q.BySeverity[state.SeverityInfo] != 1 {
 		t.Errorf("total %d, by_severity %v", q.Total, q.BySeverity)
 	}
-	if q.GeneratedAt != e.clock.Seconds() {
+	if !q.GeneratedAt.Equal(unixAt(e.clock.Seconds())) {
 		t.Errorf("generated_at %v, now %v", q.GeneratedAt, e.clock.Seconds())
 	}
 	// The same reason clusters across entity types.
@@ -207,7 +207,7 @@ func TestAttentionStatusChangeClearsDismissal(t *testing.T) {
 		t.Errorf("status_at_dismissal %q, want busy", d.StatusAtDismissal)
 	}
 	// Vacuum agrees with the read path: it drops nothing that still hides.
-	if n, err := e.st.VacuumDismissals(t.Context(), e.clock.Seconds()); err != nil || n != 0 {
+	if n, err := e.st.VacuumDismissals(t.Context(), unixAt(e.clock.Seconds())); err != nil || n != 0 {
 		t.Errorf("vacuum: %d %v", n, err)
 	}
 }
@@ -225,7 +225,7 @@ func TestAttentionExpiredSnoozeDoesNotHide(t *testing.T) {
 		t.Fatalf("snoozed item shown: %v", fingerprints(q))
 	}
 	marked := e.queue("?include_dismissed=true")
-	if len(marked.Items) != 1 || !marked.Items[0].Dismissed || marked.Items[0].SnoozedUntil != until {
+	if len(marked.Items) != 1 || !marked.Items[0].Dismissed || !marked.Items[0].SnoozedUntil.Equal(unixAt(until)) {
 		t.Errorf("include_dismissed: %+v", marked.Items)
 	}
 	if v := e.metric("watchdog_attention_items", "severity", "warning"); v != 0 {
@@ -290,13 +290,13 @@ func TestAttentionDismissResponse(t *testing.T) {
 	var d Dismissal
 	e.decode(r, &d)
 	if d.EntityType != "session" || d.EntityID != "s-1" || d.ReasonCode != "run.health.stalled" || d.StatusAtDismissal != "running" ||
-		d.SnoozedUntil != nil || !d.ClearOnStatusChange || d.DismissedBy != "operator" || d.DismissedAt != e.clock.Seconds() {
+		d.SnoozedUntil != nil || !d.ClearOnStatusChange || d.DismissedBy != "operator" || !d.DismissedAt.Equal(unixAt(e.clock.Seconds())) {
 		t.Errorf("dismissal: %+v", d)
 	}
 	until := e.clock.Seconds() + 10
 	r = e.post("/api/attention/snooze", fmt.Sprintf(`{"fingerprint":"session:s-1:run.health.stalled","until":%f,"clear_on_status_change":false}`, until), 200)
 	e.decode(r, &d)
-	if d.SnoozedUntil == nil || *d.SnoozedUntil != until || d.ClearOnStatusChange {
+	if d.SnoozedUntil == nil || !d.SnoozedUntil.Equal(unixAt(until)) || d.ClearOnStatusChange {
 		t.Errorf("snooze: %+v", d)
 	}
 	ds, _ := e.st.Dismissals(t.Context())

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/store"
 	"watchdog/transitions"
 )
@@ -82,7 +83,7 @@ func BenchmarkAttentionEndpoint(b *testing.B) {
 			e := newEnv(b)
 			now := e.clock.Seconds()
 			ctx := context.Background()
-			tx, err := e.st.DB().BeginTx(ctx, nil)
+			tx, err := testenv.SQL(b, e.st.Path()).BeginTx(ctx, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

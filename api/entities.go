@@ -10,6 +10,7 @@ import (
 
 	"watchdog/state"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 	"watchdog/wire"
 )
 
@@ -48,7 +49,7 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, wire.FromEntity(e, nil, s.nowSeconds()))
+	writeJSON(w, status, wire.FromEntity(e, nil, s.Now()))
 }
 
 // getEntity is GET /api/v1/entities/{type}/{id}: the entity read shape
@@ -73,7 +74,7 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := wire.FromEntity(e, rows, s.nowSeconds())
+	out := wire.FromEntity(e, rows, s.Now())
 	out.TransitionsTotal = &total
 	writeJSON(w, http.StatusOK, out)
 }
@@ -175,13 +176,13 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		}
 		after = &k
 	}
-	now := s.nowSeconds()
+	now := s.Now()
 	items, err := ListEntities(r.Context(), s.Store, EntityFilter{Type: typ, Severities: want}, now, nil)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out := wire.EntityList{GeneratedAt: now, Total: len(items)}
+	out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: len(items)}
 	out.Items, out.Next = page(items, order, after, int(limit))
 	writeJSON(w, http.StatusOK, out)
 }
@@ -205,7 +206,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	if err := s.Store.RecordHeartbeat(ctx, typ, id, s.nowSeconds(), body.Progress); err != nil {
+	if err := s.Store.RecordHeartbeat(ctx, typ, id, s.Now(), body.Progress); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -214,7 +215,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.FromEntity(e, nil, s.nowSeconds()))
+	writeJSON(w, http.StatusOK, wire.FromEntity(e, nil, s.Now()))
 }
 
 // transition is POST …/{type}/{id}/transitions: 200 with the entity as it
@@ -247,7 +248,7 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.TransitionResult{Entity: wire.FromEntity(res.After, nil, s.nowSeconds()), From: res.Before.LifecycleOr("")})
+	writeJSON(w, http.StatusOK, wire.TransitionResult{Entity: wire.FromEntity(res.After, nil, s.Now()), From: res.Before.LifecycleOr("")})
 }
 
 // rejected counts a transition the API refused before the write path saw

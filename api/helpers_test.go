@@ -183,7 +183,7 @@ func (e *env) registerLegacy(typ, id string) {
 // move applies a transition through the write path.
 func (e *env) move(typ, id, to string, code state.ReasonCode) {
 	e.t.Helper()
-	req := transitions.Request{Type: typ, ID: id, To: to, Actor: transitions.ActorOrchestrator, TimeoutSeconds: 60}
+	req := transitions.Request{Type: typ, ID: id, To: to, Actor: transitions.ActorOrchestrator, Timeout: 60 * time.Second}
 	if typ == "agent" {
 		req.Trigger = "reconciliation" // agents record why
 	}
@@ -209,7 +209,7 @@ func (e *env) observe(typ, id string, h state.Health, d state.Delivery, codes ..
 	}
 	now := e.clock.Seconds()
 	if _, err := e.st.RecordObservation(ctx, typ, id, store.Observation{
-		Health: h, Delivery: d, Reasons: reasons, HealthSince: now, SeenSeq: cur.LastSeq, At: now,
+		Health: h, Delivery: d, Reasons: reasons, HealthSince: unixAt(now), SeenSeq: cur.LastSeq, At: unixAt(now),
 	}); err != nil {
 		e.t.Fatal(err)
 	}

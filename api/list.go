@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"watchdog/state"
+	"watchdog/unixtime"
 	"watchdog/wire"
 )
 
@@ -41,11 +42,11 @@ func parseOrder(v string) (listOrder, error) {
 // listKey is an entity's place in a listOrder; a cursor is the key of the
 // last entity of a page.
 type listKey struct {
-	Order   listOrder `json:"o"`
-	Rank    int       `json:"r,omitempty"`
-	Updated float64   `json:"u,omitempty"`
-	Type    string    `json:"t"`
-	ID      string    `json:"i"`
+	Order   listOrder     `json:"o"`
+	Rank    int           `json:"r,omitempty"`
+	Updated unixtime.Time `json:"u,omitzero"`
+	Type    string        `json:"t"`
+	ID      string        `json:"i"`
 }
 
 func keyOf(e wire.Entity, o listOrder) listKey {
@@ -70,8 +71,8 @@ func (a listKey) less(b listKey) bool {
 		if a.Rank != b.Rank {
 			return a.Rank < b.Rank
 		}
-		if a.Updated != b.Updated {
-			return a.Updated > b.Updated
+		if !a.Updated.Equal(b.Updated.Time) {
+			return a.Updated.After(b.Updated.Time)
 		}
 	}
 	if a.Type != b.Type {

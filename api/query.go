@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	"context"
 	"slices"
 
@@ -29,7 +31,7 @@ type Lister interface {
 // unsorted (the caller pages or sorts). rows, when not nil, gives each
 // selected entity its audit rows (`status --json`); lists otherwise omit
 // history.
-func ListEntities(ctx context.Context, st Lister, f EntityFilter, now float64, rows func(store.Entity) ([]store.AuditRow, error)) ([]wire.Entity, error) {
+func ListEntities(ctx context.Context, st Lister, f EntityFilter, now time.Time, rows func(store.Entity) ([]store.AuditRow, error)) ([]wire.Entity, error) {
 	list, err := st.List(ctx, store.Filter{Type: f.Type})
 	if err != nil {
 		return nil, err

@@ -69,6 +69,7 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // DefaultFailureWindow is how long an entity with an outcome stays in the
@@ -163,7 +164,7 @@ func (q Query) Values() url.Values {
 
 // Queue is the body of GET /api/attention and `watchdog attention --json`.
 type Queue struct {
-	GeneratedAt float64 `json:"generated_at"`
+	GeneratedAt unixtime.Time `json:"generated_at"`
 	// Total counts every item the query selects, before the limit.
 	Total int `json:"total"`
 	// BySeverity counts the same items per severity; every attention
@@ -222,15 +223,15 @@ type Item struct {
 	// FirstSeenAt is when the condition started: the end (or the last
 	// transition) for the transition's own reason, else the time health
 	// last changed, else the last transition, else registration.
-	FirstSeenAt float64 `json:"first_seen_at"`
+	FirstSeenAt unixtime.Time `json:"first_seen_at"`
 	// LastUpdatedAt is the entity's last update.
-	LastUpdatedAt float64  `json:"last_updated_at"`
-	Actions       []Action `json:"actions"`
+	LastUpdatedAt unixtime.Time `json:"last_updated_at"`
+	Actions       []Action      `json:"actions"`
 	// Dismissed is set (only with include_dismissed) on an item a
 	// dismissal or snooze currently hides; SnoozedUntil is then the
-	// snooze's end, 0 for a dismissal.
-	Dismissed    bool    `json:"dismissed,omitempty"`
-	SnoozedUntil float64 `json:"snoozed_until,omitempty"`
+	// snooze's end, zero (left out) for a dismissal.
+	Dismissed    bool          `json:"dismissed,omitempty"`
+	SnoozedUntil unixtime.Time `json:"snoozed_until,omitzero"`
 }
 
 // Fingerprint is an item's identity for snooze and dismiss.
@@ -252,33 +253,36 @@ func ParseFingerprint(fp string) (entityType, entityID string, code state.Reason
 // ClusterID is the cluster of a reason code.
 func ClusterID(code state.ReasonCode) string { return "cluster_" + string(code) }
 
-// AgedOut reports whether an entity with an outcome has been there longer
-// than window: its items have left the queue. An entity without an
-// outcome (still open) never ages out. since is when it got there; the
-// first non-zero of endedAt, lifecycleAt and updatedAt.
-func AgedOut(outcome string, endedAt, lifecycleAt, updatedAt, now float64, window time.Duration) bool {
+// AgedOut is the failure window's rule, stated once: an entity with an
+// outcome that got there before the window began (Since) has aged out,
+// and its items have left the queue. When it got there is the first
+// non-zero of endedAt, lifecycleAt and updatedAt. An entity without an
+// outcome (still open) never ages out.
+//
+// The store applies the same rule in SQL, taking Since's cut-off as its
+// parameter: SummaryGroups' Recent flag is
+// COALESCE(ended_at, lifecycle_at, updated_at) >= since, and
+// AttentionCandidates reads only what may still be inside the window.
+func AgedOut(outcome string, endedAt, lifecycleAt, updatedAt, now time.Time, window time.Duration) bool {
 	if outcome == "" {
 		return false
 	}
-	if window <= 0 {
-		window = DefaultFailureWindow
+	arrived := endedAt
+	if arrived.IsZero() {
+		arrived = lifecycleAt
 	}
-	since := endedAt
-	if since == 0 {
-		since = lifecycleAt
+	if arrived.IsZero() {
+		arrived = updatedAt
 	}
-	if since == 0 {
-		since = updatedAt
-	}
-	return now-since > window.Seconds()
+	return arrived.Before(Since(now, window))
 }
 
 // Hides reports whether dismissal d hides an item of an entity whose
 // lifecycle is now lifecycle: its snooze has not expired (or it is a
 // permanent dismissal), and either it ignores status changes or the
 // status is still the one it was recorded with.
-func Hides(d store.Dismissal, lifecycle string, now float64) bool {
-	if d.SnoozedUntil != 0 && d.SnoozedUntil <= now {
+func Hides(d store.Dismissal, lifecycle string, now time.Time) bool {
+	if !d.SnoozedUntil.IsZero() && !d.SnoozedUntil.After(now) {
 		return false
 	}
 	return !d.ClearOnStatusChange || d.StatusAtDismissal == lifecycle
@@ -322,7 +326,7 @@ func Codes(entityType, outcome string, transitionCode state.ReasonCode, findings
 // outside the shared vocabulary go through the same translation as
 // state.Normalize (partial is partial delivery, partial_failed a failure).
 func outcomeAttends(outcome string) bool {
-	ns := state.Normalize(outcome, outcome, "", "", nil, 0)
+	ns := state.Normalize(outcome, outcome, "", "", nil, time.Time{})
 	return Attends(ns.Severity)
 }
 
@@ -377,12 +381,11 @@ func capitalize(s string) string {
 // applied and cluster sizes not set: what snooze and dismiss check a
 // fingerprint against.
 func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
-	nowS := unixSeconds(now)
-	ns := transitions.View(e, nowS)
+	ns := transitions.View(e, now)
 	if ns.Legacy() || !Attends(ns.Severity) {
 		return nil
 	}
-	if AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, nowS, window) {
+	if AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
 		return nil
 	}
 	var transitionCode state.ReasonCode
@@ -429,8 +432,8 @@ func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
 			Status:        ns.Lifecycle,
 			Reason:        reason,
 			ClusterID:     ClusterID(code),
-			FirstSeenAt:   first,
-			LastUpdatedAt: e.UpdatedAt,
+			FirstSeenAt:   unixtime.Of(first),
+			LastUpdatedAt: unixtime.Of(e.UpdatedAt),
 			Actions:       actions(e.Type, e.ID, fp),
 		})
 	}
@@ -440,13 +443,13 @@ func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
 // firstSeen is when an item's condition started. The transition's reason
 // started with the transition (the end, for a terminal one); a probe
 // finding started when health last changed.
-func firstSeen(e store.Entity, fromTransition bool) float64 {
-	candidates := []float64{e.HealthSince, e.LifecycleAt, e.CreatedAt}
+func firstSeen(e store.Entity, fromTransition bool) time.Time {
+	candidates := []time.Time{e.HealthSince, e.LifecycleAt, e.CreatedAt}
 	if fromTransition {
-		candidates = []float64{e.EndedAt, e.LifecycleAt, e.CreatedAt}
+		candidates = []time.Time{e.EndedAt, e.LifecycleAt, e.CreatedAt}
 	}
 	for _, c := range candidates {
-		if c > 0 {
+		if !c.IsZero() {
 			return c
 		}
 	}
@@ -479,8 +482,7 @@ func actions(typ, id, fp string) []Action {
 // polls; cluster sizes, the total and by_severity count the whole selected
 // queue before the limit.
 func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Query, now time.Time) Queue {
-	nowS := unixSeconds(now)
-	out := Queue{GeneratedAt: nowS, BySeverity: map[state.Severity]int{}, Items: []Item{}}
+	out := Queue{GeneratedAt: unixtime.Of(now), BySeverity: map[state.Severity]int{}, Items: []Item{}}
 	for _, s := range Severities {
 		out.BySeverity[s] = 0
 	}
@@ -490,11 +492,11 @@ func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Que
 			if len(q.Severities) > 0 && !containsSeverity(q.Severities, it.Severity) {
 				continue
 			}
-			if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it.Status, nowS) {
+			if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it.Status, now) {
 				if !q.IncludeDismissed {
 					continue
 				}
-				it.Dismissed, it.SnoozedUntil = true, d.SnoozedUntil
+				it.Dismissed, it.SnoozedUntil = true, unixtime.Of(d.SnoozedUntil)
 			}
 			items = append(items, it)
 		}
@@ -512,8 +514,8 @@ func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Que
 		if ra, rb := a.Severity.Rank(), b.Severity.Rank(); ra != rb {
 			return ra < rb
 		}
-		if a.LastUpdatedAt != b.LastUpdatedAt {
-			return a.LastUpdatedAt > b.LastUpdatedAt
+		if !a.LastUpdatedAt.Equal(b.LastUpdatedAt.Time) {
+			return a.LastUpdatedAt.After(b.LastUpdatedAt.Time)
 		}
 		return a.Fingerprint < b.Fingerprint
 	})
@@ -529,20 +531,18 @@ func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Que
 	return out
 }
 
-// Since is the start of the failure window at now: the since argument of
-// store.SQLite.AttentionCandidates, which reads only the entities that
-// may have items (open, or ended at or after it), so a poll reads a small
-// part of a large store.
-func Since(now time.Time, window time.Duration) float64 {
+// Since is the start of the failure window at now (window 0 means
+// DefaultFailureWindow): the cut-off of AgedOut, and the since argument of
+// the store's queries that apply the same rule (store.SQLite's
+// AttentionCandidates, which reads only the entities that may have items,
+// so a poll reads a small part of a large store, and SummaryGroups and
+// DismissedSummaries, whose Recent flag is "not aged out").
+func Since(now time.Time, window time.Duration) time.Time {
 	if window <= 0 {
 		window = DefaultFailureWindow
 	}
-	return unixSeconds(now) - window.Seconds()
+	return now.Add(-window)
 }
-
-// unixSeconds is Unix seconds with millisecond precision, the precision
-// of every timestamp the write path stores.
-func unixSeconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1e3 }
 
 func containsSeverity(list []state.Severity, s state.Severity) bool {
 	for _, v := range list {

@@ -96,13 +96,13 @@ func TestCodes(t *testing.T) {
 func TestAgedOutAndHides(t *testing.T) {
 	const now = 100000.0
 	day := 24 * time.Hour
-	if AgedOut("", 1, 1, 1, now, day) {
+	if AgedOut("", unixAt(1), unixAt(1), unixAt(1), unixAt(now), day) {
 		t.Error("an open entity aged out")
 	}
-	if !AgedOut("failed", now-86401, 0, now, now, day) || AgedOut("failed", now-86400, 0, 0, now, day) {
+	if !AgedOut("failed", unixAt(now-86401), unixAt(0), unixAt(now), unixAt(now), day) || AgedOut("failed", unixAt(now-86400), unixAt(0), unixAt(0), unixAt(now), day) {
 		t.Error("the window edge is wrong")
 	}
-	if !AgedOut("failed", 0, now-90000, now, now, 0) {
+	if !AgedOut("failed", unixAt(0), unixAt(now-90000), unixAt(now), unixAt(now), 0) {
 		t.Error("lifecycle_at is the fallback, and 0 means the default window")
 	}
 	d := store.Dismissal{StatusAtDismissal: "running", ClearOnStatusChange: true}
@@ -119,8 +119,8 @@ func TestAgedOutAndHides(t *testing.T) {
 		{0, false, "failed", true},    // ignores status changes
 		{now - 1, false, "running", false},
 	} {
-		d.SnoozedUntil, d.ClearOnStatusChange = c.until, c.clear
-		if got := Hides(d, c.lifecycle, now); got != c.hides {
+		d.SnoozedUntil, d.ClearOnStatusChange = unixAt(c.until), c.clear
+		if got := Hides(d, c.lifecycle, unixAt(now)); got != c.hides {
 			t.Errorf("Hides(until %v, clear %v, now %s) = %v", c.until, c.clear, c.lifecycle, got)
 		}
 	}
@@ -134,11 +134,11 @@ func TestBuildSkipsLegacyNeutralAndAgedOut(t *testing.T) {
 	entities := []store.Entity{
 		{Type: "session", ID: "legacy", Health: state.HealthStalled, Reasons: []state.StateReason{{Code: state.RunHealthStalled}}},
 		{Type: "session", ID: "fine", Lifecycle: &running, Health: state.HealthOK, Delivery: state.DeliveryNotExpected},
-		{Type: "session", ID: "old", Lifecycle: &failed, Terminal: true, TransitionReason: reason, EndedAt: nowS - 90000},
-		{Type: "session", ID: "new", Lifecycle: &failed, Terminal: true, TransitionReason: reason, EndedAt: nowS - 60, UpdatedAt: nowS - 60},
+		{Type: "session", ID: "old", Lifecycle: &failed, Terminal: true, TransitionReason: reason, EndedAt: unixAt(nowS - 90000)},
+		{Type: "session", ID: "new", Lifecycle: &failed, Terminal: true, TransitionReason: reason, EndedAt: unixAt(nowS - 60), UpdatedAt: unixAt(nowS - 60)},
 	}
 	q := Build(entities, nil, Query{}, now)
-	if q.Total != 1 || q.Items[0].Entity.ID != "new" || q.Items[0].FirstSeenAt != nowS-60 || q.Items[0].Entity.Label != "session/new" {
+	if q.Total != 1 || q.Items[0].Entity.ID != "new" || !q.Items[0].FirstSeenAt.Equal(unixAt(nowS-60)) || q.Items[0].Entity.Label != "session/new" {
 		t.Errorf("queue: %+v", q)
 	}
 }

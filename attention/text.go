@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"watchdog/state"
 )
@@ -58,13 +57,13 @@ func (q Queue) Text() string {
 				}
 				summary := it.Reason.Summary
 				if it.Dismissed {
-					if it.SnoozedUntil > 0 {
-						summary += fmt.Sprintf(" [snoozed, %s left]", age(it.SnoozedUntil-now))
+					if !it.SnoozedUntil.IsZero() {
+						summary += fmt.Sprintf(" [snoozed, %s left]", state.FormatAge(it.SnoozedUntil.Sub(now.Time)))
 					} else {
 						summary += " [dismissed]"
 					}
 				}
-				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", ref, label, it.Status, age(now-it.FirstSeenAt)+" ago", summary)
+				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", ref, label, it.Status, state.FormatAge(now.Sub(it.FirstSeenAt.Time))+" ago", summary)
 			}
 			_ = tw.Flush() // into a strings.Builder: cannot fail
 		}
@@ -77,9 +76,4 @@ func plural(n int, noun string) string {
 		return fmt.Sprintf("1 %s", noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// age is an age in the queue's text: "7m".
-func age(seconds float64) string {
-	return state.FormatAge(time.Duration(seconds * float64(time.Second)))
 }

@@ -70,7 +70,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("transition from %q, want running", res.From)
 	}
 	got, err := c.Entity(ctx, "run", "s-1")
-	if err != nil || got.Transitions == nil || len(*got.Transitions) != 2 || got.HeartbeatAt == 0 {
+	if err != nil || got.Transitions == nil || len(*got.Transitions) != 2 || got.HeartbeatAt.IsZero() {
 		t.Fatalf("entity: %+v %v", got, err)
 	}
 }

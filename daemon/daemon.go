@@ -294,7 +294,7 @@ func (d *daemon) markPresence() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := d.st.MarkDaemon(ctx, d.rp.HostID, float64(now.UnixNano())/1e9); err != nil {
+	if err := d.st.MarkDaemon(ctx, d.rp.HostID, now); err != nil {
 		d.log.Warn("recording this daemon's presence", zap.Error(err))
 	}
 }
@@ -315,7 +315,7 @@ func (d *daemon) report(job func(context.Context) (reaper.Report, error)) func(c
 }
 
 func (d *daemon) vacuum(ctx context.Context) error {
-	n, err := d.st.VacuumDismissals(ctx, float64(time.Now().UnixNano())/1e9)
+	n, err := d.st.VacuumDismissals(ctx, time.Now())
 	if err != nil {
 		return err
 	}
@@ -366,7 +366,7 @@ func (d *daemon) statusLine() string {
 		return "store unreachable: " + err.Error()
 	}
 	counts := map[state.Severity]int{}
-	now := float64(time.Now().Unix())
+	now := time.Now()
 	for _, e := range list {
 		counts[transitions.View(e, now).Severity]++
 	}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"watchdog/config"
+	"watchdog/internal/testenv"
 	"watchdog/store"
 )
 
@@ -138,7 +139,7 @@ func TestShutdownBeforeFirstSweepSucceeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.DB().Exec("ALTER TABLE entities RENAME TO entities_hidden"); err != nil {
+	if _, err := testenv.SQL(t, st.Path()).Exec("ALTER TABLE entities RENAME TO entities_hidden"); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

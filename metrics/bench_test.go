@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"watchdog/internal/testenv"
 	"watchdog/store"
 )
 
@@ -16,7 +17,7 @@ import (
 func bulkInsert(tb testing.TB, st *store.SQLite, n int) {
 	tb.Helper()
 	ctx := context.Background()
-	tx, err := st.DB().BeginTx(ctx, nil)
+	tx, err := testenv.SQL(tb, st.Path()).BeginTx(ctx, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

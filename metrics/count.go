@@ -46,15 +46,15 @@ type judged struct {
 // state.Normalize, which is transitions.View without the reason list) and
 // the attention queue's own rules (package attention), so the gauges count
 // exactly what `watchdog status` and GET /api/attention show.
-func judge(g store.SummaryGroup, nowS float64) judged {
+func judge(g store.SummaryGroup, now time.Time) judged {
 	j := judged{typ: knownType(g.Type)}
 	j.lifecycle = knownState(j.typ, g.Lifecycle)
 	if gr, err := transitions.Lookup(j.typ); err == nil {
 		j.outcome = gr.Outcome(j.lifecycle)
 	}
-	j.ns = state.Normalize(j.lifecycle, j.outcome, g.Health, g.Delivery, nil, nowS)
+	j.ns = state.Normalize(j.lifecycle, j.outcome, g.Health, g.Delivery, nil, now)
 	// attention.AgedOut in terms of the store's Recent flag, which the
-	// store computed against now - window with the same timestamps.
+	// store computed by the same rule against attention.Since.
 	j.agedOut = j.outcome != "" && !g.Recent
 	if !j.agedOut && attention.Attends(j.ns.Severity) {
 		j.items = attention.Codes(j.typ, j.outcome, g.TransitionCode, g.ReasonCodes, g.Health, g.Delivery)
@@ -64,11 +64,7 @@ func judge(g store.SummaryGroup, nowS float64) judged {
 
 // count reads the store and derives every entity gauge.
 func count(ctx context.Context, src Source, now time.Time, window time.Duration) (*counts, error) {
-	if window <= 0 {
-		window = attention.DefaultFailureWindow
-	}
-	nowS := float64(now.UnixNano()) / 1e9
-	since := nowS - window.Seconds()
+	since := attention.Since(now, window)
 	n := &counts{
 		entities:  map[entityKey]int{},
 		states:    map[stateKey]int{},
@@ -81,7 +77,7 @@ func count(ctx context.Context, src Source, now time.Time, window time.Duration)
 			n.legacy += g.Count
 			return
 		}
-		j := judge(g, nowS)
+		j := judge(g, now)
 		n.entities[entityKey{j.typ, j.ns.Severity, j.ns.Tone}] += g.Count
 		n.states[stateKey{j.typ, j.lifecycle, healthLabel(g.Health), deliveryLabel(g.Delivery)}] += g.Count
 		if j.agedOut {
@@ -114,8 +110,8 @@ func count(ctx context.Context, src Source, now time.Time, window time.Duration)
 		if ds.Entity.Legacy {
 			continue
 		}
-		j := judge(ds.Entity, nowS)
-		if containsCode(j.items, state.ReasonCode(ds.Dismissal.ReasonCode)) && attention.Hides(ds.Dismissal, ds.Entity.Lifecycle, nowS) {
+		j := judge(ds.Entity, now)
+		if containsCode(j.items, state.ReasonCode(ds.Dismissal.ReasonCode)) && attention.Hides(ds.Dismissal, ds.Entity.Lifecycle, now) {
 			n.attention[j.ns.Severity]--
 		}
 	}

@@ -49,12 +49,13 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // Source is what the scrape-time collector reads; *store.SQLite is one.
 type Source interface {
-	SummaryGroups(ctx context.Context, since float64, fn func(store.SummaryGroup)) error
-	DismissedSummaries(ctx context.Context, since float64) ([]store.DismissedSummary, error)
+	SummaryGroups(ctx context.Context, since time.Time, fn func(store.SummaryGroup)) error
+	DismissedSummaries(ctx context.Context, since time.Time) ([]store.DismissedSummary, error)
 }
 
 // ScrapeTimeout bounds the store queries of one scrape. Prometheus' own
@@ -202,7 +203,7 @@ func (m *Metrics) JobRun(job, result string, d time.Duration) {
 
 // SweepFinished records the end of a sweep (reaper.Observer).
 func (m *Metrics) SweepFinished(t time.Time) {
-	m.lastSweep.Set(float64(t.UnixNano()) / 1e9)
+	m.lastSweep.Set(unixtime.Seconds(t))
 }
 
 // knownType maps a type to its canonical name, or "unknown".

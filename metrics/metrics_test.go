@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -57,7 +58,7 @@ func (f *fixture) register(typ, id, lifecycle string) {
 
 func (f *fixture) move(typ, id, to string, code state.ReasonCode) {
 	f.t.Helper()
-	req := transitions.Request{Type: typ, ID: id, To: to, Actor: transitions.ActorOrchestrator, TimeoutSeconds: 60}
+	req := transitions.Request{Type: typ, ID: id, To: to, Actor: transitions.ActorOrchestrator, Timeout: 60 * time.Second}
 	if code != "" {
 		req.Reason = &state.StateReason{Code: code}
 	}
@@ -78,7 +79,7 @@ func (f *fixture) observe(typ, id string, h state.Health, d state.Delivery, code
 		reasons = append(reasons, state.Observed(c, string(c)))
 	}
 	now := float64(testNow.Unix())
-	if _, err := f.st.RecordObservation(ctx, typ, id, store.Observation{Health: h, Delivery: d, Reasons: reasons, HealthSince: now, SeenSeq: cur.LastSeq, At: now}); err != nil {
+	if _, err := f.st.RecordObservation(ctx, typ, id, store.Observation{Health: h, Delivery: d, Reasons: reasons, HealthSince: unixAt(now), SeenSeq: cur.LastSeq, At: unixAt(now)}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -299,7 +300,7 @@ func TestEntityCountsMatchStore(t *testing.T) {
 	want := map[string]float64{}
 	legacy := 0.0
 	for _, e := range list {
-		ns := transitions.View(e, 0)
+		ns := transitions.View(e, unixAt(0))
 		if ns.Legacy() {
 			legacy++
 			continue
@@ -479,7 +480,7 @@ func TestAttentionGaugeHonoursDismissals(t *testing.T) {
 	m, reg := newMetricsAt(t, f.st, testNow.Add(2*time.Hour))
 	err := f.st.UpsertDismissal(context.Background(), store.Dismissal{
 		Fingerprint: "session:s-fail:run.failed.exit_nonzero", EntityType: "session", EntityID: "s-fail",
-		ReasonCode: "run.failed.exit_nonzero", StatusAtDismissal: "failed", DismissedAt: 1, ClearOnStatusChange: true,
+		ReasonCode: "run.failed.exit_nonzero", StatusAtDismissal: "failed", DismissedAt: unixAt(1), ClearOnStatusChange: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -563,7 +564,7 @@ func grep(s, pattern string) string {
 // entity_type="unknown" instead of vanishing from the totals.
 func TestUnknownTypeIsCountedNotLost(t *testing.T) {
 	f := newFixture(t)
-	if _, err := f.st.DB().Exec(`INSERT INTO entities (type, id, label, lifecycle, terminal, health, delivery,
+	if _, err := testenv.SQL(t, f.st.Path()).Exec(`INSERT INTO entities (type, id, label, lifecycle, terminal, health, delivery,
 		reasons, created_at, updated_at) VALUES ('spaceship', 's-1', '', 'running', 0, 'running', 'not_expected', '[]', 1, 1)`); err != nil {
 		t.Fatal(err)
 	}

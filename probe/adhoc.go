@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"watchdog/unixtime"
 )
 
 // AdHoc names a bare process as `watchdog probe --pid` is given it: each
@@ -35,7 +36,7 @@ func (a AdHoc) Target() (Target, Thresholds, error) {
 		if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 			return t, th, fmt.Errorf("--start-time %q is not a time in Unix seconds (e.g. 1716517000.12)", a.StartTime)
 		}
-		t.StartTime = v
+		t.StartTime = unixtime.FromSeconds(v)
 	}
 	if a.Heartbeat == "" {
 		t.NoHeartbeat = true

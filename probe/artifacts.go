@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"watchdog/state"
+	"watchdog/unixtime"
 )
 
 // MaxJSONBytes bounds what a `json` artifact check reads: a larger file is
@@ -86,10 +87,10 @@ func (c ArtifactCheck) Path() string {
 
 // Evidence describes the check, e.g. "review.md: 0 bytes < min 1".
 func (c ArtifactCheck) Evidence(checkedAt time.Time) state.EvidenceRef {
-	return c.evidence(unixPtr(checkedAt))
+	return c.evidence(unixtime.Of(checkedAt))
 }
 
-func (c ArtifactCheck) evidence(fetchedAt *float64) state.EvidenceRef {
+func (c ArtifactCheck) evidence(fetchedAt unixtime.Time) state.EvidenceRef {
 	return state.EvidenceRef{Kind: state.EvidenceArtifact, Path: c.Path(), Detail: c.Detail(), FetchedAt: fetchedAt}
 }
 
@@ -136,7 +137,7 @@ type ArtifactResult struct {
 
 // stopEvidence names the bound that stopped the check; its path is the
 // root, the one path it can name for sure without looking further.
-func (r ArtifactResult) stopEvidence(fetchedAt *float64) state.EvidenceRef {
+func (r ArtifactResult) stopEvidence(fetchedAt unixtime.Time) state.EvidenceRef {
 	return state.EvidenceRef{Kind: state.EvidenceArtifact, Path: r.Root, Detail: "artifact check stopped: " + r.Stopped, FetchedAt: fetchedAt}
 }
 
@@ -168,7 +169,7 @@ var defaultArtifactLimits = artifactLimits{
 }
 
 // CheckArtifacts evaluates an artifact contract (SPEC §6) against the files
-// under root. startedAt (Unix seconds) is the entity's start, for
+// under root. startedAt is the entity's start (zero = unknown), for
 // newer_than_start.
 //
 // Each spec's path is relative to root and may be a glob (any valid match
@@ -194,13 +195,13 @@ var defaultArtifactLimits = artifactLimits{
 //   - anything present but invalid (an optional artifact may be absent,
 //     but when present it must be valid): invalid;
 //   - otherwise some required artifacts are valid, some missing: partial.
-func CheckArtifacts(ctx context.Context, root string, specs []state.ArtifactSpec, startedAt float64) ArtifactResult {
+func CheckArtifacts(ctx context.Context, root string, specs []state.ArtifactSpec, startedAt time.Time) ArtifactResult {
 	sc := getScratch()
 	defer putScratch(sc)
 	return checkArtifacts(ctx, sc, defaultArtifactLimits, root, specs, startedAt)
 }
 
-func checkArtifacts(ctx context.Context, sc *scratch, lim artifactLimits, root string, specs []state.ArtifactSpec, startedAt float64) ArtifactResult {
+func checkArtifacts(ctx context.Context, sc *scratch, lim artifactLimits, root string, specs []state.ArtifactSpec, startedAt time.Time) ArtifactResult {
 	if len(specs) == 0 {
 		return ArtifactResult{Delivery: state.DeliveryNotExpected}
 	}
@@ -211,7 +212,7 @@ func checkArtifacts(ctx context.Context, sc *scratch, lim artifactLimits, root s
 		return res
 	}
 	begun := time.Now()
-	c := artifactChecker{ctx: ctx, sc: sc, lim: lim, root: root, start: unixTime(startedAt), begun: begun, deadline: begun.Add(lim.time)}
+	c := artifactChecker{ctx: ctx, sc: sc, lim: lim, root: root, start: startedAt, begun: begun, deadline: begun.Add(lim.time)}
 	defer c.fs.close()
 	res.Checks = make([]ArtifactCheck, 0, len(specs))
 	var required, valid, present, invalid int

@@ -73,7 +73,7 @@ func testArtifactBounds(t *testing.T, poison, tree string) {
 			sc := getScratch()
 			defer putScratch(sc)
 			t0 := time.Now()
-			res := checkArtifacts(t.Context(), sc, tc.lim, tc.root, tc.specs, 0)
+			res := checkArtifacts(t.Context(), sc, tc.lim, tc.root, tc.specs, unixAt(0))
 			took := time.Since(t0)
 			if took > tc.within+tc.lim.time {
 				t.Errorf("took %s, want under %s", took, tc.within+tc.lim.time)
@@ -143,7 +143,7 @@ func TestArtifactCheckFollowsTheCallersContext(t *testing.T) {
 	testenv.BigDir(t, tree, 10)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	res := CheckArtifacts(ctx, tree, globs(2, "big/*%d"), 0)
+	res := CheckArtifacts(ctx, tree, globs(2, "big/*%d"), unixAt(0))
 	if res.Delivery != state.DeliveryUnknown || !res.Interrupted || !strings.Contains(res.Stopped, "context canceled") {
 		t.Fatalf("%+v", res)
 	}

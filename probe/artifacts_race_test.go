@@ -108,7 +108,7 @@ func testRenameRace(t *testing.T) {
 	}
 	var checks, valid, escaped int
 	for end := time.Now().Add(duration); time.Now().Before(end); {
-		res := CheckArtifacts(t.Context(), root, specs, 0)
+		res := CheckArtifacts(t.Context(), root, specs, unixAt(0))
 		checks++
 		for _, c := range res.Checks {
 			switch {

@@ -170,7 +170,7 @@ func testCheckArtifact(t *testing.T) {
 		{"glob matching an escaping symlink", state.ArtifactSpec{Path: "*.json", Kind: "json", MinBytes: 1 << 30}, ArtifactInvalid, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := CheckArtifacts(ctx, root, []state.ArtifactSpec{tc.spec}, secs(start))
+			res := CheckArtifacts(ctx, root, []state.ArtifactSpec{tc.spec}, start)
 			c := res.Checks[0]
 			if c.Status != tc.status || c.Escapes != tc.escapes || !strings.Contains(c.Problem, tc.problem) {
 				t.Errorf("got %v escapes=%v %q; want %v escapes=%v %q", c.Status, c.Escapes, c.Problem, tc.status, tc.escapes, tc.problem)
@@ -215,7 +215,7 @@ func TestCheckArtifactsFIFOOutsideNotOpened(t *testing.T) {
 	// it returns at once, and no reader ever appeared on the FIFO: opening
 	// its write side without blocking fails with ENXIO.
 	root, outside, start := artifactTree(t)
-	CheckArtifacts(ctx, root, []state.ArtifactSpec{{Path: "fifo.json", Kind: "json", Required: true}}, secs(start))
+	CheckArtifacts(ctx, root, []state.ArtifactSpec{{Path: "fifo.json", Kind: "json", Required: true}}, start)
 	fd, err := syscall.Open(filepath.Join(outside, "fifo.json"), syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
 	if err == nil {
 		syscall.Close(fd)
@@ -248,15 +248,15 @@ func TestCheckArtifactsDelivery(t *testing.T) {
 		{"escaping path", []state.ArtifactSpec{req("review.md"), req("../etc/passwd")}, state.DeliveryInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := CheckArtifacts(ctx, root, tc.specs, secs(start)).Delivery; got != tc.want {
+			if got := CheckArtifacts(ctx, root, tc.specs, start).Delivery; got != tc.want {
 				t.Errorf("delivery %v, want %v", got, tc.want)
 			}
 		})
 	}
-	if got := CheckArtifacts(ctx, "", []state.ArtifactSpec{req("review.md")}, 0); got.Delivery != state.DeliveryInvalid {
+	if got := CheckArtifacts(ctx, "", []state.ArtifactSpec{req("review.md")}, unixAt(0)); got.Delivery != state.DeliveryInvalid {
 		t.Errorf("no root: %v", got.Delivery)
 	}
-	if got := CheckArtifacts(ctx, filepath.Join(root, "absent"), []state.ArtifactSpec{req("review.md")}, 0); got.Delivery != state.DeliveryMissing {
+	if got := CheckArtifacts(ctx, filepath.Join(root, "absent"), []state.ArtifactSpec{req("review.md")}, unixAt(0)); got.Delivery != state.DeliveryMissing {
 		t.Errorf("absent root: %v", got.Delivery)
 	}
 }

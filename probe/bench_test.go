@@ -125,7 +125,7 @@ func fixture(b *testing.B, n int) *benchFixture {
 		}
 		t := Target{
 			HeartbeatFile: filepath.Join(root, "hb"),
-			StartedAt:     secs(now.Add(-time.Minute)),
+			StartedAt:     now.Add(-time.Minute),
 			ArtifactsRoot: root,
 			Artifacts: []state.ArtifactSpec{
 				{Path: "review.md", Required: true, MinBytes: 1},
@@ -139,7 +139,7 @@ func fixture(b *testing.B, n int) *benchFixture {
 			}
 			t.PID, t.StartTime, t.StartTicks, t.HostID, t.BootID = id.PID, id.StartTime, id.StartTicks, id.HostID, id.BootID
 		} else {
-			t.PID, t.StartTime = dead[i-len(live)], secs(now.Add(-time.Hour))
+			t.PID, t.StartTime = dead[i-len(live)], now.Add(-time.Hour)
 			t.HostID = h.HostID()
 			t.BootID, _ = h.BootID()
 		}

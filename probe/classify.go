@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"watchdog/state"
+	"watchdog/unixtime"
 )
 
 // Thresholds are the ages and durations the classification compares with
@@ -327,7 +328,7 @@ func (r *Result) format() []state.StateReason {
 	if r.nFindings == 0 {
 		return nil
 	}
-	fetched := unixPtr(r.CheckedAt)
+	fetched := unixtime.Of(r.CheckedAt)
 	out := make([]state.StateReason, 0, r.nFindings)
 	for _, f := range r.findings[:r.nFindings] {
 		out = append(out, state.Observed(f.code, r.message(f), r.evidence(f.ev, fetched)...))
@@ -335,7 +336,7 @@ func (r *Result) format() []state.StateReason {
 	return out
 }
 
-func (r *Result) evidence(set evidenceSet, fetched *float64) []state.EvidenceRef {
+func (r *Result) evidence(set evidenceSet, fetched unixtime.Time) []state.EvidenceRef {
 	hb := set&evHeartbeat != 0 && r.Heartbeat.Known()
 	merged := set&evPID != 0 && hb // one line, as in SPEC §2's example
 	n := 0
@@ -492,7 +493,7 @@ func age(d time.Duration) string { return string(appendAge(nil, d)) }
 // It is for display (the CLI's evidence lines); Reasons carry the evidence
 // of the findings.
 func (r Result) Evidence() []state.EvidenceRef {
-	now := unixPtr(r.CheckedAt)
+	now := unixtime.Of(r.CheckedAt)
 	ev := []state.EvidenceRef{r.PID.evidence(now)}
 	if r.Supervisor.Checked() {
 		ev = append(ev, r.Supervisor.evidence(now))

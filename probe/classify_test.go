@@ -12,9 +12,9 @@ import (
 var classifyNow = time.Unix(1716520000, 0)
 
 func pidObs(l Liveness, c PIDCause) PIDObservation {
-	o := PIDObservation{Target: PIDTarget{PID: 4242, StartTime: 1716517000}, Liveness: l, Cause: c}
+	o := PIDObservation{Target: PIDTarget{PID: 4242, StartTime: unixAt(1716517000)}, Liveness: l, Cause: c}
 	if l == Alive {
-		o.State, o.StartTime, o.PPID = 'S', 1716517000, 1
+		o.State, o.StartTime, o.PPID = 'S', unixAt(1716517000), 1
 	}
 	if c == CauseOtherHost {
 		o.Target.HostID, o.HostID = "host-b", "host-a"
@@ -152,7 +152,7 @@ func TestClassify(t *testing.T) {
 					t.Errorf("reason %q lacks message, evidence or claim: %+v", reason.Code, reason)
 				}
 				for _, e := range reason.Evidence {
-					if !state.ValidEvidenceKind(e.Kind) || e.Detail == "" || e.FetchedAt == nil {
+					if !state.ValidEvidenceKind(e.Kind) || e.Detail == "" || e.FetchedAt.IsZero() {
 						t.Errorf("reason %q: bad evidence %+v", reason.Code, e)
 					}
 				}
@@ -199,7 +199,7 @@ func TestClassifyEvidenceReads(t *testing.T) {
 	if r.Reasons[1].Evidence[0].Kind != state.EvidenceArtifact || r.Reasons[1].Evidence[0].Path != "/runs/review.md" {
 		t.Errorf("artifact evidence %+v", r.Reasons[1].Evidence[0])
 	}
-	ns := state.Normalize("running", "", r.Health, r.Delivery, r.Reasons, 0)
+	ns := state.Normalize("running", "", r.Health, r.Delivery, r.Reasons, unixAt(0))
 	if ns.Severity != state.SeverityCritical || state.DisplayChain(ns, "review.md") != "Running · Process dead · review.md invalid" {
 		t.Errorf("normalized: %v %q", ns.Severity, state.DisplayChain(ns, "review.md"))
 	}

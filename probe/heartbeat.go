@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"watchdog/state"
+	"watchdog/unixtime"
 )
 
 // HeartbeatSource says where a heartbeat time came from.
@@ -74,9 +75,9 @@ func (o HeartbeatObservation) Real() bool {
 }
 
 // CheckHeartbeat finds the latest heartbeat of an entity: the mtime of
-// file (when given and present) or postedAt (Unix seconds, 0 = none),
-// whichever is later; with neither, the entity ages from startedAt (Unix
-// seconds, 0 = unknown, and then the age is unknown too). A file that
+// file (when given and present) or postedAt (zero = none), whichever is
+// later; with neither, the entity ages from startedAt (zero = unknown, and
+// then the age is unknown too). A file that
 // exists but cannot be stat'ed is a broken check, not a stale heartbeat:
 // unless a posted heartbeat exists the age is then unknown.
 //
@@ -90,13 +91,13 @@ func (o HeartbeatObservation) Real() bool {
 //     the kernel's record of when it was really touched. A future mtime is
 //     replaced by the ctime (itself clamped to now), so a sender that wrote
 //     a far-future mtime and died still ages from when it really wrote it.
-func CheckHeartbeat(file string, postedAt float64, startedAt float64, now time.Time) HeartbeatObservation {
+func CheckHeartbeat(file string, postedAt, startedAt time.Time, now time.Time) HeartbeatObservation {
 	sc := getScratch()
 	defer putScratch(sc)
 	return checkHeartbeat(sc, file, postedAt, startedAt, now)
 }
 
-func checkHeartbeat(sc *scratch, file string, postedAt float64, startedAt float64, now time.Time) HeartbeatObservation {
+func checkHeartbeat(sc *scratch, file string, postedAt, startedAt time.Time, now time.Time) HeartbeatObservation {
 	o := HeartbeatObservation{File: file}
 	var fileAt, fileCtime time.Time
 	if file != "" {
@@ -112,7 +113,7 @@ func checkHeartbeat(sc *scratch, file string, postedAt float64, startedAt float6
 			o.FileErr = &fs.PathError{Op: "stat", Path: file, Err: err}
 		}
 	}
-	posted := unixTime(postedAt)
+	posted := postedAt
 
 	switch {
 	case !fileAt.IsZero() && (posted.IsZero() || !fileAt.Before(posted)):
@@ -121,8 +122,8 @@ func checkHeartbeat(sc *scratch, file string, postedAt float64, startedAt float6
 		o.Source, o.Claimed = HeartbeatPosted, posted
 	case o.FileErr != nil:
 		return o // the check broke: age unknown
-	case startedAt > 0:
-		o.Source, o.Claimed = HeartbeatFromStart, unixTime(startedAt)
+	case !startedAt.IsZero():
+		o.Source, o.Claimed = HeartbeatFromStart, startedAt
 	default:
 		return o
 	}
@@ -144,10 +145,10 @@ func checkHeartbeat(sc *scratch, file string, postedAt float64, startedAt float6
 // Evidence describes the heartbeat, e.g. "last heartbeat 71m ago
 // (heartbeat file /run/agents/s-42.hb)".
 func (o HeartbeatObservation) Evidence(checkedAt time.Time) state.EvidenceRef {
-	return o.evidence(unixPtr(checkedAt))
+	return o.evidence(unixtime.Of(checkedAt))
 }
 
-func (o HeartbeatObservation) evidence(fetchedAt *float64) state.EvidenceRef {
+func (o HeartbeatObservation) evidence(fetchedAt unixtime.Time) state.EvidenceRef {
 	ev := state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: o.Detail(), FetchedAt: fetchedAt}
 	if o.File != "" {
 		ev.Kind, ev.Path = state.EvidenceFile, o.File
@@ -190,7 +191,7 @@ func (o HeartbeatObservation) appendDetail(b []byte) []byte {
 	}
 	if o.Skew > 0 {
 		b = append(b, "; claimed time "...)
-		b = appendUnix(b, float64(o.Claimed.UnixNano())/1e9)
+		b = appendUnix(b, o.Claimed)
 		b = append(b, " is "...)
 		b = appendAge(b, o.Skew)
 		b = append(b, " in the future, clamped"...)
@@ -214,12 +215,4 @@ func appendAge(b []byte, d time.Duration) []byte {
 		return append(strconv.AppendInt(b, int64(d/time.Hour), 10), 'h')
 	}
 	return append(strconv.AppendInt(b, int64(d/(24*time.Hour)), 10), 'd')
-}
-
-// unixTime converts Unix seconds to a time; 0 (or less) is the zero time.
-func unixTime(sec float64) time.Time {
-	if sec <= 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, int64(sec*1e9))
 }

@@ -18,8 +18,6 @@ func touch(t *testing.T, path string, mtime time.Time) {
 	}
 }
 
-func secs(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
-
 func TestCheckHeartbeat(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
@@ -29,29 +27,29 @@ func TestCheckHeartbeat(t *testing.T) {
 	touch(t, future, now.Add(2*time.Hour))
 	absent := filepath.Join(dir, "absent.hb")
 	notDir := filepath.Join(aged, "x") // a path through a file: ENOTDIR, no heartbeat
-	start := secs(now.Add(-90 * time.Minute))
+	start := now.Add(-90 * time.Minute)
 
 	for _, tc := range []struct {
 		name    string
 		file    string
-		posted  float64
-		started float64
+		posted  time.Time
+		started time.Time
 		source  HeartbeatSource
 		age     time.Duration // expected, compared within a minute
 		skew    bool
 	}{
-		{"file mtime", aged, 0, start, HeartbeatFile, 15 * time.Minute, false},
-		{"posted newer than file wins", aged, secs(now.Add(-time.Minute)), start, HeartbeatPosted, time.Minute, false},
-		{"file newer than posted wins", aged, secs(now.Add(-time.Hour)), start, HeartbeatFile, 15 * time.Minute, false},
-		{"missing file ages from start", absent, 0, start, HeartbeatFromStart, 90 * time.Minute, false},
-		{"path through a file ages from start", notDir, 0, start, HeartbeatFromStart, 90 * time.Minute, false},
-		{"never sent one ages from start", "", 0, start, HeartbeatFromStart, 90 * time.Minute, false},
-		{"nothing known", "", 0, 0, HeartbeatNone, 0, false},
+		{"file mtime", aged, time.Time{}, start, HeartbeatFile, 15 * time.Minute, false},
+		{"posted newer than file wins", aged, now.Add(-time.Minute), start, HeartbeatPosted, time.Minute, false},
+		{"file newer than posted wins", aged, now.Add(-time.Hour), start, HeartbeatFile, 15 * time.Minute, false},
+		{"missing file ages from start", absent, time.Time{}, start, HeartbeatFromStart, 90 * time.Minute, false},
+		{"path through a file ages from start", notDir, time.Time{}, start, HeartbeatFromStart, 90 * time.Minute, false},
+		{"never sent one ages from start", "", time.Time{}, start, HeartbeatFromStart, 90 * time.Minute, false},
+		{"nothing known", "", time.Time{}, time.Time{}, HeartbeatNone, 0, false},
 		// The mtime claims 2h ahead; the ctime (when the file was really
 		// touched, just now) is used instead.
-		{"future file mtime", future, 0, start, HeartbeatFile, 0, true},
-		{"future posted time clamped to now", "", secs(now.Add(time.Hour)), start, HeartbeatPosted, 0, true},
-		{"half a second ahead is not skew", "", secs(now.Add(500 * time.Millisecond)), start, HeartbeatPosted, 0, false},
+		{"future file mtime", future, time.Time{}, start, HeartbeatFile, 0, true},
+		{"future posted time clamped to now", "", now.Add(time.Hour), start, HeartbeatPosted, 0, true},
+		{"half a second ahead is not skew", "", now.Add(500 * time.Millisecond), start, HeartbeatPosted, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := CheckHeartbeat(tc.file, tc.posted, tc.started, now)
@@ -77,7 +75,7 @@ func TestCheckHeartbeat(t *testing.T) {
 func TestCheckHeartbeatBrokenFile(t *testing.T) {
 	// A heartbeat file that cannot be checked is not a missing heartbeat:
 	// the age is unknown rather than counted from the start.
-	o := CheckHeartbeat("/tmp/hb\x00", 0, secs(time.Now().Add(-2*time.Hour)), time.Now())
+	o := CheckHeartbeat("/tmp/hb\x00", unixAt(0), time.Now().Add(-2*time.Hour), time.Now())
 	if o.Known() || o.FileErr == nil || o.FileMissing {
 		t.Errorf("got %+v", o)
 	}
@@ -88,7 +86,7 @@ func TestCheckHeartbeatBrokenFile(t *testing.T) {
 
 func TestCheckHeartbeatDetail(t *testing.T) {
 	now := time.Now()
-	o := CheckHeartbeat("", secs(now.Add(-71*time.Minute-30*time.Second)), 0, now)
+	o := CheckHeartbeat("", now.Add(-71*time.Minute-30*time.Second), unixAt(0), now)
 	o.Progress = "step 3 of 7"
 	if got, want := o.Detail(), "last heartbeat 71m ago (posted heartbeat); progress: step 3 of 7"; got != want {
 		t.Errorf("detail %q, want %q", got, want)

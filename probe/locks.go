@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"watchdog/state"
+	"watchdog/unixtime"
 )
 
 // LockFile is a declared lock file found still in place.
@@ -62,10 +63,10 @@ func CheckLocks(root string, files []string) LockObservation {
 
 // Evidence describes one present lock file.
 func (l LockFile) Evidence(checkedAt time.Time) state.EvidenceRef {
-	return l.evidence(unixPtr(checkedAt))
+	return l.evidence(unixtime.Of(checkedAt))
 }
 
-func (l LockFile) evidence(fetchedAt *float64) state.EvidenceRef {
+func (l LockFile) evidence(fetchedAt unixtime.Time) state.EvidenceRef {
 	b := make([]byte, 0, 96)
 	b = append(b, "lock file "...)
 	b = append(b, l.Path...)

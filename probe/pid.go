@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"watchdog/state"
+	"watchdog/unixtime"
 )
 
 // Liveness is the three-valued answer of a PID check (SPEC §6). The zero
@@ -111,8 +111,8 @@ const startTimeTolerance = time.Second
 type procStat struct {
 	state      byte
 	ppid       int
-	startTicks uint64  // clock ticks after boot; 0 when the reader has none
-	startTime  float64 // Unix seconds, filled by readers without ticks
+	startTicks uint64    // clock ticks after boot; 0 when the reader has none
+	startTime  time.Time // filled by readers without ticks
 }
 
 // processReader reads the identity of one process. The choice is explicit,
@@ -185,8 +185,8 @@ func (sc *scratch) statPath(dir, rel string, st *unix.Stat_t, follow bool) error
 // boot_id).
 type Identity struct {
 	PID int
-	// StartTime is when the process started, Unix seconds.
-	StartTime float64
+	// StartTime is when the process started.
+	StartTime time.Time
 	// StartTicks is the kernel's start time in clock ticks after boot
 	// (Linux); 0 where the platform has none. It compares exactly within
 	// one boot, where StartTime only compares within a second.
@@ -222,7 +222,7 @@ func (h *Host) Identify(pid int) (Identity, error) {
 		if err != nil {
 			return Identity{}, fmt.Errorf("identify pid %d: %w", pid, err)
 		}
-		id.StartTime = ticksToUnix(bt, ps.startTicks)
+		id.StartTime = startFromTicks(bt, ps.startTicks)
 	}
 	id.BootID, _ = h.BootID() // best effort: an empty boot id disables the reboot check
 	return id, nil
@@ -233,39 +233,41 @@ func (h *Host) Identify(pid int) (Identity, error) {
 // exited but is not reaped yet (exec's own, registered a moment after a
 // fast exit) is still that process, and its start time is what keeps a
 // later reuse of the pid from passing for it.
-func (h *Host) StartOf(pid int) (float64, uint64, error) {
+func (h *Host) StartOf(pid int) (time.Time, uint64, error) {
 	if pid <= 0 {
-		return 0, 0, fmt.Errorf("start of pid %d: not a process id", pid)
+		return time.Time{}, 0, fmt.Errorf("start of pid %d: not a process id", pid)
 	}
 	sc := getScratch()
 	defer putScratch(sc)
 	r := h.processes()
 	ps, err := r.read(pid, sc)
 	if err != nil {
-		return 0, 0, fmt.Errorf("start of pid %d: %w", pid, err)
+		return time.Time{}, 0, fmt.Errorf("start of pid %d: %w", pid, err)
 	}
 	if !r.ticks() {
 		return ps.startTime, ps.startTicks, nil
 	}
 	bt, err := h.bootTime()
 	if err != nil {
-		return 0, 0, fmt.Errorf("start of pid %d: %w", pid, err)
+		return time.Time{}, 0, fmt.Errorf("start of pid %d: %w", pid, err)
 	}
-	return ticksToUnix(bt, ps.startTicks), ps.startTicks, nil
+	return startFromTicks(bt, ps.startTicks), ps.startTicks, nil
 }
 
-func ticksToUnix(btime int64, ticks uint64) float64 {
-	return float64(btime) + float64(ticks)/userHZ
+// startFromTicks is the wall-clock start of a process that started ticks
+// clock ticks after a boot at btime (Unix seconds).
+func startFromTicks(btime int64, ticks uint64) time.Time {
+	return time.Unix(btime, 0).Add(time.Duration(ticks) * (time.Second / userHZ))
 }
 
 // PIDTarget is what was recorded about a process: the pid and, to tell it
 // from a later process reusing the pid, its identity. Zero means unknown.
 type PIDTarget struct {
 	PID        int
-	StartTime  float64 // Unix seconds; 0 = not recorded
-	StartTicks uint64  // kernel start ticks; 0 = not recorded
-	HostID     string  // "" = this host
-	BootID     string  // "" = not recorded
+	StartTime  time.Time // zero = not recorded
+	StartTicks uint64    // kernel start ticks; 0 = not recorded
+	HostID     string    // "" = this host
+	BootID     string    // "" = not recorded
 }
 
 // PIDObservation is the result of one PID check, with what was seen. It is
@@ -278,7 +280,7 @@ type PIDObservation struct {
 	// What /proc showed; zero when the read failed.
 	State      byte
 	PPID       int
-	StartTime  float64
+	StartTime  time.Time
 	StartTicks uint64
 	// BootID is the current boot id when the check compared it.
 	BootID string
@@ -386,8 +388,8 @@ func (h *Host) checkPID(t PIDTarget, sc *scratch) PIDObservation {
 		bt, err := h.bootTime()
 		switch {
 		case err == nil:
-			o.StartTime = ticksToUnix(bt, ps.startTicks)
-		case !exact && t.StartTime != 0:
+			o.StartTime = startFromTicks(bt, ps.startTicks)
+		case !exact && !t.StartTime.IsZero():
 			// The wall-clock comparison needs the boot time.
 			o.Err, o.Cause = err, CauseUnreadable
 			return o
@@ -400,8 +402,8 @@ func (h *Host) checkPID(t PIDTarget, sc *scratch) PIDObservation {
 			o.Liveness, o.Cause = Dead, CausePIDReused
 			return o
 		}
-	case t.StartTime != 0 && o.StartTime != 0:
-		if math.Abs(o.StartTime-t.StartTime) > startTimeTolerance.Seconds() {
+	case !t.StartTime.IsZero() && !o.StartTime.IsZero():
+		if d := o.StartTime.Sub(t.StartTime); d > startTimeTolerance || d < -startTimeTolerance {
 			o.Liveness, o.Cause = Dead, CausePIDReused
 			return o
 		}
@@ -419,10 +421,10 @@ func (h *Host) checkPID(t PIDTarget, sc *scratch) PIDObservation {
 // Evidence describes the observation for a person, e.g. "pid 4242 not
 // running (no such process; recorded start time 1716517000.12)".
 func (o PIDObservation) Evidence(checkedAt time.Time) state.EvidenceRef {
-	return o.evidence(unixPtr(checkedAt))
+	return o.evidence(unixtime.Of(checkedAt))
 }
 
-func (o PIDObservation) evidence(fetchedAt *float64) state.EvidenceRef {
+func (o PIDObservation) evidence(fetchedAt unixtime.Time) state.EvidenceRef {
 	return state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: o.Detail(), FetchedAt: fetchedAt}
 }
 
@@ -470,7 +472,7 @@ func (o PIDObservation) appendDetail(b []byte) []byte {
 			b = append(b, ", state "...)
 			b = append(b, o.State)
 		}
-		if o.Target.StartTime != 0 {
+		if !o.Target.StartTime.IsZero() {
 			b = append(b, "; start time "...)
 			b = appendUnix(b, o.Target.StartTime)
 		}
@@ -499,11 +501,8 @@ func (o PIDObservation) appendDetail(b []byte) []byte {
 	return b
 }
 
-func appendUnix(b []byte, t float64) []byte {
-	return strconv.AppendFloat(b, t, 'f', 2, 64)
-}
-
-func unixPtr(t time.Time) *float64 {
-	v := float64(t.UnixNano()) / 1e9
-	return &v
+// appendUnix appends t as Unix seconds to the hundredth (a clock tick),
+// the way evidence lines show times.
+func appendUnix(b []byte, t time.Time) []byte {
+	return strconv.AppendFloat(b, unixtime.Seconds(t), 'f', 2, 64)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/shirou/gopsutil/v4/process"
 )
@@ -40,7 +41,7 @@ func (gopsutilReader) read(pid int, _ *scratch) (procStat, error) {
 		}
 		return procStat{}, mapGopsutilErr(err)
 	}
-	ps := procStat{startTime: float64(ms) / 1000}
+	ps := procStat{startTime: time.UnixMilli(ms)}
 	if st, err := p.Status(); err == nil && len(st) > 0 {
 		switch st[0] {
 		case process.Zombie:

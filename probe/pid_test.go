@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"watchdog/unixtime"
 )
 
 // startSleep starts a real `sleep` that the test owns and reaps.
@@ -49,8 +50,8 @@ func TestCheckPIDLiveProcess(t *testing.T) {
 		t.Errorf("identity incomplete: %+v", id)
 	}
 	// Loose on purpose: the point is "a start time of this era", not timing.
-	if d := time.Since(time.Unix(int64(id.StartTime), 0)); d < -time.Hour || d > time.Hour {
-		t.Errorf("StartTime %.2f is %v away from now", id.StartTime, d)
+	if d := time.Since(id.StartTime); d < -time.Hour || d > time.Hour {
+		t.Errorf("StartTime %v is %v away from now", id.StartTime, d)
 	}
 
 	for _, tc := range []struct {
@@ -60,7 +61,7 @@ func TestCheckPIDLiveProcess(t *testing.T) {
 	}{
 		{"full identity", PIDTarget{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, HostID: id.HostID, BootID: id.BootID}, CauseNone},
 		{"wall clock only", PIDTarget{PID: pid, StartTime: id.StartTime}, CauseNone},
-		{"wall clock within 1s", PIDTarget{PID: pid, StartTime: id.StartTime + 0.9}, CauseNone},
+		{"wall clock within 1s", PIDTarget{PID: pid, StartTime: id.StartTime.Add(900 * time.Millisecond)}, CauseNone},
 		{"bare pid", PIDTarget{PID: pid}, CauseIdentityUnset},
 		{"ticks without boot id cannot compare", PIDTarget{PID: pid, StartTicks: id.StartTicks}, CauseIdentityUnset},
 	} {
@@ -84,8 +85,8 @@ func TestCheckPIDReused(t *testing.T) {
 		name   string
 		target PIDTarget
 	}{
-		{"wall clock beyond 1s", PIDTarget{PID: pid, StartTime: id.StartTime - 100}},
-		{"wall clock just beyond 1s", PIDTarget{PID: pid, StartTime: id.StartTime + 1.5}},
+		{"wall clock beyond 1s", PIDTarget{PID: pid, StartTime: id.StartTime.Add(-100 * time.Second)}},
+		{"wall clock just beyond 1s", PIDTarget{PID: pid, StartTime: id.StartTime.Add(1500 * time.Millisecond)}},
 		// Same boot: ticks compare exactly, even where the wall clock would
 		// let a tick through.
 		{"ticks differ by one", PIDTarget{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks + 1, BootID: id.BootID}},
@@ -127,7 +128,7 @@ func TestCheckPIDKilledProcessIsDead(t *testing.T) {
 	if o.ReasonCode() != "run.health.process_dead" && o.Cause == CauseNoSuchProcess {
 		t.Errorf("reason %q", o.ReasonCode())
 	}
-	want := fmt.Sprintf("pid %d not running (no such process; start time %.2f)", pid, id.StartTime)
+	want := fmt.Sprintf("pid %d not running (no such process; start time %.2f)", pid, unixtime.Seconds(id.StartTime))
 	if o.Cause == CauseNoSuchProcess && o.Detail() != want {
 		t.Errorf("detail %q, want %q", o.Detail(), want)
 	}
@@ -168,7 +169,7 @@ func TestCheckPIDZombie(t *testing.T) {
 	// a child that exited before it was registered), and recorded that way
 	// it makes the zombie's probe conclusive by identity too.
 	st, ticks, err := h.StartOf(pid)
-	if err != nil || st <= 0 {
+	if err != nil || !st.After(unixAt(0)) {
 		t.Fatalf("StartOf a zombie: %v, %v", st, err)
 	}
 	if o := h.CheckPID(PIDTarget{PID: pid, StartTime: st, StartTicks: ticks}); o.Liveness != Dead || o.Cause != CauseZombie {
@@ -281,7 +282,7 @@ func TestCheckPIDFakeProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id.State != 'S' || id.PPID != 7 || id.StartTicks != 12345 || id.StartTime != 1700000000+123.45 {
+	if id.State != 'S' || id.PPID != 7 || id.StartTicks != 12345 || !id.StartTime.Equal(unixAt(1700000000+123.45)) {
 		t.Errorf("identity %+v", id)
 	}
 
@@ -292,7 +293,7 @@ func TestCheckPIDFakeProc(t *testing.T) {
 		cause    PIDCause
 	}{
 		// Success cases
-		{"comm with ) and spaces", PIDTarget{PID: 10, StartTime: 1700000123.45}, Alive, CauseNone},
+		{"comm with ) and spaces", PIDTarget{PID: 10, StartTime: unixAt(1700000123.45)}, Alive, CauseNone},
 		{"exact ticks, same boot", PIDTarget{PID: 10, StartTicks: 12345, BootID: "fake-boot"}, Alive, CauseNone},
 		// Failure cases
 		{"no such pid", PIDTarget{PID: 99}, Dead, CauseNoSuchProcess},
@@ -334,7 +335,7 @@ func TestCheckPIDReadErrors(t *testing.T) {
 	} {
 		h := &Host{}
 		h.initOnce.Do(func() { h.reader = fakeReader{tc.err} })
-		o := h.CheckPID(PIDTarget{PID: 42, StartTime: 1})
+		o := h.CheckPID(PIDTarget{PID: 42, StartTime: unixAt(1)})
 		if o.Liveness != tc.liveness || o.Cause != tc.cause {
 			t.Errorf("%v: got %v/%v, want %v/%v", tc.err, o.Liveness, o.Cause, tc.liveness, tc.cause)
 		}

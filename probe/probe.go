@@ -30,12 +30,12 @@ import (
 	"watchdog/state"
 )
 
-// Target is everything the probe needs to know about one entity. Times are
-// Unix seconds as stored and sent on the wire; 0 means unknown or none.
+// Target is everything the probe needs to know about one entity. A zero
+// time means unknown or none.
 type Target struct {
 	// The entity's own process and its recorded identity.
 	PID        int
-	StartTime  float64
+	StartTime  time.Time
 	StartTicks uint64
 	HostID     string
 	BootID     string
@@ -43,24 +43,24 @@ type Target struct {
 	// `watchdog exec`); 0 = none. SupervisorStartTime, when known, tells it
 	// from a newcomer reusing its pid.
 	SupervisorPID       int
-	SupervisorStartTime float64
+	SupervisorStartTime time.Time
 
 	// HeartbeatFile is a file whose mtime is the heartbeat ("" = none);
 	// HeartbeatAt is the latest heartbeat posted to the API or CLI, with
 	// its progress note.
 	HeartbeatFile     string
-	HeartbeatAt       float64
+	HeartbeatAt       time.Time
 	HeartbeatProgress string
 	// NoHeartbeat says the entity has no heartbeat at all, so its staleness
 	// is not judged (an ad-hoc probe of a bare pid). Without it an entity
 	// that never sent a heartbeat ages from its start (SPEC §6).
 	NoHeartbeat bool
 
-	// StartedAt is when the entity started; 0 falls back to StartTime.
-	StartedAt float64
-	// Terminal: the entity has ended, EndedAt when (0 = unknown).
+	// StartedAt is when the entity started; zero falls back to StartTime.
+	StartedAt time.Time
+	// Terminal: the entity has ended, EndedAt when (zero = unknown).
 	Terminal bool
-	EndedAt  float64
+	EndedAt  time.Time
 	// ParentTerminal: the parent entity has ended.
 	ParentTerminal bool
 
@@ -93,14 +93,14 @@ func (h *Host) Probe(ctx context.Context, t Target, th Thresholds, now time.Time
 	defer putScratch(sc)
 
 	started := t.StartedAt
-	if started <= 0 {
+	if started.IsZero() {
 		started = t.StartTime
 	}
 	obs := Observations{
 		Terminal:       t.Terminal,
 		ParentTerminal: t.ParentTerminal,
-		StartedAt:      unixTime(started),
-		EndedAt:        unixTime(t.EndedAt),
+		StartedAt:      started,
+		EndedAt:        t.EndedAt,
 	}
 	obs.PID = h.checkPID(PIDTarget{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID}, sc)
 	if !t.Terminal {

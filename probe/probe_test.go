@@ -72,14 +72,14 @@ func TestProbe(t *testing.T) {
 		}, state.HealthOrphaned, state.DeliveryPassed, []state.ReasonCode{state.RunHealthOrphaned}},
 		{"supervisor alive", func(t *Target) { t.SupervisorPID = os.Getpid() }, state.HealthRunning, state.DeliveryPassed, nil},
 		{"parent ended", func(t *Target) { t.ParentTerminal = true }, state.HealthOrphaned, state.DeliveryPassed, []state.ReasonCode{state.RunHealthOrphaned}},
-		{"ended but still alive", func(t *Target) { t.Terminal, t.EndedAt = true, secs(now) }, state.HealthOrphaned, state.DeliveryPassed, []state.ReasonCode{state.RunHealthOrphaned}},
+		{"ended but still alive", func(t *Target) { t.Terminal, t.EndedAt = true, now }, state.HealthOrphaned, state.DeliveryPassed, []state.ReasonCode{state.RunHealthOrphaned}},
 		{"ended with a stale lock", func(t *Target) {
 			t.Terminal, t.LockFiles, t.StartTime, t.StartTicks = true, []string{lock}, killedID.StartTime, killedID.StartTicks
 			t.PID = killedID.PID
 		}, state.HealthDegraded, state.DeliveryPassed, []state.ReasonCode{state.RunHealthStaleLock}},
-		{"slow", func(t *Target) { t.StartedAt = secs(now.Add(-2 * time.Hour)) }, state.HealthRunning, state.DeliveryPassed, []state.ReasonCode{state.RunHealthSlow}},
+		{"slow", func(t *Target) { t.StartedAt = now.Add(-2 * time.Hour) }, state.HealthRunning, state.DeliveryPassed, []state.ReasonCode{state.RunHealthSlow}},
 		{"other host", func(t *Target) { t.HostID = "elsewhere"; t.HeartbeatFile = hbIdle }, state.HealthDisconnected, state.DeliveryPassed, []state.ReasonCode{state.RunHealthDisconnected}},
-		{"no pid yet", func(t *Target) { t.PID, t.StartTime, t.StartedAt = 0, 0, secs(now) }, state.HealthRunning, state.DeliveryPassed, []state.ReasonCode{state.RunHealthLivenessUnknown}},
+		{"no pid yet", func(t *Target) { t.PID, t.StartTime, t.StartedAt = 0, unixAt(0), now }, state.HealthRunning, state.DeliveryPassed, []state.ReasonCode{state.RunHealthLivenessUnknown}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			target := entity(liveID)

@@ -72,13 +72,13 @@ func (v Verdict) Text() string {
 // be told from a newcomer, but its observed start still dates the
 // heartbeat that never came and newer_than_start.
 func (h *Host) Judge(ctx context.Context, t Target, th Thresholds, now time.Time) Verdict {
-	if t.StartTime == 0 {
+	if t.StartTime.IsZero() {
 		if id, err := h.Identify(t.PID); err == nil {
 			t.StartedAt = id.StartTime
 		}
 	}
 	r := h.Probe(ctx, t, th, now)
-	ns := state.Normalize("running", "", r.Health, r.Delivery, r.Reasons, float64(now.UnixNano())/1e9)
+	ns := state.Normalize("running", "", r.Health, r.Delivery, r.Reasons, now)
 	return Verdict{
 		State:     ns,
 		Undecided: r.Liveness == Unknown,

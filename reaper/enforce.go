@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"sort"
@@ -53,7 +52,7 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 			continue
 		}
 		rep.Checked++
-		if now.Sub(fromUnix(e.DeadSince)) < grace {
+		if now.Sub(e.DeadSince) < grace {
 			continue
 		}
 		if len(rep.Actions) >= r.maxPerRun() {
@@ -66,7 +65,7 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 			continue
 		}
 		ev := pid.Evidence(now)
-		detail := fmt.Sprintf("%s; first seen dead %s ago", pid.Detail(), now.Sub(fromUnix(e.DeadSince)).Round(time.Second))
+		detail := fmt.Sprintf("%s; first seen dead %s ago", pid.Detail(), now.Sub(e.DeadSince).Round(time.Second))
 		ev.Detail = detail
 		a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: to, Reason: state.SystemHealthProcessDeadNoTerminal, Detail: detail}
 		reason := state.Observed(state.SystemHealthProcessDeadNoTerminal, "process died without recording a terminal state", ev)
@@ -81,8 +80,8 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 // lastActivity is the latest sign of life an entity's row holds: a
 // lifecycle change, a posted heartbeat, its start or registration. A
 // heartbeat file's mtime is read by the probe (see phantom).
-func lastActivity(e store.Entity) float64 {
-	return math.Max(math.Max(e.LifecycleAt, e.HeartbeatAt), math.Max(e.StartedAt, e.CreatedAt))
+func lastActivity(e store.Entity) time.Time {
+	return slices.MaxFunc([]time.Time{e.LifecycleAt, e.HeartbeatAt, e.StartedAt, e.CreatedAt}, time.Time.Compare)
 }
 
 // ReapPhantoms ends the entities whose row says running but whose process
@@ -168,7 +167,7 @@ func (r *Reaper) phantom(ctx context.Context, e store.Entity, parents parentCach
 	if to == "" || (e.Health != state.HealthProcessDead && e.Health != state.HealthOrphaned) {
 		return Action{}, state.StateReason{}, false
 	}
-	quiet := now.Sub(fromUnix(lastActivity(e)))
+	quiet := now.Sub(lastActivity(e))
 	if quiet < r.Settings.PhantomAfter {
 		return Action{}, state.StateReason{}, false
 	}
@@ -193,7 +192,7 @@ func (r *Reaper) phantom(ctx context.Context, e store.Entity, parents parentCach
 		// end-to-end test caught a session aborted one sweep after its
 		// death). The grace counts from the first death seen, as in
 		// EnforceTerminal.
-		if e.DeadSince == 0 || now.Sub(fromUnix(e.DeadSince)) < r.Settings.TerminalGrace {
+		if e.DeadSince.IsZero() || now.Sub(e.DeadSince) < r.Settings.TerminalGrace {
 			return Action{}, state.StateReason{}, false
 		}
 		code = state.SystemReaperPhantomProcessDead

@@ -9,6 +9,7 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 func (f *fixture) probeOne(typ, id string) Probed {
@@ -62,9 +63,9 @@ func TestProbeOneRecordsChangesOnlyAndStartsTheGrace(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	f.clock.Advance(time.Second)
-	diedAt := unix(f.clock.Now())
+	diedAt := f.clock.Now().Truncate(unixtime.Precision) // as the store keeps it
 	p = f.probeOne("session", "s1")
-	if !p.Written || p.Entity.Health != state.HealthProcessDead || p.Entity.DeadSince != diedAt {
+	if !p.Written || p.Entity.Health != state.HealthProcessDead || !p.Entity.DeadSince.Equal(diedAt) {
 		t.Fatalf("after kill: written %v health %s dead_since %v (want %v)", p.Written, p.Entity.Health, p.Entity.DeadSince, diedAt)
 	}
 	if len(p.Entity.Reasons) == 0 || p.Entity.Reasons[0].Code != state.RunHealthProcessDead {
@@ -72,7 +73,7 @@ func TestProbeOneRecordsChangesOnlyAndStartsTheGrace(t *testing.T) {
 	}
 	// A second look keeps the first death time: the grace does not restart.
 	f.clock.Advance(10 * time.Second)
-	if p := f.probeOne("session", "s1"); p.Written || p.Entity.DeadSince != diedAt {
+	if p := f.probeOne("session", "s1"); p.Written || !p.Entity.DeadSince.Equal(diedAt) {
 		t.Fatalf("second probe of the dead process: written %v dead_since %v", p.Written, p.Entity.DeadSince)
 	}
 	if f.auditCount("session", "s1") != rows {

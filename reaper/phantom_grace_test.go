@@ -23,7 +23,7 @@ func TestPhantomWaitsForTerminalGrace(t *testing.T) {
 	}
 	proc.Wait() //nolint:errcheck // killed on purpose
 	f.sweep()
-	if e := f.get("session", "quiet"); e.Health != state.HealthProcessDead || e.DeadSince == 0 {
+	if e := f.get("session", "quiet"); e.Health != state.HealthProcessDead || e.DeadSince.IsZero() {
 		t.Fatalf("after death: health %s dead_since %v", e.Health, e.DeadSince)
 	}
 	if rep := f.reap(); len(rep.Actions) != 0 {

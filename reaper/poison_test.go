@@ -21,9 +21,9 @@ import (
 func (f *fixture) storePoison(id, root string, specs []state.ArtifactSpec) {
 	f.t.Helper()
 	l := "completed"
-	now := unix(f.clock.Now())
+	now := f.clock.Now()
 	e := store.Entity{Type: "session", ID: id, Lifecycle: &l, Terminal: true, HostID: f.r.HostID,
-		ArtifactsRoot: root, Artifacts: specs, StartedAt: now - 60, EndedAt: now}
+		ArtifactsRoot: root, Artifacts: specs, StartedAt: now.Add(-60 * time.Second), EndedAt: now}
 	if _, err := f.st.Register(context.Background(), e, "orchestrator", now); err != nil {
 		f.t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestPoisonContractsDoNotDelayDeath(t *testing.T) {
 	if took := time.Since(t0); took > 3*time.Second {
 		t.Errorf("the sweep took %s", took)
 	}
-	if e := f.get("session", "s1"); e.Health != state.HealthProcessDead || e.DeadSince == 0 {
+	if e := f.get("session", "s1"); e.Health != state.HealthProcessDead || e.DeadSince.IsZero() {
 		t.Fatalf("killed session after the sweep: health %s dead_since %v", e.Health, e.DeadSince)
 	}
 	for id, bound := range map[string]string{
@@ -131,7 +131,7 @@ func TestLivenessBeforeArtifactWork(t *testing.T) {
 	if !errors.Is(err, ErrSweepOverBudget) {
 		t.Fatalf("sweep: %v, want over budget", err)
 	}
-	if e := f.get("session", "z-dead"); e.Health != state.HealthProcessDead || e.DeadSince == 0 {
+	if e := f.get("session", "z-dead"); e.Health != state.HealthProcessDead || e.DeadSince.IsZero() {
 		t.Fatalf("the dead session, listed last, was not judged: %s", e.Health)
 	}
 	passed := func() int {

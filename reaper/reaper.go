@@ -24,6 +24,7 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // Store is the part of the store the reaper reads and writes directly
@@ -32,6 +33,9 @@ type Store interface {
 	List(ctx context.Context, f store.Filter) ([]store.Entity, error)
 	Get(ctx context.Context, typ, id string) (store.Entity, error)
 	RecordObservation(ctx context.Context, typ, id string, o store.Observation) (bool, error)
+	// DaemonHosts is the store's record of which hosts had a daemon sweep
+	// them at or after since (see dropHostsWithDaemons).
+	DaemonHosts(ctx context.Context, since time.Time) (map[string]bool, error)
 }
 
 // Prober probes one entity and re-checks one pid; *probe.Host implements it.
@@ -109,11 +113,14 @@ type sweepCursor struct {
 	valid   bool
 }
 
+// now is the clock at the store's precision (unixtime.Precision), so an
+// observation the reaper keeps in memory (Probed.Entity) reads the same as
+// the row it wrote.
 func (r *Reaper) now() time.Time {
 	if r.Now != nil {
-		return r.Now()
+		return r.Now().Truncate(unixtime.Precision)
 	}
-	return time.Now()
+	return time.Now().Truncate(unixtime.Precision)
 }
 
 func (r *Reaper) log() *zap.Logger {
@@ -121,15 +128,6 @@ func (r *Reaper) log() *zap.Logger {
 		return r.Log
 	}
 	return zap.NewNop()
-}
-
-func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
-
-func fromUnix(f float64) time.Time {
-	if f == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, int64(f*1e9))
 }
 
 // Action is one lifecycle change a job decided on, applied or (dry run)

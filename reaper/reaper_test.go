@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -150,7 +151,7 @@ func TestKilledProcessIsAbortedAfterGraceNotBefore(t *testing.T) {
 	cmd := startSleep(t)
 	f.register(store.Entity{Type: "session", ID: "s1", PID: cmd.Process.Pid})
 	f.sweep()
-	if e := f.get("session", "s1"); e.Health != state.HealthRunning || e.DeadSince != 0 {
+	if e := f.get("session", "s1"); e.Health != state.HealthRunning || !e.DeadSince.IsZero() {
 		t.Fatalf("live process: health %s dead_since %v", e.Health, e.DeadSince)
 	}
 	cmd.Process.Kill()
@@ -158,7 +159,7 @@ func TestKilledProcessIsAbortedAfterGraceNotBefore(t *testing.T) {
 
 	f.sweep()
 	e := f.get("session", "s1")
-	if e.Health != state.HealthProcessDead || e.DeadSince == 0 || len(e.Reasons) == 0 || e.Reasons[0].Code != state.RunHealthProcessDead {
+	if e.Health != state.HealthProcessDead || e.DeadSince.IsZero() || len(e.Reasons) == 0 || e.Reasons[0].Code != state.RunHealthProcessDead {
 		t.Fatalf("after kill: %+v", e)
 	}
 	// Inside the grace: nothing.
@@ -245,7 +246,7 @@ func TestReusedPIDNeverReadsAliveAndIsNeverSignalled(t *testing.T) {
 	var signalled []int
 	f.r.Signal = func(pid, sig int) error { signalled = append(signalled, pid); return nil }
 	// The pid is live, but the recorded start time is another process's.
-	f.register(store.Entity{Type: "session", ID: "s1", PID: live.Process.Pid, PIDStartTime: 1_000_000})
+	f.register(store.Entity{Type: "session", ID: "s1", PID: live.Process.Pid, PIDStartTime: unixAt(1_000_000)})
 	f.sweep()
 	e := f.get("session", "s1")
 	if e.Health != state.HealthProcessDead || e.Reasons[0].Code != state.RunHealthPIDReused {
@@ -281,7 +282,7 @@ func TestUnknownAndStaleHeartbeatNeverEnd(t *testing.T) {
 	if e := f.get("session", "stale"); e.Health != state.HealthStalled {
 		t.Fatalf("stale heartbeat: %s", e.Health)
 	}
-	if e := f.get("session", "nopid"); e.Health != state.HealthUnknown || e.DeadSince != 0 {
+	if e := f.get("session", "nopid"); e.Health != state.HealthUnknown || !e.DeadSince.IsZero() {
 		t.Fatalf("no pid: %s", e.Health)
 	}
 	f.clock.Advance(48 * time.Hour)
@@ -298,7 +299,7 @@ func TestUnknownAndStaleHeartbeatNeverEnd(t *testing.T) {
 		}
 	}
 	// Judged by its heartbeat alone (none): disconnected, never dead.
-	if r := f.get("session", "remote"); r.Health != state.HealthDisconnected || r.DeadSince != 0 {
+	if r := f.get("session", "remote"); r.Health != state.HealthDisconnected || !r.DeadSince.IsZero() {
 		t.Errorf("another host's entity: health %s, dead since %v; want disconnected, never dead", r.Health, r.DeadSince)
 	}
 }
@@ -316,11 +317,11 @@ func TestRemoteEntityJudgedByItsHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.register(store.Entity{Type: "session", ID: "r1", PID: deadPID(t), HostID: "other", HeartbeatFile: hb})
-	if err := f.st.RecordHeartbeat(ctx, "session", "r1", unix(f.clock.Now()), ""); err != nil {
+	if err := f.st.RecordHeartbeat(ctx, "session", "r1", f.clock.Now(), ""); err != nil {
 		t.Fatal(err)
 	}
 	f.sweep()
-	if e := f.get("session", "r1"); e.Health != state.HealthRunning || e.DeadSince != 0 {
+	if e := f.get("session", "r1"); e.Health != state.HealthRunning || !e.DeadSince.IsZero() {
 		t.Fatalf("fresh posted heartbeat: health %s dead since %v, want running", e.Health, e.DeadSince)
 	}
 	f.clock.Advance(time.Hour)
@@ -382,13 +383,13 @@ func TestSweepWritesNothingOnUnchangedHost(t *testing.T) {
 		t.Fatalf("first sweep wrote %d, want 3", rep.Written)
 	}
 	var before int64
-	f.st.DB().QueryRow("SELECT SUM(updated_at) FROM entities").Scan(&before)
+	testenv.SQL(t, f.st.Path()).QueryRow("SELECT SUM(updated_at) FROM entities").Scan(&before)
 	f.clock.Advance(time.Minute) // ages change, findings do not
 	if rep := f.sweep(); rep.Written != 0 || rep.Checked != 3 {
 		t.Fatalf("second sweep over an unchanged host: %+v", rep)
 	}
 	var after int64
-	f.st.DB().QueryRow("SELECT SUM(updated_at) FROM entities").Scan(&after)
+	testenv.SQL(t, f.st.Path()).QueryRow("SELECT SUM(updated_at) FROM entities").Scan(&after)
 	if before != after {
 		t.Error("rows were rewritten")
 	}
@@ -466,7 +467,7 @@ func TestReusedSupervisorPIDIsNotTheSupervisor(t *testing.T) {
 	f := newFixture(t)
 	work, stranger := startSleep(t), startSleep(t)
 	f.register(store.Entity{Type: "session", ID: "w1", PID: work.Process.Pid, SupervisorPID: stranger.Process.Pid})
-	if e := f.get("session", "w1"); e.SupervisorStartTime == 0 {
+	if e := f.get("session", "w1"); e.SupervisorStartTime.IsZero() {
 		t.Fatal("the supervisor's start time was not recorded at registration")
 	}
 	f.sweep()
@@ -474,7 +475,7 @@ func TestReusedSupervisorPIDIsNotTheSupervisor(t *testing.T) {
 		t.Fatalf("with its real supervisor alive: health %s", e.Health)
 	}
 	// The recorded supervisor started long before the process now at its pid.
-	if _, err := f.st.DB().Exec("UPDATE entities SET supervisor_start_time = supervisor_start_time - 1000 WHERE id = 'w1'"); err != nil {
+	if _, err := testenv.SQL(t, f.st.Path()).Exec("UPDATE entities SET supervisor_start_time = supervisor_start_time - 1000 WHERE id = 'w1'"); err != nil {
 		t.Fatal(err)
 	}
 	f.sweep()
@@ -493,7 +494,7 @@ func TestRemoteHostWithItsOwnDaemonIsLeftToIt(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.register(store.Entity{Type: "session", ID: "r1", PID: deadPID(t), HostID: "other"})
-	if err := f.st.MarkDaemon(ctx, "other", unix(f.clock.Now())); err != nil {
+	if err := f.st.MarkDaemon(ctx, "other", f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	f.sweep()
@@ -528,7 +529,7 @@ func TestReRegisterKeepsTheHost(t *testing.T) {
 	if rep := f.enforce(); len(rep.Actions) != 0 {
 		t.Fatalf("this host ended another host's entity after a rename: %+v", rep.Actions)
 	}
-	if e := f.get("session", "r1"); e.DeadSince != 0 {
+	if e := f.get("session", "r1"); !e.DeadSince.IsZero() {
 		t.Errorf("another host's pid was checked here: dead since %v", e.DeadSince)
 	}
 	// Moving it to a host without saying which pid it has there is refused.
@@ -635,7 +636,7 @@ func TestOrchestrationRules(t *testing.T) {
 		}
 	}
 	var audit int
-	f.st.DB().QueryRow("SELECT COUNT(*) FROM transitions WHERE actor = 'reaper'").Scan(&audit)
+	testenv.SQL(t, f.st.Path()).QueryRow("SELECT COUNT(*) FROM transitions WHERE actor = 'reaper'").Scan(&audit)
 	if audit != 0 {
 		t.Fatalf("dry run wrote %d transitions", audit)
 	}
@@ -665,7 +666,7 @@ func TestOrchestrationRules(t *testing.T) {
 		t.Errorf("p3 (dependency fine) became %s", l)
 	}
 	e, _ := f.st.Get(ctx, "team", "t-orphan")
-	if ns := transitions.View(e, 0); ns.Outcome != "closed" || ns.Reasons[0].Code != state.TeamHealthOrphaned {
+	if ns := transitions.View(e, unixAt(0)); ns.Outcome != "closed" || ns.Reasons[0].Code != state.TeamHealthOrphaned {
 		t.Errorf("team view %+v", ns)
 	}
 }
@@ -691,10 +692,10 @@ func TestMaxPerRunBoundsARun(t *testing.T) {
 func TestSchedules(t *testing.T) {
 	f := newFixture(t)
 	now := f.clock.Now()
-	f.register(store.Entity{Type: "schedule", ID: "misfired", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(now.Add(-30 * time.Minute))})
-	f.register(store.Entity{Type: "schedule", ID: "due", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(now.Add(-12 * time.Minute))})
-	f.register(store.Entity{Type: "schedule", ID: "fine", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(now.Add(-5 * time.Minute))})
-	f.register(store.Entity{Type: "schedule", ID: "paused", Lifecycle: ptr("paused"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(now.Add(-5 * time.Hour))})
+	f.register(store.Entity{Type: "schedule", ID: "misfired", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: now.Add(-30 * time.Minute)})
+	f.register(store.Entity{Type: "schedule", ID: "due", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: now.Add(-12 * time.Minute)})
+	f.register(store.Entity{Type: "schedule", ID: "fine", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: now.Add(-5 * time.Minute)})
+	f.register(store.Entity{Type: "schedule", ID: "paused", Lifecycle: ptr("paused"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: now.Add(-5 * time.Hour)})
 	rep, err := f.r.CheckSchedules(context.Background())
 	if err != nil || rep.Checked != 4 {
 		t.Fatalf("%+v %v", rep, err)
@@ -705,7 +706,7 @@ func TestSchedules(t *testing.T) {
 		if e.Health != h {
 			t.Errorf("%s: %s, want %s", id, e.Health, h)
 		}
-		ns := transitions.View(e, 0)
+		ns := transitions.View(e, unixAt(0))
 		if id == "misfired" && (ns.Severity != state.SeverityCritical || ns.Reasons[0].Code != state.ScheduleHealthMisfired) {
 			t.Errorf("misfired view %+v", ns)
 		}
@@ -763,7 +764,7 @@ func TestSweepOverBudgetResumesWhereItStopped(t *testing.T) {
 func TestScheduleResumedIsNotOwedItsPausedFires(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.register(store.Entity{Type: "schedule", ID: "nightly", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: unix(f.clock.Now())})
+	f.register(store.Entity{Type: "schedule", ID: "nightly", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m", ScheduleLastFiredAt: f.clock.Now()})
 	if _, err := f.w.Transition(ctx, transitions.Request{Type: "schedule", ID: "nightly", To: "paused", Actor: transitions.ActorOrchestrator}); err != nil {
 		t.Fatal(err)
 	}

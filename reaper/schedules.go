@@ -24,16 +24,16 @@ func judgeSchedule(e store.Entity, grace time.Duration, now time.Time) (state.He
 		return state.HealthUnknown, nil, fmt.Errorf("schedule %s: cron %q: %w", e.ID, e.ScheduleCron, err)
 	}
 	last := e.ScheduleLastFiredAt
-	if last == 0 {
+	if last.IsZero() {
 		last = e.CreatedAt
 	}
 	// A lifecycle change after registration to enabled is a resume. At
 	// registration LifecycleAt is the registration time and says nothing:
 	// the reported last fire stands, so fires missed before are owed.
-	if e.LifecycleAt > e.CreatedAt {
-		last = max(last, e.LifecycleAt)
+	if e.LifecycleAt.After(e.CreatedAt) && e.LifecycleAt.After(last) {
+		last = e.LifecycleAt
 	}
-	next := sched.Next(fromUnix(last))
+	next := sched.Next(last)
 	if next.After(now) {
 		return state.HealthOK, nil, nil
 	}
@@ -48,10 +48,10 @@ func judgeSchedule(e store.Entity, grace time.Duration, now time.Time) (state.He
 }
 
 func lastFired(e store.Entity) string {
-	if e.ScheduleLastFiredAt == 0 {
+	if e.ScheduleLastFiredAt.IsZero() {
 		return "never"
 	}
-	return fromUnix(e.ScheduleLastFiredAt).UTC().Format(time.RFC3339)
+	return e.ScheduleLastFiredAt.UTC().Format(time.RFC3339)
 }
 
 // CheckSchedules judges every schedule entity of this host (due,
@@ -83,7 +83,7 @@ func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
 		if health == e.Health && state.SameFindings(reasons, e.Reasons) {
 			continue
 		}
-		obs := store.Observation{Health: health, Delivery: e.Delivery, Reasons: reasons, HealthSince: unix(now), DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: unix(now)}
+		obs := store.Observation{Health: health, Delivery: e.Delivery, Reasons: reasons, HealthSince: now, DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: now}
 		if health == e.Health {
 			obs.HealthSince = e.HealthSince
 		}

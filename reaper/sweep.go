@@ -41,7 +41,7 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	// injected clock (r.now) judges ages and may be a test's fake.
 	deadline := time.Now().Add(budget)
 
-	list, err := r.Store.List(ctx, store.Filter{HostID: r.HostID, AlsoRemoteLive: true, OpenOnly: true, EndedSince: unix(start.Add(-r.window()))})
+	list, err := r.Store.List(ctx, store.Filter{HostID: r.HostID, AlsoRemoteLive: true, OpenOnly: true, EndedSince: start.Add(-r.window())})
 	if err != nil {
 		return rep, fmt.Errorf("sweep: %w", err)
 	}
@@ -245,23 +245,23 @@ func (r *Reaper) observe(ctx context.Context, e store.Entity, parentTerminal boo
 
 	obs := store.Observation{
 		Health: res.Health, Delivery: res.Delivery, Reasons: res.Reasons,
-		HealthSince: e.HealthSince, DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: unix(now),
+		HealthSince: e.HealthSince, DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: now,
 	}
-	if res.Health != e.Health || obs.HealthSince == 0 {
-		obs.HealthSince = unix(now)
+	if res.Health != e.Health || obs.HealthSince.IsZero() {
+		obs.HealthSince = now
 	}
 	switch res.Liveness {
 	case probe.Dead:
-		if obs.DeadSince == 0 {
-			obs.DeadSince = unix(now) // the grace counts from here, across restarts
+		if obs.DeadSince.IsZero() {
+			obs.DeadSince = now // the grace counts from here, across restarts
 		}
 	case probe.Alive:
-		obs.DeadSince = 0
+		obs.DeadSince = time.Time{}
 	}
 	// Unknown keeps whatever was recorded: it proves neither.
 
-	if res.Health == e.Health && res.Delivery == e.Delivery && obs.DeadSince == e.DeadSince &&
-		obs.HealthSince == e.HealthSince && state.SameFindings(res.Reasons, e.Reasons) {
+	if res.Health == e.Health && res.Delivery == e.Delivery && obs.DeadSince.Equal(e.DeadSince) &&
+		obs.HealthSince.Equal(e.HealthSince) && state.SameFindings(res.Reasons, e.Reasons) {
 		return res, obs, false
 	}
 	return res, obs, true
@@ -269,7 +269,7 @@ func (r *Reaper) observe(ctx context.Context, e store.Entity, parentTerminal boo
 
 // probed says whether an entity has anything of its own to probe.
 func probed(e store.Entity) bool {
-	return e.PID > 0 || e.HeartbeatFile != "" || e.HeartbeatAt > 0 || len(e.Artifacts) > 0 || len(e.LockFiles) > 0 ||
+	return e.PID > 0 || e.HeartbeatFile != "" || !e.HeartbeatAt.IsZero() || len(e.Artifacts) > 0 || len(e.LockFiles) > 0 ||
 		hasProcess(e)
 }
 
@@ -285,12 +285,6 @@ func target(e store.Entity, parentTerminal bool) probe.Target {
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, SkipArtifacts: !e.Terminal,
 		LockFiles: e.LockFiles,
 	}
-}
-
-// DaemonPresence is the store's record of which hosts have a daemon
-// sweeping them; *store.SQLite implements it.
-type DaemonPresence interface {
-	DaemonHosts(ctx context.Context, since float64) (map[string]bool, error)
 }
 
 // DaemonSeenWithin is how recently a host's daemon must have swept for its
@@ -318,13 +312,10 @@ func (r *Reaper) dropHostsWithDaemons(ctx context.Context, list []store.Entity, 
 	if !remote {
 		return list // the common single-host case: no query
 	}
-	hosts := map[string]bool{} // a store that keeps no presence: no host has a daemon
-	if p, ok := r.Store.(DaemonPresence); ok {
-		var err error
-		if hosts, err = p.DaemonHosts(ctx, unix(now.Add(-DaemonSeenWithin))); err != nil {
-			r.log().Warn("cannot tell which hosts have a daemon; not judging other hosts' entities this sweep", errField(err))
-			hosts = nil
-		}
+	hosts, err := r.Store.DaemonHosts(ctx, now.Add(-DaemonSeenWithin))
+	if err != nil {
+		r.log().Warn("cannot tell which hosts have a daemon; not judging other hosts' entities this sweep", errField(err))
+		hosts = nil
 	}
 	kept := list[:0]
 	for _, e := range list {

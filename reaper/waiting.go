@@ -8,6 +8,7 @@ import (
 
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // OnceAction is one decided lifecycle change of a RunOnce.
@@ -28,13 +29,13 @@ type OnceAction struct {
 // Waiting is an open entity whose process is recorded dead but that a run
 // did not end.
 type Waiting struct {
-	Type      string  `json:"type"`
-	ID        string  `json:"id"`
-	DeadSince float64 `json:"dead_since"`
+	Type      string        `json:"type"`
+	ID        string        `json:"id"`
+	DeadSince unixtime.Time `json:"dead_since"`
 	// EndsAfter is when terminal_grace runs out; in the past when the
 	// grace has run out but the death could not be confirmed now.
-	EndsAfter float64 `json:"ends_after"`
-	Why       string  `json:"why"`
+	EndsAfter unixtime.Time `json:"ends_after"`
+	Why       string        `json:"why"`
 }
 
 // OnceReport is what one RunOnce did (the `watchdog reap --json` body).
@@ -107,11 +108,13 @@ func (r *Reaper) waiting(e store.Entity, start time.Time, truncated bool) (Waiti
 	}
 	grace := r.Settings.TerminalGrace
 	now := r.now()
-	dead := fromUnix(e.DeadSince)
+	dead := e.DeadSince
 	ends := dead.Add(grace)
-	w := Waiting{Type: e.Type, ID: e.ID, DeadSince: e.DeadSince, EndsAfter: unix(ends)}
+	w := Waiting{Type: e.Type, ID: e.ID, DeadSince: unixtime.Of(dead), EndsAfter: unixtime.Of(ends)}
 	switch left := ends.Sub(now); {
-	case e.DeadSince >= unix(start):
+	// The store keeps microseconds: a death recorded at or after start
+	// reads back no earlier than start truncated to them.
+	case !dead.Before(start.Truncate(unixtime.Precision)):
 		w.Why = fmt.Sprintf("process first seen dead by this run: terminal_grace %s starts now, a later reap (or the daemon) ends it", grace)
 	case left > 0:
 		w.Why = fmt.Sprintf("process dead for %s, within terminal_grace %s: a later reap (or the daemon) ends it in %s",
@@ -130,7 +133,7 @@ func (r *Reaper) waiting(e store.Entity, start time.Time, truncated bool) (Waiti
 // grace has run out, "" when e is not recorded dead or has no terminal
 // to reach: the one test of both enforcement and the waiting list.
 func enforceTarget(e store.Entity) string {
-	if e.DeadSince == 0 || e.Terminal {
+	if e.DeadSince.IsZero() || e.Terminal {
 		return ""
 	}
 	return deadTargetFrom(e)

@@ -9,6 +9,7 @@ import (
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 	"watchdog/wire"
 )
 
@@ -24,18 +25,17 @@ func (p plan) outcome(out transitions.ExitOutcome, end childEnd, started time.Ti
 	if end.timedOut {
 		detail = fmt.Sprintf("timed out after %s (%s)", end.elapsed.Round(time.Millisecond), detail)
 	}
-	at := float64(now.UnixNano()) / 1e9
-	ev := []state.EvidenceRef{{Kind: state.EvidenceToolResult, ID: fmt.Sprintf("pid %d", p.reg.PID), Detail: detail, FetchedAt: &at}}
+	ev := []state.EvidenceRef{{Kind: state.EvidenceToolResult, ID: fmt.Sprintf("pid %d", p.reg.PID), Detail: detail, FetchedAt: unixtime.Of(now)}}
 	to, code, msg := out.To, out.Reason, detail
 	if len(p.specs) > 0 {
 		// The child has ended and the runner holds nothing else: the
 		// check's own bounds are the only ones it needs.
-		res := probe.CheckArtifacts(context.Background(), p.root, p.specs, float64(started.UnixNano())/1e9)
+		res := probe.CheckArtifacts(context.Background(), p.root, p.specs, started)
 		for _, c := range res.Failing() {
 			ev = append(ev, c.Evidence(now))
 		}
 		if res.Stopped != "" {
-			ev = append(ev, state.EvidenceRef{Kind: state.EvidenceArtifact, Path: res.Root, Detail: "artifact check stopped: " + res.Stopped, FetchedAt: &at})
+			ev = append(ev, state.EvidenceRef{Kind: state.EvidenceArtifact, Path: res.Root, Detail: "artifact check stopped: " + res.Stopped, FetchedAt: unixtime.Of(now)})
 		}
 		if out.To == "completed" && res.Delivery != state.DeliveryPassed {
 			to, code = "failed", state.RunFailedArtifactContract

@@ -12,6 +12,7 @@ import (
 	"watchdog/reaper"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 	"watchdog/wire"
 )
 
@@ -126,10 +127,10 @@ func (s RemoteSink) Register(ctx context.Context, r wire.Register, from string) 
 	r.HostID = s.host.HostID()
 	r.BootID, _ = s.host.BootID()
 	if st, _, err := s.host.StartOf(r.PID); err == nil {
-		r.PIDStartTime = st
+		r.PIDStartTime = unixtime.Of(st)
 	}
 	if st, _, err := s.host.StartOf(os.Getpid()); err == nil {
-		r.SupervisorStartTime = st
+		r.SupervisorStartTime = unixtime.Of(st)
 	}
 	if _, _, err := s.c.Register(ctx, r); err != nil || from == "" {
 		return err

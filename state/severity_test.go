@@ -116,14 +116,14 @@ func TestNormalizePerTypeTerminals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := Normalize(tt.lifecycle, tt.outcome, tt.health, tt.delivery, nil, 100)
+			s := Normalize(tt.lifecycle, tt.outcome, tt.health, tt.delivery, nil, unixAt(100))
 			if s.Severity != tt.wantSev || s.Tone != tt.wantTone || s.Delivery != tt.wantDelivery {
 				t.Errorf("got %s/%s delivery %s, want %s/%s delivery %s", s.Severity, s.Tone, s.Delivery, tt.wantSev, tt.wantTone, tt.wantDelivery)
 			}
 			if got := DisplayChain(s, ""); got != tt.wantDisplayChain {
 				t.Errorf("display %q, want %q", got, tt.wantDisplayChain)
 			}
-			if s.PolicyVersion != "v1" || s.Source != "backend" || s.EvaluatedAt != 100 || s.Reasons == nil {
+			if s.PolicyVersion != "v1" || s.Source != "backend" || !s.EvaluatedAt.Equal(unixAt(100)) || s.Reasons == nil {
 				t.Errorf("stamps: %+v", s)
 			}
 		})
@@ -138,14 +138,14 @@ func TestDisplayChainSeedExamples(t *testing.T) {
 	}{
 		// "Failed + Healthy" becomes "Failed · Infra OK": a failure whose
 		// infrastructure was fine is an error, not a crash.
-		{Normalize("failed", "failed", HealthOK, DeliveryPassed, nil, 0), "trace", "Failed · Infra OK · Trace present"},
-		{Normalize("running", "", HealthRunning, DeliveryInvalid, nil, 0), "passwd.txt", "Running · Alive · passwd.txt invalid"},
-		{Normalize("running", "", HealthRunning, DeliveryPassed, nil, 0), "*.json", "Running · Alive · *.json present"},
-		{Normalize("running", "", HealthStalled, DeliveryMissing, nil, 0), "", "Running · Stalled · Artifacts missing"},
+		{Normalize("failed", "failed", HealthOK, DeliveryPassed, nil, unixAt(0)), "trace", "Failed · Infra OK · Trace present"},
+		{Normalize("running", "", HealthRunning, DeliveryInvalid, nil, unixAt(0)), "passwd.txt", "Running · Alive · passwd.txt invalid"},
+		{Normalize("running", "", HealthRunning, DeliveryPassed, nil, unixAt(0)), "*.json", "Running · Alive · *.json present"},
+		{Normalize("running", "", HealthStalled, DeliveryMissing, nil, unixAt(0)), "", "Running · Stalled · Artifacts missing"},
 		// The seed shows "Completed · Artifact contract passed"; SPEC §2
 		// (which wins) omits passed delivery on a terminal success.
-		{Normalize("completed", "completed", HealthOK, DeliveryPassed, nil, 0), "", "Completed"},
-		{Normalize("timed_out", "timed_out", HealthOK, DeliveryMissing, nil, 0), "review.md", "Timed out · No review.md produced"},
+		{Normalize("completed", "completed", HealthOK, DeliveryPassed, nil, unixAt(0)), "", "Completed"},
+		{Normalize("timed_out", "timed_out", HealthOK, DeliveryMissing, nil, unixAt(0)), "review.md", "Timed out · No review.md produced"},
 	}
 	for _, tt := range tests {
 		if got := DisplayChain(tt.state, tt.subject); got != tt.want {
@@ -174,7 +174,7 @@ func TestDisplayChainOmissions(t *testing.T) {
 		{"queued", "", HealthOK, DeliveryNotExpected, "Queued · Infra OK"},
 	}
 	for _, tt := range tests {
-		s := Normalize(tt.lifecycle, tt.outcome, tt.health, tt.delivery, nil, 0)
+		s := Normalize(tt.lifecycle, tt.outcome, tt.health, tt.delivery, nil, unixAt(0))
 		if got := DisplayChain(s, ""); got != tt.want {
 			t.Errorf("%s/%s/%s: %q, want %q", tt.outcome, tt.health, tt.delivery, got, tt.want)
 		}
@@ -182,7 +182,7 @@ func TestDisplayChainOmissions(t *testing.T) {
 }
 
 func ExampleDisplayChain() {
-	s := Normalize("running", "", HealthStalled, DeliveryMissing, nil, 0)
+	s := Normalize("running", "", HealthStalled, DeliveryMissing, nil, unixAt(0))
 	fmt.Println(s.Severity, s.Tone, DisplayChain(s, ""))
 	// Output: critical danger Running · Stalled · Artifacts missing
 }

@@ -6,7 +6,12 @@
 // Everything here is pure: no I/O, no clock. Callers pass the time in.
 package state
 
-import "slices"
+import (
+	"slices"
+	"time"
+
+	"watchdog/unixtime"
+)
 
 // Health says whether an entity's runtime (its process) is okay.
 type Health string
@@ -141,19 +146,19 @@ func ValidEvidenceKind(k string) bool {
 
 // EvidenceRef points at the proof behind a reason (ADR-0033).
 type EvidenceRef struct {
-	Kind        string   `json:"kind"`
-	ID          string   `json:"id,omitempty"`
-	SessionID   string   `json:"session_id,omitempty"`
-	MessageID   string   `json:"message_id,omitempty"`
-	ToolCallID  string   `json:"tool_call_id,omitempty"`
-	ArtifactID  string   `json:"artifact_id,omitempty"`
-	Path        string   `json:"path,omitempty"`
-	URL         string   `json:"url,omitempty"`
-	Repo        string   `json:"repo,omitempty"`
-	CommitSHA   string   `json:"commit_sha,omitempty"`
-	ContentHash string   `json:"content_hash,omitempty"`
-	FetchedAt   *float64 `json:"fetched_at,omitempty"`
-	Detail      string   `json:"detail,omitempty"`
+	Kind        string        `json:"kind"`
+	ID          string        `json:"id,omitempty"`
+	SessionID   string        `json:"session_id,omitempty"`
+	MessageID   string        `json:"message_id,omitempty"`
+	ToolCallID  string        `json:"tool_call_id,omitempty"`
+	ArtifactID  string        `json:"artifact_id,omitempty"`
+	Path        string        `json:"path,omitempty"`
+	URL         string        `json:"url,omitempty"`
+	Repo        string        `json:"repo,omitempty"`
+	CommitSHA   string        `json:"commit_sha,omitempty"`
+	ContentHash string        `json:"content_hash,omitempty"`
+	FetchedAt   unixtime.Time `json:"fetched_at,omitzero"`
+	Detail      string        `json:"detail,omitempty"`
 }
 
 // Claim statuses of a StateReason.
@@ -201,7 +206,7 @@ type NormalizedState struct {
 	Severity      Severity      `json:"severity"`
 	Tone          Tone          `json:"tone"`
 	Reasons       []StateReason `json:"reasons"`
-	EvaluatedAt   float64       `json:"evaluated_at"`
+	EvaluatedAt   unixtime.Time `json:"evaluated_at"`
 	PolicyVersion string        `json:"policy_version"`
 	Source        string        `json:"source"`
 }
@@ -219,13 +224,13 @@ func (s NormalizedState) Legacy() bool { return s.Lifecycle == LifecycleLegacy }
 // (workflow) is partial delivery, so it reads as a warning and never as
 // success; a `partial_failed` turn is a failure whose partial text is
 // evidence, so it carries partial delivery and ranks as failed.
-func Normalize(lifecycle, outcome string, health Health, delivery Delivery, reasons []StateReason, evaluatedAt float64) NormalizedState {
+func Normalize(lifecycle, outcome string, health Health, delivery Delivery, reasons []StateReason, evaluatedAt time.Time) NormalizedState {
 	if reasons == nil {
 		reasons = []StateReason{}
 	}
 	s := NormalizedState{
 		Lifecycle: lifecycle, Outcome: outcome, Health: health, Delivery: delivery,
-		Reasons: reasons, EvaluatedAt: evaluatedAt,
+		Reasons: reasons, EvaluatedAt: unixtime.Of(evaluatedAt),
 		PolicyVersion: PolicyVersion, Source: SourceBackend,
 	}
 	if lifecycle == LifecycleLegacy {

@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"watchdog/state"
+	"watchdog/unixtime"
 )
 
 // Dismissal is one row of attention_dismissals (ADR-0030 §2): an
@@ -32,15 +34,15 @@ type Dismissal struct {
 	// StatusAtDismissal is the entity's lifecycle when it was dismissed,
 	// compared with the current one when ClearOnStatusChange is set.
 	StatusAtDismissal string
-	// SnoozedUntil is Unix seconds; 0 means a permanent dismissal (until
-	// the status changes, or forever without ClearOnStatusChange).
-	SnoozedUntil float64
-	DismissedAt  float64
+	// SnoozedUntil is the snooze's end; zero means a permanent dismissal
+	// (until the status changes, or forever without ClearOnStatusChange).
+	SnoozedUntil time.Time
+	DismissedAt  time.Time
 	DismissedBy  string
 	// ClearOnStatusChange makes a status change show the item again.
 	ClearOnStatusChange bool
 	// CreatedAt is when the fingerprint was first dismissed; upserts keep it.
-	CreatedAt float64
+	CreatedAt time.Time
 }
 
 // UpsertDismissal inserts or replaces the dismissal of d.Fingerprint. A
@@ -62,7 +64,7 @@ func (s *SQLite) UpsertDismissal(ctx context.Context, d Dismissal) error {
 	if d.DismissedBy == "" {
 		d.DismissedBy = "operator"
 	}
-	if d.CreatedAt == 0 {
+	if d.CreatedAt.IsZero() {
 		d.CreatedAt = d.DismissedAt
 	}
 	err := s.writeTx(ctx, func() error {
@@ -78,8 +80,8 @@ func (s *SQLite) UpsertDismissal(ctx context.Context, d Dismissal) error {
 			return err
 		}
 		_, err = st.ExecContext(ctx, d.ID, d.Fingerprint, d.EntityType, d.EntityID,
-			d.ReasonCode, d.StatusAtDismissal, nullFloat(d.SnoozedUntil), d.DismissedAt, d.DismissedBy,
-			d.ClearOnStatusChange, d.CreatedAt)
+			d.ReasonCode, d.StatusAtDismissal, unixArg(d.SnoozedUntil), unixtime.Seconds(d.DismissedAt), d.DismissedBy,
+			d.ClearOnStatusChange, unixtime.Seconds(d.CreatedAt))
 		return err
 	})
 	if err != nil {
@@ -117,12 +119,10 @@ func (s *SQLite) Dismissals(ctx context.Context) (map[string]Dismissal, error) {
 	out := map[string]Dismissal{}
 	for rows.Next() {
 		var d Dismissal
-		var until sql.NullFloat64
 		if err := rows.Scan(&d.ID, &d.Fingerprint, &d.EntityType, &d.EntityID, &d.ReasonCode, &d.StatusAtDismissal,
-			&until, &d.DismissedAt, &d.DismissedBy, &d.ClearOnStatusChange, &d.CreatedAt); err != nil {
+			unixCol{&d.SnoozedUntil}, unixCol{&d.DismissedAt}, &d.DismissedBy, &d.ClearOnStatusChange, unixCol{&d.CreatedAt}); err != nil {
 			return nil, fmt.Errorf("read dismissals: %w", err)
 		}
-		d.SnoozedUntil = until.Float64
 		out[d.Fingerprint] = d
 	}
 	if err := rows.Err(); err != nil {
@@ -140,7 +140,7 @@ func (s *SQLite) Dismissals(ctx context.Context) (map[string]Dismissal, error) {
 //
 // Vacuum is housekeeping only: the read path already ignores these rows,
 // so running it late (or never) changes what the queue shows not at all.
-func (s *SQLite) VacuumDismissals(ctx context.Context, now float64) (int, error) {
+func (s *SQLite) VacuumDismissals(ctx context.Context, now time.Time) (int, error) {
 	var n int64
 	err := s.writeTx(ctx, func() error {
 		res, err := s.db.ExecContext(ctx, `DELETE FROM attention_dismissals
@@ -149,7 +149,7 @@ func (s *SQLite) VacuumDismissals(ctx context.Context, now float64) (int, error)
 			                   WHERE e.type = attention_dismissals.entity_type AND e.id = attention_dismissals.entity_id)
 			   OR (clear_on_status_change = 1 AND EXISTS (SELECT 1 FROM entities e
 			                   WHERE e.type = attention_dismissals.entity_type AND e.id = attention_dismissals.entity_id
-			                     AND e.lifecycle IS NOT attention_dismissals.status_at_dismissal))`, now)
+			                     AND e.lifecycle IS NOT attention_dismissals.status_at_dismissal))`, unixtime.Seconds(now))
 		if err != nil {
 			return err
 		}
@@ -170,18 +170,21 @@ const attentionColumns = `type, id, label, lifecycle, terminal, transition_reaso
 	health_since, ended_at, lifecycle_at, created_at, updated_at`
 
 // AttentionCandidates reads every entity that may have attention items at
-// a time whose failure window starts at since: non-legacy entities that
-// are open, or ended at or after since. Only the fields the queue reads
+// a time whose failure window starts at since (attention.Since): non-legacy
+// entities that are open, or got to their end at or after since (ended_at,
+// else lifecycle_at, else updated_at: attention.AgedOut's rule). Only the fields the queue reads
 // are filled (those of attentionColumns); the registered fields (pid,
 // artifacts, parent, ...) are left zero, so these entities are for the
 // attention queue only.
-func (s *SQLite) AttentionCandidates(ctx context.Context, since float64) ([]Entity, error) {
+func (s *SQLite) AttentionCandidates(ctx context.Context, since time.Time) ([]Entity, error) {
+	// The failure window is attention.AgedOut's rule, with its cut-off
+	// (attention.Since) as the parameter; SummaryGroups applies the same.
 	st, err := s.prepared(ctx, "SELECT "+attentionColumns+` FROM entities
-		WHERE lifecycle IS NOT NULL AND (terminal = 0 OR ended_at >= ?)`)
+		WHERE lifecycle IS NOT NULL AND (terminal = 0 OR COALESCE(ended_at, lifecycle_at, updated_at) >= ?)`)
 	if err != nil {
 		return nil, fmt.Errorf("read attention candidates: %w", err)
 	}
-	rows, err := st.QueryContext(ctx, since)
+	rows, err := st.QueryContext(ctx, unixtime.Seconds(since))
 	if err != nil {
 		return nil, fmt.Errorf("read attention candidates: %w", err)
 	}
@@ -189,14 +192,13 @@ func (s *SQLite) AttentionCandidates(ctx context.Context, since float64) ([]Enti
 	var out []Entity
 	for rows.Next() {
 		var (
-			e                                 Entity
-			lifecycle, transitionReason       sql.NullString
-			health, delivery                  string
-			reasons                           []byte
-			healthSince, endedAt, lifecycleAt sql.NullFloat64
+			e                           Entity
+			lifecycle, transitionReason sql.NullString
+			health, delivery            string
+			reasons                     []byte
 		)
 		if err := rows.Scan(&e.Type, &e.ID, &e.Label, &lifecycle, &e.Terminal, &transitionReason, &health, &delivery, &reasons,
-			&healthSince, &endedAt, &lifecycleAt, &e.CreatedAt, &e.UpdatedAt); err != nil {
+			unixCol{&e.HealthSince}, unixCol{&e.EndedAt}, unixCol{&e.LifecycleAt}, unixCol{&e.CreatedAt}, unixCol{&e.UpdatedAt}); err != nil {
 			return nil, fmt.Errorf("read attention candidates: %w", err)
 		}
 		if lifecycle.Valid {
@@ -204,7 +206,6 @@ func (s *SQLite) AttentionCandidates(ctx context.Context, since float64) ([]Enti
 			e.Lifecycle = &l
 		}
 		e.Health, e.Delivery = state.Health(health), state.Delivery(delivery)
-		e.HealthSince, e.EndedAt, e.LifecycleAt = healthSince.Float64, endedAt.Float64, lifecycleAt.Float64
 		if transitionReason.Valid && transitionReason.String != "" {
 			var r state.StateReason
 			if err := json.Unmarshal([]byte(transitionReason.String), &r); err != nil {

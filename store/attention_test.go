@@ -15,7 +15,7 @@ import (
 // store's own Register.
 func registerAt(t *testing.T, s *SQLite, typ, id string, lifecycle *string) {
 	t.Helper()
-	if _, err := s.Register(context.Background(), Entity{Type: typ, ID: id, Lifecycle: lifecycle}, "orchestrator", 100); err != nil {
+	if _, err := s.Register(context.Background(), Entity{Type: typ, ID: id, Lifecycle: lifecycle}, "orchestrator", unixAt(100)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -25,7 +25,7 @@ func registerAt(t *testing.T, s *SQLite, typ, id string, lifecycle *string) {
 func moveTo(t *testing.T, s *SQLite, typ, id, to string, terminal bool, reason *state.StateReason) {
 	t.Helper()
 	_, _, err := s.ApplyTransition(context.Background(), typ, id, func(Entity) (Change, error) {
-		return Change{To: to, Terminal: terminal, Reason: reason, Actor: "orchestrator", At: 200}, nil
+		return Change{To: to, Terminal: terminal, Reason: reason, Actor: "orchestrator", At: unixAt(200)}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -38,8 +38,8 @@ func TestUpsertDismissalKeepsIdentity(t *testing.T) {
 	registerAt(t, s, "session", "s-1", strp("running"))
 	d := Dismissal{
 		Fingerprint: "session:s-1:run.health.stalled", EntityType: "session", EntityID: "s-1",
-		ReasonCode: "run.health.stalled", StatusAtDismissal: "running", SnoozedUntil: 500,
-		DismissedAt: 300, ClearOnStatusChange: true,
+		ReasonCode: "run.health.stalled", StatusAtDismissal: "running", SnoozedUntil: unixAt(500),
+		DismissedAt: unixAt(300), ClearOnStatusChange: true,
 	}
 	if err := s.UpsertDismissal(ctx, d); err != nil {
 		t.Fatal(err)
@@ -49,13 +49,13 @@ func TestUpsertDismissalKeepsIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := first[d.Fingerprint]
-	if !strings.HasPrefix(got.ID, "dsm_") || got.CreatedAt != 300 || got.DismissedBy != "operator" || got.SnoozedUntil != 500 || !got.ClearOnStatusChange {
+	if !strings.HasPrefix(got.ID, "dsm_") || !got.CreatedAt.Equal(unixAt(300)) || got.DismissedBy != "operator" || !got.SnoozedUntil.Equal(unixAt(500)) || !got.ClearOnStatusChange {
 		t.Fatalf("first upsert: %+v", got)
 	}
 
 	// Re-dismissing the same fingerprint updates the row in place: a
 	// permanent dismissal now, no status clearing, same id and created_at.
-	d.SnoozedUntil, d.DismissedAt, d.ClearOnStatusChange, d.DismissedBy = 0, 400, false, "alice"
+	d.SnoozedUntil, d.DismissedAt, d.ClearOnStatusChange, d.DismissedBy = unixAt(0), unixAt(400), false, "alice"
 	if err := s.UpsertDismissal(ctx, d); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestUpsertDismissalKeepsIdentity(t *testing.T) {
 		t.Fatalf("%d rows after re-dismissing one fingerprint", len(second))
 	}
 	want := got
-	want.SnoozedUntil, want.DismissedAt, want.ClearOnStatusChange, want.DismissedBy = 0, 400, false, "alice"
+	want.SnoozedUntil, want.DismissedAt, want.ClearOnStatusChange, want.DismissedBy = unixAt(0), unixAt(400), false, "alice"
 	if !reflect.DeepEqual(second[d.Fingerprint], want) {
 		t.Errorf("after re-dismiss:\n got %+v\nwant %+v", second[d.Fingerprint], want)
 	}
@@ -107,7 +107,7 @@ func TestVacuumDismissals(t *testing.T) {
 		t.Helper()
 		fp := "session:" + id + ":" + code
 		if err := s.UpsertDismissal(ctx, Dismissal{Fingerprint: fp, EntityType: "session", EntityID: id,
-			ReasonCode: code, StatusAtDismissal: status, SnoozedUntil: until, DismissedAt: 150, ClearOnStatusChange: clear}); err != nil {
+			ReasonCode: code, StatusAtDismissal: status, SnoozedUntil: unixAt(until), DismissedAt: unixAt(150), ClearOnStatusChange: clear}); err != nil {
 			t.Fatal(err)
 		}
 		return fp
@@ -125,7 +125,7 @@ func TestVacuumDismissals(t *testing.T) {
 		add("changed", "run.health.idle", "running", 0, true),        // running -> failed
 		add("gone", "run.health.idle", "running", 0, false),          // entity does not exist
 	}
-	n, err := s.VacuumDismissals(ctx, now)
+	n, err := s.VacuumDismissals(ctx, unixAt(now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestVacuumDismissals(t *testing.T) {
 		t.Errorf("left after vacuum:\n got %v\nwant %v", got, keep)
 	}
 	// Idempotent.
-	if n, err := s.VacuumDismissals(ctx, now); err != nil || n != 0 {
+	if n, err := s.VacuumDismissals(ctx, unixAt(now)); err != nil || n != 0 {
 		t.Errorf("second vacuum: %d, %v", n, err)
 	}
 }
@@ -169,7 +169,7 @@ func TestSummaryGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := s.RecordObservation(ctx, "session", id, Observation{
-			Health: state.HealthStalled, Delivery: state.DeliveryMissing, SeenSeq: cur.LastSeq, At: 300,
+			Health: state.HealthStalled, Delivery: state.DeliveryMissing, SeenSeq: cur.LastSeq, At: unixAt(300),
 			Reasons: []state.StateReason{
 				state.Observed(state.RunHealthStalled, strings.Repeat("no heartbeat ", i+1)),
 				state.Observed(state.RunDeliveryMissing, "review.md absent"),
@@ -183,7 +183,7 @@ func TestSummaryGroups(t *testing.T) {
 	// last moved at registration, 100 (outside; their outcome-less state
 	// never ages out anyway).
 	var got []string
-	err := s.SummaryGroups(ctx, 150, func(g SummaryGroup) {
+	err := s.SummaryGroups(ctx, unixAt(150), func(g SummaryGroup) {
 		got = append(got, fmt.Sprintf("%s/%s legacy=%v %s/%s recent=%v t=%s r=%v n=%d",
 			g.Type, g.Lifecycle, g.Legacy, g.Health, g.Delivery, g.Recent, g.TransitionCode, g.ReasonCodes, g.Count))
 	})
@@ -209,11 +209,11 @@ func TestDismissedSummaries(t *testing.T) {
 	moveTo(t, s, "session", "s-1", "failed", true, &state.StateReason{Code: state.RunFailedExitNonzero})
 	for _, id := range []string{"s-1", "gone"} {
 		if err := s.UpsertDismissal(ctx, Dismissal{Fingerprint: "session:" + id + ":run.failed.exit_nonzero", EntityType: "session", EntityID: id,
-			ReasonCode: "run.failed.exit_nonzero", StatusAtDismissal: "failed", SnoozedUntil: 900, DismissedAt: 250, ClearOnStatusChange: true}); err != nil {
+			ReasonCode: "run.failed.exit_nonzero", StatusAtDismissal: "failed", SnoozedUntil: unixAt(900), DismissedAt: unixAt(250), ClearOnStatusChange: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.DismissedSummaries(ctx, 150)
+	got, err := s.DismissedSummaries(ctx, unixAt(150))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestDismissedSummaries(t *testing.T) {
 		t.Fatalf("%d dismissed summaries, want the one whose entity exists: %+v", len(got), got)
 	}
 	d, e := got[0].Dismissal, got[0].Entity
-	if d.EntityID != "s-1" || d.SnoozedUntil != 900 || !d.ClearOnStatusChange || d.StatusAtDismissal != "failed" ||
+	if d.EntityID != "s-1" || !d.SnoozedUntil.Equal(unixAt(900)) || !d.ClearOnStatusChange || d.StatusAtDismissal != "failed" ||
 		e.Type != "session" || e.Lifecycle != "failed" || !e.Recent || e.TransitionCode != state.RunFailedExitNonzero || e.Count != 1 || len(e.ReasonCodes) != 0 {
 		t.Errorf("dismissed summary: %+v", got[0])
 	}
@@ -234,13 +234,13 @@ func TestAttentionQueriesOnClosedStore(t *testing.T) {
 	if _, err := s.Dismissals(ctx); err == nil || !strings.Contains(err.Error(), "read dismissals") {
 		t.Errorf("Dismissals on a closed store: %v", err)
 	}
-	if err := s.SummaryGroups(ctx, 0, func(SummaryGroup) {}); err == nil || !strings.Contains(err.Error(), "summarize entities") {
+	if err := s.SummaryGroups(ctx, unixAt(0), func(SummaryGroup) {}); err == nil || !strings.Contains(err.Error(), "summarize entities") {
 		t.Errorf("SummaryGroups on a closed store: %v", err)
 	}
-	if _, err := s.DismissedSummaries(ctx, 0); err == nil || !strings.Contains(err.Error(), "read dismissed entities") {
+	if _, err := s.DismissedSummaries(ctx, unixAt(0)); err == nil || !strings.Contains(err.Error(), "read dismissed entities") {
 		t.Errorf("DismissedSummaries on a closed store: %v", err)
 	}
-	if _, err := s.VacuumDismissals(ctx, 1); err == nil || !strings.Contains(err.Error(), "vacuum dismissals") {
+	if _, err := s.VacuumDismissals(ctx, unixAt(1)); err == nil || !strings.Contains(err.Error(), "vacuum dismissals") {
 		t.Errorf("VacuumDismissals on a closed store: %v", err)
 	}
 }
@@ -253,12 +253,12 @@ func TestAttentionCandidates(t *testing.T) {
 	registerAt(t, s, "session", "old", nil)
 	moveTo(t, s, "session", "ended", "failed", true, &state.StateReason{Code: state.RunFailedExitNonzero, Message: "exit 3",
 		Evidence: []state.EvidenceRef{{Kind: "tool_result", Detail: "exit code 3"}}})
-	if _, err := s.Register(ctx, Entity{Type: "session", ID: "open", Label: "the open one", PID: 42}, "orchestrator", 150); err != nil {
+	if _, err := s.Register(ctx, Entity{Type: "session", ID: "open", Label: "the open one", PID: 42}, "orchestrator", unixAt(150)); err != nil {
 		t.Fatal(err)
 	}
 	ids := func(since float64) map[string]Entity {
 		t.Helper()
-		list, err := s.AttentionCandidates(ctx, since)
+		list, err := s.AttentionCandidates(ctx, unixAt(since))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,11 +274,11 @@ func TestAttentionCandidates(t *testing.T) {
 	}
 	ended := got["ended"]
 	if ended.TransitionReason == nil || ended.TransitionReason.Message != "exit 3" || len(ended.TransitionReason.Evidence) != 1 ||
-		ended.EndedAt != 200 || ended.LifecycleAt != 200 || ended.CreatedAt != 100 || !ended.Terminal || *ended.Lifecycle != "failed" {
+		!ended.EndedAt.Equal(unixAt(200)) || !ended.LifecycleAt.Equal(unixAt(200)) || !ended.CreatedAt.Equal(unixAt(100)) || !ended.Terminal || *ended.Lifecycle != "failed" {
 		t.Errorf("ended: %+v", ended)
 	}
 	open := got["open"]
-	if open.Label != "the open one" || open.PID != 0 || open.UpdatedAt != 150 || open.Reasons == nil {
+	if open.Label != "the open one" || open.PID != 0 || !open.UpdatedAt.Equal(unixAt(150)) || open.Reasons == nil {
 		t.Errorf("open (only the queue's fields are read): %+v", open)
 	}
 	if got := ids(201); len(got) != 1 || got["open"].ID != "open" {

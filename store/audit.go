@@ -50,7 +50,7 @@ func (s *SQLite) queryAudit(ctx context.Context, typ, id, query string, args ...
 		var r AuditRow
 		var from sql.NullString
 		var evidence string
-		if err := rows.Scan(&r.Seq, &r.EntityType, &r.EntityID, &from, &r.To, &r.ReasonCode, &r.Message, &evidence, &r.Actor, &r.Trigger, &r.At); err != nil {
+		if err := rows.Scan(&r.Seq, &r.EntityType, &r.EntityID, &from, &r.To, &r.ReasonCode, &r.Message, &evidence, &r.Actor, &r.Trigger, unixCol{&r.At}); err != nil {
 			return nil, fmt.Errorf("read transitions of %s/%s: %w", typ, id, err)
 		}
 		if from.Valid {

@@ -12,7 +12,7 @@ func TestTransitionPages(t *testing.T) {
 	s, _ := openTest(t)
 	ctx := context.Background()
 	for _, id := range []string{"a1", "other"} {
-		if _, err := s.Register(ctx, Entity{Type: "agent", ID: id, Lifecycle: strp("idle")}, "orchestrator", 1); err != nil {
+		if _, err := s.Register(ctx, Entity{Type: "agent", ID: id, Lifecycle: strp("idle")}, "orchestrator", unixAt(1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -23,7 +23,7 @@ func TestTransitionPages(t *testing.T) {
 			if cur.LifecycleOr("") == "busy" {
 				to = "idle"
 			}
-			return Change{To: to, Actor: "orchestrator", At: 2}, nil
+			return Change{To: to, Actor: "orchestrator", At: unixAt(2)}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}

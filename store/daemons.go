@@ -3,13 +3,16 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"watchdog/unixtime"
 )
 
 // MarkDaemon records that a daemon of hostID swept at at (an upsert).
-func (s *SQLite) MarkDaemon(ctx context.Context, hostID string, at float64) error {
+func (s *SQLite) MarkDaemon(ctx context.Context, hostID string, at time.Time) error {
 	err := s.writeTx(ctx, func() error {
 		_, err := s.db.ExecContext(ctx, `INSERT INTO daemons (host_id, seen_at) VALUES (?, ?)
-			ON CONFLICT (host_id) DO UPDATE SET seen_at = max(seen_at, excluded.seen_at)`, hostID, at)
+			ON CONFLICT (host_id) DO UPDATE SET seen_at = max(seen_at, excluded.seen_at)`, hostID, unixtime.Seconds(at))
 		return err
 	})
 	if err != nil {
@@ -19,8 +22,8 @@ func (s *SQLite) MarkDaemon(ctx context.Context, hostID string, at float64) erro
 }
 
 // DaemonHosts returns the hosts whose daemon was seen at or after since.
-func (s *SQLite) DaemonHosts(ctx context.Context, since float64) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT host_id FROM daemons WHERE seen_at >= ?", since)
+func (s *SQLite) DaemonHosts(ctx context.Context, since time.Time) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT host_id FROM daemons WHERE seen_at >= ?", unixtime.Seconds(since))
 	if err != nil {
 		return nil, fmt.Errorf("list daemons: %w", err)
 	}

@@ -7,13 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"watchdog/state"
+	"watchdog/unixtime"
 )
 
 // Entity is one stored row: the registered fields, the persisted dimensions
-// (lifecycle, health, delivery, reasons) and timestamps. Zero numbers mean
-// "not recorded" and are stored as NULL.
+// (lifecycle, health, delivery, reasons) and timestamps. Zero numbers,
+// times and durations mean "not recorded" and are stored as NULL.
 type Entity struct {
 	Type  string
 	ID    string
@@ -27,24 +29,26 @@ type Entity struct {
 	Health           state.Health
 	Delivery         state.Delivery
 	Reasons          []state.StateReason
-	HealthSince      float64
-	DeadSince        float64
+	HealthSince      time.Time
+	DeadSince        time.Time
 
 	HostID        string
 	BootID        string
 	PID           int
-	PIDStartTime  float64
+	PIDStartTime  time.Time
 	PIDStartTicks uint64
 	SupervisorPID int
-	// SupervisorStartTime is the supervisor's start time (0 = unknown).
-	SupervisorStartTime float64
+	// SupervisorStartTime is the supervisor's start time (zero = unknown).
+	SupervisorStartTime time.Time
 
 	HeartbeatFile     string
-	HeartbeatAt       float64
+	HeartbeatAt       time.Time
 	HeartbeatProgress string
 
-	TimeoutSeconds float64
-	TimeoutElapsed float64
+	// Timeout is the registered timeout; TimeoutElapsed is how long the
+	// entity had run when it timed out.
+	Timeout        time.Duration
+	TimeoutElapsed time.Duration
 
 	ArtifactsRoot string
 	// Artifacts may be shared between the entities of one List (identical
@@ -57,15 +61,15 @@ type Entity struct {
 	DependsOn  []string
 
 	ScheduleCron        string
-	ScheduleLastFiredAt float64
+	ScheduleLastFiredAt time.Time
 
 	Metadata json.RawMessage
 
-	StartedAt   float64
-	EndedAt     float64
-	LifecycleAt float64
-	CreatedAt   float64
-	UpdatedAt   float64
+	StartedAt   time.Time
+	EndedAt     time.Time
+	LifecycleAt time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // LifecycleOr returns the lifecycle, or def for a legacy entity.
@@ -89,7 +93,7 @@ type AuditRow struct {
 	Evidence   []state.EvidenceRef
 	Actor      string
 	Trigger    string
-	At         float64
+	At         time.Time
 }
 
 // Filter selects entities for List. Zero fields do not filter.
@@ -105,7 +109,7 @@ type Filter struct {
 	OpenOnly bool
 	// EndedSince also keeps terminal entities that ended at or after this
 	// time (with OpenOnly): the probe's window for stale locks and orphans.
-	EndedSince float64
+	EndedSince time.Time
 	// ParentType and ParentID, when ParentID is set, keep the children of
 	// that entity.
 	ParentType string
@@ -136,21 +140,19 @@ type artifactCache map[string][]state.ArtifactSpec
 
 func scanEntityShared(r rowScanner, cache artifactCache) (Entity, error) {
 	var (
-		e                                                        Entity
-		lifecycle, transitionReason                              sql.NullString
-		reasons, artifacts, lockFiles, dependsOn, metadata       string
-		healthSince, deadSince, pidStart, hbAt, timeout, elapsed sql.NullFloat64
-		lastFired, started, ended, lifecycleAt, supStart         sql.NullFloat64
-		pid, supervisor, ticks                                   sql.NullInt64
-		health, delivery                                         string
+		e                                                  Entity
+		lifecycle, transitionReason                        sql.NullString
+		reasons, artifacts, lockFiles, dependsOn, metadata string
+		pid, supervisor, ticks                             sql.NullInt64
+		health, delivery                                   string
 	)
 	err := r.Scan(&e.Type, &e.ID, &e.Label, &lifecycle, &e.Terminal, &e.LastSeq, &transitionReason,
-		&health, &delivery, &reasons, &healthSince, &deadSince,
-		&e.HostID, &e.BootID, &pid, &pidStart, &ticks, &supervisor,
-		&e.HeartbeatFile, &hbAt, &e.HeartbeatProgress, &timeout, &elapsed,
+		&health, &delivery, &reasons, unixCol{&e.HealthSince}, unixCol{&e.DeadSince},
+		&e.HostID, &e.BootID, &pid, unixCol{&e.PIDStartTime}, &ticks, &supervisor,
+		&e.HeartbeatFile, unixCol{&e.HeartbeatAt}, &e.HeartbeatProgress, secondsCol{&e.Timeout}, secondsCol{&e.TimeoutElapsed},
 		&e.ArtifactsRoot, &artifacts, &lockFiles, &e.ParentType, &e.ParentID, &dependsOn,
-		&e.ScheduleCron, &lastFired, &metadata,
-		&started, &ended, &lifecycleAt, &e.CreatedAt, &e.UpdatedAt, &supStart)
+		&e.ScheduleCron, unixCol{&e.ScheduleLastFiredAt}, &metadata,
+		unixCol{&e.StartedAt}, unixCol{&e.EndedAt}, unixCol{&e.LifecycleAt}, unixCol{&e.CreatedAt}, unixCol{&e.UpdatedAt}, unixCol{&e.SupervisorStartTime})
 	if err != nil {
 		return Entity{}, err
 	}
@@ -159,12 +161,8 @@ func scanEntityShared(r rowScanner, cache artifactCache) (Entity, error) {
 		e.Lifecycle = &l
 	}
 	e.Health, e.Delivery = state.Health(health), state.Delivery(delivery)
-	e.HealthSince, e.DeadSince = healthSince.Float64, deadSince.Float64
-	e.PID, e.PIDStartTime, e.PIDStartTicks, e.SupervisorPID = int(pid.Int64), pidStart.Float64, uint64(ticks.Int64), int(supervisor.Int64)
-	e.HeartbeatAt, e.TimeoutSeconds, e.TimeoutElapsed = hbAt.Float64, timeout.Float64, elapsed.Float64
-	e.ScheduleLastFiredAt, e.StartedAt, e.EndedAt, e.LifecycleAt = lastFired.Float64, started.Float64, ended.Float64, lifecycleAt.Float64
+	e.PID, e.PIDStartTicks, e.SupervisorPID = int(pid.Int64), uint64(ticks.Int64), int(supervisor.Int64)
 	e.Metadata = json.RawMessage(metadata)
-	e.SupervisorStartTime = supStart.Float64
 	if transitionReason.Valid && transitionReason.String != "" {
 		var r state.StateReason
 		if err := json.Unmarshal([]byte(transitionReason.String), &r); err != nil {
@@ -199,11 +197,57 @@ func scanEntityShared(r rowScanner, cache artifactCache) (Entity, error) {
 	return e, nil
 }
 
-func nullFloat(f float64) any {
-	if f == 0 {
+// unixArg is t as a REAL column holds it: Unix seconds, or NULL for the
+// zero time. With unixCol it is the store's one pair of time conversions.
+func unixArg(t time.Time) any {
+	if t.IsZero() {
 		return nil
 	}
-	return f
+	return unixtime.Seconds(t)
+}
+
+// unixCol scans a REAL column of Unix seconds (NULL is the zero time).
+type unixCol struct{ t *time.Time }
+
+// Scan implements sql.Scanner.
+func (c unixCol) Scan(v any) error {
+	f, err := realColumn(v)
+	*c.t = unixtime.FromSeconds(f)
+	return err
+}
+
+// secondsArg is d as a REAL column of seconds holds it, NULL for zero.
+func secondsArg(d time.Duration) any {
+	if d == 0 {
+		return nil
+	}
+	return d.Seconds()
+}
+
+// secondsCol scans a REAL column of seconds (NULL is zero).
+type secondsCol struct{ d *time.Duration }
+
+// Scan implements sql.Scanner.
+func (c secondsCol) Scan(v any) error {
+	f, err := realColumn(v)
+	*c.d = unixtime.Duration(f)
+	return err
+}
+
+// realColumn is the number a REAL column's driver value holds, 0 for
+// NULL. It takes the driver's two number types itself, where
+// sql.NullFloat64 would cost the sweep's store read an allocation per
+// column.
+func realColumn(v any) (float64, error) {
+	switch x := v.(type) {
+	case nil:
+		return 0, nil
+	case float64:
+		return x, nil
+	case int64:
+		return float64(x), nil
+	}
+	return 0, fmt.Errorf("a time column holds %T, not a number", v)
 }
 
 func nullInt(i int64) any {
@@ -228,7 +272,7 @@ func jsonText(v any, empty string) (string, error) {
 // fields of an existing one: re-registering never changes a lifecycle,
 // only a transition does. A new entity with a lifecycle gets its first
 // audit row (from NULL) in the same transaction.
-func (s *SQLite) Register(ctx context.Context, e Entity, actor string, at float64) (created bool, err error) {
+func (s *SQLite) Register(ctx context.Context, e Entity, actor string, at time.Time) (created bool, err error) {
 	err = s.writeTx(ctx, func() error {
 		var e2 error
 		created, e2 = s.register(ctx, e, actor, at)
@@ -237,7 +281,7 @@ func (s *SQLite) Register(ctx context.Context, e Entity, actor string, at float6
 	return created, err
 }
 
-func (s *SQLite) register(ctx context.Context, e Entity, actor string, at float64) (bool, error) {
+func (s *SQLite) register(ctx context.Context, e Entity, actor string, at time.Time) (bool, error) {
 	artifacts, err := jsonText(e.Artifacts, "[]")
 	if err != nil {
 		return false, fmt.Errorf("register %s/%s: encode artifacts: %w", e.Type, e.ID, err)
@@ -274,24 +318,39 @@ func (s *SQLite) register(ctx context.Context, e Entity, actor string, at float6
 	}
 	created := exists == 0
 
+	// The registered fields, named once for both statements below.
+	pid := nullInt(int64(e.PID))
+	args := []any{
+		sql.Named("type", e.Type), sql.Named("id", e.ID), sql.Named("label", e.Label),
+		sql.Named("host_id", e.HostID), sql.Named("boot_id", e.BootID),
+		sql.Named("pid", pid), sql.Named("pid_start_time", unixArg(e.PIDStartTime)), sql.Named("pid_start_ticks", nullInt(int64(e.PIDStartTicks))),
+		sql.Named("supervisor_pid", nullInt(int64(e.SupervisorPID))), sql.Named("supervisor_start_time", unixArg(e.SupervisorStartTime)),
+		sql.Named("heartbeat_file", e.HeartbeatFile), sql.Named("timeout_seconds", secondsArg(e.Timeout)),
+		sql.Named("artifacts_root", e.ArtifactsRoot),
+		sql.Named("parent_type", e.ParentType), sql.Named("parent_id", e.ParentID),
+		sql.Named("schedule_cron", e.ScheduleCron), sql.Named("schedule_last_fired_at", unixArg(e.ScheduleLastFiredAt)),
+		sql.Named("started_at", unixArg(e.StartedAt)), sql.Named("at", unixtime.Seconds(at)),
+	}
+
 	if created {
-		var lifecycle any
-		var lifecycleAt, startedAt any
+		var lifecycle, lifecycleAt any
 		if e.Lifecycle != nil {
-			lifecycle, lifecycleAt = *e.Lifecycle, at
+			lifecycle, lifecycleAt = *e.Lifecycle, unixArg(at)
 		}
-		startedAt = nullFloat(e.StartedAt)
+		args = append(args, sql.Named("lifecycle", lifecycle), sql.Named("terminal", e.Terminal),
+			sql.Named("health", health), sql.Named("delivery", delivery),
+			sql.Named("artifacts", artifacts), sql.Named("lock_files", lockFiles), sql.Named("depends_on", dependsOn),
+			sql.Named("metadata", metadata), sql.Named("ended_at", unixArg(e.EndedAt)), sql.Named("lifecycle_at", lifecycleAt))
 		_, err = s.txExec(ctx, tx, `INSERT INTO entities (type, id, label, lifecycle, terminal,
 			health, delivery, host_id, boot_id, pid, pid_start_time, pid_start_ticks, supervisor_pid,
 			heartbeat_file, timeout_seconds, artifacts_root, artifacts, lock_files,
 			parent_type, parent_id, depends_on, schedule_cron, schedule_last_fired_at, metadata,
 			started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.Type, e.ID, e.Label, lifecycle, e.Terminal,
-			health, delivery, e.HostID, e.BootID, nullInt(int64(e.PID)), nullFloat(e.PIDStartTime), nullInt(int64(e.PIDStartTicks)), nullInt(int64(e.SupervisorPID)),
-			e.HeartbeatFile, nullFloat(e.TimeoutSeconds), e.ArtifactsRoot, artifacts, lockFiles,
-			e.ParentType, e.ParentID, dependsOn, e.ScheduleCron, nullFloat(e.ScheduleLastFiredAt), metadata,
-			startedAt, nullFloat(e.EndedAt), lifecycleAt, at, at, nullFloat(e.SupervisorStartTime))
+			VALUES (:type, :id, :label, :lifecycle, :terminal,
+			:health, :delivery, :host_id, :boot_id, :pid, :pid_start_time, :pid_start_ticks, :supervisor_pid,
+			:heartbeat_file, :timeout_seconds, :artifacts_root, :artifacts, :lock_files,
+			:parent_type, :parent_id, :depends_on, :schedule_cron, :schedule_last_fired_at, :metadata,
+			:started_at, :ended_at, :lifecycle_at, :at, :at, :supervisor_start_time)`, args...)
 		if err != nil {
 			return false, fmt.Errorf("register %s/%s: insert: %w", e.Type, e.ID, err)
 		}
@@ -325,31 +384,24 @@ func (s *SQLite) register(ctx context.Context, e Entity, actor string, at float6
 		if len(e.Metadata) > 0 && string(e.Metadata) != "null" {
 			meta = metadata
 		}
-		_, err = s.txExec(ctx, tx, `UPDATE entities SET label = COALESCE(NULLIF(?, ''), label),
-			host_id = COALESCE(NULLIF(?, ''), host_id),
-			boot_id = CASE WHEN ? IS NULL THEN boot_id ELSE ? END,
-			pid_start_time = CASE WHEN ? IS NULL THEN pid_start_time ELSE ? END,
-			pid_start_ticks = CASE WHEN ? IS NULL THEN pid_start_ticks ELSE ? END,
-			pid = COALESCE(?, pid),
-			supervisor_start_time = CASE WHEN ? IS NULL THEN supervisor_start_time ELSE ? END,
-			supervisor_pid = COALESCE(?, supervisor_pid),
-			heartbeat_file = COALESCE(NULLIF(?, ''), heartbeat_file), timeout_seconds = COALESCE(?, timeout_seconds),
-			artifacts_root = COALESCE(NULLIF(?, ''), artifacts_root), artifacts = COALESCE(?, artifacts), lock_files = COALESCE(?, lock_files),
-			parent_type = COALESCE(NULLIF(?, ''), parent_type), parent_id = COALESCE(NULLIF(?, ''), parent_id), depends_on = COALESCE(?, depends_on),
-			schedule_cron = COALESCE(NULLIF(?, ''), schedule_cron), schedule_last_fired_at = COALESCE(?, schedule_last_fired_at),
-			metadata = COALESCE(?, metadata), started_at = COALESCE(?, started_at), updated_at = ?
-			WHERE type = ? AND id = ?`,
-			e.Label, e.HostID,
-			nullInt(int64(e.PID)), e.BootID,
-			nullInt(int64(e.PID)), nullFloat(e.PIDStartTime),
-			nullInt(int64(e.PID)), nullInt(int64(e.PIDStartTicks)),
-			nullInt(int64(e.PID)),
-			nullInt(int64(e.SupervisorPID)), nullFloat(e.SupervisorStartTime), nullInt(int64(e.SupervisorPID)),
-			e.HeartbeatFile, nullFloat(e.TimeoutSeconds),
-			e.ArtifactsRoot, keepList(e.Artifacts == nil, artifacts), keepList(e.LockFiles == nil, lockFiles),
-			e.ParentType, e.ParentID, keepList(e.DependsOn == nil, dependsOn),
-			e.ScheduleCron, nullFloat(e.ScheduleLastFiredAt),
-			meta, nullFloat(e.StartedAt), at, e.Type, e.ID)
+		args = append(args, sql.Named("artifacts", keepList(e.Artifacts == nil, artifacts)),
+			sql.Named("lock_files", keepList(e.LockFiles == nil, lockFiles)),
+			sql.Named("depends_on", keepList(e.DependsOn == nil, dependsOn)),
+			sql.Named("metadata", meta))
+		_, err = s.txExec(ctx, tx, `UPDATE entities SET label = COALESCE(NULLIF(:label, ''), label),
+			host_id = COALESCE(NULLIF(:host_id, ''), host_id),
+			boot_id = CASE WHEN :pid IS NULL THEN boot_id ELSE :boot_id END,
+			pid_start_time = CASE WHEN :pid IS NULL THEN pid_start_time ELSE :pid_start_time END,
+			pid_start_ticks = CASE WHEN :pid IS NULL THEN pid_start_ticks ELSE :pid_start_ticks END,
+			pid = COALESCE(:pid, pid),
+			supervisor_start_time = CASE WHEN :supervisor_pid IS NULL THEN supervisor_start_time ELSE :supervisor_start_time END,
+			supervisor_pid = COALESCE(:supervisor_pid, supervisor_pid),
+			heartbeat_file = COALESCE(NULLIF(:heartbeat_file, ''), heartbeat_file), timeout_seconds = COALESCE(:timeout_seconds, timeout_seconds),
+			artifacts_root = COALESCE(NULLIF(:artifacts_root, ''), artifacts_root), artifacts = COALESCE(:artifacts, artifacts), lock_files = COALESCE(:lock_files, lock_files),
+			parent_type = COALESCE(NULLIF(:parent_type, ''), parent_type), parent_id = COALESCE(NULLIF(:parent_id, ''), parent_id), depends_on = COALESCE(:depends_on, depends_on),
+			schedule_cron = COALESCE(NULLIF(:schedule_cron, ''), schedule_cron), schedule_last_fired_at = COALESCE(:schedule_last_fired_at, schedule_last_fired_at),
+			metadata = COALESCE(:metadata, metadata), started_at = COALESCE(:started_at, started_at), updated_at = :at
+			WHERE type = :type AND id = :id`, args...)
 		if err != nil {
 			return false, fmt.Errorf("register %s/%s: update: %w", e.Type, e.ID, err)
 		}
@@ -395,9 +447,9 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Entity, error) {
 		args = append(args, f.ParentType, f.ParentID)
 	}
 	if f.OpenOnly {
-		if f.EndedSince > 0 {
+		if !f.EndedSince.IsZero() {
 			where = append(where, "lifecycle IS NOT NULL AND (terminal = 0 OR ended_at >= ?)")
-			args = append(args, f.EndedSince)
+			args = append(args, unixArg(f.EndedSince))
 		} else {
 			where = append(where, "terminal = 0 AND lifecycle IS NOT NULL")
 		}
@@ -445,7 +497,7 @@ func (s *SQLite) insertAudit(ctx context.Context, tx *sql.Tx, r AuditRow) (int64
 	}
 	res, err := s.txExec(ctx, tx, `INSERT INTO transitions (entity_type, entity_id, from_lifecycle, to_lifecycle,
 		reason_code, message, evidence, actor, trigger_name, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.EntityType, r.EntityID, from, r.To, r.ReasonCode, r.Message, evidence, r.Actor, r.Trigger, r.At)
+		r.EntityType, r.EntityID, from, r.To, r.ReasonCode, r.Message, evidence, r.Actor, r.Trigger, unixtime.Seconds(r.At))
 	if err != nil {
 		return 0, fmt.Errorf("append audit row: %w", err)
 	}

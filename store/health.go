@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"watchdog/unixtime"
 
 	"golang.org/x/sys/unix"
 	"modernc.org/sqlite"
@@ -251,7 +252,7 @@ func (s *SQLite) Probe(ctx context.Context) error {
 		}
 	}
 	err := s.writeTx(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, "UPDATE health_probe SET at = ? WHERE id = 1", float64(time.Now().UnixNano())/1e9)
+		_, err := s.db.ExecContext(ctx, "UPDATE health_probe SET at = ? WHERE id = 1", unixtime.Seconds(time.Now()))
 		return err
 	})
 	if err != nil {

@@ -36,7 +36,7 @@ func TestFilePath(t *testing.T) {
 
 // register writes one entity through the write path.
 func register(ctx context.Context, s *SQLite, id string) error {
-	_, err := s.Register(ctx, Entity{Type: "session", ID: id, Lifecycle: strp("running")}, "orchestrator", 1)
+	_, err := s.Register(ctx, Entity{Type: "session", ID: id, Lifecycle: strp("running")}, "orchestrator", unixAt(1))
 	return err
 }
 
@@ -106,7 +106,7 @@ func TestLostIdentityRefusesWrites(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := s.RecordHeartbeat(ctx, "session", "before", 2, ""); !errors.Is(err, ErrUnavailable) {
+			if err := s.RecordHeartbeat(ctx, "session", "before", unixAt(2), ""); !errors.Is(err, ErrUnavailable) {
 				t.Errorf("heartbeat after the loss: %v", err)
 			}
 		})
@@ -175,10 +175,10 @@ func TestQuickCheckRefusesDamage(t *testing.T) {
 	}
 	// An index with pages of its own, and the page size, to find it.
 	var root, pageSize int64
-	if err := s.DB().QueryRow("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entities' AND sql IS NOT NULL ORDER BY name LIMIT 1").Scan(&root); err != nil {
+	if err := s.db.QueryRow("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entities' AND sql IS NOT NULL ORDER BY name LIMIT 1").Scan(&root); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DB().QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
+	if err := s.db.QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
 		t.Fatal(err)
 	}
 	s.Close() // checkpoints the WAL into the file

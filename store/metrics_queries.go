@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"watchdog/state"
+	"watchdog/unixtime"
 )
 
 // SummaryGroup is a set of entities that look the same to the scrape-time
@@ -25,7 +27,8 @@ type SummaryGroup struct {
 	// Recent reports that the entities reached their current state (ended_at,
 	// else lifecycle_at, else updated_at) at or after the since time the
 	// query was given: for an entity with an outcome, "still inside the
-	// failure window".
+	// failure window" when since is attention.Since (the rule is
+	// attention.AgedOut's).
 	Recent bool
 	// TransitionCode is the code of the reason of the transition that
 	// brought the entities to their lifecycle ("" when it had none).
@@ -46,7 +49,9 @@ const groupSep = "\x1f"
 // summaryGroupsQuery reads one key column per entity, the transition
 // reason's code only where there is one (json_extract, not the whole
 // document with its evidence), and the probe's reasons only where they
-// are not the common "[]".
+// are not the common "[]". The sixth key field is "not aged out":
+// attention.AgedOut's rule, with its cut-off (attention.Since) as the
+// parameter, as in AttentionCandidates and DismissedSummaries.
 const summaryGroupsQuery = `SELECT
 	type || char(31) || IFNULL(lifecycle, '') || char(31) || (lifecycle IS NULL) || char(31) ||
 	health || char(31) || delivery || char(31) || (COALESCE(ended_at, lifecycle_at, updated_at) >= ?),
@@ -58,12 +63,12 @@ const summaryGroupsQuery = `SELECT
 // calls fn once per group, in no particular order. since decides each
 // group's Recent flag. A row that does not decode stops the walk with an
 // error: a scrape must not report partial counts as whole.
-func (s *SQLite) SummaryGroups(ctx context.Context, since float64, fn func(SummaryGroup)) error {
+func (s *SQLite) SummaryGroups(ctx context.Context, since time.Time, fn func(SummaryGroup)) error {
 	st, err := s.prepared(ctx, summaryGroupsQuery)
 	if err != nil {
 		return fmt.Errorf("summarize entities: %w", err)
 	}
-	rows, err := st.QueryContext(ctx, since)
+	rows, err := st.QueryContext(ctx, unixtime.Seconds(since))
 	if err != nil {
 		return fmt.Errorf("summarize entities: %w", err)
 	}
@@ -163,7 +168,7 @@ type DismissedSummary struct {
 // DismissedSummaries reads every dismissal whose entity exists, with that
 // entity's summary; since is as for SummaryGroups. Dismissals of vanished
 // entities hide nothing and are left out.
-func (s *SQLite) DismissedSummaries(ctx context.Context, since float64) ([]DismissedSummary, error) {
+func (s *SQLite) DismissedSummaries(ctx context.Context, since time.Time) ([]DismissedSummary, error) {
 	st, err := s.prepared(ctx, `SELECT d.id, d.fingerprint, d.entity_type, d.entity_id, d.reason_code, d.status_at_dismissal,
 		d.snoozed_until, d.dismissed_at, d.dismissed_by, d.clear_on_status_change, d.created_at,
 		IFNULL(e.lifecycle, ''), e.lifecycle IS NULL, e.health, e.delivery,
@@ -173,7 +178,7 @@ func (s *SQLite) DismissedSummaries(ctx context.Context, since float64) ([]Dismi
 	if err != nil {
 		return nil, fmt.Errorf("read dismissed entities: %w", err)
 	}
-	rows, err := st.QueryContext(ctx, since)
+	rows, err := st.QueryContext(ctx, unixtime.Seconds(since))
 	if err != nil {
 		return nil, fmt.Errorf("read dismissed entities: %w", err)
 	}
@@ -182,18 +187,16 @@ func (s *SQLite) DismissedSummaries(ctx context.Context, since float64) ([]Dismi
 	for rows.Next() {
 		var (
 			ds               DismissedSummary
-			until            sql.NullFloat64
 			health, delivery string
 			tcode            string
 			reasons          []byte
 		)
 		d, g := &ds.Dismissal, &ds.Entity
 		if err := rows.Scan(&d.ID, &d.Fingerprint, &d.EntityType, &d.EntityID, &d.ReasonCode, &d.StatusAtDismissal,
-			&until, &d.DismissedAt, &d.DismissedBy, &d.ClearOnStatusChange, &d.CreatedAt,
+			unixCol{&d.SnoozedUntil}, unixCol{&d.DismissedAt}, &d.DismissedBy, &d.ClearOnStatusChange, unixCol{&d.CreatedAt},
 			&g.Lifecycle, &g.Legacy, &health, &delivery, &g.Recent, &tcode, &reasons); err != nil {
 			return nil, fmt.Errorf("read dismissed entities: %w", err)
 		}
-		d.SnoozedUntil = until.Float64
 		g.Type, g.Health, g.Delivery, g.TransitionCode, g.Count = d.EntityType, state.Health(health), state.Delivery(delivery), state.ReasonCode(tcode), 1
 		if g.ReasonCodes, err = decodeCodes(reasons, nil); err != nil {
 			return nil, fmt.Errorf("read dismissed entities: %s: %w", d.Fingerprint, err)

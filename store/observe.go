@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"time"
 
 	"watchdog/state"
+	"watchdog/unixtime"
 )
 
 // Observation is what a probe found: the persisted health and delivery
@@ -13,15 +16,15 @@ type Observation struct {
 	Health      state.Health
 	Delivery    state.Delivery
 	Reasons     []state.StateReason
-	HealthSince float64
-	// DeadSince is the first time a conclusive death was seen (0 clears it).
+	HealthSince time.Time
+	// DeadSince is the first time a conclusive death was seen (zero clears it).
 	// It is persisted so terminal_grace survives a daemon restart.
-	DeadSince float64
+	DeadSince time.Time
 	// SeenSeq is the audit sequence of the lifecycle the probe judged; the
 	// write is skipped if a transition landed since (the next sweep judges
 	// the new lifecycle).
 	SeenSeq int64
-	At      float64
+	At      time.Time
 }
 
 // RecordObservation writes a probe's findings, and only when they differ
@@ -34,13 +37,14 @@ func (s *SQLite) RecordObservation(ctx context.Context, typ, id string, o Observ
 	}
 	var n int64
 	err = s.writeTx(ctx, func() error {
-		res, err := s.db.ExecContext(ctx, `UPDATE entities SET health = ?, delivery = ?, reasons = ?,
-		health_since = ?, dead_since = ?, updated_at = ?
-		WHERE type = ? AND id = ? AND last_seq = ?
-		  AND (health IS NOT ? OR delivery IS NOT ? OR reasons IS NOT ? OR health_since IS NOT ? OR dead_since IS NOT ?)`,
-			o.Health, o.Delivery, reasons, nullFloat(o.HealthSince), nullFloat(o.DeadSince), o.At,
-			typ, id, o.SeenSeq,
-			o.Health, o.Delivery, reasons, nullFloat(o.HealthSince), nullFloat(o.DeadSince))
+		res, err := s.db.ExecContext(ctx, `UPDATE entities SET health = :health, delivery = :delivery, reasons = :reasons,
+		health_since = :health_since, dead_since = :dead_since, updated_at = :at
+		WHERE type = :type AND id = :id AND last_seq = :seen_seq
+		  AND (health IS NOT :health OR delivery IS NOT :delivery OR reasons IS NOT :reasons
+		       OR health_since IS NOT :health_since OR dead_since IS NOT :dead_since)`,
+			sql.Named("health", o.Health), sql.Named("delivery", o.Delivery), sql.Named("reasons", reasons),
+			sql.Named("health_since", unixArg(o.HealthSince)), sql.Named("dead_since", unixArg(o.DeadSince)),
+			sql.Named("at", unixtime.Seconds(o.At)), sql.Named("type", typ), sql.Named("id", id), sql.Named("seen_seq", o.SeenSeq))
 		if err != nil {
 			return err
 		}
@@ -55,11 +59,11 @@ func (s *SQLite) RecordObservation(ctx context.Context, typ, id string, o Observ
 
 // RecordHeartbeat stores a heartbeat posted through the API or CLI, with
 // its optional progress note.
-func (s *SQLite) RecordHeartbeat(ctx context.Context, typ, id string, at float64, progress string) error {
+func (s *SQLite) RecordHeartbeat(ctx context.Context, typ, id string, at time.Time, progress string) error {
 	var n int64
 	err := s.writeTx(ctx, func() error {
 		res, err := s.db.ExecContext(ctx, `UPDATE entities SET heartbeat_at = ?, heartbeat_progress = ?, updated_at = ?
-		WHERE type = ? AND id = ?`, at, progress, at, typ, id)
+		WHERE type = ? AND id = ?`, unixArg(at), progress, unixtime.Seconds(at), typ, id)
 		if err != nil {
 			return err
 		}

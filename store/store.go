@@ -1,7 +1,9 @@
 // Package store persists entities, the append-only transitions log and
-// attention dismissals. SQLite (modernc.org/sqlite, pure Go) is the
-// embedded default; the Store interface is what a shared PostgreSQL store
-// for a fleet would implement later.
+// attention dismissals in SQLite (modernc.org/sqlite, pure Go). Methods
+// are named after intent; every lifecycle write goes through
+// ApplyTransition or the initial insert of Register. Each consumer (the
+// write path, the API, the reaper, metrics) declares the methods it uses,
+// so a second backend implements those, not a contract kept here.
 package store
 
 import (
@@ -29,23 +31,6 @@ var (
 	// was made on (a lost compare-and-set race).
 	ErrConflict = errors.New("conflict")
 )
-
-// Store is the contract a storage backend meets. Methods named after
-// intent; every lifecycle write goes through ApplyTransition or the initial
-// insert of Register.
-type Store interface {
-	Register(ctx context.Context, e Entity, actor string, at float64) (created bool, err error)
-	Get(ctx context.Context, typ, id string) (Entity, error)
-	List(ctx context.Context, f Filter) ([]Entity, error)
-	Transitions(ctx context.Context, typ, id string) ([]AuditRow, error)
-	ApplyTransition(ctx context.Context, typ, id string, decide Decider) (before, after Entity, err error)
-	RecordObservation(ctx context.Context, typ, id string, o Observation) (bool, error)
-	RecordHeartbeat(ctx context.Context, typ, id string, at float64, progress string) error
-	Ping(ctx context.Context) error
-	Close() error
-}
-
-var _ Store = (*SQLite)(nil)
 
 // SQLite is the embedded store. It is safe for concurrent use, and the same
 // database file may be shared by a daemon and several CLI processes: WAL
@@ -139,9 +124,6 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 
 // Path is the database location the store was opened with.
 func (s *SQLite) Path() string { return s.path }
-
-// DB exposes the handle for read-only diagnostics in tests and tools.
-func (s *SQLite) DB() *sql.DB { return s.db }
 
 // Close closes the database.
 func (s *SQLite) Close() error {

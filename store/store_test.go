@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"watchdog/state"
 )
@@ -29,7 +30,7 @@ func strp(s string) *string { return &s }
 
 func TestOpenAppliesPragmasAndMigrations(t *testing.T) {
 	s, path := openTest(t)
-	db := s.DB()
+	db := s.db
 	var mode string
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode %q %v", mode, err)
@@ -53,7 +54,7 @@ func TestOpenAppliesPragmasAndMigrations(t *testing.T) {
 	}
 	defer s2.Close()
 	var rows int
-	s2.DB().QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&rows)
+	s2.db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&rows)
 	if rows != SchemaVersion() {
 		t.Errorf("%d migration rows after reopen", rows)
 	}
@@ -61,7 +62,7 @@ func TestOpenAppliesPragmasAndMigrations(t *testing.T) {
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	s, path := openTest(t)
-	if _, err := s.DB().Exec("INSERT INTO schema_migrations (version, name) VALUES (999, '999_future.sql')"); err != nil {
+	if _, err := s.db.Exec("INSERT INTO schema_migrations (version, name) VALUES (999, '999_future.sql')"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Open(context.Background(), path)
@@ -142,22 +143,22 @@ func TestLifecycleWrittenOnlyByWritePath(t *testing.T) {
 func TestLifecycleTriggerRefusesUnauditedChange(t *testing.T) {
 	s, _ := openTest(t)
 	ctx := context.Background()
-	if _, err := s.Register(ctx, Entity{Type: "session", ID: "s1", Lifecycle: strp("running")}, "orchestrator", 1); err != nil {
+	if _, err := s.Register(ctx, Entity{Type: "session", ID: "s1", Lifecycle: strp("running")}, "orchestrator", unixAt(1)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.DB().Exec("UPDATE entities SET lifecycle = 'completed' WHERE id = 's1'")
+	_, err := s.db.Exec("UPDATE entities SET lifecycle = 'completed' WHERE id = 's1'")
 	if err == nil || !strings.Contains(err.Error(), "without its audit row") {
 		t.Fatalf("unaudited lifecycle update: %v", err)
 	}
 	// Reusing an old audit row is refused too.
-	_, err = s.DB().Exec("UPDATE entities SET lifecycle = 'completed', last_seq = last_seq WHERE id = 's1'")
+	_, err = s.db.Exec("UPDATE entities SET lifecycle = 'completed', last_seq = last_seq WHERE id = 's1'")
 	if err == nil {
 		t.Fatal("update pointing at the old audit row accepted")
 	}
-	if _, err := s.DB().Exec("DELETE FROM transitions"); err == nil || !strings.Contains(err.Error(), "append-only") {
+	if _, err := s.db.Exec("DELETE FROM transitions"); err == nil || !strings.Contains(err.Error(), "append-only") {
 		t.Errorf("delete from transitions: %v", err)
 	}
-	if _, err := s.DB().Exec("UPDATE transitions SET to_lifecycle = 'x'"); err == nil {
+	if _, err := s.db.Exec("UPDATE transitions SET to_lifecycle = 'x'"); err == nil {
 		t.Error("update of transitions accepted")
 	}
 	e, _ := s.Get(ctx, "session", "s1")
@@ -169,25 +170,25 @@ func TestLifecycleTriggerRefusesUnauditedChange(t *testing.T) {
 func TestRecordObservationWritesOnlyOnChange(t *testing.T) {
 	s, _ := openTest(t)
 	ctx := context.Background()
-	if _, err := s.Register(ctx, Entity{Type: "session", ID: "s1", Lifecycle: strp("running")}, "orchestrator", 1); err != nil {
+	if _, err := s.Register(ctx, Entity{Type: "session", ID: "s1", Lifecycle: strp("running")}, "orchestrator", unixAt(1)); err != nil {
 		t.Fatal(err)
 	}
 	e, _ := s.Get(ctx, "session", "s1")
-	obs := Observation{Health: state.HealthProcessDead, Delivery: state.DeliveryNotExpected, HealthSince: 5, DeadSince: 5, SeenSeq: e.LastSeq, At: 5,
+	obs := Observation{Health: state.HealthProcessDead, Delivery: state.DeliveryNotExpected, HealthSince: unixAt(5), DeadSince: unixAt(5), SeenSeq: e.LastSeq, At: unixAt(5),
 		Reasons: []state.StateReason{state.Observed(state.RunHealthProcessDead, "pid 4242 not running")}}
 	wrote, err := s.RecordObservation(ctx, "session", "s1", obs)
 	if err != nil || !wrote {
 		t.Fatalf("first observation: wrote=%v err=%v", wrote, err)
 	}
 	var changes int
-	s.DB().QueryRow("SELECT total_changes()").Scan(&changes)
-	obs.At = 6 // same findings, later sweep
+	s.db.QueryRow("SELECT total_changes()").Scan(&changes)
+	obs.At = unixAt(6) // same findings, later sweep
 	wrote, err = s.RecordObservation(ctx, "session", "s1", obs)
 	if err != nil || wrote {
 		t.Fatalf("unchanged observation wrote=%v err=%v", wrote, err)
 	}
 	e, _ = s.Get(ctx, "session", "s1")
-	if e.UpdatedAt != 5 || e.Health != state.HealthProcessDead || e.DeadSince != 5 || len(e.Reasons) != 1 {
+	if !e.UpdatedAt.Equal(unixAt(5)) || e.Health != state.HealthProcessDead || !e.DeadSince.Equal(unixAt(5)) || len(e.Reasons) != 1 {
 		t.Errorf("stored %+v", e)
 	}
 	// A stale sequence (a transition landed since the probe read) writes nothing.
@@ -200,17 +201,17 @@ func TestRecordObservationWritesOnlyOnChange(t *testing.T) {
 func TestHeartbeatAndNotFound(t *testing.T) {
 	s, _ := openTest(t)
 	ctx := context.Background()
-	if _, err := s.Register(ctx, Entity{Type: "session", ID: "s1", Lifecycle: strp("running")}, "orchestrator", 1); err != nil {
+	if _, err := s.Register(ctx, Entity{Type: "session", ID: "s1", Lifecycle: strp("running")}, "orchestrator", unixAt(1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordHeartbeat(ctx, "session", "s1", 9, "step 3 of 7"); err != nil {
+	if err := s.RecordHeartbeat(ctx, "session", "s1", unixAt(9), "step 3 of 7"); err != nil {
 		t.Fatal(err)
 	}
 	e, _ := s.Get(ctx, "session", "s1")
-	if e.HeartbeatAt != 9 || e.HeartbeatProgress != "step 3 of 7" {
+	if !e.HeartbeatAt.Equal(unixAt(9)) || e.HeartbeatProgress != "step 3 of 7" {
 		t.Errorf("heartbeat %v %q", e.HeartbeatAt, e.HeartbeatProgress)
 	}
-	if err := s.RecordHeartbeat(ctx, "session", "nope", 9, ""); !errors.Is(err, ErrNotFound) {
+	if err := s.RecordHeartbeat(ctx, "session", "nope", unixAt(9), ""); !errors.Is(err, ErrNotFound) {
 		t.Errorf("heartbeat for unknown entity: %v", err)
 	}
 	if _, err := s.Get(ctx, "session", "nope"); !errors.Is(err, ErrNotFound) {
@@ -223,7 +224,7 @@ func TestListFilters(t *testing.T) {
 	ctx := context.Background()
 	reg := func(typ, id string, lifecycle *string, host string) {
 		t.Helper()
-		if _, err := s.Register(ctx, Entity{Type: typ, ID: id, Lifecycle: lifecycle, HostID: host}, "orchestrator", 1); err != nil {
+		if _, err := s.Register(ctx, Entity{Type: typ, ID: id, Lifecycle: lifecycle, HostID: host}, "orchestrator", unixAt(1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -232,12 +233,12 @@ func TestListFilters(t *testing.T) {
 	reg("play", "p", strp("queued"), "h1")
 	reg("session", "legacy", nil, "h1")
 	// A terminal one, ended at 1.
-	if _, err := s.Register(ctx, Entity{Type: "session", ID: "done", Lifecycle: strp("completed"), Terminal: true, EndedAt: 1, HostID: "h1"}, "orchestrator", 1); err != nil {
+	if _, err := s.Register(ctx, Entity{Type: "session", ID: "done", Lifecycle: strp("completed"), Terminal: true, EndedAt: unixAt(1), HostID: "h1"}, "orchestrator", unixAt(1)); err != nil {
 		t.Fatal(err)
 	}
 	// Two plays of show sh1 on two hosts, one of show sh2.
 	for _, c := range []struct{ id, show, host string }{{"c1", "sh1", "h1"}, {"c2", "sh1", "h2"}, {"c3", "sh2", "h1"}} {
-		if _, err := s.Register(ctx, Entity{Type: "play", ID: c.id, Lifecycle: strp("running"), HostID: c.host, ParentType: "show", ParentID: c.show}, "orchestrator", 1); err != nil {
+		if _, err := s.Register(ctx, Entity{Type: "play", ID: c.id, Lifecycle: strp("running"), HostID: c.host, ParentType: "show", ParentID: c.show}, "orchestrator", unixAt(1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -256,8 +257,8 @@ func TestListFilters(t *testing.T) {
 		{Filter{Type: "session"}, 4},
 		{Filter{HostID: "h1"}, 6},
 		{Filter{HostID: "h1", OpenOnly: true}, 4},
-		{Filter{HostID: "h1", OpenOnly: true, EndedSince: 1}, 5},
-		{Filter{HostID: "h1", OpenOnly: true, EndedSince: 2}, 4},
+		{Filter{HostID: "h1", OpenOnly: true, EndedSince: unixAt(1)}, 5},
+		{Filter{HostID: "h1", OpenOnly: true, EndedSince: unixAt(2)}, 4},
 		{Filter{Type: "play", ParentType: "show", ParentID: "sh1"}, 2},
 		{Filter{Type: "play", ParentType: "show", ParentID: "sh2"}, 1},
 		{Filter{Type: "play", ParentType: "team", ParentID: "sh1"}, 0},
@@ -277,11 +278,11 @@ func TestReRegisterKeepsWhatItLeavesOut(t *testing.T) {
 	s, _ := openTest(t)
 	ctx := context.Background()
 	full := Entity{Type: "play", ID: "p", Lifecycle: strp("running"), Label: "first", HostID: "h1", BootID: "b1",
-		PID: 4242, PIDStartTime: 1000.5, PIDStartTicks: 777, SupervisorPID: 4200, HeartbeatFile: "/run/p.hb",
-		TimeoutSeconds: 900, ArtifactsRoot: "/srv/p", Artifacts: []state.ArtifactSpec{{Path: "out.md", Required: true, Kind: state.ArtifactFile}},
+		PID: 4242, PIDStartTime: unixAt(1000.5), PIDStartTicks: 777, SupervisorPID: 4200, HeartbeatFile: "/run/p.hb",
+		Timeout: 900 * time.Second, ArtifactsRoot: "/srv/p", Artifacts: []state.ArtifactSpec{{Path: "out.md", Required: true, Kind: state.ArtifactFile}},
 		LockFiles: []string{"/srv/p/.lock"}, ParentType: "show", ParentID: "sh", DependsOn: []string{"p0"},
 		Metadata: []byte(`{"k":1}`)}
-	if _, err := s.Register(ctx, full, "orchestrator", 1); err != nil {
+	if _, err := s.Register(ctx, full, "orchestrator", unixAt(1)); err != nil {
 		t.Fatal(err)
 	}
 	get := func() Entity {
@@ -293,25 +294,25 @@ func TestReRegisterKeepsWhatItLeavesOut(t *testing.T) {
 		return e
 	}
 	// A rename: everything else stays.
-	if _, err := s.Register(ctx, Entity{Type: "play", ID: "p", Label: "second"}, "orchestrator", 2); err != nil {
+	if _, err := s.Register(ctx, Entity{Type: "play", ID: "p", Label: "second"}, "orchestrator", unixAt(2)); err != nil {
 		t.Fatal(err)
 	}
 	e := get()
-	if e.Label != "second" || e.PID != 4242 || e.PIDStartTime != 1000.5 || e.PIDStartTicks != 777 || e.BootID != "b1" || e.HostID != "h1" ||
-		e.SupervisorPID != 4200 || e.HeartbeatFile != "/run/p.hb" || e.TimeoutSeconds != 900 || e.ArtifactsRoot != "/srv/p" ||
+	if e.Label != "second" || e.PID != 4242 || !e.PIDStartTime.Equal(unixAt(1000.5)) || e.PIDStartTicks != 777 || e.BootID != "b1" || e.HostID != "h1" ||
+		e.SupervisorPID != 4200 || e.HeartbeatFile != "/run/p.hb" || e.Timeout != 900*time.Second || e.ArtifactsRoot != "/srv/p" ||
 		len(e.Artifacts) != 1 || len(e.LockFiles) != 1 || e.ParentID != "sh" || len(e.DependsOn) != 1 || string(e.Metadata) != `{"k":1}` ||
 		e.LifecycleOr("") != "running" {
 		t.Errorf("a rename changed other fields: %+v", e)
 	}
 	// A new pid without a start time: the old pid's identity does not stay.
-	if _, err := s.Register(ctx, Entity{Type: "play", ID: "p", PID: 5151}, "orchestrator", 3); err != nil {
+	if _, err := s.Register(ctx, Entity{Type: "play", ID: "p", PID: 5151}, "orchestrator", unixAt(3)); err != nil {
 		t.Fatal(err)
 	}
-	if e := get(); e.PID != 5151 || e.PIDStartTime != 0 || e.PIDStartTicks != 0 || e.BootID != "" {
+	if e := get(); e.PID != 5151 || !e.PIDStartTime.IsZero() || e.PIDStartTicks != 0 || e.BootID != "" {
 		t.Errorf("new pid kept the old identity: pid %d start %v ticks %d boot %q", e.PID, e.PIDStartTime, e.PIDStartTicks, e.BootID)
 	}
 	// Explicit empty lists clear.
-	if _, err := s.Register(ctx, Entity{Type: "play", ID: "p", DependsOn: []string{}, Artifacts: []state.ArtifactSpec{}, LockFiles: []string{}}, "orchestrator", 4); err != nil {
+	if _, err := s.Register(ctx, Entity{Type: "play", ID: "p", DependsOn: []string{}, Artifacts: []state.ArtifactSpec{}, LockFiles: []string{}}, "orchestrator", unixAt(4)); err != nil {
 		t.Fatal(err)
 	}
 	if e := get(); len(e.DependsOn) != 0 || len(e.Artifacts) != 0 || len(e.LockFiles) != 0 {
@@ -335,7 +336,7 @@ func TestListSharesOnlyIdenticalContracts(t *testing.T) {
 		"a": spec("review.md"), "b": spec("review.md"), "c": spec("out.json", "log.txt"), "d": nil,
 	}
 	for id, specs := range want {
-		if _, err := s.Register(ctx, Entity{Type: "session", ID: id, Lifecycle: strp("running"), ArtifactsRoot: "/r/" + id, Artifacts: specs}, "orchestrator", 1); err != nil {
+		if _, err := s.Register(ctx, Entity{Type: "session", ID: id, Lifecycle: strp("running"), ArtifactsRoot: "/r/" + id, Artifacts: specs}, "orchestrator", unixAt(1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -359,12 +360,12 @@ func TestDaemonPresence(t *testing.T) {
 		host string
 		at   float64
 	}{{"a", 100}, {"b", 50}, {"a", 90}} {
-		if err := s.MarkDaemon(ctx, m.host, m.at); err != nil {
+		if err := s.MarkDaemon(ctx, m.host, unixAt(m.at)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for since, want := range map[float64]string{95: "map[a:true]", 40: "map[a:true b:true]", 101: "map[]"} {
-		got, err := s.DaemonHosts(ctx, since)
+		got, err := s.DaemonHosts(ctx, unixAt(since))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -385,17 +386,17 @@ func TestListAlsoRemoteLive(t *testing.T) {
 		{Type: "session", ID: "remote-pid", Lifecycle: strp("running"), HostID: "h2", PID: 42},
 		{Type: "session", ID: "remote-beat", Lifecycle: strp("running"), HostID: "h2"},
 		{Type: "session", ID: "remote-bare", Lifecycle: strp("running"), HostID: "h2"},
-		{Type: "session", ID: "remote-ended", Lifecycle: strp("failed"), Terminal: true, EndedAt: 5, HostID: "h2", PID: 43},
+		{Type: "session", ID: "remote-ended", Lifecycle: strp("failed"), Terminal: true, EndedAt: unixAt(5), HostID: "h2", PID: 43},
 		{Type: "session", ID: "nohost", Lifecycle: strp("running"), PID: 44},
 	} {
-		if _, err := s.Register(ctx, e, "orchestrator", 1); err != nil {
+		if _, err := s.Register(ctx, e, "orchestrator", unixAt(1)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.RecordHeartbeat(ctx, "session", "remote-beat", 2, ""); err != nil {
+	if err := s.RecordHeartbeat(ctx, "session", "remote-beat", unixAt(2), ""); err != nil {
 		t.Fatal(err)
 	}
-	list, err := s.List(ctx, Filter{HostID: "h1", AlsoRemoteLive: true, OpenOnly: true, EndedSince: 1})
+	list, err := s.List(ctx, Filter{HostID: "h1", AlsoRemoteLive: true, OpenOnly: true, EndedSince: unixAt(1)})
 	if err != nil {
 		t.Fatal(err)
 	}

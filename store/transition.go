@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"watchdog/state"
+	"watchdog/unixtime"
 )
 
 // Change is what a Decider decided: the new lifecycle and its audit row.
@@ -22,11 +24,11 @@ type Change struct {
 	Reason  *state.StateReason
 	Actor   string
 	Trigger string
-	At      float64
-	// TimeoutSeconds and TimeoutElapsed are recorded with a timed_out
-	// transition (zero leaves the stored value alone).
-	TimeoutSeconds float64
-	TimeoutElapsed float64
+	At      time.Time
+	// Timeout and TimeoutElapsed are recorded with a timed_out transition
+	// (zero leaves the stored value alone).
+	Timeout        time.Duration
+	TimeoutElapsed time.Duration
 }
 
 // Decider validates a transition against the entity as it is stored at the
@@ -92,22 +94,22 @@ func (s *SQLite) applyTransition(ctx context.Context, typ, id string, decide Dec
 
 	var endedAt any
 	if ch.Terminal {
-		endedAt = ch.At
+		endedAt = unixArg(ch.At)
 	}
 	var startedAt any
 	if ch.Starts {
-		startedAt = ch.At
+		startedAt = unixArg(ch.At)
 	}
-	res, err := s.txExec(ctx, tx, `UPDATE entities SET lifecycle = ?, terminal = ?, last_seq = ?,
-		transition_reason = ?, lifecycle_at = ?, ended_at = ?, started_at = COALESCE(started_at, ?),
-		timeout_seconds = COALESCE(?, timeout_seconds), timeout_elapsed = COALESCE(?, timeout_elapsed),
-		dead_since = CASE WHEN ? THEN dead_since ELSE NULL END, updated_at = ?
-		WHERE type = ? AND id = ? AND lifecycle IS ? AND last_seq = ?`,
-		ch.To, ch.Terminal, seq,
-		reasonJSON, ch.At, endedAt, startedAt,
-		nullFloat(ch.TimeoutSeconds), nullFloat(ch.TimeoutElapsed),
-		ch.Terminal, ch.At,
-		typ, id, cur.Lifecycle, cur.LastSeq)
+	res, err := s.txExec(ctx, tx, `UPDATE entities SET lifecycle = :to, terminal = :terminal, last_seq = :seq,
+		transition_reason = :reason, lifecycle_at = :at, ended_at = :ended_at, started_at = COALESCE(started_at, :started_at),
+		timeout_seconds = COALESCE(:timeout_seconds, timeout_seconds), timeout_elapsed = COALESCE(:timeout_elapsed, timeout_elapsed),
+		dead_since = CASE WHEN :terminal THEN dead_since ELSE NULL END, updated_at = :at
+		WHERE type = :type AND id = :id AND lifecycle IS :from AND last_seq = :last_seq`,
+		sql.Named("to", ch.To), sql.Named("terminal", ch.Terminal), sql.Named("seq", seq),
+		sql.Named("reason", reasonJSON), sql.Named("at", unixtime.Seconds(ch.At)),
+		sql.Named("ended_at", endedAt), sql.Named("started_at", startedAt),
+		sql.Named("timeout_seconds", secondsArg(ch.Timeout)), sql.Named("timeout_elapsed", secondsArg(ch.TimeoutElapsed)),
+		sql.Named("type", typ), sql.Named("id", id), sql.Named("from", cur.Lifecycle), sql.Named("last_seq", cur.LastSeq))
 	if err != nil {
 		return cur, Entity{}, fmt.Errorf("transition %s/%s: update: %w", typ, id, err)
 	}

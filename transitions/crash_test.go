@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/store"
 )
 
@@ -73,7 +74,7 @@ func TestCrashAtAnyInstantLeavesConsistentDB(t *testing.T) {
 		t.Fatalf("reopen after crashes: %v", err)
 	}
 	defer st.Close()
-	db := st.DB()
+	db := testenv.SQL(t, st.Path())
 	var integrity string
 	if err := db.QueryRow("PRAGMA integrity_check").Scan(&integrity); err != nil || integrity != "ok" {
 		t.Fatalf("integrity_check: %q %v", integrity, err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -86,7 +87,7 @@ func TestConcurrentTerminationsOneWinner(t *testing.T) {
 // entity, matching the stored lifecycle, and an intact database file.
 func assertOneTerminalEach(t *testing.T, st *store.SQLite, n int) {
 	t.Helper()
-	db := st.DB()
+	db := testenv.SQL(t, st.Path())
 	var bad int
 	err := db.QueryRow(`SELECT COUNT(*) FROM (
 		SELECT e.id, COUNT(t.seq) AS terminals, MAX(t.to_lifecycle = e.lifecycle) AS matches

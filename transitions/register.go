@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"watchdog/cronspec"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/unixtime"
 )
 
 // Identifier reads this host's identity and a local process's start time;
@@ -17,9 +19,9 @@ import (
 type Identifier interface {
 	HostID() string
 	BootID() (string, error)
-	// StartOf is a live local process's start time, as Unix seconds and as
+	// StartOf is a live local process's start time, as a time and as
 	// clock ticks since boot (0 when the platform has none).
-	StartOf(pid int) (startTime float64, startTicks uint64, err error)
+	StartOf(pid int) (startTime time.Time, startTicks uint64, err error)
 }
 
 var idShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$`)
@@ -117,7 +119,7 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 		}
 		// Work registered as started has its age, for heartbeats and
 		// slowness, counted from now.
-		if e.StartedAt == 0 && g.Started(*e.Lifecycle) {
+		if e.StartedAt.IsZero() && g.Started(*e.Lifecycle) {
 			e.StartedAt = at
 		}
 	}
@@ -151,14 +153,14 @@ func (w *Writer) fillIdentity(e *store.Entity) {
 			e.BootID = b
 		}
 	}
-	if e.PIDStartTime == 0 {
+	if e.PIDStartTime.IsZero() {
 		if st, ticks, err := w.Ident.StartOf(e.PID); err == nil {
 			e.PIDStartTime, e.PIDStartTicks = st, ticks
 		}
 	}
 	// The supervisor too: a supervisor pid reused by another process after
 	// the supervisor died must not pass for it (that would hide an orphan).
-	if e.SupervisorPID > 0 && e.SupervisorStartTime == 0 {
+	if e.SupervisorPID > 0 && e.SupervisorStartTime.IsZero() {
 		if st, _, err := w.Ident.StartOf(e.SupervisorPID); err == nil {
 			e.SupervisorStartTime = st
 		}
@@ -178,14 +180,14 @@ func validateFields(e *store.Entity) error {
 	if e.SupervisorPID < 0 {
 		return bad("supervisor_pid %d is negative", e.SupervisorPID)
 	}
-	if e.PIDStartTime < 0 {
-		return bad("pid_start_time %g is negative", e.PIDStartTime)
+	if s := unixtime.Seconds(e.PIDStartTime); s < 0 {
+		return bad("pid_start_time %g is negative", s)
 	}
-	if e.SupervisorStartTime < 0 {
-		return bad("supervisor_start_time %g is negative", e.SupervisorStartTime)
+	if s := unixtime.Seconds(e.SupervisorStartTime); s < 0 {
+		return bad("supervisor_start_time %g is negative", s)
 	}
-	if e.TimeoutSeconds < 0 {
-		return bad("timeout_seconds %g is negative", e.TimeoutSeconds)
+	if e.Timeout < 0 {
+		return bad("timeout_seconds %g is negative", e.Timeout.Seconds())
 	}
 	for i, a := range e.Artifacts {
 		if err := a.Validate(); err != nil {
@@ -223,7 +225,7 @@ func validateFields(e *store.Entity) error {
 			return bad("schedule.cron %q is not a cron spec: %v", e.ScheduleCron, err)
 		}
 	}
-	if e.Type == "schedule" && e.ScheduleCron == "" && e.ScheduleLastFiredAt != 0 {
+	if e.Type == "schedule" && e.ScheduleCron == "" && !e.ScheduleLastFiredAt.IsZero() {
 		return bad("schedule.last_fired_at given without schedule.cron")
 	}
 	return nil

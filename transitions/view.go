@@ -1,6 +1,8 @@
 package transitions
 
 import (
+	"time"
+
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -9,7 +11,7 @@ import (
 // graph, severity and tone derived (never stored), and reasons made of the
 // reason of the transition that brought it to its lifecycle plus the
 // probe's current findings.
-func View(e store.Entity, evaluatedAt float64) state.NormalizedState {
+func View(e store.Entity, evaluatedAt time.Time) state.NormalizedState {
 	if e.Lifecycle == nil {
 		return state.Normalize(state.LifecycleLegacy, "", e.Health, e.Delivery, e.Reasons, evaluatedAt)
 	}

@@ -3,7 +3,6 @@ package transitions
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -43,11 +42,11 @@ type Request struct {
 	ExpectFrom string
 	Actor      string
 	Trigger    string
-	// TimeoutSeconds and ElapsedSeconds describe a timed_out transition; an
-	// unset timeout falls back to the registered timeout_seconds, an unset
+	// Timeout and Elapsed describe a timed_out transition; an unset
+	// timeout falls back to the registered timeout_seconds, an unset
 	// elapsed time to the time since the entity started.
-	TimeoutSeconds float64
-	ElapsedSeconds float64
+	Timeout time.Duration
+	Elapsed time.Duration
 }
 
 // Result is an applied transition.
@@ -62,10 +61,17 @@ type Observer interface {
 	Rejected(entityType, cause string)
 }
 
+// Store is what the write path needs of a store; *store.SQLite is one.
+type Store interface {
+	Get(ctx context.Context, typ, id string) (store.Entity, error)
+	Register(ctx context.Context, e store.Entity, actor string, at time.Time) (created bool, err error)
+	ApplyTransition(ctx context.Context, typ, id string, decide store.Decider) (before, after store.Entity, err error)
+}
+
 // Writer is the one write path for lifecycles. The zero value is not
 // usable: Store is required; Now defaults to time.Now.
 type Writer struct {
-	Store    store.Store
+	Store    Store
 	Now      func() time.Time
 	Observer Observer
 	// Ident fills in pid start time, host id and boot id at registration;
@@ -73,15 +79,11 @@ type Writer struct {
 	Ident Identifier
 }
 
-func (w *Writer) now() float64 {
+func (w *Writer) now() time.Time {
 	if w.Now != nil {
-		return unixSeconds(w.Now())
+		return w.Now()
 	}
-	return unixSeconds(time.Now())
-}
-
-func unixSeconds(t time.Time) float64 {
-	return math.Round(float64(t.UnixNano())/1e6) / 1e3
+	return time.Now()
 }
 
 // Transition validates and applies one lifecycle change: the edge against
@@ -194,27 +196,27 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 		}
 		ch := store.Change{To: req.To, Terminal: g.IsTerminal(req.To), Starts: g.Starts(req.To), Reason: reason, Actor: req.Actor, Trigger: req.Trigger, At: at}
 		if req.To == "timed_out" {
-			timeout := req.TimeoutSeconds
+			timeout := req.Timeout
 			if timeout == 0 {
-				timeout = cur.TimeoutSeconds
+				timeout = cur.Timeout
 			}
 			if timeout <= 0 && g.NeedsTimeout {
 				return store.Change{}, fmt.Errorf("%w: a %s's timed_out needs the configured timeout (register timeout_seconds or pass it with the transition)", ErrInvalidTransition, g.Type)
 			}
-			elapsed := req.ElapsedSeconds
+			elapsed := req.Elapsed
 			if elapsed == 0 {
 				start := cur.StartedAt
-				if start == 0 {
+				if start.IsZero() {
 					start = cur.CreatedAt
 				}
-				elapsed = math.Max(0, at-start)
+				elapsed = max(0, at.Sub(start))
 			}
-			ch.TimeoutSeconds, ch.TimeoutElapsed = max(timeout, 0), elapsed
+			ch.Timeout, ch.TimeoutElapsed = max(timeout, 0), elapsed
 			if ch.Reason != nil {
 				r := *ch.Reason
-				detail := fmt.Sprintf("timed out after %.1fs (configured timeout %gs)", elapsed, timeout)
+				detail := fmt.Sprintf("timed out after %.1fs (configured timeout %gs)", elapsed.Seconds(), timeout.Seconds())
 				if timeout <= 0 {
-					detail = fmt.Sprintf("timed out after %.1fs (the timeout was not told to the watchdog)", elapsed)
+					detail = fmt.Sprintf("timed out after %.1fs (the timeout was not told to the watchdog)", elapsed.Seconds())
 				}
 				r.Evidence = append(append([]state.EvidenceRef(nil), r.Evidence...), state.EvidenceRef{
 					Kind: state.EvidenceToolResult, Detail: detail,

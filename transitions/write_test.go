@@ -109,7 +109,7 @@ func TestTransitionRejections(t *testing.T) {
 	mustRegister(t, w, "session", "s1", "running")
 	mustRegister(t, w, "workflow", "wf", "running")
 	mustRegister(t, w, "agent", "ag", "idle")
-	if _, err := w.Store.Register(ctx, store.Entity{Type: "session", ID: "legacy"}, ActorOrchestrator, 1); err != nil {
+	if _, err := w.Store.Register(ctx, store.Entity{Type: "session", ID: "legacy"}, ActorOrchestrator, unixAt(1)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -195,17 +195,17 @@ func TestTransitionAppliesWithAudit(t *testing.T) {
 	}
 	last := rows[2]
 	if *last.From != "running" || last.To != "failed" || last.ReasonCode != "run.failed.exit_nonzero" || last.Message != "exit 3" ||
-		last.Actor != "orchestrator" || len(last.Evidence) != 1 || last.Evidence[0].Detail != "exit 3 from pytest" || last.At != 1_800_000_061 {
+		last.Actor != "orchestrator" || len(last.Evidence) != 1 || last.Evidence[0].Detail != "exit 3 from pytest" || !last.At.Equal(unixAt(1_800_000_061)) {
 		t.Errorf("audit row %+v", last)
 	}
 	if rows[1].Trigger != "spawn" {
 		t.Errorf("trigger not recorded: %+v", rows[1])
 	}
 	e, _ := st.Get(ctx, "session", "s1")
-	if e.StartedAt != 1_800_000_001 || e.EndedAt != 1_800_000_061 || e.LastSeq != last.Seq {
+	if !e.StartedAt.Equal(unixAt(1_800_000_001)) || !e.EndedAt.Equal(unixAt(1_800_000_061)) || e.LastSeq != last.Seq {
 		t.Errorf("timestamps/seq: started %v ended %v seq %d/%d", e.StartedAt, e.EndedAt, e.LastSeq, last.Seq)
 	}
-	ns := View(e, 1_800_000_100)
+	ns := View(e, unixAt(1_800_000_100))
 	if ns.Outcome != "failed" || ns.Severity != state.SeverityCritical || len(ns.Reasons) != 1 || ns.Reasons[0].EntityID != "s1" {
 		t.Errorf("view %+v", ns)
 	}
@@ -222,7 +222,7 @@ func TestTimedOutRecordsTimeoutAndElapsed(t *testing.T) {
 	w, st, clock, _ := newTestWriter(t)
 	ctx := context.Background()
 	for _, typ := range []string{"session", "subagent", "workflow", "turn"} {
-		e := store.Entity{Type: typ, ID: "t1", TimeoutSeconds: 900}
+		e := store.Entity{Type: typ, ID: "t1", Timeout: 900 * time.Second}
 		l := "running"
 		e.Lifecycle = &l
 		if _, err := w.Register(ctx, Registration{Entity: e, Actor: ActorOrchestrator}); err != nil {
@@ -235,8 +235,8 @@ func TestTimedOutRecordsTimeoutAndElapsed(t *testing.T) {
 			t.Fatalf("%s: %v", typ, err)
 		}
 		e, _ := st.Get(ctx, typ, "t1")
-		if e.TimeoutSeconds != 900 || e.TimeoutElapsed != 901 {
-			t.Errorf("%s: timeout %v elapsed %v", typ, e.TimeoutSeconds, e.TimeoutElapsed)
+		if e.Timeout != 900*time.Second || e.TimeoutElapsed != 901*time.Second {
+			t.Errorf("%s: timeout %v elapsed %v", typ, e.Timeout, e.TimeoutElapsed)
 		}
 		rows, _ := st.Transitions(ctx, typ, "t1")
 		ev := rows[len(rows)-1].Evidence
@@ -262,8 +262,8 @@ func TestTimedOutWithoutAKnownTimeout(t *testing.T) {
 			t.Fatalf("%s: %v", typ, err)
 		}
 		e, _ := st.Get(ctx, typ, "u1")
-		if e.LifecycleOr("") != "timed_out" || e.TimeoutSeconds != 0 || e.TimeoutElapsed != 42 {
-			t.Errorf("%s: %s timeout %v elapsed %v", typ, e.LifecycleOr(""), e.TimeoutSeconds, e.TimeoutElapsed)
+		if e.LifecycleOr("") != "timed_out" || e.Timeout != 0 || e.TimeoutElapsed != 42*time.Second {
+			t.Errorf("%s: %s timeout %v elapsed %v", typ, e.LifecycleOr(""), e.Timeout, e.TimeoutElapsed)
 		}
 		rows, _ := st.Transitions(ctx, typ, "u1")
 		ev := rows[len(rows)-1].Evidence
@@ -277,7 +277,7 @@ func TestWorkflowCompletedIsForFullCompletion(t *testing.T) {
 	w, st, _, _ := newTestWriter(t)
 	ctx := context.Background()
 	mustRegister(t, w, "workflow", "wf", "")
-	if _, err := st.RecordObservation(ctx, "workflow", "wf", store.Observation{Health: state.HealthRunning, Delivery: state.DeliveryPartial, SeenSeq: 1, At: 5}); err != nil {
+	if _, err := st.RecordObservation(ctx, "workflow", "wf", store.Observation{Health: state.HealthRunning, Delivery: state.DeliveryPartial, SeenSeq: 1, At: unixAt(5)}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := w.Transition(ctx, Request{Type: "workflow", ID: "wf", To: "completed", Actor: ActorOrchestrator})
@@ -288,7 +288,7 @@ func TestWorkflowCompletedIsForFullCompletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ := st.Get(ctx, "workflow", "wf")
-	if ns := View(e, 10); ns.Severity != state.SeverityWarning || ns.Outcome != "partial" {
+	if ns := View(e, unixAt(10)); ns.Severity != state.SeverityWarning || ns.Outcome != "partial" {
 		t.Errorf("partial workflow reads %s/%s", ns.Severity, ns.Outcome)
 	}
 }
@@ -310,7 +310,7 @@ func TestAgentRestartReopens(t *testing.T) {
 		}
 	}
 	e, _ := st.Get(ctx, "agent", "a1")
-	if e.Terminal || e.EndedAt != 0 || ToAgentStatus(*e.Lifecycle) != "running" || ToActivityState(*e.Lifecycle) != "busy" {
+	if e.Terminal || !e.EndedAt.IsZero() || ToAgentStatus(*e.Lifecycle) != "running" || ToActivityState(*e.Lifecycle) != "busy" {
 		t.Errorf("after restart: terminal=%v ended=%v lifecycle=%s", e.Terminal, e.EndedAt, *e.Lifecycle)
 	}
 }
@@ -370,7 +370,7 @@ func TestRegisterRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ = st.Get(ctx, "session", "old")
-	if e.Lifecycle != nil || !View(e, 0).Legacy() {
+	if e.Lifecycle != nil || !View(e, unixAt(0)).Legacy() {
 		t.Errorf("legacy entity %+v", e)
 	}
 }
@@ -387,8 +387,8 @@ type fakeIdent struct{}
 
 func (fakeIdent) HostID() string          { return "host-a" }
 func (fakeIdent) BootID() (string, error) { return "boot-1", nil }
-func (fakeIdent) StartOf(pid int) (float64, uint64, error) {
-	return 1234.5, 99, nil
+func (fakeIdent) StartOf(pid int) (time.Time, uint64, error) {
+	return unixAt(1234.5), 99, nil
 }
 
 func TestRegisterFillsLocalIdentity(t *testing.T) {
@@ -398,22 +398,22 @@ func TestRegisterFillsLocalIdentity(t *testing.T) {
 	for _, e := range []store.Entity{
 		{Type: "session", ID: "local", PID: 42},
 		{Type: "session", ID: "remote", PID: 42, HostID: "host-b"},
-		{Type: "session", ID: "given", PID: 42, PIDStartTime: 7},
+		{Type: "session", ID: "given", PID: 42, PIDStartTime: unixAt(7)},
 	} {
 		if _, err := w.Register(ctx, Registration{Entity: e, Actor: ActorOrchestrator}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	local, _ := st.Get(ctx, "session", "local")
-	if local.HostID != "host-a" || local.BootID != "boot-1" || local.PIDStartTime != 1234.5 || local.PIDStartTicks != 99 {
+	if local.HostID != "host-a" || local.BootID != "boot-1" || !local.PIDStartTime.Equal(unixAt(1234.5)) || local.PIDStartTicks != 99 {
 		t.Errorf("local identity not filled: %+v", local)
 	}
 	remote, _ := st.Get(ctx, "session", "remote")
-	if remote.HostID != "host-b" || remote.BootID != "" || remote.PIDStartTime != 0 {
+	if remote.HostID != "host-b" || remote.BootID != "" || !remote.PIDStartTime.IsZero() {
 		t.Errorf("a remote pid must not be identified here: %+v", remote)
 	}
 	given, _ := st.Get(ctx, "session", "given")
-	if given.PIDStartTime != 7 {
+	if !given.PIDStartTime.Equal(unixAt(7)) {
 		t.Errorf("a given start time must be kept: %v", given.PIDStartTime)
 	}
 }

@@ -3,10 +3,12 @@ package wire
 import (
 	"encoding/json"
 	"sort"
+	"time"
 
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // AuditRow is one transition of an entity's history on the wire. Seq is
@@ -21,7 +23,7 @@ type AuditRow struct {
 	Evidence   []state.EvidenceRef `json:"evidence"`
 	Actor      string              `json:"actor"`
 	Trigger    string              `json:"trigger"`
-	At         float64             `json:"at"`
+	At         unixtime.Time       `json:"at"`
 }
 
 // Entity is the entity read shape: the registered fields, the normalized
@@ -32,13 +34,13 @@ type Entity struct {
 	Label             string               `json:"label"`
 	Lifecycle         *string              `json:"lifecycle"`
 	PID               int                  `json:"pid,omitempty"`
-	PIDStartTime      float64              `json:"pid_start_time,omitempty"`
+	PIDStartTime      unixtime.Time        `json:"pid_start_time,omitzero"`
 	HostID            string               `json:"host_id,omitempty"`
 	BootID            string               `json:"boot_id,omitempty"`
 	SupervisorPID     int                  `json:"supervisor_pid,omitempty"`
-	SupervisorStart   float64              `json:"supervisor_start_time,omitempty"`
+	SupervisorStart   unixtime.Time        `json:"supervisor_start_time,omitzero"`
 	HeartbeatFile     string               `json:"heartbeat_file,omitempty"`
-	HeartbeatAt       float64              `json:"heartbeat_at,omitempty"`
+	HeartbeatAt       unixtime.Time        `json:"heartbeat_at,omitzero"`
 	HeartbeatProgress string               `json:"heartbeat_progress,omitempty"`
 	TimeoutSeconds    float64              `json:"timeout_seconds,omitempty"`
 	TimeoutElapsed    float64              `json:"timeout_elapsed,omitempty"`
@@ -49,11 +51,11 @@ type Entity struct {
 	DependsOn         []string             `json:"depends_on,omitempty"`
 	Schedule          *Schedule            `json:"schedule,omitempty"`
 	Metadata          json.RawMessage      `json:"metadata,omitempty"`
-	StartedAt         float64              `json:"started_at,omitempty"`
-	EndedAt           float64              `json:"ended_at,omitempty"`
-	HealthSince       float64              `json:"health_since,omitempty"`
-	CreatedAt         float64              `json:"created_at"`
-	UpdatedAt         float64              `json:"updated_at"`
+	StartedAt         unixtime.Time        `json:"started_at,omitzero"`
+	EndedAt           unixtime.Time        `json:"ended_at,omitzero"`
+	HealthSince       unixtime.Time        `json:"health_since,omitzero"`
+	CreatedAt         unixtime.Time        `json:"created_at"`
+	UpdatedAt         unixtime.Time        `json:"updated_at"`
 	// AgentStatus and ActivityState are the agent type's legacy mappings.
 	AgentStatus   string                `json:"agent_status,omitempty"`
 	ActivityState string                `json:"activity_state,omitempty"`
@@ -67,16 +69,16 @@ type Entity struct {
 }
 
 // FromEntity builds the read shape; rows may be nil (lists omit history).
-func FromEntity(e store.Entity, rows []store.AuditRow, now float64) Entity {
+func FromEntity(e store.Entity, rows []store.AuditRow, now time.Time) Entity {
 	ns := transitions.View(e, now)
 	out := Entity{
 		Type: e.Type, ID: e.ID, Label: e.Label, Lifecycle: e.Lifecycle,
-		PID: e.PID, PIDStartTime: e.PIDStartTime, HostID: e.HostID, BootID: e.BootID,
-		SupervisorPID: e.SupervisorPID, SupervisorStart: e.SupervisorStartTime, HeartbeatFile: e.HeartbeatFile, HeartbeatAt: e.HeartbeatAt,
-		HeartbeatProgress: e.HeartbeatProgress, TimeoutSeconds: e.TimeoutSeconds, TimeoutElapsed: e.TimeoutElapsed,
+		PID: e.PID, PIDStartTime: unixtime.Of(e.PIDStartTime), HostID: e.HostID, BootID: e.BootID,
+		SupervisorPID: e.SupervisorPID, SupervisorStart: unixtime.Of(e.SupervisorStartTime), HeartbeatFile: e.HeartbeatFile, HeartbeatAt: unixtime.Of(e.HeartbeatAt),
+		HeartbeatProgress: e.HeartbeatProgress, TimeoutSeconds: e.Timeout.Seconds(), TimeoutElapsed: e.TimeoutElapsed.Seconds(),
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, LockFiles: e.LockFiles, DependsOn: e.DependsOn,
-		StartedAt: e.StartedAt, EndedAt: e.EndedAt, HealthSince: e.HealthSince,
-		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		StartedAt: unixtime.Of(e.StartedAt), EndedAt: unixtime.Of(e.EndedAt), HealthSince: unixtime.Of(e.HealthSince),
+		CreatedAt: unixtime.Of(e.CreatedAt), UpdatedAt: unixtime.Of(e.UpdatedAt),
 		State: ns, Display: transitions.Display(e, ns),
 	}
 	if len(e.Metadata) > 0 && string(e.Metadata) != "{}" {
@@ -86,7 +88,7 @@ func FromEntity(e store.Entity, rows []store.AuditRow, now float64) Entity {
 		out.Parent = &Ref{Type: e.ParentType, ID: e.ParentID}
 	}
 	if e.ScheduleCron != "" {
-		out.Schedule = &Schedule{Cron: e.ScheduleCron, LastFiredAt: e.ScheduleLastFiredAt}
+		out.Schedule = &Schedule{Cron: e.ScheduleCron, LastFiredAt: unixtime.Of(e.ScheduleLastFiredAt)}
 	}
 	if e.Type == "agent" && e.Lifecycle != nil {
 		out.AgentStatus = transitions.ToAgentStatus(*e.Lifecycle)
@@ -111,7 +113,7 @@ func FromAuditRows(rows []store.AuditRow) []AuditRow {
 		}
 		list = append(list, AuditRow{
 			Seq: r.Seq, From: r.From, To: r.To, ReasonCode: r.ReasonCode, Message: r.Message,
-			Evidence: ev, Actor: r.Actor, Trigger: r.Trigger, At: r.At,
+			Evidence: ev, Actor: r.Actor, Trigger: r.Trigger, At: unixtime.Of(r.At),
 		})
 	}
 	return list
@@ -129,10 +131,10 @@ type TransitionPage struct {
 // Total counts every entity the filters select, on all pages; Next, when
 // set, is the cursor of the following page (?after=NEXT).
 type EntityList struct {
-	GeneratedAt float64  `json:"generated_at"`
-	Total       int      `json:"total"`
-	Items       []Entity `json:"items"`
-	Next        string   `json:"next,omitempty"`
+	GeneratedAt unixtime.Time `json:"generated_at"`
+	Total       int           `json:"total"`
+	Items       []Entity      `json:"items"`
+	Next        string        `json:"next,omitempty"`
 }
 
 // SortEntities orders by severity (legacy last), then most recently
@@ -150,8 +152,8 @@ func SortEntities(items []Entity) {
 		if ra, rb := rank(a), rank(b); ra != rb {
 			return ra < rb
 		}
-		if a.UpdatedAt != b.UpdatedAt {
-			return a.UpdatedAt > b.UpdatedAt
+		if !a.UpdatedAt.Equal(b.UpdatedAt.Time) {
+			return a.UpdatedAt.After(b.UpdatedAt.Time)
 		}
 		if a.Type != b.Type {
 			return a.Type < b.Type

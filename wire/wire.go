@@ -15,6 +15,7 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // MaxBody is the largest request document accepted (1 MiB).
@@ -157,24 +158,24 @@ type Ref struct {
 
 // Schedule is a schedule entity's cron spec and last fire time.
 type Schedule struct {
-	Cron        string  `json:"cron"`
-	LastFiredAt float64 `json:"last_fired_at,omitempty"`
+	Cron        string        `json:"cron"`
+	LastFiredAt unixtime.Time `json:"last_fired_at,omitzero"`
 }
 
 // Register is the body of POST /api/v1/entities and `watchdog register`.
 type Register struct {
-	Type          string    `json:"type"`
-	ID            string    `json:"id"`
-	Label         string    `json:"label,omitempty"`
-	Lifecycle     OptString `json:"lifecycle,omitzero"`
-	PID           int       `json:"pid,omitempty"`
-	PIDStartTime  float64   `json:"pid_start_time,omitempty"`
-	HostID        string    `json:"host_id,omitempty"`
-	BootID        string    `json:"boot_id,omitempty"`
-	SupervisorPID int       `json:"supervisor_pid,omitempty"`
+	Type          string        `json:"type"`
+	ID            string        `json:"id"`
+	Label         string        `json:"label,omitempty"`
+	Lifecycle     OptString     `json:"lifecycle,omitzero"`
+	PID           int           `json:"pid,omitempty"`
+	PIDStartTime  unixtime.Time `json:"pid_start_time,omitzero"`
+	HostID        string        `json:"host_id,omitempty"`
+	BootID        string        `json:"boot_id,omitempty"`
+	SupervisorPID int           `json:"supervisor_pid,omitempty"`
 	// SupervisorStartTime identifies the supervisor like pid_start_time
 	// the pid; filled in for a local supervisor when absent.
-	SupervisorStartTime float64         `json:"supervisor_start_time,omitempty"`
+	SupervisorStartTime unixtime.Time   `json:"supervisor_start_time,omitzero"`
 	HeartbeatFile       string          `json:"heartbeat_file,omitempty"`
 	TimeoutSeconds      float64         `json:"timeout_seconds,omitempty"`
 	ArtifactsRoot       string          `json:"artifacts_root,omitempty"`
@@ -203,8 +204,8 @@ func (r Register) Registration(actor string) (transitions.Registration, error) {
 	}
 	e := store.Entity{
 		Type: r.Type, ID: r.ID, Label: r.Label,
-		PID: r.PID, PIDStartTime: r.PIDStartTime, HostID: r.HostID, BootID: r.BootID,
-		SupervisorPID: r.SupervisorPID, SupervisorStartTime: r.SupervisorStartTime, HeartbeatFile: r.HeartbeatFile, TimeoutSeconds: r.TimeoutSeconds,
+		PID: r.PID, PIDStartTime: r.PIDStartTime.Time, HostID: r.HostID, BootID: r.BootID,
+		SupervisorPID: r.SupervisorPID, SupervisorStartTime: r.SupervisorStartTime.Time, HeartbeatFile: r.HeartbeatFile, Timeout: unixtime.Duration(r.TimeoutSeconds),
 		ArtifactsRoot: r.ArtifactsRoot, LockFiles: r.LockFiles, DependsOn: r.DependsOn,
 		Metadata: r.Metadata,
 	}
@@ -223,7 +224,7 @@ func (r Register) Registration(actor string) (transitions.Registration, error) {
 		}
 	}
 	if r.Schedule != nil {
-		e.ScheduleCron, e.ScheduleLastFiredAt = r.Schedule.Cron, r.Schedule.LastFiredAt
+		e.ScheduleCron, e.ScheduleLastFiredAt = r.Schedule.Cron, r.Schedule.LastFiredAt.Time
 	}
 	reg := transitions.Registration{Entity: e, Actor: actor}
 	switch {
@@ -313,7 +314,7 @@ func (t Transition) Request(typ, id, defaultActor string) (transitions.Request, 
 	}
 	req := transitions.Request{
 		Type: typ, ID: id, To: t.To, ExpectFrom: t.ExpectFrom, Actor: t.Actor, Trigger: t.Trigger,
-		TimeoutSeconds: t.TimeoutSeconds, ElapsedSeconds: t.ElapsedSeconds,
+		Timeout: unixtime.Duration(t.TimeoutSeconds), Elapsed: unixtime.Duration(t.ElapsedSeconds),
 	}
 	if req.Actor == "" {
 		req.Actor = defaultActor

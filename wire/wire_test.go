@@ -91,7 +91,7 @@ func TestRegisterConversion(t *testing.T) {
 	if !e.Artifacts[0].Required || e.Artifacts[1].Required || e.Artifacts[1].Kind != "json" {
 		t.Errorf("artifacts %+v: required must default to true", e.Artifacts)
 	}
-	if e.ParentType != "show" || e.ParentID != "sh1" || e.DependsOn[0] != "p0" || e.ScheduleCron != "*/5 * * * *" || e.ScheduleLastFiredAt != 5 {
+	if e.ParentType != "show" || e.ParentID != "sh1" || e.DependsOn[0] != "p0" || e.ScheduleCron != "*/5 * * * *" || !e.ScheduleLastFiredAt.Equal(unixAt(5)) {
 		t.Errorf("entity %+v", e)
 	}
 	for _, bad := range []string{

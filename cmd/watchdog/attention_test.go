@@ -41,7 +41,7 @@ func attnStore(t *testing.T) string {
 			t.Fatal(err)
 		}
 		if _, err := st.RecordObservation(ctx, typ, id, store.Observation{Health: h, Delivery: state.DeliveryNotExpected,
-			Reasons: []state.StateReason{state.Observed(code, "seen: "+string(code))}, SeenSeq: cur.LastSeq, At: cur.UpdatedAt + 1}); err != nil {
+			Reasons: []state.StateReason{state.Observed(code, "seen: "+string(code))}, SeenSeq: cur.LastSeq, At: cur.UpdatedAt.Add(time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -126,7 +126,7 @@ func TestAttentionCommandDismissed(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = st.UpsertDismissal(ctx, store.Dismissal{Fingerprint: "session:s-idle:run.health.idle", EntityType: "session", EntityID: "s-idle",
-		ReasonCode: "run.health.idle", StatusAtDismissal: "running", DismissedAt: 1, ClearOnStatusChange: true})
+		ReasonCode: "run.health.idle", StatusAtDismissal: "running", DismissedAt: unixAt(1), ClearOnStatusChange: true})
 	st.Close()
 	if err != nil {
 		t.Fatal(err)

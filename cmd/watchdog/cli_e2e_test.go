@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"watchdog/store"
 )
@@ -217,8 +218,8 @@ func TestCLIReRegisterSaysTheLifecycleStays(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	e, _ := execEntity(t, db, "x")
-	if e.LifecycleOr("") != "running" || e.Label != "renamed" || e.TimeoutSeconds != 900 {
-		t.Errorf("after re-registering: %s %q timeout %v", e.LifecycleOr(""), e.Label, e.TimeoutSeconds)
+	if e.LifecycleOr("") != "running" || e.Label != "renamed" || e.Timeout != 900*time.Second {
+		t.Errorf("after re-registering: %s %q timeout %v", e.LifecycleOr(""), e.Label, e.Timeout)
 	}
 	// The same lifecycle again is no news.
 	if r := wd(t, `{"type":"session","id":"x","lifecycle":"running"}`, "register", "--db", db, "--json", "-"); r.code != 0 || r.stderr != "" {

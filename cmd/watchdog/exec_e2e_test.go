@@ -110,8 +110,8 @@ func TestExecExitMapping(t *testing.T) {
 				// The configured timeout is recorded when exec was given
 				// one; the elapsed time always.
 				given := slices.Contains(c.flags, "--timeout")
-				if (e.TimeoutSeconds > 0) != given || e.TimeoutElapsed <= 0 {
-					t.Errorf("timed_out evidence: timeout %v (given: %v) elapsed %v", e.TimeoutSeconds, given, e.TimeoutElapsed)
+				if (e.Timeout > 0) != given || e.TimeoutElapsed <= 0 {
+					t.Errorf("timed_out evidence: timeout %v (given: %v) elapsed %v", e.Timeout, given, e.TimeoutElapsed)
 				}
 			}
 			// Judged at once, as the daemon would: the process is gone, as
@@ -122,7 +122,7 @@ func TestExecExitMapping(t *testing.T) {
 			// Even a child that is gone before it is registered (exit 0
 			// at once) has its start time recorded: it is exec's zombie
 			// until exec reaps it.
-			if e.PID <= 0 || e.SupervisorPID <= 0 || e.PIDStartTime <= 0 {
+			if e.PID <= 0 || e.SupervisorPID <= 0 || !e.PIDStartTime.After(unixAt(0)) {
 				t.Errorf("pid %d start %v supervisor %d: exec must record all three", e.PID, e.PIDStartTime, e.SupervisorPID)
 			}
 		})
@@ -172,7 +172,7 @@ func TestExecForwardsSignals(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			if e.LifecycleOr("") != "running" || e.SupervisorPID != cmd.Process.Pid || e.PIDStartTime == 0 {
+			if e.LifecycleOr("") != "running" || e.SupervisorPID != cmd.Process.Pid || e.PIDStartTime.IsZero() {
 				t.Fatalf("registered %s pid %d start %v supervisor %d (exec is %d)", e.LifecycleOr(""), e.PID, e.PIDStartTime, e.SupervisorPID, cmd.Process.Pid)
 			}
 			if comm, err := os.ReadFile("/proc/" + strconv.Itoa(e.PID) + "/comm"); err != nil || strings.TrimSpace(string(comm)) != "sleep" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"time"
 
 	"watchdog/wire"
 )
@@ -37,7 +38,7 @@ func newHeartbeatCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			return st.RecordHeartbeat(ctx, typ, id, nowSeconds(), progress)
+			return st.RecordHeartbeat(ctx, typ, id, time.Now(), progress)
 		},
 	}
 	c.Flags().StringVar(&progress, "progress", "", "short progress note, kept as evidence")

@@ -46,8 +46,8 @@ func TestServePoisonContractKeepsDeathDetection(t *testing.T) {
 		"poison-many": many,
 	} {
 		e := store.Entity{Type: "session", ID: id, Lifecycle: &completed, Terminal: true, HostID: probe.NewHost().HostID(),
-			ArtifactsRoot: root, Artifacts: specs, StartedAt: now - 60, EndedAt: now}
-		if _, err := st.Register(context.Background(), e, "orchestrator", now); err != nil {
+			ArtifactsRoot: root, Artifacts: specs, StartedAt: unixAt(now - 60), EndedAt: unixAt(now)}
+		if _, err := st.Register(context.Background(), e, "orchestrator", unixAt(now)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"watchdog/probe"
 	"watchdog/state"
+	"watchdog/unixtime"
 )
 
 // adhocRun is one in-process run of the probe command.
@@ -65,7 +66,7 @@ func adhocSleep(t *testing.T) (int, float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return id.PID, id.StartTime
+	return id.PID, unixtime.Seconds(id.StartTime)
 }
 
 // adhocDeadPID returns the pid of a process that has exited and been reaped.
@@ -163,7 +164,7 @@ func TestProbeCommandJSON(t *testing.T) {
 		t.Fatalf("output is not a NormalizedState: %v\n%s", err, r.stdout)
 	}
 	if ns.Lifecycle != "running" || ns.Outcome != "" || ns.Health != state.HealthProcessDead || ns.Severity != state.SeverityCritical ||
-		ns.Delivery != state.DeliveryNotExpected || ns.PolicyVersion != "v1" || ns.EvaluatedAt <= 0 {
+		ns.Delivery != state.DeliveryNotExpected || ns.PolicyVersion != "v1" || !ns.EvaluatedAt.After(unixAt(0)) {
 		t.Errorf("state %+v", ns)
 	}
 	if len(ns.Reasons) != 1 || ns.Reasons[0].Code != state.RunHealthProcessDead || len(ns.Reasons[0].Evidence) == 0 || ns.Reasons[0].Evidence[0].Kind != "tool_result" {

@@ -51,7 +51,7 @@ func runProbeEntity(cmd *cobra.Command, ref string, asJSON bool) (int, error) {
 		return 0, fmt.Errorf("probe: %w", err)
 	}
 
-	ns := transitions.View(p.Entity, float64(time.Now().UnixNano())/1e9)
+	ns := transitions.View(p.Entity, time.Now())
 	// Health unknown is the probe's "could not decide" (no pid recorded,
 	// permission denied, and no heartbeat to go by), as an unknown
 	// liveness is for the ad-hoc probe.

@@ -105,10 +105,10 @@ func TestProbeEntityBinaryExitCodes(t *testing.T) {
 	}
 
 	// What was probed is stored: the daemon, status and the reaper see it.
-	if e := entityOf(t, db, "session", "dead"); e.Health != state.HealthProcessDead || e.DeadSince == 0 {
+	if e := entityOf(t, db, "session", "dead"); e.Health != state.HealthProcessDead || e.DeadSince.IsZero() {
 		t.Errorf("stored dead: health %s dead_since %v", e.Health, e.DeadSince)
 	}
-	if e := entityOf(t, db, "session", "alive"); e.Health != state.HealthRunning || e.DeadSince != 0 {
+	if e := entityOf(t, db, "session", "alive"); e.Health != state.HealthRunning || !e.DeadSince.IsZero() {
 		t.Errorf("stored alive: health %s dead_since %v", e.Health, e.DeadSince)
 	}
 }

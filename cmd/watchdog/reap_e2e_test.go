@@ -19,10 +19,10 @@ import (
 func waitGrace(t *testing.T, db, typ, id string, grace time.Duration) {
 	t.Helper()
 	e := entityOf(t, db, typ, id)
-	if e.DeadSince == 0 {
+	if e.DeadSince.IsZero() {
 		t.Fatalf("%s/%s has no recorded death", typ, id)
 	}
-	until := time.Unix(0, int64(e.DeadSince*1e9)).Add(grace + 50*time.Millisecond)
+	until := e.DeadSince.Add(grace + 50*time.Millisecond)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(until) {
 		if time.Now().After(deadline) {
@@ -152,7 +152,7 @@ func TestReapEndsDeadAfterGrace(t *testing.T) {
 		t.Errorf("audit row %+v", last)
 	}
 	late := entityOf(t, w.db, "invocation", "late")
-	if late.LifecycleOr("") != "running" || late.Health != state.HealthProcessDead || late.DeadSince < started {
+	if late.LifecycleOr("") != "running" || late.Health != state.HealthProcessDead || late.DeadSince.Before(unixAt(started)) {
 		t.Fatalf("late: %s %s dead_since %v (run started %v): its death is recorded now and waits", late.LifecycleOr(""), late.Health, late.DeadSince, started)
 	}
 	w.assertUntouched(t)
@@ -193,7 +193,7 @@ func TestReapDoesNotEndTheDeathItDiscovers(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "waiting session/s: process first seen dead by this run") || strings.Contains(r.stdout, "ended") {
 		t.Fatalf("first reap: %+v", r)
 	}
-	if e := entityOf(t, db, "session", "s"); e.LifecycleOr("") != "running" || e.DeadSince == 0 {
+	if e := entityOf(t, db, "session", "s"); e.LifecycleOr("") != "running" || e.DeadSince.IsZero() {
 		t.Fatalf("after the first reap: %s dead_since %v", e.LifecycleOr(""), e.DeadSince)
 	}
 	r = wd(t, "", "reap", "--db", db, "--config", cfg)

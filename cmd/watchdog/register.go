@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -78,7 +79,7 @@ func newRegisterCmd() *cobra.Command {
 			if created {
 				verb = "registered"
 			}
-			ns := transitions.View(e, nowSeconds())
+			ns := transitions.View(e, time.Now())
 			fmt.Fprintf(cmd.OutOrStdout(), "%s %s/%s: %s\n", verb, e.Type, e.ID, transitions.Display(e, ns))
 			warnLifecycleKept(cmd.ErrOrStderr(), created, body, e.LifecycleOr(""))
 			return nil

@@ -271,7 +271,7 @@ func TestRemoteWritesPrintWhatLocalWritesPrint(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET session/s-1: %d", code)
 	}
-	if e.Lifecycle == nil || *e.Lifecycle != "aborted" || e.Label != "reviewer, renamed" || e.HeartbeatProgress != "step 3 of 7" || e.HeartbeatAt == 0 {
+	if e.Lifecycle == nil || *e.Lifecycle != "aborted" || e.Label != "reviewer, renamed" || e.HeartbeatProgress != "step 3 of 7" || e.HeartbeatAt.IsZero() {
 		t.Errorf("entity after the remote writes: %+v", e)
 	}
 	// With auth on the token decides the actor: the orchestrator, although
@@ -300,7 +300,7 @@ func TestRemoteWritesFromEnvironment(t *testing.T) {
 		t.Fatalf("transition: %+v", r)
 	}
 	_, e := d.entity(t, "session", "s-env")
-	if e.Lifecycle == nil || *e.Lifecycle != "completed" || e.HeartbeatAt == 0 {
+	if e.Lifecycle == nil || *e.Lifecycle != "completed" || e.HeartbeatAt.IsZero() {
 		t.Errorf("entity: %+v", e)
 	}
 	rmtAssertRow(t, e, "running", "completed", transitions.ActorOrchestrator, "")
@@ -549,7 +549,7 @@ func TestRemoteExec(t *testing.T) {
 		t.Fatalf("GET: %d", code)
 	}
 	rmtAssertRow(t, e, "running", "timed_out", "exec", "run.timed_out.deadline")
-	if e.PID <= 0 || e.PIDStartTime == 0 || e.HostID == "" || e.SupervisorPID <= 0 || e.TimeoutSeconds != 3600 {
+	if e.PID <= 0 || e.PIDStartTime.IsZero() || e.HostID == "" || e.SupervisorPID <= 0 || e.TimeoutSeconds != 3600 {
 		t.Errorf("identity not recorded: pid %d start %v host %q supervisor %d timeout %v", e.PID, e.PIDStartTime, e.HostID, e.SupervisorPID, e.TimeoutSeconds)
 	}
 

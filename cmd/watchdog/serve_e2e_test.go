@@ -34,6 +34,7 @@ import (
 	"watchdog/probe"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // svDeadline bounds every wait for the daemon to do something.
@@ -652,7 +653,7 @@ func TestServeReusedPIDNeverAliveNorSignalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	svRegister(t, db, fmt.Sprintf(`{"type":"session","id":"reused","lifecycle":"running","pid":%d,"pid_start_time":%f,"supervisor_pid":%d}`,
-		live.pid, start-1000, svDeadPID(t)))
+		live.pid, unixtime.Seconds(start)-1000, svDeadPID(t)))
 	// The control: a verified orphan (its own process, a dead supervisor)
 	// is reaped and killed, so kill_orphans is really on in this daemon.
 	orphan := svSleep(t)
@@ -945,7 +946,7 @@ func TestServeNoDoubleTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	hosts, err := st.DaemonHosts(context.Background(), float64(time.Now().Add(-time.Hour).Unix()))
+	hosts, err := st.DaemonHosts(context.Background(), unixAt(float64(time.Now().Add(-time.Hour).Unix())))
 	if err != nil || len(hosts) != 1 {
 		t.Errorf("daemon presence: %v %v, want this one host", hosts, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"watchdog/unixtime"
 
 	"github.com/spf13/cobra"
 
@@ -46,13 +47,13 @@ func newStatusCmd() *cobra.Command {
 			if asJSON {
 				rows = func(e store.Entity) ([]store.AuditRow, error) { return st.Transitions(ctx, e.Type, e.ID) }
 			}
-			now := nowSeconds()
+			now := time.Now()
 			items, err := api.ListEntities(ctx, st, api.EntityFilter{Type: typ, Severities: want}, now, rows)
 			if err != nil {
 				return err
 			}
 			wire.SortEntities(items)
-			out := wire.EntityList{GeneratedAt: now, Total: len(items), Items: items}
+			out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: len(items), Items: items}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -68,7 +69,7 @@ func newStatusCmd() *cobra.Command {
 	return c
 }
 
-func printStatusTable(w io.Writer, items []wire.Entity, now float64) error {
+func printStatusTable(w io.Writer, items []wire.Entity, now time.Time) error {
 	if len(items) == 0 {
 		_, err := fmt.Fprintln(w, "no entities")
 		return err
@@ -84,15 +85,15 @@ func printStatusTable(w io.Writer, items []wire.Entity, now float64) error {
 		if len(e.State.Reasons) > 0 {
 			reason = string(e.State.Reasons[len(e.State.Reasons)-1].Code)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason, ago(now-e.UpdatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason, ago(now.Sub(e.UpdatedAt.Time)))
 	}
 	return tw.Flush()
 }
 
 // ago is an age in a table: "3m ago", "now" for a time ahead of the clock.
-func ago(seconds float64) string {
-	if seconds < 0 {
+func ago(d time.Duration) string {
+	if d < 0 {
 		return "now"
 	}
-	return state.FormatAge(time.Duration(seconds*float64(time.Second))) + " ago"
+	return state.FormatAge(d) + " ago"
 }

@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"watchdog/internal/testenv"
 	"watchdog/store"
 )
 
@@ -302,15 +303,15 @@ func TestServeRefusesDamagedStore(t *testing.T) {
 	}
 	running := "running"
 	for i := range 2000 {
-		if _, err := st.Register(ctx, store.Entity{Type: "session", ID: "d" + strconv.Itoa(i), Lifecycle: &running}, "orchestrator", 1); err != nil {
+		if _, err := st.Register(ctx, store.Entity{Type: "session", ID: "d" + strconv.Itoa(i), Lifecycle: &running}, "orchestrator", unixAt(1)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var root, pageSize int64
-	if err := st.DB().QueryRow("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entities' AND sql IS NOT NULL ORDER BY name LIMIT 1").Scan(&root); err != nil {
+	if err := testenv.SQL(t, st.Path()).QueryRow("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entities' AND sql IS NOT NULL ORDER BY name LIMIT 1").Scan(&root); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DB().QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
+	if err := testenv.SQL(t, st.Path()).QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -41,7 +41,7 @@ func openStore(ctx context.Context, path string, create bool) (*store.SQLite, er
 
 // newWriter builds the write path over a store, identifying local
 // processes through this host's /proc.
-func newWriter(st store.Store) *transitions.Writer {
+func newWriter(st transitions.Store) *transitions.Writer {
 	return &transitions.Writer{Store: st, Now: time.Now, Ident: localIdentifier()}
 }
 
@@ -57,5 +57,3 @@ func parseRef(ref string) (typ, id string, err error) {
 	}
 	return canon, id, nil
 }
-
-func nowSeconds() float64 { return float64(time.Now().UnixNano()) / 1e9 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"watchdog/unixtime"
 
 	"github.com/spf13/cobra"
 
@@ -28,7 +29,7 @@ func newTransitionCmd() *cobra.Command {
 			}
 			req := transitions.Request{
 				Type: typ, ID: id, To: args[1], ExpectFrom: expectFrom,
-				Actor: actor, Trigger: trigger, TimeoutSeconds: timeout, ElapsedSeconds: elapsed,
+				Actor: actor, Trigger: trigger, Timeout: unixtime.Duration(timeout), Elapsed: unixtime.Duration(elapsed),
 			}
 			if message != "" && reason == "" {
 				return usageError("--message explains a reason code: give it with --reason CODE (see watchdog reasons)")
