@@ -105,7 +105,7 @@ func (l *Local) Heartbeat(ctx context.Context, typ, id, progress string) error {
 // Settle implements Target with one probe of the entity under the default
 // thresholds.
 func (l *Local) Settle(ctx context.Context, typ, id string) {
-	rp := reaper.NewOneShot(l.st, l.w, l.host, config.Default())
+	rp := reaper.NewOneShot(l.st, l.host, config.Default())
 	_, _ = rp.ProbeOne(ctx, typ, id)
 }
 
