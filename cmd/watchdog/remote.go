@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -45,36 +44,17 @@ type where struct {
 	remote     bool
 }
 
-// resolveTarget decides whether a writing command goes through the daemon
-// or opens the database. The rule is the one operators know
-// from other tools: a flag beats an environment variable, and two sources
-// of the same rank that disagree are refused rather than guessed between.
-// So --db with --server is a usage error, --db wins over WATCHDOG_SERVER,
-// --server wins over WATCHDOG_DB, and WATCHDOG_DB with WATCHDOG_SERVER
-// (neither flag) is a usage error too: an agent whose environment says
-// both would otherwise write to whichever one this code happened to prefer.
+// resolveTarget decides, by target.Choice's rule, whether a writing
+// command goes through the daemon or opens the database.
 func resolveTarget(c *cobra.Command, db, server string) (where, error) {
-	local := where{db: db, server: server}
-	if server == "" {
-		return local, nil
+	remote, err := target.Choice{
+		Server: server, DBFlag: c.Flags().Changed("db"), ServerFlag: c.Flags().Changed("server"),
+		EnvDB: os.Getenv("WATCHDOG_DB") != "",
+	}.Remote()
+	if err != nil {
+		return where{}, usageError("%v", err)
 	}
-	dbFlag, serverFlag := c.Flags().Changed("db"), c.Flags().Changed("server")
-	switch {
-	case dbFlag && serverFlag:
-		return local, usageError("--db and --server both given: use one (a local database, or a daemon's API)")
-	case dbFlag:
-		return local, nil
-	case !serverFlag && os.Getenv("WATCHDOG_DB") != "":
-		return local, usageError("WATCHDOG_DB and WATCHDOG_SERVER are both set: unset one, or choose with --db or --server")
-	}
-	if err := checkServerURL(server); err != nil {
-		src := "--server"
-		if !serverFlag {
-			src = "WATCHDOG_SERVER"
-		}
-		return local, usageError("%s: %v", src, err)
-	}
-	return where{db: db, server: server, remote: true}, nil
+	return where{db: db, server: server, remote: remote}, nil
 }
 
 // open opens the chosen target. create lets a local one create the
@@ -97,21 +77,6 @@ func (w where) open(ctx context.Context, create, run bool) (target.Target, error
 		return nil, err
 	}
 	return target.NewLocal(st, localHost()), nil
-}
-
-// checkServerURL refuses what cannot be a daemon's base URL before any
-// request, so a typo is a usage error and not a network one. A bare
-// host:port is accepted, as client.New reads it as http://host:port.
-func checkServerURL(server string) error {
-	s := strings.TrimSpace(server)
-	if !strings.Contains(s, "://") {
-		s = "http://" + s
-	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not a daemon URL like http://127.0.0.1:9715", server)
-	}
-	return nil
 }
 
 // findToken finds the daemon's bearer token as tokenfile.Find does, beside
