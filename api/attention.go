@@ -53,19 +53,12 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.FailureWindow = s.failureWindow()
-	now := s.Now()
-	ctx := r.Context()
-	list, err := s.Store.AttentionCandidates(ctx, attention.Since(now, s.failureWindow()))
+	queue, err := attention.Read(r.Context(), s.Store, q, s.Now())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	dismissals, err := s.Store.Dismissals(ctx)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, attention.Build(list, dismissals, q, now))
+	writeJSON(w, http.StatusOK, queue)
 }
 
 func (s *server) snooze(w http.ResponseWriter, r *http.Request) {

@@ -57,6 +57,7 @@
 package attention
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -529,6 +530,29 @@ func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Que
 	}
 	out.Items = append(out.Items, items...)
 	return out
+}
+
+// Source is what Read reads: the entities that may have items and the
+// dismissals (store.SQLite; the API's store).
+type Source interface {
+	AttentionCandidates(ctx context.Context, since time.Time) ([]store.Entity, error)
+	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
+}
+
+// Read is the queue the API serves and `watchdog attention` prints: the
+// candidates inside q's failure window and every dismissal, built at now.
+// The store's errors pass as they are: they name their query already, and
+// the command prints them unchanged.
+func Read(ctx context.Context, src Source, q Query, now time.Time) (Queue, error) {
+	list, err := src.AttentionCandidates(ctx, Since(now, q.FailureWindow))
+	if err != nil {
+		return Queue{}, err
+	}
+	dismissals, err := src.Dismissals(ctx)
+	if err != nil {
+		return Queue{}, err
+	}
+	return Build(list, dismissals, q, now), nil
 }
 
 // Since is the start of the failure window at now (window 0 means

@@ -14,9 +14,22 @@ import (
 // the rest to, so it may take longer.
 const OneShotSweepBudget = time.Minute
 
+// OneShotStore is what a one-shot reaper needs of its store: the
+// reaper's reads and, for its writer, the write path's.
+type OneShotStore interface {
+	Store
+	transitions.Store
+}
+
 // NewOneShot is a reaper for one command's run on this host: the daemon's
-// settings from cfg, with the one-shot sweep budget.
-func NewOneShot(st Store, w *transitions.Writer, host *probe.Host, cfg *config.Config) *Reaper {
+// settings from cfg, with the one-shot sweep budget, writing through its
+// own writer. cfg's host_id, when set, becomes host's (as in the daemon),
+// so a one-shot run claims what the daemon claims.
+func NewOneShot(st OneShotStore, host *probe.Host, cfg *config.Config) *Reaper {
+	if cfg.HostID != "" {
+		host.HostIDOverride = cfg.HostID
+	}
+	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host}
 	s := SettingsFrom(cfg)
 	s.SweepBudget = OneShotSweepBudget
 	return &Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: s}

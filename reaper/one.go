@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"watchdog/probe"
+	"watchdog/state"
 	"watchdog/store"
+	"watchdog/transitions"
 )
 
 // ErrOtherHost says an entity was recorded on another host: its pid means
@@ -33,6 +36,22 @@ type Probed struct {
 	// Written says the findings differed from the stored ones and were
 	// recorded.
 	Written bool
+}
+
+// Verdict is what `watchdog probe --entity` reports, in the ad-hoc
+// probe's shape. Health unknown is the probe's "could not decide" (no pid
+// recorded, permission denied, and no heartbeat to go by), as an unknown
+// liveness is for the ad-hoc probe.
+func (p Probed) Verdict(now time.Time) probe.Verdict {
+	ns := transitions.View(p.Entity, now)
+	v := probe.Verdict{State: ns, Undecided: p.Entity.Health == state.HealthUnknown, Display: transitions.Display(p.Entity, ns), Reasons: ns.Reasons}
+	if p.Checked {
+		v.Evidence = p.Result.Evidence()
+	}
+	if p.Written {
+		v.Notes = []string{fmt.Sprintf("recorded: health %s, delivery %s", p.Entity.Health, p.Entity.Delivery)}
+	}
+	return v
 }
 
 // ProbeOne probes one entity of this host now and records what changed,

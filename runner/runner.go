@@ -198,7 +198,7 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 	var from string // the existing entity's lifecycle, "" for a new one
 	if err == nil && p.reg.ID != "" {
 		var found bool
-		from, found, err = sink.Lookup(ctx, p.typ, p.reg.ID)
+		from, found, err = lookup(ctx, sink, p.typ, p.reg.ID)
 		if err == nil && found {
 			if rerr := p.reusable(from); rerr != nil {
 				sink.Close()
@@ -246,7 +246,7 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 		p.reg.ID = fmt.Sprintf("exec-%d-%d", p.reg.PID, started.Unix())
 	}
 	if sink != nil {
-		if err := sink.Register(ctx, p.reg, from); err != nil {
+		if err := register(ctx, sink, p.reg, from); err != nil {
 			warn("%s is not watched (%v); running the command anyway", name(), err)
 			sink = nil
 		}
@@ -256,7 +256,7 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 	out := p.graph.MapExit(end.code, end.signal, end.timedOut, p.reg.TimeoutSeconds > 0)
 	if sink != nil {
 		t := p.outcome(out, end, started)
-		if err := sink.Finish(ctx, p.typ, p.reg.ID, t); err != nil {
+		if err := finish(ctx, sink, p.typ, p.reg.ID, t); err != nil {
 			warn("recording the end of %s: %v", name(), err)
 		} else if t.Reason != nil && t.Reason.Code == string(state.RunFailedArtifactContract) {
 			warn("%s exited 0 but its artifact contract failed: %s", name(), t.Reason.Message)

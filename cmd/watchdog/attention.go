@@ -75,16 +75,10 @@ its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 				return err
 			}
 			defer st.Close()
-			now := time.Now()
-			list, err := st.AttentionCandidates(ctx, attention.Since(now, window))
+			queue, err := attention.Read(ctx, st, q, time.Now())
 			if err != nil {
 				return err
 			}
-			dismissals, err := st.Dismissals(ctx)
-			if err != nil {
-				return err
-			}
-			queue := attention.Build(list, dismissals, q, now)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

@@ -46,7 +46,7 @@ reached, the command still runs, unwatched, and exec says so on stderr.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The same --db/--server rule as the other writing commands;
 			// a conflict is exec's own usage error (125).
-			remote, err := resolveTarget(cmd, server)
+			to, err := resolveTarget(cmd, db, server)
 			if err != nil {
 				var ee *exitError
 				if errors.As(err, &ee) {
@@ -54,20 +54,7 @@ reached, the command still runs, unwatched, and exec says so on stderr.`,
 				}
 				return withCode(runner.ExitUsage, err)
 			}
-			open := func(ctx context.Context) (runner.Sink, error) {
-				if remote {
-					c, err := dialServer(server)
-					if err != nil {
-						return nil, err
-					}
-					return runner.NewRemoteSink(c, localHost()), nil
-				}
-				st, err := openStore(ctx, db, true)
-				if err != nil {
-					return nil, err
-				}
-				return runner.NewLocalSink(st, localHost()), nil
-			}
+			open := func(ctx context.Context) (runner.Sink, error) { return to.open(ctx, true, true) }
 			stdio := runner.Stdio{Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
 			return runner.Run(cmd.Context(), o, args, open, stdio)
 		},

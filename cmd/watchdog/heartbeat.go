@@ -2,7 +2,6 @@ package main
 
 import (
 	"github.com/spf13/cobra"
-	"time"
 
 	"watchdog/wire"
 )
@@ -21,24 +20,16 @@ func newHeartbeatCmd() *cobra.Command {
 			if err := (wire.Heartbeat{Progress: progress}).Check(); err != nil {
 				return usageError("--progress: %v", err)
 			}
-			remote, err := resolveTarget(cmd, server)
+			to, err := resolveTarget(cmd, db, server)
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if remote {
-				cl, err := dialServer(server)
-				if err != nil {
-					return err
-				}
-				return remoteError(server, cl.Heartbeat(ctx, typ, id, progress))
-			}
-			st, err := openStore(ctx, db, false)
+			t, err := to.open(cmd.Context(), false, false)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			return st.RecordHeartbeat(ctx, typ, id, time.Now(), progress)
+			defer t.Close()
+			return to.explain(t.Heartbeat(cmd.Context(), typ, id, progress))
 		},
 	}
 	c.Flags().StringVar(&progress, "progress", "", "short progress note, kept as evidence")

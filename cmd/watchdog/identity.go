@@ -4,7 +4,6 @@ import (
 	"os"
 
 	"watchdog/probe"
-	"watchdog/transitions"
 )
 
 // localHost is this machine as the probe sees it. WATCHDOG_HOST_ID plays
@@ -16,9 +15,3 @@ func localHost() *probe.Host {
 	h.HostIDOverride = os.Getenv("WATCHDOG_HOST_ID")
 	return h
 }
-
-// localIdentifier identifies this host and its processes for registration:
-// an entity registered from here without a host id is claimed for this
-// host, and a local pid gets its start time recorded so a reused pid can
-// never pass for it later.
-func localIdentifier() transitions.Identifier { return localHost() }

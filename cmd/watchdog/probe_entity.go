@@ -8,9 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"watchdog/probe"
-	"watchdog/state"
 	"watchdog/store"
-	"watchdog/transitions"
 )
 
 // probeEntity is `watchdog probe --entity TYPE/ID`: probe a registered
@@ -51,17 +49,7 @@ func runProbeEntity(cmd *cobra.Command, ref string, asJSON bool) (int, error) {
 		return 0, fmt.Errorf("probe: %w", err)
 	}
 
-	ns := transitions.View(p.Entity, time.Now())
-	// Health unknown is the probe's "could not decide" (no pid recorded,
-	// permission denied, and no heartbeat to go by), as an unknown
-	// liveness is for the ad-hoc probe.
-	v := probe.Verdict{State: ns, Undecided: p.Entity.Health == state.HealthUnknown, Display: transitions.Display(p.Entity, ns), Reasons: ns.Reasons}
-	if p.Checked {
-		v.Evidence = p.Result.Evidence()
-	}
-	if p.Written {
-		v.Notes = []string{fmt.Sprintf("recorded: health %s, delivery %s", p.Entity.Health, p.Entity.Delivery)}
-	}
+	v := p.Verdict(time.Now())
 	return printVerdict(cmd.OutOrStdout(), v, asJSON, func(format string, a ...any) error {
 		return fmt.Errorf("probe: "+format, a...)
 	})

@@ -9,14 +9,12 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"watchdog/config"
 	"watchdog/reaper"
 	"watchdog/store"
-	"watchdog/transitions"
 )
 
 // oneShot is what a one-shot command (`reap`, `probe --entity`) runs on:
@@ -48,12 +46,7 @@ func openOneShot(ctx context.Context, cmd *cobra.Command, cfgPath string) (*oneS
 	if err != nil {
 		return nil, err
 	}
-	host := localHost()
-	if cfg.HostID != "" {
-		host.HostIDOverride = cfg.HostID
-	}
-	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host}
-	return &oneShot{st: st, rp: reaper.NewOneShot(st, w, host, cfg)}, nil
+	return &oneShot{st: st, rp: reaper.NewOneShot(st, localHost(), cfg)}, nil
 }
 
 func newReapCmd() *cobra.Command {

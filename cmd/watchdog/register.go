@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +24,7 @@ func newRegisterCmd() *cobra.Command {
 			if file == "" {
 				return usageError("register needs --json FILE (or - for stdin)")
 			}
-			remote, err := resolveTarget(cmd, server)
+			to, err := resolveTarget(cmd, db, server)
 			if err != nil {
 				return err
 			}
@@ -52,36 +50,25 @@ func newRegisterCmd() *cobra.Command {
 			if err := transitions.CheckRegistration(reg); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if remote {
-				// The document goes as written: the daemon completes a
-				// pid's identity (host id, boot id, start time and ticks)
-				// as for any API client, under its own configured host
-				// id, which this process cannot know.
-				return registerRemote(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), server, body)
-			}
-			st, err := openStore(ctx, db, true)
+			t, err := to.open(cmd.Context(), true, false)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			w := newWriter(st)
-			created, err := w.Register(ctx, reg)
+			defer t.Close()
+			e, created, err := t.Register(cmd.Context(), body, transitions.ActorOrchestrator)
 			if err != nil {
-				return err
-			}
-			typ, _ := transitions.CanonicalType(reg.Entity.Type)
-			e, err := st.Get(ctx, typ, reg.Entity.ID)
-			if err != nil {
-				return err
+				return to.explain(err)
 			}
 			verb := "updated"
 			if created {
 				verb = "registered"
 			}
-			ns := transitions.View(e, time.Now())
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s/%s: %s\n", verb, e.Type, e.ID, transitions.Display(e, ns))
-			warnLifecycleKept(cmd.ErrOrStderr(), created, body, e.LifecycleOr(""))
+			if _, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s/%s: %s\n", verb, e.Type, e.ID, e.Display); err != nil {
+				return err
+			}
+			if e.Lifecycle != nil {
+				warnLifecycleKept(cmd.ErrOrStderr(), created, body, *e.Lifecycle)
+			}
 			return nil
 		},
 	}
@@ -98,28 +85,4 @@ func warnLifecycleKept(w io.Writer, created bool, body wire.Register, now string
 		return
 	}
 	fmt.Fprintf(w, "watchdog: note: the lifecycle stays %s: re-registering does not change it (use watchdog transition)\n", now)
-}
-
-// registerRemote is register through the daemon's API, printing the line
-// the local path prints.
-func registerRemote(ctx context.Context, out, errOut io.Writer, server string, body wire.Register) error {
-	cl, err := dialServer(server)
-	if err != nil {
-		return err
-	}
-	e, created, err := cl.Register(ctx, body)
-	if err != nil {
-		return remoteError(server, err)
-	}
-	verb := "updated"
-	if created {
-		verb = "registered"
-	}
-	if _, err = fmt.Fprintf(out, "%s %s/%s: %s\n", verb, e.Type, e.ID, e.Display); err != nil {
-		return err
-	}
-	if e.Lifecycle != nil {
-		warnLifecycleKept(errOut, created, body, *e.Lifecycle)
-	}
-	return nil
 }

@@ -1,15 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"watchdog/client"
+	"watchdog/probe"
+	"watchdog/target"
 	"watchdog/tokenfile"
 )
 
@@ -35,50 +37,46 @@ func addTargetFlags(c *cobra.Command, db, server *string) {
 		"a flag overrides the other's environment variable"
 }
 
-// resolveTarget decides whether a writing command goes through the daemon
-// (true) or opens the database (false). The rule is the one operators know
-// from other tools: a flag beats an environment variable, and two sources
-// of the same rank that disagree are refused rather than guessed between.
-// So --db with --server is a usage error, --db wins over WATCHDOG_SERVER,
-// --server wins over WATCHDOG_DB, and WATCHDOG_DB with WATCHDOG_SERVER
-// (neither flag) is a usage error too: an agent whose environment says
-// both would otherwise write to whichever one this code happened to prefer.
-func resolveTarget(c *cobra.Command, server string) (bool, error) {
-	if server == "" {
-		return false, nil
-	}
-	dbFlag, serverFlag := c.Flags().Changed("db"), c.Flags().Changed("server")
-	switch {
-	case dbFlag && serverFlag:
-		return false, usageError("--db and --server both given: use one (a local database, or a daemon's API)")
-	case dbFlag:
-		return false, nil
-	case !serverFlag && os.Getenv("WATCHDOG_DB") != "":
-		return false, usageError("WATCHDOG_DB and WATCHDOG_SERVER are both set: unset one, or choose with --db or --server")
-	}
-	if err := checkServerURL(server); err != nil {
-		src := "--server"
-		if !serverFlag {
-			src = "WATCHDOG_SERVER"
-		}
-		return false, usageError("%s: %v", src, err)
-	}
-	return true, nil
+// where is a writing command's choice between the database and a daemon,
+// made by resolveTarget before anything is opened.
+type where struct {
+	db, server string
+	remote     bool
 }
 
-// checkServerURL refuses what cannot be a daemon's base URL before any
-// request, so a typo is a usage error and not a network one. A bare
-// host:port is accepted, as client.New reads it as http://host:port.
-func checkServerURL(server string) error {
-	s := strings.TrimSpace(server)
-	if !strings.Contains(s, "://") {
-		s = "http://" + s
+// resolveTarget decides, by target.Choice's rule, whether a writing
+// command goes through the daemon or opens the database.
+func resolveTarget(c *cobra.Command, db, server string) (where, error) {
+	remote, err := target.Choice{
+		Server: server, DBFlag: c.Flags().Changed("db"), ServerFlag: c.Flags().Changed("server"),
+		EnvDB: os.Getenv("WATCHDOG_DB") != "",
+	}.Remote()
+	if err != nil {
+		return where{}, usageError("%v", err)
 	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not a daemon URL like http://127.0.0.1:9715", server)
+	return where{db: db, server: server, remote: remote}, nil
+}
+
+// open opens the chosen target. create lets a local one create the
+// database (register, exec); run says the registrations are this host's
+// own processes (exec's child), whose identity a daemon must be sent.
+func (w where) open(ctx context.Context, create, run bool) (target.Target, error) {
+	if w.remote {
+		c, err := dialServer(w.server)
+		if err != nil {
+			return nil, err
+		}
+		var host *probe.Host
+		if run {
+			host = localHost()
+		}
+		return target.NewRemote(c, host), nil
 	}
-	return nil
+	st, err := openStore(ctx, w.db, create)
+	if err != nil {
+		return nil, err
+	}
+	return target.NewLocal(st, localHost()), nil
 }
 
 // findToken finds the daemon's bearer token as tokenfile.Find does, beside
@@ -104,22 +102,22 @@ func dialServer(server string) (*client.Client, error) {
 	return c, nil
 }
 
-// remoteError turns a failed API call into the one line the command
-// prints. The API's own refusals already carry the write path's sentence
-// (the same the local path prints) and pass unchanged; a transport failure
-// is reworded to name the daemon's URL once, without the request's
-// method and path, which say nothing the user can act on.
-func remoteError(server string, err error) error {
+// explain turns a failed call into the one line the command prints. The
+// API's own refusals already carry the write path's sentence (the same the
+// local path prints) and pass unchanged, as does every local error; a
+// transport failure is reworded to name the daemon's URL once, without
+// the request's method and path, which say nothing the user can act on.
+func (w where) explain(err error) error {
 	var apiErr *client.Error
-	if err == nil || errors.As(err, &apiErr) {
+	if err == nil || !w.remote || errors.As(err, &apiErr) {
 		return err
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		if ue.Timeout() {
-			return fmt.Errorf("daemon at %s did not answer in time: %w", server, ue.Err)
+			return fmt.Errorf("daemon at %s did not answer in time: %w", w.server, ue.Err)
 		}
-		return fmt.Errorf("cannot reach the daemon at %s: %w", server, ue.Err)
+		return fmt.Errorf("cannot reach the daemon at %s: %w", w.server, ue.Err)
 	}
 	return err
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,12 +36,6 @@ func openStore(ctx context.Context, path string, create bool) (*store.SQLite, er
 		}
 	}
 	return store.Open(ctx, path)
-}
-
-// newWriter builds the write path over a store, identifying local
-// processes through this host's /proc.
-func newWriter(st transitions.Store) *transitions.Writer {
-	return &transitions.Writer{Store: st, Now: time.Now, Ident: localIdentifier()}
 }
 
 // parseRef splits TYPE/ID and resolves the type's alias.

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"watchdog/unixtime"
 
 	"github.com/spf13/cobra"
 
@@ -27,10 +26,6 @@ func newTransitionCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := transitions.Request{
-				Type: typ, ID: id, To: args[1], ExpectFrom: expectFrom,
-				Actor: actor, Trigger: trigger, Timeout: unixtime.Duration(timeout), Elapsed: unixtime.Duration(elapsed),
-			}
 			if message != "" && reason == "" {
 				return usageError("--message explains a reason code: give it with --reason CODE (see watchdog reasons)")
 			}
@@ -39,60 +34,43 @@ func newTransitionCmd() *cobra.Command {
 			if actor != transitions.ActorAdmin && actor != transitions.ActorOrchestrator {
 				return usageError("--actor %q: want admin or orchestrator", actor)
 			}
+			t := wire.Transition{
+				To: args[1], ExpectFrom: expectFrom, Trigger: trigger,
+				TimeoutSeconds: timeout, ElapsedSeconds: elapsed,
+			}
 			if reason != "" {
-				req.Reason = &state.StateReason{Code: state.ReasonCode(reason), Message: message}
 				// The same limits locally as over HTTP.
-				if err := wire.CheckReason(req.Reason); err != nil {
+				if err := wire.CheckReason(&state.StateReason{Code: state.ReasonCode(reason), Message: message}); err != nil {
 					return usageError("--message: %v", err)
 				}
+				t.Reason = &wire.Reason{Code: reason, Message: message}
 			}
-			remote, err := resolveTarget(cmd, server)
+			// This command's default actor is admin, over HTTP too (SPEC
+			// §9), except that with a token the token decides: then an
+			// unset --actor claims none and the daemon records the token's
+			// principal; an explicit one is a claim it may refuse (admin
+			// is 403 with auth on).
+			if cmd.Flags().Changed("actor") {
+				t.Actor = actor
+			}
+			to, err := resolveTarget(cmd, db, server)
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			var from, to string
-			if remote {
-				t := wire.Transition{
-					To: req.To, ExpectFrom: expectFrom, Trigger: trigger,
-					TimeoutSeconds: timeout, ElapsedSeconds: elapsed,
-				}
-				cl, err := dialServer(server)
-				if err != nil {
-					return err
-				}
-				// This command's default actor is admin, over HTTP too
-				// (SPEC §9), except that with a token the token decides:
-				// then an unset --actor sends none and the daemon records
-				// the token's principal; an explicit one is a claim it may
-				// refuse (admin is 403 with auth on).
-				if cmd.Flags().Changed("actor") || !cl.HasToken() {
-					t.Actor = actor
-				}
-				if req.Reason != nil {
-					t.Reason = &wire.Reason{Code: reason, Message: message}
-				}
-				res, err := cl.Transition(ctx, typ, id, t)
-				if err != nil {
-					return remoteError(server, err)
-				}
-				from, to = res.From, "legacy"
-				if res.Lifecycle != nil {
-					to = *res.Lifecycle
-				}
-			} else {
-				st, err := openStore(ctx, db, false)
-				if err != nil {
-					return err
-				}
-				defer st.Close()
-				res, err := newWriter(st).Transition(ctx, req)
-				if err != nil {
-					return err
-				}
-				from, to = res.Before.LifecycleOr("legacy"), res.After.LifecycleOr("legacy")
+			tg, err := to.open(cmd.Context(), false, false)
+			if err != nil {
+				return err
 			}
-			line := fmt.Sprintf("%s/%s: %s -> %s", typ, id, from, to)
+			defer tg.Close()
+			res, err := tg.Transition(cmd.Context(), typ, id, t, actor)
+			if err != nil {
+				return to.explain(err)
+			}
+			now := "legacy"
+			if res.Lifecycle != nil {
+				now = *res.Lifecycle
+			}
+			line := fmt.Sprintf("%s/%s: %s -> %s", typ, id, res.From, now)
 			if reason != "" {
 				line += " (" + reason + ")"
 			}

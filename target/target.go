@@ -1,0 +1,170 @@
+// Package target is where a CLI command's reads and writes go: this
+// host's store (Local) or a daemon's API (Remote), behind one interface
+// that answers in the API's own wire shapes either way.
+package target
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"watchdog/client"
+	"watchdog/config"
+	"watchdog/probe"
+	"watchdog/reaper"
+	"watchdog/store"
+	"watchdog/transitions"
+	"watchdog/unixtime"
+	"watchdog/wire"
+)
+
+// Target is what register, transition, heartbeat and exec write through.
+//
+// The house rule puts a small interface beside its consumer; this one sits
+// beside its two implementations instead, because it has two consumers
+// (cmd/watchdog and runner) and its whole point is that Local and Remote
+// answer the same questions in the same shapes. runner declares the subset
+// it uses (runner.Sink); cmd/watchdog uses all of it.
+type Target interface {
+	// Entity reads one entity; a missing one is transitions.ErrNotFound.
+	Entity(ctx context.Context, typ, id string) (wire.Entity, error)
+	// Register registers (or updates) an entity and reports whether it
+	// was created. actor records a local registration; a daemon records
+	// the principal of its own request.
+	Register(ctx context.Context, r wire.Register, actor string) (wire.Entity, bool, error)
+	// Transition asks for a lifecycle change. t.Actor is an explicit
+	// claim; without one, defaultActor is used, except by a daemon that
+	// authenticates the request: there the bearer token decides.
+	Transition(ctx context.Context, typ, id string, t wire.Transition, defaultActor string) (wire.TransitionResult, error)
+	// Heartbeat records a heartbeat with an optional progress note.
+	Heartbeat(ctx context.Context, typ, id, progress string) error
+	// Settle brings an ended entity's observed state (health, delivery)
+	// up to date, as the daemon's next sweep would, so a status read right
+	// after shows the whole state even with no daemon running. Best
+	// effort: what it cannot do the sweep will.
+	Settle(ctx context.Context, typ, id string)
+	Close() error
+}
+
+// Local reads and writes this host's store through the write path.
+type Local struct {
+	st   *store.SQLite
+	w    *transitions.Writer
+	host *probe.Host
+}
+
+// NewLocal writes into st, identifying this host's processes through
+// host. Close closes st.
+func NewLocal(st *store.SQLite, host *probe.Host) *Local {
+	return &Local{st: st, w: &transitions.Writer{Store: st, Now: time.Now, Ident: host}, host: host}
+}
+
+// Entity implements Target, without the audit rows.
+func (l *Local) Entity(ctx context.Context, typ, id string) (wire.Entity, error) {
+	e, err := l.st.Get(ctx, typ, id)
+	if err != nil {
+		return wire.Entity{}, err
+	}
+	return wire.FromEntity(e, nil, time.Now()), nil
+}
+
+// Register implements Target; the write path completes a local pid's
+// identity, start ticks included.
+func (l *Local) Register(ctx context.Context, r wire.Register, actor string) (wire.Entity, bool, error) {
+	reg, err := r.Registration(actor)
+	if err != nil {
+		return wire.Entity{}, false, err
+	}
+	created, err := l.w.Register(ctx, reg)
+	if err != nil {
+		return wire.Entity{}, false, err
+	}
+	typ, _ := transitions.CanonicalType(reg.Entity.Type)
+	e, err := l.Entity(ctx, typ, reg.Entity.ID)
+	return e, created, err
+}
+
+// Transition implements Target, answering as the API does.
+func (l *Local) Transition(ctx context.Context, typ, id string, t wire.Transition, defaultActor string) (wire.TransitionResult, error) {
+	req, err := t.Request(typ, id, defaultActor)
+	if err != nil {
+		return wire.TransitionResult{}, err
+	}
+	res, err := l.w.Transition(ctx, req)
+	if err != nil {
+		return wire.TransitionResult{}, err
+	}
+	return wire.TransitionResult{Entity: wire.FromEntity(res.After, nil, time.Now()), From: res.Before.LifecycleOr("")}, nil
+}
+
+// Heartbeat implements Target.
+func (l *Local) Heartbeat(ctx context.Context, typ, id, progress string) error {
+	return l.st.RecordHeartbeat(ctx, typ, id, time.Now(), progress)
+}
+
+// Settle implements Target with one probe of the entity under the default
+// thresholds.
+func (l *Local) Settle(ctx context.Context, typ, id string) {
+	rp := reaper.NewOneShot(l.st, l.host, config.Default())
+	_, _ = rp.ProbeOne(ctx, typ, id)
+}
+
+// Close implements Target.
+func (l *Local) Close() error { return l.st.Close() }
+
+// Remote reads and writes through a daemon's API.
+type Remote struct {
+	c *client.Client
+	// run, when set, is this host, and the registered pid a process of it
+	// (exec's child): the daemon may run on another host, so this host's
+	// identity of the process is sent with it. Without it a document goes
+	// as written and the daemon completes the identity under its own host
+	// id, which a plain `watchdog register` cannot know.
+	run *probe.Host
+}
+
+// NewRemote writes through c. run is this host when the registrations
+// describe its own processes (see Remote), else nil.
+func NewRemote(c *client.Client, run *probe.Host) *Remote {
+	return &Remote{c: c, run: run}
+}
+
+// Entity implements Target.
+func (r *Remote) Entity(ctx context.Context, typ, id string) (wire.Entity, error) {
+	return r.c.Entity(ctx, typ, id)
+}
+
+// Register implements Target; the daemon decides the actor.
+func (r *Remote) Register(ctx context.Context, reg wire.Register, _ string) (wire.Entity, bool, error) {
+	if h := r.run; h != nil {
+		reg.HostID = h.HostID()
+		reg.BootID, _ = h.BootID()
+		if st, _, err := h.StartOf(reg.PID); err == nil {
+			reg.PIDStartTime = unixtime.Of(st)
+		}
+		if st, _, err := h.StartOf(os.Getpid()); err == nil {
+			reg.SupervisorStartTime = unixtime.Of(st)
+		}
+	}
+	return r.c.Register(ctx, reg)
+}
+
+// Transition implements Target. With a token the daemon records the
+// token's principal, so defaultActor is sent only without one (SPEC §9).
+func (r *Remote) Transition(ctx context.Context, typ, id string, t wire.Transition, defaultActor string) (wire.TransitionResult, error) {
+	if t.Actor == "" && !r.c.HasToken() {
+		t.Actor = defaultActor
+	}
+	return r.c.Transition(ctx, typ, id, t)
+}
+
+// Heartbeat implements Target.
+func (r *Remote) Heartbeat(ctx context.Context, typ, id, progress string) error {
+	return r.c.Heartbeat(ctx, typ, id, progress)
+}
+
+// Settle implements Target: nothing, the daemon sweeps on its own.
+func (*Remote) Settle(context.Context, string, string) {}
+
+// Close implements Target.
+func (*Remote) Close() error { return nil }
