@@ -2,12 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
-	"watchdog/unixtime"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +12,7 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 	"watchdog/wire"
 )
 
@@ -59,7 +57,8 @@ func newStatusCmd() *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(out)
 			}
-			return printStatusTable(cmd.OutOrStdout(), out.Items, now)
+			_, err = io.WriteString(cmd.OutOrStdout(), out.Table())
+			return err
 		},
 	}
 	c.Flags().StringVar(&typ, "type", "", "only this entity type")
@@ -67,33 +66,4 @@ func newStatusCmd() *cobra.Command {
 	c.Flags().BoolVar(&asJSON, "json", false, "print the entity read shape as JSON")
 	addDBFlag(c, &db)
 	return c
-}
-
-func printStatusTable(w io.Writer, items []wire.Entity, now time.Time) error {
-	if len(items) == 0 {
-		_, err := fmt.Fprintln(w, "no entities")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEVERITY\tTYPE\tID\tSTATE\tREASON\tUPDATED")
-	for _, e := range items {
-		sev := strings.ToUpper(string(e.State.Severity))
-		if e.State.Legacy() {
-			sev = "LEGACY"
-		}
-		reason := "-"
-		if len(e.State.Reasons) > 0 {
-			reason = string(e.State.Reasons[len(e.State.Reasons)-1].Code)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason, ago(now.Sub(e.UpdatedAt.Time)))
-	}
-	return tw.Flush()
-}
-
-// ago is an age in a table: "3m ago", "now" for a time ahead of the clock.
-func ago(d time.Duration) string {
-	if d < 0 {
-		return "now"
-	}
-	return state.FormatAge(d) + " ago"
 }
