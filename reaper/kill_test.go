@@ -81,7 +81,7 @@ func TestKillOrphansNeverAimsAtRoot(t *testing.T) {
 	supervisor := testenv.DeadPID(t)
 	victim := testenv.Sleep(t)              // root's
 	orphan := testenv.SleepAs(t, nobodyUID) // an unprivileged user's
-	f.r.Settings.KillOrphans = true      // kill_users left unset: every user but root
+	f.r.Settings.KillOrphans = true         // kill_users left unset: every user but root
 	f.r.Settings.KillGrace = 50 * time.Millisecond
 	var signalled []int
 	f.r.Signal = func(pid, sig int) error {
