@@ -68,7 +68,7 @@ func TestRegister(t *testing.T) {
 	var got wire.Entity
 	e.decode(r, &got)
 	if got.Type != "session" || got.ID != "s-42" || got.Lifecycle == nil || *got.Lifecycle != "running" ||
-		got.State.Lifecycle != "running" || got.Display == "" || !got.CreatedAt.Equal(unixAt(e.clock.Seconds())) || len(got.Artifacts) != 1 || !got.Artifacts[0].Required {
+		got.State.Lifecycle != "running" || got.Display == "" || !got.CreatedAt.Equal(unixAt(e.seconds())) || len(got.Artifacts) != 1 || !got.Artifacts[0].Required {
 		t.Errorf("created entity: %+v", got)
 	}
 
@@ -221,7 +221,7 @@ func TestHeartbeat(t *testing.T) {
 	}
 	var got wire.Entity
 	e.decode(r, &got)
-	if got.HeartbeatProgress != "step 3 of 7" || !got.HeartbeatAt.Equal(unixAt(e.clock.Seconds())) {
+	if got.HeartbeatProgress != "step 3 of 7" || !got.HeartbeatAt.Equal(unixAt(e.seconds())) {
 		t.Errorf("heartbeat stored: at %v progress %q", got.HeartbeatAt, got.HeartbeatProgress)
 	}
 
@@ -259,7 +259,7 @@ func TestTransitionApplied(t *testing.T) {
 	}
 	var got wire.TransitionResult
 	e.decode(r, &got)
-	if *got.Lifecycle != "aborted" || got.State.Outcome != "aborted" || got.State.Severity != state.SeverityCritical || !got.EndedAt.Equal(unixAt(e.clock.Seconds())) {
+	if *got.Lifecycle != "aborted" || got.State.Outcome != "aborted" || got.State.Severity != state.SeverityCritical || !got.EndedAt.Equal(unixAt(e.seconds())) {
 		t.Errorf("after transition: %+v", got)
 	}
 	// The lifecycle it left, so a client prints FROM -> TO without a read.

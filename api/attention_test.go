@@ -93,8 +93,8 @@ func TestAttentionQueueShape(t *testing.T) {
 	if q.Total != 6 || q.BySeverity[state.SeverityCritical] != 4 || q.BySeverity[state.SeverityWarning] != 1 || q.BySeverity[state.SeverityInfo] != 1 {
 		t.Errorf("total %d, by_severity %v", q.Total, q.BySeverity)
 	}
-	if !q.GeneratedAt.Equal(unixAt(e.clock.Seconds())) {
-		t.Errorf("generated_at %v, now %v", q.GeneratedAt, e.clock.Seconds())
+	if !q.GeneratedAt.Equal(unixAt(e.seconds())) {
+		t.Errorf("generated_at %v, now %v", q.GeneratedAt, e.seconds())
 	}
 	// The same reason clusters across entity types.
 	for _, it := range q.Items[:3] {
@@ -207,7 +207,7 @@ func TestAttentionStatusChangeClearsDismissal(t *testing.T) {
 		t.Errorf("status_at_dismissal %q, want busy", d.StatusAtDismissal)
 	}
 	// Vacuum agrees with the read path: it drops nothing that still hides.
-	if n, err := e.st.VacuumDismissals(t.Context(), unixAt(e.clock.Seconds())); err != nil || n != 0 {
+	if n, err := e.st.VacuumDismissals(t.Context(), unixAt(e.seconds())); err != nil || n != 0 {
 		t.Errorf("vacuum: %d %v", n, err)
 	}
 }
@@ -219,7 +219,7 @@ func TestAttentionExpiredSnoozeDoesNotHide(t *testing.T) {
 	e.register("session", "s-1", "running")
 	e.observe("session", "s-1", state.HealthIdle, state.DeliveryNotExpected, state.RunHealthIdle)
 	fp := "session:s-1:run.health.idle"
-	until := e.clock.Seconds() + 60
+	until := e.seconds() + 60
 	e.snooze(fp, until)
 	if q := e.queue(""); q.Total != 0 {
 		t.Fatalf("snoozed item shown: %v", fingerprints(q))
@@ -238,7 +238,7 @@ func TestAttentionExpiredSnoozeDoesNotHide(t *testing.T) {
 	if v := e.metric("watchdog_attention_items", "severity", "warning"); v != 1 {
 		t.Errorf("gauge after the snooze expired: %v", v)
 	}
-	e.snooze(fp, e.clock.Seconds()+3600)
+	e.snooze(fp, e.seconds()+3600)
 	if q := e.queue(""); q.Total != 0 {
 		t.Errorf("re-snoozed item shown: %v", fingerprints(q))
 	}
@@ -290,10 +290,10 @@ func TestAttentionDismissResponse(t *testing.T) {
 	var d Dismissal
 	e.decode(r, &d)
 	if d.EntityType != "session" || d.EntityID != "s-1" || d.ReasonCode != "run.health.stalled" || d.StatusAtDismissal != "running" ||
-		d.SnoozedUntil != nil || !d.ClearOnStatusChange || d.DismissedBy != "operator" || !d.DismissedAt.Equal(unixAt(e.clock.Seconds())) {
+		d.SnoozedUntil != nil || !d.ClearOnStatusChange || d.DismissedBy != "operator" || !d.DismissedAt.Equal(unixAt(e.seconds())) {
 		t.Errorf("dismissal: %+v", d)
 	}
-	until := e.clock.Seconds() + 10
+	until := e.seconds() + 10
 	r = e.post("/api/attention/snooze", fmt.Sprintf(`{"fingerprint":"session:s-1:run.health.stalled","until":%f,"clear_on_status_change":false}`, until), 200)
 	e.decode(r, &d)
 	if d.SnoozedUntil == nil || !d.SnoozedUntil.Equal(unixAt(until)) || d.ClearOnStatusChange {
@@ -312,7 +312,7 @@ func TestAttentionSnoozeDismissRejectAndChangeNothing(t *testing.T) {
 	e.register("session", "s-ok", "running")
 	e.register("session", "a:b", "running")
 	e.observe("session", "a:b", state.HealthIdle, state.DeliveryNotExpected, state.RunHealthIdle)
-	now := e.clock.Seconds()
+	now := e.seconds()
 	fp := "session:s-1:run.health.stalled"
 	cases := []struct {
 		name, path, body string

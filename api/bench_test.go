@@ -81,7 +81,7 @@ func BenchmarkAttentionEndpoint(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("entities=%d", n), func(b *testing.B) {
 			e := newEnv(b)
-			now := e.clock.Seconds()
+			now := e.seconds()
 			ctx := context.Background()
 			tx, err := testenv.SQL(b, e.st.Path()).BeginTx(ctx, nil)
 			if err != nil {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,31 +17,12 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"watchdog/internal/testenv"
 	"watchdog/metrics"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
 )
-
-// clock is a settable test clock shared by the write path and the API.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func (c *clock) Seconds() float64 { return float64(c.Now().UnixMilli()) / 1e3 }
 
 // env is a real daemon front end: a SQLite store in a temp dir, the write
 // path, metrics on their own registry, and the handler on httptest.
@@ -50,7 +30,7 @@ type env struct {
 	t     testing.TB
 	st    *store.SQLite
 	w     *transitions.Writer
-	clock *clock
+	clock *testenv.Clock // shared by the write path, the API and metrics
 	reg   *prometheus.Registry
 	m     *metrics.Metrics
 	srv   *httptest.Server
@@ -75,7 +55,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c := &clock{t: time.Date(2026, 5, 24, 12, 0, 0, 0, time.UTC)}
+	c := testenv.NewClock(time.Date(2026, 5, 24, 12, 0, 0, 0, time.UTC))
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, st, "test", c.Now)
 	if err != nil {
@@ -91,6 +71,9 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Cleanup(srv.Close)
 	return &env{t: t, st: st, w: w, clock: c, reg: reg, m: m, srv: srv, logs: logs, token: o.Token}
 }
+
+// seconds is the clock's time as Unix seconds, to the millisecond.
+func (e *env) seconds() float64 { return float64(e.clock.Now().UnixMilli()) / 1e3 }
 
 // response is one HTTP exchange's outcome.
 type response struct {
@@ -207,7 +190,7 @@ func (e *env) observe(typ, id string, h state.Health, d state.Delivery, codes ..
 	for _, c := range codes {
 		reasons = append(reasons, state.Observed(c, "found "+string(c), state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: "seen by the test"}))
 	}
-	now := e.clock.Seconds()
+	now := e.seconds()
 	if _, err := e.st.RecordObservation(ctx, typ, id, store.Observation{
 		Health: h, Delivery: d, Reasons: reasons, HealthSince: unixAt(now), SeenSeq: cur.LastSeq, At: unixAt(now),
 	}); err != nil {

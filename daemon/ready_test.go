@@ -173,13 +173,13 @@ func TestShutdownBeforeFirstSweepSucceeds(t *testing.T) {
 // address it bound (the test listens on :0).
 func boundAddr(t *testing.T, logs *observer.ObservedLogs) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var addr string
+	testenv.Eventually(t, "the daemon to log its address", 10*time.Second, func() (bool, string) {
 		if l := logs.FilterMessage("listening").All(); len(l) > 0 {
-			return l[0].ContextMap()["addr"].(string)
+			addr = l[0].ContextMap()["addr"].(string)
+			return true, ""
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the daemon never logged its address")
-	return ""
+		return false, "no \"listening\" line"
+	})
+	return addr
 }

@@ -25,6 +25,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"watchdog/config"
+	"watchdog/internal/testenv"
 )
 
 // Files under test, relative to this package's directory.
@@ -543,17 +544,24 @@ func TestMetricNamesAreExported(t *testing.T) {
 	}
 }
 
-// buildWatchdog builds ./cmd/watchdog into a temporary directory. A module
-// that does not build fails the test: the scrape is the point of it.
+// buildWatchdog is the watchdog binary, built once for this test process
+// (testenv.BuildBinary). A module that does not build fails the test: the
+// scrape is the point of it.
 func buildWatchdog(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "watchdog")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/watchdog")
-	cmd.Dir = moduleRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("./cmd/watchdog does not build, so `watchdog serve` cannot be scraped: %v\n%s", err, firstLines(string(out), 10))
+	bin, err := testenv.BuildBinary()
+	if err != nil {
+		t.Fatalf("./cmd/watchdog does not build, so `watchdog serve` cannot be scraped: %s", firstLines(err.Error(), 11))
 	}
 	return bin
+}
+
+// TestMain removes the binary buildWatchdog built, which outlives every
+// single test.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.RemoveBinary()
+	os.Exit(code)
 }
 
 // scrapeDaemon runs `watchdog serve`, returns one /metrics body, and stops
@@ -601,24 +609,16 @@ func scrapeDaemon(t *testing.T, bin string) string {
 
 	base := "http://" + addr
 	client := &http.Client{Timeout: 5 * time.Second}
-	deadline := time.Now().Add(60 * time.Second)
-	var lastErr error
-	for {
+	testenv.Eventually(t, "watchdog serve to be ready", 60*time.Second, func() (bool, string) {
 		select {
 		case err := <-exited:
 			stopped = true
 			t.Fatalf("watchdog serve exited before it was ready (%v):\n%s", err, stderr.String())
 		default:
 		}
-		lastErr = get(client, base+"/readyz", nil)
-		if lastErr == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("watchdog serve not ready after 60s (last /readyz: %v):\n%s", lastErr, stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		err := get(client, base+"/readyz", nil)
+		return err == nil, fmt.Sprintf("/readyz: %v\n%s", err, stderr.String())
+	})
 	var metrics bytes.Buffer
 	if err := get(client, base+"/metrics", &metrics); err != nil {
 		t.Fatalf("GET /metrics: %v\n%s", err, stderr.String())

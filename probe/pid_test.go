@@ -6,27 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"watchdog/internal/testenv"
 	"watchdog/unixtime"
 )
-
-// startSleep starts a real `sleep` that the test owns and reaps.
-func startSleep(t testing.TB) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command("sleep", "300")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start sleep: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd
-}
 
 func identify(t *testing.T, h *Host, pid int) Identity {
 	t.Helper()
@@ -39,7 +26,7 @@ func identify(t *testing.T, h *Host, pid int) Identity {
 
 func TestCheckPIDLiveProcess(t *testing.T) {
 	h := NewHost()
-	cmd := startSleep(t)
+	cmd := testenv.Sleep(t)
 	pid := cmd.Process.Pid
 	id := identify(t, h, pid)
 
@@ -79,7 +66,7 @@ func TestCheckPIDLiveProcess(t *testing.T) {
 
 func TestCheckPIDReused(t *testing.T) {
 	h := NewHost()
-	pid := startSleep(t).Process.Pid
+	pid := testenv.Sleep(t).Process.Pid
 	id := identify(t, h, pid)
 	for _, tc := range []struct {
 		name   string
@@ -108,10 +95,7 @@ func TestCheckPIDReused(t *testing.T) {
 
 func TestCheckPIDKilledProcessIsDead(t *testing.T) {
 	h := NewHost()
-	cmd := exec.Command("sleep", "300")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := testenv.Sleep(t)
 	pid := cmd.Process.Pid
 	id := identify(t, h, pid)
 	if err := cmd.Process.Kill(); err != nil {
@@ -141,21 +125,8 @@ func TestCheckPIDZombie(t *testing.T) {
 	h := NewHost()
 	// A child that exited and was not Wait()ed is a zombie of this test
 	// process until it is.
-	cmd := exec.Command("true")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Wait() }()
-	pid := cmd.Process.Pid
-	var o PIDObservation
-	deadline := time.Now().Add(30 * time.Second) // generous: slow machines
-	for {
-		o = h.CheckPID(PIDTarget{PID: pid})
-		if o.Liveness == Dead || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pid := testenv.Zombie(t)
+	o := h.CheckPID(PIDTarget{PID: pid})
 	if o.Liveness != Dead || o.Cause != CauseZombie || o.State != 'Z' {
 		t.Fatalf("got %v/%v state %q (%s), want dead zombie", o.Liveness, o.Cause, o.State, o.Detail())
 	}
@@ -186,7 +157,7 @@ func TestCheckPIDHostAndBoot(t *testing.T) {
 	if err := os.WriteFile(machineID, []byte("host-a\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pid := startSleep(t).Process.Pid
+	pid := testenv.Sleep(t).Process.Pid
 	// The real /proc, but another boot id: a reboot cannot be made real.
 	h := &Host{MachineIDPath: machineID, BootIDSource: func() (string, error) { return "boot-2", nil }}
 	if h.HostID() != "host-a" {
@@ -385,7 +356,7 @@ func TestCheckPIDHealthyAllocatesNothing(t *testing.T) {
 		t.Skip("allocation counts differ under the race detector")
 	}
 	h := NewHost()
-	pid := startSleep(t).Process.Pid
+	pid := testenv.Sleep(t).Process.Pid
 	id := identify(t, h, pid)
 	target := PIDTarget{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, HostID: id.HostID, BootID: id.BootID}
 	if n := testing.AllocsPerRun(100, func() { h.CheckPID(target) }); n != 0 {

@@ -4,12 +4,12 @@ package probe
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/state"
 )
 
@@ -38,12 +38,9 @@ func TestProbe(t *testing.T) {
 	lock := filepath.Join(dir, ".lock")
 	touch(t, lock, now)
 
-	live := startSleep(t).Process.Pid
+	live := testenv.Sleep(t).Process.Pid
 	liveID := identify(t, h, live)
-	killed := exec.Command("sleep", "300")
-	if err := killed.Start(); err != nil {
-		t.Fatal(err)
-	}
+	killed := testenv.Sleep(t)
 	killedID := identify(t, h, killed.Process.Pid)
 	_ = killed.Process.Kill()
 	_ = killed.Wait()
@@ -114,7 +111,7 @@ func TestProbeHealthyAllocations(t *testing.T) {
 	dir := t.TempDir()
 	touch(t, filepath.Join(dir, "hb"), now)
 	touch(t, filepath.Join(dir, "a.md"), now)
-	id := identify(t, h, startSleep(t).Process.Pid)
+	id := identify(t, h, testenv.Sleep(t).Process.Pid)
 	target := Target{
 		PID: id.PID, StartTime: id.StartTime, StartTicks: id.StartTicks, HostID: id.HostID, BootID: id.BootID,
 		HeartbeatFile: filepath.Join(dir, "hb"), ArtifactsRoot: dir,

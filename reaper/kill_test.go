@@ -2,12 +2,12 @@ package reaper
 
 import (
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -16,21 +16,6 @@ import (
 // nobodyUID is the uid of the unprivileged user the tests run processes
 // as when they can (as root).
 const nobodyUID = 65534
-
-// startSleepAs starts a real sleep as uid (as root), or skips.
-func startSleepAs(t *testing.T, uid int) *exec.Cmd {
-	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("needs root to start a process as another user")
-	}
-	cmd := exec.Command("sleep", "300")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a process as uid %d: %v", uid, err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd
-}
 
 // TestMayKill: the targets the reaper refuses whatever the registration
 // says, judged on real processes.
@@ -41,7 +26,7 @@ func TestMayKill(t *testing.T) {
 	if len(ancestors) == 0 || ancestors[len(ancestors)-1] != 1 {
 		t.Fatalf("ancestors of %d: %v, want a chain ending at 1", self, ancestors)
 	}
-	mine := startSleep(t).Process.Pid // runs as the test's own uid
+	mine := testenv.Sleep(t).Process.Pid // runs as the test's own uid
 	for _, c := range []struct {
 		name    string
 		pid     int
@@ -75,7 +60,7 @@ func TestMayKill(t *testing.T) {
 		}
 	})
 	t.Run("default allows another user's process", func(t *testing.T) {
-		other := startSleepAs(t, nobodyUID).Process.Pid
+		other := testenv.SleepAs(t, nobodyUID).Process.Pid
 		r := &Reaper{Prober: host}
 		if why := r.mayKill(other, self, ancestors); why != "" {
 			t.Errorf("mayKill(nobody's sleep) with no kill_users = %q, want allowed", why)
@@ -93,10 +78,10 @@ func TestKillOrphansNeverAimsAtRoot(t *testing.T) {
 		t.Skip("needs root: the victim is a root-owned process")
 	}
 	f := newFixture(t)
-	supervisor := deadPID(t)
-	victim := startSleep(t)              // root's
-	orphan := startSleepAs(t, nobodyUID) // an unprivileged user's
-	f.r.Settings.KillOrphans = true      // kill_users left unset: every user but root
+	supervisor := testenv.DeadPID(t)
+	victim := testenv.Sleep(t)              // root's
+	orphan := testenv.SleepAs(t, nobodyUID) // an unprivileged user's
+	f.r.Settings.KillOrphans = true         // kill_users left unset: every user but root
 	f.r.Settings.KillGrace = 50 * time.Millisecond
 	var signalled []int
 	f.r.Signal = func(pid, sig int) error {

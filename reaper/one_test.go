@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -34,7 +35,7 @@ func (f *fixture) auditCount(typ, id string) int {
 // time it records is the one enforce_terminal counts the grace from.
 func TestProbeOneRecordsChangesOnlyAndStartsTheGrace(t *testing.T) {
 	f := newFixture(t)
-	cmd := startSleep(t)
+	cmd := testenv.Sleep(t)
 	f.register(store.Entity{Type: "session", ID: "s1", PID: cmd.Process.Pid})
 	rows := f.auditCount("session", "s1")
 
@@ -98,7 +99,7 @@ func TestProbeOneRecordsChangesOnlyAndStartsTheGrace(t *testing.T) {
 
 func TestProbeOneRefusesWhatItMustNotJudge(t *testing.T) {
 	f := newFixture(t)
-	cmd := startSleep(t)
+	cmd := testenv.Sleep(t)
 	f.register(store.Entity{Type: "session", ID: "remote", PID: cmd.Process.Pid, HostID: "another-host"})
 	if _, err := f.w.Register(context.Background(), transitions.Registration{
 		Entity: store.Entity{Type: "session", ID: "old"}, Legacy: true, Actor: transitions.ActorOrchestrator,
@@ -132,7 +133,7 @@ func TestProbeOneRefusesWhatItMustNotJudge(t *testing.T) {
 // after its recorded end is worth seeing at any age.
 func TestProbeOneReachesPastTheFailureWindow(t *testing.T) {
 	f := newFixture(t)
-	cmd := startSleep(t)
+	cmd := testenv.Sleep(t)
 	f.register(store.Entity{Type: "session", ID: "s1", PID: cmd.Process.Pid})
 	f.sweep()
 	if _, err := f.w.Transition(context.Background(), transitions.Request{Type: "session", ID: "s1", To: "completed", Actor: transitions.ActorOrchestrator}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -13,7 +14,7 @@ import (
 // terminal_grace; the phantom reaper must not jump in before it.
 func TestPhantomWaitsForTerminalGrace(t *testing.T) {
 	f := newFixture(t)
-	proc := startSleep(t)
+	proc := testenv.Sleep(t)
 	f.register(store.Entity{Type: "session", ID: "quiet", PID: proc.Process.Pid})
 	f.sweep()
 	f.clock.Advance(2 * time.Hour) // well past phantom_after, no heartbeat

@@ -60,7 +60,7 @@ func TestPoisonContractsDoNotDelayDeath(t *testing.T) {
 	f.register(store.Entity{Type: "session", ID: "a-wide", Lifecycle: ptr("completed"), ArtifactsRoot: root, Artifacts: specs(100, "big/nomatch-%d-*")})
 	f.register(store.Entity{Type: "session", ID: "a-root", Lifecycle: ptr("completed"), ArtifactsRoot: "/", Artifacts: specs(1, "*/*/*/*/nomatch")})
 
-	cmd := startSleep(t)
+	cmd := testenv.Sleep(t)
 	f.register(store.Entity{Type: "session", ID: "s1", PID: cmd.Process.Pid})
 	f.sweep()
 	if e := f.get("session", "s1"); e.Health != state.HealthRunning {
@@ -123,7 +123,7 @@ func TestLivenessBeforeArtifactWork(t *testing.T) {
 	for i := range 3 {
 		f.register(store.Entity{Type: "session", ID: fmt.Sprintf("a-%d", i), Lifecycle: ptr("completed"), ArtifactsRoot: dir, Artifacts: specs(1, "review.md")})
 	}
-	dead := deadPID(t)
+	dead := testenv.DeadPID(t)
 	f.register(store.Entity{Type: "session", ID: "z-dead", PID: dead})
 
 	f.r.Settings.SweepBudget = time.Nanosecond

@@ -20,25 +20,13 @@ import (
 	"watchdog/transitions"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type fixture struct {
 	t     *testing.T
 	st    *store.SQLite
 	w     *transitions.Writer
 	r     *Reaper
 	host  *probe.Host
-	clock *clock
+	clock *testenv.Clock
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -49,34 +37,13 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { st.Close() })
 	host := probe.NewHost()
-	c := &clock{t: time.Now()}
+	c := testenv.NewClock(time.Now())
 	w := &transitions.Writer{Store: st, Now: c.Now, Ident: host}
 	settings := DefaultSettings
 	settings.TerminalGrace = 30 * time.Second
 	settings.PhantomAfter = time.Hour
 	r := &Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: settings, Now: c.Now}
 	return &fixture{t: t, st: st, w: w, r: r, host: host, clock: c}
-}
-
-// startSleep starts a real process and stops it at the end of the test.
-func startSleep(t *testing.T) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command("sleep", "300")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd
-}
-
-// deadPID returns the pid of a process that has exited and been reaped.
-func deadPID(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd.Process.Pid
 }
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
@@ -148,7 +115,7 @@ func ptr(s string) *string { return &s }
 
 func TestKilledProcessIsAbortedAfterGraceNotBefore(t *testing.T) {
 	f := newFixture(t)
-	cmd := startSleep(t)
+	cmd := testenv.Sleep(t)
 	f.register(store.Entity{Type: "session", ID: "s1", PID: cmd.Process.Pid})
 	f.sweep()
 	if e := f.get("session", "s1"); e.Health != state.HealthRunning || !e.DeadSince.IsZero() {
@@ -196,7 +163,7 @@ func TestKilledProcessIsAbortedAfterGraceNotBefore(t *testing.T) {
 
 func TestOwnersOwnEndInsideGraceWins(t *testing.T) {
 	f := newFixture(t)
-	f.register(store.Entity{Type: "session", ID: "s1", PID: deadPID(t)})
+	f.register(store.Entity{Type: "session", ID: "s1", PID: testenv.DeadPID(t)})
 	f.sweep()
 	f.clock.Advance(10 * time.Second)
 	if _, err := f.w.Transition(context.Background(), transitions.Request{Type: "session", ID: "s1", To: "completed", Actor: transitions.ActorOrchestrator}); err != nil {
@@ -220,7 +187,7 @@ func TestRaceWithOwnerAtWriteTime(t *testing.T) {
 	// The owner's end lands between the reaper's decision and its write:
 	// the compare-and-set makes the owner win, with no second terminal row.
 	f := newFixture(t)
-	f.register(store.Entity{Type: "session", ID: "s1", PID: deadPID(t)})
+	f.register(store.Entity{Type: "session", ID: "s1", PID: testenv.DeadPID(t)})
 	f.sweep()
 	f.clock.Advance(time.Minute)
 	a := Action{Type: "session", ID: "s1", From: "running", To: "aborted", Reason: state.SystemHealthProcessDeadNoTerminal}
@@ -240,7 +207,7 @@ func TestRaceWithOwnerAtWriteTime(t *testing.T) {
 
 func TestReusedPIDNeverReadsAliveAndIsNeverSignalled(t *testing.T) {
 	f := newFixture(t)
-	live := startSleep(t)
+	live := testenv.Sleep(t)
 	f.r.Settings.KillOrphans = true
 	f.r.Settings.KillUIDs = []int{os.Getuid()} // this test's own processes, root's too when run as root
 	var signalled []int
@@ -265,7 +232,7 @@ func TestReusedPIDNeverReadsAliveAndIsNeverSignalled(t *testing.T) {
 
 func TestUnknownAndStaleHeartbeatNeverEnd(t *testing.T) {
 	f := newFixture(t)
-	live := startSleep(t)
+	live := testenv.Sleep(t)
 	hb := filepath.Join(t.TempDir(), "s.hb")
 	if err := os.WriteFile(hb, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -277,7 +244,7 @@ func TestUnknownAndStaleHeartbeatNeverEnd(t *testing.T) {
 	f.register(store.Entity{Type: "session", ID: "stale", PID: live.Process.Pid, HeartbeatFile: hb})
 	f.register(store.Entity{Type: "session", ID: "nopid"})
 	// Another host's pid is never checked here.
-	f.register(store.Entity{Type: "session", ID: "remote", PID: deadPID(t), HostID: "some-other-host"})
+	f.register(store.Entity{Type: "session", ID: "remote", PID: testenv.DeadPID(t), HostID: "some-other-host"})
 	f.sweep()
 	if e := f.get("session", "stale"); e.Health != state.HealthStalled {
 		t.Fatalf("stale heartbeat: %s", e.Health)
@@ -316,7 +283,7 @@ func TestRemoteEntityJudgedByItsHeartbeat(t *testing.T) {
 	if err := os.WriteFile(hb, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.register(store.Entity{Type: "session", ID: "r1", PID: deadPID(t), HostID: "other", HeartbeatFile: hb})
+	f.register(store.Entity{Type: "session", ID: "r1", PID: testenv.DeadPID(t), HostID: "other", HeartbeatFile: hb})
 	if err := f.st.RecordHeartbeat(ctx, "session", "r1", f.clock.Now(), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +316,7 @@ func TestRemoteEntityJudgedByItsHeartbeat(t *testing.T) {
 
 func TestFirstDeathSurvivesRestart(t *testing.T) {
 	f := newFixture(t)
-	f.register(store.Entity{Type: "session", ID: "s1", PID: deadPID(t)})
+	f.register(store.Entity{Type: "session", ID: "s1", PID: testenv.DeadPID(t)})
 	f.sweep()
 	first := f.get("session", "s1").DeadSince
 	f.clock.Advance(20 * time.Second)
@@ -371,13 +338,13 @@ func TestFirstDeathSurvivesRestart(t *testing.T) {
 
 func TestSweepWritesNothingOnUnchangedHost(t *testing.T) {
 	f := newFixture(t)
-	live := startSleep(t)
+	live := testenv.Sleep(t)
 	hb := filepath.Join(t.TempDir(), "hb")
 	os.WriteFile(hb, nil, 0o644)
 	old := time.Now().Add(-15 * time.Minute)
 	os.Chtimes(hb, old, old)
 	f.register(store.Entity{Type: "session", ID: "idle", PID: live.Process.Pid, HeartbeatFile: hb})
-	f.register(store.Entity{Type: "session", ID: "dead", PID: deadPID(t)})
+	f.register(store.Entity{Type: "session", ID: "dead", PID: testenv.DeadPID(t)})
 	f.register(store.Entity{Type: "show", ID: "sh", Lifecycle: ptr("active")})
 	if rep := f.sweep(); rep.Written != 3 {
 		t.Fatalf("first sweep wrote %d, want 3", rep.Written)
@@ -397,8 +364,8 @@ func TestSweepWritesNothingOnUnchangedHost(t *testing.T) {
 
 func TestPhantomOrphanReapedAndKilledWhenAsked(t *testing.T) {
 	f := newFixture(t)
-	orphan := startSleep(t)
-	f.register(store.Entity{Type: "session", ID: "o1", PID: orphan.Process.Pid, SupervisorPID: deadPID(t)})
+	orphan := testenv.Sleep(t)
+	f.register(store.Entity{Type: "session", ID: "o1", PID: orphan.Process.Pid, SupervisorPID: testenv.DeadPID(t)})
 	f.sweep()
 	if e := f.get("session", "o1"); e.Health != state.HealthOrphaned {
 		t.Fatalf("health %s", e.Health)
@@ -431,12 +398,12 @@ func TestPhantomOrphanReapedAndKilledWhenAsked(t *testing.T) {
 // it is reaped.
 func TestOrphanWritingItsHeartbeatIsNotAPhantom(t *testing.T) {
 	f := newFixture(t)
-	orphan := startSleep(t)
+	orphan := testenv.Sleep(t)
 	hb := filepath.Join(t.TempDir(), "o.hb")
 	if err := os.WriteFile(hb, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.register(store.Entity{Type: "session", ID: "o1", PID: orphan.Process.Pid, SupervisorPID: deadPID(t), HeartbeatFile: hb})
+	f.register(store.Entity{Type: "session", ID: "o1", PID: orphan.Process.Pid, SupervisorPID: testenv.DeadPID(t), HeartbeatFile: hb})
 	touch := func(at time.Time) {
 		t.Helper()
 		if err := os.Chtimes(hb, at, at); err != nil {
@@ -465,7 +432,7 @@ func TestOrphanWritingItsHeartbeatIsNotAPhantom(t *testing.T) {
 // the recorded one) does not pass for it, and the work reads orphaned.
 func TestReusedSupervisorPIDIsNotTheSupervisor(t *testing.T) {
 	f := newFixture(t)
-	work, stranger := startSleep(t), startSleep(t)
+	work, stranger := testenv.Sleep(t), testenv.Sleep(t)
 	f.register(store.Entity{Type: "session", ID: "w1", PID: work.Process.Pid, SupervisorPID: stranger.Process.Pid})
 	if e := f.get("session", "w1"); e.SupervisorStartTime.IsZero() {
 		t.Fatal("the supervisor's start time was not recorded at registration")
@@ -493,7 +460,7 @@ func TestReusedSupervisorPIDIsNotTheSupervisor(t *testing.T) {
 func TestRemoteHostWithItsOwnDaemonIsLeftToIt(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.register(store.Entity{Type: "session", ID: "r1", PID: deadPID(t), HostID: "other"})
+	f.register(store.Entity{Type: "session", ID: "r1", PID: testenv.DeadPID(t), HostID: "other"})
 	if err := f.st.MarkDaemon(ctx, "other", f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +482,7 @@ func TestRemoteHostWithItsOwnDaemonIsLeftToIt(t *testing.T) {
 func TestReRegisterKeepsTheHost(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.register(store.Entity{Type: "session", ID: "r1", PID: deadPID(t), HostID: "other"})
+	f.register(store.Entity{Type: "session", ID: "r1", PID: testenv.DeadPID(t), HostID: "other"})
 	if _, err := f.w.Register(ctx, transitions.Registration{Entity: store.Entity{Type: "session", ID: "r1", Label: "renamed"}, Actor: transitions.ActorOrchestrator}); err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +511,7 @@ func TestReRegisterKeepsTheHost(t *testing.T) {
 // waiting a kill_grace per orphan.
 func TestKillOrphansSharesOneGrace(t *testing.T) {
 	f := newFixture(t)
-	supervisor := deadPID(t)
+	supervisor := testenv.DeadPID(t)
 	var procs []*exec.Cmd
 	for i := range 3 {
 		// The ignored SIGTERM survives exec, so sleep itself ignores it.
@@ -590,19 +557,15 @@ func TestKillOrphansSharesOneGrace(t *testing.T) {
 // waitComm waits until pid runs the named program.
 func waitComm(t *testing.T, pid int, name string) {
 	t.Helper()
-	for range 3000 {
+	testenv.Eventually(t, fmt.Sprintf("pid %d to run %s", pid, name), 30*time.Second, func() (bool, string) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		if err == nil && strings.TrimSpace(string(b)) == name {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("pid %d never ran %s", pid, name)
+		return err == nil && strings.TrimSpace(string(b)) == name, fmt.Sprintf("comm %q (%v)", b, err)
+	})
 }
 
 func TestPhantomDeadReapedWhenEnforcementCouldNot(t *testing.T) {
 	f := newFixture(t)
-	f.register(store.Entity{Type: "invocation", ID: "i1", PID: deadPID(t)})
+	f.register(store.Entity{Type: "invocation", ID: "i1", PID: testenv.DeadPID(t)})
 	f.sweep()
 	f.clock.Advance(2 * time.Hour)
 	rep := f.reap()
@@ -674,7 +637,7 @@ func TestOrchestrationRules(t *testing.T) {
 func TestMaxPerRunBoundsARun(t *testing.T) {
 	f := newFixture(t)
 	for _, id := range []string{"a", "b", "c"} {
-		f.register(store.Entity{Type: "session", ID: id, PID: deadPID(t)})
+		f.register(store.Entity{Type: "session", ID: id, PID: testenv.DeadPID(t)})
 	}
 	f.sweep()
 	f.clock.Advance(time.Minute)
@@ -721,7 +684,7 @@ func TestSchedules(t *testing.T) {
 // one stopped, so every entity gets probed instead of the first ones only.
 func TestSweepOverBudgetResumesWhereItStopped(t *testing.T) {
 	f := newFixture(t)
-	dead := deadPID(t)
+	dead := testenv.DeadPID(t)
 	const n = 200
 	for i := range n {
 		f.register(store.Entity{Type: "session", ID: fmt.Sprintf("s-%03d", i), PID: dead})
@@ -794,8 +757,8 @@ func TestScheduleResumedIsNotOwedItsPausedFires(t *testing.T) {
 // pending), once, instead of a refused write retried every run.
 func TestDeadBeforeRunningEndsAlongAnEdge(t *testing.T) {
 	f := newFixture(t)
-	f.register(store.Entity{Type: "invocation", ID: "i1", Lifecycle: ptr("pending"), PID: deadPID(t)})
-	f.register(store.Entity{Type: "subagent", ID: "a1", Lifecycle: ptr("queued"), PID: deadPID(t)})
+	f.register(store.Entity{Type: "invocation", ID: "i1", Lifecycle: ptr("pending"), PID: testenv.DeadPID(t)})
+	f.register(store.Entity{Type: "subagent", ID: "a1", Lifecycle: ptr("queued"), PID: testenv.DeadPID(t)})
 	f.sweep()
 	f.clock.Advance(time.Minute)
 	rep := f.enforce()
@@ -822,7 +785,7 @@ func TestDeadBeforeRunningEndsAlongAnEdge(t *testing.T) {
 // (nothing is due, ever); one with a contract reads unknown until it ends.
 func TestRunningDeliveryNotExpectedWithoutContract(t *testing.T) {
 	f := newFixture(t)
-	live := startSleep(t)
+	live := testenv.Sleep(t)
 	root := t.TempDir()
 	f.register(store.Entity{Type: "session", ID: "plain", PID: live.Process.Pid})
 	f.register(store.Entity{Type: "session", ID: "contract", PID: live.Process.Pid, ArtifactsRoot: root,

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -24,23 +25,6 @@ func openTestStore(t testing.TB) (*store.SQLite, string) {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st, path
-}
-
-type fixedClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fixedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fixedClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 type countingObserver struct {
@@ -61,9 +45,9 @@ func (o *countingObserver) Rejected(typ, cause string) {
 	o.rejected[typ+":"+cause]++
 }
 
-func newTestWriter(t testing.TB) (*Writer, *store.SQLite, *fixedClock, *countingObserver) {
+func newTestWriter(t testing.TB) (*Writer, *store.SQLite, *testenv.Clock, *countingObserver) {
 	st, _ := openTestStore(t)
-	clock := &fixedClock{t: time.Unix(1_800_000_000, 0)}
+	clock := testenv.NewClock(time.Unix(1_800_000_000, 0))
 	obs := &countingObserver{applied: map[string]int{}, rejected: map[string]int{}}
 	return &Writer{Store: st, Now: clock.Now, Observer: obs}, st, clock, obs
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/store"
 )
 
@@ -22,19 +23,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv("WATCHDOG_TEST_SIGINT_COUNTER") != "" {
 		sigintCounter() // a child for the terminal test, not a test run
 	}
-	dir, err := os.MkdirTemp("", "watchdog-e2e-")
-	if err != nil {
-		panic(err)
-	}
-	binPath = filepath.Join(dir, "watchdog")
-	build := exec.Command("go", "build", "-o", binPath, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		os.RemoveAll(dir)
+	var err error
+	if binPath, err = testenv.BuildBinary(); err != nil {
+		testenv.RemoveBinary()
 		panic("build watchdog: " + err.Error())
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	testenv.RemoveBinary()
 	os.Exit(code)
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/store"
 	"watchdog/wire"
 )
@@ -156,22 +157,18 @@ func TestExecForwardsSignals(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = cmd.Process.Kill() })
 			var e store.Entity
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			testenv.Eventually(t, "exec to register the entity", 30*time.Second, func() (bool, string) {
 				if _, err := os.Stat(db); err == nil {
 					if st, err := store.Open(context.Background(), db); err == nil {
 						e, err = st.Get(context.Background(), "session", "sig")
 						st.Close()
 						if err == nil {
-							break
+							return true, ""
 						}
 					}
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("exec never registered the entity; stderr %q", errb.String())
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return false, fmt.Sprintf("stderr %q", errb.String())
+			})
 			if e.LifecycleOr("") != "running" || e.SupervisorPID != cmd.Process.Pid || e.PIDStartTime.IsZero() {
 				t.Fatalf("registered %s pid %d start %v supervisor %d (exec is %d)", e.LifecycleOr(""), e.PID, e.PIDStartTime, e.SupervisorPID, cmd.Process.Pid)
 			}

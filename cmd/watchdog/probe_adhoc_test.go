@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"watchdog/internal/testenv"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/unixtime"
@@ -57,26 +57,12 @@ func (r adhocRun) firstLine() string {
 // adhocSleep starts a real sleep and returns its pid and start time.
 func adhocSleep(t *testing.T) (int, float64) {
 	t.Helper()
-	c := exec.Command("sleep", "300")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	c := testenv.Sleep(t)
 	id, err := probe.NewHost().Identify(c.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return id.PID, unixtime.Seconds(id.StartTime)
-}
-
-// adhocDeadPID returns the pid of a process that has exited and been reaped.
-func adhocDeadPID(t *testing.T) int {
-	t.Helper()
-	c := exec.Command("true")
-	if err := c.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return c.Process.Pid
 }
 
 func adhocFile(t *testing.T, dir, name, body string, age time.Duration) string {
@@ -97,7 +83,7 @@ func adhocFile(t *testing.T, dir, name, body string, age time.Duration) string {
 
 func TestProbeCommand(t *testing.T) {
 	pid, start := adhocSleep(t)
-	dead := adhocDeadPID(t)
+	dead := testenv.DeadPID(t)
 	dir := t.TempDir()
 	fresh := adhocFile(t, dir, "fresh.hb", "", time.Minute)
 	idle := adhocFile(t, dir, "idle.hb", "", 20*time.Minute)
@@ -152,7 +138,7 @@ func TestProbeCommand(t *testing.T) {
 }
 
 func TestProbeCommandJSON(t *testing.T) {
-	dead := adhocDeadPID(t)
+	dead := testenv.DeadPID(t)
 	r := runProbeCmd(t, "--pid", fmt.Sprint(dead), "--json")
 	if r.code != 2 {
 		t.Fatalf("exit %d, want 2: %s %s", r.code, r.stdout, r.stderr)

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"watchdog/internal/testenv"
 )
 
 // TestProbeBinaryExitCodes drives the built binary (binPath, built by
 // TestMain in cli_e2e_test.go) through every exit code of `watchdog probe`.
 func TestProbeBinaryExitCodes(t *testing.T) {
 	pid, _ := adhocSleep(t)
-	dead := adhocDeadPID(t)
+	dead := testenv.DeadPID(t)
 	dir := t.TempDir()
 	idle := adhocFile(t, dir, "idle.hb", "", 20*time.Minute)
 

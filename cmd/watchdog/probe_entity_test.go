@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -29,10 +29,7 @@ func registerE2E(t *testing.T, db, doc string) {
 // it: a conclusively dead process with a recorded identity.
 func killedSleep(t *testing.T, register func(pid int)) int {
 	t.Helper()
-	c := exec.Command("sleep", "300")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c := testenv.Sleep(t)
 	pid := c.Process.Pid
 	register(pid)
 	if err := c.Process.Kill(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/reaper"
 	"watchdog/state"
 )
@@ -55,7 +56,7 @@ func newReapWorld(t *testing.T, grace string) reapWorld {
 	alive, _ := adhocSleep(t)
 	registerE2E(t, w.db, fmt.Sprintf(`{"type":"session","id":"alive","lifecycle":"running","pid":%d}`, alive))
 	registerE2E(t, w.db, `{"type":"session","id":"nopid","lifecycle":"running"}`)
-	registerE2E(t, w.db, fmt.Sprintf(`{"type":"session","id":"remote","lifecycle":"running","pid":%d,"host_id":"another-host"}`, adhocDeadPID(t)))
+	registerE2E(t, w.db, fmt.Sprintf(`{"type":"session","id":"remote","lifecycle":"running","pid":%d,"host_id":"another-host"}`, testenv.DeadPID(t)))
 	w.early = killedSleep(t, func(pid int) {
 		registerE2E(t, w.db, fmt.Sprintf(`{"type":"session","id":"early","lifecycle":"running","pid":%d}`, pid))
 	})

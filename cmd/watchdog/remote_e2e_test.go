@@ -31,6 +31,7 @@ import (
 
 	"watchdog/api"
 	"watchdog/client"
+	"watchdog/internal/testenv"
 	"watchdog/store"
 	"watchdog/transitions"
 	"watchdog/wire"
@@ -125,8 +126,7 @@ log:
 	})
 
 	hc := &http.Client{Timeout: 5 * time.Second}
-	deadline := time.Now().Add(rmtDeadline)
-	for {
+	testenv.Eventually(t, "the daemon ready", rmtDeadline, func() (bool, string) {
 		select {
 		case <-done:
 			t.Fatalf("serve exited before it was ready:\n%s", logs())
@@ -139,15 +139,13 @@ log:
 			if resp, err := hc.Get(d.base + "/readyz"); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
-					return d
+					return true, ""
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon not ready within %s:\n%s", rmtDeadline, logs())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, "daemon log:\n" + logs()
+	})
+	return d
 }
 
 // rmtListenAddr finds the bound address in the daemon's JSON log.

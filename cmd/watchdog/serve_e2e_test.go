@@ -31,6 +31,7 @@ import (
 
 	_ "modernc.org/sqlite" // the test reads the daemon's database itself
 
+	"watchdog/internal/testenv"
 	"watchdog/probe"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -163,7 +164,7 @@ func svStart(t *testing.T, cfg, db string, env ...string) *svDaemon {
 		}
 	})
 
-	svEventually(t, "daemon ready", func() (bool, string) {
+	testenv.Eventually(t, "daemon ready", svDeadline, func() (bool, string) {
 		if d.exited() {
 			t.Fatalf("serve exited with %d before it was ready:\n%s", d.code, d.logs.String())
 		}
@@ -355,7 +356,7 @@ func jobRuns(job string) string {
 func (d *svDaemon) waitRuns(job string, n int) {
 	d.t.Helper()
 	from := d.metric(jobRuns(job))
-	svEventually(d.t, fmt.Sprintf("%d more %s runs", n, job), func() (bool, string) {
+	testenv.Eventually(d.t, fmt.Sprintf("%d more %s runs", n, job), svDeadline, func() (bool, string) {
 		now := d.metric(jobRuns(job))
 		return now >= from+float64(n), fmt.Sprintf("%s: %v, started at %v", job, now, from)
 	})
@@ -365,28 +366,11 @@ func (d *svDaemon) waitRuns(job string, n int) {
 func (d *svDaemon) waitEntity(typ, id, what string, cond func(svEntity) bool) svEntity {
 	d.t.Helper()
 	var e svEntity
-	svEventually(d.t, typ+"/"+id+" "+what, func() (bool, string) {
+	testenv.Eventually(d.t, typ+"/"+id+" "+what, svDeadline, func() (bool, string) {
 		e = d.entity(typ, id)
 		return cond(e), e.String()
 	})
 	return e
-}
-
-// svEventually polls cond every 100ms until it holds or svDeadline passes;
-// detail says what was last seen.
-func svEventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(svDeadline)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s; last seen: %s", svDeadline, what, detail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // svProc is a real process the test owns (a `sleep`), reaped by the test.
@@ -398,10 +382,9 @@ type svProc struct {
 
 func svSleep(t *testing.T) *svProc {
 	t.Helper()
-	p := &svProc{cmd: exec.Command("sleep", "600"), done: make(chan struct{})}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	// testenv.Sleep's own cleanup runs after this one and finds the
+	// process reaped already.
+	p := &svProc{cmd: testenv.Sleep(t), done: make(chan struct{})}
 	p.pid = p.cmd.Process.Pid
 	go func() {
 		p.cmd.Wait() //nolint:errcheck // its end is what the tests look at
@@ -434,16 +417,6 @@ func (p *svProc) kill(t *testing.T) {
 	case <-time.After(svDeadline):
 		t.Fatalf("pid %d did not die", p.pid)
 	}
-}
-
-// svDeadPID is the pid of a process that has exited and been reaped.
-func svDeadPID(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd.Process.Pid
 }
 
 // svRegister registers an entity with the CLI, on the daemon's database.
@@ -622,7 +595,7 @@ func TestServeOwnerEndInsideGraceWins(t *testing.T) {
 
 	// Give enforcement every chance to write a second end: wait out the
 	// grace, then two more enforce_terminal runs.
-	svEventually(t, "terminal_grace over", func() (bool, string) { return time.Since(seenDead) > grace+time.Second, "" })
+	testenv.Eventually(t, "terminal_grace over", svDeadline, func() (bool, string) { return time.Since(seenDead) > grace+time.Second, "" })
 	d.waitRuns("enforce_terminal", 2)
 	d.waitRuns("reap_phantoms", 2)
 
@@ -653,11 +626,11 @@ func TestServeReusedPIDNeverAliveNorSignalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	svRegister(t, db, fmt.Sprintf(`{"type":"session","id":"reused","lifecycle":"running","pid":%d,"pid_start_time":%f,"supervisor_pid":%d}`,
-		live.pid, unixtime.Seconds(start)-1000, svDeadPID(t)))
+		live.pid, unixtime.Seconds(start)-1000, testenv.DeadPID(t)))
 	// The control: a verified orphan (its own process, a dead supervisor)
 	// is reaped and killed, so kill_orphans is really on in this daemon.
 	orphan := svSleep(t)
-	svRegister(t, db, fmt.Sprintf(`{"type":"session","id":"orphan","lifecycle":"running","pid":%d,"supervisor_pid":%d}`, orphan.pid, svDeadPID(t)))
+	svRegister(t, db, fmt.Sprintf(`{"type":"session","id":"orphan","lifecycle":"running","pid":%d,"supervisor_pid":%d}`, orphan.pid, testenv.DeadPID(t)))
 
 	e := d.waitEntity("session", "reused", "ended", func(e svEntity) bool {
 		if h := e.State.Health; e.lifecycle() == "running" && h != "unknown" && h != "process_dead" {
@@ -682,7 +655,7 @@ func TestServeReusedPIDNeverAliveNorSignalled(t *testing.T) {
 	if o.last().ReasonCode != "system.reaper.phantom_orphaned" {
 		t.Fatalf("orphan control: %s", o)
 	}
-	svEventually(t, "the verified orphan killed", func() (bool, string) { return !orphan.running(), "still running" })
+	testenv.Eventually(t, "the verified orphan killed", svDeadline, func() (bool, string) { return !orphan.running(), "still running" })
 
 	// More chances to misbehave, then the innocent process must be alive.
 	d.waitRuns("reap_phantoms", 3)
@@ -708,7 +681,7 @@ func TestServeReapsPhantoms(t *testing.T) {
 		{"invocation", "failed"},
 	}
 	for _, tt := range tests {
-		svRegister(t, db, fmt.Sprintf(`{"type":%q,"id":"ph-1","lifecycle":"running","pid":%d}`, tt.typ, svDeadPID(t)))
+		svRegister(t, db, fmt.Sprintf(`{"type":%q,"id":"ph-1","lifecycle":"running","pid":%d}`, tt.typ, testenv.DeadPID(t)))
 	}
 	// A quiet one whose process dies only after phantom_after: its owner
 	// still gets terminal_grace from the death.
@@ -730,7 +703,7 @@ func TestServeReapsPhantoms(t *testing.T) {
 	}
 
 	e := d.entity("workflow", "ph-late")
-	svEventually(t, "ph-late quiet for phantom_after", func() (bool, string) {
+	testenv.Eventually(t, "ph-late quiet for phantom_after", svDeadline, func() (bool, string) {
 		return float64(time.Now().UnixNano())/1e9 > e.CreatedAt+phantomAfter.Seconds()+1, ""
 	})
 	if e = d.entity("workflow", "ph-late"); e.lifecycle() != "running" || e.State.Health != "running" {
@@ -824,7 +797,7 @@ func TestServeDryRunWritesNothing(t *testing.T) {
 	_, db, cfg := svSetup(t, svConfig{Grace: "1s", Phantom: "1s", DryRun: true})
 	// Everything a reaper job would change, registered before the daemon
 	// starts.
-	svRegister(t, db, fmt.Sprintf(`{"type":"session","id":"dead","lifecycle":"running","pid":%d}`, svDeadPID(t)))
+	svRegister(t, db, fmt.Sprintf(`{"type":"session","id":"dead","lifecycle":"running","pid":%d}`, testenv.DeadPID(t)))
 	svRegister(t, db, `{"type":"show","id":"gone","lifecycle":"archived"}`)
 	svRegister(t, db, `{"type":"team","id":"left","parent":{"type":"show","id":"gone"}}`)
 	svRegister(t, db, `{"type":"play","id":"dep","lifecycle":"failed"}`)
@@ -833,7 +806,7 @@ func TestServeDryRunWritesNothing(t *testing.T) {
 
 	d := svStart(t, cfg, db)
 	for _, entity := range []string{"session/dead", "team/left", "play/waiting"} {
-		svEventually(t, "dry run logged for "+entity, func() (bool, string) {
+		testenv.Eventually(t, "dry run logged for "+entity, svDeadline, func() (bool, string) {
 			return len(d.logged("dry run: would transition", map[string]string{"action": entity})) > 0, d.logs.String()
 		})
 	}
@@ -1006,7 +979,7 @@ func TestServeSIGHUPReload(t *testing.T) {
 	bad := strings.Replace(svConfig{Grace: "1s"}.yaml(db), "thresholds:\n", "thresholds:\n  idle_after: soon\n", 1)
 	writeFile(t, dir, "config.yaml", bad)
 	d.signal(syscall.SIGHUP)
-	svEventually(t, "reload refused", func() (bool, string) {
+	testenv.Eventually(t, "reload refused", svDeadline, func() (bool, string) {
 		return len(d.logged("reload refused, keeping the running config", map[string]string{"error": "thresholds.idle_after"})) == 1, d.logs.String()
 	})
 	d.waitRuns("sweep", 2)
@@ -1030,12 +1003,12 @@ func TestServeSIGHUPReload(t *testing.T) {
 	good = strings.Replace(good, "level: info", "level: debug", 1)
 	writeFile(t, dir, "config.yaml", good)
 	d.signal(syscall.SIGHUP)
-	svEventually(t, "config reloaded", func() (bool, string) { return len(d.logged("config reloaded", nil)) == 1, d.logs.String() })
+	testenv.Eventually(t, "config reloaded", svDeadline, func() (bool, string) { return len(d.logged("config reloaded", nil)) == 1, d.logs.String() })
 	e := d.waitEntity("session", "k1", "ended under the new grace", func(e svEntity) bool { return e.lifecycle() != "running" })
 	if e.lifecycle() != "aborted" || e.last().ReasonCode != "system.health.process_dead_no_terminal" {
 		t.Errorf("after the reload: %s", e)
 	}
-	svEventually(t, "the aborted session leaves the queue after the new 2s window", func() (bool, string) {
+	testenv.Eventually(t, "the aborted session leaves the queue after the new 2s window", svDeadline, func() (bool, string) {
 		resp, err := http.Get(d.base + "/api/attention")
 		if err != nil {
 			return false, err.Error()
@@ -1044,7 +1017,7 @@ func TestServeSIGHUPReload(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return !strings.Contains(string(b), `"k1"`), string(b)
 	})
-	svEventually(t, "debug lines after the reload", func() (bool, string) {
+	testenv.Eventually(t, "debug lines after the reload", svDeadline, func() (bool, string) {
 		for _, l := range d.logLines() {
 			if l["level"] == "debug" {
 				return true, ""
@@ -1144,7 +1117,7 @@ func (n *svNotify) pings() []time.Time {
 func (n *svNotify) wait(t *testing.T, from int, line string) int {
 	t.Helper()
 	var i int
-	svEventually(t, "notify "+line, func() (bool, string) {
+	testenv.Eventually(t, "notify "+line, svDeadline, func() (bool, string) {
 		i = n.index(from, line)
 		return i >= 0, fmt.Sprintf("%q", n.texts())
 	})
@@ -1156,7 +1129,7 @@ func TestServeNotifyProtocol(t *testing.T) {
 	_, db, cfg := svSetup(t, svConfig{Grace: "1h"})
 	// An entity the first sweep must judge: registered with a dead pid it
 	// reads neutral (health unknown) until a sweep finds the death.
-	svRegister(t, db, fmt.Sprintf(`{"type":"session","id":"n-dead","lifecycle":"running","pid":%d}`, svDeadPID(t)))
+	svRegister(t, db, fmt.Sprintf(`{"type":"session","id":"n-dead","lifecycle":"running","pid":%d}`, testenv.DeadPID(t)))
 	sd := svListenNotify(t)
 	// WatchdogSec=2s: pings are due every second, which the 1s sweep feeds.
 	d := svStart(t, cfg, db, "NOTIFY_SOCKET="+sd.path, "WATCHDOG_USEC=2000000")
@@ -1172,7 +1145,7 @@ func TestServeNotifyProtocol(t *testing.T) {
 	}
 
 	// Healthy: pings keep coming, with STATUS lines of counts.
-	svEventually(t, "three pings after READY", func() (bool, string) {
+	testenv.Eventually(t, "three pings after READY", svDeadline, func() (bool, string) {
 		return len(sd.pings()) >= 4, fmt.Sprint(len(sd.pings()))
 	})
 	if i := sd.index(ready+1, "STATUS="); i < 0 || !strings.Contains(sd.all()[i].text, "critical") {
@@ -1189,14 +1162,14 @@ func TestServeNotifyProtocol(t *testing.T) {
 	defer release()
 	p.kill(t)
 	const silence = 5 * time.Second // five sweep intervals, ten ping periods
-	svEventually(t, "pings stop while the store cannot be written", func() (bool, string) {
+	testenv.Eventually(t, "pings stop while the store cannot be written", svDeadline, func() (bool, string) {
 		ps := sd.pings()
 		last := ps[len(ps)-1]
 		return time.Since(last) > silence, fmt.Sprintf("last ping %s ago", time.Since(last).Round(time.Millisecond))
 	})
 	stalled := len(sd.pings())
 	release()
-	svEventually(t, "pings resume once the store is writable", func() (bool, string) {
+	testenv.Eventually(t, "pings resume once the store is writable", svDeadline, func() (bool, string) {
 		return len(sd.pings()) > stalled, fmt.Sprint(len(sd.pings()))
 	})
 	d.waitEntity("session", "n-live", "death recorded", func(e svEntity) bool { return e.State.Health == "process_dead" })

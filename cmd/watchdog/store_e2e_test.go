@@ -187,7 +187,7 @@ func TestServeStoreLost(t *testing.T) {
 			d.waitReadyz("ready", svDeadline, func(code int, _ string) bool { return code == http.StatusOK })
 
 			w := startWriter(d)
-			svEventually(t, "writes acknowledged before the loss", func() (bool, string) {
+			testenv.Eventually(t, "writes acknowledged before the loss", svDeadline, func() (bool, string) {
 				return w.acknowledged() >= 10, strconv.Itoa(w.acknowledged())
 			})
 
@@ -221,7 +221,7 @@ func TestServeStoreLost(t *testing.T) {
 
 			// One error line, naming the loss, the rescue and what to do.
 			var lost []map[string]any
-			svEventually(t, "the loss logged", func() (bool, string) {
+			testenv.Eventually(t, "the loss logged", svDeadline, func() (bool, string) {
 				lost = d.logged("store lost: its database file was deleted or replaced while watchdog ran; writes are refused until a restart",
 					map[string]string{"error": "the database file " + db + " " + tt.reason})
 				return len(lost) > 0, d.logs.String()

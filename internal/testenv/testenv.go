@@ -1,6 +1,9 @@
-// Package testenv makes the real file-system fixtures that the tests of
-// several packages share: issue 11's poisoned artifacts roots. It is
-// imported by tests only.
+// Package testenv is the one test harness the packages' tests share: real
+// file-system fixtures (issue 11's poisoned artifacts roots), a settable
+// clock, real processes (a sleep, a dead pid, a zombie), polling for what
+// a real process or the real binary does in its own time, the watchdog
+// binary built once, and raw SQL beside a store. It is imported by tests
+// only.
 package testenv
 
 import (
