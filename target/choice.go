@@ -5,12 +5,19 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"watchdog/probe"
 )
 
 // Choice is where a writing command's --db and --server came from, for
 // Remote to decide between them.
 type Choice struct {
 	Server string
+	// DB is the database a local target opens.
+	DB string
+	// Host is this machine as the probe sees it: a local target's
+	// identifier, and exec's child's identity for a daemon.
+	Host *probe.Host
 	// DBFlag and ServerFlag say the flag was given (not defaulted from
 	// its environment variable); EnvDB says WATCHDOG_DB is set.
 	DBFlag, ServerFlag, EnvDB bool

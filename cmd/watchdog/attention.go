@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +9,7 @@ import (
 	"watchdog/attention"
 	"watchdog/config"
 	"watchdog/state"
+	"watchdog/target"
 )
 
 // newAttentionCmd is `watchdog attention`: the attention queue of SPEC §8
@@ -62,15 +60,13 @@ its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 					window = time.Duration(cfg.Thresholds.FailureWindow)
 					q.FailureWindow = window
 				}
-				if !cmd.Flags().Changed("db") && os.Getenv("WATCHDOG_DB") == "" {
-					db = cfg.Store.DSN
-				}
+				db = configDB(cmd, db, cfg)
 			}
 			if window <= 0 {
 				return usageError("--failure-window %s: must be positive", window)
 			}
 			ctx := cmd.Context()
-			st, err := openStore(ctx, db, false)
+			st, err := target.OpenStore(ctx, db, false)
 			if err != nil {
 				return err
 			}
@@ -79,12 +75,7 @@ its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(queue)
-			}
-			return printAttention(cmd.OutOrStdout(), queue)
+			return output(cmd.OutOrStdout(), asJSON, queue, queue.Text)
 		},
 	}
 	f := c.Flags()
@@ -96,10 +87,4 @@ its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 	f.StringVar(&configPath, "config", "", "the daemon's config file: take its thresholds.failure_window and (without --db or WATCHDOG_DB) its store.dsn")
 	addDBFlag(c, &db)
 	return c
-}
-
-// printAttention prints the queue's text.
-func printAttention(w io.Writer, q attention.Queue) error {
-	_, err := io.WriteString(w, q.Text())
-	return err
 }

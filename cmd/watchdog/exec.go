@@ -54,7 +54,7 @@ reached, the command still runs, unwatched, and exec says so on stderr.`,
 				}
 				return withCode(runner.ExitUsage, err)
 			}
-			open := func(ctx context.Context) (runner.Sink, error) { return to.open(ctx, true, true) }
+			open := func(ctx context.Context) (runner.Sink, error) { return to.Open(ctx, true, true) }
 			stdio := runner.Stdio{Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
 			return runner.Run(cmd.Context(), o, args, open, stdio)
 		},

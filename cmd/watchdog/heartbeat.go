@@ -24,12 +24,12 @@ func newHeartbeatCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := to.open(cmd.Context(), false, false)
+			t, err := to.Open(cmd.Context(), false, false)
 			if err != nil {
 				return err
 			}
 			defer t.Close()
-			return to.explain(t.Heartbeat(cmd.Context(), typ, id, progress))
+			return to.Explain(t.Heartbeat(cmd.Context(), typ, id, progress))
 		},
 	}
 	c.Flags().StringVar(&progress, "progress", "", "short progress note, kept as evidence")

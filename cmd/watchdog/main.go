@@ -4,6 +4,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,17 @@ type exitCoder interface{ ExitCode() int }
 
 // withCode wraps err so that the process exits with code.
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// output prints v as indented JSON when asJSON, else its text.
+func output(w io.Writer, asJSON bool, v any, text func() string) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	_, err := io.WriteString(w, text())
+	return err
+}
 
 // usageError marks a mistake in the command line itself (exit 2).
 func usageError(format string, args ...any) error {

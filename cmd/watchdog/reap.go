@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -15,6 +12,7 @@ import (
 	"watchdog/config"
 	"watchdog/reaper"
 	"watchdog/store"
+	"watchdog/target"
 )
 
 // oneShot is what a one-shot command (`reap`, `probe --entity`) runs on:
@@ -39,10 +37,10 @@ func openOneShot(ctx context.Context, cmd *cobra.Command, cfgPath string) (*oneS
 	if f := cmd.Flags().Lookup("db"); f != nil {
 		db = f.Value.String()
 	}
-	if cfgPath != "" && !cmd.Flags().Changed("db") && os.Getenv("WATCHDOG_DB") == "" {
-		db = cfg.Store.DSN
+	if cfgPath != "" {
+		db = configDB(cmd, db, cfg)
 	}
-	st, err := openStore(ctx, db, false)
+	st, err := target.OpenStore(ctx, db, false)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +92,7 @@ is --db, else WATCHDOG_DB, else the config's store.dsn.`,
 			res, runErr := o.rp.RunOnce(ctx)
 			// What was done is printed even when a later step failed: those
 			// writes happened.
-			if err := printReap(cmd.OutOrStdout(), res, asJSON); err != nil {
+			if err := output(cmd.OutOrStdout(), asJSON, res, res.Text); err != nil {
 				return fmt.Errorf("write output: %w", err)
 			}
 			return runErr
@@ -105,15 +103,4 @@ is --db, else WATCHDOG_DB, else the config's store.dsn.`,
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be done and write nothing")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
-}
-
-// printReap prints the report's text, or the whole report as JSON.
-func printReap(w io.Writer, res reaper.OnceReport, asJSON bool) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	}
-	_, err := io.WriteString(w, res.Text())
-	return err
 }

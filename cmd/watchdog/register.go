@@ -50,14 +50,14 @@ func newRegisterCmd() *cobra.Command {
 			if err := transitions.CheckRegistration(reg); err != nil {
 				return err
 			}
-			t, err := to.open(cmd.Context(), true, false)
+			t, err := to.Open(cmd.Context(), true, false)
 			if err != nil {
 				return err
 			}
 			defer t.Close()
 			e, created, err := t.Register(cmd.Context(), body, transitions.ActorOrchestrator)
 			if err != nil {
-				return to.explain(err)
+				return to.Explain(err)
 			}
 			verb := "updated"
 			if created {

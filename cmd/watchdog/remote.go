@@ -1,16 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net/url"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"watchdog/client"
-	"watchdog/probe"
 	"watchdog/target"
 	"watchdog/tokenfile"
 )
@@ -37,87 +31,17 @@ func addTargetFlags(c *cobra.Command, db, server *string) {
 		"a flag overrides the other's environment variable"
 }
 
-// where is a writing command's choice between the database and a daemon,
-// made by resolveTarget before anything is opened.
-type where struct {
-	db, server string
-	remote     bool
-}
-
 // resolveTarget decides, by target.Choice's rule, whether a writing
-// command goes through the daemon or opens the database.
-func resolveTarget(c *cobra.Command, db, server string) (where, error) {
-	remote, err := target.Choice{
-		Server: server, DBFlag: c.Flags().Changed("db"), ServerFlag: c.Flags().Changed("server"),
+// command goes through the daemon or opens the database, before anything
+// is opened: a contradiction is a usage error.
+func resolveTarget(c *cobra.Command, db, server string) (target.Choice, error) {
+	to := target.Choice{
+		Server: server, DB: db, Host: localHost(),
+		DBFlag: c.Flags().Changed("db"), ServerFlag: c.Flags().Changed("server"),
 		EnvDB: os.Getenv("WATCHDOG_DB") != "",
-	}.Remote()
-	if err != nil {
-		return where{}, usageError("%v", err)
 	}
-	return where{db: db, server: server, remote: remote}, nil
-}
-
-// open opens the chosen target. create lets a local one create the
-// database (register, exec); run says the registrations are this host's
-// own processes (exec's child), whose identity a daemon must be sent.
-func (w where) open(ctx context.Context, create, run bool) (target.Target, error) {
-	if w.remote {
-		c, err := dialServer(w.server)
-		if err != nil {
-			return nil, err
-		}
-		var host *probe.Host
-		if run {
-			host = localHost()
-		}
-		return target.NewRemote(c, host), nil
+	if _, err := to.Remote(); err != nil {
+		return to, usageError("%v", err)
 	}
-	st, err := openStore(ctx, w.db, create)
-	if err != nil {
-		return nil, err
-	}
-	return target.NewLocal(st, localHost()), nil
-}
-
-// findToken finds the daemon's bearer token as tokenfile.Find does, beside
-// the database this command would otherwise use (WATCHDOG_DB, default
-// ./watchdog.db).
-func findToken(server string) (tok, where string, err error) {
-	db := os.Getenv("WATCHDOG_DB")
-	if db == "" {
-		db = defaultDB
-	}
-	return tokenfile.Find(server, db)
-}
-
-// dialServer returns a client of the daemon at server with the bearer
-// token findToken finds; a 401 names where it looked.
-func dialServer(server string) (*client.Client, error) {
-	tok, where, err := findToken(server)
-	if err != nil {
-		return nil, err
-	}
-	c := client.New(server, tok)
-	c.UnauthorizedHint = where
-	return c, nil
-}
-
-// explain turns a failed call into the one line the command prints. The
-// API's own refusals already carry the write path's sentence (the same the
-// local path prints) and pass unchanged, as does every local error; a
-// transport failure is reworded to name the daemon's URL once, without
-// the request's method and path, which say nothing the user can act on.
-func (w where) explain(err error) error {
-	var apiErr *client.Error
-	if err == nil || !w.remote || errors.As(err, &apiErr) {
-		return err
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		if ue.Timeout() {
-			return fmt.Errorf("daemon at %s did not answer in time: %w", w.server, ue.Err)
-		}
-		return fmt.Errorf("cannot reach the daemon at %s: %w", w.server, ue.Err)
-	}
-	return err
+	return to, nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"io"
 	"strings"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 	"watchdog/api"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/target"
 	"watchdog/transitions"
 	"watchdog/unixtime"
 	"watchdog/wire"
@@ -36,7 +35,7 @@ func newStatusCmd() *cobra.Command {
 				return usageError("--severity: %v", err)
 			}
 			ctx := cmd.Context()
-			st, err := openStore(ctx, db, false)
+			st, err := target.OpenStore(ctx, db, false)
 			if err != nil {
 				return err
 			}
@@ -52,13 +51,7 @@ func newStatusCmd() *cobra.Command {
 			}
 			wire.SortEntities(items)
 			out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: len(items), Items: items}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
-			}
-			_, err = io.WriteString(cmd.OutOrStdout(), out.Table())
-			return err
+			return output(cmd.OutOrStdout(), asJSON, out, out.Table)
 		},
 	}
 	c.Flags().StringVar(&typ, "type", "", "only this entity type")

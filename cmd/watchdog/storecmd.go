@@ -1,21 +1,18 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"watchdog/store"
+	"watchdog/config"
+	"watchdog/target"
 	"watchdog/transitions"
 )
 
-// defaultDB is the database a command uses without --db or WATCHDOG_DB;
-// the same default as `watchdog serve` with no config.
-const defaultDB = "./watchdog.db"
+// defaultDB is the database a command uses without --db or WATCHDOG_DB.
+const defaultDB = target.DefaultDB
 
 // addDBFlag gives a command the shared --db flag (env WATCHDOG_DB).
 func addDBFlag(c *cobra.Command, db *string) {
@@ -26,16 +23,14 @@ func addDBFlag(c *cobra.Command, db *string) {
 	c.Flags().StringVar(db, "db", def, "SQLite database file (env WATCHDOG_DB)")
 }
 
-// openStore opens the database. A reading command refuses a file that does
-// not exist rather than creating an empty one: a mistyped --db must say so,
-// not report an empty host.
-func openStore(ctx context.Context, path string, create bool) (*store.SQLite, error) {
-	if !create && !strings.HasPrefix(path, "file:") {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no database at %s (set --db or WATCHDOG_DB)", path)
-		}
+// configDB is the database of a command given the daemon's config (cfg
+// nil: none): --db or WATCHDOG_DB when set, else the config's store.dsn,
+// so the command reads what the daemon does.
+func configDB(cmd *cobra.Command, db string, cfg *config.Config) string {
+	if cfg != nil && !cmd.Flags().Changed("db") && os.Getenv("WATCHDOG_DB") == "" {
+		return cfg.Store.DSN
 	}
-	return store.Open(ctx, path)
+	return db
 }
 
 // parseRef splits TYPE/ID and resolves the type's alias.

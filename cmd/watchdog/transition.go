@@ -57,14 +57,14 @@ func newTransitionCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tg, err := to.open(cmd.Context(), false, false)
+			tg, err := to.Open(cmd.Context(), false, false)
 			if err != nil {
 				return err
 			}
 			defer tg.Close()
 			res, err := tg.Transition(cmd.Context(), typ, id, t, actor)
 			if err != nil {
-				return to.explain(err)
+				return to.Explain(err)
 			}
 			now := "legacy"
 			if res.Lifecycle != nil {

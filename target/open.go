@@ -1,0 +1,101 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"watchdog/client"
+	"watchdog/probe"
+	"watchdog/store"
+	"watchdog/tokenfile"
+)
+
+// DefaultDB is the database a command uses without --db or WATCHDOG_DB:
+// the same default as `watchdog serve` with no config.
+const DefaultDB = "./watchdog.db"
+
+// OpenStore opens the database at path. Without create, a file that does
+// not exist is refused rather than created empty: a mistyped --db must
+// say so, not report an empty host.
+func OpenStore(ctx context.Context, path string, create bool) (*store.SQLite, error) {
+	if !create && !strings.HasPrefix(path, "file:") {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no database at %s (set --db or WATCHDOG_DB)", path)
+		}
+	}
+	return store.Open(ctx, path)
+}
+
+// findToken finds the daemon's bearer token as tokenfile.Find does,
+// beside the database a command would otherwise use (WATCHDOG_DB, default
+// DefaultDB).
+func findToken(server string) (tok, where string, err error) {
+	db := os.Getenv("WATCHDOG_DB")
+	if db == "" {
+		db = DefaultDB
+	}
+	return tokenfile.Find(server, db)
+}
+
+// Dial returns a client of the daemon at server with the bearer token
+// findToken finds; a 401 names where it looked.
+func Dial(server string) (*client.Client, error) {
+	tok, where, err := findToken(server)
+	if err != nil {
+		return nil, err
+	}
+	c := client.New(server, tok)
+	c.UnauthorizedHint = where
+	return c, nil
+}
+
+// Open opens the target Remote chooses: the daemon at Server, or the
+// database at DB. create lets a local one create the database (register,
+// exec); run says the registrations are this host's own processes (exec's
+// child), whose identity a daemon must be sent.
+func (c Choice) Open(ctx context.Context, create, run bool) (Target, error) {
+	remote, err := c.Remote()
+	if err != nil {
+		return nil, err
+	}
+	if remote {
+		cl, err := Dial(c.Server)
+		if err != nil {
+			return nil, err
+		}
+		var host *probe.Host
+		if run {
+			host = c.Host
+		}
+		return NewRemote(cl, host), nil
+	}
+	st, err := OpenStore(ctx, c.DB, create)
+	if err != nil {
+		return nil, err
+	}
+	return NewLocal(st, c.Host), nil
+}
+
+// Explain turns a failed call into the one line a command prints. The
+// API's own refusals already carry the write path's sentence (the same the
+// local path prints) and pass unchanged, as does every local error; a
+// transport failure is reworded to name the daemon's URL once, without
+// the request's method and path, which say nothing the user can act on.
+func (c Choice) Explain(err error) error {
+	var apiErr *client.Error
+	if remote, _ := c.Remote(); err == nil || !remote || errors.As(err, &apiErr) {
+		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if ue.Timeout() {
+			return fmt.Errorf("daemon at %s did not answer in time: %w", c.Server, ue.Err)
+		}
+		return fmt.Errorf("cannot reach the daemon at %s: %w", c.Server, ue.Err)
+	}
+	return err
+}
