@@ -8,7 +8,6 @@ import (
 	"io"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -96,25 +95,19 @@ func (c ArtifactCheck) evidence(fetchedAt unixtime.Time) state.EvidenceRef {
 
 // Detail is the Evidence detail line.
 func (c ArtifactCheck) Detail() string {
-	b := make([]byte, 0, 96)
-	b = append(b, c.Rel...)
-	b = append(b, ": "...)
+	var b strings.Builder
 	if c.Status == ArtifactValid {
-		b = strconv.AppendInt(b, c.Size, 10)
-		b = append(b, " bytes, modified "...)
-		b = c.ModTime.UTC().AppendFormat(b, time.RFC3339)
+		fmt.Fprintf(&b, "%s: %d bytes, modified %s", c.Rel, c.Size, c.ModTime.UTC().Format(time.RFC3339))
 	} else {
-		b = append(b, c.Problem...)
+		b.WriteString(c.Rel + ": " + c.Problem)
 	}
 	if c.Matches > 1 {
-		b = append(b, " ("...)
-		b = strconv.AppendInt(b, int64(c.Matches), 10)
-		b = append(b, " matches)"...)
+		fmt.Fprintf(&b, " (%d matches)", c.Matches)
 	}
 	if !c.Spec.Required {
-		b = append(b, " (optional)"...)
+		b.WriteString(" (optional)")
 	}
-	return string(b)
+	return b.String()
 }
 
 // ArtifactResult is the verdict on a whole artifact contract.
@@ -282,11 +275,11 @@ func (c *artifactChecker) over() bool {
 		return true
 	}
 	if err := c.ctx.Err(); err != nil {
-		c.stopped, c.interrupted = "interrupted by the caller ("+err.Error()+")", true
+		c.stopped, c.interrupted = fmt.Sprintf("interrupted by the caller (%v)", err), true
 		return true
 	}
 	if now := time.Now(); now.After(c.deadline) {
-		c.stopped = "ran for " + now.Sub(c.begun).Round(time.Millisecond).String() + " (limit " + c.lim.time.String() + ")"
+		c.stopped = fmt.Sprintf("ran for %s (limit %s)", now.Sub(c.begun).Round(time.Millisecond), c.lim.time)
 		return true
 	}
 	return false
@@ -445,18 +438,13 @@ func (c *artifactChecker) judge(ch ArtifactCheck, f found) ArtifactCheck {
 	case f.e.kind != kindRegular:
 		return ch.invalid("not a regular file")
 	case ch.Size < spec.MinBytes:
-		return ch.invalid(strconv.FormatInt(ch.Size, 10) + " bytes < min " + strconv.FormatInt(spec.MinBytes, 10))
+		return ch.invalid(fmt.Sprintf("%d bytes < min %d", ch.Size, spec.MinBytes))
 	}
 	// The start is known only to within a second (see startTimeTolerance),
 	// and file times come from the kernel's coarse clock, which lags: a file
 	// written right after the start may carry an mtime a little before it.
 	if spec.NewerThanStart && !c.start.IsZero() && ch.ModTime.Before(c.start.Add(-startTimeTolerance)) {
-		b := make([]byte, 0, 96)
-		b = append(b, "modified "...)
-		b = ch.ModTime.UTC().AppendFormat(b, time.RFC3339)
-		b = append(b, ", before the start "...)
-		b = c.start.UTC().AppendFormat(b, time.RFC3339)
-		return ch.invalid(string(b))
+		return ch.invalid(fmt.Sprintf("modified %s, before the start %s", ch.ModTime.UTC().Format(time.RFC3339), c.start.UTC().Format(time.RFC3339)))
 	}
 	if spec.EffectiveKind() == state.ArtifactJSON {
 		if problem := c.checkJSON(ch.Rel, &f.e); problem != "" {
@@ -472,7 +460,7 @@ func (ch ArtifactCheck) invalid(problem string) ArtifactCheck {
 	return ch
 }
 
-var jsonTooLarge = "larger than the " + strconv.Itoa(MaxJSONBytes>>20) + " MiB limit for JSON artifacts; not read"
+var jsonTooLarge = fmt.Sprintf("larger than the %d MiB limit for JSON artifacts; not read", MaxJSONBytes>>20)
 
 // checkJSON reads a regular file through the root handle and reports ""
 // when it parses as one JSON value. It opens without blocking (a FIFO
@@ -641,7 +629,7 @@ func (c *artifactChecker) walk(rel string, comps []string, visit func(string, fo
 func (c *artifactChecker) visitEntry() bool {
 	c.entries++
 	if c.entries > c.lim.entries {
-		c.stopped = "visited " + strconv.Itoa(c.lim.entries) + " directory entries (limit " + strconv.Itoa(c.lim.entries) + ")"
+		c.stopped = fmt.Sprintf("visited %d directory entries (limit %d)", c.lim.entries, c.lim.entries)
 		return false
 	}
 	return c.entries%64 != 0 || !c.over()

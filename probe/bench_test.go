@@ -274,3 +274,68 @@ func BenchmarkSweepRatio(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClassify separates the healthy path, which every sweep takes
+// for every running entity and which must not allocate, from an unhealthy
+// one, which formats its reasons.
+func BenchmarkClassify(b *testing.B) {
+	alive := PIDObservation{Target: PIDTarget{PID: 4242, StartTime: unixAt(1716517000)}, Liveness: Alive, State: 'S', StartTime: unixAt(1716517000), PPID: 1}
+	dead := PIDObservation{Target: alive.Target, Liveness: Dead, Cause: CauseNoSuchProcess}
+	now := unixAt(1716520000)
+	hb := func(age time.Duration) HeartbeatObservation {
+		return HeartbeatObservation{Source: HeartbeatFile, File: "/run/s.hb", Claimed: now.Add(-age), At: now.Add(-age), Age: age}
+	}
+	checks := []ArtifactCheck{{Spec: state.ArtifactSpec{Path: "review.md", Required: true}, Status: ArtifactMissing, Rel: "review.md", Root: "/runs", Problem: "does not exist"}}
+	for _, bc := range []struct {
+		name string
+		obs  Observations
+	}{
+		{"healthy", Observations{PID: alive, Heartbeat: hb(time.Minute), Artifacts: ArtifactResult{Delivery: state.DeliveryNotExpected}}},
+		{"dead", Observations{PID: dead, Heartbeat: hb(71 * time.Minute), Artifacts: ArtifactResult{Delivery: state.DeliveryMissing, Checks: checks}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Classify(bc.obs, DefaultThresholds, now)
+			}
+		})
+	}
+}
+
+// BenchmarkProbe is Probe of one entity with a heartbeat file and one
+// artifact: the test's own process (healthy), or a pid that does not exist.
+func BenchmarkProbe(b *testing.B) {
+	h := NewHost()
+	now := time.Now()
+	dir := b.TempDir()
+	for _, name := range []string{"hb", "review.md"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	id, err := h.Identify(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	healthy := Target{
+		PID: id.PID, StartTime: id.StartTime, StartTicks: id.StartTicks, HostID: id.HostID, BootID: id.BootID,
+		HeartbeatFile: filepath.Join(dir, "hb"), ArtifactsRoot: dir,
+		Artifacts: []state.ArtifactSpec{{Path: "review.md", Required: true, MinBytes: 1}},
+	}
+	gone := healthy
+	gone.PID, gone.StartTicks = deadPIDs(b, 1)[0], 0
+	for _, bc := range []struct {
+		name   string
+		target Target
+		want   state.Health
+	}{{"healthy", healthy, state.HealthRunning}, {"dead", gone, state.HealthProcessDead}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := h.Probe(b.Context(), bc.target, DefaultThresholds, now); r.Health != bc.want {
+					b.Fatalf("health %v, want %v", r.Health, bc.want)
+				}
+			}
+		})
+	}
+}

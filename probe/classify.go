@@ -98,39 +98,17 @@ type Result struct {
 	Locks      LockObservation
 	Artifacts  ArtifactResult
 	CheckedAt  time.Time
-
-	// Classify first decides (findings), then formats (Reasons); the
-	// fields below are what the formatting needs.
-	findings           [maxFindings]finding
-	nFindings          uint8
-	terminal           bool
-	th                 Thresholds
-	startedAt, endedAt time.Time
 }
 
-// maxFindings bounds the findings of one result: a health reason,
-// liveness_unknown, slow, clock_skew, stale_lock and a delivery reason
-// (one of missing, partial, invalid, check_stopped).
-const maxFindings = 6
-
-// finding is one reason before formatting: its code and the observations
-// it cites.
-type finding struct {
-	code state.ReasonCode
-	ev   evidenceSet
+// cites names the observations a finding rests on; its evidence lists
+// them in this order.
+type cites struct {
+	pid, supervisor bool
+	heartbeat       bool // cited only when its age is known
+	locks           bool // every lock file still present
+	artifacts       bool // every failing artifact that counts (see artifactCited)
+	artifactStop    bool // the bound that stopped the artifact check
 }
-
-// evidenceSet says which observations a finding cites, in this order.
-type evidenceSet uint8
-
-const (
-	evPID          evidenceSet = 1 << iota
-	evSupervisor               // the supervisor's pid check
-	evHeartbeat                // the heartbeat, when its age is known
-	evLocks                    // every lock file still present
-	evArtifacts                // every failing artifact that counts (see artifactCited)
-	evArtifactStop             // the bound that stopped the artifact check
-)
 
 // Classify judges observations: a pure function of them, the thresholds and
 // now. Order of judgement (SPEC §6): liveness first, heartbeat staleness
@@ -167,7 +145,6 @@ func Classify(obs Observations, th Thresholds, now time.Time) Result {
 // classify is Classify writing into r, so that Probe's observations are
 // copied once, into the result, and not once more on the way.
 func (r *Result) classify(obs *Observations, th Thresholds, now time.Time) {
-	th = th.withDefaults()
 	*r = Result{
 		Liveness:   obs.PID.Liveness,
 		PID:        obs.PID,
@@ -176,44 +153,48 @@ func (r *Result) classify(obs *Observations, th Thresholds, now time.Time) {
 		Locks:      obs.Locks,
 		Artifacts:  obs.Artifacts,
 		CheckedAt:  now,
-		terminal:   obs.Terminal,
-		th:         th,
-		startedAt:  obs.StartedAt,
-		endedAt:    obs.EndedAt,
 	}
+	c := classifier{r: r, obs: obs, th: th.withDefaults()}
 	if obs.Terminal {
-		r.classifyEnded(obs)
+		c.classifyEnded()
 	} else {
-		r.classifyActive(obs)
+		c.classifyActive()
 	}
-	r.classifyDelivery()
-	r.Reasons = r.format()
+	c.classifyDelivery()
 }
 
-func (r *Result) add(code state.ReasonCode, ev evidenceSet) {
-	if int(r.nFindings) < maxFindings {
-		r.findings[r.nFindings] = finding{code, ev}
-		r.nFindings++
-	}
+// classifier decides one Result. Each finding is formatted where it is
+// decided; only findings format, so a healthy entity formats nothing.
+type classifier struct {
+	r   *Result
+	obs *Observations
+	th  Thresholds
 }
 
-func (r *Result) classifyActive(obs *Observations) {
-	pid, hb, th := obs.PID, obs.Heartbeat, r.th
+// add appends a finding to the reasons, with its message and the evidence
+// of what it cites.
+func (c *classifier) add(code state.ReasonCode, message string, on cites) {
+	c.r.Reasons = append(c.r.Reasons, state.Observed(code, message, c.r.evidence(on)...))
+}
+
+func (c *classifier) classifyActive() {
+	r, obs, th := c.r, c.obs, c.th
+	pid, hb := obs.PID, obs.Heartbeat
 	switch pid.Liveness {
 	case Dead:
 		r.Health = state.HealthProcessDead
-		r.add(pid.ReasonCode(), evPID|evHeartbeat)
+		c.add(pid.ReasonCode(), deathMessage(pid), cites{pid: true, heartbeat: true})
 
 	case Alive:
 		switch {
 		case obs.Supervisor.Liveness == Dead:
 			r.Health = state.HealthOrphaned
-			r.add(state.RunHealthOrphaned, evPID|evSupervisor)
+			c.add(state.RunHealthOrphaned, fmt.Sprintf("process alive but its supervisor (pid %d) is gone", obs.Supervisor.Target.PID), cites{pid: true, supervisor: true})
 		case obs.ParentTerminal:
 			r.Health = state.HealthOrphaned
-			r.add(state.RunHealthOrphaned, evPID)
+			c.add(state.RunHealthOrphaned, "process alive but its parent entity has ended", cites{pid: true})
 		default:
-			r.Health = r.judgeHeartbeat(hb, state.HealthRunning)
+			r.Health = c.judgeHeartbeat(state.HealthRunning)
 		}
 
 	default: // Unknown
@@ -222,58 +203,73 @@ func (r *Result) classifyActive(obs *Observations) {
 				r.Health = state.HealthRunning
 			} else {
 				r.Health = state.HealthDisconnected
-				r.add(state.RunHealthDisconnected, evPID|evHeartbeat)
+				c.add(state.RunHealthDisconnected, "process runs on another host and sent no fresh heartbeat", cites{pid: true, heartbeat: true})
 			}
 		} else {
-			r.add(state.RunHealthLivenessUnknown, evPID)
+			c.add(state.RunHealthLivenessUnknown, "liveness could not be decided: "+pid.Cause.String(), cites{pid: true})
 			fallback := state.HealthUnknown
 			if hb.Real() {
 				fallback = state.HealthRunning // the entity itself says it lives
 			}
-			r.Health = r.judgeHeartbeat(hb, fallback)
+			r.Health = c.judgeHeartbeat(fallback)
 		}
 	}
 
 	if r.Health == state.HealthRunning && !obs.StartedAt.IsZero() {
 		if ran := r.CheckedAt.Sub(obs.StartedAt); ran >= th.SlowAfter && ran < th.SlowUntil {
-			r.add(state.RunHealthSlow, evPID|evHeartbeat)
+			c.add(state.RunHealthSlow, fmt.Sprintf("running for %s (slow after %s)", age(ran), age(th.SlowAfter)), cites{pid: true, heartbeat: true})
 		}
 	}
 	if hb.Skew > 0 {
-		r.add(state.RunHealthClockSkew, evHeartbeat)
+		c.add(state.RunHealthClockSkew, fmt.Sprintf("heartbeat from %s in the future; clamped", age(hb.Skew)), cites{heartbeat: true})
 	}
 }
 
 // judgeHeartbeat returns stalled or idle by age (with the finding), or
 // fresh when the heartbeat is younger than idle_after or its age unknown.
-func (r *Result) judgeHeartbeat(hb HeartbeatObservation, fresh state.Health) state.Health {
-	switch {
-	case !hb.Known() || hb.Age < r.th.IdleAfter:
+func (c *classifier) judgeHeartbeat(fresh state.Health) state.Health {
+	hb := c.obs.Heartbeat
+	if !hb.Known() || hb.Age < c.th.IdleAfter {
 		return fresh
-	case hb.Age >= r.th.StalledAfter:
-		r.add(state.RunHealthStalled, evHeartbeat)
-		return state.HealthStalled
 	}
-	r.add(state.RunHealthIdle, evHeartbeat)
-	return state.HealthIdle
+	health, code, limit := state.HealthIdle, state.RunHealthIdle, c.th.IdleAfter
+	if hb.Age >= c.th.StalledAfter {
+		health, code, limit = state.HealthStalled, state.RunHealthStalled, c.th.StalledAfter
+	}
+	since := "for " + age(hb.Age)
+	if !hb.Real() {
+		since = "since the start " + age(hb.Age) + " ago"
+	}
+	c.add(code, fmt.Sprintf("no heartbeat %s (%s after %s)", since, health, age(limit)), cites{heartbeat: true})
+	return health
 }
 
-func (r *Result) classifyEnded(obs *Observations) {
+func (c *classifier) classifyEnded() {
+	r, obs := c.r, c.obs
 	r.Health = state.HealthOK
 	if obs.PID.IdentityVerified() {
 		// Marking an entity ended does not stop its process: say so.
 		r.Health = state.HealthOrphaned
-		r.add(state.RunHealthOrphaned, evPID)
+		msg := "process still alive after the end was recorded"
+		if !obs.EndedAt.IsZero() {
+			msg += fmt.Sprintf(" (%s ago)", age(r.CheckedAt.Sub(obs.EndedAt)))
+		}
+		c.add(state.RunHealthOrphaned, msg, cites{pid: true})
 	}
-	if len(obs.Locks.Present) > 0 {
+	if n := len(obs.Locks.Present); n > 0 {
 		if r.Health == state.HealthOK {
 			r.Health = state.HealthDegraded
 		}
-		r.add(state.RunHealthStaleLock, evLocks)
+		msg := "declared lock file still exists after the end"
+		if n > 1 {
+			msg = fmt.Sprintf("%d declared lock files still exist after the end", n)
+		}
+		c.add(state.RunHealthStaleLock, msg, cites{locks: true})
 	}
 }
 
-func (r *Result) classifyDelivery() {
+func (c *classifier) classifyDelivery() {
+	r := c.r
 	r.Delivery = r.Artifacts.Delivery
 	switch r.Delivery {
 	case "":
@@ -282,14 +278,14 @@ func (r *Result) classifyDelivery() {
 		// A check its caller interrupted found nothing about the entity;
 		// one that hit its own bound did, and says which.
 		if r.Artifacts.Stopped != "" && !r.Artifacts.Interrupted {
-			r.add(state.RunDeliveryCheckStopped, evArtifactStop)
+			c.add(state.RunDeliveryCheckStopped, "artifact check stopped: "+r.Artifacts.Stopped+"; delivery unknown", cites{artifactStop: true})
 		}
 	case state.DeliveryMissing:
-		r.add(state.RunDeliveryMissing, evArtifacts)
+		c.add(state.RunDeliveryMissing, r.Artifacts.deliveryMessage(r.Delivery), cites{artifacts: true})
 	case state.DeliveryPartial:
-		r.add(state.RunDeliveryPartial, evArtifacts)
+		c.add(state.RunDeliveryPartial, r.Artifacts.deliveryMessage(r.Delivery), cites{artifacts: true})
 	case state.DeliveryInvalid:
-		r.add(state.RunDeliveryInvalid, evArtifacts)
+		c.add(state.RunDeliveryInvalid, r.Artifacts.deliveryMessage(r.Delivery), cites{artifacts: true})
 	}
 }
 
@@ -321,135 +317,49 @@ func (r Result) HasReason(code state.ReasonCode) bool {
 	return false
 }
 
-// format turns the findings into reasons with messages and evidence. The
-// evidence of one result shares one FetchedAt, and each slice is allocated
-// at its exact size: this runs for every unhealthy entity on every sweep.
-func (r *Result) format() []state.StateReason {
-	if r.nFindings == 0 {
-		return nil
-	}
+// evidence is a finding's evidence: what it cites, in the order of cites.
+func (r *Result) evidence(on cites) []state.EvidenceRef {
 	fetched := unixtime.Of(r.CheckedAt)
-	out := make([]state.StateReason, 0, r.nFindings)
-	for _, f := range r.findings[:r.nFindings] {
-		out = append(out, state.Observed(f.code, r.message(f), r.evidence(f.ev, fetched)...))
-	}
-	return out
-}
-
-func (r *Result) evidence(set evidenceSet, fetched unixtime.Time) []state.EvidenceRef {
-	hb := set&evHeartbeat != 0 && r.Heartbeat.Known()
-	merged := set&evPID != 0 && hb // one line, as in SPEC §2's example
-	n := 0
-	if set&evPID != 0 {
-		n++
-	}
-	if set&evSupervisor != 0 {
-		n++
-	}
-	if hb && !merged {
-		n++
-	}
-	if set&evLocks != 0 {
-		n += len(r.Locks.Present)
-	}
-	if set&evArtifacts != 0 {
-		for _, c := range r.Artifacts.Checks {
-			if artifactCited(c) {
-				n++
-			}
-		}
-	}
-	if set&evArtifactStop != 0 {
-		n++
-	}
-	ev := make([]state.EvidenceRef, 0, n)
+	hb := on.heartbeat && r.Heartbeat.Known()
+	var ev []state.EvidenceRef
 	switch {
-	case merged:
+	case on.pid && hb:
 		// "pid 4242 not running (no such process); last heartbeat 71m ago
 		// (heartbeat file /run/agents/s-42.hb)": the pid check and the
-		// heartbeat read together, at the cost of one evidence entry.
-		b := r.PID.appendDetail(make([]byte, 0, 256))
-		b = append(b, "; "...)
-		b = r.Heartbeat.appendDetail(b)
-		ev = append(ev, state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: string(b), FetchedAt: fetched})
-	case set&evPID != 0:
+		// heartbeat read together, as in SPEC §2's example.
+		ev = append(ev, state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: r.PID.Detail() + "; " + r.Heartbeat.Detail(), FetchedAt: fetched})
+	case on.pid:
 		ev = append(ev, r.PID.evidence(fetched))
 	}
-	if set&evSupervisor != 0 {
+	if on.supervisor {
 		ev = append(ev, r.Supervisor.evidence(fetched))
 	}
-	if hb && !merged {
+	if hb && !on.pid {
 		ev = append(ev, r.Heartbeat.evidence(fetched))
 	}
-	if set&evLocks != 0 {
+	if on.locks {
 		for _, l := range r.Locks.Present {
 			ev = append(ev, l.evidence(fetched))
 		}
 	}
-	if set&evArtifacts != 0 {
+	if on.artifacts {
 		for _, c := range r.Artifacts.Checks {
 			if artifactCited(c) {
 				ev = append(ev, c.evidence(fetched))
 			}
 		}
 	}
-	if set&evArtifactStop != 0 {
+	if on.artifactStop {
 		ev = append(ev, r.Artifacts.stopEvidence(fetched))
 	}
 	return ev
 }
 
-// message is a finding's one-line explanation. It runs only for findings,
-// that is for unhealthy entities, so it formats plainly.
-func (r *Result) message(f finding) string {
-	hb := r.Heartbeat
-	switch f.code {
-	case state.RunHealthProcessDead, state.RunHealthPIDReused, state.RunHealthHostRebooted:
-		return deathMessage(r.PID)
-	case state.RunHealthOrphaned:
-		switch {
-		case r.terminal && r.endedAt.IsZero():
-			return "process still alive after the end was recorded"
-		case r.terminal:
-			return fmt.Sprintf("process still alive after the end was recorded (%s ago)", age(r.CheckedAt.Sub(r.endedAt)))
-		case f.ev&evSupervisor != 0:
-			return fmt.Sprintf("process alive but its supervisor (pid %d) is gone", r.Supervisor.Target.PID)
-		}
-		return "process alive but its parent entity has ended"
-	case state.RunHealthDisconnected:
-		return "process runs on another host and sent no fresh heartbeat"
-	case state.RunHealthLivenessUnknown:
-		return "liveness could not be decided: " + r.PID.Cause.String()
-	case state.RunHealthIdle, state.RunHealthStalled:
-		health, limit := "idle", r.th.IdleAfter
-		if f.code == state.RunHealthStalled {
-			health, limit = "stalled", r.th.StalledAfter
-		}
-		if hb.Real() {
-			return fmt.Sprintf("no heartbeat for %s (%s after %s)", age(hb.Age), health, age(limit))
-		}
-		return fmt.Sprintf("no heartbeat since the start %s ago (%s after %s)", age(hb.Age), health, age(limit))
-	case state.RunHealthSlow:
-		return fmt.Sprintf("running for %s (slow after %s)", age(r.CheckedAt.Sub(r.startedAt)), age(r.th.SlowAfter))
-	case state.RunHealthClockSkew:
-		return fmt.Sprintf("heartbeat from %s in the future; clamped", age(hb.Skew))
-	case state.RunHealthStaleLock:
-		if n := len(r.Locks.Present); n > 1 {
-			return fmt.Sprintf("%d declared lock files still exist after the end", n)
-		}
-		return "declared lock file still exists after the end"
-	case state.RunDeliveryCheckStopped:
-		return "artifact check stopped: " + r.Artifacts.Stopped + "; delivery unknown"
-	case state.RunDeliveryMissing, state.RunDeliveryPartial, state.RunDeliveryInvalid:
-		return r.deliveryMessage(f.code)
-	}
-	return string(f.code)
-}
-
-// deliveryMessage counts the contract's artifacts for a delivery finding.
-func (r *Result) deliveryMessage(code state.ReasonCode) string {
+// deliveryMessage counts the contract's artifacts for a delivery finding
+// (missing, partial or invalid).
+func (a ArtifactResult) deliveryMessage(d state.Delivery) string {
 	var required, valid, invalid int
-	for _, c := range r.Artifacts.Checks {
+	for _, c := range a.Checks {
 		if c.Spec.Required {
 			required++
 			if c.Status == ArtifactValid {
@@ -461,11 +371,11 @@ func (r *Result) deliveryMessage(code state.ReasonCode) string {
 		}
 	}
 	switch {
-	case code == state.RunDeliveryMissing && required == 1:
+	case d == state.DeliveryMissing && required == 1:
 		return "the required artifact is not present"
-	case code == state.RunDeliveryMissing:
+	case d == state.DeliveryMissing:
 		return fmt.Sprintf("none of the %d required artifacts is present", required)
-	case code == state.RunDeliveryPartial:
+	case d == state.DeliveryPartial:
 		return fmt.Sprintf("%d of %d required artifacts valid", valid, required)
 	}
 	return fmt.Sprintf("%d artifact(s) present but invalid", invalid)
@@ -484,9 +394,6 @@ func deathMessage(o PIDObservation) string {
 	}
 	return "process is gone (no such process)"
 }
-
-// age is a duration as messages show it ("71m"): appendAge's format.
-func age(d time.Duration) string { return string(appendAge(nil, d)) }
 
 // Evidence lists what every check saw, findings or not: the pid, the
 // supervisor, the heartbeat, the remaining lock files and each artifact.

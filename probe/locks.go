@@ -2,6 +2,7 @@ package probe
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"time"
@@ -67,13 +68,8 @@ func (l LockFile) Evidence(checkedAt time.Time) state.EvidenceRef {
 }
 
 func (l LockFile) evidence(fetchedAt unixtime.Time) state.EvidenceRef {
-	b := make([]byte, 0, 96)
-	b = append(b, "lock file "...)
-	b = append(b, l.Path...)
-	b = append(b, " still exists (modified "...)
-	b = l.ModTime.UTC().AppendFormat(b, time.RFC3339)
-	b = append(b, "); not removed"...)
-	return state.EvidenceRef{Kind: state.EvidenceFile, Path: l.Path, Detail: string(b), FetchedAt: fetchedAt}
+	detail := fmt.Sprintf("lock file %s still exists (modified %s); not removed", l.Path, l.ModTime.UTC().Format(time.RFC3339))
+	return state.EvidenceRef{Kind: state.EvidenceFile, Path: l.Path, Detail: detail, FetchedAt: fetchedAt}
 }
 
 // lstatNoEINTR is unix.Lstat retried on EINTR.
