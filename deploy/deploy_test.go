@@ -17,7 +17,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -586,7 +585,7 @@ func scrapeDaemon(t *testing.T, bin string) string {
 		t.Fatalf("watchdog register: %v\n%s", err, out)
 	}
 
-	var stderr lockedBuffer
+	var stderr testenv.Buffer
 	cmd := exec.Command(bin, "serve", "--config", cfg)
 	cmd.Dir = dir
 	cmd.Stdout = &stderr
@@ -672,24 +671,6 @@ func freeLoopbackAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// lockedBuffer collects a child's output while tests read it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // exposedNames parses the Prometheus text exposition format: the set of

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -150,7 +149,7 @@ func TestExecForwardsSignals(t *testing.T) {
 		t.Run(c.sig.String(), func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "w.db")
 			cmd := exec.Command(binPath, "exec", "--db", db, "--id", "sig", "--", "sleep", "60")
-			var errb bytes.Buffer
+			var errb testenv.Buffer
 			cmd.Stderr = &errb
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

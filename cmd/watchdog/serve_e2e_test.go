@@ -91,24 +91,6 @@ func svEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-// svBuffer collects the daemon's stderr (its JSON log) while it runs.
-type svBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *svBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *svBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // svDaemon is one running `watchdog serve`.
 type svDaemon struct {
 	t    *testing.T
@@ -116,7 +98,7 @@ type svDaemon struct {
 	db   string
 	cfg  string
 	base string // http://127.0.0.1:PORT
-	logs *svBuffer
+	logs *testenv.Buffer
 	done chan struct{} // closed when the process has exited
 	code int           // its exit code, once done is closed
 }
@@ -132,7 +114,7 @@ func svWriteConfig(t *testing.T, dir string, c svConfig, db string) string {
 // stopped at the end of the test if the test did not stop it.
 func svStart(t *testing.T, cfg, db string, env ...string) *svDaemon {
 	t.Helper()
-	d := &svDaemon{t: t, db: db, cfg: cfg, logs: &svBuffer{}, done: make(chan struct{})}
+	d := &svDaemon{t: t, db: db, cfg: cfg, logs: &testenv.Buffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(binPath, "serve", "--config", cfg)
 	d.cmd.Env = svEnv(env...)
 	d.cmd.Stdout, d.cmd.Stderr = io.Discard, d.logs
