@@ -174,6 +174,10 @@ type classifier struct {
 // add appends a finding to the reasons, with its message and the evidence
 // of what it cites.
 func (c *classifier) add(code state.ReasonCode, message string, on cites) {
+	if c.r.Reasons == nil {
+		// Room for the usual findings (health, delivery) at once.
+		c.r.Reasons = make([]state.StateReason, 0, 2)
+	}
 	c.r.Reasons = append(c.r.Reasons, state.Observed(code, message, c.r.evidence(on)...))
 }
 
@@ -321,7 +325,7 @@ func (r Result) HasReason(code state.ReasonCode) bool {
 func (r *Result) evidence(on cites) []state.EvidenceRef {
 	fetched := unixtime.Of(r.CheckedAt)
 	hb := on.heartbeat && r.Heartbeat.Known()
-	var ev []state.EvidenceRef
+	ev := make([]state.EvidenceRef, 0, 2)
 	switch {
 	case on.pid && hb:
 		// "pid 4242 not running (no such process); last heartbeat 71m ago

@@ -2,9 +2,8 @@ package probe
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
-	"strings"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -158,43 +157,66 @@ func (o HeartbeatObservation) evidence(fetchedAt unixtime.Time) state.EvidenceRe
 }
 
 // Detail is the Evidence detail line.
-func (o HeartbeatObservation) Detail() string {
-	var b strings.Builder
+func (o HeartbeatObservation) Detail() string { return string(o.appendDetail(make([]byte, 0, 128))) }
+
+func (o HeartbeatObservation) appendDetail(b []byte) []byte {
 	switch o.Source {
 	case HeartbeatNone:
+		b = append(b, "heartbeat age unknown"...)
 		if o.FileErr != nil {
-			return fmt.Sprintf("heartbeat age unknown (%v)", o.FileErr)
+			b = append(b, " ("...)
+			b = append(b, o.FileErr.Error()...)
+			b = append(b, ')')
 		}
-		return "heartbeat age unknown"
+		return b
 	case HeartbeatFromStart:
-		fmt.Fprintf(&b, "no heartbeat yet; started %s ago", age(o.Age))
+		b = append(b, "no heartbeat yet; started "...)
+		b = appendAge(b, o.Age)
+		b = append(b, " ago"...)
 		if o.FileMissing {
-			fmt.Fprintf(&b, " (no heartbeat file %s)", o.File)
+			b = append(b, " (no heartbeat file "...)
+			b = append(b, o.File...)
+			b = append(b, ')')
 		}
-	case HeartbeatFile:
-		fmt.Fprintf(&b, "last heartbeat %s ago (%s %s)", age(o.Age), o.Source, o.File)
 	default:
-		fmt.Fprintf(&b, "last heartbeat %s ago (%s)", age(o.Age), o.Source)
+		b = append(b, "last heartbeat "...)
+		b = appendAge(b, o.Age)
+		b = append(b, " ago ("...)
+		b = append(b, o.Source.String()...)
+		if o.Source == HeartbeatFile {
+			b = append(b, ' ')
+			b = append(b, o.File...)
+		}
+		b = append(b, ')')
 	}
 	if o.Skew > 0 {
-		fmt.Fprintf(&b, "; claimed time %.2f is %s in the future, clamped", unixtime.Seconds(o.Claimed), age(o.Skew))
+		b = append(b, "; claimed time "...)
+		b = appendUnix(b, o.Claimed)
+		b = append(b, " is "...)
+		b = appendAge(b, o.Skew)
+		b = append(b, " in the future, clamped"...)
 	}
 	if o.Progress != "" {
-		b.WriteString("; progress: " + o.Progress)
+		b = append(b, "; progress: "...)
+		b = append(b, o.Progress...)
 	}
-	return b.String()
+	return b
 }
 
-// age renders a duration the way an operator reads it in evidence and
-// messages: 45s, 71m, 5h, 3d, each truncated.
-func age(d time.Duration) string {
+// age is appendAge's text as a string, for the finding messages (which
+// run only for unhealthy entities).
+func age(d time.Duration) string { return string(appendAge(nil, d)) }
+
+// appendAge renders a duration the way an operator reads it: 45s, 71m,
+// 5h, 3d.
+func appendAge(b []byte, d time.Duration) []byte {
 	switch {
 	case d < 2*time.Minute:
-		return fmt.Sprintf("%ds", d/time.Second)
+		return append(strconv.AppendInt(b, int64(d/time.Second), 10), 's')
 	case d < 3*time.Hour:
-		return fmt.Sprintf("%dm", d/time.Minute)
+		return append(strconv.AppendInt(b, int64(d/time.Minute), 10), 'm')
 	case d < 72*time.Hour:
-		return fmt.Sprintf("%dh", d/time.Hour)
+		return append(strconv.AppendInt(b, int64(d/time.Hour), 10), 'h')
 	}
-	return fmt.Sprintf("%dd", d/(24*time.Hour))
+	return append(strconv.AppendInt(b, int64(d/(24*time.Hour)), 10), 'd')
 }

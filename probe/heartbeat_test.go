@@ -97,8 +97,8 @@ func TestCheckHeartbeatDetail(t *testing.T) {
 	}{
 		{45 * time.Second, "45s"}, {71 * time.Minute, "71m"}, {5 * time.Hour, "5h"}, {80 * time.Hour, "3d"},
 	} {
-		if got := age(tc.d); got != tc.want {
-			t.Errorf("age(%v) = %q, want %q", tc.d, got, tc.want)
+		if got := string(appendAge(nil, tc.d)); got != tc.want {
+			t.Errorf("appendAge(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -429,46 +428,81 @@ func (o PIDObservation) evidence(fetchedAt unixtime.Time) state.EvidenceRef {
 	return state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: o.Detail(), FetchedAt: fetchedAt}
 }
 
-// Detail is the Evidence detail line. Times are Unix seconds to the
-// hundredth (a clock tick).
-func (o PIDObservation) Detail() string {
+// Detail is the Evidence detail line.
+func (o PIDObservation) Detail() string { return string(o.appendDetail(make([]byte, 0, 160))) }
+
+func (o PIDObservation) appendDetail(b []byte) []byte {
 	if o.Cause == CauseNoPID {
-		return "no pid recorded yet"
+		return append(b, "no pid recorded yet"...)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "pid %d", o.Target.PID)
+	b = append(b, "pid "...)
+	b = strconv.AppendInt(b, int64(o.Target.PID), 10)
 	switch {
 	case o.Cause == CauseOtherHost:
-		fmt.Fprintf(&b, " is on host %s, this is %s: not checked", o.Target.HostID, o.HostID)
+		b = append(b, " is on host "...)
+		b = append(b, o.Target.HostID...)
+		b = append(b, ", this is "...)
+		b = append(b, o.HostID...)
+		b = append(b, ": not checked"...)
+		return b
 	case o.Cause == CauseHostRebooted:
-		fmt.Fprintf(&b, " not running: host rebooted (boot id %s, recorded %s)", o.BootID, o.Target.BootID)
+		b = append(b, " not running: host rebooted (boot id "...)
+		b = append(b, o.BootID...)
+		b = append(b, ", recorded "...)
+		b = append(b, o.Target.BootID...)
+		b = append(b, ')')
+		return b
 	case o.Liveness == Dead && o.Cause == CausePIDReused:
-		fmt.Fprintf(&b, " reused by another process (start time %.2f, recorded %.2f", unixtime.Seconds(o.StartTime), unixtime.Seconds(o.Target.StartTime))
+		b = append(b, " reused by another process (start time "...)
+		b = appendUnix(b, o.StartTime)
+		b = append(b, ", recorded "...)
+		b = appendUnix(b, o.Target.StartTime)
 		if o.Target.StartTicks != 0 {
-			fmt.Fprintf(&b, "; start ticks %d, recorded %d", o.StartTicks, o.Target.StartTicks)
+			b = append(b, "; start ticks "...)
+			b = strconv.AppendUint(b, o.StartTicks, 10)
+			b = append(b, ", recorded "...)
+			b = strconv.AppendUint(b, o.Target.StartTicks, 10)
 		}
-		b.WriteString(")")
+		b = append(b, ')')
+		return b
 	case o.Liveness == Dead:
-		fmt.Fprintf(&b, " not running (%s", o.Cause)
+		b = append(b, " not running ("...)
+		b = append(b, o.Cause.String()...)
 		if o.State != 0 {
-			fmt.Fprintf(&b, ", state %c", o.State)
+			b = append(b, ", state "...)
+			b = append(b, o.State)
 		}
 		if !o.Target.StartTime.IsZero() {
-			fmt.Fprintf(&b, "; start time %.2f", unixtime.Seconds(o.Target.StartTime))
+			b = append(b, "; start time "...)
+			b = appendUnix(b, o.Target.StartTime)
 		}
-		b.WriteString(")")
+		b = append(b, ')')
+		return b
 	case o.Liveness == Alive:
-		fmt.Fprintf(&b, " alive (state %c, start time %.2f, ppid %d", o.State, unixtime.Seconds(o.StartTime), o.PPID)
+		b = append(b, " alive (state "...)
+		b = append(b, o.State)
+		b = append(b, ", start time "...)
+		b = appendUnix(b, o.StartTime)
+		b = append(b, ", ppid "...)
+		b = strconv.AppendInt(b, int64(o.PPID), 10)
 		if o.Cause == CauseIdentityUnset {
-			b.WriteString("; no start time recorded, identity not verified")
+			b = append(b, "; no start time recorded, identity not verified"...)
 		}
-		b.WriteString(")")
-	default:
-		fmt.Fprintf(&b, " liveness unknown (%s", o.Cause)
-		if o.Err != nil {
-			fmt.Fprintf(&b, ": %v", o.Err)
-		}
-		b.WriteString(")")
+		b = append(b, ')')
+		return b
 	}
-	return b.String()
+	b = append(b, " liveness unknown ("...)
+	b = append(b, o.Cause.String()...)
+	if o.Err != nil {
+		b = append(b, ": "...)
+		b = append(b, o.Err.Error()...)
+	}
+	b = append(b, ')')
+	return b
+}
+
+// appendUnix appends t as Unix seconds to the hundredth (a clock tick),
+// the way evidence lines show times.
+func appendUnix(b []byte, t time.Time) []byte {
+	return strconv.AppendFloat(b, unixtime.Seconds(t), 'f', 2, 64)
 }

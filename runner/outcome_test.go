@@ -65,3 +65,22 @@ func TestPlanRefusesBeforeRunning(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryWrappedTypeEndsAsMapped: for every type exec wraps, each end
+// MapExit can give (completed, failed, timed_out, aborted, cancelled) is
+// an edge from running, or Nearest's fallback for it is. If a graph lost
+// running -> failed, Nearest would record a plain non-zero exit as
+// aborted or cancelled: this names the type instead.
+func TestEveryWrappedTypeEndsAsMapped(t *testing.T) {
+	for _, typ := range Types() {
+		g, _ := transitions.Lookup(typ)
+		if !g.Allowed("running", "failed") {
+			t.Errorf("%s: exec wraps it but running -> failed is not an edge", typ)
+		}
+		for _, to := range []string{"completed", "failed", "timed_out", "aborted", "cancelled"} {
+			if got := g.Nearest("running", to); got == "" {
+				t.Errorf("%s: no end for %s from running", typ, to)
+			}
+		}
+	}
+}

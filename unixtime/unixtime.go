@@ -77,7 +77,16 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 
 // Duration is a duration given as a number of seconds (timeout_seconds and
 // the like, on the wire and in the store), rounded to the nanosecond so
-// that d.Seconds() gives the same number back.
+// that d.Seconds() gives the same number back. Beyond time.Duration's
+// range (about 292 years) it saturates rather than wrapping round to a
+// negative value that would read as a different mistake.
 func Duration(seconds float64) time.Duration {
-	return time.Duration(math.Round(seconds * float64(time.Second)))
+	ns := math.Round(seconds * float64(time.Second))
+	switch {
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	case ns <= math.MinInt64:
+		return math.MinInt64
+	}
+	return time.Duration(ns)
 }

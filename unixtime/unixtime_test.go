@@ -3,6 +3,7 @@ package unixtime
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -56,5 +57,24 @@ func TestJSONShape(t *testing.T) {
 	var typ *json.UnmarshalTypeError
 	if !errors.As(err, &typ) || typ.Field != "started_at" || typ.Value != "string" {
 		t.Errorf("a string time: %v", err)
+	}
+}
+
+// TestDurationSaturates: a timeout beyond time.Duration's range stays a
+// huge positive duration (and a huge negative one negative) instead of
+// wrapping round, which would turn "too large" into "negative".
+func TestDurationSaturates(t *testing.T) {
+	for _, tc := range []struct {
+		seconds float64
+		want    time.Duration
+	}{
+		{1.5, 1500 * time.Millisecond},
+		{1e10, math.MaxInt64},
+		{1e300, math.MaxInt64},
+		{-1e10, math.MinInt64},
+	} {
+		if got := Duration(tc.seconds); got != tc.want {
+			t.Errorf("Duration(%g) = %v, want %v", tc.seconds, got, tc.want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -70,7 +71,10 @@ func newTransitionCmd() *cobra.Command {
 			if res.Lifecycle != nil {
 				now = *res.Lifecycle
 			}
-			line := fmt.Sprintf("%s/%s: %s -> %s", typ, id, res.From, now)
+			// A daemon older than the response's "from" leaves it out: the
+			// compare-and-set's expectation is then the from state, if any.
+			from := cmp.Or(res.From, expectFrom, "?")
+			line := fmt.Sprintf("%s/%s: %s -> %s", typ, id, from, now)
 			if reason != "" {
 				line += " (" + reason + ")"
 			}
