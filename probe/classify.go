@@ -174,10 +174,6 @@ type classifier struct {
 // add appends a finding to the reasons, with its message and the evidence
 // of what it cites.
 func (c *classifier) add(code state.ReasonCode, message string, on cites) {
-	if c.r.Reasons == nil {
-		// Room for the usual findings (health, delivery) at once.
-		c.r.Reasons = make([]state.StateReason, 0, 2)
-	}
 	c.r.Reasons = append(c.r.Reasons, state.Observed(code, message, c.r.evidence(on)...))
 }
 
@@ -325,13 +321,13 @@ func (r Result) HasReason(code state.ReasonCode) bool {
 func (r *Result) evidence(on cites) []state.EvidenceRef {
 	fetched := unixtime.Of(r.CheckedAt)
 	hb := on.heartbeat && r.Heartbeat.Known()
-	ev := make([]state.EvidenceRef, 0, 2)
+	var ev []state.EvidenceRef
 	switch {
 	case on.pid && hb:
 		// "pid 4242 not running (no such process); last heartbeat 71m ago
 		// (heartbeat file /run/agents/s-42.hb)": the pid check and the
 		// heartbeat read together, as in SPEC §2's example.
-		ev = append(ev, state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: r.PID.Detail() + "; " + r.Heartbeat.Detail(), FetchedAt: fetched})
+		ev = append(ev, state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: pidAndHeartbeat(r.PID, r.Heartbeat), FetchedAt: fetched})
 	case on.pid:
 		ev = append(ev, r.PID.evidence(fetched))
 	}
@@ -422,4 +418,12 @@ func (r Result) Evidence() []state.EvidenceRef {
 		ev = append(ev, r.Artifacts.stopEvidence(now))
 	}
 	return ev
+}
+
+// pidAndHeartbeat is the pid and heartbeat detail lines as one, built in
+// one buffer: it runs for every dead entity on every sweep until the
+// entity is ended.
+func pidAndHeartbeat(pid PIDObservation, hb HeartbeatObservation) string {
+	b := pid.appendDetail(make([]byte, 0, 256))
+	return string(hb.appendDetail(append(b, "; "...)))
 }
