@@ -62,6 +62,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -141,26 +142,6 @@ func ParseQuery(v url.Values) (Query, error) {
 		q.IncludeDismissed = b
 	}
 	return q, nil
-}
-
-// Values encodes q as the query string ParseQuery reads (FailureWindow
-// excluded).
-func (q Query) Values() url.Values {
-	v := url.Values{}
-	if len(q.Severities) > 0 {
-		parts := make([]string, len(q.Severities))
-		for i, s := range q.Severities {
-			parts[i] = string(s)
-		}
-		v.Set("severity", strings.Join(parts, ","))
-	}
-	if q.Limit > 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	if q.IncludeDismissed {
-		v.Set("include_dismissed", "true")
-	}
-	return v
 }
 
 // Queue is the body of GET /api/attention and `watchdog attention --json`.
@@ -303,7 +284,7 @@ func Codes(entityType, outcome string, transitionCode state.ReasonCode, findings
 		out = append(out, transitionCode)
 	}
 	for _, c := range findings {
-		if c != "" && !containsCode(out, c) {
+		if c != "" && !slices.Contains(out, c) {
 			out = append(out, c)
 		}
 	}
@@ -490,7 +471,7 @@ func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Que
 	var items []Item
 	for _, e := range entities {
 		for _, it := range ItemsOf(e, now, q.FailureWindow) {
-			if len(q.Severities) > 0 && !containsSeverity(q.Severities, it.Severity) {
+			if len(q.Severities) > 0 && !slices.Contains(q.Severities, it.Severity) {
 				continue
 			}
 			if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it.Status, now) {
@@ -566,22 +547,4 @@ func Since(now time.Time, window time.Duration) time.Time {
 		window = DefaultFailureWindow
 	}
 	return now.Add(-window)
-}
-
-func containsSeverity(list []state.Severity, s state.Severity) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func containsCode(list []state.ReasonCode, c state.ReasonCode) bool {
-	for _, v := range list {
-		if v == c {
-			return true
-		}
-	}
-	return false
 }

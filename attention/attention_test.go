@@ -37,11 +37,11 @@ func TestParseFingerprint(t *testing.T) {
 	}
 }
 
-func TestQueryRoundTrip(t *testing.T) {
+func TestParseQuery(t *testing.T) {
 	q := Query{Severities: []state.Severity{state.SeverityCritical, state.SeverityInfo}, Limit: 7, IncludeDismissed: true}
-	got, err := ParseQuery(q.Values())
+	got, err := ParseQuery(url.Values{"severity": {"critical,info"}, "limit": {"7"}, "include_dismissed": {"true"}})
 	if err != nil || !reflect.DeepEqual(got, q) {
-		t.Errorf("round trip: %+v %v", got, err)
+		t.Errorf("parse: %+v %v", got, err)
 	}
 	def, err := ParseQuery(url.Values{})
 	if err != nil || def.Limit != DefaultLimit || def.Severities != nil || def.IncludeDismissed {
