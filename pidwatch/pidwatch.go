@@ -1,0 +1,58 @@
+// Package pidwatch holds a pidfd for every watched process and reports each
+// death the moment the kernel signals it, with the exit status where the
+// kernel keeps it (PIDFD_INFO_EXIT, Linux ≥ 6.15).
+//
+// A watch is only as good as its identity check: Watch opens the pidfd
+// first and then asks the caller whether the process behind the pid is
+// still the one it recorded (start time, boot id). Once that answer is yes,
+// the fd refers to that very process, so a pid reused later can never be
+// taken for it.
+package pidwatch
+
+import (
+	"errors"
+	"syscall"
+	"time"
+)
+
+// Errors Watch returns, checked with errors.Is.
+var (
+	// ErrUnsupported: this system has no pidfds or epoll (another OS, a
+	// kernel older than 5.3); the caller polls instead.
+	ErrUnsupported = errors.New("pidfd watching not supported")
+	// ErrNotSame: the pid now belongs to another process (the identity
+	// check said no after the pidfd was opened); nothing is watched.
+	ErrNotSame = errors.New("pid belongs to another process")
+	// ErrGone: no process has that pid any more; nothing is watched.
+	ErrGone = errors.New("process already gone")
+	// ErrNoFD: the process is out of file descriptors (EMFILE/ENFILE);
+	// the caller polls this one instead.
+	ErrNoFD = errors.New("no file descriptor left for a pidfd")
+)
+
+// Exit is how a process ended, as far as the kernel said.
+type Exit struct {
+	// Known is false when the kernel did not say (no PIDFD_INFO_EXIT, or
+	// the process was never reaped by its parent in time).
+	Known bool
+	// Code is the exit code when Signal is 0.
+	Code int
+	// Signal is the signal that killed the process, 0 when it exited.
+	Signal syscall.Signal
+}
+
+// Death is one watched process's end. A key may see two: the first as soon
+// as the process exits (Exit possibly unknown, because the kernel keeps the
+// status only once the parent has reaped it), and, when that one's Exit was
+// unknown, a second with Exit.Known once the kernel has it (within
+// ExitWait). The watch is over after the last one.
+type Death struct {
+	Key  string
+	PID  int
+	At   time.Time
+	Exit Exit
+}
+
+// ExitWait is how long a dead process's pidfd is kept for its exit status
+// to appear before the watch gives up on it.
+const ExitWait = 2 * time.Second
