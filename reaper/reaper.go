@@ -242,3 +242,36 @@ func pidTarget(e store.Entity) probe.PIDTarget {
 }
 
 func errField(err error) zap.Field { return zap.Error(err) }
+
+func (r *Reaper) maxPerRun() int {
+	if r.Settings.MaxPerRun > 0 {
+		return r.Settings.MaxPerRun
+	}
+	return DefaultSettings.MaxPerRun
+}
+
+func (r *Reaper) openOnHost(ctx context.Context) ([]store.Entity, error) {
+	return r.Store.List(ctx, store.Filter{HostID: r.HostID, OpenOnly: true})
+}
+
+// parentCache answers "has this entity's parent ended?" once per parent per
+// sweep.
+type parentCache struct {
+	store Store
+	ctx   context.Context
+	seen  map[string]bool
+}
+
+func (p parentCache) terminal(e store.Entity) bool {
+	if e.ParentID == "" {
+		return false
+	}
+	key := e.ParentType + "/" + e.ParentID
+	if v, ok := p.seen[key]; ok {
+		return v
+	}
+	parent, err := p.store.Get(p.ctx, e.ParentType, e.ParentID)
+	ended := err == nil && parent.Terminal
+	p.seen[key] = ended
+	return ended
+}

@@ -336,25 +336,3 @@ func remoteTarget(t probe.Target) probe.Target {
 	t.SkipArtifacts = true
 	return t
 }
-
-// parentCache answers "has this entity's parent ended?" once per parent per
-// sweep.
-type parentCache struct {
-	store Store
-	ctx   context.Context
-	seen  map[string]bool
-}
-
-func (p parentCache) terminal(e store.Entity) bool {
-	if e.ParentID == "" {
-		return false
-	}
-	key := e.ParentType + "/" + e.ParentID
-	if v, ok := p.seen[key]; ok {
-		return v
-	}
-	parent, err := p.store.Get(p.ctx, e.ParentType, e.ParentID)
-	ended := err == nil && parent.Terminal
-	p.seen[key] = ended
-	return ended
-}

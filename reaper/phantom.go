@@ -1,0 +1,125 @@
+package reaper
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// lastActivity is the latest sign of life an entity's row holds: a
+// lifecycle change, a posted heartbeat, its start or registration. A
+// heartbeat file's mtime is read by the probe (see phantom).
+func lastActivity(e store.Entity) time.Time {
+	return slices.MaxFunc([]time.Time{e.LifecycleAt, e.HeartbeatAt, e.StartedAt, e.CreatedAt}, time.Time.Compare)
+}
+
+// ReapPhantoms ends the entities whose row says running but whose process
+// says otherwise (PLEG's "non-existent" case, the slow safety net behind
+// enforcement): open, health process_dead or orphaned, no activity for
+// phantom_after. It also closes teams whose parent ended, blocks plays
+// whose dependency failed or does not exist, and fails shows whose
+// critical-path play failed.
+func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
+	rep := Report{Job: JobReapPhantoms, DryRun: r.Settings.DryRun}
+	list, err := r.openOnHost(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("reap_phantoms: %w", err)
+	}
+	now := r.now()
+	parents := parentCache{store: r.Store, ctx: ctx, seen: map[string]bool{}}
+	// Orphans this run ended are signalled together at its end: one
+	// kill_grace for the lot, not one per orphan holding the job.
+	var kill []store.Entity
+	defer func() { r.killOrphans(ctx, kill) }()
+	add := func(a Action, reason state.StateReason, trigger string) (bool, error) {
+		if len(rep.Actions) >= r.maxPerRun() {
+			rep.Truncated = true
+			return false, nil
+		}
+		if err := r.apply(ctx, &a, reason, trigger); err != nil {
+			return false, err
+		}
+		rep.Actions = append(rep.Actions, a)
+		return true, nil
+	}
+	for _, e := range list {
+		rep.Checked++
+		var (
+			act    Action
+			reason state.StateReason
+			ok     bool
+		)
+		if rec := reconciliation(e); rec != nil {
+			act, reason, ok = reconcilers[rec.Rule](r, ctx, e, rec.To, parents)
+		} else {
+			act, reason, ok = r.phantom(ctx, e, parents, now)
+		}
+		if !ok {
+			continue
+		}
+		if cont, err := add(act, reason, "reconciliation"); err != nil || !cont {
+			return rep, err
+		}
+		// Only an orphan this run actually ended is signalled: one whose
+		// end lost the race (the owner wrote first) is not ours to kill.
+		done := rep.Actions[len(rep.Actions)-1]
+		if done.Reason == state.SystemReaperPhantomOrphaned && r.Settings.KillOrphans && done.Applied {
+			kill = append(kill, e)
+		}
+	}
+	return rep, nil
+}
+
+// phantom decides on a process entity: health process_dead or orphaned
+// (re-checked now) and quiet for phantom_after.
+func (r *Reaper) phantom(ctx context.Context, e store.Entity, parents parentCache, now time.Time) (Action, state.StateReason, bool) {
+	to := deadTargetFrom(e)
+	if to == "" || (e.Health != state.HealthProcessDead && e.Health != state.HealthOrphaned) {
+		return Action{}, state.StateReason{}, false
+	}
+	quiet := now.Sub(lastActivity(e))
+	if quiet < r.Settings.PhantomAfter {
+		return Action{}, state.StateReason{}, false
+	}
+	res := r.Prober.Probe(ctx, target(e, parents.terminal(e)), r.Settings.Probe, now)
+	// A heartbeat file is activity too, and only the probe reads it: an
+	// orphan that still writes its heartbeat is working, not a phantom.
+	if hb := res.Heartbeat; hb.Source == probe.HeartbeatFile && !hb.At.IsZero() {
+		if q := now.Sub(hb.At); q < quiet {
+			quiet = q
+		}
+		if quiet < r.Settings.PhantomAfter {
+			return Action{}, state.StateReason{}, false
+		}
+	}
+	var code state.ReasonCode
+	switch {
+	case res.Liveness == probe.Dead:
+		// "No activity" counts from registration or the last heartbeat,
+		// not from the death: a long-quiet entity whose process has just
+		// died would otherwise be reaped at once, taking from its owner
+		// the terminal_grace in which its own end must win (the serve
+		// end-to-end test caught a session aborted one sweep after its
+		// death). The grace counts from the first death seen, as in
+		// EnforceTerminal.
+		if e.DeadSince.IsZero() || now.Sub(e.DeadSince) < r.Settings.TerminalGrace {
+			return Action{}, state.StateReason{}, false
+		}
+		code = state.SystemReaperPhantomProcessDead
+	case res.Health == state.HealthOrphaned:
+		code = state.SystemReaperPhantomOrphaned
+	default:
+		// Alive and no longer orphaned, or unknown: never reaped.
+		return Action{}, state.StateReason{}, false
+	}
+	ev := res.PID.Evidence(now)
+	detail := fmt.Sprintf("%s; no activity for %s", res.PID.Detail(), quiet.Round(time.Second))
+	ev.Detail = detail
+	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: to, Reason: code, Detail: detail}
+	return a, state.Observed(code, "phantom: the row said "+e.LifecycleOr("")+" but the process says otherwise", ev), true
+}
