@@ -31,48 +31,72 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 		return rep, fmt.Errorf("reap_phantoms: %w", err)
 	}
 	now := r.now()
-	parents := parentCache{store: r.Store, ctx: ctx, seen: map[string]bool{}}
+	parents := newParentCache(ctx, r.Store)
 	// Orphans this run ended are signalled together at its end: one
 	// kill_grace for the lot, not one per orphan holding the job.
 	var kill []store.Entity
 	defer func() { r.killOrphans(ctx, kill) }()
-	add := func(a Action, reason state.StateReason, trigger string) (bool, error) {
-		if len(rep.Actions) >= r.maxPerRun() {
-			rep.Truncated = true
-			return false, nil
-		}
-		if err := r.apply(ctx, &a, reason, trigger); err != nil {
-			return false, err
-		}
-		rep.Actions = append(rep.Actions, a)
-		return true, nil
-	}
 	for _, e := range list {
 		rep.Checked++
-		var (
-			act    Action
-			reason state.StateReason
-			ok     bool
-		)
-		if rec := reconciliation(e); rec != nil {
-			act, reason, ok = reconcilers[rec.Rule](r, ctx, e, rec.To, parents)
-		} else {
-			act, reason, ok = r.phantom(ctx, e, parents, now)
-		}
+		act, reason, ok := r.decideReap(ctx, e, parents, now)
 		if !ok {
 			continue
 		}
-		if cont, err := add(act, reason, "reconciliation"); err != nil || !cont {
+		if len(rep.Actions) >= r.maxPerRun() {
+			rep.Truncated = true
+			return rep, nil
+		}
+		if err := r.apply(ctx, &act, reason, "reconciliation"); err != nil {
 			return rep, err
 		}
-		// Only an orphan this run actually ended is signalled: one whose
-		// end lost the race (the owner wrote first) is not ours to kill.
-		done := rep.Actions[len(rep.Actions)-1]
-		if done.Reason == state.SystemReaperPhantomOrphaned && r.Settings.KillOrphans && done.Applied {
+		rep.Actions = append(rep.Actions, act)
+		if r.killAfter(act) {
 			kill = append(kill, e)
 		}
 	}
 	return rep, nil
+}
+
+// ReapPhantomEntity is reap_phantoms' rule for one entity: a process
+// entity recorded process_dead or orphaned, re-probed now and quiet for
+// phantom_after (a dead one also past terminal_grace), or a team, play or
+// show its relatives settle (orchestration.go). The action goes through
+// the write path (dry_run honoured); an orphan it ended is signalled when
+// reaper.kill_orphans is on, which holds the call for up to kill_grace.
+// ok says an action was decided; a.Applied says it was written. An entity
+// of another host or already ended is left alone (ok false, nil).
+func (r *Reaper) ReapPhantomEntity(ctx context.Context, e store.Entity) (a Action, ok bool, err error) {
+	if e.HostID != r.HostID || e.Terminal {
+		return Action{}, false, nil
+	}
+	a, reason, ok := r.decideReap(ctx, e, newParentCache(ctx, r.Store), r.now())
+	if !ok {
+		return Action{}, false, nil
+	}
+	if err := r.apply(ctx, &a, reason, "reconciliation"); err != nil {
+		return a, true, err
+	}
+	if r.killAfter(a) {
+		r.killOrphans(ctx, []store.Entity{e})
+	}
+	return a, true, nil
+}
+
+// decideReap is reap_phantoms' decision for one open entity of this host:
+// its type's reconciliation rule when the graph names one, else the
+// phantom rule.
+func (r *Reaper) decideReap(ctx context.Context, e store.Entity, parents parentCache, now time.Time) (Action, state.StateReason, bool) {
+	if rec := reconciliation(e); rec != nil {
+		return reconcilers[rec.Rule](r, ctx, e, rec.To, parents)
+	}
+	return r.phantom(ctx, e, parents, now)
+}
+
+// killAfter says whether an applied reap is an orphan to signal. Only an
+// orphan actually ended here is: one whose end lost the race (the owner
+// wrote first) is not ours to kill.
+func (r *Reaper) killAfter(a Action) bool {
+	return a.Reason == state.SystemReaperPhantomOrphaned && r.Settings.KillOrphans && a.Applied
 }
 
 // phantom decides on a process entity: health process_dead or orphaned

@@ -262,6 +262,10 @@ type parentCache struct {
 	seen  map[string]bool
 }
 
+func newParentCache(ctx context.Context, st Store) parentCache {
+	return parentCache{store: st, ctx: ctx, seen: map[string]bool{}}
+}
+
 func (p parentCache) terminal(e store.Entity) bool {
 	if e.ParentID == "" {
 		return false
