@@ -24,6 +24,7 @@ import (
 	"watchdog/api"
 	"watchdog/config"
 	"watchdog/cronspec"
+	"watchdog/jobs"
 	"watchdog/metrics"
 	"watchdog/probe"
 	"watchdog/reaper"
@@ -106,7 +107,7 @@ func Run(ctx context.Context, o Options) error {
 	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host}
 	rp := &reaper.Reaper{
 		Store: st, Writer: writer, Prober: host, HostID: host.HostID(),
-		Settings: reaper.SettingsFrom(cfg), Log: log.Named("reaper"), Observer: m,
+		Settings: ReaperSettings(cfg), Log: log.Named("reaper"), Observer: m,
 	}
 	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m}
 
@@ -199,8 +200,8 @@ type daemon struct {
 	log     *zap.Logger
 	notify  *notifier
 	metrics *metrics.Metrics
-	sched   *reaper.Scheduler
-	jobs    []reaper.Job
+	sched   *Scheduler
+	table   []Job
 	api     *api.Handler
 	level   *zap.AtomicLevel
 
@@ -219,22 +220,30 @@ type daemon struct {
 	lostLogged   bool
 }
 
-// schedule builds the job list from the config and a fresh scheduler.
+// jobTable is the daemon's job table: every job of jobs.Names, in that
+// order (the sweep first: awaitFirstSweep runs it), with its schedule from
+// the config and its body.
+func (d *daemon) jobTable() []Job {
+	j := d.cfg.Jobs
+	return []Job{
+		{Name: jobs.Sweep, Spec: j.Sweep, Run: d.unlessLost(d.sweep), After: d.afterSweep},
+		{Name: jobs.EnforceTerminal, Spec: j.EnforceTerminal, Run: d.unlessLost(d.report(d.rp.EnforceTerminal))},
+		{Name: jobs.ReapPhantoms, Spec: j.ReapPhantoms, Run: d.unlessLost(d.report(d.rp.ReapPhantoms))},
+		{Name: jobs.CheckSchedules, Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
+		{Name: jobs.Vacuum, Spec: j.Vacuum, Run: d.unlessLost(d.vacuum)},
+	}
+}
+
+// schedule builds the job table from the config and a fresh scheduler.
 func (d *daemon) schedule(ctx context.Context) error {
 	j := d.cfg.Jobs
-	d.jobs = []reaper.Job{
-		{Name: reaper.JobSweep, Spec: j.Sweep, Run: d.unlessLost(d.sweep), After: d.afterSweep},
-		{Name: reaper.JobEnforceTerminal, Spec: j.EnforceTerminal, Run: d.unlessLost(d.report(d.rp.EnforceTerminal))},
-		{Name: reaper.JobReapPhantoms, Spec: j.ReapPhantoms, Run: d.unlessLost(d.report(d.rp.ReapPhantoms))},
-		{Name: reaper.JobCheckSchedules, Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
-		{Name: reaper.JobVacuum, Spec: j.Vacuum, Run: d.unlessLost(d.vacuum)},
-	}
-	sched, err := reaper.NewScheduler(ctx, cronspec.Parser, d.jobs, d.log.Named("jobs"), d.metrics)
+	d.table = d.jobTable()
+	sched, err := NewScheduler(ctx, cronspec.Parser, d.table, d.log.Named("jobs"), d.metrics)
 	if err != nil {
 		return err
 	}
 	d.sched = sched
-	gap := reaper.SpecInterval(j.Sweep)
+	gap := specInterval(j.Sweep)
 	d.mu.Lock()
 	d.sweepGap = gap
 	d.mu.Unlock()
@@ -401,13 +410,13 @@ func (d *daemon) reload(ctx context.Context, path string) {
 	old := d.cfg
 	d.cfg = next
 	d.cfg.Store, d.cfg.Listen, d.cfg.Auth, d.cfg.HostID, d.cfg.AllowedHosts = old.Store, old.Listen, old.Auth, old.HostID, old.AllowedHosts
-	d.rp.Settings = reaper.SettingsFrom(d.cfg)
+	d.rp.Settings = ReaperSettings(d.cfg)
 	if err := d.schedule(ctx); err != nil {
 		// Validated by config.Load, so this is not expected; keep running
 		// on the old schedule rather than on none.
 		d.log.Error("reschedule failed, restoring the old config", zap.Error(err))
 		d.cfg = old
-		d.rp.Settings = reaper.SettingsFrom(old)
+		d.rp.Settings = ReaperSettings(old)
 		if err := d.schedule(ctx); err != nil {
 			d.log.Error("restore failed", zap.Error(err))
 			return
@@ -487,7 +496,7 @@ var (
 func (d *daemon) awaitFirstSweep(ctx context.Context) bool {
 	wait := firstSweepRetry
 	for {
-		d.sched.RunNow(d.jobs[0])
+		d.sched.RunNow(d.table[0])
 		d.mu.Lock()
 		ok, err := d.swept, d.sweepErr
 		d.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"watchdog/jobs"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -25,7 +26,7 @@ func lastActivity(e store.Entity) time.Time {
 // whose dependency failed or does not exist, and fails shows whose
 // critical-path play failed.
 func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
-	rep := Report{Job: JobReapPhantoms, DryRun: r.Settings.DryRun}
+	rep := Report{Job: jobs.ReapPhantoms, DryRun: r.Settings.DryRun}
 	list, err := r.openOnHost(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("reap_phantoms: %w", err)

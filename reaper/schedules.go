@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"watchdog/cronspec"
+	"watchdog/jobs"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -58,7 +59,7 @@ func lastFired(e store.Entity) string {
 // CheckSchedules judges every schedule entity of this host (due,
 // misfired, ok) and records what changed.
 func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
-	rep := Report{Job: JobCheckSchedules}
+	rep := Report{Job: jobs.CheckSchedules}
 	list, err := r.Store.List(ctx, store.Filter{Type: "schedule", HostID: r.HostID, OpenOnly: true})
 	if err != nil {
 		return rep, fmt.Errorf("check_schedules: %w", err)

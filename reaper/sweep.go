@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"watchdog/jobs"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -32,7 +33,7 @@ var ErrSweepOverBudget = errors.New("sweep over budget")
 // nothing, and the next sweep starts with it.
 func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	start := r.now()
-	rep := Report{Job: JobSweep}
+	rep := Report{Job: jobs.Sweep}
 	budget := r.Settings.SweepBudget
 	if budget <= 0 {
 		budget = DefaultSettings.SweepBudget

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"watchdog/jobs"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -20,7 +21,7 @@ import (
 // Right before writing, the process is checked once more, and only a
 // conclusive death counts: the sweep's finding may be old.
 func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
-	rep := Report{Job: JobEnforceTerminal, DryRun: r.Settings.DryRun}
+	rep := Report{Job: jobs.EnforceTerminal, DryRun: r.Settings.DryRun}
 	list, err := r.openOnHost(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("enforce_terminal: %w", err)
