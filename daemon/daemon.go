@@ -1,6 +1,6 @@
 // Package daemon runs the watchdog service: it opens the store, serves the
 // HTTP API and metrics, schedules the jobs, and talks to systemd (READY
-// after the first sweep, WATCHDOG pings from a healthy job loop, STATUS
+// after the first sweep, WATCHDOG pings from a healthy daemon loop, STATUS
 // counts, STOPPING on shutdown).
 package daemon
 
@@ -155,12 +155,23 @@ func Run(ctx context.Context, o Options) error {
 		log.Info("ready", zap.String("status", d.statusLine()))
 	}
 
+	// systemd's watchdog is fed from this loop: it answers signals and
+	// reloads, so a wedged loop stops the pings, and feedWatchdog adds
+	// what else must hold (a writable store, no job stuck).
+	var tick <-chan time.Time
+	if d.notify.interval > 0 {
+		t := time.NewTicker(d.notify.interval / 4)
+		defer t.Stop()
+		tick = t.C
+	}
 	var runErr error
 loop:
 	for started {
 		select {
 		case <-ctx.Done():
 			break loop
+		case <-tick:
+			d.feedWatchdog()
 		case err := <-serveErr:
 			runErr = fmt.Errorf("http server: %w", err)
 			break loop
@@ -208,7 +219,10 @@ type daemon struct {
 	mu        sync.Mutex
 	lastSweep time.Time
 	sweepGap  time.Duration
-	lastMark  time.Time
+	// sweepStart is when the running sweep started (zero: none runs);
+	// feedWatchdog stops the pings once one runs for far past its budget.
+	sweepStart time.Time
+	lastMark   time.Time
 	// sweepErr is the last sweep's error; swept is set by the first sweep
 	// that worked through the store (afterSweep), which READY waits for.
 	sweepErr error
@@ -247,20 +261,16 @@ func (d *daemon) schedule(ctx context.Context) error {
 	d.mu.Lock()
 	d.sweepGap = gap
 	d.mu.Unlock()
-	// Only a sweep feeds systemd's watchdog (notify.go), so a
-	// sweep schedule of half of WatchdogSec or slower leaves no margin: one
-	// late sweep and systemd restarts a healthy daemon, and again. Say so
-	// at start and on reload instead of leaving it to a restart loop.
-	if d.notify.interval > 0 && gap >= d.notify.interval {
-		d.log.Warn("jobs.sweep is too slow for systemd's WatchdogSec (keep it under half): only a finished sweep pings, so one late sweep gets a healthy daemon restarted",
-			zap.Duration("sweep_every", gap), zap.Duration("watchdog_sec", 2*d.notify.interval))
-	}
 	return nil
 }
 
 func (d *daemon) sweep(ctx context.Context) error {
+	d.mu.Lock()
+	d.sweepStart = time.Now()
+	d.mu.Unlock()
 	rep, err := d.rp.Sweep(ctx)
 	d.mu.Lock()
+	d.sweepStart = time.Time{}
 	d.sweepErr = err
 	if err == nil {
 		d.lastSweep = time.Now()
@@ -276,15 +286,58 @@ func (d *daemon) sweep(ctx context.Context) error {
 }
 
 // afterSweep runs after every sweep that read the store and probed, even
-// one out of budget: the job loop is alive and the store answered, so this
-// is where systemd's watchdog is fed. /readyz still wants a complete sweep.
+// one out of budget. /readyz still wants a complete sweep. The first one
+// also feeds systemd's watchdog before READY, when the daemon's loop does
+// not run yet.
 func (d *daemon) afterSweep() {
 	d.mu.Lock()
 	d.swept = true
 	d.mu.Unlock()
-	d.notify.watchdog()
+	d.feedWatchdog()
 	d.notify.status(d.statusLine())
 	d.markPresence()
+}
+
+// sweepWedgedAfter is how long past its budget a sweep may run before the
+// daemon counts it stuck and stops feeding systemd's watchdog: a sweep
+// checks its budget as it goes and returns soon after it runs out, so one
+// still running long after is blocked (a store that never answers, say),
+// and a restart is the cure.
+const sweepWedgedAfter = time.Minute
+
+// feedWatchdog pings systemd's watchdog (notify.watchdog, which keeps the
+// pace) when the daemon is healthy by what it can check cheaply: the
+// store watch's write probe passed within storeCheckStale, and no sweep has
+// run for more than its budget plus sweepWedgedAfter. It does not wait for
+// a sweep to finish, so the ping does not depend on jobs.sweep's schedule
+// (a minute by default): a slow reconciler is not a dead daemon.
+func (d *daemon) feedWatchdog() {
+	if why := d.unhealthy(time.Now()); why != "" {
+		d.log.Debug("not feeding systemd's watchdog", zap.String("why", why))
+		return
+	}
+	d.notify.watchdog()
+}
+
+// unhealthy says why the daemon should not tell systemd it is alive, or
+// "" when it may.
+func (d *daemon) unhealthy(now time.Time) string {
+	d.mu.Lock()
+	storeErr, checked, started := d.storeErr, d.storeChecked, d.sweepStart
+	d.mu.Unlock()
+	budget := d.rp.Settings.SweepBudget
+	if budget <= 0 {
+		budget = reaper.DefaultSettings.SweepBudget
+	}
+	switch {
+	case storeErr != nil:
+		return "the store cannot be written: " + oneLine(storeErr.Error())
+	case checked.IsZero() || now.Sub(checked) > storeCheckStale:
+		return "the store's write probe has not finished lately"
+	case !started.IsZero() && now.Sub(started) > budget+sweepWedgedAfter:
+		return fmt.Sprintf("a sweep has run for %s (budget %s)", now.Sub(started).Round(time.Second), budget)
+	}
+	return ""
 }
 
 // markPresence records in the store, at most once a minute, that this
