@@ -1,14 +1,22 @@
-// Package reaper is the loop that acts on what the probe observes: the
+// Package reaper is the jobs that act on what the probe observes: the
 // sweep (probe every entity of this host and record what changed), terminal
-// enforcement, phantom reaping, schedule checks and the dismissal vacuum.
+// enforcement, phantom reaping and orchestration, schedule checks.
 // Every lifecycle change it makes goes through the one write path with
 // actor `reaper` and a registered reason code.
 //
+// Each job has its own file, and each its step for one entity
+// (CheckEntity, EnforceEntity, ReapPhantomEntity, CheckScheduleEntity),
+// which the job's loop calls too: whoever learns of one entity's change (a
+// death, a deadline) judges it exactly as the job would. The jobs
+// themselves only list the store; seeing a death when it happens is the
+// caller's business (package monitor), and without one a death is seen at
+// the next sweep, so the effective grace is terminal_grace plus up to one
+// sweep interval.
+//
 // What it can miss, stated so nobody relies on it: a process that dies and
 // whose pid is reused by a process started within the same second (with
-// no start ticks recorded) reads as alive; a death is only seen at the next
-// sweep, so the effective grace is terminal_grace plus up to one sweep
-// interval; entities of other hosts are never judged here.
+// no start ticks recorded) reads as alive; entities of other hosts are
+// never judged here.
 package reaper
 
 import (
