@@ -222,7 +222,7 @@ var (
 	}
 	// DefaultJobs are the SPEC's job schedules.
 	DefaultJobs = Jobs{
-		Sweep:           "@every 15s",
+		Sweep:           "@every 1m",
 		EnforceTerminal: "@every 30s",
 		ReapPhantoms:    "@every 5m",
 		CheckSchedules:  "@every 1m",

@@ -31,7 +31,7 @@ var specDefaults = Config{
 		FailureWindow: Duration(24 * time.Hour),
 	},
 	Jobs: Jobs{
-		Sweep:           "@every 15s",
+		Sweep:           "@every 1m",
 		EnforceTerminal: "@every 30s",
 		ReapPhantoms:    "@every 5m",
 		CheckSchedules:  "@every 1m",

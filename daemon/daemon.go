@@ -1,6 +1,6 @@
 // Package daemon runs the watchdog service: it opens the store, serves the
 // HTTP API and metrics, schedules the jobs, and talks to systemd (READY
-// after the first sweep, WATCHDOG pings from a healthy job loop, STATUS
+// after the first sweep, WATCHDOG pings from a healthy daemon loop, STATUS
 // counts, STOPPING on shutdown).
 package daemon
 
@@ -24,6 +24,7 @@ import (
 	"watchdog/api"
 	"watchdog/config"
 	"watchdog/cronspec"
+	"watchdog/jobs"
 	"watchdog/metrics"
 	"watchdog/probe"
 	"watchdog/reaper"
@@ -106,7 +107,7 @@ func Run(ctx context.Context, o Options) error {
 	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host}
 	rp := &reaper.Reaper{
 		Store: st, Writer: writer, Prober: host, HostID: host.HostID(),
-		Settings: reaper.SettingsFrom(cfg), Log: log.Named("reaper"), Observer: m,
+		Settings: ReaperSettings(cfg), Log: log.Named("reaper"), Observer: m,
 	}
 	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m}
 
@@ -154,12 +155,23 @@ func Run(ctx context.Context, o Options) error {
 		log.Info("ready", zap.String("status", d.statusLine()))
 	}
 
+	// systemd's watchdog is fed from this loop: it answers signals and
+	// reloads, so a wedged loop stops the pings, and feedWatchdog adds
+	// what else must hold (a writable store, no job stuck).
+	var tick <-chan time.Time
+	if d.notify.interval > 0 {
+		t := time.NewTicker(d.notify.interval / 4)
+		defer t.Stop()
+		tick = t.C
+	}
 	var runErr error
 loop:
 	for started {
 		select {
 		case <-ctx.Done():
 			break loop
+		case <-tick:
+			d.feedWatchdog()
 		case err := <-serveErr:
 			runErr = fmt.Errorf("http server: %w", err)
 			break loop
@@ -199,15 +211,18 @@ type daemon struct {
 	log     *zap.Logger
 	notify  *notifier
 	metrics *metrics.Metrics
-	sched   *reaper.Scheduler
-	jobs    []reaper.Job
+	sched   *Scheduler
+	table   []Job
 	api     *api.Handler
 	level   *zap.AtomicLevel
 
 	mu        sync.Mutex
 	lastSweep time.Time
 	sweepGap  time.Duration
-	lastMark  time.Time
+	// sweepStart is when the running sweep started (zero: none runs);
+	// feedWatchdog stops the pings once one runs for far past its budget.
+	sweepStart time.Time
+	lastMark   time.Time
 	// sweepErr is the last sweep's error; swept is set by the first sweep
 	// that worked through the store (afterSweep), which READY waits for.
 	sweepErr error
@@ -219,39 +234,43 @@ type daemon struct {
 	lostLogged   bool
 }
 
-// schedule builds the job list from the config and a fresh scheduler.
+// jobTable is the daemon's job table: every job of jobs.Names, in that
+// order (the sweep first: awaitFirstSweep runs it), with its schedule from
+// the config and its body.
+func (d *daemon) jobTable() []Job {
+	j := d.cfg.Jobs
+	return []Job{
+		{Name: jobs.Sweep, Spec: j.Sweep, Run: d.unlessLost(d.sweep), After: d.afterSweep},
+		{Name: jobs.EnforceTerminal, Spec: j.EnforceTerminal, Run: d.unlessLost(d.report(d.rp.EnforceTerminal))},
+		{Name: jobs.ReapPhantoms, Spec: j.ReapPhantoms, Run: d.unlessLost(d.report(d.rp.ReapPhantoms))},
+		{Name: jobs.CheckSchedules, Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
+		{Name: jobs.Vacuum, Spec: j.Vacuum, Run: d.unlessLost(d.vacuum)},
+	}
+}
+
+// schedule builds the job table from the config and a fresh scheduler.
 func (d *daemon) schedule(ctx context.Context) error {
 	j := d.cfg.Jobs
-	d.jobs = []reaper.Job{
-		{Name: reaper.JobSweep, Spec: j.Sweep, Run: d.unlessLost(d.sweep), After: d.afterSweep},
-		{Name: reaper.JobEnforceTerminal, Spec: j.EnforceTerminal, Run: d.unlessLost(d.report(d.rp.EnforceTerminal))},
-		{Name: reaper.JobReapPhantoms, Spec: j.ReapPhantoms, Run: d.unlessLost(d.report(d.rp.ReapPhantoms))},
-		{Name: reaper.JobCheckSchedules, Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
-		{Name: reaper.JobVacuum, Spec: j.Vacuum, Run: d.unlessLost(d.vacuum)},
-	}
-	sched, err := reaper.NewScheduler(ctx, cronspec.Parser, d.jobs, d.log.Named("jobs"), d.metrics)
+	d.table = d.jobTable()
+	sched, err := NewScheduler(ctx, cronspec.Parser, d.table, d.log.Named("jobs"), d.metrics)
 	if err != nil {
 		return err
 	}
 	d.sched = sched
-	gap := reaper.SpecInterval(j.Sweep)
+	gap := specInterval(j.Sweep)
 	d.mu.Lock()
 	d.sweepGap = gap
 	d.mu.Unlock()
-	// Only a sweep feeds systemd's watchdog (notify.go), so a
-	// sweep schedule of half of WatchdogSec or slower leaves no margin: one
-	// late sweep and systemd restarts a healthy daemon, and again. Say so
-	// at start and on reload instead of leaving it to a restart loop.
-	if d.notify.interval > 0 && gap >= d.notify.interval {
-		d.log.Warn("jobs.sweep is too slow for systemd's WatchdogSec (keep it under half): only a finished sweep pings, so one late sweep gets a healthy daemon restarted",
-			zap.Duration("sweep_every", gap), zap.Duration("watchdog_sec", 2*d.notify.interval))
-	}
 	return nil
 }
 
 func (d *daemon) sweep(ctx context.Context) error {
+	d.mu.Lock()
+	d.sweepStart = time.Now()
+	d.mu.Unlock()
 	rep, err := d.rp.Sweep(ctx)
 	d.mu.Lock()
+	d.sweepStart = time.Time{}
 	d.sweepErr = err
 	if err == nil {
 		d.lastSweep = time.Now()
@@ -267,15 +286,58 @@ func (d *daemon) sweep(ctx context.Context) error {
 }
 
 // afterSweep runs after every sweep that read the store and probed, even
-// one out of budget: the job loop is alive and the store answered, so this
-// is where systemd's watchdog is fed. /readyz still wants a complete sweep.
+// one out of budget. /readyz still wants a complete sweep. The first one
+// also feeds systemd's watchdog before READY, when the daemon's loop does
+// not run yet.
 func (d *daemon) afterSweep() {
 	d.mu.Lock()
 	d.swept = true
 	d.mu.Unlock()
-	d.notify.watchdog()
+	d.feedWatchdog()
 	d.notify.status(d.statusLine())
 	d.markPresence()
+}
+
+// sweepWedgedAfter is how long past its budget a sweep may run before the
+// daemon counts it stuck and stops feeding systemd's watchdog: a sweep
+// checks its budget as it goes and returns soon after it runs out, so one
+// still running long after is blocked (a store that never answers, say),
+// and a restart is the cure.
+const sweepWedgedAfter = time.Minute
+
+// feedWatchdog pings systemd's watchdog (notify.watchdog, which keeps the
+// pace) when the daemon is healthy by what it can check cheaply: the
+// store watch's write probe passed within storeCheckStale, and no sweep has
+// run for more than its budget plus sweepWedgedAfter. It does not wait for
+// a sweep to finish, so the ping does not depend on jobs.sweep's schedule
+// (a minute by default): a slow reconciler is not a dead daemon.
+func (d *daemon) feedWatchdog() {
+	if why := d.unhealthy(time.Now()); why != "" {
+		d.log.Debug("not feeding systemd's watchdog", zap.String("why", why))
+		return
+	}
+	d.notify.watchdog()
+}
+
+// unhealthy says why the daemon should not tell systemd it is alive, or
+// "" when it may.
+func (d *daemon) unhealthy(now time.Time) string {
+	d.mu.Lock()
+	storeErr, checked, started := d.storeErr, d.storeChecked, d.sweepStart
+	d.mu.Unlock()
+	budget := d.rp.Settings.SweepBudget
+	if budget <= 0 {
+		budget = reaper.DefaultSettings.SweepBudget
+	}
+	switch {
+	case storeErr != nil:
+		return "the store cannot be written: " + oneLine(storeErr.Error())
+	case checked.IsZero() || now.Sub(checked) > storeCheckStale:
+		return "the store's write probe has not finished lately"
+	case !started.IsZero() && now.Sub(started) > budget+sweepWedgedAfter:
+		return fmt.Sprintf("a sweep has run for %s (budget %s)", now.Sub(started).Round(time.Second), budget)
+	}
+	return ""
 }
 
 // markPresence records in the store, at most once a minute, that this
@@ -401,13 +463,13 @@ func (d *daemon) reload(ctx context.Context, path string) {
 	old := d.cfg
 	d.cfg = next
 	d.cfg.Store, d.cfg.Listen, d.cfg.Auth, d.cfg.HostID, d.cfg.AllowedHosts = old.Store, old.Listen, old.Auth, old.HostID, old.AllowedHosts
-	d.rp.Settings = reaper.SettingsFrom(d.cfg)
+	d.rp.Settings = ReaperSettings(d.cfg)
 	if err := d.schedule(ctx); err != nil {
 		// Validated by config.Load, so this is not expected; keep running
 		// on the old schedule rather than on none.
 		d.log.Error("reschedule failed, restoring the old config", zap.Error(err))
 		d.cfg = old
-		d.rp.Settings = reaper.SettingsFrom(old)
+		d.rp.Settings = ReaperSettings(old)
 		if err := d.schedule(ctx); err != nil {
 			d.log.Error("restore failed", zap.Error(err))
 			return
@@ -487,7 +549,7 @@ var (
 func (d *daemon) awaitFirstSweep(ctx context.Context) bool {
 	wait := firstSweepRetry
 	for {
-		d.sched.RunNow(d.jobs[0])
+		d.sched.RunNow(d.table[0])
 		d.mu.Lock()
 		ok, err := d.swept, d.sweepErr
 		d.mu.Unlock()

@@ -47,11 +47,12 @@ func (n *notifier) reloading() {
 
 func (n *notifier) status(s string) { n.send("STATUS=" + s) }
 
-// watchdog feeds systemd's watchdog. It is called only from the job loop
-// after a successful sweep, never from a free-running ticker, so a wedged
-// loop or an unreachable store stops the pings and systemd restarts us.
-// The sweep interval must be under half of WatchdogSec for the pings to
-// keep up (the shipped unit: 15s sweeps, WatchdogSec=90s).
+// watchdog feeds systemd's watchdog, at most every half interval. It is
+// called only through the daemon's feedWatchdog, from its main loop and
+// after a sweep, and only while the store takes writes and no job is
+// stuck, so a wedged loop or an unwritable store stops the pings and
+// systemd restarts us. It does not wait for sweeps, whatever jobs.sweep's
+// schedule.
 func (n *notifier) watchdog() {
 	if n.interval == 0 {
 		return

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 
 	"watchdog/config"
 	"watchdog/reaper"
@@ -97,31 +97,43 @@ func TestNotifierWatchdogOff(t *testing.T) {
 	}
 }
 
-// TestScheduleWarnsWhenSweepCannotFeedWatchdog: only a finished sweep
-// pings, so a sweep schedule as slow as half of WatchdogSec is a restart
-// loop waiting to happen, and the log must say so.
-func TestScheduleWarnsWhenSweepCannotFeedWatchdog(t *testing.T) {
+// TestWatchdogFedByHealthNotBySweeps: the ping depends on the store
+// watch and on no sweep being stuck, not on a sweep having finished, so a
+// one-minute sweep schedule (the default) never starves systemd's
+// watchdog, while an unwritable store or a wedged sweep still stops it.
+func TestWatchdogFedByHealthNotBySweeps(t *testing.T) {
+	now := time.Now()
+	budget := time.Minute
 	tests := []struct {
-		sweep string
-		warn  bool
+		name      string
+		storeErr  error
+		checked   time.Time
+		sweepFrom time.Time
+		ping      bool
 	}{
-		{"@every 15s", false}, // the shipped unit: WatchdogSec=90s
-		{"@every 44s", false},
-		{"@every 45s", true},
-		{"@every 5m", true},
+		{"healthy, no sweep for long", nil, now, time.Time{}, true},
+		{"a sweep within its budget", nil, now, now.Add(-budget / 2), true},
+		{"a sweep out of budget but not wedged", nil, now, now.Add(-budget - sweepWedgedAfter/2), true},
+		{"a wedged sweep", nil, now, now.Add(-budget - sweepWedgedAfter - time.Second), false},
+		{"store cannot be written", errors.New("disk I/O error"), now, time.Time{}, false},
+		{"store probe stuck", nil, now.Add(-storeCheckStale - time.Second), time.Time{}, false},
+		{"store never checked", nil, time.Time{}, time.Time{}, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.sweep, func(t *testing.T) {
-			core, logs := observer.New(zap.WarnLevel)
+		t.Run(tt.name, func(t *testing.T) {
+			conn := fakeSystemd(t)
 			cfg := config.Default()
-			cfg.Jobs.Sweep = tt.sweep
-			d := &daemon{cfg: cfg, log: zap.New(core), rp: &reaper.Reaper{}, notify: &notifier{log: zap.NewNop(), interval: 45 * time.Second}}
-			if err := d.schedule(t.Context()); err != nil {
-				t.Fatal(err)
+			rp := &reaper.Reaper{Settings: ReaperSettings(cfg)}
+			rp.Settings.SweepBudget = budget
+			d := &daemon{cfg: cfg, log: zap.NewNop(), rp: rp, notify: &notifier{log: zap.NewNop(), interval: 45 * time.Second},
+				storeErr: tt.storeErr, storeChecked: tt.checked, sweepStart: tt.sweepFrom}
+			if why := d.unhealthy(now); (why == "") != tt.ping {
+				t.Errorf("unhealthy = %q, want ping %v", why, tt.ping)
 			}
-			got := logs.FilterMessageSnippet("too slow for systemd's WatchdogSec").Len() == 1
-			if got != tt.warn {
-				t.Errorf("warned %v, want %v (%v)", got, tt.warn, logs.All())
+			d.feedWatchdog()
+			got := received(t, conn)
+			if sent := len(got) == 1 && got[0] == "WATCHDOG=1"; sent != tt.ping {
+				t.Errorf("sent %q, want a ping: %v", got, tt.ping)
 			}
 		})
 	}

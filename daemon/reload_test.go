@@ -42,7 +42,7 @@ func TestReloadPostponedWhileAJobIsStuck(t *testing.T) {
 		// Buffered: the job may get here before the test waits on it.
 		entered := make(chan struct{}, 1)
 		release := make(chan struct{})
-		stuck := reaper.Job{Name: "sweep", Spec: "@every 1s", Run: func(context.Context) error {
+		stuck := Job{Name: "sweep", Spec: "@every 1s", Run: func(context.Context) error {
 			select {
 			case entered <- struct{}{}:
 			default:
@@ -50,7 +50,7 @@ func TestReloadPostponedWhileAJobIsStuck(t *testing.T) {
 			<-release
 			return nil
 		}}
-		sched, err := reaper.NewScheduler(context.Background(), cronspec.Parser, []reaper.Job{stuck}, zap.NewNop(), nil)
+		sched, err := NewScheduler(context.Background(), cronspec.Parser, []Job{stuck}, zap.NewNop(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

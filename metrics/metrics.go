@@ -45,6 +45,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"watchdog/jobs"
 	"watchdog/reaper"
 	"watchdog/state"
 	"watchdog/store"
@@ -145,8 +146,8 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 			m.reaped.WithLabelValues(t, string(c))
 		}
 	}
-	for _, j := range reaper.JobNames {
-		for _, r := range reaper.JobResults {
+	for _, j := range jobs.Names {
+		for _, r := range jobs.Results {
 			m.jobRuns.WithLabelValues(j, r)
 		}
 		m.jobDuration.WithLabelValues(j)
@@ -192,11 +193,11 @@ func (m *Metrics) Reaped(entityType, reasonCode string) {
 }
 
 // JobRun counts one job run and, unless it was skipped, observes its
-// duration (reaper.JobObserver).
+// duration (daemon.JobObserver).
 func (m *Metrics) JobRun(job, result string, d time.Duration) {
-	job = oneOf(job, reaper.JobNames)
-	m.jobRuns.WithLabelValues(job, oneOf(result, reaper.JobResults)).Inc()
-	if result != reaper.ResultSkipped {
+	job = oneOf(job, jobs.Names)
+	m.jobRuns.WithLabelValues(job, oneOf(result, jobs.Results)).Inc()
+	if result != jobs.ResultSkipped {
 		m.jobDuration.WithLabelValues(job).Observe(d.Seconds())
 	}
 }

@@ -3,7 +3,6 @@ package reaper
 import (
 	"time"
 
-	"watchdog/config"
 	"watchdog/probe"
 	"watchdog/transitions"
 )
@@ -22,15 +21,15 @@ type OneShotStore interface {
 }
 
 // NewOneShot is a reaper for one command's run on this host: the daemon's
-// settings from cfg, with the one-shot sweep budget, writing through its
-// own writer. cfg's host_id, when set, becomes host's (as in the daemon),
-// so a one-shot run claims what the daemon claims.
-func NewOneShot(st OneShotStore, host *probe.Host, cfg *config.Config) *Reaper {
-	if cfg.HostID != "" {
-		host.HostIDOverride = cfg.HostID
+// settings s (daemon.ReaperSettings of the command's config, or
+// DefaultSettings), with the one-shot sweep budget, writing through its own
+// writer. hostID, when set (the config's host_id), becomes host's, as in
+// the daemon, so a one-shot run claims what the daemon claims.
+func NewOneShot(st OneShotStore, host *probe.Host, s Settings, hostID string) *Reaper {
+	if hostID != "" {
+		host.HostIDOverride = hostID
 	}
 	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host}
-	s := SettingsFrom(cfg)
 	s.SweepBudget = OneShotSweepBudget
 	return &Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: s}
 }

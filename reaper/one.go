@@ -97,7 +97,7 @@ func (r *Reaper) probeOnce(ctx context.Context, typ, id string) (Probed, bool, e
 		return Probed{}, false, fmt.Errorf("%s: %w: schedules are judged by their cron spec (check_schedules), not by a probe", name, ErrNotProbed)
 	}
 
-	parents := parentCache{store: r.Store, ctx: ctx, seen: map[string]bool{}}
+	parents := newParentCache(ctx, r.Store)
 	s, err := r.probeAndRecord(ctx, e, parents.terminal(e))
 	if err != nil {
 		return Probed{}, false, fmt.Errorf("probe %s: %w", name, err)

@@ -1,14 +1,22 @@
-// Package reaper is the loop that acts on what the probe observes: the
+// Package reaper is the jobs that act on what the probe observes: the
 // sweep (probe every entity of this host and record what changed), terminal
-// enforcement, phantom reaping, schedule checks and the dismissal vacuum.
+// enforcement, phantom reaping and orchestration, schedule checks.
 // Every lifecycle change it makes goes through the one write path with
 // actor `reaper` and a registered reason code.
 //
+// Each job has its own file, and each its step for one entity
+// (CheckEntity, EnforceEntity, ReapPhantomEntity, CheckScheduleEntity),
+// which the job's loop calls too: whoever learns of one entity's change (a
+// death, a deadline) judges it exactly as the job would. The jobs
+// themselves only list the store; seeing a death when it happens is the
+// caller's business (package monitor), and without one a death is seen at
+// the next sweep, so the effective grace is terminal_grace plus up to one
+// sweep interval.
+//
 // What it can miss, stated so nobody relies on it: a process that dies and
 // whose pid is reused by a process started within the same second (with
-// no start ticks recorded) reads as alive; a death is only seen at the next
-// sweep, so the effective grace is terminal_grace plus up to one sweep
-// interval; entities of other hosts are never judged here.
+// no start ticks recorded) reads as alive; entities of other hosts are
+// never judged here.
 package reaper
 
 import (
@@ -242,3 +250,40 @@ func pidTarget(e store.Entity) probe.PIDTarget {
 }
 
 func errField(err error) zap.Field { return zap.Error(err) }
+
+func (r *Reaper) maxPerRun() int {
+	if r.Settings.MaxPerRun > 0 {
+		return r.Settings.MaxPerRun
+	}
+	return DefaultSettings.MaxPerRun
+}
+
+func (r *Reaper) openOnHost(ctx context.Context) ([]store.Entity, error) {
+	return r.Store.List(ctx, store.Filter{HostID: r.HostID, OpenOnly: true})
+}
+
+// parentCache answers "has this entity's parent ended?" once per parent per
+// sweep.
+type parentCache struct {
+	store Store
+	ctx   context.Context
+	seen  map[string]bool
+}
+
+func newParentCache(ctx context.Context, st Store) parentCache {
+	return parentCache{store: st, ctx: ctx, seen: map[string]bool{}}
+}
+
+func (p parentCache) terminal(e store.Entity) bool {
+	if e.ParentID == "" {
+		return false
+	}
+	key := e.ParentType + "/" + e.ParentID
+	if v, ok := p.seen[key]; ok {
+		return v
+	}
+	parent, err := p.store.Get(p.ctx, e.ParentType, e.ParentID)
+	ended := err == nil && parent.Terminal
+	p.seen[key] = ended
+	return ended
+}

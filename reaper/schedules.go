@@ -2,10 +2,12 @@ package reaper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"watchdog/cronspec"
+	"watchdog/jobs"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -57,38 +59,20 @@ func lastFired(e store.Entity) string {
 // CheckSchedules judges every schedule entity of this host (due,
 // misfired, ok) and records what changed.
 func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
-	rep := Report{Job: JobCheckSchedules}
+	rep := Report{Job: jobs.CheckSchedules}
 	list, err := r.Store.List(ctx, store.Filter{Type: "schedule", HostID: r.HostID, OpenOnly: true})
 	if err != nil {
 		return rep, fmt.Errorf("check_schedules: %w", err)
 	}
-	grace := r.Settings.MisfireGrace
-	if grace <= 0 {
-		grace = DefaultSettings.MisfireGrace
-	}
 	now := r.now()
 	for _, e := range list {
 		rep.Checked++
-		health, reasons, err := judgeSchedule(e, grace, now)
-		if err != nil {
+		wrote, err := r.checkSchedule(ctx, e, now)
+		switch {
+		case errors.As(err, new(badSchedule)):
 			r.log().Warn("unreadable schedule", errField(err))
 			continue
-		}
-		if reasons == nil {
-			reasons = []state.StateReason{}
-		}
-		for i := range reasons {
-			reasons[i].EntityType, reasons[i].EntityID = e.Type, e.ID
-		}
-		if health == e.Health && state.SameFindings(reasons, e.Reasons) {
-			continue
-		}
-		obs := store.Observation{Health: health, Delivery: e.Delivery, Reasons: reasons, HealthSince: now, DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: now}
-		if health == e.Health {
-			obs.HealthSince = e.HealthSince
-		}
-		wrote, err := r.Store.RecordObservation(ctx, e.Type, e.ID, obs)
-		if err != nil {
+		case err != nil:
 			return rep, fmt.Errorf("check_schedules: %w", err)
 		}
 		if wrote {
@@ -96,4 +80,56 @@ func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// badSchedule marks a schedule whose cron spec does not parse: the job
+// logs it and goes on, and nothing is recorded.
+type badSchedule struct{ err error }
+
+func (b badSchedule) Error() string { return b.err.Error() }
+func (b badSchedule) Unwrap() error { return b.err }
+
+// CheckScheduleEntity is check_schedules for one schedule entity: judge it
+// now (due, misfired, ok) and record the finding when it changed. A cron
+// spec that does not parse is an error and records nothing, as is an
+// entity that is not a schedule; a schedule of another host or ended is
+// left alone (false, nil).
+func (r *Reaper) CheckScheduleEntity(ctx context.Context, e store.Entity) (written bool, err error) {
+	switch {
+	case e.Type != "schedule":
+		return false, fmt.Errorf("%s/%s: not a schedule", e.Type, e.ID)
+	case e.HostID != r.HostID || e.Terminal:
+		return false, nil
+	}
+	return r.checkSchedule(ctx, e, r.now())
+}
+
+// checkSchedule is the one step of check_schedules for a schedule.
+func (r *Reaper) checkSchedule(ctx context.Context, e store.Entity, now time.Time) (bool, error) {
+	grace := r.Settings.MisfireGrace
+	if grace <= 0 {
+		grace = DefaultSettings.MisfireGrace
+	}
+	health, reasons, err := judgeSchedule(e, grace, now)
+	if err != nil {
+		return false, badSchedule{err}
+	}
+	if reasons == nil {
+		reasons = []state.StateReason{}
+	}
+	for i := range reasons {
+		reasons[i].EntityType, reasons[i].EntityID = e.Type, e.ID
+	}
+	if health == e.Health && state.SameFindings(reasons, e.Reasons) {
+		return false, nil
+	}
+	obs := store.Observation{Health: health, Delivery: e.Delivery, Reasons: reasons, HealthSince: now, DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: now}
+	if health == e.Health {
+		obs.HealthSince = e.HealthSince
+	}
+	wrote, err := r.Store.RecordObservation(ctx, e.Type, e.ID, obs)
+	if err != nil {
+		return false, fmt.Errorf("record schedule %s: %w", e.ID, err)
+	}
+	return wrote, nil
 }

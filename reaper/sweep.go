@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"watchdog/jobs"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -32,7 +33,7 @@ var ErrSweepOverBudget = errors.New("sweep over budget")
 // nothing, and the next sweep starts with it.
 func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	start := r.now()
-	rep := Report{Job: JobSweep}
+	rep := Report{Job: jobs.Sweep}
 	budget := r.Settings.SweepBudget
 	if budget <= 0 {
 		budget = DefaultSettings.SweepBudget
@@ -46,7 +47,7 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 		return rep, fmt.Errorf("sweep: %w", err)
 	}
 	list = r.dropHostsWithDaemons(ctx, list, start)
-	parents := parentCache{store: r.Store, ctx: ctx, seen: map[string]bool{}}
+	parents := newParentCache(ctx, r.Store)
 	first := r.resume.after(list)
 	overBudget := func(done int, last store.Entity) error {
 		r.resume.set(last)
@@ -96,7 +97,7 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 				return rep, fmt.Errorf("sweep interrupted after %d of %d entities: %w", rep.Checked, len(list), err)
 			}
 			rep.Checked++
-			s, err := r.probeAndRecord(actx, e, parents.terminal(e))
+			s, err := r.checkEntity(actx, e, parents)
 			if err != nil {
 				return rep, fmt.Errorf("sweep: %w", err)
 			}
@@ -125,7 +126,7 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 // sweepOne probes and records one entity of the liveness pass.
 func (r *Reaper) sweepOne(ctx context.Context, rep *Report, e store.Entity, parents parentCache) error {
 	rep.Checked++
-	s, err := r.probeAndRecord(ctx, e, parents.terminal(e))
+	s, err := r.checkEntity(ctx, e, parents)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
@@ -133,6 +134,35 @@ func (r *Reaper) sweepOne(ctx context.Context, rep *Report, e store.Entity, pare
 		rep.Written++
 	}
 	return nil
+}
+
+// CheckEntity is the sweep's step for one entity: probe it and record the
+// observation when it changed (health, delivery, reasons, first death),
+// exactly as a sweep would, artifact contract included. It is how a caller
+// that learns of one entity's change (a death, a deadline) judges it
+// without a sweep over the rest. A schedule is ErrNotProbed
+// (CheckScheduleEntity judges those). written is false when nothing
+// changed, or when a transition landed since e was read (the next check
+// judges the new lifecycle). An artifact check that ctx cuts short records
+// nothing and returns ctx's error.
+func (r *Reaper) CheckEntity(ctx context.Context, e store.Entity) (written bool, err error) {
+	if e.Type == "schedule" {
+		return false, fmt.Errorf("%s/%s: %w: schedules are judged by check_schedules", e.Type, e.ID, ErrNotProbed)
+	}
+	s, err := r.checkEntity(ctx, e, newParentCache(ctx, r.Store))
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("check %s/%s: %w", e.Type, e.ID, err)
+	case s.interrupted:
+		return false, fmt.Errorf("check %s/%s: artifact check interrupted: %w", e.Type, e.ID, context.Cause(ctx))
+	}
+	return s.written, nil
+}
+
+// checkEntity is the one step both of the sweep's passes and CheckEntity
+// take for an entity.
+func (r *Reaper) checkEntity(ctx context.Context, e store.Entity, parents parentCache) (step, error) {
+	return r.probeAndRecord(ctx, e, parents.terminal(e))
 }
 
 // artifactsDue says whether probing e checks its artifact contract (see
@@ -335,26 +365,4 @@ func remoteTarget(t probe.Target) probe.Target {
 	t.HeartbeatFile, t.SupervisorPID, t.LockFiles = "", 0, nil
 	t.SkipArtifacts = true
 	return t
-}
-
-// parentCache answers "has this entity's parent ended?" once per parent per
-// sweep.
-type parentCache struct {
-	store Store
-	ctx   context.Context
-	seen  map[string]bool
-}
-
-func (p parentCache) terminal(e store.Entity) bool {
-	if e.ParentID == "" {
-		return false
-	}
-	key := e.ParentType + "/" + e.ParentID
-	if v, ok := p.seen[key]; ok {
-		return v
-	}
-	parent, err := p.store.Get(p.ctx, e.ParentType, e.ParentID)
-	ended := err == nil && parent.Terminal
-	p.seen[key] = ended
-	return ended
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"watchdog/client"
-	"watchdog/config"
 	"watchdog/probe"
 	"watchdog/reaper"
 	"watchdog/store"
@@ -103,9 +102,10 @@ func (l *Local) Heartbeat(ctx context.Context, typ, id, progress string) error {
 }
 
 // Settle implements Target with one probe of the entity under the default
-// thresholds.
+// thresholds (reaper.DefaultSettings, which are config.Default's: a test in
+// daemon holds them together).
 func (l *Local) Settle(ctx context.Context, typ, id string) {
-	rp := reaper.NewOneShot(l.st, l.host, config.Default())
+	rp := reaper.NewOneShot(l.st, l.host, reaper.DefaultSettings, "")
 	_, _ = rp.ProbeOne(ctx, typ, id)
 }
 

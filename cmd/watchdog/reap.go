@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"watchdog/config"
+	"watchdog/daemon"
 	"watchdog/reaper"
 	"watchdog/store"
 	"watchdog/target"
@@ -44,7 +45,7 @@ func openOneShot(ctx context.Context, cmd *cobra.Command, cfgPath string) (*oneS
 	if err != nil {
 		return nil, err
 	}
-	return &oneShot{st: st, rp: reaper.NewOneShot(st, localHost(), cfg)}, nil
+	return &oneShot{st: st, rp: reaper.NewOneShot(st, localHost(), daemon.ReaperSettings(cfg), cfg.HostID)}, nil
 }
 
 func newReapCmd() *cobra.Command {

@@ -1113,7 +1113,7 @@ func TestServeNotifyProtocol(t *testing.T) {
 	// reads neutral (health unknown) until a sweep finds the death.
 	svRegister(t, db, fmt.Sprintf(`{"type":"session","id":"n-dead","lifecycle":"running","pid":%d}`, testenv.DeadPID(t)))
 	sd := svListenNotify(t)
-	// WatchdogSec=2s: pings are due every second, which the 1s sweep feeds.
+	// WatchdogSec=2s: pings are due every second, from the daemon loop.
 	d := svStart(t, cfg, db, "NOTIFY_SOCKET="+sd.path, "WATCHDOG_USEC=2000000")
 
 	// READY=1 comes after the store opened and the first sweep ran: its
@@ -1135,8 +1135,9 @@ func TestServeNotifyProtocol(t *testing.T) {
 	}
 
 	// Unhealthy: another process holds the database's write lock while an
-	// entity's process dies. The sweep that must record the death cannot
-	// write, so the job loop is stuck, and the pings must stop.
+	// entity's process dies. The store watch's write probe fails (and the
+	// sweep that must record the death cannot write), so the pings must
+	// stop.
 	p := svSleep(t)
 	svRegister(t, db, fmt.Sprintf(`{"type":"session","id":"n-live","lifecycle":"running","pid":%d}`, p.pid))
 	d.waitEntity("session", "n-live", "seen alive", func(e svEntity) bool { return e.State.Health == "running" })

@@ -1,4 +1,4 @@
-package reaper
+package daemon
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
 	"watchdog/cronspec"
+	"watchdog/reaper"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -119,7 +121,7 @@ func TestSchedulerRecoversPanics(t *testing.T) {
 func TestSchedulerCountsFailuresAndTimeouts(t *testing.T) {
 	failPinged, slowPinged := 0, 0
 	fail := Job{Name: "enforce_terminal", Spec: "@every 1h", Run: func(context.Context) error { return errors.New("store gone") }, After: func() { failPinged++ }}
-	slow := Job{Name: "sweep", Spec: "@every 1h", Run: func(context.Context) error { return ErrSweepOverBudget }, After: func() { slowPinged++ }}
+	slow := Job{Name: "sweep", Spec: "@every 1h", Run: func(context.Context) error { return reaper.ErrSweepOverBudget }, After: func() { slowPinged++ }}
 	s, obs, _ := newTestScheduler(t, fail, slow)
 	s.RunNow(fail)
 	s.RunNow(slow)

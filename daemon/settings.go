@@ -1,4 +1,4 @@
-package reaper
+package daemon
 
 import (
 	"time"
@@ -6,19 +6,22 @@ import (
 	"watchdog/config"
 	"watchdog/cronspec"
 	"watchdog/probe"
+	"watchdog/reaper"
 )
 
-// SettingsFrom maps a config's thresholds and reaper section onto the
-// reaper's settings, the same for the daemon and the one-shot commands.
+// ReaperSettings maps a config's thresholds and reaper section onto the
+// reaper's settings, the same for the daemon and the one-shot commands
+// (`watchdog reap`, `probe --entity`), which take them from here so that
+// reaper need not know the config file.
 // The sweep budget is the sweep's own interval (a sweep that cannot finish
 // before the next is due says so), at least 5s; a one-shot command with no
 // next sweep sets its own.
-func SettingsFrom(cfg *config.Config) Settings {
+func ReaperSettings(cfg *config.Config) reaper.Settings {
 	t := cfg.Thresholds
 	// Validated with the config; a user deleted since resolves to nobody,
 	// which only narrows whom kill_orphans may signal.
 	killUIDs, _ := cfg.Reaper.KillUIDs()
-	return Settings{
+	return reaper.Settings{
 		Probe: probe.Thresholds{
 			IdleAfter: time.Duration(t.IdleAfter), StalledAfter: time.Duration(t.StalledAfter),
 			SlowAfter: time.Duration(t.SlowAfter), SlowUntil: time.Duration(t.SlowUntil),
@@ -27,7 +30,7 @@ func SettingsFrom(cfg *config.Config) Settings {
 		PhantomAfter:  time.Duration(t.PhantomAfter),
 		MisfireGrace:  time.Duration(t.MisfireGrace),
 		FailureWindow: time.Duration(t.FailureWindow),
-		SweepBudget:   max(SpecInterval(cfg.Jobs.Sweep), 5*time.Second),
+		SweepBudget:   max(specInterval(cfg.Jobs.Sweep), 5*time.Second),
 		DryRun:        cfg.Reaper.DryRun,
 		MaxPerRun:     cfg.Reaper.MaxPerRun,
 		KillOrphans:   cfg.Reaper.KillOrphans,
@@ -36,9 +39,9 @@ func SettingsFrom(cfg *config.Config) Settings {
 	}
 }
 
-// SpecInterval is the gap between two fires of a cron spec (measured from
+// specInterval is the gap between two fires of a cron spec (measured from
 // now), 0 if it does not parse.
-func SpecInterval(spec string) time.Duration {
+func specInterval(spec string) time.Duration {
 	s, err := cronspec.Parser.Parse(spec)
 	if err != nil {
 		return 0

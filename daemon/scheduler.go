@@ -1,4 +1,4 @@
-package reaper
+package daemon
 
 import (
 	"context"
@@ -8,33 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"watchdog/jobs"
+	"watchdog/reaper"
+
 	"github.com/robfig/cron/v3"
 	"go.uber.org/zap"
 )
-
-// Job names (SPEC §7): the label values of the job metrics, the names in
-// Report.Job and the keys of the config's jobs section.
-const (
-	JobSweep           = "sweep"
-	JobEnforceTerminal = "enforce_terminal"
-	JobReapPhantoms    = "reap_phantoms"
-	JobCheckSchedules  = "check_schedules"
-	JobVacuum          = "vacuum"
-)
-
-// JobNames lists every job, in SPEC §7's order.
-var JobNames = []string{JobSweep, JobEnforceTerminal, JobReapPhantoms, JobCheckSchedules, JobVacuum}
-
-// Job results, the closed label vocabulary of watchdog_job_runs_total.
-const (
-	ResultOK      = "ok"
-	ResultError   = "error"
-	ResultSkipped = "skipped"
-	ResultTimeout = "timeout"
-)
-
-// JobResults lists every job result.
-var JobResults = []string{ResultOK, ResultError, ResultSkipped, ResultTimeout}
 
 // JobObserver hears about every job run (metrics); nil is fine.
 type JobObserver interface {
@@ -70,9 +49,9 @@ type Scheduler struct {
 // NewScheduler parses every job's spec with parser and schedules it. Job
 // bodies get ctx, which the caller should not cancel before Stop: a job that
 // is running at shutdown is let finish.
-func NewScheduler(ctx context.Context, parser cron.Parser, jobs []Job, log *zap.Logger, observer JobObserver) (*Scheduler, error) {
+func NewScheduler(ctx context.Context, parser cron.Parser, table []Job, log *zap.Logger, observer JobObserver) (*Scheduler, error) {
 	s := &Scheduler{cron: cron.New(cron.WithParser(parser)), log: log, observer: observer, ctx: ctx, runners: map[string]jobRunner{}}
-	for _, j := range jobs {
+	for _, j := range table {
 		r := s.wrap(j)
 		s.runners[j.Name] = r
 		if _, err := s.cron.AddJob(j.Spec, r); err != nil {
@@ -132,16 +111,16 @@ func (r jobRunner) Run() {
 	log := r.s.log.With(zap.String("job", r.job.Name))
 	if !r.busy.TryLock() {
 		log.Warn("previous run still going, skipping this one")
-		r.observe(ResultSkipped, 0)
+		r.observe(jobs.ResultSkipped, 0)
 		return
 	}
 	defer r.busy.Unlock()
 	start := time.Now()
-	result := ResultOK
+	result := jobs.ResultOK
 	defer func() {
 		if p := recover(); p != nil {
 			log.Error("job panicked", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
-			r.observe(ResultError, time.Since(start))
+			r.observe(jobs.ResultError, time.Since(start))
 		}
 	}()
 	err := r.job.Run(r.s.ctx)
@@ -149,10 +128,10 @@ func (r jobRunner) Run() {
 	case err == nil:
 		log.Debug("job done", zap.Duration("took", time.Since(start)))
 	case isOverBudget(err):
-		result = ResultTimeout
+		result = jobs.ResultTimeout
 		log.Error("job over budget", zap.Error(err))
 	default:
-		result = ResultError
+		result = jobs.ResultError
 		log.Error("job failed", zap.Error(err))
 	}
 	r.observe(result, time.Since(start))
@@ -167,4 +146,4 @@ func (r jobRunner) observe(result string, d time.Duration) {
 	}
 }
 
-func isOverBudget(err error) bool { return errors.Is(err, ErrSweepOverBudget) }
+func isOverBudget(err error) bool { return errors.Is(err, reaper.ErrSweepOverBudget) }

@@ -1,0 +1,102 @@
+package reaper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"go.uber.org/zap"
+
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// reconciler settles one entity by what its relatives say, moving it to to.
+type reconciler func(r *Reaper, ctx context.Context, e store.Entity, to string, parents parentCache) (Action, state.StateReason, bool)
+
+// reconcilers implements each rule a graph may name in its Reconcile.
+var reconcilers = map[string]reconciler{
+	transitions.ReconcileParentEnded:  (*Reaper).orphanedTeam,
+	transitions.ReconcileDependency:   (*Reaper).blockedPlay,
+	transitions.ReconcileCriticalPath: (*Reaper).failedShow,
+}
+
+// reconciliation is the graph's Reconcile rule for e's type, or nil.
+func reconciliation(e store.Entity) *transitions.Reconciliation {
+	g, err := transitions.Lookup(e.Type)
+	if err != nil {
+		return nil
+	}
+	return g.Reconcile
+}
+
+// orphanedTeam closes a team whose parent show or play has ended.
+func (r *Reaper) orphanedTeam(_ context.Context, e store.Entity, to string, parents parentCache) (Action, state.StateReason, bool) {
+	if e.ParentID == "" || (e.ParentType != "show" && e.ParentType != "play") || !parents.terminal(e) {
+		return Action{}, state.StateReason{}, false
+	}
+	detail := fmt.Sprintf("parent %s/%s has ended", e.ParentType, e.ParentID)
+	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: to, Reason: state.TeamHealthOrphaned, Detail: detail}
+	return a, state.Observed(state.TeamHealthOrphaned, detail, state.EvidenceRef{Kind: state.EvidenceToolResult, ID: e.ParentType + "/" + e.ParentID, Detail: detail}), true
+}
+
+// blockedPlay blocks a play (not yet running past its queue) one of whose
+// depends_on plays failed or does not exist.
+func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity, to string, _ parentCache) (Action, state.StateReason, bool) {
+	from := e.LifecycleOr("")
+	if len(e.DependsOn) == 0 || (from != "planned" && from != "queued") {
+		return Action{}, state.StateReason{}, false
+	}
+	deps := append([]string(nil), e.DependsOn...)
+	sort.Strings(deps)
+	for _, dep := range deps {
+		d, err := r.Store.Get(ctx, "play", dep)
+		var code state.ReasonCode
+		var detail string
+		switch {
+		case err != nil:
+			code, detail = state.PlayBlockedDependencyInvalid, fmt.Sprintf("dependency play/%s does not exist", dep)
+		case d.LifecycleOr("") == "failed":
+			code, detail = state.PlayBlockedDependencyFailed, fmt.Sprintf("dependency play/%s failed", dep)
+		default:
+			continue
+		}
+		a := Action{Type: e.Type, ID: e.ID, From: from, To: to, Reason: code, Detail: detail}
+		return a, state.Observed(code, detail, state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "play/" + dep, Detail: detail}), true
+	}
+	return Action{}, state.StateReason{}, false
+}
+
+// failedShow fails an active show one of whose critical-path plays failed.
+// A play is on its show's critical path when it names the show as parent
+// and its metadata says "critical_path": true.
+func (r *Reaper) failedShow(ctx context.Context, e store.Entity, to string, _ parentCache) (Action, state.StateReason, bool) {
+	if e.LifecycleOr("") != "active" {
+		return Action{}, state.StateReason{}, false
+	}
+	// A show's plays may run on other hosts: they are read here, not
+	// probed, and only the show (of this host) is written.
+	plays, err := r.Store.List(ctx, store.Filter{Type: "play", ParentType: "show", ParentID: e.ID})
+	if err != nil {
+		r.log().Warn("list plays of show", zap.String("show", e.ID), zap.Error(err))
+		return Action{}, state.StateReason{}, false
+	}
+	for _, p := range plays {
+		if p.LifecycleOr("") != "failed" || !criticalPath(p) {
+			continue
+		}
+		detail := fmt.Sprintf("critical-path play/%s failed", p.ID)
+		a := Action{Type: e.Type, ID: e.ID, From: "active", To: to, Reason: state.ShowFailedCriticalPathBlocked, Detail: detail}
+		return a, state.Observed(state.ShowFailedCriticalPathBlocked, detail, state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "play/" + p.ID, Detail: detail}), true
+	}
+	return Action{}, state.StateReason{}, false
+}
+
+func criticalPath(e store.Entity) bool {
+	var m struct {
+		CriticalPath bool `json:"critical_path"`
+	}
+	return len(e.Metadata) > 0 && json.Unmarshal(e.Metadata, &m) == nil && m.CriticalPath
+}

@@ -1,0 +1,91 @@
+package reaper
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"watchdog/jobs"
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// EnforceTerminal ends every open entity whose process has been seen dead
+// for at least terminal_grace and that still has not recorded its own end:
+// the type's dead-process terminal with system.health.process_dead_no_terminal
+// and the pid evidence. The grace gives the owner time to record its own
+// end; the compare-and-set makes the owner's write win if it lands first.
+// Right before writing, the process is checked once more, and only a
+// conclusive death counts: the sweep's finding may be old.
+func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
+	rep := Report{Job: jobs.EnforceTerminal, DryRun: r.Settings.DryRun}
+	list, err := r.openOnHost(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("enforce_terminal: %w", err)
+	}
+	now := r.now()
+	for _, e := range list {
+		if enforceTarget(e) == "" {
+			continue
+		}
+		rep.Checked++
+		if !r.graceOver(e, now) {
+			continue
+		}
+		if len(rep.Actions) >= r.maxPerRun() {
+			rep.Truncated = true
+			break
+		}
+		a, ok, err := r.enforce(ctx, e, now)
+		if err != nil {
+			return rep, err
+		}
+		if ok {
+			rep.Actions = append(rep.Actions, a)
+		}
+	}
+	return rep, nil
+}
+
+// EnforceEntity is enforce_terminal for one entity: recorded dead for at
+// least terminal_grace and not ended → re-probe the pid, and only on a
+// conclusive death end it in the type's dead-process terminal through the
+// write path (compare-and-set: an owner's own end that lands first wins).
+// dry_run is honoured (the action comes back skipped). ok says an action
+// was decided; a.Applied says it was written. An entity of another host,
+// one not recorded dead, within its grace, or whose death is not
+// confirmed now is left alone (ok false, nil).
+func (r *Reaper) EnforceEntity(ctx context.Context, e store.Entity) (a Action, ok bool, err error) {
+	now := r.now()
+	if e.HostID != r.HostID || enforceTarget(e) == "" || !r.graceOver(e, now) {
+		return Action{}, false, nil
+	}
+	return r.enforce(ctx, e, now)
+}
+
+// graceOver says whether e, recorded dead, has used up terminal_grace.
+func (r *Reaper) graceOver(e store.Entity, now time.Time) bool {
+	return now.Sub(e.DeadSince) >= r.Settings.TerminalGrace
+}
+
+// enforce is the one decision of enforcement for an entity past its grace:
+// confirm the death now, then end it.
+func (r *Reaper) enforce(ctx context.Context, e store.Entity, now time.Time) (Action, bool, error) {
+	pid := r.Prober.CheckPID(pidTarget(e))
+	if pid.Liveness != probe.Dead {
+		r.log().Info("death not confirmed, not enforcing", zap.String("entity", e.Type+"/"+e.ID), zap.String("liveness", pid.Liveness.String()))
+		return Action{}, false, nil
+	}
+	ev := pid.Evidence(now)
+	detail := fmt.Sprintf("%s; first seen dead %s ago", pid.Detail(), now.Sub(e.DeadSince).Round(time.Second))
+	ev.Detail = detail
+	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: enforceTarget(e), Reason: state.SystemHealthProcessDeadNoTerminal, Detail: detail}
+	reason := state.Observed(state.SystemHealthProcessDeadNoTerminal, "process died without recording a terminal state", ev)
+	if err := r.apply(ctx, &a, reason, "process_exited"); err != nil {
+		return a, true, err
+	}
+	return a, true, nil
+}
