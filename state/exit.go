@@ -37,15 +37,17 @@ func (x ExitStatus) Killed() bool { return x.Signal != 0 }
 func (x ExitStatus) AppendText(b []byte, pid int) []byte {
 	b = append(b, "pid "...)
 	b = strconv.AppendInt(b, int64(pid), 10)
-	return x.appendHow(b)
+	return x.AppendHow(append(b, ' '))
 }
 
-func (x ExitStatus) appendHow(b []byte) []byte {
+// AppendHow appends the phrase without the pid: "exited with status 3",
+// "was killed by SIGKILL".
+func (x ExitStatus) AppendHow(b []byte) []byte {
 	if x.Killed() {
-		b = append(b, " was killed by "...)
+		b = append(b, "was killed by "...)
 		return appendSignalName(b, x.Signal)
 	}
-	b = append(b, " exited with status "...)
+	b = append(b, "exited with status "...)
 	return strconv.AppendInt(b, int64(x.Code), 10)
 }
 
@@ -54,7 +56,7 @@ func (x ExitStatus) Text(pid int) string { return string(x.AppendText(nil, pid))
 
 // How is the phrase without the pid: "exited with status 3", "was killed
 // by SIGKILL" (a queue summary or a message that names the pid already).
-func (x ExitStatus) How() string { return strings.TrimPrefix(string(x.appendHow(nil)), " ") }
+func (x ExitStatus) How() string { return string(x.AppendHow(nil)) }
 
 // Short is the status in a table cell: "exit 3" or "SIGKILL".
 func (x ExitStatus) Short() string {
