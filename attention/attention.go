@@ -352,6 +352,18 @@ func summaryOf(code state.ReasonCode, message string) string {
 	return string(code)
 }
 
+// withExit names how the process ended in the summary of a death, when the
+// kernel said and the message does not already.
+func withExit(summary string, code state.ReasonCode, e store.Entity) string {
+	if e.Exit == nil || (code != state.RunHealthProcessDead && code != state.SystemHealthProcessDeadNoTerminal) {
+		return summary
+	}
+	if how := e.Exit.How(); !strings.Contains(summary, how) {
+		return summary + ": " + e.Exit.Text(e.PID)
+	}
+	return summary
+}
+
 func capitalize(s string) string {
 	if s == "" {
 		return s
@@ -404,6 +416,7 @@ func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
 		} else {
 			reason.Summary = summaryOf(code, "")
 		}
+		reason.Summary = withExit(reason.Summary, code, e)
 		first := firstSeen(e, code == transitionCode)
 		fp := Fingerprint(e.Type, e.ID, code)
 		items = append(items, Item{

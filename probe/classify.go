@@ -382,6 +382,10 @@ func (a ArtifactResult) deliveryMessage(d state.Delivery) string {
 }
 
 func deathMessage(o PIDObservation) string {
+	if x := o.Target.Exit; x != nil && o.Cause != CauseHostRebooted {
+		// How it ended is the news; the cause stays in the evidence.
+		return "process " + x.How()
+	}
 	switch o.Cause {
 	case CausePIDReused:
 		return fmt.Sprintf("pid %d now belongs to another process", o.Target.PID)

@@ -190,7 +190,7 @@ func TestClassifyEvidenceReads(t *testing.T) {
 	}
 	want := []string{
 		// As SPEC §2's example: the pid and the heartbeat on one line.
-		"pid 4242 not running (no such process; start time 1716517000.00); last heartbeat 71m ago (posted heartbeat)",
+		"pid 4242 not running (no such process; start time 1716517000.00; exit status not available); last heartbeat 71m ago (posted heartbeat)",
 		"review.md: 0 bytes < min 1",
 	}
 	if !reflect.DeepEqual(details, want) {

@@ -268,6 +268,10 @@ type PIDTarget struct {
 	StartTicks uint64    // kernel start ticks; 0 = not recorded
 	HostID     string    // "" = this host
 	BootID     string    // "" = not recorded
+	// Exit is how the process ended, when the kernel said so (the pidfd
+	// watch recorded it); nil = not known. Only a Dead observation's
+	// evidence cites it: "pid 4242 exited with status 3".
+	Exit *state.ExitStatus
 }
 
 // PIDObservation is the result of one PID check, with what was seen. It is
@@ -463,10 +467,22 @@ func (o PIDObservation) appendDetail(b []byte) []byte {
 			b = append(b, ", recorded "...)
 			b = strconv.AppendUint(b, o.Target.StartTicks, 10)
 		}
+		if x := o.Target.Exit; x != nil {
+			// Seen to die before the pid was taken again.
+			b = x.AppendHow(append(b, "; it "...))
+		}
 		b = append(b, ')')
 		return b
 	case o.Liveness == Dead:
-		b = append(b, " not running ("...)
+		// "pid 4242 exited with status 3 (no such process; ...)": how it
+		// ended leads when the kernel said; otherwise the line says the
+		// status is not known rather than guess one.
+		if x := o.Target.Exit; x != nil {
+			b = x.AppendHow(append(b, ' '))
+			b = append(b, " ("...)
+		} else {
+			b = append(b, " not running ("...)
+		}
 		b = append(b, o.Cause.String()...)
 		if o.State != 0 {
 			b = append(b, ", state "...)
@@ -475,6 +491,9 @@ func (o PIDObservation) appendDetail(b []byte) []byte {
 		if !o.Target.StartTime.IsZero() {
 			b = append(b, "; start time "...)
 			b = appendUnix(b, o.Target.StartTime)
+		}
+		if o.Target.Exit == nil {
+			b = append(b, "; "+state.ExitNotAvailable...)
 		}
 		b = append(b, ')')
 		return b

@@ -112,7 +112,7 @@ func TestCheckPIDKilledProcessIsDead(t *testing.T) {
 	if o.ReasonCode() != "run.health.process_dead" && o.Cause == CauseNoSuchProcess {
 		t.Errorf("reason %q", o.ReasonCode())
 	}
-	want := fmt.Sprintf("pid %d not running (no such process; start time %.2f)", pid, unixtime.Seconds(id.StartTime))
+	want := fmt.Sprintf("pid %d not running (no such process; start time %.2f; exit status not available)", pid, unixtime.Seconds(id.StartTime))
 	if o.Cause == CauseNoSuchProcess && o.Detail() != want {
 		t.Errorf("detail %q, want %q", o.Detail(), want)
 	}

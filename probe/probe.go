@@ -39,6 +39,9 @@ type Target struct {
 	StartTicks uint64
 	HostID     string
 	BootID     string
+	// Exit is how the process ended when the kernel said so (nil = not
+	// known): the evidence of a dead process names it.
+	Exit *state.ExitStatus
 	// SupervisorPID is the process watching this one (an orchestrator, a
 	// `watchdog exec`); 0 = none. SupervisorStartTime, when known, tells it
 	// from a newcomer reusing its pid.
@@ -102,7 +105,7 @@ func (h *Host) Probe(ctx context.Context, t Target, th Thresholds, now time.Time
 		StartedAt:      started,
 		EndedAt:        t.EndedAt,
 	}
-	obs.PID = h.checkPID(PIDTarget{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID}, sc)
+	obs.PID = h.checkPID(PIDTarget{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID, Exit: t.Exit}, sc)
 	if !t.Terminal {
 		if t.SupervisorPID > 0 && obs.PID.Liveness == Alive {
 			obs.Supervisor = h.checkPID(PIDTarget{PID: t.SupervisorPID, StartTime: t.SupervisorStartTime, HostID: t.HostID, BootID: t.BootID}, sc)

@@ -70,6 +70,11 @@ type Entity struct {
 	LifecycleAt time.Time
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+
+	// Exit is how the entity's process ended, when the kernel said so
+	// (RecordExit); nil while it runs, when it was not watched by pidfd, or
+	// on a kernel that does not keep it.
+	Exit *state.ExitStatus
 }
 
 // LifecycleOr returns the lifecycle, or def for a legacy entity.
@@ -122,7 +127,8 @@ const entityColumns = `type, id, label, lifecycle, terminal, last_seq, transitio
 	heartbeat_file, heartbeat_at, heartbeat_progress, timeout_seconds, timeout_elapsed,
 	artifacts_root, artifacts, lock_files, parent_type, parent_id, depends_on,
 	schedule_cron, schedule_last_fired_at, metadata,
-	started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time`
+	started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time,
+	exit_code, exit_signal, exit_at`
 
 const selectEntity = "SELECT " + entityColumns + " FROM entities WHERE type = ? AND id = ?"
 
@@ -143,7 +149,8 @@ func scanEntityShared(r rowScanner, cache artifactCache) (Entity, error) {
 		e                                                  Entity
 		lifecycle, transitionReason                        sql.NullString
 		reasons, artifacts, lockFiles, dependsOn, metadata string
-		pid, supervisor, ticks                             sql.NullInt64
+		pid, supervisor, ticks, exitCode, exitSignal       sql.NullInt64
+		exitAt                                             time.Time
 		health, delivery                                   string
 	)
 	err := r.Scan(&e.Type, &e.ID, &e.Label, &lifecycle, &e.Terminal, &e.LastSeq, &transitionReason,
@@ -152,7 +159,8 @@ func scanEntityShared(r rowScanner, cache artifactCache) (Entity, error) {
 		&e.HeartbeatFile, unixCol{&e.HeartbeatAt}, &e.HeartbeatProgress, secondsCol{&e.Timeout}, secondsCol{&e.TimeoutElapsed},
 		&e.ArtifactsRoot, &artifacts, &lockFiles, &e.ParentType, &e.ParentID, &dependsOn,
 		&e.ScheduleCron, unixCol{&e.ScheduleLastFiredAt}, &metadata,
-		unixCol{&e.StartedAt}, unixCol{&e.EndedAt}, unixCol{&e.LifecycleAt}, unixCol{&e.CreatedAt}, unixCol{&e.UpdatedAt}, unixCol{&e.SupervisorStartTime})
+		unixCol{&e.StartedAt}, unixCol{&e.EndedAt}, unixCol{&e.LifecycleAt}, unixCol{&e.CreatedAt}, unixCol{&e.UpdatedAt}, unixCol{&e.SupervisorStartTime},
+		&exitCode, &exitSignal, unixCol{&exitAt})
 	if err != nil {
 		return Entity{}, err
 	}
@@ -163,6 +171,9 @@ func scanEntityShared(r rowScanner, cache artifactCache) (Entity, error) {
 	e.Health, e.Delivery = state.Health(health), state.Delivery(delivery)
 	e.PID, e.PIDStartTicks, e.SupervisorPID = int(pid.Int64), uint64(ticks.Int64), int(supervisor.Int64)
 	e.Metadata = json.RawMessage(metadata)
+	if !exitAt.IsZero() {
+		e.Exit = &state.ExitStatus{Code: int(exitCode.Int64), Signal: int(exitSignal.Int64), At: exitAt}
+	}
 	if transitionReason.Valid && transitionReason.String != "" {
 		var r state.StateReason
 		if err := json.Unmarshal([]byte(transitionReason.String), &r); err != nil {
@@ -373,7 +384,8 @@ func (s *SQLite) register(ctx context.Context, e Entity, actor string, at time.T
 		// renames must not cost the entity its pid, and so its liveness
 		// check); a list sent empty ([]) clears it. The pid's identity
 		// (start time, ticks, boot id) moves with the pid: a new pid brings
-		// its own, never the old one's.
+		// its own, never the old one's; nor does it inherit the old one's
+		// exit status.
 		keepList := func(isNil bool, text string) any {
 			if isNil {
 				return nil
@@ -393,6 +405,9 @@ func (s *SQLite) register(ctx context.Context, e Entity, actor string, at time.T
 			boot_id = CASE WHEN :pid IS NULL THEN boot_id ELSE :boot_id END,
 			pid_start_time = CASE WHEN :pid IS NULL THEN pid_start_time ELSE :pid_start_time END,
 			pid_start_ticks = CASE WHEN :pid IS NULL THEN pid_start_ticks ELSE :pid_start_ticks END,
+			exit_code = CASE WHEN :pid IS NULL OR :pid IS pid THEN exit_code ELSE NULL END,
+			exit_signal = CASE WHEN :pid IS NULL OR :pid IS pid THEN exit_signal ELSE NULL END,
+			exit_at = CASE WHEN :pid IS NULL OR :pid IS pid THEN exit_at ELSE NULL END,
 			pid = COALESCE(:pid, pid),
 			supervisor_start_time = CASE WHEN :supervisor_pid IS NULL THEN supervisor_start_time ELSE :supervisor_start_time END,
 			supervisor_pid = COALESCE(:supervisor_pid, supervisor_pid),

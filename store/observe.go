@@ -78,3 +78,42 @@ func (s *SQLite) RecordHeartbeat(ctx context.Context, typ, id string, at time.Ti
 	}
 	return nil
 }
+
+// RecordExit stores how an entity's process ended (state.ExitStatus), as
+// evidence for the probe and enforcement to cite. It is one UPDATE and
+// never a lifecycle change, and it writes only while the entity is open and
+// its recorded pid is still pid: a status that arrives after the entity
+// ended, or after a re-registration moved it to another process, belongs to
+// nobody's current record. It reports whether a row changed (false also
+// when the same status is already stored).
+func (s *SQLite) RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error) {
+	if pid <= 0 {
+		return false, fmt.Errorf("record exit %s/%s: pid %d is not a process id", typ, id, pid)
+	}
+	if x.At.IsZero() {
+		return false, fmt.Errorf("record exit %s/%s: no time of death", typ, id)
+	}
+	var code, signal any
+	if x.Signal != 0 {
+		signal = int64(x.Signal)
+	} else {
+		code = int64(x.Code)
+	}
+	var n int64
+	err := s.writeTx(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `UPDATE entities SET exit_code = :code, exit_signal = :signal, exit_at = :at
+		WHERE type = :type AND id = :id AND terminal = 0 AND lifecycle IS NOT NULL AND pid = :pid
+		  AND (exit_at IS NULL OR exit_code IS NOT :code OR exit_signal IS NOT :signal)`,
+			sql.Named("code", code), sql.Named("signal", signal), sql.Named("at", unixtime.Seconds(x.At)),
+			sql.Named("type", typ), sql.Named("id", id), sql.Named("pid", pid))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("record exit %s/%s: %w", typ, id, err)
+	}
+	return n > 0, nil
+}

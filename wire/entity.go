@@ -54,8 +54,11 @@ type Entity struct {
 	StartedAt         unixtime.Time        `json:"started_at,omitzero"`
 	EndedAt           unixtime.Time        `json:"ended_at,omitzero"`
 	HealthSince       unixtime.Time        `json:"health_since,omitzero"`
-	CreatedAt         unixtime.Time        `json:"created_at"`
-	UpdatedAt         unixtime.Time        `json:"updated_at"`
+	// ExitStatus is how the entity's process ended, when the kernel said
+	// so: {"code": 3, "signal": null, "at": ...}. Absent while unknown.
+	ExitStatus *state.ExitStatus `json:"exit_status,omitempty"`
+	CreatedAt  unixtime.Time     `json:"created_at"`
+	UpdatedAt  unixtime.Time     `json:"updated_at"`
 	// AgentStatus and ActivityState are the agent type's legacy mappings.
 	AgentStatus   string                `json:"agent_status,omitempty"`
 	ActivityState string                `json:"activity_state,omitempty"`
@@ -78,7 +81,7 @@ func FromEntity(e store.Entity, rows []store.AuditRow, now time.Time) Entity {
 		HeartbeatProgress: e.HeartbeatProgress, TimeoutSeconds: e.Timeout.Seconds(), TimeoutElapsed: e.TimeoutElapsed.Seconds(),
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, LockFiles: e.LockFiles, DependsOn: e.DependsOn,
 		StartedAt: unixtime.Of(e.StartedAt), EndedAt: unixtime.Of(e.EndedAt), HealthSince: unixtime.Of(e.HealthSince),
-		CreatedAt: unixtime.Of(e.CreatedAt), UpdatedAt: unixtime.Of(e.UpdatedAt),
+		CreatedAt: unixtime.Of(e.CreatedAt), UpdatedAt: unixtime.Of(e.UpdatedAt), ExitStatus: e.Exit,
 		State: ns, Display: transitions.Display(e, ns),
 	}
 	if len(e.Metadata) > 0 && string(e.Metadata) != "{}" {

@@ -27,6 +27,10 @@ func (l EntityList) Table() string {
 		if len(e.State.Reasons) > 0 {
 			reason = string(e.State.Reasons[len(e.State.Reasons)-1].Code)
 		}
+		if e.ExitStatus != nil {
+			// How the process ended belongs beside why it is dead.
+			reason += " (" + e.ExitStatus.Short() + ")"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason, ago(l.GeneratedAt.Sub(e.UpdatedAt.Time)))
 	}
 	_ = tw.Flush() // into a strings.Builder: cannot fail

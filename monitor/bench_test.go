@@ -1,0 +1,99 @@
+package monitor
+
+import (
+	"container/heap"
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"watchdog/store"
+)
+
+// BenchmarkUpdate10000 is adoption at start: 10,000 open entities handed
+// in and applied (watch opened, deadline computed and placed), per op.
+func BenchmarkUpdate10000(b *testing.B) {
+	const n = 10000
+	ents := make([]store.Entity, n)
+	for i := range ents {
+		ents[i] = session("s"+strconv.Itoa(i), 1000+i)
+		ents[i].HeartbeatAt = t0.Add(time.Duration(i) * time.Millisecond)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		m := New(Options{Reaper: &recorder{}, Watcher: newFakeWatcher(), Prober: aliveProber{}, HostID: "h1",
+			Now: func() time.Time { return t0 }})
+		for _, e := range ents {
+			m.Update(e)
+		}
+		m.applyPending(ctx)
+		if m.h.Len() != n {
+			b.Fatalf("%d deadlines", m.h.Len())
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/entity")
+}
+
+// BenchmarkUpdateChanged is the steady state: one changed entity (a posted
+// heartbeat) among 10,000 handed in and rescheduled.
+func BenchmarkUpdateChanged(b *testing.B) {
+	const n = 10000
+	ctx := context.Background()
+	m := New(Options{Reaper: &recorder{}, Watcher: newFakeWatcher(), Prober: aliveProber{}, HostID: "h1",
+		Now: func() time.Time { return t0 }})
+	ents := make([]store.Entity, n)
+	for i := range ents {
+		ents[i] = session("s"+strconv.Itoa(i), 1000+i)
+		m.Update(ents[i])
+	}
+	m.applyPending(ctx)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		e := &ents[i%n]
+		e.HeartbeatAt = e.HeartbeatAt.Add(time.Second)
+		m.Update(*e)
+		m.applyPending(ctx)
+		i++
+	}
+}
+
+// BenchmarkHeap is the heap's own cost at 10,000 entries: move one entry
+// (heap.Fix) and read the earliest, as a rescheduled deadline does.
+func BenchmarkHeap(b *testing.B) {
+	const n = 10000
+	var h deadlineHeap
+	all := make([]*tracked, n)
+	for i := range all {
+		all[i] = &tracked{index: -1}
+		h.schedule(all[i], t0.Add(time.Duration(i*7919%n)*time.Second))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		tr := all[i%n]
+		h.schedule(tr, tr.at.Add(time.Duration(n)*time.Second))
+		_ = h.peek()
+		i++
+	}
+}
+
+// BenchmarkHeapPushPop fills the heap with 10,000 deadlines and drains it.
+func BenchmarkHeapPushPop(b *testing.B) {
+	const n = 10000
+	all := make([]*tracked, n)
+	for i := range all {
+		all[i] = &tracked{index: -1}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var h deadlineHeap
+		for i, tr := range all {
+			h.schedule(tr, t0.Add(time.Duration(i*7919%n)*time.Second))
+		}
+		for h.Len() > 0 {
+			heap.Pop(&h)
+		}
+	}
+}

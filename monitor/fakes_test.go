@@ -1,0 +1,193 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"watchdog/internal/testenv"
+	"watchdog/pidwatch"
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// The fakes stand in for the parts other branches deliver (the reaper's
+// per-entity entry points, pidwatch) and for the store's RecordExit; the
+// real ones are joined in the daemon and tested there.
+
+type call struct {
+	what string // check, enforce, phantom, schedule, exit
+	key  string
+	e    store.Entity
+	exit state.ExitStatus
+}
+
+type recorder struct {
+	mu    sync.Mutex
+	calls []call
+	err   error // returned by CheckEntity
+}
+
+func (r *recorder) add(c call) {
+	r.mu.Lock()
+	r.calls = append(r.calls, c)
+	r.mu.Unlock()
+}
+
+func (r *recorder) take() []call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.calls
+	r.calls = nil
+	return out
+}
+
+func (r *recorder) seen() []call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+func (r *recorder) CheckEntity(_ context.Context, e store.Entity) (bool, error) {
+	r.add(call{what: "check", key: Key(e.Type, e.ID), e: e})
+	return true, r.err
+}
+
+func (r *recorder) EnforceEntity(_ context.Context, e store.Entity) (bool, error) {
+	r.add(call{what: "enforce", key: Key(e.Type, e.ID), e: e})
+	return true, nil
+}
+
+func (r *recorder) ReapPhantomEntity(_ context.Context, e store.Entity) (bool, error) {
+	r.add(call{what: "phantom", key: Key(e.Type, e.ID), e: e})
+	return true, nil
+}
+
+func (r *recorder) CheckScheduleEntity(_ context.Context, e store.Entity) (bool, error) {
+	r.add(call{what: "schedule", key: Key(e.Type, e.ID), e: e})
+	return true, nil
+}
+
+func (r *recorder) RecordExit(_ context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error) {
+	r.add(call{what: "exit", key: Key(typ, id), exit: x})
+	return true, nil
+}
+
+// fakeWatcher answers Watch with errs[pid] (nil: watched) after asking
+// same, as pidwatch does.
+type fakeWatcher struct {
+	mu      sync.Mutex
+	errs    map[int]error
+	watched map[string]int
+	forgot  []string
+	sames   int
+	deaths  chan pidwatch.Death
+}
+
+func newFakeWatcher() *fakeWatcher {
+	return &fakeWatcher{errs: map[int]error{}, watched: map[string]int{}, deaths: make(chan pidwatch.Death, 16)}
+}
+
+func (w *fakeWatcher) Watch(key string, pid int, same func() bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.errs[pid]; err != nil {
+		return err
+	}
+	w.sames++
+	if !same() {
+		return pidwatch.ErrNotSame
+	}
+	w.watched[key] = pid
+	return nil
+}
+
+func (w *fakeWatcher) Forget(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.watched, key)
+	w.forgot = append(w.forgot, key)
+}
+
+func (w *fakeWatcher) Deaths() <-chan pidwatch.Death { return w.deaths }
+
+// aliveProber verifies every identity; notSame names the pids it refuses.
+type aliveProber struct{ notSame map[int]bool }
+
+func (p aliveProber) CheckPID(t probe.PIDTarget) probe.PIDObservation {
+	if p.notSame[t.PID] {
+		return probe.PIDObservation{Target: t, Liveness: probe.Dead, Cause: probe.CausePIDReused}
+	}
+	return probe.PIDObservation{Target: t, Liveness: probe.Alive, Cause: probe.CauseNone}
+}
+
+var t0 = time.Unix(1_800_000_000, 0)
+
+// harness is a Monitor driven by hand: Update, then step() applies what
+// was handed in and fires what is due at the clock's time, as one turn of
+// Run's loop does.
+type harness struct {
+	m     *Monitor
+	rec   *recorder
+	w     *fakeWatcher
+	clock *testenv.Clock
+	mtime map[string]time.Time
+}
+
+func newHarness(t *testing.T, s Settings) *harness {
+	t.Helper()
+	h := &harness{rec: &recorder{}, w: newFakeWatcher(), clock: testenv.NewClock(t0), mtime: map[string]time.Time{}}
+	h.m = New(Options{
+		Reaper: h.rec, Watcher: h.w, Prober: aliveProber{}, Exits: h.rec,
+		HostID: "h1", Settings: s, Now: h.clock.Now,
+		StatMtime: func(path string) (time.Time, error) {
+			mt, ok := h.mtime[path]
+			if !ok {
+				return time.Time{}, fmt.Errorf("stat %s: %w", path, syscall.ENOENT)
+			}
+			return mt, nil
+		},
+	})
+	return h
+}
+
+func (h *harness) step() []call {
+	ctx := context.Background()
+	h.m.applyPending(ctx)
+	h.m.fireDue(ctx)
+	return h.rec.take()
+}
+
+// advance moves the clock and steps.
+func (h *harness) advance(d time.Duration) []call {
+	h.clock.Advance(d)
+	return h.step()
+}
+
+func (h *harness) death(d pidwatch.Death) []call {
+	h.m.death(context.Background(), d)
+	h.m.fireDue(context.Background())
+	return h.rec.take()
+}
+
+func whats(calls []call) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.what+" "+c.key)
+	}
+	return out
+}
+
+func running() *string { s := "running"; return &s }
+
+// session is an open local session with a verified process, started at t0.
+func session(id string, pid int) store.Entity {
+	return store.Entity{Type: "session", ID: id, Lifecycle: running(), HostID: "h1", PID: pid,
+		PIDStartTime: t0, PIDStartTicks: 1000, BootID: "b1", StartedAt: t0, CreatedAt: t0, LifecycleAt: t0,
+		Health: state.HealthRunning}
+}

@@ -1,0 +1,509 @@
+// Package monitor is the event-driven core of liveness (SPEC §6): it holds
+// a pidfd watch on every open local entity's process and a timer heap of
+// every timed judgement, so a death is judged the moment the kernel reports
+// it and a threshold at the moment it passes, not when a sweep comes round.
+//
+// One goroutine (Run) owns everything: the watches, the heap and the calls
+// into the reaper. There are no per-entity goroutines and no periodic
+// scan: one time.Timer is reset to the earliest deadline. The sweep stays,
+// slower, as the reconciler of what events cannot see.
+//
+// The monitor decides only when to look; what is seen and done is the
+// reaper's (CheckEntity probes and records, EnforceEntity and
+// ReapPhantomEntity end through the write path with their own re-check and
+// compare-and-set), so a deadline that fires early or twice costs a probe,
+// never a wrong verdict.
+package monitor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"watchdog/pidwatch"
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// Reaper is the reaper's per-entity entry points: each judges or acts on
+// one entity as its job would, re-reading what it must.
+type Reaper interface {
+	CheckEntity(ctx context.Context, e store.Entity) (written bool, err error)
+	EnforceEntity(ctx context.Context, e store.Entity) (acted bool, err error)
+	ReapPhantomEntity(ctx context.Context, e store.Entity) (bool, error)
+	CheckScheduleEntity(ctx context.Context, e store.Entity) (bool, error)
+}
+
+// Watcher is the pidfd watcher (pidwatch) as the monitor uses it.
+type Watcher interface {
+	Watch(key string, pid int, same func() bool) error
+	Forget(key string)
+	Deaths() <-chan pidwatch.Death
+}
+
+// ExitRecorder stores how a process ended (store.SQLite.RecordExit).
+type ExitRecorder interface {
+	RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error)
+}
+
+// Prober checks a recorded pid's identity (probe.Host.CheckPID): a watch
+// is kept only for the very process that was recorded.
+type Prober interface {
+	CheckPID(t probe.PIDTarget) probe.PIDObservation
+}
+
+// Settings are the durations the deadlines are computed from: the config's
+// thresholds and graces, and the fallback's poll interval.
+type Settings struct {
+	Thresholds    probe.Thresholds
+	TerminalGrace time.Duration
+	PhantomAfter  time.Duration
+	MisfireGrace  time.Duration
+	// PollInterval is how often an entity whose process cannot be watched
+	// by pidfd (ErrUnsupported, ErrNoFD, no start time recorded) is
+	// checked.
+	PollInterval time.Duration
+}
+
+// DefaultSettings are the SPEC defaults, and a 5 s poll: a death on a
+// system without pidfds is seen within 5 s at the cost of one /proc read
+// per polled process every 5 s (about 5µs each), where the sweep took a
+// minute.
+var DefaultSettings = Settings{
+	Thresholds:    probe.DefaultThresholds,
+	TerminalGrace: 30 * time.Second,
+	PhantomAfter:  time.Hour,
+	MisfireGrace:  5 * time.Minute,
+	PollInterval:  5 * time.Second,
+}
+
+func (s Settings) withDefaults() Settings {
+	d := DefaultSettings
+	if s.Thresholds.IdleAfter <= 0 {
+		s.Thresholds.IdleAfter = d.Thresholds.IdleAfter
+	}
+	if s.Thresholds.StalledAfter <= 0 {
+		s.Thresholds.StalledAfter = d.Thresholds.StalledAfter
+	}
+	if s.Thresholds.SlowAfter <= 0 {
+		s.Thresholds.SlowAfter = d.Thresholds.SlowAfter
+	}
+	if s.Thresholds.SlowUntil <= 0 {
+		s.Thresholds.SlowUntil = d.Thresholds.SlowUntil
+	}
+	if s.TerminalGrace <= 0 {
+		s.TerminalGrace = d.TerminalGrace
+	}
+	if s.PhantomAfter <= 0 {
+		s.PhantomAfter = d.PhantomAfter
+	}
+	if s.MisfireGrace <= 0 {
+		s.MisfireGrace = d.MisfireGrace
+	}
+	if s.PollInterval <= 0 {
+		s.PollInterval = d.PollInterval
+	}
+	return s
+}
+
+// Options are what a Monitor works with. Reaper is required; the rest
+// may be nil: without Watcher every process is polled, without Prober no
+// watch is opened (nothing could verify it), without Exits no exit status
+// is recorded.
+type Options struct {
+	Reaper  Reaper
+	Watcher Watcher
+	Prober  Prober
+	Exits   ExitRecorder
+	// HostID is this host's: only its entities are watched and timed.
+	HostID   string
+	Settings Settings
+	Logger   *zap.Logger
+	// Now and StatMtime stand in for the clock and the heartbeat file's
+	// stat in tests; nil means time.Now and os.Stat.
+	Now       func() time.Time
+	StatMtime func(path string) (time.Time, error)
+}
+
+// Monitor schedules every open local entity's judgements. Update, Forget
+// and SetSettings may be called from any goroutine, before or during Run;
+// they hand their change to Run's goroutine and return at once.
+type Monitor struct {
+	opt Options
+
+	mu       sync.Mutex
+	pending  map[string]*store.Entity // latest change per key; nil = forget
+	settings *Settings                // a reload not yet applied
+	wake     chan struct{}
+
+	nPidfd, nPolled atomic.Int64
+
+	// Owned by Run's goroutine.
+	s    Settings
+	ents map[string]*tracked
+	h    deadlineHeap
+}
+
+// New returns a Monitor; Run starts it.
+func New(opt Options) *Monitor {
+	if opt.Logger == nil {
+		opt.Logger = zap.NewNop()
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.StatMtime == nil {
+		opt.StatMtime = statMtime
+	}
+	return &Monitor{
+		opt:     opt,
+		pending: map[string]*store.Entity{},
+		wake:    make(chan struct{}, 1),
+		s:       opt.Settings.withDefaults(),
+		ents:    map[string]*tracked{},
+	}
+}
+
+func statMtime(path string) (time.Time, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
+}
+
+// Key is the watch key of an entity: "type/id".
+func Key(typ, id string) string { return typ + "/" + id }
+
+// Update hands the monitor an entity as it now is: at start for each open
+// entity (adoption), and on every change any writer made. An entity that
+// is not this host's or has ended is forgotten.
+func (m *Monitor) Update(e store.Entity) {
+	m.mu.Lock()
+	m.pending[Key(e.Type, e.ID)] = &e
+	m.mu.Unlock()
+	m.poke()
+}
+
+// Forget drops an entity (deleted, or no longer this host's).
+func (m *Monitor) Forget(typ, id string) {
+	m.mu.Lock()
+	m.pending[Key(typ, id)] = nil
+	m.mu.Unlock()
+	m.poke()
+}
+
+// SetSettings applies a reload: every deadline is computed again.
+func (m *Monitor) SetSettings(s Settings) {
+	s = s.withDefaults()
+	m.mu.Lock()
+	m.settings = &s
+	m.mu.Unlock()
+	m.poke()
+}
+
+// Watching counts the processes watched by pidfd and those polled instead
+// (the gauge watchdog_watched_processes{mode}).
+func (m *Monitor) Watching() (pidfd, polled int) {
+	return int(m.nPidfd.Load()), int(m.nPolled.Load())
+}
+
+func (m *Monitor) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run watches and fires deadlines until ctx ends, then forgets its
+// watches. It returns ctx's error.
+func (m *Monitor) Run(ctx context.Context) error {
+	var deaths <-chan pidwatch.Death
+	if m.opt.Watcher != nil {
+		deaths = m.opt.Watcher.Deaths()
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	defer m.forgetAll()
+	for {
+		m.applyPending(ctx)
+		m.fireDue(ctx)
+		if next := m.h.peek(); next != nil {
+			timer.Reset(max(next.at.Sub(m.opt.Now()), 0))
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-m.wake:
+		case <-timer.C:
+		case d, ok := <-deaths:
+			if !ok {
+				deaths = nil // the watcher closed: the polls and the sweep remain
+				continue
+			}
+			m.death(ctx, d)
+		}
+	}
+}
+
+// applyPending takes the changes handed in since the last turn.
+func (m *Monitor) applyPending(ctx context.Context) {
+	m.mu.Lock()
+	pending, s := m.pending, m.settings
+	if len(pending) > 0 {
+		m.pending = make(map[string]*store.Entity, len(pending))
+	}
+	m.settings = nil
+	m.mu.Unlock()
+	if s != nil {
+		m.s = *s
+		for _, tr := range m.ents {
+			m.reschedule(tr)
+		}
+	}
+	for key, e := range pending {
+		if e == nil {
+			m.drop(key)
+			continue
+		}
+		m.apply(ctx, key, *e)
+	}
+}
+
+// local says whether the entity is this host's to watch and time.
+func (m *Monitor) local(e store.Entity) bool {
+	return e.HostID == "" || m.opt.HostID == "" || e.HostID == m.opt.HostID
+}
+
+// apply takes one entity's new state: (re)opens or drops its watch and
+// computes its deadline again.
+func (m *Monitor) apply(ctx context.Context, key string, e store.Entity) {
+	if !open(e) || !m.local(e) {
+		m.drop(key)
+		return
+	}
+	now := m.opt.Now()
+	tr := m.ents[key]
+	if tr == nil {
+		tr = &tracked{key: key, index: -1, judged: now}
+		m.ents[key] = tr
+	} else if tr.e.HeartbeatAt.Before(e.HeartbeatAt) && (e.Health == state.HealthIdle || e.Health == state.HealthStalled) {
+		// A heartbeat posted to an idle or stalled entity: judge it now,
+		// not at its next threshold.
+		tr.checkAt = now
+	}
+	if tr.e.HeartbeatFile != e.HeartbeatFile {
+		tr.hbFile = time.Time{}
+	}
+	tr.e = e
+	m.watch(ctx, tr, now)
+	m.reschedule(tr)
+}
+
+// wantsWatch says whether the entity has a live process of its own to
+// watch: a pid, and no death recorded yet.
+func wantsWatch(e store.Entity) bool {
+	return e.PID > 0 && e.DeadSince.IsZero() && e.Health != state.HealthProcessDead
+}
+
+// watch opens, keeps or drops the entity's watch to match its pid.
+func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
+	e := tr.e
+	if !wantsWatch(e) || e.PID == tr.diedPID {
+		m.unwatch(tr)
+		return
+	}
+	if tr.mode != unwatched && tr.watchedPID == e.PID {
+		return // the same process, still watched
+	}
+	m.unwatch(tr)
+	tr.watchedPID = e.PID
+	identified := !e.PIDStartTime.IsZero() || e.PIDStartTicks != 0
+	if m.opt.Watcher == nil || m.opt.Prober == nil || !identified {
+		// Without a recorded identity a pidfd could be the pid's next
+		// owner's: such a process is polled, never watched.
+		m.setMode(tr, polled)
+		tr.checkAt = now.Add(m.s.PollInterval)
+		return
+	}
+	target := probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID}
+	err := m.opt.Watcher.Watch(tr.key, e.PID, func() bool { return m.opt.Prober.CheckPID(target).IdentityVerified() })
+	switch {
+	case err == nil:
+		m.setMode(tr, byPidfd)
+	case errors.Is(err, pidwatch.ErrNotSame), errors.Is(err, pidwatch.ErrGone):
+		// The recorded process is not there: the probe says so now.
+		m.setMode(tr, unwatched)
+		tr.checkAt = now
+	default:
+		if !errors.Is(err, pidwatch.ErrUnsupported) && !errors.Is(err, pidwatch.ErrNoFD) {
+			m.opt.Logger.Warn("pidfd watch failed; polling instead", zap.String("entity", tr.key), zap.Error(err))
+		}
+		m.setMode(tr, polled)
+		tr.checkAt = now.Add(m.s.PollInterval)
+	}
+}
+
+func (m *Monitor) setMode(tr *tracked, md mode) {
+	counter := func(md mode) *atomic.Int64 {
+		switch md {
+		case byPidfd:
+			return &m.nPidfd
+		case polled:
+			return &m.nPolled
+		}
+		return nil
+	}
+	if c := counter(tr.mode); c != nil {
+		c.Add(-1)
+	}
+	if c := counter(md); c != nil {
+		c.Add(1)
+	}
+	tr.mode = md
+}
+
+func (m *Monitor) unwatch(tr *tracked) {
+	if tr.mode == byPidfd {
+		m.opt.Watcher.Forget(tr.key)
+	}
+	if tr.mode == polled {
+		tr.checkAt = time.Time{}
+	}
+	m.setMode(tr, unwatched)
+	tr.watchedPID = 0
+}
+
+func (m *Monitor) drop(key string) {
+	tr := m.ents[key]
+	if tr == nil {
+		return
+	}
+	m.unwatch(tr)
+	m.h.schedule(tr, time.Time{})
+	delete(m.ents, key)
+}
+
+func (m *Monitor) forgetAll() {
+	for key := range m.ents {
+		m.drop(key)
+	}
+}
+
+func (m *Monitor) reschedule(tr *tracked) {
+	next, _ := deadlines(tr, m.s, m.opt.Now())
+	m.h.schedule(tr, next)
+}
+
+// death handles a pidwatch death: the exit status first, so the check's
+// evidence names it, then the check, which records process_dead with
+// dead_since; enforcement follows at dead_since + terminal_grace.
+func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
+	tr := m.ents[d.Key]
+	if tr == nil || tr.e.PID != d.PID {
+		return // forgotten, or re-registered to another process meanwhile
+	}
+	if d.Exit.Known {
+		x := state.ExitStatus{Code: d.Exit.Code, Signal: int(d.Exit.Signal), At: d.At}
+		if d.Exit.Signal != 0 {
+			x.Code = 0
+		}
+		if m.opt.Exits != nil {
+			if _, err := m.opt.Exits.RecordExit(ctx, tr.e.Type, tr.e.ID, d.PID, x); err != nil {
+				m.opt.Logger.Warn("cannot record exit status", zap.String("entity", tr.key), zap.Error(err))
+			}
+		}
+		tr.e.Exit = &x
+	}
+	// The watch is over on the monitor's side. Not Forget: pidwatch ends
+	// it itself after the last Death, and a second Death with the exit
+	// status may still come (pidwatch.ExitWait).
+	tr.diedPID = d.PID
+	if tr.mode == byPidfd {
+		m.setMode(tr, unwatched)
+		tr.watchedPID = 0
+	}
+	m.check(ctx, tr)
+	if tr.e.DeadSince.IsZero() {
+		// What the check just recorded, until the change comes back
+		// through Update with the stored value.
+		tr.e.DeadSince = d.At
+	}
+	m.reschedule(tr)
+}
+
+// check runs CheckEntity now; a failure is retried at the next poll.
+func (m *Monitor) check(ctx context.Context, tr *tracked) {
+	tr.checkAt = time.Time{}
+	if _, err := m.opt.Reaper.CheckEntity(ctx, tr.e); err != nil {
+		m.opt.Logger.Warn("check failed; retrying", zap.String("entity", tr.key), zap.Error(err))
+		tr.checkAt = m.opt.Now().Add(m.s.PollInterval)
+	}
+}
+
+// fireDue runs every deadline that has come, each entity's due jobs in one
+// go, and schedules its next.
+func (m *Monitor) fireDue(ctx context.Context) {
+	for {
+		tr := m.h.peek()
+		now := m.opt.Now()
+		if tr == nil || tr.at.After(now) || ctx.Err() != nil {
+			return
+		}
+		m.fire(ctx, tr, now)
+		if m.ents[tr.key] == tr {
+			m.reschedule(tr)
+		}
+	}
+}
+
+func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
+	_, due := deadlines(tr, m.s, now)
+	if due&jobHeartbeat != 0 {
+		if tr.e.HeartbeatFile != "" {
+			// The file's mtime is learned now, when it matters: it may
+			// have moved every threshold later.
+			if mt, err := m.opt.StatMtime(tr.e.HeartbeatFile); err == nil && mt.After(tr.hbFile) {
+				tr.hbFile = mt
+			}
+		}
+		if crossed(tr, m.s, now) {
+			due |= jobCheck
+		}
+		tr.judged = now
+	}
+	if due&jobCheck != 0 {
+		m.check(ctx, tr)
+		if tr.mode == polled && tr.checkAt.IsZero() {
+			tr.checkAt = now.Add(m.s.PollInterval)
+		}
+	}
+	if due&jobEnforce != 0 {
+		tr.enforcedFor = tr.e.DeadSince
+		m.act(ctx, tr, "enforce", m.opt.Reaper.EnforceEntity)
+	}
+	if due&jobPhantom != 0 {
+		tr.phantomFor = lastActivity(tr)
+		m.act(ctx, tr, "reap phantom", m.opt.Reaper.ReapPhantomEntity)
+	}
+	if due&jobSchedule != 0 {
+		tr.scheduleFor = nextFire(tr.e)
+		m.act(ctx, tr, "check schedule", m.opt.Reaper.CheckScheduleEntity)
+	}
+}
+
+// act runs one of the reaper's acting entry points. It is not retried on
+// its own: the sweep reconciles what an error left.
+func (m *Monitor) act(ctx context.Context, tr *tracked, what string, f func(context.Context, store.Entity) (bool, error)) {
+	if _, err := f(ctx, tr.e); err != nil {
+		m.opt.Logger.Warn(what+" failed", zap.String("entity", tr.key), zap.Error(err))
+	}
+}

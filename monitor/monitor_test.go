@@ -1,0 +1,383 @@
+package monitor
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"math/rand"
+	"reflect"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"watchdog/internal/testenv"
+	"watchdog/pidwatch"
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// TestDeadlines pins the pure deadline computation: which judgement comes
+// when, from what.
+func TestDeadlines(t *testing.T) {
+	s := DefaultSettings
+	dead := session("d", 42)
+	dead.Health, dead.DeadSince = state.HealthProcessDead, t0.Add(time.Hour)
+	dead.LifecycleAt = t0.Add(50 * time.Minute) // its last activity
+	enforced := dead
+	schedule := store.Entity{Type: "schedule", ID: "nightly", Lifecycle: strp("enabled"), HostID: "h1",
+		ScheduleCron: "0 3 * * *", ScheduleLastFiredAt: t0, CreatedAt: t0, LifecycleAt: t0}
+	ended := session("e", 42)
+	ended.Terminal = true
+	posted := session("p", 42)
+	posted.HeartbeatAt = t0.Add(30 * time.Minute)
+	for _, tc := range []struct {
+		name string
+		tr   tracked
+		now  time.Time
+		next time.Time
+		due  job
+	}{
+		{name: "fresh start: idle after idle_after from the start", tr: tracked{e: session("a", 42), judged: t0}, now: t0,
+			next: t0.Add(10 * time.Minute)},
+		{name: "posted heartbeat moves idle on", tr: tracked{e: posted, judged: t0}, now: t0,
+			next: t0.Add(40 * time.Minute)},
+		{name: "a heartbeat file seen later moves it further", tr: tracked{e: posted, judged: t0, hbFile: t0.Add(35 * time.Minute)}, now: t0,
+			next: t0.Add(45 * time.Minute)},
+		{name: "after idle was judged, stalled is next", tr: tracked{e: session("a", 42), judged: t0.Add(10 * time.Minute)}, now: t0.Add(10 * time.Minute),
+			next: t0.Add(60 * time.Minute)},
+		{name: "slow's start and stalled coincide: one deadline", tr: tracked{e: session("a", 42), judged: t0.Add(11 * time.Minute)}, now: t0.Add(61 * time.Minute),
+			next: t0.Add(60 * time.Minute), due: jobHeartbeat},
+		{name: "slow_until is the last heartbeat boundary", tr: tracked{e: session("a", 42), judged: t0.Add(61 * time.Minute)}, now: t0.Add(61 * time.Minute),
+			next: t0.Add(3 * time.Hour)},
+		{name: "dead: enforcement at dead_since + terminal_grace", tr: tracked{e: dead, judged: t0}, now: dead.DeadSince,
+			next: dead.DeadSince.Add(30 * time.Second)},
+		{name: "dead and quiet: enforcement and the phantom both due", tr: tracked{e: dead, judged: t0}, now: t0.Add(2 * time.Hour),
+			next: dead.DeadSince.Add(30 * time.Second), due: jobEnforce | jobPhantom},
+		{name: "enforced once: only the phantom remains", tr: tracked{e: enforced, judged: t0, enforcedFor: enforced.DeadSince}, now: dead.DeadSince,
+			next: t0.Add(110 * time.Minute)},
+		{name: "an explicit check comes first", tr: tracked{e: session("a", 42), judged: t0, checkAt: t0.Add(time.Second)}, now: t0.Add(time.Second),
+			next: t0.Add(time.Second), due: jobCheck},
+		{name: "schedule: next fire + misfire_grace", tr: tracked{e: schedule, judged: t0}, now: t0,
+			next: nextFire(schedule).Add(5 * time.Minute)},
+		{name: "schedule judged for that fire: nothing", tr: tracked{e: schedule, judged: t0, scheduleFor: nextFire(schedule)}, now: t0},
+		{name: "ended: nothing", tr: tracked{e: ended, judged: t0, checkAt: t0}, now: t0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next, due := deadlines(&tc.tr, s, tc.now)
+			if !next.Equal(tc.next) || due != tc.due {
+				t.Errorf("deadlines = %v (+%v), due %b; want %v (+%v), due %b", next, next.Sub(t0), due, tc.next, tc.next.Sub(t0), tc.due)
+			}
+		})
+	}
+}
+
+func strp(s string) *string { return &s }
+
+// TestHeapOrder: entries come out in deadline order, a moved entry takes
+// its new place, a removed one never comes out.
+func TestHeapOrder(t *testing.T) {
+	var h deadlineHeap
+	rng := rand.New(rand.NewSource(1))
+	all := make([]*tracked, 200)
+	for i := range all {
+		all[i] = &tracked{key: string(rune('a' + i%26)), index: -1}
+		h.schedule(all[i], t0.Add(time.Duration(rng.Intn(1000))*time.Second))
+	}
+	for i := 0; i < 50; i++ { // move some
+		h.schedule(all[i], t0.Add(time.Duration(rng.Intn(1000))*time.Second))
+	}
+	for i := 50; i < 80; i++ { // remove some
+		h.schedule(all[i], time.Time{})
+		if all[i].index != -1 {
+			t.Fatalf("removed entry keeps index %d", all[i].index)
+		}
+	}
+	var got []time.Time
+	for h.Len() > 0 {
+		got = append(got, heap.Pop(&h).(*tracked).at)
+	}
+	if len(got) != 170 {
+		t.Fatalf("%d entries came out, want 170", len(got))
+	}
+	if !slices.IsSortedFunc(got, time.Time.Compare) {
+		t.Errorf("not in deadline order: %v", got)
+	}
+}
+
+// TestWatchModes: a verified process is watched by pidfd, one the kernel
+// cannot watch is polled, a gone or reused one is checked at once, and
+// one without a recorded identity is never watched.
+func TestWatchModes(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		err           error
+		noIdentity    bool
+		pidfd, polled int
+		first         []string // calls at once
+		afterPoll     []string // calls one poll interval later
+	}{
+		{name: "watched", pidfd: 1},
+		{name: "unsupported", err: pidwatch.ErrUnsupported, polled: 1, afterPoll: []string{"check session/s"}},
+		{name: "out of fds", err: pidwatch.ErrNoFD, polled: 1, afterPoll: []string{"check session/s"}},
+		{name: "another error", err: syscall.EINVAL, polled: 1, afterPoll: []string{"check session/s"}},
+		{name: "gone", err: pidwatch.ErrGone, first: []string{"check session/s"}},
+		{name: "not the same", err: pidwatch.ErrNotSame, first: []string{"check session/s"}},
+		{name: "no identity recorded", noIdentity: true, polled: 1, afterPoll: []string{"check session/s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Settings{})
+			h.w.errs[42] = tc.err
+			e := session("s", 42)
+			if tc.noIdentity {
+				e.PIDStartTime, e.PIDStartTicks = time.Time{}, 0
+			}
+			h.m.Update(e)
+			if got := whats(h.step()); !reflect.DeepEqual(got, tc.first) {
+				t.Errorf("at once: %v, want %v", got, tc.first)
+			}
+			if pidfd, polled := h.m.Watching(); pidfd != tc.pidfd || polled != tc.polled {
+				t.Errorf("Watching = %d, %d; want %d, %d", pidfd, polled, tc.pidfd, tc.polled)
+			}
+			if tc.noIdentity && h.w.sames != 0 {
+				t.Error("a pid without a recorded identity was offered to the watcher")
+			}
+			if got := whats(h.advance(DefaultSettings.PollInterval)); !reflect.DeepEqual(got, tc.afterPoll) {
+				t.Errorf("a poll interval later: %v, want %v", got, tc.afterPoll)
+			}
+			if tc.polled > 0 {
+				if got := whats(h.advance(DefaultSettings.PollInterval)); len(got) != 1 {
+					t.Errorf("the poll did not come round again: %v", got)
+				}
+			}
+		})
+	}
+}
+
+// TestSameAsksTheProbe: the identity check Watch runs after opening the
+// pidfd is the probe's, on the recorded start time and boot.
+func TestSameAsksTheProbe(t *testing.T) {
+	h := newHarness(t, Settings{})
+	h.m.opt.Prober = aliveProber{notSame: map[int]bool{42: true}}
+	h.m.Update(session("s", 42))
+	if got := whats(h.step()); !reflect.DeepEqual(got, []string{"check session/s"}) {
+		t.Errorf("a reused pid: %v, want an immediate check", got)
+	}
+	if pidfd, _ := h.m.Watching(); pidfd != 0 || len(h.w.watched) != 0 {
+		t.Errorf("a reused pid is watched: %v", h.w.watched)
+	}
+}
+
+// TestDeathThenEnforcement: a death records the exit status, checks at
+// once with the status on the entity, and enforces once at dead_since +
+// terminal_grace.
+func TestDeathThenEnforcement(t *testing.T) {
+	h := newHarness(t, Settings{})
+	h.m.Update(session("s", 42))
+	h.step()
+	at := h.clock.Now()
+	got := h.death(pidwatch.Death{Key: "session/s", PID: 42, At: at, Exit: pidwatch.Exit{Known: true, Code: 3}})
+	if whats(got)[0] != "exit session/s" || got[0].exit != (state.ExitStatus{Code: 3, At: at}) {
+		t.Fatalf("first call %+v, want the exit status 3 recorded", got[0])
+	}
+	if len(got) != 2 || got[1].what != "check" || got[1].e.Exit == nil || got[1].e.Exit.Code != 3 {
+		t.Fatalf("calls %v, want a check of the entity carrying its exit", whats(got))
+	}
+	if pidfd, _ := h.m.Watching(); pidfd != 0 {
+		t.Errorf("a dead process still counts as watched")
+	}
+	// The check's write comes back through Update.
+	dead := session("s", 42)
+	dead.Health, dead.DeadSince = state.HealthProcessDead, at
+	h.m.Update(dead)
+	if got := whats(h.advance(29 * time.Second)); len(got) != 0 {
+		t.Errorf("before terminal_grace: %v", got)
+	}
+	if got := whats(h.advance(time.Second)); !reflect.DeepEqual(got, []string{"enforce session/s"}) {
+		t.Errorf("at terminal_grace: %v, want one enforcement", got)
+	}
+	if got := whats(h.advance(10 * time.Minute)); len(got) != 0 {
+		t.Errorf("enforcement fired again: %v", got)
+	}
+	if len(h.w.forgot) != 0 {
+		t.Errorf("a dead process's watch was forgotten by hand (pidwatch ends it): %v", h.w.forgot)
+	}
+}
+
+// TestDeathExitLater: the first Death without a status, the second with
+// it: both are checked, the second records the status, and the pid is not
+// watched again in between.
+func TestDeathExitLater(t *testing.T) {
+	h := newHarness(t, Settings{})
+	h.m.Update(session("s", 42))
+	h.step()
+	at := h.clock.Now()
+	if got := whats(h.death(pidwatch.Death{Key: "session/s", PID: 42, At: at})); !reflect.DeepEqual(got, []string{"check session/s"}) {
+		t.Fatalf("first death: %v", got)
+	}
+	h.m.Update(session("s", 42)) // an unrelated change before the check's write comes back
+	if got := whats(h.step()); len(got) != 0 || h.w.sames != 1 {
+		t.Errorf("the dead pid was watched again (%d identity checks), calls %v", h.w.sames, got)
+	}
+	got := h.death(pidwatch.Death{Key: "session/s", PID: 42, At: at.Add(time.Second), Exit: pidwatch.Exit{Known: true, Signal: syscall.SIGKILL}})
+	if !reflect.DeepEqual(whats(got), []string{"exit session/s", "check session/s"}) || got[0].exit.Signal != 9 || got[0].exit.Code != 0 {
+		t.Errorf("second death: %v %+v", whats(got), got)
+	}
+	if got := whats(h.death(pidwatch.Death{Key: "session/t", PID: 43, At: at})); len(got) != 0 {
+		t.Errorf("a death of an unknown key acted: %v", got)
+	}
+}
+
+// TestUpdateReschedules: a posted heartbeat moves the idle deadline, a new
+// pid moves the watch, a reload moves every deadline, and Forget and an
+// end drop the entity.
+func TestUpdateReschedules(t *testing.T) {
+	h := newHarness(t, Settings{})
+	e := session("s", 42)
+	h.m.Update(e)
+	h.step()
+	if at := h.m.h.peek().at; !at.Equal(t0.Add(10 * time.Minute)) {
+		t.Fatalf("first deadline %v", at.Sub(t0))
+	}
+	e.HeartbeatAt = t0.Add(5 * time.Minute)
+	h.m.Update(e)
+	h.step()
+	if at := h.m.h.peek().at; !at.Equal(t0.Add(15 * time.Minute)) {
+		t.Errorf("after a heartbeat: deadline %v, want +15m", at.Sub(t0))
+	}
+	h.m.SetSettings(Settings{Thresholds: probe.Thresholds{IdleAfter: time.Minute, StalledAfter: 2 * time.Minute}})
+	h.step()
+	if at := h.m.h.peek().at; !at.Equal(t0.Add(6 * time.Minute)) {
+		t.Errorf("after a reload: deadline %v, want +6m", at.Sub(t0))
+	}
+	e.PID = 43
+	h.m.Update(e)
+	h.step()
+	if h.w.watched["session/s"] != 43 || !slices.Equal(h.w.forgot, []string{"session/s"}) {
+		t.Errorf("new pid: watched %v, forgot %v", h.w.watched, h.w.forgot)
+	}
+	h.m.Forget("session", "s")
+	h.step()
+	if h.m.h.Len() != 0 || len(h.m.ents) != 0 || len(h.w.watched) != 0 {
+		t.Errorf("after Forget: heap %d, entities %d, watched %v", h.m.h.Len(), len(h.m.ents), h.w.watched)
+	}
+	if pidfd, polled := h.m.Watching(); pidfd != 0 || polled != 0 {
+		t.Errorf("after Forget: Watching = %d, %d", pidfd, polled)
+	}
+	ended := session("x", 44)
+	h.m.Update(ended)
+	h.step()
+	ended.Terminal = true
+	h.m.Update(ended)
+	h.step()
+	if h.m.h.Len() != 0 || len(h.w.watched) != 0 {
+		t.Errorf("an ended entity is still tracked: heap %d, watched %v", h.m.h.Len(), h.w.watched)
+	}
+	other := session("o", 45)
+	other.HostID = "h2"
+	h.m.Update(other)
+	h.step()
+	if h.m.h.Len() != 0 || len(h.w.watched) != 0 {
+		t.Errorf("another host's entity is tracked: heap %d, watched %v", h.m.h.Len(), h.w.watched)
+	}
+}
+
+// TestHeartbeatFileLearnedAtDeadline: the file is stat'ed when the
+// deadline comes; a fresh mtime only moves the deadline, a stale one
+// brings the check.
+func TestHeartbeatFileLearnedAtDeadline(t *testing.T) {
+	h := newHarness(t, Settings{})
+	e := session("s", 42)
+	e.HeartbeatFile = "/run/s.hb"
+	h.m.Update(e)
+	h.step()
+	h.mtime["/run/s.hb"] = t0.Add(8 * time.Minute)
+	if got := whats(h.advance(10 * time.Minute)); len(got) != 0 {
+		t.Errorf("a fresh file still brought %v", got)
+	}
+	if at := h.m.h.peek().at; !at.Equal(t0.Add(18 * time.Minute)) {
+		t.Errorf("next deadline %v, want +18m (the mtime + idle_after)", at.Sub(t0))
+	}
+	if got := whats(h.advance(8 * time.Minute)); !reflect.DeepEqual(got, []string{"check session/s"}) {
+		t.Errorf("a stale file: %v, want a check", got)
+	}
+}
+
+// TestPostedHeartbeatToIdleChecksNow: an idle entity that posts a
+// heartbeat is judged at once, not at its next threshold.
+func TestPostedHeartbeatToIdleChecksNow(t *testing.T) {
+	h := newHarness(t, Settings{})
+	e := session("s", 42)
+	e.Health = state.HealthIdle
+	h.m.Update(e)
+	h.step()
+	e.HeartbeatAt = h.clock.Now()
+	h.m.Update(e)
+	if got := whats(h.step()); !reflect.DeepEqual(got, []string{"check session/s"}) {
+		t.Errorf("calls %v, want a check", got)
+	}
+}
+
+// TestCheckErrorRetries: a failed check is tried again a poll later.
+func TestCheckErrorRetries(t *testing.T) {
+	h := newHarness(t, Settings{})
+	h.w.errs[42] = pidwatch.ErrGone
+	h.rec.err = errors.New("database is locked")
+	h.m.Update(session("s", 42))
+	if got := whats(h.step()); len(got) != 1 {
+		t.Fatalf("calls %v", got)
+	}
+	h.rec.err = nil
+	if got := whats(h.advance(DefaultSettings.PollInterval)); len(got) != 1 {
+		t.Errorf("no retry: %v", got)
+	}
+	if got := whats(h.advance(time.Hour)); len(got) > 1 {
+		t.Errorf("retried after a success: %v", got)
+	}
+}
+
+// TestRunFiresOnRealTime: Run's loop, on the real clock: a death on the
+// channel is checked, a deadline already past fires, and Run ends with its
+// context.
+func TestRunFiresOnRealTime(t *testing.T) {
+	rec, w := &recorder{}, newFakeWatcher()
+	m := New(Options{Reaper: rec, Watcher: w, Prober: aliveProber{}, Exits: rec, HostID: "h1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+
+	now := time.Now()
+	live := session("live", 42)
+	live.StartedAt, live.CreatedAt, live.LifecycleAt = now, now, now
+	dead := session("dead", 43)
+	dead.StartedAt, dead.CreatedAt, dead.LifecycleAt = now, now, now
+	dead.Health, dead.DeadSince = state.HealthProcessDead, now.Add(-time.Minute)
+	m.Update(live)
+	m.Update(dead)
+	testenv.Eventually(t, "the past enforcement deadline fires", 10*time.Second, func() (bool, string) {
+		c := whats(rec.seen())
+		return slices.Contains(c, "enforce session/dead"), "calls: " + join(c)
+	})
+	testenv.Eventually(t, "the live process is watched", 10*time.Second, func() (bool, string) {
+		pidfd, _ := m.Watching()
+		return pidfd == 1, "not yet"
+	})
+	w.deaths <- pidwatch.Death{Key: "session/live", PID: 42, At: time.Now()}
+	testenv.Eventually(t, "the death is checked", 10*time.Second, func() (bool, string) {
+		c := whats(rec.seen())
+		return slices.Contains(c, "check session/live"), "calls: " + join(c)
+	})
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+}
+
+func join(s []string) string {
+	out := ""
+	for _, x := range s {
+		out += x + "; "
+	}
+	return out
+}

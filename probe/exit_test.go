@@ -1,0 +1,110 @@
+//go:build linux
+
+package probe
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"watchdog/internal/testenv"
+	"watchdog/state"
+	"watchdog/unixtime"
+)
+
+// TestDeadPIDEvidenceNamesExit: a real process ends three ways; the
+// probe's evidence and finding name how, given the status the pidfd watch
+// recorded, and say plainly when none was recorded.
+func TestDeadPIDEvidenceNamesExit(t *testing.T) {
+	h := NewHost()
+	at := time.Now()
+	for _, tc := range []struct {
+		name    string
+		start   func(t *testing.T) *exec.Cmd
+		exit    *state.ExitStatus
+		detail  string // after "pid N "
+		message string
+	}{
+		{"exit 0", shell("sleep 0.2; exit 0"), &state.ExitStatus{Code: 0, At: at}, "exited with status 0 (no such process; start time %s)", "process exited with status 0"},
+		{"exit 3", shell("sleep 0.2; exit 3"), &state.ExitStatus{Code: 3, At: at}, "exited with status 3 (no such process; start time %s)", "process exited with status 3"},
+		{"sigkill", killed, &state.ExitStatus{Signal: int(syscall.SIGKILL), At: at}, "was killed by SIGKILL (no such process; start time %s)", "process was killed by SIGKILL"},
+		{"unknown", killed, nil, "not running (no such process; start time %s; exit status not available)", "process is gone (no such process)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := tc.start(t)
+			pid := cmd.Process.Pid
+			id := identify(t, h, pid)
+			_ = cmd.Wait() // reaped: the pid is gone
+
+			r := h.Probe(context.Background(), Target{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, BootID: id.BootID, Exit: tc.exit, NoHeartbeat: true}, Thresholds{}, time.Now())
+			if r.PID.Cause == CausePIDReused {
+				t.Skipf("pid %d was reused at once; nothing to say about its exit", pid)
+			}
+			if r.Health != state.HealthProcessDead || len(r.Reasons) == 0 {
+				t.Fatalf("health %s reasons %v, want process_dead", r.Health, r.ReasonCodes())
+			}
+			want := fmt.Sprintf("pid %d ", pid) + fmt.Sprintf(tc.detail, fmt.Sprintf("%.2f", unixtime.Seconds(id.StartTime)))
+			if got := r.PID.Detail(); got != want {
+				t.Errorf("detail %q\nwant   %q", got, want)
+			}
+			if got := r.Reasons[0].Message; got != tc.message {
+				t.Errorf("message %q, want %q", got, tc.message)
+			}
+			if ev := r.Reasons[0].Evidence; len(ev) == 0 || ev[0].Detail != want {
+				t.Errorf("finding evidence %+v, want %q", ev, want)
+			}
+		})
+	}
+}
+
+func shell(script string) func(t *testing.T) *exec.Cmd {
+	return func(t *testing.T) *exec.Cmd {
+		cmd := exec.Command("sh", "-c", script)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+}
+
+func killed(t *testing.T) *exec.Cmd {
+	cmd := testenv.Sleep(t)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// TestReusedPIDEvidenceKeepsExit: a death seen by pidfd before the pid was
+// taken again still says how the recorded process ended.
+func TestReusedPIDEvidenceKeepsExit(t *testing.T) {
+	o := PIDObservation{
+		Target:   PIDTarget{PID: 4242, StartTime: time.Unix(1716517000, 0), Exit: &state.ExitStatus{Code: 3, At: time.Unix(1716517100, 0)}},
+		Liveness: Dead, Cause: CausePIDReused, StartTime: time.Unix(1716517200, 0),
+	}
+	want := "pid 4242 reused by another process (start time 1716517200.00, recorded 1716517000.00; it exited with status 3)"
+	if got := o.Detail(); got != want {
+		t.Errorf("detail %q\nwant   %q", got, want)
+	}
+	if strings.Contains(o.Detail(), state.ExitNotAvailable) {
+		t.Error("a known status is also called not available")
+	}
+}
+
+// TestDeadPIDDetailAllocations: naming the exit keeps the detail line one
+// buffer (the appenders stay allocation-cheap).
+func TestDeadPIDDetailAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	o := PIDObservation{Target: PIDTarget{PID: 4242, StartTime: time.Unix(1716517000, 0), Exit: &state.ExitStatus{Signal: 9}}, Liveness: Dead, Cause: CauseNoSuchProcess}
+	b := make([]byte, 0, 256)
+	if n := testing.AllocsPerRun(100, func() { b = o.appendDetail(b[:0]) }); n != 0 {
+		t.Errorf("appendDetail allocates %v times, want 0", n)
+	}
+}
