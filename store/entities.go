@@ -70,6 +70,11 @@ type Entity struct {
 	LifecycleAt time.Time
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+
+	// Revision is the store revision of the row's last write (migration
+	// 0005's triggers assign it, for every writer): where the change feed
+	// (ChangesSince) finds it. 0 for an entity built in memory.
+	Revision int64
 }
 
 // LifecycleOr returns the lifecycle, or def for a legacy entity.
@@ -122,7 +127,8 @@ const entityColumns = `type, id, label, lifecycle, terminal, last_seq, transitio
 	heartbeat_file, heartbeat_at, heartbeat_progress, timeout_seconds, timeout_elapsed,
 	artifacts_root, artifacts, lock_files, parent_type, parent_id, depends_on,
 	schedule_cron, schedule_last_fired_at, metadata,
-	started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time`
+	started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time,
+	revision`
 
 const selectEntity = "SELECT " + entityColumns + " FROM entities WHERE type = ? AND id = ?"
 
@@ -152,7 +158,8 @@ func scanEntityShared(r rowScanner, cache artifactCache) (Entity, error) {
 		&e.HeartbeatFile, unixCol{&e.HeartbeatAt}, &e.HeartbeatProgress, secondsCol{&e.Timeout}, secondsCol{&e.TimeoutElapsed},
 		&e.ArtifactsRoot, &artifacts, &lockFiles, &e.ParentType, &e.ParentID, &dependsOn,
 		&e.ScheduleCron, unixCol{&e.ScheduleLastFiredAt}, &metadata,
-		unixCol{&e.StartedAt}, unixCol{&e.EndedAt}, unixCol{&e.LifecycleAt}, unixCol{&e.CreatedAt}, unixCol{&e.UpdatedAt}, unixCol{&e.SupervisorStartTime})
+		unixCol{&e.StartedAt}, unixCol{&e.EndedAt}, unixCol{&e.LifecycleAt}, unixCol{&e.CreatedAt}, unixCol{&e.UpdatedAt}, unixCol{&e.SupervisorStartTime},
+		&e.Revision)
 	if err != nil {
 		return Entity{}, err
 	}
