@@ -364,10 +364,18 @@ func capitalize(s string) string {
 // fingerprint against.
 func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
 	ns := transitions.View(e, now)
-	if ns.Legacy() || !Attends(ns.Severity) {
+	if AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
 		return nil
 	}
-	if AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
+	return ItemsFor(e, ns)
+}
+
+// ItemsFor returns the items of an entity whose state ns was derived
+// already (transitions.View), the failure window and dismissals not
+// applied: the live view computes them once per change and applies the
+// window (AgedOut) when it is read.
+func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
+	if ns.Legacy() || !Attends(ns.Severity) {
 		return nil
 	}
 	var transitionCode state.ReasonCode
@@ -464,24 +472,34 @@ func actions(typ, id, fp string) []Action {
 // polls; cluster sizes, the total and by_severity count the whole selected
 // queue before the limit.
 func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Query, now time.Time) Queue {
+	var all []Item
+	for _, e := range entities {
+		all = append(all, ItemsOf(e, now, q.FailureWindow)...)
+	}
+	return Assemble(all, dismissals, q, now)
+}
+
+// Assemble is Build from the items already found (ItemsOf, or the live
+// view's ItemsFor of the entities inside the failure window): the query's
+// severity filter and the dismissals applied, sorted, counted and cut to
+// the limit. all is not modified.
+func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now time.Time) Queue {
 	out := Queue{GeneratedAt: unixtime.Of(now), BySeverity: map[state.Severity]int{}, Items: []Item{}}
 	for _, s := range Severities {
 		out.BySeverity[s] = 0
 	}
-	var items []Item
-	for _, e := range entities {
-		for _, it := range ItemsOf(e, now, q.FailureWindow) {
-			if len(q.Severities) > 0 && !slices.Contains(q.Severities, it.Severity) {
+	items := make([]Item, 0, len(all))
+	for _, it := range all {
+		if len(q.Severities) > 0 && !slices.Contains(q.Severities, it.Severity) {
+			continue
+		}
+		if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it.Status, now) {
+			if !q.IncludeDismissed {
 				continue
 			}
-			if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it.Status, now) {
-				if !q.IncludeDismissed {
-					continue
-				}
-				it.Dismissed, it.SnoozedUntil = true, unixtime.Of(d.SnoozedUntil)
-			}
-			items = append(items, it)
+			it.Dismissed, it.SnoozedUntil = true, unixtime.Of(d.SnoozedUntil)
 		}
+		items = append(items, it)
 	}
 	clusters := map[string]int{}
 	for _, it := range items {
