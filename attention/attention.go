@@ -488,46 +488,58 @@ func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now ti
 	for _, s := range Severities {
 		out.BySeverity[s] = 0
 	}
-	items := make([]Item, 0, len(all))
-	for _, it := range all {
+	// The selection is sorted by index: items are large, and only the
+	// page is copied out.
+	type sel struct {
+		i         int
+		rank      int
+		updated   int64
+		dismissal *store.Dismissal
+	}
+	picked := make([]sel, 0, len(all))
+	clusters := map[string]int{}
+	for i := range all {
+		it := &all[i]
 		if len(q.Severities) > 0 && !slices.Contains(q.Severities, it.Severity) {
 			continue
 		}
+		s := sel{i: i, rank: it.Severity.Rank(), updated: it.LastUpdatedAt.UnixNano()}
 		if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it.Status, now) {
 			if !q.IncludeDismissed {
 				continue
 			}
-			it.Dismissed, it.SnoozedUntil = true, unixtime.Of(d.SnoozedUntil)
+			s.dismissal = &d
 		}
-		items = append(items, it)
-	}
-	clusters := map[string]int{}
-	for _, it := range items {
+		picked = append(picked, s)
 		clusters[it.ClusterID]++
 		out.BySeverity[it.Severity]++
 	}
-	for i := range items {
-		items[i].ClusterSize = clusters[items[i].ClusterID]
-	}
-	sort.Slice(items, func(i, j int) bool {
-		a, b := items[i], items[j]
-		if ra, rb := a.Severity.Rank(), b.Severity.Rank(); ra != rb {
-			return ra < rb
+	sort.Slice(picked, func(i, j int) bool {
+		a, b := picked[i], picked[j]
+		if a.rank != b.rank {
+			return a.rank < b.rank
 		}
-		if !a.LastUpdatedAt.Equal(b.LastUpdatedAt.Time) {
-			return a.LastUpdatedAt.After(b.LastUpdatedAt.Time)
+		if a.updated != b.updated {
+			return a.updated > b.updated
 		}
-		return a.Fingerprint < b.Fingerprint
+		return all[a.i].Fingerprint < all[b.i].Fingerprint
 	})
-	out.Total = len(items)
+	out.Total = len(picked)
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	if len(items) > limit {
-		items = items[:limit]
+	if len(picked) > limit {
+		picked = picked[:limit]
 	}
-	out.Items = append(out.Items, items...)
+	for _, s := range picked {
+		it := all[s.i]
+		it.ClusterSize = clusters[it.ClusterID]
+		if s.dismissal != nil {
+			it.Dismissed, it.SnoozedUntil = true, unixtime.Of(s.dismissal.SnoozedUntil)
+		}
+		out.Items = append(out.Items, it)
+	}
 	return out
 }
 

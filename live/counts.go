@@ -96,6 +96,26 @@ func (v *View) Counts(now time.Time) Counts {
 			c.InWindow++
 		}
 	}
+	v.queueCounts(now, &c)
+	return c
+}
+
+// QueueBySeverity counts the queue items no dismissal hides, by severity:
+// Counts' QueueBySeverity without the walk over every entity that the
+// other counts need.
+func (v *View) QueueBySeverity(now time.Time) map[state.Severity]int {
+	c := Counts{QueueBySeverity: map[state.Severity]int{}}
+	for _, s := range attention.Severities {
+		c.QueueBySeverity[s] = 0
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	v.queueCounts(now, &c)
+	return c.QueueBySeverity
+}
+
+// queueCounts adds the queue's counts to c; v.mu is held.
+func (v *View) queueCounts(now time.Time, c *Counts) {
 	for _, e := range v.coded {
 		if len(e.Items) == 0 || !e.Current(now, v.window) {
 			continue
@@ -108,5 +128,4 @@ func (v *View) Counts(now time.Time) Counts {
 			c.QueueBySeverity[it.Severity]++
 		}
 	}
-	return c
 }

@@ -373,7 +373,7 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 	if q.FailureWindow <= 0 {
 		q.FailureWindow = v.window
 	}
-	var items []attention.Item
+	items := make([]attention.Item, 0, len(v.coded))
 	for _, e := range v.coded {
 		if len(e.Items) == 0 || e.AgedOut(now, q.FailureWindow) {
 			continue

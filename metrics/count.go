@@ -61,7 +61,7 @@ func count(ctx context.Context, src Source, now time.Time) (*counts, error) {
 			n.reasons[reasonKey{code, e.State.Severity}]++
 		}
 	})
-	n.attention = src.Counts(now).QueueBySeverity
+	n.attention = src.QueueBySeverity(now)
 	return n, nil
 }
 

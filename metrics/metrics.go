@@ -72,7 +72,7 @@ type Source interface {
 	Sync(ctx context.Context) error
 	Groups(fn func(live.Group, int))
 	EachCurrentCoded(now time.Time, fn func(*live.Entry))
-	Counts(now time.Time) live.Counts
+	QueueBySeverity(now time.Time) map[state.Severity]int
 	SetFailureWindow(d time.Duration)
 }
 
