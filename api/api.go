@@ -92,6 +92,7 @@ import (
 	"go.uber.org/zap"
 
 	"watchdog/attention"
+	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -109,6 +110,14 @@ type Store interface {
 	AttentionCandidates(ctx context.Context, since time.Time) ([]store.Entity, error)
 	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
 	UpsertDismissal(ctx context.Context, d store.Dismissal) error
+}
+
+// View is the live view the reads answer from; *live.View is one.
+type View interface {
+	Sync(ctx context.Context) error
+	Get(typ, id string, now time.Time) (live.Entry, bool)
+	Each(typ string, fn func(*live.Entry))
+	Attention(q attention.Query, now time.Time) attention.Queue
 }
 
 // Options configure the handler. Store and Writer are required.
@@ -132,6 +141,10 @@ type Options struct {
 	// FailureWindow is how long ended failures stay in the attention
 	// queue; 0 means 24h.
 	FailureWindow time.Duration
+	// View is what the entity read, the list and the attention queue
+	// read (the daemon's one view). When nil, the handler keeps its own
+	// view of Store, which must then be a live.Source (*store.SQLite is).
+	View View
 	// Metrics, when set, counts the transitions the API itself refuses
 	// before the write path sees them (bad documents, forbidden actors),
 	// and is told the failure window so its attention gauge counts the
@@ -176,6 +189,13 @@ func New(o Options) *Handler {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.View == nil {
+		if src, ok := o.Store.(live.Source); ok {
+			o.View = live.New(src, o.Now, o.FailureWindow)
+		} else {
+			o.View = noView{}
+		}
 	}
 	s := &server{Options: o, mux: http.NewServeMux()}
 	h := &Handler{s: s}
@@ -420,4 +440,17 @@ func canonicalType(t string) (string, error) {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// noView stands in for a view when the store cannot feed one: every read
+// that needs it fails with errNoView, a programming error made visible.
+type noView struct{}
+
+var errNoView = errors.New("api: the store has no change feed and no live view was given")
+
+func (noView) Sync(context.Context) error                       { return errNoView }
+func (noView) Get(string, string, time.Time) (live.Entry, bool) { return live.Entry{}, false }
+func (noView) Each(string, func(*live.Entry))                   {}
+func (noView) Attention(q attention.Query, now time.Time) attention.Queue {
+	return attention.Assemble(nil, nil, q, now)
 }

@@ -492,7 +492,7 @@ func TestStoreFailureIs500WithoutDetail(t *testing.T) {
 	}
 	found := false
 	for _, entry := range e.logs.FilterMessage("request failed").All() {
-		if strings.Contains(fmt.Sprint(entry.ContextMap()["error"]), "database is closed") {
+		if strings.Contains(fmt.Sprint(entry.ContextMap()["error"]), "closed") {
 			found = true
 		}
 	}

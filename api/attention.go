@@ -53,12 +53,13 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.FailureWindow = s.failureWindow()
-	queue, err := attention.Read(r.Context(), s.Store, q, s.Now())
-	if err != nil {
+	// The queue is the live view's items, dismissals applied at now: the
+	// same rule, the same items as watchdog_attention_items and STATUS=.
+	if err := s.View.Sync(r.Context()); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, queue)
+	writeJSON(w, http.StatusOK, s.View.Attention(q, s.Now()))
 }
 
 func (s *server) snooze(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"watchdog/state"
+	"watchdog/store"
 	"watchdog/transitions"
 	"watchdog/unixtime"
 	"watchdog/wire"
@@ -64,9 +65,17 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	ctx := r.Context()
-	e, err := s.Store.Get(ctx, typ, id)
-	if err != nil {
+	// The state comes from the live view, synced first so that a write
+	// just acknowledged (by this daemon or by a CLI) is read back; the
+	// audit rows are the store's.
+	if err := s.View.Sync(ctx); err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	now := s.Now()
+	ent, ok := s.View.Get(typ, id, now)
+	if !ok {
+		s.fail(w, r, fmt.Errorf("entity %s/%s: %w", typ, id, store.ErrNotFound))
 		return
 	}
 	rows, total, err := s.Store.LatestTransitions(ctx, typ, id, wire.TransitionsInEntity)
@@ -74,7 +83,7 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := wire.FromEntity(e, rows, s.Now())
+	out := wire.FromView(ent.Entity, ent.State, rows)
 	out.TransitionsTotal = &total
 	writeJSON(w, http.StatusOK, out)
 }
@@ -176,14 +185,18 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		}
 		after = &k
 	}
-	now := s.Now()
-	items, err := ListEntities(r.Context(), s.Store, EntityFilter{Type: typ, Severities: want}, now, nil)
-	if err != nil {
+	if err := s.View.Sync(r.Context()); err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	now := s.Now()
+	items := selectListed(s.View, EntityFilter{Type: typ, Severities: want}, now)
 	out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: len(items)}
-	out.Items, out.Next = page(items, order, after, int(limit))
+	pg, next := page(items, order, after, int(limit))
+	out.Items, out.Next = make([]wire.Entity, 0, len(pg)), next
+	for _, l := range pg {
+		out.Items = append(out.Items, wire.FromView(*l.e, l.ns, nil))
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"watchdog/internal/testenv"
+	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/state"
 	"watchdog/store"
@@ -57,13 +58,20 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Cleanup(func() { st.Close() })
 	c := testenv.NewClock(time.Date(2026, 5, 24, 12, 0, 0, 0, time.UTC))
 	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg, st, "test", c.Now)
+	// One live view for the API and the metrics, loaded and followed by
+	// the counters as the daemon does (daemon/view.go).
+	view := live.New(st, c.Now, 0)
+	m, err := metrics.New(reg, view, "test", c.Now)
 	if err != nil {
+		t.Fatal(err)
+	}
+	m.Follow(view)
+	if err := view.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	w := &transitions.Writer{Store: st, Now: c.Now, Observer: m}
 	core, logs := observer.New(zapcore.DebugLevel)
-	o := Options{Store: st, Writer: w, Log: zap.New(core), Gatherer: reg, Now: c.Now, Metrics: m}
+	o := Options{Store: st, Writer: w, Log: zap.New(core), Gatherer: reg, Now: c.Now, Metrics: m, View: view}
 	for _, f := range opts {
 		f(&o)
 	}

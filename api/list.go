@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"watchdog/state"
+	"watchdog/store"
 	"watchdog/unixtime"
-	"watchdog/wire"
 )
 
 // listOrder is the order of GET /api/v1/entities.
@@ -49,20 +49,27 @@ type listKey struct {
 	ID      string        `json:"i"`
 }
 
-func keyOf(e wire.Entity, o listOrder) listKey {
-	k := listKey{Order: o, Type: e.Type, ID: e.ID}
+// listed is one entity of a list with its derived state: from the live
+// view, or derived from a store row (live.Derive).
+type listed struct {
+	e  *store.Entity
+	ns state.NormalizedState
+}
+
+func keyOf(l listed, o listOrder) listKey {
+	k := listKey{Order: o, Type: l.e.Type, ID: l.e.ID}
 	if o == orderSeverity {
-		k.Rank, k.Updated = severityRank(e), e.UpdatedAt
+		k.Rank, k.Updated = severityRank(l.ns), unixtime.Of(l.e.UpdatedAt)
 	}
 	return k
 }
 
 // severityRank is wire.SortEntities' rank: by severity, legacy last.
-func severityRank(e wire.Entity) int {
-	if e.State.Legacy() {
+func severityRank(ns state.NormalizedState) int {
+	if ns.Legacy() {
 		return len(state.Severities) + 1
 	}
-	return e.State.Severity.Rank()
+	return ns.Severity.Rank()
 }
 
 // less orders keys of one listOrder.
@@ -83,19 +90,33 @@ func (a listKey) less(b listKey) bool {
 
 // page sorts items in order and returns the limit of them that follow
 // after (nil: from the first), and the cursor of the next page ("" when
-// none follows).
-func page(items []wire.Entity, o listOrder, after *listKey, limit int) ([]wire.Entity, string) {
-	sort.SliceStable(items, func(i, j int) bool { return keyOf(items[i], o).less(keyOf(items[j], o)) })
+// none follows). Only the page is turned into the wire shape, by the
+// caller.
+func page(items []listed, o listOrder, after *listKey, limit int) ([]listed, string) {
+	keys := make([]listKey, len(items))
+	for i := range items {
+		keys[i] = keyOf(items[i], o)
+	}
+	idx := make([]int, len(items))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return keys[idx[i]].less(keys[idx[j]]) })
 	start := 0
 	if after != nil {
-		start = sort.Search(len(items), func(i int) bool { return after.less(keyOf(items[i], o)) })
+		start = sort.Search(len(idx), func(i int) bool { return after.less(keys[idx[i]]) })
 	}
-	items = items[start:]
-	if len(items) <= limit {
-		return items, ""
+	idx = idx[start:]
+	next := ""
+	if len(idx) > limit {
+		idx = idx[:limit]
+		next = encodeCursor(keys[idx[len(idx)-1]])
 	}
-	items = items[:limit]
-	return items, encodeCursor(keyOf(items[len(items)-1], o))
+	out := make([]listed, len(idx))
+	for i, j := range idx {
+		out[i] = items[j]
+	}
+	return out, next
 }
 
 func encodeCursor(k listKey) string {

@@ -1,11 +1,11 @@
 package api
 
 import (
-	"time"
-
 	"context"
 	"slices"
+	"time"
 
+	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/wire"
@@ -27,10 +27,12 @@ type Lister interface {
 	List(ctx context.Context, f store.Filter) ([]store.Entity, error)
 }
 
-// ListEntities reads the entities f selects, in their read shape at now,
-// unsorted (the caller pages or sorts). rows, when not nil, gives each
-// selected entity its audit rows (`status --json`); lists otherwise omit
-// history.
+// ListEntities reads the entities f selects from a store, in their read
+// shape at now, unsorted (the caller pages or sorts): `watchdog status`
+// with --db, where no daemon keeps a live view. Each state is derived by
+// live.Derive, as the daemon's view derives it. rows, when not nil, gives
+// each selected entity its audit rows (`status --json`); lists otherwise
+// omit history.
 func ListEntities(ctx context.Context, st Lister, f EntityFilter, now time.Time, rows func(store.Entity) ([]store.AuditRow, error)) ([]wire.Entity, error) {
 	list, err := st.List(ctx, store.Filter{Type: f.Type})
 	if err != nil {
@@ -38,18 +40,38 @@ func ListEntities(ctx context.Context, st Lister, f EntityFilter, now time.Time,
 	}
 	items := make([]wire.Entity, 0, len(list))
 	for _, e := range list {
-		v := wire.FromEntity(e, nil, now)
-		if f.Severities != nil && (v.State.Legacy() || !slices.Contains(f.Severities, v.State.Severity)) {
+		ns := live.Derive(e, now).State
+		if !f.keeps(ns) {
 			continue
 		}
+		var r []store.AuditRow
 		if rows != nil {
-			r, err := rows(e)
-			if err != nil {
+			if r, err = rows(e); err != nil {
 				return nil, err
 			}
-			v = wire.FromEntity(e, r, now)
 		}
-		items = append(items, v)
+		items = append(items, wire.FromView(e, ns, r))
 	}
 	return items, nil
+}
+
+// keeps reports whether an entity of state ns passes the severity filter.
+func (f EntityFilter) keeps(ns state.NormalizedState) bool {
+	return f.Severities == nil || (!ns.Legacy() && slices.Contains(f.Severities, ns.Severity))
+}
+
+// selectListed is the list's selection from the live view (after a
+// Sync), each entity with the state the view derived at its last change,
+// stamped evaluated at now.
+func selectListed(v View, f EntityFilter, now time.Time) []listed {
+	var out []listed
+	v.Each(f.Type, func(e *live.Entry) {
+		if !f.keeps(e.State) {
+			return
+		}
+		ns := e.State
+		ns.EvaluatedAt.Time = now
+		out = append(out, listed{e: &e.Entity, ns: ns})
+	})
+	return out
 }

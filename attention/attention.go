@@ -376,10 +376,18 @@ func capitalize(s string) string {
 // fingerprint against.
 func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
 	ns := transitions.View(e, now)
-	if ns.Legacy() || !Attends(ns.Severity) {
+	if AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
 		return nil
 	}
-	if AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
+	return ItemsFor(e, ns)
+}
+
+// ItemsFor returns the items of an entity whose state ns was derived
+// already (transitions.View), the failure window and dismissals not
+// applied: the live view computes them once per change and applies the
+// window (AgedOut) when it is read.
+func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
+	if ns.Legacy() || !Attends(ns.Severity) {
 		return nil
 	}
 	var transitionCode state.ReasonCode
@@ -477,52 +485,74 @@ func actions(typ, id, fp string) []Action {
 // polls; cluster sizes, the total and by_severity count the whole selected
 // queue before the limit.
 func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Query, now time.Time) Queue {
+	var all []Item
+	for _, e := range entities {
+		all = append(all, ItemsOf(e, now, q.FailureWindow)...)
+	}
+	return Assemble(all, dismissals, q, now)
+}
+
+// Assemble is Build from the items already found (ItemsOf, or the live
+// view's ItemsFor of the entities inside the failure window): the query's
+// severity filter and the dismissals applied, sorted, counted and cut to
+// the limit. all is not modified.
+func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now time.Time) Queue {
 	out := Queue{GeneratedAt: unixtime.Of(now), BySeverity: map[state.Severity]int{}, Items: []Item{}}
 	for _, s := range Severities {
 		out.BySeverity[s] = 0
 	}
-	var items []Item
-	for _, e := range entities {
-		for _, it := range ItemsOf(e, now, q.FailureWindow) {
-			if len(q.Severities) > 0 && !slices.Contains(q.Severities, it.Severity) {
+	// The selection is sorted by index: items are large, and only the
+	// page is copied out.
+	type sel struct {
+		i         int
+		rank      int
+		updated   int64
+		dismissal *store.Dismissal
+	}
+	picked := make([]sel, 0, len(all))
+	clusters := map[string]int{}
+	for i := range all {
+		it := &all[i]
+		if len(q.Severities) > 0 && !slices.Contains(q.Severities, it.Severity) {
+			continue
+		}
+		s := sel{i: i, rank: it.Severity.Rank(), updated: it.LastUpdatedAt.UnixNano()}
+		if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it.Status, now) {
+			if !q.IncludeDismissed {
 				continue
 			}
-			if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it.Status, now) {
-				if !q.IncludeDismissed {
-					continue
-				}
-				it.Dismissed, it.SnoozedUntil = true, unixtime.Of(d.SnoozedUntil)
-			}
-			items = append(items, it)
+			s.dismissal = &d
 		}
-	}
-	clusters := map[string]int{}
-	for _, it := range items {
+		picked = append(picked, s)
 		clusters[it.ClusterID]++
 		out.BySeverity[it.Severity]++
 	}
-	for i := range items {
-		items[i].ClusterSize = clusters[items[i].ClusterID]
-	}
-	sort.Slice(items, func(i, j int) bool {
-		a, b := items[i], items[j]
-		if ra, rb := a.Severity.Rank(), b.Severity.Rank(); ra != rb {
-			return ra < rb
+	sort.Slice(picked, func(i, j int) bool {
+		a, b := picked[i], picked[j]
+		if a.rank != b.rank {
+			return a.rank < b.rank
 		}
-		if !a.LastUpdatedAt.Equal(b.LastUpdatedAt.Time) {
-			return a.LastUpdatedAt.After(b.LastUpdatedAt.Time)
+		if a.updated != b.updated {
+			return a.updated > b.updated
 		}
-		return a.Fingerprint < b.Fingerprint
+		return all[a.i].Fingerprint < all[b.i].Fingerprint
 	})
-	out.Total = len(items)
+	out.Total = len(picked)
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	if len(items) > limit {
-		items = items[:limit]
+	if len(picked) > limit {
+		picked = picked[:limit]
 	}
-	out.Items = append(out.Items, items...)
+	for _, s := range picked {
+		it := all[s.i]
+		it.ClusterSize = clusters[it.ClusterID]
+		if s.dismissal != nil {
+			it.Dismissed, it.SnoozedUntil = true, unixtime.Of(s.dismissal.SnoozedUntil)
+		}
+		out.Items = append(out.Items, it)
+	}
 	return out
 }
 

@@ -25,10 +25,10 @@ import (
 	"watchdog/config"
 	"watchdog/cronspec"
 	"watchdog/jobs"
+	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/probe"
 	"watchdog/reaper"
-	"watchdog/state"
 	"watchdog/store"
 	"watchdog/tokenfile"
 	"watchdog/transitions"
@@ -100,16 +100,18 @@ func Run(ctx context.Context, o Options) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg, st, o.Version, time.Now)
+	view := live.New(st, time.Now, time.Duration(cfg.Thresholds.FailureWindow))
+	m, err := metrics.New(reg, view, o.Version, time.Now)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	defer runView(ctx, view, m, log)()
 	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host}
 	rp := &reaper.Reaper{
 		Store: st, Writer: writer, Prober: host, HostID: host.HostID(),
 		Settings: ReaperSettings(cfg), Log: log.Named("reaper"), Observer: m,
 	}
-	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m}
+	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view}
 
 	// The store watch runs from before the first request to after the
 	// last job: /readyz reads what it found.
@@ -125,7 +127,7 @@ func Run(ctx context.Context, o Options) error {
 	d.level = o.Level
 	d.api = api.New(api.Options{
 		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: reg,
-		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m,
+		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m, View: view,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -211,6 +213,7 @@ type daemon struct {
 	log     *zap.Logger
 	notify  *notifier
 	metrics *metrics.Metrics
+	view    *live.View
 	sched   *Scheduler
 	table   []Job
 	api     *api.Handler
@@ -410,30 +413,6 @@ func (d *daemon) ready() error {
 		return fmt.Errorf("last sweep %s ago (limit %s)", age.Round(time.Second), limit)
 	}
 	return nil
-}
-
-// statusLine is systemd's STATUS=: counts by severity of this host's open
-// entities, after what is wrong with the store, if anything.
-func (d *daemon) statusLine() string {
-	d.mu.Lock()
-	storeErr := d.storeErr
-	d.mu.Unlock()
-	if storeErr != nil {
-		return "NOT READY: " + oneLine(storeErr.Error())
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	list, err := d.st.List(ctx, store.Filter{HostID: d.rp.HostID, OpenOnly: true})
-	if err != nil {
-		return "store unreachable: " + err.Error()
-	}
-	counts := map[state.Severity]int{}
-	now := time.Now()
-	for _, e := range list {
-		counts[transitions.View(e, now).Severity]++
-	}
-	return fmt.Sprintf("%d open entities: %d critical, %d warning, %d info", len(list),
-		counts[state.SeverityCritical], counts[state.SeverityWarning], counts[state.SeverityInfo])
 }
 
 // reload re-reads the config file. Thresholds, reaper settings and job

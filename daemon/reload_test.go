@@ -13,6 +13,7 @@ import (
 
 	"watchdog/config"
 	"watchdog/cronspec"
+	"watchdog/live"
 	"watchdog/reaper"
 	"watchdog/store"
 )
@@ -37,7 +38,7 @@ func TestReloadPostponedWhileAJobIsStuck(t *testing.T) {
 		defer st.Close()
 		core, logs := observer.New(zap.InfoLevel)
 		cfg := config.Default()
-		d := &daemon{cfg: cfg, st: st, log: zap.New(core), rp: &reaper.Reaper{}, notify: &notifier{log: zap.NewNop()}}
+		d := &daemon{cfg: cfg, st: st, view: live.New(st, nil, 0), log: zap.New(core), rp: &reaper.Reaper{}, notify: &notifier{log: zap.NewNop()}}
 
 		// Buffered: the job may get here before the test waits on it.
 		entered := make(chan struct{}, 1)

@@ -1,12 +1,16 @@
 // Package metrics exports watchdog's Prometheus metrics (SPEC §9).
 //
-// Gauges about entities are computed at scrape time by a custom collector
-// from one light store query (store.SQLite.SummaryGroups, which hands over
-// entities grouped by what the gauges look at) plus the small dismissals
-// table, so they are never stale and nothing has to keep them in step with
-// writes. Counters and the job histogram are updated by the
-// callers through Metrics' methods: *Metrics is the transitions.Observer
-// of the write path and the observer of the reaper and its scheduler.
+// Gauges about entities are computed at scrape time from the daemon's live
+// view (package live): the group sizes it keeps as entities change, the
+// reasons of the entities that count now and the queue's counts, after a
+// Sync, so they are never stale and read the same view as the API, the
+// queue and STATUS=. Counters of transitions and reaps come from the audit
+// log through the view's feed (Follow), so a `watchdog transition --db`
+// or an exec wrapper's write counts as much as the daemon's own; the
+// rejection counter and the job histogram are updated by the callers
+// through Metrics' methods: *Metrics is the transitions.Observer of the
+// write path (rejections are not recorded anywhere else) and the observer
+// of the reaper and its scheduler.
 //
 // Series never vanish while the process runs:
 //   - watchdog_entities is pre-seeded at 0 for every entity type, every
@@ -24,13 +28,22 @@
 //     actor, and watchdog_reaped_total for every reaper outcome
 //     (reaper.Outcomes), start at 0.
 //
+// What the gauges count (the definitions of package live, shared with
+// STATUS=, `watchdog status` and GET /api/attention):
+//   - watchdog_entities and watchdog_entity_states: every non-legacy
+//     entity, open or ended, however long ago;
+//   - watchdog_reasons_active: the codes held by open entities and by
+//     entities whose outcome is inside the failure window;
+//   - watchdog_attention_items: the queue items no dismissal or snooze
+//     hides, by severity (GET /api/attention's by_severity).
+//
 // Label values come only from closed vocabularies (entity types, lifecycle
 // graphs, health and delivery values, registered reason codes, actors,
 // causes, job names and results). A value outside them, which only a
 // hand-edited database or a programming error can produce, is reported as
 // "unknown", never under its own string, so cardinality stays bounded.
 //
-// A store query that fails does not fail the scrape: the entity gauges are
+// A view that cannot sync does not fail the scrape: the entity gauges are
 // left out and watchdog_scrape_collector_success{collector="store"} is 0
 // (node_exporter's convention), which is what to alert on.
 package metrics
@@ -40,12 +53,14 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"watchdog/jobs"
+	"watchdog/live"
 	"watchdog/reaper"
 	"watchdog/state"
 	"watchdog/store"
@@ -53,10 +68,18 @@ import (
 	"watchdog/unixtime"
 )
 
-// Source is what the scrape-time collector reads; *store.SQLite is one.
+// Source is what the scrape-time collector reads; *live.View is one.
 type Source interface {
-	SummaryGroups(ctx context.Context, since time.Time, fn func(store.SummaryGroup)) error
-	DismissedSummaries(ctx context.Context, since time.Time) ([]store.DismissedSummary, error)
+	Sync(ctx context.Context) error
+	Groups(fn func(live.Group, int))
+	EachCurrentCoded(now time.Time, fn func(*live.Entry))
+	QueueBySeverity(now time.Time) map[state.Severity]int
+	SetFailureWindow(d time.Duration)
+}
+
+// Feed is where the counters read the audit log; *live.View is one.
+type Feed interface {
+	OnTransitions(fn func([]store.AuditRow))
 }
 
 // ScrapeTimeout bounds the store queries of one scrape. Prometheus' own
@@ -78,6 +101,10 @@ type Metrics struct {
 	lastSweep   prometheus.Gauge
 
 	collector *storeCollector
+	// fromFeed: the counters of transitions and reaps follow the audit
+	// log (Follow), and the write path's and reaper's own calls are not
+	// counted again.
+	fromFeed atomic.Bool
 }
 
 // New registers every watchdog metric, the Go and process collectors on
@@ -155,7 +182,7 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 
 	m.collector = newStoreCollector(src, now)
 	for _, c := range []prometheus.Collector{
-		m.transitions, m.rejected, m.reaped, m.jobRuns, m.jobDuration, m.lastSweep, buildInfo,
+		syncedCounters{src, []prometheus.Collector{m.transitions, m.reaped}}, m.rejected, m.jobRuns, m.jobDuration, m.lastSweep, buildInfo,
 		m.collector,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -170,10 +197,49 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 // SetFailureWindow sets how long entities with an outcome count as
 // attention items and active reasons (config thresholds.failure_window;
 // default 24h), so the gauges count the same queue as GET /api/attention.
-func (m *Metrics) SetFailureWindow(d time.Duration) { m.collector.setWindow(d) }
+// It is the view's window: every reader of the view sees the change.
+func (m *Metrics) SetFailureWindow(d time.Duration) { m.collector.src.SetFailureWindow(d) }
 
-// Transitioned counts an applied transition (transitions.Observer).
+// Follow counts transitions and reaps from the audit rows f delivers from
+// now on (the view's feed, which starts at the log's head when the daemon
+// starts): every lifecycle change by any writer, the CLI's and exec's
+// included. After Follow, Transitioned and Reaped count nothing, as the
+// feed brings the same rows.
+func (m *Metrics) Follow(f Feed) {
+	m.fromFeed.Store(true)
+	f.OnTransitions(m.countRows)
+}
+
+// actorReaper is transitions.ActorReaper, spelled here because metrics
+// reads only transitions' vocabularies (internal/archtest); a test holds
+// the two equal.
+const actorReaper = "reaper"
+
+// countRows counts audit rows: each row with a from (a registration has
+// none) is a transition; one by the reaper is also a reap, under its
+// reason code.
+func (m *Metrics) countRows(rows []store.AuditRow) {
+	for _, r := range rows {
+		if r.From == nil {
+			continue
+		}
+		m.countTransition(r.EntityType, *r.From, r.To, r.Actor)
+		if r.Actor == actorReaper {
+			m.countReap(r.EntityType, r.ReasonCode)
+		}
+	}
+}
+
+// Transitioned counts an applied transition (transitions.Observer), unless
+// the counters follow the feed.
 func (m *Metrics) Transitioned(entityType, from, to, actor string) {
+	if m.fromFeed.Load() {
+		return
+	}
+	m.countTransition(entityType, from, to, actor)
+}
+
+func (m *Metrics) countTransition(entityType, from, to, actor string) {
 	typ := knownType(entityType)
 	m.transitions.WithLabelValues(typ, knownState(typ, from), knownState(typ, to), oneOf(actor, transitions.Actors)).Inc()
 }
@@ -183,8 +249,16 @@ func (m *Metrics) Rejected(entityType, cause string) {
 	m.rejected.WithLabelValues(knownType(entityType), oneOf(cause, transitions.Causes)).Inc()
 }
 
-// Reaped counts one entity a reaper job moved (reaper.Observer).
+// Reaped counts one entity a reaper job moved (reaper.Observer), unless
+// the counters follow the feed.
 func (m *Metrics) Reaped(entityType, reasonCode string) {
+	if m.fromFeed.Load() {
+		return
+	}
+	m.countReap(entityType, reasonCode)
+}
+
+func (m *Metrics) countReap(entityType, reasonCode string) {
 	code := reasonCode
 	if !state.Registered(state.ReasonCode(code)) {
 		code = unknown
@@ -237,8 +311,7 @@ type storeCollector struct {
 	src Source
 	now func() time.Time
 
-	mu     sync.Mutex
-	window time.Duration
+	mu sync.Mutex
 	// seenStates remembers every watchdog_entity_states combination seen
 	// since start, so a series that empties reports 0 instead of
 	// vanishing. Bounded by the vocabularies (see the package doc).
@@ -277,12 +350,6 @@ func newStoreCollector(src Source, now func() time.Time) *storeCollector {
 	}
 }
 
-func (c *storeCollector) setWindow(d time.Duration) {
-	c.mu.Lock()
-	c.window = d
-	c.mu.Unlock()
-}
-
 // Describe sends every descriptor the collector can emit.
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.entities, c.entityStates, c.reasons, c.attention, c.legacy, c.success, c.duration} {
@@ -294,12 +361,9 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 // success 0 when a query fails.
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	start := time.Now()
-	c.mu.Lock()
-	window := c.window
-	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
 	defer cancel()
-	counts, err := count(ctx, c.src, c.now(), window)
+	counts, err := count(ctx, c.src, c.now())
 	ok := 0.0
 	if err == nil {
 		ok = 1
@@ -354,3 +418,29 @@ func (c *storeCollector) emit(ch chan<- prometheus.Metric, n *counts) {
 }
 
 var attentionSeverities = []state.Severity{state.SeverityCritical, state.SeverityWarning, state.SeverityInfo}
+
+// syncedCounters collects the feed's counters after a Sync of the view, so
+// a scrape counts every audit row committed before it began, without
+// waiting for the background loop. A failed Sync leaves the counters as
+// they are (the store collector reports the failure).
+type syncedCounters struct {
+	src Source
+	cs  []prometheus.Collector
+}
+
+// Describe sends the counters' descriptors.
+func (s syncedCounters) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range s.cs {
+		c.Describe(ch)
+	}
+}
+
+// Collect syncs the view, then collects the counters.
+func (s syncedCounters) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
+	_ = s.src.Sync(ctx)
+	cancel()
+	for _, c := range s.cs {
+		c.Collect(ch)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"watchdog/internal/testenv"
+	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -84,15 +85,18 @@ func (f *fixture) observe(typ, id string, h state.Health, d state.Delivery, code
 	}
 }
 
-func newMetrics(t testing.TB, src Source) (*Metrics, *prometheus.Registry) {
+func newMetrics(t testing.TB, st *store.SQLite) (*Metrics, *prometheus.Registry) {
 	t.Helper()
-	return newMetricsAt(t, src, testNow)
+	return newMetricsAt(t, st, testNow)
 }
 
-func newMetricsAt(t testing.TB, src Source, now time.Time) (*Metrics, *prometheus.Registry) {
+// newMetricsAt reads st through a live view, as the daemon does; the
+// view is not loaded, so the first scrape's Sync loads it.
+func newMetricsAt(t testing.TB, st *store.SQLite, now time.Time) (*Metrics, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m, err := New(reg, src, "v1.2.3", func() time.Time { return now })
+	clock := func() time.Time { return now }
+	m, err := New(reg, live.New(st, clock, 0), "v1.2.3", clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,12 +501,12 @@ func TestAttentionGaugeHonoursDismissals(t *testing.T) {
 }
 
 func TestNewRefusesDoubleRegistration(t *testing.T) {
-	st := newFixture(t).st
+	v := live.New(newFixture(t).st, nil, 0)
 	reg := prometheus.NewRegistry()
-	if _, err := New(reg, st, "v", nil); err != nil {
+	if _, err := New(reg, v, "v", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(reg, st, "v", nil); err == nil {
+	if _, err := New(reg, v, "v", nil); err == nil {
 		t.Error("registering twice on one registry should fail")
 	}
 }

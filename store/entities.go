@@ -75,6 +75,10 @@ type Entity struct {
 	// (RecordExit); nil while it runs, when it was not watched by pidfd, or
 	// on a kernel that does not keep it.
 	Exit *state.ExitStatus
+	// Revision is the store revision of the row's last write (migration
+	// 0005's triggers assign it, for every writer): where the change feed
+	// (ChangesSince) finds it. 0 for an entity built in memory.
+	Revision int64
 }
 
 // LifecycleOr returns the lifecycle, or def for a legacy entity.
@@ -128,7 +132,8 @@ const entityColumns = `type, id, label, lifecycle, terminal, last_seq, transitio
 	artifacts_root, artifacts, lock_files, parent_type, parent_id, depends_on,
 	schedule_cron, schedule_last_fired_at, metadata,
 	started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time,
-	exit_code, exit_signal, exit_at`
+	exit_code, exit_signal, exit_at,
+	revision`
 
 const selectEntity = "SELECT " + entityColumns + " FROM entities WHERE type = ? AND id = ?"
 
@@ -160,7 +165,7 @@ func scanEntityShared(r rowScanner, cache artifactCache) (Entity, error) {
 		&e.ArtifactsRoot, &artifacts, &lockFiles, &e.ParentType, &e.ParentID, &dependsOn,
 		&e.ScheduleCron, unixCol{&e.ScheduleLastFiredAt}, &metadata,
 		unixCol{&e.StartedAt}, unixCol{&e.EndedAt}, unixCol{&e.LifecycleAt}, unixCol{&e.CreatedAt}, unixCol{&e.UpdatedAt}, unixCol{&e.SupervisorStartTime},
-		&exitCode, &exitSignal, unixCol{&exitAt})
+		&exitCode, &exitSignal, unixCol{&exitAt}, &e.Revision)
 	if err != nil {
 		return Entity{}, err
 	}

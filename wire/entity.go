@@ -73,7 +73,12 @@ type Entity struct {
 
 // FromEntity builds the read shape; rows may be nil (lists omit history).
 func FromEntity(e store.Entity, rows []store.AuditRow, now time.Time) Entity {
-	ns := transitions.View(e, now)
+	return FromView(e, transitions.View(e, now), rows)
+}
+
+// FromView is FromEntity for an entity whose state was derived already
+// (the live view derives it once per change, live.Derive).
+func FromView(e store.Entity, ns state.NormalizedState, rows []store.AuditRow) Entity {
 	out := Entity{
 		Type: e.Type, ID: e.ID, Label: e.Label, Lifecycle: e.Lifecycle,
 		PID: e.PID, PIDStartTime: unixtime.Of(e.PIDStartTime), HostID: e.HostID, BootID: e.BootID,

@@ -1,0 +1,394 @@
+// Package live keeps the daemon's one in-memory view of every entity,
+// fed by the store's change feed, with each entity's derived state
+// (severity, tone, display chain, outcome, attention items) computed once
+// per change by Derive. Every surface of a running daemon reads it: the
+// entity API and list, the attention queue, the metric gauges and
+// systemd's STATUS=; the CLI without a daemon derives through the same
+// Derive from the store.
+//
+// # Freshness
+//
+// A reader calls Sync before it answers: one cheap query (the store's data
+// version) when nothing was committed, else the changed rows. So a GET
+// right after a POST, or after a `watchdog ... --db` write by another
+// process, reads its own write. Run syncs in the background, so push
+// consumers (OnChange, OnTransitions: pidfd registration, the metric
+// counters) hear of a change within one period without any reader.
+//
+// # What the counts mean
+//
+// Counts are the definitions every surface shares:
+//   - an open entity is a non-legacy entity whose lifecycle is not
+//     terminal (the stored terminal flag);
+//   - an entity in the failure window has an outcome (a terminal or
+//     outcome state of its graph) that it reached less than the failure
+//     window ago (attention.AgedOut);
+//   - a queue item is one attention item (entity, reason code) of an open
+//     entity or one in the failure window, that no dismissal or snooze
+//     hides now; its severity is its entity's.
+//
+// Blind spot: the view holds every entity in memory (about 1 KiB each); a
+// store of millions of entities wants a view of the open ones only.
+package live
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"watchdog/attention"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// Source is the change feed the view reads; *store.SQLite is one. A
+// PostgreSQL store implements DataVersion with LISTEN/NOTIFY (a counter
+// the notifications move).
+type Source interface {
+	// ChangesSince returns the entities and audit rows written after c.
+	ChangesSince(ctx context.Context, c store.Cursor, limit int) (store.Batch, error)
+	// FeedHead is the cursor of the newest change.
+	FeedHead(ctx context.Context) (store.Cursor, error)
+	// DataVersion moves whenever anything is committed (entities, audit
+	// rows, dismissals), by any writer.
+	DataVersion(ctx context.Context) (int64, error)
+	// Dismissals reads the whole (small) dismissals table.
+	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
+}
+
+// batchSize is how many rows of each kind one feed read carries.
+const batchSize = 2000
+
+// DefaultPeriod is Run's default period.
+const DefaultPeriod = 100 * time.Millisecond
+
+// Derived is what an entity's stored row implies, computed once per
+// change. Nothing in it depends on the time of the read except through
+// AgedOut, which the reader asks with its own now.
+type Derived struct {
+	// State is transitions.View's NormalizedState (its EvaluatedAt is the
+	// time of the change: a reader stamps its own).
+	State state.NormalizedState
+	// Display is the display chain.
+	Display string
+	// Items are the entity's attention items with the failure window and
+	// dismissals not applied (attention.ItemsFor).
+	Items []attention.Item
+	// Codes are the codes of the reasons the entity holds (the
+	// transition's, then the findings'), each once: what
+	// watchdog_reasons_active counts.
+	Codes []state.ReasonCode
+}
+
+// Entry is one entity of the view with its derived state. Entries are
+// never changed in place: a change replaces the entry, so a reader may
+// keep one after the view moved on.
+type Entry struct {
+	Entity store.Entity
+	Derived
+}
+
+// Legacy reports whether the entity has no lifecycle.
+func (e *Entry) Legacy() bool { return e.Entity.Lifecycle == nil }
+
+// Open reports whether the entity is open: not legacy, not terminal.
+func (e *Entry) Open() bool { return !e.Legacy() && !e.Entity.Terminal }
+
+// AgedOut reports whether the entity reached its outcome before the
+// failure window that ends at now began (attention.AgedOut).
+func (e *Entry) AgedOut(now time.Time, window time.Duration) bool {
+	return attention.AgedOut(e.State.Outcome, e.Entity.EndedAt, e.Entity.LifecycleAt, e.Entity.UpdatedAt, now, window)
+}
+
+// Current reports whether the entity counts now: open, or with an outcome
+// inside the failure window (legacy entities never do).
+func (e *Entry) Current(now time.Time, window time.Duration) bool {
+	return !e.Legacy() && (e.State.Outcome == "" || !e.AgedOut(now, window))
+}
+
+// Derive computes an entity's derived state: the one function every
+// surface's severity, tone, display chain and attention items come from,
+// in the daemon (once per change) and in the CLI reading a store.
+func Derive(e store.Entity, at time.Time) Derived {
+	ns := transitions.View(e, at)
+	d := Derived{State: ns, Display: transitions.Display(e, ns), Items: attention.ItemsFor(e, ns)}
+	if ns.Legacy() {
+		return d
+	}
+	if e.TransitionReason != nil && e.TransitionReason.Code != "" {
+		d.Codes = append(d.Codes, e.TransitionReason.Code)
+	}
+	for _, r := range e.Reasons {
+		if r.Code != "" && !containsCode(d.Codes, r.Code) {
+			d.Codes = append(d.Codes, r.Code)
+		}
+	}
+	return d
+}
+
+func containsCode(list []state.ReasonCode, c state.ReasonCode) bool {
+	for _, v := range list {
+		if v == c {
+			return true
+		}
+	}
+	return false
+}
+
+type key struct{ typ, id string }
+
+// View is the live view. Its methods are safe for concurrent use.
+type View struct {
+	src Source
+	now func() time.Time
+
+	// syncMu makes one Sync at a time read the feed, so batches apply in
+	// order and each change reaches the hooks once.
+	syncMu  sync.Mutex
+	cursor  store.Cursor
+	version int64
+	synced  bool // a Sync has completed
+	started bool // the cursor is set
+
+	mu         sync.RWMutex
+	entries    map[key]*Entry
+	coded      map[key]*Entry // entries with codes or items: the queue's and the reasons gauge's candidates
+	groups     map[Group]int
+	dismissals map[string]store.Dismissal
+	window     time.Duration
+
+	hookMu        sync.Mutex
+	onChange      []func(prev, cur *store.Entity)
+	onTransitions []func([]store.AuditRow)
+}
+
+// New makes an empty view of src; Load fills it. now is the clock (nil
+// means time.Now); window is the failure window (0 means
+// attention.DefaultFailureWindow).
+func New(src Source, now func() time.Time, window time.Duration) *View {
+	if now == nil {
+		now = time.Now
+	}
+	v := &View{src: src, now: now, entries: map[key]*Entry{}, coded: map[key]*Entry{}, groups: map[Group]int{}}
+	v.SetFailureWindow(window)
+	return v
+}
+
+// SetFailureWindow changes the failure window (0 means
+// attention.DefaultFailureWindow): a config reload.
+func (v *View) SetFailureWindow(d time.Duration) {
+	if d <= 0 {
+		d = attention.DefaultFailureWindow
+	}
+	v.mu.Lock()
+	v.window = d
+	v.mu.Unlock()
+}
+
+// FailureWindow is the failure window in force.
+func (v *View) FailureWindow() time.Duration {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.window
+}
+
+// OnChange adds fn, called after each applied entity change with the
+// entity before (nil when new) and after, in the goroutine that syncs.
+// fn must not call the view's Sync. Hooks added before Load hear every
+// entity Load reads.
+func (v *View) OnChange(fn func(prev, cur *store.Entity)) {
+	v.hookMu.Lock()
+	v.onChange = append(v.onChange, fn)
+	v.hookMu.Unlock()
+}
+
+// OnTransitions adds fn, called with the audit rows of each feed read, in
+// seq order. The view reads audit rows from the feed's head at Load, so
+// fn hears every row written after Load began, never the history before.
+func (v *View) OnTransitions(fn func([]store.AuditRow)) {
+	v.hookMu.Lock()
+	v.onTransitions = append(v.onTransitions, fn)
+	v.hookMu.Unlock()
+}
+
+// Load reads every entity and the dismissals, and starts the audit rows
+// at the feed's head. It is Sync for a view never synced.
+func (v *View) Load(ctx context.Context) error { return v.Sync(ctx) }
+
+// Sync brings the view up to the store: when the data version has not
+// moved since the last Sync, one query; else the feed's rows since the
+// cursor, and the dismissals again.
+func (v *View) Sync(ctx context.Context) error {
+	v.syncMu.Lock()
+	defer v.syncMu.Unlock()
+	// The version is read before the rows: a commit after this read moves
+	// it again, so the next Sync reads what this one may have missed.
+	ver, err := v.src.DataVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("live view: %w", err)
+	}
+	if v.synced && ver == v.version {
+		return nil
+	}
+	if !v.started {
+		// Audit rows from the head on: the hooks hear what is written
+		// from now, never the history. Entities from the start.
+		head, err := v.src.FeedHead(ctx)
+		if err != nil {
+			return fmt.Errorf("live view: %w", err)
+		}
+		v.cursor, v.started = store.Cursor{Seq: head.Seq}, true
+	}
+	for {
+		b, err := v.src.ChangesSince(ctx, v.cursor, batchSize)
+		if err != nil {
+			return fmt.Errorf("live view: %w", err)
+		}
+		v.apply(b)
+		v.cursor = b.Next
+		if !b.More {
+			break
+		}
+	}
+	ds, err := v.src.Dismissals(ctx)
+	if err != nil {
+		return fmt.Errorf("live view: %w", err)
+	}
+	v.mu.Lock()
+	v.dismissals = ds
+	v.mu.Unlock()
+	v.version, v.synced = ver, true
+	return nil
+}
+
+// apply installs one batch and calls the hooks.
+func (v *View) apply(b store.Batch) {
+	at := v.now()
+	type change struct{ prev, cur *store.Entity }
+	changes := make([]change, 0, len(b.Entities))
+	fresh := make([]*Entry, len(b.Entities))
+	for i := range b.Entities {
+		// Deriving outside the lock keeps readers answering during a
+		// large Load.
+		fresh[i] = &Entry{Entity: b.Entities[i], Derived: Derive(b.Entities[i], at)}
+	}
+	v.mu.Lock()
+	for _, n := range fresh {
+		k := key{n.Entity.Type, n.Entity.ID}
+		old := v.entries[k]
+		var prev *store.Entity
+		if old != nil {
+			prev = &old.Entity
+			v.groups[groupOf(old)]--
+			if v.groups[groupOf(old)] == 0 {
+				delete(v.groups, groupOf(old))
+			}
+		}
+		v.entries[k] = n
+		v.groups[groupOf(n)]++
+		if len(n.Codes) > 0 || len(n.Items) > 0 {
+			v.coded[k] = n
+		} else {
+			delete(v.coded, k)
+		}
+		changes = append(changes, change{prev, &n.Entity})
+	}
+	v.mu.Unlock()
+
+	v.hookMu.Lock()
+	onChange, onTransitions := v.onChange, v.onTransitions
+	v.hookMu.Unlock()
+	for _, c := range changes {
+		for _, fn := range onChange {
+			fn(c.prev, c.cur)
+		}
+	}
+	if len(b.Transitions) > 0 {
+		for _, fn := range onTransitions {
+			fn(b.Transitions)
+		}
+	}
+}
+
+// Run syncs every period (0 means DefaultPeriod) until ctx ends. A failed
+// Sync is retried at the next tick; errors, when not nil, hears of it.
+func (v *View) Run(ctx context.Context, every time.Duration, errors func(error)) {
+	if every <= 0 {
+		every = DefaultPeriod
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := v.Sync(ctx); err != nil && ctx.Err() == nil && errors != nil {
+				errors(err)
+			}
+		}
+	}
+}
+
+// Get returns an entity's entry, its state stamped evaluated at now.
+func (v *View) Get(typ, id string, now time.Time) (Entry, bool) {
+	v.mu.RLock()
+	e, ok := v.entries[key{typ, id}]
+	v.mu.RUnlock()
+	if !ok {
+		return Entry{}, false
+	}
+	out := *e
+	out.State.EvaluatedAt.Time = now
+	return out, true
+}
+
+// Each calls fn for every entry (in no order) under the view's read lock:
+// fn must be quick and must not keep the pointer past the call or call
+// the view. typ, when not "", keeps that type only.
+func (v *View) Each(typ string, fn func(*Entry)) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	for k, e := range v.entries {
+		if typ == "" || k.typ == typ {
+			fn(e)
+		}
+	}
+}
+
+// Len is how many entities the view holds.
+func (v *View) Len() int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return len(v.entries)
+}
+
+// Attention builds the attention queue at now from the view's items and
+// dismissals: the same queue attention.Read builds from a store. q's
+// FailureWindow, when 0, is the view's.
+func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
+	v.mu.RLock()
+	if q.FailureWindow <= 0 {
+		q.FailureWindow = v.window
+	}
+	items := make([]attention.Item, 0, len(v.coded))
+	for _, e := range v.coded {
+		if len(e.Items) == 0 || e.AgedOut(now, q.FailureWindow) {
+			continue
+		}
+		items = append(items, e.Items...)
+	}
+	ds := v.dismissals
+	v.mu.RUnlock()
+	return attention.Assemble(items, ds, q, now)
+}
+
+// Dismissal returns the dismissal of a fingerprint, if any.
+func (v *View) Dismissal(fp string) (store.Dismissal, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	d, ok := v.dismissals[fp]
+	return d, ok
+}
