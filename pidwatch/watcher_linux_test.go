@@ -505,3 +505,95 @@ func TestSlowReader(t *testing.T) {
 		delete(want, d.Key)
 	}
 }
+
+// TestNoFD runs out of descriptors for real: with the soft limit at 3 and
+// fds 0-2 open, no new fd can be had.
+func TestNoFD(t *testing.T) {
+	w := newWatcher(t)
+	pid := testenv.Sleep(t).Process.Pid
+	for fd := range 3 {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			t.Skipf("fd %d is not open, so a limit of 3 would not exhaust: %v", fd, err)
+		}
+	}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatalf("getrlimit: %v", err)
+	}
+	low := old
+	low.Cur = 3
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatalf("setrlimit: %v", err)
+	}
+	err := w.Watch("k", pid, same)
+	if rerr := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); rerr != nil {
+		t.Fatalf("restore the fd limit: %v", rerr)
+	}
+	if !errors.Is(err, ErrNoFD) {
+		t.Errorf("Watch out of fds: %v, want ErrNoFD", err)
+	}
+	if n := w.Len(); n != 0 {
+		t.Errorf("Len = %d", n)
+	}
+	// With fds again, the same process can be watched.
+	if err := w.Watch("k", pid, same); err != nil {
+		t.Errorf("Watch with the limit restored: %v", err)
+	}
+}
+
+// TestConcurrentUse: Watch, Forget and deaths on shared keys from several
+// goroutines (run with -race), then Close gives back every fd.
+func TestConcurrentUse(t *testing.T) {
+	var cmds []*exec.Cmd
+	for range 4 {
+		cmds = append(cmds, testenv.Sleep(t))
+	}
+	before := openFDs(t)
+	w, err := New()
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	stopReading := make(chan struct{})
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		for {
+			select {
+			case <-w.Deaths():
+			case <-stopReading:
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				key := strconv.Itoa((g + i) % 5)
+				err := w.Watch(key, cmds[(g+i)%len(cmds)].Process.Pid, same)
+				if err != nil && !errors.Is(err, ErrGone) {
+					t.Errorf("Watch: %v", err)
+				}
+				if i%3 == 0 {
+					w.Forget(key)
+				}
+			}
+		})
+	}
+	// Killed, not reaped: Wait would close the os.Process's own pidfd
+	// and upset the count. Zombies die just as well.
+	for _, cmd := range cmds[:2] {
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatalf("kill: %v", err)
+		}
+	}
+	wg.Wait()
+	close(stopReading)
+	<-read
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if after := openFDs(t); after != before {
+		t.Errorf("open fds %d before New, %d after Close", before, after)
+	}
+}
