@@ -28,6 +28,8 @@ var (
 	// ErrNoFD: the process is out of file descriptors (EMFILE/ENFILE);
 	// the caller polls this one instead.
 	ErrNoFD = errors.New("no file descriptor left for a pidfd")
+	// ErrClosed: the Watcher was closed; nothing is watched.
+	ErrClosed = errors.New("pid watcher closed")
 )
 
 // Exit is how a process ended, as far as the kernel said.

@@ -1,0 +1,25 @@
+//go:build !linux
+
+package pidwatch
+
+// Watcher is unavailable off Linux: New returns ErrUnsupported and the
+// caller polls every process instead.
+type Watcher struct{}
+
+// New returns ErrUnsupported: pidfds and epoll are Linux's.
+func New() (*Watcher, error) { return nil, ErrUnsupported }
+
+// Watch returns ErrUnsupported.
+func (w *Watcher) Watch(key string, pid int, same func() bool) error { return ErrUnsupported }
+
+// Forget does nothing.
+func (w *Watcher) Forget(key string) {}
+
+// Deaths is nil: nothing ever arrives.
+func (w *Watcher) Deaths() <-chan Death { return nil }
+
+// Len is 0.
+func (w *Watcher) Len() int { return 0 }
+
+// Close does nothing.
+func (w *Watcher) Close() error { return nil }
