@@ -105,13 +105,18 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	defer runView(ctx, view, m, log)()
 	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host}
 	rp := &reaper.Reaper{
 		Store: st, Writer: writer, Prober: host, HostID: host.HostID(),
 		Settings: ReaperSettings(cfg), Log: log.Named("reaper"), Observer: m,
 	}
-	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view}
+	// The monitor hears of every entity the view loads (adoption: a pidfd
+	// for each open local process) and of every later change, whoever
+	// wrote it; it stops before the view and the store.
+	lv := newLiveness(view, rp, host, st, m, rp.Settings, log.Named("monitor"))
+	defer runView(ctx, view, m, log)()
+	defer lv.run(log)()
+	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv}
 
 	// The store watch runs from before the first request to after the
 	// last job: /readyz reads what it found.
@@ -214,6 +219,7 @@ type daemon struct {
 	notify  *notifier
 	metrics *metrics.Metrics
 	view    *live.View
+	live    *liveness
 	sched   *Scheduler
 	table   []Job
 	api     *api.Handler
@@ -443,12 +449,14 @@ func (d *daemon) reload(ctx context.Context, path string) {
 	d.cfg = next
 	d.cfg.Store, d.cfg.Listen, d.cfg.Auth, d.cfg.HostID, d.cfg.AllowedHosts = old.Store, old.Listen, old.Auth, old.HostID, old.AllowedHosts
 	d.rp.Settings = ReaperSettings(d.cfg)
+	d.live.settings(d.rp.Settings)
 	if err := d.schedule(ctx); err != nil {
 		// Validated by config.Load, so this is not expected; keep running
 		// on the old schedule rather than on none.
 		d.log.Error("reschedule failed, restoring the old config", zap.Error(err))
 		d.cfg = old
 		d.rp.Settings = ReaperSettings(old)
+		d.live.settings(d.rp.Settings)
 		if err := d.schedule(ctx); err != nil {
 			d.log.Error("restore failed", zap.Error(err))
 			return

@@ -105,6 +105,8 @@ type Metrics struct {
 	// log (Follow), and the write path's and reaper's own calls are not
 	// counted again.
 	fromFeed atomic.Bool
+	// watching is the source of watchdog_watched_processes (Watching).
+	watching atomic.Pointer[func() (pidfd, polled int)]
 }
 
 // New registers every watchdog metric, the Go and process collectors on
@@ -183,7 +185,7 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 	m.collector = newStoreCollector(src, now)
 	for _, c := range []prometheus.Collector{
 		syncedCounters{src, []prometheus.Collector{m.transitions, m.reaped}}, m.rejected, m.jobRuns, m.jobDuration, m.lastSweep, buildInfo,
-		m.collector,
+		m.collector, watchingCollector{&m.watching},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

@@ -484,3 +484,28 @@ func setEventID(ev *unix.EpollEvent, id uint64) {
 func eventID(ev unix.EpollEvent) uint64 {
 	return uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
 }
+
+// ExitStatusSupported says whether this kernel keeps a reaped process's
+// exit status for its pidfd (PIDFD_INFO_EXIT, Linux ≥ 6.15): a child is
+// started, opened, reaped and asked. Without it every Death's Exit is
+// unknown, and the evidence says "exit status not available".
+func ExitStatusSupported() bool {
+	var attr syscall.ProcAttr
+	pid, err := syscall.ForkExec("/bin/true", []string{"true"}, &attr)
+	if err != nil {
+		return false
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	var ws syscall.WaitStatus
+	for {
+		if _, werr := syscall.Wait4(pid, &ws, 0, nil); werr != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_EXIT}
+	return unix.IoctlPidfdInfo(fd, &info) == nil && info.Mask&unix.PIDFD_INFO_EXIT != 0
+}

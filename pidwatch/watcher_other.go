@@ -23,3 +23,6 @@ func (w *Watcher) Len() int { return 0 }
 
 // Close does nothing.
 func (w *Watcher) Close() error { return nil }
+
+// ExitStatusSupported is false where there are no pidfds.
+func ExitStatusSupported() bool { return false }

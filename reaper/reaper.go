@@ -246,7 +246,7 @@ func hasProcess(e store.Entity) bool {
 }
 
 func pidTarget(e store.Entity) probe.PIDTarget {
-	return probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID}
+	return probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID, Exit: e.Exit}
 }
 
 func errField(err error) zap.Field { return zap.Error(err) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -291,10 +292,31 @@ func (r *Reaper) observe(ctx context.Context, e store.Entity, parentTerminal boo
 	// Unknown keeps whatever was recorded: it proves neither.
 
 	if res.Health == e.Health && res.Delivery == e.Delivery && obs.DeadSince.Equal(e.DeadSince) &&
-		obs.HealthSince.Equal(e.HealthSince) && state.SameFindings(res.Reasons, e.Reasons) {
+		obs.HealthSince.Equal(e.HealthSince) && state.SameFindings(res.Reasons, e.Reasons) && !exitNews(e, res) {
 		return res, obs, false
 	}
 	return res, obs, true
+}
+
+// exitNews says whether the process's exit status became known after its
+// death was recorded (the kernel keeps it only once the parent reaped the
+// process, often a moment after the pidfd woke): the stored finding says
+// "exit status not available" and must be rewritten to name it, although
+// its code and evidence kind did not change (which is all SameFindings
+// looks at, so that ages in details do not cause writes).
+func exitNews(e store.Entity, res probe.Result) bool {
+	if e.Exit == nil || res.Liveness != probe.Dead {
+		return false
+	}
+	how := e.Exit.How()
+	for _, r := range e.Reasons {
+		for _, ev := range r.Evidence {
+			if strings.Contains(ev.Detail, how) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // probed says whether an entity has anything of its own to probe.
@@ -308,7 +330,7 @@ func probed(e store.Entity) bool {
 // review is not missing it.
 func target(e store.Entity, parentTerminal bool) probe.Target {
 	return probe.Target{
-		PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID,
+		PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID, Exit: e.Exit,
 		SupervisorPID: e.SupervisorPID, SupervisorStartTime: e.SupervisorStartTime,
 		HeartbeatFile: e.HeartbeatFile, HeartbeatAt: e.HeartbeatAt, HeartbeatProgress: e.HeartbeatProgress,
 		StartedAt: e.StartedAt, Terminal: e.Terminal, EndedAt: e.EndedAt, ParentTerminal: parentTerminal,

@@ -46,6 +46,7 @@ const svDeadline = 45 * time.Second
 type svConfig struct {
 	Grace, Phantom      string // thresholds.terminal_grace, thresholds.phantom_after
 	Enforce, Reap       string // jobs.enforce_terminal, jobs.reap_phantoms
+	Sweep, Schedules    string // jobs.sweep, jobs.check_schedules (default every second)
 	DryRun, KillOrphans bool
 }
 
@@ -63,10 +64,10 @@ thresholds:
   terminal_grace: %s
   phantom_after: %s
 jobs:
-  sweep: "@every 1s"
+  sweep: %q
   enforce_terminal: %q
   reap_phantoms: %q
-  check_schedules: "@every 1s"
+  check_schedules: %q
 reaper:
   dry_run: %t
   kill_orphans: %t
@@ -75,7 +76,7 @@ reaper:
 log:
   level: info
   format: json
-`, db, or(c.Grace, "3s"), or(c.Phantom, "1h"), or(c.Enforce, "@every 1s"), or(c.Reap, "@every 1s"), c.DryRun, c.KillOrphans, os.Getuid())
+`, db, or(c.Grace, "3s"), or(c.Phantom, "1h"), or(c.Sweep, "@every 1s"), or(c.Enforce, "@every 1s"), or(c.Reap, "@every 1s"), or(c.Schedules, "@every 1s"), c.DryRun, c.KillOrphans, os.Getuid())
 }
 
 // svEnv is the test's environment without anything that would steer the
@@ -247,6 +248,10 @@ type svEntity struct {
 			} `json:"evidence"`
 		} `json:"reasons"`
 	} `json:"state"`
+	ExitStatus *struct {
+		Code   *int    `json:"code"`
+		Signal *string `json:"signal"`
+	} `json:"exit_status"`
 	Transitions []svAudit `json:"transitions"`
 }
 

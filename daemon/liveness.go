@@ -1,0 +1,119 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"watchdog/live"
+	"watchdog/metrics"
+	"watchdog/monitor"
+	"watchdog/pidwatch"
+	"watchdog/probe"
+	"watchdog/reaper"
+	"watchdog/store"
+)
+
+// liveness is the event-driven half of the daemon: the pidfd watcher and
+// the monitor that owns every open local entity's deadlines, fed by the
+// live view's changes (every writer's, the CLI's included).
+type liveness struct {
+	mon     *monitor.Monitor
+	watcher *pidwatch.Watcher // nil: pidfds unavailable, every process polled
+}
+
+// newLiveness builds the monitor and hooks it to the view. It must run
+// before the view loads, so that the load's entities (the adoption at
+// start) reach the monitor like every later change.
+func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st *store.SQLite, m *metrics.Metrics, s reaper.Settings, log *zap.Logger) *liveness {
+	l := &liveness{}
+	w, err := pidwatch.New()
+	switch {
+	case err == nil:
+		l.watcher = w
+	case errors.Is(err, pidwatch.ErrUnsupported):
+		log.Warn("pidfds are not available here: every watched process is polled (watchdog_watched_processes{mode=\"poll\"})", zap.Error(err))
+	default:
+		log.Warn("pidfd watcher failed to start: every watched process is polled", zap.Error(err))
+	}
+	opt := monitor.Options{
+		Reaper: entitySteps{rp}, Prober: host, Exits: st, HostID: host.HostID(),
+		Settings: monitorSettings(s), Logger: log,
+	}
+	if l.watcher != nil {
+		// A nil *Watcher in the interface would not read as "none".
+		opt.Watcher = l.watcher
+	}
+	l.mon = monitor.New(opt)
+	view.OnChange(func(prev, cur *store.Entity) {
+		if cur == nil {
+			if prev != nil {
+				l.mon.Forget(prev.Type, prev.ID)
+			}
+			return
+		}
+		l.mon.Update(*cur)
+	})
+	m.Watching(l.mon.Watching)
+	return l
+}
+
+// run runs the monitor until the returned stop is called; stop waits for
+// it and closes every pidfd.
+func (l *liveness) run(log *zap.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := l.mon.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("monitor stopped", zap.Error(err))
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+		if l.watcher != nil {
+			l.watcher.Close() //nolint:errcheck // closing fds at shutdown
+		}
+	}
+}
+
+// settings applies a reload's thresholds to the monitor's deadlines; a
+// daemon built without liveness (tests of other parts) has none to move.
+func (l *liveness) settings(s reaper.Settings) {
+	if l != nil {
+		l.mon.SetSettings(monitorSettings(s))
+	}
+}
+
+// monitorSettings are the monitor's share of the reaper's settings: the
+// same thresholds, so a deadline comes exactly when the job would judge.
+func monitorSettings(s reaper.Settings) monitor.Settings {
+	return monitor.Settings{
+		Thresholds: s.Probe, TerminalGrace: s.TerminalGrace, PhantomAfter: s.PhantomAfter,
+		MisfireGrace: s.MisfireGrace, PollInterval: monitor.DefaultSettings.PollInterval,
+	}
+}
+
+// entitySteps adapts the reaper's per-entity steps to the monitor, which
+// only needs to know whether something was done.
+type entitySteps struct{ r *reaper.Reaper }
+
+func (s entitySteps) CheckEntity(ctx context.Context, e store.Entity) (bool, error) {
+	return s.r.CheckEntity(ctx, e)
+}
+
+func (s entitySteps) EnforceEntity(ctx context.Context, e store.Entity) (bool, error) {
+	a, ok, err := s.r.EnforceEntity(ctx, e)
+	return ok && a.Applied, err
+}
+
+func (s entitySteps) ReapPhantomEntity(ctx context.Context, e store.Entity) (bool, error) {
+	a, ok, err := s.r.ReapPhantomEntity(ctx, e)
+	return ok && a.Applied, err
+}
+
+func (s entitySteps) CheckScheduleEntity(ctx context.Context, e store.Entity) (bool, error) {
+	return s.r.CheckScheduleEntity(ctx, e)
+}

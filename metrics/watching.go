@@ -1,0 +1,37 @@
+package metrics
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// watchingDesc is watchdog_watched_processes: how the daemon learns of the
+// deaths of the processes it watches. "pidfd" ones are seen the moment
+// they exit; "poll" ones (no pidfd: another OS, an old kernel, out of
+// file descriptors, or a pid with no recorded start time) only when the
+// monitor next polls them, so a non-zero poll count is worth a look.
+var watchingDesc = prometheus.NewDesc("watchdog_watched_processes",
+	"Local processes of open entities the daemon watches, by how it learns of their death: pidfd (at once) or poll (fallback).",
+	[]string{"mode"}, nil)
+
+// watchingCollector reads the two counts at scrape time; both read 0
+// until the daemon sets the source (a CLI or test without a monitor).
+type watchingCollector struct {
+	src *atomic.Pointer[func() (pidfd, polled int)]
+}
+
+func (c watchingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- watchingDesc }
+
+func (c watchingCollector) Collect(ch chan<- prometheus.Metric) {
+	var pidfd, polled int
+	if fn := c.src.Load(); fn != nil {
+		pidfd, polled = (*fn)()
+	}
+	ch <- prometheus.MustNewConstMetric(watchingDesc, prometheus.GaugeValue, float64(pidfd), "pidfd")
+	ch <- prometheus.MustNewConstMetric(watchingDesc, prometheus.GaugeValue, float64(polled), "poll")
+}
+
+// Watching sets where watchdog_watched_processes reads its counts (the
+// monitor's Watching).
+func (m *Metrics) Watching(fn func() (pidfd, polled int)) { m.watching.Store(&fn) }
