@@ -189,7 +189,15 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 	}
 	if phantomCandidate(tr.e) {
 		if last := lastActivity(tr); !last.Equal(tr.phantomFor) {
-			consider(last.Add(s.PhantomAfter), jobPhantom)
+			at := last.Add(s.PhantomAfter)
+			// A dead process's owner keeps terminal_grace from the
+			// death even when it was quiet long before (the reaper's
+			// phantom rule): a deadline before that would be declined
+			// and, firing once per activity, never come again.
+			if ds := tr.e.DeadSince; !ds.IsZero() && ds.Add(s.TerminalGrace).After(at) {
+				at = ds.Add(s.TerminalGrace)
+			}
+			consider(at, jobPhantom)
 		}
 	}
 	if fire := nextFire(tr.e); !fire.IsZero() && !fire.Equal(tr.scheduleFor) {

@@ -486,13 +486,18 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 			tr.checkAt = now.Add(m.s.PollInterval)
 		}
 	}
-	if due&jobEnforce != 0 {
-		tr.enforcedFor = tr.e.DeadSince
-		m.act(ctx, tr, "enforce", m.opt.Reaper.EnforceEntity)
-	}
+	// Phantom before enforcement: when both are due at once (a process
+	// quiet for phantom_after that died terminal_grace ago), "a phantom"
+	// is the more specific verdict; the compare-and-set makes the second
+	// a no-op. With the defaults (grace 30s, phantom 1h) enforcement
+	// nearly always comes first on its own.
 	if due&jobPhantom != 0 {
 		tr.phantomFor = lastActivity(tr)
 		m.act(ctx, tr, "reap phantom", m.opt.Reaper.ReapPhantomEntity)
+	}
+	if due&jobEnforce != 0 {
+		tr.enforcedFor = tr.e.DeadSince
+		m.act(ctx, tr, "enforce", m.opt.Reaper.EnforceEntity)
 	}
 	if due&jobSchedule != 0 {
 		tr.scheduleFor = nextFire(tr.e)

@@ -658,8 +658,9 @@ func TestServeReusedPIDNeverAliveNorSignalled(t *testing.T) {
 func TestServeReapsPhantoms(t *testing.T) {
 	t.Parallel()
 	const phantomAfter, grace = 3 * time.Second, 3 * time.Second
-	// Enforcement is as good as off (hourly), so only the phantom reaper
-	// can end them.
+	// The enforce_terminal job is as good as off (hourly); the monitor's
+	// deadlines at death + terminal_grace and at phantom_after coincide
+	// here, and the more specific verdict, a phantom, is tried first.
 	_, db, cfg := svSetup(t, svConfig{Grace: "3s", Phantom: "3s", Enforce: "@every 1h"})
 	d := svStart(t, cfg, db)
 	tests := []struct{ typ, want string }{
