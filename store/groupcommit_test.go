@@ -27,7 +27,7 @@ func endRunning(to string) Decider {
 // TestGroupCommitMembersFailAlone queues one group of writes whose members
 // fail in every way a member can (a refusal, a missing entity, writes then
 // an error, a trigger's RAISE, a panic, a caller gone) between members
-// that succeed, and checks that the group was one commit, that each member
+// that succeed (transitions and a registration), and checks that the group was one commit, that each member
 // got its own answer, and that only the successes left rows.
 func TestGroupCommitMembersFailAlone(t *testing.T) {
 	s, _ := openTest(t)
@@ -86,6 +86,13 @@ func TestGroupCommitMembersFailAlone(t *testing.T) {
 			panic("a bug in a decider")
 		}), wantText: "panic: a bug in a decider", entity: "panics", rows: 1},
 		{name: "caller gone", ctx: gone, do: transition("gone", "completed"), want: context.Canceled, entity: "gone", rows: 1},
+		{name: "registration", do: func(ctx context.Context) error {
+			created, err := s.Register(ctx, Entity{Type: "session", ID: "fresh", Lifecycle: strp("running")}, "orchestrator", unixAt(2))
+			if err == nil && !created {
+				err = errors.New("registered an entity that existed")
+			}
+			return err
+		}, entity: "fresh", rows: 1},
 		{name: "last success", do: transition("ok3", "completed"), entity: "ok3", rows: 2},
 	}
 
