@@ -287,17 +287,20 @@ func jsonText(v any, empty string) (string, error) {
 // Register inserts a new entity, or updates the registered (non-lifecycle)
 // fields of an existing one: re-registering never changes a lifecycle,
 // only a transition does. A new entity with a lifecycle gets its first
-// audit row (from NULL) in the same transaction.
+// audit row (from NULL) in the same transaction. Concurrent registrations
+// and transitions share commits (groupWrite).
 func (s *SQLite) Register(ctx context.Context, e Entity, actor string, at time.Time) (created bool, err error) {
-	err = s.writeTx(ctx, func() error {
+	err = s.groupWrite(ctx, "register "+e.Type+"/"+e.ID, func(ctx context.Context, tx *sql.Tx) error {
 		var e2 error
-		created, e2 = s.register(ctx, e, actor, at)
+		created, e2 = s.register(ctx, tx, e, actor, at)
 		return e2
 	})
 	return created, err
 }
 
-func (s *SQLite) register(ctx context.Context, e Entity, actor string, at time.Time) (bool, error) {
+// register does one registration's reads and writes inside tx; the caller
+// commits.
+func (s *SQLite) register(ctx context.Context, tx *sql.Tx, e Entity, actor string, at time.Time) (bool, error) {
 	artifacts, err := jsonText(e.Artifacts, "[]")
 	if err != nil {
 		return false, fmt.Errorf("register %s/%s: encode artifacts: %w", e.Type, e.ID, err)
@@ -315,12 +318,6 @@ func (s *SQLite) register(ctx context.Context, e Entity, actor string, at time.T
 	if delivery == "" {
 		delivery = state.DeliveryUnknown
 	}
-
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return false, fmt.Errorf("register %s/%s: begin: %w", e.Type, e.ID, err)
-	}
-	defer tx.Rollback()
 
 	var exists int
 	row, err := s.txQueryRow(ctx, tx, "SELECT 1 FROM entities WHERE type = ? AND id = ?", e.Type, e.ID)
@@ -425,9 +422,6 @@ func (s *SQLite) register(ctx context.Context, e Entity, actor string, at time.T
 		if err != nil {
 			return false, fmt.Errorf("register %s/%s: update: %w", e.Type, e.ID, err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("register %s/%s: commit: %w", e.Type, e.ID, err)
 	}
 	return created, nil
 }

@@ -44,6 +44,8 @@ type SQLite struct {
 	// writeMu serialises this process's write transactions, so SQLite's
 	// lock arbitrates only between processes.
 	writeMu sync.Mutex
+	// group queues the writes that share a commit (see groupWrite).
+	group committer
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt

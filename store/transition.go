@@ -42,25 +42,32 @@ type Decider func(current Entity) (Change, error)
 // with a compare-and-set on the lifecycle and audit sequence it read. A
 // crash at any instant leaves either both writes or neither.
 //
+// Concurrent calls share a commit (groupWrite): each runs in its own
+// savepoint of one transaction, so each keeps its own read, decision,
+// compare-and-set and audit row and gets its own answer, and the group
+// pays for one fsync. A nil error still means durable.
+//
 // No other code may UPDATE the lifecycle column; a test greps for it, and
 // the entities_lifecycle_audited trigger refuses a change without its
 // audit row.
 func (s *SQLite) ApplyTransition(ctx context.Context, typ, id string, decide Decider) (before, after Entity, err error) {
-	err = s.writeTx(ctx, func() error {
+	err = s.groupWrite(ctx, "transition "+typ+"/"+id, func(ctx context.Context, tx *sql.Tx) error {
 		var e error
-		before, after, e = s.applyTransition(ctx, typ, id, decide)
+		before, after, e = s.applyTransition(ctx, tx, typ, id, decide)
 		return e
 	})
-	return before, after, err
+	if err != nil {
+		// The decider's view of the entity goes back with its refusal
+		// (the write path reports the stored lifecycle), never a write
+		// that did not commit.
+		return before, Entity{}, err
+	}
+	return before, after, nil
 }
 
-func (s *SQLite) applyTransition(ctx context.Context, typ, id string, decide Decider) (Entity, Entity, error) {
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see DSN
-	if err != nil {
-		return Entity{}, Entity{}, fmt.Errorf("transition %s/%s: begin: %w", typ, id, err)
-	}
-	defer tx.Rollback()
-
+// applyTransition does one transition's reads and writes inside tx; the
+// caller commits.
+func (s *SQLite) applyTransition(ctx context.Context, tx *sql.Tx, typ, id string, decide Decider) (Entity, Entity, error) {
 	row, err := s.txQueryRow(ctx, tx, selectEntity, typ, id)
 	if err != nil {
 		return Entity{}, Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
@@ -123,9 +130,6 @@ func (s *SQLite) applyTransition(ctx context.Context, typ, id string, decide Dec
 	after, err := scanEntity(row)
 	if err != nil {
 		return cur, Entity{}, fmt.Errorf("transition %s/%s: re-read: %w", typ, id, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return cur, Entity{}, fmt.Errorf("transition %s/%s: commit: %w", typ, id, err)
 	}
 	return cur, after, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -129,8 +130,8 @@ func TestCrashAtAnyInstantLeavesConsistentDB(t *testing.T) {
 }
 
 // TestHelperCrashWriter is the body of the writer process above; it does
-// nothing in a normal test run. It writes until it is killed and prints
-// "ID LIFECYCLE" after each write has committed.
+// nothing in a normal test run. It writes from several goroutines until it
+// is killed, and prints "ID LIFECYCLE" after each write has committed.
 func TestHelperCrashWriter(t *testing.T) {
 	path := os.Getenv("WATCHDOG_CRASH_DB")
 	if path == "" {
@@ -143,22 +144,37 @@ func TestHelperCrashWriter(t *testing.T) {
 	}
 	w := &Writer{Store: st, Now: time.Now}
 	out := bufio.NewWriter(os.Stdout)
+	var outMu sync.Mutex
 	ack := func(id, to string) {
+		outMu.Lock()
+		defer outMu.Unlock()
 		fmt.Fprintf(out, "%s %s\n", id, to)
 		out.Flush()
 	}
-	for i := 0; ; i++ {
-		id := fmt.Sprintf("r%s-%06d", os.Getenv("WATCHDOG_CRASH_ROUND"), i)
-		pending := "pending"
-		if _, err := w.Register(ctx, Registration{Entity: store.Entity{Type: "session", ID: id, Lifecycle: &pending}, Actor: ActorOrchestrator}); err != nil {
-			t.Fatal(err)
-		}
-		ack(id, "pending")
-		for _, to := range []string{"running", "completed"} {
-			if _, err := w.Transition(ctx, Request{Type: "session", ID: id, To: to, Actor: ActorOrchestrator}); err != nil {
-				t.Fatal(err)
-			}
-			ack(id, to)
-		}
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
+	// Several writers at once, so that the kill also lands inside group
+	// commits (several transitions in one transaction and one fsync).
+	const writers = 4
+	for g := range writers {
+		go func() {
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("r%s-w%d-%06d", os.Getenv("WATCHDOG_CRASH_ROUND"), g, i)
+				pending := "pending"
+				if _, err := w.Register(ctx, Registration{Entity: store.Entity{Type: "session", ID: id, Lifecycle: &pending}, Actor: ActorOrchestrator}); err != nil {
+					fail(err)
+				}
+				ack(id, "pending")
+				for _, to := range []string{"running", "completed"} {
+					if _, err := w.Transition(ctx, Request{Type: "session", ID: id, To: to, Actor: ActorOrchestrator}); err != nil {
+						fail(err)
+					}
+					ack(id, to)
+				}
+			}
+		}()
+	}
+	select {} // until killed
 }
