@@ -136,7 +136,7 @@ func run() int {
 
 	r := &runner{o: o, clk: clockTicks()}
 	err = r.all(ctx)
-	r.cleanup()
+	r.cleanup(err != nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(os.Stderr, "benchdrive: interrupted; every process it started is stopped")
@@ -206,18 +206,21 @@ func (r *runner) all(ctx context.Context) error {
 }
 
 // cleanup stops whatever is still running and removes the temporary
-// directory (unless -keep, or a run that failed: its logs say why).
-func (r *runner) cleanup() {
+// directory, unless -keep or the run failed (its logs say why). A -dir
+// given is left as it is.
+func (r *runner) cleanup(failed bool) {
 	for _, c := range r.live {
 		c.stop(5 * time.Second)
 	}
 	if r.fleet != nil {
 		r.fleet.stopAll()
 	}
-	if r.tempDir && !r.o.keep {
+	switch {
+	case r.dir == "":
+	case r.tempDir && !r.o.keep && !failed:
 		os.RemoveAll(r.dir) //nolint:errcheck // a leftover temp dir is harmless
-	} else if r.dir != "" {
-		fmt.Fprintln(os.Stderr, "benchdrive: logs and databases kept in", r.dir)
+	case r.o.keep || failed:
+		fmt.Fprintln(os.Stderr, "benchdrive: logs and databases are in", r.dir)
 	}
 }
 
