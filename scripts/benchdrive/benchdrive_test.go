@@ -278,3 +278,49 @@ func (f detectorFunc) poll(_ context.Context, pending []int) (map[int]time.Time,
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestRowsVerdicts checks the table's ratios and its "met" column against
+// the targets, on figures made up for the purpose.
+func TestRowsVerdicts(t *testing.T) {
+	ms := time.Millisecond
+	res := results{
+		wd: watcher{ran: true, n: 1000,
+			idle:   &idle{cpuMSPerS: 2, ticks: 6, rssKB: 30 * 1024, hwmKB: 31 * 1024},
+			deaths: &deaths{latencies: []time.Duration{10 * ms, 20 * ms, 300 * ms}, killed: 3}},
+		monit: watcher{ran: true, n: 1000,
+			idle:   &idle{cpuMSPerS: 40, ticks: 120, rssKB: 10 * 1024, hwmKB: 10 * 1024},
+			deaths: &deaths{latencies: []time.Duration{500 * ms}, killed: 2, missed: 1}},
+		wdScale: watcher{ran: true, n: 10000,
+			idle: &idle{cpuMSPerS: 5, ticks: 15, rssKB: 15 * 1024, hwmKB: 16 * 1024}},
+		throughput: 6000,
+	}
+	rows := res.rows(options{clients: 8})
+	for _, tc := range []struct {
+		at               int
+		what, ratio, met string
+	}{
+		{0, "CPU per s of wall, 1000 procs", "0.050", "yes"},
+		{1, "RSS at window end", "3.00", "NO"}, // 30 MB
+		{3, "death → recorded, median, 1000 procs", "0.040", "yes"},
+		{4, "p99", "0.600", "NO"}, // 300 ms over 200
+		{5, "detected of killed", "", "yes"},
+		{7, "RSS at window end", "", "yes"},       // at 10,000: 15 MB
+		{9, "CPU/s at 10000 ÷ at 1000", "", "NO"}, // 2.5
+		{10, "POST transitions/s, 8 clients", "", "yes"},
+	} {
+		if tc.at >= len(rows) {
+			t.Fatalf("%d rows, want one %q at %d", len(rows), tc.what, tc.at)
+		}
+		r := rows[tc.at]
+		if strings.TrimSpace(r.what) != tc.what || r.ratio != tc.ratio || r.met != tc.met {
+			t.Errorf("row %d = %+v, want %q with ratio %q and met %q", tc.at, r, tc.what, tc.ratio, tc.met)
+		}
+	}
+	var b strings.Builder
+	res.print(&b, options{clients: 8, window: time.Second, kills: 3})
+	for _, want := range []string{"watchdog/monit", "monit at 1000: 1 deaths not seen", "2.50"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("printed table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

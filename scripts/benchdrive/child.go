@@ -100,6 +100,7 @@ func tail(path string, n int) string {
 // idle is one measurement window over a settled child.
 type idle struct {
 	cpuMSPerS float64 // CPU time (user+system) per second of wall time, in ms
+	ticks     int64   // the clock ticks it is counted from: its resolution
 	rssKB     int64   // VmRSS at the end of the window
 	hwmKB     int64   // VmHWM at the end of the window
 	load      string  // the 1-minute load average when the window began
@@ -125,7 +126,7 @@ func measureIdle(ctx context.Context, c *child, window time.Duration, clk int64)
 	}
 	wall := time.Since(t0).Seconds()
 	cpu := float64(u1.ticks-u0.ticks) / float64(clk) // seconds
-	return idle{cpuMSPerS: cpu * 1000 / wall, rssKB: u1.rssKB, hwmKB: u1.hwmKB, load: load}, nil
+	return idle{cpuMSPerS: cpu * 1000 / wall, ticks: u1.ticks - u0.ticks, rssKB: u1.rssKB, hwmKB: u1.hwmKB, load: load}, nil
 }
 
 // sleepCtx sleeps for d or until ctx ends, which is an error.

@@ -50,10 +50,15 @@ func (res *results) rows(o options) []row {
 	}
 	if res.wdScale.ran {
 		rows = append(rows, watcherRows(fmt.Sprintf("%d", res.wdScale.n), res.wdScale, res.monitScale, false)...)
-		if res.wd.idle != nil && res.wdScale.idle != nil && res.wd.idle.cpuMSPerS > 0 {
-			g := res.wdScale.idle.cpuMSPerS / res.wd.idle.cpuMSPerS
-			rows = append(rows, row{what: fmt.Sprintf("CPU/s at %d ÷ at %d", res.wdScale.n, res.wd.n),
-				wd: fmt.Sprintf("%.2f", g), target: "≤ 2", met: yes(g <= 2)})
+		if res.wd.idle != nil && res.wdScale.idle != nil {
+			r := row{what: fmt.Sprintf("CPU/s at %d ÷ at %d", res.wdScale.n, res.wd.n), target: "≤ 2"}
+			if res.wd.idle.cpuMSPerS > 0 {
+				g := res.wdScale.idle.cpuMSPerS / res.wd.idle.cpuMSPerS
+				r.wd, r.met = fmt.Sprintf("%.2f", g), yes(g <= 2)
+			} else {
+				r.wd = "no CPU at " + fmt.Sprint(res.wd.n) // no tick in the window: see the notes
+			}
+			rows = append(rows, r)
 		}
 	}
 	if res.throughput > 0 {
@@ -124,6 +129,11 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float
 
 func mb(kb int64) string { return fmt.Sprintf("%.1f MB", float64(kb)/1024) }
 
+// minTicks is the fewest clock ticks (10 ms each, usually) of CPU in a
+// window that make its figure worth comparing: below it one tick more or
+// less moves the figure by a fifth or more, and the notes say so.
+const minTicks = 5
+
 // print writes the header, the table and the notes.
 func (res *results) print(w io.Writer, o options) {
 	fmt.Fprintln(w)
@@ -146,6 +156,9 @@ func (res *results) print(w io.Writer, o options) {
 		}
 		if x.w.idle != nil {
 			notes = append(notes, fmt.Sprintf("%s at %d: load average %s when its window began", x.who, x.w.n, x.w.idle.load))
+			if x.w.idle.ticks < minTicks {
+				notes = append(notes, fmt.Sprintf("%s at %d: CPU counted from %d clock ticks only, too few to compare closely: raise -window", x.who, x.w.n, x.w.idle.ticks))
+			}
 		}
 		if x.w.note != "" {
 			notes = append(notes, fmt.Sprintf("%s at %d: %s", x.who, x.w.n, x.w.note))
