@@ -49,11 +49,11 @@ stop_driver() {
 	kill -KILL -- "-$driver" 2>/dev/null || true
 }
 on_exit() {
-	if [ "$status" = 0 ]; then
-		rm -rf "$work"
-	else
-		stop_driver
+	[ "$status" = 0 ] || stop_driver
+	if [ "$status" != 0 ] && [ -d "$work/run" ]; then
 		echo "bench: failed ($status); binaries, logs and databases kept in $work" >&2
+	else
+		rm -rf "$work"
 	fi
 }
 trap on_exit EXIT

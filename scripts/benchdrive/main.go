@@ -26,6 +26,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -75,7 +76,14 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.monitScale, "monit-scale", false, "run monit at -scale-n too")
 	fs.StringVar(&o.dir, "dir", "", "where databases, logs and pidfiles go (default: a new temporary directory, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep -dir's contents at the end")
+	// One line for a bad flag (run prints it); the full list only for -h.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stderr)
+			fmt.Fprintln(os.Stderr, "usage: benchdrive -watchdog BIN [flags] (docs/bench.md)")
+			fs.PrintDefaults()
+		}
 		return o, err
 	}
 	if fs.NArg() > 0 {

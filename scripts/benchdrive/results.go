@@ -173,7 +173,10 @@ func (res *results) print(w io.Writer, o options) {
 			fmt.Fprintln(w, "note:", n)
 		}
 	}
-	fmt.Fprintf(w, "\nwindow %s after a %s settle; %d kills %s apart; see docs/bench.md\n", o.window, o.settle, o.kills, o.killGap)
+	if res.wd.ran || res.wdScale.ran {
+		fmt.Fprintf(w, "\nwindow %s after a %s settle; %d kills %s apart", o.window, o.settle, o.kills, o.killGap)
+	}
+	fmt.Fprintln(w, "\nhow to read this: docs/bench.md")
 }
 
 func dash(s string) string {
