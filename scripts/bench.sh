@@ -1,28 +1,83 @@
 #!/usr/bin/env bash
-# bench: every benchmark the issues ask for, in one run, so the ratios are
-# taken on the same machine in the same weather.
+# bench: issue 13's "what must be shown", measured on the real binary.
 #
-#   write path     transitions: BenchmarkRegister, BenchmarkTransition,
-#                  BenchmarkTransitionBatch1000 (SQLite, synchronous=FULL)
-#   probe          probe: BenchmarkSweepRatio (probe vs raw-syscall floor,
-#                  interleaved; the ratio metric is the figure to report)
-#   daemon sweep   reaper: BenchmarkSweepUnchanged (store read + probe of
-#                  every entity, no write: it fails if one happens) and
-#                  BenchmarkSweepStoreRead (the store read alone)
-#   scrape         metrics: BenchmarkScrape at 10,000 and 100,000 entities
-#   API            api: BenchmarkTransitionEndpoint (concurrent clients on
-#                  loopback), BenchmarkAttentionEndpoint
+# Builds ./cmd/watchdog and scripts/benchdrive into a temporary directory
+# and runs the driver, which prints one table to stdout (how to read it:
+# docs/bench.md):
 #
-# BENCHTIME (default 1x for the big ones, 2s for the write path) and
-# COUNT (default 3) tune it. Results go to stdout.
+#   idle        watchdog serve (default schedule) and monit (`set daemon 1`)
+#               on the same 1,000 live processes: CPU per second of wall
+#               time, RSS, and the ratios
+#   deaths      50 of them killed 200 ms apart: kill → process_dead recorded
+#               (watchdog's health_since), kill → "not running" (monit's log)
+#   scale       watchdog alone at 10,000 processes, and CPU/s 10,000 ÷ 1,000
+#   throughput  POST …/transitions from 8 concurrent loopback clients
+#
+# Every argument goes to the driver: `scripts/bench.sh -run deaths -n 200`,
+# `scripts/bench.sh -h` lists them. About 4 minutes at the defaults.
+# Installs the Debian package monit when it is missing (root or sudo).
+#
+# GOBENCH=1 also runs the packages' Go benchmarks (write path, probe sweep,
+# reaper, scrape, API endpoints), tuned by COUNT and BENCHTIME_*.
+#
+# Every process the run starts (sleeps, watchdog serve, monit) lives in
+# the driver's process group; on Ctrl-C, a failure or any exit the trap
+# below ends that group.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-COUNT="${COUNT:-3}"
-run() { echo "==> go test $*"; go test -run '^$' -count="$COUNT" "$@"; }
+if ! command -v monit >/dev/null 2>&1; then
+	echo "==> installing monit (Debian package)" >&2
+	sudo=""
+	[ "$(id -u)" = 0 ] || sudo=sudo
+	$sudo apt-get install -y -qq monit >/dev/null || { $sudo apt-get update -qq && $sudo apt-get install -y -qq monit >/dev/null; }
+fi
 
-run -bench . -benchtime "${BENCHTIME_WRITE:-2s}" ./transitions/
-run -bench 'SweepRatio' -benchtime "${BENCHTIME_PROBE:-20x}" ./probe/
-run -bench . -benchtime "${BENCHTIME_SWEEP:-10x}" ./reaper/
-run -bench . -benchtime "${BENCHTIME_SCRAPE:-3x}" ./metrics/
-run -bench . -benchtime "${BENCHTIME_API:-2s}" ./api/
+work="$(mktemp -d "${TMPDIR:-/tmp}/bench.XXXXXX")"
+driver=""
+status=0
+
+# stop_driver ends the driver's process group: SIGTERM first (the driver
+# then stops what it started), SIGKILL to whatever is left after 10 s.
+stop_driver() {
+	[ -n "$driver" ] || return 0
+	kill -TERM -- "-$driver" 2>/dev/null || return 0
+	for _ in $(seq 100); do
+		kill -0 -- "-$driver" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL -- "-$driver" 2>/dev/null || true
+}
+on_exit() {
+	[ "$status" = 0 ] || stop_driver
+	if [ "$status" != 0 ] && [ -d "$work/run" ]; then
+		echo "bench: failed ($status); binaries, logs and databases kept in $work" >&2
+	else
+		rm -rf "$work"
+	fi
+}
+trap on_exit EXIT
+trap 'status=130; exit 130' INT TERM HUP
+
+echo "==> building watchdog and the bench driver" >&2
+go build -o "$work/watchdog" ./cmd/watchdog
+go build -o "$work/benchdrive" ./scripts/benchdrive
+
+# The driver makes itself a process group leader (its group id is its
+# pid); it runs in the background so that this shell's traps can fire.
+"$work/benchdrive" -watchdog "$work/watchdog" -dir "$work/run" "$@" &
+driver=$!
+wait "$driver" || status=$?
+if [ "$status" != 0 ]; then
+	exit "$status"
+fi
+
+if [ "${GOBENCH:-0}" = 1 ]; then
+	COUNT="${COUNT:-3}"
+	run() { echo "==> go test $*"; go test -run '^$' -count="$COUNT" "$@"; }
+	run -bench . -benchtime "${BENCHTIME_WRITE:-2s}" ./transitions/
+	run -bench 'SweepRatio' -benchtime "${BENCHTIME_PROBE:-20x}" ./probe/
+	run -bench . -benchtime "${BENCHTIME_SWEEP:-10x}" ./reaper/
+	run -bench . -benchtime "${BENCHTIME_SCRAPE:-3x}" ./metrics/
+	run -bench . -benchtime "${BENCHTIME_API:-2s}" ./api/
+fi

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseStatTicks(t *testing.T) {
+	// Fields 3… of a real stat line; utime (14) is 120, stime (15) 30.
+	const rest = " S 1 1234 1234 0 -1 4194560 500 0 0 0 120 30 0 0 20 0 1 0 100 1000000 200 18446744073709551615\n"
+	for _, tc := range []struct {
+		name, stat string
+		want       int64
+		wantErr    string
+	}{
+		{"plain", "1234 (sleep)" + rest, 150, ""},
+		{"spaces and parens in the name", "1234 (a b) (c)" + rest, 150, ""},
+
+		// Failure cases
+		{"no name", "1234 sleep S 1", 0, "no command name"},
+		{"short", "1234 (sleep) S 1 2 3", 0, "fields after the command name"},
+		{"not a number", "1234 (sleep) S 1 1234 1234 0 -1 4194560 500 0 0 0 x 30 0", 0, "utime"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseStatTicks([]byte(tc.stat))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("parseStatTicks = %d, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestStatusKB(t *testing.T) {
+	status := []byte("Name:\tsleep\nVmHWM:\t    2048 kB\nVmRSS:\t    1024 kB\n")
+	for _, tc := range []struct {
+		key  string
+		want int64
+	}{{"VmRSS:", 1024}, {"VmHWM:", 2048}, {"VmSwap:", 0}} {
+		if got := statusKB(status, tc.key); got != tc.want {
+			t.Errorf("statusKB(%s) = %d, want %d", tc.key, got, tc.want)
+		}
+	}
+}
+
+// TestReadUsageOfItself reads the test's own /proc entry: the real files,
+// not a fixture.
+func TestReadUsageOfItself(t *testing.T) {
+	u, err := readUsage(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.rssKB <= 0 || u.hwmKB < u.rssKB {
+		t.Fatalf("usage %+v: want 0 < VmRSS <= VmHWM", u)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	hundred := make([]int, 100)
+	for i := range hundred {
+		hundred[i] = 100 - i // 100 … 1, unsorted on purpose
+	}
+	for _, tc := range []struct {
+		name string
+		ds   []time.Duration
+		p    float64
+		want time.Duration
+	}{
+		{"empty", nil, 0.5, 0},
+		{"one", ms(7), 0.99, 7 * time.Millisecond},
+		{"median of odd", ms(5, 1, 3), 0.5, 3 * time.Millisecond},
+		{"median of even is the lower", ms(4, 1, 3, 2), 0.5, 2 * time.Millisecond},
+		{"p99 of 100", ms(hundred...), 0.99, 99 * time.Millisecond},
+		{"p99 of 50 is the slowest", ms(hundred[50:]...), 0.99, 50 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := percentile(tc.ds, tc.p); got != tc.want {
+				t.Fatalf("percentile(%v) = %v, want %v", tc.p, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestVictims(t *testing.T) {
+	for _, tc := range []struct {
+		n, k int
+		want []int
+	}{
+		{10, 5, []int{0, 2, 4, 6, 8}},
+		{1000, 4, []int{0, 250, 500, 750}},
+		{3, 5, []int{0, 1, 2}}, // never more than the fleet
+	} {
+		got := victims(tc.n, tc.k)
+		if len(got) != len(tc.want) {
+			t.Fatalf("victims(%d, %d) = %v, want %v", tc.n, tc.k, got, tc.want)
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Fatalf("victims(%d, %d) = %v, want %v", tc.n, tc.k, got, tc.want)
+			}
+		}
+	}
+}
+
+func TestScanMonitLog(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	t1 := t0.Add(time.Second)
+	seen := map[string]time.Time{}
+	// The lines monit 5.33 writes; the last is cut mid-line.
+	rest := scanMonitLog("[2026-11-23T21:43:28+0000] info     : 'vm' Monit 5.33.0 started\n"+
+		"[2026-11-23T21:43:31+0000] error    : 'p2' process with pid 32367 is a zombie\n"+
+		"[2026-11-23T21:43:33+0000] error    : 'p12' process is not running\n"+
+		"[2026-11-23T21:43:33+0000] info     : 'p12' trying to restart\n"+
+		"[2026-11-23T21:43:34+0000] error    : 'p3' proc", t0, seen)
+	if rest != "[2026-11-23T21:43:34+0000] error    : 'p3' proc" {
+		t.Fatalf("rest = %q, want the cut line", rest)
+	}
+	// The line completed by the next read, and a second report of p2.
+	scanMonitLog(rest+"ess is not running\n[x] error    : 'p2' process is not running\n", t1, seen)
+	want := map[string]time.Time{"p2": t0, "p12": t0, "p3": t1}
+	if len(seen) != len(want) {
+		t.Fatalf("seen %v, want %v", seen, want)
+	}
+	for k, v := range want {
+		if !seen[k].Equal(v) {
+			t.Errorf("seen[%s] = %v, want %v (the first report)", k, seen[k], v)
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"defaults", []string{"-watchdog", "/bin/true"}, ""},
+		{"one part", []string{"-watchdog", "/bin/true", "-run", "throughput"}, ""},
+
+		// Failure cases
+		{"no binary", nil, "-watchdog: the binary to measure is required"},
+		{"unknown part", []string{"-watchdog", "x", "-run", "idle,speed"}, `-run: "speed" is not a part`},
+		{"zero processes", []string{"-watchdog", "x", "-n", "0"}, "-n: 0 is not a positive number"},
+		{"more kills than processes", []string{"-watchdog", "x", "-n", "10", "-kills", "20"}, "-kills 20 is more than -n 10"},
+		{"argument", []string{"-watchdog", "x", "extra"}, `unexpected argument "extra"`},
+		{"no window", []string{"-watchdog", "x", "-window", "0s"}, "-window"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags(tc.args)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(o.parts) == 0 {
+					t.Fatal("no part selected")
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestFleetKillReaps starts real sleeps, kills one and checks that it is
+// gone from /proc (reaped, not a zombie) while the other lives, then
+// that stopAll leaves none.
+func TestFleetKillReaps(t *testing.T) {
+	f, err := newFleet(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.stopAll)
+	if err := f.ensure(2); err != nil {
+		t.Fatal(err)
+	}
+	dead, alive := f.pid(0), f.pid(1)
+	if b, err := os.ReadFile(f.pidfile(0)); err != nil || strings.TrimSpace(string(b)) != itoa(dead) {
+		t.Fatalf("pidfile of p1 = %q, %v; want %d", b, err, dead)
+	}
+	if _, err := f.kill(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/proc/" + itoa(dead)); err == nil {
+		t.Fatalf("pid %d still in /proc after kill: not reaped", dead)
+	}
+	if _, err := os.Stat("/proc/" + itoa(alive)); err != nil {
+		t.Fatalf("pid %d of p2 gone: %v", alive, err)
+	}
+	if _, err := f.kill(0); err == nil {
+		t.Fatal("a second kill of p1 did not fail")
+	}
+	// ensure replaces the dead one only.
+	if err := f.ensure(2); err != nil {
+		t.Fatal(err)
+	}
+	if f.pid(0) == 0 || f.pid(0) == dead || f.pid(1) != alive {
+		t.Fatalf("after ensure: pids %d, %d; want a new p1 and p2 still %d", f.pid(0), f.pid(1), alive)
+	}
+	f.stopAll()
+	if _, err := os.Stat("/proc/" + itoa(alive)); err == nil {
+		t.Fatalf("pid %d still there after stopAll", alive)
+	}
+}
+
+// TestMeasureDeathsTimesOut checks that a death the watcher never reports
+// counts as missed, not as a latency, and that the run ends.
+func TestMeasureDeathsTimesOut(t *testing.T) {
+	f, err := newFleet(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.stopAll)
+	if err := f.ensure(2); err != nil {
+		t.Fatal(err)
+	}
+	blind := detectorFunc(func([]int) map[int]time.Time { return nil })
+	d, err := measureDeaths(context.Background(), f, []int{0, 1}, 0, time.Millisecond, blind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.killed != 2 || d.missed != 2 || len(d.latencies) != 0 {
+		t.Fatalf("deaths %+v: want 2 killed, 2 missed, no latency", d)
+	}
+}
+
+// TestMeasureDeathsLatency checks that the latency is the watcher's
+// recorded time minus the kill time.
+func TestMeasureDeathsLatency(t *testing.T) {
+	f, err := newFleet(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.stopAll)
+	if err := f.ensure(1); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var killedAt time.Time
+	late := detectorFunc(func(pending []int) map[int]time.Time {
+		if killedAt.IsZero() {
+			killedAt = time.Now() // at or after the kill: the first poll follows it
+		}
+		return map[int]time.Time{pending[0]: killedAt.Add(time.Hour)}
+	})
+	d, err := measureDeaths(context.Background(), f, []int{0}, 0, time.Minute, late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kill came after start, the first poll before now.
+	if elapsed := time.Since(start); len(d.latencies) != 1 || d.latencies[0] < time.Hour || d.latencies[0] > time.Hour+elapsed {
+		t.Fatalf("latencies %v: want one between an hour and an hour and %s", d.latencies, elapsed)
+	}
+}
+
+type detectorFunc func(pending []int) map[int]time.Time
+
+func (detectorFunc) interval() time.Duration { return time.Millisecond }
+func (f detectorFunc) poll(_ context.Context, pending []int) (map[int]time.Time, error) {
+	return f(pending), nil
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestRowsVerdicts checks the table's ratios and its "met" column against
+// the issue's targets, on figures made up for the purpose.
+func TestRowsVerdicts(t *testing.T) {
+	ms := time.Millisecond
+	res := results{
+		wd: watcher{ran: true, n: 1000,
+			idle:   &idle{cpuMSPerS: 2, ticks: 6, rssKB: 30 * 1024, hwmKB: 31 * 1024},
+			deaths: &deaths{latencies: []time.Duration{10 * ms, 20 * ms, 300 * ms}, killed: 3}},
+		monit: watcher{ran: true, n: 1000,
+			idle:   &idle{cpuMSPerS: 40, ticks: 120, rssKB: 10 * 1024, hwmKB: 10 * 1024},
+			deaths: &deaths{latencies: []time.Duration{500 * ms}, killed: 2, missed: 1}},
+		wdScale: watcher{ran: true, n: 10000,
+			idle: &idle{cpuMSPerS: 5, ticks: 15, rssKB: 15 * 1024, hwmKB: 16 * 1024}},
+		throughput: 6000,
+	}
+	rows := res.rows(options{clients: 8})
+	for _, tc := range []struct {
+		at               int
+		what, ratio, met string
+	}{
+		{0, "CPU per s of wall, 1000 procs", "0.050", "yes"},
+		{1, "RSS at window end", "3.00", "NO"}, // 30 MB
+		{3, "death → recorded, median, 1000 procs", "0.040", "yes"},
+		{4, "p99", "0.600", "NO"}, // 300 ms over 200
+		{5, "detected of killed", "", "yes"},
+		{7, "RSS at window end", "", "yes"},       // at 10,000: 15 MB
+		{9, "CPU/s at 10000 ÷ at 1000", "", "NO"}, // 2.5
+		{10, "POST transitions/s, 8 clients", "", "yes"},
+	} {
+		if tc.at >= len(rows) {
+			t.Fatalf("%d rows, want one %q at %d", len(rows), tc.what, tc.at)
+		}
+		r := rows[tc.at]
+		if strings.TrimSpace(r.what) != tc.what || r.ratio != tc.ratio || r.met != tc.met {
+			t.Errorf("row %d = %+v, want %q with ratio %q and met %q", tc.at, r, tc.what, tc.ratio, tc.met)
+		}
+	}
+	var b strings.Builder
+	res.print(&b, options{clients: 8, window: time.Second, kills: 3})
+	for _, want := range []string{"watchdog/monit", "monit at 1000: 1 deaths not seen", "2.50"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("printed table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

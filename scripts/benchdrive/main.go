@@ -1,0 +1,355 @@
+// Command benchdrive is the bench of issue 13 that no Go benchmark can
+// give: the real `watchdog serve` binary watching real processes, side by
+// side with monit on the same ones, measured from outside as an operator
+// would (CPU and RSS from /proc, deaths read back through the HTTP API,
+// monit's through its log). scripts/bench.sh builds the binary and runs
+// this; docs/bench.md says how to read what it prints.
+//
+// The parts, chosen with -run:
+//
+//	idle        CPU per second of wall time and RSS of watchdog and of monit
+//	            (`set daemon 1`, one `check process` per pidfile) over the
+//	            same -n live processes, settled, over -window
+//	deaths      kill -kills of those processes -kill-gap apart: watchdog's
+//	            recorded health_since − kill, monit's log line − kill
+//	scale       watchdog's idle and deaths at -scale-n processes (monit too
+//	            with -monit-scale), and the CPU ratio to -n
+//	throughput  -clients concurrent clients each moving its own pending
+//	            sessions to running (-transitions in all): transitions/s
+//
+// Every process it starts is in its own process group; it kills them all
+// on the way out, whatever the way (error, SIGINT, SIGTERM).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() { os.Exit(run()) }
+
+// options are the flags.
+type options struct {
+	watchdog, monit string
+	parts           map[string]bool
+	n, scaleN       int
+	window, settle  time.Duration
+	kills           int
+	killGap         time.Duration
+	detectTimeout   time.Duration
+	judgeTimeout    time.Duration
+	clients, moves  int
+	monitScale      bool
+	dir             string
+	keep            bool
+}
+
+// allParts are the values of -run, in the order they run.
+var allParts = []string{"idle", "deaths", "scale", "throughput"}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("benchdrive", flag.ContinueOnError)
+	fs.StringVar(&o.watchdog, "watchdog", "", "the watchdog binary to measure (required)")
+	fs.StringVar(&o.monit, "monit", "monit", "the monit binary")
+	runList := fs.String("run", strings.Join(allParts, ","), "the parts to run, comma-separated: "+strings.Join(allParts, ", "))
+	fs.IntVar(&o.n, "n", 1000, "processes watched side by side with monit")
+	fs.IntVar(&o.scaleN, "scale-n", 10000, "processes of the scale part")
+	fs.DurationVar(&o.window, "window", 30*time.Second, "the idle measurement window")
+	fs.DurationVar(&o.settle, "settle", 5*time.Second, "wait after the watcher is ready and before the window")
+	fs.IntVar(&o.kills, "kills", 50, "processes killed per death-latency run")
+	fs.DurationVar(&o.killGap, "kill-gap", 200*time.Millisecond, "time between two kills")
+	fs.DurationVar(&o.detectTimeout, "detect-timeout", 75*time.Second, "a death not seen this long after its kill counts as missed")
+	fs.DurationVar(&o.judgeTimeout, "judge-timeout", 150*time.Second, "how long to wait for watchdog to have judged every process running before measuring anyway")
+	fs.IntVar(&o.clients, "clients", 8, "concurrent HTTP clients of the throughput part")
+	fs.IntVar(&o.moves, "transitions", 10000, "transitions of the throughput part (as many sessions registered first)")
+	fs.BoolVar(&o.monitScale, "monit-scale", false, "run monit at -scale-n too")
+	fs.StringVar(&o.dir, "dir", "", "where databases, logs and pidfiles go (default: a new temporary directory, removed at the end)")
+	fs.BoolVar(&o.keep, "keep", false, "keep -dir's contents at the end")
+	// One line for a bad flag (run prints it); the full list only for -h.
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stderr)
+			fmt.Fprintln(os.Stderr, "usage: benchdrive -watchdog BIN [flags] (docs/bench.md)")
+			fs.PrintDefaults()
+		}
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q (every setting is a flag)", fs.Arg(0))
+	}
+	if o.watchdog == "" {
+		return o, errors.New("-watchdog: the binary to measure is required (scripts/bench.sh builds it)")
+	}
+	o.parts = map[string]bool{}
+	for _, p := range strings.Split(*runList, ",") {
+		p = strings.TrimSpace(p)
+		if !contains(allParts, p) {
+			return o, fmt.Errorf("-run: %q is not a part (parts: %s)", p, strings.Join(allParts, ", "))
+		}
+		o.parts[p] = true
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"-n", o.n}, {"-scale-n", o.scaleN}, {"-kills", o.kills}, {"-clients", o.clients}, {"-transitions", o.moves}} {
+		if c.v < 1 {
+			return o, fmt.Errorf("%s: %d is not a positive number", c.name, c.v)
+		}
+	}
+	if o.window <= 0 || o.settle < 0 || o.killGap < 0 || o.detectTimeout <= 0 || o.judgeTimeout <= 0 {
+		return o, errors.New("-window, -detect-timeout and -judge-timeout must be positive; -settle and -kill-gap not negative")
+	}
+	if o.kills > o.n && (o.parts["idle"] || o.parts["deaths"]) {
+		return o, fmt.Errorf("-kills %d is more than -n %d", o.kills, o.n)
+	}
+	return o, nil
+}
+
+func contains(list []string, v string) bool {
+	for _, s := range list {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+func run() int {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchdrive:", err)
+		return 2
+	}
+	// Our own process group: the script's trap ends the whole run, this
+	// and every child, with one kill(-pgid), even if this dies first.
+	syscall.Setpgid(0, 0) //nolint:errcheck // already a group leader is fine
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+
+	r := &runner{o: o, clk: clockTicks()}
+	err = r.all(ctx)
+	r.cleanup(err != nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(os.Stderr, "benchdrive: interrupted; every process it started is stopped")
+			return 130
+		}
+		fmt.Fprintln(os.Stderr, "benchdrive:", err)
+		return 1
+	}
+	return 0
+}
+
+// runner holds one run's state: what to clean up, and the figures.
+type runner struct {
+	o       options
+	clk     int64
+	dir     string
+	tempDir bool
+	fleet   *fleet
+	live    []*child // watchdog serve and monit instances still running
+	res     results
+}
+
+func (r *runner) all(ctx context.Context) error {
+	if r.o.dir == "" {
+		d, err := os.MkdirTemp("", "watchdog-bench.")
+		if err != nil {
+			return fmt.Errorf("temporary directory: %w", err)
+		}
+		r.dir, r.tempDir = d, true
+	} else {
+		r.dir = r.o.dir
+	}
+	f, err := newFleet(filepath.Join(r.dir, "pids"))
+	if err != nil {
+		return err
+	}
+	r.fleet = f
+	r.res.header = header(r.o)
+
+	side := r.o.parts["idle"] || r.o.parts["deaths"]
+	if side {
+		if err := r.watchdog(ctx, "wd-n", r.o.n, r.o.parts["idle"], r.o.parts["deaths"], &r.res.wd); err != nil {
+			return err
+		}
+		if err := r.monit(ctx, "monit-n", r.o.n, r.o.parts["idle"], r.o.parts["deaths"], &r.res.monit); err != nil {
+			return err
+		}
+	}
+	if r.o.parts["scale"] {
+		if err := r.watchdog(ctx, "wd-scale", r.o.scaleN, true, true, &r.res.wdScale); err != nil {
+			return err
+		}
+		if r.o.monitScale {
+			if err := r.monit(ctx, "monit-scale", r.o.scaleN, true, true, &r.res.monitScale); err != nil {
+				return err
+			}
+		}
+	}
+	r.fleet.stopAll()
+	if r.o.parts["throughput"] {
+		if err := r.throughput(ctx); err != nil {
+			return err
+		}
+	}
+	r.res.print(os.Stdout, r.o)
+	return nil
+}
+
+// cleanup stops whatever is still running and removes the temporary
+// directory, unless -keep or the run failed (its logs say why). A -dir
+// given is left as it is.
+func (r *runner) cleanup(failed bool) {
+	for _, c := range r.live {
+		c.stop(5 * time.Second)
+	}
+	if r.fleet != nil {
+		r.fleet.stopAll()
+	}
+	switch {
+	case r.dir == "":
+	case r.tempDir && !r.o.keep && !failed:
+		os.RemoveAll(r.dir) //nolint:errcheck // a leftover temp dir is harmless
+	case r.o.keep || failed:
+		fmt.Fprintln(os.Stderr, "benchdrive: logs and databases are in", r.dir)
+	}
+}
+
+func say(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "==> "+format+"\n", args...)
+}
+
+// watcher is the figures of one watcher at one size.
+type watcher struct {
+	ran    bool
+	n      int
+	idle   *idle
+	deaths *deaths
+	note   string // what went short of plan (not every process judged…)
+}
+
+// watchdog measures `watchdog serve` over p1…pn.
+func (r *runner) watchdog(ctx context.Context, tag string, n int, doIdle, doDeaths bool, out *watcher) error {
+	*out = watcher{ran: true, n: n}
+	say("watchdog at %d processes: starting them", n)
+	if err := r.fleet.ensure(n); err != nil {
+		return err
+	}
+	w, err := startWatchdog(ctx, r.o.watchdog, filepath.Join(r.dir, tag), time.Minute)
+	if err != nil {
+		return err
+	}
+	r.live = append(r.live, w.child)
+	defer w.stop(10 * time.Second)
+
+	say("watchdog at %d: registering them over HTTP", n)
+	t := time.Now()
+	if err := w.registerFleet(ctx, r.fleet, n, r.o.clients); err != nil {
+		return fmt.Errorf("register: %w", err)
+	}
+	say("watchdog at %d: registered in %s; waiting until it has judged every one running", n, time.Since(t).Round(time.Millisecond))
+	judged, err := w.waitJudged(ctx, n, r.o.judgeTimeout)
+	if err != nil {
+		return fmt.Errorf("wait for judgement: %w", err)
+	}
+	if judged < n {
+		out.note = fmt.Sprintf("only %d of %d read running after %s; measured anyway", judged, n, r.o.judgeTimeout)
+		say("watchdog at %d: %s", n, out.note)
+	} else {
+		say("watchdog at %d: all running after %s", n, time.Since(t).Round(time.Millisecond))
+	}
+	if err := sleepCtx(ctx, r.o.settle); err != nil {
+		return err
+	}
+	if doIdle {
+		say("watchdog at %d: idle window of %s", n, r.o.window)
+		id, err := measureIdle(ctx, w.child, r.o.window, r.clk)
+		if err != nil {
+			return fmt.Errorf("watchdog idle: %w", err)
+		}
+		out.idle = &id
+	}
+	if doDeaths {
+		say("watchdog at %d: killing %d, %s apart", n, r.o.kills, r.o.killGap)
+		d, err := measureDeaths(ctx, r.fleet, victims(n, r.o.kills), r.o.killGap, r.o.detectTimeout, watchdogDetector{w})
+		if err != nil {
+			return fmt.Errorf("watchdog deaths: %w", err)
+		}
+		out.deaths = &d
+	}
+	return nil
+}
+
+// monit measures monit over p1…pn.
+func (r *runner) monit(ctx context.Context, tag string, n int, doIdle, doDeaths bool, out *watcher) error {
+	*out = watcher{ran: true, n: n}
+	bin, err := exec.LookPath(r.o.monit)
+	if err != nil {
+		return fmt.Errorf("monit: %w (Debian: apt-get install -y monit; scripts/bench.sh does)", err)
+	}
+	say("monit at %d processes: starting them", n)
+	if err := r.fleet.ensure(n); err != nil {
+		return err
+	}
+	dir := filepath.Join(r.dir, tag)
+	m, err := startMonit(ctx, bin, dir, r.fleet, n, time.Minute)
+	if err != nil {
+		return err
+	}
+	r.live = append(r.live, m)
+	defer m.stop(10 * time.Second)
+	if err := sleepCtx(ctx, r.o.settle); err != nil {
+		return err
+	}
+	if doIdle {
+		say("monit at %d: idle window of %s", n, r.o.window)
+		id, err := measureIdle(ctx, m, r.o.window, r.clk)
+		if err != nil {
+			return fmt.Errorf("monit idle: %w", err)
+		}
+		out.idle = &id
+	}
+	if doDeaths {
+		say("monit at %d: killing %d, %s apart", n, r.o.kills, r.o.killGap)
+		d, err := measureDeaths(ctx, r.fleet, victims(n, r.o.kills), r.o.killGap, r.o.detectTimeout, newMonitDetector(m, dir))
+		if err != nil {
+			return fmt.Errorf("monit deaths: %w", err)
+		}
+		out.deaths = &d
+	}
+	return nil
+}
+
+// throughput measures POST …/transitions on a daemon of its own.
+func (r *runner) throughput(ctx context.Context) error {
+	say("throughput: %d transitions from %d clients", r.o.moves, r.o.clients)
+	w, err := startWatchdog(ctx, r.o.watchdog, filepath.Join(r.dir, "wd-throughput"), time.Minute)
+	if err != nil {
+		return err
+	}
+	r.live = append(r.live, w.child)
+	defer w.stop(10 * time.Second)
+	rate, p99, err := w.throughput(ctx, r.o.moves, r.o.clients)
+	if err != nil {
+		return fmt.Errorf("throughput: %w", err)
+	}
+	r.res.throughput, r.res.throughputP99 = rate, p99
+	return nil
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// watchdogd is a running `watchdog serve` on a database of its own, reached
+// like any client: HTTP on 127.0.0.1, auth none.
+type watchdogd struct {
+	*child
+	base string // http://127.0.0.1:PORT
+	http *http.Client
+}
+
+// watchdogConfig is the daemon's config: its own database and a random
+// loopback port, JSON logs (to find the port); everything else, the jobs'
+// schedules above all, stays at the defaults being measured.
+func watchdogConfig(db string) string {
+	return fmt.Sprintf("store:\n  dsn: %q\nlisten: 127.0.0.1:0\nauth: none\nlog:\n  format: json\n", db)
+}
+
+// startWatchdog starts `bin serve` in dir and waits until /readyz answers 200.
+func startWatchdog(ctx context.Context, bin, dir string, timeout time.Duration) (*watchdogd, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("daemon dir: %w", err)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(watchdogConfig(filepath.Join(dir, "watchdog.db"))), 0o600); err != nil {
+		return nil, fmt.Errorf("daemon config: %w", err)
+	}
+	c, err := startChild("watchdog serve", filepath.Join(dir, "daemon.log"), bin, "serve", "--config", cfg)
+	if err != nil {
+		return nil, err
+	}
+	w := &watchdogd{child: c, http: &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64},
+	}}
+	err = poll(ctx, timeout, 50*time.Millisecond, "watchdog serve to be ready", func() (bool, error) {
+		if gone, why := c.exited(); gone {
+			return false, fmt.Errorf("%s", why)
+		}
+		if w.base == "" {
+			addr, err := listenAddr(c.log)
+			if err != nil || addr == "" {
+				return false, err
+			}
+			w.base = "http://" + addr
+		}
+		resp, err := w.http.Get(w.base + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		c.stop(5 * time.Second)
+		return nil, fmt.Errorf("%w; the end of its log:\n%s", err, tail(c.log, 20))
+	}
+	return w, nil
+}
+
+// listenAddr finds the "listening" line of the daemon's JSON log and
+// returns its addr, "" while there is none.
+func listenAddr(logPath string) (string, error) {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return "", fmt.Errorf("read daemon log: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "listening" && l.Addr != "" {
+			return l.Addr, nil
+		}
+	}
+	return "", nil
+}
+
+// do sends one JSON request and decodes a 2xx answer into out (nil: discard).
+func (w *watchdogd) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, w.base+path, rd)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := w.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// registration is the part of the register document the bench sends.
+type registration struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	Lifecycle string `json:"lifecycle"`
+	PID       int    `json:"pid,omitempty"`
+}
+
+// registerFleet registers p1…pn as running sessions with their pids
+// (the daemon fills in start time and boot id), from workers clients.
+func (w *watchdogd) registerFleet(ctx context.Context, f *fleet, n, workers int) error {
+	return parallel(ctx, n, workers, func(ctx context.Context, i int) error {
+		return w.do(ctx, http.MethodPost, "/api/v1/entities",
+			registration{Type: "session", ID: name(i), Lifecycle: "running", PID: f.pid(i)}, nil)
+	})
+}
+
+// countSessions is how many sessions of the given severity the list holds
+// (its total counts every page).
+func (w *watchdogd) countSessions(ctx context.Context, severity string) (int, error) {
+	var list struct {
+		Total int `json:"total"`
+	}
+	q := url.Values{"type": {"session"}, "severity": {severity}, "limit": {"1"}}
+	if err := w.do(ctx, http.MethodGet, "/api/v1/entities?"+q.Encode(), nil, &list); err != nil {
+		return 0, err
+	}
+	return list.Total, nil
+}
+
+// waitJudged waits until n sessions read as running (severity info): the
+// daemon has seen every process once, so the window that follows measures
+// a settled daemon, not its first look. It returns how many it saw, and no
+// error when timeout passes first: the caller says so and goes on.
+func (w *watchdogd) waitJudged(ctx context.Context, n int, timeout time.Duration) (int, error) {
+	seen := 0
+	err := poll(ctx, timeout, 500*time.Millisecond, "", func() (bool, error) {
+		if gone, why := w.exited(); gone {
+			return false, fmt.Errorf("%s", why)
+		}
+		c, err := w.countSessions(ctx, "info")
+		if err != nil {
+			return false, err
+		}
+		seen = c
+		return c >= n, nil
+	})
+	if errors.Is(err, errTimeout) {
+		return seen, nil
+	}
+	return seen, err
+}
+
+// entityRead is the part of the entity read shape the bench looks at.
+type entityRead struct {
+	HealthSince float64 `json:"health_since"`
+	State       struct {
+		Health string `json:"health"`
+	} `json:"state"`
+}
+
+// watchdogDetector reads each killed session until its health is
+// process_dead and takes the daemon's own record of when it became so
+// (health_since): the bench's polling rate does not enter the figure.
+type watchdogDetector struct{ w *watchdogd }
+
+func (d watchdogDetector) interval() time.Duration { return 100 * time.Millisecond }
+
+func (d watchdogDetector) poll(ctx context.Context, pending []int) (map[int]time.Time, error) {
+	if gone, why := d.w.exited(); gone {
+		return nil, fmt.Errorf("%s", why)
+	}
+	found := map[int]time.Time{}
+	for _, i := range pending {
+		var e entityRead
+		if err := d.w.do(ctx, http.MethodGet, "/api/v1/entities/session/"+name(i), nil, &e); err != nil {
+			return nil, err
+		}
+		if e.State.Health == "process_dead" && e.HealthSince > 0 {
+			found[i] = fromSeconds(e.HealthSince)
+		}
+	}
+	return found, nil
+}
+
+func fromSeconds(s float64) time.Time {
+	return time.UnixMicro(int64(s*1e6 + 0.5))
+}
+
+// throughput registers m pending sessions, then has clients move each of
+// its own share pending → running at once, and returns transitions per
+// second of wall time and the slowest request's p99.
+func (w *watchdogd) throughput(ctx context.Context, m, clients int) (float64, time.Duration, error) {
+	id := func(i int) string { return fmt.Sprintf("t%d", i+1) }
+	err := parallel(ctx, m, clients, func(ctx context.Context, i int) error {
+		return w.do(ctx, http.MethodPost, "/api/v1/entities", registration{Type: "session", ID: id(i), Lifecycle: "pending"}, nil)
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("register: %w", err)
+	}
+	type move struct {
+		To         string `json:"to"`
+		ExpectFrom string `json:"expect_from"`
+	}
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, m)
+	start := time.Now()
+	err = parallel(ctx, m, clients, func(ctx context.Context, i int) error {
+		t := time.Now()
+		err := w.do(ctx, http.MethodPost, "/api/v1/entities/session/"+id(i)+"/transitions", move{To: "running", ExpectFrom: "pending"}, nil)
+		d := time.Since(t)
+		mu.Lock()
+		lat = append(lat, d)
+		mu.Unlock()
+		return err
+	})
+	elapsed := time.Since(start)
+	if err != nil {
+		return 0, 0, fmt.Errorf("transition: %w", err)
+	}
+	return float64(m) / elapsed.Seconds(), percentile(lat, 0.99), nil
+}
+
+// parallel calls fn for 0…n-1 from workers goroutines, worker k taking
+// the indexes ≡ k mod workers (its own entities), and returns the first
+// error, after which the others stop.
+func parallel(ctx context.Context, n, workers int, fn func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for k := 0; k < workers; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := k; i < n && ctx.Err() == nil; i += workers {
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return context.Cause(ctx) // nil unless fn failed or the run was stopped
+}
