@@ -295,6 +295,12 @@ func (m *Monitor) apply(ctx context.Context, key string, e store.Entity) {
 	if tr == nil {
 		tr = &tracked{key: key, index: -1, judged: now}
 		m.ents[key] = tr
+		if e.Health == state.HealthUnknown {
+			// Never judged (just registered, by any writer): its first
+			// health is read now rather than at the next sweep, so a new
+			// entity does not read "unknown" for a minute.
+			tr.checkAt = now
+		}
 	} else if tr.e.HeartbeatAt.Before(e.HeartbeatAt) && (e.Health == state.HealthIdle || e.Health == state.HealthStalled) {
 		// A heartbeat posted to an idle or stalled entity: judge it now,
 		// not at its next threshold.

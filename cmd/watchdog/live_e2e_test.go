@@ -66,6 +66,8 @@ func TestServeWatchesACLIRegistrationByPidfd(t *testing.T) {
 		fds := pidfdsOf(t, d.cmd.Process.Pid)
 		return fds[p.pid], fmt.Sprintf("pidfds of %v", fds)
 	})
+	// Judged at first sight, not at the next (hourly) sweep.
+	d.waitEntity("session", "w1", "judged running", func(e svEntity) bool { return e.State.Health == "running" })
 	if got := d.metric(`watchdog_watched_processes{mode="pidfd"}`); got < 1 {
 		t.Errorf(`watchdog_watched_processes{mode="pidfd"} = %v, want ≥ 1`, got)
 	}
