@@ -336,6 +336,13 @@ func TestRemoteRefusalsChangeNothing(t *testing.T) {
 	if r := rmtRun(t, work, good, reg, "register", "--json", "-", "--server", d.base); r.code != 0 {
 		t.Fatalf("register: %+v", r)
 	}
+	// The daemon judges a new entity at first sight (its own write):
+	// wait for it, so that the snapshots below see only the refusals.
+	testenv.Eventually(t, "the daemon's first look at s-1", 45*time.Second, func() (bool, string) {
+		// No pid yet: the look finds liveness unknown, and says so.
+		_, e := d.entity(t, "session", "s-1")
+		return len(e.State.Reasons) > 0, fmt.Sprintf("%+v", e.State)
+	})
 	// The same entity in a local database, for the refusals whose line
 	// must be the one the local path prints.
 	localDB := filepath.Join(dir, "local.db")
