@@ -242,7 +242,10 @@ type watcher struct {
 	n      int
 	idle   *idle
 	deaths *deaths
-	note   string // what went short of plan (not every process judged…)
+	// enforced: how long after death + terminal_grace each killed one was
+	// ended (watchdog only).
+	enforced *deaths
+	note     string // what went short of plan (not every process judged…)
 }
 
 // watchdog measures `watchdog serve` over p1…pn.
@@ -293,9 +296,20 @@ func (r *runner) watchdog(ctx context.Context, tag string, n int, doIdle, doDeat
 			return fmt.Errorf("watchdog deaths: %w", err)
 		}
 		out.deaths = &d
+		killed := victims(n, r.o.kills)
+		say("watchdog at %d: waiting for the %d killed to be ended at terminal_grace (%s)", n, len(killed), defaultGrace)
+		e, err := w.enforcement(ctx, killed, defaultGrace, r.o.detectTimeout)
+		if err != nil {
+			return fmt.Errorf("watchdog enforcement: %w", err)
+		}
+		out.enforced = &e
 	}
 	return nil
 }
+
+// defaultGrace is thresholds.terminal_grace at its default, which the
+// bench's daemon runs with.
+const defaultGrace = 30 * time.Second
 
 // monit measures monit over p1…pn.
 func (r *runner) monit(ctx context.Context, tag string, n int, doIdle, doDeaths bool, out *watcher) error {

@@ -115,6 +115,12 @@ func watcherRows(size string, wd, mo watcher, side bool) []row {
 		}
 		rows = append(rows, med, p99, seen)
 	}
+	if e := wd.enforced; e != nil {
+		rows = append(rows,
+			row{what: "ended after death + grace, median", wd: ms(e.median()), target: "≤ 1 s", met: yes(len(e.latencies) > 0 && e.median() <= time.Second)},
+			row{what: "  max", wd: ms(percentile(e.latencies, 1)), target: "≤ 1 s", met: yes(len(e.latencies) > 0 && e.missed == 0 && percentile(e.latencies, 1) <= time.Second)},
+			row{what: "  ended of killed", wd: fmt.Sprintf("%d/%d", len(e.latencies), e.killed), target: "all", met: yes(e.missed == 0 && e.killed > 0)})
+	}
 	return rows
 }
 

@@ -190,8 +190,48 @@ func (w *watchdogd) waitJudged(ctx context.Context, n int, timeout time.Duration
 type entityRead struct {
 	HealthSince float64 `json:"health_since"`
 	State       struct {
-		Health string `json:"health"`
+		Health    string `json:"health"`
+		Lifecycle string `json:"lifecycle"`
 	} `json:"state"`
+	Transitions []struct {
+		To    string  `json:"to"`
+		Actor string  `json:"actor"`
+		At    float64 `json:"at"`
+	} `json:"transitions"`
+}
+
+// enforcement waits until each killed session (fleet indexes) has been
+// ended by the reaper and returns, for each, how long after its recorded
+// death plus grace the terminal row came: what "enforcement at
+// terminal_grace + ≤ 1 s" measures. A session not ended within timeout
+// counts as missed.
+func (w *watchdogd) enforcement(ctx context.Context, killed []int, grace, timeout time.Duration) (deaths, error) {
+	d := deaths{killed: len(killed)}
+	pending := map[int]bool{}
+	for _, i := range killed {
+		pending[i] = true
+	}
+	deadline := time.Now().Add(grace + timeout)
+	for len(pending) > 0 && time.Now().Before(deadline) {
+		for i := range pending {
+			var e entityRead
+			if err := w.do(ctx, http.MethodGet, "/api/v1/entities/session/"+name(i), nil, &e); err != nil {
+				return d, err
+			}
+			n := len(e.Transitions)
+			if n == 0 || e.Transitions[n-1].Actor != "reaper" || e.HealthSince == 0 {
+				continue
+			}
+			late := fromSeconds(e.Transitions[n-1].At).Sub(fromSeconds(e.HealthSince)) - grace
+			d.latencies = append(d.latencies, late)
+			delete(pending, i)
+		}
+		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+			return d, err
+		}
+	}
+	d.missed = len(pending)
+	return d, nil
 }
 
 // watchdogDetector reads each killed session until its health is
