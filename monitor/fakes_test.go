@@ -116,10 +116,14 @@ func (w *fakeWatcher) Forget(key string) {
 
 func (w *fakeWatcher) Deaths() <-chan pidwatch.Death { return w.deaths }
 
-// aliveProber verifies every identity; notSame names the pids it refuses.
-type aliveProber struct{ notSame map[int]bool }
+// aliveProber verifies every identity; notSame names the pids it refuses,
+// unreadable those whose identity it cannot read (EMFILE, permission).
+type aliveProber struct{ notSame, unreadable map[int]bool }
 
 func (p aliveProber) CheckPID(t probe.PIDTarget) probe.PIDObservation {
+	if p.unreadable[t.PID] {
+		return probe.PIDObservation{Target: t, Liveness: probe.Unknown, Cause: probe.CauseUnreadable}
+	}
 	if p.notSame[t.PID] {
 		return probe.PIDObservation{Target: t, Liveness: probe.Dead, Cause: probe.CausePIDReused}
 	}
@@ -137,13 +141,15 @@ type harness struct {
 	w     *fakeWatcher
 	clock *testenv.Clock
 	mtime map[string]time.Time
+	// unreadable: pids whose identity the prober cannot read.
+	unreadable map[int]bool
 }
 
 func newHarness(t *testing.T, s Settings) *harness {
 	t.Helper()
-	h := &harness{rec: &recorder{}, w: newFakeWatcher(), clock: testenv.NewClock(t0), mtime: map[string]time.Time{}}
+	h := &harness{rec: &recorder{}, w: newFakeWatcher(), clock: testenv.NewClock(t0), mtime: map[string]time.Time{}, unreadable: map[int]bool{}}
 	h.m = New(Options{
-		Reaper: h.rec, Watcher: h.w, Prober: aliveProber{}, Exits: h.rec,
+		Reaper: h.rec, Watcher: h.w, Prober: aliveProber{unreadable: h.unreadable}, Exits: h.rec,
 		HostID: "h1", Settings: s, Now: h.clock.Now,
 		StatMtime: func(path string) (time.Time, error) {
 			mt, ok := h.mtime[path]

@@ -18,6 +18,7 @@ package monitor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -305,6 +306,15 @@ func (m *Monitor) apply(ctx context.Context, key string, e store.Entity) {
 		// A heartbeat posted to an idle or stalled entity: judge it now,
 		// not at its next threshold.
 		tr.checkAt = now
+	} else if e.LastSeq != tr.e.LastSeq || e.PID != tr.e.PID || e.PIDStartTicks != tr.e.PIDStartTicks || !e.PIDStartTime.Equal(tr.e.PIDStartTime) {
+		// A lifecycle write or another process: judge it now. A check
+		// made on the copy from before a transition is refused by the
+		// store (an observation is written only over the lifecycle it
+		// judged), so a death seen just after a transition would
+		// otherwise wait for the sweep; and a restarted process must
+		// not keep its predecessor's process_dead (which also keeps it
+		// from being watched) until then.
+		tr.checkAt = now
 	}
 	if tr.e.HeartbeatFile != e.HeartbeatFile {
 		tr.hbFile = time.Time{}
@@ -341,10 +351,21 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 		return
 	}
 	target := probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID}
-	err := m.opt.Watcher.Watch(tr.key, e.PID, func() bool { return m.opt.Prober.CheckPID(target).IdentityVerified() })
+	var seen probe.PIDObservation
+	asked := false
+	err := m.opt.Watcher.Watch(tr.key, e.PID, func() bool {
+		seen, asked = m.opt.Prober.CheckPID(target), true
+		return seen.IdentityVerified()
+	})
 	switch {
 	case err == nil:
 		m.setMode(tr, byPidfd)
+	case errors.Is(err, pidwatch.ErrNotSame) && asked && seen.Liveness == probe.Unknown:
+		// The identity could not be read (out of file descriptors for
+		// /proc, permission, hidepid): not proof of another process, and
+		// no pidfd either, so it is polled, and counted as polled.
+		m.setMode(tr, polled)
+		tr.checkAt = now.Add(m.s.PollInterval)
 	case errors.Is(err, pidwatch.ErrNotSame), errors.Is(err, pidwatch.ErrGone):
 		// The recorded process is not there: the probe says so now.
 		m.setMode(tr, unwatched)
@@ -449,7 +470,7 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 // check runs CheckEntity now; a failure is retried at the next poll.
 func (m *Monitor) check(ctx context.Context, tr *tracked) {
 	tr.checkAt = time.Time{}
-	if _, err := m.opt.Reaper.CheckEntity(ctx, tr.e); err != nil {
+	if _, err := m.guard("check", tr, func() (bool, error) { return m.opt.Reaper.CheckEntity(ctx, tr.e) }); err != nil {
 		m.opt.Logger.Warn("check failed; retrying", zap.String("entity", tr.key), zap.Error(err))
 		tr.checkAt = m.opt.Now().Add(m.s.PollInterval)
 	}
@@ -479,6 +500,11 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 			// have moved every threshold later.
 			if mt, err := m.opt.StatMtime(tr.e.HeartbeatFile); err == nil && mt.After(tr.hbFile) {
 				tr.hbFile = mt
+				if h := tr.e.Health; h == state.HealthIdle || h == state.HealthStalled {
+					// Fresh again: an idle or stalled verdict is
+					// re-judged now, not left for the sweep.
+					due |= jobCheck
+				}
 			}
 		}
 		if crossed(tr, m.s, now) {
@@ -514,7 +540,19 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 // act runs one of the reaper's acting entry points. It is not retried on
 // its own: the sweep reconciles what an error left.
 func (m *Monitor) act(ctx context.Context, tr *tracked, what string, f func(context.Context, store.Entity) (bool, error)) {
-	if _, err := f(ctx, tr.e); err != nil {
+	if _, err := m.guard(what, tr, func() (bool, error) { return f(ctx, tr.e) }); err != nil {
 		m.opt.Logger.Warn(what+" failed", zap.String("entity", tr.key), zap.Error(err))
 	}
+}
+
+// guard runs one reaper step and turns a panic in it into an error: one
+// entity's bad row must not stop the monitor (every death and deadline
+// of the host) nor crash the daemon into a restart that adopts it again.
+func (m *Monitor) guard(what string, tr *tracked, f func() (bool, error)) (ok bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s %s: panic: %v", what, tr.key, p)
+		}
+	}()
+	return f()
 }

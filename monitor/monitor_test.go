@@ -114,6 +114,7 @@ func TestWatchModes(t *testing.T) {
 		name          string
 		err           error
 		noIdentity    bool
+		unreadable    bool // the identity check cannot read /proc (EMFILE, permission)
 		pidfd, polled int
 		first         []string // calls at once
 		afterPoll     []string // calls one poll interval later
@@ -125,10 +126,12 @@ func TestWatchModes(t *testing.T) {
 		{name: "gone", err: pidwatch.ErrGone, first: []string{"check session/s"}},
 		{name: "not the same", err: pidwatch.ErrNotSame, first: []string{"check session/s"}},
 		{name: "no identity recorded", noIdentity: true, polled: 1, afterPoll: []string{"check session/s"}},
+		{name: "identity unreadable", unreadable: true, polled: 1, afterPoll: []string{"check session/s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Settings{})
 			h.w.errs[42] = tc.err
+			h.unreadable[42] = tc.unreadable
 			e := session("s", 42)
 			if tc.noIdentity {
 				e.PIDStartTime, e.PIDStartTicks = time.Time{}, 0

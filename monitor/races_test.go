@@ -1,0 +1,104 @@
+package monitor
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"watchdog/pidwatch"
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// casLoser is a reaper whose first checks lose to a transition that landed
+// since the entity was read (the store's last_seq guard writes nothing).
+type casLoser struct {
+	*recorder
+	lose int
+}
+
+func (c *casLoser) CheckEntity(_ context.Context, e store.Entity) (bool, error) {
+	c.add(call{what: "check", key: Key(e.Type, e.ID), e: e})
+	if c.lose > 0 {
+		c.lose--
+		return false, nil
+	}
+	return true, nil
+}
+
+// A death checked on a copy older than a transition that just landed is
+// written nowhere; the transition coming back through Update brings a
+// check at once, not at the next sweep.
+func TestDeathRacingATransitionIsCheckedAgain(t *testing.T) {
+	h := newHarness(t, Settings{})
+	h.m.opt.Reaper = &casLoser{recorder: h.rec, lose: 1}
+	e := session("s", 42)
+	e.LastSeq = 1
+	h.m.Update(e)
+	h.step()
+	if got := whats(h.death(pidwatch.Death{Key: "session/s", PID: 42, At: h.clock.Now()})); !slices.Contains(got, "check session/s") {
+		t.Fatalf("the death brought %v, want a check", got)
+	}
+	e.LastSeq = 2
+	h.m.Update(e)
+	if got := whats(h.step()); !slices.Equal(got, []string{"check session/s"}) {
+		t.Errorf("after the transition came back: %v, want one check at once", got)
+	}
+}
+
+// A process restarted under the same entity (a new pid, its predecessor
+// recorded dead) is judged at once and watched again once it reads alive.
+func TestRestartedProcessIsJudgedAndWatched(t *testing.T) {
+	h := newHarness(t, Settings{})
+	e := session("s", 42)
+	h.m.Update(e)
+	h.step()
+	h.death(pidwatch.Death{Key: "session/s", PID: 42, At: h.clock.Now()})
+	e.Health, e.DeadSince = state.HealthProcessDead, h.clock.Now()
+	h.m.Update(e)
+	h.step()
+	h.advance(5 * time.Second)
+
+	e.PID, e.PIDStartTicks = 43, 2000 // re-registered; the store keeps health until judged
+	h.m.Update(e)
+	if got := whats(h.step()); !slices.Equal(got, []string{"check session/s"}) {
+		t.Fatalf("after the restart: %v, want one check at once", got)
+	}
+	e.Health, e.DeadSince = state.HealthRunning, time.Time{} // what that check recorded
+	h.m.Update(e)
+	h.step()
+	if pid := h.w.watched["session/s"]; pid != 43 {
+		t.Errorf("watched %v, want the new pid 43 by pidfd", h.w.watched)
+	}
+}
+
+// An entity judged idle by its heartbeat file is re-judged as soon as a
+// deadline finds the file fresh again, not at the next sweep.
+func TestHeartbeatFileFreshAgainIsRejudged(t *testing.T) {
+	h := newHarness(t, Settings{})
+	e := session("s", 42)
+	e.HeartbeatFile = "/run/s.hb"
+	h.mtime["/run/s.hb"] = t0
+	h.m.Update(e)
+	h.step()
+	h.advance(DefaultSettings.Thresholds.IdleAfter)
+	e.Health = state.HealthIdle
+	h.m.Update(e)
+	h.step()
+	checks := 0
+	for range 120 {
+		h.mtime["/run/s.hb"] = h.clock.Now() // touched every 30 s from now on
+		for _, c := range h.advance(30 * time.Second) {
+			if c.what == "check" {
+				checks++
+			}
+		}
+		if checks > 0 {
+			break
+		}
+	}
+	if checks == 0 {
+		t.Error("an idle entity whose heartbeat file is fresh again was not re-judged within an hour")
+	}
+}
