@@ -184,6 +184,12 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 	}
 	consider(tr.checkAt, jobCheck)
 	consider(nextHeartbeat(tr, s), jobHeartbeat)
+	if h := tr.e.Health; tr.e.HeartbeatFile != "" && (h == state.HealthIdle || h == state.HealthStalled) {
+		// Judged idle or stalled by its file: only a stat tells when the
+		// file is fresh again, so the few such entities are looked at
+		// every poll interval (one stat each), not left to the sweep.
+		consider(tr.judged.Add(s.PollInterval), jobHeartbeat)
+	}
 	if ds := tr.e.DeadSince; !ds.IsZero() && !ds.Equal(tr.enforcedFor) {
 		consider(ds.Add(s.TerminalGrace), jobEnforce)
 	}
