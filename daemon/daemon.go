@@ -171,12 +171,22 @@ func Run(ctx context.Context, o Options) error {
 		defer t.Stop()
 		tick = t.C
 	}
+	// STATUS= follows the live view, not the sweep: every few seconds,
+	// sent only when the line changed (and only under systemd).
+	var statusTick <-chan time.Time
+	if os.Getenv("NOTIFY_SOCKET") != "" {
+		t := time.NewTicker(statusEvery)
+		defer t.Stop()
+		statusTick = t.C
+	}
 	var runErr error
 loop:
 	for started {
 		select {
 		case <-ctx.Done():
 			break loop
+		case <-statusTick:
+			d.refreshStatus(false)
 		case <-tick:
 			d.feedWatchdog()
 		case err := <-serveErr:
@@ -225,9 +235,11 @@ type daemon struct {
 	api     *api.Handler
 	level   *zap.AtomicLevel
 
-	mu        sync.Mutex
-	lastSweep time.Time
-	sweepGap  time.Duration
+	mu sync.Mutex
+	// lastStatus is the STATUS= line last sent (refreshStatus).
+	lastStatus string
+	lastSweep  time.Time
+	sweepGap   time.Duration
 	// sweepStart is when the running sweep started (zero: none runs);
 	// feedWatchdog stops the pings once one runs for far past its budget.
 	sweepStart time.Time
@@ -294,6 +306,24 @@ func (d *daemon) sweep(ctx context.Context) error {
 	return nil
 }
 
+// statusEvery is how often the main loop refreshes systemd's STATUS=
+// from the live view.
+const statusEvery = 5 * time.Second
+
+// refreshStatus sends STATUS= when the live view's counts changed since
+// the last line sent, or always when force (after a sweep, as before the
+// live view: a reconcile is worth restating).
+func (d *daemon) refreshStatus(force bool) {
+	line := d.statusLine()
+	d.mu.Lock()
+	changed := line != d.lastStatus
+	d.lastStatus = line
+	d.mu.Unlock()
+	if changed || force {
+		d.notify.status(line)
+	}
+}
+
 // afterSweep runs after every sweep that read the store and probed, even
 // one out of budget. /readyz still wants a complete sweep. The first one
 // also feeds systemd's watchdog before READY, when the daemon's loop does
@@ -303,7 +333,7 @@ func (d *daemon) afterSweep() {
 	d.swept = true
 	d.mu.Unlock()
 	d.feedWatchdog()
-	d.notify.status(d.statusLine())
+	d.refreshStatus(true)
 	d.markPresence()
 }
 
@@ -448,15 +478,13 @@ func (d *daemon) reload(ctx context.Context, path string) {
 	old := d.cfg
 	d.cfg = next
 	d.cfg.Store, d.cfg.Listen, d.cfg.Auth, d.cfg.HostID, d.cfg.AllowedHosts = old.Store, old.Listen, old.Auth, old.HostID, old.AllowedHosts
-	d.rp.Settings = ReaperSettings(d.cfg)
-	d.live.settings(d.rp.Settings)
+	d.live.setSettings(d.rp, ReaperSettings(d.cfg))
 	if err := d.schedule(ctx); err != nil {
 		// Validated by config.Load, so this is not expected; keep running
 		// on the old schedule rather than on none.
 		d.log.Error("reschedule failed, restoring the old config", zap.Error(err))
 		d.cfg = old
-		d.rp.Settings = ReaperSettings(old)
-		d.live.settings(d.rp.Settings)
+		d.live.setSettings(d.rp, ReaperSettings(old))
 		if err := d.schedule(ctx); err != nil {
 			d.log.Error("restore failed", zap.Error(err))
 			return

@@ -22,6 +22,11 @@ import (
 type liveness struct {
 	mon     *monitor.Monitor
 	watcher *pidwatch.Watcher // nil: pidfds unavailable, every process polled
+	// steps is held (read) by every reaper step the monitor runs and
+	// (write) by a reload swapping the reaper's settings: the monitor
+	// runs beside the scheduler, which a reload stops, so without it a
+	// step could read half-swapped settings.
+	steps sync.RWMutex
 }
 
 // newLiveness builds the monitor and hooks it to the view. It must run
@@ -39,7 +44,7 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st *store
 		log.Warn("pidfd watcher failed to start: every watched process is polled", zap.Error(err))
 	}
 	opt := monitor.Options{
-		Reaper: entitySteps{rp}, Prober: host, Exits: st, HostID: host.HostID(),
+		Reaper: entitySteps{rp, &l.steps}, Prober: host, Exits: st, HostID: host.HostID(),
 		Settings: monitorSettings(s), Logger: log,
 	}
 	if l.watcher != nil {
@@ -79,12 +84,18 @@ func (l *liveness) run(log *zap.Logger) (stop func()) {
 	}
 }
 
-// settings applies a reload's thresholds to the monitor's deadlines; a
-// daemon built without liveness (tests of other parts) has none to move.
-func (l *liveness) settings(s reaper.Settings) {
-	if l != nil {
-		l.mon.SetSettings(monitorSettings(s))
+// setSettings swaps the reaper's settings between two of the monitor's
+// steps and applies them to the monitor's deadlines. A daemon built
+// without liveness (tests of other parts) just swaps them.
+func (l *liveness) setSettings(rp *reaper.Reaper, s reaper.Settings) {
+	if l == nil {
+		rp.Settings = s
+		return
 	}
+	l.steps.Lock()
+	rp.Settings = s
+	l.steps.Unlock()
+	l.mon.SetSettings(monitorSettings(s))
 }
 
 // monitorSettings are the monitor's share of the reaper's settings: the
@@ -98,22 +109,33 @@ func monitorSettings(s reaper.Settings) monitor.Settings {
 
 // entitySteps adapts the reaper's per-entity steps to the monitor, which
 // only needs to know whether something was done.
-type entitySteps struct{ r *reaper.Reaper }
+type entitySteps struct {
+	r  *reaper.Reaper
+	mu *sync.RWMutex
+}
 
 func (s entitySteps) CheckEntity(ctx context.Context, e store.Entity) (bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.r.CheckEntity(ctx, e)
 }
 
 func (s entitySteps) EnforceEntity(ctx context.Context, e store.Entity) (bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	a, ok, err := s.r.EnforceEntity(ctx, e)
 	return ok && a.Applied, err
 }
 
 func (s entitySteps) ReapPhantomEntity(ctx context.Context, e store.Entity) (bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	a, ok, err := s.r.ReapPhantomEntity(ctx, e)
 	return ok && a.Applied, err
 }
 
 func (s entitySteps) CheckScheduleEntity(ctx context.Context, e store.Entity) (bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.r.CheckScheduleEntity(ctx, e)
 }

@@ -29,9 +29,9 @@ type Job struct {
 	// After, when set, runs after every run that worked through its
 	// store: a success, or a sweep that ran out of budget (slow is not
 	// wedged, and restarting a daemon whose host is too big for one sweep
-	// only makes the next sweep start cold). The daemon's systemd watchdog
-	// ping and status line hang here, so a wedged job loop or a failing
-	// store stops them.
+	// only makes the next sweep start cold). The daemon marks /readyz's
+	// sweep and its store presence here; systemd's ping and STATUS= come
+	// from its main loop.
 	After func()
 }
 

@@ -94,7 +94,8 @@ var DefaultSettings = Settings{
 	KillGrace:     10 * time.Second,
 }
 
-// Reaper runs the jobs. Settings may be swapped between runs (SIGHUP).
+// Reaper runs the jobs. Settings may be swapped between runs (SIGHUP): the
+// daemon stops its scheduler and holds back the monitor's steps to do it.
 type Reaper struct {
 	Store    Store
 	Writer   *transitions.Writer

@@ -175,3 +175,25 @@ func TestServeRecordsTheExitStatusOfProcessesItDidNotStart(t *testing.T) {
 		}
 	}
 }
+
+// STATUS= follows the live view: a CLI registration on the shared database
+// shows in it with the sweep an hour away.
+func TestServeStatusFollowsTheLiveView(t *testing.T) {
+	t.Parallel()
+	_, db, cfg := svSetup(t, slowScans)
+	sd := svListenNotify(t)
+	svStart(t, cfg, db, "NOTIFY_SOCKET="+sd.path)
+	ready := sd.wait(t, 0, "READY=1")
+	if msg := sd.all()[ready].text; !strings.Contains(msg, "STATUS=0 open entities") {
+		t.Fatalf("READY's status: %q", msg)
+	}
+	svRegister(t, db, fmt.Sprintf(`{"type":"session","id":"st1","lifecycle":"running","pid":%d}`, testenv.DeadPID(t)))
+	testenv.Eventually(t, "STATUS= counting the CLI's registration", svDeadline, func() (bool, string) {
+		for _, m := range sd.all()[ready+1:] {
+			if strings.Contains(m.text, "STATUS=1 open entities") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%q", sd.texts())
+	})
+}
