@@ -161,8 +161,11 @@ func (w *Watcher) Watch(key string, pid int, same func() bool) error {
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.closed {
-		w.forgetLocked(key) // may wait for the sender, letting go of mu
+	// forgetLocked may wait for the sender, letting go of mu, and another
+	// Watch of the same key may land meanwhile: forget until none is left,
+	// so no watch is ever orphaned with its fd.
+	for !w.closed && w.byKey[key] != nil {
+		w.forgetLocked(key)
 	}
 	if w.closed {
 		_ = unix.Close(fd)
