@@ -245,7 +245,10 @@ type watcher struct {
 	// enforced: how long after death + terminal_grace each killed one was
 	// ended (watchdog only).
 	enforced *deaths
-	note     string // what went short of plan (not every process judged…)
+	// adopted: how long after a registration its process was watched by
+	// pidfd (watchdog only).
+	adopted *deaths
+	note    string // what went short of plan (not every process judged…)
 }
 
 // watchdog measures `watchdog serve` over p1…pn.
@@ -282,6 +285,19 @@ func (r *runner) watchdog(ctx context.Context, tag string, n int, doIdle, doDeat
 		return err
 	}
 	if doIdle {
+		const k = 20
+		say("watchdog at %d: registering %d more, one at a time, until each is watched by pidfd", n, k)
+		if err := r.fleet.ensure(n + k); err != nil {
+			return err
+		}
+		a, err := w.adoption(ctx, r.fleet, n, k, 10*time.Second)
+		if err != nil {
+			return fmt.Errorf("watchdog adoption: %w", err)
+		}
+		out.adopted = &a
+		if err := sleepCtx(ctx, r.o.settle); err != nil {
+			return err
+		}
 		say("watchdog at %d: idle window of %s", n, r.o.window)
 		id, err := measureIdle(ctx, w.child, r.o.window, r.clk)
 		if err != nil {

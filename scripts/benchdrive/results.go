@@ -115,6 +115,11 @@ func watcherRows(size string, wd, mo watcher, side bool) []row {
 		}
 		rows = append(rows, med, p99, seen)
 	}
+	if a := wd.adopted; a != nil {
+		rows = append(rows,
+			row{what: "registered → watched by pidfd, median", wd: ms(a.median()), target: "≤ 1 s", met: yes(len(a.latencies) > 0 && a.median() <= time.Second)},
+			row{what: "  max", wd: ms(percentile(a.latencies, 1)), target: "≤ 1 s", met: yes(len(a.latencies) > 0 && a.missed == 0 && percentile(a.latencies, 1) <= time.Second)})
+	}
 	if e := wd.enforced; e != nil {
 		rows = append(rows,
 			row{what: "ended after death + grace, median", wd: ms(e.median()), target: "≤ 1 s", met: yes(len(e.latencies) > 0 && e.median() <= time.Second)},

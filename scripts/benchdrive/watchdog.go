@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -317,4 +318,69 @@ func parallel(ctx context.Context, n, workers int, fn func(context.Context, int)
 	}
 	wg.Wait()
 	return context.Cause(ctx) // nil unless fn failed or the run was stopped
+}
+
+// watchedByPidfd reads watchdog_watched_processes{mode="pidfd"} from the
+// daemon's /metrics.
+func (w *watchdogd) watchedByPidfd(ctx context.Context) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := w.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("GET /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	const series = `watchdog_watched_processes{mode="pidfd"} `
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), series); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return int(v), err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no %s in /metrics (a daemon without pidfd watching)", strings.TrimSpace(series))
+}
+
+// adoption registers the fleet's processes from..from+k-1 one at a time
+// and, for each, how long after the registration was acknowledged the
+// daemon held a pidfd for it (the pidfd count went up by one): "a CLI
+// registration is watched within 1 s". It asks every 5 ms.
+func (w *watchdogd) adoption(ctx context.Context, f *fleet, from, k int, timeout time.Duration) (deaths, error) {
+	d := deaths{killed: k}
+	for i := from; i < from+k; i++ {
+		before, err := w.watchedByPidfd(ctx)
+		if err != nil {
+			return d, err
+		}
+		if err := w.do(ctx, http.MethodPost, "/api/v1/entities",
+			registration{Type: "session", ID: name(i), Lifecycle: "running", PID: f.pid(i)}, nil); err != nil {
+			return d, err
+		}
+		acked := time.Now()
+		seen := false
+		for time.Since(acked) < timeout {
+			n, err := w.watchedByPidfd(ctx)
+			if err != nil {
+				return d, err
+			}
+			if n > before {
+				d.latencies = append(d.latencies, time.Since(acked))
+				seen = true
+				break
+			}
+			if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+				return d, err
+			}
+		}
+		if !seen {
+			d.missed++
+		}
+	}
+	return d, nil
 }
