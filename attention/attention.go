@@ -514,6 +514,9 @@ func KeyOf(it *Item) Key {
 	return Key{rank: it.Severity.Rank(), updated: it.LastUpdatedAt.UnixNano(), fingerprint: it.Fingerprint}
 }
 
+// Fingerprint is the fingerprint of k's item.
+func (k Key) Fingerprint() string { return k.fingerprint }
+
 // Compare orders k before o (-1), after it (1) or equal (0, the same
 // fingerprint).
 func (k Key) Compare(o Key) int {

@@ -49,9 +49,15 @@ func (v *View) ActiveReasons(now time.Time) map[ReasonKey]int {
 	for k, n := range v.idx.openReasons {
 		out[k] = n
 	}
+	ended := make([]int, len(v.idx.reasonKeys))
 	for _, e := range inWindow(v.idx.endedCoded, now, v.window) {
-		for _, c := range e.Codes {
-			out[ReasonKey{c, e.State.Severity}]++
+		for _, r := range e.reasons {
+			ended[r]++
+		}
+	}
+	for r, n := range ended {
+		if n > 0 {
+			out[v.idx.reasonKeys[r]] += n
 		}
 	}
 	return out
@@ -128,9 +134,10 @@ func (v *View) queueCounts(now time.Time, c *Counts) {
 		c.Queue += n
 		c.QueueBySeverity[s] += n
 	}
+	// Every item of an entry has the entry's severity (ItemsFor).
 	for _, e := range inWindow(v.idx.endedCoded, now, v.window) {
-		for i := range e.Items {
-			add(&e.Items[i], 1)
+		if len(e.Items) > 0 {
+			add(&e.Items[0], len(e.Items))
 		}
 	}
 	cut := attention.Since(now, v.window)

@@ -35,9 +35,12 @@ type index struct {
 	// non-legacy entries without an outcome, which never age out.
 	openReasons map[ReasonKey]int
 	openItems   map[state.Severity]int
-	// clusters interns cluster ids, so a read counts them in a slice.
+	// clusters interns cluster ids and reasonIDs (code, severity) pairs,
+	// so a read counts them in a slice.
 	clusters   map[string]int
 	clusterIDs []string
+	reasonIDs  map[ReasonKey]int
+	reasonKeys []ReasonKey
 }
 
 // ReasonKey is a reason code held by an entity of a severity.
@@ -46,18 +49,28 @@ type ReasonKey struct {
 	Severity state.Severity
 }
 
-// itemRef is one item of an entry, with its place in the queue's order.
+// itemRef is one item of an entry, with its place in the queue's order
+// and what a read of the queue asks of every item, so the walk reads the
+// refs in order and reaches into an entry only for the page.
 type itemRef struct {
-	key     attention.Key
-	e       *Entry
-	i       int
-	cluster int
+	key      attention.Key
+	e        *Entry
+	i        int32
+	cluster  int32
+	severity state.Severity
+	// ended and arrived are the entry's outcome (set or not) and arrival:
+	// the failure window's rule.
+	ended   bool
+	arrived time.Time
 }
+
+// agedOut is Entry.agedOut for the ref's entry.
+func (r *itemRef) agedOut(cut time.Time) bool { return r.ended && r.arrived.Before(cut) }
 
 func (r itemRef) item() *attention.Item { return &r.e.Items[r.i] }
 
 func newIndex() index {
-	return index{byFP: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[state.Severity]int{}, clusters: map[string]int{}}
+	return index{byFP: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[state.Severity]int{}, clusters: map[string]int{}, reasonIDs: map[ReasonKey]int{}}
 }
 
 // compareRefs is the queue's order, then the entity's key: fingerprints
@@ -104,7 +117,8 @@ func (x *index) change(e *Entry, sign int, ed *edit) {
 	}
 	for i := range e.Items {
 		it := &e.Items[i]
-		r := itemRef{key: attention.KeyOf(it), e: e, i: i, cluster: x.cluster(it.ClusterID)}
+		r := itemRef{key: attention.KeyOf(it), e: e, i: int32(i), cluster: int32(x.cluster(it.ClusterID)),
+			severity: it.Severity, ended: e.State.Outcome != "", arrived: e.arrived}
 		if sign > 0 {
 			ed.addQueue = append(ed.addQueue, r)
 			x.byFP[it.Fingerprint] = r
@@ -113,6 +127,12 @@ func (x *index) change(e *Entry, sign int, ed *edit) {
 			if cur, ok := x.byFP[it.Fingerprint]; ok && cur.e == e {
 				delete(x.byFP, it.Fingerprint)
 			}
+		}
+	}
+	if sign > 0 && e.reasons == nil && len(e.Codes) > 0 {
+		e.reasons = make([]int, len(e.Codes))
+		for i, c := range e.Codes {
+			e.reasons[i] = x.reason(ReasonKey{c, e.State.Severity})
 		}
 	}
 	if e.State.Outcome != "" {
@@ -157,6 +177,16 @@ func (x *index) cluster(id string) int {
 		n = len(x.clusterIDs)
 		x.clusters[id] = n
 		x.clusterIDs = append(x.clusterIDs, id)
+	}
+	return n
+}
+
+func (x *index) reason(k ReasonKey) int {
+	n, ok := x.reasonIDs[k]
+	if !ok {
+		n = len(x.reasonKeys)
+		x.reasonIDs[k] = n
+		x.reasonKeys = append(x.reasonKeys, k)
 	}
 	return n
 }

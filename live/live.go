@@ -93,6 +93,9 @@ type Entry struct {
 	// arrived is attention.Arrived of the entity, without a monotonic
 	// reading, so the failure window's rule is one comparison.
 	arrived time.Time
+	// reasons are the index's numbers of the (code, severity) pairs the
+	// entry holds, set by the index before any reader can see the entry.
+	reasons []int
 }
 
 func newEntry(e store.Entity, at time.Time) *Entry {
@@ -408,17 +411,23 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 	cut := attention.Since(now, q.FailureWindow)
 	ds := v.dismissals
 	clusters := make([]int, len(v.idx.clusterIDs))
-	for _, r := range v.idx.queue {
-		if r.e.agedOut(cut) {
+	// The queue is sorted by severity first: a run of one severity is
+	// counted in run and added to bySeverity when it ends.
+	var (
+		runSeverity state.Severity
+		run         int
+	)
+	for i := range v.idx.queue {
+		r := &v.idx.queue[i]
+		if r.agedOut(cut) {
 			continue
 		}
-		it := r.item()
-		if len(q.Severities) > 0 && !slices.Contains(q.Severities, it.Severity) {
+		if len(q.Severities) > 0 && !slices.Contains(q.Severities, r.severity) {
 			continue
 		}
 		var dismissal *store.Dismissal
 		if len(ds) > 0 {
-			if d, ok := ds[it.Fingerprint]; ok && attention.Hides(d, it.Status, now) {
+			if d, ok := ds[r.key.Fingerprint()]; ok && attention.Hides(d, r.item().Status, now) {
 				if !q.IncludeDismissed {
 					continue
 				}
@@ -426,11 +435,20 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 			}
 		}
 		total++
-		bySeverity[it.Severity]++
+		if r.severity != runSeverity {
+			if run > 0 {
+				bySeverity[runSeverity] += run
+			}
+			runSeverity, run = r.severity, 0
+		}
+		run++
 		clusters[r.cluster]++
 		if len(page) < limit {
-			page = append(page, pick{r, dismissal})
+			page = append(page, pick{*r, dismissal})
 		}
+	}
+	if run > 0 {
+		bySeverity[runSeverity] += run
 	}
 	v.mu.RUnlock()
 
