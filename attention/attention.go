@@ -57,13 +57,13 @@
 package attention
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -249,14 +249,21 @@ func AgedOut(outcome string, endedAt, lifecycleAt, updatedAt, now time.Time, win
 	if outcome == "" {
 		return false
 	}
-	arrived := endedAt
-	if arrived.IsZero() {
-		arrived = lifecycleAt
+	return Arrived(endedAt, lifecycleAt, updatedAt).Before(Since(now, window))
+}
+
+// Arrived is when an entity reached its outcome, as AgedOut reckons it:
+// the first non-zero of endedAt, lifecycleAt and updatedAt. The live view
+// keeps it per entity and orders the entities with an outcome by it, so
+// the failure window's cut is one binary search.
+func Arrived(endedAt, lifecycleAt, updatedAt time.Time) time.Time {
+	if !endedAt.IsZero() {
+		return endedAt
 	}
-	if arrived.IsZero() {
-		arrived = updatedAt
+	if !lifecycleAt.IsZero() {
+		return lifecycleAt
 	}
-	return arrived.Before(Since(now, window))
+	return updatedAt
 }
 
 // Hides reports whether dismissal d hides an item of an entity whose
@@ -492,6 +499,36 @@ func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Que
 	return Assemble(all, dismissals, q, now)
 }
 
+// Key is an item's place in the queue's order: most severe first, then
+// most recently updated, then by fingerprint, so the order is total and
+// stable across polls. Assemble sorts by it, and the live view keeps its
+// items in it as entities change.
+type Key struct {
+	rank        int
+	updated     int64
+	fingerprint string
+}
+
+// KeyOf is it's place in the queue's order.
+func KeyOf(it *Item) Key {
+	return Key{rank: it.Severity.Rank(), updated: it.LastUpdatedAt.UnixNano(), fingerprint: it.Fingerprint}
+}
+
+// Fingerprint is the fingerprint of k's item.
+func (k Key) Fingerprint() string { return k.fingerprint }
+
+// Compare orders k before o (-1), after it (1) or equal (0, the same
+// fingerprint).
+func (k Key) Compare(o Key) int {
+	if k.rank != o.rank {
+		return cmp.Compare(k.rank, o.rank)
+	}
+	if k.updated != o.updated {
+		return -cmp.Compare(k.updated, o.updated)
+	}
+	return strings.Compare(k.fingerprint, o.fingerprint)
+}
+
 // Assemble is Build from the items already found (ItemsOf, or the live
 // view's ItemsFor of the entities inside the failure window): the query's
 // severity filter and the dismissals applied, sorted, counted and cut to
@@ -505,8 +542,7 @@ func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now ti
 	// page is copied out.
 	type sel struct {
 		i         int
-		rank      int
-		updated   int64
+		key       Key
 		dismissal *store.Dismissal
 	}
 	picked := make([]sel, 0, len(all))
@@ -516,7 +552,7 @@ func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now ti
 		if len(q.Severities) > 0 && !slices.Contains(q.Severities, it.Severity) {
 			continue
 		}
-		s := sel{i: i, rank: it.Severity.Rank(), updated: it.LastUpdatedAt.UnixNano()}
+		s := sel{i: i, key: KeyOf(it)}
 		if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it.Status, now) {
 			if !q.IncludeDismissed {
 				continue
@@ -527,16 +563,7 @@ func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now ti
 		clusters[it.ClusterID]++
 		out.BySeverity[it.Severity]++
 	}
-	sort.Slice(picked, func(i, j int) bool {
-		a, b := picked[i], picked[j]
-		if a.rank != b.rank {
-			return a.rank < b.rank
-		}
-		if a.updated != b.updated {
-			return a.updated > b.updated
-		}
-		return all[a.i].Fingerprint < all[b.i].Fingerprint
-	})
+	slices.SortFunc(picked, func(a, b sel) int { return a.key.Compare(b.key) })
 	out.Total = len(picked)
 	limit := q.Limit
 	if limit <= 0 {

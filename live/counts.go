@@ -37,19 +37,30 @@ func (v *View) Groups(fn func(Group, int)) {
 	}
 }
 
-// EachCurrentCoded calls fn, under the view's read lock, for every entry
-// that holds reason codes or attention items and counts at now (open, or
-// with an outcome inside the failure window; the view's window): the
-// candidates of the queue and of the active-reasons gauge. The rules of
-// Each apply to fn.
-func (v *View) EachCurrentCoded(now time.Time, fn func(*Entry)) {
+// ActiveReasons counts, at now with the view's failure window, the reason
+// codes held by the entities that count (open, or with an outcome inside
+// the window), by the holder's severity: watchdog_reasons_active. The
+// open entities' counts are kept as they change; only the entities inside
+// the window are read.
+func (v *View) ActiveReasons(now time.Time) map[ReasonKey]int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	for _, e := range v.coded {
-		if e.Current(now, v.window) {
-			fn(e)
+	out := make(map[ReasonKey]int, len(v.idx.openReasons))
+	for k, n := range v.idx.openReasons {
+		out[k] = n
+	}
+	ended := make([]int, len(v.idx.reasonKeys))
+	for _, e := range inWindow(v.idx.endedCoded, now, v.window) {
+		for _, r := range e.reasons {
+			ended[r]++
 		}
 	}
+	for r, n := range ended {
+		if n > 0 {
+			out[v.idx.reasonKeys[r]] += n
+		}
+	}
+	return out
 }
 
 // Counts are the numbers STATUS=, `watchdog status`, the metrics and the
@@ -91,11 +102,7 @@ func (v *View) Counts(now time.Time) Counts {
 		}
 		c.Entities += n
 	}
-	for _, e := range v.entries {
-		if !e.Legacy() && e.State.Outcome != "" && !e.AgedOut(now, v.window) {
-			c.InWindow++
-		}
-	}
+	c.InWindow = len(inWindow(v.idx.ended, now, v.window))
 	v.queueCounts(now, &c)
 	return c
 }
@@ -114,18 +121,33 @@ func (v *View) QueueBySeverity(now time.Time) map[state.Severity]int {
 	return c.QueueBySeverity
 }
 
-// queueCounts adds the queue's counts to c; v.mu is held.
+// queueCounts adds the queue's counts to c; v.mu is held. The items of
+// open entities are counted as they change; those of the entities inside
+// the window are read; then each dismissal that hides an item of an
+// entity that counts takes it away again.
 func (v *View) queueCounts(now time.Time, c *Counts) {
-	for _, e := range v.coded {
-		if len(e.Items) == 0 || !e.Current(now, v.window) {
+	add := func(it *attention.Item, n int) {
+		c.Queue += n
+		c.QueueBySeverity[it.Severity] += n
+	}
+	for s, n := range v.idx.openItems {
+		c.Queue += n
+		c.QueueBySeverity[s] += n
+	}
+	// Every item of an entry has the entry's severity (ItemsFor).
+	for _, e := range inWindow(v.idx.endedCoded, now, v.window) {
+		if len(e.Items) > 0 {
+			add(&e.Items[0], len(e.Items))
+		}
+	}
+	cut := attention.Since(now, v.window)
+	for fp, d := range v.dismissals {
+		r, ok := v.idx.byFP[fp]
+		if !ok || r.e.agedOut(cut) {
 			continue
 		}
-		for _, it := range e.Items {
-			if d, ok := v.dismissals[it.Fingerprint]; ok && attention.Hides(d, it.Status, now) {
-				continue
-			}
-			c.Queue++
-			c.QueueBySeverity[it.Severity]++
+		if it := r.item(); attention.Hides(d, it.Status, now) {
+			add(it, -1)
 		}
 	}
 }

@@ -34,6 +34,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +42,7 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // Source is the change feed the view reads; *store.SQLite is one. A
@@ -88,6 +90,16 @@ type Derived struct {
 type Entry struct {
 	Entity store.Entity
 	Derived
+	// arrived is attention.Arrived of the entity, without a monotonic
+	// reading, so the failure window's rule is one comparison.
+	arrived time.Time
+	// reasons are the index's numbers of the (code, severity) pairs the
+	// entry holds, set by the index before any reader can see the entry.
+	reasons []int
+}
+
+func newEntry(e store.Entity, at time.Time) *Entry {
+	return &Entry{Entity: e, Derived: Derive(e, at), arrived: attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt).Round(0)}
 }
 
 // Legacy reports whether the entity has no lifecycle.
@@ -99,7 +111,7 @@ func (e *Entry) Open() bool { return !e.Legacy() && !e.Entity.Terminal }
 // AgedOut reports whether the entity reached its outcome before the
 // failure window that ends at now began (attention.AgedOut).
 func (e *Entry) AgedOut(now time.Time, window time.Duration) bool {
-	return attention.AgedOut(e.State.Outcome, e.Entity.EndedAt, e.Entity.LifecycleAt, e.Entity.UpdatedAt, now, window)
+	return e.agedOut(attention.Since(now, window))
 }
 
 // Current reports whether the entity counts now: open, or with an outcome
@@ -154,7 +166,7 @@ type View struct {
 
 	mu         sync.RWMutex
 	entries    map[key]*Entry
-	coded      map[key]*Entry // entries with codes or items: the queue's and the reasons gauge's candidates
+	idx        index
 	groups     map[Group]int
 	dismissals map[string]store.Dismissal
 	window     time.Duration
@@ -171,7 +183,7 @@ func New(src Source, now func() time.Time, window time.Duration) *View {
 	if now == nil {
 		now = time.Now
 	}
-	v := &View{src: src, now: now, entries: map[key]*Entry{}, coded: map[key]*Entry{}, groups: map[Group]int{}}
+	v := &View{src: src, now: now, entries: map[key]*Entry{}, idx: newIndex(), groups: map[Group]int{}}
 	v.SetFailureWindow(window)
 	return v
 }
@@ -272,8 +284,12 @@ func (v *View) apply(b store.Batch) {
 	for i := range b.Entities {
 		// Deriving outside the lock keeps readers answering during a
 		// large Load.
-		fresh[i] = &Entry{Entity: b.Entities[i], Derived: Derive(b.Entities[i], at)}
+		fresh[i] = newEntry(b.Entities[i], at)
 	}
+	var ed edit
+	// The store sends each entity once per batch; should a source repeat
+	// one, the index hears only its last version, as the map keeps.
+	replaced := map[key]*Entry{}
 	v.mu.Lock()
 	for _, n := range fresh {
 		k := key{n.Entity.Type, n.Entity.ID}
@@ -288,13 +304,18 @@ func (v *View) apply(b store.Batch) {
 		}
 		v.entries[k] = n
 		v.groups[groupOf(n)]++
-		if len(n.Codes) > 0 || len(n.Items) > 0 {
-			v.coded[k] = n
-		} else {
-			delete(v.coded, k)
+		if old != nil {
+			if _, again := replaced[k]; !again {
+				v.idx.change(old, -1, &ed)
+			}
 		}
+		replaced[k] = n
 		changes = append(changes, change{prev, &n.Entity})
 	}
+	for _, n := range replaced {
+		v.idx.change(n, 1, &ed)
+	}
+	v.idx.commit(&ed)
 	v.mu.Unlock()
 
 	v.hookMu.Lock()
@@ -366,23 +387,86 @@ func (v *View) Len() int {
 }
 
 // Attention builds the attention queue at now from the view's items and
-// dismissals: the same queue attention.Read builds from a store. q's
-// FailureWindow, when 0, is the view's.
+// dismissals: the same queue attention.Read builds from a store
+// (attention.Assemble's rules, over items the view keeps in the queue's
+// order, so a read walks them once and sorts nothing). q's FailureWindow,
+// when 0, is the view's.
 func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = attention.DefaultLimit
+	}
+	type pick struct {
+		r         itemRef
+		dismissal *store.Dismissal
+	}
+	page := make([]pick, 0, min(limit, 64))
+	bySeverity := map[state.Severity]int{}
+	total := 0
+
 	v.mu.RLock()
 	if q.FailureWindow <= 0 {
 		q.FailureWindow = v.window
 	}
-	items := make([]attention.Item, 0, len(v.coded))
-	for _, e := range v.coded {
-		if len(e.Items) == 0 || e.AgedOut(now, q.FailureWindow) {
+	cut := attention.Since(now, q.FailureWindow)
+	ds := v.dismissals
+	clusters := make([]int, len(v.idx.clusterIDs))
+	// The queue is sorted by severity first: a run of one severity is
+	// counted in run and added to bySeverity when it ends.
+	var (
+		runSeverity state.Severity
+		run         int
+	)
+	for i := range v.idx.queue {
+		r := &v.idx.queue[i]
+		if r.agedOut(cut) {
 			continue
 		}
-		items = append(items, e.Items...)
+		if len(q.Severities) > 0 && !slices.Contains(q.Severities, r.severity) {
+			continue
+		}
+		var dismissal *store.Dismissal
+		if len(ds) > 0 {
+			if d, ok := ds[r.key.Fingerprint()]; ok && attention.Hides(d, r.item().Status, now) {
+				if !q.IncludeDismissed {
+					continue
+				}
+				dismissal = &d
+			}
+		}
+		total++
+		if r.severity != runSeverity {
+			if run > 0 {
+				bySeverity[runSeverity] += run
+			}
+			runSeverity, run = r.severity, 0
+		}
+		run++
+		clusters[r.cluster]++
+		if len(page) < limit {
+			page = append(page, pick{*r, dismissal})
+		}
 	}
-	ds := v.dismissals
+	if run > 0 {
+		bySeverity[runSeverity] += run
+	}
 	v.mu.RUnlock()
-	return attention.Assemble(items, ds, q, now)
+
+	out := attention.Queue{GeneratedAt: unixtime.Of(now), Total: total, BySeverity: bySeverity, Items: make([]attention.Item, 0, len(page))}
+	for _, s := range attention.Severities {
+		out.BySeverity[s] += 0
+	}
+	// Entries are never changed in place, so the page's items are read
+	// after the lock as they were under it.
+	for _, p := range page {
+		it := *p.r.item()
+		it.ClusterSize = clusters[p.r.cluster]
+		if p.dismissal != nil {
+			it.Dismissed, it.SnoozedUntil = true, unixtime.Of(p.dismissal.SnoozedUntil)
+		}
+		out.Items = append(out.Items, it)
+	}
+	return out
 }
 
 // Dismissal returns the dismissal of a fingerprint, if any.

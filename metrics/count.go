@@ -52,15 +52,13 @@ func count(ctx context.Context, src Source, now time.Time) (*counts, error) {
 		n.entities[entityKey{typ, g.Severity, g.Tone}] += size
 		n.states[stateKey{typ, knownState(typ, g.Lifecycle), healthLabel(g.Health), deliveryLabel(g.Delivery)}] += size
 	})
-	src.EachCurrentCoded(now, func(e *live.Entry) {
-		for _, c := range e.Codes {
-			code := c
-			if !state.Registered(code) {
-				code = unknown
-			}
-			n.reasons[reasonKey{code, e.State.Severity}]++
+	for k, size := range src.ActiveReasons(now) {
+		code := k.Code
+		if !state.Registered(code) {
+			code = unknown
 		}
-	})
+		n.reasons[reasonKey{code, k.Severity}] += size
+	}
 	n.attention = src.QueueBySeverity(now)
 	return n, nil
 }

@@ -72,7 +72,7 @@ import (
 type Source interface {
 	Sync(ctx context.Context) error
 	Groups(fn func(live.Group, int))
-	EachCurrentCoded(now time.Time, fn func(*live.Entry))
+	ActiveReasons(now time.Time) map[live.ReasonKey]int
 	QueueBySeverity(now time.Time) map[state.Severity]int
 	SetFailureWindow(d time.Duration)
 }

@@ -1,0 +1,244 @@
+package live
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"watchdog/attention"
+	"watchdog/state"
+)
+
+// index is what the queue and the gauges would otherwise re-derive from
+// every entry at every read, kept as entries change (apply), so a read
+// costs the items it answers with, not the size of the store. Nothing in
+// it depends on the time of a read: the failure window is applied when it
+// is read, by the one rule (attention.AgedOut, through Entry.arrived), so
+// any now and any window read it exactly.
+//
+// Blind spot: the queue's order holds the items of entities that aged out
+// too (a read skips them), so a read of the queue walks every item of
+// every entity that still has one in the view, about 1 µs per thousand.
+type index struct {
+	// queue is a ref to every attention item of every entry, in the
+	// queue's order (attention.Key).
+	queue []itemRef
+	// byFP finds an item by its fingerprint: the dismissals' side of the
+	// queue's counts.
+	byFP map[string]itemRef
+	// ended are the non-legacy entries with an outcome, and endedCoded
+	// those of them with reason codes or items, by arrival (then key): the
+	// ones inside the failure window are a suffix.
+	ended, endedCoded []*Entry
+	// openReasons and openItems count the codes and the items of the
+	// non-legacy entries without an outcome, which never age out.
+	openReasons map[ReasonKey]int
+	openItems   map[state.Severity]int
+	// clusters interns cluster ids and reasonIDs (code, severity) pairs,
+	// so a read counts them in a slice.
+	clusters   map[string]int
+	clusterIDs []string
+	reasonIDs  map[ReasonKey]int
+	reasonKeys []ReasonKey
+}
+
+// ReasonKey is a reason code held by an entity of a severity.
+type ReasonKey struct {
+	Code     state.ReasonCode
+	Severity state.Severity
+}
+
+// itemRef is one item of an entry, with its place in the queue's order
+// and what a read of the queue asks of every item, so the walk reads the
+// refs in order and reaches into an entry only for the page.
+type itemRef struct {
+	key      attention.Key
+	e        *Entry
+	i        int32
+	cluster  int32
+	severity state.Severity
+	// ended and arrived are the entry's outcome (set or not) and arrival:
+	// the failure window's rule.
+	ended   bool
+	arrived time.Time
+}
+
+// agedOut is Entry.agedOut for the ref's entry.
+func (r *itemRef) agedOut(cut time.Time) bool { return r.ended && r.arrived.Before(cut) }
+
+func (r itemRef) item() *attention.Item { return &r.e.Items[r.i] }
+
+func newIndex() index {
+	return index{byFP: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[state.Severity]int{}, clusters: map[string]int{}, reasonIDs: map[ReasonKey]int{}}
+}
+
+// compareRefs is the queue's order, then the entity's key: fingerprints
+// are unique in a view (types and codes hold no ':'), and the key keeps
+// the order total even for a hand-edited type that breaks that.
+func compareRefs(a, b itemRef) int {
+	if c := a.key.Compare(b.key); c != 0 {
+		return c
+	}
+	return compareKeys(a.e, b.e)
+}
+
+// compareArrivals orders entries by arrival, then key.
+func compareArrivals(a, b *Entry) int {
+	if c := a.arrived.Compare(b.arrived); c != 0 {
+		return c
+	}
+	return compareKeys(a, b)
+}
+
+func compareKeys(a, b *Entry) int {
+	if c := strings.Compare(a.Entity.Type, b.Entity.Type); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Entity.ID, b.Entity.ID)
+}
+
+// coded reports whether e holds codes or items: a candidate of the queue
+// and of the active-reasons gauge.
+func (e *Entry) coded() bool { return len(e.Codes) > 0 || len(e.Items) > 0 }
+
+// edit is one batch's worth of changes to the index's sorted lists.
+type edit struct {
+	rmQueue, addQueue []itemRef
+	rmEnded, addEnded []*Entry
+	rmCoded, addCoded []*Entry
+}
+
+// change takes e out of the index (sign -1) or puts it in (sign 1): the
+// counts at once, the sorted lists through ed, which commit applies.
+func (x *index) change(e *Entry, sign int, ed *edit) {
+	if e.Legacy() {
+		return // no items, no codes, never counted
+	}
+	for i := range e.Items {
+		it := &e.Items[i]
+		r := itemRef{key: attention.KeyOf(it), e: e, i: int32(i), cluster: int32(x.cluster(it.ClusterID)),
+			severity: it.Severity, ended: e.State.Outcome != "", arrived: e.arrived}
+		if sign > 0 {
+			ed.addQueue = append(ed.addQueue, r)
+			x.byFP[it.Fingerprint] = r
+		} else {
+			ed.rmQueue = append(ed.rmQueue, r)
+			if cur, ok := x.byFP[it.Fingerprint]; ok && cur.e == e {
+				delete(x.byFP, it.Fingerprint)
+			}
+		}
+	}
+	if sign > 0 && e.reasons == nil && len(e.Codes) > 0 {
+		e.reasons = make([]int, len(e.Codes))
+		for i, c := range e.Codes {
+			e.reasons[i] = x.reason(ReasonKey{c, e.State.Severity})
+		}
+	}
+	if e.State.Outcome != "" {
+		if sign > 0 {
+			ed.addEnded = append(ed.addEnded, e)
+		} else {
+			ed.rmEnded = append(ed.rmEnded, e)
+		}
+		if e.coded() {
+			if sign > 0 {
+				ed.addCoded = append(ed.addCoded, e)
+			} else {
+				ed.rmCoded = append(ed.rmCoded, e)
+			}
+		}
+		return
+	}
+	for _, c := range e.Codes {
+		k := ReasonKey{c, e.State.Severity}
+		if x.openReasons[k] += sign; x.openReasons[k] == 0 {
+			delete(x.openReasons, k)
+		}
+	}
+	for i := range e.Items {
+		s := e.Items[i].Severity
+		if x.openItems[s] += sign; x.openItems[s] == 0 {
+			delete(x.openItems, s)
+		}
+	}
+}
+
+// commit applies a batch's edits to the sorted lists.
+func (x *index) commit(ed *edit) {
+	x.queue = update(x.queue, ed.rmQueue, ed.addQueue, compareRefs)
+	x.ended = update(x.ended, ed.rmEnded, ed.addEnded, compareArrivals)
+	x.endedCoded = update(x.endedCoded, ed.rmCoded, ed.addCoded, compareArrivals)
+}
+
+func (x *index) cluster(id string) int {
+	n, ok := x.clusters[id]
+	if !ok {
+		n = len(x.clusterIDs)
+		x.clusters[id] = n
+		x.clusterIDs = append(x.clusterIDs, id)
+	}
+	return n
+}
+
+func (x *index) reason(k ReasonKey) int {
+	n, ok := x.reasonIDs[k]
+	if !ok {
+		n = len(x.reasonKeys)
+		x.reasonIDs[k] = n
+		x.reasonKeys = append(x.reasonKeys, k)
+	}
+	return n
+}
+
+// update returns s, sorted by compare with no two elements equal, without
+// the elements of removed and with those of added: a few by binary search,
+// many (a Load's batch) in one merge, so a batch costs O(len(s) + k log k)
+// at most. removed and added are reordered.
+func update[T any](s, removed, added []T, compare func(a, b T) int) []T {
+	if len(removed)+len(added) <= 16 {
+		for _, r := range removed {
+			if i, ok := slices.BinarySearchFunc(s, r, compare); ok {
+				s = slices.Delete(s, i, i+1)
+			}
+		}
+		for _, a := range added {
+			i, _ := slices.BinarySearchFunc(s, a, compare)
+			s = slices.Insert(s, i, a)
+		}
+		return s
+	}
+	slices.SortFunc(removed, compare)
+	slices.SortFunc(added, compare)
+	out := make([]T, 0, len(s)-len(removed)+len(added))
+	ri, ai := 0, 0
+	for _, v := range s {
+		for ri < len(removed) && compare(removed[ri], v) < 0 {
+			ri++ // not in s
+		}
+		if ri < len(removed) && compare(removed[ri], v) == 0 {
+			ri++
+			continue
+		}
+		for ai < len(added) && compare(added[ai], v) < 0 {
+			out = append(out, added[ai])
+			ai++
+		}
+		out = append(out, v)
+	}
+	return append(out, added[ai:]...)
+}
+
+// inWindow is the suffix of list (sorted by arrival) whose entries have not
+// aged out at now: attention.AgedOut's rule, arrived before the window's
+// start, as one binary search.
+func inWindow(list []*Entry, now time.Time, window time.Duration) []*Entry {
+	cut := attention.Since(now, window)
+	i := sort.Search(len(list), func(i int) bool { return !list[i].arrived.Before(cut) })
+	return list[i:]
+}
+
+// agedOut is Entry.AgedOut with the window's start computed once.
+func (e *Entry) agedOut(cut time.Time) bool {
+	return e.State.Outcome != "" && e.arrived.Before(cut)
+}
