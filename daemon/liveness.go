@@ -59,7 +59,7 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st *store
 			}
 			return
 		}
-		l.mon.Update(*cur)
+		l.mon.UpdateShared(cur)
 	})
 	m.Watching(l.mon.Watching)
 	return l

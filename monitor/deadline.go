@@ -24,7 +24,11 @@ const (
 // again until the entity changes.
 type tracked struct {
 	key string
-	e   store.Entity
+	// e is the entity as last handed in. It is shared with the caller of
+	// UpdateShared (the live view's entry) and never written through: a
+	// change the monitor makes itself (a death's exit status and
+	// dead_since) replaces it with a changed copy.
+	e *store.Entity
 	// mode and watchedPID: what is watched for it now.
 	mode       mode
 	watchedPID int
@@ -70,7 +74,7 @@ func heartbeatBase(tr *tracked) time.Time {
 		base = tr.hbFile
 	}
 	if base.IsZero() {
-		base = started(tr.e)
+		base = started(*tr.e)
 	}
 	return base
 }
@@ -95,7 +99,7 @@ func heartbeatBoundaries(tr *tracked, s Settings) [4]time.Time {
 	if base := heartbeatBase(tr); !base.IsZero() {
 		b[0], b[1] = base.Add(s.Thresholds.IdleAfter), base.Add(s.Thresholds.StalledAfter)
 	}
-	if st := started(tr.e); !st.IsZero() {
+	if st := started(*tr.e); !st.IsZero() {
 		b[2], b[3] = st.Add(s.Thresholds.SlowAfter), st.Add(s.Thresholds.SlowUntil)
 	}
 	return b
@@ -103,7 +107,7 @@ func heartbeatBoundaries(tr *tracked, s Settings) [4]time.Time {
 
 // nextHeartbeat is the first heartbeat boundary after judged (zero: none).
 func nextHeartbeat(tr *tracked, s Settings) time.Time {
-	if !judgedByHeartbeat(tr.e) {
+	if !judgedByHeartbeat(*tr.e) {
 		return time.Time{}
 	}
 	var next time.Time
@@ -179,7 +183,7 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 			next = at
 		}
 	}
-	if !open(tr.e) {
+	if !open(*tr.e) {
 		return time.Time{}, 0
 	}
 	consider(tr.checkAt, jobCheck)
@@ -193,7 +197,7 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 	if ds := tr.e.DeadSince; !ds.IsZero() && !ds.Equal(tr.enforcedFor) {
 		consider(ds.Add(s.TerminalGrace), jobEnforce)
 	}
-	if phantomCandidate(tr.e) {
+	if phantomCandidate(*tr.e) {
 		if last := lastActivity(tr); !last.Equal(tr.phantomFor) {
 			at := last.Add(s.PhantomAfter)
 			// A dead process's owner keeps terminal_grace from the
@@ -206,7 +210,7 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 			consider(at, jobPhantom)
 		}
 	}
-	if fire := nextFire(tr.e); !fire.IsZero() && !fire.Equal(tr.scheduleFor) {
+	if fire := nextFire(*tr.e); !fire.IsZero() && !fire.Equal(tr.scheduleFor) {
 		consider(fire.Add(s.MisfireGrace), jobSchedule)
 	}
 	return next, due

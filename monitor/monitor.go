@@ -185,9 +185,14 @@ func Key(typ, id string) string { return typ + "/" + id }
 // Update hands the monitor an entity as it now is: at start for each open
 // entity (adoption), and on every change any writer made. An entity that
 // is not this host's or has ended is forgotten.
-func (m *Monitor) Update(e store.Entity) {
+func (m *Monitor) Update(e store.Entity) { m.UpdateShared(&e) }
+
+// UpdateShared is Update without a copy: the monitor keeps e itself, so
+// an entity held by the live view is not held twice. The caller must
+// never change *e afterwards (the view's entries are immutable).
+func (m *Monitor) UpdateShared(e *store.Entity) {
 	m.mu.Lock()
-	m.pending[Key(e.Type, e.ID)] = &e
+	m.pending[Key(e.Type, e.ID)] = e
 	m.mu.Unlock()
 	m.poke()
 }
@@ -260,7 +265,10 @@ func (m *Monitor) applyPending(ctx context.Context) {
 	m.mu.Lock()
 	pending, s := m.pending, m.settings
 	if len(pending) > 0 {
-		m.pending = make(map[string]*store.Entity, len(pending))
+		// A fresh small map, not one sized like the last batch: the
+		// load's thousands of entries would otherwise keep a map that
+		// size for the daemon's lifetime.
+		m.pending = map[string]*store.Entity{}
 	}
 	m.settings = nil
 	m.mu.Unlock()
@@ -275,7 +283,7 @@ func (m *Monitor) applyPending(ctx context.Context) {
 			m.drop(key)
 			continue
 		}
-		m.apply(ctx, key, *e)
+		m.apply(ctx, key, e)
 	}
 }
 
@@ -286,8 +294,8 @@ func (m *Monitor) local(e store.Entity) bool {
 
 // apply takes one entity's new state: (re)opens or drops its watch and
 // computes its deadline again.
-func (m *Monitor) apply(ctx context.Context, key string, e store.Entity) {
-	if !open(e) || !m.local(e) {
+func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
+	if !open(*e) || !m.local(*e) {
 		m.drop(key)
 		return
 	}
@@ -316,7 +324,7 @@ func (m *Monitor) apply(ctx context.Context, key string, e store.Entity) {
 		// from being watched) until then.
 		tr.checkAt = now
 	}
-	if tr.e.HeartbeatFile != e.HeartbeatFile {
+	if tr.e == nil || tr.e.HeartbeatFile != e.HeartbeatFile {
 		tr.hbFile = time.Time{}
 	}
 	tr.e = e
@@ -333,7 +341,7 @@ func wantsWatch(e store.Entity) bool {
 // watch opens, keeps or drops the entity's watch to match its pid.
 func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 	e := tr.e
-	if !wantsWatch(e) || e.PID == tr.diedPID {
+	if !wantsWatch(*e) || e.PID == tr.diedPID {
 		m.unwatch(tr)
 		return
 	}
@@ -448,7 +456,9 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 				m.opt.Logger.Warn("cannot record exit status", zap.String("entity", tr.key), zap.Error(err))
 			}
 		}
-		tr.e.Exit = &x
+		c := *tr.e // shared with the view: changed on a copy
+		c.Exit = &x
+		tr.e = &c
 	}
 	// The watch is over on the monitor's side. Not Forget: pidwatch ends
 	// it itself after the last Death, and a second Death with the exit
@@ -462,7 +472,9 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 	if tr.e.DeadSince.IsZero() {
 		// What the check just recorded, until the change comes back
 		// through Update with the stored value.
-		tr.e.DeadSince = d.At
+		c := *tr.e
+		c.DeadSince = d.At
+		tr.e = &c
 	}
 	m.reschedule(tr)
 }
@@ -470,7 +482,7 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 // check runs CheckEntity now; a failure is retried at the next poll.
 func (m *Monitor) check(ctx context.Context, tr *tracked) {
 	tr.checkAt = time.Time{}
-	if _, err := m.guard("check", tr, func() (bool, error) { return m.opt.Reaper.CheckEntity(ctx, tr.e) }); err != nil {
+	if _, err := m.guard("check", tr, func() (bool, error) { return m.opt.Reaper.CheckEntity(ctx, *tr.e) }); err != nil {
 		m.opt.Logger.Warn("check failed; retrying", zap.String("entity", tr.key), zap.Error(err))
 		tr.checkAt = m.opt.Now().Add(m.s.PollInterval)
 	}
@@ -532,7 +544,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 		m.act(ctx, tr, "enforce", m.opt.Reaper.EnforceEntity)
 	}
 	if due&jobSchedule != 0 {
-		tr.scheduleFor = nextFire(tr.e)
+		tr.scheduleFor = nextFire(*tr.e)
 		m.act(ctx, tr, "check schedule", m.opt.Reaper.CheckScheduleEntity)
 	}
 }
@@ -540,7 +552,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 // act runs one of the reaper's acting entry points. It is not retried on
 // its own: the sweep reconciles what an error left.
 func (m *Monitor) act(ctx context.Context, tr *tracked, what string, f func(context.Context, store.Entity) (bool, error)) {
-	if _, err := m.guard(what, tr, func() (bool, error) { return f(ctx, tr.e) }); err != nil {
+	if _, err := m.guard(what, tr, func() (bool, error) { return f(ctx, *tr.e) }); err != nil {
 		m.opt.Logger.Warn(what+" failed", zap.String("entity", tr.key), zap.Error(err))
 	}
 }

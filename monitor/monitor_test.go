@@ -39,30 +39,30 @@ func TestDeadlines(t *testing.T) {
 		next time.Time
 		due  job
 	}{
-		{name: "fresh start: idle after idle_after from the start", tr: tracked{e: session("a", 42), judged: t0}, now: t0,
+		{name: "fresh start: idle after idle_after from the start", tr: tracked{e: ptr(session("a", 42)), judged: t0}, now: t0,
 			next: t0.Add(10 * time.Minute)},
-		{name: "posted heartbeat moves idle on", tr: tracked{e: posted, judged: t0}, now: t0,
+		{name: "posted heartbeat moves idle on", tr: tracked{e: ptr(posted), judged: t0}, now: t0,
 			next: t0.Add(40 * time.Minute)},
-		{name: "a heartbeat file seen later moves it further", tr: tracked{e: posted, judged: t0, hbFile: t0.Add(35 * time.Minute)}, now: t0,
+		{name: "a heartbeat file seen later moves it further", tr: tracked{e: ptr(posted), judged: t0, hbFile: t0.Add(35 * time.Minute)}, now: t0,
 			next: t0.Add(45 * time.Minute)},
-		{name: "after idle was judged, stalled is next", tr: tracked{e: session("a", 42), judged: t0.Add(10 * time.Minute)}, now: t0.Add(10 * time.Minute),
+		{name: "after idle was judged, stalled is next", tr: tracked{e: ptr(session("a", 42)), judged: t0.Add(10 * time.Minute)}, now: t0.Add(10 * time.Minute),
 			next: t0.Add(60 * time.Minute)},
-		{name: "slow's start and stalled coincide: one deadline", tr: tracked{e: session("a", 42), judged: t0.Add(11 * time.Minute)}, now: t0.Add(61 * time.Minute),
+		{name: "slow's start and stalled coincide: one deadline", tr: tracked{e: ptr(session("a", 42)), judged: t0.Add(11 * time.Minute)}, now: t0.Add(61 * time.Minute),
 			next: t0.Add(60 * time.Minute), due: jobHeartbeat},
-		{name: "slow_until is the last heartbeat boundary", tr: tracked{e: session("a", 42), judged: t0.Add(61 * time.Minute)}, now: t0.Add(61 * time.Minute),
+		{name: "slow_until is the last heartbeat boundary", tr: tracked{e: ptr(session("a", 42)), judged: t0.Add(61 * time.Minute)}, now: t0.Add(61 * time.Minute),
 			next: t0.Add(3 * time.Hour)},
-		{name: "dead: enforcement at dead_since + terminal_grace", tr: tracked{e: dead, judged: t0}, now: dead.DeadSince,
+		{name: "dead: enforcement at dead_since + terminal_grace", tr: tracked{e: ptr(dead), judged: t0}, now: dead.DeadSince,
 			next: dead.DeadSince.Add(30 * time.Second)},
-		{name: "dead and quiet: enforcement and the phantom both due", tr: tracked{e: dead, judged: t0}, now: t0.Add(2 * time.Hour),
+		{name: "dead and quiet: enforcement and the phantom both due", tr: tracked{e: ptr(dead), judged: t0}, now: t0.Add(2 * time.Hour),
 			next: dead.DeadSince.Add(30 * time.Second), due: jobEnforce | jobPhantom},
-		{name: "enforced once: only the phantom remains", tr: tracked{e: enforced, judged: t0, enforcedFor: enforced.DeadSince}, now: dead.DeadSince,
+		{name: "enforced once: only the phantom remains", tr: tracked{e: ptr(enforced), judged: t0, enforcedFor: enforced.DeadSince}, now: dead.DeadSince,
 			next: t0.Add(110 * time.Minute)},
-		{name: "an explicit check comes first", tr: tracked{e: session("a", 42), judged: t0, checkAt: t0.Add(time.Second)}, now: t0.Add(time.Second),
+		{name: "an explicit check comes first", tr: tracked{e: ptr(session("a", 42)), judged: t0, checkAt: t0.Add(time.Second)}, now: t0.Add(time.Second),
 			next: t0.Add(time.Second), due: jobCheck},
-		{name: "schedule: next fire + misfire_grace", tr: tracked{e: schedule, judged: t0}, now: t0,
+		{name: "schedule: next fire + misfire_grace", tr: tracked{e: ptr(schedule), judged: t0}, now: t0,
 			next: nextFire(schedule).Add(5 * time.Minute)},
-		{name: "schedule judged for that fire: nothing", tr: tracked{e: schedule, judged: t0, scheduleFor: nextFire(schedule)}, now: t0},
-		{name: "ended: nothing", tr: tracked{e: ended, judged: t0, checkAt: t0}, now: t0},
+		{name: "schedule judged for that fire: nothing", tr: tracked{e: ptr(schedule), judged: t0, scheduleFor: nextFire(schedule)}, now: t0},
+		{name: "ended: nothing", tr: tracked{e: ptr(ended), judged: t0, checkAt: t0}, now: t0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			next, due := deadlines(&tc.tr, s, tc.now)
@@ -384,3 +384,6 @@ func join(s []string) string {
 	}
 	return out
 }
+
+// ptr is the entity as the monitor keeps it, shared.
+func ptr(e store.Entity) *store.Entity { return &e }

@@ -103,6 +103,8 @@ type idle struct {
 	ticks     int64   // the clock ticks it is counted from: its resolution
 	rssKB     int64   // VmRSS at the end of the window
 	hwmKB     int64   // VmHWM at the end of the window
+	anonKB    int64   // RssAnon at the end of the window
+	fileKB    int64   // RssFile at the end of the window
 	load      string  // the 1-minute load average when the window began
 }
 
@@ -126,7 +128,7 @@ func measureIdle(ctx context.Context, c *child, window time.Duration, clk int64)
 	}
 	wall := time.Since(t0).Seconds()
 	cpu := float64(u1.ticks-u0.ticks) / float64(clk) // seconds
-	return idle{cpuMSPerS: cpu * 1000 / wall, ticks: u1.ticks - u0.ticks, rssKB: u1.rssKB, hwmKB: u1.hwmKB, load: load}, nil
+	return idle{cpuMSPerS: cpu * 1000 / wall, ticks: u1.ticks - u0.ticks, rssKB: u1.rssKB, hwmKB: u1.hwmKB, anonKB: u1.anonKB, fileKB: u1.fileKB, load: load}, nil
 }
 
 // sleepCtx sleeps for d or until ctx ends, which is an error.

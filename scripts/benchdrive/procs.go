@@ -141,6 +141,10 @@ type usage struct {
 	ticks int64 // utime + stime, in clock ticks
 	rssKB int64 // VmRSS
 	hwmKB int64 // VmHWM, the peak RSS
+	// anonKB and fileKB split VmRSS: the heap, stacks and C allocations
+	// against the mapped pages of the binary and its libraries, which a
+	// freshly built binary keeps resident from the page cache.
+	anonKB, fileKB int64
 }
 
 // readUsage reads /proc/PID/stat and /proc/PID/status.
@@ -159,6 +163,7 @@ func readUsage(pid int) (usage, error) {
 	}
 	u := usage{ticks: ticks}
 	u.rssKB, u.hwmKB = statusKB(status, "VmRSS:"), statusKB(status, "VmHWM:")
+	u.anonKB, u.fileKB = statusKB(status, "RssAnon:"), statusKB(status, "RssFile:")
 	return u, nil
 }
 

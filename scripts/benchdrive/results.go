@@ -167,6 +167,9 @@ func (res *results) print(w io.Writer, o options) {
 		}
 		if x.w.idle != nil {
 			notes = append(notes, fmt.Sprintf("%s at %d: load average %s when its window began", x.who, x.w.n, x.w.idle.load))
+			// Anonymous memory is what the watcher holds; file-backed is
+			// mostly its binary's pages, which the page cache decides.
+			notes = append(notes, fmt.Sprintf("%s at %d: RSS %s = anon %s + file-backed %s", x.who, x.w.n, mb(x.w.idle.rssKB), mb(x.w.idle.anonKB), mb(x.w.idle.fileKB)))
 			if x.w.idle.ticks < minTicks {
 				notes = append(notes, fmt.Sprintf("%s at %d: CPU counted from %d clock ticks only, too few to compare closely: raise -window", x.who, x.w.n, x.w.idle.ticks))
 			}
