@@ -25,19 +25,27 @@ func TestDeadPIDEvidenceNamesExit(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		start   func(t *testing.T) *exec.Cmd
+		kill    bool // killed by the test once identified
 		exit    *state.ExitStatus
 		detail  string // after "pid N "
 		message string
 	}{
-		{"exit 0", shell("sleep 0.2; exit 0"), &state.ExitStatus{Code: 0, At: at}, "exited with status 0 (no such process; start time %s)", "process exited with status 0"},
-		{"exit 3", shell("sleep 0.2; exit 3"), &state.ExitStatus{Code: 3, At: at}, "exited with status 3 (no such process; start time %s)", "process exited with status 3"},
-		{"sigkill", killed, &state.ExitStatus{Signal: int(syscall.SIGKILL), At: at}, "was killed by SIGKILL (no such process; start time %s)", "process was killed by SIGKILL"},
-		{"unknown", killed, nil, "not running (no such process; start time %s; exit status not available)", "process is gone (no such process)"},
+		{"exit 0", shell("sleep 0.2; exit 0"), false, &state.ExitStatus{Code: 0, At: at}, "exited with status 0 (no such process; start time %s)", "process exited with status 0"},
+		{"exit 3", shell("sleep 0.2; exit 3"), false, &state.ExitStatus{Code: 3, At: at}, "exited with status 3 (no such process; start time %s)", "process exited with status 3"},
+		{"sigkill", sleeper, true, &state.ExitStatus{Signal: int(syscall.SIGKILL), At: at}, "was killed by SIGKILL (no such process; start time %s)", "process was killed by SIGKILL"},
+		{"unknown", sleeper, true, nil, "not running (no such process; start time %s; exit status not available)", "process is gone (no such process)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := tc.start(t)
 			pid := cmd.Process.Pid
 			id := identify(t, h, pid)
+			if tc.kill {
+				// Killed only once identified: a process killed first can
+				// be a zombie before it is read.
+				if err := cmd.Process.Kill(); err != nil {
+					t.Fatal(err)
+				}
+			}
 			_ = cmd.Wait() // reaped: the pid is gone
 
 			r := h.Probe(context.Background(), Target{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, BootID: id.BootID, Exit: tc.exit, NoHeartbeat: true}, Thresholds{}, time.Now())
@@ -72,13 +80,8 @@ func shell(script string) func(t *testing.T) *exec.Cmd {
 	}
 }
 
-func killed(t *testing.T) *exec.Cmd {
-	cmd := testenv.Sleep(t)
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd
-}
+// sleeper is a process the case kills once it has been identified.
+func sleeper(t *testing.T) *exec.Cmd { return testenv.Sleep(t) }
 
 // TestReusedPIDEvidenceKeepsExit: a death seen by pidfd before the pid was
 // taken again still says how the recorded process ended.
