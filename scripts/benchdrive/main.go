@@ -285,6 +285,15 @@ func (r *runner) watchdog(ctx context.Context, tag string, n int, doIdle, doDeat
 		return err
 	}
 	if doIdle {
+		say("watchdog at %d: idle window of %s", n, r.o.window)
+		id, err := measureIdle(ctx, w.child, r.o.window, r.clk)
+		if err != nil {
+			return fmt.Errorf("watchdog idle: %w", err)
+		}
+		out.idle = &id
+
+		// After the idle window: asking /metrics every 5 ms makes garbage
+		// the window's RSS would otherwise count.
 		const k = 20
 		say("watchdog at %d: registering %d more, one at a time, until each is watched by pidfd", n, k)
 		if err := r.fleet.ensure(n + k); err != nil {
@@ -295,15 +304,6 @@ func (r *runner) watchdog(ctx context.Context, tag string, n int, doIdle, doDeat
 			return fmt.Errorf("watchdog adoption: %w", err)
 		}
 		out.adopted = &a
-		if err := sleepCtx(ctx, r.o.settle); err != nil {
-			return err
-		}
-		say("watchdog at %d: idle window of %s", n, r.o.window)
-		id, err := measureIdle(ctx, w.child, r.o.window, r.clk)
-		if err != nil {
-			return fmt.Errorf("watchdog idle: %w", err)
-		}
-		out.idle = &id
 	}
 	if doDeaths {
 		say("watchdog at %d: killing %d, %s apart", n, r.o.kills, r.o.killGap)
