@@ -314,14 +314,16 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 		// A heartbeat posted to an idle or stalled entity: judge it now,
 		// not at its next threshold.
 		tr.checkAt = now
-	} else if e.LastSeq != tr.e.LastSeq || e.PID != tr.e.PID || e.PIDStartTicks != tr.e.PIDStartTicks || !e.PIDStartTime.Equal(tr.e.PIDStartTime) {
-		// A lifecycle write or another process: judge it now. A check
-		// made on the copy from before a transition is refused by the
-		// store (an observation is written only over the lifecycle it
-		// judged), so a death seen just after a transition would
-		// otherwise wait for the sweep; and a restarted process must
-		// not keep its predecessor's process_dead (which also keeps it
-		// from being watched) until then.
+	} else if otherProcess(tr.e, e) || (e.LastSeq != tr.e.LastSeq && tr.diedPID != 0 && e.DeadSince.IsZero()) {
+		// Another process, or a lifecycle write over a death not yet
+		// recorded: judge it now. A check made on the copy from before a
+		// transition is refused by the store (an observation is written
+		// only over the lifecycle it judged), so a death seen just after
+		// a transition would otherwise wait for the sweep; and a
+		// restarted process must not keep its predecessor's
+		// process_dead (which also keeps it from being watched) until
+		// then. Other transitions bring no check: each would be one more
+		// durable write beside the transition's own.
 		tr.checkAt = now
 	}
 	if tr.e == nil || tr.e.HeartbeatFile != e.HeartbeatFile {
@@ -330,6 +332,11 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 	tr.e = e
 	m.watch(ctx, tr, now)
 	m.reschedule(tr)
+}
+
+// otherProcess says whether cur names another process than prev.
+func otherProcess(prev, cur *store.Entity) bool {
+	return cur.PID != prev.PID || cur.PIDStartTicks != prev.PIDStartTicks || !cur.PIDStartTime.Equal(prev.PIDStartTime)
 }
 
 // wantsWatch says whether the entity has a live process of its own to

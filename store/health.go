@@ -252,7 +252,7 @@ func (s *SQLite) Probe(ctx context.Context) error {
 		}
 	}
 	err := s.writeTx(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, "UPDATE health_probe SET at = ? WHERE id = 1", unixtime.Seconds(time.Now()))
+		_, err := s.exec(ctx, "UPDATE health_probe SET at = ? WHERE id = 1", unixtime.Seconds(time.Now()))
 		return err
 	})
 	if err != nil {

@@ -52,3 +52,24 @@ func (s *SQLite) closeStmts() {
 	}
 	s.stmts = nil
 }
+
+// exec runs a cached statement outside a transaction: the hot single
+// writes (observations, heartbeats, the write probe), which would parse
+// their SQL and triggers again on every call otherwise.
+func (s *SQLite) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+// query runs a cached query outside a transaction (the change feed's
+// reads, several times a second).
+func (s *SQLite) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, err := s.prepared(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
