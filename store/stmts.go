@@ -64,12 +64,3 @@ func (s *SQLite) exec(ctx context.Context, query string, args ...any) (sql.Resul
 	return st.ExecContext(ctx, args...)
 }
 
-// query runs a cached query outside a transaction (the change feed's
-// reads, several times a second).
-func (s *SQLite) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	st, err := s.prepared(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
-}
