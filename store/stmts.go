@@ -63,4 +63,3 @@ func (s *SQLite) exec(ctx context.Context, query string, args ...any) (sql.Resul
 	}
 	return st.ExecContext(ctx, args...)
 }
-
