@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -320,41 +319,34 @@ func parallel(ctx context.Context, n, workers int, fn func(context.Context, int)
 	return context.Cause(ctx) // nil unless fn failed or the run was stopped
 }
 
-// watchedByPidfd reads watchdog_watched_processes{mode="pidfd"} from the
-// daemon's /metrics.
-func (w *watchdogd) watchedByPidfd(ctx context.Context) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.base+"/metrics", nil)
+// pidfds counts the daemon's pidfds from /proc/PID/fd, without asking
+// the daemon anything: a request (a scrape, a read) would sync its view
+// and so hand it the registration sooner than it would find it alone.
+func (w *watchdogd) pidfds() (int, error) {
+	dir := fmt.Sprintf("/proc/%d/fd", w.cmd.Process.Pid)
+	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("read %s: %w", dir, err)
 	}
-	resp, err := w.http.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("GET /metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	const series = `watchdog_watched_processes{mode="pidfd"} `
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), series); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return int(v), err
+	n := 0
+	for _, e := range ents {
+		if link, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.Contains(link, "pidfd") {
+			n++
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("no %s in /metrics (a daemon without pidfd watching)", strings.TrimSpace(series))
+	return n, nil
 }
 
 // adoption registers the fleet's processes from..from+k-1 one at a time
 // and, for each, how long after the registration was acknowledged the
-// daemon held a pidfd for it (the pidfd count went up by one): "a CLI
-// registration is watched within 1 s". It asks every 5 ms.
+// daemon held a pidfd for it (its pidfd count went up by one): "a CLI
+// registration is watched within 1 s". It looks every 5 ms, and sends the
+// daemon nothing meanwhile, so the daemon finds the registration through
+// its own change feed, as it would a CLI's.
 func (w *watchdogd) adoption(ctx context.Context, f *fleet, from, k int, timeout time.Duration) (deaths, error) {
 	d := deaths{killed: k}
 	for i := from; i < from+k; i++ {
-		before, err := w.watchedByPidfd(ctx)
+		before, err := w.pidfds()
 		if err != nil {
 			return d, err
 		}
@@ -365,7 +357,7 @@ func (w *watchdogd) adoption(ctx context.Context, f *fleet, from, k int, timeout
 		acked := time.Now()
 		seen := false
 		for time.Since(acked) < timeout {
-			n, err := w.watchedByPidfd(ctx)
+			n, err := w.pidfds()
 			if err != nil {
 				return d, err
 			}
