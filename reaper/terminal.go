@@ -22,7 +22,9 @@ import (
 // conclusive death counts: the sweep's finding may be old.
 func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 	rep := Report{Job: jobs.EnforceTerminal, DryRun: r.Settings.DryRun}
-	list, err := r.openOnHost(ctx)
+	// Only entities with a recorded death can be due (enforceTarget): the
+	// store hands over those alone.
+	list, err := r.Store.List(ctx, store.Filter{HostID: r.HostID, OpenOnly: true, DeadOnly: true})
 	if err != nil {
 		return rep, fmt.Errorf("enforce_terminal: %w", err)
 	}

@@ -242,6 +242,14 @@ func TestListFilters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Session a of h1 was seen dead.
+	a, err := s.Get(ctx, "session", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.RecordObservation(ctx, "session", "a", Observation{Health: "process_dead", Delivery: "not_expected", DeadSince: unixAt(2), HealthSince: unixAt(2), SeenSeq: a.LastSeq, At: unixAt(2)}); err != nil || !ok {
+		t.Fatalf("record the death: %v, %v", ok, err)
+	}
 	count := func(f Filter) int {
 		l, err := s.List(ctx, f)
 		if err != nil {
@@ -262,6 +270,8 @@ func TestListFilters(t *testing.T) {
 		{Filter{Type: "play", ParentType: "show", ParentID: "sh1"}, 2},
 		{Filter{Type: "play", ParentType: "show", ParentID: "sh2"}, 1},
 		{Filter{Type: "play", ParentType: "team", ParentID: "sh1"}, 0},
+		{Filter{HostID: "h1", OpenOnly: true, DeadOnly: true}, 1},
+		{Filter{HostID: "h2", OpenOnly: true, DeadOnly: true}, 0},
 	}
 	for _, tt := range tests {
 		if got := count(tt.f); got != tt.want {
