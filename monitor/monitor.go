@@ -86,18 +86,7 @@ var DefaultSettings = Settings{
 
 func (s Settings) withDefaults() Settings {
 	d := DefaultSettings
-	if s.Thresholds.IdleAfter <= 0 {
-		s.Thresholds.IdleAfter = d.Thresholds.IdleAfter
-	}
-	if s.Thresholds.StalledAfter <= 0 {
-		s.Thresholds.StalledAfter = d.Thresholds.StalledAfter
-	}
-	if s.Thresholds.SlowAfter <= 0 {
-		s.Thresholds.SlowAfter = d.Thresholds.SlowAfter
-	}
-	if s.Thresholds.SlowUntil <= 0 {
-		s.Thresholds.SlowUntil = d.Thresholds.SlowUntil
-	}
+	s.Thresholds = s.Thresholds.WithDefaults()
 	if s.TerminalGrace <= 0 {
 		s.TerminalGrace = d.TerminalGrace
 	}

@@ -32,7 +32,10 @@ var DefaultThresholds = Thresholds{
 	SlowUntil:    3 * time.Hour,
 }
 
-func (t Thresholds) withDefaults() Thresholds {
+// WithDefaults is t with every unset (zero or negative) threshold at its
+// default: what the probe judges by, and what a caller timing the same
+// judgements (the monitor's deadlines) must use.
+func (t Thresholds) WithDefaults() Thresholds {
 	if t.IdleAfter <= 0 {
 		t.IdleAfter = DefaultThresholds.IdleAfter
 	}
@@ -154,7 +157,7 @@ func (r *Result) classify(obs *Observations, th Thresholds, now time.Time) {
 		Artifacts:  obs.Artifacts,
 		CheckedAt:  now,
 	}
-	c := classifier{r: r, obs: obs, th: th.withDefaults()}
+	c := classifier{r: r, obs: obs, th: th.WithDefaults()}
 	if obs.Terminal {
 		c.classifyEnded()
 	} else {
