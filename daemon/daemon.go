@@ -337,6 +337,11 @@ func (d *daemon) afterSweep() {
 	d.markPresence()
 }
 
+// monitorWedgedAfter is how long one of the monitor's steps may run before
+// the daemon counts as wedged: far past any step's own bounds (an artifact
+// check's time limit, kill_grace, the store's busy timeout).
+const monitorWedgedAfter = 2 * time.Minute
+
 // sweepWedgedAfter is how long past its budget a sweep may run before the
 // daemon counts it stuck and stops feeding systemd's watchdog: a sweep
 // checks its budget as it goes and returns soon after it runs out, so one
@@ -375,6 +380,8 @@ func (d *daemon) unhealthy(now time.Time) string {
 		return "the store's write probe has not finished lately"
 	case !started.IsZero() && now.Sub(started) > budget+sweepWedgedAfter:
 		return fmt.Sprintf("a sweep has run for %s (budget %s)", now.Sub(started).Round(time.Second), budget)
+	case d.live != nil && d.live.mon.Stuck(now) > monitorWedgedAfter:
+		return fmt.Sprintf("a monitor step has run for %s: every death and deadline waits behind it", d.live.mon.Stuck(now).Round(time.Second))
 	}
 	return ""
 }

@@ -133,6 +133,9 @@ type Monitor struct {
 	wake     chan struct{}
 
 	nPidfd, nPolled atomic.Int64
+	// busySince is when the running step began (UnixNano), 0 between
+	// steps (Stuck).
+	busySince atomic.Int64
 
 	// Owned by Run's goroutine.
 	s    Settings
@@ -506,7 +509,10 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 		if tr.e.HeartbeatFile != "" {
 			// The file's mtime is learned now, when it matters: it may
 			// have moved every threshold later.
-			if mt, err := m.opt.StatMtime(tr.e.HeartbeatFile); err == nil && mt.After(tr.hbFile) {
+			done := m.busy()
+			mt, err := m.opt.StatMtime(tr.e.HeartbeatFile)
+			done()
+			if err == nil && mt.After(tr.hbFile) {
 				tr.hbFile = mt
 				if h := tr.e.Health; h == state.HealthIdle || h == state.HealthStalled {
 					// Fresh again: an idle or stalled verdict is
@@ -557,10 +563,32 @@ func (m *Monitor) act(ctx context.Context, tr *tracked, what string, f func(cont
 // entity's bad row must not stop the monitor (every death and deadline
 // of the host) nor crash the daemon into a restart that adopts it again.
 func (m *Monitor) guard(what string, tr *tracked, f func() (bool, error)) (ok bool, err error) {
+	defer m.busy()()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%s %s: panic: %v", what, tr.key, p)
 		}
 	}()
 	return f()
+}
+
+// busy marks the start of a call that may block (a reaper step, a
+// heartbeat file's stat) and returns its end: Stuck reads the mark.
+func (m *Monitor) busy() (done func()) {
+	m.busySince.Store(m.opt.Now().UnixNano())
+	return func() { m.busySince.Store(0) }
+}
+
+// Stuck is how long the monitor's current step has been running at now,
+// 0 when it is waiting for its next death or deadline. One goroutine runs
+// every step, so a step that never returns (a stat on a hung NFS mount,
+// a store that never answers) holds back every death and deadline of the
+// host: the daemon stops feeding systemd's watchdog when this grows past
+// any step's own bounds.
+func (m *Monitor) Stuck(now time.Time) time.Duration {
+	since := m.busySince.Load()
+	if since == 0 {
+		return 0
+	}
+	return now.Sub(time.Unix(0, since))
 }

@@ -102,3 +102,48 @@ func TestHeartbeatFileFreshAgainIsRejudged(t *testing.T) {
 		t.Error("an idle entity whose heartbeat file is fresh again was not re-judged within two minutes")
 	}
 }
+
+// blockingReaper's checks wait until release is closed.
+type blockingReaper struct {
+	*recorder
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingReaper) CheckEntity(ctx context.Context, e store.Entity) (bool, error) {
+	close(b.entered)
+	<-b.release
+	return b.recorder.CheckEntity(ctx, e)
+}
+
+// A step that does not return shows in Stuck, which the daemon reads
+// before it feeds systemd's watchdog; between steps Stuck is 0.
+func TestStuckMeasuresTheRunningStep(t *testing.T) {
+	h := newHarness(t, Settings{})
+	br := &blockingReaper{recorder: h.rec, entered: make(chan struct{}), release: make(chan struct{})}
+	h.m.opt.Reaper = br
+	if got := h.m.Stuck(h.clock.Now()); got != 0 {
+		t.Fatalf("Stuck before any step = %s, want 0", got)
+	}
+	e := session("s", 42)
+	e.Health = state.HealthUnknown // never judged: checked at first sight
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.m.Update(e)
+		h.step()
+	}()
+	select {
+	case <-br.entered:
+	case <-done:
+		t.Fatal("no check ran")
+	}
+	if got := h.m.Stuck(h.clock.Now().Add(3 * time.Minute)); got < 3*time.Minute {
+		t.Errorf("Stuck three minutes into a blocked step = %s", got)
+	}
+	close(br.release)
+	<-done
+	if got := h.m.Stuck(h.clock.Now()); got != 0 {
+		t.Errorf("Stuck after the step returned = %s, want 0", got)
+	}
+}
