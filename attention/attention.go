@@ -242,9 +242,8 @@ func ClusterID(code state.ReasonCode) string { return "cluster_" + string(code) 
 // outcome (still open) never ages out.
 //
 // The store applies the same rule in SQL, taking Since's cut-off as its
-// parameter: SummaryGroups' Recent flag is
-// COALESCE(ended_at, lifecycle_at, updated_at) >= since, and
-// AttentionCandidates reads only what may still be inside the window.
+// parameter: AttentionCandidates reads only what may still be inside the
+// window (COALESCE(ended_at, lifecycle_at, updated_at) >= since).
 func AgedOut(outcome string, endedAt, lifecycleAt, updatedAt, now time.Time, window time.Duration) bool {
 	if outcome == "" {
 		return false
@@ -610,8 +609,7 @@ func Read(ctx context.Context, src Source, q Query, now time.Time) (Queue, error
 // DefaultFailureWindow): the cut-off of AgedOut, and the since argument of
 // the store's queries that apply the same rule (store.SQLite's
 // AttentionCandidates, which reads only the entities that may have items,
-// so a poll reads a small part of a large store, and SummaryGroups and
-// DismissedSummaries, whose Recent flag is "not aged out").
+// so a poll reads a small part of a large store).
 func Since(now time.Time, window time.Duration) time.Time {
 	if window <= 0 {
 		window = DefaultFailureWindow

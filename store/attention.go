@@ -178,7 +178,7 @@ const attentionColumns = `type, id, label, lifecycle, terminal, transition_reaso
 // attention queue only.
 func (s *SQLite) AttentionCandidates(ctx context.Context, since time.Time) ([]Entity, error) {
 	// The failure window is attention.AgedOut's rule, with its cut-off
-	// (attention.Since) as the parameter; SummaryGroups applies the same.
+	// (attention.Since) as the parameter.
 	st, err := s.prepared(ctx, "SELECT "+attentionColumns+` FROM entities
 		WHERE lifecycle IS NOT NULL AND (terminal = 0 OR COALESCE(ended_at, lifecycle_at, updated_at) >= ?)`)
 	if err != nil {

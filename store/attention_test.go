@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -151,94 +150,12 @@ func TestVacuumDismissals(t *testing.T) {
 	}
 }
 
-func TestSummaryGroups(t *testing.T) {
-	s, _ := openTest(t)
-	ctx := context.Background()
-	for _, id := range []string{"open-1", "open-2", "open-3", "ended", "ended-2"} {
-		registerAt(t, s, "session", id, strp("running"))
-	}
-	registerAt(t, s, "play", "old", nil)
-	moveTo(t, s, "session", "ended", "failed", true, &state.StateReason{Code: state.RunFailedExitNonzero, Message: "exit 3",
-		Evidence: []state.EvidenceRef{{Kind: "tool_result", Detail: "exit code 3"}}})
-	moveTo(t, s, "session", "ended-2", "failed", true, &state.StateReason{Code: state.RunFailedExitNonzero, Message: "exit 4"})
-	// Two stalled sessions with different messages and evidence are one
-	// group: only the codes matter.
-	for i, id := range []string{"open-1", "open-2"} {
-		cur, err := s.Get(ctx, "session", id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.RecordObservation(ctx, "session", id, Observation{
-			Health: state.HealthStalled, Delivery: state.DeliveryMissing, SeenSeq: cur.LastSeq, At: unixAt(300),
-			Reasons: []state.StateReason{
-				state.Observed(state.RunHealthStalled, strings.Repeat("no heartbeat ", i+1)),
-				state.Observed(state.RunDeliveryMissing, "review.md absent"),
-			},
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	// since 150: the failures ended at 200 (inside), the open sessions
-	// last moved at registration, 100 (outside; their outcome-less state
-	// never ages out anyway).
-	var got []string
-	err := s.SummaryGroups(ctx, unixAt(150), func(g SummaryGroup) {
-		got = append(got, fmt.Sprintf("%s/%s legacy=%v %s/%s recent=%v t=%s r=%v n=%d",
-			g.Type, g.Lifecycle, g.Legacy, g.Health, g.Delivery, g.Recent, g.TransitionCode, g.ReasonCodes, g.Count))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(got)
-	want := []string{
-		"play/ legacy=true unknown/unknown recent=false t= r=[] n=1",
-		"session/failed legacy=false unknown/unknown recent=true t=run.failed.exit_nonzero r=[] n=2",
-		"session/running legacy=false stalled/missing recent=false t= r=[run.health.stalled run.delivery.missing] n=2",
-		"session/running legacy=false unknown/unknown recent=false t= r=[] n=1",
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("groups:\n got %q\nwant %q", got, want)
-	}
-}
-
-func TestDismissedSummaries(t *testing.T) {
-	s, _ := openTest(t)
-	ctx := context.Background()
-	registerAt(t, s, "session", "s-1", strp("running"))
-	moveTo(t, s, "session", "s-1", "failed", true, &state.StateReason{Code: state.RunFailedExitNonzero})
-	for _, id := range []string{"s-1", "gone"} {
-		if err := s.UpsertDismissal(ctx, Dismissal{Fingerprint: "session:" + id + ":run.failed.exit_nonzero", EntityType: "session", EntityID: id,
-			ReasonCode: "run.failed.exit_nonzero", StatusAtDismissal: "failed", SnoozedUntil: unixAt(900), DismissedAt: unixAt(250), ClearOnStatusChange: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := s.DismissedSummaries(ctx, unixAt(150))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 1 {
-		t.Fatalf("%d dismissed summaries, want the one whose entity exists: %+v", len(got), got)
-	}
-	d, e := got[0].Dismissal, got[0].Entity
-	if d.EntityID != "s-1" || !d.SnoozedUntil.Equal(unixAt(900)) || !d.ClearOnStatusChange || d.StatusAtDismissal != "failed" ||
-		e.Type != "session" || e.Lifecycle != "failed" || !e.Recent || e.TransitionCode != state.RunFailedExitNonzero || e.Count != 1 || len(e.ReasonCodes) != 0 {
-		t.Errorf("dismissed summary: %+v", got[0])
-	}
-}
-
 func TestAttentionQueriesOnClosedStore(t *testing.T) {
 	s, _ := openTest(t)
 	s.Close()
 	ctx := context.Background()
 	if _, err := s.Dismissals(ctx); err == nil || !strings.Contains(err.Error(), "read dismissals") {
 		t.Errorf("Dismissals on a closed store: %v", err)
-	}
-	if err := s.SummaryGroups(ctx, unixAt(0), func(SummaryGroup) {}); err == nil || !strings.Contains(err.Error(), "summarize entities") {
-		t.Errorf("SummaryGroups on a closed store: %v", err)
-	}
-	if _, err := s.DismissedSummaries(ctx, unixAt(0)); err == nil || !strings.Contains(err.Error(), "read dismissed entities") {
-		t.Errorf("DismissedSummaries on a closed store: %v", err)
 	}
 	if _, err := s.VacuumDismissals(ctx, unixAt(1)); err == nil || !strings.Contains(err.Error(), "vacuum dismissals") {
 		t.Errorf("VacuumDismissals on a closed store: %v", err)

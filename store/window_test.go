@@ -13,8 +13,8 @@ import (
 )
 
 // The store's SQL applies attention.AgedOut's rule with attention.Since as
-// its parameter: SummaryGroups' Recent flag is "not aged out", and
-// AttentionCandidates keeps every ended entity that is not.
+// its parameter: AttentionCandidates keeps every ended entity that is not
+// aged out.
 func TestFailureWindowSQLFollowsAgedOut(t *testing.T) {
 	ctx := context.Background()
 	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "w.db"))
@@ -40,24 +40,6 @@ func TestFailureWindowSQLFollowsAgedOut(t *testing.T) {
 		want[id] = !attention.AgedOut("failed", e.EndedAt, at, at, now, window)
 	}
 	since := attention.Since(now, window)
-	recent := 0
-	err = s.SummaryGroups(ctx, since, func(g store.SummaryGroup) {
-		if g.Recent {
-			recent += g.Count
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inWindow := 0
-	for _, keep := range want {
-		if keep {
-			inWindow++
-		}
-	}
-	if recent != inWindow {
-		t.Errorf("SummaryGroups: %d recent, AgedOut keeps %d of %v", recent, inWindow, want)
-	}
 	list, err := s.AttentionCandidates(ctx, since)
 	if err != nil {
 		t.Fatal(err)
