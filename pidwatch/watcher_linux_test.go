@@ -70,25 +70,10 @@ func known(t testing.TB, w *Watcher, key string, pid int) Death {
 }
 
 // needExitInfo skips the test when the kernel does not keep a reaped
-// process's exit status for its pidfd (PIDFD_INFO_EXIT, Linux ≥ 6.15):
-// a child is opened, reaped, and asked.
+// process's exit status for its pidfd (PIDFD_INFO_EXIT, Linux ≥ 6.15).
 func needExitInfo(t testing.TB) {
 	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start true: %v", err)
-	}
-	fd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
-	_ = cmd.Wait()
-	if err != nil {
-		t.Fatalf("pidfd_open: %v", err)
-	}
-	defer unix.Close(fd)
-	info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_EXIT}
-	if err := unix.IoctlPidfdInfo(fd, &info); err != nil {
-		t.Skipf("this kernel has no PIDFD_GET_INFO with PIDFD_INFO_EXIT (Linux ≥ 6.15): ioctl: %v", err)
-	}
-	if info.Mask&unix.PIDFD_INFO_EXIT == 0 {
+	if !ExitStatusSupported() {
 		t.Skip("this kernel does not report a reaped process's exit status (PIDFD_INFO_EXIT, Linux ≥ 6.15)")
 	}
 }
