@@ -176,6 +176,12 @@ type StateReason struct {
 	EntityType  string        `json:"entity_type,omitempty"`
 	EntityID    string        `json:"entity_id,omitempty"`
 	Evidence    []EvidenceRef `json:"evidence"`
+	// Since is the moment the message speaks of ("no heartbeat since
+	// …", "dead since …"), zero when it speaks of none. Stored messages
+	// carry the moment as a timestamp (Stamp), never an age, so they stay
+	// true and a sweep over an unchanged host rewrites nothing; readers
+	// add the age when they show it (Render).
+	Since unixtime.Time `json:"since,omitzero"`
 }
 
 // Observed builds an observed reason with full confidence, the common case

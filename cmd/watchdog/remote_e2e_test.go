@@ -49,6 +49,7 @@ type rmtDaemon struct {
 	base  string // http://127.0.0.1:PORT
 	db    string // its database, readable with readDB
 	token string // token file path; "" when auth is off
+	log   string // the daemon's log file (JSON lines)
 }
 
 // rmtEnv is the test's environment without anything that would steer the
@@ -71,6 +72,19 @@ func rmtEnv(extra ...string) []string {
 // when the test ends.
 func rmtStart(t *testing.T, withAuth bool) *rmtDaemon {
 	t.Helper()
+	return rmtStartWith(t, withAuth, `jobs:
+  sweep: "@every 1h"
+  enforce_terminal: "@every 1h"
+  reap_phantoms: "@every 1h"
+  check_schedules: "@every 1h"
+  vacuum: "@daily"
+`)
+}
+
+// rmtStartWith is rmtStart with the config's thresholds, jobs and reaper
+// sections given as YAML (store, listen, auth and log are set here).
+func rmtStartWith(t *testing.T, withAuth bool, sections string) *rmtDaemon {
+	t.Helper()
 	dir := t.TempDir()
 	d := &rmtDaemon{db: filepath.Join(dir, "watchdog.db")}
 	auth := "auth: none\n"
@@ -81,17 +95,12 @@ func rmtStart(t *testing.T, withAuth bool) *rmtDaemon {
 	cfg := writeFile(t, dir, "config.yaml", fmt.Sprintf(`store:
   dsn: %q
 listen: 127.0.0.1:0
-%sjobs:
-  sweep: "@every 1h"
-  enforce_terminal: "@every 1h"
-  reap_phantoms: "@every 1h"
-  check_schedules: "@every 1h"
-  vacuum: "@daily"
-log:
+%s%slog:
   level: info
   format: json
-`, d.db, auth))
+`, d.db, auth, sections))
 	logPath := filepath.Join(dir, "serve.log")
+	d.log = logPath
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,33 @@
+package state
+
+import (
+	"testing"
+	"time"
+
+	"watchdog/unixtime"
+)
+
+func TestRender(t *testing.T) {
+	at := time.Date(2026, 11, 23, 14, 2, 11, 0, time.UTC)
+	msg := "no heartbeat since " + Stamp(at)
+	for _, tc := range []struct {
+		name string
+		r    StateReason
+		now  time.Time
+		want string
+	}{
+		{"no moment", StateReason{Message: "pid 4 not running"}, at, "pid 4 not running"},
+		{"twelve minutes", StateReason{Message: msg, Since: unixtime.Of(at)}, at.Add(12*time.Minute + 30*time.Second), "no heartbeat since 2026-11-23 14:02:11Z, 12m ago"},
+		{"a day later", StateReason{Message: msg, Since: unixtime.Of(at)}, at.Add(26 * time.Hour), msg + ", 1d ago"},
+		{"clock behind", StateReason{Message: msg, Since: unixtime.Of(at)}, at.Add(-time.Minute), msg + ", in the future"},
+	} {
+		if got := Render(tc.r, tc.now); got != tc.want {
+			t.Errorf("%s: Render = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	rs := []StateReason{{Message: msg, Since: unixtime.Of(at)}}
+	out := Rendered(rs, at.Add(time.Minute))
+	if out[0].Message != msg+", 1m ago" || rs[0].Message != msg {
+		t.Errorf("Rendered changed the input or rendered wrong: %q, input %q", out[0].Message, rs[0].Message)
+	}
+}
