@@ -385,7 +385,9 @@ func (s *SQLite) register(ctx context.Context, tx *sql.Tx, e Entity, actor strin
 		}
 	} else {
 		// Only what the caller registers: the dimensions, the lifecycle and
-		// the timestamps the watchdog keeps are left alone. A field the
+		// the timestamps the watchdog keeps are left alone; started_at is
+		// filled only while unknown, so an upsert never restarts the age
+		// heartbeats and slowness count from. A field the
 		// document leaves out keeps its value (a re-registration that only
 		// renames must not cost the entity its pid, and so its liveness
 		// check); a list sent empty ([]) clears it. The pid's identity
@@ -421,7 +423,7 @@ func (s *SQLite) register(ctx context.Context, tx *sql.Tx, e Entity, actor strin
 			artifacts_root = COALESCE(NULLIF(:artifacts_root, ''), artifacts_root), artifacts = COALESCE(:artifacts, artifacts), lock_files = COALESCE(:lock_files, lock_files),
 			parent_type = COALESCE(NULLIF(:parent_type, ''), parent_type), parent_id = COALESCE(NULLIF(:parent_id, ''), parent_id), depends_on = COALESCE(:depends_on, depends_on),
 			schedule_cron = COALESCE(NULLIF(:schedule_cron, ''), schedule_cron), schedule_last_fired_at = COALESCE(:schedule_last_fired_at, schedule_last_fired_at),
-			metadata = COALESCE(:metadata, metadata), started_at = COALESCE(:started_at, started_at), updated_at = :at
+			metadata = COALESCE(:metadata, metadata), started_at = COALESCE(started_at, :started_at), updated_at = :at
 			WHERE type = :type AND id = :id`, args...)
 		if err != nil {
 			return false, fmt.Errorf("register %s/%s: update: %w", e.Type, e.ID, err)

@@ -101,8 +101,9 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 	// this host probe (and maybe end) whatever local process has its
 	// number. A new host needs the pid there too.
 	cur, err := w.Store.Get(ctx, e.Type, e.ID)
+	exists := err == nil
 	switch {
-	case err == nil:
+	case exists:
 		if e.HostID == "" {
 			e.HostID = cur.HostID
 		} else if e.HostID != cur.HostID && cur.PID > 0 && e.PID == 0 {
@@ -118,8 +119,10 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 			e.EndedAt = at
 		}
 		// Work registered as started has its age, for heartbeats and
-		// slowness, counted from now.
-		if e.StartedAt.IsZero() && g.Started(*e.Lifecycle) {
+		// slowness, counted from now. Only when it is new: an upsert of a
+		// known entity is no news of life, and restarting its clock would
+		// hide a stall (issue 14, observation 2).
+		if !exists && e.StartedAt.IsZero() && g.Started(*e.Lifecycle) {
 			e.StartedAt = at
 		}
 	}

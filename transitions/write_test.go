@@ -401,3 +401,74 @@ func TestRegisterFillsLocalIdentity(t *testing.T) {
 		t.Errorf("a given start time must be kept: %v", given.PIDStartTime)
 	}
 }
+
+// TestReRegistrationKeepsWhatTheWatchdogKeeps (issue 14, observation 2):
+// an upsert of a known entity, whatever it says, never restarts the
+// clocks the watchdog keeps (started_at, health and health_since, the
+// heartbeat) nor its lifecycle; a new pid still brings its own identity.
+func TestReRegistrationKeepsWhatTheWatchdogKeeps(t *testing.T) {
+	running := "running"
+	tests := []struct {
+		name    string
+		doc     store.Entity
+		wantPID int
+	}{
+		{"same document", store.Entity{PID: 42, Lifecycle: &running}, 42},
+		{"no lifecycle", store.Entity{PID: 42}, 42},
+		{"a started_at of its own", store.Entity{PID: 42, Lifecycle: &running, StartedAt: unixAt(1_800_000_500)}, 42},
+		{"a new pid", store.Entity{PID: 43, Lifecycle: &running, Label: "renamed"}, 43},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, st, clock, _ := newTestWriter(t)
+			w.Ident = fakeIdent{}
+			ctx := context.Background()
+			first := store.Entity{Type: "session", ID: "s", PID: 42, Lifecycle: &running}
+			if _, err := w.Register(ctx, Registration{Entity: first, Actor: ActorOrchestrator}); err != nil {
+				t.Fatal(err)
+			}
+			e, _ := st.Get(ctx, "session", "s")
+			clock.Advance(time.Minute)
+			if err := st.RecordHeartbeat(ctx, "session", "s", clock.Now(), "step 1"); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Minute)
+			stalledSince := clock.Now()
+			if _, err := st.RecordObservation(ctx, "session", "s", store.Observation{Health: state.HealthStalled, Delivery: state.DeliveryNotExpected, HealthSince: stalledSince, SeenSeq: e.LastSeq, At: stalledSince}); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := st.Get(ctx, "session", "s")
+			clock.Advance(time.Minute)
+
+			doc := tt.doc
+			doc.Type, doc.ID = "session", "s"
+			created, err := w.Register(ctx, Registration{Entity: doc, Actor: ActorOrchestrator})
+			if err != nil || created {
+				t.Fatalf("re-register: created=%v err=%v", created, err)
+			}
+			after, _ := st.Get(ctx, "session", "s")
+			kept := []struct {
+				what    string
+				was, is any
+			}{
+				{"started_at", before.StartedAt.Unix(), after.StartedAt.Unix()},
+				{"health", before.Health, after.Health},
+				{"health_since", before.HealthSince.Unix(), after.HealthSince.Unix()},
+				{"heartbeat_at", before.HeartbeatAt.Unix(), after.HeartbeatAt.Unix()},
+				{"lifecycle", before.LifecycleOr(""), after.LifecycleOr("")},
+				{"lifecycle_at", before.LifecycleAt.Unix(), after.LifecycleAt.Unix()},
+			}
+			for _, k := range kept {
+				if k.was != k.is {
+					t.Errorf("%s changed from %v to %v", k.what, k.was, k.is)
+				}
+			}
+			if !before.StartedAt.Equal(e.StartedAt) || e.StartedAt.IsZero() {
+				t.Errorf("started_at %v, registered at %v", before.StartedAt, e.StartedAt)
+			}
+			if after.PID != tt.wantPID || after.PIDStartTicks != 99 {
+				t.Errorf("pid %d (start ticks %d), want %d with its own identity", after.PID, after.PIDStartTicks, tt.wantPID)
+			}
+		})
+	}
+}
