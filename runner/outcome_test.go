@@ -28,7 +28,9 @@ func TestOutcome(t *testing.T) {
 		{"our deadline", "session", time.Second, childEnd{code: -1, signal: syscall.SIGTERM, timedOut: true, elapsed: time.Second}, "timed_out", string(state.RunTimedOutDeadline), "timed out after 1s (killed by SIGTERM)"},
 		{"child's own 124", "session", 0, childEnd{code: 124}, "timed_out", string(state.RunTimedOutDeadline), "exit status 124 (the child's own timeout; exec was given no --timeout)"},
 		{"child's own 124, workflow", "workflow", 0, childEnd{code: 124}, "failed", string(state.RunFailedExitNonzero), "exit status 124 (the timeout convention, but a workflow's timed_out needs the configured timeout: give --timeout)"},
-		{"SIGINT", "session", 0, childEnd{code: -1, signal: syscall.SIGINT}, "aborted", string(state.RunAbortedSigint), "killed by SIGINT"},
+		{"SIGINT", "session", 0, childEnd{code: -1, signal: syscall.SIGINT}, "cancelled", string(state.RunCancelledSigint), "killed by SIGINT"},
+		{"SIGTERM, workflow", "workflow", 0, childEnd{code: -1, signal: syscall.SIGTERM}, "cancelled", string(state.RunCancelledSigterm), "killed by SIGTERM"},
+		{"SIGINT, turn", "turn", 0, childEnd{code: -1, signal: syscall.SIGINT}, "interrupted", string(state.RunInterruptedSigint), "killed by SIGINT"},
 		{"exit 3", "session", 0, childEnd{code: 3}, "failed", string(state.RunFailedExitNonzero), "exit status 3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

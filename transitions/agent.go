@@ -3,10 +3,12 @@ package transitions
 // agentGraph is the orchestrator's unified ExecutionState: lifecycle and
 // activity in one machine. stopped and failed are terminal but restartable.
 var agentGraph = Graph{
-	Type:     "agent",
-	States:   []string{"pending", "starting", "idle", "busy", "suspended", "stopped", "failed"},
-	Initial:  "pending",
-	Terminal: []string{"stopped", "failed"},
+	Type:        "agent",
+	States:      []string{"pending", "starting", "idle", "busy", "suspended", "stopped", "failed"},
+	Initial:     "pending",
+	Terminal:    []string{"stopped", "failed"},
+	OnInterrupt: "stopped",
+	OnTerminate: "stopped",
 	Edges: map[string][]string{
 		"pending":   {"starting", "failed"},
 		"starting":  {"idle", "failed"},

@@ -32,6 +32,13 @@ type Graph struct {
 	// whose process died without recording an end; "" when the type has no
 	// process of its own. DeadTarget adapts it to the entity's lifecycle.
 	DeadProcessTerminal string
+	// OnInterrupt and OnTerminate are where a user's interruption (SIGINT,
+	// exit 130) and a termination (SIGTERM, exit 143) end the running work:
+	// the type's own word for a stop someone intended (cancelled,
+	// interrupted, stopped), never a failure, so that a Ctrl-C reads alike
+	// across types. "" for a type with no process of its own.
+	OnInterrupt string
+	OnTerminate string
 	// AdminTargets, when set, is the only set of states an admin actor may
 	// move an entity to (ADR-0025 for sessions).
 	AdminTargets []string
@@ -99,11 +106,15 @@ var nearest = map[string][]string{
 // Nearest adapts a terminal named in the session vocabulary (want) to this
 // type, for an entity currently in from: want itself when the type has the
 // edge, else the nearest terminal it can reach (invocations succeed rather
-// than complete; a workflow is cancelled only from held; an invocation
+// than complete; a held workflow is not timed out but failed; an invocation
 // still pending reaches only cancelled or skipped). It returns "" when no
 // terminal fits, and the caller then leaves the lifecycle alone rather
 // than have a refused write retried.
 func (g *Graph) Nearest(from, want string) string {
+	if g.IsTerminal(want) && g.Allowed(from, want) {
+		// The type's own word (a turn's interrupted) needs no stand-in.
+		return want
+	}
 	for _, c := range nearest[want] {
 		if g.IsTerminal(c) && g.Allowed(from, c) {
 			return c

@@ -9,6 +9,7 @@ import (
 )
 
 // specTable is SPEC §3's table, copied as text: "type | edges | terminal".
+// Issue 14 (observation 11) adds running→cancelled to the workflow row.
 // The test parses it independently of the Go graphs and checks every pair
 // of states of every type against it.
 const specTable = `
@@ -20,7 +21,7 @@ schedule | enabled→paused/disabled; paused→enabled/disabled; disabled→enab
 team | active→idle/blocked/closed; idle→active/blocked/closed; blocked→active/closed | closed
 agent | pending→starting/failed; starting→idle/failed; idle→busy/suspended/stopped/failed; busy→idle/suspended/stopped/failed; suspended→idle/busy/stopped/failed; stopped→starting; failed→starting | stopped failed
 subagent | queued→running/cancelled; running→completed/failed/timed_out/interrupted/cancelled/detached; detached→completed/failed/timed_out/cancelled | completed failed timed_out interrupted cancelled
-workflow | running→completed/partial/failed/timed_out/held; held→running/failed/cancelled | completed partial failed timed_out cancelled
+workflow | running→completed/partial/failed/timed_out/cancelled/held; held→running/failed/cancelled | completed partial failed timed_out cancelled
 turn | running→completed/partial_failed/failed/interrupted/timed_out | completed partial_failed failed interrupted timed_out
 `
 

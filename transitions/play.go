@@ -5,11 +5,13 @@ import "watchdog/state"
 // playGraph: a play can be blocked (by a failed or missing dependency) at
 // any point before it completes, and unblocked back into the queue.
 var playGraph = Graph{
-	Type:     "play",
-	States:   []string{"planned", "queued", "running", "run_complete", "blocked", "merged", "failed", "timed_out", "cancelled", "skipped"},
-	Start:    "running",
-	Initial:  "planned",
-	Terminal: []string{"merged", "failed", "timed_out", "cancelled", "skipped"},
+	Type:        "play",
+	States:      []string{"planned", "queued", "running", "run_complete", "blocked", "merged", "failed", "timed_out", "cancelled", "skipped"},
+	Start:       "running",
+	Initial:     "planned",
+	Terminal:    []string{"merged", "failed", "timed_out", "cancelled", "skipped"},
+	OnInterrupt: "cancelled",
+	OnTerminate: "cancelled",
 	Edges: map[string][]string{
 		"planned":      {"queued", "blocked", "skipped", "cancelled"},
 		"queued":       {"running", "blocked", "skipped", "cancelled"},

@@ -8,15 +8,19 @@ import (
 )
 
 // workflowGraph (ADR 26): completed is reserved for full completion; a
-// bounded partial result is `partial`, which reads as a warning.
+// bounded partial result is `partial`, which reads as a warning. A running
+// workflow may be cancelled (seed 002 lists cancelled among its ends): a
+// SIGTERM or a Ctrl-C is intended, not a failure (issue 14, observation 11).
 var workflowGraph = Graph{
-	Type:     "workflow",
-	States:   []string{"running", "held", "completed", "partial", "failed", "timed_out", "cancelled"},
-	Start:    "running",
-	Initial:  "running",
-	Terminal: []string{"completed", "partial", "failed", "timed_out", "cancelled"},
+	Type:        "workflow",
+	States:      []string{"running", "held", "completed", "partial", "failed", "timed_out", "cancelled"},
+	Start:       "running",
+	Initial:     "running",
+	Terminal:    []string{"completed", "partial", "failed", "timed_out", "cancelled"},
+	OnInterrupt: "cancelled",
+	OnTerminate: "cancelled",
 	Edges: map[string][]string{
-		"running": {"completed", "partial", "failed", "timed_out", "held"},
+		"running": {"completed", "partial", "failed", "timed_out", "cancelled", "held"},
 		"held":    {"running", "failed", "cancelled"},
 	},
 	DeadProcessTerminal: "failed",

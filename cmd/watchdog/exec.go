@@ -26,8 +26,10 @@ records its end through the write path:
                          when a required artifact is missing or invalid)
   exit 124 or timeout    timed_out (run.timed_out.deadline, with the timeout
                          when known and the elapsed time)
-  exit 130 or SIGINT     aborted (run.aborted.sigint)
+  exit 130 or SIGINT     cancelled (run.cancelled.sigint)
   exit 143 or SIGTERM    cancelled (run.cancelled.sigterm)
+                         (a turn: interrupted; a subagent's SIGINT:
+                         interrupted; both read neutral)
   other exit or signal   failed (run.failed.exit_nonzero, run.failed.signal)
 
 exec exits with the child's code (124 on timeout, 128+N for death by

@@ -73,11 +73,11 @@ func TestExecExitMapping(t *testing.T) {
 		{"exit 124 with a timeout", []string{"--timeout", "1h"}, []string{"sh", "-c", "exit 124"}, 124, "timed_out", "run.timed_out.deadline"},
 		{"exit 124 without a timeout", nil, []string{"sh", "-c", "exit 124"}, 124, "timed_out", "run.timed_out.deadline"},
 		{"workflow exit 124 without a timeout", []string{"--type", "workflow"}, []string{"sh", "-c", "exit 124"}, 124, "failed", "run.failed.exit_nonzero"},
-		{"exit 130", nil, []string{"sh", "-c", "exit 130"}, 130, "aborted", "run.aborted.sigint"},
+		{"exit 130", nil, []string{"sh", "-c", "exit 130"}, 130, "cancelled", "run.cancelled.sigint"},
 		{"exit 143", nil, []string{"sh", "-c", "exit 143"}, 143, "cancelled", "run.cancelled.sigterm"},
 		{"killed by SIGTERM", nil, []string{"sh", "-c", "kill -TERM $$"}, 143, "cancelled", "run.cancelled.sigterm"},
 		{"killed by SIGKILL", nil, []string{"sh", "-c", "kill -KILL $$"}, 137, "failed", "run.failed.signal"},
-		{"workflow killed by SIGTERM", []string{"--type", "workflow"}, []string{"sh", "-c", "kill -TERM $$"}, 143, "failed", "run.cancelled.sigterm"}, // cancelled only from held
+		{"workflow killed by SIGTERM", []string{"--type", "workflow"}, []string{"sh", "-c", "kill -TERM $$"}, 143, "cancelled", "run.cancelled.sigterm"},
 		{"timeout", []string{"--timeout", "300ms"}, []string{"sleep", "30"}, 124, "timed_out", "run.timed_out.deadline"},
 		{"timeout, SIGTERM ignored, then SIGKILL", []string{"--timeout", "300ms", "--kill-after", "300ms"},
 			[]string{"sh", "-c", `trap "" TERM; exec sleep 30`}, 124, "timed_out", "run.timed_out.deadline"},
@@ -131,7 +131,7 @@ func TestExecExitMapping(t *testing.T) {
 
 // TestExecForwardsSignals sends SIGINT, SIGTERM and SIGQUIT to the exec
 // process (as systemd or a terminal would) and checks the child got them:
-// its end is recorded as aborted/cancelled/failed and exec exits
+// its end is recorded as cancelled/cancelled/failed and exec exits
 // 130/143/131. SIGQUIT must reach the child, not make the Go runtime dump
 // exec's goroutines. While it runs, the
 // registered pid is the live child with its start time, and the
@@ -142,7 +142,7 @@ func TestExecForwardsSignals(t *testing.T) {
 		wantCode int
 		wantTo   string
 	}{
-		{syscall.SIGINT, 130, "aborted"},
+		{syscall.SIGINT, 130, "cancelled"},
 		{syscall.SIGTERM, 143, "cancelled"},
 		{syscall.SIGQUIT, 131, "failed"},
 	} {

@@ -7,8 +7,11 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,6 +76,68 @@ func TestTruthObs2ReRegistrationKeepsTheAge(t *testing.T) {
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	d.assertCountsAgree(t)
+}
+
+// TestTruthObs11SignalsReadAlike: a workflow and a session wrapped by
+// `watchdog exec` against the daemon, their child killed by SIGTERM or
+// SIGINT as a user or systemd would: each ends cancelled, neutral, with
+// the signal's own reason, read over the API, and exec exits 128+N.
+func TestTruthObs11SignalsReadAlike(t *testing.T) {
+	d := truthStart(t, "")
+	cases := []struct {
+		typ  string
+		sig  syscall.Signal
+		code string
+	}{
+		{"workflow", syscall.SIGTERM, string(state.RunCancelledSigterm)},
+		{"workflow", syscall.SIGINT, string(state.RunCancelledSigint)},
+		{"session", syscall.SIGTERM, string(state.RunCancelledSigterm)},
+		{"session", syscall.SIGINT, string(state.RunCancelledSigint)},
+	}
+	for i, c := range cases {
+		id := fmt.Sprintf("o11-%d", i)
+		cmd := exec.Command(binPath, "exec", "--server", d.base, "--type", c.typ, "--id", id, "--timeout", "1h", "--", "sleep", "60")
+		cmd.Env = rmtEnv()
+		var errb testenv.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		var pid int
+		testenv.Eventually(t, id+" registered running", 30*time.Second, func() (bool, string) {
+			code, e := d.entity(t, c.typ, id)
+			if code != http.StatusOK {
+				return false, fmt.Sprintf("GET %d; exec stderr %q", code, errb.String())
+			}
+			pid = e.PID
+			return e.State.Lifecycle == "running" && pid > 0, e.Display
+		})
+		// The child itself is signalled, as a user's kill or a Ctrl-C
+		// reaching the process group would.
+		if err := syscall.Kill(pid, c.sig); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+int(c.sig) {
+			t.Fatalf("%s %s: exec ended with %v, want exit %d; stderr %q", c.typ, c.sig, err, 128+int(c.sig), errb.String())
+		}
+		e := d.must(t, c.typ, id)
+		var why string
+		if len(e.State.Reasons) > 0 {
+			why = string(e.State.Reasons[0].Code)
+		}
+		if e.State.Lifecycle != "cancelled" || why != c.code {
+			t.Errorf("%s killed by %s ended %s with %s (%s); want cancelled with %s", c.typ, c.sig, e.State.Lifecycle, why, e.Display, c.code)
+		}
+		// The running judgement goes once the daemon has seen the
+		// process gone; what stays is the end, which is no problem.
+		testenv.Eventually(t, id+" neutral", 30*time.Second, func() (bool, string) {
+			e := d.must(t, c.typ, id)
+			return e.State.Severity == state.SeverityNeutral, fmt.Sprintf("%s (%s)", e.State.Severity, e.Display)
+		})
 	}
 	d.assertCountsAgree(t)
 }
