@@ -105,7 +105,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host}
+	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host, Contracts: reaper.Contracts{Host: host}}
 	rp := &reaper.Reaper{
 		Store: st, Writer: writer, Prober: host, HostID: host.HostID(),
 		Settings: ReaperSettings(cfg), Log: log.Named("reaper"), Observer: m,

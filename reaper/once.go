@@ -29,7 +29,7 @@ func NewOneShot(st OneShotStore, host *probe.Host, s Settings, hostID string) *R
 	if hostID != "" {
 		host.HostIDOverride = hostID
 	}
-	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host}
+	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host, Contracts: Contracts{Host: host}}
 	s.SweepBudget = OneShotSweepBudget
 	return &Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: s}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"watchdog/state"
@@ -29,6 +30,28 @@ type Change struct {
 	// (zero leaves the stored value alone).
 	Timeout        time.Duration
 	TimeoutElapsed time.Duration
+	// Delivery, when set, is the artifact contract's verdict at the end,
+	// stored with it: the delivery, and its findings in place of the
+	// stored delivery findings (the other findings stay).
+	Delivery *DeliveryRecord
+}
+
+// DeliveryRecord is a contract's verdict as a transition records it.
+type DeliveryRecord struct {
+	Delivery state.Delivery
+	// Reasons are the delivery findings (run.delivery.*), with evidence.
+	Reasons []state.StateReason
+}
+
+// withDelivery is reasons with its delivery findings replaced by d's.
+func withDelivery(reasons []state.StateReason, d *DeliveryRecord) []state.StateReason {
+	out := make([]state.StateReason, 0, len(reasons)+len(d.Reasons))
+	for _, r := range reasons {
+		if _, dim, _ := strings.Cut(string(r.Code), "."); !strings.HasPrefix(dim, "delivery.") {
+			out = append(out, r)
+		}
+	}
+	return append(out, d.Reasons...)
 }
 
 // Decider validates a transition against the entity as it is stored at the
@@ -107,15 +130,25 @@ func (s *SQLite) applyTransition(ctx context.Context, tx *sql.Tx, typ, id string
 	if ch.Starts {
 		startedAt = unixArg(ch.At)
 	}
+	var delivery, reasons any
+	if ch.Delivery != nil {
+		b, err := jsonText(withDelivery(cur.Reasons, ch.Delivery), "[]")
+		if err != nil {
+			return cur, Entity{}, fmt.Errorf("transition %s/%s: encode delivery reasons: %w", typ, id, err)
+		}
+		delivery, reasons = string(ch.Delivery.Delivery), b
+	}
 	res, err := s.txExec(ctx, tx, `UPDATE entities SET lifecycle = :to, terminal = :terminal, last_seq = :seq,
 		transition_reason = :reason, lifecycle_at = :at, ended_at = :ended_at, started_at = COALESCE(started_at, :started_at),
 		timeout_seconds = COALESCE(:timeout_seconds, timeout_seconds), timeout_elapsed = COALESCE(:timeout_elapsed, timeout_elapsed),
-		dead_since = CASE WHEN :terminal THEN dead_since ELSE NULL END, updated_at = :at
+		dead_since = CASE WHEN :terminal THEN dead_since ELSE NULL END,
+		delivery = COALESCE(:delivery, delivery), reasons = COALESCE(:reasons, reasons), updated_at = :at
 		WHERE type = :type AND id = :id AND lifecycle IS :from AND last_seq = :last_seq`,
 		sql.Named("to", ch.To), sql.Named("terminal", ch.Terminal), sql.Named("seq", seq),
 		sql.Named("reason", reasonJSON), sql.Named("at", unixtime.Seconds(ch.At)),
 		sql.Named("ended_at", endedAt), sql.Named("started_at", startedAt),
 		sql.Named("timeout_seconds", secondsArg(ch.Timeout)), sql.Named("timeout_elapsed", secondsArg(ch.TimeoutElapsed)),
+		sql.Named("delivery", delivery), sql.Named("reasons", reasons),
 		sql.Named("type", typ), sql.Named("id", id), sql.Named("from", cur.Lifecycle), sql.Named("last_seq", cur.LastSeq))
 	if err != nil {
 		return cur, Entity{}, fmt.Errorf("transition %s/%s: update: %w", typ, id, err)

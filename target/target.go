@@ -55,7 +55,8 @@ type Local struct {
 // NewLocal writes into st, identifying this host's processes through
 // host. Close closes st.
 func NewLocal(st *store.SQLite, host *probe.Host) *Local {
-	return &Local{st: st, w: &transitions.Writer{Store: st, Now: time.Now, Ident: host}, host: host}
+	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host, Contracts: reaper.Contracts{Host: host}}
+	return &Local{st: st, w: w, host: host}
 }
 
 // Entity implements Target, without the audit rows.

@@ -52,6 +52,10 @@ type Graph struct {
 	// a deadline the watchdog was not told about (a child's own exit 124)
 	// still timed out, with its elapsed time as the evidence.
 	NeedsTimeout bool
+	// FullCompletion reserves completed for a contract that passes: with
+	// a Contracts judge, the write path refuses completed unless the
+	// contract, judged at that moment, passes.
+	FullCompletion bool
 	// Guard, when set, refuses a move that the entity's own evidence
 	// forbids although the edge exists; the write path reports its error
 	// as ErrInvalidTransition.

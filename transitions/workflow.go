@@ -25,11 +25,14 @@ var workflowGraph = Graph{
 	},
 	DeadProcessTerminal: "failed",
 	NeedsTimeout:        true,
+	FullCompletion:      true,
 	Guard:               fullCompletionOnly,
 }
 
-// fullCompletionOnly refuses completed to a workflow whose own delivery
-// says part of the result is missing or invalid.
+// fullCompletionOnly refuses completed to a workflow whose stored
+// delivery says part of the result is missing or invalid: the rule where
+// no contract was judged at the end (no Contracts, or another host's
+// files). Judged at the end, the contract must pass (FullCompletion).
 func fullCompletionOnly(to string, cur store.Entity) error {
 	if to != "completed" {
 		return nil

@@ -77,6 +77,10 @@ type Writer struct {
 	// Ident fills in pid start time, host id and boot id at registration;
 	// nil leaves them as given.
 	Ident Identifier
+	// Contracts judges an artifact contract at every terminal transition
+	// of an entity that has one; nil leaves delivery to the probe's next
+	// look (and the full-completion guard to the stored delivery).
+	Contracts Contracts
 }
 
 func (w *Writer) now() time.Time {
@@ -174,6 +178,9 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 	}
 
 	at := w.now()
+	// The contract is judged before the transaction: file I/O must not
+	// hold the write lock.
+	verdict := w.judgeAtEnd(ctx, g, req, at)
 	decide := func(cur store.Entity) (store.Change, error) {
 		if cur.Lifecycle == nil {
 			return store.Change{}, fmt.Errorf("%w: %s/%s is a legacy entity with no lifecycle to move from", ErrInvalidTransition, g.Type, req.ID)
@@ -189,12 +196,20 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 			}
 			return store.Change{}, fmt.Errorf("%w: %s %s -> %s is not allowed (from %s: %s)", ErrInvalidTransition, g.Type, from, req.To, from, next)
 		}
-		if g.Guard != nil {
+		switch {
+		case verdict != nil && !verdict.stillJudges(cur):
+			return store.Change{}, fmt.Errorf("%w: %s/%s's artifact contract changed while it was judged; send the transition again", ErrConflict, g.Type, req.ID)
+		case verdict != nil && g.FullCompletion && req.To == "completed" && verdict.Delivery != state.DeliveryPassed:
+			return store.Change{}, fmt.Errorf("%w: %w", ErrInvalidTransition, verdict.refusal(g.Type, req.ID))
+		case verdict == nil && g.Guard != nil:
 			if err := g.Guard(req.To, cur); err != nil {
 				return store.Change{}, fmt.Errorf("%w: %w", ErrInvalidTransition, err)
 			}
 		}
 		ch := store.Change{To: req.To, Terminal: g.IsTerminal(req.To), Starts: g.Starts(req.To), Reason: reason, Actor: req.Actor, Trigger: req.Trigger, At: at}
+		if verdict != nil {
+			verdict.record(&ch)
+		}
 		if req.To == "timed_out" {
 			timeout := req.Timeout
 			if timeout == 0 {

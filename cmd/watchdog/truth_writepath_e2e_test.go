@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -138,6 +140,89 @@ func TestTruthObs11SignalsReadAlike(t *testing.T) {
 			e := d.must(t, c.typ, id)
 			return e.State.Severity == state.SeverityNeutral, fmt.Sprintf("%s (%s)", e.State.Severity, e.Display)
 		})
+	}
+	d.assertCountsAgree(t)
+}
+
+// TestTruthObs3ContractAtTheEnd: the artifact contract is judged at the
+// moment of the end, inside the write path. A workflow whose required
+// artifact is missing cannot become completed (422 over HTTP, a non-zero
+// exit and one line from the CLI, nothing changed); its orchestrator then
+// sends failed, and the end is recorded with its delivery at once. A
+// workflow whose contract passes completes with delivery passed; a
+// session, which is not guarded, completes with its true delivery
+// recorded with its end (Completed · Artifacts missing, critical). The
+// sweep runs hourly here: what is read right after each end is the write
+// path's own record.
+func TestTruthObs3ContractAtTheEnd(t *testing.T) {
+	d := truthStart(t, strings.Replace(truthSections, `sweep: "@every 1s"`, `sweep: "@every 1h"`, 1))
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "ok.txt"), []byte("done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := testenv.Sleep(t).Process.Pid
+	doc := func(typ, id, artifact string) string {
+		return fmt.Sprintf(`{"type":%q,"id":%q,"lifecycle":"running","pid":%d,"artifacts_root":%q,"artifacts":[{"path":%q,"required":true}]}`, typ, id, p, root, artifact)
+	}
+	d.register(t, doc("workflow", "o3-missing", "a.txt"))
+	d.register(t, doc("workflow", "o3-ok", "ok.txt"))
+	d.register(t, doc("session", "o3-session", "a.txt"))
+	d.assertCountsAgree(t)
+
+	// completed over a missing artifact: refused, naming it, nothing
+	// changed.
+	code, body := d.transition(t, "workflow", "o3-missing", `{"to":"completed","actor":"orchestrator"}`)
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "a.txt") {
+		t.Fatalf("completed with a.txt missing: %d %s, want 422 naming a.txt", code, body)
+	}
+	r := wd(t, "", "transition", "workflow/o3-missing", "completed", "--server", d.base)
+	if r.code == 0 || !strings.Contains(r.stderr, "a.txt") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Fatalf("CLI completed with a.txt missing: exit %d, stderr %q; want non-zero and one line naming a.txt", r.code, r.stderr)
+	}
+	if e := d.must(t, "workflow", "o3-missing"); e.State.Lifecycle != "running" || (e.TransitionsTotal != nil && *e.TransitionsTotal != 1) {
+		t.Fatalf("a refused completed changed the workflow: %s, %v transitions", e.State.Lifecycle, e.TransitionsTotal)
+	}
+
+	// The orchestrator's answer: failed, recorded with its delivery.
+	code, body = d.transition(t, "workflow", "o3-missing", `{"to":"failed","actor":"orchestrator","reason":{"code":"run.failed.artifact_contract","message":"a.txt was not produced"}}`)
+	if code != http.StatusOK {
+		t.Fatalf("failed: %d %s", code, body)
+	}
+	ends := []struct {
+		typ, id, to string
+		delivery    state.Delivery
+		severity    state.Severity
+		finding     state.ReasonCode
+	}{
+		{"workflow", "o3-missing", "failed", state.DeliveryMissing, state.SeverityCritical, state.RunDeliveryMissing},
+		{"workflow", "o3-ok", "completed", state.DeliveryPassed, "", ""},
+		{"session", "o3-session", "completed", state.DeliveryMissing, state.SeverityCritical, state.RunDeliveryMissing},
+	}
+	for _, end := range ends[1:] {
+		if code, body := d.transition(t, end.typ, end.id, `{"to":"completed","actor":"orchestrator"}`); code != http.StatusOK {
+			t.Fatalf("%s/%s completed: %d %s", end.typ, end.id, code, body)
+		}
+	}
+	for _, end := range ends {
+		e := d.must(t, end.typ, end.id)
+		var codes []state.ReasonCode
+		for _, r := range e.State.Reasons {
+			codes = append(codes, r.Code)
+		}
+		if e.State.Lifecycle != end.to || e.State.Delivery != end.delivery {
+			t.Errorf("%s/%s right after its end: %s, delivery %s (%s); want %s, delivery %s", end.typ, end.id, e.State.Lifecycle, e.State.Delivery, e.Display, end.to, end.delivery)
+		}
+		if end.finding != "" && !slices.Contains(codes, end.finding) {
+			t.Errorf("%s/%s: reasons %v lack %s", end.typ, end.id, codes, end.finding)
+		}
+		if end.severity != "" && e.State.Severity != end.severity {
+			t.Errorf("%s/%s reads %s (%s), want %s", end.typ, end.id, e.State.Severity, e.Display, end.severity)
+		}
+	}
+	// The chain says so beside the end (its words are the display's:
+	// "No a.txt produced" for one artifact, "Artifacts missing" for more).
+	if e := d.must(t, "session", "o3-session"); !strings.HasPrefix(e.Display, "Completed") || !strings.Contains(e.Display, "a.txt") && !strings.Contains(e.Display, "Artifacts missing") {
+		t.Errorf("session display %q, want Completed with its missing delivery", e.Display)
 	}
 	d.assertCountsAgree(t)
 }
