@@ -239,7 +239,10 @@ func TestCLILifecycleRoundTrip(t *testing.T) {
 		t.Fatalf("transition via WATCHDOG_DB: %v %s", err, out)
 	}
 	r = wd(t, "", "status", "--db", db)
-	if r.code != 0 || !strings.Contains(r.stdout, "CRITICAL") || !strings.Contains(r.stdout, "Aborted") || !strings.Contains(r.stdout, "run.aborted.operator") {
+	// The end carries its delivery at once (issue 14, observation 3):
+	// review.md is missing, and the row's latest finding says so; the
+	// transition's own reason is in the JSON below.
+	if r.code != 0 || !strings.Contains(r.stdout, "CRITICAL") || !strings.Contains(r.stdout, "Aborted · No review.md produced") || !strings.Contains(r.stdout, "run.delivery.missing") {
 		t.Fatalf("status table: %+v", r)
 	}
 	r = wd(t, "", "status", "--db", db, "--json", "--severity", "critical")
@@ -272,6 +275,9 @@ func TestCLILifecycleRoundTrip(t *testing.T) {
 	}
 	if it.State["outcome"] != "aborted" || it.State["severity"] != "critical" || it.Lifecycle != "aborted" || it.Metadata["pr"] != float64(1064) {
 		t.Errorf("item %+v", it)
+	}
+	if rs, _ := it.State["reasons"].([]any); len(rs) == 0 || rs[0].(map[string]any)["code"] != "run.aborted.operator" {
+		t.Errorf("reasons %v, want the transition's run.aborted.operator first", it.State["reasons"])
 	}
 	if len(it.Transitions) != 2 || it.Transitions[1]["reason_code"] != "run.aborted.operator" || it.Transitions[1]["actor"] != "admin" || it.Transitions[1]["message"] != "stuck" {
 		t.Errorf("transitions %+v", it.Transitions)
