@@ -32,18 +32,20 @@ func reconciliation(e store.Entity) *transitions.Reconciliation {
 	return g.Reconcile
 }
 
-// orphanedTeam closes a team whose parent show or play has ended.
+// orphanedTeam closes a team whose parent show or play is finished: it has
+// an outcome (a show completed, merged or failed counts, archived or not).
 func (r *Reaper) orphanedTeam(_ context.Context, e store.Entity, to string, parents parentCache) (Action, state.StateReason, bool) {
 	if e.ParentID == "" || (e.ParentType != "show" && e.ParentType != "play") || !parents.terminal(e) {
 		return Action{}, state.StateReason{}, false
 	}
-	detail := fmt.Sprintf("parent %s/%s has ended", e.ParentType, e.ParentID)
+	detail := fmt.Sprintf("parent %s/%s is finished", e.ParentType, e.ParentID)
 	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: to, Reason: state.TeamHealthOrphaned, Detail: detail}
 	return a, state.Observed(state.TeamHealthOrphaned, detail, state.EvidenceRef{Kind: state.EvidenceToolResult, ID: e.ParentType + "/" + e.ParentID, Detail: detail}), true
 }
 
 // blockedPlay blocks a play (not yet running past its queue) one of whose
-// depends_on plays failed or does not exist.
+// depends_on plays ended without its work (failed, timed out, cancelled,
+// skipped: see failedFor) or does not exist.
 func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity, to string, _ parentCache) (Action, state.StateReason, bool) {
 	from := e.LifecycleOr("")
 	if len(e.DependsOn) == 0 || (from != "planned" && from != "queued") {
@@ -58,8 +60,8 @@ func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity, to string, _ p
 		switch {
 		case err != nil:
 			code, detail = state.PlayBlockedDependencyInvalid, fmt.Sprintf("dependency play/%s does not exist", dep)
-		case d.LifecycleOr("") == "failed":
-			code, detail = state.PlayBlockedDependencyFailed, fmt.Sprintf("dependency play/%s failed", dep)
+		case failedFor(d):
+			code, detail = state.PlayBlockedDependencyFailed, fmt.Sprintf("dependency play/%s ended %s", dep, d.LifecycleOr(""))
 		default:
 			continue
 		}
@@ -69,7 +71,8 @@ func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity, to string, _ p
 	return Action{}, state.StateReason{}, false
 }
 
-// failedShow fails an active show one of whose critical-path plays failed.
+// failedShow fails an active show one of whose critical-path plays ended
+// without its work (see failedFor).
 // A play is on its show's critical path when it names the show as parent
 // and its metadata says "critical_path": true.
 func (r *Reaper) failedShow(ctx context.Context, e store.Entity, to string, _ parentCache) (Action, state.StateReason, bool) {
@@ -84,10 +87,10 @@ func (r *Reaper) failedShow(ctx context.Context, e store.Entity, to string, _ pa
 		return Action{}, state.StateReason{}, false
 	}
 	for _, p := range plays {
-		if p.LifecycleOr("") != "failed" || !criticalPath(p) {
+		if !failedFor(p) || !criticalPath(p) {
 			continue
 		}
-		detail := fmt.Sprintf("critical-path play/%s failed", p.ID)
+		detail := fmt.Sprintf("critical-path play/%s ended %s", p.ID, p.LifecycleOr(""))
 		a := Action{Type: e.Type, ID: e.ID, From: "active", To: to, Reason: state.ShowFailedCriticalPathBlocked, Detail: detail}
 		return a, state.Observed(state.ShowFailedCriticalPathBlocked, detail, state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "play/" + p.ID, Detail: detail}), true
 	}

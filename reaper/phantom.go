@@ -10,6 +10,7 @@ import (
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/unixtime"
 )
 
 // lastActivity is the latest sign of life an entity's row holds: a
@@ -143,8 +144,12 @@ func (r *Reaper) phantom(ctx context.Context, e store.Entity, parents parentCach
 		return Action{}, state.StateReason{}, false
 	}
 	ev := res.PID.Evidence(now)
-	detail := fmt.Sprintf("%s; no activity for %s", res.PID.Detail(), quiet.Round(time.Second))
+	// The moment, not the age: readers render ages (state.Render).
+	last := now.Add(-quiet)
+	detail := fmt.Sprintf("%s; no activity since %s", res.PID.Detail(), state.Stamp(last))
 	ev.Detail = detail
 	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: to, Reason: code, Detail: detail}
-	return a, state.Observed(code, "phantom: the row said "+e.LifecycleOr("")+" but the process says otherwise", ev), true
+	reason := state.Observed(code, "phantom: the row said "+e.LifecycleOr("")+" but the process says otherwise; no activity since "+state.Stamp(last), ev)
+	reason.Since = unixtime.Of(last)
+	return a, reason, true
 }

@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -263,8 +264,36 @@ func (r *Reaper) openOnHost(ctx context.Context) ([]store.Entity, error) {
 	return r.Store.List(ctx, store.Filter{HostID: r.HostID, OpenOnly: true})
 }
 
-// parentCache answers "has this entity's parent ended?" once per parent per
-// sweep.
+// outcome is the outcome e carries by its type's graph (transitions'
+// Graph.Outcome, the one place that knows which states are outcomes): its
+// terminal state, an outcome state short of one (a show completed, merged
+// or failed but not archived), or "" while its work is open.
+func outcome(e store.Entity) string {
+	g, err := transitions.Lookup(e.Type)
+	if err != nil || e.Lifecycle == nil {
+		return ""
+	}
+	return g.Outcome(*e.Lifecycle)
+}
+
+// finished says whether e is finished for its dependants (its team, its
+// children, the plays that depend on it): it has an outcome, whether or
+// not it is archived yet.
+func finished(e store.Entity) bool { return e.Terminal || outcome(e) != "" }
+
+// successes are the outcomes that deliver the work dependants wait for.
+var successes = []string{"completed", "merged", "succeeded"}
+
+// failedFor says whether e is finished without the work its dependants
+// wait for (failed, timed out, cancelled, skipped, ...): they cannot run
+// as planned.
+func failedFor(e store.Entity) bool {
+	o := outcome(e)
+	return o != "" && !slices.Contains(successes, o)
+}
+
+// parentCache answers "is this entity's parent finished?" once per parent
+// per sweep.
 type parentCache struct {
 	store Store
 	ctx   context.Context
@@ -275,6 +304,8 @@ func newParentCache(ctx context.Context, st Store) parentCache {
 	return parentCache{store: st, ctx: ctx, seen: map[string]bool{}}
 }
 
+// terminal says whether e's parent is finished (see finished): the probe's
+// "parent entity ended" and the team's orphaned rule both mean this.
 func (p parentCache) terminal(e store.Entity) bool {
 	if e.ParentID == "" {
 		return false
@@ -284,7 +315,7 @@ func (p parentCache) terminal(e store.Entity) bool {
 		return v
 	}
 	parent, err := p.store.Get(p.ctx, e.ParentType, e.ParentID)
-	ended := err == nil && parent.Terminal
+	ended := err == nil && finished(parent)
 	p.seen[key] = ended
 	return ended
 }

@@ -580,17 +580,27 @@ func TestOrchestrationRules(t *testing.T) {
 	f.register(store.Entity{Type: "show", ID: "sh1", Lifecycle: ptr("archived")})
 	f.register(store.Entity{Type: "show", ID: "sh2", Lifecycle: ptr("active")})
 	f.register(store.Entity{Type: "team", ID: "t-orphan", Lifecycle: ptr("active"), ParentType: "show", ParentID: "sh1"})
-	f.register(store.Entity{Type: "team", ID: "t-ok", Lifecycle: ptr("active"), ParentType: "show", ParentID: "sh2"})
+	// A show with an outcome is finished for its team, archived or not.
+	f.register(store.Entity{Type: "show", ID: "sh3", Lifecycle: ptr("completed")})
+	f.register(store.Entity{Type: "show", ID: "sh4", Lifecycle: ptr("active")})
+	f.register(store.Entity{Type: "team", ID: "t-done", Lifecycle: ptr("active"), ParentType: "show", ParentID: "sh3"})
+	f.register(store.Entity{Type: "team", ID: "t-ok", Lifecycle: ptr("active"), ParentType: "show", ParentID: "sh4"})
 	f.register(store.Entity{Type: "play", ID: "p0", Lifecycle: ptr("failed"), ParentType: "show", ParentID: "sh2", Metadata: []byte(`{"critical_path":true}`)})
 	f.register(store.Entity{Type: "play", ID: "p1", Lifecycle: ptr("queued"), DependsOn: []string{"p0"}})
 	f.register(store.Entity{Type: "play", ID: "p2", Lifecycle: ptr("planned"), DependsOn: []string{"ghost"}})
 	f.register(store.Entity{Type: "play", ID: "p3", Lifecycle: ptr("planned"), DependsOn: []string{"p1x"}})
 	f.register(store.Entity{Type: "play", ID: "p1x", Lifecycle: ptr("queued")})
+	// A dependency that ended without its work blocks as a failed one does;
+	// one that merged does not.
+	f.register(store.Entity{Type: "play", ID: "p-cancelled", Lifecycle: ptr("cancelled")})
+	f.register(store.Entity{Type: "play", ID: "p-merged", Lifecycle: ptr("merged")})
+	f.register(store.Entity{Type: "play", ID: "p4", Lifecycle: ptr("queued"), DependsOn: []string{"p-cancelled"}})
+	f.register(store.Entity{Type: "play", ID: "p5", Lifecycle: ptr("queued"), DependsOn: []string{"p-merged"}})
 
 	// Dry run first: says what it would do, writes nothing.
 	f.r.Settings.DryRun = true
 	dry := f.reap()
-	if len(dry.Actions) != 4 || !dry.DryRun {
+	if len(dry.Actions) != 6 || !dry.DryRun {
 		t.Fatalf("dry run actions %+v", dry.Actions)
 	}
 	for _, a := range dry.Actions {
@@ -608,6 +618,8 @@ func TestOrchestrationRules(t *testing.T) {
 	rep := f.reap()
 	want := map[string]string{
 		"team/t-orphan": "closed team.health.orphaned",
+		"team/t-done":   "closed team.health.orphaned",
+		"play/p4":       "blocked play.blocked.dependency_failed",
 		"play/p1":       "blocked play.blocked.dependency_failed",
 		"play/p2":       "blocked play.blocked.dependency_invalid",
 		"show/sh2":      "failed show.failed.critical_path_blocked",
@@ -625,8 +637,10 @@ func TestOrchestrationRules(t *testing.T) {
 			t.Errorf("team %s: %s", id, l)
 		}
 	}
-	if l := f.get("play", "p3").LifecycleOr(""); l != "planned" {
-		t.Errorf("p3 (dependency fine) became %s", l)
+	for _, id := range []string{"p3", "p5"} {
+		if l := f.get("play", id).LifecycleOr(""); l != "planned" && l != "queued" {
+			t.Errorf("%s (dependency fine) became %s", id, l)
+		}
 	}
 	e, _ := f.st.Get(ctx, "team", "t-orphan")
 	if ns := transitions.View(e, unixAt(0)); ns.Outcome != "closed" || ns.Reasons[0].Code != state.TeamHealthOrphaned {

@@ -245,6 +245,9 @@ func (r *Reaper) probeAndRecord(ctx context.Context, e store.Entity, parentTermi
 		return s, err
 	}
 	s.written = wrote
+	if wrote {
+		r.logFlag(e, s.obs)
+	}
 	return s, nil
 }
 
@@ -290,6 +293,10 @@ func (r *Reaper) observe(ctx context.Context, e store.Entity, parentTerminal boo
 		obs.DeadSince = time.Time{}
 	}
 	// Unknown keeps whatever was recorded: it proves neither.
+	if f, ok := r.unownedDeath(e, res, obs.DeadSince, now); ok {
+		res.Reasons = flagUnowned(res.Reasons, f)
+		obs.Reasons = res.Reasons
+	}
 
 	if res.Health == e.Health && res.Delivery == e.Delivery && obs.DeadSince.Equal(e.DeadSince) &&
 		obs.HealthSince.Equal(e.HealthSince) && state.SameFindings(res.Reasons, e.Reasons) && !exitNews(e, res) {

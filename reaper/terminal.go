@@ -11,6 +11,7 @@ import (
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/unixtime"
 )
 
 // EnforceTerminal ends every open entity whose process has been seen dead
@@ -82,10 +83,14 @@ func (r *Reaper) enforce(ctx context.Context, e store.Entity, now time.Time) (Ac
 		return Action{}, false, nil
 	}
 	ev := pid.Evidence(now)
-	detail := fmt.Sprintf("%s; first seen dead %s ago", pid.Detail(), now.Sub(e.DeadSince).Round(time.Second))
+	// A stored message carries the moment, never an age: readers render
+	// the age when they show it (state.Render).
+	since := state.Stamp(e.DeadSince)
+	detail := fmt.Sprintf("%s; dead since %s", pid.Detail(), since)
 	ev.Detail = detail
 	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: enforceTarget(e), Reason: state.SystemHealthProcessDeadNoTerminal, Detail: detail}
-	reason := state.Observed(state.SystemHealthProcessDeadNoTerminal, "process died without recording a terminal state", ev)
+	reason := state.Observed(state.SystemHealthProcessDeadNoTerminal, "process died without recording a terminal state; dead since "+since, ev)
+	reason.Since = unixtime.Of(e.DeadSince)
 	if err := r.apply(ctx, &a, reason, "process_exited"); err != nil {
 		return a, true, err
 	}

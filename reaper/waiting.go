@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
 	"watchdog/unixtime"
@@ -27,7 +28,7 @@ type OnceAction struct {
 }
 
 // Waiting is an open entity whose process is recorded dead but that a run
-// did not end.
+// did not end or flag yet.
 type Waiting struct {
 	Type      string        `json:"type"`
 	ID        string        `json:"id"`
@@ -35,15 +36,32 @@ type Waiting struct {
 	// EndsAfter is when terminal_grace runs out; in the past when the
 	// grace has run out but the death could not be confirmed now.
 	EndsAfter unixtime.Time `json:"ends_after"`
-	Why       string        `json:"why"`
+	// Fate is what happens once the grace is over: "end" (in To) for a
+	// type with an end for a dead process, "flag" for the others.
+	Fate string `json:"fate"`
+	To   string `json:"to,omitempty"`
+	Why  string `json:"why"`
+}
+
+// Flagged is an open entity whose process is dead and whose type has no
+// end for it: it stays critical in the queue with what the operator
+// should do (system.health.process_dead_unowned).
+type Flagged struct {
+	Type      string        `json:"type"`
+	ID        string        `json:"id"`
+	Lifecycle string        `json:"lifecycle"`
+	DeadSince unixtime.Time `json:"dead_since"`
+	Message   string        `json:"message"`
 }
 
 // OnceReport is what one RunOnce did (the `watchdog reap --json` body).
 type OnceReport struct {
 	DryRun  bool         `json:"dry_run"`
 	Actions []OnceAction `json:"actions"`
+	Flagged []Flagged    `json:"flagged"`
 	Waiting []Waiting    `json:"waiting"`
-	// Probed and Recorded are the closing sweep's (0 in a dry run).
+	// Probed is how many entities the closing sweep probed; Recorded how
+	// many had new findings (recorded; in a dry run only found).
 	Probed    int  `json:"probed"`
 	Recorded  int  `json:"recorded"`
 	Truncated bool `json:"truncated"`
@@ -51,14 +69,18 @@ type OnceReport struct {
 	TerminalGrace float64 `json:"terminal_grace"`
 }
 
-// RunOnce runs enforce_terminal, reap_phantoms and (unless dry) one sweep,
-// in that order, then lists what is dead and waiting. Acting before
-// probing is what makes a death first seen by this run wait out its
-// grace: the jobs see only deaths recorded before. The report holds what
-// was done even when a later step failed: those writes happened.
+// RunOnce runs enforce_terminal and reap_phantoms, then one sweep, in
+// that order, then lists every dead process's fate: ended, flagged, or
+// waiting out terminal_grace. Acting before probing is what makes a death
+// first seen by this run wait out its grace: the jobs see only deaths
+// recorded before. A dry run takes the same steps and writes nothing: its
+// sweep goes through a store that keeps the findings in memory
+// (dryStore), so that what it lists is true even on a store no sweep has
+// seen. The report holds what was done even when a later step failed:
+// those writes happened.
 func (r *Reaper) RunOnce(ctx context.Context) (OnceReport, error) {
 	start := r.now()
-	res := OnceReport{DryRun: r.Settings.DryRun, Actions: []OnceAction{}, Waiting: []Waiting{}, TerminalGrace: r.Settings.TerminalGrace.Seconds()}
+	res := OnceReport{DryRun: r.Settings.DryRun, Actions: []OnceAction{}, Flagged: []Flagged{}, Waiting: []Waiting{}, TerminalGrace: r.Settings.TerminalGrace.Seconds()}
 	acted := map[string]bool{}
 	for _, job := range []func(context.Context) (Report, error){r.EnforceTerminal, r.ReapPhantoms} {
 		rep, err := job(ctx)
@@ -75,19 +97,26 @@ func (r *Reaper) RunOnce(ctx context.Context) (OnceReport, error) {
 			return res, err
 		}
 	}
-	if !res.DryRun {
-		rep, err := r.Sweep(ctx)
-		res.Probed, res.Recorded = rep.Checked, rep.Written
-		if err != nil {
-			return res, err
-		}
+	sweeper := r
+	if r.Settings.DryRun {
+		sweeper = &Reaper{Store: newDryStore(r.Store), Writer: r.Writer, Prober: r.Prober, HostID: r.HostID,
+			Settings: r.Settings, Log: r.Log, Now: r.Now, Signal: r.Signal}
 	}
-	list, err := r.openOnHost(ctx)
+	rep, err := sweeper.Sweep(ctx)
+	res.Probed, res.Recorded = rep.Checked, rep.Written
+	if err != nil {
+		return res, err
+	}
+	list, err := sweeper.openOnHost(ctx)
 	if err != nil {
 		return res, fmt.Errorf("list dead entities: %w", err)
 	}
 	for _, e := range list {
 		if acted[e.Type+"/"+e.ID] {
+			continue
+		}
+		if f, ok := flagged(e); ok {
+			res.Flagged = append(res.Flagged, Flagged{Type: e.Type, ID: e.ID, Lifecycle: e.LifecycleOr(""), DeadSince: unixtime.Of(e.DeadSince), Message: f.Message})
 			continue
 		}
 		if w, ok := r.waiting(e, start, res.Truncated); ok {
@@ -97,34 +126,39 @@ func (r *Reaper) RunOnce(ctx context.Context) (OnceReport, error) {
 	return res, nil
 }
 
-// waiting says whether e is recorded dead and waits for enforce_terminal
-// (the same test EnforceTerminal applies), and why it was not ended: first
-// seen dead by this run (at or after start), within terminal_grace, or
-// past it with a death that could not be confirmed now (liveness unknown)
-// or that max_per_run left for the next run.
+// waiting says whether e is recorded dead and waits for its fate
+// (enforce_terminal's end, or the sweep's flag), and why it has not had
+// it: first seen dead by this run (at or after start), within
+// terminal_grace, or past it with a death that could not be confirmed now
+// (liveness unknown) or that max_per_run left for the next run.
 func (r *Reaper) waiting(e store.Entity, start time.Time, truncated bool) (Waiting, bool) {
-	if enforceTarget(e) == "" {
+	if e.DeadSince.IsZero() || e.Terminal || e.Lifecycle == nil {
 		return Waiting{}, false
 	}
 	grace := r.Settings.TerminalGrace
 	now := r.now()
 	dead := e.DeadSince
 	ends := dead.Add(grace)
-	w := Waiting{Type: e.Type, ID: e.ID, DeadSince: unixtime.Of(dead), EndsAfter: unixtime.Of(ends)}
+	w := Waiting{Type: e.Type, ID: e.ID, DeadSince: unixtime.Of(dead), EndsAfter: unixtime.Of(ends), Fate: "flag"}
+	fate := "flags it for the operator (its type has no end for a dead process)"
+	if to := enforceTarget(e); to != "" {
+		w.Fate, w.To = "end", to
+		fate = "ends it"
+	}
 	switch left := ends.Sub(now); {
 	// The store keeps microseconds: a death recorded at or after start
 	// reads back no earlier than start truncated to them.
 	case !dead.Before(start.Truncate(unixtime.Precision)):
-		w.Why = fmt.Sprintf("process first seen dead by this run: terminal_grace %s starts now, a later reap (or the daemon) ends it", grace)
+		w.Why = fmt.Sprintf("process first seen dead by this run: terminal_grace %s starts now, a later reap (or the daemon) %s", grace, fate)
 	case left > 0:
-		w.Why = fmt.Sprintf("process dead for %s, within terminal_grace %s: a later reap (or the daemon) ends it in %s",
-			now.Sub(dead).Round(time.Second), grace, left.Round(time.Second))
+		w.Why = fmt.Sprintf("process dead since %s, within terminal_grace %s: a later reap (or the daemon) %s after %s",
+			state.Stamp(dead), grace, fate, state.Stamp(ends))
 	case truncated:
-		w.Why = fmt.Sprintf("process dead for %s, past terminal_grace: not reached before reaper.max_per_run, or not confirmed dead now",
-			now.Sub(dead).Round(time.Second))
+		w.Why = fmt.Sprintf("process dead since %s, past terminal_grace: not reached before reaper.max_per_run, or not confirmed dead now",
+			state.Stamp(dead))
 	default:
-		w.Why = fmt.Sprintf("process recorded dead %s ago, but its death could not be confirmed now (liveness unknown): not ended",
-			now.Sub(dead).Round(time.Second))
+		w.Why = fmt.Sprintf("process recorded dead since %s, but its death could not be confirmed now (liveness unknown): not ended",
+			state.Stamp(dead))
 	}
 	return w, true
 }
@@ -169,14 +203,26 @@ func (r OnceReport) Text() string {
 		}
 		b.WriteByte('\n')
 	}
+	for _, f := range r.Flagged {
+		verb := "flagged"
+		if r.DryRun {
+			verb = "would flag"
+		}
+		fmt.Fprintf(&b, "%s %s/%s (%s, critical): %s\n", verb, f.Type, f.ID, f.Lifecycle, f.Message)
+	}
 	for _, wt := range r.Waiting {
-		fmt.Fprintf(&b, "waiting %s/%s: %s\n", wt.Type, wt.ID, wt.Why)
+		fate := "would flag it"
+		if wt.Fate == "end" {
+			fate = "would end it in " + wt.To
+		}
+		fmt.Fprintf(&b, "waiting %s/%s (%s): %s\n", wt.Type, wt.ID, fate, wt.Why)
 	}
 	if r.DryRun {
-		fmt.Fprintf(&b, "dry run: %d would change, %d dead and waiting; nothing written\n", len(r.Actions), len(r.Waiting))
+		fmt.Fprintf(&b, "dry run: %d would change, %d would be flagged, %d dead and waiting; %d entities probed; nothing written\n",
+			len(r.Actions), len(r.Flagged), len(r.Waiting), r.Probed)
 	} else {
-		fmt.Fprintf(&b, "reap: %d changed, %d lost to a racing writer, %d dead and waiting; %d entities probed, %d with new findings recorded\n",
-			done, skipped, len(r.Waiting), r.Probed, r.Recorded)
+		fmt.Fprintf(&b, "reap: %d changed, %d lost to a racing writer, %d flagged, %d dead and waiting; %d entities probed, %d with new findings recorded\n",
+			done, skipped, len(r.Flagged), len(r.Waiting), r.Probed, r.Recorded)
 	}
 	if r.Truncated {
 		b.WriteString("stopped at reaper.max_per_run: run again for the rest\n")

@@ -48,6 +48,7 @@ var (
 // System (watchdog's own enforcement) codes.
 var (
 	SystemHealthProcessDeadNoTerminal = register("system.health.process_dead_no_terminal", "the process died without recording a terminal state.")
+	SystemHealthProcessDeadUnowned    = register("system.health.process_dead_unowned", "the process died and the entity's type has no end for a dead process: the operator records one.")
 	SystemReaperPhantomProcessDead    = register("system.reaper.phantom_process_dead", "a phantom whose process is dead was reaped.")
 	SystemReaperPhantomOrphaned       = register("system.reaper.phantom_orphaned", "a phantom whose process is orphaned was reaped.")
 	SystemReaperOrphanKilled          = register("system.reaper.orphan_killed", "the reaper signalled an orphaned process (kill_orphans).")

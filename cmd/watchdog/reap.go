@@ -53,7 +53,7 @@ func newReapCmd() *cobra.Command {
 	var dryRun, asJSON bool
 	c := &cobra.Command{
 		Use:   "reap [--dry-run] [--config FILE] [--json]",
-		Short: "Run enforce_terminal and reap_phantoms once, then record what the probe finds",
+		Short: "Run enforce_terminal and reap_phantoms once, record what the probe finds, and list every dead process's fate",
 		Long: `Run the reaper's jobs once, as the daemon would: enforce_terminal (end an
 entity whose process has been dead for terminal_grace without recording its
 own end) and reap_phantoms (end long-dead or orphaned entities, close
@@ -67,11 +67,18 @@ Deaths count from when a probe first saw them (the daemon's sweep, or
 then probes every entity of this host and records what it finds, like one
 sweep. So a death this run discovers is recorded now and its terminal_grace
 starts now: a first reap does not end it, a later one (or the daemon) will.
-The "waiting" lines list those, with the time left.
+The "waiting" lines list those, with their fate and the time.
 
---dry-run (or reaper.dry_run in --config) prints what would be done and
-writes nothing at all, not even the probe's findings: deaths no probe has
-recorded yet are not listed (this run would not end them either).
+Every dead process gets a fate. A type whose lifecycle has an end for a
+dead process (a session, an invocation, ...) is ended. The others (a play,
+a show, a team) are never given an outcome the watchdog would have to
+invent: past terminal_grace they are flagged, critical in the attention
+queue (system.health.process_dead_unowned) with the command that records
+an end; the "flagged" lines list them.
+
+--dry-run (or reaper.dry_run in --config) takes the same steps, keeps its
+probe's findings in memory, prints what would be done and writes nothing at
+all: on a store no sweep has seen, it lists every dead process with its fate.
 
 Thresholds come from --config (the SPEC defaults without it); the database
 is --db, else WATCHDOG_DB, else the config's store.dsn.`,
