@@ -167,9 +167,14 @@ type Entity struct {
 type Reason struct {
 	Code state.ReasonCode `json:"code"`
 	// Summary is the reason's message, or the registry's doc line of the
-	// code when the message is empty.
-	Summary      string              `json:"summary"`
+	// code when the message is empty, rendered when the queue is read:
+	// with the age of Since at that moment (state.Render).
+	Summary string `json:"summary"`
+	// Since is the moment the message speaks of, when it names one.
+	Since        unixtime.Time       `json:"since,omitzero"`
 	EvidenceRefs []state.EvidenceRef `json:"evidence_refs"`
+	// stored is Summary as stored, before a read renders its age.
+	stored string
 }
 
 // Action is one thing a person can do with an item, in the shape of
@@ -277,7 +282,8 @@ func Hides(d store.Dismissal, lifecycle string, now time.Time) bool {
 }
 
 // Codes lists the reason codes of an entity's items, each once, in order:
-// the transition's reason first, then the probe's findings. The
+// the transition's reason first, then the probe's findings that it does
+// not subsume (state.Subsumes: one item per cause). The
 // transition's reason is left out when the entity's outcome is itself
 // harmless (succeeded, completed, merged, cancelled): a completed run
 // whose artifacts are missing needs attention for the missing artifacts,
@@ -286,11 +292,14 @@ func Hides(d store.Dismissal, lifecycle string, now time.Time) bool {
 // package doc).
 func Codes(entityType, outcome string, transitionCode state.ReasonCode, findings []state.ReasonCode, h state.Health, d state.Delivery) []state.ReasonCode {
 	out := make([]state.ReasonCode, 0, len(findings)+1)
-	if transitionCode != "" && (outcome == "" || outcomeAttends(outcome)) {
+	kept := transitionCode != "" && (outcome == "" || outcomeAttends(outcome))
+	if kept {
 		out = append(out, transitionCode)
 	}
 	for _, c := range findings {
-		if c != "" && !slices.Contains(out, c) {
+		// A finding the kept transition's reason subsumes is the same
+		// cause: one item (state.Subsumes).
+		if c != "" && !slices.Contains(out, c) && !(kept && state.Subsumes(transitionCode, c)) {
 			out = append(out, c)
 		}
 	}
@@ -424,6 +433,9 @@ func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
 		}
 		if found != nil {
 			reason.Summary = summaryOf(code, found.Message)
+			if found.Message != "" {
+				reason.Since = found.Since
+			}
 			if len(found.Evidence) > 0 {
 				reason.EvidenceRefs = found.Evidence
 			}
@@ -431,6 +443,7 @@ func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
 			reason.Summary = summaryOf(code, "")
 		}
 		reason.Summary = withExit(reason.Summary, code, e)
+		reason.stored = reason.Summary
 		first := firstSeen(e, code == transitionCode)
 		fp := Fingerprint(e.Type, e.ID, code)
 		items = append(items, Item{
@@ -470,10 +483,40 @@ func itemID(fp string) string {
 	return "attn_" + hex.EncodeToString(sum[:8])
 }
 
+// SnoozeFor is how long the Snooze action snoozes an item.
+const SnoozeFor = 24 * time.Hour
+
+// At returns the item as a reader is served it at now: its summary
+// rendered with the age of its Since (state.Render), and its Snooze
+// action's body carrying a ready `until` (now + SnoozeFor, Unix seconds),
+// so a client sends the action exactly as advertised. Items are derived
+// once per change and kept; everything that depends on the moment of the
+// read is filled here. it is not modified.
+func (it Item) At(now time.Time) Item {
+	if it.Reason.stored == "" {
+		it.Reason.stored = it.Reason.Summary
+	}
+	it.Reason.Summary = state.Render(state.StateReason{Message: it.Reason.stored, Since: it.Reason.Since}, now)
+	acts := make([]Action, len(it.Actions))
+	for i, a := range it.Actions {
+		if a.ID == "snooze" {
+			body := make(map[string]any, len(a.Body)+1)
+			for k, v := range a.Body {
+				body[k] = v
+			}
+			body["until"] = unixtime.Of(now.Add(SnoozeFor))
+			a.Body = body
+		}
+		acts[i] = a
+	}
+	it.Actions = acts
+	return it
+}
+
 // actions are the descriptors every item offers: open the entity, snooze
-// it for a day, dismiss it. Snooze's body lacks `until` on purpose: the
-// client adds it, because only the client knows when "a day from now" is
-// at the moment the button is pressed.
+// it for a day, dismiss it. Snooze's `until` is filled when the queue is
+// read (Item.At): a day from the read, not from the change that made the
+// item.
 func actions(typ, id, fp string) []Action {
 	return []Action{
 		{ID: "inspect", Label: "Open", Kind: "primary", Href: "/api/v1/entities/" + url.PathEscape(typ) + "/" + url.PathEscape(id)},
@@ -572,7 +615,7 @@ func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now ti
 		picked = picked[:limit]
 	}
 	for _, s := range picked {
-		it := all[s.i]
+		it := all[s.i].At(now)
 		it.ClusterSize = clusters[it.ClusterID]
 		if s.dismissal != nil {
 			it.Dismissed, it.SnoozedUntil = true, unixtime.Of(s.dismissal.SnoozedUntil)

@@ -129,11 +129,15 @@ func Derive(e store.Entity, at time.Time) Derived {
 	if ns.Legacy() {
 		return d
 	}
+	var transition state.ReasonCode
 	if e.TransitionReason != nil && e.TransitionReason.Code != "" {
-		d.Codes = append(d.Codes, e.TransitionReason.Code)
+		transition = e.TransitionReason.Code
+		d.Codes = append(d.Codes, transition)
 	}
 	for _, r := range e.Reasons {
-		if r.Code != "" && !containsCode(d.Codes, r.Code) {
+		// A finding the end's reason subsumes is the same cause
+		// (state.Subsumes): counted once, under the end's code.
+		if r.Code != "" && !containsCode(d.Codes, r.Code) && !state.Subsumes(transition, r.Code) {
 			d.Codes = append(d.Codes, r.Code)
 		}
 	}
@@ -459,7 +463,7 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 	// Entries are never changed in place, so the page's items are read
 	// after the lock as they were under it.
 	for _, p := range page {
-		it := *p.r.item()
+		it := p.r.item().At(now)
 		it.ClusterSize = clusters[p.r.cluster]
 		if p.dismissal != nil {
 			it.Dismissed, it.SnoozedUntil = true, unixtime.Of(p.dismissal.SnoozedUntil)
