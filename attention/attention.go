@@ -31,7 +31,10 @@
 // such as a show's `failed`) leaves the queue failure_window (24h) after it
 // got there (ended_at, else the time of its last transition): failed and
 // timed-out work ages out, and the probe stops looking at such entities
-// after the same window, so their findings would be stale anyway.
+// after the same window, so their findings would be stale anyway. The
+// exception is an orphan (Lingers): its process still lives, its
+// condition is not over, and it stays in the queue (and under the probe)
+// whatever its age, until the process is gone.
 //
 // Items are sorted most severe first, then most recently updated. A
 // cluster (cluster_<reason_code>) spans entity types; its size, the total
@@ -47,13 +50,17 @@
 //
 // # Dismissals
 //
-// A dismissal or snooze hides the item with the same fingerprint
-// (`<entity_type>:<entity_id>:<reason_code>`) while its snooze has not
+// A dismissal or snooze covers one occurrence: it hides the item with the
+// same fingerprint (`<entity_type>:<entity_id>:<reason_code>`) and the
+// same first_seen_at as the item it was made on, while its snooze has not
 // expired (a permanent dismissal never expires) and, when it was recorded
 // with clear_on_status_change, while the entity's lifecycle is still the
-// one it had at dismissal. Both are decided at read time, so vacuum is
-// housekeeping and never changes what the queue shows. A new reason code
-// is a new fingerprint and surfaces at once.
+// one it had at dismissal. When the item leaves the queue (its condition
+// cleared) and comes back, first_seen_at is new (a finding's is the time
+// health last changed, a transition's the time of the transition), so the
+// recurrence is a new item and surfaces at once. All of it is decided at
+// read time, so vacuum is housekeeping and never changes what the queue
+// shows. A new reason code is a new fingerprint and surfaces at once.
 package attention
 
 import (
@@ -256,6 +263,16 @@ func AgedOut(outcome string, endedAt, lifecycleAt, updatedAt, now time.Time, win
 	return Arrived(endedAt, lifecycleAt, updatedAt).Before(Since(now, window))
 }
 
+// Lingers reports whether an entity with an outcome keeps its items past
+// the failure window: its process is still alive after its end was
+// recorded (health orphaned), so its condition is not over, whatever its
+// age. The probe keeps judging such an entity (store.Filter.EndedSince),
+// so the health changes, and the items age out by the window's rule, once
+// the process is gone.
+func Lingers(outcome string, h state.Health) bool {
+	return outcome != "" && h == state.HealthOrphaned
+}
+
 // Arrived is when an entity reached its outcome, as AgedOut reckons it:
 // the first non-zero of endedAt, lifecycleAt and updatedAt. The live view
 // keeps it per entity and orders the entities with an outcome by it, so
@@ -270,15 +287,28 @@ func Arrived(endedAt, lifecycleAt, updatedAt time.Time) time.Time {
 	return updatedAt
 }
 
-// Hides reports whether dismissal d hides an item of an entity whose
-// lifecycle is now lifecycle: its snooze has not expired (or it is a
-// permanent dismissal), and either it ignores status changes or the
-// status is still the one it was recorded with.
-func Hides(d store.Dismissal, lifecycle string, now time.Time) bool {
+// Hides reports whether dismissal d hides it (an item of d's
+// fingerprint): its snooze has not expired (or it is a permanent
+// dismissal), it is the occurrence d was made on (the same first_seen_at;
+// a dismissal from before occurrences were recorded covers any), and
+// either d ignores status changes or the entity's status is still the one
+// it was recorded with.
+func Hides(d store.Dismissal, it *Item, now time.Time) bool {
 	if !d.SnoozedUntil.IsZero() && !d.SnoozedUntil.After(now) {
 		return false
 	}
-	return !d.ClearOnStatusChange || d.StatusAtDismissal == lifecycle
+	if !d.Occurrence.IsZero() && !SameOccurrence(d.Occurrence, it.FirstSeenAt.Time) {
+		return false
+	}
+	return !d.ClearOnStatusChange || d.StatusAtDismissal == it.Status
+}
+
+// SameOccurrence reports whether two first_seen_at moments name the same
+// occurrence. They come from the same stored column through the same
+// conversion; the tolerance only absorbs a float's last bit.
+func SameOccurrence(a, b time.Time) bool {
+	d := a.Sub(b)
+	return d < time.Millisecond && d > -time.Millisecond
 }
 
 // Codes lists the reason codes of an entity's items, each once, in order:
@@ -391,7 +421,7 @@ func capitalize(s string) string {
 // fingerprint against.
 func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
 	ns := transitions.View(e, now)
-	if AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
+	if !Lingers(ns.Outcome, e.Health) && AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
 		return nil
 	}
 	return ItemsFor(e, ns)
@@ -595,7 +625,7 @@ func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now ti
 			continue
 		}
 		s := sel{i: i, key: KeyOf(it)}
-		if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it.Status, now) {
+		if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it, now) {
 			if !q.IncludeDismissed {
 				continue
 			}

@@ -120,21 +120,29 @@ func TestAgedOutAndHides(t *testing.T) {
 	}
 	d := store.Dismissal{StatusAtDismissal: "running", ClearOnStatusChange: true}
 	for _, c := range []struct {
-		until     float64
-		clear     bool
-		lifecycle string
-		hides     bool
+		until      float64
+		clear      bool
+		occurrence float64 // the dismissed item's first_seen_at; 0 = not recorded
+		lifecycle  string
+		firstSeen  float64 // the item's first_seen_at now
+		hides      bool
 	}{
-		{0, true, "running", true},
-		{now + 1, true, "running", true},
-		{now, true, "running", false}, // expired at now
-		{0, true, "failed", false},    // status changed
-		{0, false, "failed", true},    // ignores status changes
-		{now - 1, false, "running", false},
+		{0, true, 0, "running", 50, true},
+		{now + 1, true, 0, "running", 50, true},
+		{now, true, 0, "running", 50, false}, // expired at now
+		{0, true, 0, "failed", 50, false},    // status changed
+		{0, false, 0, "failed", 50, true},    // ignores status changes
+		{now - 1, false, 0, "running", 50, false},
+		{0, true, 50, "running", 50, true},         // the occurrence dismissed
+		{0, false, 50, "running", 50.0004, true},   // the same one, through a float
+		{0, true, 50, "running", 90, false},        // a recurrence
+		{now + 1, false, 50, "running", 90, false}, // a recurrence outlives no snooze
+		{0, false, 50, "failed", 90, false},        // nor a permanent dismissal
 	} {
-		d.SnoozedUntil, d.ClearOnStatusChange = unixAt(c.until), c.clear
-		if got := Hides(d, c.lifecycle, unixAt(now)); got != c.hides {
-			t.Errorf("Hides(until %v, clear %v, now %s) = %v", c.until, c.clear, c.lifecycle, got)
+		d.SnoozedUntil, d.ClearOnStatusChange, d.Occurrence = unixAt(c.until), c.clear, unixAt(c.occurrence)
+		it := &Item{Status: c.lifecycle, FirstSeenAt: unixtime.Of(unixAt(c.firstSeen))}
+		if got := Hides(d, it, unixAt(now)); got != c.hides {
+			t.Errorf("Hides(until %v, clear %v, occurrence %v; now %s, first seen %v) = %v", c.until, c.clear, c.occurrence, c.lifecycle, c.firstSeen, got)
 		}
 	}
 }
