@@ -11,7 +11,8 @@
 // derived severity (ADR-0033, transitions.View) is critical, warning or
 // info. Its reason codes are those of the entity's NormalizedState: the
 // reason of the transition that brought it to its lifecycle, then the
-// probe's findings, each code once. Every item of an entity carries the
+// probe's findings that reason does not subsume (state.Subsumes: one item
+// per cause), each code once. Every item of an entity carries the
 // entity's severity: severity is a property of the entity's state, and the
 // reasons explain it. The transition's reason is left out when the outcome
 // itself is harmless (completed, succeeded, merged, cancelled): a
