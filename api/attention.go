@@ -43,6 +43,9 @@ type Dismissal struct {
 	DismissedAt         unixtime.Time  `json:"dismissed_at"`
 	DismissedBy         string         `json:"dismissed_by"`
 	ClearOnStatusChange bool           `json:"clear_on_status_change"`
+	// FirstSeenAt is the occurrence the dismissal covers (the item's
+	// first_seen_at): a recurrence is a new item it does not hide.
+	FirstSeenAt unixtime.Time `json:"first_seen_at"`
 }
 
 // attentionQueue is GET /api/attention.
@@ -127,6 +130,8 @@ func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp stri
 		StatusAtDismissal: item.Status, SnoozedUntil: until,
 		DismissedAt: s.Now(), DismissedBy: "operator",
 		ClearOnStatusChange: clear == nil || *clear,
+		// The occurrence dismissed: a recurrence is a new item.
+		Occurrence: item.FirstSeenAt.Time,
 	}
 	if err := s.Store.UpsertDismissal(ctx, d); err != nil {
 		s.fail(w, r, err)
@@ -135,7 +140,7 @@ func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp stri
 	out := Dismissal{
 		Fingerprint: d.Fingerprint, EntityType: d.EntityType, EntityID: d.EntityID, ReasonCode: d.ReasonCode,
 		StatusAtDismissal: d.StatusAtDismissal, DismissedAt: unixtime.Of(d.DismissedAt), DismissedBy: d.DismissedBy,
-		ClearOnStatusChange: d.ClearOnStatusChange,
+		ClearOnStatusChange: d.ClearOnStatusChange, FirstSeenAt: unixtime.Of(d.Occurrence),
 	}
 	if !until.IsZero() {
 		out.SnoozedUntil = &unixtime.Time{Time: until}

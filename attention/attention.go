@@ -11,7 +11,8 @@
 // derived severity (ADR-0033, transitions.View) is critical, warning or
 // info. Its reason codes are those of the entity's NormalizedState: the
 // reason of the transition that brought it to its lifecycle, then the
-// probe's findings, each code once. Every item of an entity carries the
+// probe's findings that reason does not subsume (state.Subsumes: one item
+// per cause), each code once. Every item of an entity carries the
 // entity's severity: severity is a property of the entity's state, and the
 // reasons explain it. The transition's reason is left out when the outcome
 // itself is harmless (completed, succeeded, merged, cancelled): a
@@ -31,7 +32,10 @@
 // such as a show's `failed`) leaves the queue failure_window (24h) after it
 // got there (ended_at, else the time of its last transition): failed and
 // timed-out work ages out, and the probe stops looking at such entities
-// after the same window, so their findings would be stale anyway.
+// after the same window, so their findings would be stale anyway. The
+// exception is an orphan (Lingers): its process still lives, its
+// condition is not over, and it stays in the queue (and under the probe)
+// whatever its age, until the process is gone.
 //
 // Items are sorted most severe first, then most recently updated. A
 // cluster (cluster_<reason_code>) spans entity types; its size, the total
@@ -47,13 +51,17 @@
 //
 // # Dismissals
 //
-// A dismissal or snooze hides the item with the same fingerprint
-// (`<entity_type>:<entity_id>:<reason_code>`) while its snooze has not
+// A dismissal or snooze covers one occurrence: it hides the item with the
+// same fingerprint (`<entity_type>:<entity_id>:<reason_code>`) and the
+// same first_seen_at as the item it was made on, while its snooze has not
 // expired (a permanent dismissal never expires) and, when it was recorded
 // with clear_on_status_change, while the entity's lifecycle is still the
-// one it had at dismissal. Both are decided at read time, so vacuum is
-// housekeeping and never changes what the queue shows. A new reason code
-// is a new fingerprint and surfaces at once.
+// one it had at dismissal. When the item leaves the queue (its condition
+// cleared) and comes back, first_seen_at is new (a finding's is the time
+// health last changed, a transition's the time of the transition), so the
+// recurrence is a new item and surfaces at once. All of it is decided at
+// read time, so vacuum is housekeeping and never changes what the queue
+// shows. A new reason code is a new fingerprint and surfaces at once.
 package attention
 
 import (
@@ -167,9 +175,14 @@ type Entity struct {
 type Reason struct {
 	Code state.ReasonCode `json:"code"`
 	// Summary is the reason's message, or the registry's doc line of the
-	// code when the message is empty.
-	Summary      string              `json:"summary"`
+	// code when the message is empty, rendered when the queue is read:
+	// with the age of Since at that moment (state.Render).
+	Summary string `json:"summary"`
+	// Since is the moment the message speaks of, when it names one.
+	Since        unixtime.Time       `json:"since,omitzero"`
 	EvidenceRefs []state.EvidenceRef `json:"evidence_refs"`
+	// stored is Summary as stored, before a read renders its age.
+	stored string
 }
 
 // Action is one thing a person can do with an item, in the shape of
@@ -251,6 +264,16 @@ func AgedOut(outcome string, endedAt, lifecycleAt, updatedAt, now time.Time, win
 	return Arrived(endedAt, lifecycleAt, updatedAt).Before(Since(now, window))
 }
 
+// Lingers reports whether an entity with an outcome keeps its items past
+// the failure window: its process is still alive after its end was
+// recorded (health orphaned), so its condition is not over, whatever its
+// age. The probe keeps judging such an entity (store.Filter.EndedSince),
+// so the health changes, and the items age out by the window's rule, once
+// the process is gone.
+func Lingers(outcome string, h state.Health) bool {
+	return outcome != "" && h == state.HealthOrphaned
+}
+
 // Arrived is when an entity reached its outcome, as AgedOut reckons it:
 // the first non-zero of endedAt, lifecycleAt and updatedAt. The live view
 // keeps it per entity and orders the entities with an outcome by it, so
@@ -265,19 +288,33 @@ func Arrived(endedAt, lifecycleAt, updatedAt time.Time) time.Time {
 	return updatedAt
 }
 
-// Hides reports whether dismissal d hides an item of an entity whose
-// lifecycle is now lifecycle: its snooze has not expired (or it is a
-// permanent dismissal), and either it ignores status changes or the
-// status is still the one it was recorded with.
-func Hides(d store.Dismissal, lifecycle string, now time.Time) bool {
+// Hides reports whether dismissal d hides it (an item of d's
+// fingerprint): its snooze has not expired (or it is a permanent
+// dismissal), it is the occurrence d was made on (the same first_seen_at;
+// a dismissal from before occurrences were recorded covers any), and
+// either d ignores status changes or the entity's status is still the one
+// it was recorded with.
+func Hides(d store.Dismissal, it *Item, now time.Time) bool {
 	if !d.SnoozedUntil.IsZero() && !d.SnoozedUntil.After(now) {
 		return false
 	}
-	return !d.ClearOnStatusChange || d.StatusAtDismissal == lifecycle
+	if !d.Occurrence.IsZero() && !SameOccurrence(d.Occurrence, it.FirstSeenAt.Time) {
+		return false
+	}
+	return !d.ClearOnStatusChange || d.StatusAtDismissal == it.Status
+}
+
+// SameOccurrence reports whether two first_seen_at moments name the same
+// occurrence. They come from the same stored column through the same
+// conversion; the tolerance only absorbs a float's last bit.
+func SameOccurrence(a, b time.Time) bool {
+	d := a.Sub(b)
+	return d < time.Millisecond && d > -time.Millisecond
 }
 
 // Codes lists the reason codes of an entity's items, each once, in order:
-// the transition's reason first, then the probe's findings. The
+// the transition's reason first, then the probe's findings that it does
+// not subsume (state.Subsumes: one item per cause). The
 // transition's reason is left out when the entity's outcome is itself
 // harmless (succeeded, completed, merged, cancelled): a completed run
 // whose artifacts are missing needs attention for the missing artifacts,
@@ -286,11 +323,14 @@ func Hides(d store.Dismissal, lifecycle string, now time.Time) bool {
 // package doc).
 func Codes(entityType, outcome string, transitionCode state.ReasonCode, findings []state.ReasonCode, h state.Health, d state.Delivery) []state.ReasonCode {
 	out := make([]state.ReasonCode, 0, len(findings)+1)
-	if transitionCode != "" && (outcome == "" || outcomeAttends(outcome)) {
+	kept := transitionCode != "" && (outcome == "" || outcomeAttends(outcome))
+	if kept {
 		out = append(out, transitionCode)
 	}
 	for _, c := range findings {
-		if c != "" && !slices.Contains(out, c) {
+		// A finding the kept transition's reason subsumes is the same
+		// cause: one item (state.Subsumes).
+		if c != "" && !slices.Contains(out, c) && !(kept && state.Subsumes(transitionCode, c)) {
 			out = append(out, c)
 		}
 	}
@@ -382,7 +422,7 @@ func capitalize(s string) string {
 // fingerprint against.
 func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
 	ns := transitions.View(e, now)
-	if AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
+	if !Lingers(ns.Outcome, e.Health) && AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
 		return nil
 	}
 	return ItemsFor(e, ns)
@@ -424,6 +464,9 @@ func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
 		}
 		if found != nil {
 			reason.Summary = summaryOf(code, found.Message)
+			if found.Message != "" {
+				reason.Since = found.Since
+			}
 			if len(found.Evidence) > 0 {
 				reason.EvidenceRefs = found.Evidence
 			}
@@ -431,6 +474,7 @@ func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
 			reason.Summary = summaryOf(code, "")
 		}
 		reason.Summary = withExit(reason.Summary, code, e)
+		reason.stored = reason.Summary
 		first := firstSeen(e, code == transitionCode)
 		fp := Fingerprint(e.Type, e.ID, code)
 		items = append(items, Item{
@@ -470,10 +514,40 @@ func itemID(fp string) string {
 	return "attn_" + hex.EncodeToString(sum[:8])
 }
 
+// SnoozeFor is how long the Snooze action snoozes an item.
+const SnoozeFor = 24 * time.Hour
+
+// At returns the item as a reader is served it at now: its summary
+// rendered with the age of its Since (state.Render), and its Snooze
+// action's body carrying a ready `until` (now + SnoozeFor, Unix seconds),
+// so a client sends the action exactly as advertised. Items are derived
+// once per change and kept; everything that depends on the moment of the
+// read is filled here. it is not modified.
+func (it Item) At(now time.Time) Item {
+	if it.Reason.stored == "" {
+		it.Reason.stored = it.Reason.Summary
+	}
+	it.Reason.Summary = state.Render(state.StateReason{Message: it.Reason.stored, Since: it.Reason.Since}, now)
+	acts := make([]Action, len(it.Actions))
+	for i, a := range it.Actions {
+		if a.ID == "snooze" {
+			body := make(map[string]any, len(a.Body)+1)
+			for k, v := range a.Body {
+				body[k] = v
+			}
+			body["until"] = unixtime.Of(now.Add(SnoozeFor))
+			a.Body = body
+		}
+		acts[i] = a
+	}
+	it.Actions = acts
+	return it
+}
+
 // actions are the descriptors every item offers: open the entity, snooze
-// it for a day, dismiss it. Snooze's body lacks `until` on purpose: the
-// client adds it, because only the client knows when "a day from now" is
-// at the moment the button is pressed.
+// it for a day, dismiss it. Snooze's `until` is filled when the queue is
+// read (Item.At): a day from the read, not from the change that made the
+// item.
 func actions(typ, id, fp string) []Action {
 	return []Action{
 		{ID: "inspect", Label: "Open", Kind: "primary", Href: "/api/v1/entities/" + url.PathEscape(typ) + "/" + url.PathEscape(id)},
@@ -552,7 +626,7 @@ func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now ti
 			continue
 		}
 		s := sel{i: i, key: KeyOf(it)}
-		if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it.Status, now) {
+		if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it, now) {
 			if !q.IncludeDismissed {
 				continue
 			}
@@ -572,7 +646,7 @@ func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now ti
 		picked = picked[:limit]
 	}
 	for _, s := range picked {
-		it := all[s.i]
+		it := all[s.i].At(now)
 		it.ClusterSize = clusters[it.ClusterID]
 		if s.dismissal != nil {
 			it.Dismissed, it.SnoozedUntil = true, unixtime.Of(s.dismissal.SnoozedUntil)

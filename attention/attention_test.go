@@ -9,6 +9,7 @@ import (
 
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/unixtime"
 )
 
 func TestParseFingerprint(t *testing.T) {
@@ -84,6 +85,18 @@ func TestCodes(t *testing.T) {
 			[]state.ReasonCode{state.SystemOutcomeUnexplained}},
 		{"registered straight into a harmless outcome: no item", "session", "completed", "", nil, state.HealthOK, state.DeliveryNotExpected,
 			[]state.ReasonCode{}},
+		{"the artifact contract subsumes delivery findings, not the others", "workflow", "failed", state.RunFailedArtifactContract,
+			[]state.ReasonCode{state.RunDeliveryInvalid, state.RunHealthStaleLock}, state.HealthDegraded, state.DeliveryInvalid,
+			[]state.ReasonCode{state.RunFailedArtifactContract, state.RunHealthStaleLock}},
+		{"a phantom reaped as orphaned subsumes the orphan finding", "session", "aborted", state.SystemReaperPhantomOrphaned,
+			[]state.ReasonCode{state.RunHealthOrphaned}, state.HealthOrphaned, state.DeliveryNotExpected,
+			[]state.ReasonCode{state.SystemReaperPhantomOrphaned}},
+		{"an end for a dead process subsumes the death", "session", "aborted", state.SystemHealthProcessDeadNoTerminal,
+			[]state.ReasonCode{state.RunHealthPIDReused, state.RunDeliveryMissing}, state.HealthProcessDead, state.DeliveryMissing,
+			[]state.ReasonCode{state.SystemHealthProcessDeadNoTerminal, state.RunDeliveryMissing}},
+		{"an exit's reason subsumes nothing", "session", "failed", state.RunFailedExitNonzero,
+			[]state.ReasonCode{state.RunDeliveryMissing}, state.HealthOK, state.DeliveryMissing,
+			[]state.ReasonCode{state.RunFailedExitNonzero, state.RunDeliveryMissing}},
 	}
 	for _, c := range cases {
 		got := Codes(c.typ, c.outcome, c.transition, c.findings, c.h, c.d)
@@ -107,21 +120,29 @@ func TestAgedOutAndHides(t *testing.T) {
 	}
 	d := store.Dismissal{StatusAtDismissal: "running", ClearOnStatusChange: true}
 	for _, c := range []struct {
-		until     float64
-		clear     bool
-		lifecycle string
-		hides     bool
+		until      float64
+		clear      bool
+		occurrence float64 // the dismissed item's first_seen_at; 0 = not recorded
+		lifecycle  string
+		firstSeen  float64 // the item's first_seen_at now
+		hides      bool
 	}{
-		{0, true, "running", true},
-		{now + 1, true, "running", true},
-		{now, true, "running", false}, // expired at now
-		{0, true, "failed", false},    // status changed
-		{0, false, "failed", true},    // ignores status changes
-		{now - 1, false, "running", false},
+		{0, true, 0, "running", 50, true},
+		{now + 1, true, 0, "running", 50, true},
+		{now, true, 0, "running", 50, false}, // expired at now
+		{0, true, 0, "failed", 50, false},    // status changed
+		{0, false, 0, "failed", 50, true},    // ignores status changes
+		{now - 1, false, 0, "running", 50, false},
+		{0, true, 50, "running", 50, true},         // the occurrence dismissed
+		{0, false, 50, "running", 50.0004, true},   // the same one, through a float
+		{0, true, 50, "running", 90, false},        // a recurrence
+		{now + 1, false, 50, "running", 90, false}, // a recurrence outlives no snooze
+		{0, false, 50, "failed", 90, false},        // nor a permanent dismissal
 	} {
-		d.SnoozedUntil, d.ClearOnStatusChange = unixAt(c.until), c.clear
-		if got := Hides(d, c.lifecycle, unixAt(now)); got != c.hides {
-			t.Errorf("Hides(until %v, clear %v, now %s) = %v", c.until, c.clear, c.lifecycle, got)
+		d.SnoozedUntil, d.ClearOnStatusChange, d.Occurrence = unixAt(c.until), c.clear, unixAt(c.occurrence)
+		it := &Item{Status: c.lifecycle, FirstSeenAt: unixtime.Of(unixAt(c.firstSeen))}
+		if got := Hides(d, it, unixAt(now)); got != c.hides {
+			t.Errorf("Hides(until %v, clear %v, occurrence %v; now %s, first seen %v) = %v", c.until, c.clear, c.occurrence, c.lifecycle, c.firstSeen, got)
 		}
 	}
 }
@@ -140,5 +161,48 @@ func TestBuildSkipsLegacyNeutralAndAgedOut(t *testing.T) {
 	q := Build(entities, nil, Query{}, now)
 	if q.Total != 1 || q.Items[0].Entity.ID != "new" || !q.Items[0].FirstSeenAt.Equal(unixAt(nowS-60)) || q.Items[0].Entity.Label != "session/new" {
 		t.Errorf("queue: %+v", q)
+	}
+}
+
+func TestItemAtRendersAndReadiesSnooze(t *testing.T) {
+	changed := time.Unix(1_000_000, 0)
+	running := "running"
+	e := store.Entity{Type: "session", ID: "s-1", Lifecycle: &running, Health: state.HealthStalled,
+		Reasons:     []state.StateReason{{Code: state.RunHealthStalled, Message: "no heartbeat since " + state.Stamp(changed), Since: unixtime.Of(changed)}},
+		HealthSince: changed, UpdatedAt: changed}
+	items := ItemsOf(e, changed, time.Hour)
+	if len(items) != 1 {
+		t.Fatalf("items: %+v", items)
+	}
+	for _, c := range []struct {
+		read    time.Duration
+		summary string
+	}{
+		{0, "no heartbeat since 1970-01-12 13:46:40Z, 0s ago"},
+		{12 * time.Minute, "no heartbeat since 1970-01-12 13:46:40Z, 12m ago"},
+	} {
+		now := changed.Add(c.read)
+		got := items[0].At(now)
+		if got.Reason.Summary != c.summary {
+			t.Errorf("read %v later: summary %q, want %q", c.read, got.Reason.Summary, c.summary)
+		}
+		var until any
+		for _, a := range got.Actions {
+			if a.ID == "snooze" {
+				until = a.Body["until"]
+			}
+		}
+		if u, ok := until.(unixtime.Time); !ok || !u.Equal(now.Add(24*time.Hour)) {
+			t.Errorf("read %v later: snooze until %v, want %v", c.read, until, now.Add(24*time.Hour))
+		}
+	}
+	// The stored item is left as it was: the next read renders afresh.
+	for _, a := range items[0].Actions {
+		if _, ok := a.Body["until"]; ok {
+			t.Errorf("At changed the stored item's action %s", a.ID)
+		}
+	}
+	if items[0].Reason.Summary != "no heartbeat since 1970-01-12 13:46:40Z" {
+		t.Errorf("stored summary changed: %q", items[0].Reason.Summary)
 	}
 }

@@ -3,8 +3,12 @@ package daemon
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/buffer"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/sys/unix"
 
@@ -16,6 +20,12 @@ import (
 // says otherwise. The level it returns changes the logger's level on a
 // reload.
 func NewLogger(l config.Log) (*zap.Logger, zap.AtomicLevel, error) {
+	return newLogger(l, os.Stderr, "stderr")
+}
+
+// newLogger is NewLogger writing to out (a zap output path), whose file
+// is stderr: what the terminal and journal checks look at.
+func newLogger(l config.Log, stderr *os.File, out string) (*zap.Logger, zap.AtomicLevel, error) {
 	level, err := zapcore.ParseLevel(l.Level)
 	if err != nil {
 		return nil, zap.AtomicLevel{}, fmt.Errorf("log.level: %w", err)
@@ -23,7 +33,7 @@ func NewLogger(l config.Log) (*zap.Logger, zap.AtomicLevel, error) {
 	format := l.Format
 	if format == "" {
 		format = "json"
-		if isTTY(os.Stderr) {
+		if isTTY(stderr) {
 			format = "console"
 		}
 	}
@@ -41,8 +51,15 @@ func NewLogger(l config.Log) (*zap.Logger, zap.AtomicLevel, error) {
 	// programmer-error levels.
 	zc.DisableStacktrace = true
 	zc.Level = zap.NewAtomicLevelAt(level)
-	zc.OutputPaths = []string{"stderr"}
-	zc.ErrorOutputPaths = []string{"stderr"}
+	zc.OutputPaths = []string{out}
+	zc.ErrorOutputPaths = []string{out}
+	if journalStream(stderr) {
+		// The journal reads every line at priority info unless the line
+		// says otherwise: an sd-daemon(3) prefix makes zap's level the
+		// journal's, so `journalctl -p warning` shows the warnings.
+		registerPriorityEncoders()
+		zc.Encoding = priorityPrefix + zc.Encoding
+	}
 	log, err := zc.Build(zap.AddStacktrace(zapcore.DPanicLevel))
 	return log, zc.Level, err
 }
@@ -51,4 +68,87 @@ func NewLogger(l config.Log) (*zap.Logger, zap.AtomicLevel, error) {
 func isTTY(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// journalStream reports whether f is the journal's stream: systemd sets
+// JOURNAL_STREAM to "<device>:<inode>" of the stream it connected to
+// stdout and stderr, and a child whose stderr was redirected elsewhere
+// inherits the variable but not the stream, so both must match.
+func journalStream(f *os.File) bool {
+	dev, ino, ok := strings.Cut(os.Getenv("JOURNAL_STREAM"), ":")
+	if !ok {
+		return false
+	}
+	d, err1 := strconv.ParseUint(dev, 10, 64)
+	i, err2 := strconv.ParseUint(ino, 10, 64)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return false
+	}
+	return uint64(st.Dev) == d && uint64(st.Ino) == i
+}
+
+// priorityPrefix names the encoders that prefix each line with its
+// syslog priority.
+const priorityPrefix = "sd-priority-"
+
+var registerOnce sync.Once
+
+// registerPriorityEncoders registers zap's json and console encoders
+// wrapped by priorityEncoder, once per process (zap's registry is global).
+func registerPriorityEncoders() {
+	registerOnce.Do(func() {
+		for name, mk := range map[string]func(zapcore.EncoderConfig) zapcore.Encoder{
+			"json": zapcore.NewJSONEncoder, "console": zapcore.NewConsoleEncoder,
+		} {
+			_ = zap.RegisterEncoder(priorityPrefix+name, func(c zapcore.EncoderConfig) (zapcore.Encoder, error) {
+				return priorityEncoder{mk(c)}, nil
+			}) // only fails for a name taken, and the Once takes it once
+		}
+	})
+}
+
+// priorityEncoder writes sd-daemon(3)'s "<N>" before each entry, N the
+// syslog priority of its level, which journald's SyslogLevelPrefix=yes
+// (the default) reads and strips.
+type priorityEncoder struct{ zapcore.Encoder }
+
+var priorityPool = buffer.NewPool()
+
+// Clone keeps the wrapper on clones (loggers With fields).
+func (e priorityEncoder) Clone() zapcore.Encoder { return priorityEncoder{e.Encoder.Clone()} }
+
+// EncodeEntry encodes the entry and puts its priority first.
+func (e priorityEncoder) EncodeEntry(ent zapcore.Entry, fields []zapcore.Field) (*buffer.Buffer, error) {
+	b, err := e.Encoder.EncodeEntry(ent, fields)
+	if err != nil {
+		return b, err
+	}
+	out := priorityPool.Get()
+	out.AppendByte('<')
+	out.AppendInt(int64(syslogPriority(ent.Level)))
+	out.AppendByte('>')
+	_, _ = out.Write(b.Bytes()) // a buffer's Write cannot fail
+	b.Free()
+	return out, nil
+}
+
+// syslogPriority maps a zap level to sd-daemon(3)'s priorities: debug 7,
+// info 6, warn 4, error 3, and the fatal levels crit 2.
+func syslogPriority(l zapcore.Level) int {
+	switch {
+	case l <= zapcore.DebugLevel:
+		return 7
+	case l == zapcore.InfoLevel:
+		return 6
+	case l == zapcore.WarnLevel:
+		return 4
+	case l == zapcore.ErrorLevel:
+		return 3
+	default:
+		return 2
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,6 +12,7 @@ import (
 	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/state"
+	"watchdog/store"
 )
 
 // runView loads the live view (before the API serves or READY is sent, so
@@ -22,18 +24,48 @@ func runView(ctx context.Context, v *live.View, m *metrics.Metrics, log *zap.Log
 	// The counters follow from the feed's head on: Follow before Load, so
 	// no row written meanwhile is missed.
 	m.Follow(v)
+	// Changes into critical or warning are logged from the first change
+	// after the load; the load itself is one summary line.
+	sev := &severityLog{log: log, now: time.Now}
+	v.OnChange(sev.change)
 	// A store that cannot be read yet (the first sweep's retries say why,
 	// and hold READY back) is not fatal here: every Sync retries the load.
 	start := time.Now()
+	loaded := false
 	if err := v.Load(ctx); err != nil {
 		log.Warn("live view not loaded yet; retrying", zap.Error(err))
 	} else {
 		log.Info("live view loaded", zap.Int("entities", v.Len()), zap.Duration("took", time.Since(start)))
+		sev.loaded(v.Counts(time.Now()))
+		loaded = true
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	var lastLogged time.Time
 	wg.Go(func() {
+		if !loaded {
+			// The first Sync that succeeds is the load: its entities
+			// are the summary, not one warning each.
+			t := time.NewTicker(live.DefaultPeriod)
+			defer t.Stop()
+			for !loaded {
+				select {
+				case <-runCtx.Done():
+					return
+				case <-t.C:
+				}
+				if err := v.Sync(runCtx); err != nil {
+					if time.Since(lastLogged) >= time.Minute {
+						lastLogged = time.Now()
+						log.Warn("live view sync failed", zap.Error(err))
+					}
+					continue
+				}
+				log.Info("live view loaded", zap.Int("entities", v.Len()), zap.Duration("took", time.Since(start)))
+				sev.loaded(v.Counts(time.Now()))
+				loaded = true
+			}
+		}
 		v.Run(runCtx, live.DefaultPeriod, func(err error) {
 			// A store that cannot be read says so once a minute, not
 			// ten times a second; /readyz and STATUS= carry the rest.
@@ -73,4 +105,77 @@ func StatusLine(c live.Counts) string {
 	return fmt.Sprintf("%d open entities: %d critical, %d warning, %d info; %d ended within the failure window; %d queue items (%d critical, %d warning, %d info)",
 		c.Open, c.OpenBySeverity[state.SeverityCritical], c.OpenBySeverity[state.SeverityWarning], c.OpenBySeverity[state.SeverityInfo],
 		c.InWindow, c.Queue, c.QueueBySeverity[state.SeverityCritical], c.QueueBySeverity[state.SeverityWarning], c.QueueBySeverity[state.SeverityInfo])
+}
+
+// severityLog logs each change of an entity's derived severity into
+// critical or warning (from anything else, or from critical to warning)
+// once, at warning level, with the entity, its display chain and the
+// reason: what `journalctl -p warning` shows an operator. An entity that
+// stays critical or warning is not logged again. The entities of the
+// initial load are one summary line instead (loaded).
+type severityLog struct {
+	log *zap.Logger
+	now func() time.Time
+	// live is set once the initial load was summarised; until then
+	// changes are the load's and are not logged one by one. Only the
+	// syncing goroutine calls change, but loaded may run on another.
+	live atomic.Bool
+}
+
+// change is the live view's OnChange hook: it derives both sides.
+func (l *severityLog) change(prev, cur *store.Entity) {
+	if !l.live.Load() || cur == nil {
+		return
+	}
+	now := l.now()
+	d := live.Derive(*cur, now)
+	if d.State.Legacy() || (d.State.Severity != state.SeverityCritical && d.State.Severity != state.SeverityWarning) {
+		return
+	}
+	from := state.Severity("")
+	if prev != nil {
+		p := live.Derive(*prev, now)
+		if !p.State.Legacy() {
+			from = p.State.Severity
+		}
+	}
+	if from == d.State.Severity {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("entity_type", cur.Type), zap.String("entity_id", cur.ID),
+		zap.String("severity", string(d.State.Severity)), zap.String("previous_severity", string(from)),
+		zap.String("chain", d.Display),
+	}
+	if code, msg, ok := explain(d, now); ok {
+		fields = append(fields, zap.String("reason_code", string(code)), zap.String("reason", msg))
+	}
+	l.log.Warn("entity is now "+string(d.State.Severity), fields...)
+}
+
+// explain is the reason an entity's severity is shown with: its first
+// attention item's (the queue's cause), else its first reason.
+func explain(d live.Derived, now time.Time) (state.ReasonCode, string, bool) {
+	if len(d.Items) > 0 {
+		it := d.Items[0].At(now)
+		return it.Reason.Code, it.Reason.Summary, true
+	}
+	if len(d.State.Reasons) > 0 {
+		r := d.State.Reasons[0]
+		return r.Code, state.Render(r, now), true
+	}
+	return "", "", false
+}
+
+// loaded ends the initial load: one warning line with the counts of what
+// needs attention, if anything does, then every later change is logged.
+func (l *severityLog) loaded(c live.Counts) {
+	crit, warn := c.OpenBySeverity[state.SeverityCritical], c.OpenBySeverity[state.SeverityWarning]
+	qc, qw := c.QueueBySeverity[state.SeverityCritical], c.QueueBySeverity[state.SeverityWarning]
+	if crit+warn+qc+qw > 0 {
+		l.log.Warn("entities need attention at start-up",
+			zap.Int("open_critical", crit), zap.Int("open_warning", warn),
+			zap.Int("queue_critical", qc), zap.Int("queue_warning", qw))
+	}
+	l.live.Store(true)
 }

@@ -146,7 +146,7 @@ func (v *View) queueCounts(now time.Time, c *Counts) {
 		if !ok || r.e.agedOut(cut) {
 			continue
 		}
-		if it := r.item(); attention.Hides(d, it.Status, now) {
+		if it := r.item(); attention.Hides(d, it, now) {
 			add(it, -1)
 		}
 	}

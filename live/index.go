@@ -27,12 +27,13 @@ type index struct {
 	// byFP finds an item by its fingerprint: the dismissals' side of the
 	// queue's counts.
 	byFP map[string]itemRef
-	// ended are the non-legacy entries with an outcome, and endedCoded
+	// ended are the non-legacy entries with an outcome that expires, and endedCoded
 	// those of them with reason codes or items, by arrival (then key): the
 	// ones inside the failure window are a suffix.
 	ended, endedCoded []*Entry
 	// openReasons and openItems count the codes and the items of the
-	// non-legacy entries without an outcome, which never age out.
+	// non-legacy entries that never age out: those without an outcome, and
+	// those that linger (attention.Lingers).
 	openReasons map[ReasonKey]int
 	openItems   map[state.Severity]int
 	// clusters interns cluster ids and reasonIDs (code, severity) pairs,
@@ -118,7 +119,7 @@ func (x *index) change(e *Entry, sign int, ed *edit) {
 	for i := range e.Items {
 		it := &e.Items[i]
 		r := itemRef{key: attention.KeyOf(it), e: e, i: int32(i), cluster: int32(x.cluster(it.ClusterID)),
-			severity: it.Severity, ended: e.State.Outcome != "", arrived: e.arrived}
+			severity: it.Severity, ended: e.expires(), arrived: e.arrived}
 		if sign > 0 {
 			ed.addQueue = append(ed.addQueue, r)
 			x.byFP[it.Fingerprint] = r
@@ -135,7 +136,7 @@ func (x *index) change(e *Entry, sign int, ed *edit) {
 			e.reasons[i] = x.reason(ReasonKey{c, e.State.Severity})
 		}
 	}
-	if e.State.Outcome != "" {
+	if e.expires() {
 		if sign > 0 {
 			ed.addEnded = append(ed.addEnded, e)
 		} else {
@@ -240,5 +241,10 @@ func inWindow(list []*Entry, now time.Time, window time.Duration) []*Entry {
 
 // agedOut is Entry.AgedOut with the window's start computed once.
 func (e *Entry) agedOut(cut time.Time) bool {
-	return e.State.Outcome != "" && e.arrived.Before(cut)
+	return e.expires() && e.arrived.Before(cut)
 }
+
+// expires reports whether the failure window applies to e: it has an
+// outcome, and its condition is not one that lasts past it (lingers). The
+// others are counted like open entities, kept as they change.
+func (e *Entry) expires() bool { return e.State.Outcome != "" && !e.lingers }

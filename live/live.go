@@ -93,13 +93,19 @@ type Entry struct {
 	// arrived is attention.Arrived of the entity, without a monotonic
 	// reading, so the failure window's rule is one comparison.
 	arrived time.Time
+	// lingers is attention.Lingers: an outcome that never ages out while
+	// it lasts (an orphan whose process lives), counted like an open
+	// entity's items.
+	lingers bool
 	// reasons are the index's numbers of the (code, severity) pairs the
 	// entry holds, set by the index before any reader can see the entry.
 	reasons []int
 }
 
 func newEntry(e store.Entity, at time.Time) *Entry {
-	return &Entry{Entity: e, Derived: Derive(e, at), arrived: attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt).Round(0)}
+	n := &Entry{Entity: e, Derived: Derive(e, at), arrived: attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt).Round(0)}
+	n.lingers = attention.Lingers(n.State.Outcome, e.Health)
+	return n
 }
 
 // Legacy reports whether the entity has no lifecycle.
@@ -117,7 +123,7 @@ func (e *Entry) AgedOut(now time.Time, window time.Duration) bool {
 // Current reports whether the entity counts now: open, or with an outcome
 // inside the failure window (legacy entities never do).
 func (e *Entry) Current(now time.Time, window time.Duration) bool {
-	return !e.Legacy() && (e.State.Outcome == "" || !e.AgedOut(now, window))
+	return !e.Legacy() && !e.AgedOut(now, window)
 }
 
 // Derive computes an entity's derived state: the one function every
@@ -129,11 +135,15 @@ func Derive(e store.Entity, at time.Time) Derived {
 	if ns.Legacy() {
 		return d
 	}
+	var transition state.ReasonCode
 	if e.TransitionReason != nil && e.TransitionReason.Code != "" {
-		d.Codes = append(d.Codes, e.TransitionReason.Code)
+		transition = e.TransitionReason.Code
+		d.Codes = append(d.Codes, transition)
 	}
 	for _, r := range e.Reasons {
-		if r.Code != "" && !containsCode(d.Codes, r.Code) {
+		// A finding the end's reason subsumes is the same cause
+		// (state.Subsumes): counted once, under the end's code.
+		if r.Code != "" && !containsCode(d.Codes, r.Code) && !state.Subsumes(transition, r.Code) {
 			d.Codes = append(d.Codes, r.Code)
 		}
 	}
@@ -427,7 +437,7 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 		}
 		var dismissal *store.Dismissal
 		if len(ds) > 0 {
-			if d, ok := ds[r.key.Fingerprint()]; ok && attention.Hides(d, r.item().Status, now) {
+			if d, ok := ds[r.key.Fingerprint()]; ok && attention.Hides(d, r.item(), now) {
 				if !q.IncludeDismissed {
 					continue
 				}
@@ -459,7 +469,7 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 	// Entries are never changed in place, so the page's items are read
 	// after the lock as they were under it.
 	for _, p := range page {
-		it := *p.r.item()
+		it := p.r.item().At(now)
 		it.ClusterSize = clusters[p.r.cluster]
 		if p.dismissal != nil {
 			it.Dismissed, it.SnoozedUntil = true, unixtime.Of(p.dismissal.SnoozedUntil)

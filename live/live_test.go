@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/attention"
 	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
@@ -295,4 +296,67 @@ func TestConcurrentReadersRunAndWriter(t *testing.T) {
 	})
 	cancel()
 	wg.Wait()
+}
+
+// TestOrphanLingersPastFailureWindow: an ended entity whose process still
+// lives (health orphaned) keeps its items in the queue, the queue's
+// counts and the active reasons whatever its age; once the probe records
+// the process gone, the failure window applies again.
+func TestOrphanLingersPastFailureWindow(t *testing.T) {
+	st, cli := twoStores(t)
+	ctx := context.Background()
+	clock := testenv.NewClock(testNow)
+	w := &transitions.Writer{Store: cli, Now: clock.Now}
+	register(t, w, "session", "o-1", "running")
+	if _, err := w.Transition(ctx, transitions.Request{Type: "session", ID: "o-1", To: "failed", ExpectFrom: "running",
+		Actor:  transitions.ActorOrchestrator,
+		Reason: &state.StateReason{Code: "run.failed.exit_nonzero", Message: "exit 3", ClaimStatus: "observed", Confidence: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	observe := func(h state.Health, reasons []state.StateReason) {
+		t.Helper()
+		e, err := cli.Get(ctx, "session", "o-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.RecordObservation(ctx, "session", "o-1", store.Observation{Health: h, Delivery: state.DeliveryNotExpected,
+			Reasons: reasons, HealthSince: clock.Now(), SeenSeq: e.LastSeq, At: clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	observe(state.HealthOrphaned, []state.StateReason{{Code: state.RunHealthOrphaned, Message: "process still alive after the end was recorded"}})
+	v := New(st, clock.Now, time.Hour)
+	for _, c := range []struct {
+		name   string
+		after  time.Duration
+		health state.Health
+		want   int
+	}{
+		{"orphan inside the window", 0, state.HealthOrphaned, 2},
+		{"orphan long past the window", 48 * time.Hour, state.HealthOrphaned, 2},
+		{"its process gone, past the window", 49 * time.Hour, state.HealthOK, 0},
+	} {
+		now := testNow.Add(c.after)
+		if c.health != state.HealthOrphaned {
+			clock.Set(now)
+			observe(c.health, nil)
+		}
+		if err := v.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		q := v.Attention(attentionQuery(), now)
+		counts := v.Counts(now)
+		reasons := v.ActiveReasons(now)[ReasonKey{"run.failed.exit_nonzero", state.SeverityCritical}]
+		wantReasons := min(c.want, 1)
+		if q.Total != c.want || counts.Queue != c.want || reasons != wantReasons {
+			t.Errorf("%s: queue %d, queue count %d, reasons %d; want %d, %d, %d", c.name, q.Total, counts.Queue, reasons, c.want, c.want, wantReasons)
+		}
+		all, err := cli.AttentionCandidates(ctx, now.Add(-time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if built := attention.Build(all, nil, attentionQuery(), now); built.Total != c.want {
+			t.Errorf("%s: the store's queue has %d items, the view's %d", c.name, built.Total, q.Total)
+		}
+	}
 }

@@ -41,6 +41,11 @@ type Dismissal struct {
 	DismissedBy  string
 	// ClearOnStatusChange makes a status change show the item again.
 	ClearOnStatusChange bool
+	// Occurrence is the dismissed item's first_seen_at: the occurrence
+	// the dismissal covers. A later occurrence (the condition cleared and
+	// came back) is a new item it does not hide. Zero (a row from before
+	// migration 0006) covers any occurrence.
+	Occurrence time.Time
 	// CreatedAt is when the fingerprint was first dismissed; upserts keep it.
 	CreatedAt time.Time
 }
@@ -69,19 +74,20 @@ func (s *SQLite) UpsertDismissal(ctx context.Context, d Dismissal) error {
 	}
 	err := s.writeTx(ctx, func() error {
 		st, err := s.prepared(ctx, `INSERT INTO attention_dismissals (id, fingerprint, entity_type, entity_id,
-			reason_code, status_at_dismissal, snoozed_until, dismissed_at, dismissed_by, clear_on_status_change, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			reason_code, status_at_dismissal, snoozed_until, dismissed_at, dismissed_by, clear_on_status_change, created_at, occurrence_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (fingerprint) DO UPDATE SET
 				entity_type = excluded.entity_type, entity_id = excluded.entity_id,
 				reason_code = excluded.reason_code, status_at_dismissal = excluded.status_at_dismissal,
 				snoozed_until = excluded.snoozed_until, dismissed_at = excluded.dismissed_at,
-				dismissed_by = excluded.dismissed_by, clear_on_status_change = excluded.clear_on_status_change`)
+				dismissed_by = excluded.dismissed_by, clear_on_status_change = excluded.clear_on_status_change,
+				occurrence_at = excluded.occurrence_at`)
 		if err != nil {
 			return err
 		}
 		_, err = st.ExecContext(ctx, d.ID, d.Fingerprint, d.EntityType, d.EntityID,
 			d.ReasonCode, d.StatusAtDismissal, unixArg(d.SnoozedUntil), unixtime.Seconds(d.DismissedAt), d.DismissedBy,
-			d.ClearOnStatusChange, unixtime.Seconds(d.CreatedAt))
+			d.ClearOnStatusChange, unixtime.Seconds(d.CreatedAt), unixArg(d.Occurrence))
 		return err
 	})
 	if err != nil {
@@ -106,7 +112,7 @@ func newDismissalID() (string, error) {
 // attention queue reads it whole rather than joining per entity.
 func (s *SQLite) Dismissals(ctx context.Context) (map[string]Dismissal, error) {
 	st, err := s.prepared(ctx, `SELECT id, fingerprint, entity_type, entity_id, reason_code, status_at_dismissal,
-		snoozed_until, dismissed_at, dismissed_by, clear_on_status_change, created_at
+		snoozed_until, dismissed_at, dismissed_by, clear_on_status_change, created_at, occurrence_at
 		FROM attention_dismissals`)
 	if err != nil {
 		return nil, fmt.Errorf("read dismissals: %w", err)
@@ -120,7 +126,7 @@ func (s *SQLite) Dismissals(ctx context.Context) (map[string]Dismissal, error) {
 	for rows.Next() {
 		var d Dismissal
 		if err := rows.Scan(&d.ID, &d.Fingerprint, &d.EntityType, &d.EntityID, &d.ReasonCode, &d.StatusAtDismissal,
-			unixCol{&d.SnoozedUntil}, unixCol{&d.DismissedAt}, &d.DismissedBy, &d.ClearOnStatusChange, unixCol{&d.CreatedAt}); err != nil {
+			unixCol{&d.SnoozedUntil}, unixCol{&d.DismissedAt}, &d.DismissedBy, &d.ClearOnStatusChange, unixCol{&d.CreatedAt}, unixCol{&d.Occurrence}); err != nil {
 			return nil, fmt.Errorf("read dismissals: %w", err)
 		}
 		out[d.Fingerprint] = d
@@ -172,7 +178,9 @@ const attentionColumns = `type, id, label, lifecycle, terminal, transition_reaso
 // AttentionCandidates reads every entity that may have attention items at
 // a time whose failure window starts at since (attention.Since): non-legacy
 // entities that are open, or got to their end at or after since (ended_at,
-// else lifecycle_at, else updated_at: attention.AgedOut's rule). Only the fields the queue reads
+// else lifecycle_at, else updated_at: attention.AgedOut's rule), or whose
+// process outlived their end (health orphaned: attention.Lingers). Only
+// the fields the queue reads
 // are filled (those of attentionColumns); the registered fields (pid,
 // artifacts, parent, ...) are left zero, so these entities are for the
 // attention queue only.
@@ -180,7 +188,7 @@ func (s *SQLite) AttentionCandidates(ctx context.Context, since time.Time) ([]En
 	// The failure window is attention.AgedOut's rule, with its cut-off
 	// (attention.Since) as the parameter.
 	st, err := s.prepared(ctx, "SELECT "+attentionColumns+` FROM entities
-		WHERE lifecycle IS NOT NULL AND (terminal = 0 OR COALESCE(ended_at, lifecycle_at, updated_at) >= ?)`)
+		WHERE lifecycle IS NOT NULL AND (terminal = 0 OR COALESCE(ended_at, lifecycle_at, updated_at) >= ? OR health = 'orphaned')`)
 	if err != nil {
 		return nil, fmt.Errorf("read attention candidates: %w", err)
 	}

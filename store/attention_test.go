@@ -52,9 +52,15 @@ func TestUpsertDismissalKeepsIdentity(t *testing.T) {
 		t.Fatalf("first upsert: %+v", got)
 	}
 
+	if !got.Occurrence.IsZero() {
+		t.Fatalf("no occurrence given, %v read back", got.Occurrence)
+	}
+
 	// Re-dismissing the same fingerprint updates the row in place: a
-	// permanent dismissal now, no status clearing, same id and created_at.
+	// permanent dismissal now, no status clearing, a later occurrence,
+	// same id and created_at.
 	d.SnoozedUntil, d.DismissedAt, d.ClearOnStatusChange, d.DismissedBy = unixAt(0), unixAt(400), false, "alice"
+	d.Occurrence = unixAt(350.25)
 	if err := s.UpsertDismissal(ctx, d); err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +73,7 @@ func TestUpsertDismissalKeepsIdentity(t *testing.T) {
 	}
 	want := got
 	want.SnoozedUntil, want.DismissedAt, want.ClearOnStatusChange, want.DismissedBy = unixAt(0), unixAt(400), false, "alice"
+	want.Occurrence = unixAt(350.25)
 	if !reflect.DeepEqual(second[d.Fingerprint], want) {
 		t.Errorf("after re-dismiss:\n got %+v\nwant %+v", second[d.Fingerprint], want)
 	}

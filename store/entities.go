@@ -118,6 +118,8 @@ type Filter struct {
 	OpenOnly bool
 	// EndedSince also keeps terminal entities that ended at or after this
 	// time (with OpenOnly): the probe's window for stale locks and orphans.
+	// An orphan (health orphaned) is kept whatever its age: its process
+	// lives, and only the probe can see it go (attention.Lingers).
 	EndedSince time.Time
 	// ParentType and ParentID, when ParentID is set, keep the children of
 	// that entity.
@@ -474,7 +476,7 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Entity, error) {
 	}
 	if f.OpenOnly {
 		if !f.EndedSince.IsZero() {
-			where = append(where, "lifecycle IS NOT NULL AND (terminal = 0 OR ended_at >= ?)")
+			where = append(where, "lifecycle IS NOT NULL AND (terminal = 0 OR ended_at >= ? OR health = 'orphaned')")
 			args = append(args, unixArg(f.EndedSince))
 		} else {
 			where = append(where, "terminal = 0 AND lifecycle IS NOT NULL")

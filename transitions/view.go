@@ -20,10 +20,14 @@ func View(e store.Entity, evaluatedAt time.Time) state.NormalizedState {
 		outcome = g.Outcome(*e.Lifecycle)
 	}
 	reasons := make([]state.StateReason, 0, len(e.Reasons)+1)
+	findings := e.Reasons
 	if e.TransitionReason != nil {
 		reasons = append(reasons, *e.TransitionReason)
+		// One cause, one reason: the end's reason stands for the
+		// findings it was based on (state.Subsumes).
+		findings = state.Unsubsumed(e.TransitionReason.Code, findings)
 	}
-	reasons = append(reasons, e.Reasons...)
+	reasons = append(reasons, findings...)
 	return state.Normalize(*e.Lifecycle, outcome, e.Health, e.Delivery, reasons, evaluatedAt)
 }
 
