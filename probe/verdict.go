@@ -82,7 +82,7 @@ func (h *Host) Judge(ctx context.Context, t Target, th Thresholds, now time.Time
 	return Verdict{
 		State:     ns,
 		Undecided: r.Liveness == Unknown,
-		Display:   state.DisplayChain(ns, state.ContractSubject(t.Artifacts)),
+		Display:   state.DisplayChain(ns, state.ContractSubject(t.Artifacts), true), // a process is what it judged
 		Reasons:   r.Reasons,
 		Evidence:  r.Evidence(),
 	}

@@ -22,6 +22,9 @@ var workflowGraph = Graph{
 	DeadProcessTerminal: "failed",
 	NeedsTimeout:        true,
 	Guard:               fullCompletionOnly,
+
+	// Heartbeat staleness is judged only here (held waits for a person).
+	WorkingStates: []string{"running"},
 }
 
 // fullCompletionOnly refuses completed to a workflow whose own delivery
