@@ -66,7 +66,7 @@ func open(e store.Entity) bool { return e.Lifecycle != nil && !e.Terminal }
 
 // heartbeatBase is what the probe ages a heartbeat from: the later of the
 // file's mtime (as last seen) and the posted heartbeat, else the start;
-// and never earlier than the start of the current lifecycle state.
+// and never earlier than a transition into the current lifecycle state.
 // A file not stat'ed yet can only be newer than what is known, so a
 // deadline from this base is early or on time, never late.
 func heartbeatBase(tr *tracked) time.Time {
@@ -78,8 +78,9 @@ func heartbeatBase(tr *tracked) time.Time {
 		base = started(*tr.e)
 	}
 	// The probe ages from the later of the heartbeat and the start of the
-	// current state: a restart is not stalled by the silence before it.
-	if tr.e.LifecycleAt.After(base) {
+	// current state when a transition began it (transitions.StateSince): a
+	// restart is not stalled by the silence before it.
+	if tr.e.LifecycleAt.After(tr.e.CreatedAt) && tr.e.LifecycleAt.After(base) {
 		base = tr.e.LifecycleAt
 	}
 	return base

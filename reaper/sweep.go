@@ -337,7 +337,7 @@ func target(e store.Entity, parentTerminal bool) probe.Target {
 		StartedAt: e.StartedAt, Terminal: e.Terminal, EndedAt: e.EndedAt, ParentTerminal: parentTerminal,
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, SkipArtifacts: !e.Terminal,
 		LockFiles:    e.LockFiles,
-		EndedByDeath: endedByDeath(e), Waiting: transitions.Waiting(e), StateSince: e.LifecycleAt,
+		EndedByDeath: endedByDeath(e), Waiting: transitions.Waiting(e), StateSince: transitions.StateSince(e),
 	}
 }
 
