@@ -83,7 +83,7 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := wire.FromView(ent.Entity, ent.State, rows)
+	out := wire.FromView(ent.Entity, ent.State, rows, s.Now())
 	out.TransitionsTotal = &total
 	writeJSON(w, http.StatusOK, out)
 }
@@ -195,7 +195,7 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 	pg, next := page(items, order, after, int(limit))
 	out.Items, out.Next = make([]wire.Entity, 0, len(pg)), next
 	for _, l := range pg {
-		out.Items = append(out.Items, wire.FromView(*l.e, l.ns, nil))
+		out.Items = append(out.Items, wire.FromView(*l.e, l.ns, nil, s.Now()))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

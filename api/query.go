@@ -50,7 +50,7 @@ func ListEntities(ctx context.Context, st Lister, f EntityFilter, now time.Time,
 				return nil, err
 			}
 		}
-		items = append(items, wire.FromView(e, ns, r))
+		items = append(items, wire.FromView(e, ns, r, now))
 	}
 	return items, nil
 }

@@ -14,6 +14,7 @@ import (
 	"watchdog/probe"
 	"watchdog/reaper"
 	"watchdog/store"
+	"watchdog/transitions"
 )
 
 // liveness is the event-driven half of the daemon: the pidfd watcher and
@@ -104,6 +105,7 @@ func monitorSettings(s reaper.Settings) monitor.Settings {
 	return monitor.Settings{
 		Thresholds: s.Probe, TerminalGrace: s.TerminalGrace, PhantomAfter: s.PhantomAfter,
 		MisfireGrace: s.MisfireGrace, PollInterval: monitor.DefaultSettings.PollInterval,
+		Waiting: transitions.Waiting,
 	}
 }
 

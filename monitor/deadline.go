@@ -65,7 +65,8 @@ const (
 func open(e store.Entity) bool { return e.Lifecycle != nil && !e.Terminal }
 
 // heartbeatBase is what the probe ages a heartbeat from: the later of the
-// file's mtime (as last seen) and the posted heartbeat, else the start.
+// file's mtime (as last seen) and the posted heartbeat, else the start;
+// and never earlier than a transition into the current lifecycle state.
 // A file not stat'ed yet can only be newer than what is known, so a
 // deadline from this base is early or on time, never late.
 func heartbeatBase(tr *tracked) time.Time {
@@ -75,6 +76,12 @@ func heartbeatBase(tr *tracked) time.Time {
 	}
 	if base.IsZero() {
 		base = started(*tr.e)
+	}
+	// The probe ages from the later of the heartbeat and the start of the
+	// current state when a transition began it (transitions.StateSince): a
+	// restart is not stalled by the silence before it.
+	if tr.e.LifecycleAt.After(tr.e.CreatedAt) && tr.e.LifecycleAt.After(base) {
+		base = tr.e.LifecycleAt
 	}
 	return base
 }
@@ -107,7 +114,7 @@ func heartbeatBoundaries(tr *tracked, s Settings) [4]time.Time {
 
 // nextHeartbeat is the first heartbeat boundary after judged (zero: none).
 func nextHeartbeat(tr *tracked, s Settings) time.Time {
-	if !judgedByHeartbeat(*tr.e) {
+	if !judgedByHeartbeat(*tr.e) || (s.Waiting != nil && s.Waiting(*tr.e)) {
 		return time.Time{}
 	}
 	var next time.Time
@@ -121,6 +128,9 @@ func nextHeartbeat(tr *tracked, s Settings) time.Time {
 
 // crossed says whether a heartbeat boundary lies in (judged, now].
 func crossed(tr *tracked, s Settings, now time.Time) bool {
+	if s.Waiting != nil && s.Waiting(*tr.e) {
+		return false
+	}
 	for _, b := range heartbeatBoundaries(tr, s) {
 		if !b.IsZero() && b.After(tr.judged) && !b.After(now) {
 			return true

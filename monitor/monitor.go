@@ -70,6 +70,10 @@ type Settings struct {
 	// by pidfd (ErrUnsupported, ErrNoFD, no start time recorded) is
 	// checked.
 	PollInterval time.Duration
+	// Waiting says an open entity is not in a working state of its type,
+	// so no heartbeat deadline is set for it (the probe does not judge its
+	// heartbeat either). nil: every open entity is working.
+	Waiting func(e store.Entity) bool
 }
 
 // DefaultSettings are the SPEC defaults, and a 5 s poll: a death on a

@@ -22,6 +22,13 @@ import (
 // when, from what.
 func TestDeadlines(t *testing.T) {
 	s := DefaultSettings
+	// What the daemon injects from the types' graphs (transitions.Waiting);
+	// here a session "waiting" stands for an agent idle for input.
+	s.Waiting = func(e store.Entity) bool { return e.LifecycleOr("") == "waiting" }
+	waiting := session("w", 42)
+	waiting.Lifecycle = strp("waiting")
+	restarted := session("r", 42)
+	restarted.HeartbeatAt, restarted.LifecycleAt = t0.Add(5*time.Minute), t0.Add(2*time.Hour)
 	dead := session("d", 42)
 	dead.Health, dead.DeadSince = state.HealthProcessDead, t0.Add(time.Hour)
 	dead.LifecycleAt = t0.Add(50 * time.Minute) // its last activity
@@ -62,6 +69,9 @@ func TestDeadlines(t *testing.T) {
 		{name: "schedule: next fire + misfire_grace", tr: tracked{e: ptr(schedule), judged: t0}, now: t0,
 			next: nextFire(schedule).Add(5 * time.Minute)},
 		{name: "schedule judged for that fire: nothing", tr: tracked{e: ptr(schedule), judged: t0, scheduleFor: nextFire(schedule)}, now: t0},
+		{name: "waiting, not working: no heartbeat deadline", tr: tracked{e: ptr(waiting), judged: t0}, now: t0.Add(2 * time.Hour)},
+		{name: "a new state ages the heartbeat from its start", tr: tracked{e: ptr(restarted), judged: t0.Add(2 * time.Hour)}, now: t0.Add(2 * time.Hour),
+			next: t0.Add(2*time.Hour + 10*time.Minute)},
 		{name: "ended: nothing", tr: tracked{e: ptr(ended), judged: t0, checkAt: t0}, now: t0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

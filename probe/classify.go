@@ -56,6 +56,19 @@ func (t Thresholds) WithDefaults() Thresholds {
 type Observations struct {
 	// Terminal: the entity has already ended (its lifecycle is terminal).
 	Terminal bool
+	// EndedByDeath: the watchdog ended the entity because its process
+	// died without recording an end. Its health stays process_dead: the
+	// end did not make its infrastructure fine.
+	EndedByDeath bool
+	// Waiting: the entity is open but not in a working state of its type
+	// (an agent idle or suspended waits for input), so the age of its
+	// heartbeat says nothing and is not judged.
+	Waiting bool
+	// StateSince is when the entity entered its current lifecycle state
+	// (zero if unknown). A heartbeat ages from the later of it and the
+	// last heartbeat: an agent restarted with a new process is not stalled
+	// by the silence of the one before.
+	StateSince time.Time
 	// PID is the check of the entity's own process.
 	PID PIDObservation
 	// Supervisor is the check of its supervisor's process; a zero
@@ -186,7 +199,7 @@ func (c *classifier) classifyActive() {
 	switch pid.Liveness {
 	case Dead:
 		r.Health = state.HealthProcessDead
-		c.add(pid.ReasonCode(), deathMessage(pid), cites{pid: true, heartbeat: true})
+		c.addDeath()
 
 	case Alive:
 		switch {
@@ -218,46 +231,79 @@ func (c *classifier) classifyActive() {
 		}
 	}
 
-	if r.Health == state.HealthRunning && !obs.StartedAt.IsZero() {
+	if r.Health == state.HealthRunning && !obs.Waiting && !obs.StartedAt.IsZero() {
 		if ran := r.CheckedAt.Sub(obs.StartedAt); ran >= th.SlowAfter && ran < th.SlowUntil {
-			c.add(state.RunHealthSlow, fmt.Sprintf("running for %s (slow after %s)", age(ran), age(th.SlowAfter)), cites{pid: true, heartbeat: true})
+			c.addSince(state.RunHealthSlow, fmt.Sprintf("slow after %s; running since %s", age(th.SlowAfter), state.Stamp(obs.StartedAt)), obs.StartedAt, cites{pid: true, heartbeat: true})
 		}
 	}
 	if hb.Skew > 0 {
-		c.add(state.RunHealthClockSkew, fmt.Sprintf("heartbeat from %s in the future; clamped", age(hb.Skew)), cites{heartbeat: true})
+		c.add(state.RunHealthClockSkew, fmt.Sprintf("heartbeat time %s is in the future; clamped", state.Stamp(hb.Claimed)), cites{heartbeat: true})
 	}
 }
 
+// addSince is add for a finding about a moment: the message names it as a
+// timestamp and the reason carries it as Since, so that a reader renders
+// its age when it shows it (state.Render) and the stored message stays
+// true.
+func (c *classifier) addSince(code state.ReasonCode, message string, since time.Time, on cites) {
+	c.add(code, message, on)
+	c.r.Reasons[len(c.r.Reasons)-1].Since = unixtime.Of(since)
+}
+
 // judgeHeartbeat returns stalled or idle by age (with the finding), or
-// fresh when the heartbeat is younger than idle_after or its age unknown.
+// fresh when the heartbeat is younger than idle_after or its age unknown,
+// and always fresh for an entity that is waiting, not working. The age
+// counts from the later of the last heartbeat and the start of the
+// current lifecycle state.
 func (c *classifier) judgeHeartbeat(fresh state.Health) state.Health {
-	hb := c.obs.Heartbeat
-	if !hb.Known() || hb.Age < c.th.IdleAfter {
+	hb, obs := c.obs.Heartbeat, c.obs
+	if !hb.Known() || obs.Waiting {
+		return fresh
+	}
+	at, ago := hb.At, hb.Age
+	fromState := obs.StateSince.After(at)
+	if fromState {
+		at, ago = obs.StateSince, c.r.CheckedAt.Sub(obs.StateSince)
+	}
+	if ago < c.th.IdleAfter {
 		return fresh
 	}
 	health, code, limit := state.HealthIdle, state.RunHealthIdle, c.th.IdleAfter
-	if hb.Age >= c.th.StalledAfter {
+	if ago >= c.th.StalledAfter {
 		health, code, limit = state.HealthStalled, state.RunHealthStalled, c.th.StalledAfter
 	}
-	since := "for " + age(hb.Age)
-	if !hb.Real() {
-		since = "since the start " + age(hb.Age) + " ago"
+	var since string
+	switch {
+	case fromState:
+		since = "none since its current state began at "
+	case hb.Real():
+		since = "none since "
+	default:
+		since = "none since the start at "
 	}
-	c.add(code, fmt.Sprintf("no heartbeat %s (%s after %s)", since, health, age(limit)), cites{heartbeat: true})
+	c.addSince(code, fmt.Sprintf("%s after %s without a heartbeat; %s%s", health, age(limit), since, state.Stamp(at)), at, cites{heartbeat: true})
 	return health
 }
 
 func (c *classifier) classifyEnded() {
 	r, obs := c.r, c.obs
 	r.Health = state.HealthOK
-	if obs.PID.IdentityVerified() {
+	switch {
+	case obs.PID.IdentityVerified():
 		// Marking an entity ended does not stop its process: say so.
 		r.Health = state.HealthOrphaned
-		msg := "process still alive after the end was recorded"
-		if !obs.EndedAt.IsZero() {
-			msg += fmt.Sprintf(" (%s ago)", age(r.CheckedAt.Sub(obs.EndedAt)))
+		if obs.EndedAt.IsZero() {
+			c.add(state.RunHealthOrphaned, "process still alive after the end was recorded", cites{pid: true})
+		} else {
+			c.addSince(state.RunHealthOrphaned, "process still alive after the end recorded at "+state.Stamp(obs.EndedAt), obs.EndedAt, cites{pid: true})
 		}
-		c.add(state.RunHealthOrphaned, msg, cites{pid: true})
+	case obs.EndedByDeath:
+		// Ended because its process died: the death is why, and stays
+		// the health (never "Aborted · Infra OK").
+		r.Health = state.HealthProcessDead
+		if obs.PID.Liveness == Dead {
+			c.addDeath()
+		}
 	}
 	if n := len(obs.Locks.Present); n > 0 {
 		if r.Health == state.HealthOK {
@@ -382,6 +428,18 @@ func (a ArtifactResult) deliveryMessage(d state.Delivery) string {
 		return fmt.Sprintf("%d of %d required artifacts valid", valid, required)
 	}
 	return fmt.Sprintf("%d artifact(s) present but invalid", invalid)
+}
+
+// addDeath adds the finding of a dead process, with the time of death
+// when the kernel told it.
+func (c *classifier) addDeath() {
+	pid := c.obs.PID
+	on := cites{pid: true, heartbeat: !c.obs.Terminal}
+	if x := pid.Target.Exit; x != nil && !x.At.IsZero() && pid.Cause != CauseHostRebooted {
+		c.addSince(pid.ReasonCode(), deathMessage(pid)+"; dead since "+state.Stamp(x.At), x.At, on)
+		return
+	}
+	c.add(pid.ReasonCode(), deathMessage(pid), on)
 }
 
 func deathMessage(o PIDObservation) string {

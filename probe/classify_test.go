@@ -2,7 +2,6 @@ package probe
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -190,7 +189,7 @@ func TestClassifyEvidenceReads(t *testing.T) {
 	}
 	want := []string{
 		// As SPEC §2's example: the pid and the heartbeat on one line.
-		"pid 4242 not running (no such process; start time 1716517000.00; exit status not available); last heartbeat 71m ago (posted heartbeat)",
+		"pid 4242 not running (no such process; start time 1716517000.00; exit status not available); last heartbeat " + state.Stamp(classifyNow.Add(-71*time.Minute)) + " (posted heartbeat)",
 		"review.md: 0 bytes < min 1",
 	}
 	if !reflect.DeepEqual(details, want) {
@@ -200,8 +199,8 @@ func TestClassifyEvidenceReads(t *testing.T) {
 		t.Errorf("artifact evidence %+v", r.Reasons[1].Evidence[0])
 	}
 	ns := state.Normalize("running", "", r.Health, r.Delivery, r.Reasons, unixAt(0))
-	if ns.Severity != state.SeverityCritical || state.DisplayChain(ns, "review.md") != "Running · Process dead · review.md invalid" {
-		t.Errorf("normalized: %v %q", ns.Severity, state.DisplayChain(ns, "review.md"))
+	if ns.Severity != state.SeverityCritical || state.DisplayChain(ns, "review.md", true) != "Running · Process dead · review.md invalid" {
+		t.Errorf("normalized: %v %q", ns.Severity, state.DisplayChain(ns, "review.md", true))
 	}
 	if n := len(r.Evidence()); n != 3 {
 		t.Errorf("Evidence() lists %d observations, want pid, heartbeat and artifact", n)
@@ -217,15 +216,21 @@ func sameFindings(a, b Result) bool {
 func TestResultEqual(t *testing.T) {
 	obs := Observations{PID: pidObs(Alive, CauseNone), Heartbeat: hbObs(HeartbeatFile, 15*time.Minute)}
 	a := Classify(obs, Thresholds{}, classifyNow)
-	// A minute later the heartbeat is a minute older: the evidence text
-	// changes, the result does not.
-	obs.Heartbeat = hbObs(HeartbeatFile, 16*time.Minute)
+	// A minute later the same heartbeat is a minute older: messages and
+	// evidence name its moment, not its age, so nothing changed.
+	obs.Heartbeat = hbObs(HeartbeatFile, 15*time.Minute)
+	obs.Heartbeat.Age += time.Minute
 	b := Classify(obs, Thresholds{}, classifyNow.Add(time.Minute))
-	if a.Reasons[0].Evidence[0].Detail == b.Reasons[0].Evidence[0].Detail {
-		t.Fatal("test setup: details should differ")
+	if a.Reasons[0].Message != b.Reasons[0].Message || a.Reasons[0].Evidence[0].Detail != b.Reasons[0].Evidence[0].Detail {
+		t.Errorf("a minute later the finding reads otherwise:\n%q %q\n%q %q", a.Reasons[0].Message, a.Reasons[0].Evidence[0].Detail, b.Reasons[0].Message, b.Reasons[0].Evidence[0].Detail)
 	}
 	if !sameFindings(a, b) {
 		t.Error("same findings compare unequal")
+	}
+	// A newer heartbeat, still idle: the fact changed, and is rewritten.
+	obs.Heartbeat = hbObs(HeartbeatFile, 12*time.Minute)
+	if e := Classify(obs, Thresholds{}, classifyNow); sameFindings(a, e) {
+		t.Error("idle since two different moments compare equal")
 	}
 	obs.Heartbeat = hbObs(HeartbeatFile, 2*time.Hour)
 	c := Classify(obs, Thresholds{}, classifyNow)
@@ -237,8 +242,14 @@ func TestResultEqual(t *testing.T) {
 	if sameFindings(a, d) || sameFindings(d, a) {
 		t.Error("idle and running compare equal")
 	}
-	if !strings.Contains(a.Reasons[0].Message, "15m") {
-		t.Errorf("message %q", a.Reasons[0].Message)
+	if want := "idle after 10m without a heartbeat; none since " + state.Stamp(classifyNow.Add(-15*time.Minute)); a.Reasons[0].Message != want {
+		t.Errorf("message %q, want %q", a.Reasons[0].Message, want)
+	}
+	if !a.Reasons[0].Since.Equal(classifyNow.Add(-15 * time.Minute)) {
+		t.Errorf("since %v", a.Reasons[0].Since)
+	}
+	if got, want := state.Render(a.Reasons[0], classifyNow.Add(time.Minute)), a.Reasons[0].Message+", 16m ago"; got != want {
+		t.Errorf("rendered %q, want %q", got, want)
 	}
 }
 
@@ -274,5 +285,70 @@ func TestClassifyHealthyAllocatesNothing(t *testing.T) {
 		if name == "healthy" && n != 0 {
 			t.Errorf("%s: Classify allocates %v times", name, n)
 		}
+	}
+}
+
+// TestClassifyJudgesHeartbeatsOnlyWhileWorking: staleness means something
+// only in a working state, and counts from the later of the last
+// heartbeat and the start of the current state (issue 14, observation 8).
+func TestClassifyJudgesHeartbeatsOnlyWhileWorking(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		waiting    bool
+		stateSince time.Duration // before classifyNow; 0 = unknown
+		hbAge      time.Duration
+		want       state.Health
+		since      time.Time // of the finding; zero = no finding
+	}{
+		{"working, stale", false, 0, 2 * time.Hour, state.HealthStalled, classifyNow.Add(-2 * time.Hour)},
+		{"waiting, stale", true, 0, 2 * time.Hour, state.HealthRunning, time.Time{}},
+		{"restarted a minute ago", false, time.Minute, 2 * time.Hour, state.HealthRunning, time.Time{}},
+		{"restarted 15m ago", false, 15 * time.Minute, 2 * time.Hour, state.HealthIdle, classifyNow.Add(-15 * time.Minute)},
+		{"heartbeat after the state began", false, 3 * time.Hour, 2 * time.Hour, state.HealthStalled, classifyNow.Add(-2 * time.Hour)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := Observations{PID: pidObs(Alive, CauseNone), Heartbeat: hbObs(HeartbeatFile, tc.hbAge), Waiting: tc.waiting}
+			if tc.stateSince > 0 {
+				obs.StateSince = classifyNow.Add(-tc.stateSince)
+			}
+			r := Classify(obs, Thresholds{}, classifyNow)
+			if r.Health != tc.want {
+				t.Errorf("health %s, want %s (reasons %v)", r.Health, tc.want, r.ReasonCodes())
+			}
+			switch {
+			case tc.since.IsZero() && len(r.Reasons) > 0:
+				t.Errorf("reasons %v, want none", r.ReasonCodes())
+			case !tc.since.IsZero() && (len(r.Reasons) != 1 || !r.Reasons[0].Since.Equal(tc.since)):
+				t.Errorf("reasons %+v, want one since %v", r.Reasons, tc.since)
+			}
+		})
+	}
+}
+
+// TestClassifyEndedByDeathKeepsProcessDead: an entity the watchdog ended
+// because its process died does not become "Infra OK" at the next look
+// (issue 14, observation 5); one that ended by itself does.
+func TestClassifyEndedByDeathKeepsProcessDead(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		byDeath   bool
+		pid       PIDObservation
+		want      state.Health
+		wantCodes []state.ReasonCode
+	}{
+		{"ended by its death", true, pidObs(Dead, CauseNoSuchProcess), state.HealthProcessDead, []state.ReasonCode{state.RunHealthProcessDead}},
+		{"ended by its death, another host", true, PIDObservation{Liveness: Unknown}, state.HealthProcessDead, nil},
+		{"ended by itself", false, pidObs(Dead, CauseNoSuchProcess), state.HealthOK, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Classify(Observations{Terminal: true, EndedByDeath: tc.byDeath, PID: tc.pid}, Thresholds{}, classifyNow)
+			if r.Health != tc.want || !reflect.DeepEqual(r.ReasonCodes(), tc.wantCodes) {
+				t.Errorf("health %s reasons %v, want %s %v", r.Health, r.ReasonCodes(), tc.want, tc.wantCodes)
+			}
+			ns := state.Normalize("aborted", "aborted", r.Health, state.DeliveryNotExpected, r.Reasons, classifyNow)
+			if got := state.DisplayChain(ns, "", true); tc.byDeath && got != "Aborted · Process dead" {
+				t.Errorf("display %q", got)
+			}
+		})
 	}
 }

@@ -30,9 +30,9 @@ func TestDeadPIDEvidenceNamesExit(t *testing.T) {
 		detail  string // after "pid N "
 		message string
 	}{
-		{"exit 0", shell("sleep 0.2; exit 0"), false, &state.ExitStatus{Code: 0, At: at}, "exited with status 0 (no such process; start time %s)", "process exited with status 0"},
-		{"exit 3", shell("sleep 0.2; exit 3"), false, &state.ExitStatus{Code: 3, At: at}, "exited with status 3 (no such process; start time %s)", "process exited with status 3"},
-		{"sigkill", sleeper, true, &state.ExitStatus{Signal: int(syscall.SIGKILL), At: at}, "was killed by SIGKILL (no such process; start time %s)", "process was killed by SIGKILL"},
+		{"exit 0", shell("sleep 0.2; exit 0"), false, &state.ExitStatus{Code: 0, At: at}, "exited with status 0 (no such process; start time %s)", "process exited with status 0; dead since " + state.Stamp(at)},
+		{"exit 3", shell("sleep 0.2; exit 3"), false, &state.ExitStatus{Code: 3, At: at}, "exited with status 3 (no such process; start time %s)", "process exited with status 3; dead since " + state.Stamp(at)},
+		{"sigkill", sleeper, true, &state.ExitStatus{Signal: int(syscall.SIGKILL), At: at}, "was killed by SIGKILL (no such process; start time %s)", "process was killed by SIGKILL; dead since " + state.Stamp(at)},
 		{"unknown", sleeper, true, nil, "not running (no such process; start time %s; exit status not available)", "process is gone (no such process)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +61,10 @@ func TestDeadPIDEvidenceNamesExit(t *testing.T) {
 			}
 			if got := r.Reasons[0].Message; got != tc.message {
 				t.Errorf("message %q, want %q", got, tc.message)
+			}
+			// The moment of death is carried, for readers to age.
+			if tc.exit != nil && !r.Reasons[0].Since.Equal(at) {
+				t.Errorf("since %v, want %v", r.Reasons[0].Since, at)
 			}
 			if ev := r.Reasons[0].Evidence; len(ev) == 0 || ev[0].Detail != want {
 				t.Errorf("finding evidence %+v, want %q", ev, want)

@@ -142,8 +142,10 @@ func checkHeartbeat(sc *scratch, file string, postedAt, startedAt time.Time, now
 	return o
 }
 
-// Evidence describes the heartbeat, e.g. "last heartbeat 71m ago
-// (heartbeat file /run/agents/s-42.hb)".
+// Evidence describes the heartbeat, e.g. "last heartbeat 2026-11-23
+// 14:02:11Z (heartbeat file /run/agents/s-42.hb)": a moment, never an
+// age, so that the evidence stays true and a sweep over an unchanged host
+// rewrites nothing.
 func (o HeartbeatObservation) Evidence(checkedAt time.Time) state.EvidenceRef {
 	return o.evidence(unixtime.Of(checkedAt))
 }
@@ -171,8 +173,7 @@ func (o HeartbeatObservation) appendDetail(b []byte) []byte {
 		return b
 	case HeartbeatFromStart:
 		b = append(b, "no heartbeat yet; started "...)
-		b = appendAge(b, o.Age)
-		b = append(b, " ago"...)
+		b = appendStamp(b, o.At)
 		if o.FileMissing {
 			b = append(b, " (no heartbeat file "...)
 			b = append(b, o.File...)
@@ -180,8 +181,8 @@ func (o HeartbeatObservation) appendDetail(b []byte) []byte {
 		}
 	default:
 		b = append(b, "last heartbeat "...)
-		b = appendAge(b, o.Age)
-		b = append(b, " ago ("...)
+		b = appendStamp(b, o.At)
+		b = append(b, " ("...)
 		b = append(b, o.Source.String()...)
 		if o.Source == HeartbeatFile {
 			b = append(b, ' ')
@@ -192,15 +193,18 @@ func (o HeartbeatObservation) appendDetail(b []byte) []byte {
 	if o.Skew > 0 {
 		b = append(b, "; claimed time "...)
 		b = appendUnix(b, o.Claimed)
-		b = append(b, " is "...)
-		b = appendAge(b, o.Skew)
-		b = append(b, " in the future, clamped"...)
+		b = append(b, " is in the future, clamped"...)
 	}
 	if o.Progress != "" {
 		b = append(b, "; progress: "...)
 		b = append(b, o.Progress...)
 	}
 	return b
+}
+
+// appendStamp writes t as a stored message does (state.StampLayout).
+func appendStamp(b []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(b, state.StampLayout)
 }
 
 // age is appendAge's text as a string, for the finding messages (which

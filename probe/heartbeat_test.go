@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"watchdog/state"
 )
 
 func touch(t *testing.T, path string, mtime time.Time) {
@@ -86,9 +88,10 @@ func TestCheckHeartbeatBrokenFile(t *testing.T) {
 
 func TestCheckHeartbeatDetail(t *testing.T) {
 	now := time.Now()
-	o := CheckHeartbeat("", now.Add(-71*time.Minute-30*time.Second), unixAt(0), now)
+	at := now.Add(-71*time.Minute - 30*time.Second)
+	o := CheckHeartbeat("", at, unixAt(0), now)
 	o.Progress = "step 3 of 7"
-	if got, want := o.Detail(), "last heartbeat 71m ago (posted heartbeat); progress: step 3 of 7"; got != want {
+	if got, want := o.Detail(), "last heartbeat "+state.Stamp(at)+" (posted heartbeat); progress: step 3 of 7"; got != want {
 		t.Errorf("detail %q, want %q", got, want)
 	}
 	for _, tc := range []struct {

@@ -64,6 +64,12 @@ type Target struct {
 	// Terminal: the entity has ended, EndedAt when (zero = unknown).
 	Terminal bool
 	EndedAt  time.Time
+	// EndedByDeath, Waiting and StateSince are as in Observations: what
+	// the entity's type and its last transition say (the caller knows its
+	// graph; the probe does not).
+	EndedByDeath bool
+	Waiting      bool
+	StateSince   time.Time
 	// ParentTerminal: the parent entity has ended.
 	ParentTerminal bool
 
@@ -101,6 +107,9 @@ func (h *Host) Probe(ctx context.Context, t Target, th Thresholds, now time.Time
 	}
 	obs := Observations{
 		Terminal:       t.Terminal,
+		EndedByDeath:   t.EndedByDeath,
+		Waiting:        t.Waiting,
+		StateSince:     t.StateSince,
 		ParentTerminal: t.ParentTerminal,
 		StartedAt:      started,
 		EndedAt:        t.EndedAt,

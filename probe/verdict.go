@@ -46,6 +46,16 @@ func (v Verdict) ExitCode() int {
 	return ExitOK
 }
 
+// Rendered is v with every reason's message rendered as read at the
+// verdict's evaluation time (state.Render: "…, 12m ago"), for printing;
+// render once, as Render appends the age.
+func (v Verdict) Rendered() Verdict {
+	at := v.State.EvaluatedAt.Time
+	v.State.Reasons = state.Rendered(v.State.Reasons, at)
+	v.Reasons = state.Rendered(v.Reasons, at)
+	return v
+}
+
 // Text is the plugin output: "SEVERITY - display chain", then the
 // reasons, the evidence and the notes, one a line.
 func (v Verdict) Text() string {
@@ -82,7 +92,7 @@ func (h *Host) Judge(ctx context.Context, t Target, th Thresholds, now time.Time
 	return Verdict{
 		State:     ns,
 		Undecided: r.Liveness == Unknown,
-		Display:   state.DisplayChain(ns, state.ContractSubject(t.Artifacts)),
+		Display:   state.DisplayChain(ns, state.ContractSubject(t.Artifacts), true), // a process is what it judged
 		Reasons:   r.Reasons,
 		Evidence:  r.Evidence(),
 	}

@@ -14,6 +14,7 @@ import (
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/transitions"
 )
 
 // ErrSweepOverBudget says a sweep ran out of time before probing every
@@ -342,8 +343,19 @@ func target(e store.Entity, parentTerminal bool) probe.Target {
 		HeartbeatFile: e.HeartbeatFile, HeartbeatAt: e.HeartbeatAt, HeartbeatProgress: e.HeartbeatProgress,
 		StartedAt: e.StartedAt, Terminal: e.Terminal, EndedAt: e.EndedAt, ParentTerminal: parentTerminal,
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, SkipArtifacts: !e.Terminal,
-		LockFiles: e.LockFiles,
+		LockFiles:    e.LockFiles,
+		EndedByDeath: endedByDeath(e), Waiting: transitions.Waiting(e), StateSince: transitions.StateSince(e),
 	}
+}
+
+// endedByDeath says the watchdog ended e because its process died: its
+// health stays process_dead (issue 14, observation 5).
+func endedByDeath(e store.Entity) bool {
+	if !e.Terminal || e.TransitionReason == nil {
+		return false
+	}
+	c := e.TransitionReason.Code
+	return c == state.SystemHealthProcessDeadNoTerminal || c == state.SystemReaperPhantomProcessDead
 }
 
 // DaemonSeenWithin is how recently a host's daemon must have swept for its

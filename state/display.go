@@ -69,7 +69,9 @@ func DeliveryLabel(d Delivery, subject string) string {
 
 // DisplayChain renders a state as one flat chain instead of stacked badges
 // (ADR-0033 "State display contract"), e.g. "Running · Stalled · Artifacts
-// missing". subject is as for DeliveryLabel.
+// missing". subject is as for DeliveryLabel. judged says whether the
+// entity has a runtime of its own to judge (a process, a heartbeat file
+// or posted heartbeats): only then is "ok" a finding worth a segment.
 //
 // Segments, in order:
 //  1. the outcome, or the lifecycle while there is none;
@@ -77,9 +79,12 @@ func DeliveryLabel(d Delivery, subject string) string {
 //     outcome, except after a failure: "Failed · Infra OK" is the whole point
 //     of the model (a failed run whose infrastructure was fine is an error,
 //     not a crash), so ok is shown after failed, aborted and partial_failed;
+//     and omitted whenever it is ok on an entity with nothing to judge (a
+//     show, a team, a schedule, a play without a pid): "Infra OK" there
+//     would claim a check that was never made;
 //  3. delivery, omitted when not_expected, when not yet evaluated (unknown),
 //     and when passed on a terminal success.
-func DisplayChain(s NormalizedState, subject string) string {
+func DisplayChain(s NormalizedState, subject string, judged bool) string {
 	if s.Legacy() {
 		return "Legacy"
 	}
@@ -99,6 +104,9 @@ func DisplayChain(s NormalizedState, subject string) string {
 			showHealth = false
 		}
 	} else if s.Health == "" {
+		showHealth = false
+	}
+	if !judged && s.Health == HealthOK {
 		showHealth = false
 	}
 	if showHealth {

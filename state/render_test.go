@@ -31,3 +31,36 @@ func TestRender(t *testing.T) {
 		t.Errorf("Rendered changed the input or rendered wrong: %q, input %q", out[0].Message, rs[0].Message)
 	}
 }
+
+// TestSameFindings: what a sweep compares before it writes. Moments and
+// messages are part of the finding (they carry no ages), when the evidence
+// was fetched is not.
+func TestSameFindings(t *testing.T) {
+	at := unixAt(1000)
+	base := func() []StateReason {
+		r := Observed(RunHealthProcessDead, "process is gone (zombie)", EvidenceRef{Kind: EvidenceToolResult, Detail: "pid 7 zombie", FetchedAt: unixtime.Of(at)})
+		r.Since = unixtime.Of(at)
+		return []StateReason{r}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(r *StateReason)
+		same   bool
+	}{
+		{"identical", func(*StateReason) {}, true},
+		{"fetched later", func(r *StateReason) { r.Evidence[0].FetchedAt = unixtime.Of(at.Add(time.Minute)) }, true},
+		{"since to the microsecond as stored", func(r *StateReason) { r.Since = unixtime.Of(at.Add(100 * time.Nanosecond)) }, true},
+		{"message changed", func(r *StateReason) { r.Message = "process is gone (no such process)" }, false},
+		{"detail changed", func(r *StateReason) { r.Evidence[0].Detail = "pid 7 gone" }, false},
+		{"another moment", func(r *StateReason) { r.Since = unixtime.Of(at.Add(time.Second)) }, false},
+		{"another code", func(r *StateReason) { r.Code = RunHealthStalled }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := base()
+			tc.change(&b[0])
+			if got := SameFindings(base(), b); got != tc.same {
+				t.Errorf("SameFindings = %v, want %v", got, tc.same)
+			}
+		})
+	}
+}

@@ -120,7 +120,7 @@ func TestNormalizePerTypeTerminals(t *testing.T) {
 			if s.Severity != tt.wantSev || s.Tone != tt.wantTone || s.Delivery != tt.wantDelivery {
 				t.Errorf("got %s/%s delivery %s, want %s/%s delivery %s", s.Severity, s.Tone, s.Delivery, tt.wantSev, tt.wantTone, tt.wantDelivery)
 			}
-			if got := DisplayChain(s, ""); got != tt.wantDisplayChain {
+			if got := DisplayChain(s, "", true); got != tt.wantDisplayChain {
 				t.Errorf("display %q, want %q", got, tt.wantDisplayChain)
 			}
 			if s.PolicyVersion != "v1" || s.Source != "backend" || !s.EvaluatedAt.Equal(unixAt(100)) || s.Reasons == nil {
@@ -148,7 +148,7 @@ func TestDisplayChainSeedExamples(t *testing.T) {
 		{Normalize("timed_out", "timed_out", HealthOK, DeliveryMissing, nil, unixAt(0)), "review.md", "Timed out · No review.md produced"},
 	}
 	for _, tt := range tests {
-		if got := DisplayChain(tt.state, tt.subject); got != tt.want {
+		if got := DisplayChain(tt.state, tt.subject, true); got != tt.want {
 			t.Errorf("DisplayChain(%s/%s/%s) = %q, want %q", tt.state.Outcome, tt.state.Health, tt.state.Delivery, got, tt.want)
 		}
 	}
@@ -159,23 +159,35 @@ func TestDisplayChainOmissions(t *testing.T) {
 		lifecycle, outcome string
 		health             Health
 		delivery           Delivery
-		want               string
+		// unjudged: the entity has no process or heartbeat of its own.
+		unjudged bool
+		want     string
 	}{
 		// Health ok is omitted on an ended entity unless it failed.
-		{"cancelled", "cancelled", HealthOK, DeliveryNotExpected, "Cancelled"},
-		{"aborted", "aborted", HealthOK, DeliveryNotExpected, "Aborted · Infra OK"},
+		{"cancelled", "cancelled", HealthOK, DeliveryNotExpected, false, "Cancelled"},
+		{"aborted", "aborted", HealthOK, DeliveryNotExpected, false, "Aborted · Infra OK"},
+		// Ended by the watchdog for a dead process: the death stays.
+		{"aborted", "aborted", HealthProcessDead, DeliveryNotExpected, false, "Aborted · Process dead"},
 		// A terminal entity whose process is still alive must show it.
-		{"completed", "completed", HealthOrphaned, DeliveryNotExpected, "Completed · Orphaned"},
-		{"completed", "completed", HealthDegraded, DeliveryPassed, "Completed · Degraded"},
+		{"completed", "completed", HealthOrphaned, DeliveryNotExpected, false, "Completed · Orphaned"},
+		{"completed", "completed", HealthDegraded, DeliveryPassed, false, "Completed · Degraded"},
 		// Passed is shown when the outcome is not a success.
-		{"failed", "failed", HealthProcessDead, DeliveryPassed, "Failed · Process dead · Artifact contract passed"},
+		{"failed", "failed", HealthProcessDead, DeliveryPassed, false, "Failed · Process dead · Artifact contract passed"},
 		// While running, unknown health is said; unknown delivery is not.
-		{"running", "", HealthUnknown, DeliveryUnknown, "Running · Health unknown"},
-		{"queued", "", HealthOK, DeliveryNotExpected, "Queued · Infra OK"},
+		{"running", "", HealthUnknown, DeliveryUnknown, false, "Running · Health unknown"},
+		{"queued", "", HealthOK, DeliveryNotExpected, false, "Queued · Infra OK"},
+		// With nothing of its own to judge (a show, a team, a queued play
+		// without a pid), ok is no finding: no "Infra OK", ended or not.
+		{"queued", "", HealthOK, DeliveryNotExpected, true, "Queued"},
+		{"failed", "failed", HealthOK, DeliveryNotExpected, true, "Failed"},
+		{"active", "", HealthOK, DeliveryNotExpected, true, "Active"},
+		// Other healths of such an entity are findings and stay.
+		{"enabled", "", HealthMisfired, DeliveryNotExpected, true, "Enabled · Misfired"},
+		{"active", "", HealthOrphaned, DeliveryNotExpected, true, "Active · Orphaned"},
 	}
 	for _, tt := range tests {
 		s := Normalize(tt.lifecycle, tt.outcome, tt.health, tt.delivery, nil, unixAt(0))
-		if got := DisplayChain(s, ""); got != tt.want {
+		if got := DisplayChain(s, "", !tt.unjudged); got != tt.want {
 			t.Errorf("%s/%s/%s: %q, want %q", tt.outcome, tt.health, tt.delivery, got, tt.want)
 		}
 	}
@@ -183,6 +195,6 @@ func TestDisplayChainOmissions(t *testing.T) {
 
 func ExampleDisplayChain() {
 	s := Normalize("running", "", HealthStalled, DeliveryMissing, nil, unixAt(0))
-	fmt.Println(s.Severity, s.Tone, DisplayChain(s, ""))
+	fmt.Println(s.Severity, s.Tone, DisplayChain(s, "", true))
 	// Output: critical danger Running · Stalled · Artifacts missing
 }

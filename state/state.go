@@ -260,14 +260,18 @@ func Normalize(lifecycle, outcome string, health Health, delivery Delivery, reas
 }
 
 // SameFindings reports whether two reason lists say the same: the same
-// codes in order, each with evidence of the same identity (kind and path).
-// Messages and evidence details are left out on purpose: they carry ages
-// ("last heartbeat 71m ago") that change on every sweep, and a sweep over
-// an unchanged host must write nothing.
+// codes in order, each with the same message and moment (Since), and
+// evidence of the same kind, path and detail. Stored messages and details
+// carry moments, never ages (see StateReason.Since), so an unchanged host
+// compares equal sweep after sweep and writes nothing, while a changed
+// fact (a zombie reaped: "(zombie)" becomes "(no such process)") is
+// rewritten. Moments compare as stored, to the microsecond. When the evidence was fetched is left out: it is when the
+// probe looked, not what it saw.
 func SameFindings(a, b []StateReason) bool {
 	return slices.EqualFunc(a, b, func(x, y StateReason) bool {
-		return x.Code == y.Code && slices.EqualFunc(x.Evidence, y.Evidence, func(p, q EvidenceRef) bool {
-			return p.Kind == q.Kind && p.Path == q.Path
-		})
+		return x.Code == y.Code && x.Message == y.Message && unixtime.Seconds(x.Since.Time) == unixtime.Seconds(y.Since.Time) &&
+			slices.EqualFunc(x.Evidence, y.Evidence, func(p, q EvidenceRef) bool {
+				return p.Kind == q.Kind && p.Path == q.Path && p.Detail == q.Detail
+			})
 	})
 }

@@ -22,6 +22,9 @@ var agentGraph = Graph{
 	// The orchestrator's legacy API and its operators read why an agent
 	// moved, not only where to (SPEC §3).
 	NeedsTrigger: true,
+
+	// Heartbeat staleness is judged only here (idle and suspended wait for input: no heartbeat is due).
+	WorkingStates: []string{"starting", "busy"},
 }
 
 // ToAgentStatus maps an agent lifecycle to the legacy AgentStatus the

@@ -42,6 +42,12 @@ type Graph struct {
 	// AdminTargets, when set, is the only set of states an admin actor may
 	// move an entity to (ADR-0025 for sessions).
 	AdminTargets []string
+	// WorkingStates are the states in which the entity is expected to
+	// show signs of life, so that a stale heartbeat means it stalled
+	// (issue 14): a waiting state (an agent idle or suspended) or an
+	// ended one is not judged by heartbeat age. Types without any (show,
+	// team, schedule) are never judged stale.
+	WorkingStates []string
 	// Start is the state whose entry starts the work and stamps
 	// started_at; "" when the type has no running phase (see Started).
 	Start string
@@ -136,6 +142,10 @@ func (g *Graph) DeadTarget(from string) string {
 	}
 	return g.Nearest(from, g.DeadProcessTerminal)
 }
+
+// Working reports whether an entity in lifecycle s is working, and so
+// judged by its heartbeat's age (see WorkingStates).
+func (g *Graph) Working(s string) bool { return contains(g.WorkingStates, s) }
 
 // HasState reports whether s is one of the graph's lifecycle values.
 func (g *Graph) HasState(s string) bool { return contains(g.States, s) }

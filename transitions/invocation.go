@@ -14,4 +14,7 @@ var invocationGraph = Graph{
 		"running": {"succeeded", "failed", "timed_out", "cancelled"},
 	},
 	DeadProcessTerminal: "failed",
+
+	// Heartbeat staleness is judged only here.
+	WorkingStates: []string{"running"},
 }

@@ -17,4 +17,7 @@ var sessionGraph = Graph{
 	},
 	DeadProcessTerminal: "aborted",
 	AdminTargets:        []string{"failed", "aborted", "cancelled"},
+
+	// Heartbeat staleness is judged only here.
+	WorkingStates: []string{"running"},
 }

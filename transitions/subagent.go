@@ -17,4 +17,7 @@ var subagentGraph = Graph{
 	},
 	DeadProcessTerminal: "failed",
 	NeedsTimeout:        true,
+
+	// Heartbeat staleness is judged only here (detached is left to its own process).
+	WorkingStates: []string{"running"},
 }

@@ -14,4 +14,7 @@ var turnGraph = Graph{
 	},
 	DeadProcessTerminal: "failed",
 	NeedsTimeout:        true,
+
+	// Heartbeat staleness is judged only here.
+	WorkingStates: []string{"running"},
 }

@@ -33,5 +33,36 @@ func View(e store.Entity, evaluatedAt time.Time) state.NormalizedState {
 
 // Display renders an entity's display chain.
 func Display(e store.Entity, ns state.NormalizedState) string {
-	return state.DisplayChain(ns, state.ContractSubject(e.Artifacts))
+	return state.DisplayChain(ns, state.ContractSubject(e.Artifacts), Judged(e))
+}
+
+// Waiting says e is open but not in a working state of its type (an agent
+// idle or suspended, a held workflow, a planned play): it owes no
+// heartbeat, and the age of its last one is not judged (Graph.Working).
+// A legacy or ended entity, or one of an unknown type, is not waiting.
+func Waiting(e store.Entity) bool {
+	if e.Terminal || e.Lifecycle == nil {
+		return false
+	}
+	g, err := Lookup(e.Type)
+	return err == nil && !g.Working(*e.Lifecycle)
+}
+
+// StateSince is when e entered its current lifecycle state by a
+// transition, from which its heartbeat ages at the earliest (the probe's
+// StateSince); zero while it is still in the state it was registered in:
+// a registration is no news of the process, and re-registering must not
+// reset the age of a stall.
+func StateSince(e store.Entity) time.Time {
+	if e.LifecycleAt.After(e.CreatedAt) {
+		return e.LifecycleAt
+	}
+	return time.Time{}
+}
+
+// Judged says whether an entity has a runtime of its own whose health is
+// judged: a process, a heartbeat file or posted heartbeats. Only then does
+// its display chain say "Infra OK" (state.DisplayChain).
+func Judged(e store.Entity) bool {
+	return e.PID > 0 || e.HeartbeatFile != "" || !e.HeartbeatAt.IsZero()
 }

@@ -27,6 +27,9 @@ var workflowGraph = Graph{
 	NeedsTimeout:        true,
 	FullCompletion:      true,
 	Guard:               fullCompletionOnly,
+
+	// Heartbeat staleness is judged only here (held waits for a person).
+	WorkingStates: []string{"running"},
 }
 
 // fullCompletionOnly refuses completed to a workflow whose stored

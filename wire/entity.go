@@ -71,14 +71,29 @@ type Entity struct {
 	TransitionsTotal *int        `json:"transitions_total,omitempty"`
 }
 
+// renderedAt is state.Rendered, sparing the copy when no reason speaks of
+// a moment (the common case: the live view's slices are shared, and a list
+// of healthy entities has nothing to render).
+func renderedAt(reasons []state.StateReason, now time.Time) []state.StateReason {
+	for _, r := range reasons {
+		if !r.Since.IsZero() {
+			return state.Rendered(reasons, now)
+		}
+	}
+	return reasons
+}
+
 // FromEntity builds the read shape; rows may be nil (lists omit history).
 func FromEntity(e store.Entity, rows []store.AuditRow, now time.Time) Entity {
-	return FromView(e, transitions.View(e, now), rows)
+	return FromView(e, transitions.View(e, now), rows, now)
 }
 
 // FromView is FromEntity for an entity whose state was derived already
-// (the live view derives it once per change, live.Derive).
-func FromView(e store.Entity, ns state.NormalizedState, rows []store.AuditRow) Entity {
+// (the live view derives it once per change, live.Derive). The reasons'
+// messages are rendered as read at now (state.Render: "…, 12m ago"): the
+// stored ones carry moments, never ages.
+func FromView(e store.Entity, ns state.NormalizedState, rows []store.AuditRow, now time.Time) Entity {
+	ns.Reasons = renderedAt(ns.Reasons, now)
 	out := Entity{
 		Type: e.Type, ID: e.ID, Label: e.Label, Lifecycle: e.Lifecycle,
 		PID: e.PID, PIDStartTime: unixtime.Of(e.PIDStartTime), HostID: e.HostID, BootID: e.BootID,

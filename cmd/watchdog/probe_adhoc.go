@@ -132,6 +132,7 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 // printVerdict prints a probe's verdict (its state as JSON with asJSON)
 // and returns its exit code; fail words a failed write.
 func printVerdict(w io.Writer, v probe.Verdict, asJSON bool, fail func(string, ...any) error) (int, error) {
+	v = v.Rendered()
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

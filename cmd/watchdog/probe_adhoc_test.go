@@ -106,20 +106,20 @@ func TestProbeCommand(t *testing.T) {
 		// Info and neutral: exit 0.
 		{"alive", []string{"--pid", p}, 0, "INFO - Running · Alive", []string{"evidence: pid " + p + " alive (state "}},
 		{"alive with identity", []string{"--pid", p, "--start-time", fmt.Sprintf("%.2f", start)}, 0, "INFO - Running · Alive", nil},
-		{"fresh heartbeat", []string{"--pid", p, "--heartbeat", fresh}, 0, "INFO - Running · Alive", []string{"ago (heartbeat file " + fresh + ")"}},
+		{"fresh heartbeat", []string{"--pid", p, "--heartbeat", fresh}, 0, "INFO - Running · Alive", []string{"Z (heartbeat file " + fresh + ")"}},
 		{"artifact present", []string{"--pid", p, "--artifacts-root", root, "--artifact", "review.md"}, 0, "INFO - Running · Alive · review.md present", []string{"evidence: review.md: 5 bytes"}},
 		{"artifact glob", []string{"--pid", p, "--artifacts-root", root, "--artifact", "*.md"}, 0, "INFO - Running · Alive · *.md present", nil},
 		{"JSON contract", []string{"--pid", p, "--artifacts-root", root, "--contract", jsonContract}, 0, "INFO - Running · Alive · review.md present", nil},
 
 		// Warning: exit 1.
-		{"idle heartbeat", []string{"--pid", p, "--heartbeat", idle}, 1, "WARNING - Running · Idle", []string{"reason run.health.idle: no heartbeat for 20m (idle after 10m)"}},
+		{"idle heartbeat", []string{"--pid", p, "--heartbeat", idle}, 1, "WARNING - Running · Idle", []string{"reason run.health.idle: idle after 10m without a heartbeat; none since ", ", 20m ago"}},
 		{"empty artifact", []string{"--pid", p, "--artifacts-root", root, "--artifact", "empty.md"}, 1, "WARNING - Running · Alive · empty.md invalid", []string{"empty.md: 0 bytes < min 1"}},
 		{"YAML contract, invalid JSON", []string{"--pid", p, "--artifacts-root", root, "--contract", yamlContract}, 1, "WARNING - Running · Alive · Artifacts invalid", []string{"out.json: not valid JSON"}},
 
 		// Critical: exit 2.
 		{"dead pid", []string{"--pid", fmt.Sprint(dead)}, 2, "CRITICAL - Running · Process dead", []string{"reason run.health.process_dead: process is gone (no such process)"}},
 		{"pid reused", []string{"--pid", p, "--start-time", fmt.Sprintf("%.2f", start-3600)}, 2, "CRITICAL - Running · Process dead", []string{"reason run.health.pid_reused"}},
-		{"stalled", []string{"--pid", p, "--heartbeat", old, "--idle-after", "1m", "--stalled-after", "2m"}, 2, "CRITICAL - Running · Stalled", []string{"(stalled after 2m)"}},
+		{"stalled", []string{"--pid", p, "--heartbeat", old, "--idle-after", "1m", "--stalled-after", "2m"}, 2, "CRITICAL - Running · Stalled", []string{"stalled after 2m without a heartbeat", "m ago"}},
 		{"artifact missing", []string{"--pid", p, "--artifacts-root", root, "--artifact", "review.pdf"}, 2, "CRITICAL - Running · Alive · No review.pdf produced", nil},
 		{"escaping artifact", []string{"--pid", p, "--artifacts-root", root, "--artifact", "../contract.yaml"}, 1, "WARNING - Running · Alive · contract.yaml invalid", []string{"climbs out of the artifacts root"}},
 	} {
