@@ -401,7 +401,7 @@ func summaryOf(code state.ReasonCode, message string) string {
 // withExit names how the process ended in the summary of a death, when the
 // kernel said and the message does not already.
 func withExit(summary string, code state.ReasonCode, e store.Entity) string {
-	if e.Exit == nil || (code != state.RunHealthProcessDead && code != state.SystemHealthProcessDeadNoTerminal) {
+	if e.Exit == nil || (code != state.RunHealthProcessDead && code != state.SystemHealthProcessDeadNoTerminal && code != state.SystemHealthProcessDeadUnowned) {
 		return summary
 	}
 	if how := e.Exit.How(); !strings.Contains(summary, how) {

@@ -82,8 +82,11 @@ func rmtStart(t *testing.T, withAuth bool) *rmtDaemon {
 }
 
 // rmtStartWith is rmtStart with the config's thresholds, jobs and reaper
-// sections given as YAML (store, listen, auth and log are set here).
-func rmtStartWith(t *testing.T, withAuth bool, sections string) *rmtDaemon {
+// sections given as YAML (store, listen, auth and log are set here), and
+// env added to the daemon's environment; an empty "JOURNAL_STREAM=" is
+// filled with the log file's device:inode, as systemd sets it when stderr
+// is the journal.
+func rmtStartWith(t *testing.T, withAuth bool, sections string, env ...string) *rmtDaemon {
 	t.Helper()
 	dir := t.TempDir()
 	d := &rmtDaemon{db: filepath.Join(dir, "watchdog.db")}
@@ -107,7 +110,16 @@ listen: 127.0.0.1:0
 	}
 	defer logFile.Close() // the child has its own descriptor
 	cmd := exec.Command(binPath, "serve", "--config", cfg)
-	cmd.Env = rmtEnv()
+	for i, kv := range env {
+		if kv == "JOURNAL_STREAM=" {
+			var st syscall.Stat_t
+			if err := syscall.Fstat(int(logFile.Fd()), &st); err != nil {
+				t.Fatal(err)
+			}
+			env[i] = fmt.Sprintf("JOURNAL_STREAM=%d:%d", st.Dev, st.Ino)
+		}
+	}
+	cmd.Env = rmtEnv(env...)
 	cmd.Stdout, cmd.Stderr = io.Discard, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start serve: %v", err)
@@ -164,11 +176,21 @@ func rmtListenAddr(log string) string {
 			Msg  string `json:"msg"`
 			Addr string `json:"addr"`
 		}
+		line = stripPriority(line)
 		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" && l.Addr != "" {
 			return "http://" + l.Addr
 		}
 	}
 	return ""
+}
+
+// stripPriority drops the "<N>" syslog priority a line carries when the
+// daemon writes to the journal.
+func stripPriority(line string) string {
+	if len(line) > 3 && line[0] == '<' && line[2] == '>' && line[1] >= '0' && line[1] <= '7' {
+		return line[3:]
+	}
+	return line
 }
 
 // rmtRun runs the built binary in dir with the cleaned environment plus

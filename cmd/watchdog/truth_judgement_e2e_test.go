@@ -75,7 +75,9 @@ func TestTruthObs5HealthSegments(t *testing.T) {
 // the moment of its last heartbeat and shows its age as read; a zombie's
 // "(zombie)" is rewritten once the zombie is reaped.
 func TestTruthObs6MessagesCarryTimestamps(t *testing.T) {
-	d := truthStart(t, "")
+	// A long terminal_grace: the zombie's session must stay open with its
+	// death finding in view (an end for a dead process subsumes it).
+	d := truthStart(t, strings.NewReplacer("terminal_grace: 1s", "terminal_grace: 1h", "phantom_after: 3s", "phantom_after: 2h").Replace(truthSections))
 	dir := t.TempDir()
 	hb := filepath.Join(dir, "s6.hb")
 	if err := os.WriteFile(hb, nil, 0o644); err != nil {

@@ -285,3 +285,32 @@ func TestTruthObs13WarningLogged(t *testing.T) {
 		t.Fatalf("the warning does not name severity, chain and reason: %v", w)
 	}
 }
+
+// TestTruthObs13WarningReachesTheJournal: with stderr as the journal's
+// stream (JOURNAL_STREAM names it, as systemd sets it), every line carries
+// its syslog priority, so `journalctl -p warning` shows the entity's
+// warning and not the daemon's info lines.
+func TestTruthObs13WarningReachesTheJournal(t *testing.T) {
+	d := rmtStartWith(t, false, truthSections, "JOURNAL_STREAM=")
+	d.register(t, fmt.Sprintf(`{"type":"session","id":"j-13","lifecycle":"running","pid":%d}`, testenv.DeadPID(t)))
+	testenv.Eventually(t, "a priority-4 line naming session j-13", truthWait, func() (bool, string) {
+		for _, line := range strings.Split(d.logs(), "\n") {
+			if strings.HasPrefix(line, "<4>{") && strings.Contains(line, `"entity_id":"j-13"`) {
+				return true, ""
+			}
+		}
+		return false, d.logs()
+	})
+	var info, unprefixed int
+	for _, line := range strings.Split(strings.TrimSpace(d.logs()), "\n") {
+		switch {
+		case strings.HasPrefix(line, `<6>{"level":"info"`):
+			info++
+		case stripPriority(line) == line:
+			unprefixed++
+		}
+	}
+	if info == 0 || unprefixed != 0 {
+		t.Fatalf("want every line prefixed and the info lines at <6>: %d info, %d without a priority:\n%s", info, unprefixed, d.logs())
+	}
+}

@@ -194,7 +194,9 @@ func TestTruthObs3ContractAtTheEnd(t *testing.T) {
 		severity    state.Severity
 		finding     state.ReasonCode
 	}{
-		{"workflow", "o3-missing", "failed", state.DeliveryMissing, state.SeverityCritical, state.RunDeliveryMissing},
+		// The end's reason subsumes the delivery findings it was based
+		// on (one item per cause): the contract reason, not a second one.
+		{"workflow", "o3-missing", "failed", state.DeliveryMissing, state.SeverityCritical, state.RunFailedArtifactContract},
 		{"workflow", "o3-ok", "completed", state.DeliveryPassed, "", ""},
 		{"session", "o3-session", "completed", state.DeliveryMissing, state.SeverityCritical, state.RunDeliveryMissing},
 	}
@@ -214,6 +216,9 @@ func TestTruthObs3ContractAtTheEnd(t *testing.T) {
 		}
 		if end.finding != "" && !slices.Contains(codes, end.finding) {
 			t.Errorf("%s/%s: reasons %v lack %s", end.typ, end.id, codes, end.finding)
+		}
+		if end.finding == state.RunFailedArtifactContract && slices.Contains(codes, state.RunDeliveryMissing) {
+			t.Errorf("%s/%s: reasons %v list the delivery finding beside the contract end that subsumes it", end.typ, end.id, codes)
 		}
 		if end.severity != "" && e.State.Severity != end.severity {
 			t.Errorf("%s/%s reads %s (%s), want %s", end.typ, end.id, e.State.Severity, e.Display, end.severity)
