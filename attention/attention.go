@@ -323,7 +323,12 @@ func SameOccurrence(a, b time.Time) bool {
 // package doc).
 func Codes(entityType, outcome string, transitionCode state.ReasonCode, findings []state.ReasonCode, h state.Health, d state.Delivery) []state.ReasonCode {
 	out := make([]state.ReasonCode, 0, len(findings)+1)
-	kept := transitionCode != "" && (outcome == "" || outcomeAttends(outcome))
+	// The transition's reason is an item when its outcome attends, or when
+	// it subsumes one of the findings (a dead process ended in a harmless
+	// outcome still reads process_dead: its one item is the end's reason,
+	// which carries the evidence, not a bare dimension item).
+	kept := transitionCode != "" && (outcome == "" || outcomeAttends(outcome) ||
+		slices.ContainsFunc(findings, func(c state.ReasonCode) bool { return state.Subsumes(transitionCode, c) }))
 	if kept {
 		out = append(out, transitionCode)
 	}
@@ -476,6 +481,11 @@ func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
 		reason.Summary = withExit(reason.Summary, code, e)
 		reason.stored = reason.Summary
 		first := firstSeen(e, code == transitionCode)
+		if found != nil && code != transitionCode && !found.FirstSeen.IsZero() {
+			// The finding's own onset: health_since moves with any change
+			// of health, and a delivery finding has nothing to do with it.
+			first = found.FirstSeen.Time
+		}
 		fp := Fingerprint(e.Type, e.ID, code)
 		items = append(items, Item{
 			ID:            itemID(fp),
@@ -495,7 +505,8 @@ func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
 
 // firstSeen is when an item's condition started. The transition's reason
 // started with the transition (the end, for a terminal one); a probe
-// finding started when health last changed.
+// finding carries its own onset (StateReason.FirstSeen), and one stored
+// before findings were dated started when health last changed.
 func firstSeen(e store.Entity, fromTransition bool) time.Time {
 	candidates := []time.Time{e.HealthSince, e.LifecycleAt, e.CreatedAt}
 	if fromTransition {

@@ -50,6 +50,11 @@ func newLogger(l config.Log, stderr *os.File, out string) (*zap.Logger, zap.Atom
 	// buries the one sentence that says what to do. Stacks stay for the
 	// programmer-error levels.
 	zc.DisableStacktrace = true
+	// No sampling: zap's production default drops all but 1 in 100 of a
+	// message's lines after the first 100 in a second, and a mass death
+	// (a reboot, an OOM kill of a cgroup) is exactly when every "entity is
+	// now critical" line must reach the journal.
+	zc.Sampling = nil
 	zc.Level = zap.NewAtomicLevelAt(level)
 	zc.OutputPaths = []string{out}
 	zc.ErrorOutputPaths = []string{out}

@@ -85,7 +85,7 @@ func testArtifactBounds(t *testing.T, poison, tree string) {
 				if res.Stopped == "" || res.Delivery != state.DeliveryUnknown {
 					t.Fatalf("a walk of / finished: %+v", res)
 				}
-				if !strings.Contains(res.Stopped, "directory entries") && !strings.Contains(res.Stopped, "ran for") {
+				if !strings.Contains(res.Stopped, "directory entries") && !strings.Contains(res.Stopped, "took longer than allowed") {
 					t.Errorf("stopped by %q", res.Stopped)
 				}
 				return

@@ -691,6 +691,12 @@ func TestSchedules(t *testing.T) {
 	if rep, _ := f.r.CheckSchedules(context.Background()); rep.Written != 0 {
 		t.Errorf("unchanged schedules rewritten: %+v", rep)
 	}
+	// Later, nothing new: the misfire's message names its moment, not its
+	// lateness, so a later check rewrites nothing either.
+	f.clock.Advance(5 * time.Second)
+	if rep, _ := f.r.CheckSchedules(context.Background()); rep.Written != 0 {
+		t.Errorf("schedules rewritten 5s later with nothing new: %+v", rep)
+	}
 }
 
 // TestSweepOverBudgetResumesWhereItStopped: on a host too big for one

@@ -10,6 +10,7 @@ import (
 	"watchdog/jobs"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/unixtime"
 )
 
 // judgeSchedule decides a schedule's health at now: the first fire time
@@ -45,8 +46,12 @@ func judgeSchedule(e store.Entity, grace time.Duration, now time.Time) (state.He
 	if late <= grace {
 		return state.HealthDue, []state.StateReason{state.Observed(state.ScheduleHealthDue, "fire time passed, within misfire_grace", ev)}, nil
 	}
-	return state.HealthMisfired, []state.StateReason{state.Observed(state.ScheduleHealthMisfired,
-		fmt.Sprintf("no fire for %s past its time (misfire_grace %s)", late.Round(time.Second), grace), ev)}, nil
+	// The moment, not the lateness: a stored message that grows with the
+	// clock would be rewritten at every check (ages are rendered when read).
+	r := state.Observed(state.ScheduleHealthMisfired,
+		fmt.Sprintf("no fire since its time %s (misfire_grace %s)", state.Stamp(next), grace), ev)
+	r.Since = unixtime.Of(next)
+	return state.HealthMisfired, []state.StateReason{r}, nil
 }
 
 func lastFired(e store.Entity) string {
@@ -120,6 +125,7 @@ func (r *Reaper) checkSchedule(ctx context.Context, e store.Entity, now time.Tim
 	for i := range reasons {
 		reasons[i].EntityType, reasons[i].EntityID = e.Type, e.ID
 	}
+	state.CarryOnsets(reasons, e.Reasons, now)
 	if health == e.Health && state.SameFindings(reasons, e.Reasons) {
 		return false, nil
 	}

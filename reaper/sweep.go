@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -298,33 +297,13 @@ func (r *Reaper) observe(ctx context.Context, e store.Entity, parentTerminal boo
 		res.Reasons = flagUnowned(res.Reasons, f)
 		obs.Reasons = res.Reasons
 	}
+	state.CarryOnsets(res.Reasons, e.Reasons, now)
 
 	if res.Health == e.Health && res.Delivery == e.Delivery && obs.DeadSince.Equal(e.DeadSince) &&
-		obs.HealthSince.Equal(e.HealthSince) && state.SameFindings(res.Reasons, e.Reasons) && !exitNews(e, res) {
+		obs.HealthSince.Equal(e.HealthSince) && state.SameFindings(res.Reasons, e.Reasons) {
 		return res, obs, false
 	}
 	return res, obs, true
-}
-
-// exitNews says whether the process's exit status became known after its
-// death was recorded (the kernel keeps it only once the parent reaped the
-// process, often a moment after the pidfd woke): the stored finding says
-// "exit status not available" and must be rewritten to name it, although
-// its code and evidence kind did not change (which is all SameFindings
-// looks at, so that ages in details do not cause writes).
-func exitNews(e store.Entity, res probe.Result) bool {
-	if e.Exit == nil || res.Liveness != probe.Dead {
-		return false
-	}
-	how := e.Exit.How()
-	for _, r := range e.Reasons {
-		for _, ev := range r.Evidence {
-			if strings.Contains(ev.Detail, how) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // probed says whether an entity has anything of its own to probe.

@@ -64,3 +64,25 @@ func TestSameFindings(t *testing.T) {
 		})
 	}
 }
+
+func TestCarryOnsets(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Hour)
+	prev := []StateReason{
+		{Code: "run.health.stalled", FirstSeen: unixtime.Of(t0)},
+		{Code: "run.delivery.missing"}, // stored before findings were dated
+	}
+	cur := []StateReason{{Code: "run.health.stalled"}, {Code: "run.delivery.missing"}, {Code: "run.health.stale_lock"}}
+	CarryOnsets(cur, prev, now)
+	for i, want := range []time.Time{t0, {}, now} {
+		if !cur[i].FirstSeen.Equal(want) {
+			t.Errorf("%s first seen %v, want %v", cur[i].Code, cur[i].FirstSeen, want)
+		}
+	}
+	// Gone and back: a new occurrence.
+	back := []StateReason{{Code: "run.health.stalled"}}
+	CarryOnsets(back, nil, now)
+	if !back[0].FirstSeen.Equal(now) {
+		t.Errorf("a finding back after clearing keeps an old onset: %v", back[0].FirstSeen)
+	}
+}

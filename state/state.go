@@ -182,6 +182,31 @@ type StateReason struct {
 	// true and a sweep over an unchanged host rewrites nothing; readers
 	// add the age when they show it (Render).
 	Since unixtime.Time `json:"since,omitzero"`
+	// FirstSeen is when the watchdog first saw this finding in its current
+	// occurrence: kept from probe to probe while the finding persists
+	// (CarryOnsets), new when it comes back after clearing. The queue
+	// dates the finding's item by it, so a dismissal covers one
+	// occurrence. Zero on a transition's reason and on findings stored
+	// before it existed.
+	FirstSeen unixtime.Time `json:"first_seen_at,omitzero"`
+}
+
+// CarryOnsets dates the findings in cur: a finding whose code prev (the
+// stored findings) already held keeps prev's FirstSeen; a new one is first
+// seen at now. A stored finding without a date keeps none (the queue then
+// dates it as before, by health_since).
+func CarryOnsets(cur, prev []StateReason, now time.Time) {
+	for i := range cur {
+		if !cur[i].FirstSeen.IsZero() {
+			continue
+		}
+		j := slices.IndexFunc(prev, func(p StateReason) bool { return p.Code == cur[i].Code })
+		if j >= 0 {
+			cur[i].FirstSeen = prev[j].FirstSeen
+		} else {
+			cur[i].FirstSeen = unixtime.Of(now)
+		}
+	}
 }
 
 // Observed builds an observed reason with full confidence, the common case

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,14 +45,32 @@ type DeliveryRecord struct {
 }
 
 // withDelivery is reasons with its delivery findings replaced by d's.
-func withDelivery(reasons []state.StateReason, d *DeliveryRecord) []state.StateReason {
+func withDelivery(reasons []state.StateReason, d *DeliveryRecord, at time.Time) []state.StateReason {
 	out := make([]state.StateReason, 0, len(reasons)+len(d.Reasons))
 	for _, r := range reasons {
 		if _, dim, _ := strings.Cut(string(r.Code), "."); !strings.HasPrefix(dim, "delivery.") {
 			out = append(out, r)
 		}
 	}
-	return append(out, d.Reasons...)
+	found := slices.Clone(d.Reasons)
+	state.CarryOnsets(found, reasons, at)
+	return append(out, found...)
+}
+
+// withoutFlags is reasons without the findings a transition answers: the
+// flag that asks the operator to record an end for a dead process
+// (system.health.process_dead_unowned) is over the moment anyone moves the
+// entity, not at the next sweep. answered reports whether one was there.
+func withoutFlags(reasons []state.StateReason) (kept []state.StateReason, answered bool) {
+	kept = make([]state.StateReason, 0, len(reasons))
+	for _, r := range reasons {
+		if r.Code == state.SystemHealthProcessDeadUnowned {
+			answered = true
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept, answered
 }
 
 // Decider validates a transition against the entity as it is stored at the
@@ -131,12 +150,17 @@ func (s *SQLite) applyTransition(ctx context.Context, tx *sql.Tx, typ, id string
 		startedAt = unixArg(ch.At)
 	}
 	var delivery, reasons any
-	if ch.Delivery != nil {
-		b, err := jsonText(withDelivery(cur.Reasons, ch.Delivery), "[]")
-		if err != nil {
-			return cur, Entity{}, fmt.Errorf("transition %s/%s: encode delivery reasons: %w", typ, id, err)
+	kept, answered := withoutFlags(cur.Reasons)
+	if ch.Delivery != nil || answered {
+		if ch.Delivery != nil {
+			kept = withDelivery(kept, ch.Delivery, ch.At)
+			delivery = string(ch.Delivery.Delivery)
 		}
-		delivery, reasons = string(ch.Delivery.Delivery), b
+		b, err := jsonText(kept, "[]")
+		if err != nil {
+			return cur, Entity{}, fmt.Errorf("transition %s/%s: encode reasons: %w", typ, id, err)
+		}
+		reasons = b
 	}
 	res, err := s.txExec(ctx, tx, `UPDATE entities SET lifecycle = :to, terminal = :terminal, last_seq = :seq,
 		transition_reason = :reason, lifecycle_at = :at, ended_at = :ended_at, started_at = COALESCE(started_at, :started_at),

@@ -314,3 +314,59 @@ func TestTruthObs13WarningReachesTheJournal(t *testing.T) {
 		t.Fatalf("want every line prefixed and the info lines at <6>: %d info, %d without a priority:\n%s", info, unprefixed, d.logs())
 	}
 }
+
+// TestTruthObs1DeliveryRecurrence: a delivery finding is an occurrence of
+// its own, dated by when it was first seen, not by the entity's health:
+// a dismissed "artifact missing" on an ended session that clears (the
+// file appears) and comes back (the file is deleted) is a new item,
+// shown, although the session's health never changed.
+func TestTruthObs1DeliveryRecurrence(t *testing.T) {
+	d := truthStart(t, strings.Replace(truthSections, "failure_window: 4s", "failure_window: 1h", 1))
+	root := t.TempDir()
+	d.register(t, fmt.Sprintf(`{"type":"session","id":"s-d","lifecycle":"running","artifacts_root":%q,
+		"artifacts":[{"path":"a.txt","required":true,"min_bytes":1}]}`, root))
+	if code, body := d.transition(t, "session", "s-d", `{"to":"completed"}`); code != http.StatusOK {
+		t.Fatalf("complete s-d: %d %s", code, body)
+	}
+	const fp = "session:s-d:run.delivery.missing"
+	var first attention.Item
+	testenv.Eventually(t, "the missing artifact in the queue, the session probed", truthWait, func() (bool, string) {
+		it, ok := item(d.queue(t, ""), fp)
+		first = it
+		e := d.must(t, "session", "s-d")
+		return ok && e.State.Health == state.HealthOK, e.Display
+	})
+	if code, body := d.do(t, "POST", "/api/attention/dismiss", fmt.Sprintf(`{"fingerprint":%q}`, fp)); code != http.StatusOK {
+		t.Fatalf("dismiss: %d %s", code, body)
+	}
+	if _, ok := item(d.queue(t, ""), fp); ok {
+		t.Fatal("the dismissed item is still in the queue")
+	}
+	health := d.must(t, "session", "s-d").State.Health
+
+	file := filepath.Join(root, "a.txt")
+	if err := os.WriteFile(file, []byte("done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the delivery passed", truthWait, func() (bool, string) {
+		_, ok := item(d.queue(t, "include_dismissed=true"), fp)
+		e := d.must(t, "session", "s-d")
+		return !ok && e.State.Delivery == state.DeliveryPassed, e.Display
+	})
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	var again attention.Item
+	testenv.Eventually(t, "the recurrence in the queue without include_dismissed", truthWait, func() (bool, string) {
+		it, ok := item(d.queue(t, ""), fp)
+		again = it
+		return ok, d.must(t, "session", "s-d").Display
+	})
+	if again.Dismissed || !again.FirstSeenAt.After(first.FirstSeenAt.Time) {
+		t.Fatalf("the recurrence is not a new occurrence: first seen %v, again %v (dismissed %v)", first.FirstSeenAt, again.FirstSeenAt, again.Dismissed)
+	}
+	if h := d.must(t, "session", "s-d").State.Health; h != health {
+		t.Fatalf("health moved from %s to %s meanwhile; the case is meant for a steady health", health, h)
+	}
+	d.assertCountsAgree(t)
+}
