@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"watchdog/cronspec"
 	"watchdog/jobs"
+	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/unixtime"
@@ -122,20 +124,46 @@ func (r *Reaper) checkSchedule(ctx context.Context, e store.Entity, now time.Tim
 	if reasons == nil {
 		reasons = []state.StateReason{}
 	}
+	deadSince := e.DeadSince
+	if e.PID > 0 && r.Prober != nil && e.LifecycleOr("") == "enabled" {
+		// A schedule that names a process (a long-running scheduler, say)
+		// has its liveness judged too: a dead one gets the fate of every
+		// dead process of a type without a dead-process end, the flag that
+		// asks the operator (issue 14), beside the cron's own findings.
+		res := r.Prober.Probe(ctx, target(e, false), r.Settings.Probe, now)
+		switch res.Liveness {
+		case probe.Dead:
+			if deadSince.IsZero() {
+				deadSince = now
+			}
+			death := res.Reasons
+			if f, ok := r.unownedDeath(e, res, deadSince, now); ok {
+				death = flagUnowned(death, f)
+			}
+			health, reasons = state.HealthProcessDead, append(slices.Clone(death), reasons...)
+		case probe.Alive:
+			deadSince = time.Time{}
+		}
+	} else {
+		deadSince = time.Time{} // paused or disabled: its process is not asked for
+	}
 	for i := range reasons {
 		reasons[i].EntityType, reasons[i].EntityID = e.Type, e.ID
 	}
 	state.CarryOnsets(reasons, e.Reasons, now)
-	if health == e.Health && state.SameFindings(reasons, e.Reasons) {
+	if health == e.Health && deadSince.Equal(e.DeadSince) && state.SameFindings(reasons, e.Reasons) {
 		return false, nil
 	}
-	obs := store.Observation{Health: health, Delivery: e.Delivery, Reasons: reasons, HealthSince: now, DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: now}
+	obs := store.Observation{Health: health, Delivery: e.Delivery, Reasons: reasons, HealthSince: now, DeadSince: deadSince, SeenSeq: e.LastSeq, At: now}
 	if health == e.Health {
 		obs.HealthSince = e.HealthSince
 	}
 	wrote, err := r.Store.RecordObservation(ctx, e.Type, e.ID, obs)
 	if err != nil {
 		return false, fmt.Errorf("record schedule %s: %w", e.ID, err)
+	}
+	if wrote {
+		r.logFlag(e, obs)
 	}
 	return wrote, nil
 }

@@ -32,7 +32,9 @@ import (
 // the death recorded at deadSince is past terminal_grace; ok false
 // otherwise.
 func (r *Reaper) unownedDeath(e store.Entity, res probe.Result, deadSince, now time.Time) (state.StateReason, bool) {
-	if e.Lifecycle == nil || e.Terminal || res.Liveness != probe.Dead || deadSince.IsZero() ||
+	// An entity with an outcome (a failed show, whose graph keeps it open
+	// until archived) has had its end recorded: nothing left to ask.
+	if e.Lifecycle == nil || e.Terminal || finished(e) || res.Liveness != probe.Dead || deadSince.IsZero() ||
 		deadTargetFrom(e) != "" || now.Sub(deadSince) < r.Settings.TerminalGrace {
 		return state.StateReason{}, false
 	}
@@ -94,6 +96,10 @@ func endHint(e store.Entity, from string) string {
 				break
 			}
 		}
+	}
+	if to == "" && slices.Contains(targets, "disabled") {
+		// A schedule has no end: what stops it is being disabled.
+		return fmt.Sprintf("disable it (`watchdog transition %s/%s disabled`) or re-register it with a live pid", e.Type, e.ID)
 	}
 	if to == "" {
 		return fmt.Sprintf("its lifecycle %s has no end to record; re-register it with a live pid or none", from)

@@ -107,6 +107,14 @@ func (r *Reaper) RunOnce(ctx context.Context) (OnceReport, error) {
 	if err != nil {
 		return res, err
 	}
+	// Schedules are the sweep's blind spot (check_schedules judges them,
+	// and the process of one that names a pid): run it too, so a dead
+	// scheduler is listed like any other dead process.
+	rep, err = sweeper.CheckSchedules(ctx)
+	res.Probed, res.Recorded = res.Probed+rep.Checked, res.Recorded+rep.Written
+	if err != nil {
+		return res, err
+	}
 	list, err := sweeper.openOnHost(ctx)
 	if err != nil {
 		return res, fmt.Errorf("list dead entities: %w", err)

@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -167,4 +168,73 @@ func TestTruthObs12DeadProcessFate(t *testing.T) {
 			t.Errorf("the dry run wrote %s/%s: health %q, dead since %v", id[0], id[1], e.Health, e.DeadSince)
 		}
 	}
+}
+
+// TestTruthObs12EveryTypeHasAFate: a show, a team and a schedule whose
+// process died are flagged like a play (none has an end for a dead
+// process), each one critical item that names the command to record an
+// end, and `reap --dry-run` lists each.
+func TestTruthObs12EveryTypeHasAFate(t *testing.T) {
+	d := truthStart(t, "")
+	cases := [][2]string{{"show", `"lifecycle":"active"`}, {"team", `"lifecycle":"active"`},
+		{"schedule", `"lifecycle":"enabled","schedule":{"cron":"@every 1h","last_fired_at":%d}`}}
+	for i, c := range cases {
+		p := testenv.Sleep(t)
+		doc := c[1]
+		if strings.Contains(doc, "%d") {
+			doc = fmt.Sprintf(doc, time.Now().Unix())
+		}
+		d.register(t, fmt.Sprintf(`{"type":%q,"id":"x-%d",%s,"pid":%d}`, c[0], i, doc, p.Process.Pid))
+		if err := p.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = p.Wait()
+	}
+	for i, c := range cases {
+		fp := attention.Fingerprint(c[0], fmt.Sprintf("x-%d", i), state.SystemHealthProcessDeadUnowned)
+		testenv.Eventually(t, "the dead "+c[0]+" flagged in the queue", truthFateDeadline, func() (bool, string) {
+			it, ok := item(d.queue(t, ""), fp)
+			return ok && it.Severity == state.SeverityCritical &&
+				strings.Contains(it.Reason.Summary, fmt.Sprintf("`watchdog transition %s/x-%d ", c[0], i)), fmt.Sprint(it)
+		})
+	}
+	d.assertCountsAgree(t)
+	cfg := writeFile(t, t.TempDir(), "reap.yaml", truthSections)
+	r := wd(t, "", "reap", "--dry-run", "--db", d.db, "--config", cfg)
+	for i, c := range cases {
+		if want := fmt.Sprintf("would flag %s/x-%d", c[0], i); !strings.Contains(r.stdout, want) {
+			t.Errorf("reap --dry-run does not say %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+
+	// The operator answers: the show fails, the schedule is disabled. The
+	// flags are gone at once and do not come back (a failed show keeps its
+	// graph open until archived; a disabled schedule's process is not
+	// asked for).
+	for _, tr := range [][3]string{{"show", "x-0", `{"to":"failed","reason":{"code":"show.failed.critical_path_blocked"},"actor":"orchestrator"}`},
+		{"schedule", "x-2", `{"to":"disabled","actor":"orchestrator"}`}} {
+		if code, body := d.transition(t, tr[0], tr[1], tr[2]); code != http.StatusOK {
+			t.Fatalf("%s/%s: %d %s", tr[0], tr[1], code, body)
+		}
+	}
+	gone := func() (bool, string) {
+		q := d.queue(t, "include_dismissed=true")
+		for _, id := range [][2]string{{"show", "x-0"}, {"schedule", "x-2"}} {
+			if it, ok := item(q, attention.Fingerprint(id[0], id[1], state.SystemHealthProcessDeadUnowned)); ok {
+				return false, fmt.Sprint(it)
+			}
+		}
+		return true, ""
+	}
+	if ok, seen := gone(); !ok {
+		t.Fatalf("a flag outlived the operator's answer: %s", seen)
+	}
+	settle := time.Now()
+	testenv.Eventually(t, "several checks after the answers", truthFateDeadline, func() (bool, string) {
+		return time.Since(settle) > 4*time.Second, ""
+	})
+	if ok, seen := gone(); !ok {
+		t.Fatalf("a flag came back after the operator's answer: %s", seen)
+	}
+	d.assertCountsAgree(t)
 }
