@@ -46,6 +46,8 @@ func TestTruthObs5HealthSegments(t *testing.T) {
 	d.register(t, fmt.Sprintf(`{"type":"session","id":"s5","lifecycle":"running","pid":%d}`, testenv.DeadPID(t)))
 	d.register(t, `{"type":"show","id":"sh5"}`)
 	d.register(t, `{"type":"play","id":"p5","lifecycle":"queued"}`)
+	d.register(t, `{"type":"team","id":"t5","lifecycle":"active"}`)
+	d.register(t, fmt.Sprintf(`{"type":"schedule","id":"c5","lifecycle":"enabled","schedule":{"cron":"@every 1h","last_fired_at":%d}}`, time.Now().Unix()))
 
 	testenv.Eventually(t, "the session ended for its dead process", 30*time.Second, func() (bool, string) {
 		e := d.must(t, "session", "s5")
@@ -62,7 +64,7 @@ func TestTruthObs5HealthSegments(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	for _, ref := range [][2]string{{"show", "sh5"}, {"play", "p5"}} {
+	for _, ref := range [][2]string{{"show", "sh5"}, {"play", "p5"}, {"team", "t5"}, {"schedule", "c5"}} {
 		e := d.must(t, ref[0], ref[1])
 		if strings.Contains(e.Display, "Infra OK") {
 			t.Errorf("%s/%s has no process to judge but reads %q", ref[0], ref[1], e.Display)
