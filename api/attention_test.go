@@ -138,7 +138,7 @@ func TestAttentionQueueShape(t *testing.T) {
 
 	// The gauge counts the same queue.
 	for sev, n := range q.BySeverity {
-		if v := e.metric("watchdog_attention_items", "severity", string(sev)); int(v) != n {
+		if v := e.gaugeSum("watchdog_attention_items", "severity", string(sev)); int(v) != n {
 			t.Errorf("watchdog_attention_items{severity=%q} = %v, queue has %d", sev, v, n)
 		}
 	}
@@ -228,14 +228,14 @@ func TestAttentionExpiredSnoozeDoesNotHide(t *testing.T) {
 	if len(marked.Items) != 1 || !marked.Items[0].Dismissed || !marked.Items[0].SnoozedUntil.Equal(unixAt(until)) {
 		t.Errorf("include_dismissed: %+v", marked.Items)
 	}
-	if v := e.metric("watchdog_attention_items", "severity", "warning"); v != 0 {
+	if v := e.gaugeSum("watchdog_attention_items", "severity", "warning"); v != 0 {
 		t.Errorf("gauge counts a snoozed item: %v", v)
 	}
 	e.clock.Advance(61 * time.Second)
 	if got := fingerprints(e.queue("")); fmt.Sprint(got) != "["+fp+"]" {
 		t.Errorf("after the snooze expired: %v", got)
 	}
-	if v := e.metric("watchdog_attention_items", "severity", "warning"); v != 1 {
+	if v := e.gaugeSum("watchdog_attention_items", "severity", "warning"); v != 1 {
 		t.Errorf("gauge after the snooze expired: %v", v)
 	}
 	e.snooze(fp, e.seconds()+3600)

@@ -61,7 +61,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	// One live view for the API and the metrics, loaded and followed by
 	// the counters as the daemon does (daemon/view.go).
 	view := live.New(st, c.Now, 0)
-	m, err := metrics.New(reg, view, "test", c.Now)
+	m, err := metrics.New(reg, view, "test", c.Now, metrics.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,6 +276,37 @@ func (e *env) metric(name string, labels ...string) float64 {
 		}
 	}
 	return 0
+}
+
+// gaugeSum sums the gauge series of name whose labels include labels
+// (name, value pairs): watchdog_attention_items by severity, over its
+// entity types.
+func (e *env) gaugeSum(name string, labels ...string) float64 {
+	e.t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					found = found || (lp.GetName() == labels[i] && lp.GetValue() == labels[i+1])
+				}
+				if !found {
+					continue series
+				}
+			}
+			sum += m.GetGauge().GetValue()
+		}
+	}
+	return sum
 }
 
 // newEnvWithStore serves a second handler over base's write path and

@@ -83,7 +83,7 @@ func TestCountsAgree(t *testing.T) {
 	clock := func() time.Time { return now }
 	view := live.New(st, clock, 0)
 	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg, view, "test", clock)
+	m, err := metrics.New(reg, view, "test", clock, metrics.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,9 @@ func TestCountsAgree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gaugeOpen, gaugeQueue := 0, map[state.Severity]int{}
+		// watchdog_attention_items summed over the entity types is the
+		// queue by severity; by type it is the queue's items by type.
+		gaugeOpen, gaugeQueue, gaugeByType := 0, map[state.Severity]int{}, map[string]int{}
 		for _, mf := range mfs {
 			for _, mm := range mf.GetMetric() {
 				labels := map[string]string{}
@@ -155,12 +157,23 @@ func TestCountsAgree(t *testing.T) {
 						gaugeOpen += int(mm.GetGauge().GetValue())
 					}
 				case "watchdog_attention_items":
-					gaugeQueue[state.Severity(labels["severity"])] = int(mm.GetGauge().GetValue())
+					n := int(mm.GetGauge().GetValue())
+					gaugeQueue[state.Severity(labels["severity"])] += n
+					if n > 0 {
+						gaugeByType[labels["entity_type"]+"/"+labels["severity"]] += n
+					}
 				}
 			}
 		}
 		if gaugeOpen != c.Open || fmt.Sprint(gaugeQueue) != fmt.Sprint(c.QueueBySeverity) {
 			t.Errorf("%s: the gauges count %d open and queue %v; STATUS= %d and %v", stage, gaugeOpen, gaugeQueue, c.Open, c.QueueBySeverity)
+		}
+		queueByType := map[string]int{}
+		for _, it := range q.Items {
+			queueByType[it.Entity.Type+"/"+string(it.Severity)]++
+		}
+		if fmt.Sprint(gaugeByType) != fmt.Sprint(queueByType) {
+			t.Errorf("%s: watchdog_attention_items by type %v, the queue's items by type %v", stage, gaugeByType, queueByType)
 		}
 	}
 

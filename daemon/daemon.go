@@ -101,7 +101,9 @@ func Run(ctx context.Context, o Options) error {
 
 	reg := prometheus.NewRegistry()
 	view := live.New(st, time.Now, time.Duration(cfg.Thresholds.FailureWindow))
-	m, err := metrics.New(reg, view, o.Version, time.Now)
+	// The gauges count what this daemon owns (its host; the host-less
+	// entities while it leads): a fleet's leadership replaces alone.
+	m, err := metrics.New(reg, view, o.Version, time.Now, ownership(host.HostID(), alone))
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
@@ -236,8 +238,10 @@ type daemon struct {
 	level   *zap.AtomicLevel
 
 	mu sync.Mutex
-	// lastStatus is the STATUS= line last sent (refreshStatus).
+	// lastStatus is the STATUS= line last sent (refreshStatus); status
+	// remembers a failing store's start and the last counts.
 	lastStatus string
+	status     statusMemory
 	lastSweep  time.Time
 	sweepGap   time.Duration
 	// sweepStart is when the running sweep started (zero: none runs);
@@ -642,6 +646,7 @@ func (d *daemon) checkStore(ctx context.Context) {
 	if ctx.Err() != nil {
 		return // shutting down: not the store's fault
 	}
+	d.status.storeChecked(err, time.Now())
 	d.mu.Lock()
 	prev := d.storeErr
 	d.storeErr, d.storeChecked = err, time.Now()

@@ -84,20 +84,85 @@ func runView(ctx context.Context, v *live.View, m *metrics.Metrics, log *zap.Log
 // statusLine is systemd's STATUS=: the open entities by severity, how many
 // ended within the failure window, and the queue's items, by the
 // definitions of package live that `watchdog status`, the metrics and GET
-// /api/attention share. It reads the live view after a Sync.
+// /api/attention share. It reads the live view after a Sync. It counts the
+// whole view, every host's entities in a fleet, as the API does; only the
+// metric gauges count what this daemon owns.
+//
+// While the store fails (the store watch's write probe, or the view's
+// Sync) it says so first, since when and why, then the last counts read:
+// counts alone would read as a healthy daemon whose numbers merely stopped
+// moving. Once the store works again it is the counts alone.
 func (d *daemon) statusLine() string {
 	d.mu.Lock()
-	storeErr := d.storeErr
+	failure := d.storeErr
 	d.mu.Unlock()
-	if storeErr != nil {
-		return "NOT READY: " + oneLine(storeErr.Error())
-	}
+	now := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	var counts *live.Counts
 	if err := d.view.Sync(ctx); err != nil {
-		return "store unreachable: " + oneLine(err.Error())
+		if failure == nil {
+			failure = err
+		}
+	} else {
+		c := d.view.Counts(now)
+		counts = &c
 	}
-	return StatusLine(d.view.Counts(time.Now()))
+	return d.status.line(now, failure, counts)
+}
+
+// statusMemory is what STATUS= keeps between refreshes: since when the
+// store fails, and the last counts read. Its methods are safe for
+// concurrent use.
+type statusMemory struct {
+	mu           sync.Mutex
+	failingSince time.Time
+	last         string // StatusLine of the last counts read; "" before any
+}
+
+// storeChecked records a finding of the store watch, so the failure's
+// start is the probe's time, not the next STATUS= refresh's.
+func (m *statusMemory) storeChecked(err error, at time.Time) {
+	if err == nil {
+		return
+	}
+	m.mu.Lock()
+	if m.failingSince.IsZero() {
+		m.failingSince = at
+	}
+	m.mu.Unlock()
+}
+
+// line is STATUS= at now given the store's failure (nil: it works) and the
+// counts just read (nil: none could be).
+func (m *statusMemory) line(now time.Time, failure error, counts *live.Counts) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if counts != nil {
+		m.last = StatusLine(*counts)
+	}
+	if failure == nil {
+		m.failingSince = time.Time{}
+		return m.last
+	}
+	if m.failingSince.IsZero() {
+		m.failingSince = now
+	}
+	last := m.last
+	if last == "" {
+		last = "none read yet"
+	}
+	return fmt.Sprintf("store failing since %s: %s; last counts: %s", clockTime(m.failingSince, now), oneLine(failure.Error()), last)
+}
+
+// clockTime is t in UTC as STATUS= shows a moment: the time of day when it
+// is today's (UTC), the date too when it is not.
+func clockTime(t, now time.Time) string {
+	t, now = t.UTC(), now.UTC()
+	if t.Year() == now.Year() && t.YearDay() == now.YearDay() {
+		return t.Format("15:04:05Z")
+	}
+	return t.Format("2006-01-02 15:04:05Z")
 }
 
 // StatusLine renders counts as STATUS= shows them.
@@ -179,3 +244,19 @@ func (l *severityLog) loaded(c live.Counts) {
 	}
 	l.live.Store(true)
 }
+
+// ownership is what this daemon's metric gauges count in a fleet
+// (metrics.Options): the entities recorded on hostID, plus the host-less
+// ones while leader holds, so sum() across the daemons sharing a store
+// counts every entity once. The view, the API and STATUS= still show the
+// whole store.
+func ownership(hostID string, leader func() bool) metrics.Options {
+	return metrics.Options{
+		Owns:   func(h string) bool { return h == hostID || (h == "" && leader()) },
+		Leader: leader,
+	}
+}
+
+// alone is the leadership of a daemon with its store to itself (one
+// daemon per database, the store's lock file): it always leads.
+func alone() bool { return true }

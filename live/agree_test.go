@@ -164,7 +164,7 @@ func TestViewAgreesWithStore(t *testing.T) {
 				}
 				if !aged {
 					for _, c := range d.Codes {
-						reasons[ReasonKey{c, d.State.Severity}]++
+						reasons[ReasonKey{c, d.State.Severity, e.Entity.HostID}]++
 					}
 				}
 			})

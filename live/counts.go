@@ -9,8 +9,12 @@ import (
 
 // Group is a set of entities alike in everything the entity gauges look
 // at; the view keeps the size of every group as entities change, so a
-// scrape reads a few hundred groups instead of every entity.
+// scrape reads a few hundred groups instead of every entity. Host is the
+// host the entities were recorded on ("" for host-less ones): a daemon of
+// a fleet counts only the groups it owns, and hosts are few, so the
+// groups grow by a small factor.
 type Group struct {
+	Host      string
 	Type      string
 	Lifecycle string // "" for a legacy entity
 	Legacy    bool
@@ -23,7 +27,7 @@ type Group struct {
 
 func groupOf(e *Entry) Group {
 	return Group{
-		Type: e.Entity.Type, Lifecycle: e.Entity.LifecycleOr(""), Legacy: e.Legacy(), Open: e.Open(),
+		Host: e.Entity.HostID, Type: e.Entity.Type, Lifecycle: e.Entity.LifecycleOr(""), Legacy: e.Legacy(), Open: e.Open(),
 		Health: e.Entity.Health, Delivery: e.Entity.Delivery, Severity: e.State.Severity, Tone: e.State.Tone,
 	}
 }
@@ -103,7 +107,7 @@ func (v *View) Counts(now time.Time) Counts {
 		c.Entities += n
 	}
 	c.InWindow = len(inWindow(v.idx.ended, now, v.window))
-	v.queueCounts(now, &c)
+	v.addQueue(now, &c)
 	return c
 }
 
@@ -111,33 +115,46 @@ func (v *View) Counts(now time.Time) Counts {
 // Counts' QueueBySeverity without the walk over every entity that the
 // other counts need.
 func (v *View) QueueBySeverity(now time.Time) map[state.Severity]int {
-	c := Counts{QueueBySeverity: map[state.Severity]int{}}
+	out := map[state.Severity]int{}
 	for _, s := range attention.Severities {
-		c.QueueBySeverity[s] = 0
+		out[s] = 0
 	}
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	v.queueCounts(now, &c)
-	return c.QueueBySeverity
+	for k, n := range v.QueueItems(now) {
+		out[k.Severity] += n
+	}
+	return out
 }
 
-// queueCounts adds the queue's counts to c; v.mu is held. The items of
-// open entities are counted as they change; those of the entities inside
-// the window are read; then each dismissal that hides an item of an
-// entity that counts takes it away again.
-func (v *View) queueCounts(now time.Time, c *Counts) {
-	add := func(it *attention.Item, n int) {
+// QueueItems counts the queue items no dismissal hides by severity, entity
+// type and host (watchdog_attention_items); only non-zero kinds are in the
+// map.
+func (v *View) QueueItems(now time.Time) map[ItemKey]int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.queueItems(now)
+}
+
+// addQueue adds the queue's counts to c; v.mu is held.
+func (v *View) addQueue(now time.Time, c *Counts) {
+	for k, n := range v.queueItems(now) {
 		c.Queue += n
-		c.QueueBySeverity[it.Severity] += n
+		c.QueueBySeverity[k.Severity] += n
 	}
-	for s, n := range v.idx.openItems {
-		c.Queue += n
-		c.QueueBySeverity[s] += n
+}
+
+// queueItems counts the queue by ItemKey; v.mu is held. The items of open
+// entities are counted as they change; those of the entities inside the
+// window are read; then each dismissal that hides an item of an entity
+// that counts takes it away again.
+func (v *View) queueItems(now time.Time) map[ItemKey]int {
+	out := make(map[ItemKey]int, len(v.idx.openItems))
+	for k, n := range v.idx.openItems {
+		out[k] = n
 	}
 	// Every item of an entry has the entry's severity (ItemsFor).
 	for _, e := range inWindow(v.idx.endedCoded, now, v.window) {
 		if len(e.Items) > 0 {
-			add(&e.Items[0], len(e.Items))
+			out[itemKeyOf(e, &e.Items[0])] += len(e.Items)
 		}
 	}
 	cut := attention.Since(now, v.window)
@@ -147,7 +164,11 @@ func (v *View) queueCounts(now time.Time, c *Counts) {
 			continue
 		}
 		if it := r.item(); attention.Hides(d, it, now) {
-			add(it, -1)
+			k := itemKeyOf(r.e, it)
+			if out[k]--; out[k] == 0 {
+				delete(out, k)
+			}
 		}
 	}
+	return out
 }

@@ -35,7 +35,7 @@ type index struct {
 	// non-legacy entries that never age out: those without an outcome, and
 	// those that linger (attention.Lingers).
 	openReasons map[ReasonKey]int
-	openItems   map[state.Severity]int
+	openItems   map[ItemKey]int
 	// clusters interns cluster ids and reasonIDs (code, severity) pairs,
 	// so a read counts them in a slice.
 	clusters   map[string]int
@@ -44,10 +44,27 @@ type index struct {
 	reasonKeys []ReasonKey
 }
 
-// ReasonKey is a reason code held by an entity of a severity.
+// ReasonKey is a reason code held by an entity of a severity, recorded on
+// a host ("" for a host-less entity): the host lets a daemon of a fleet
+// count only what it owns (metrics.Options.Owns), and hosts are few.
 type ReasonKey struct {
 	Code     state.ReasonCode
 	Severity state.Severity
+	Host     string
+}
+
+// ItemKey is the kind of a queue item the gauges count: its severity, its
+// entity's type and the host its entity was recorded on ("" for a
+// host-less entity).
+type ItemKey struct {
+	Severity state.Severity
+	Type     string
+	Host     string
+}
+
+// itemKeyOf is the ItemKey of it, an item of e.
+func itemKeyOf(e *Entry, it *attention.Item) ItemKey {
+	return ItemKey{Severity: it.Severity, Type: e.Entity.Type, Host: e.Entity.HostID}
 }
 
 // itemRef is one item of an entry, with its place in the queue's order
@@ -71,7 +88,7 @@ func (r *itemRef) agedOut(cut time.Time) bool { return r.ended && r.arrived.Befo
 func (r itemRef) item() *attention.Item { return &r.e.Items[r.i] }
 
 func newIndex() index {
-	return index{byFP: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[state.Severity]int{}, clusters: map[string]int{}, reasonIDs: map[ReasonKey]int{}}
+	return index{byFP: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[ItemKey]int{}, clusters: map[string]int{}, reasonIDs: map[ReasonKey]int{}}
 }
 
 // compareRefs is the queue's order, then the entity's key: fingerprints
@@ -133,7 +150,7 @@ func (x *index) change(e *Entry, sign int, ed *edit) {
 	if sign > 0 && e.reasons == nil && len(e.Codes) > 0 {
 		e.reasons = make([]int, len(e.Codes))
 		for i, c := range e.Codes {
-			e.reasons[i] = x.reason(ReasonKey{c, e.State.Severity})
+			e.reasons[i] = x.reason(ReasonKey{c, e.State.Severity, e.Entity.HostID})
 		}
 	}
 	if e.expires() {
@@ -152,15 +169,15 @@ func (x *index) change(e *Entry, sign int, ed *edit) {
 		return
 	}
 	for _, c := range e.Codes {
-		k := ReasonKey{c, e.State.Severity}
+		k := ReasonKey{c, e.State.Severity, e.Entity.HostID}
 		if x.openReasons[k] += sign; x.openReasons[k] == 0 {
 			delete(x.openReasons, k)
 		}
 	}
 	for i := range e.Items {
-		s := e.Items[i].Severity
-		if x.openItems[s] += sign; x.openItems[s] == 0 {
-			delete(x.openItems, s)
+		k := itemKeyOf(e, &e.Items[i])
+		if x.openItems[k] += sign; x.openItems[k] == 0 {
+			delete(x.openItems, k)
 		}
 	}
 }

@@ -207,7 +207,7 @@ func TestFailureWindowAgesWithoutWrite(t *testing.T) {
 		}
 		q := v.Attention(attentionQuery(), now)
 		counts := v.Counts(now)
-		reasons := v.ActiveReasons(now)[ReasonKey{"run.failed.exit_nonzero", state.SeverityCritical}]
+		reasons := v.ActiveReasons(now)[ReasonKey{Code: "run.failed.exit_nonzero", Severity: state.SeverityCritical}]
 		want := 0
 		if c.current {
 			want = 1
@@ -346,7 +346,7 @@ func TestOrphanLingersPastFailureWindow(t *testing.T) {
 		}
 		q := v.Attention(attentionQuery(), now)
 		counts := v.Counts(now)
-		reasons := v.ActiveReasons(now)[ReasonKey{"run.failed.exit_nonzero", state.SeverityCritical}]
+		reasons := v.ActiveReasons(now)[ReasonKey{Code: "run.failed.exit_nonzero", Severity: state.SeverityCritical}]
 		wantReasons := min(c.want, 1)
 		if q.Total != c.want || counts.Queue != c.want || reasons != wantReasons {
 			t.Errorf("%s: queue %d, queue count %d, reasons %d; want %d, %d, %d", c.name, q.Total, counts.Queue, reasons, c.want, c.want, wantReasons)

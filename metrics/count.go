@@ -20,12 +20,17 @@ type reasonKey struct {
 	severity state.Severity
 }
 
+type itemKey struct {
+	severity state.Severity
+	typ      string
+}
+
 // counts is one scrape's worth of entity gauges.
 type counts struct {
 	entities  map[entityKey]int
 	states    map[stateKey]int
 	reasons   map[reasonKey]int
-	attention map[state.Severity]int
+	attention map[itemKey]int
 	legacy    int
 }
 
@@ -33,17 +38,37 @@ type counts struct {
 // group sizes the view keeps as entities change (entities, states,
 // legacy), the reasons of the entities that count now, and the queue's
 // counts by the view's own definition (live.Counts), so the gauges count
-// exactly what `watchdog status` and GET /api/attention show.
-func count(ctx context.Context, src Source, now time.Time) (*counts, error) {
+// exactly what `watchdog status` and GET /api/attention show. Only the
+// entities of the hosts owns accepts are counted (nil: all): in a fleet,
+// every daemon views the whole store but counts only what it owns.
+func count(ctx context.Context, src Source, now time.Time, owns func(host string) bool) (*counts, error) {
 	if err := src.Sync(ctx); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	n := &counts{
-		entities: map[entityKey]int{},
-		states:   map[stateKey]int{},
-		reasons:  map[reasonKey]int{},
+		entities:  map[entityKey]int{},
+		states:    map[stateKey]int{},
+		reasons:   map[reasonKey]int{},
+		attention: map[itemKey]int{},
+	}
+	// Hosts are few and a scrape asks about each several times: ask owns
+	// once per host.
+	owned := map[string]bool{}
+	mine := func(host string) bool {
+		if owns == nil {
+			return true
+		}
+		v, ok := owned[host]
+		if !ok {
+			v = owns(host)
+			owned[host] = v
+		}
+		return v
 	}
 	src.Groups(func(g live.Group, size int) {
+		if !mine(g.Host) {
+			return
+		}
 		if g.Legacy {
 			n.legacy += size
 			return
@@ -53,13 +78,20 @@ func count(ctx context.Context, src Source, now time.Time) (*counts, error) {
 		n.states[stateKey{typ, knownState(typ, g.Lifecycle), healthLabel(g.Health), deliveryLabel(g.Delivery)}] += size
 	})
 	for k, size := range src.ActiveReasons(now) {
+		if !mine(k.Host) {
+			continue
+		}
 		code := k.Code
 		if !state.Registered(code) {
 			code = unknown
 		}
 		n.reasons[reasonKey{code, k.Severity}] += size
 	}
-	n.attention = src.QueueBySeverity(now)
+	for k, size := range src.QueueItems(now) {
+		if mine(k.Host) {
+			n.attention[itemKey{k.Severity, knownType(k.Type)}] += size
+		}
+	}
 	return n, nil
 }
 

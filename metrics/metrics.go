@@ -16,7 +16,8 @@
 //   - watchdog_entities is pre-seeded at 0 for every entity type, every
 //     severity and the tones that severity can have;
 //   - watchdog_reasons_active for every registered code and severity;
-//   - watchdog_attention_items for critical, warning and info;
+//   - watchdog_attention_items for every entity type and critical,
+//     warning and info;
 //   - watchdog_entity_states is not pre-seeded: the product of types,
 //     lifecycles, health and delivery values is thousands of series, most
 //     of which never occur. A combination appears when first seen and then
@@ -35,7 +36,15 @@
 //   - watchdog_reasons_active: the codes held by open entities and by
 //     entities whose outcome is inside the failure window;
 //   - watchdog_attention_items: the queue items no dismissal or snooze
-//     hides, by severity (GET /api/attention's by_severity).
+//     hides, by severity and entity type (summed over the types, GET
+//     /api/attention's by_severity on a daemon alone on its store).
+//
+// In a fleet (several daemons on one store) every daemon's view, API and
+// STATUS= show the whole fleet, but its entity gauges count only what it
+// owns (Options.Owns: the entities of its own host, plus the host-less
+// ones while it is the leader), so sum() across the daemons is the fleet
+// with no entity counted twice. watchdog_leader says which daemon counts
+// the host-less entities.
 //
 // Label values come only from closed vocabularies (entity types, lifecycle
 // graphs, health and delivery values, registered reason codes, actors,
@@ -73,8 +82,25 @@ type Source interface {
 	Sync(ctx context.Context) error
 	Groups(fn func(live.Group, int))
 	ActiveReasons(now time.Time) map[live.ReasonKey]int
-	QueueBySeverity(now time.Time) map[state.Severity]int
+	QueueItems(now time.Time) map[live.ItemKey]int
 	SetFailureWindow(d time.Duration)
+}
+
+// Options say what this daemon owns in a fleet. The zero Options own
+// everything: one daemon per store, today's behaviour.
+type Options struct {
+	// Owns reports whether the entities recorded on host ("" for
+	// host-less ones) are this daemon's to count: its own host, plus the
+	// host-less entities while it is the leader. The entity gauges
+	// (watchdog_entities, watchdog_entity_states, watchdog_reasons_active,
+	// watchdog_attention_items, watchdog_legacy_entities) count only the
+	// entities it owns, so sum() across the daemons of a fleet counts each
+	// entity once. nil owns every host. It is called at every scrape, a few
+	// times per host.
+	Owns func(host string) bool
+	// Leader reports whether this daemon runs the host-less jobs:
+	// watchdog_leader. nil means always (a daemon alone on its store).
+	Leader func() bool
 }
 
 // Feed is where the counters read the audit log; *live.View is one.
@@ -111,8 +137,9 @@ type Metrics struct {
 
 // New registers every watchdog metric, the Go and process collectors on
 // reg (never the global registry) and returns the handle the callers
-// update. now is the clock of the failure window (nil means time.Now).
-func New(reg prometheus.Registerer, src Source, version string, now func() time.Time) (*Metrics, error) {
+// update. now is the clock of the failure window (nil means time.Now); o
+// says what this daemon owns in a fleet.
+func New(reg prometheus.Registerer, src Source, version string, now func() time.Time, o Options) (*Metrics, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -182,10 +209,10 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 		m.jobDuration.WithLabelValues(j)
 	}
 
-	m.collector = newStoreCollector(src, now)
+	m.collector = newStoreCollector(src, now, o.Owns)
 	for _, c := range []prometheus.Collector{
 		syncedCounters{src, []prometheus.Collector{m.transitions, m.reaped}}, m.rejected, m.jobRuns, m.jobDuration, m.lastSweep, buildInfo,
-		m.collector, watchingCollector{&m.watching},
+		m.collector, watchingCollector{&m.watching}, leaderCollector{o.Leader},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
@@ -310,8 +337,9 @@ func oneOf(v string, vocab []string) string {
 
 // storeCollector computes the entity gauges at scrape time.
 type storeCollector struct {
-	src Source
-	now func() time.Time
+	src  Source
+	now  func() time.Time
+	owns func(host string) bool // nil: every host
 
 	mu sync.Mutex
 	// seenStates remembers every watchdog_entity_states combination seen
@@ -325,21 +353,21 @@ type storeCollector struct {
 
 type stateKey struct{ typ, lifecycle, health, delivery string }
 
-func newStoreCollector(src Source, now func() time.Time) *storeCollector {
+func newStoreCollector(src Source, now func() time.Time, owns func(host string) bool) *storeCollector {
 	return &storeCollector{
-		src: src, now: now, seenStates: map[stateKey]struct{}{},
+		src: src, now: now, owns: owns, seenStates: map[stateKey]struct{}{},
 		entities: prometheus.NewDesc("watchdog_entities",
-			"Entities by type and derived severity and tone (legacy entities excluded).",
+			"Entities this daemon owns by type and derived severity and tone (legacy entities excluded).",
 			[]string{"entity_type", "severity", "tone"}, nil),
 		entityStates: prometheus.NewDesc("watchdog_entity_states",
-			"Entities by type and stored lifecycle, health and delivery (legacy entities excluded).",
+			"Entities this daemon owns by type and stored lifecycle, health and delivery (legacy entities excluded).",
 			[]string{"entity_type", "lifecycle", "health", "delivery"}, nil),
 		reasons: prometheus.NewDesc("watchdog_reasons_active",
-			"Reason codes held by open entities and by entities that reached an outcome within the failure window, by the holder's severity.",
+			"Reason codes held by the open entities this daemon owns and by those that reached an outcome within the failure window, by the holder's severity.",
 			[]string{"reason_code", "severity"}, nil),
 		attention: prometheus.NewDesc("watchdog_attention_items",
-			"Attention queue items by severity, dismissed and snoozed items excluded.",
-			[]string{"severity"}, nil),
+			"Attention queue items of the entities this daemon owns, by severity and entity type, dismissed and snoozed items excluded.",
+			[]string{"severity", "entity_type"}, nil),
 		legacy: prometheus.NewDesc("watchdog_legacy_entities",
 			"Entities with no lifecycle (imported before the vocabulary), kept out of every other entity metric.",
 			nil, nil),
@@ -365,7 +393,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
 	defer cancel()
-	counts, err := count(ctx, c.src, c.now())
+	counts, err := count(ctx, c.src, c.now(), c.owns)
 	ok := 0.0
 	if err == nil {
 		ok = 1
@@ -413,13 +441,44 @@ func (c *storeCollector) emit(ch chan<- prometheus.Metric, n *counts) {
 			ch <- prometheus.MustNewConstMetric(c.reasons, prometheus.GaugeValue, float64(v), unknown, string(k.severity))
 		}
 	}
-	for _, sev := range attentionSeverities {
-		ch <- prometheus.MustNewConstMetric(c.attention, prometheus.GaugeValue, float64(n.attention[sev]), string(sev))
+	for _, typ := range transitions.Types() {
+		for _, sev := range attentionSeverities {
+			ch <- prometheus.MustNewConstMetric(c.attention, prometheus.GaugeValue, float64(n.attention[itemKey{sev, typ}]), string(sev), typ)
+		}
+	}
+	// An item of an unknown type (a hand-edited row), or of a severity
+	// that produces no items by the queue's rules, is reported rather than
+	// lost.
+	for k, v := range n.attention {
+		if k.typ == unknown || !slices.Contains(attentionSeverities, k.severity) {
+			ch <- prometheus.MustNewConstMetric(c.attention, prometheus.GaugeValue, float64(v), string(k.severity), k.typ)
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.legacy, prometheus.GaugeValue, float64(n.legacy))
 }
 
 var attentionSeverities = []state.Severity{state.SeverityCritical, state.SeverityWarning, state.SeverityInfo}
+
+// leaderDesc is watchdog_leader: whether this daemon runs the host-less
+// jobs, and so counts the host-less entities in its gauges.
+var leaderDesc = prometheus.NewDesc("watchdog_leader",
+	"1 when this daemon is the leader of its store: it runs the host-less jobs and its gauges count the host-less entities; 0 otherwise.",
+	nil, nil)
+
+// leaderCollector reads Options.Leader at scrape time.
+type leaderCollector struct{ leader func() bool }
+
+// Describe sends watchdog_leader's descriptor.
+func (c leaderCollector) Describe(ch chan<- *prometheus.Desc) { ch <- leaderDesc }
+
+// Collect emits watchdog_leader.
+func (c leaderCollector) Collect(ch chan<- prometheus.Metric) {
+	v := 1.0
+	if c.leader != nil && !c.leader() {
+		v = 0
+	}
+	ch <- prometheus.MustNewConstMetric(leaderDesc, prometheus.GaugeValue, v)
+}
 
 // syncedCounters collects the feed's counters after a Sync of the view, so
 // a scrape counts every audit row committed before it began, without

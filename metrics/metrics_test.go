@@ -96,7 +96,7 @@ func newMetricsAt(t testing.TB, st *store.SQLite, now time.Time) (*Metrics, *pro
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	clock := func() time.Time { return now }
-	m, err := New(reg, live.New(st, clock, 0), "v1.2.3", clock)
+	m, err := New(reg, live.New(st, clock, 0), "v1.2.3", clock, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func newMetricsAt(t testing.TB, st *store.SQLite, now time.Time) (*Metrics, *pro
 // one partially delivered workflow (warning): every type, severity and
 // possible tone is present, at 0 when empty.
 const entitiesBlock = `
-# HELP watchdog_entities Entities by type and derived severity and tone (legacy entities excluded).
+# HELP watchdog_entities Entities this daemon owns by type and derived severity and tone (legacy entities excluded).
 # TYPE watchdog_entities gauge
 ` + `watchdog_entities{entity_type="agent",severity="critical",tone="danger"} 0
 watchdog_entities{entity_type="agent",severity="info",tone="info"} 0
@@ -173,12 +173,39 @@ watchdog_entities{entity_type="workflow",severity="warning",tone="warning"} 1
 `
 
 const storeBlock = `
-# HELP watchdog_attention_items Attention queue items by severity, dismissed and snoozed items excluded.
+# HELP watchdog_attention_items Attention queue items of the entities this daemon owns, by severity and entity type, dismissed and snoozed items excluded.
 # TYPE watchdog_attention_items gauge
-watchdog_attention_items{severity="critical"} 1
-watchdog_attention_items{severity="info"} 0
-watchdog_attention_items{severity="warning"} 1
-# HELP watchdog_entity_states Entities by type and stored lifecycle, health and delivery (legacy entities excluded).
+watchdog_attention_items{entity_type="agent",severity="critical"} 0
+watchdog_attention_items{entity_type="agent",severity="info"} 0
+watchdog_attention_items{entity_type="agent",severity="warning"} 0
+watchdog_attention_items{entity_type="invocation",severity="critical"} 0
+watchdog_attention_items{entity_type="invocation",severity="info"} 0
+watchdog_attention_items{entity_type="invocation",severity="warning"} 0
+watchdog_attention_items{entity_type="play",severity="critical"} 0
+watchdog_attention_items{entity_type="play",severity="info"} 0
+watchdog_attention_items{entity_type="play",severity="warning"} 0
+watchdog_attention_items{entity_type="schedule",severity="critical"} 0
+watchdog_attention_items{entity_type="schedule",severity="info"} 0
+watchdog_attention_items{entity_type="schedule",severity="warning"} 0
+watchdog_attention_items{entity_type="session",severity="critical"} 1
+watchdog_attention_items{entity_type="session",severity="info"} 0
+watchdog_attention_items{entity_type="session",severity="warning"} 0
+watchdog_attention_items{entity_type="show",severity="critical"} 0
+watchdog_attention_items{entity_type="show",severity="info"} 0
+watchdog_attention_items{entity_type="show",severity="warning"} 0
+watchdog_attention_items{entity_type="subagent",severity="critical"} 0
+watchdog_attention_items{entity_type="subagent",severity="info"} 0
+watchdog_attention_items{entity_type="subagent",severity="warning"} 0
+watchdog_attention_items{entity_type="team",severity="critical"} 0
+watchdog_attention_items{entity_type="team",severity="info"} 0
+watchdog_attention_items{entity_type="team",severity="warning"} 0
+watchdog_attention_items{entity_type="turn",severity="critical"} 0
+watchdog_attention_items{entity_type="turn",severity="info"} 0
+watchdog_attention_items{entity_type="turn",severity="warning"} 0
+watchdog_attention_items{entity_type="workflow",severity="critical"} 0
+watchdog_attention_items{entity_type="workflow",severity="info"} 0
+watchdog_attention_items{entity_type="workflow",severity="warning"} 1
+# HELP watchdog_entity_states Entities this daemon owns by type and stored lifecycle, health and delivery (legacy entities excluded).
 # TYPE watchdog_entity_states gauge
 watchdog_entity_states{delivery="not_expected",entity_type="play",health="unknown",lifecycle="planned"} 1
 watchdog_entity_states{delivery="not_expected",entity_type="session",health="running",lifecycle="running"} 1
@@ -489,12 +516,12 @@ func TestAttentionGaugeHonoursDismissals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := scrapeText(t, reg); !strings.Contains(got, `watchdog_attention_items{severity="critical"} 0`) {
+	if got := scrapeText(t, reg); !strings.Contains(got, `watchdog_attention_items{entity_type="session",severity="critical"} 0`) {
 		t.Errorf("dismissed item counted:\n%s", grep(got, "attention"))
 	}
 	m.SetFailureWindow(time.Hour)
 	got := scrapeText(t, reg)
-	if !strings.Contains(got, `watchdog_attention_items{severity="warning"} 1`) ||
+	if !strings.Contains(got, `watchdog_attention_items{entity_type="workflow",severity="warning"} 1`) ||
 		!strings.Contains(got, `watchdog_reasons_active{reason_code="run.failed.exit_nonzero",severity="critical"} 0`) {
 		t.Errorf("with a tiny window the ended failure should leave and the open warning stay:\n%s", grep(got, "attention|exit_nonzero"))
 	}
@@ -503,10 +530,10 @@ func TestAttentionGaugeHonoursDismissals(t *testing.T) {
 func TestNewRefusesDoubleRegistration(t *testing.T) {
 	v := live.New(newFixture(t).st, nil, 0)
 	reg := prometheus.NewRegistry()
-	if _, err := New(reg, v, "v", nil); err != nil {
+	if _, err := New(reg, v, "v", nil, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(reg, v, "v", nil); err == nil {
+	if _, err := New(reg, v, "v", nil, Options{}); err == nil {
 		t.Error("registering twice on one registry should fail")
 	}
 }

@@ -207,6 +207,7 @@ func (d *rmtDaemon) snapshot(t *testing.T) (list, status countsView, queue atten
 					scrape.open += n
 				}
 			case "watchdog_attention_items":
+				// By severity, summed over the entity types.
 				if n > 0 {
 					scrape.queue[state.Severity(labels["severity"])] += n
 				}
