@@ -27,6 +27,11 @@
 //     entity or one in the failure window, that no dismissal or snooze
 //     hides now; its severity is its entity's.
 //
+// The view holds every entity of the store, whichever host recorded it
+// (in a fleet, the whole fleet). The counts the gauges read (Groups,
+// ActiveReasons, QueueItems) carry each entity's host, so a daemon counts
+// only what it owns; Counts and Attention are the whole view's.
+//
 // Blind spot: the view holds every entity in memory (about 1 KiB each); a
 // store of millions of entities wants a view of the open ones only.
 package live
