@@ -101,9 +101,10 @@ func Run(ctx context.Context, o Options) error {
 
 	reg := prometheus.NewRegistry()
 	view := live.New(st, time.Now, time.Duration(cfg.Thresholds.FailureWindow))
-	// The gauges count what this daemon owns (its host; the host-less
-	// entities while it leads): a fleet's leadership replaces alone.
-	m, err := metrics.New(reg, view, o.Version, time.Now, ownership(host.HostID(), alone))
+	// The gauges count what this daemon owns: alone on its store (nil
+	// leadership), everything; in a fleet, its host and, while it leads,
+	// the host-less entities (pass the fleet's Leader here).
+	m, err := metrics.New(reg, view, o.Version, time.Now, ownership(host.HostID(), nil))
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

@@ -125,3 +125,33 @@ func TestStatusFollowsAFailingStore(t *testing.T) {
 		t.Errorf("STATUS= after the database was deleted: %q", last)
 	}
 }
+
+// TestOwnership: alone on its store a daemon's gauges count every host's
+// entities and it leads; in a fleet its own host's, and the host-less ones
+// only while it leads.
+func TestOwnership(t *testing.T) {
+	leading, following := func() bool { return true }, func() bool { return false }
+	tests := []struct {
+		name   string
+		leader func() bool
+		owns   map[string]bool
+		leads  bool
+	}{
+		{"alone", nil, map[string]bool{"h1": true, "h2": true, "": true}, true},
+		{"fleet leader", leading, map[string]bool{"h1": true, "h2": false, "": true}, true},
+		{"fleet follower", following, map[string]bool{"h1": true, "h2": false, "": false}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := ownership("h1", tt.leader)
+			for host, want := range tt.owns {
+				if got := o.Owns == nil || o.Owns(host); got != want {
+					t.Errorf("owns %q = %v, want %v", host, got, want)
+				}
+			}
+			if got := o.Leader == nil || o.Leader(); got != tt.leads {
+				t.Errorf("leads = %v, want %v", got, tt.leads)
+			}
+		})
+	}
+}

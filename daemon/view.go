@@ -245,18 +245,19 @@ func (l *severityLog) loaded(c live.Counts) {
 	l.live.Store(true)
 }
 
-// ownership is what this daemon's metric gauges count in a fleet
-// (metrics.Options): the entities recorded on hostID, plus the host-less
-// ones while leader holds, so sum() across the daemons sharing a store
-// counts every entity once. The view, the API and STATUS= still show the
-// whole store.
+// ownership is what this daemon's metric gauges count (metrics.Options).
+// In a fleet (leader not nil): the entities recorded on hostID, plus the
+// host-less ones while leader holds, so sum() across the daemons sharing a
+// store counts every entity once. Alone on its store (leader nil, SQLite's
+// one daemon per database): every entity, whatever host recorded it (an
+// orchestrator may register other machines' entities), and always the
+// leader. The view, the API and STATUS= show the whole store either way.
 func ownership(hostID string, leader func() bool) metrics.Options {
+	if leader == nil {
+		return metrics.Options{}
+	}
 	return metrics.Options{
 		Owns:   func(h string) bool { return h == hostID || (h == "" && leader()) },
 		Leader: leader,
 	}
 }
-
-// alone is the leadership of a daemon with its store to itself (one
-// daemon per database, the store's lock file): it always leads.
-func alone() bool { return true }
