@@ -15,7 +15,6 @@ import (
 	"watchdog/store"
 )
 
-
 // The in-process race (two handles, 1,000 sessions) is the store
 // conformance suite's (store/storetest: ConcurrentTerminationsOneWinner),
 // run against SQLite and PostgreSQL. What stays here is SQLite's own: the

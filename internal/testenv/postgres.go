@@ -111,7 +111,14 @@ func StopPostgres() {
 		pgCluster.cmd = nil
 	}
 	if pgCluster.dir != "" {
-		os.RemoveAll(pgCluster.dir)
+		// Retried: a backend finishing its exit may still write a file
+		// while the tree is removed.
+		for range 5 {
+			if os.RemoveAll(pgCluster.dir) == nil {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 		pgCluster.dir = ""
 	}
 }
