@@ -3,7 +3,7 @@ GO            ?= go
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 STATICCHECK   := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
-APT_PACKAGES  := gcc libc6-dev
+APT_PACKAGES  := gcc libc6-dev postgresql
 
 .PHONY: test tools deps fmt-check vet staticcheck deploy-check unit fuzz build bench
 

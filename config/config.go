@@ -53,9 +53,11 @@ type Config struct {
 
 // Store is the "store" section.
 type Store struct {
-	// Driver is the storage backend; only "sqlite" exists.
+	// Driver is the storage backend: "sqlite" (embedded, the default) or
+	// "postgres" (a server several daemons share).
 	Driver string `yaml:"driver"`
-	// DSN is the data source; for sqlite, the database file path.
+	// DSN is the data source: for sqlite, the database file path; for
+	// postgres, a postgres:// URL.
 	DSN string `yaml:"dsn"`
 }
 
@@ -302,6 +304,7 @@ func Inspect(path string) (*Config, error) {
 func (c *Config) Validate() error {
 	var errs []error
 	errs = append(errs, c.Store.validate()...)
+	errs = append(errs, c.validateStoreAuth()...)
 	errs = append(errs, c.validateListen()...)
 	errs = append(errs, c.validateAllowedHosts()...)
 	errs = append(errs, c.Auth.validate()...)
@@ -314,13 +317,39 @@ func (c *Config) Validate() error {
 
 func (s Store) validate() []error {
 	var errs []error
-	if s.Driver != "sqlite" {
-		errs = append(errs, fmt.Errorf("store.driver: %q is not supported (only sqlite)", s.Driver))
+	url := isPostgresURL(s.DSN)
+	switch s.Driver {
+	case "sqlite":
+		if url {
+			errs = append(errs, errors.New("store.dsn: a postgres:// URL needs store.driver: postgres"))
+		}
+	case "postgres":
+		if s.DSN != "" && !url {
+			errs = append(errs, errors.New("store.dsn: with store.driver: postgres, must be a postgres:// (or postgresql://) URL"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("store.driver: %q is not supported (sqlite or postgres)", s.Driver))
 	}
 	if s.DSN == "" {
 		errs = append(errs, errors.New("store.dsn: must not be empty"))
 	}
 	return errs
+}
+
+// isPostgresURL reports a postgres:// or postgresql:// URL.
+func isPostgresURL(dsn string) bool {
+	l := strings.ToLower(strings.TrimSpace(dsn))
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
+// validateStoreAuth: the daemon's own token lives beside an SQLite file;
+// a server database has no "beside", so postgres needs a token file or
+// auth: none.
+func (c *Config) validateStoreAuth() []error {
+	if c.Store.Driver == "postgres" && !c.Auth.None() && c.Auth.TokenFile == "" {
+		return []error{errors.New("auth.token_file: required with store.driver: postgres (the daemon's own token is kept beside an SQLite file; a server has no such place), or auth: none on loopback")}
+	}
+	return nil
 }
 
 // validateListen checks the address and the auth it may be served with.

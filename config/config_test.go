@@ -118,7 +118,7 @@ func TestLoadGood(t *testing.T) {
 	// good.yaml sets every key, each to something other than its default,
 	// so a key that silently fails to decode cannot pass.
 	for _, path := range sameLeaves(reflect.ValueOf(*got), reflect.ValueOf(*Default()), "") {
-		if path != "store.driver" { // sqlite is the only driver
+		if path != "store.driver" { // good.yaml is an SQLite file; store_test.go loads a postgres one
 			t.Errorf("good.yaml leaves %s at its default", path)
 		}
 	}
@@ -175,7 +175,10 @@ func TestLoadBadConfigs(t *testing.T) {
 			`thresholds.idle_after: "soon" is not a duration (try 10m)` + "\n" +
 			`line 5: unknown key "thresholds.stalled_afer" (did you mean "thresholds.stalled_after"?)`},
 		// Values (validation)
-		{"invalid-driver.yaml", `store.driver: "postgres" is not supported (only sqlite)`},
+		{"invalid-driver.yaml", `store.driver: "mysql" is not supported (sqlite or postgres)`},
+		{"invalid-driver-postgres-path.yaml", `store.dsn: with store.driver: postgres, must be a postgres:// (or postgresql://) URL`},
+		{"invalid-driver-sqlite-url.yaml", `store.dsn: a postgres:// URL needs store.driver: postgres`},
+		{"invalid-driver-postgres-own-token.yaml", `auth.token_file: required with store.driver: postgres (the daemon's own token is kept beside an SQLite file; a server has no such place), or auth: none on loopback`},
 		{"invalid-dsn-empty.yaml", `store.dsn: must not be empty`},
 		{"invalid-listen.yaml", `listen: "nohostport" is not host:port`},
 		{"invalid-listen-port.yaml", `listen: "127.0.0.1:http" is not host:port (the port must be a number from 0 to 65535)`},
@@ -196,7 +199,7 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"invalid-kill-users.yaml", `reaper.kill_users[0]: "nosuchuser-watchdog" is not a user on this host (a name from /etc/passwd or a numeric uid)`},
 		{"invalid-log-level.yaml", `log.level: "loud" is not one of debug, info, warn, error`},
 		{"invalid-log-format.yaml", `log.format: "xml" is not one of json, console (or empty to choose by terminal)`},
-		{"invalid-several-validate.yaml", `store.driver: "postgres" is not supported (only sqlite)` + "\n" +
+		{"invalid-several-validate.yaml", `store.driver: "mysql" is not supported (sqlite or postgres)` + "\n" +
 			`jobs.vacuum: "@nightly" is not a cron spec: unrecognized descriptor: @nightly` + "\n" +
 			`log.level: "loud" is not one of debug, info, warn, error`},
 		// Every kind at once: one run reports them all, keys first.

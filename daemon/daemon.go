@@ -30,6 +30,7 @@ import (
 	"watchdog/probe"
 	"watchdog/reaper"
 	"watchdog/store"
+	_ "watchdog/store/pgstore" // registers store.driver: postgres
 	"watchdog/tokenfile"
 	"watchdog/transitions"
 )
@@ -77,13 +78,17 @@ func Run(ctx context.Context, o Options) error {
 	// One daemon per database: a second one would sweep and enforce the
 	// same entities in turn. Taken before the store opens, so a refused
 	// daemon does not even migrate.
-	lock, err := store.LockDaemon(cfg.Store.DSN)
-	if err != nil {
-		return err
+	// A PostgreSQL store is shared by a fleet of daemons, one per host,
+	// by design: no lock there.
+	if cfg.Store.Driver != store.DriverPostgres {
+		lock, err := store.LockDaemon(cfg.Store.DSN)
+		if err != nil {
+			return err
+		}
+		defer lock.Release() //nolint:errcheck // the kernel drops it at exit anyway
 	}
-	defer lock.Release() //nolint:errcheck // the kernel drops it at exit anyway
 
-	st, err := store.Open(ctx, cfg.Store.DSN)
+	st, err := store.OpenBackend(ctx, cfg.Store.Driver, cfg.Store.DSN)
 	if err != nil {
 		return err
 	}
@@ -226,7 +231,7 @@ var (
 
 type daemon struct {
 	cfg     *config.Config
-	st      *store.SQLite
+	st      store.Backend
 	rp      *reaper.Reaper
 	log     *zap.Logger
 	notify  *notifier
@@ -525,6 +530,9 @@ func Check(cfg *config.Config) error {
 // checkHost is Check, also returning the configured token file as read.
 func checkHost(cfg *config.Config) (tokenfile.File, error) {
 	f, err := configuredToken(cfg.Auth)
+	if cfg.Store.Driver == store.DriverPostgres {
+		return f, err // a server, not a file: nothing of it to check here
+	}
 	return f, errors.Join(err, store.CheckDir(cfg.Store.DSN))
 }
 
@@ -680,7 +688,10 @@ func (d *daemon) reportLost(ctx context.Context, lost error) {
 	db := store.FilePath(d.st.Path())
 	rctx, cancel := context.WithTimeout(ctx, rescueTimeout)
 	defer cancel()
-	copyPath, rerr := d.st.Rescue(rctx, time.Now())
+	copyPath, rerr := "", error(errors.New("this store keeps no copy"))
+	if r, ok := d.st.(store.Rescuer); ok {
+		copyPath, rerr = r.Rescue(rctx, time.Now())
+	}
 	var todo string
 	if rerr == nil {
 		todo = fmt.Sprintf("writes are refused (503) and /readyz is 503 until watchdog restarts. "+

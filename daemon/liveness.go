@@ -33,7 +33,7 @@ type liveness struct {
 // newLiveness builds the monitor and hooks it to the view. It must run
 // before the view loads, so that the load's entities (the adoption at
 // start) reach the monitor like every later change.
-func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st *store.SQLite, m *metrics.Metrics, s reaper.Settings, log *zap.Logger) *liveness {
+func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.Backend, m *metrics.Metrics, s reaper.Settings, log *zap.Logger) *liveness {
 	l := &liveness{}
 	w, err := pidwatch.New()
 	switch {

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -126,42 +125,15 @@ func (s *SQLite) applyTransition(ctx context.Context, tx *sql.Tx, typ, id string
 		return cur, Entity{}, err
 	}
 
-	audit := AuditRow{EntityType: typ, EntityID: id, From: cur.Lifecycle, To: ch.To, Actor: ch.Actor, Trigger: ch.Trigger, At: ch.At}
-	var reasonJSON any
-	if ch.Reason != nil {
-		audit.ReasonCode, audit.Message, audit.Evidence = string(ch.Reason.Code), ch.Reason.Message, ch.Reason.Evidence
-		b, err := json.Marshal(ch.Reason)
-		if err != nil {
-			return cur, Entity{}, fmt.Errorf("transition %s/%s: encode reason: %w", typ, id, err)
-		}
-		reasonJSON = string(b)
-	}
-	seq, err := s.insertAudit(ctx, tx, audit)
+	plan, err := PlanTransition(cur, ch)
 	if err != nil {
 		return cur, Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
 	}
-
-	var endedAt any
-	if ch.Terminal {
-		endedAt = unixArg(ch.At)
+	seq, err := s.insertAudit(ctx, tx, plan.Audit)
+	if err != nil {
+		return cur, Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
 	}
-	var startedAt any
-	if ch.Starts {
-		startedAt = unixArg(ch.At)
-	}
-	var delivery, reasons any
-	kept, answered := withoutFlags(cur.Reasons)
-	if ch.Delivery != nil || answered {
-		if ch.Delivery != nil {
-			kept = withDelivery(kept, ch.Delivery, ch.At)
-			delivery = string(ch.Delivery.Delivery)
-		}
-		b, err := jsonText(kept, "[]")
-		if err != nil {
-			return cur, Entity{}, fmt.Errorf("transition %s/%s: encode reasons: %w", typ, id, err)
-		}
-		reasons = b
-	}
+	reasonJSON, endedAt, startedAt, delivery, reasons := plan.Reason, plan.EndedAt, plan.StartedAt, plan.Delivery, plan.Reasons
 	res, err := s.txExec(ctx, tx, `UPDATE entities SET lifecycle = :to, terminal = :terminal, last_seq = :seq,
 		transition_reason = :reason, lifecycle_at = :at, ended_at = :ended_at, started_at = COALESCE(started_at, :started_at),
 		timeout_seconds = COALESCE(:timeout_seconds, timeout_seconds), timeout_elapsed = COALESCE(:timeout_elapsed, timeout_elapsed),

@@ -11,6 +11,7 @@ import (
 	"watchdog/client"
 	"watchdog/probe"
 	"watchdog/store"
+	_ "watchdog/store/pgstore" // registers the postgres driver: --db postgres://…
 	"watchdog/tokenfile"
 )
 
@@ -18,16 +19,21 @@ import (
 // the same default as `watchdog serve` with no config.
 const DefaultDB = "./watchdog.db"
 
-// OpenStore opens the database at path. Without create, a file that does
-// not exist is refused rather than created empty: a mistyped --db must
-// say so, not report an empty host.
-func OpenStore(ctx context.Context, path string, create bool) (*store.SQLite, error) {
+// OpenStore opens the database at path: an SQLite file, or a PostgreSQL
+// server when path is a postgres:// URL (--db postgres://… or WATCHDOG_DB).
+// Without create, an SQLite file that does not exist is refused rather
+// than created empty: a mistyped --db must say so, not report an empty
+// host.
+func OpenStore(ctx context.Context, path string, create bool) (store.Backend, error) {
+	if store.IsPostgresDSN(path) {
+		return store.OpenBackend(ctx, store.DriverPostgres, path)
+	}
 	if !create && !strings.HasPrefix(path, "file:") {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no database at %s (set --db or WATCHDOG_DB)", path)
 		}
 	}
-	return store.Open(ctx, path)
+	return store.OpenBackend(ctx, store.DriverSQLite, path)
 }
 
 // findToken finds the daemon's bearer token as tokenfile.Find does,

@@ -47,14 +47,14 @@ type Target interface {
 
 // Local reads and writes this host's store through the write path.
 type Local struct {
-	st   *store.SQLite
+	st   store.Backend
 	w    *transitions.Writer
 	host *probe.Host
 }
 
 // NewLocal writes into st, identifying this host's processes through
 // host. Close closes st.
-func NewLocal(st *store.SQLite, host *probe.Host) *Local {
+func NewLocal(st store.Backend, host *probe.Host) *Local {
 	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host, Contracts: reaper.Contracts{Host: host}}
 	return &Local{st: st, w: w, host: host}
 }

@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	testenv.RemoveBinary()
+	testenv.StopPostgres() // the throwaway cluster, if a test started one
 	os.Exit(code)
 }
 

@@ -20,7 +20,7 @@ import (
 // the store and a reaper for this host, with the thresholds of --config or
 // the defaults.
 type oneShot struct {
-	st *store.SQLite
+	st store.Backend
 	rp *reaper.Reaper
 }
 

@@ -24,7 +24,7 @@ func addTargetFlags(c *cobra.Command, db, server *string) {
 	addDBFlag(c, db)
 	addServerFlag(c, server)
 	f := c.Flags()
-	f.Lookup("db").Usage = "SQLite database file (env WATCHDOG_DB); not with --server"
+	f.Lookup("db").Usage = "SQLite database file, or a postgres:// URL (env WATCHDOG_DB); not with --server"
 	f.Lookup("server").Usage = "write through the daemon's API at this URL, e.g. http://127.0.0.1:9715, instead of opening a database " +
 		"(env WATCHDOG_SERVER; bearer token read from the file in WATCHDOG_TOKEN_FILE, else watchdog.token beside WATCHDOG_DB or ./watchdog.db, else " + tokenfile.SystemPath + "). " +
 		"--db and --server together, or WATCHDOG_DB and WATCHDOG_SERVER together without either flag, are a usage error; " +

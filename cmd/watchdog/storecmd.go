@@ -20,7 +20,7 @@ func addDBFlag(c *cobra.Command, db *string) {
 	if def == "" {
 		def = defaultDB
 	}
-	c.Flags().StringVar(db, "db", def, "SQLite database file (env WATCHDOG_DB)")
+	c.Flags().StringVar(db, "db", def, "SQLite database file, or a postgres:// URL (env WATCHDOG_DB)")
 }
 
 // configDB is the database of a command given the daemon's config (cfg

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"watchdog/internal/testenv"
+)
+
+// pgStart starts `watchdog serve` on the PostgreSQL database dsn as host
+// hostID, and waits until it is ready.
+func pgStart(t *testing.T, dsn, hostID string) *rmtDaemon {
+	t.Helper()
+	dir := t.TempDir()
+	d := &rmtDaemon{log: filepath.Join(dir, "serve.log")}
+	cfg := writeFile(t, dir, "config.yaml", fmt.Sprintf(`host_id: %s
+store:
+  driver: postgres
+  dsn: %q
+listen: 127.0.0.1:0
+auth: none
+log:
+  level: info
+  format: json
+`, hostID, dsn))
+	logFile, err := os.Create(d.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(binPath, "serve", "--config", cfg)
+	cmd.Env = rmtEnv()
+	cmd.Stdout, cmd.Stderr = io.Discard, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start serve: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait() //nolint:errcheck // the exit is reported through done
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may have exited already
+		select {
+		case <-done:
+		case <-time.After(rmtDeadline):
+			cmd.Process.Kill() //nolint:errcheck // best effort at cleanup
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("daemon %s log:\n%s", hostID, d.logs())
+		}
+	})
+	hc := &http.Client{Timeout: 5 * time.Second}
+	testenv.Eventually(t, "daemon "+hostID+" ready", rmtDeadline, func() (bool, string) {
+		select {
+		case <-done:
+			t.Fatalf("serve exited before it was ready:\n%s", d.logs())
+		default:
+		}
+		if d.base == "" {
+			d.base = rmtListenAddr(d.logs())
+		}
+		if d.base != "" {
+			if resp, err := hc.Get(d.base + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return true, ""
+				}
+			}
+		}
+		return false, "daemon log:\n" + d.logs()
+	})
+	return d
+}
+
+// TestPostgresStoreSharedByDaemonsAndCLI: two daemons of two hosts serve
+// one PostgreSQL database at once (no one-daemon lock there); what one
+// registers, the CLI moves with --db postgres://…, and the other daemon's
+// live view shows it, woken by the store's change notifications.
+func TestPostgresStoreSharedByDaemonsAndCLI(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	a, b := pgStart(t, dsn, "host-a"), pgStart(t, dsn, "host-b")
+	a.register(t, `{"type":"session","id":"pg-1","lifecycle":"running"}`)
+	testenv.Eventually(t, "host-b sees host-a's registration", rmtDeadline, func() (bool, string) {
+		code, e := b.entity(t, "session", "pg-1")
+		return code == http.StatusOK && e.Lifecycle != nil && *e.Lifecycle == "running", fmt.Sprintf("%d %+v", code, e)
+	})
+	r := rmtRun(t, t.TempDir(), nil, "", "transition", "session/pg-1", "cancelled", "--reason", "run.cancelled.operator", "--db", dsn)
+	if r.code != 0 {
+		t.Fatalf("transition --db postgres://: exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	for _, d := range []*rmtDaemon{a, b} {
+		testenv.Eventually(t, "both daemons see the CLI's transition", rmtDeadline, func() (bool, string) {
+			code, e := d.entity(t, "session", "pg-1")
+			return code == http.StatusOK && e.Lifecycle != nil && *e.Lifecycle == "cancelled", fmt.Sprintf("%d %+v", code, e)
+		})
+	}
+}

@@ -1,0 +1,133 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"watchdog/store"
+)
+
+// listen opens the listener's own connection and subscribes it. It is not
+// a pool connection: LISTEN belongs to a session, and the pool would hand
+// the session to others.
+func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, s.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("connect the change listener: %w", classify(err))
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("listen for changes: %w", classify(err))
+	}
+	s.listening.Store(true)
+	return conn, nil
+}
+
+// runListener bumps the version for every notification until ctx ends.
+// A lost connection is reopened with backoff; in between, DataVersion
+// moves on every call (listening is false), and once subscribed again the
+// version moves once more, so a reader re-reads whatever was committed
+// while nobody was listening.
+func (s *Store) runListener(ctx context.Context, conn *pgx.Conn) {
+	backoff := 100 * time.Millisecond
+	for {
+		for conn != nil {
+			if _, err := conn.WaitForNotification(ctx); err != nil {
+				s.listening.Store(false)
+				s.version.Add(1)
+				conn.Close(context.Background())
+				conn = nil
+				break
+			}
+			s.version.Add(1)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		c, err := s.listen(ctx)
+		if err != nil {
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		conn = c
+		s.version.Add(1)
+	}
+}
+
+// DataVersion is a number that moves whenever anything is committed to
+// the database, by this store or any other writer: the count of the
+// change notifications migration 0001's triggers send (pg_notify at
+// commit), heard on the store's own listening connection, plus this
+// store's own commits (counted at once, so a read right after a write
+// sees it). The caller reads it before the rows, so a commit after that
+// read moves it again. While the listener has no connection it moves on
+// every call. The value itself means nothing.
+func (s *Store) DataVersion(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if !s.listening.Load() {
+		return s.version.Add(1), nil
+	}
+	return s.version.Load(), nil
+}
+
+// ChangesSince reads the change feed as store.SQLite.ChangesSince does:
+// entities whose revision is greater than c.Revision and audit rows whose
+// seq is greater than c.Seq, at most limit of each (limit < 1 means 1000).
+// The feed lock makes numbers commit in order, so a reader that applies
+// every batch misses nothing.
+func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (store.Batch, error) {
+	if limit < 1 {
+		limit = 1000
+	}
+	b := store.Batch{Next: c}
+	rows, err := s.pool.Query(ctx, "SELECT "+store.EntityColumns+" FROM entities WHERE revision > $1 ORDER BY revision LIMIT $2", c.Revision, limit)
+	if err != nil {
+		return store.Batch{}, fmt.Errorf("read changed entities: %w", classify(err))
+	}
+	var sc store.EntityScanner
+	for rows.Next() {
+		e, err := sc.Scan(rows)
+		if err != nil {
+			rows.Close()
+			return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
+		}
+		b.Entities = append(b.Entities, e)
+		b.Next.Revision = e.Revision
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return store.Batch{}, fmt.Errorf("read changed entities: %w", classify(err))
+	}
+	audit, err := s.queryAudit(ctx, "SELECT "+store.AuditColumns+" FROM transitions WHERE seq > $1 ORDER BY seq LIMIT $2", c.Seq, limit)
+	if err != nil {
+		return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
+	}
+	b.Transitions = audit
+	if n := len(audit); n > 0 {
+		b.Next.Seq = audit[n-1].Seq
+	}
+	b.More = len(b.Entities) == limit || len(b.Transitions) == limit
+	return b, nil
+}
+
+// FeedHead is the cursor of the newest committed change. It reads the
+// rows, not the sequences: a sequence's last value may be a number an
+// uncommitted (or rolled back) writer holds, and a reader starting past it
+// would miss that write.
+func (s *Store) FeedHead(ctx context.Context) (store.Cursor, error) {
+	var c store.Cursor
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE((SELECT MAX(revision) FROM entities), 0),
+		COALESCE((SELECT MAX(seq) FROM transitions), 0)`).Scan(&c.Revision, &c.Seq)
+	if err != nil {
+		return store.Cursor{}, fmt.Errorf("read the change feed's head: %w", classify(err))
+	}
+	return c, nil
+}

@@ -1,0 +1,288 @@
+// Package pgstore is the PostgreSQL store (store.driver: postgres): the
+// same logical schema as SQLite's, through its own numbered migrations,
+// and the same behaviour behind store.Backend, which the conformance suite
+// (watchdog/store/storetest) holds both to. It talks to the server through
+// pgx and a pgxpool pool; one more connection, its own, listens for the
+// change notifications that move DataVersion. Importing it registers the
+// "postgres" driver with store.OpenBackend.
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"watchdog/store"
+	"watchdog/unixtime"
+)
+
+func init() {
+	store.RegisterDriver(store.DriverPostgres, func(ctx context.Context, dsn string) (store.Backend, error) {
+		s, err := Open(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	})
+}
+
+// Advisory lock keys. Session- and transaction-level advisory locks share
+// one key space per database; these are watchdog's.
+const (
+	// migrateLockKey serialises migrations: two daemons starting together
+	// against a fresh database apply them once.
+	migrateLockKey int64 = 7015713420150000
+	// feedLockKey is migration 0001's watchdog_feed_lock(): every write
+	// transaction takes it first (see writeTx).
+	feedLockKey int64 = 7015713420150001
+)
+
+// notifyChannel is the channel migration 0001's triggers notify.
+const notifyChannel = "watchdog_changes"
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Store is a PostgreSQL store. It is safe for concurrent use, and any
+// number of daemons and CLI processes may share the database.
+type Store struct {
+	pool *pgxpool.Pool
+	// dsn is the URL it was opened with; Path shows it without password.
+	dsn string
+
+	// version is DataVersion's counter: bumped by every notification the
+	// listener hears and by every commit of this store's own.
+	version atomic.Int64
+	// listening is false while the listener has no connection: then
+	// DataVersion moves on every call, so readers re-read rather than
+	// miss what nobody told them.
+	listening atomic.Bool
+	stop      context.CancelFunc
+	listener  sync.WaitGroup
+}
+
+var _ store.Backend = (*Store)(nil)
+
+// Open connects to the PostgreSQL database at dsn (a postgres:// URL or a
+// key=value string), applies pending migrations and starts listening for
+// changes.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	name := store.RedactDSN(dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", name, err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", name, err)
+	}
+	s := &Store{pool: pool, dsn: dsn}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open store %s: %w", name, err)
+	}
+	conn, err := s.listen(ctx)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open store %s: %w", name, err)
+	}
+	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	s.listener.Go(func() { s.runListener(lctx, conn) })
+	return s, nil
+}
+
+// Path is the database URL without its password.
+func (s *Store) Path() string { return store.RedactDSN(s.dsn) }
+
+// Close stops the listener and closes the pool.
+func (s *Store) Close() error {
+	s.stop()
+	s.listener.Wait()
+	s.pool.Close()
+	return nil
+}
+
+// Ping checks that the server answers a query.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.pool.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("ping store %s: %w", s.Path(), classify(err))
+	}
+	return nil
+}
+
+// Probe proves that the store takes a write now: one row of health_probe
+// is rewritten in a transaction of its own.
+func (s *Store) Probe(ctx context.Context) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "UPDATE health_probe SET at = $1 WHERE id = 1", unixtime.Seconds(time.Now()))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write probe: %w", err)
+	}
+	return nil
+}
+
+// Fault is always nil: a server's damage shows as failing writes (Probe),
+// and the server, not watchdog, owns its recovery.
+func (s *Store) Fault() error { return nil }
+
+// Lost is always false: a server database cannot be deleted from under an
+// open connection the way a file can.
+func (s *Store) Lost() bool { return false }
+
+// QuickCheck checks that the server answers: PostgreSQL checks its own
+// pages (checksums, WAL replay); there is no quick_check to run.
+func (s *Store) QuickCheck(ctx context.Context) error { return s.Ping(ctx) }
+
+// classify turns what the server or the connection failed with into the
+// store's vocabulary: a server that cannot take writes now (gone, shutting
+// down, read-only, out of disk or connections) is store.ErrUnavailable,
+// the API's 503.
+func classify(err error) error {
+	if err == nil || errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			strings.HasPrefix(pe.Code, "53"),  // insufficient resources (disk full, too many connections)
+			strings.HasPrefix(pe.Code, "57P"), // operator intervention (shutdown)
+			pe.Code == "25006":                // read_only_sql_transaction (a standby)
+			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
+		return err
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return err
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	files, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, f := range files {
+		name := strings.TrimPrefix(f, "migrations/")
+		n, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with its number", name)
+		}
+		body, err := migrationFS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: n, name: name, sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %s: expected number %d", m.name, i+1)
+		}
+	}
+	return out, nil
+}
+
+// SchemaVersion is the highest PostgreSQL migration this build knows.
+func SchemaVersion() int {
+	ms, err := loadMigrations()
+	if err != nil {
+		return 0
+	}
+	return len(ms)
+}
+
+// migrate applies the pending migrations in one transaction that holds
+// an advisory lock: a second daemon starting at the same moment waits for
+// it, then finds them applied.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin migration: %w", classify(err))
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLockKey); err != nil {
+		return fmt.Errorf("lock for migration: %w", classify(err))
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var current int
+	if err := tx.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if current > len(ms) {
+		return fmt.Errorf("database schema version %d is newer than this watchdog knows (%d): upgrade watchdog", current, len(ms))
+	}
+	for _, m := range ms[current:] {
+		if _, err := tx.Exec(ctx, m.sql); err != nil {
+			return fmt.Errorf("apply migration %s: %w", m.name, err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+			return fmt.Errorf("record migration %s: %w", m.name, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit migrations: %w", classify(err))
+	}
+	return nil
+}
+
+// writeTx runs fn in one write transaction that first takes the feed lock
+// (migration 0001): the store's writers then commit one at a time, in the
+// order of the revisions and seqs their triggers draw, so a feed reader
+// never sees a later number before an earlier one. Taken before fn touches
+// a row, the lock is always the first thing a writer waits for, so two
+// writers never deadlock over it and a row. A commit moves DataVersion at
+// once, before the notification comes back: a read after a write sees it.
+func (s *Store) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return classify(fmt.Errorf("begin: %w", err))
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", feedLockKey); err != nil {
+		return classify(fmt.Errorf("take the feed lock: %w", err))
+	}
+	if err := fn(tx); err != nil {
+		return classify(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return classify(fmt.Errorf("commit: %w", err))
+	}
+	s.version.Add(1)
+	return nil
+}

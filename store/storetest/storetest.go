@@ -1,0 +1,630 @@
+// Package storetest is the one conformance suite of store.Backend: the
+// behaviour every store must have, run against SQLite (from package store's
+// tests) and PostgreSQL (from package pgstore's) alike. A backend supplies
+// a Harness; what only its own SQL can do (a bare UPDATE that bypasses the
+// write path) is a hook of it. Imported by tests only.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"watchdog/internal/testenv"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// Harness is how the suite reaches one backend.
+type Harness struct {
+	// New makes a new, empty store for t and returns its DSN (what Open
+	// takes); the suite opens its handles with Open and closes them.
+	New func(t *testing.T) string
+	// Open opens a handle on the store at dsn, as another process would.
+	Open func(ctx context.Context, dsn string) (store.Backend, error)
+	// BareLifecycleUpdate sets an entity's lifecycle with a plain SQL
+	// UPDATE beside the store, bypassing the write path; the audit guard
+	// must refuse it (the error is what the backend answered).
+	BareLifecycleUpdate func(t *testing.T, dsn, typ, id, lifecycle string) error
+}
+
+// Run runs the whole suite against h's backend.
+func Run(t *testing.T, h Harness) {
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, h Harness)
+	}{
+		{"RegisterUpsert", testRegisterUpsert},
+		{"TransitionWritesAuditRowInSameTransaction", testTransitionAudit},
+		{"RefusedDecisionWritesNothing", testRefusedDecision},
+		{"AuditGuardRefusesBareUpdate", testAuditGuard},
+		{"ObservationWritesOnlyOnChange", testObservation},
+		{"HeartbeatExitAndNotFound", testHeartbeatExit},
+		{"ListFilters", testListFilters},
+		{"TransitionPages", testPages},
+		{"Dismissals", testDismissals},
+		{"DaemonPresence", testDaemons},
+		{"FeedAcrossHandles", testFeed},
+		{"DataVersionMovesOnAnotherHandlesCommit", testDataVersion},
+		{"ConcurrentTerminationsOneWinner", testRace},
+		{"CrashAtAnyInstant", testCrash},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
+	}
+}
+
+// open opens a handle closed at the end of t.
+func open(t *testing.T, h Harness, dsn string) store.Backend {
+	t.Helper()
+	s, err := h.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("open %s: %v", dsn, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func strp(s string) *string { return &s }
+
+func register(t *testing.T, s store.Backend, typ, id string, lifecycle *string, mod func(*store.Entity)) {
+	t.Helper()
+	e := store.Entity{Type: typ, ID: id, Lifecycle: lifecycle}
+	if mod != nil {
+		mod(&e)
+	}
+	if _, err := s.Register(context.Background(), e, "orchestrator", t0); err != nil {
+		t.Fatalf("register %s/%s: %v", typ, id, err)
+	}
+}
+
+// move applies a transition to to through the store alone.
+func move(s store.Backend, typ, id, to string, terminal bool, at time.Time) (store.Entity, store.Entity, error) {
+	return s.ApplyTransition(context.Background(), typ, id, func(cur store.Entity) (store.Change, error) {
+		r := state.Observed(state.SystemHealthProcessDeadNoTerminal, "test")
+		return store.Change{To: to, Terminal: terminal, Actor: "reaper", Reason: &r, At: at}, nil
+	})
+}
+
+func testRegisterUpsert(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	e := store.Entity{Type: "session", ID: "s1", Label: "first", Lifecycle: strp("running"), HostID: "h1", PID: 42,
+		PIDStartTime: t0.Add(-time.Minute), LockFiles: []string{"/tmp/a.lock"}, Metadata: []byte(`{"k":"v"}`), Timeout: 90 * time.Second}
+	created, err := s.Register(ctx, e, "orchestrator", t0)
+	if err != nil || !created {
+		t.Fatalf("first register: created %v, %v", created, err)
+	}
+	rows, err := s.Transitions(ctx, "session", "s1")
+	if err != nil || len(rows) != 1 || rows[0].From != nil || rows[0].To != "running" || rows[0].Message != "registered" {
+		t.Fatalf("registration audit: %+v %v", rows, err)
+	}
+	if x, err := s.RecordExit(ctx, "session", "s1", 42, state.ExitStatus{Code: 3, At: t0.Add(time.Second)}); err != nil || !x {
+		t.Fatalf("record exit: %v %v", x, err)
+	}
+	// A re-registration that only renames keeps everything it leaves out,
+	// and never changes the lifecycle.
+	created, err = s.Register(ctx, store.Entity{Type: "session", ID: "s1", Label: "renamed", Lifecycle: strp("completed")}, "orchestrator", t0.Add(time.Minute))
+	if err != nil || created {
+		t.Fatalf("re-register: created %v, %v", created, err)
+	}
+	got, err := s.Get(ctx, "session", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case got.Label != "renamed", got.LifecycleOr("") != "running", got.PID != 42, got.HostID != "h1",
+		len(got.LockFiles) != 1, string(got.Metadata) != `{"k":"v"}`, got.Timeout != 90*time.Second,
+		!got.PIDStartTime.Equal(t0.Add(-time.Minute)), !got.CreatedAt.Equal(t0), !got.UpdatedAt.Equal(t0.Add(time.Minute)),
+		got.Exit == nil || got.Exit.Code != 3:
+		t.Errorf("after re-register: %+v", got)
+	}
+	// A new pid brings its own identity and no exit status; an empty list
+	// clears.
+	if _, err := s.Register(ctx, store.Entity{Type: "session", ID: "s1", PID: 43, LockFiles: []string{}}, "orchestrator", t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Get(ctx, "session", "s1")
+	if got.PID != 43 || !got.PIDStartTime.IsZero() || got.Exit != nil || len(got.LockFiles) != 0 {
+		t.Errorf("after new pid: pid %d start %v exit %+v locks %v", got.PID, got.PIDStartTime, got.Exit, got.LockFiles)
+	}
+	if rows, _ := s.Transitions(ctx, "session", "s1"); len(rows) != 1 {
+		t.Errorf("re-registrations wrote %d audit rows, want the one", len(rows))
+	}
+	// A legacy entity (no lifecycle) has no audit row.
+	register(t, s, "session", "legacy", nil, nil)
+	if rows, _ := s.Transitions(ctx, "session", "legacy"); len(rows) != 0 {
+		t.Errorf("legacy entity has audit rows %+v", rows)
+	}
+	if _, err := s.Get(ctx, "session", "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("get missing: %v, want ErrNotFound", err)
+	}
+}
+
+func testTransitionAudit(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	register(t, s, "session", "s1", strp("running"), func(e *store.Entity) {
+		e.Reasons = nil
+	})
+	before, after, err := s.ApplyTransition(ctx, "session", "s1", func(cur store.Entity) (store.Change, error) {
+		r := state.Observed(state.SystemHealthProcessDeadNoTerminal, "gone")
+		return store.Change{To: "aborted", Terminal: true, Actor: "reaper", Trigger: "sweep", Reason: &r, At: t0.Add(time.Hour),
+			Delivery: &store.DeliveryRecord{Delivery: state.DeliveryMissing}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Transitions(ctx, "session", "s1")
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("audit rows %+v %v", rows, err)
+	}
+	last := rows[1]
+	switch {
+	case before.LifecycleOr("") != "running", after.LifecycleOr("") != "aborted", !after.Terminal,
+		after.LastSeq != last.Seq, last.From == nil || *last.From != "running", last.To != "aborted",
+		last.Actor != "reaper", last.Trigger != "sweep", last.ReasonCode != string(state.SystemHealthProcessDeadNoTerminal),
+		!last.At.Equal(t0.Add(time.Hour)), !after.EndedAt.Equal(t0.Add(time.Hour)), after.Delivery != state.DeliveryMissing,
+		after.TransitionReason == nil || after.TransitionReason.Message != "gone":
+		t.Errorf("before %+v\nafter %+v\naudit %+v", before, after, last)
+	}
+	got, _ := s.Get(ctx, "session", "s1")
+	if got.LastSeq != last.Seq || got.Revision != after.Revision {
+		t.Errorf("stored last_seq %d revision %d, answered %d %d", got.LastSeq, got.Revision, last.Seq, after.Revision)
+	}
+	if _, _, err := move(s, "session", "nope", "aborted", true, t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("transition of a missing entity: %v", err)
+	}
+}
+
+func testRefusedDecision(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	register(t, s, "session", "s1", strp("running"), nil)
+	was, _ := s.Get(ctx, "session", "s1")
+	refusal := errors.New("refused")
+	before, _, err := s.ApplyTransition(ctx, "session", "s1", func(cur store.Entity) (store.Change, error) {
+		return store.Change{}, refusal
+	})
+	if !errors.Is(err, refusal) || before.LifecycleOr("") != "running" {
+		t.Fatalf("refused: %v, before %+v", err, before)
+	}
+	now, _ := s.Get(ctx, "session", "s1")
+	rows, _ := s.Transitions(ctx, "session", "s1")
+	if now.Revision != was.Revision || now.LastSeq != was.LastSeq || len(rows) != 1 {
+		t.Errorf("a refused decision wrote: revision %d→%d, last_seq %d→%d, %d audit rows", was.Revision, now.Revision, was.LastSeq, now.LastSeq, len(rows))
+	}
+}
+
+func testAuditGuard(t *testing.T, h Harness) {
+	ctx := context.Background()
+	dsn := h.New(t)
+	s := open(t, h, dsn)
+	register(t, s, "session", "s1", strp("running"), nil)
+	if err := h.BareLifecycleUpdate(t, dsn, "session", "s1", "completed"); err == nil {
+		t.Fatal("a lifecycle UPDATE without its audit row was accepted")
+	} else {
+		t.Logf("refused as it should be: %v", err)
+	}
+	got, _ := s.Get(ctx, "session", "s1")
+	if got.LifecycleOr("") != "running" {
+		t.Errorf("lifecycle is %s after a refused bare update", got.LifecycleOr(""))
+	}
+}
+
+func testObservation(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	register(t, s, "session", "s1", strp("running"), nil)
+	e, _ := s.Get(ctx, "session", "s1")
+	o := store.Observation{Health: state.HealthProcessDead, Delivery: state.DeliveryUnknown, HealthSince: t0, DeadSince: t0,
+		Reasons: []state.StateReason{state.Observed(state.SystemHealthProcessDeadNoTerminal, "x")}, SeenSeq: e.LastSeq, At: t0}
+	for i, want := range []bool{true, false} {
+		wrote, err := s.RecordObservation(ctx, "session", "s1", o)
+		if err != nil || wrote != want {
+			t.Errorf("write %d: wrote %v (want %v), %v", i, wrote, want, err)
+		}
+	}
+	// An observation of a lifecycle a transition has left is not written.
+	if _, _, err := move(s, "session", "s1", "aborted", true, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	o.Health = state.HealthRunning
+	if wrote, err := s.RecordObservation(ctx, "session", "s1", o); err != nil || wrote {
+		t.Errorf("stale observation: wrote %v, %v", wrote, err)
+	}
+	got, _ := s.Get(ctx, "session", "s1")
+	if got.Health != state.HealthProcessDead || !got.DeadSince.Equal(t0) || len(got.Reasons) != 1 {
+		t.Errorf("stored %s dead since %v reasons %v", got.Health, got.DeadSince, got.Reasons)
+	}
+}
+
+func testHeartbeatExit(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	register(t, s, "session", "s1", strp("running"), func(e *store.Entity) { e.PID = 7 })
+	if err := s.RecordHeartbeat(ctx, "session", "s1", t0.Add(time.Second), "half"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordHeartbeat(ctx, "session", "nope", t0, ""); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("heartbeat of a missing entity: %v", err)
+	}
+	for _, tc := range []struct {
+		pid  int
+		x    state.ExitStatus
+		want bool
+	}{
+		{8, state.ExitStatus{Code: 1, At: t0}, false}, // not its pid
+		{7, state.ExitStatus{Signal: 9, At: t0}, true},
+		{7, state.ExitStatus{Signal: 9, At: t0}, false}, // the same again
+	} {
+		if got, err := s.RecordExit(ctx, "session", "s1", tc.pid, tc.x); err != nil || got != tc.want {
+			t.Errorf("record exit pid %d %+v: %v %v, want %v", tc.pid, tc.x, got, err, tc.want)
+		}
+	}
+	if _, err := s.RecordExit(ctx, "session", "s1", 0, state.ExitStatus{At: t0}); err == nil {
+		t.Error("pid 0 accepted")
+	}
+	got, _ := s.Get(ctx, "session", "s1")
+	if !got.HeartbeatAt.Equal(t0.Add(time.Second)) || got.HeartbeatProgress != "half" || got.Exit == nil || got.Exit.Signal != 9 {
+		t.Errorf("heartbeat %v %q exit %+v", got.HeartbeatAt, got.HeartbeatProgress, got.Exit)
+	}
+}
+
+func testListFilters(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	register(t, s, "session", "b", strp("running"), func(e *store.Entity) { e.HostID = "h1" })
+	register(t, s, "session", "a", strp("running"), func(e *store.Entity) { e.HostID = "h2"; e.PID = 5 })
+	register(t, s, "session", "B", strp("running"), func(e *store.Entity) { e.HostID = "h2" })
+	register(t, s, "play", "p", strp("running"), func(e *store.Entity) { e.ParentType, e.ParentID = "show", "x" })
+	register(t, s, "session", "old", nil, nil)
+	register(t, s, "session", "done", strp("running"), func(e *store.Entity) { e.HostID = "h1" })
+	if _, _, err := move(s, "session", "done", "completed", true, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(f store.Filter) string {
+		list, err := s.List(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := ""
+		for _, e := range list {
+			out += e.Type + "/" + e.ID + " "
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		f    store.Filter
+		want string
+	}{
+		{"all, in byte order", store.Filter{}, "play/p session/B session/a session/b session/done session/old "},
+		{"type", store.Filter{Type: "play"}, "play/p "},
+		{"host", store.Filter{HostID: "h1"}, "session/b session/done "},
+		{"host and remote live", store.Filter{HostID: "h1", AlsoRemoteLive: true}, "session/a session/b session/done "},
+		{"open", store.Filter{Type: "session", OpenOnly: true}, "session/B session/a session/b "},
+		{"open or ended since", store.Filter{Type: "session", OpenOnly: true, EndedSince: t0.Add(time.Minute)}, "session/B session/a session/b session/done "},
+		{"ended before the window", store.Filter{Type: "session", OpenOnly: true, EndedSince: t0.Add(2 * time.Hour)}, "session/B session/a session/b "},
+		{"parent", store.Filter{ParentType: "show", ParentID: "x"}, "play/p "},
+		{"dead only", store.Filter{DeadOnly: true}, ""},
+	} {
+		if got := ids(tc.f); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	cands, err := s.AttentionCandidates(ctx, t0.Add(2*time.Hour))
+	if err != nil || len(cands) != 4 {
+		t.Errorf("attention candidates past the window: %d, %v (want the 4 open ones)", len(cands), err)
+	}
+	cands, _ = s.AttentionCandidates(ctx, t0)
+	if len(cands) != 5 {
+		t.Errorf("attention candidates in the window: %d, want 5", len(cands))
+	}
+}
+
+func testPages(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	register(t, s, "session", "s1", strp("pending"), nil)
+	register(t, s, "session", "other", strp("pending"), nil)
+	for i, to := range []string{"running", "paused", "running", "paused", "running"} {
+		if _, _, err := move(s, "session", "s1", to, false, t0.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := move(s, "session", "other", to, false, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, _ := s.Transitions(ctx, "session", "s1")
+	if len(all) != 6 {
+		t.Fatalf("%d rows, want 6", len(all))
+	}
+	latest, total, err := s.LatestTransitions(ctx, "session", "s1", 2)
+	if err != nil || total != 6 || len(latest) != 2 || latest[0].Seq != all[4].Seq || latest[1].Seq != all[5].Seq {
+		t.Errorf("latest 2: %+v total %d %v", latest, total, err)
+	}
+	var paged []int64
+	after := int64(0)
+	for {
+		page, err := s.TransitionsAfter(ctx, "session", "s1", after, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page {
+			paged = append(paged, r.Seq)
+		}
+		if len(page) < 4 {
+			break
+		}
+		after = page[len(page)-1].Seq
+	}
+	if len(paged) != 6 {
+		t.Errorf("pages read %v", paged)
+	}
+	for i := range paged {
+		if paged[i] != all[i].Seq {
+			t.Errorf("page row %d seq %d, want %d", i, paged[i], all[i].Seq)
+		}
+	}
+	if none, err := s.TransitionsAfter(ctx, "session", "nope", 0, 10); err != nil || none == nil || len(none) != 0 {
+		t.Errorf("no rows: %v %v (want an empty, non-nil page)", none, err)
+	}
+}
+
+func testDismissals(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	register(t, s, "session", "s1", strp("running"), nil)
+	d := store.Dismissal{Fingerprint: "session:s1:x", EntityType: "session", EntityID: "s1", ReasonCode: "x",
+		StatusAtDismissal: "running", DismissedAt: t0, ClearOnStatusChange: true, Occurrence: t0.Add(-time.Minute)}
+	if err := s.UpsertDismissal(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	first := (mustDismissals(t, s))[d.Fingerprint]
+	d.SnoozedUntil, d.DismissedAt = t0.Add(time.Hour), t0.Add(time.Minute)
+	if err := s.UpsertDismissal(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	second := (mustDismissals(t, s))[d.Fingerprint]
+	if first.ID == "" || second.ID != first.ID || !second.CreatedAt.Equal(t0) || !second.SnoozedUntil.Equal(t0.Add(time.Hour)) ||
+		!second.Occurrence.Equal(t0.Add(-time.Minute)) || second.DismissedBy != "operator" || !second.ClearOnStatusChange {
+		t.Errorf("first %+v\nsecond %+v", first, second)
+	}
+	if err := s.UpsertDismissal(ctx, store.Dismissal{Fingerprint: "f"}); err == nil {
+		t.Error("an incomplete dismissal was accepted")
+	}
+	// Gone when the snooze ends, or the status it was dismissed at.
+	if n, err := s.VacuumDismissals(ctx, t0.Add(30*time.Minute)); err != nil || n != 0 {
+		t.Errorf("vacuum before the snooze ends: %d %v", n, err)
+	}
+	if n, err := s.VacuumDismissals(ctx, t0.Add(2*time.Hour)); err != nil || n != 1 {
+		t.Errorf("vacuum after the snooze ends: %d %v", n, err)
+	}
+	d.SnoozedUntil = time.Time{}
+	if err := s.UpsertDismissal(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := move(s, "session", "s1", "completed", true, t0); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.VacuumDismissals(ctx, t0); err != nil || n != 1 || len(mustDismissals(t, s)) != 0 {
+		t.Errorf("vacuum after a status change: %d %v", n, err)
+	}
+}
+
+func mustDismissals(t *testing.T, s store.Backend) map[string]store.Dismissal {
+	t.Helper()
+	ds, err := s.Dismissals(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+func testDaemons(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	if err := s.MarkDaemon(ctx, "h1", t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// Never moved back.
+	if err := s.MarkDaemon(ctx, "h1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkDaemon(ctx, "h2", t0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.DaemonHosts(ctx, t0.Add(30*time.Second))
+	if err != nil || len(got) != 1 || !got["h1"] {
+		t.Errorf("daemon hosts %v %v", got, err)
+	}
+}
+
+// testFeed reads the feed on one handle while another writes: every
+// entity at its latest content in revision order, every audit row once.
+func testFeed(t *testing.T, h Harness) {
+	ctx := context.Background()
+	dsn := h.New(t)
+	reader, writer := open(t, h, dsn), open(t, h, dsn)
+	head, err := reader.FeedHead(ctx)
+	if err != nil || head != (store.Cursor{}) {
+		t.Fatalf("head of an empty store: %+v %v", head, err)
+	}
+	for i := range 5 {
+		register(t, writer, "session", fmt.Sprintf("s-%d", i), strp("running"), nil)
+	}
+	if _, _, err := move(writer, "session", "s-1", "completed", true, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.RecordHeartbeat(ctx, "session", "s-3", t0, "half"); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		c     store.Cursor
+		seen  = map[string]store.Entity{}
+		audit []int64
+	)
+	for {
+		b, err := reader.ChangesSince(ctx, c, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range b.Entities {
+			if e.Revision <= c.Revision {
+				t.Errorf("entity %s at revision %d, not after %d", e.ID, e.Revision, c.Revision)
+			}
+			c.Revision = e.Revision
+			seen[e.ID] = e
+		}
+		for _, r := range b.Transitions {
+			audit = append(audit, r.Seq)
+		}
+		c = b.Next
+		if !b.More {
+			break
+		}
+	}
+	if len(seen) != 5 || seen["s-1"].LifecycleOr("") != "completed" || seen["s-3"].HeartbeatProgress != "half" {
+		t.Errorf("feed saw %d entities: %+v", len(seen), seen)
+	}
+	if len(audit) != 6 {
+		t.Errorf("feed saw audit rows %v, want 6", audit)
+	}
+	head, err = reader.FeedHead(ctx)
+	if err != nil || head != c {
+		t.Errorf("head %+v after reading to %+v (%v)", head, c, err)
+	}
+	if b, err := reader.ChangesSince(ctx, head, 10); err != nil || len(b.Entities)+len(b.Transitions) != 0 || b.More {
+		t.Errorf("read from the head: %+v %v", b, err)
+	}
+}
+
+// testDataVersion: another handle's commit moves the version, and so does
+// the handle's own; a reader that reads the version before the rows sees
+// everything by the time the version stops moving.
+func testDataVersion(t *testing.T, h Harness) {
+	ctx := context.Background()
+	dsn := h.New(t)
+	reader, writer := open(t, h, dsn), open(t, h, dsn)
+	register(t, writer, "session", "s0", strp("running"), nil)
+	v0, err := reader.DataVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	register(t, writer, "session", "s1", strp("running"), nil)
+	testenv.Eventually(t, "the version moves on another handle's commit", 30*time.Second, func() (bool, string) {
+		v, err := reader.DataVersion(ctx)
+		return err == nil && v != v0, fmt.Sprintf("version %d (was %d), %v", v, v0, err)
+	})
+	v1, _ := reader.DataVersion(ctx)
+	if err := writer.UpsertDismissal(ctx, store.Dismissal{Fingerprint: "session:s1:x", EntityType: "session", EntityID: "s1", ReasonCode: "x",
+		StatusAtDismissal: "running", DismissedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the version moves on a dismissal", 30*time.Second, func() (bool, string) {
+		v, err := reader.DataVersion(ctx)
+		return err == nil && v != v1, fmt.Sprintf("version %d (was %d), %v", v, v1, err)
+	})
+	v2, _ := reader.DataVersion(ctx)
+	register(t, reader, "session", "s2", strp("running"), nil)
+	if v, err := reader.DataVersion(ctx); err != nil || v == v2 {
+		t.Errorf("the handle's own commit did not move its version at once: %d %v", v, err)
+	}
+}
+
+const raceEntities = 1000
+
+// testRace: two handles race to end the same 1,000 running sessions
+// through the write path, one with completed, the other with aborted.
+// Every entity ends exactly once and the loser sees a conflict.
+func testRace(t *testing.T, h Harness) {
+	ctx := context.Background()
+	dsn := h.New(t)
+	st1, st2 := open(t, h, dsn), open(t, h, dsn)
+	setup := &transitions.Writer{Store: st1, Now: time.Now}
+	for i := range raceEntities {
+		running := "running"
+		if _, err := setup.Register(ctx, transitions.Registration{Entity: store.Entity{Type: "session", ID: fmt.Sprintf("s%04d", i), Lifecycle: &running},
+			Actor: transitions.ActorOrchestrator}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead := state.Observed(state.SystemHealthProcessDeadNoTerminal, "test")
+	writers := []struct {
+		w      *transitions.Writer
+		to     string
+		reason *state.StateReason
+		actor  string
+	}{
+		{&transitions.Writer{Store: st1, Now: time.Now}, "completed", nil, transitions.ActorOrchestrator},
+		{&transitions.Writer{Store: st2, Now: time.Now}, "aborted", &dead, transitions.ActorReaper},
+	}
+	won := make([]int, len(writers))
+	var wg sync.WaitGroup
+	for wi, wr := range writers {
+		// Several goroutines per writer, as a daemon's API serves them.
+		const lanes = 4
+		var mu sync.Mutex
+		for lane := range lanes {
+			wg.Go(func() {
+				for i := lane; i < raceEntities; i += lanes {
+					n := i
+					if wi == 1 {
+						n = raceEntities - 1 - i // meet in the middle
+					}
+					_, err := wr.w.Transition(ctx, transitions.Request{Type: "session", ID: fmt.Sprintf("s%04d", n), To: wr.to,
+						ExpectFrom: "running", Reason: wr.reason, Actor: wr.actor})
+					switch {
+					case err == nil:
+						mu.Lock()
+						won[wi]++
+						mu.Unlock()
+					case errors.Is(err, transitions.ErrConflict):
+					default:
+						t.Errorf("writer %d entity %d: unexpected %v", wi, n, err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if won[0]+won[1] != raceEntities {
+		t.Errorf("wins %d + %d != %d", won[0], won[1], raceEntities)
+	}
+	list, err := st1.List(ctx, store.Filter{Type: "session"})
+	if err != nil || len(list) != raceEntities {
+		t.Fatalf("%d entities, %v", len(list), err)
+	}
+	for _, e := range list {
+		rows, err := st1.Transitions(ctx, e.Type, e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		terminals := 0
+		for _, r := range rows {
+			if r.From != nil && *r.From == "running" {
+				terminals++
+			}
+		}
+		if terminals != 1 || !e.Terminal || rows[len(rows)-1].To != e.LifecycleOr("") || rows[len(rows)-1].Seq != e.LastSeq {
+			t.Errorf("%s: %d terminal rows, lifecycle %s, audit %+v", e.ID, terminals, e.LifecycleOr(""), rows)
+		}
+	}
+}
+
+// HelperMain makes a test binary double as the suite's crash writer: call
+// it first thing in the TestMain of a package that runs the suite, with
+// the backend's Open. In a normal run it returns at once.
+func HelperMain(openStore func(ctx context.Context, dsn string) (store.Backend, error)) {
+	if dsn := os.Getenv(crashEnv); dsn != "" {
+		crashWriter(dsn, openStore)
+		os.Exit(0)
+	}
+}
