@@ -25,6 +25,7 @@ import (
 	"watchdog/config"
 	"watchdog/cronspec"
 	"watchdog/jobs"
+	"watchdog/leader"
 	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/probe"
@@ -74,10 +75,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	token := tf.Token
 
-	// One daemon per database: a second one would sweep and enforce the
-	// same entities in turn. Taken before the store opens, so a refused
-	// daemon does not even migrate.
-	lock, err := store.LockDaemon(cfg.Store.DSN)
+	// One daemon per database and host: a second one would sweep and
+	// enforce the same entities in turn, while daemons of other hosts
+	// share the store as a fleet (docs/fleet.md). Taken before the store
+	// opens, so a refused daemon does not even migrate.
+	lock, err := store.LockDaemonHost(cfg.Store.DSN, host.HostID())
 	if err != nil {
 		return err
 	}
@@ -117,6 +119,13 @@ func Run(ctx context.Context, o Options) error {
 	defer runView(ctx, view, m, log)()
 	defer lv.run(log)()
 	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv}
+
+	// Leadership and presence run from before the first sweep (which
+	// then already knows whether it judges host-less work) to after the
+	// last job; stopping hands the lease over.
+	d.elector = leader.New(leader.Lease{Store: st, Holder: host.HostID()}, leader.Options{Log: log.Named("leader")})
+	rp.Leads = d.elector.Leader
+	defer d.runFleet(ctx)()
 
 	// The store watch runs from before the first request to after the
 	// last job: /readyz reads what it found.
@@ -234,6 +243,7 @@ type daemon struct {
 	table   []Job
 	api     *api.Handler
 	level   *zap.AtomicLevel
+	elector *leader.Elector
 
 	mu sync.Mutex
 	// lastStatus is the STATUS= line last sent (refreshStatus).
@@ -243,7 +253,6 @@ type daemon struct {
 	// sweepStart is when the running sweep started (zero: none runs);
 	// feedWatchdog stops the pings once one runs for far past its budget.
 	sweepStart time.Time
-	lastMark   time.Time
 	// sweepErr is the last sweep's error; swept is set by the first sweep
 	// that worked through the store (afterSweep), which READY waits for.
 	sweepErr error
@@ -265,7 +274,7 @@ func (d *daemon) jobTable() []Job {
 		{Name: jobs.EnforceTerminal, Spec: j.EnforceTerminal, Run: d.unlessLost(d.report(d.rp.EnforceTerminal))},
 		{Name: jobs.ReapPhantoms, Spec: j.ReapPhantoms, Run: d.unlessLost(d.report(d.rp.ReapPhantoms))},
 		{Name: jobs.CheckSchedules, Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
-		{Name: jobs.Vacuum, Spec: j.Vacuum, Run: d.unlessLost(d.vacuum)},
+		{Name: jobs.Vacuum, Spec: j.Vacuum, Run: d.unlessLost(d.leading(d.vacuum))},
 	}
 }
 
@@ -334,7 +343,6 @@ func (d *daemon) afterSweep() {
 	d.mu.Unlock()
 	d.feedWatchdog()
 	d.refreshStatus(true)
-	d.markPresence()
 }
 
 // monitorWedgedAfter is how long one of the monitor's steps may run before
@@ -384,27 +392,6 @@ func (d *daemon) unhealthy(now time.Time) string {
 		return fmt.Sprintf("a monitor step has run for %s: every death and deadline waits behind it", d.live.mon.Stuck(now).Round(time.Second))
 	}
 	return ""
-}
-
-// markPresence records in the store, at most once a minute, that this
-// host has a daemon sweeping it: other daemons sharing the store then
-// leave this host's entities to it (reaper.DaemonSeenWithin).
-func (d *daemon) markPresence() {
-	now := time.Now()
-	d.mu.Lock()
-	due := now.Sub(d.lastMark) >= time.Minute
-	if due {
-		d.lastMark = now
-	}
-	d.mu.Unlock()
-	if !due || d.st.Lost() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.st.MarkDaemon(ctx, d.rp.HostID, now); err != nil {
-		d.log.Warn("recording this daemon's presence", zap.Error(err))
-	}
 }
 
 func (d *daemon) report(job func(context.Context) (reaper.Report, error)) func(context.Context) error {
