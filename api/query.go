@@ -20,6 +20,9 @@ type EntityFilter struct {
 	// Legacy entities have no severity of their own: any filter leaves
 	// them out.
 	Severities []state.Severity
+	// Host keeps the entities recorded on that host (`?host=`); "" keeps
+	// every host's and the host-less ones.
+	Host string
 }
 
 // Lister is the part of the store a list reads.
@@ -34,7 +37,7 @@ type Lister interface {
 // each selected entity its audit rows (`status --json`); lists otherwise
 // omit history.
 func ListEntities(ctx context.Context, st Lister, f EntityFilter, now time.Time, rows func(store.Entity) ([]store.AuditRow, error)) ([]wire.Entity, error) {
-	list, err := st.List(ctx, store.Filter{Type: f.Type})
+	list, err := st.List(ctx, store.Filter{Type: f.Type, HostID: f.Host})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +69,7 @@ func (f EntityFilter) keeps(ns state.NormalizedState) bool {
 func selectListed(v View, f EntityFilter, now time.Time) []listed {
 	var out []listed
 	v.Each(f.Type, func(e *live.Entry) {
-		if !f.keeps(e.State) {
+		if !f.keeps(e.State) || (f.Host != "" && e.Entity.HostID != f.Host) {
 			return
 		}
 		ns := e.State

@@ -116,6 +116,9 @@ type Query struct {
 	Limit int
 	// IncludeDismissed also returns dismissed and snoozed items, marked.
 	IncludeDismissed bool
+	// Host keeps the items of entities recorded on that host (`host=`, a
+	// fleet's one view from any daemon); "" keeps all.
+	Host string
 	// FailureWindow is how long an entity with an outcome stays in the
 	// queue; 0 means DefaultFailureWindow. It is daemon configuration, not
 	// a request parameter, so Values and ParseQuery leave it out.
@@ -142,6 +145,7 @@ func ParseQuery(v url.Values) (Query, error) {
 		}
 		q.Limit = n
 	}
+	q.Host = strings.TrimSpace(v.Get("host"))
 	if s := strings.TrimSpace(v.Get("include_dismissed")); s != "" {
 		b, err := strconv.ParseBool(s)
 		if err != nil {

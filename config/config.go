@@ -96,7 +96,8 @@ func (a *Auth) decodeScalar(n *yaml.Node) error {
 }
 
 // Thresholds is the "thresholds" section. Every value must be positive,
-// IdleAfter < StalledAfter and SlowAfter < SlowUntil.
+// IdleAfter < StalledAfter, SlowAfter < SlowUntil and
+// HostDisconnectedAfter < HostLostAfter.
 type Thresholds struct {
 	// IdleAfter is the heartbeat age from which a running entity is idle.
 	IdleAfter Duration `yaml:"idle_after"`
@@ -119,6 +120,13 @@ type Thresholds struct {
 	// FailureWindow is how long ended entities stay probed (stale locks)
 	// and failed items stay in the attention queue.
 	FailureWindow Duration `yaml:"failure_window"`
+	// HostDisconnectedAfter is how long a host's daemon may be silent
+	// (no presence recorded in the shared store) before the leader reads
+	// that host's open entities as disconnected.
+	HostDisconnectedAfter Duration `yaml:"host_disconnected_after"`
+	// HostLostAfter is how long before they read lost (critical); it must
+	// exceed HostDisconnectedAfter. No other host ever ends them.
+	HostLostAfter Duration `yaml:"host_lost_after"`
 }
 
 // Jobs is the "jobs" section: one cron spec per scheduled job, in the syntax
@@ -221,6 +229,9 @@ var (
 		PhantomAfter:  Duration(time.Hour),
 		MisfireGrace:  Duration(5 * time.Minute),
 		FailureWindow: Duration(24 * time.Hour),
+
+		HostDisconnectedAfter: Duration(time.Minute),
+		HostLostAfter:         Duration(15 * time.Minute),
 	}
 	// DefaultJobs are the SPEC's job schedules.
 	DefaultJobs = Jobs{
@@ -429,6 +440,8 @@ func (t Thresholds) validate() []error {
 		{"phantom_after", t.PhantomAfter, d.PhantomAfter},
 		{"misfire_grace", t.MisfireGrace, d.MisfireGrace},
 		{"failure_window", t.FailureWindow, d.FailureWindow},
+		{"host_disconnected_after", t.HostDisconnectedAfter, d.HostDisconnectedAfter},
+		{"host_lost_after", t.HostLostAfter, d.HostLostAfter},
 	})
 	if len(errs) > 0 {
 		return errs // ordering is moot until every value is positive
@@ -438,6 +451,9 @@ func (t Thresholds) validate() []error {
 	}
 	if t.SlowAfter >= t.SlowUntil {
 		errs = append(errs, fmt.Errorf("thresholds: slow_after (%s) must be less than slow_until (%s)", t.SlowAfter, t.SlowUntil))
+	}
+	if t.HostDisconnectedAfter >= t.HostLostAfter {
+		errs = append(errs, fmt.Errorf("thresholds: host_disconnected_after (%s) must be less than host_lost_after (%s)", t.HostDisconnectedAfter, t.HostLostAfter))
 	}
 	return errs
 }

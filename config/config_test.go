@@ -29,6 +29,9 @@ var specDefaults = Config{
 		PhantomAfter:  Duration(time.Hour),
 		MisfireGrace:  Duration(5 * time.Minute),
 		FailureWindow: Duration(24 * time.Hour),
+
+		HostDisconnectedAfter: Duration(time.Minute),
+		HostLostAfter:         Duration(15 * time.Minute),
 	},
 	Jobs: Jobs{
 		Sweep:           "@every 1m",
@@ -101,6 +104,9 @@ func TestLoadGood(t *testing.T) {
 			PhantomAfter:  Duration(2 * time.Hour),
 			MisfireGrace:  Duration(10 * time.Minute),
 			FailureWindow: Duration(48 * time.Hour),
+
+			HostDisconnectedAfter: Duration(2 * time.Minute),
+			HostLostAfter:         Duration(30 * time.Minute),
 		},
 		Jobs: Jobs{
 			Sweep:           "@every 10s",
@@ -193,6 +199,7 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"invalid-threshold-positive.yaml", `thresholds.terminal_grace: 0s must be positive (try 30s)`},
 		{"invalid-threshold-idle-stalled.yaml", `thresholds: idle_after (20m) must be less than stalled_after (10m)`},
 		{"invalid-threshold-slow.yaml", `thresholds: slow_after (3h) must be less than slow_until (1h)`},
+		{"invalid-threshold-host-lost.yaml", `thresholds: host_disconnected_after (20m) must be less than host_lost_after (10m)`},
 		{"invalid-cron.yaml", `jobs.sweep: "every 15s" is not a cron spec: expected exactly 5 fields, found 2: [every 15s]`},
 		{"invalid-max-per-run.yaml", `reaper.max_per_run: must be at least 1`},
 		{"invalid-kill-grace.yaml", `reaper.kill_grace: -1s must be positive (try 10s)`},

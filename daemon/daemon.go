@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +26,7 @@ import (
 	"watchdog/config"
 	"watchdog/cronspec"
 	"watchdog/jobs"
+	"watchdog/leader"
 	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/probe"
@@ -75,13 +77,14 @@ func Run(ctx context.Context, o Options) error {
 	}
 	token := tf.Token
 
-	// One daemon per database: a second one would sweep and enforce the
-	// same entities in turn. Taken before the store opens, so a refused
-	// daemon does not even migrate.
-	// A PostgreSQL store is shared by a fleet of daemons, one per host,
-	// by design: no lock there.
+	// One daemon per database and host: a second one would sweep and
+	// enforce the same entities in turn, while daemons of other hosts
+	// share the store as a fleet (docs/fleet.md). Taken before the store
+	// opens, so a refused daemon does not even migrate. A PostgreSQL store
+	// has no file to lock: there the fleet's lease (leader) and each
+	// daemon's host scoping keep daemons apart.
 	if cfg.Store.Driver != store.DriverPostgres {
-		lock, err := store.LockDaemon(cfg.Store.DSN)
+		lock, err := store.LockDaemonHost(cfg.Store.DSN, host.HostID())
 		if err != nil {
 			return err
 		}
@@ -109,7 +112,11 @@ func Run(ctx context.Context, o Options) error {
 	// The gauges count what this daemon owns: alone on its store (nil
 	// leadership), everything; in a fleet, its host and, while it leads,
 	// the host-less entities (pass the fleet's Leader here).
-	m, err := metrics.New(reg, view, o.Version, time.Now, ownership(host.HostID(), nil))
+	// The gauges count what this daemon owns (ownership): d is built
+	// below, before the API serves the first scrape.
+	var d *daemon
+	m, err := metrics.New(reg, view, o.Version, time.Now, ownership(host.HostID(),
+		func() bool { return d.elector.Leader() }, func(h string) bool { return d.aliveHost(h) }))
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
@@ -124,7 +131,14 @@ func Run(ctx context.Context, o Options) error {
 	lv := newLiveness(view, rp, host, st, m, rp.Settings, log.Named("monitor"))
 	defer runView(ctx, view, m, log)()
 	defer lv.run(log)()
-	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv}
+	d = &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv}
+
+	// Leadership and presence run from before the first sweep (which
+	// then already knows whether it judges host-less work) to after the
+	// last job; stopping hands the lease over.
+	d.elector = leader.New(leaderBackend(st, host.HostID()), leader.Options{Log: log.Named("leader")})
+	rp.Leads = d.elector.Leader
+	defer d.runFleet(ctx)()
 
 	// The store watch runs from before the first request to after the
 	// last job: /readyz reads what it found.
@@ -242,6 +256,11 @@ type daemon struct {
 	table   []Job
 	api     *api.Handler
 	level   *zap.AtomicLevel
+	elector *leader.Elector
+	// alive is the set of hosts whose daemon the leader last saw within
+	// host_disconnected_after (presence): their entities are theirs to
+	// count.
+	alive atomic.Pointer[map[string]bool]
 
 	mu sync.Mutex
 	// lastStatus is the STATUS= line last sent (refreshStatus); status
@@ -253,7 +272,6 @@ type daemon struct {
 	// sweepStart is when the running sweep started (zero: none runs);
 	// feedWatchdog stops the pings once one runs for far past its budget.
 	sweepStart time.Time
-	lastMark   time.Time
 	// sweepErr is the last sweep's error; swept is set by the first sweep
 	// that worked through the store (afterSweep), which READY waits for.
 	sweepErr error
@@ -275,7 +293,7 @@ func (d *daemon) jobTable() []Job {
 		{Name: jobs.EnforceTerminal, Spec: j.EnforceTerminal, Run: d.unlessLost(d.report(d.rp.EnforceTerminal))},
 		{Name: jobs.ReapPhantoms, Spec: j.ReapPhantoms, Run: d.unlessLost(d.report(d.rp.ReapPhantoms))},
 		{Name: jobs.CheckSchedules, Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
-		{Name: jobs.Vacuum, Spec: j.Vacuum, Run: d.unlessLost(d.vacuum)},
+		{Name: jobs.Vacuum, Spec: j.Vacuum, Run: d.unlessLost(d.leading(d.vacuum))},
 	}
 }
 
@@ -344,7 +362,6 @@ func (d *daemon) afterSweep() {
 	d.mu.Unlock()
 	d.feedWatchdog()
 	d.refreshStatus(true)
-	d.markPresence()
 }
 
 // monitorWedgedAfter is how long one of the monitor's steps may run before
@@ -394,27 +411,6 @@ func (d *daemon) unhealthy(now time.Time) string {
 		return fmt.Sprintf("a monitor step has run for %s: every death and deadline waits behind it", d.live.mon.Stuck(now).Round(time.Second))
 	}
 	return ""
-}
-
-// markPresence records in the store, at most once a minute, that this
-// host has a daemon sweeping it: other daemons sharing the store then
-// leave this host's entities to it (reaper.DaemonSeenWithin).
-func (d *daemon) markPresence() {
-	now := time.Now()
-	d.mu.Lock()
-	due := now.Sub(d.lastMark) >= time.Minute
-	if due {
-		d.lastMark = now
-	}
-	d.mu.Unlock()
-	if !due || d.st.Lost() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.st.MarkDaemon(ctx, d.rp.HostID, now); err != nil {
-		d.log.Warn("recording this daemon's presence", zap.Error(err))
-	}
 }
 
 func (d *daemon) report(job func(context.Context) (reaper.Report, error)) func(context.Context) error {

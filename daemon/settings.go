@@ -30,12 +30,16 @@ func ReaperSettings(cfg *config.Config) reaper.Settings {
 		PhantomAfter:  time.Duration(t.PhantomAfter),
 		MisfireGrace:  time.Duration(t.MisfireGrace),
 		FailureWindow: time.Duration(t.FailureWindow),
-		SweepBudget:   max(specInterval(cfg.Jobs.Sweep), 5*time.Second),
-		DryRun:        cfg.Reaper.DryRun,
-		MaxPerRun:     cfg.Reaper.MaxPerRun,
-		KillOrphans:   cfg.Reaper.KillOrphans,
-		KillGrace:     time.Duration(cfg.Reaper.KillGrace),
-		KillUIDs:      killUIDs,
+
+		HostDisconnectedAfter: time.Duration(t.HostDisconnectedAfter),
+		HostLostAfter:         time.Duration(t.HostLostAfter),
+
+		SweepBudget: max(specInterval(cfg.Jobs.Sweep), 5*time.Second),
+		DryRun:      cfg.Reaper.DryRun,
+		MaxPerRun:   cfg.Reaper.MaxPerRun,
+		KillOrphans: cfg.Reaper.KillOrphans,
+		KillGrace:   time.Duration(cfg.Reaper.KillGrace),
+		KillUIDs:    killUIDs,
 	}
 }
 

@@ -127,10 +127,11 @@ func TestStatusFollowsAFailingStore(t *testing.T) {
 }
 
 // TestOwnership: alone on its store a daemon's gauges count every host's
-// entities and it leads; in a fleet its own host's, and the host-less ones
-// only while it leads.
+// entities and it leads; in a fleet its own host's, and, while it leads,
+// the host-less ones and those of hosts with no daemon alive.
 func TestOwnership(t *testing.T) {
 	leading, following := func() bool { return true }, func() bool { return false }
+	alive := func(h string) bool { return h == "h1" || h == "h2" }
 	tests := []struct {
 		name   string
 		leader func() bool
@@ -138,12 +139,12 @@ func TestOwnership(t *testing.T) {
 		leads  bool
 	}{
 		{"alone", nil, map[string]bool{"h1": true, "h2": true, "": true}, true},
-		{"fleet leader", leading, map[string]bool{"h1": true, "h2": false, "": true}, true},
-		{"fleet follower", following, map[string]bool{"h1": true, "h2": false, "": false}, false},
+		{"fleet leader", leading, map[string]bool{"h1": true, "h2": false, "": true, "h3-no-daemon": true}, true},
+		{"fleet follower", following, map[string]bool{"h1": true, "h2": false, "": false, "h3-no-daemon": false}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := ownership("h1", tt.leader)
+			o := ownership("h1", tt.leader, alive)
 			for host, want := range tt.owns {
 				if got := o.Owns == nil || o.Owns(host); got != want {
 					t.Errorf("owns %q = %v, want %v", host, got, want)

@@ -252,12 +252,18 @@ func (l *severityLog) loaded(c live.Counts) {
 // one daemon per database): every entity, whatever host recorded it (an
 // orchestrator may register other machines' entities), and always the
 // leader. The view, the API and STATUS= show the whole store either way.
-func ownership(hostID string, leader func() bool) metrics.Options {
+func ownership(hostID string, leader func() bool, alive func(host string) bool) metrics.Options {
 	if leader == nil {
 		return metrics.Options{}
 	}
 	return metrics.Options{
-		Owns:   func(h string) bool { return h == hostID || (h == "" && leader()) },
+		// The leader also counts the entities of hosts with no daemon
+		// alive (never seen, or silent past host_disconnected_after):
+		// nobody else would, and a lone daemon holding other hosts'
+		// entities then counts every one, as its API does.
+		Owns: func(h string) bool {
+			return h == hostID || (leader() && (h == "" || alive == nil || !alive(h)))
+		},
 		Leader: leader,
 	}
 }

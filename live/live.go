@@ -440,6 +440,9 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 		if len(q.Severities) > 0 && !slices.Contains(q.Severities, r.severity) {
 			continue
 		}
+		if q.Host != "" && r.e.Entity.HostID != q.Host {
+			continue
+		}
 		var dismissal *store.Dismissal
 		if len(ds) > 0 {
 			if d, ok := ds[r.key.Fingerprint()]; ok && attention.Hides(d, r.item(), now) {

@@ -85,7 +85,7 @@ func (r *Reaper) probeOnce(ctx context.Context, typ, id string) (Probed, bool, e
 	}
 	name := e.Type + "/" + e.ID
 	switch {
-	case e.HostID != r.HostID:
+	case e.HostID != r.HostID && e.HostID != "":
 		host := e.HostID
 		if host == "" {
 			host = "no host"

@@ -40,6 +40,11 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 	defer func() { r.killOrphans(ctx, kill) }()
 	for _, e := range list {
 		rep.Checked++
+		if e.HostID == "" && !r.leads() {
+			// Checked at each host-less write, not once per fire: a lease
+			// that lapsed mid-run hands the rest to the new leader.
+			return rep, nil
+		}
 		act, reason, ok := r.decideReap(ctx, e, parents, now)
 		if !ok {
 			continue
@@ -68,7 +73,7 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 // ok says an action was decided; a.Applied says it was written. An entity
 // of another host or already ended is left alone (ok false, nil).
 func (r *Reaper) ReapPhantomEntity(ctx context.Context, e store.Entity) (a Action, ok bool, err error) {
-	if e.HostID != r.HostID || e.Terminal {
+	if !r.owns(e) || e.Terminal {
 		return Action{}, false, nil
 	}
 	a, reason, ok := r.decideReap(ctx, e, newParentCache(ctx, r.Store), r.now())

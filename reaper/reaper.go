@@ -72,6 +72,11 @@ type Settings struct {
 	PhantomAfter  time.Duration
 	MisfireGrace  time.Duration
 	FailureWindow time.Duration
+	// HostDisconnectedAfter and HostLostAfter are how long a host's daemon
+	// may be silent before the leader reads that host's open entities
+	// disconnected, then lost (JudgeHosts).
+	HostDisconnectedAfter time.Duration
+	HostLostAfter         time.Duration
 	// SweepBudget bounds one sweep; a sweep that runs out says so.
 	SweepBudget time.Duration
 	DryRun      bool
@@ -85,23 +90,31 @@ type Settings struct {
 
 // DefaultSettings are the SPEC defaults.
 var DefaultSettings = Settings{
-	Probe:         probe.DefaultThresholds,
-	TerminalGrace: 30 * time.Second,
-	PhantomAfter:  time.Hour,
-	MisfireGrace:  5 * time.Minute,
-	FailureWindow: 24 * time.Hour,
-	SweepBudget:   10 * time.Second,
-	MaxPerRun:     500,
-	KillGrace:     10 * time.Second,
+	Probe:                 probe.DefaultThresholds,
+	TerminalGrace:         30 * time.Second,
+	PhantomAfter:          time.Hour,
+	MisfireGrace:          5 * time.Minute,
+	FailureWindow:         24 * time.Hour,
+	HostDisconnectedAfter: time.Minute,
+	HostLostAfter:         15 * time.Minute,
+	SweepBudget:           10 * time.Second,
+	MaxPerRun:             500,
+	KillGrace:             10 * time.Second,
 }
 
 // Reaper runs the jobs. Settings may be swapped between runs (SIGHUP): the
 // daemon stops its scheduler and holds back the monitor's steps to do it.
 type Reaper struct {
-	Store    Store
-	Writer   *transitions.Writer
-	Prober   Prober
-	HostID   string
+	Store  Store
+	Writer *transitions.Writer
+	Prober Prober
+	HostID string
+	// Leads says whether this daemon leads a fleet sharing the store
+	// (leader.Elector.Leader): only the leader judges host-less entities
+	// (recorded with no host), other hosts' entities by heartbeat, and
+	// silent hosts. nil means it always leads: a daemon alone with its
+	// store, or a one-shot command.
+	Leads    func() bool
 	Settings Settings
 	Log      *zap.Logger
 	Observer Observer
@@ -260,8 +273,21 @@ func (r *Reaper) maxPerRun() int {
 	return DefaultSettings.MaxPerRun
 }
 
+// openOnHost lists the open entities this daemon acts on: its host's,
+// and the host-less ones while it leads.
 func (r *Reaper) openOnHost(ctx context.Context) ([]store.Entity, error) {
-	return r.Store.List(ctx, store.Filter{HostID: r.HostID, OpenOnly: true})
+	return r.Store.List(ctx, store.Filter{HostID: r.HostID, OpenOnly: true, AlsoHostless: r.leads()})
+}
+
+// leads says whether this daemon does the fleet's host-less work now
+// (see Leads).
+func (r *Reaper) leads() bool { return r.Leads == nil || r.Leads() }
+
+// owns says whether e is this daemon's to judge and act on: recorded on
+// its host, or host-less while it leads. Each host's daemon acts on its
+// own entities only; no daemon ever ends another host's.
+func (r *Reaper) owns(e store.Entity) bool {
+	return e.HostID == r.HostID || (e.HostID == "" && r.leads())
 }
 
 // outcome is the outcome e carries by its type's graph (transitions'

@@ -451,27 +451,117 @@ func TestReusedSupervisorPIDIsNotTheSupervisor(t *testing.T) {
 	}
 }
 
-// TestRemoteHostWithItsOwnDaemonIsLeftToIt: when another host's daemon
-// has swept lately (it marks its presence in the shared store), that
-// host's entities are its daemon's to judge, by process; this daemon
-// leaves them alone instead of giving a second, heartbeat-only verdict.
-// Once that daemon has been silent for DaemonSeenWithin, this one judges
-// them: the host may be gone.
+// TestRemoteHostWithItsOwnDaemonIsLeftToIt: when another host has a
+// daemon (it marks its presence in the shared store), that host's
+// entities are its daemon's to judge, by process; this daemon's sweep
+// leaves them alone instead of giving a second, heartbeat-only verdict,
+// even once that daemon is silent: then the leader's JudgeHosts reads them
+// disconnected, then lost, and never ends them.
 func TestRemoteHostWithItsOwnDaemonIsLeftToIt(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.register(store.Entity{Type: "session", ID: "r1", PID: testenv.DeadPID(t), HostID: "other"})
-	if err := f.st.MarkDaemon(ctx, "other", f.clock.Now()); err != nil {
+	seenAt := f.clock.Now()
+	if err := f.st.MarkDaemon(ctx, "other", seenAt); err != nil {
 		t.Fatal(err)
 	}
-	f.sweep()
-	if e := f.get("session", "r1"); e.Health != state.HealthUnknown {
-		t.Fatalf("judged here while its own daemon runs: %s", e.Health)
+	f.r.Settings.HostDisconnectedAfter, f.r.Settings.HostLostAfter = time.Minute, 15*time.Minute
+	seen, err := f.st.DaemonsSeen(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	f.clock.Advance(DaemonSeenWithin + time.Minute)
-	f.sweep()
-	if e := f.get("session", "r1"); e.Health != state.HealthDisconnected {
-		t.Errorf("its daemon silent for %s: health %s, want disconnected", DaemonSeenWithin+time.Minute, e.Health)
+	steps := []struct {
+		after      time.Duration
+		wantHealth state.Health
+		wantCode   state.ReasonCode
+	}{
+		{0, state.HealthUnknown, ""},
+		{59 * time.Second, state.HealthUnknown, ""},
+		{2 * time.Minute, state.HealthDisconnected, state.SystemHostDisconnected},
+		{10 * time.Minute, state.HealthDisconnected, state.SystemHostDisconnected},
+		{16 * time.Minute, state.HealthLost, state.SystemHostLost},
+	}
+	for _, st := range steps {
+		f.clock.Set(seenAt.Add(st.after))
+		f.sweep()
+		f.enforce()
+		f.reap()
+		if _, err := f.r.JudgeHosts(ctx, seen); err != nil {
+			t.Fatal(err)
+		}
+		e := f.get("session", "r1")
+		if e.Health != st.wantHealth {
+			t.Errorf("silent %s: health %s, want %s", st.after, e.Health, st.wantHealth)
+		}
+		if st.wantCode != "" && (len(e.Reasons) != 1 || e.Reasons[0].Code != st.wantCode) {
+			t.Errorf("silent %s: reasons %+v, want one %s", st.after, e.Reasons, st.wantCode)
+		}
+		if e.Terminal || e.LifecycleOr("") != "running" {
+			t.Errorf("silent %s: another host's entity was ended: %s", st.after, e.LifecycleOr(""))
+		}
+	}
+	// Judging again changes nothing.
+	rep, err := f.r.JudgeHosts(ctx, seen)
+	if err != nil || rep.Written != 0 || len(rep.Lost) != 1 {
+		t.Errorf("a second judgement: %+v, %v; want no write, one lost host", rep, err)
+	}
+	// Its own host is never judged silent, whatever the table says.
+	if err := f.st.MarkDaemon(ctx, f.r.HostID, seenAt); err != nil {
+		t.Fatal(err)
+	}
+	f.register(store.Entity{Type: "session", ID: "mine", PID: os.Getpid()})
+	seen, _ = f.st.DaemonsSeen(ctx)
+	if _, err := f.r.JudgeHosts(ctx, seen); err != nil {
+		t.Fatal(err)
+	}
+	if e := f.get("session", "mine"); e.Health == state.HealthLost || e.Health == state.HealthDisconnected {
+		t.Errorf("this host's own entity judged silent: %s", e.Health)
+	}
+}
+
+// TestHostlessWorkOnlyOnTheLeader: a host-less team whose show completed
+// is closed by the leader only; a daemon that does not lead leaves it,
+// and a host-less schedule, alone.
+func TestHostlessWorkOnlyOnTheLeader(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	leading := false
+	f.r.Leads = func() bool { return leading }
+	f.register(store.Entity{Type: "show", ID: "s1", Lifecycle: strp("completed")})
+	f.register(store.Entity{Type: "team", ID: "t1", Lifecycle: strp("active"), ParentType: "show", ParentID: "s1"})
+	f.register(store.Entity{Type: "schedule", ID: "nightly", Lifecycle: strp("enabled"), ScheduleCron: "* * * * *"})
+	for _, id := range []string{"s1", "t1"} {
+		typ := map[string]string{"s1": "show", "t1": "team"}[id]
+		if h := f.get(typ, id).HostID; h != "" {
+			t.Fatalf("%s/%s registered with host %q, want host-less", typ, id, h)
+		}
+	}
+	f.clock.Advance(time.Hour)
+	rows := func() int { return len(f.terminalRows("team", "t1")) }
+	f.reap()
+	if _, err := f.r.CheckSchedules(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a, ok, err := f.r.ReapPhantomEntity(ctx, f.get("team", "t1")); ok || err != nil {
+		t.Errorf("ReapPhantomEntity on a follower: %+v %v %v", a, ok, err)
+	}
+	if rows() != 0 || f.get("team", "t1").LifecycleOr("") != "active" {
+		t.Fatalf("a follower closed a host-less team")
+	}
+	if h := f.get("schedule", "nightly").Health; h != state.HealthUnknown {
+		t.Errorf("a follower judged a host-less schedule: %s", h)
+	}
+	leading = true
+	f.reap()
+	f.reap()
+	if got := f.get("team", "t1").LifecycleOr(""); got != "closed" || rows() != 1 {
+		t.Errorf("leader: team %s with %d terminal rows, want closed with exactly one", got, rows())
+	}
+	if _, err := f.r.CheckSchedules(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := f.get("schedule", "nightly").Health; h != state.HealthMisfired {
+		t.Errorf("leader: host-less schedule %s, want misfired", h)
 	}
 }
 
@@ -818,3 +908,5 @@ func TestRunningDeliveryNotExpectedWithoutContract(t *testing.T) {
 		t.Errorf("contract, still running: delivery %s, want unknown", d)
 	}
 }
+
+func strp(s string) *string { return &s }

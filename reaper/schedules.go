@@ -63,16 +63,20 @@ func lastFired(e store.Entity) string {
 	return e.ScheduleLastFiredAt.UTC().Format(time.RFC3339)
 }
 
-// CheckSchedules judges every schedule entity of this host (due,
-// misfired, ok) and records what changed.
+// CheckSchedules judges every schedule entity of this host, and the
+// host-less ones while this daemon leads (due, misfired, ok), and records
+// what changed.
 func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
 	rep := Report{Job: jobs.CheckSchedules}
-	list, err := r.Store.List(ctx, store.Filter{Type: "schedule", HostID: r.HostID, OpenOnly: true})
+	list, err := r.Store.List(ctx, store.Filter{Type: "schedule", HostID: r.HostID, OpenOnly: true, AlsoHostless: r.leads()})
 	if err != nil {
 		return rep, fmt.Errorf("check_schedules: %w", err)
 	}
 	now := r.now()
 	for _, e := range list {
+		if e.HostID == "" && !r.leads() {
+			return rep, nil // the new leader's run does the rest
+		}
 		rep.Checked++
 		wrote, err := r.checkSchedule(ctx, e, now)
 		switch {
@@ -105,7 +109,7 @@ func (r *Reaper) CheckScheduleEntity(ctx context.Context, e store.Entity) (writt
 	switch {
 	case e.Type != "schedule":
 		return false, fmt.Errorf("%s/%s: not a schedule", e.Type, e.ID)
-	case e.HostID != r.HostID || e.Terminal:
+	case !r.owns(e) || e.Terminal:
 		return false, nil
 	}
 	return r.checkSchedule(ctx, e, r.now())

@@ -43,7 +43,10 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	// injected clock (r.now) judges ages and may be a test's fake.
 	deadline := time.Now().Add(budget)
 
-	list, err := r.Store.List(ctx, store.Filter{HostID: r.HostID, AlsoRemoteLive: true, OpenOnly: true, EndedSince: start.Add(-r.window())})
+	// Other hosts' live entities and host-less ones are the leader's to
+	// judge (one verdict per entity in a fleet); a lone daemon leads.
+	leads := r.leads()
+	list, err := r.Store.List(ctx, store.Filter{HostID: r.HostID, AlsoRemoteLive: leads, AlsoHostless: leads, OpenOnly: true, EndedSince: start.Add(-r.window())})
 	if err != nil {
 		return rep, fmt.Errorf("sweep: %w", err)
 	}
@@ -149,6 +152,9 @@ func (r *Reaper) sweepOne(ctx context.Context, rep *Report, e store.Entity, pare
 func (r *Reaper) CheckEntity(ctx context.Context, e store.Entity) (written bool, err error) {
 	if e.Type == "schedule" {
 		return false, fmt.Errorf("%s/%s: %w: schedules are judged by check_schedules", e.Type, e.ID, ErrNotProbed)
+	}
+	if e.HostID == "" && !r.leads() {
+		return false, nil // host-less: the leader judges it
 	}
 	s, err := r.checkEntity(ctx, e, newParentCache(ctx, r.Store))
 	switch {
@@ -337,24 +343,22 @@ func endedByDeath(e store.Entity) bool {
 	return c == state.SystemHealthProcessDeadNoTerminal || c == state.SystemReaperPhantomProcessDead
 }
 
-// DaemonSeenWithin is how recently a host's daemon must have swept for its
-// entities to be left to it.
-const DaemonSeenWithin = 5 * time.Minute
-
 // dropHostsWithDaemons removes from a sweep's list the entities of other
-// hosts whose daemon swept lately. The list holds, besides this host's,
+// hosts that have, or ever had, a daemon. The list holds, besides this host's,
 // the open entities of other hosts with a pid or a posted heartbeat
 // (store.Filter.AlsoRemoteLive), which this daemon judges by heartbeat
 // alone: their process is never checked here (SPEC §6), their heartbeat
 // file, artifacts and locks are paths on their own host (remoteTarget),
 // and they are never ended here (enforcement and reaping list this host
 // only). But a host with a daemon of its own is that daemon's to judge, by
-// process, so that no entity gets two verdicts in turn. When the store
-// cannot say which hosts have one, no remote entity is judged this sweep.
-func (r *Reaper) dropHostsWithDaemons(ctx context.Context, list []store.Entity, now time.Time) []store.Entity {
+// process, so that no entity gets two verdicts in turn; when that daemon
+// falls silent the leader reads its entities disconnected, then lost
+// (JudgeHosts), never by heartbeat here. When the store cannot say which
+// hosts have one, no remote entity is judged this sweep.
+func (r *Reaper) dropHostsWithDaemons(ctx context.Context, list []store.Entity, _ time.Time) []store.Entity {
 	remote := false
 	for _, e := range list {
-		if e.HostID != r.HostID {
+		if e.HostID != r.HostID && e.HostID != "" {
 			remote = true
 			break
 		}
@@ -362,14 +366,14 @@ func (r *Reaper) dropHostsWithDaemons(ctx context.Context, list []store.Entity, 
 	if !remote {
 		return list // the common single-host case: no query
 	}
-	hosts, err := r.Store.DaemonHosts(ctx, now.Add(-DaemonSeenWithin))
+	hosts, err := r.Store.DaemonHosts(ctx, time.Time{})
 	if err != nil {
 		r.log().Warn("cannot tell which hosts have a daemon; not judging other hosts' entities this sweep", errField(err))
 		hosts = nil
 	}
 	kept := list[:0]
 	for _, e := range list {
-		if e.HostID == r.HostID || (hosts != nil && !hosts[e.HostID]) {
+		if e.HostID == r.HostID || e.HostID == "" || (hosts != nil && !hosts[e.HostID]) {
 			kept = append(kept, e)
 		}
 	}

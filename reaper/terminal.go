@@ -63,7 +63,7 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 // confirmed now is left alone (ok false, nil).
 func (r *Reaper) EnforceEntity(ctx context.Context, e store.Entity) (a Action, ok bool, err error) {
 	now := r.now()
-	if e.HostID != r.HostID || enforceTarget(e) == "" || !r.graceOver(e, now) {
+	if !r.owns(e) || enforceTarget(e) == "" || !r.graceOver(e, now) {
 		return Action{}, false, nil
 	}
 	return r.enforce(ctx, e, now)

@@ -99,7 +99,7 @@ func (r *Reaper) RunOnce(ctx context.Context) (OnceReport, error) {
 	}
 	sweeper := r
 	if r.Settings.DryRun {
-		sweeper = &Reaper{Store: newDryStore(r.Store), Writer: r.Writer, Prober: r.Prober, HostID: r.HostID,
+		sweeper = &Reaper{Store: newDryStore(r.Store), Writer: r.Writer, Prober: r.Prober, HostID: r.HostID, Leads: r.Leads,
 			Settings: r.Settings, Log: r.Log, Now: r.Now, Signal: r.Signal}
 	}
 	rep, err := sweeper.Sweep(ctx)

@@ -17,6 +17,7 @@ var healthLabels = map[Health]string{
 	HealthUnknown:      "Health unknown",
 	HealthDue:          "Due",
 	HealthMisfired:     "Misfired",
+	HealthLost:         "Host lost",
 }
 
 // HealthLabel is the display label of a health value.

@@ -53,6 +53,13 @@ var (
 	SystemReaperPhantomOrphaned       = register("system.reaper.phantom_orphaned", "a phantom whose process is orphaned was reaped.")
 	SystemReaperOrphanKilled          = register("system.reaper.orphan_killed", "the reaper signalled an orphaned process (kill_orphans).")
 	SystemOutcomeUnexplained          = register("system.outcome.unexplained", "the entity is in a failing outcome with no recorded reason (registered in it, e.g. imported).")
+	// SystemHostDisconnected and SystemHostLost are the leader's findings
+	// on another host's open entities when that host's daemon falls
+	// silent (thresholds.host_disconnected_after, host_lost_after): an
+	// observation, never an end; the host's daemon judges them afresh
+	// when it returns.
+	SystemHostDisconnected = register("system.host.disconnected", "the entity's host has a daemon that has been silent for host_disconnected_after; its work may still run.")
+	SystemHostLost         = register("system.host.lost", "the entity's host has a daemon that has been silent for host_lost_after: nobody watches its work; see docs/fleet.md.")
 )
 
 // Codes of the orchestration entity types.

@@ -10,7 +10,8 @@ func DeriveSeverity(outcome string, health Health, delivery Delivery) (Severity,
 		health == HealthProcessDead || health == HealthOrphaned,
 		delivery == DeliveryMissing,
 		health == HealthStalled,
-		health == HealthMisfired:
+		health == HealthMisfired,
+		health == HealthLost:
 		return SeverityCritical, ToneDanger
 
 	// Warning: deliberate bounds hit, a process that looks unwell, partial

@@ -22,6 +22,8 @@ var seedCascade = []seedRule{
 	{"delivery", []string{"missing"}, SeverityCritical, ToneDanger},
 	{"health", []string{"stalled"}, SeverityCritical, ToneDanger},
 	{"health", []string{"misfired"}, SeverityCritical, ToneDanger},
+	// Not in the seed: issue 15's lost host (docs/fleet.md), critical.
+	{"health", []string{"lost"}, SeverityCritical, ToneDanger},
 	{"outcome", []string{"timed_out"}, SeverityWarning, ToneWarning},
 	{"health", []string{"idle", "degraded", "disconnected"}, SeverityWarning, ToneWarning},
 	{"delivery", []string{"partial", "invalid"}, SeverityWarning, ToneWarning},

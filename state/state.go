@@ -29,13 +29,16 @@ const (
 	HealthUnknown      Health = "unknown"
 	HealthDue          Health = "due"
 	HealthMisfired     Health = "misfired"
+	// HealthLost is an entity of a host whose daemon has been silent for
+	// thresholds.host_lost_after: nobody can see whether its work runs.
+	HealthLost Health = "lost"
 )
 
 // Healths lists every Health value, in the order of SPEC §2.
 var Healths = []Health{
 	HealthOK, HealthRunning, HealthIdle, HealthDegraded, HealthStalled,
 	HealthProcessDead, HealthOrphaned, HealthDisconnected, HealthUnknown,
-	HealthDue, HealthMisfired,
+	HealthDue, HealthMisfired, HealthLost,
 }
 
 // Delivery says whether an entity produced the outputs it was required to.

@@ -42,6 +42,7 @@ type Backend interface {
 	// Daemon presence.
 	MarkDaemon(ctx context.Context, hostID string, at time.Time) error
 	DaemonHosts(ctx context.Context, since time.Time) (map[string]bool, error)
+	DaemonsSeen(ctx context.Context) (map[string]time.Time, error)
 
 	// The change feed.
 	ChangesSince(ctx context.Context, c Cursor, limit int) (Batch, error)

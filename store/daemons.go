@@ -8,7 +8,8 @@ import (
 	"watchdog/unixtime"
 )
 
-// MarkDaemon records that a daemon of hostID swept at at (an upsert).
+// MarkDaemon records that a daemon of hostID was alive at at (an upsert;
+// the daemon marks its presence every few seconds).
 func (s *SQLite) MarkDaemon(ctx context.Context, hostID string, at time.Time) error {
 	err := s.writeTx(ctx, func() error {
 		_, err := s.db.ExecContext(ctx, `INSERT INTO daemons (host_id, seen_at) VALUES (?, ?)
@@ -35,6 +36,27 @@ func (s *SQLite) DaemonHosts(ctx context.Context, since time.Time) (map[string]b
 			return nil, fmt.Errorf("list daemons: %w", err)
 		}
 		out[h] = true
+	}
+	return out, rows.Err()
+}
+
+// DaemonsSeen returns every host that ever had a daemon mark its presence
+// in this store, with when it last did: what the leader reads to judge
+// silent hosts (disconnected, then lost).
+func (s *SQLite) DaemonsSeen(ctx context.Context) (map[string]time.Time, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT host_id, seen_at FROM daemons")
+	if err != nil {
+		return nil, fmt.Errorf("list daemons: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var h string
+		var at float64
+		if err := rows.Scan(&h, &at); err != nil {
+			return nil, fmt.Errorf("list daemons: %w", err)
+		}
+		out[h] = unixtime.FromSeconds(at)
 	}
 	return out, rows.Err()
 }

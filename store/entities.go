@@ -114,6 +114,9 @@ type Filter struct {
 	// hosts that have a pid or a posted heartbeat: what a sweep judges of
 	// them (by heartbeat). The rest of another host's rows is never read.
 	AlsoRemoteLive bool
+	// AlsoHostless, with HostID, also keeps the entities recorded with no
+	// host (host-less orchestration work: the fleet's leader judges them).
+	AlsoHostless bool
 	// OpenOnly keeps non-terminal, non-legacy entities.
 	OpenOnly bool
 	// EndedSince also keeps terminal entities that ended at or after this
@@ -461,8 +464,15 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Entity, error) {
 		args = append(args, f.Type)
 	}
 	switch {
-	case f.HostID != "" && f.AlsoRemoteLive:
-		where = append(where, "(host_id = ? OR (host_id != '' AND terminal = 0 AND lifecycle IS NOT NULL AND (pid > 0 OR heartbeat_at > 0)))")
+	case f.HostID != "" && (f.AlsoRemoteLive || f.AlsoHostless):
+		var or []string
+		if f.AlsoRemoteLive {
+			or = append(or, "(host_id != '' AND terminal = 0 AND lifecycle IS NOT NULL AND (pid > 0 OR heartbeat_at > 0))")
+		}
+		if f.AlsoHostless {
+			or = append(or, "host_id = ''")
+		}
+		where = append(where, "(host_id = ? OR "+strings.Join(or, " OR ")+")")
 		args = append(args, f.HostID)
 	case f.HostID != "":
 		where = append(where, "host_id = ?")

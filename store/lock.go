@@ -1,6 +1,8 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -33,11 +35,24 @@ const LockSuffix = ".lock"
 // file: URI). It returns (nil, nil) for an in-memory database, and an
 // error naming the other daemon's pid when one holds the lock.
 func LockDaemon(path string) (*DaemonLock, error) {
+	return LockDaemonHost(path, "")
+}
+
+// LockDaemonHost is LockDaemon for one host of a fleet sharing the
+// database: one daemon per database and host, so that daemons of other
+// host ids (docs/fleet.md) share the file while a second daemon of the
+// same host is refused. hostID "" is the plain lock (LockSuffix); any
+// other takes "<database>.lock.<host>" (a host id that is not a safe file
+// name is hashed).
+func LockDaemonHost(path, hostID string) (*DaemonLock, error) {
 	file := FilePath(path)
 	if file == "" {
 		return nil, nil
 	}
 	name := file + LockSuffix
+	if hostID != "" {
+		name += "." + lockName(hostID)
+	}
 	// Never through a symlink: a root daemon truncates what it opens here,
 	// so a link planted at the lock's name would aim that at any file.
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
@@ -69,6 +84,22 @@ func LockDaemon(path string) (*DaemonLock, error) {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return &DaemonLock{f: f}, nil
+}
+
+// lockName is hostID when it is a safe file name, else a hash of it.
+func lockName(hostID string) string {
+	safe := len(hostID) <= 64
+	for _, c := range hostID {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			safe = false
+			break
+		}
+	}
+	if safe && hostID != "." && hostID != ".." {
+		return hostID
+	}
+	sum := sha256.Sum256([]byte(hostID))
+	return hex.EncodeToString(sum[:12])
 }
 
 // Release drops the lock. A nil lock is fine.

@@ -137,15 +137,16 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 }
 
 // fillIdentity claims an entity registered without a host id for this
-// host (so this host's daemon probes and reaps it) and completes a local
-// pid's identity. A process that is already gone keeps an unknown start
-// time: the probe will find "no such pid", which is conclusive without it.
+// host (so this host's daemon probes and reaps it) when it names something
+// of this host (HostBound), and completes a local pid's identity. A
+// process that is already gone keeps an unknown start time: the probe will
+// find "no such pid", which is conclusive without it.
 func (w *Writer) fillIdentity(e *store.Entity) {
 	if w.Ident == nil {
 		return
 	}
 	local := w.Ident.HostID()
-	if e.HostID == "" {
+	if e.HostID == "" && HostBound(*e) {
 		e.HostID = local
 	}
 	if e.PID <= 0 || e.HostID != local {
@@ -168,6 +169,25 @@ func (w *Writer) fillIdentity(e *store.Entity) {
 			e.SupervisorStartTime = st
 		}
 	}
+}
+
+// hostlessTypes are the orchestration types whose entities may belong to
+// no host: the work they record lives in the store, not in a process.
+var hostlessTypes = []string{"show", "team", "play", "schedule"}
+
+// HostBound says whether an entity registered without a host_id belongs to
+// the registering host: every type with a process of its own does, and a
+// show, team, play or schedule does when it names something of a host (a
+// pid, a supervisor, a heartbeat file, an artifacts root or artifacts,
+// lock files). The rest is host-less: in a fleet its rules (orphaned
+// teams, blocked plays, failed shows, schedule fires) run on the leader
+// (docs/fleet.md).
+func HostBound(e store.Entity) bool {
+	if !contains(hostlessTypes, e.Type) {
+		return true
+	}
+	return e.PID > 0 || e.SupervisorPID > 0 || e.HeartbeatFile != "" || e.ArtifactsRoot != "" ||
+		len(e.Artifacts) > 0 || len(e.LockFiles) > 0
 }
 
 func validateFields(e *store.Entity) error {

@@ -126,3 +126,25 @@ func (s *Store) DaemonHosts(ctx context.Context, since time.Time) (map[string]bo
 	}
 	return out, nil
 }
+
+// DaemonsSeen returns when each host's daemon last recorded its presence.
+func (s *Store) DaemonsSeen(ctx context.Context) (map[string]time.Time, error) {
+	rows, err := s.pool.Query(ctx, "SELECT host_id, seen_at FROM daemons")
+	if err != nil {
+		return nil, fmt.Errorf("list daemons: %w", classify(err))
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var h string
+		var at float64
+		if err := rows.Scan(&h, &at); err != nil {
+			return nil, fmt.Errorf("list daemons: %w", err)
+		}
+		out[h] = unixtime.FromSeconds(at)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list daemons: %w", classify(err))
+	}
+	return out, nil
+}

@@ -243,8 +243,15 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error
 		where = append(where, "type = "+arg(f.Type))
 	}
 	switch {
-	case f.HostID != "" && f.AlsoRemoteLive:
-		where = append(where, "(host_id = "+arg(f.HostID)+" OR (host_id != '' AND NOT terminal AND lifecycle IS NOT NULL AND (pid > 0 OR heartbeat_at > 0)))")
+	case f.HostID != "" && (f.AlsoRemoteLive || f.AlsoHostless):
+		or := []string{"host_id = " + arg(f.HostID)}
+		if f.AlsoRemoteLive {
+			or = append(or, "(host_id != '' AND NOT terminal AND lifecycle IS NOT NULL AND (pid > 0 OR heartbeat_at > 0))")
+		}
+		if f.AlsoHostless {
+			or = append(or, "host_id = ''")
+		}
+		where = append(where, "("+strings.Join(or, " OR ")+")")
 	case f.HostID != "":
 		where = append(where, "host_id = "+arg(f.HostID))
 	}

@@ -1,0 +1,102 @@
+package reaper
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// HostsReport is what one JudgeHosts run found and wrote.
+type HostsReport struct {
+	// Disconnected and Lost name the silent hosts, sorted.
+	Disconnected []string
+	Lost         []string
+	// Written counts the entities whose finding changed.
+	Written int
+}
+
+// JudgeHosts is the leader's judgement of silent hosts (Nomad's lesson):
+// seen is when each host's daemon last marked its presence
+// (store.DaemonsSeen). The open entities of a host silent for
+// host_disconnected_after read health disconnected with
+// system.host.disconnected (warning); after host_lost_after, health lost
+// with system.host.lost (critical). Both are observations through the
+// store's observation path, guarded by the row's sequence: never a
+// lifecycle change, since their work may still run and only their own
+// host may end them. When the host's daemon returns, its first sweep
+// judges them afresh and overwrites these findings.
+//
+// Only the leader calls it (the daemon checks); a daemon never judges its
+// own host. A host that never had a daemon is not here: the leader's sweep
+// judges its entities by their posted heartbeats.
+func (r *Reaper) JudgeHosts(ctx context.Context, seen map[string]time.Time) (HostsReport, error) {
+	var rep HostsReport
+	now := r.now()
+	disc, lost := r.Settings.HostDisconnectedAfter, r.Settings.HostLostAfter
+	if disc <= 0 {
+		disc = DefaultSettings.HostDisconnectedAfter
+	}
+	if lost <= disc {
+		lost = max(DefaultSettings.HostLostAfter, disc+time.Second)
+	}
+	hosts := make([]string, 0, len(seen))
+	for h := range seen {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, host := range hosts {
+		at := seen[host]
+		silent := now.Sub(at)
+		if host == r.HostID || host == "" || silent < disc {
+			continue
+		}
+		health, code := state.HealthDisconnected, state.SystemHostDisconnected
+		msg := fmt.Sprintf("host %s: its daemon has been silent since %s (host_disconnected_after %s); its work may still run", host, state.Stamp(at), disc)
+		if silent >= lost {
+			health, code = state.HealthLost, state.SystemHostLost
+			msg = fmt.Sprintf("host %s: its daemon has been silent since %s (host_lost_after %s); nobody watches its work", host, state.Stamp(at), lost)
+			rep.Lost = append(rep.Lost, host)
+		} else {
+			rep.Disconnected = append(rep.Disconnected, host)
+		}
+		list, err := r.Store.List(ctx, store.Filter{HostID: host, OpenOnly: true})
+		if err != nil {
+			return rep, fmt.Errorf("judge host %s: %w", host, err)
+		}
+		for _, e := range list {
+			if !r.leads() {
+				return rep, nil // the new leader judges the rest
+			}
+			wrote, err := r.judgeSilent(ctx, e, health, code, msg, at, now)
+			if err != nil {
+				return rep, fmt.Errorf("judge host %s: %w", host, err)
+			}
+			if wrote {
+				rep.Written++
+			}
+		}
+	}
+	return rep, nil
+}
+
+// judgeSilent records one entity of a silent host as health with the one
+// finding code, when that is not what is stored already.
+func (r *Reaper) judgeSilent(ctx context.Context, e store.Entity, health state.Health, code state.ReasonCode, msg string, at, now time.Time) (bool, error) {
+	ev := state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "host/" + e.HostID, Detail: "last presence " + state.Stamp(at)}
+	reason := state.Observed(code, msg, ev)
+	reason.EntityType, reason.EntityID = e.Type, e.ID
+	reasons := []state.StateReason{reason}
+	state.CarryOnsets(reasons, e.Reasons, now)
+	if e.Health == health && state.SameFindings(reasons, e.Reasons) {
+		return false, nil
+	}
+	obs := store.Observation{Health: health, Delivery: e.Delivery, Reasons: reasons, HealthSince: now, DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: now}
+	if e.Health == health {
+		obs.HealthSince = e.HealthSince
+	}
+	return r.Store.RecordObservation(ctx, e.Type, e.ID, obs)
+}
