@@ -74,7 +74,7 @@ func TestDashboardAndRulesOnRealData(t *testing.T) {
 	for _, doc := range []string{
 		fmt.Sprintf(`{"type":"session","id":"live-1","lifecycle":"running","pid":%d}`, live.Process.Pid),
 		fmt.Sprintf(`{"type":"session","id":"dead-1","lifecycle":"running","pid":%d}`, testenv.DeadPID(t)),
-		fmt.Sprintf(`{"type":"play","id":"dead-2","lifecycle":"running","pid":%d}`, testenv.DeadPID(t)),
+		`{"type":"play","id":"failed-1","lifecycle":"running"}`,
 		`{"type":"workflow","id":"held-1","lifecycle":"held"}`,
 	} {
 		if code, body := d.do(t, "POST", "/api/v1/entities", doc); code != http.StatusOK && code != http.StatusCreated {
@@ -82,9 +82,21 @@ func TestDashboardAndRulesOnRealData(t *testing.T) {
 		}
 	}
 
-	// Both dead processes judged: critical items for session and play.
-	// Then every play item is dismissed, the issue's case in miniature: a
-	// type whose items are all dismissed beside one whose items are not.
+	// The play fails by its orchestrator's word: a terminal state, so its
+	// critical item stays the one it is (a live entity's judgement may
+	// still change, and a new reason is a new item). The session's dead
+	// process is judged and the reaper ends it: a transition and a reap
+	// for the write path's panels. Then every play item is dismissed, the
+	// issue's case in miniature: a type whose items are all dismissed
+	// beside one whose items are not.
+	if code, body := d.do(t, "POST", "/api/v1/entities/play/failed-1/transitions",
+		`{"to":"failed","actor":"orchestrator","reason":{"code":"run.failed.exit_nonzero"}}`); code != http.StatusOK {
+		t.Fatalf("fail play/failed-1: %d %s", code, body)
+	}
+	testenv.Eventually(t, "session/dead-1 ended by the reaper", realDataDeadline, func() (bool, string) {
+		lc := d.lifecycle(t, "session", "dead-1")
+		return lc != "running", lc
+	})
 	var playItems []string
 	testenv.Eventually(t, "critical session and play items in the queue", realDataDeadline, func() (bool, string) {
 		types, fps := d.criticalItems(t)
@@ -235,16 +247,26 @@ func TestDashboardAndRulesOnRealData(t *testing.T) {
 			if name != "WatchdogCriticalEntities" || !withType {
 				continue
 			}
-			// Its condition (before for:) holds for the session, whose
-			// items are open, and not for the play, whose items are all
-			// dismissed.
-			var types []string
+			// Its condition (before for:) holds for exactly the types the
+			// queue shows open critical items of: the session, not the
+			// play, whose items are all dismissed.
+			var types, want []string
 			for _, s := range res {
 				types = append(types, s.labels["entity_type"])
 			}
+			open, _ := d.criticalItems(t)
+			for typ, n := range open {
+				if n > 0 {
+					want = append(want, typ)
+				}
+			}
 			slices.Sort(types)
-			if !slices.Equal(types, []string{"session"}) {
-				t.Errorf("rule %s matches entity types %v, want [session] (play's items are dismissed)", name, types)
+			slices.Sort(want)
+			if !slices.Equal(want, []string{"session"}) {
+				t.Errorf("the queue's open critical items are of types %v, want [session]: the scenario did not happen", want)
+			}
+			if !slices.Equal(types, want) {
+				t.Errorf("rule %s matches entity types %v, want %v (the types with open critical items; play's are dismissed)", name, types, want)
 			}
 		}
 	}
@@ -390,6 +412,22 @@ func (d *daemonProc) do(t *testing.T, method, path, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// lifecycle is the stored lifecycle of an entity that must exist.
+func (d *daemonProc) lifecycle(t *testing.T, typ, id string) string {
+	t.Helper()
+	code, body := d.do(t, "GET", "/api/v1/entities/"+typ+"/"+id, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET %s/%s: %d %s", typ, id, code, body)
+	}
+	var e struct {
+		Lifecycle *string `json:"lifecycle"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Lifecycle == nil {
+		t.Fatalf("GET %s/%s: no lifecycle in %s (%v)", typ, id, body, err)
+	}
+	return *e.Lifecycle
 }
 
 // criticalItems reads the attention queue's critical items (dismissed ones
