@@ -204,6 +204,7 @@ func TestDashboardAndRulesOnRealData(t *testing.T) {
 				}
 			}
 			checkGrouping(t, "panel "+tg.Panel+" ("+sel.name+")", tg.Expr, res, withType)
+			checkSelectors(t, prom, "panel "+tg.Panel+" ("+sel.name+")", expr)
 		}
 	}
 
@@ -244,6 +245,7 @@ func TestDashboardAndRulesOnRealData(t *testing.T) {
 				continue
 			}
 			checkGrouping(t, "rule "+name, r.Expr, res, withType)
+			checkSelectors(t, prom, "rule "+name, r.Expr)
 			if name != "WatchdogCriticalEntities" || !withType {
 				continue
 			}
@@ -314,6 +316,28 @@ func checkGrouping(t *testing.T, where, expr string, res []promSeries, withType 
 					break
 				}
 			}
+		}
+	}
+}
+
+// selector is a PromQL series selector with label matchers.
+var selector = regexp.MustCompile(`[A-Za-z_:][A-Za-z0-9_:]*\{[^}]*\}`)
+
+// checkSelectors fails t for each series selector of expr that selects
+// nothing in prom: a label value that does not exist (a typo, a job or
+// reason code the daemon does not have) makes an alert that can never
+// fire. Every vector the rules and panels read is pre-seeded, so each
+// selector finds series on a healthy daemon.
+func checkSelectors(t *testing.T, prom *promServer, where, expr string) {
+	t.Helper()
+	for _, sel := range selector.FindAllString(expr, -1) {
+		res, err := prom.query("count(" + sel + ")")
+		if err != nil {
+			t.Errorf("%s: %v", where, err)
+			continue
+		}
+		if len(res) == 0 {
+			t.Errorf("%s: %s selects no series in a scrape of the daemon: a label or value it does not emit", where, sel)
 		}
 	}
 }
