@@ -3,7 +3,7 @@ GO            ?= go
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 STATICCHECK   := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
-APT_PACKAGES  := gcc libc6-dev prometheus
+APT_PACKAGES  := gcc libc6-dev prometheus prometheus-alertmanager
 
 .PHONY: test tools deps fmt-check vet staticcheck deploy-check unit fuzz build bench
 
@@ -11,7 +11,9 @@ test: deps tools fmt-check vet staticcheck deploy-check unit fuzz
 
 # Debian packages the tests use (gcc for the race detector; prometheus,
 # whose server deploy/realdata_test.go starts and whose promtool
-# deploy-check runs), installed only when missing. A policy-rc.d that says
+# deploy-check runs; prometheus-alertmanager, which
+# deploy/alerting_doc_test.go runs with docs/alerting.md's configuration),
+# installed only when missing. A policy-rc.d that says
 # no keeps the packages' maintainer scripts from starting their services
 # (the tests start their own), only if the host has none.
 deps:
