@@ -184,3 +184,29 @@ func TestAlertingDocInhibits(t *testing.T) {
 		return true, ""
 	})
 }
+
+// TestAlertingDocScrapeConfig: the scrape configuration docs/alerting.md
+// gives (the host target label the inhibition matches on) is one
+// Prometheus accepts.
+func TestAlertingDocScrapeConfig(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool not installed: make test installs the Debian package prometheus")
+	}
+	blocks := docYAML(t, alertingDoc, "prometheus.yml")
+	if len(blocks) == 0 {
+		t.Fatalf("%s has no \"# prometheus.yml\" block", alertingDoc)
+	}
+	for i, b := range blocks {
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("prometheus-%d.yml", i))
+		if err := os.WriteFile(path, []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(promtool, "check", "config", path).CombinedOutput(); err != nil {
+			t.Errorf("promtool check config on %s's block %d: %v\n%s\n%s", alertingDoc, i, err, out, b)
+		}
+		if !strings.Contains(b, "host:") {
+			t.Errorf("%s: the prometheus.yml block sets no host target label, which the inhibition needs:\n%s", alertingDoc, b)
+		}
+	}
+}
