@@ -3,20 +3,30 @@ GO            ?= go
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 STATICCHECK   := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
-APT_PACKAGES  := gcc libc6-dev postgresql
+APT_PACKAGES  := gcc libc6-dev postgresql prometheus prometheus-alertmanager
 
 .PHONY: test tools deps fmt-check vet staticcheck deploy-check unit fuzz build bench
 
 test: deps tools fmt-check vet staticcheck deploy-check unit fuzz
 
-# Debian packages the tests use (gcc for the race detector), installed
-# only when missing.
+# Debian packages the tests use (gcc for the race detector; postgresql,
+# whose initdb and server internal/testenv starts for store/pgstore; prometheus,
+# whose server deploy/realdata_test.go starts and whose promtool
+# deploy-check runs; prometheus-alertmanager, which
+# deploy/alerting_doc_test.go runs with docs/alerting.md's configuration),
+# installed only when missing. A policy-rc.d that says
+# no keeps the packages' maintainer scripts from starting their services
+# (the tests start their own), only if the host has none.
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
+		policy=/usr/sbin/policy-rc.d; made=0; \
+		if [ ! -e $$policy ]; then printf '#!/bin/sh\nexit 101\n' | $$SUDO tee $$policy >/dev/null && $$SUDO chmod 0755 $$policy && made=1; fi; \
+		rc=0; { $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } || rc=$$?; \
+		if [ $$made = 1 ]; then $$SUDO rm -f $$policy; fi; \
+		exit $$rc; \
 	fi
 
 # Go tools, pinned.
