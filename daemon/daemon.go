@@ -136,7 +136,7 @@ func Run(ctx context.Context, o Options) error {
 	// Leadership and presence run from before the first sweep (which
 	// then already knows whether it judges host-less work) to after the
 	// last job; stopping hands the lease over.
-	d.elector = leader.New(leaderBackend(st, host.HostID()), leader.Options{Log: log.Named("leader")})
+	d.elector = newElector(st, host.HostID(), log.Named("leader"))
 	rp.Leads = d.elector.Leader
 	defer d.runFleet(ctx)()
 

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 	"watchdog/leader"
@@ -107,58 +108,92 @@ func (d *daemon) aliveHost(host string) bool {
 // Leader says whether this daemon leads the fleet now (watchdog_leader).
 func (d *daemon) Leader() bool { return d.elector.Leader() }
 
-// leaderBackend is how this store elects the fleet's leader: PostgreSQL's
-// session advisory lock where the store has one (held on a connection of
-// its own: the lock goes with the connection, so a dead leader's is freed
-// by the server), else a lease row (SQLite).
-func leaderBackend(st store.Backend, holder string) leader.Backend {
+// PostgreSQL's leadership timing. The lock of a dead leader is free the
+// moment the server sees its connection close (at once for a killed
+// process, whose socket the kernel closes), so the handover is bounded by
+// these, not by a lease: a follower asks every pgLeaderEvery, and having
+// taken the lock waits pgLeaderTrust, the longest its predecessor may
+// still trust its last proof of holding it, before it leads. A killed
+// leader is replaced within pgLeaderEvery+pgLeaderTrust (one second),
+// one fire of an "@every 1s" job; the leader proves its hold by one round
+// trip per pgLeaderEvery, and a round trip slower than half a second
+// costs it a moment of leadership, never a second leader.
+const (
+	pgLeaderEvery = 250 * time.Millisecond
+	pgLeaderTrust = 750 * time.Millisecond
+)
+
+// newElector elects this daemon's part in the fleet sharing st: PostgreSQL's
+// session advisory lock where the store has one, else a lease row
+// (SQLite) with the leader package's defaults.
+func newElector(st store.Backend, holder string, log *zap.Logger) *leader.Elector {
 	if pg, ok := st.(*pgstore.Store); ok {
-		return &advisoryLock{st: pg}
+		return leader.New(&advisoryLock{lock: pg.LeaderLock(leaderLockKey), settle: pgLeaderTrust},
+			leader.Options{Every: pgLeaderEvery, Trust: pgLeaderTrust, Log: log})
 	}
 	if ls, ok := st.(leader.LeaseStore); ok {
-		return leader.Lease{Store: ls, Holder: holder}
+		return leader.New(leader.Lease{Store: ls, Holder: holder}, leader.Options{Log: log})
 	}
-	return leader.Always{}
+	return leader.New(leader.Always{}, leader.Options{Log: log})
 }
 
 // leaderLockKey is the advisory lock key the daemons of one PostgreSQL
 // store contend for ("watchdog" in ASCII).
 const leaderLockKey int64 = 0x7761746368646f67
 
-// advisoryLock is a leader.Backend over pgstore's session advisory lock.
-type advisoryLock struct {
-	st   *pgstore.Store
-	mu   sync.Mutex
-	held *pgstore.Leadership
+// lockTryer is the part of pgstore.LeaderLock an advisoryLock drives.
+type lockTryer interface {
+	Try(ctx context.Context) (held, fresh bool, err error)
+	Release(ctx context.Context) error
 }
 
-// TryLock keeps the lock while its connection lives, else tries to take it.
+// advisoryLock is a leader.Backend over pgstore's session advisory lock.
+// Taking the lock is not yet leading: another daemon could take it the
+// moment the previous holder's connection died, while that holder still
+// trusts its last proof for up to one Trust, so a fresh holder answers
+// false (as if another led) until settle has passed since it took it.
+type advisoryLock struct {
+	lock   lockTryer
+	settle time.Duration
+	now    func() time.Time // nil: time.Now
+
+	mu    sync.Mutex
+	since time.Time // when this session took the lock; zero when not held
+}
+
+// TryLock takes the lock, or proves it still held, and says whether this
+// daemon may lead.
 func (a *advisoryLock) TryLock(ctx context.Context) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.held != nil {
-		select {
-		case <-a.held.Done():
-			a.held = nil // its connection is gone, and the lock with it
-		default:
-			return true, nil
-		}
+	now := time.Now
+	if a.now != nil {
+		now = a.now
 	}
-	l, ok, err := a.st.TryLeader(ctx, leaderLockKey)
-	if err != nil || !ok {
+	held, fresh, err := a.lock.Try(ctx)
+	if err != nil {
+		was := !a.since.IsZero()
+		a.since = time.Time{}
+		if was {
+			return false, fmt.Errorf("%w: %w", leader.ErrLost, err)
+		}
 		return false, err
 	}
-	a.held = l
-	return true, nil
+	if !held {
+		a.since = time.Time{}
+		return false, nil
+	}
+	if fresh || a.since.IsZero() {
+		// Measured after the lock was granted: no earlier than it.
+		a.since = now()
+	}
+	return now().Sub(a.since) >= a.settle, nil
 }
 
 // Unlock gives the lock up.
-func (a *advisoryLock) Unlock(context.Context) error {
+func (a *advisoryLock) Unlock(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.held != nil {
-		a.held.Release()
-		a.held = nil
-	}
-	return nil
+	a.since = time.Time{}
+	return a.lock.Release(ctx)
 }

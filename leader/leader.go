@@ -10,7 +10,10 @@
 // daemons never both answer Leader() true on agreeing clocks. The SQLite
 // store's backend is a lease row (Lease); a PostgreSQL backend holding an
 // advisory lock on its own connection fits the same interface (TryLock
-// re-checks that the connection, and with it the lock, is alive).
+// re-checks, by a round trip on that connection, that the lock is held,
+// and a daemon that has just taken it waits one Trust before it claims
+// it, the longest its dead or cut-off predecessor may still believe it
+// leads). A backend that answers "not held" ends leadership at once.
 //
 // What it cannot promise, said so that nobody relies on it: a leader that
 // stalls between its Leader() check and a write may write after its trust
@@ -21,16 +24,26 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 )
 
+// ErrLost is wrapped by a Backend's error when leadership is gone for sure
+// (the PostgreSQL lock's connection died): the Elector stops leading at
+// once instead of trusting its last success until it runs out.
+var ErrLost = errors.New("leadership lost")
+
 // Backend takes and gives up leadership in the shared store.
 type Backend interface {
 	// TryLock takes leadership, or keeps it when already held; true when
-	// this daemon holds it now. Called every Options.Every.
+	// this daemon holds it now. Called every Options.Every, with a
+	// deadline of Options.Trust. (false, nil) means another daemon holds
+	// it, and ends this one's leadership at once, as does an error
+	// wrapping ErrLost; any other error keeps the last success trusted
+	// until it runs out (the store may only be slow).
 	TryLock(ctx context.Context) (bool, error)
 	// Unlock gives leadership up (a clean shutdown), so that another
 	// daemon takes it at its next try.
@@ -71,6 +84,7 @@ type Elector struct {
 	mu      sync.Mutex
 	until   time.Time // Leader() is true before this (monotonic clock)
 	leading bool      // the last state reported to OnChange and the log
+	failing bool      // the last try failed (its warning is said)
 }
 
 // New returns an Elector over b; Run or Start makes it try.
@@ -102,32 +116,53 @@ func (e *Elector) Leader() bool {
 // Try asks the backend once and records the answer; Run calls it every
 // Every. It returns whether this daemon leads afterwards.
 func (e *Elector) Try(ctx context.Context) bool {
+	tctx, cancel := context.WithTimeout(ctx, e.trust)
+	defer cancel()
 	start := time.Now()
-	ok, err := e.b.TryLock(ctx)
-	if err != nil {
-		e.log.Warn("leadership: cannot reach the store; leading only while the last success is trusted", zap.Error(err))
-	}
+	ok, err := e.b.TryLock(tctx)
+	lost := errors.Is(err, ErrLost) || (!ok && err == nil)
 	e.mu.Lock()
-	if ok && err == nil {
+	// One warning per run of failures: a store down for an hour is not
+	// thousands of lines at a fast try period.
+	first := err != nil && !e.failing
+	e.failing = err != nil
+	now := time.Now()
+	switch {
+	case ok && err == nil:
 		// Counted from before the call: the backend's own clock started
-		// the lease no later than that.
+		// the lease, or the round trip proving the lock, no later.
 		e.until = start.Add(e.trust)
+	case lost && e.until.After(now):
+		e.until = now
 	}
-	now := time.Now().Before(e.until)
-	changed := now != e.leading
-	e.leading = now
+	leading := now.Before(e.until)
+	changed := leading != e.leading
+	e.leading = leading
+	until := e.until
 	e.mu.Unlock()
-	if changed {
-		e.report(now)
+	switch {
+	case errors.Is(err, ErrLost):
+		e.log.Warn("leadership: lost with the store connection holding it", zap.Error(err))
+	case first:
+		e.log.Warn("leadership: cannot reach the store; leading only while the last success is trusted (said once until it answers)", zap.Error(err))
 	}
-	return now
+	if changed {
+		// Leader() answers true only after the lock is released, so now
+		// is no later than its first true; until is no earlier than its
+		// last.
+		e.report(leading, now, until)
+	}
+	return leading
 }
 
-func (e *Elector) report(leading bool) {
+// report logs a change of leadership with the instants that bound it: a
+// leadership begins no earlier than "from" and ends no later than
+// "until", so the logs of a fleet show that no two daemons led at once.
+func (e *Elector) report(leading bool, from, until time.Time) {
 	if leading {
-		e.log.Info("leading: this daemon does the host-less work")
+		e.log.Info("leading: this daemon does the host-less work", zap.Time("from", from))
 	} else {
-		e.log.Info("not leading: another daemon does the host-less work")
+		e.log.Info("not leading: another daemon does the host-less work", zap.Time("until", until))
 	}
 	if e.on != nil {
 		e.on(leading)
@@ -170,6 +205,10 @@ func (e *Elector) Start(ctx context.Context) (stop func()) {
 func (e *Elector) Stop() {
 	e.mu.Lock()
 	was := e.leading
+	until := time.Now()
+	if e.until.Before(until) {
+		until = e.until
+	}
 	e.until, e.leading = time.Time{}, false
 	e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -178,6 +217,6 @@ func (e *Elector) Stop() {
 		e.log.Warn("leadership: could not give it up; another daemon takes over when it expires", zap.Error(err))
 	}
 	if was {
-		e.report(false)
+		e.report(false, time.Time{}, until)
 	}
 }

@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -114,5 +115,52 @@ func TestRunStopsAndReleases(t *testing.T) {
 	b := New(Lease{Store: sb, Holder: "host-b"}, Options{})
 	if !b.Try(context.Background()) {
 		t.Error("b could not take the lease a released")
+	}
+}
+
+// scripted is a Backend answering from a script.
+type scripted struct {
+	ok  []bool
+	err []error
+	i   int
+}
+
+func (s *scripted) TryLock(context.Context) (bool, error) {
+	ok, err := s.ok[s.i], s.err[s.i]
+	s.i++
+	return ok, err
+}
+func (s *scripted) Unlock(context.Context) error { return nil }
+
+// TestLossEndsLeadershipAtOnce: "another holds it" and a lost hold end
+// leadership at once, however long the last success would be trusted;
+// an error of a slow store does not.
+func TestLossEndsLeadershipAtOnce(t *testing.T) {
+	slow := errors.New("timeout")
+	tests := []struct {
+		name string
+		ok   bool
+		err  error
+		want bool
+	}{
+		{name: "another daemon holds it", ok: false, err: nil, want: false},
+		{name: "the hold is lost with its connection", ok: false, err: fmt.Errorf("%w: connection reset", ErrLost), want: false},
+		{name: "the store is slow: the last success stays trusted", ok: false, err: slow, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var changes []bool
+			e := New(&scripted{ok: []bool{true, tt.ok}, err: []error{nil, tt.err}},
+				Options{Trust: time.Hour, OnChange: func(l bool) { changes = append(changes, l) }})
+			if !e.Try(context.Background()) {
+				t.Fatal("not leading after a success")
+			}
+			if got := e.Try(context.Background()); got != tt.want || e.Leader() != tt.want {
+				t.Errorf("leads %v (Leader() %v), want %v", got, e.Leader(), tt.want)
+			}
+			if want := 1 + map[bool]int{true: 0, false: 1}[tt.want]; len(changes) != want {
+				t.Errorf("OnChange heard %v, want %d changes", changes, want)
+			}
+		})
 	}
 }

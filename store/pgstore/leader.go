@@ -3,87 +3,88 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// leaderCheckEvery is how often a held leadership checks its connection.
-// The lock dies with the connection, so this bounds how long a daemon may
-// believe it leads after the server dropped it.
-const leaderCheckEvery = 2 * time.Second
-
-// Leadership is a session-level advisory lock held on a connection of its
-// own: the daemon holding it is the fleet's leader until Release, or
-// until the connection is lost (Done closes), when the server has already
-// let the lock go and another daemon may take it.
-type Leadership struct {
-	conn    *pgx.Conn
-	key     int64
-	done    chan struct{}
-	stop    context.CancelFunc
-	watcher sync.WaitGroup
-	once    sync.Once
+// LeaderLock contends for a session advisory lock on a connection of its
+// own, kept from one try to the next: a daemon that does not lead asks
+// the server with one cheap query per try instead of a new connection,
+// and the one that leads proves at each try, by a round trip on the very
+// session holding the lock, that it still holds it. Not safe for
+// concurrent use; one elector drives it.
+type LeaderLock struct {
+	s    *Store
+	key  int64
+	conn *pgx.Conn
+	held bool
 }
 
-// TryLeader takes the advisory lock key without waiting, on a new
-// connection that holds it. ok is false when another session holds it
-// (then nothing is held and l is nil).
-func (s *Store) TryLeader(ctx context.Context, key int64) (l *Leadership, ok bool, err error) {
-	conn, err := pgx.Connect(ctx, s.dsn)
-	if err != nil {
-		return nil, false, fmt.Errorf("leader lock %d: connect: %w", key, classify(err))
-	}
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, false, fmt.Errorf("leader lock %d: %w", key, classify(err))
-	}
-	if !ok {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, false, nil
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	l = &Leadership{conn: conn, key: key, done: make(chan struct{}), stop: stop}
-	l.watcher.Go(func() { l.watch(wctx) })
-	return l, true, nil
-}
+// LeaderLock returns the contender for the advisory lock key; it connects
+// at its first Try.
+func (s *Store) LeaderLock(key int64) *LeaderLock { return &LeaderLock{s: s, key: key} }
 
-// watch pings the connection until it fails (the lock is gone with it) or
-// Release stops it.
-func (l *Leadership) watch(ctx context.Context) {
-	t := time.NewTicker(leaderCheckEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+// Try takes the lock when free, or checks that this session still holds
+// it. held is true when it holds the lock as of a round trip that began
+// after the call; fresh is true when it was taken by this call. On any
+// error the connection is closed (the server drops a lock held on it),
+// held is false and the next Try starts on a new connection.
+func (l *LeaderLock) Try(ctx context.Context) (held, fresh bool, err error) {
+	if l.conn == nil || l.conn.IsClosed() {
+		l.held = false
+		c, err := pgx.Connect(ctx, l.s.dsn)
+		if err != nil {
+			return false, false, fmt.Errorf("leader lock %d: connect: %w", l.key, classify(err))
 		}
-		pctx, cancel := context.WithTimeout(ctx, leaderCheckEvery)
-		err := l.conn.Ping(pctx)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			l.once.Do(func() { close(l.done) })
-			return
-		}
+		l.conn = c
 	}
+	if l.held {
+		// A session-level advisory lock goes only with Release or with
+		// the session: a live session is a held lock.
+		if err := l.conn.Ping(ctx); err != nil {
+			l.drop()
+			return false, false, fmt.Errorf("leader lock %d: its connection is gone, and the lock with it: %w", l.key, classify(err))
+		}
+		return true, false, nil
+	}
+	var ok bool
+	if err := l.conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", l.key).Scan(&ok); err != nil {
+		l.drop()
+		return false, false, fmt.Errorf("leader lock %d: %w", l.key, classify(err))
+	}
+	l.held = ok
+	return ok, ok, nil
 }
 
-// Done is closed when the leadership was lost with its connection.
-func (l *Leadership) Done() <-chan struct{} { return l.done }
-
-// Release unlocks and closes the connection. Safe to call more than once.
-func (l *Leadership) Release() {
-	l.stop()
-	l.watcher.Wait()
-	l.once.Do(func() { close(l.done) })
-	if !l.conn.IsClosed() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// drop closes the connection after a failure; the server ends the
+// session and any lock it held.
+func (l *LeaderLock) drop() {
+	l.held = false
+	if l.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
+		l.conn.Close(ctx)
+		l.conn = nil
+	}
+}
+
+// Release gives the lock up and closes the connection, so that another
+// daemon takes the lock at its next try. Safe to call more than once.
+func (l *LeaderLock) Release(ctx context.Context) error {
+	if l.conn == nil {
+		return nil
+	}
+	var err error
+	if l.held && !l.conn.IsClosed() {
 		// Closing the session drops the lock as well; the unlock says so
 		// to a reader of the server's log.
-		_, _ = l.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", l.key)
-		l.conn.Close(ctx)
+		if _, e := l.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", l.key); e != nil {
+			err = fmt.Errorf("leader lock %d: unlock: %w", l.key, classify(e))
+		}
 	}
+	l.held = false
+	l.conn.Close(ctx)
+	l.conn = nil
+	return err
 }

@@ -2,11 +2,9 @@ package pgstore_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -75,59 +73,4 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	} else if want := "upgrade watchdog"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not say %q", err, want)
 	}
-}
-
-// TestTryLeader: one session holds the leader lock at a time; a release,
-// or the holder's connection dying, lets the next one take it.
-func TestTryLeader(t *testing.T) {
-	dsn := testenv.Postgres(t)
-	ctx := context.Background()
-	a, err := pgstore.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := pgstore.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	const key = 42
-	la, ok, err := a.TryLeader(ctx, key)
-	if err != nil || !ok {
-		t.Fatalf("first leader: %v %v", ok, err)
-	}
-	if l, ok, err := b.TryLeader(ctx, key); err != nil || ok || l != nil {
-		t.Fatalf("second leader while the first holds: %v %v", ok, err)
-	}
-	la.Release()
-	la.Release() // twice is fine
-	lb, ok, err := b.TryLeader(ctx, key)
-	if err != nil || !ok {
-		t.Fatalf("leader after release: %v %v", ok, err)
-	}
-	// The holder's connection killed by the server (a lost network, a
-	// restarted pooler): Done closes, and the lock is free for another.
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
-		WHERE locktype = 'advisory' AND objid = $1 AND granted`, key); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-lb.Done():
-	case <-time.After(time.Minute):
-		t.Fatal("Done did not close after the connection died")
-	}
-	lb.Release()
-	testenv.Eventually(t, "another session takes the lock", time.Minute, func() (bool, string) {
-		l, ok, err := a.TryLeader(ctx, key)
-		if ok {
-			l.Release()
-		}
-		return ok, fmt.Sprintf("held elsewhere still (%v)", err)
-	})
 }
