@@ -160,9 +160,9 @@ func (e *Elector) Try(ctx context.Context) bool {
 // "until", so the logs of a fleet show that no two daemons led at once.
 func (e *Elector) report(leading bool, from, until time.Time) {
 	if leading {
-		e.log.Info("leading: this daemon does the host-less work", zap.Time("from", from))
+		e.log.Info("leading: this daemon does the host-less work", zap.String("from", from.Format(time.RFC3339Nano)))
 	} else {
-		e.log.Info("not leading: another daemon does the host-less work", zap.Time("until", until))
+		e.log.Info("not leading: another daemon does the host-less work", zap.String("until", until.Format(time.RFC3339Nano)))
 	}
 	if e.on != nil {
 		e.on(leading)
