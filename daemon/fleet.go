@@ -128,7 +128,7 @@ const (
 // (SQLite) with the leader package's defaults.
 func newElector(st store.Backend, holder string, log *zap.Logger) *leader.Elector {
 	if pg, ok := st.(*pgstore.Store); ok {
-		return leader.New(&advisoryLock{lock: pg.LeaderLock(leaderLockKey), settle: pgLeaderTrust},
+		return leader.New(&advisoryLock{lock: pg.LeaderLock(leaderLockKey, "watchdog leader "+holder), settle: pgLeaderTrust},
 			leader.Options{Every: pgLeaderEvery, Trust: pgLeaderTrust, Log: log})
 	}
 	if ls, ok := st.(leader.LeaseStore); ok {

@@ -56,7 +56,8 @@ type Options struct {
 	Every time.Duration
 	// Trust is how long one successful TryLock makes Leader() true
 	// (DefaultTrust); it must be shorter than the time another daemon
-	// waits before taking over (a lease's TTL).
+	// waits before taking over (a lease's TTL; for a lock freed at once,
+	// the new holder's settle, which must be at least Trust).
 	Trust time.Duration
 	Log   *zap.Logger
 	// OnChange hears every change of leadership (metrics, logs); nil is

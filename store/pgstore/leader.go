@@ -17,13 +17,47 @@ import (
 type LeaderLock struct {
 	s    *Store
 	key  int64
+	name string
 	conn *pgx.Conn
 	held bool
 }
 
 // LeaderLock returns the contender for the advisory lock key; it connects
-// at its first Try.
-func (s *Store) LeaderLock(key int64) *LeaderLock { return &LeaderLock{s: s, key: key} }
+// at its first Try, as application_name name (what an operator sees in
+// pg_stat_activity beside the lock in pg_locks).
+func (s *Store) LeaderLock(key int64, name string) *LeaderLock {
+	return &LeaderLock{s: s, key: key, name: name}
+}
+
+// leaderKeepalive are the lock connection's server-side settings, unless
+// the dsn sets them: the server drops the session of a leader that went
+// silent on the network (a partition, a host powered off) within about
+// eight seconds, instead of the kernel's two hours, and with it the lock,
+// so that another daemon can lead. A unix socket ignores them; a closed
+// socket (a killed process) frees the lock at once anyway.
+var leaderKeepalive = map[string]string{
+	"tcp_keepalives_idle":     "5",
+	"tcp_keepalives_interval": "1",
+	"tcp_keepalives_count":    "3",
+	"tcp_user_timeout":        "8000",
+}
+
+// connect opens the lock's own connection.
+func (l *LeaderLock) connect(ctx context.Context) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(l.s.dsn)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range leaderKeepalive {
+		if _, set := cfg.RuntimeParams[k]; !set {
+			cfg.RuntimeParams[k] = v
+		}
+	}
+	if l.name != "" {
+		cfg.RuntimeParams["application_name"] = l.name
+	}
+	return pgx.ConnectConfig(ctx, cfg)
+}
 
 // Try takes the lock when free, or checks that this session still holds
 // it. held is true when it holds the lock as of a round trip that began
@@ -33,7 +67,7 @@ func (s *Store) LeaderLock(key int64) *LeaderLock { return &LeaderLock{s: s, key
 func (l *LeaderLock) Try(ctx context.Context) (held, fresh bool, err error) {
 	if l.conn == nil || l.conn.IsClosed() {
 		l.held = false
-		c, err := pgx.Connect(ctx, l.s.dsn)
+		c, err := l.connect(ctx)
 		if err != nil {
 			return false, false, fmt.Errorf("leader lock %d: connect: %w", l.key, classify(err))
 		}

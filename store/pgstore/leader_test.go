@@ -30,7 +30,7 @@ func TestLeaderLock(t *testing.T) {
 	}
 	defer b.Close()
 	const key = 42
-	la, lb := a.LeaderLock(key), b.LeaderLock(key)
+	la, lb := a.LeaderLock(key, "watchdog leader a"), b.LeaderLock(key, "watchdog leader b")
 	defer la.Release(ctx) //nolint:errcheck // cleanup
 	defer lb.Release(ctx) //nolint:errcheck // cleanup
 
@@ -76,6 +76,19 @@ func TestLeaderLock(t *testing.T) {
 		{name: "a takes the lock the terminated session held", l: la, held: true, fresh: true},
 		{name: "b, on a new connection, is refused", l: lb},
 	}
+	holder := func() string {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var name string
+		if err := conn.QueryRow(ctx, `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+			WHERE l.locktype = 'advisory' AND l.objid = $1 AND l.granted`, key).Scan(&name); err != nil {
+			t.Fatalf("who holds the lock: %v", err)
+		}
+		return name
+	}
 	for _, s := range steps {
 		if s.before != nil {
 			s.before()
@@ -84,5 +97,9 @@ func TestLeaderLock(t *testing.T) {
 		if held != s.held || fresh != s.fresh || (err != nil) != s.wantErr {
 			t.Fatalf("%s: held %v fresh %v err %v; want held %v fresh %v error %v", s.name, held, fresh, err, s.held, s.fresh, s.wantErr)
 		}
+	}
+	// What an operator sees: the holder by name, beside the lock.
+	if got := holder(); got != "watchdog leader a" {
+		t.Errorf("the lock's session is %q, want a's", got)
 	}
 }
