@@ -125,19 +125,22 @@ func Run(ctx context.Context, o Options) error {
 		Store: st, Writer: writer, Prober: host, HostID: host.HostID(),
 		Settings: ReaperSettings(cfg), Log: log.Named("reaper"), Observer: m,
 	}
+	// The elector exists before anything that asks the reaper whether it
+	// leads (the monitor's steps start with lv.run): a reaper without it
+	// would act as the leader meanwhile.
+	elector := newElector(st, host.HostID(), log.Named("leader"))
+	rp.Leads = elector.Leader
 	// The monitor hears of every entity the view loads (adoption: a pidfd
 	// for each open local process) and of every later change, whoever
 	// wrote it; it stops before the view and the store.
 	lv := newLiveness(view, rp, host, st, m, rp.Settings, log.Named("monitor"))
 	defer runView(ctx, view, m, log)()
 	defer lv.run(log)()
-	d = &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv}
+	d = &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, elector: elector}
 
 	// Leadership and presence run from before the first sweep (which
 	// then already knows whether it judges host-less work) to after the
 	// last job; stopping hands the lease over.
-	d.elector = newElector(st, host.HostID(), log.Named("leader"))
-	rp.Leads = d.elector.Leader
 	defer d.runFleet(ctx)()
 
 	// The store watch runs from before the first request to after the

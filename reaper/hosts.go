@@ -98,5 +98,22 @@ func (r *Reaper) judgeSilent(ctx context.Context, e store.Entity, health state.H
 	if e.Health == health {
 		obs.HealthSince = e.HealthSince
 	}
+	// The host's daemon may have come back since the leader read the
+	// fleet's presence, and judged its entities afresh: a stale "lost"
+	// written over that would page for a host that is fine. Presence is
+	// read again right before each write (a small table); what is left is
+	// a window of milliseconds, which the returning daemon's next sweep
+	// closes.
+	if p, ok := r.Store.(interface {
+		DaemonsSeen(ctx context.Context) (map[string]time.Time, error)
+	}); ok {
+		seen, err := p.DaemonsSeen(ctx)
+		if err != nil {
+			return false, err
+		}
+		if seen[e.HostID].After(at) {
+			return false, nil
+		}
+	}
 	return r.Store.RecordObservation(ctx, e.Type, e.ID, obs)
 }

@@ -505,6 +505,18 @@ func TestRemoteHostWithItsOwnDaemonIsLeftToIt(t *testing.T) {
 	if err != nil || rep.Written != 0 || len(rep.Lost) != 1 {
 		t.Errorf("a second judgement: %+v, %v; want no write, one lost host", rep, err)
 	}
+	// The host's daemon comes back after the leader read the presence it
+	// judges by (a stale seen): the leader writes nothing over it.
+	f.register(store.Entity{Type: "session", ID: "r2", PID: testenv.DeadPID(t), HostID: "other"})
+	if err := f.st.MarkDaemon(ctx, "other", f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := f.r.JudgeHosts(ctx, seen); err != nil || rep.Written != 0 {
+		t.Errorf("judged with a stale presence after the host came back: %+v, %v", rep, err)
+	}
+	if e := f.get("session", "r2"); e.Health == state.HealthLost || e.Health == state.HealthDisconnected {
+		t.Errorf("a returned host's entity judged silent from a stale presence: %s", e.Health)
+	}
 	// Its own host is never judged silent, whatever the table says.
 	if err := f.st.MarkDaemon(ctx, f.r.HostID, seenAt); err != nil {
 		t.Fatal(err)

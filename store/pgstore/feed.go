@@ -14,7 +14,11 @@ import (
 // a pool connection: LISTEN belongs to a session, and the pool would hand
 // the session to others.
 func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.Connect(ctx, s.dsn)
+	cfg, err := s.connConfig()
+	if err != nil {
+		return nil, fmt.Errorf("connect the change listener: %w", err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect the change listener: %w", classify(err))
 	}

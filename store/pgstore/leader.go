@@ -42,14 +42,20 @@ var leaderKeepalive = map[string]string{
 	"tcp_user_timeout":        "8000",
 }
 
-// connect opens the lock's own connection.
+// connect opens the lock's own connection: guarded as every connection
+// of the store, with the leader's tighter keepalives where the dsn does
+// not choose.
 func (l *LeaderLock) connect(ctx context.Context) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(l.s.dsn)
+	own, err := pgx.ParseConfig(l.s.dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := l.s.connConfig()
 	if err != nil {
 		return nil, err
 	}
 	for k, v := range leaderKeepalive {
-		if _, set := cfg.RuntimeParams[k]; !set {
+		if _, set := own.RuntimeParams[k]; !set {
 			cfg.RuntimeParams[k] = v
 		}
 	}

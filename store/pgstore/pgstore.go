@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,6 +85,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", name, err)
 	}
+	guard(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", name, err)
@@ -269,6 +271,20 @@ func (s *Store) migrate(ctx context.Context) error {
 // writers never deadlock over it and a row. A commit moves DataVersion at
 // once, before the notification comes back: a read after a write sees it.
 func (s *Store) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	err := s.writeTxOnce(ctx, fn)
+	// A deadlock or serialization failure can only come from a writer
+	// outside watchdog (psql, an old binary's migration) that took a row
+	// lock before the feed lock its trigger takes; the server rolled this
+	// transaction back whole, so running it once more is safe.
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") {
+		err = s.writeTxOnce(ctx, fn)
+	}
+	return err
+}
+
+// writeTxOnce is one attempt of writeTx.
+func (s *Store) writeTxOnce(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return classify(fmt.Errorf("begin: %w", err))
@@ -285,4 +301,42 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	}
 	s.version.Add(1)
 	return nil
+}
+
+// guard sets what keeps one stalled client from stalling the fleet: a
+// session idle inside a transaction (its host lost its network between
+// BEGIN and COMMIT, its VM paused) is ended by the server after 15 s
+// instead of holding the feed lock, and every writer behind it, until the
+// kernel's keepalive gives up hours later; dead peers are noticed in
+// about half a minute on TCP (the keepalive and user-timeout settings are
+// ignored on a unix socket, where a dead peer closes at once). It is used
+// for every connection the store opens, pooled or dedicated.
+func guard(c *pgx.ConnConfig) {
+	if c.RuntimeParams == nil {
+		c.RuntimeParams = map[string]string{}
+	}
+	for k, v := range map[string]string{
+		"idle_in_transaction_session_timeout": "15000",
+		"tcp_keepalives_idle":                 "10",
+		"tcp_keepalives_interval":             "5",
+		"tcp_keepalives_count":                "3",
+		"tcp_user_timeout":                    "30000",
+	} {
+		if _, set := c.RuntimeParams[k]; !set { // the DSN's own choice wins
+			c.RuntimeParams[k] = v
+		}
+	}
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 3}}
+	c.DialFunc = d.DialContext
+}
+
+// connConfig is the store's DSN as a guarded configuration for a
+// dedicated connection (the listener's, the leader's).
+func (s *Store) connConfig() (*pgx.ConnConfig, error) {
+	c, err := pgx.ParseConfig(s.dsn)
+	if err != nil {
+		return nil, err
+	}
+	guard(c)
+	return c, nil
 }
