@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"watchdog/alertpush"
 	"watchdog/api"
 	"watchdog/config"
 	"watchdog/cronspec"
@@ -105,6 +106,10 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	pushMetrics, err := alertpush.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
 	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host, Contracts: reaper.Contracts{Host: host}}
 	rp := &reaper.Reaper{
 		Store: st, Writer: writer, Prober: host, HostID: host.HostID(),
@@ -116,7 +121,9 @@ func Run(ctx context.Context, o Options) error {
 	lv := newLiveness(view, rp, host, st, m, rp.Settings, log.Named("monitor"))
 	defer runView(ctx, view, m, log)()
 	defer lv.run(log)()
-	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv}
+	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, pushMetrics: pushMetrics}
+	view.OnChange(d.kickPush)
+	defer d.stopPush()
 
 	// The store watch runs from before the first request to after the
 	// last job: /readyz reads what it found.
@@ -159,6 +166,7 @@ func Run(ctx context.Context, o Options) error {
 	if started {
 		d.notify.ready(d.statusLine())
 		d.sched.Start()
+		d.startPush()
 		log.Info("ready", zap.String("status", d.statusLine()))
 	}
 
@@ -234,8 +242,12 @@ type daemon struct {
 	table   []Job
 	api     *api.Handler
 	level   *zap.AtomicLevel
+	// pushMetrics outlive the pushers a reload replaces.
+	pushMetrics *alertpush.Metrics
 
 	mu sync.Mutex
+	// push is the running Alertmanager pusher (nil: none).
+	push *pushing
 	// lastStatus is the STATUS= line last sent (refreshStatus).
 	lastStatus string
 	lastSweep  time.Time
@@ -458,8 +470,8 @@ func (d *daemon) ready() error {
 	return nil
 }
 
-// reload re-reads the config file. Thresholds, reaper settings and job
-// schedules take effect; store, listen address and auth need a restart
+// reload re-reads the config file. Thresholds, reaper settings, job
+// schedules and the alertmanager section take effect; store, listen address and auth need a restart
 // (said in the log). An invalid file changes nothing.
 func (d *daemon) reload(ctx context.Context, path string) {
 	d.notify.reloading()
@@ -498,6 +510,7 @@ func (d *daemon) reload(ctx context.Context, path string) {
 		}
 	}
 	d.api.SetFailureWindow(time.Duration(d.cfg.Thresholds.FailureWindow))
+	d.reloadPush()
 	if d.level != nil {
 		if l, err := zapcore.ParseLevel(d.cfg.Log.Level); err == nil {
 			d.level.SetLevel(l)
