@@ -3,13 +3,14 @@ GO            ?= go
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 STATICCHECK   := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
-APT_PACKAGES  := gcc libc6-dev
+APT_PACKAGES  := gcc libc6-dev prometheus-alertmanager
 
 .PHONY: test tools deps fmt-check vet staticcheck deploy-check unit fuzz build bench
 
 test: deps tools fmt-check vet staticcheck deploy-check unit fuzz
 
-# Debian packages the tests use (gcc for the race detector), installed
+# Debian packages the tests use (gcc for the race detector,
+# prometheus-alertmanager for the push's end-to-end test and amtool), installed
 # only when missing.
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
