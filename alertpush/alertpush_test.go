@@ -354,3 +354,16 @@ func eventually(t *testing.T, cond func() bool, what string) {
 	t.Helper()
 	testenv.Eventually(t, what, 60*time.Second, func() (bool, string) { return cond(), "not yet" })
 }
+
+func TestRedacted(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"http://127.0.0.1:9093", "http://127.0.0.1:9093"},
+		{"https://watchdog:s3cret@am.example.org/", "https://watchdog:xxxxx@am.example.org/"},
+		{"https://token@am.example.org", "https://token@am.example.org"},
+	}
+	for _, tt := range tests {
+		if got := Redacted(tt.in); got != tt.want {
+			t.Errorf("Redacted(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package alertpush
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -96,7 +97,7 @@ func New(cfg Config, src Source, metrics *Metrics, log *zap.Logger) *Pusher {
 	}
 	p := &Pusher{cfg: cfg, src: src, log: log, metrics: metrics, now: time.Now, kick: make(chan struct{}, 1), firing: map[string]Alert{}}
 	for _, u := range cfg.URLs {
-		p.targets = append(p.targets, newTarget(strings.TrimRight(u, "/"), cfg, metrics, log.With(zap.String("alertmanager", u))))
+		p.targets = append(p.targets, newTarget(strings.TrimRight(u, "/"), cfg, metrics, log.With(zap.String("alertmanager", Redacted(u)))))
 	}
 	return p
 }
@@ -190,4 +191,15 @@ func (p *Pusher) Snapshot(now time.Time) (map[string]Alert, int) {
 		out[a.Key()] = a
 	}
 	return out, max(q.Total-len(q.Items), 0)
+}
+
+// Redacted is raw with the password of its user info, if any, replaced by
+// "xxxxx": Alertmanager URLs may carry basic auth, which logs and errors
+// must not show.
+func Redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Redacted()
 }

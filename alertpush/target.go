@@ -21,7 +21,10 @@ import (
 // the sender (run) share its state under mu; the producer never waits
 // for the network.
 type target struct {
+	// base is the URL requests go to; shown is it for logs and errors,
+	// its password redacted.
 	base        string
+	shown       string
 	client      *http.Client
 	resendEvery time.Duration
 	host        string
@@ -45,7 +48,7 @@ type target struct {
 
 func newTarget(base string, cfg Config, m *Metrics, log *zap.Logger) *target {
 	return &target{
-		base: base, client: &http.Client{Timeout: cfg.Timeout}, resendEvery: cfg.ResendEvery, host: cfg.Host,
+		base: base, shown: Redacted(base), client: &http.Client{Timeout: cfg.Timeout}, resendEvery: cfg.ResendEvery, host: cfg.Host,
 		metrics: m, log: log, wake: make(chan struct{}, 1), resolving: map[string]Alert{},
 	}
 }
@@ -220,7 +223,7 @@ func (t *target) post(ctx context.Context, alerts []Alert) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+"/api/v2/alerts", bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("alertmanager %s: %w", t.base, err)
+		return fmt.Errorf("alertmanager %s: %w", t.shown, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	_, err = t.do(req)
@@ -242,7 +245,7 @@ func (t *target) reconcile(ctx context.Context) error {
 	q.Add("filter", "host="+strconv.Quote(t.host))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.base+"/api/v2/alerts?"+q.Encode(), nil)
 	if err != nil {
-		return fmt.Errorf("alertmanager %s: %w", t.base, err)
+		return fmt.Errorf("alertmanager %s: %w", t.shown, err)
 	}
 	body, err := t.do(req)
 	if err != nil {
@@ -250,7 +253,7 @@ func (t *target) reconcile(ctx context.Context) error {
 	}
 	var held []Alert
 	if err := json.Unmarshal(body, &held); err != nil {
-		return fmt.Errorf("alertmanager %s: GET /api/v2/alerts: %w", t.base, err)
+		return fmt.Errorf("alertmanager %s: GET /api/v2/alerts: %w", t.shown, err)
 	}
 	now := time.Now()
 	t.mu.Lock()
@@ -290,7 +293,7 @@ func (t *target) do(req *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("alertmanager %s %s: reading the answer: %w", req.Method, req.URL.Path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		err := fmt.Errorf("alertmanager %s %s: %s: %s", req.Method, t.base+req.URL.Path, resp.Status, bytes.TrimSpace(body[:min(len(body), 512)]))
+		err := fmt.Errorf("alertmanager %s %s: %s: %s", req.Method, t.shown+req.URL.Path, resp.Status, bytes.TrimSpace(body[:min(len(body), 512)]))
 		if resp.StatusCode/100 == 4 {
 			return nil, &refusedError{err}
 		}

@@ -50,7 +50,11 @@ func (d *daemon) startPush() {
 	d.mu.Lock()
 	d.push = &pushing{cfg: am, pusher: p, stop: func() { cancel(); wg.Wait() }}
 	d.mu.Unlock()
-	d.log.Info("pushing alerts to alertmanager", zap.Strings("urls", am.URLs), zap.Duration("resend_every", time.Duration(am.ResendEvery)))
+	shown := make([]string, len(am.URLs))
+	for i, u := range am.URLs {
+		shown[i] = alertpush.Redacted(u)
+	}
+	d.log.Info("pushing alerts to alertmanager", zap.Strings("urls", shown), zap.Duration("resend_every", time.Duration(am.ResendEvery)))
 }
 
 // stopPush stops the pusher, if one runs, and waits for it. The alerts
