@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/user"
 	"regexp"
@@ -49,7 +50,31 @@ type Config struct {
 	Reaper Reaper `yaml:"reaper"`
 	// Log sets the logger's level and encoding.
 	Log Log `yaml:"log"`
+	// Alertmanager pushes the attention queue's critical and warning
+	// items to Alertmanager; off without urls.
+	Alertmanager Alertmanager `yaml:"alertmanager"`
 }
+
+// Alertmanager is the "alertmanager" section (SPEC §12).
+type Alertmanager struct {
+	// URLs are the Alertmanager instances (http or https base URLs, such
+	// as http://127.0.0.1:9093); each gets every alert, as Prometheus
+	// sends to each. Empty turns pushing off.
+	URLs []string `yaml:"urls"`
+	// ResendEvery is how often the firing alerts are sent again; an
+	// alert's endsAt is four of these ahead, so alerts resolve by
+	// themselves when the daemon is gone.
+	ResendEvery Duration `yaml:"resend_every"`
+	// Timeout bounds one HTTP request to one Alertmanager.
+	Timeout Duration `yaml:"timeout"`
+	// RunbookURL, when set, is the base of each alert's runbook_url
+	// annotation: "#<reason_code>" is appended. Empty leaves the
+	// annotation out.
+	RunbookURL string `yaml:"runbook_url"`
+}
+
+// Enabled reports whether any Alertmanager is configured.
+func (a Alertmanager) Enabled() bool { return len(a.URLs) > 0 }
 
 // Store is the "store" section.
 type Store struct {
@@ -245,6 +270,9 @@ var (
 	DefaultReaper = Reaper{MaxPerRun: 500, KillGrace: Duration(10 * time.Second), KillUsers: []string{}}
 	// DefaultLog logs at info, format chosen by whether stderr is a terminal.
 	DefaultLog = Log{Level: "info"}
+	// DefaultAlertmanager pushes nowhere; once urls are set, it re-sends
+	// every minute (Prometheus's own resend delay) with a 10s timeout.
+	DefaultAlertmanager = Alertmanager{URLs: []string{}, ResendEvery: Duration(time.Minute), Timeout: Duration(10 * time.Second)}
 )
 
 // Default returns a new Config holding every default value. It validates.
@@ -257,6 +285,7 @@ func Default() *Config {
 		Jobs:         DefaultJobs,
 		Reaper:       DefaultReaper,
 		Log:          DefaultLog,
+		Alertmanager: DefaultAlertmanager,
 	}
 }
 
@@ -323,6 +352,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Jobs.validate()...)
 	errs = append(errs, c.Reaper.validate()...)
 	errs = append(errs, c.Log.validate()...)
+	errs = append(errs, c.Alertmanager.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -499,6 +529,40 @@ func (l Log) validate() []error {
 		errs = append(errs, fmt.Errorf("log.format: %q is not one of json, console (or empty to choose by terminal)", l.Format))
 	}
 	return errs
+}
+
+func (a Alertmanager) validate() []error {
+	var errs []error
+	for i, raw := range a.URLs {
+		if err := checkHTTPURL(raw); err != nil {
+			errs = append(errs, fmt.Errorf("alertmanager.urls[%d]: %q %w", i, raw, err))
+		}
+	}
+	if a.RunbookURL != "" {
+		if err := checkHTTPURL(a.RunbookURL); err != nil {
+			errs = append(errs, fmt.Errorf("alertmanager.runbook_url: %q %w", a.RunbookURL, err))
+		}
+	}
+	d := DefaultAlertmanager
+	return append(errs, positive("alertmanager", []namedDuration{
+		{"resend_every", a.ResendEvery, d.ResendEvery},
+		{"timeout", a.Timeout, d.Timeout},
+	})...)
+}
+
+// checkHTTPURL wants an absolute http or https URL with a host; the error
+// completes a sentence that starts with the quoted value.
+func checkHTTPURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return errors.New("is not a URL (try http://127.0.0.1:9093)")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("is not an http or https URL (try http://127.0.0.1:9093)")
+	case u.Host == "":
+		return errors.New("has no host (try http://127.0.0.1:9093)")
+	}
+	return nil
 }
 
 type namedDuration struct {

@@ -40,8 +40,9 @@ var specDefaults = Config{
 		CheckSchedules:  "@every 1m",
 		Vacuum:          "@daily",
 	},
-	Reaper: Reaper{DryRun: false, MaxPerRun: 500, KillOrphans: false, KillGrace: Duration(10 * time.Second), KillUsers: []string{}},
-	Log:    Log{Level: "info", Format: ""},
+	Reaper:       Reaper{DryRun: false, MaxPerRun: 500, KillOrphans: false, KillGrace: Duration(10 * time.Second), KillUsers: []string{}},
+	Log:          Log{Level: "info", Format: ""},
+	Alertmanager: Alertmanager{URLs: []string{}, ResendEvery: Duration(time.Minute), Timeout: Duration(10 * time.Second)},
 }
 
 func TestDefaults(t *testing.T) {
@@ -117,6 +118,11 @@ func TestLoadGood(t *testing.T) {
 		},
 		Reaper: Reaper{DryRun: true, MaxPerRun: 100, KillOrphans: true, KillGrace: Duration(15 * time.Second), KillUsers: []string{"root", "1001"}},
 		Log:    Log{Level: "debug", Format: "json"},
+		Alertmanager: Alertmanager{
+			URLs:        []string{"http://127.0.0.1:9093", "https://am.example.org/"},
+			ResendEvery: Duration(30 * time.Second), Timeout: Duration(5 * time.Second),
+			RunbookURL: "https://wiki.example.org/watchdog/reasons",
+		},
 	}
 	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("Load = %+v\nwant %+v", *got, want)
@@ -206,6 +212,10 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"invalid-kill-users.yaml", `reaper.kill_users[0]: "nosuchuser-watchdog" is not a user on this host (a name from /etc/passwd or a numeric uid)`},
 		{"invalid-log-level.yaml", `log.level: "loud" is not one of debug, info, warn, error`},
 		{"invalid-log-format.yaml", `log.format: "xml" is not one of json, console (or empty to choose by terminal)`},
+		{"invalid-alertmanager-url.yaml", `alertmanager.urls[1]: "127.0.0.1:9093" is not a URL (try http://127.0.0.1:9093)` + "\n" +
+			`alertmanager.urls[2]: "ftp://am.example.org" is not an http or https URL (try http://127.0.0.1:9093)`},
+		{"invalid-alertmanager-runbook.yaml", `alertmanager.runbook_url: "wiki/watchdog" is not an http or https URL (try http://127.0.0.1:9093)` + "\n" +
+			`alertmanager.resend_every: 0s must be positive (try 1m)`},
 		{"invalid-several-validate.yaml", `store.driver: "mysql" is not supported (sqlite or postgres)` + "\n" +
 			`jobs.vacuum: "@nightly" is not a cron spec: unrecognized descriptor: @nightly` + "\n" +
 			`log.level: "loud" is not one of debug, info, warn, error`},

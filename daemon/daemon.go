@@ -15,18 +15,17 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"watchdog/alertpush"
 	"watchdog/api"
 	"watchdog/config"
 	"watchdog/cronspec"
 	"watchdog/jobs"
-	"watchdog/leader"
 	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/probe"
@@ -109,34 +108,34 @@ func Run(ctx context.Context, o Options) error {
 
 	reg := prometheus.NewRegistry()
 	view := live.New(st, time.Now, time.Duration(cfg.Thresholds.FailureWindow))
-	// The gauges count what this daemon owns: alone on its store (nil
-	// leadership), everything; in a fleet, its host and, while it leads,
-	// the host-less entities (pass the fleet's Leader here).
-	// The gauges count what this daemon owns (ownership): d is built
-	// below, before the API serves the first scrape.
-	var d *daemon
-	m, err := metrics.New(reg, view, o.Version, time.Now, ownership(host.HostID(),
-		func() bool { return d.elector.Leader() }, func(h string) bool { return d.aliveHost(h) }))
+	// This daemon's place in the fleet exists before anything asks whether
+	// it leads or what it owns: the gauges (each daemon counts what it
+	// owns, so sum() across a fleet is the fleet), the reaper and the
+	// monitor's steps (lv.run), the pusher.
+	fl := &fleet{self: host.HostID(), elector: newElector(st, host.HostID(), log.Named("leader"))}
+	m, err := metrics.New(reg, view, o.Version, time.Now, metrics.Options{Owns: fl.Owns, Leader: fl.Leader})
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
+	}
+	pushMetrics, err := alertpush.NewMetrics(reg)
+	if err != nil {
+		return err
 	}
 	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host, Contracts: reaper.Contracts{Host: host}}
 	rp := &reaper.Reaper{
 		Store: st, Writer: writer, Prober: host, HostID: host.HostID(),
 		Settings: ReaperSettings(cfg), Log: log.Named("reaper"), Observer: m,
 	}
-	// The elector exists before anything that asks the reaper whether it
-	// leads (the monitor's steps start with lv.run): a reaper without it
-	// would act as the leader meanwhile.
-	elector := newElector(st, host.HostID(), log.Named("leader"))
-	rp.Leads = elector.Leader
+	rp.Leads = fl.Leader
 	// The monitor hears of every entity the view loads (adoption: a pidfd
 	// for each open local process) and of every later change, whoever
 	// wrote it; it stops before the view and the store.
 	lv := newLiveness(view, rp, host, st, m, rp.Settings, log.Named("monitor"))
 	defer runView(ctx, view, m, log)()
 	defer lv.run(log)()
-	d = &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, elector: elector}
+	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, fleet: fl, pushMetrics: pushMetrics}
+	view.OnChange(d.kickPush)
+	defer d.stopPush()
 
 	// Leadership and presence run from before the first sweep (which
 	// then already knows whether it judges host-less work) to after the
@@ -184,6 +183,7 @@ func Run(ctx context.Context, o Options) error {
 	if started {
 		d.notify.ready(d.statusLine())
 		d.sched.Start()
+		d.startPush()
 		log.Info("ready", zap.String("status", d.statusLine()))
 	}
 
@@ -259,13 +259,14 @@ type daemon struct {
 	table   []Job
 	api     *api.Handler
 	level   *zap.AtomicLevel
-	elector *leader.Elector
-	// alive is the set of hosts whose daemon the leader last saw within
-	// host_disconnected_after (presence): their entities are theirs to
-	// count.
-	alive atomic.Pointer[map[string]bool]
+	// fleet is this daemon's place among those sharing the store.
+	fleet *fleet
+	// pushMetrics outlive the pushers a reload replaces.
+	pushMetrics *alertpush.Metrics
 
 	mu sync.Mutex
+	// push is the running Alertmanager pusher (nil: none).
+	push *pushing
 	// lastStatus is the STATUS= line last sent (refreshStatus); status
 	// remembers a failing store's start and the last counts.
 	lastStatus string
@@ -467,8 +468,8 @@ func (d *daemon) ready() error {
 	return nil
 }
 
-// reload re-reads the config file. Thresholds, reaper settings and job
-// schedules take effect; store, listen address and auth need a restart
+// reload re-reads the config file. Thresholds, reaper settings, job
+// schedules and the alertmanager section take effect; store, listen address and auth need a restart
 // (said in the log). An invalid file changes nothing.
 func (d *daemon) reload(ctx context.Context, path string) {
 	d.notify.reloading()
@@ -507,6 +508,7 @@ func (d *daemon) reload(ctx context.Context, path string) {
 		}
 	}
 	d.api.SetFailureWindow(time.Duration(d.cfg.Thresholds.FailureWindow))
+	d.reloadPush()
 	if d.level != nil {
 		if l, err := zapcore.ParseLevel(d.cfg.Log.Level); err == nil {
 			d.level.SetLevel(l)

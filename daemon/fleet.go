@@ -4,13 +4,67 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"go.uber.org/zap"
+
 	"watchdog/leader"
 	"watchdog/store"
 	"watchdog/store/pgstore"
-
-	"go.uber.org/zap"
 )
+
+// fleet is this daemon's place among the daemons sharing its store: the
+// elector, and which hosts' daemons were last seen alive. It exists before
+// anything asks whether this daemon leads (the reaper, the monitor, the
+// gauges), so all of them ask it.
+type fleet struct {
+	self    string
+	elector *leader.Elector
+	// alive is the set of hosts whose daemon was seen within
+	// host_disconnected_after at the last presence tick; nil before the
+	// first.
+	alive atomic.Pointer[map[string]bool]
+}
+
+// Leader says whether this daemon does the host-less work now
+// (watchdog_leader): it holds the leadership, or no other host's daemon is
+// alive. A lone daemon so leads even while its store is too slow to renew
+// a lease (a stalled disk, a long backup): there is nobody to hand the
+// work to, and its gauges must not drop the host-less entities exactly
+// when the store is in trouble.
+func (f *fleet) Leader() bool { return f.elector.Leader() || f.solo() }
+
+// solo says whether the last presence tick saw no other host's daemon
+// alive.
+func (f *fleet) solo() bool {
+	m := f.alive.Load()
+	if m == nil {
+		return false
+	}
+	for h := range *m {
+		if h != f.self {
+			return false
+		}
+	}
+	return true
+}
+
+// aliveHost says whether the daemon of host was seen alive at the last
+// presence tick; before the first, every host counts as alive (nothing is
+// claimed by mistake).
+func (f *fleet) aliveHost(host string) bool {
+	m := f.alive.Load()
+	return m == nil || (*m)[host]
+}
+
+// Owns says whether this daemon counts and alerts on an entity of host:
+// its own host's; while it leads, the host-less ones and those of hosts
+// with no daemon alive (nobody else would). sum() across the fleet's
+// daemons then counts each entity once.
+func (f *fleet) Owns(host string) bool {
+	return host == f.self || (f.Leader() && (host == "" || !f.aliveHost(host)))
+}
 
 // presenceEvery is how often a daemon records its presence in the store
 // (store.MarkDaemon) and, while it leads, judges the hosts whose daemon
@@ -23,9 +77,9 @@ var presenceEvery = 2 * time.Second
 // the returned stop, which gives the leadership up.
 func (d *daemon) runFleet(ctx context.Context) (stop func()) {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	d.elector.Try(fctx)
+	d.fleet.elector.Try(fctx)
 	d.presence(fctx)
-	stopElector := d.elector.Start(fctx)
+	stopElector := d.fleet.elector.Start(fctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		t := time.NewTicker(presenceEvery)
@@ -60,9 +114,8 @@ func (d *daemon) presence(ctx context.Context) {
 		d.log.Warn("recording this daemon's presence", zap.Error(err))
 		return
 	}
-	if !d.elector.Leader() {
-		return
-	}
+	// Every daemon keeps its picture of who is alive (ownership, whether
+	// it is alone); only the leader judges the silent hosts.
 	seen, err := d.st.DaemonsSeen(pctx)
 	if err != nil {
 		d.log.Warn("reading the fleet's presence", zap.Error(err))
@@ -74,7 +127,10 @@ func (d *daemon) presence(ctx context.Context) {
 			alive[h] = true
 		}
 	}
-	d.alive.Store(&alive)
+	d.fleet.alive.Store(&alive)
+	if !d.fleet.Leader() {
+		return
+	}
 	rep, err := d.rp.JudgeHosts(pctx, seen)
 	if err != nil {
 		d.log.Warn("judging silent hosts", zap.Error(err))
@@ -90,23 +146,12 @@ func (d *daemon) presence(ctx context.Context) {
 // at each fire; a lone daemon always leads.
 func (d *daemon) leading(run func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
-		if !d.elector.Leader() {
+		if !d.fleet.Leader() {
 			return nil
 		}
 		return run(ctx)
 	}
 }
-
-// aliveHost says whether the daemon of host was seen within
-// host_disconnected_after at the leader's last look (presence); before
-// any look, every host counts as alive (nothing is claimed by mistake).
-func (d *daemon) aliveHost(host string) bool {
-	m := d.alive.Load()
-	return m == nil || (*m)[host]
-}
-
-// Leader says whether this daemon leads the fleet now (watchdog_leader).
-func (d *daemon) Leader() bool { return d.elector.Leader() }
 
 // PostgreSQL's leadership timing. The lock of a dead leader is free the
 // moment the server sees its connection close (at once for a killed

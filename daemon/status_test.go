@@ -13,6 +13,7 @@ import (
 
 	"watchdog/config"
 	"watchdog/internal/testenv"
+	"watchdog/leader"
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
@@ -126,33 +127,55 @@ func TestStatusFollowsAFailingStore(t *testing.T) {
 	}
 }
 
-// TestOwnership: alone on its store a daemon's gauges count every host's
-// entities and it leads; in a fleet its own host's, and, while it leads,
-// the host-less ones and those of hosts with no daemon alive.
+// TestOwnership: a daemon owns (counts in its gauges, pushes) its own
+// host's entities; while it leads, the host-less ones and those of hosts
+// with no daemon alive. Alone on its store it leads even when its
+// leadership backend says no (a store too slow to renew a lease), so it
+// keeps counting everything; in a fleet a follower owns its host alone.
 func TestOwnership(t *testing.T) {
-	leading, following := func() bool { return true }, func() bool { return false }
-	alive := func(h string) bool { return h == "h1" || h == "h2" }
+	ctx := context.Background()
+	elector := func(leads bool) *leader.Elector {
+		e := leader.New(fixedLock(leads), leader.Options{})
+		e.Try(ctx)
+		return e
+	}
 	tests := []struct {
-		name   string
-		leader func() bool
-		owns   map[string]bool
-		leads  bool
+		name  string
+		leads bool
+		alive []string // hosts whose daemon was seen; nil: no tick yet
+		owns  map[string]bool
+		lead  bool
 	}{
-		{"alone", nil, map[string]bool{"h1": true, "h2": true, "": true}, true},
-		{"fleet leader", leading, map[string]bool{"h1": true, "h2": false, "": true, "h3-no-daemon": true}, true},
-		{"fleet follower", following, map[string]bool{"h1": true, "h2": false, "": false, "h3-no-daemon": false}, false},
+		{"alone, leading", true, []string{"h1"}, map[string]bool{"h1": true, "h2": true, "": true}, true},
+		{"alone, lease not renewed", false, []string{"h1"}, map[string]bool{"h1": true, "h2": true, "": true}, true},
+		{"fleet leader", true, []string{"h1", "h2"}, map[string]bool{"h1": true, "h2": false, "": true, "h3-no-daemon": true}, true},
+		{"fleet follower", false, []string{"h1", "h2"}, map[string]bool{"h1": true, "h2": false, "": false, "h3-no-daemon": false}, false},
+		{"before the first presence tick, not leading", false, nil, map[string]bool{"h1": true, "h2": false, "": false}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := ownership("h1", tt.leader, alive)
+			f := &fleet{self: "h1", elector: elector(tt.leads)}
+			if tt.alive != nil {
+				m := map[string]bool{}
+				for _, h := range tt.alive {
+					m[h] = true
+				}
+				f.alive.Store(&m)
+			}
 			for host, want := range tt.owns {
-				if got := o.Owns == nil || o.Owns(host); got != want {
+				if got := f.Owns(host); got != want {
 					t.Errorf("owns %q = %v, want %v", host, got, want)
 				}
 			}
-			if got := o.Leader == nil || o.Leader(); got != tt.leads {
-				t.Errorf("leads = %v, want %v", got, tt.leads)
+			if got := f.Leader(); got != tt.lead {
+				t.Errorf("leads = %v, want %v", got, tt.lead)
 			}
 		})
 	}
 }
+
+// fixedLock is a leadership backend that always answers the same.
+type fixedLock bool
+
+func (l fixedLock) TryLock(context.Context) (bool, error) { return bool(l), nil }
+func (fixedLock) Unlock(context.Context) error            { return nil }

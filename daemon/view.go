@@ -245,25 +245,3 @@ func (l *severityLog) loaded(c live.Counts) {
 	l.live.Store(true)
 }
 
-// ownership is what this daemon's metric gauges count (metrics.Options).
-// In a fleet (leader not nil): the entities recorded on hostID, plus the
-// host-less ones while leader holds, so sum() across the daemons sharing a
-// store counts every entity once. Alone on its store (leader nil, SQLite's
-// one daemon per database): every entity, whatever host recorded it (an
-// orchestrator may register other machines' entities), and always the
-// leader. The view, the API and STATUS= show the whole store either way.
-func ownership(hostID string, leader func() bool, alive func(host string) bool) metrics.Options {
-	if leader == nil {
-		return metrics.Options{}
-	}
-	return metrics.Options{
-		// The leader also counts the entities of hosts with no daemon
-		// alive (never seen, or silent past host_disconnected_after):
-		// nobody else would, and a lone daemon holding other hosts'
-		// entities then counts every one, as its API does.
-		Owns: func(h string) bool {
-			return h == hostID || (leader() && (h == "" || alive == nil || !alive(h)))
-		},
-		Leader: leader,
-	}
-}

@@ -1,0 +1,205 @@
+package alertpush
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"watchdog/attention"
+	"watchdog/live"
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// Source is what the pusher reads: the live view (*live.View is one).
+type Source interface {
+	// Attention is the queue as the API serves it, dismissals and
+	// snoozes applied.
+	Attention(q attention.Query, now time.Time) attention.Queue
+	// Get is one entity with its derived state (host, display chain).
+	Get(typ, id string, now time.Time) (live.Entry, bool)
+}
+
+// Config is what the pusher needs of the config file, and this host.
+type Config struct {
+	// URLs are the Alertmanager base URLs; each gets every alert.
+	URLs []string
+	// ResendEvery is how often firing alerts are sent again (and a
+	// quarter of how long each says it lasts). 0 means DefaultResendEvery.
+	ResendEvery time.Duration
+	// Timeout bounds one request. 0 means DefaultTimeout.
+	Timeout time.Duration
+	// RunbookURL is the base of the runbook_url annotation; empty leaves
+	// it out.
+	RunbookURL string
+	// Host labels the alerts of entities without a host_id, and selects
+	// the alerts this daemon resolves at start.
+	Host string
+	// Owns, when set, keeps the entities this daemon speaks for (a fleet
+	// sharing a store: its host's, and host-less ones on the leader);
+	// nil pushes every item.
+	Owns func(store.Entity) bool
+}
+
+// Defaults of Config.
+const (
+	DefaultResendEvery = time.Minute
+	DefaultTimeout     = 10 * time.Second
+)
+
+// Bounds and paces; variables so that tests can shorten them.
+var (
+	// checkEvery is how often the queue is compared with what was last
+	// offered: a snooze or a dismissal changes the queue without an
+	// entity change, so the view's change hook alone would miss it.
+	checkEvery = time.Second
+	// maxAlerts is the most firing alerts one state carries.
+	maxAlerts = 10000
+	// maxResolving is the most resolutions one Alertmanager keeps
+	// waiting for acceptance.
+	maxResolving = 10000
+	// backoffMin and backoffMax bound the retry delay, which doubles
+	// from backoffMin and is jittered by up to half of itself.
+	backoffMin = 500 * time.Millisecond
+	backoffMax = 30 * time.Second
+)
+
+// Pusher pushes the queue's critical and warning items to every
+// configured Alertmanager. Run it in a goroutine of its own.
+type Pusher struct {
+	cfg     Config
+	src     Source
+	log     *zap.Logger
+	metrics *Metrics
+	now     func() time.Time
+	targets []*target
+	kick    chan struct{}
+
+	// firing is what the last offer held, by key: the producer's own.
+	firing map[string]Alert
+}
+
+// New makes a pusher of cfg reading src. metrics may be nil (not
+// counted); log may be nil (nothing logged).
+func New(cfg Config, src Source, metrics *Metrics, log *zap.Logger) *Pusher {
+	if cfg.ResendEvery <= 0 {
+		cfg.ResendEvery = DefaultResendEvery
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	p := &Pusher{cfg: cfg, src: src, log: log, metrics: metrics, now: time.Now, kick: make(chan struct{}, 1), firing: map[string]Alert{}}
+	for _, u := range cfg.URLs {
+		p.targets = append(p.targets, newTarget(strings.TrimRight(u, "/"), cfg, metrics, log.With(zap.String("alertmanager", Redacted(u)))))
+	}
+	return p
+}
+
+// Kick asks for a prompt look at the queue; it never blocks. It is the
+// live view's OnChange hook (through a closure).
+func (p *Pusher) Kick() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run pushes until ctx ends: at once, on every Kick and change of the
+// queue (looked at every checkEvery), and every ResendEvery in any case.
+// It returns once every sender stopped. Alerts are not resolved at
+// shutdown: a restarted daemon sends the same ones, and a daemon that
+// stays down lets them end by their endsAt.
+func (p *Pusher) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, t := range p.targets {
+		wg.Go(func() { t.run(ctx) })
+	}
+	defer wg.Wait()
+	check := time.NewTicker(checkEvery)
+	defer check.Stop()
+	resend := time.NewTicker(p.cfg.ResendEvery)
+	defer resend.Stop()
+	p.offer(true)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.kick:
+			p.offer(false)
+		case <-check.C:
+			p.offer(false)
+		case <-resend.C:
+			p.offer(true)
+		}
+	}
+}
+
+// offer reads the queue and hands the senders its firing alerts and the
+// resolutions of those that left it, when that differs from the last
+// offer or when force (a resend).
+func (p *Pusher) offer(force bool) {
+	now := p.now()
+	firing, over := p.Snapshot(now)
+	p.metrics.drop(DropOverflow, over)
+	var resolved []Alert
+	for k, a := range p.firing {
+		if _, ok := firing[k]; !ok {
+			a.EndsAt = now
+			resolved = append(resolved, a)
+		}
+	}
+	changed := len(resolved) > 0 || len(firing) != len(p.firing)
+	for k, a := range firing {
+		if old, ok := p.firing[k]; !ok || !old.StartsAt.Equal(a.StartsAt) {
+			changed = true
+		}
+	}
+	p.firing = firing
+	if !changed && !force {
+		return
+	}
+	list := make([]Alert, 0, len(firing))
+	for _, a := range firing {
+		list = append(list, a)
+	}
+	for _, t := range p.targets {
+		t.offer(list, resolved)
+	}
+}
+
+// Snapshot is the firing alerts of the queue at now, by key, and how
+// many items past maxAlerts were left out.
+func (p *Pusher) Snapshot(now time.Time) (map[string]Alert, int) {
+	q := p.src.Attention(attention.Query{Severities: []state.Severity{state.SeverityCritical, state.SeverityWarning}, Limit: maxAlerts}, now)
+	out := make(map[string]Alert, len(q.Items))
+	for _, it := range q.Items {
+		if !Pushed(it.Severity) {
+			continue
+		}
+		e, ok := p.src.Get(it.Entity.Type, it.Entity.ID, now)
+		if !ok || (p.cfg.Owns != nil && !p.cfg.Owns(e.Entity)) {
+			continue
+		}
+		a := AlertOf(it, e, p.cfg.Host, p.cfg.RunbookURL)
+		out[a.Key()] = a
+	}
+	return out, max(q.Total-len(q.Items), 0)
+}
+
+// Redacted is raw with the password of its user info, if any, replaced by
+// "xxxxx": Alertmanager URLs may carry basic auth, which logs and errors
+// must not show.
+func Redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Redacted()
+}
