@@ -14,6 +14,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,6 +52,9 @@ type Client struct {
 	// UnauthorizedHint, when set, is added to the message of a 401: where
 	// the token came from, or where it was looked for.
 	UnauthorizedHint string
+	// listPage and rowsPage are the page sizes List and Transitions ask
+	// for (0: the API's largest); tests make them small to walk pages.
+	listPage, rowsPage int
 }
 
 // New returns a client of the daemon at baseURL ("http://127.0.0.1:9715";
@@ -270,7 +274,7 @@ func (c *Client) List(ctx context.Context, q ListQuery) (wire.EntityList, error)
 		v.Set("host", q.Host)
 	}
 	v.Set("order", "id")
-	v.Set("limit", strconv.Itoa(wire.MaxEntitiesPage))
+	v.Set("limit", strconv.Itoa(cmp.Or(c.listPage, wire.MaxEntitiesPage)))
 	var out wire.EntityList
 	for first := true; first || out.Next != ""; first = false {
 		if !first {
@@ -300,7 +304,7 @@ func (c *Client) Transitions(ctx context.Context, typ, id string) ([]wire.AuditR
 	var after int64
 	for {
 		var pg wire.TransitionPage
-		path := fmt.Sprintf("%s/transitions?after=%d&limit=%d", entityPath(typ, id), after, wire.MaxTransitionsPage)
+		path := fmt.Sprintf("%s/transitions?after=%d&limit=%d", entityPath(typ, id), after, cmp.Or(c.rowsPage, wire.MaxTransitionsPage))
 		if _, err := c.do(ctx, http.MethodGet, path, nil, &pg); err != nil {
 			return nil, err
 		}
