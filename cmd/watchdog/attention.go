@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"watchdog/attention"
 	"watchdog/config"
 	"watchdog/state"
+	"watchdog/store"
 	"watchdog/target"
 )
 
@@ -110,7 +112,11 @@ same. --host keeps one host's items.`,
 				return err
 			}
 			defer st.Close()
-			queue, err := attention.Read(ctx, st, q, time.Now())
+			var src attention.Source = st
+			if host != "" {
+				src = hostSource{Backend: st, host: host}
+			}
+			queue, err := attention.Read(ctx, src, q, time.Now())
 			if err != nil {
 				return err
 			}
@@ -127,4 +133,17 @@ same. --host keeps one host's items.`,
 	f.StringVar(&host, "host", "", "only the items of entities recorded on this host id (a fleet's daemons share one store)")
 	addReadFlags(c, &db, &server)
 	return c
+}
+
+// hostSource is the queue's source for --host on a database: the host's
+// entities, whole. The store's AttentionCandidates reads only the columns
+// an item needs, without host_id, so the queue could not tell whose they
+// are; the failure window is applied by attention.Build all the same.
+type hostSource struct {
+	store.Backend
+	host string
+}
+
+func (h hostSource) AttentionCandidates(ctx context.Context, _ time.Time) ([]store.Entity, error) {
+	return h.List(ctx, store.Filter{HostID: h.host})
 }

@@ -126,7 +126,8 @@ func remoteList(ctx context.Context, server string, f api.EntityFilter, withRows
 			if err != nil {
 				return wire.EntityList{}, err
 			}
-			e.Transitions = &rows
+			n := len(rows)
+			e.Transitions, e.TransitionsTotal = &rows, &n
 		}
 	}
 	return out, nil
