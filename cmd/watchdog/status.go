@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"watchdog/api"
 	"watchdog/client"
@@ -19,7 +25,8 @@ import (
 
 func newStatusCmd() *cobra.Command {
 	var db, server, typ, severities, host string
-	var asJSON, open bool
+	var asJSON, open, watch bool
+	var every time.Duration
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Table of entities with their display chain, most severe first",
@@ -32,9 +39,11 @@ GET /api/v1/entities shapes it, each entity with its whole history.
 It reads a database (--db, WATCHDOG_DB) or, with --server (WATCHDOG_SERVER),
 a daemon's API: on a host where the database is not yours to open, and
 from any daemon of a fleet, which shows every host's entities. Both print
-the same table and the same JSON. --host keeps one host's entities.`,
+the same table and the same JSON. --host keeps one host's entities.
+--watch redraws the table every --every (2s) until Ctrl-C.`,
 		Example: `  watchdog status
   watchdog status --open --severity critical,warning
+  watchdog status --open --watch
   watchdog status --server http://127.0.0.1:9715 --host "$(cat /etc/machine-id)"
   WATCHDOG_SERVER=http://10.0.0.5:9715 WATCHDOG_TOKEN_FILE=~/.watchdog.token watchdog status --json`,
 		Args: cobra.NoArgs,
@@ -55,25 +64,48 @@ the same table and the same JSON. --host keeps one host's entities.`,
 				return err
 			}
 			f := api.EntityFilter{Type: typ, Severities: want, Host: host}
-			ctx := cmd.Context()
-			var out wire.EntityList
-			if remote, _ := to.Remote(); remote {
-				out, err = remoteList(ctx, server, f, asJSON)
-			} else {
-				out, err = localList(ctx, db, f, asJSON)
+			remote, _ := to.Remote()
+			read := func(ctx context.Context) (wire.EntityList, error) {
+				var out wire.EntityList
+				var err error
+				if remote {
+					out, err = remoteList(ctx, server, f, asJSON)
+				} else {
+					out, err = localList(ctx, db, f, asJSON)
+				}
+				if err != nil {
+					return out, to.Explain(err)
+				}
+				if open {
+					out.Items = openOnly(out.Items)
+				}
+				wire.SortEntities(out.Items)
+				out.Total, out.Next = len(out.Items), ""
+				return out, nil
 			}
+			if watch {
+				if asJSON {
+					return usageError("--watch redraws the table: it does not take --json")
+				}
+				if every <= 0 {
+					return usageError("--every %s: must be positive", every)
+				}
+				src := db
+				if remote {
+					src = server
+				}
+				return watchStatus(cmd, read, src, every)
+			}
+			out, err := read(cmd.Context())
 			if err != nil {
-				return to.Explain(err)
+				return err
 			}
-			if open {
-				out.Items = openOnly(out.Items)
-			}
-			wire.SortEntities(out.Items)
-			out.Total, out.Next = len(out.Items), ""
 			return output(cmd.OutOrStdout(), asJSON, out, out.Table)
 		},
 	}
 	fl := c.Flags()
+	fl.BoolVar(&watch, "watch", false, "redraw the table every --every until interrupted (Ctrl-C), like watch(1)")
+	fl.DurationVar(&every, "every", 2*time.Second, "how often --watch reads again")
 	fl.StringVar(&typ, "type", "", "only this entity type")
 	fl.StringVar(&severities, "severity", "", "only these severities, comma separated (critical,warning,info,neutral)")
 	fl.StringVar(&host, "host", "", "only the entities recorded on this host id (the HOST column; a fleet's daemons share one store)")
@@ -149,4 +181,53 @@ func openOnly(items []wire.Entity) []wire.Entity {
 		out = append(out, e)
 	}
 	return out
+}
+
+// watchStatus prints the table read by read every interval until SIGINT or
+// SIGTERM, each frame under a header naming the source and the moment. On
+// a terminal each frame replaces the last (the screen is cleared, as
+// watch(1) does); into a pipe or a file frames follow one another. A
+// failed read is shown in its frame and the next one tries again: a
+// daemon restarting must not end the watch.
+func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList, error), src string, every time.Duration) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	w := cmd.OutOrStdout()
+	tty := isTerminal(w)
+	for {
+		out, err := read(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		frame := fmt.Sprintf("every %s · %s · %s\n\n", every, src, time.Now().Format("2006-01-02 15:04:05"))
+		if err != nil {
+			frame += "watchdog: " + firstLine(err.Error()) + "\n"
+		} else {
+			frame += out.Table()
+		}
+		if tty {
+			frame = "\x1b[H\x1b[2J" + frame
+		} else {
+			frame += "\n"
+		}
+		if _, err := io.WriteString(w, frame); err != nil {
+			return err // the reader went away
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
+}
+
+// isTerminal reports whether w is a terminal, where a frame may clear the
+// screen.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

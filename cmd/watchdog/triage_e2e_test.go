@@ -9,8 +9,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"watchdog/attention"
@@ -247,5 +250,49 @@ func TestTriageOnTheDatabase(t *testing.T) {
 	r = wd(t, "", "snooze", "session:s-1:run.failed.exit_nonzero", "--db", filepath.Join(t.TempDir(), "missing.db"))
 	if r.code != 1 || !strings.Contains(r.stderr, "no database at") {
 		t.Errorf("missing database: %+v", r)
+	}
+}
+
+// TestStatusWatch: --watch keeps reading, so an entity registered while
+// it runs shows in a later frame, and an interrupt ends it with exit 0.
+func TestStatusWatch(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "w.db")
+	if r := wd(t, `{"type":"session","id":"first","lifecycle":"running"}`, "register", "--db", db, "--json", "-"); r.code != 0 {
+		t.Fatalf("register: %+v", r)
+	}
+	outPath := filepath.Join(dir, "frames")
+	out, err := os.Create(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command(binPath, "status", "--watch", "--every", "100ms", "--db", db)
+	cmd.Env = rmtEnv()
+	cmd.Stdout = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	frames := func() string { b, _ := os.ReadFile(outPath); return string(b) }
+	testenv.Eventually(t, "a first frame", rmtDeadline, func() (bool, string) {
+		return strings.Contains(frames(), "first"), frames()
+	})
+	if r := wd(t, `{"type":"session","id":"second","lifecycle":"running"}`, "register", "--db", db, "--json", "-"); r.code != 0 {
+		t.Fatalf("register: %+v", r)
+	}
+	testenv.Eventually(t, "a frame with the second entity", rmtDeadline, func() (bool, string) {
+		return strings.Contains(frames(), "second"), frames()
+	})
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("watch ended with %v, want exit 0", err)
+	}
+	if f := frames(); strings.Count(f, "every 100ms · "+db) < 2 || strings.Contains(f, "\x1b[") {
+		t.Errorf("frames into a file: want at least two headers and no screen clearing:\n%s", f)
+	}
+	if r := wd(t, "", "status", "--watch", "--json", "--db", db); r.code != 2 {
+		t.Errorf("--watch --json: %+v", r)
 	}
 }
