@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"watchdog/attention"
-	"watchdog/store"
 	"watchdog/transitions"
 	"watchdog/unixtime"
 	"watchdog/wire"
@@ -92,48 +91,21 @@ func (s *server) dismiss(w http.ResponseWriter, r *http.Request) {
 	s.upsertDismissal(w, r, body.Fingerprint, time.Time{}, body.ClearOnStatusChange)
 }
 
-// upsertDismissal records a snooze (until set) or a dismissal of the item
-// fp names, which must be in the queue now (dismissed or not): a
-// fingerprint of a condition that cleared, aged out or never existed is
-// 404, so a typo cannot silence a future item. The entity's current
-// lifecycle becomes status_at_dismissal. If the entity changes between
-// this read and the write, the recorded status is the older one and a
-// clear_on_status_change dismissal simply does not hide: the race fails
-// visible.
+// upsertDismissal records a snooze (until set) or a dismissal by
+// attention.Dismiss, the rule `watchdog snooze` and `dismiss` share: the
+// fingerprint must name an item in the queue now, else 404.
 func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp string, until time.Time, clear *bool) {
-	typ, id, code, err := attention.ParseFingerprint(fp)
-	if err != nil {
+	d, err := attention.Dismiss(r.Context(), s.Store, attention.Dismissing{
+		Fingerprint: fp, Until: until, ClearOnStatusChange: clear == nil || *clear, By: "operator",
+	}, s.Now(), s.failureWindow())
+	switch {
+	case errors.Is(err, attention.ErrBadFingerprint):
 		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
 		return
-	}
-	ctx := r.Context()
-	e, err := s.Store.Get(ctx, typ, id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.fail(w, r, err)
+	case errors.Is(err, attention.ErrNoItem):
+		writeError(w, http.StatusNotFound, transitions.CauseNotFound, err.Error())
 		return
-	}
-	var item *attention.Item
-	if err == nil {
-		for _, it := range attention.ItemsOf(e, s.Now(), s.failureWindow()) {
-			if it.Fingerprint == fp {
-				item = &it
-				break
-			}
-		}
-	}
-	if item == nil {
-		writeError(w, http.StatusNotFound, transitions.CauseNotFound, fmt.Sprintf("no attention item has fingerprint %s (it may have cleared or aged out)", quote(fp)))
-		return
-	}
-	d := store.Dismissal{
-		Fingerprint: fp, EntityType: typ, EntityID: id, ReasonCode: string(code),
-		StatusAtDismissal: item.Status, SnoozedUntil: until,
-		DismissedAt: s.Now(), DismissedBy: "operator",
-		ClearOnStatusChange: clear == nil || *clear,
-		// The occurrence dismissed: a recurrence is a new item.
-		Occurrence: item.FirstSeenAt.Time,
-	}
-	if err := s.Store.UpsertDismissal(ctx, d); err != nil {
+	case err != nil:
 		s.fail(w, r, err)
 		return
 	}

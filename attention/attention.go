@@ -575,13 +575,18 @@ func actions(typ, id, fp string) []Action {
 
 // Build assembles the queue from entities (any subset that includes every
 // entity that may have items; others are skipped), the dismissals keyed by
-// fingerprint, and the query. Items are sorted most severe first, then most
+// fingerprint, and the query (its Host keeps that host's entities only,
+// as the live view's queue does: the entities must then carry their
+// HostID, which the stores' AttentionCandidates do not read). Items are sorted most severe first, then most
 // recently updated, then by fingerprint, so the order is stable across
 // polls; cluster sizes, the total and by_severity count the whole selected
 // queue before the limit.
 func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Query, now time.Time) Queue {
 	var all []Item
 	for _, e := range entities {
+		if q.Host != "" && e.HostID != q.Host {
+			continue
+		}
 		all = append(all, ItemsOf(e, now, q.FailureWindow)...)
 	}
 	return Assemble(all, dismissals, q, now)

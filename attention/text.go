@@ -63,7 +63,10 @@ func (q Queue) Text() string {
 						summary += " [dismissed]"
 					}
 				}
-				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", ref, label, it.Status, state.FormatAge(now.Sub(it.FirstSeenAt.Time))+" ago", summary)
+				// The fingerprint leads the row: it names the entity and
+				// the reason, and it is what `watchdog snooze` and
+				// `dismiss` take, ready to copy.
+				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", it.Fingerprint, label, it.Status, state.FormatAge(now.Sub(it.FirstSeenAt.Time))+" ago", summary)
 			}
 			_ = tw.Flush() // into a strings.Builder: cannot fail
 		}

@@ -1,7 +1,9 @@
 // Package client calls a running watchdog daemon's HTTP API for the
-// commands that write (register, heartbeat, transition, exec) when they
-// run with --server URL (or WATCHDOG_SERVER): on a hardened host the
-// agents run as other users than the daemon and cannot open its database.
+// commands that write (register, heartbeat, transition, exec, snooze,
+// dismiss) and read (status, attention) when they run with --server URL
+// (or WATCHDOG_SERVER): on a hardened host the agents run as other users
+// than the daemon and cannot open its database, and any daemon of a fleet
+// shows the whole fleet.
 //
 // Errors come back as the same sentinels the local write path returns
 // (transitions.ErrNotFound, ErrConflict, ErrInvalidTransition, ...),
@@ -12,6 +14,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,9 +22,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"watchdog/attention"
 	"watchdog/transitions"
 	"watchdog/wire"
 )
@@ -47,6 +52,9 @@ type Client struct {
 	// UnauthorizedHint, when set, is added to the message of a 401: where
 	// the token came from, or where it was looked for.
 	UnauthorizedHint string
+	// listPage and rowsPage are the page sizes List and Transitions ask
+	// for (0: the API's largest); tests make them small to walk pages.
+	listPage, rowsPage int
 }
 
 // New returns a client of the daemon at baseURL ("http://127.0.0.1:9715";
@@ -236,4 +244,123 @@ func responseError(status int, data []byte) error {
 		}
 	}
 	return e
+}
+
+// ListQuery selects the entities of List: GET /api/v1/entities'
+// parameters. Empty fields select everything.
+type ListQuery struct {
+	// Type is an entity type (an alias is resolved by the daemon).
+	Type string
+	// Severities keeps these severities (critical, warning, info, neutral).
+	Severities []string
+	// Host keeps the entities recorded on that host.
+	Host string
+}
+
+// List reads every entity q selects, following the daemon's pages to the
+// end. It walks the id order, in which an entity that exists throughout
+// the walk is returned exactly once whatever changes meanwhile; the items
+// come back in that order (wire.SortEntities puts them in the table's),
+// Total is their number and Next is empty. Lists carry no audit rows.
+func (c *Client) List(ctx context.Context, q ListQuery) (wire.EntityList, error) {
+	v := url.Values{}
+	if q.Type != "" {
+		v.Set("type", q.Type)
+	}
+	if len(q.Severities) > 0 {
+		v.Set("severity", strings.Join(q.Severities, ","))
+	}
+	if q.Host != "" {
+		v.Set("host", q.Host)
+	}
+	v.Set("order", "id")
+	v.Set("limit", strconv.Itoa(cmp.Or(c.listPage, wire.MaxEntitiesPage)))
+	var out wire.EntityList
+	for first := true; first || out.Next != ""; first = false {
+		if !first {
+			v.Set("after", out.Next)
+		}
+		var pg wire.EntityList
+		if _, err := c.do(ctx, http.MethodGet, "/api/v1/entities?"+v.Encode(), nil, &pg); err != nil {
+			return wire.EntityList{}, err
+		}
+		if first {
+			out.GeneratedAt = pg.GeneratedAt
+		}
+		out.Items = append(out.Items, pg.Items...)
+		out.Next = pg.Next
+	}
+	out.Total = len(out.Items)
+	if out.Items == nil {
+		out.Items = []wire.Entity{}
+	}
+	return out, nil
+}
+
+// Transitions reads an entity's whole history, oldest first, following
+// GET …/transitions' pages.
+func (c *Client) Transitions(ctx context.Context, typ, id string) ([]wire.AuditRow, error) {
+	rows := []wire.AuditRow{}
+	var after int64
+	for {
+		var pg wire.TransitionPage
+		path := fmt.Sprintf("%s/transitions?after=%d&limit=%d", entityPath(typ, id), after, cmp.Or(c.rowsPage, wire.MaxTransitionsPage))
+		if _, err := c.do(ctx, http.MethodGet, path, nil, &pg); err != nil {
+			return nil, err
+		}
+		rows = append(rows, pg.Items...)
+		if pg.NextAfter == 0 {
+			return rows, nil
+		}
+		after = pg.NextAfter
+	}
+}
+
+// Attention reads the daemon's attention queue (GET /api/attention) under
+// its own failure window; q's FailureWindow is not sent, it is the
+// daemon's configuration.
+func (c *Client) Attention(ctx context.Context, q attention.Query) (attention.Queue, error) {
+	v := url.Values{}
+	if len(q.Severities) > 0 {
+		s := make([]string, len(q.Severities))
+		for i, sev := range q.Severities {
+			s[i] = string(sev)
+		}
+		v.Set("severity", strings.Join(s, ","))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.IncludeDismissed {
+		v.Set("include_dismissed", "true")
+	}
+	if q.Host != "" {
+		v.Set("host", q.Host)
+	}
+	path := "/api/attention"
+	if len(v) > 0 {
+		path += "?" + v.Encode()
+	}
+	var out attention.Queue
+	if _, err := c.do(ctx, http.MethodGet, path, nil, &out); err != nil {
+		return attention.Queue{}, err
+	}
+	return out, nil
+}
+
+// Snooze hides the attention item fp until the moment given, or until
+// its entity's status changes (POST /api/attention/snooze). An unknown
+// fingerprint is transitions.ErrNotFound with the daemon's sentence.
+func (c *Client) Snooze(ctx context.Context, fp string, until time.Time) error {
+	body := map[string]any{"fingerprint": fp, "until": float64(until.UnixMilli()) / 1e3}
+	_, err := c.do(ctx, http.MethodPost, attention.SnoozePath, body, nil)
+	return err
+}
+
+// Dismiss hides the attention item fp until its entity's status changes
+// (POST /api/attention/dismiss). An unknown fingerprint is
+// transitions.ErrNotFound with the daemon's sentence.
+func (c *Client) Dismiss(ctx context.Context, fp string) error {
+	_, err := c.do(ctx, http.MethodPost, attention.DismissPath, map[string]any{"fingerprint": fp}, nil)
+	return err
 }

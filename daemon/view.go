@@ -244,4 +244,3 @@ func (l *severityLog) loaded(c live.Counts) {
 	}
 	l.live.Store(true)
 }
-

@@ -1,23 +1,30 @@
 package wire
 
 import (
+	"cmp"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"watchdog/state"
+	"watchdog/unixtime"
 )
 
 // Table is the list as `watchdog status` prints it: one row per entity,
 // most severe first as Items are ordered, ages counted from GeneratedAt.
+// Beside the state it has what an on-call person reaches for next: the
+// process (PID), the host it runs on (what --host takes), since when it
+// runs (started_at, else its registration) and how old its last
+// heartbeat is; "-" where the entity has none.
 func (l EntityList) Table() string {
 	if len(l.Items) == 0 {
 		return "no entities\n"
 	}
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEVERITY\tTYPE\tID\tSTATE\tREASON\tUPDATED")
+	fmt.Fprintln(tw, "SEVERITY\tTYPE\tID\tSTATE\tREASON\tPID\tHOST\tSINCE\tHEARTBEAT\tUPDATED")
 	for _, e := range l.Items {
 		sev := strings.ToUpper(string(e.State.Severity))
 		if e.State.Legacy() {
@@ -31,10 +38,29 @@ func (l EntityList) Table() string {
 			// How the process ended belongs beside why it is dead.
 			reason += " (" + e.ExitStatus.Short() + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason, ago(l.GeneratedAt.Sub(e.UpdatedAt.Time)))
+		pid := "-"
+		if e.PID > 0 {
+			pid = strconv.Itoa(e.PID)
+		}
+		host := cmp.Or(e.HostID, "-")
+		since := e.StartedAt
+		if since.IsZero() {
+			since = e.CreatedAt
+		}
+		beat := "-"
+		if !e.HeartbeatAt.IsZero() {
+			beat = l.ago(e.HeartbeatAt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason,
+			pid, host, l.ago(since), beat, l.ago(e.UpdatedAt))
 	}
 	_ = tw.Flush() // into a strings.Builder: cannot fail
 	return b.String()
+}
+
+// ago is the age of t at the list's GeneratedAt, as a table shows it.
+func (l EntityList) ago(t unixtime.Time) string {
+	return ago(l.GeneratedAt.Sub(t.Time))
 }
 
 // ago is an age in a table: "3m ago", "now" for a time ahead of the clock.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,15 +10,18 @@ import (
 	"watchdog/attention"
 	"watchdog/config"
 	"watchdog/state"
+	"watchdog/store"
 	"watchdog/target"
 )
 
 // newAttentionCmd is `watchdog attention`: the attention queue of SPEC §8
-// read straight from the store, printed grouped by severity and then by
-// cluster (reason code), or as the API's JSON with --json.
+// read straight from the store, or from a daemon's API with --server,
+// printed grouped by severity and then by cluster (reason code), each item
+// led by its fingerprint, or as the API's JSON with --json.
 func newAttentionCmd() *cobra.Command {
 	var (
 		db, severities   string
+		server, host     string
 		limit            int
 		includeDismissed bool
 		asJSON           bool
@@ -29,14 +33,22 @@ func newAttentionCmd() *cobra.Command {
 		Short: "Print the attention queue, grouped by cluster (reason code), critical first",
 		Long: `Print what needs a person: one item per entity and reason code, for every
 entity whose severity is critical, warning or info, clustered by reason code
-across entity types. Dismissed and snoozed items are hidden unless
---include-dismissed. Failed and timed-out work leaves the queue
---failure-window after it ended. --json prints the body of GET /api/attention;
-its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
+across entity types. Each item's row starts with its fingerprint
+(TYPE:ID:REASON_CODE), which watchdog snooze and watchdog dismiss take.
+Dismissed and snoozed items are hidden unless --include-dismissed. Failed
+and timed-out work leaves the queue --failure-window after it ended.
+--json prints the body of GET /api/attention.
+
+It reads a database (--db, WATCHDOG_DB, or the one --config names) or, with
+--server (WATCHDOG_SERVER), a daemon's API, which applies its own failure
+window; any daemon of a fleet serves every host's queue. Both print the
+same. --host keeps one host's items.`,
 		Example: `  watchdog attention
   watchdog attention --config /etc/watchdog/config.yaml   # the daemon's database and failure window
   watchdog attention --severity critical --limit 20
-  watchdog attention --json | jq '.by_severity'`,
+  watchdog attention --json | jq '.by_severity'
+  watchdog attention --server http://127.0.0.1:9715 --host "$(cat /etc/machine-id)"
+  watchdog snooze session:s-42:run.health.stalled --for 4h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := attention.Query{Limit: limit, IncludeDismissed: includeDismissed, FailureWindow: window}
@@ -47,6 +59,35 @@ its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 			q.Severities = sevs
 			if limit < 1 || limit > attention.MaxLimit {
 				return usageError("--limit %d: must be from 1 to %d", limit, attention.MaxLimit)
+			}
+			q.Host = host
+			to, err := resolveTarget(cmd, db, server)
+			if err != nil {
+				return err
+			}
+			remote, _ := to.Remote()
+			if remote && configPath != "" && !cmd.Flags().Changed("server") {
+				// --config names a local database as --db does, and a
+				// flag beats WATCHDOG_SERVER.
+				remote = false
+			}
+			if remote {
+				// The daemon's config decides its window; a local one
+				// given here would be silently ignored.
+				for _, local := range []string{"config", "failure-window"} {
+					if cmd.Flags().Changed(local) {
+						return usageError("--%s reads a local database: with --server the daemon applies its own thresholds.failure_window", local)
+					}
+				}
+				cl, err := target.Dial(server)
+				if err != nil {
+					return err
+				}
+				queue, err := cl.Attention(cmd.Context(), q)
+				if err != nil {
+					return to.Explain(err)
+				}
+				return output(cmd.OutOrStdout(), asJSON, queue, queue.Text)
 			}
 			if configPath != "" {
 				// The daemon's own config: its failure window, and its
@@ -71,7 +112,11 @@ its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 				return err
 			}
 			defer st.Close()
-			queue, err := attention.Read(ctx, st, q, time.Now())
+			var src attention.Source = st
+			if host != "" {
+				src = hostSource{Backend: st, host: host}
+			}
+			queue, err := attention.Read(ctx, src, q, time.Now())
 			if err != nil {
 				return err
 			}
@@ -84,7 +129,21 @@ its fingerprints are what POST /api/attention/snooze and /dismiss take.`,
 	f.IntVar(&limit, "limit", attention.DefaultLimit, fmt.Sprintf("at most this many items (1-%d)", attention.MaxLimit))
 	f.BoolVar(&includeDismissed, "include-dismissed", false, "also show dismissed and snoozed items, marked")
 	f.DurationVar(&window, "failure-window", attention.DefaultFailureWindow, "how long ended failures stay in the queue (the daemon's thresholds.failure_window)")
-	f.StringVar(&configPath, "config", "", "the daemon's config file: take its thresholds.failure_window and (without --db or WATCHDOG_DB) its store.dsn")
-	addDBFlag(c, &db)
+	f.StringVar(&configPath, "config", "", "the daemon's config file: take its thresholds.failure_window and (without --db or WATCHDOG_DB) its store.dsn; not with --server")
+	f.StringVar(&host, "host", "", "only the items of entities recorded on this host id (a fleet's daemons share one store)")
+	addReadFlags(c, &db, &server)
 	return c
+}
+
+// hostSource is the queue's source for --host on a database: the host's
+// entities, whole. The store's AttentionCandidates reads only the columns
+// an item needs, without host_id, so the queue could not tell whose they
+// are; the failure window is applied by attention.Build all the same.
+type hostSource struct {
+	store.Backend
+	host string
+}
+
+func (h hostSource) AttentionCandidates(ctx context.Context, _ time.Time) ([]store.Entity, error) {
+	return h.List(ctx, store.Filter{HostID: h.host})
 }

@@ -79,7 +79,8 @@ func TestAttentionCommand(t *testing.T) {
 		"CRITICAL · 3 items",
 		"  run.health.stalled · 2 items",
 		"  run.failed.exit_nonzero · 1 item",
-		"session/s-fail",
+		// Each row starts with the fingerprint snooze and dismiss take.
+		"    session:s-fail:run.failed.exit_nonzero  ",
 		"exited with code 3",
 		"WARNING · 1 item",
 		"  run.health.idle · 1 item",
@@ -94,7 +95,7 @@ func TestAttentionCommand(t *testing.T) {
 	// Both stalled entities sit under their one cluster header.
 	stall := out[strings.Index(out, "run.health.stalled"):]
 	stall = stall[:strings.Index(stall, "run.failed.exit_nonzero")]
-	if !strings.Contains(stall, "session/s-stall") || !strings.Contains(stall, "invocation/i-stall") {
+	if !strings.Contains(stall, "session:s-stall:run.health.stalled") || !strings.Contains(stall, "invocation:i-stall:run.health.stalled") {
 		t.Errorf("cluster does not hold both stalls:\n%s", out)
 	}
 

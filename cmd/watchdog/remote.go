@@ -45,3 +45,15 @@ func resolveTarget(c *cobra.Command, db, server string) (target.Choice, error) {
 	}
 	return to, nil
 }
+
+// addReadFlags gives status and attention both --db and --server, chosen
+// between by the writing commands' rule (resolveTarget).
+func addReadFlags(c *cobra.Command, db, server *string) {
+	addDBFlag(c, db)
+	addServerFlag(c, server)
+	f := c.Flags()
+	f.Lookup("db").Usage = "SQLite database file, or a postgres:// URL (env WATCHDOG_DB); not with --server"
+	f.Lookup("server").Usage = "read the daemon's API at this URL, e.g. http://127.0.0.1:9715, instead of opening a database: any daemon of a fleet shows every host " +
+		"(env WATCHDOG_SERVER; bearer token from the file in WATCHDOG_TOKEN_FILE, else found as for the writing commands). " +
+		"--db and --server together are a usage error; a flag overrides the other's environment variable"
+}

@@ -1,12 +1,20 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"watchdog/api"
+	"watchdog/client"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/target"
@@ -16,12 +24,29 @@ import (
 )
 
 func newStatusCmd() *cobra.Command {
-	var db, typ, severities string
-	var asJSON bool
+	var db, server, typ, severities, host string
+	var asJSON, open, watch bool
+	var every time.Duration
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Table of entities with their display chain, most severe first",
-		Args:  cobra.NoArgs,
+		Long: `Print one row per entity, most severe first: severity, type, id, the
+display chain, the latest reason (with how the process ended), its PID,
+the host it was recorded on, since when it runs, the age of its last
+heartbeat and of its last update. --json prints the list as
+GET /api/v1/entities shapes it, each entity with its whole history.
+
+It reads a database (--db, WATCHDOG_DB) or, with --server (WATCHDOG_SERVER),
+a daemon's API: on a host where the database is not yours to open, and
+from any daemon of a fleet, which shows every host's entities. Both print
+the same table and the same JSON. --host keeps one host's entities.
+--watch redraws the table every --every (2s) until Ctrl-C.`,
+		Example: `  watchdog status
+  watchdog status --open --severity critical,warning
+  watchdog status --open --watch
+  watchdog status --server http://127.0.0.1:9715 --host "$(cat /etc/machine-id)"
+  WATCHDOG_SERVER=http://10.0.0.5:9715 WATCHDOG_TOKEN_FILE=~/.watchdog.token watchdog status --json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if typ != "" {
 				canon, ok := transitions.CanonicalType(typ)
@@ -34,29 +59,175 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return usageError("--severity: %v", err)
 			}
-			ctx := cmd.Context()
-			st, err := target.OpenStore(ctx, db, false)
+			to, err := resolveTarget(cmd, db, server)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			var rows func(store.Entity) ([]store.AuditRow, error)
-			if asJSON {
-				rows = func(e store.Entity) ([]store.AuditRow, error) { return st.Transitions(ctx, e.Type, e.ID) }
+			f := api.EntityFilter{Type: typ, Severities: want, Host: host}
+			remote, _ := to.Remote()
+			read := func(ctx context.Context) (wire.EntityList, error) {
+				var out wire.EntityList
+				var err error
+				if remote {
+					out, err = remoteList(ctx, server, f, asJSON)
+				} else {
+					out, err = localList(ctx, db, f, asJSON)
+				}
+				if err != nil {
+					return out, to.Explain(err)
+				}
+				if open {
+					out.Items = openOnly(out.Items)
+				}
+				wire.SortEntities(out.Items)
+				out.Total, out.Next = len(out.Items), ""
+				return out, nil
 			}
-			now := time.Now()
-			items, err := api.ListEntities(ctx, st, api.EntityFilter{Type: typ, Severities: want}, now, rows)
+			if watch {
+				if asJSON {
+					return usageError("--watch redraws the table: it does not take --json")
+				}
+				if every <= 0 {
+					return usageError("--every %s: must be positive", every)
+				}
+				src := db
+				if remote {
+					src = server
+				}
+				return watchStatus(cmd, read, src, every)
+			}
+			out, err := read(cmd.Context())
 			if err != nil {
 				return err
 			}
-			wire.SortEntities(items)
-			out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: len(items), Items: items}
 			return output(cmd.OutOrStdout(), asJSON, out, out.Table)
 		},
 	}
-	c.Flags().StringVar(&typ, "type", "", "only this entity type")
-	c.Flags().StringVar(&severities, "severity", "", "only these severities, comma separated (critical,warning,info,neutral)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the entity read shape as JSON")
-	addDBFlag(c, &db)
+	fl := c.Flags()
+	fl.BoolVar(&watch, "watch", false, "redraw the table every --every until interrupted (Ctrl-C), like watch(1)")
+	fl.DurationVar(&every, "every", 2*time.Second, "how often --watch reads again")
+	fl.StringVar(&typ, "type", "", "only this entity type")
+	fl.StringVar(&severities, "severity", "", "only these severities, comma separated (critical,warning,info,neutral)")
+	fl.StringVar(&host, "host", "", "only the entities recorded on this host id (the HOST column; a fleet's daemons share one store)")
+	fl.BoolVar(&open, "open", false, "only open entities: not ended (terminal) and not legacy")
+	fl.BoolVar(&asJSON, "json", false, "print the entity read shape as JSON, each entity with its audit rows")
+	addReadFlags(c, &db, &server)
 	return c
+}
+
+// localList reads the list from the database at db, each state derived
+// as the daemon's view derives it (api.ListEntities).
+func localList(ctx context.Context, db string, f api.EntityFilter, withRows bool) (wire.EntityList, error) {
+	st, err := target.OpenStore(ctx, db, false)
+	if err != nil {
+		return wire.EntityList{}, err
+	}
+	defer st.Close()
+	var rows func(store.Entity) ([]store.AuditRow, error)
+	if withRows {
+		rows = func(e store.Entity) ([]store.AuditRow, error) { return st.Transitions(ctx, e.Type, e.ID) }
+	}
+	now := time.Now()
+	items, err := api.ListEntities(ctx, st, f, now, rows)
+	if err != nil {
+		return wire.EntityList{}, err
+	}
+	return wire.EntityList{GeneratedAt: unixtime.Of(now), Items: items}, nil
+}
+
+// remoteList reads the list from the daemon at server, every page of it,
+// and with withRows each entity's whole history, as the local --json has
+// it.
+func remoteList(ctx context.Context, server string, f api.EntityFilter, withRows bool) (wire.EntityList, error) {
+	cl, err := target.Dial(server)
+	if err != nil {
+		return wire.EntityList{}, err
+	}
+	q := client.ListQuery{Type: f.Type, Host: f.Host}
+	for _, s := range f.Severities {
+		q.Severities = append(q.Severities, string(s))
+	}
+	out, err := cl.List(ctx, q)
+	if err != nil {
+		return wire.EntityList{}, err
+	}
+	if withRows {
+		for i := range out.Items {
+			e := &out.Items[i]
+			rows, err := cl.Transitions(ctx, e.Type, e.ID)
+			if err != nil {
+				return wire.EntityList{}, err
+			}
+			n := len(rows)
+			e.Transitions, e.TransitionsTotal = &rows, &n
+		}
+	}
+	return out, nil
+}
+
+// openOnly keeps the open entities: those whose lifecycle is not one of
+// their type's terminal states, legacy ones left out (they have no
+// lifecycle to be open in). It reads the wire shape, so a list from a
+// daemon is filtered by the same rule as a local one.
+func openOnly(items []wire.Entity) []wire.Entity {
+	out := items[:0]
+	for _, e := range items {
+		if e.Lifecycle == nil || e.State.Legacy() {
+			continue
+		}
+		if g, err := transitions.Lookup(e.Type); err == nil && g.IsTerminal(*e.Lifecycle) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// watchStatus prints the table read by read every interval until SIGINT or
+// SIGTERM, each frame under a header naming the source and the moment. On
+// a terminal each frame replaces the last (the screen is cleared, as
+// watch(1) does); into a pipe or a file frames follow one another. A
+// failed read is shown in its frame and the next one tries again: a
+// daemon restarting must not end the watch.
+func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList, error), src string, every time.Duration) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	w := cmd.OutOrStdout()
+	tty := isTerminal(w)
+	for {
+		out, err := read(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		frame := fmt.Sprintf("every %s · %s · %s\n\n", every, src, time.Now().Format("2006-01-02 15:04:05"))
+		if err != nil {
+			frame += "watchdog: " + firstLine(err.Error()) + "\n"
+		} else {
+			frame += out.Table()
+		}
+		if tty {
+			frame = "\x1b[H\x1b[2J" + frame
+		} else {
+			frame += "\n"
+		}
+		if _, err := io.WriteString(w, frame); err != nil {
+			return err // the reader went away
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
+}
+
+// isTerminal reports whether w is a terminal, where a frame may clear the
+// screen.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

@@ -1,0 +1,95 @@
+package attention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"watchdog/store"
+)
+
+// ErrBadFingerprint is returned by Dismiss for a fingerprint that is not
+// <entity_type>:<entity_id>:<reason_code>.
+var ErrBadFingerprint = errors.New("bad fingerprint")
+
+// ErrNoItem is returned by Dismiss when no current item has the
+// fingerprint: the condition cleared, aged out or never existed.
+var ErrNoItem = errors.New("no attention item")
+
+// DismissStore is the part of a store Dismiss reads and writes.
+type DismissStore interface {
+	Get(ctx context.Context, typ, id string) (store.Entity, error)
+	UpsertDismissal(ctx context.Context, d store.Dismissal) error
+}
+
+// Dismissing is one snooze or dismissal asked for.
+type Dismissing struct {
+	Fingerprint string
+	// Until is the snooze's end; zero dismisses.
+	Until time.Time
+	// ClearOnStatusChange shows the item again when the entity's status
+	// changes before the snooze ends (or, for a dismissal, at all).
+	ClearOnStatusChange bool
+	// By is who asked (the dismissal row's dismissed_by).
+	By string
+}
+
+// Dismiss records a snooze (Until set) or a dismissal of the item
+// r.Fingerprint names, which must be in the queue at now under the failure
+// window (dismissed or not): a fingerprint of a condition that cleared,
+// aged out or never existed is ErrNoItem, so a typo cannot silence a
+// future item. The entity's current lifecycle becomes
+// status_at_dismissal and the item's first_seen_at the occurrence the row
+// covers: a recurrence is a new item it does not hide. If the entity
+// changes between this read and the write, the recorded status is the
+// older one and a clear_on_status_change dismissal simply does not hide:
+// the race fails visible.
+//
+// The API's POST /api/attention/snooze and /dismiss and `watchdog snooze`
+// and `dismiss` with --db both call it, so the rule is the same either
+// way. A malformed fingerprint is ErrBadFingerprint; the store's errors
+// pass as they are.
+func Dismiss(ctx context.Context, st DismissStore, r Dismissing, now time.Time, window time.Duration) (store.Dismissal, error) {
+	typ, id, code, err := ParseFingerprint(r.Fingerprint)
+	if err != nil {
+		return store.Dismissal{}, &kindError{err: err, kind: ErrBadFingerprint}
+	}
+	e, err := st.Get(ctx, typ, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.Dismissal{}, err
+	}
+	var item *Item
+	if err == nil {
+		for _, it := range ItemsOf(e, now, window) {
+			if it.Fingerprint == r.Fingerprint {
+				item = &it
+				break
+			}
+		}
+	}
+	if item == nil {
+		return store.Dismissal{}, &kindError{kind: ErrNoItem,
+			err: fmt.Errorf("no attention item has fingerprint %s (it may have cleared or aged out)", strconv.Quote(r.Fingerprint))}
+	}
+	d := store.Dismissal{
+		Fingerprint: r.Fingerprint, EntityType: typ, EntityID: id, ReasonCode: string(code),
+		StatusAtDismissal: item.Status, SnoozedUntil: r.Until,
+		DismissedAt: now, DismissedBy: r.By,
+		ClearOnStatusChange: r.ClearOnStatusChange,
+		Occurrence:          item.FirstSeenAt.Time,
+	}
+	if err := st.UpsertDismissal(ctx, d); err != nil {
+		return store.Dismissal{}, err
+	}
+	return d, nil
+}
+
+// kindError is a sentence that is one of the sentinels: the API and the
+// CLI print the sentence and decide the status or exit by the sentinel.
+type kindError struct{ err, kind error }
+
+func (e *kindError) Error() string { return e.err.Error() }
+
+func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
