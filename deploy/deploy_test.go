@@ -57,13 +57,17 @@ var specMetrics = map[string]string{
 // prometheusSynthesized are series Prometheus makes itself, never exported.
 var prometheusSynthesized = map[string]bool{"up": true}
 
-// exporterExtras are metrics the exporter adds beyond SPEC.md, following
-// node_exporter's convention for a scrape-time collector that can fail.
-// TestMetricNamesAreExported checks them against a real scrape like the
-// others; the dashboard need not show them.
+// exporterExtras are metrics the exporter adds beyond SPEC.md's table:
+// node_exporter's convention for a scrape-time collector that can fail,
+// the fleet's leader gauge (SPEC §10) and the Alertmanager push's counters
+// (SPEC §12). TestMetricNamesAreExported checks them against a real scrape
+// like the others; the dashboard need not show them.
 var exporterExtras = map[string]string{
 	"watchdog_scrape_collector_success":          "gauge",
 	"watchdog_scrape_collector_duration_seconds": "gauge",
+	"watchdog_leader":                            "gauge",
+	"watchdog_alertmanager_pushes_total":         "counter",
+	"watchdog_alertmanager_alerts_dropped_total": "counter",
 }
 
 // --- Example config ----------------------------------------------------------
