@@ -31,6 +31,7 @@ import (
 	"watchdog/probe"
 	"watchdog/reaper"
 	"watchdog/store"
+	"watchdog/store/pgstore"
 	_ "watchdog/store/pgstore" // registers store.driver: postgres
 	"watchdog/tokenfile"
 	"watchdog/transitions"
@@ -95,6 +96,18 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer st.Close()
+	if pg, ok := st.(*pgstore.Store); ok {
+		// What the file lock is on SQLite: one daemon per host on a shared
+		// server, held by a session lock for as long as this daemon runs
+		// (two daemons of one host would probe, enforce and signal the
+		// same processes twice; a rolling deploy must stop the old one
+		// first).
+		release, err := holdHost(ctx, pg, host.HostID())
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	checkStart := time.Now()
 	if err := st.QuickCheck(ctx); err != nil {
 		return err

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -241,4 +242,25 @@ func (a *advisoryLock) Unlock(ctx context.Context) error {
 	defer a.mu.Unlock()
 	a.since = time.Time{}
 	return a.lock.Release(ctx)
+}
+
+// hostLockBase offsets the per-host session locks from the leader's key.
+const hostLockBase int64 = 0x7764680000000000 // "wdh" and a hash
+
+// holdHost takes the session lock of hostID on a PostgreSQL store, or says
+// which daemon is in the way: the lock's connection is named after the
+// host (pg_stat_activity shows it).
+func holdHost(ctx context.Context, pg *pgstore.Store, hostID string) (release func(), err error) {
+	h := fnv.New64a()
+	h.Write([]byte(hostID)) //nolint:errcheck // a hash.Hash never fails
+	key := hostLockBase | int64(h.Sum64()&0xffffffffff)
+	lock := pg.LeaderLock(key, "watchdog host "+hostID)
+	held, _, err := lock.Try(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("take this host's lock on the store: %w", err)
+	}
+	if !held {
+		return nil, fmt.Errorf("another watchdog daemon of host %q already serves this store (its connection is named %q in pg_stat_activity): stop it first, or give this one another host_id", hostID, "watchdog host "+hostID)
+	}
+	return func() { lock.Release(context.WithoutCancel(ctx)) }, nil //nolint:errcheck // closing the session frees it anyway
 }

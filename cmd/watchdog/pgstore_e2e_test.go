@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -102,5 +103,27 @@ func TestPostgresStoreSharedByDaemonsAndCLI(t *testing.T) {
 			code, e := d.entity(t, "session", "pg-1")
 			return code == http.StatusOK && e.Lifecycle != nil && *e.Lifecycle == "cancelled", fmt.Sprintf("%d %+v", code, e)
 		})
+	}
+}
+
+// TestPostgresRefusesASecondDaemonOfOneHost: what the lock file is on
+// SQLite, a session lock per host is on PostgreSQL: a second daemon of a
+// host already served is refused at start with one line naming the other
+// (and touches nothing), while a daemon of another host is welcome.
+func TestPostgresRefusesASecondDaemonOfOneHost(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	first := pgStart(t, dsn, "host-a")
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "config.yaml", fmt.Sprintf("host_id: host-a\nstore:\n  driver: postgres\n  dsn: %q\nlisten: 127.0.0.1:0\nauth: none\n", dsn))
+	r := rmtRun(t, dir, nil, "", "serve", "--config", cfg)
+	if r.code == 0 || !strings.Contains(r.stderr, `another watchdog daemon of host "host-a" already serves this store`) {
+		t.Fatalf("a second daemon of host-a: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n > 1 {
+		t.Errorf("the refusal is %d lines, want one:\n%s", n+1, r.stderr)
+	}
+	pgStart(t, dsn, "host-b")
+	if code, _ := first.do(t, "GET", "/readyz", ""); code != http.StatusOK {
+		t.Errorf("the first daemon is not ready after the refusal: %d", code)
 	}
 }
