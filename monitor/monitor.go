@@ -265,6 +265,10 @@ func (m *Monitor) applyPending(ctx context.Context) {
 		// load's thousands of entries would otherwise keep a map that
 		// size for the daemon's lifetime.
 		m.pending = map[string]*store.Entity{}
+	} else {
+		// Nothing taken: the map stays the one writers fill under the
+		// lock, so it must not be read below without it (even empty).
+		pending = nil
 	}
 	m.settings = nil
 	m.mu.Unlock()

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -145,5 +146,33 @@ func TestStuckMeasuresTheRunningStep(t *testing.T) {
 	<-done
 	if got := h.m.Stuck(h.clock.Now()); got != 0 {
 		t.Errorf("Stuck after the step returned = %s, want 0", got)
+	}
+}
+
+// TestUpdatesWhileAnEmptyTurnRuns: writers hand entities in (the view's
+// sync) while the loop takes a turn with nothing pending; under -race this
+// caught the loop reading the writers' map outside the lock when it was
+// empty.
+func TestUpdatesWhileAnEmptyTurnRuns(t *testing.T) {
+	h := newHarness(t, Settings{})
+	ctx := context.Background()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 2000 {
+			h.m.Update(session(fmt.Sprintf("s%d", i%50), 1000+i%50))
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			h.m.applyPending(ctx)
+			if len(h.m.ents) != 50 {
+				t.Fatalf("tracked %d entities, want 50", len(h.m.ents))
+			}
+			return
+		default:
+			h.m.applyPending(ctx)
+		}
 	}
 }
