@@ -133,6 +133,8 @@ func (s *SQLite) DataVersion(ctx context.Context) (int64, error) {
 		return c.Revision<<32 ^ c.Seq, err
 	}
 	var v int64
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
 	if err := s.pin.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
 		return 0, fmt.Errorf("read the store's data version: %w", err)
 	}

@@ -327,6 +327,8 @@ func (s *SQLite) Rescue(ctx context.Context, now time.Time) (string, error) {
 		return "", errors.New("rescue: not a file-backed store")
 	}
 	dst := fmt.Sprintf("%s.rescued-%s", file, now.UTC().Format("20060102T150405Z"))
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
 	if _, err := s.pin.ExecContext(ctx, "VACUUM INTO ?", dst); err != nil {
 		return "", fmt.Errorf("rescue into %s: %w", dst, err)
 	}

@@ -51,8 +51,12 @@ type SQLite struct {
 	stmts  map[string]*sql.Stmt
 
 	// pin is a connection held open for the store's lifetime (see
-	// watchIdentity); nil for an in-memory database.
+	// watchIdentity); nil for an in-memory database. pinMu serializes its
+	// users: database/sql lets one goroutine's rows stay open on it while
+	// another executes, and SQLite refuses a VACUUM (Rescue) while any
+	// statement of the connection is in progress.
 	pin    *sql.Conn
+	pinMu  sync.Mutex
 	health health
 }
 
