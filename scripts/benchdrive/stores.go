@@ -12,25 +12,30 @@ import (
 )
 
 // The stores part (issue 15): the same daemon on SQLite and on
-// PostgreSQL, one after the other in the same run, driven the same way,
-// so that the table can set each PostgreSQL figure beside SQLite's as a
-// ratio. Per store, on a fresh database:
+// PostgreSQL, driven the same way, so that the table can set each
+// PostgreSQL figure beside SQLite's as a ratio. Both daemons run at once,
+// each on a fresh database, and every step is taken on one and then at
+// once on the other: on a shared machine whose load drifts, the two
+// figures of a row are minutes closer than with one store after the other.
+// The steps:
 //
 //  1. -transitions sessions registered pending by -clients clients
 //     (registrations/s), then moved pending → running (transitions/s, the
 //     p99 of one POST): the throughput part's figures;
 //  2. for each size of -stores-n, sessions registered running up to that
 //     many entities (registrations/s), one in 20 of all moved to failed
-//     (an attention item each), then -samples scrapes (GET /metrics) and
+//     once the daemon has probed them (two attention items each: the
+//     failure, and the unknown liveness of a session without pid), then
+//     -samples scrapes (GET /metrics) and
 //     -samples GET /api/attention (its default page of 50, the queue's
-//     head), one after the other after one of each to warm up: median
-//     and slowest.
+//     head), after one of each to warm up, the two daemons asked in
+//     turn: median and slowest.
 
 // storeFigures are one store's figures.
 type storeFigures struct {
 	ran        bool
 	name       string // "SQLite", "PostgreSQL"
-	load       string // the 1-minute load average when the store's turn began
+	load       string // the 1-minute load average when its transitions began
 	registered float64
 	moves      float64 // transitions/s
 	movesP99   time.Duration
@@ -56,13 +61,15 @@ type reads struct {
 // failEvery is the share of sessions moved to failed: one in failEvery.
 const failEvery = 20
 
-// stores runs the stores part: SQLite, then PostgreSQL (a throwaway
-// cluster, or -pg-dsn).
+// storeSide is one of the two daemons of the stores part.
+type storeSide struct {
+	w   *watchdogd
+	out *storeFigures
+}
+
+// stores runs the stores part: a daemon on SQLite and one on PostgreSQL
+// (a database on a throwaway cluster, or on -pg-dsn).
 func (r *runner) stores(ctx context.Context) error {
-	say("stores: SQLite")
-	if err := r.storeRun(ctx, "SQLite", storeConf{}, &r.res.sqlite); err != nil {
-		return fmt.Errorf("stores, SQLite: %w", err)
-	}
 	if r.o.pgDSN == "" {
 		say("stores: starting a throwaway PostgreSQL cluster (initdb, unix socket, fsync on)")
 	}
@@ -75,100 +82,172 @@ func (r *runner) stores(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stores, PostgreSQL: %w", err)
 	}
-	say("stores: PostgreSQL")
-	err = r.storeRun(ctx, "PostgreSQL", storeConf{driver: "postgres", dsn: dsn}, &r.res.postgres)
+	err = r.storesOn(ctx, storeConf{driver: "postgres", dsn: dsn})
 	if dropErr := pg.drop(ctx, dsn); err == nil && dropErr != nil {
-		err = dropErr
+		err = fmt.Errorf("stores, PostgreSQL: %w", dropErr)
 	}
-	if err != nil {
-		return fmt.Errorf("stores, PostgreSQL: %w", err)
-	}
-	return nil
+	return err
 }
 
-// storeRun measures one daemon on st.
-func (r *runner) storeRun(ctx context.Context, name string, st storeConf, out *storeFigures) error {
-	*out = storeFigures{ran: true, name: name, load: loadAvg()}
-	tag := "wd-" + strings.ToLower(name)
-	w, err := startWatchdogOn(ctx, r.o.watchdog, filepath.Join(r.dir, tag), st, time.Minute)
+// storesOn runs the steps on a daemon on SQLite and one on pg.
+func (r *runner) storesOn(ctx context.Context, pg storeConf) error {
+	var sides []storeSide
+	for _, s := range []struct {
+		name string
+		st   storeConf
+		out  *storeFigures
+	}{{"SQLite", storeConf{}, &r.res.sqlite}, {"PostgreSQL", pg, &r.res.postgres}} {
+		say("stores: watchdog serve on %s", s.name)
+		w, err := startWatchdogOn(ctx, r.o.watchdog, filepath.Join(r.dir, "wd-"+strings.ToLower(s.name)), s.st, time.Minute)
+		if err != nil {
+			return fmt.Errorf("stores, %s: %w", s.name, err)
+		}
+		r.live = append(r.live, w.child)
+		defer w.stop(10 * time.Second)
+		*s.out = storeFigures{ran: true, name: s.name}
+		sides = append(sides, storeSide{w: w, out: s.out})
+	}
+	each := func(what string, fn func(storeSide) error) error {
+		for _, s := range sides {
+			say("%s: %s", s.out.name, what)
+			if err := fn(s); err != nil {
+				return fmt.Errorf("stores, %s: %s: %w", s.out.name, what, err)
+			}
+		}
+		return nil
+	}
+
+	m, clients := r.o.moves, r.o.clients
+	err := each(fmt.Sprintf("registering %d pending sessions from %d clients", m, clients), func(s storeSide) (err error) {
+		s.out.registered, err = s.w.registerSessions(ctx, 0, m, "pending", clients)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	r.live = append(r.live, w.child)
-	defer w.stop(10 * time.Second)
-
-	m, clients := r.o.moves, r.o.clients
-	say("%s: registering %d pending sessions from %d clients", name, m, clients)
-	if out.registered, err = w.registerSessions(ctx, 0, m, "pending", clients); err != nil {
+	err = each("moving them pending → running", func(s storeSide) (err error) {
+		s.out.load = loadAvg()
+		s.out.moves, s.out.movesP99, err = s.w.moveSessions(ctx, 0, m, "pending", "running", nil, clients)
 		return err
-	}
-	say("%s: moving them pending → running", name)
-	if out.moves, out.movesP99, err = w.moveSessions(ctx, 0, m, "pending", "running", nil, clients); err != nil {
-		return fmt.Errorf("throughput: %w", err)
+	})
+	if err != nil {
+		return err
 	}
 	have, failed := m, 0
 	failure := &reason{Code: "run.failed.exit_nonzero", Message: "exit 3"}
 	for _, n := range r.o.storesN {
-		sf := sizeFigures{n: n}
+		sizes := make([]sizeFigures, len(sides))
+		for i := range sizes {
+			sizes[i] = sizeFigures{n: n}
+		}
 		if n > have {
-			say("%s: registering %d more running sessions, up to %d", name, n-have, n)
-			sf.added = n - have
-			if sf.registered, err = w.registerSessions(ctx, have, n, "running", clients); err != nil {
+			i := 0
+			err := each(fmt.Sprintf("registering %d more running sessions, up to %d", n-have, n), func(s storeSide) (err error) {
+				sizes[i].added = n - have
+				sizes[i].registered, err = s.w.registerSessions(ctx, have, n, "running", clients)
+				i++
+				return err
+			})
+			if err != nil {
 				return err
 			}
 		}
 		// One in failEvery of all n has failed: the newest ones, as many
 		// as the earlier sizes have not failed yet.
+		// Each only once the daemon has probed it (no pid: liveness
+		// unknown), which adds an attention item of its own to the
+		// failure's: two items each on both stores, whatever the lag.
 		if k := n/failEvery - failed; k > 0 {
-			say("%s: failing %d of them", name, k)
-			if _, _, err := w.moveSessions(ctx, n-k, n, "running", "failed", failure, clients); err != nil {
-				return fmt.Errorf("fail sessions: %w", err)
+			err := each(fmt.Sprintf("failing %d of them once probed", k), func(s storeSide) error {
+				if err := s.w.waitProbed(ctx, n-k, n, clients, 2*time.Minute); err != nil {
+					return err
+				}
+				_, _, err := s.w.moveSessions(ctx, n-k, n, "running", "failed", failure, clients)
+				return err
+			})
+			if err != nil {
+				return err
 			}
 			failed += k
 		}
 		have = n
-		say("%s at %d entities: %d scrapes and %d attention reads", name, n, r.o.samples, r.o.samples)
-		if sf.scrape, err = w.timedGets(ctx, "/metrics", r.o.samples, nil); err != nil {
-			return err
+		ws := make([]*watchdogd, len(sides))
+		for i, s := range sides {
+			ws[i] = s.w
 		}
-		var q struct {
-			Total int `json:"total"`
+		say("stores at %d entities: %d scrapes and %d attention reads of each daemon, in turn", n, r.o.samples, r.o.samples)
+		scrapes, _, err := timedGets(ctx, ws, "/metrics", r.o.samples)
+		if err != nil {
+			return fmt.Errorf("stores: %w", err)
 		}
-		if sf.attention, err = w.timedGets(ctx, "/api/attention", r.o.samples, &q); err != nil {
-			return err
+		queues, last, err := timedGets(ctx, ws, "/api/attention", r.o.samples)
+		if err != nil {
+			return fmt.Errorf("stores: %w", err)
 		}
-		sf.items = q.Total
-		out.sizes = append(out.sizes, sf)
+		for i, s := range sides {
+			var q struct {
+				Total int `json:"total"`
+			}
+			if err := json.Unmarshal(last[i], &q); err != nil {
+				return fmt.Errorf("stores, %s: GET /api/attention: decode answer: %w", s.out.name, err)
+			}
+			sizes[i].scrape, sizes[i].attention, sizes[i].items = scrapes[i], queues[i], q.Total
+			s.out.sizes = append(s.out.sizes, sizes[i])
+		}
 	}
 	return nil
 }
 
-// timedGets sends one GET of path to warm up, then samples more, one at a
-// time, each answer read whole; into, when not nil, gets the last answer
-// decoded.
-func (w *watchdogd) timedGets(ctx context.Context, path string, samples int, into any) (reads, error) {
-	var rd reads
-	lat := make([]time.Duration, 0, samples)
-	var last []byte
-	for i := 0; i <= samples; i++ {
-		t := time.Now()
-		b, err := w.get(ctx, path)
-		d := time.Since(t)
-		if err != nil {
-			return rd, err
+// waitProbed waits until the daemon has recorded a health observation
+// (health_since) for each of sessions first…end-1, reading each from
+// clients until it has one.
+func (w *watchdogd) waitProbed(ctx context.Context, first, end, clients int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	return parallel(ctx, end-first, clients, func(ctx context.Context, i int) error {
+		id := sessionID(first + i)
+		for {
+			var e entityRead
+			if err := w.do(ctx, http.MethodGet, "/api/v1/entities/session/"+id, nil, &e); err != nil {
+				return err
+			}
+			if e.HealthSince > 0 {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("session %s not probed %s after the wait began", id, timeout)
+			}
+			if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+				return err
+			}
 		}
-		if i > 0 {
-			lat = append(lat, d)
+	})
+}
+
+// timedGets sends one GET of path to each daemon to warm up, then samples
+// more, the daemons in turn, one request at a time, each answer read
+// whole; it returns each daemon's timings and last answer.
+func timedGets(ctx context.Context, ws []*watchdogd, path string, samples int) ([]reads, [][]byte, error) {
+	lat := make([][]time.Duration, len(ws))
+	last := make([][]byte, len(ws))
+	for k := 0; k <= samples; k++ {
+		for i, w := range ws {
+			t := time.Now()
+			b, err := w.get(ctx, path)
+			d := time.Since(t)
+			if err != nil {
+				return nil, nil, err
+			}
+			if k > 0 {
+				lat[i] = append(lat[i], d)
+			}
+			last[i] = b
 		}
-		last = b
 	}
-	rd.median, rd.max, rd.bytes = percentile(lat, 0.5), percentile(lat, 1), len(last)
-	if into != nil {
-		if err := json.Unmarshal(last, into); err != nil {
-			return rd, fmt.Errorf("GET %s: decode answer: %w", path, err)
-		}
+	out := make([]reads, len(ws))
+	for i := range ws {
+		out[i] = reads{median: percentile(lat[i], 0.5), max: percentile(lat[i], 1), bytes: len(last[i])}
 	}
-	return rd, nil
+	return out, last, nil
 }
 
 // get is one GET, its body read whole; a non-2xx answer is an error.
@@ -267,7 +346,7 @@ func perS(v float64) string {
 // printStores writes the stores table and its notes.
 func (res *results) printStores(w io.Writer, o options) {
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "PostgreSQL beside SQLite (the same daemon, driven the same way, one after the other):")
+	fmt.Fprintln(w, "PostgreSQL beside SQLite (the same daemon, driven the same way, in the same minutes):")
 	fmt.Fprintln(w)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "measurement\tSQLite\tPostgreSQL\tPostgreSQL/SQLite")
@@ -278,9 +357,10 @@ func (res *results) printStores(w io.Writer, o options) {
 	fmt.Fprintln(w)
 	for _, s := range []storeFigures{res.sqlite, res.postgres} {
 		if s.ran {
-			fmt.Fprintf(w, "note: %s: load average %s when its turn began\n", s.name, s.load)
+			fmt.Fprintf(w, "note: %s: load average %s when its transitions began\n", s.name, s.load)
 		}
 	}
-	fmt.Fprintf(w, "note: reads are %d requests one at a time after one to warm up; one session in %d failed (the queue's total is in the table)\n", o.samples, failEvery)
+	fmt.Fprintf(w, "note: both daemons ran at once, each step taken on one then the other; reads are %d requests one at a time, the two daemons in turn, after one to warm up\n", o.samples)
+	fmt.Fprintf(w, "note: one session in %d failed, once probed: two attention items each (the failure, liveness unknown without a pid)\n", failEvery)
 	fmt.Fprintln(w, "note: ratios are PostgreSQL's over SQLite's: for a rate below 1 means PostgreSQL is slower, for a time above 1")
 }
