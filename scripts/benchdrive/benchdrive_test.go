@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -417,5 +418,26 @@ func TestPGServer(t *testing.T) {
 	p.stop()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("cluster directory %s after stop: %v; want it gone", dir, err)
+	}
+}
+
+// TestElsewhereIn checks that the stores part fails one session in
+// failEvery, each once across sizes.
+func TestElsewhereIn(t *testing.T) {
+	for _, tc := range []struct {
+		from, to int
+		want     []int
+	}{
+		{0, 20, []int{19}},
+		{0, 60, []int{19, 39, 59}},
+		{20, 60, []int{39, 59}},
+		{60, 60, nil},
+	} {
+		if got := elsewhereIn(tc.from, tc.to); !slices.Equal(got, tc.want) {
+			t.Errorf("elsewhereIn(%d, %d) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+	if hostOf(0) != "" || hostOf(19) != elsewhere {
+		t.Errorf("hostOf(0), hostOf(19) = %q, %q; want the daemon's own, then %q", hostOf(0), hostOf(19), elsewhere)
 	}
 }

@@ -24,9 +24,8 @@ import (
 //     p99 of one POST): the throughput part's figures;
 //  2. for each size of -stores-n, sessions registered running up to that
 //     many entities (registrations/s), one in 20 of all moved to failed
-//     once the daemon has probed them (two attention items each: the
-//     failure, and the unknown liveness of a session without pid), then
-//     -samples scrapes (GET /metrics) and
+//     (one attention item each: see elsewhere), then -samples scrapes
+//     (GET /metrics) and
 //     -samples GET /api/attention (its default page of 50, the queue's
 //     head), after one of each to warm up, the two daemons asked in
 //     turn: median and slowest.
@@ -58,8 +57,35 @@ type reads struct {
 	bytes       int // the size of the last answer
 }
 
-// failEvery is the share of sessions moved to failed: one in failEvery.
+// failEvery is the share of sessions moved to failed: one in failEvery,
+// those registered on host elsewhere.
 const failEvery = 20
+
+// elsewhere is the host_id of the sessions that fail: a host whose daemon
+// never ran, so no daemon probes them (a session without pid that a
+// daemon probes gets a second attention item, liveness unknown, or not,
+// as the probe's lag falls) nor judges them (only hosts seen alive once
+// are): one item each, on both stores.
+const elsewhere = "bench-elsewhere"
+
+// hostOf is the host_id of the i-th session of the stores part.
+func hostOf(i int) string {
+	if i%failEvery == failEvery-1 {
+		return elsewhere
+	}
+	return ""
+}
+
+// elsewhereIn are the sessions of host elsewhere among from…to-1.
+func elsewhereIn(from, to int) []int {
+	var out []int
+	for i := from; i < to; i++ {
+		if hostOf(i) == elsewhere {
+			out = append(out, i)
+		}
+	}
+	return out
+}
 
 // storeSide is one of the two daemons of the stores part.
 type storeSide struct {
@@ -119,7 +145,7 @@ func (r *runner) storesOn(ctx context.Context, pg storeConf) error {
 
 	m, clients := r.o.moves, r.o.clients
 	err := each(fmt.Sprintf("registering %d pending sessions from %d clients", m, clients), func(s storeSide) (err error) {
-		s.out.registered, err = s.w.registerSessions(ctx, 0, m, "pending", clients)
+		s.out.registered, err = s.w.registerSessions(ctx, 0, m, "pending", hostOf, clients)
 		return err
 	})
 	if err != nil {
@@ -127,13 +153,13 @@ func (r *runner) storesOn(ctx context.Context, pg storeConf) error {
 	}
 	err = each("moving them pending → running", func(s storeSide) (err error) {
 		s.out.load = loadAvg()
-		s.out.moves, s.out.movesP99, err = s.w.moveSessions(ctx, 0, m, "pending", "running", nil, clients)
+		s.out.moves, s.out.movesP99, err = s.w.moveSessions(ctx, span(0, m), "pending", "running", nil, clients)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	have, failed := m, 0
+	have, failedUpTo := m, 0
 	failure := &reason{Code: "run.failed.exit_nonzero", Message: "exit 3"}
 	for _, n := range r.o.storesN {
 		sizes := make([]sizeFigures, len(sides))
@@ -144,7 +170,7 @@ func (r *runner) storesOn(ctx context.Context, pg storeConf) error {
 			i := 0
 			err := each(fmt.Sprintf("registering %d more running sessions, up to %d", n-have, n), func(s storeSide) (err error) {
 				sizes[i].added = n - have
-				sizes[i].registered, err = s.w.registerSessions(ctx, have, n, "running", clients)
+				sizes[i].registered, err = s.w.registerSessions(ctx, have, n, "running", hostOf, clients)
 				i++
 				return err
 			})
@@ -152,25 +178,18 @@ func (r *runner) storesOn(ctx context.Context, pg storeConf) error {
 				return err
 			}
 		}
-		// One in failEvery of all n has failed: the newest ones, as many
-		// as the earlier sizes have not failed yet.
-		// Each only once the daemon has probed it (no pid: liveness
-		// unknown), which adds an attention item of its own to the
-		// failure's: two items each on both stores, whatever the lag.
-		if k := n/failEvery - failed; k > 0 {
-			err := each(fmt.Sprintf("failing %d of them once probed", k), func(s storeSide) error {
-				if err := s.w.waitProbed(ctx, n-k, n, clients, 2*time.Minute); err != nil {
-					return err
-				}
-				_, _, err := s.w.moveSessions(ctx, n-k, n, "running", "failed", failure, clients)
+		// The sessions of host elsewhere not failed yet fail: one in
+		// failEvery of all n.
+		if fail := elsewhereIn(failedUpTo, n); len(fail) > 0 {
+			err := each(fmt.Sprintf("failing the %d of them on host %s", len(fail), elsewhere), func(s storeSide) error {
+				_, _, err := s.w.moveSessions(ctx, fail, "running", "failed", failure, clients)
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			failed += k
 		}
-		have = n
+		have, failedUpTo = n, n
 		ws := make([]*watchdogd, len(sides))
 		for i, s := range sides {
 			ws[i] = s.w
@@ -196,31 +215,6 @@ func (r *runner) storesOn(ctx context.Context, pg storeConf) error {
 		}
 	}
 	return nil
-}
-
-// waitProbed waits until the daemon has recorded a health observation
-// (health_since) for each of sessions first…end-1, reading each from
-// clients until it has one.
-func (w *watchdogd) waitProbed(ctx context.Context, first, end, clients int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	return parallel(ctx, end-first, clients, func(ctx context.Context, i int) error {
-		id := sessionID(first + i)
-		for {
-			var e entityRead
-			if err := w.do(ctx, http.MethodGet, "/api/v1/entities/session/"+id, nil, &e); err != nil {
-				return err
-			}
-			if e.HealthSince > 0 {
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("session %s not probed %s after the wait began", id, timeout)
-			}
-			if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
-				return err
-			}
-		}
-	})
 }
 
 // timedGets sends one GET of path to each daemon to warm up, then samples
@@ -361,6 +355,6 @@ func (res *results) printStores(w io.Writer, o options) {
 		}
 	}
 	fmt.Fprintf(w, "note: both daemons ran at once, each step taken on one then the other; reads are %d requests one at a time, the two daemons in turn, after one to warm up\n", o.samples)
-	fmt.Fprintf(w, "note: one session in %d failed, once probed: two attention items each (the failure, liveness unknown without a pid)\n", failEvery)
+	fmt.Fprintf(w, "note: one session in %d, on a host with no daemon (%s), failed: one attention item each\n", failEvery, elsewhere)
 	fmt.Fprintln(w, "note: ratios are PostgreSQL's over SQLite's: for a rate below 1 means PostgreSQL is slower, for a time above 1")
 }

@@ -158,6 +158,7 @@ type registration struct {
 	ID        string `json:"id"`
 	Lifecycle string `json:"lifecycle"`
 	PID       int    `json:"pid,omitempty"`
+	HostID    string `json:"host_id,omitempty"`
 }
 
 // registerFleet registers p1…pn as running sessions with their pids
@@ -285,21 +286,35 @@ func fromSeconds(s float64) time.Time {
 // its own share pending → running at once, and returns transitions per
 // second of wall time and the slowest request's p99.
 func (w *watchdogd) throughput(ctx context.Context, m, clients int) (float64, time.Duration, error) {
-	if _, err := w.registerSessions(ctx, 0, m, "pending", clients); err != nil {
+	if _, err := w.registerSessions(ctx, 0, m, "pending", nil, clients); err != nil {
 		return 0, 0, err
 	}
-	return w.moveSessions(ctx, 0, m, "pending", "running", nil, clients)
+	return w.moveSessions(ctx, span(0, m), "pending", "running", nil, clients)
+}
+
+// span is first, first+1, …, end-1.
+func span(first, end int) []int {
+	out := make([]int, 0, max(0, end-first))
+	for i := first; i < end; i++ {
+		out = append(out, i)
+	}
+	return out
 }
 
 // sessionID is the id of the i-th session of registerSessions.
 func sessionID(i int) string { return fmt.Sprintf("t%d", i+1) }
 
 // registerSessions registers sessions from…to-1 (no pid) in lifecycle,
-// from clients, and returns registrations per second of wall time.
-func (w *watchdogd) registerSessions(ctx context.Context, from, to int, lifecycle string, clients int) (float64, error) {
+// from clients, and returns registrations per second of wall time. host,
+// when not nil, names the host_id of each ("": the daemon's own).
+func (w *watchdogd) registerSessions(ctx context.Context, from, to int, lifecycle string, host func(int) string, clients int) (float64, error) {
 	start := time.Now()
 	err := parallel(ctx, to-from, clients, func(ctx context.Context, i int) error {
-		return w.do(ctx, http.MethodPost, "/api/v1/entities", registration{Type: "session", ID: sessionID(from + i), Lifecycle: lifecycle}, nil)
+		r := registration{Type: "session", ID: sessionID(from + i), Lifecycle: lifecycle}
+		if host != nil {
+			r.HostID = host(from + i)
+		}
+		return w.do(ctx, http.MethodPost, "/api/v1/entities", r, nil)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("register: %w", err)
@@ -313,22 +328,22 @@ type reason struct {
 	Message string `json:"message"`
 }
 
-// moveSessions moves sessions first…end-1 of registerSessions from → to
-// (with expect_from, and why when not nil) from clients and returns
-// transitions per second of wall time and the p99 of one request.
-func (w *watchdogd) moveSessions(ctx context.Context, first, end int, from, to string, why *reason, clients int) (float64, time.Duration, error) {
+// moveSessions moves the sessions idx of registerSessions from → to (with
+// expect_from, and why when not nil) from clients and returns transitions
+// per second of wall time and the p99 of one request.
+func (w *watchdogd) moveSessions(ctx context.Context, idx []int, from, to string, why *reason, clients int) (float64, time.Duration, error) {
 	type move struct {
 		To         string  `json:"to"`
 		ExpectFrom string  `json:"expect_from"`
 		Reason     *reason `json:"reason,omitempty"`
 	}
-	m := end - first
+	m := len(idx)
 	var mu sync.Mutex
 	lat := make([]time.Duration, 0, m)
 	start := time.Now()
 	err := parallel(ctx, m, clients, func(ctx context.Context, i int) error {
 		t := time.Now()
-		err := w.do(ctx, http.MethodPost, "/api/v1/entities/session/"+sessionID(first+i)+"/transitions", move{To: to, ExpectFrom: from, Reason: why}, nil)
+		err := w.do(ctx, http.MethodPost, "/api/v1/entities/session/"+sessionID(idx[i])+"/transitions", move{To: to, ExpectFrom: from, Reason: why}, nil)
 		d := time.Since(t)
 		mu.Lock()
 		lat = append(lat, d)
