@@ -411,6 +411,9 @@ func TestPGServer(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SHOW fsync").Scan(&fsync); err != nil || fsync != "on" {
 		t.Errorf("fsync = %q, %v; want on (commits as durable as SQLite's)", fsync, err)
 	}
+	if v, err := p.version(ctx); err != nil || !strings.HasPrefix(v, "PostgreSQL ") {
+		t.Errorf("version = %q, %v; want PostgreSQL's version()", v, err)
+	}
 	if _, err := conn.Exec(ctx, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)"); err != nil {
 		t.Errorf("write to a fresh database: %v", err)
 	}

@@ -148,6 +148,22 @@ func (p *pgServer) ping(ctx context.Context) error {
 	return conn.Close(ctx)
 }
 
+// version is the server's version string, for the table's header.
+func (p *pgServer) version(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.admin)
+	if err != nil {
+		return "", fmt.Errorf("connect %s: %w", redact(p.admin), err)
+	}
+	defer conn.Close(context.Background())
+	var v string
+	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
+		return "", fmt.Errorf("server version: %w", err)
+	}
+	return v, nil
+}
+
 // database creates a new, empty database and returns its URL.
 func (p *pgServer) database(ctx context.Context) (string, error) {
 	p.n++

@@ -19,6 +19,7 @@ type results struct {
 	throughput          float64 // transitions per second
 	throughputP99       time.Duration
 	sqlite, postgres    storeFigures // the stores part
+	pgVersion           string       // its server's version()
 }
 
 // header says what ran where, so a table pasted elsewhere keeps its context.

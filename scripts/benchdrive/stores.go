@@ -104,6 +104,9 @@ func (r *runner) stores(ctx context.Context) error {
 		return fmt.Errorf("stores, PostgreSQL: %w", err)
 	}
 	r.pg = pg
+	if r.res.pgVersion, err = pg.version(ctx); err != nil {
+		return fmt.Errorf("stores, PostgreSQL: %w", err)
+	}
 	dsn, err := pg.database(ctx)
 	if err != nil {
 		return fmt.Errorf("stores, PostgreSQL: %w", err)
@@ -341,6 +344,9 @@ func perS(v float64) string {
 func (res *results) printStores(w io.Writer, o options) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "PostgreSQL beside SQLite (the same daemon, driven the same way, in the same minutes):")
+	if res.pgVersion != "" {
+		fmt.Fprintln(w, "postgres:", res.pgVersion)
+	}
 	fmt.Fprintln(w)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "measurement\tSQLite\tPostgreSQL\tPostgreSQL/SQLite")
