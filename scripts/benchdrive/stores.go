@@ -25,10 +25,9 @@ import (
 //  2. for each size of -stores-n, sessions registered running up to that
 //     many entities (registrations/s), one in 20 of all moved to failed
 //     (one attention item each: see elsewhere), then -samples scrapes
-//     (GET /metrics) and
-//     -samples GET /api/attention (its default page of 50, the queue's
-//     head), after one of each to warm up, the two daemons asked in
-//     turn: median and slowest.
+//     (GET /metrics) and -samples GET /api/attention (its default page
+//     of 50, the queue's head), after one of each to warm up, the two
+//     daemons asked in turn: median and slowest.
 
 // storeFigures are one store's figures.
 type storeFigures struct {
@@ -54,7 +53,6 @@ type sizeFigures struct {
 // reads are the timings of -samples identical requests.
 type reads struct {
 	median, max time.Duration
-	bytes       int // the size of the last answer
 }
 
 // failEvery is the share of sessions moved to failed: one in failEvery,
@@ -242,7 +240,7 @@ func timedGets(ctx context.Context, ws []*watchdogd, path string, samples int) (
 	}
 	out := make([]reads, len(ws))
 	for i := range ws {
-		out[i] = reads{median: percentile(lat[i], 0.5), max: percentile(lat[i], 1), bytes: len(last[i])}
+		out[i] = reads{median: percentile(lat[i], 0.5), max: percentile(lat[i], 1)}
 	}
 	return out, last, nil
 }
