@@ -71,12 +71,12 @@ build:
 	$(GO) build -o bin/watchdog ./cmd/watchdog
 
 # The bench on the real binary (docs/bench.md): issue 13's figures beside
-# monit, then issue 15's PostgreSQL beside SQLite; about 10 minutes, never
+# monit, then issue 15's PostgreSQL beside SQLite; about 8 minutes, never
 # part of test. BENCH_FLAGS go to the driver, e.g. BENCH_FLAGS='-run deaths'.
 bench:
 	./scripts/bench.sh $(BENCH_FLAGS)
 
-# The PostgreSQL-beside-SQLite part alone (about 4 minutes), on a
+# The PostgreSQL-beside-SQLite part alone (3 to 6 minutes), on a
 # throwaway cluster, or on a server of yours with
 # BENCH_FLAGS='-pg-dsn postgres://…'.
 bench-pg:

@@ -20,8 +20,9 @@
 #               entities, in a second table, PostgreSQL ÷ SQLite
 #
 # Every argument goes to the driver: `scripts/bench.sh -run deaths -n 200`,
-# `scripts/bench.sh -h` lists them. About 10 minutes at the defaults, the
-# stores part 4 of them (`-run stores` alone: `make bench-pg`).
+# `scripts/bench.sh -h` lists them. About 8 minutes at the defaults on a
+# quiet 2-CPU machine, the stores part 3 of them (`-run stores` alone:
+# `make bench-pg`).
 # Installs the Debian packages monit and postgresql when missing (root or
 # sudo).
 #
