@@ -12,10 +12,19 @@
 #               (watchdog's health_since), kill → "not running" (monit's log)
 #   scale       watchdog alone at 10,000 processes, and CPU/s 10,000 ÷ 1,000
 #   throughput  POST …/transitions from 8 concurrent loopback clients
+#   stores      issue 15: the daemon on SQLite, then on a throwaway
+#               PostgreSQL cluster the driver starts (initdb in a temporary
+#               directory as the postgres user, unix socket only, fsync
+#               on) or on -pg-dsn URL: registrations/s, transitions/s,
+#               scrape and GET /api/attention times at 10,000 and 100,000
+#               entities, in a second table, PostgreSQL ÷ SQLite
 #
 # Every argument goes to the driver: `scripts/bench.sh -run deaths -n 200`,
-# `scripts/bench.sh -h` lists them. About 4 minutes at the defaults.
-# Installs the Debian package monit when it is missing (root or sudo).
+# `scripts/bench.sh -h` lists them. About 8 minutes at the defaults on a
+# quiet 2-CPU machine, the stores part 3 of them (`-run stores` alone:
+# `make bench-pg`).
+# Installs the Debian packages monit and postgresql when missing (root or
+# sudo).
 #
 # GOBENCH=1 also runs the packages' Go benchmarks (write path, probe sweep,
 # reaper, scrape, API endpoints), tuned by COUNT and BENCHTIME_*.
@@ -26,11 +35,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v monit >/dev/null 2>&1; then
-	echo "==> installing monit (Debian package)" >&2
+missing=""
+command -v monit >/dev/null 2>&1 || missing="$missing monit"
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing="$missing postgresql"
+if [ -n "$missing" ]; then
+	echo "==> installing$missing (Debian packages)" >&2
 	sudo=""
 	[ "$(id -u)" = 0 ] || sudo=sudo
-	$sudo apt-get install -y -qq monit >/dev/null || { $sudo apt-get update -qq && $sudo apt-get install -y -qq monit >/dev/null; }
+	# A policy-rc.d that says no keeps postgresql's maintainer scripts
+	# from starting the system's cluster (the driver starts its own),
+	# only if the host has none.
+	policy=/usr/sbin/policy-rc.d
+	made=0
+	if [ ! -e "$policy" ]; then
+		printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod 0755 "$policy" && made=1
+	fi
+	rc=0
+	# shellcheck disable=SC2086 # one word per package
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null ||
+		{ $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null; } || rc=$?
+	[ "$made" = 0 ] || $sudo rm -f "$policy"
+	[ "$rc" = 0 ] || exit "$rc"
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/bench.XXXXXX")"

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func TestParseStatTicks(t *testing.T) {
@@ -152,6 +155,8 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{"defaults", []string{"-watchdog", "/bin/true"}, ""},
 		{"one part", []string{"-watchdog", "/bin/true", "-run", "throughput"}, ""},
+		{"stores sizes", []string{"-watchdog", "/bin/true", "-run", "stores", "-transitions", "100", "-stores-n", "100, 5000"}, ""},
+		{"stores sizes ignored by other parts", []string{"-watchdog", "/bin/true", "-run", "throughput", "-stores-n", "x"}, ""},
 
 		// Failure cases
 		{"no binary", nil, "-watchdog: the binary to measure is required"},
@@ -160,6 +165,10 @@ func TestParseFlags(t *testing.T) {
 		{"more kills than processes", []string{"-watchdog", "x", "-n", "10", "-kills", "20"}, "-kills 20 is more than -n 10"},
 		{"argument", []string{"-watchdog", "x", "extra"}, `unexpected argument "extra"`},
 		{"no window", []string{"-watchdog", "x", "-window", "0s"}, "-window"},
+		{"stores size not a number", []string{"-watchdog", "x", "-stores-n", "10000,lots"}, `-stores-n: "lots" is not a positive number`},
+		{"stores sizes going down", []string{"-watchdog", "x", "-stores-n", "20000,10000"}, "-stores-n: 10000 does not follow 20000"},
+		{"stores size below the transitions", []string{"-watchdog", "x", "-transitions", "500", "-stores-n", "100"}, "-stores-n: 100 is below -transitions 500"},
+		{"no samples", []string{"-watchdog", "x", "-samples", "0"}, "-samples: 0 is not a positive number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := parseFlags(tc.args)
@@ -322,5 +331,116 @@ func TestRowsVerdicts(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("printed table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestStoreRows checks the stores table's ratios (PostgreSQL over SQLite)
+// and that a figure one store lacks leaves its cells and ratio blank.
+func TestStoreRows(t *testing.T) {
+	ms := time.Millisecond
+	res := results{
+		sqlite: storeFigures{ran: true, name: "SQLite", registered: 2000, moves: 3000, movesP99: 10 * ms, sizes: []sizeFigures{
+			{n: 10000, items: 500, scrape: reads{median: 4 * ms, max: 8 * ms}, attention: reads{median: 2 * ms, max: 3 * ms}},
+			{n: 100000, added: 90000, registered: 1500, items: 5000, scrape: reads{median: 40 * ms, max: 50 * ms}, attention: reads{median: 10 * ms, max: 12 * ms}},
+		}},
+		postgres: storeFigures{ran: true, name: "PostgreSQL", registered: 1000, moves: 750, movesP99: 25 * ms, sizes: []sizeFigures{
+			{n: 10000, items: 500, scrape: reads{median: 6 * ms, max: 8 * ms}, attention: reads{median: 1 * ms, max: 3 * ms}},
+		}},
+	}
+	rows := res.storeRows(options{clients: 8, moves: 10000})
+	for _, tc := range []struct {
+		at                      int
+		what, sqlite, pg, ratio string
+	}{
+		{0, "register/s, 8 clients, 0 → 10000 pending", "2000/s", "1000/s", "0.50"},
+		{1, "POST transitions/s, 8 clients", "3000/s", "750/s", "0.25"},
+		{2, "p99 of one POST", "10.0 ms", "25.0 ms", "2.50"},
+		{3, "scrape /metrics, median, 10000 entities", "4.0 ms", "6.0 ms", "1.50"},
+		{5, "GET /api/attention, median, 10000 entities", "2.0 ms", "1.0 ms", "0.50"},
+		{7, "attention items at 10000", "500", "500", ""},
+		{8, "register/s, 8 clients, up to 100000 running", "1500/s", "", ""}, // PostgreSQL did not get there
+		{9, "scrape /metrics, median, 100000 entities", "40.0 ms", "", ""},
+	} {
+		if tc.at >= len(rows) {
+			t.Fatalf("%d rows, want %q at %d", len(rows), tc.what, tc.at)
+		}
+		r := rows[tc.at]
+		if strings.TrimSpace(r.what) != tc.what || r.sqlite != tc.sqlite || r.pg != tc.pg || r.ratio != tc.ratio {
+			t.Errorf("row %d = %+v, want %q: %q, %q, ratio %q", tc.at, r, tc.what, tc.sqlite, tc.pg, tc.ratio)
+		}
+	}
+	var b strings.Builder
+	res.printStores(&b, options{clients: 8, moves: 10000, samples: 20})
+	for _, want := range []string{"PostgreSQL/SQLite", "0.25", "note: PostgreSQL: load average"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("printed table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestPGServer starts the stores part's throwaway PostgreSQL cluster for
+// real and checks that each database it hands out is a new one that
+// takes writes, and that stopping it removes its directory.
+func TestPGServer(t *testing.T) {
+	if _, err := pgBinDir(); err != nil {
+		t.Skip(err) // make test installs postgresql; the bench script too
+	}
+	ctx := context.Background()
+	p, err := startPG(ctx, "", 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.stop)
+	dir := p.dir
+	a, err := p.database(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.database(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatalf("two databases with one URL %s", a)
+	}
+	conn, err := pgx.Connect(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fsync string
+	if err := conn.QueryRow(ctx, "SHOW fsync").Scan(&fsync); err != nil || fsync != "on" {
+		t.Errorf("fsync = %q, %v; want on (commits as durable as SQLite's)", fsync, err)
+	}
+	if v, err := p.version(ctx); err != nil || !strings.HasPrefix(v, "PostgreSQL ") {
+		t.Errorf("version = %q, %v; want PostgreSQL's version()", v, err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)"); err != nil {
+		t.Errorf("write to a fresh database: %v", err)
+	}
+	conn.Close(ctx)
+	p.stop()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("cluster directory %s after stop: %v; want it gone", dir, err)
+	}
+}
+
+// TestElsewhereIn checks that the stores part fails one session in
+// failEvery, each once across sizes.
+func TestElsewhereIn(t *testing.T) {
+	for _, tc := range []struct {
+		from, to int
+		want     []int
+	}{
+		{0, 20, []int{19}},
+		{0, 60, []int{19, 39, 59}},
+		{20, 60, []int{39, 59}},
+		{60, 60, nil},
+	} {
+		if got := elsewhereIn(tc.from, tc.to); !slices.Equal(got, tc.want) {
+			t.Errorf("elsewhereIn(%d, %d) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+	if hostOf(0) != "" || hostOf(19) != elsewhere {
+		t.Errorf("hostOf(0), hostOf(19) = %q, %q; want the daemon's own, then %q", hostOf(0), hostOf(19), elsewhere)
 	}
 }

@@ -22,6 +22,12 @@ type child struct {
 
 // startChild runs argv with its output in logPath.
 func startChild(what, logPath string, argv ...string) (*child, error) {
+	return startChildAs(what, logPath, nil, "", argv...)
+}
+
+// startChildAs is startChild with process attributes (the user to run as,
+// a signal on the driver's death; nil: none) in dir ("": the driver's).
+func startChildAs(what, logPath string, attr *syscall.SysProcAttr, dir string, argv ...string) (*child, error) {
 	out, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s log: %w", what, err)
@@ -30,6 +36,8 @@ func startChild(what, logPath string, argv ...string) (*child, error) {
 	c.cmd = exec.Command(argv[0], argv[1:]...)
 	c.cmd.Stdout, c.cmd.Stderr = out, out
 	c.cmd.Env = cleanEnv()
+	c.cmd.Dir = dir
+	c.cmd.SysProcAttr = attr
 	if err := c.cmd.Start(); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("start %s: %w", what, err)

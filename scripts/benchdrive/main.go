@@ -16,6 +16,10 @@
 //	            with -monit-scale), and the CPU ratio to -n
 //	throughput  -clients concurrent clients each moving its own pending
 //	            sessions to running (-transitions in all): transitions/s
+//	stores      the daemon on SQLite, then on PostgreSQL (a throwaway
+//	            cluster it starts, or -pg-dsn): registrations/s and
+//	            transitions/s, then scrape and GET /api/attention times at
+//	            each size of -stores-n, side by side, with the ratios
 //
 // Every process it starts is in its own process group; it kills them all
 // on the way out, whatever the way (error, SIGINT, SIGTERM).
@@ -31,6 +35,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -52,10 +57,13 @@ type options struct {
 	monitScale      bool
 	dir             string
 	keep            bool
+	storesN         []int  // the stores part's sizes, ascending
+	samples         int    // requests per read timing of the stores part
+	pgDSN           string // an existing PostgreSQL server; "" starts one
 }
 
 // allParts are the values of -run, in the order they run.
-var allParts = []string{"idle", "deaths", "scale", "throughput"}
+var allParts = []string{"idle", "deaths", "scale", "throughput", "stores"}
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -76,6 +84,9 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.monitScale, "monit-scale", false, "run monit at -scale-n too")
 	fs.StringVar(&o.dir, "dir", "", "where databases, logs and pidfiles go (default: a new temporary directory, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep -dir's contents at the end")
+	storesN := fs.String("stores-n", "10000,100000", "entity counts at which the stores part times scrapes and attention reads, ascending, comma-separated, none below -transitions")
+	fs.IntVar(&o.samples, "samples", 20, "requests per read timing of the stores part")
+	fs.StringVar(&o.pgDSN, "pg-dsn", "", "the stores part's PostgreSQL: a postgres:// URL whose user may CREATE DATABASE (default: a throwaway cluster the driver starts)")
 	// One line for a bad flag (run prints it); the full list only for -h.
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
@@ -103,7 +114,7 @@ func parseFlags(args []string) (options, error) {
 	for _, c := range []struct {
 		name string
 		v    int
-	}{{"-n", o.n}, {"-scale-n", o.scaleN}, {"-kills", o.kills}, {"-clients", o.clients}, {"-transitions", o.moves}} {
+	}{{"-n", o.n}, {"-scale-n", o.scaleN}, {"-kills", o.kills}, {"-clients", o.clients}, {"-transitions", o.moves}, {"-samples", o.samples}} {
 		if c.v < 1 {
 			return o, fmt.Errorf("%s: %d is not a positive number", c.name, c.v)
 		}
@@ -114,7 +125,35 @@ func parseFlags(args []string) (options, error) {
 	if o.kills > o.n && (o.parts["idle"] || o.parts["deaths"]) {
 		return o, fmt.Errorf("-kills %d is more than -n %d", o.kills, o.n)
 	}
+	if o.parts["stores"] {
+		sizes, err := parseSizes(*storesN, o.moves)
+		if err != nil {
+			return o, fmt.Errorf("-stores-n: %w", err)
+		}
+		o.storesN = sizes
+	}
 	return o, nil
+}
+
+// parseSizes reads -stores-n: ascending counts, none below least (the
+// stores part has registered that many before its first size).
+func parseSizes(list string, least int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		if n < least {
+			return nil, fmt.Errorf("%d is below -transitions %d, which are registered first", n, least)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("%d does not follow %d: sizes go up", n, out[len(out)-1])
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func contains(list []string, v string) bool {
@@ -164,6 +203,7 @@ type runner struct {
 	tempDir bool
 	fleet   *fleet
 	live    []*child // watchdog serve and monit instances still running
+	pg      *pgServer
 	res     results
 }
 
@@ -209,7 +249,15 @@ func (r *runner) all(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.o.parts["stores"] {
+		if err := r.stores(ctx); err != nil {
+			return err
+		}
+	}
 	r.res.print(os.Stdout, r.o)
+	if r.o.parts["stores"] {
+		r.res.printStores(os.Stdout, r.o)
+	}
 	return nil
 }
 
@@ -222,6 +270,9 @@ func (r *runner) cleanup(failed bool) {
 	}
 	if r.fleet != nil {
 		r.fleet.stopAll()
+	}
+	if r.pg != nil {
+		r.pg.stop() // after the daemons: a smart shutdown waits for its clients
 	}
 	switch {
 	case r.dir == "":

@@ -18,6 +18,8 @@ type results struct {
 	wdScale, monitScale watcher // at -scale-n
 	throughput          float64 // transitions per second
 	throughputP99       time.Duration
+	sqlite, postgres    storeFigures // the stores part
+	pgVersion           string       // its server's version()
 }
 
 // header says what ran where, so a table pasted elsewhere keeps its context.
@@ -150,13 +152,15 @@ func (res *results) print(w io.Writer, o options) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, res.header)
 	fmt.Fprintln(w, "One run on one machine; on a shared or busy machine the figures are indicative.")
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "measurement\twatchdog\tmonit\twatchdog/monit\tissue 13 target\tmet")
-	for _, r := range res.rows(o) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.what, dash(r.wd), dash(r.monit), dash(r.ratio), dash(r.target), dash(r.met))
+	if rows := res.rows(o); len(rows) > 0 {
+		fmt.Fprintln(w)
+		tw := newTable(w)
+		fmt.Fprintln(tw, "measurement\twatchdog\tmonit\twatchdog/monit\tissue 13 target\tmet")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.what, dash(r.wd), dash(r.monit), dash(r.ratio), dash(r.target), dash(r.met))
+		}
+		tw.Flush()
 	}
-	tw.Flush()
 	var notes []string
 	for _, x := range []struct {
 		who string
@@ -192,6 +196,9 @@ func (res *results) print(w io.Writer, o options) {
 	}
 	fmt.Fprintln(w, "\nhow to read this: docs/bench.md")
 }
+
+// newTable is the tab writer of every table the driver prints.
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
 func dash(s string) string {
 	if s == "" {

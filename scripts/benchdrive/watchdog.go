@@ -25,20 +25,39 @@ type watchdogd struct {
 	http *http.Client
 }
 
+// storeConf is the daemon's store section: driver "" is the default
+// (SQLite), dsn "" a watchdog.db in the daemon's directory.
+type storeConf struct {
+	driver, dsn string
+}
+
 // watchdogConfig is the daemon's config: its own database and a random
 // loopback port, JSON logs (to find the port); everything else, the jobs'
 // schedules above all, stays at the defaults being measured.
-func watchdogConfig(db string) string {
-	return fmt.Sprintf("store:\n  dsn: %q\nlisten: 127.0.0.1:0\nauth: none\nlog:\n  format: json\n", db)
+func watchdogConfig(st storeConf) string {
+	driver := ""
+	if st.driver != "" {
+		driver = fmt.Sprintf("  driver: %s\n", st.driver)
+	}
+	return fmt.Sprintf("store:\n%s  dsn: %q\nlisten: 127.0.0.1:0\nauth: none\nlog:\n  format: json\n", driver, st.dsn)
 }
 
-// startWatchdog starts `bin serve` in dir and waits until /readyz answers 200.
+// startWatchdog starts `bin serve` in dir on a new SQLite file there and
+// waits until /readyz answers 200.
 func startWatchdog(ctx context.Context, bin, dir string, timeout time.Duration) (*watchdogd, error) {
+	return startWatchdogOn(ctx, bin, dir, storeConf{}, timeout)
+}
+
+// startWatchdogOn is startWatchdog on the store st.
+func startWatchdogOn(ctx context.Context, bin, dir string, st storeConf, timeout time.Duration) (*watchdogd, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("daemon dir: %w", err)
 	}
+	if st.dsn == "" {
+		st.dsn = filepath.Join(dir, "watchdog.db")
+	}
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(watchdogConfig(filepath.Join(dir, "watchdog.db"))), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(watchdogConfig(st)), 0o600); err != nil {
 		return nil, fmt.Errorf("daemon config: %w", err)
 	}
 	c, err := startChild("watchdog serve", filepath.Join(dir, "daemon.log"), bin, "serve", "--config", cfg)
@@ -139,6 +158,7 @@ type registration struct {
 	ID        string `json:"id"`
 	Lifecycle string `json:"lifecycle"`
 	PID       int    `json:"pid,omitempty"`
+	HostID    string `json:"host_id,omitempty"`
 }
 
 // registerFleet registers p1…pn as running sessions with their pids
@@ -266,23 +286,64 @@ func fromSeconds(s float64) time.Time {
 // its own share pending → running at once, and returns transitions per
 // second of wall time and the slowest request's p99.
 func (w *watchdogd) throughput(ctx context.Context, m, clients int) (float64, time.Duration, error) {
-	id := func(i int) string { return fmt.Sprintf("t%d", i+1) }
-	err := parallel(ctx, m, clients, func(ctx context.Context, i int) error {
-		return w.do(ctx, http.MethodPost, "/api/v1/entities", registration{Type: "session", ID: id(i), Lifecycle: "pending"}, nil)
+	if _, err := w.registerSessions(ctx, 0, m, "pending", nil, clients); err != nil {
+		return 0, 0, err
+	}
+	return w.moveSessions(ctx, span(0, m), "pending", "running", nil, clients)
+}
+
+// span is first, first+1, …, end-1.
+func span(first, end int) []int {
+	out := make([]int, 0, max(0, end-first))
+	for i := first; i < end; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// sessionID is the id of the i-th session of registerSessions.
+func sessionID(i int) string { return fmt.Sprintf("t%d", i+1) }
+
+// registerSessions registers sessions from…to-1 (no pid) in lifecycle,
+// from clients, and returns registrations per second of wall time. host,
+// when not nil, names the host_id of each ("": the daemon's own).
+func (w *watchdogd) registerSessions(ctx context.Context, from, to int, lifecycle string, host func(int) string, clients int) (float64, error) {
+	start := time.Now()
+	err := parallel(ctx, to-from, clients, func(ctx context.Context, i int) error {
+		r := registration{Type: "session", ID: sessionID(from + i), Lifecycle: lifecycle}
+		if host != nil {
+			r.HostID = host(from + i)
+		}
+		return w.do(ctx, http.MethodPost, "/api/v1/entities", r, nil)
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("register: %w", err)
+		return 0, fmt.Errorf("register: %w", err)
 	}
+	return float64(to-from) / time.Since(start).Seconds(), nil
+}
+
+// reason is a transition's reason.
+type reason struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// moveSessions moves the sessions idx of registerSessions from → to (with
+// expect_from, and why when not nil) from clients and returns transitions
+// per second of wall time and the p99 of one request.
+func (w *watchdogd) moveSessions(ctx context.Context, idx []int, from, to string, why *reason, clients int) (float64, time.Duration, error) {
 	type move struct {
-		To         string `json:"to"`
-		ExpectFrom string `json:"expect_from"`
+		To         string  `json:"to"`
+		ExpectFrom string  `json:"expect_from"`
+		Reason     *reason `json:"reason,omitempty"`
 	}
+	m := len(idx)
 	var mu sync.Mutex
 	lat := make([]time.Duration, 0, m)
 	start := time.Now()
-	err = parallel(ctx, m, clients, func(ctx context.Context, i int) error {
+	err := parallel(ctx, m, clients, func(ctx context.Context, i int) error {
 		t := time.Now()
-		err := w.do(ctx, http.MethodPost, "/api/v1/entities/session/"+id(i)+"/transitions", move{To: "running", ExpectFrom: "pending"}, nil)
+		err := w.do(ctx, http.MethodPost, "/api/v1/entities/session/"+sessionID(idx[i])+"/transitions", move{To: to, ExpectFrom: from, Reason: why}, nil)
 		d := time.Since(t)
 		mu.Lock()
 		lat = append(lat, d)
