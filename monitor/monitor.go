@@ -296,6 +296,16 @@ func (m *Monitor) local(e store.Entity) bool {
 // computes its deadline again.
 func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 	if !open(*e) || !m.local(*e) {
+		if tr := m.ents[key]; tr != nil && m.local(*e) && e.Lifecycle != nil {
+			// It has just ended (its owner's transition, exec's, the
+			// reaper's): its health is judged now as an ended entity's
+			// (its process expected gone: ok; still alive: orphaned),
+			// not left at what it was while it ran ("Completed · Process
+			// dead" when the exit was seen a moment before the owner's
+			// end, "Completed · Alive" when not) until the next sweep.
+			tr.e = e
+			m.check(ctx, tr)
+		}
 		m.drop(key)
 		return
 	}

@@ -176,3 +176,27 @@ func TestUpdatesWhileAnEmptyTurnRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestEndedEntityIsJudgedAtOnce: an entity whose owner records its end is
+// checked once at that moment (its health as an ended entity's), then
+// forgotten; not left with the health it had while it ran until the next
+// sweep.
+func TestEndedEntityIsJudgedAtOnce(t *testing.T) {
+	h := newHarness(t, Settings{})
+	e := session("s", 42)
+	h.m.Update(e)
+	h.step()
+	done := "completed"
+	e.Lifecycle, e.Terminal, e.LastSeq = &done, true, e.LastSeq+1
+	h.m.Update(e)
+	if got := whats(h.step()); !slices.Equal(got, []string{"check session/s"}) {
+		t.Fatalf("at its end: %v, want one check", got)
+	}
+	if _, ok := h.m.ents["session/s"]; ok {
+		t.Fatal("the ended entity is still tracked")
+	}
+	h.m.Update(e)
+	if got := whats(h.step()); len(got) != 0 {
+		t.Fatalf("an ended entity seen again: %v, want nothing", got)
+	}
+}

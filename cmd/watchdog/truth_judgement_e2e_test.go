@@ -186,3 +186,31 @@ func TestTruthObs8WaitingAgentsAndRestarts(t *testing.T) {
 	}
 	d.assertCountsAgree(t)
 }
+
+// TestTruthEndedByItsOwnerReadsItsEnd: a job run through `watchdog exec
+// --server` that exits 0 at once reads Completed, neutral, within moments,
+// however its exit and its end raced at the daemon (the exit seen first
+// left "Completed · Process dead", critical, until the next sweep; the end
+// first left "Completed · Alive"). The sweep is hourly here, so only the
+// daemon's judgement at the end can make it so.
+func TestTruthEndedByItsOwnerReadsItsEnd(t *testing.T) {
+	sections := strings.Replace(truthSections, `sweep: "@every 1s"`, `sweep: "@every 1h"`, 1)
+	d := truthStart(t, sections)
+	ids := []string{"x1", "x2", "x3", "x4", "x5", "x6"}
+	for _, id := range ids {
+		r := rmtRun(t, t.TempDir(), nil, "", "exec", "--id", id, "--server", d.base, "--", "sleep", "0.2")
+		if r.code != 0 {
+			t.Fatalf("exec %s: %d %s", id, r.code, r.stderr)
+		}
+	}
+	for _, id := range ids {
+		testenv.Eventually(t, "session "+id+" reads its end", 30*time.Second, func() (bool, string) {
+			e := d.must(t, "session", id)
+			return e.State.Lifecycle == "completed" && e.State.Severity == state.SeverityNeutral && e.State.Health == state.HealthOK, e.Display
+		})
+	}
+	d.assertCountsAgree(t)
+	if q := d.queue(t, ""); q.Total != 0 {
+		t.Fatalf("clean ends in the queue: %+v", q.Items)
+	}
+}
