@@ -63,8 +63,20 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 // confirmed now is left alone (ok false, nil).
 func (r *Reaper) EnforceEntity(ctx context.Context, e store.Entity) (a Action, ok bool, err error) {
 	now := r.now()
-	if !r.owns(e) || enforceTarget(e) == "" || !r.graceOver(e, now) {
+	if !r.owns(e) || e.Terminal || e.DeadSince.IsZero() || !r.graceOver(e, now) {
 		return Action{}, false, nil
+	}
+	if enforceTarget(e) == "" {
+		// No end for a dead process (a play, a show, a team, a schedule):
+		// its fate is the flag for the operator, which the check records
+		// (unownedDeath) now that the grace is over, not at the next sweep.
+		var err error
+		if e.Type == "schedule" {
+			_, err = r.CheckScheduleEntity(ctx, e)
+		} else {
+			_, err = r.CheckEntity(ctx, e)
+		}
+		return Action{}, false, err
 	}
 	return r.enforce(ctx, e, now)
 }

@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -236,5 +237,30 @@ func TestTruthObs12EveryTypeHasAFate(t *testing.T) {
 	if ok, seen := gone(); !ok {
 		t.Fatalf("a flag came back after the operator's answer: %s", seen)
 	}
+	d.assertCountsAgree(t)
+}
+
+// TestTruthObs12FlagAtTheGrace: the flag comes at the death plus
+// terminal_grace, like a session's end, not at the next sweep or
+// enforce_terminal run (both hourly here).
+func TestTruthObs12FlagAtTheGrace(t *testing.T) {
+	sections := strings.NewReplacer(`sweep: "@every 1s"`, `sweep: "@every 1h"`, `enforce_terminal: "@every 1s"`, `enforce_terminal: "@every 1h"`).Replace(truthSections)
+	d := truthStart(t, sections)
+	p := testenv.Sleep(t)
+	d.register(t, fmt.Sprintf(`{"type":"play","id":"p-g","lifecycle":"running","pid":%d}`, p.Process.Pid))
+	s := testenv.Sleep(t)
+	d.register(t, fmt.Sprintf(`{"type":"session","id":"s-g","lifecycle":"running","pid":%d}`, s.Process.Pid))
+	for _, c := range []*exec.Cmd{p, s} {
+		if err := c.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Wait()
+	}
+	fp := attention.Fingerprint("play", "p-g", state.SystemHealthProcessDeadUnowned)
+	testenv.Eventually(t, "the play flagged and the session ended at their grace", 30*time.Second, func() (bool, string) {
+		_, flagged := item(d.queue(t, ""), fp)
+		e := d.must(t, "session", "s-g")
+		return flagged && e.State.Lifecycle == "aborted", fmt.Sprint(flagged, " ", e.Display)
+	})
 	d.assertCountsAgree(t)
 }
