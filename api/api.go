@@ -150,7 +150,15 @@ type Options struct {
 	// and is told the failure window so its attention gauge counts the
 	// same queue as /api/attention.
 	Metrics *metrics.Metrics
+	// Page, when set, is the operator's page (package page), served at
+	// PagePatterns behind the same Host guard as the API; its writes go
+	// through the API's own endpoints.
+	Page http.Handler
 }
+
+// PagePatterns are the routes the operator's page answers: GET / (the
+// queue and the entity table), the entity pages and their assets.
+var PagePatterns = []string{"GET /{$}", "GET /entities/{type}/{id}", "GET /assets/"}
 
 type server struct {
 	Options
@@ -220,6 +228,11 @@ func New(o Options) *Handler {
 	m.HandleFunc("GET /api/attention", s.attentionQueue)
 	m.HandleFunc("POST "+attention.SnoozePath, s.mutating(s.snooze))
 	m.HandleFunc("POST "+attention.DismissPath, s.mutating(s.dismiss))
+	if o.Page != nil {
+		for _, p := range PagePatterns {
+			m.Handle(p, o.Page)
+		}
+	}
 	// The catch-all answers unknown paths and wrong methods in JSON; the
 	// mux's own answers are plain text.
 	m.HandleFunc("/", s.fallback)

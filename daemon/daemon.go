@@ -28,6 +28,7 @@ import (
 	"watchdog/jobs"
 	"watchdog/live"
 	"watchdog/metrics"
+	"watchdog/page"
 	"watchdog/probe"
 	"watchdog/reaper"
 	"watchdog/store"
@@ -170,6 +171,7 @@ func Run(ctx context.Context, o Options) error {
 	d.api = api.New(api.Options{
 		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: reg,
 		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m, View: view,
+		Page: page.New(page.Options{View: view, Store: st, Auth: token != "", Now: time.Now, Log: log.Named("page")}),
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -1,0 +1,530 @@
+// Package page is the operator's page (SPEC §13): the attention queue, the
+// entity table and the entity pages, server-rendered with html/template
+// from embedded files over the daemon's live view, the same view the JSON
+// API reads (the same queue as GET /api/attention, the same entities as
+// GET /api/v1/entities). One small embedded script polls the page every
+// 10 s while the tab is visible and sends snooze and dismiss through the
+// API's own endpoints, under the API's auth and origin rules: the page
+// adds no write endpoint. No CDN, no build step.
+//
+// The DOM carries data-testid attributes the browser tests select by
+// (ADR-0031, "page-operator-page"); they are a contract: renaming one
+// breaks the tests on purpose.
+package page
+
+import (
+	"cmp"
+	"context"
+	"embed"
+	"encoding/json"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"watchdog/attention"
+	"watchdog/live"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+	"watchdog/wire"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// View is the live view the page reads; *live.View is one.
+type View interface {
+	Sync(ctx context.Context) error
+	Get(typ, id string, now time.Time) (live.Entry, bool)
+	Each(typ string, fn func(*live.Entry))
+	Attention(q attention.Query, now time.Time) attention.Queue
+	Counts(now time.Time) live.Counts
+}
+
+// Store is the part of the store the entity page reads: the transitions
+// timeline; *store.SQLite is one.
+type Store interface {
+	LatestTransitions(ctx context.Context, typ, id string, n int) ([]store.AuditRow, int, error)
+	TransitionsAfter(ctx context.Context, typ, id string, after int64, limit int) ([]store.AuditRow, error)
+}
+
+// Options configure the page.
+type Options struct {
+	View  View
+	Store Store
+	// Auth tells the script that writes need a token, so it asks for one
+	// (once per tab) before the first snooze or dismiss.
+	Auth bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Log receives render failures; nil discards.
+	Log *zap.Logger
+}
+
+// Limits of what one page shows.
+const (
+	// QueueLimit is how many queue items the page lists (the API's
+	// largest page); the counts above it cover the whole queue.
+	QueueLimit = attention.MaxLimit
+	// TableLimit is how many entities the table lists, most severe first.
+	TableLimit = 500
+	// TimelinePage is how many transitions an entity page lists.
+	TimelinePage = 50
+	// PollSeconds is how often the script refreshes a visible page.
+	PollSeconds = 10
+)
+
+// Handler serves the page: GET / (queue and entity table), GET
+// /entities/{type}/{id} (one entity) and GET /assets/ (the stylesheet and
+// the script): api.PagePatterns, which the API's mux mounts behind its
+// Host guard.
+type Handler struct {
+	o    Options
+	tmpl *template.Template
+	mux  *http.ServeMux
+}
+
+// New builds the page handler.
+func New(o Options) *Handler {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+	h := &Handler{o: o, mux: http.NewServeMux()}
+	h.tmpl = template.Must(template.New("").Funcs(template.FuncMap{
+		"upper": strings.ToUpper,
+	}).ParseFS(templateFS, "templates/*.html"))
+	assets, _ := fs.Sub(assetFS, "assets") // a constant path: cannot fail
+	h.mux.HandleFunc("GET /{$}", h.index)
+	h.mux.HandleFunc("GET /entities/{type}/{id}", h.entity)
+	h.mux.Handle("GET /assets/", http.StripPrefix("/assets/", noStore(http.FileServerFS(assets))))
+	return h
+}
+
+// ServeHTTP serves the page.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// noStore keeps browsers from caching the assets across daemon upgrades
+// (they are a few kilobytes; the embedded files carry no modification
+// time to revalidate against).
+func noStore(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// layout is what every page's frame needs.
+type layout struct {
+	Title       string
+	Auth        bool
+	PollSeconds int
+	GeneratedAt string
+}
+
+// indexPage is GET /.
+type indexPage struct {
+	layout
+	Queue     queueView
+	Filter    filterView
+	Entities  []entityRow
+	Shown     int
+	Total     int
+	Legacy    int
+	FilterErr string
+}
+
+type queueView struct {
+	Total    int
+	Sections []severitySection
+}
+
+type severitySection struct {
+	Severity string
+	Count    int
+	Clusters []clusterView
+}
+
+type clusterView struct {
+	ID      string
+	Summary string
+	Items   []itemView
+}
+
+// Size is the number of the cluster's items on the page.
+func (c clusterView) Size() int { return len(c.Items) }
+
+// Collapsed reports whether the cluster starts folded: more than one item.
+func (c clusterView) Collapsed() bool { return len(c.Items) > 1 }
+
+type itemView struct {
+	Fingerprint string
+	Label       string
+	Type        string
+	Age         string
+	Summary     string
+	Status      string
+	Href        string
+	SnoozeBody  string
+	DismissBody string
+}
+
+type filterView struct {
+	Type, Severity, Host string
+	Types                []string
+	Severities           []string
+	Hosts                []string
+}
+
+// Active reports whether any filter is set.
+func (f filterView) Active() bool { return f.Type != "" || f.Severity != "" || f.Host != "" }
+
+type pill struct {
+	Tone, Icon, Text, Title string
+}
+
+type entityRow struct {
+	Type, ID, Label, Href string
+	Chain                 string
+	Pill                  pill
+	PID                   string
+	Since                 string
+	Heartbeat             string
+	Exit                  string
+	Host                  string
+}
+
+// entityPage is GET /entities/{type}/{id}.
+type entityPage struct {
+	layout
+	Row       entityRow
+	Severity  string
+	Reasons   []reasonView
+	Timeline  []timelineRow
+	Total     int
+	Older     string // the link to the page from the first transition
+	Newer     string // the link to the next page, when paging
+	Latest    string // the link back to the latest transitions, when paging
+	Paging    bool
+	Heartbeat string
+	Progress  string
+}
+
+type reasonView struct {
+	Code     string
+	Message  string
+	Evidence []string
+}
+
+type timelineRow struct {
+	Seq     int64
+	At      string
+	Age     string
+	From    string
+	To      string
+	Code    string
+	Message string
+	Actor   string
+	Trigger string
+}
+
+func (h *Handler) frame(title string, now time.Time) layout {
+	return layout{Title: title, Auth: h.o.Auth, PollSeconds: PollSeconds, GeneratedAt: now.UTC().Format(time.RFC3339)}
+}
+
+func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
+	if err := h.o.View.Sync(r.Context()); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	now := h.o.Now()
+	p := indexPage{layout: h.frame("watchdog", now)}
+	p.Queue = buildQueue(h.o.View.Attention(attention.Query{Limit: QueueLimit}, now), now)
+	p.Legacy = h.o.View.Counts(now).Legacy
+
+	q := r.URL.Query()
+	f := filterView{Type: q.Get("type"), Severity: q.Get("severity"), Host: q.Get("host"), Types: transitions.Types()}
+	for _, s := range state.Severities {
+		f.Severities = append(f.Severities, string(s))
+	}
+	var sev []state.Severity
+	if f.Type != "" {
+		canon, ok := transitions.CanonicalType(f.Type)
+		if !ok {
+			p.FilterErr = "type " + strconv.Quote(f.Type) + " is not an entity type"
+		}
+		f.Type = canon
+	}
+	if f.Severity != "" {
+		s, err := state.ParseSeverities(f.Severity, state.Severities)
+		if err != nil {
+			p.FilterErr = "severity " + err.Error()
+		}
+		sev = s
+	}
+	p.Filter = f
+	hosts := map[string]bool{}
+	var list []wire.Entity
+	if p.FilterErr == "" {
+		h.o.View.Each(f.Type, func(e *live.Entry) {
+			if e.Entity.HostID != "" {
+				hosts[e.Entity.HostID] = true
+			}
+			if sev != nil && (e.Legacy() || !slices.Contains(sev, e.State.Severity)) {
+				return
+			}
+			if f.Host != "" && e.Entity.HostID != f.Host {
+				return
+			}
+			list = append(list, wire.FromView(e.Entity, e.State, nil, now))
+		})
+	}
+	for host := range hosts {
+		p.Filter.Hosts = append(p.Filter.Hosts, host)
+	}
+	slices.Sort(p.Filter.Hosts)
+	wire.SortEntities(list)
+	p.Total = len(list)
+	if len(list) > TableLimit {
+		list = list[:TableLimit]
+	}
+	p.Shown = len(list)
+	for i := range list {
+		p.Entities = append(p.Entities, rowOf(&list[i], now))
+	}
+	status := http.StatusOK
+	if p.FilterErr != "" {
+		status = http.StatusBadRequest
+	}
+	h.render(w, r, status, "index.html", p)
+}
+
+func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
+	typ, ok := transitions.CanonicalType(r.PathValue("type"))
+	id := r.PathValue("id")
+	if !ok {
+		h.notFound(w, r, "no entity type "+strconv.Quote(r.PathValue("type")))
+		return
+	}
+	ctx := r.Context()
+	if err := h.o.View.Sync(ctx); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	now := h.o.Now()
+	ent, found := h.o.View.Get(typ, id, now)
+	if !found {
+		h.notFound(w, r, "no entity "+typ+"/"+id)
+		return
+	}
+	we := wire.FromView(ent.Entity, ent.State, nil, now)
+	p := entityPage{layout: h.frame(labelOf(&we)+" · watchdog", now), Row: rowOf(&we, now), Severity: string(we.State.Severity)}
+	if we.State.Legacy() {
+		p.Severity = "legacy"
+	}
+	p.Progress = we.HeartbeatProgress
+	for _, rs := range we.State.Reasons {
+		rv := reasonView{Code: string(rs.Code), Message: rs.Message}
+		for _, ev := range rs.Evidence {
+			rv.Evidence = append(rv.Evidence, evidenceText(ev))
+		}
+		p.Reasons = append(p.Reasons, rv)
+	}
+
+	// The timeline: the latest TimelinePage transitions by default, or,
+	// with ?after=SEQ, the API's paging from the oldest (seq > after).
+	var rows []store.AuditRow
+	base := entityHref(typ, id)
+	if a := r.URL.Query().Get("after"); a != "" {
+		after, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || after < 0 {
+			h.notFound(w, r, "after "+strconv.Quote(a)+" is not a transition number")
+			return
+		}
+		rows, err = h.o.Store.TransitionsAfter(ctx, typ, id, after, TimelinePage+1)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		p.Paging, p.Latest = true, base
+		if len(rows) > TimelinePage {
+			rows = rows[:TimelinePage]
+			p.Newer = base + "?after=" + strconv.FormatInt(rows[len(rows)-1].Seq, 10)
+		}
+	} else {
+		var err error
+		rows, p.Total, err = h.o.Store.LatestTransitions(ctx, typ, id, TimelinePage)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		if p.Total > len(rows) {
+			p.Older = base + "?after=0"
+		}
+	}
+	// Newest first: what happened last is what an operator reads first.
+	for i := len(rows) - 1; i >= 0; i-- {
+		a := rows[i]
+		tr := timelineRow{Seq: a.Seq, At: a.At.UTC().Format("2006-01-02 15:04:05Z"), Age: ago(now, a.At), To: a.To,
+			Code: a.ReasonCode, Message: a.Message, Actor: a.Actor, Trigger: a.Trigger}
+		if a.From != nil {
+			tr.From = *a.From
+		}
+		p.Timeline = append(p.Timeline, tr)
+	}
+	h.render(w, r, http.StatusOK, "entity.html", p)
+}
+
+// buildQueue groups the queue's items (already in the queue's order: most
+// severe first) by severity, then by cluster in order of first
+// appearance.
+func buildQueue(q attention.Queue, now time.Time) queueView {
+	out := queueView{Total: q.Total}
+	for _, sev := range attention.Severities {
+		sec := severitySection{Severity: string(sev), Count: q.BySeverity[sev]}
+		index := map[string]int{}
+		for i := range q.Items {
+			it := &q.Items[i]
+			if it.Severity != sev {
+				continue
+			}
+			k, ok := index[it.ClusterID]
+			if !ok {
+				k = len(sec.Clusters)
+				index[it.ClusterID] = k
+				sec.Clusters = append(sec.Clusters, clusterView{ID: it.ClusterID, Summary: it.Reason.Summary})
+			}
+			sec.Clusters[k].Items = append(sec.Clusters[k].Items, itemOf(it, now))
+		}
+		if len(sec.Clusters) > 0 {
+			out.Sections = append(out.Sections, sec)
+		}
+	}
+	return out
+}
+
+func itemOf(it *attention.Item, now time.Time) itemView {
+	v := itemView{
+		Fingerprint: it.Fingerprint, Label: cmp.Or(it.Entity.Label, it.Entity.Type+"/"+it.Entity.ID), Type: it.Entity.Type,
+		Age: ago(now, it.FirstSeenAt.Time), Summary: it.Reason.Summary, Status: it.Status,
+		Href: entityHref(it.Entity.Type, it.Entity.ID),
+	}
+	for _, a := range it.Actions {
+		body, _ := json.Marshal(a.Body) // strings and numbers: cannot fail
+		switch a.ID {
+		case "snooze":
+			v.SnoozeBody = string(body)
+		case "dismiss":
+			v.DismissBody = string(body)
+		}
+	}
+	return v
+}
+
+// Icons by tone: the pill never says anything by colour alone (seed 001:
+// colour, icon and text together).
+var toneIcons = map[string]string{
+	"danger":  "✕",
+	"warning": "⧗",
+	"info":    "●",
+	"success": "✓",
+	"neutral": "■",
+	"legacy":  "–",
+}
+
+func rowOf(e *wire.Entity, now time.Time) entityRow {
+	r := entityRow{Type: e.Type, ID: e.ID, Label: labelOf(e), Href: entityHref(e.Type, e.ID), Chain: e.Display, Host: e.HostID}
+	if e.State.Legacy() {
+		r.Pill = pill{Tone: "legacy", Text: "legacy", Title: "Created before the current status vocabulary; excluded from live metrics, failure counts and the queue"}
+	} else {
+		text := e.State.Outcome
+		if text == "" {
+			text = e.State.Lifecycle
+		}
+		r.Pill = pill{Tone: string(e.State.Tone), Text: state.Humanize(text), Title: "severity " + string(e.State.Severity)}
+	}
+	r.Pill.Icon = toneIcons[r.Pill.Tone]
+	if e.PID != 0 {
+		r.PID = strconv.Itoa(e.PID)
+	}
+	since := e.StartedAt.Time
+	if since.IsZero() {
+		since = e.CreatedAt.Time
+	}
+	r.Since = ago(now, since)
+	r.Heartbeat = ago(now, e.HeartbeatAt.Time)
+	if e.ExitStatus != nil {
+		r.Exit = e.ExitStatus.Short()
+	}
+	return r
+}
+
+func labelOf(e *wire.Entity) string {
+	return cmp.Or(e.Label, e.Type+"/"+e.ID)
+}
+
+// entityHref is the entity page's path.
+func entityHref(typ, id string) string {
+	return "/entities/" + url.PathEscape(typ) + "/" + url.PathEscape(id)
+}
+
+// ago renders "12m ago" (state.FormatAge), "" for a zero time.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return state.FormatAge(now.Sub(t)) + " ago"
+}
+
+// evidenceText is one line of a reason's evidence: its kind and whatever
+// names it.
+func evidenceText(ev state.EvidenceRef) string {
+	parts := []string{ev.Kind}
+	for _, s := range []string{ev.ID, ev.Path, ev.URL, ev.Repo, ev.CommitSHA, ev.SessionID, ev.MessageID, ev.ToolCallID, ev.ArtifactID, ev.ContentHash, ev.Detail} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, " · ")
+}
+
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	var b strings.Builder
+	if err := h.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// Scripts and styles only from this daemon; no frames of it elsewhere.
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String())) // the client went away; nothing left to tell it
+}
+
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request, msg string) {
+	h.render(w, r, http.StatusNotFound, "notfound.html", struct {
+		layout
+		Message string
+	}{h.frame("not found · watchdog", h.o.Now()), msg})
+}
+
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() == nil {
+		h.o.Log.Error("page failed", zap.String("path", r.URL.Path), zap.Error(err))
+	}
+	http.Error(w, "internal error: see the watchdog log", http.StatusInternalServerError)
+}
