@@ -3,7 +3,7 @@ GO            ?= go
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 STATICCHECK   := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
-APT_PACKAGES  := gcc libc6-dev postgresql prometheus prometheus-alertmanager
+APT_PACKAGES  := gcc libc6-dev postgresql prometheus prometheus-alertmanager chromium
 
 .PHONY: test tools deps fmt-check vet staticcheck deploy-check unit fuzz build bench bench-pg
 
@@ -13,7 +13,8 @@ test: deps tools fmt-check vet staticcheck deploy-check unit fuzz
 # whose initdb and server internal/testenv starts for store/pgstore; prometheus,
 # whose server deploy/realdata_test.go starts and whose promtool
 # deploy-check runs; prometheus-alertmanager, which
-# deploy/alerting_doc_test.go runs with docs/alerting.md's configuration),
+# deploy/alerting_doc_test.go runs with docs/alerting.md's configuration;
+# chromium, the headless browser of cmd/watchdog/page_browser_test.go),
 # installed only when missing. A policy-rc.d that says
 # no keeps the packages' maintainer scripts from starting their services
 # (the tests start their own), only if the host has none.
