@@ -612,6 +612,26 @@ func TestPageEntities(t *testing.T) {
 		}
 	})
 
+	t.Run("polling", func(t *testing.T) {
+		// The page refreshes itself every 10 s while it is seen, and not
+		// while the tab is hidden: document.hidden is forced here, as a
+		// background tab has it.
+		b.open(t, d, "/", `[data-testid="entities"]`)
+		row := func(id string) string {
+			return fmt.Sprintf(`document.querySelectorAll('[data-testid="entity"][data-id=%q]').length === 1`, id)
+		}
+		pbEval[bool](t, b, `(Object.defineProperty(document, "hidden", {configurable: true, get: () => true}), true)`)
+		pbWrite(t, d, "/api/v1/entities", `{"type":"session","id":"poll-hidden","lifecycle":"running"}`)
+		time.Sleep(12 * time.Second) // more than one polling period
+		if pbEval[bool](t, b, row("poll-hidden")) {
+			t.Fatal("a hidden tab refreshed the page")
+		}
+		pbEval[bool](t, b, `(Object.defineProperty(document, "hidden", {configurable: true, get: () => false}), document.dispatchEvent(new Event("visibilitychange")), true)`)
+		b.until(t, "the page refreshed once seen again", row("poll-hidden"), `document.querySelector('[data-testid="entities"]').innerText`)
+		pbWrite(t, d, "/api/v1/entities", `{"type":"session","id":"poll-seen","lifecycle":"running"}`)
+		b.until(t, "the page's own refresh shows a new entity", row("poll-seen"), `document.querySelector('[data-testid="entities"]').innerText`)
+	})
+
 	t.Run("phone", func(t *testing.T) {
 		if n := pbEval[int](t, b, `document.querySelectorAll('meta[name="viewport"]').length`); n != 1 {
 			t.Errorf("%d viewport meta tags, want 1", n)
