@@ -146,61 +146,10 @@ func firing(a amAlert) bool { return a.EndsAt.IsZero() || a.EndsAt.After(time.No
 // stop sends SIGTERM and waits for the exit.
 func amServe(t *testing.T, dir, sections string) (d *rmtDaemon, stop func()) {
 	t.Helper()
-	d = &rmtDaemon{db: filepath.Join(dir, "watchdog.db"), log: filepath.Join(dir, fmt.Sprintf("serve-%d.log", time.Now().UnixNano()))}
-	cfg := writeFile(t, dir, "config.yaml", fmt.Sprintf("store:\n  dsn: %q\nlisten: 127.0.0.1:0\nauth: none\n%slog:\n  level: info\n  format: json\n", d.db, sections))
-	logFile, err := os.Create(d.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	cmd := exec.Command(binPath, "serve", "--config", cfg)
-	cmd.Env = rmtEnv()
-	cmd.Stdout, cmd.Stderr = io.Discard, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start serve: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }() //nolint:errcheck // the exit is reported through done
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may have exited already
-		select {
-		case <-done:
-		case <-time.After(rmtDeadline):
-			cmd.Process.Kill() //nolint:errcheck // best effort at cleanup
-			<-done
-			t.Errorf("serve did not stop on SIGTERM within %s", rmtDeadline)
-		}
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("daemon log %s:\n%s", d.log, d.logs())
-		}
-	})
-	testenv.Eventually(t, "the daemon ready", rmtDeadline, func() (bool, string) {
-		select {
-		case <-done:
-			t.Fatalf("serve exited before it was ready:\n%s", d.logs())
-		default:
-		}
-		if d.base == "" {
-			d.base = rmtListenAddr(d.logs())
-		}
-		if d.base != "" {
-			if resp, err := http.Get(d.base + "/readyz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return true, ""
-				}
-			}
-		}
-		return false, "daemon log:\n" + d.logs()
-	})
+	db := filepath.Join(dir, "watchdog.db")
+	cfg := writeFile(t, dir, "config.yaml", fmt.Sprintf("store:\n  dsn: %q\nlisten: 127.0.0.1:0\nauth: none\n%slog:\n  level: info\n  format: json\n", db, sections))
+	d, stop = rmtServe(t, cfg, filepath.Join(dir, fmt.Sprintf("serve-%d.log", time.Now().UnixNano())))
+	d.db = db
 	return d, stop
 }
 

@@ -2,15 +2,10 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"watchdog/internal/testenv"
 )
@@ -20,7 +15,6 @@ import (
 func pgStart(t *testing.T, dsn, hostID string) *rmtDaemon {
 	t.Helper()
 	dir := t.TempDir()
-	d := &rmtDaemon{log: filepath.Join(dir, "serve.log")}
 	cfg := writeFile(t, dir, "config.yaml", fmt.Sprintf(`host_id: %s
 store:
   driver: postgres
@@ -31,54 +25,7 @@ log:
   level: info
   format: json
 `, hostID, dsn))
-	logFile, err := os.Create(d.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	cmd := exec.Command(binPath, "serve", "--config", cfg)
-	cmd.Env = rmtEnv()
-	cmd.Stdout, cmd.Stderr = io.Discard, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start serve: %v", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait() //nolint:errcheck // the exit is reported through done
-		close(done)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may have exited already
-		select {
-		case <-done:
-		case <-time.After(rmtDeadline):
-			cmd.Process.Kill() //nolint:errcheck // best effort at cleanup
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("daemon %s log:\n%s", hostID, d.logs())
-		}
-	})
-	hc := &http.Client{Timeout: 5 * time.Second}
-	testenv.Eventually(t, "daemon "+hostID+" ready", rmtDeadline, func() (bool, string) {
-		select {
-		case <-done:
-			t.Fatalf("serve exited before it was ready:\n%s", d.logs())
-		default:
-		}
-		if d.base == "" {
-			d.base = rmtListenAddr(d.logs())
-		}
-		if d.base != "" {
-			if resp, err := hc.Get(d.base + "/readyz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return true, ""
-				}
-			}
-		}
-		return false, "daemon log:\n" + d.logs()
-	})
+	d, _ := rmtServe(t, cfg, filepath.Join(dir, "serve.log"))
 	return d
 }
 

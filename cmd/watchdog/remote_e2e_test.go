@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -89,11 +90,12 @@ func rmtStart(t *testing.T, withAuth bool) *rmtDaemon {
 func rmtStartWith(t *testing.T, withAuth bool, sections string, env ...string) *rmtDaemon {
 	t.Helper()
 	dir := t.TempDir()
-	d := &rmtDaemon{db: filepath.Join(dir, "watchdog.db")}
+	db := filepath.Join(dir, "watchdog.db")
 	auth := "auth: none\n"
+	var token string
 	if withAuth {
-		d.token = writeFile(t, dir, "token", rmtToken+"\n")
-		auth = fmt.Sprintf("auth:\n  token_file: %q\n", d.token)
+		token = writeFile(t, dir, "token", rmtToken+"\n")
+		auth = fmt.Sprintf("auth:\n  token_file: %q\n", token)
 	}
 	cfg := writeFile(t, dir, "config.yaml", fmt.Sprintf(`store:
   dsn: %q
@@ -101,15 +103,26 @@ listen: 127.0.0.1:0
 %s%slog:
   level: info
   format: json
-`, d.db, auth, sections))
-	logPath := filepath.Join(dir, "serve.log")
-	d.log = logPath
+`, db, auth, sections))
+	d, _ := rmtServe(t, cfg, filepath.Join(dir, "serve.log"), env...)
+	d.db, d.token = db, token
+	return d
+}
+
+// rmtServe starts `watchdog serve --config cfg` (its stderr, the JSON log,
+// to logPath) and waits for /readyz: the one way every end-to-end test
+// starts a daemon. env is added to its environment; an empty
+// "JOURNAL_STREAM=" is filled with the log file's device:inode. stop sends
+// SIGTERM and waits for the exit (once; the test's cleanup calls it too,
+// and prints the log of a failed test).
+func rmtServe(t *testing.T, cfg, logPath string, env ...string) (d *rmtDaemon, stop func()) {
+	t.Helper()
+	d = &rmtDaemon{log: logPath}
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logFile.Close() // the child has its own descriptor
-	cmd := exec.Command(binPath, "serve", "--config", cfg)
 	for i, kv := range env {
 		if kv == "JOURNAL_STREAM=" {
 			var st syscall.Stat_t
@@ -119,6 +132,7 @@ listen: 127.0.0.1:0
 			env[i] = fmt.Sprintf("JOURNAL_STREAM=%d:%d", st.Dev, st.Ino)
 		}
 	}
+	cmd := exec.Command(binPath, "serve", "--config", cfg)
 	cmd.Env = rmtEnv(env...)
 	cmd.Stdout, cmd.Stderr = io.Discard, logFile
 	if err := cmd.Start(); err != nil {
@@ -129,20 +143,23 @@ listen: 127.0.0.1:0
 		cmd.Wait() //nolint:errcheck // the exit is reported through done
 		close(done)
 	}()
-	logs := func() string {
-		b, _ := os.ReadFile(logPath)
-		return string(b)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may have exited already
+			select {
+			case <-done:
+			case <-time.After(rmtDeadline):
+				cmd.Process.Kill() //nolint:errcheck // best effort at cleanup
+				<-done
+				t.Errorf("serve did not stop on SIGTERM within %s", rmtDeadline)
+			}
+		})
 	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may have exited already
-		select {
-		case <-done:
-		case <-time.After(rmtDeadline):
-			cmd.Process.Kill() //nolint:errcheck // best effort at cleanup
-			<-done
-		}
+		stop()
 		if t.Failed() {
-			t.Logf("daemon log:\n%s", logs())
+			t.Logf("daemon log %s:\n%s", logPath, d.logs())
 		}
 	})
 
@@ -150,11 +167,11 @@ listen: 127.0.0.1:0
 	testenv.Eventually(t, "the daemon ready", rmtDeadline, func() (bool, string) {
 		select {
 		case <-done:
-			t.Fatalf("serve exited before it was ready:\n%s", logs())
+			t.Fatalf("serve exited before it was ready:\n%s", d.logs())
 		default:
 		}
 		if d.base == "" {
-			d.base = rmtListenAddr(logs())
+			d.base = rmtListenAddr(d.logs())
 		}
 		if d.base != "" {
 			if resp, err := hc.Get(d.base + "/readyz"); err == nil {
@@ -164,9 +181,9 @@ listen: 127.0.0.1:0
 				}
 			}
 		}
-		return false, "daemon log:\n" + logs()
+		return false, "daemon log:\n" + d.logs()
 	})
-	return d
+	return d, stop
 }
 
 // rmtListenAddr finds the bound address in the daemon's JSON log.
