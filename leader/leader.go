@@ -160,10 +160,16 @@ func (e *Elector) Try(ctx context.Context) bool {
 // leadership begins no earlier than "from" and ends no later than
 // "until", so the logs of a fleet show that no two daemons led at once.
 func (e *Elector) report(leading bool, from, until time.Time) {
+	e.reportWhy(leading, from, until, "another daemon does the host-less work")
+}
+
+// reportWhy is report with the reason a leadership ended (every line that
+// ends one starts "not leading: ").
+func (e *Elector) reportWhy(leading bool, from, until time.Time, why string) {
 	if leading {
 		e.log.Info("leading: this daemon does the host-less work", zap.String("from", from.Format(time.RFC3339Nano)))
 	} else {
-		e.log.Info("not leading: another daemon does the host-less work", zap.String("until", until.Format(time.RFC3339Nano)))
+		e.log.Info("not leading: "+why, zap.String("until", until.Format(time.RFC3339Nano)))
 	}
 	if e.on != nil {
 		e.on(leading)
@@ -218,6 +224,6 @@ func (e *Elector) Stop() {
 		e.log.Warn("leadership: could not give it up; another daemon takes over when it expires", zap.Error(err))
 	}
 	if was {
-		e.report(false, time.Time{}, until)
+		e.reportWhy(false, time.Time{}, until, "this daemon stops (another daemon, if any, takes the host-less work)")
 	}
 }

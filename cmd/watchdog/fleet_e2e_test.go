@@ -160,7 +160,7 @@ func (f *fleetDaemon) stop(sig syscall.Signal) {
 func (f *fleetDaemon) leads() bool {
 	l := f.logs()
 	on := strings.LastIndex(l, "leading: this daemon does the host-less work")
-	off := strings.LastIndex(l, "not leading: another daemon does the host-less work")
+	off := strings.LastIndex(l, `"msg":"not leading: `)
 	return on >= 0 && on > off
 }
 
