@@ -90,20 +90,12 @@ func (s *SQLite) RecordHeartbeat(ctx context.Context, typ, id string, at time.Ti
 // nobody's current record. It reports whether a row changed (false also
 // when the same status is already stored).
 func (s *SQLite) RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error) {
-	if pid <= 0 {
-		return false, fmt.Errorf("record exit %s/%s: pid %d is not a process id", typ, id, pid)
-	}
-	if x.At.IsZero() {
-		return false, fmt.Errorf("record exit %s/%s: no time of death", typ, id)
-	}
-	var code, signal any
-	if x.Signal != 0 {
-		signal = int64(x.Signal)
-	} else {
-		code = int64(x.Code)
+	code, signal, err := ExitArgs(typ, id, pid, x)
+	if err != nil {
+		return false, err
 	}
 	var n int64
-	err := s.writeTx(ctx, func() error {
+	err = s.writeTx(ctx, func() error {
 		res, err := s.exec(ctx, `UPDATE entities SET exit_code = :code, exit_signal = :signal, exit_at = :at
 		WHERE type = :type AND id = :id AND terminal = 0 AND lifecycle IS NOT NULL AND pid = :pid
 		  AND (exit_at IS NULL OR exit_code IS NOT :code OR exit_signal IS NOT :signal)`,

@@ -424,20 +424,12 @@ func (s *Store) RecordHeartbeat(ctx context.Context, typ, id string, at time.Tim
 // RecordExit stores how an entity's process ended, with
 // store.SQLite.RecordExit's rules (open entity, same pid, changed status).
 func (s *Store) RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error) {
-	if pid <= 0 {
-		return false, fmt.Errorf("record exit %s/%s: pid %d is not a process id", typ, id, pid)
-	}
-	if x.At.IsZero() {
-		return false, fmt.Errorf("record exit %s/%s: no time of death", typ, id)
-	}
-	var code, signal any
-	if x.Signal != 0 {
-		signal = int64(x.Signal)
-	} else {
-		code = int64(x.Code)
+	code, signal, err := store.ExitArgs(typ, id, pid, x)
+	if err != nil {
+		return false, err
 	}
 	var n int64
-	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE entities SET exit_code = @code::bigint, exit_signal = @signal::bigint, exit_at = @at
 		WHERE type = @type AND id = @id AND NOT terminal AND lifecycle IS NOT NULL AND pid = @pid
 		  AND (exit_at IS NULL OR exit_code IS DISTINCT FROM @code::bigint OR exit_signal IS DISTINCT FROM @signal::bigint)`,
