@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -93,23 +92,7 @@ func TestAlertingDocInhibits(t *testing.T) {
 	cmd := exec.Command(amBin, "--config.file="+path, "--storage.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--cluster.listen-address=")
 	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("alertmanager log:\n%s", logs.String())
-		}
-	})
+	exited := startProcess(t, "alertmanager", cmd, logs, false)
 	base := "http://" + addr
 	client := &http.Client{Timeout: 5 * time.Second}
 	testenv.Eventually(t, "alertmanager to be ready", realDataDeadline, func() (bool, string) {

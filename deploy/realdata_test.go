@@ -392,26 +392,7 @@ func startDaemon(t *testing.T, bin, sections string) *daemonProc {
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "NOTIFY_SOCKET=") || strings.HasPrefix(kv, "WATCHDOG_")
 	})
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Errorf("SIGTERM watchdog serve: %v", err)
-		}
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("watchdog serve after SIGTERM: %v, want exit status 0\n%s", err, d.logs.String())
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Errorf("watchdog serve still running 30s after SIGTERM\n%s", d.logs.String())
-		}
-	})
+	exited := startProcess(t, "watchdog serve", cmd, d.logs, true)
 
 	client := &http.Client{Timeout: 5 * time.Second}
 	testenv.Eventually(t, "watchdog serve to be ready", realDataDeadline, func() (bool, string) {
@@ -543,23 +524,7 @@ scrape_configs:
 	)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start prometheus: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", p.logs.String())
-		}
-	})
+	exited := startProcess(t, "prometheus", cmd, p.logs, false)
 	client := &http.Client{Timeout: 5 * time.Second}
 	testenv.Eventually(t, "prometheus to be ready", realDataDeadline, func() (bool, string) {
 		select {
@@ -706,4 +671,40 @@ func sampleValue(v any) (float64, error) {
 		return 0, fmt.Errorf("sample value %v is not a string", v)
 	}
 	return strconv.ParseFloat(s, 64)
+}
+
+// startProcess starts cmd (a server a test needs: the daemon, Prometheus,
+// Alertmanager) with its output in logs, and stops it with SIGTERM when
+// the test ends (SIGKILL after 30 s), printing logs if the test failed.
+// strict also fails the test when the process does not exit 0 on SIGTERM.
+// The returned channel yields the exit once: a reader that only peeks puts
+// it back.
+func startProcess(t *testing.T, name string, cmd *exec.Cmd, logs *testenv.Buffer, strict bool) chan error {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil && strict {
+			t.Errorf("SIGTERM %s: %v", name, err)
+		}
+		select {
+		case err := <-exited:
+			if err != nil && strict {
+				t.Errorf("%s after SIGTERM: %v, want exit status 0", name, err)
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			if strict {
+				t.Errorf("%s still running 30s after SIGTERM", name)
+			}
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, logs.String())
+		}
+	})
+	return exited
 }
