@@ -14,7 +14,6 @@ import (
 	"watchdog/probe"
 	"watchdog/reaper"
 	"watchdog/store"
-	"watchdog/transitions"
 )
 
 // liveness is the event-driven half of the daemon: the pidfd watcher and
@@ -102,11 +101,7 @@ func (l *liveness) setSettings(rp *reaper.Reaper, s reaper.Settings) {
 // monitorSettings are the monitor's share of the reaper's settings: the
 // same thresholds, so a deadline comes exactly when the job would judge.
 func monitorSettings(s reaper.Settings) monitor.Settings {
-	return monitor.Settings{
-		Thresholds: s.Probe, TerminalGrace: s.TerminalGrace, PhantomAfter: s.PhantomAfter,
-		MisfireGrace: s.MisfireGrace, PollInterval: monitor.DefaultSettings.PollInterval,
-		Waiting: transitions.Waiting,
-	}
+	return monitor.Settings{Settings: s.Settings, PollInterval: monitor.DefaultSettings.PollInterval}
 }
 
 // entitySteps adapts the reaper's per-entity steps to the monitor, which

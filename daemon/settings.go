@@ -5,6 +5,7 @@ import (
 
 	"watchdog/config"
 	"watchdog/cronspec"
+	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/reaper"
 )
@@ -22,14 +23,16 @@ func ReaperSettings(cfg *config.Config) reaper.Settings {
 	// which only narrows whom kill_orphans may signal.
 	killUIDs, _ := cfg.Reaper.KillUIDs()
 	return reaper.Settings{
-		Probe: probe.Thresholds{
-			IdleAfter: time.Duration(t.IdleAfter), StalledAfter: time.Duration(t.StalledAfter),
-			SlowAfter: time.Duration(t.SlowAfter), SlowUntil: time.Duration(t.SlowUntil),
+		Settings: judge.Settings{
+			Probe: probe.Thresholds{
+				IdleAfter: time.Duration(t.IdleAfter), StalledAfter: time.Duration(t.StalledAfter),
+				SlowAfter: time.Duration(t.SlowAfter), SlowUntil: time.Duration(t.SlowUntil),
+			},
+			TerminalGrace: time.Duration(t.TerminalGrace),
+			PhantomAfter:  time.Duration(t.PhantomAfter),
+			MisfireGrace:  time.Duration(t.MisfireGrace),
+			FailureWindow: time.Duration(t.FailureWindow),
 		},
-		TerminalGrace: time.Duration(t.TerminalGrace),
-		PhantomAfter:  time.Duration(t.PhantomAfter),
-		MisfireGrace:  time.Duration(t.MisfireGrace),
-		FailureWindow: time.Duration(t.FailureWindow),
 
 		HostDisconnectedAfter: time.Duration(t.HostDisconnectedAfter),
 		HostLostAfter:         time.Duration(t.HostLostAfter),

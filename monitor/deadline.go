@@ -4,7 +4,7 @@ import (
 	"container/heap"
 	"time"
 
-	"watchdog/cronspec"
+	"watchdog/judge"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -61,64 +61,14 @@ const (
 	jobSchedule
 )
 
-// open says the entity has a lifecycle that has not ended.
-func open(e store.Entity) bool { return e.Lifecycle != nil && !e.Terminal }
-
-// heartbeatBase is what the probe ages a heartbeat from: the later of the
-// file's mtime (as last seen) and the posted heartbeat, else the start;
-// and never earlier than a transition into the current lifecycle state.
-// A file not stat'ed yet can only be newer than what is known, so a
-// deadline from this base is early or on time, never late.
-func heartbeatBase(tr *tracked) time.Time {
-	base := tr.e.HeartbeatAt
-	if tr.hbFile.After(base) {
-		base = tr.hbFile
-	}
-	if base.IsZero() {
-		base = started(*tr.e)
-	}
-	// The probe ages from the later of the heartbeat and the start of the
-	// current state when a transition began it (transitions.StateSince): a
-	// restart is not stalled by the silence before it.
-	if tr.e.LifecycleAt.After(tr.e.CreatedAt) && tr.e.LifecycleAt.After(base) {
-		base = tr.e.LifecycleAt
-	}
-	return base
-}
-
-func started(e store.Entity) time.Time {
-	if !e.StartedAt.IsZero() {
-		return e.StartedAt
-	}
-	return e.PIDStartTime
-}
-
-// judgedByHeartbeat says whether the entity's health moves with its
-// heartbeat's age: open, not a schedule, not already dead.
-func judgedByHeartbeat(e store.Entity) bool {
-	return open(e) && e.ScheduleCron == "" && e.DeadSince.IsZero() && e.Health != state.HealthProcessDead
-}
-
-// heartbeatBoundaries are the times at which the probe's heartbeat
-// judgement changes: idle, stalled, and the slow window's two ends.
-func heartbeatBoundaries(tr *tracked, s Settings) [4]time.Time {
-	var b [4]time.Time
-	if base := heartbeatBase(tr); !base.IsZero() {
-		b[0], b[1] = base.Add(s.Thresholds.IdleAfter), base.Add(s.Thresholds.StalledAfter)
-	}
-	if st := started(*tr.e); !st.IsZero() {
-		b[2], b[3] = st.Add(s.Thresholds.SlowAfter), st.Add(s.Thresholds.SlowUntil)
-	}
-	return b
-}
+// The rules the deadlines come from are package judge's (one owner each):
+// the monitor only keeps, per entity, what it has learnt (the heartbeat
+// file's mtime) and which deadlines already fired.
 
 // nextHeartbeat is the first heartbeat boundary after judged (zero: none).
 func nextHeartbeat(tr *tracked, s Settings) time.Time {
-	if !judgedByHeartbeat(*tr.e) || (s.Waiting != nil && s.Waiting(*tr.e)) {
-		return time.Time{}
-	}
 	var next time.Time
-	for _, b := range heartbeatBoundaries(tr, s) {
+	for _, b := range judge.HeartbeatBoundaries(*tr.e, tr.hbFile, s.Settings) {
 		if !b.IsZero() && b.After(tr.judged) && (next.IsZero() || b.Before(next)) {
 			next = b
 		}
@@ -128,54 +78,12 @@ func nextHeartbeat(tr *tracked, s Settings) time.Time {
 
 // crossed says whether a heartbeat boundary lies in (judged, now].
 func crossed(tr *tracked, s Settings, now time.Time) bool {
-	if s.Waiting != nil && s.Waiting(*tr.e) {
-		return false
-	}
-	for _, b := range heartbeatBoundaries(tr, s) {
+	for _, b := range judge.HeartbeatBoundaries(*tr.e, tr.hbFile, s.Settings) {
 		if !b.IsZero() && b.After(tr.judged) && !b.After(now) {
 			return true
 		}
 	}
 	return false
-}
-
-// lastActivity is the latest sign of life the row and the heartbeat file
-// hold, what phantom_after counts from (as the reaper's phantom job).
-func lastActivity(tr *tracked) time.Time {
-	last := tr.e.CreatedAt
-	for _, t := range []time.Time{tr.e.LifecycleAt, tr.e.HeartbeatAt, tr.e.StartedAt, tr.hbFile} {
-		if t.After(last) {
-			last = t
-		}
-	}
-	return last
-}
-
-// phantomCandidate: the reaper ends as a phantom an open entity whose
-// process is dead or orphaned and that has been quiet for phantom_after.
-func phantomCandidate(e store.Entity) bool {
-	return open(e) && (e.Health == state.HealthProcessDead || e.Health == state.HealthOrphaned)
-}
-
-// nextFire is an enabled schedule's next fire time after its last (or its
-// resume), zero for anything else or a cron that does not parse (the
-// reconciling job reports that one).
-func nextFire(e store.Entity) time.Time {
-	if e.ScheduleCron == "" || e.LifecycleOr("") != "enabled" {
-		return time.Time{}
-	}
-	sched, err := cronspec.Parser.Parse(e.ScheduleCron)
-	if err != nil {
-		return time.Time{}
-	}
-	last := e.ScheduleLastFiredAt
-	if last.IsZero() {
-		last = e.CreatedAt
-	}
-	if e.LifecycleAt.After(e.CreatedAt) && e.LifecycleAt.After(last) {
-		last = e.LifecycleAt
-	}
-	return sched.Next(last)
 }
 
 // deadlines returns the entity's earliest deadline and, for a now at or
@@ -193,7 +101,7 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 			next = at
 		}
 	}
-	if !open(*tr.e) {
+	if !judge.Open(*tr.e) {
 		return time.Time{}, 0
 	}
 	consider(tr.checkAt, jobCheck)
@@ -205,23 +113,13 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 		consider(tr.judged.Add(s.PollInterval), jobHeartbeat)
 	}
 	if ds := tr.e.DeadSince; !ds.IsZero() && !ds.Equal(tr.enforcedFor) {
-		consider(ds.Add(s.TerminalGrace), jobEnforce)
+		consider(judge.GraceEnds(*tr.e, s.Settings), jobEnforce)
 	}
-	if phantomCandidate(*tr.e) {
-		if last := lastActivity(tr); !last.Equal(tr.phantomFor) {
-			at := last.Add(s.PhantomAfter)
-			// A dead process's owner keeps terminal_grace from the
-			// death even when it was quiet long before (the reaper's
-			// phantom rule): a deadline before that would be declined
-			// and, firing once per activity, never come again.
-			if ds := tr.e.DeadSince; !ds.IsZero() && ds.Add(s.TerminalGrace).After(at) {
-				at = ds.Add(s.TerminalGrace)
-			}
-			consider(at, jobPhantom)
-		}
+	if last := judge.LastActivity(*tr.e, tr.hbFile); !last.Equal(tr.phantomFor) {
+		consider(judge.PhantomAt(*tr.e, tr.hbFile, s.Settings), jobPhantom)
 	}
-	if fire := nextFire(*tr.e); !fire.IsZero() && !fire.Equal(tr.scheduleFor) {
-		consider(fire.Add(s.MisfireGrace), jobSchedule)
+	if fire, at := judge.MisfireAt(*tr.e, s.Settings); !fire.Equal(tr.scheduleFor) {
+		consider(at, jobSchedule)
 	}
 	return next, due
 }

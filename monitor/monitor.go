@@ -26,6 +26,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"watchdog/judge"
 	"watchdog/pidwatch"
 	"watchdog/probe"
 	"watchdog/state"
@@ -62,18 +63,13 @@ type Prober interface {
 // Settings are the durations the deadlines are computed from: the config's
 // thresholds and graces, and the fallback's poll interval.
 type Settings struct {
-	Thresholds    probe.Thresholds
-	TerminalGrace time.Duration
-	PhantomAfter  time.Duration
-	MisfireGrace  time.Duration
+	// Settings are the judgement's, the very ones the reaper applies, so
+	// a deadline comes exactly when the judgement changes.
+	judge.Settings
 	// PollInterval is how often an entity whose process cannot be watched
 	// by pidfd (ErrUnsupported, ErrNoFD, no start time recorded) is
 	// checked.
 	PollInterval time.Duration
-	// Waiting says an open entity is not in a working state of its type,
-	// so no heartbeat deadline is set for it (the probe does not judge its
-	// heartbeat either). nil: every open entity is working.
-	Waiting func(e store.Entity) bool
 }
 
 // DefaultSettings are the SPEC defaults, and a 5 s poll: a death on a
@@ -81,16 +77,13 @@ type Settings struct {
 // per polled process every 5 s (about 5µs each), where the sweep took a
 // minute.
 var DefaultSettings = Settings{
-	Thresholds:    probe.DefaultThresholds,
-	TerminalGrace: 30 * time.Second,
-	PhantomAfter:  time.Hour,
-	MisfireGrace:  5 * time.Minute,
-	PollInterval:  5 * time.Second,
+	Settings:     judge.DefaultSettings,
+	PollInterval: 5 * time.Second,
 }
 
 func (s Settings) withDefaults() Settings {
 	d := DefaultSettings
-	s.Thresholds = s.Thresholds.WithDefaults()
+	s.Probe = s.Probe.WithDefaults()
 	if s.TerminalGrace <= 0 {
 		s.TerminalGrace = d.TerminalGrace
 	}
@@ -295,7 +288,7 @@ func (m *Monitor) local(e store.Entity) bool {
 // apply takes one entity's new state: (re)opens or drops its watch and
 // computes its deadline again.
 func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
-	if !open(*e) || !m.local(*e) {
+	if !judge.Open(*e) || !m.local(*e) {
 		if tr := m.ents[key]; tr != nil && m.local(*e) && e.Lifecycle != nil {
 			// It has just ended (its owner's transition, exec's, the
 			// reaper's): its health is judged now as an ended entity's
@@ -556,7 +549,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	// a no-op. With the defaults (grace 30s, phantom 1h) enforcement
 	// nearly always comes first on its own.
 	if due&jobPhantom != 0 {
-		tr.phantomFor = lastActivity(tr)
+		tr.phantomFor = judge.LastActivity(*tr.e, tr.hbFile)
 		m.act(ctx, tr, "reap phantom", m.opt.Reaper.ReapPhantomEntity)
 	}
 	if due&jobEnforce != 0 {
@@ -564,7 +557,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 		m.act(ctx, tr, "enforce", m.opt.Reaper.EnforceEntity)
 	}
 	if due&jobSchedule != 0 {
-		tr.scheduleFor = nextFire(*tr.e)
+		tr.scheduleFor = judge.NextFire(*tr.e)
 		m.act(ctx, tr, "check schedule", m.opt.Reaper.CheckScheduleEntity)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"watchdog/internal/testenv"
+	"watchdog/judge"
 	"watchdog/pidwatch"
 	"watchdog/probe"
 	"watchdog/state"
@@ -22,9 +23,8 @@ import (
 // when, from what.
 func TestDeadlines(t *testing.T) {
 	s := DefaultSettings
-	// What the daemon injects from the types' graphs (transitions.Waiting);
-	// here a session "waiting" stands for an agent idle for input.
-	s.Waiting = func(e store.Entity) bool { return e.LifecycleOr("") == "waiting" }
+	// A session "waiting" (for input) is not working in its graph
+	// (transitions.Waiting): no heartbeat deadline.
 	waiting := session("w", 42)
 	waiting.Lifecycle = strp("waiting")
 	restarted := session("r", 42)
@@ -67,8 +67,8 @@ func TestDeadlines(t *testing.T) {
 		{name: "an explicit check comes first", tr: tracked{e: ptr(session("a", 42)), judged: t0, checkAt: t0.Add(time.Second)}, now: t0.Add(time.Second),
 			next: t0.Add(time.Second), due: jobCheck},
 		{name: "schedule: next fire + misfire_grace", tr: tracked{e: ptr(schedule), judged: t0}, now: t0,
-			next: nextFire(schedule).Add(5 * time.Minute)},
-		{name: "schedule judged for that fire: nothing", tr: tracked{e: ptr(schedule), judged: t0, scheduleFor: nextFire(schedule)}, now: t0},
+			next: judge.NextFire(schedule).Add(5 * time.Minute)},
+		{name: "schedule judged for that fire: nothing", tr: tracked{e: ptr(schedule), judged: t0, scheduleFor: judge.NextFire(schedule)}, now: t0},
 		{name: "waiting, not working: no heartbeat deadline", tr: tracked{e: ptr(waiting), judged: t0}, now: t0.Add(2 * time.Hour)},
 		{name: "a new state ages the heartbeat from its start", tr: tracked{e: ptr(restarted), judged: t0.Add(2 * time.Hour)}, now: t0.Add(2 * time.Hour),
 			next: t0.Add(2*time.Hour + 10*time.Minute)},
@@ -259,7 +259,7 @@ func TestUpdateReschedules(t *testing.T) {
 	if at := h.m.h.peek().at; !at.Equal(t0.Add(15 * time.Minute)) {
 		t.Errorf("after a heartbeat: deadline %v, want +15m", at.Sub(t0))
 	}
-	h.m.SetSettings(Settings{Thresholds: probe.Thresholds{IdleAfter: time.Minute, StalledAfter: 2 * time.Minute}})
+	h.m.SetSettings(Settings{Settings: judge.Settings{Probe: probe.Thresholds{IdleAfter: time.Minute, StalledAfter: 2 * time.Minute}}})
 	h.step()
 	if at := h.m.h.peek().at; !at.Equal(t0.Add(6 * time.Minute)) {
 		t.Errorf("after a reload: deadline %v, want +6m", at.Sub(t0))

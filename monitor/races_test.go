@@ -83,7 +83,7 @@ func TestHeartbeatFileFreshAgainIsRejudged(t *testing.T) {
 	h.mtime["/run/s.hb"] = t0
 	h.m.Update(e)
 	h.step()
-	h.advance(DefaultSettings.Thresholds.IdleAfter)
+	h.advance(DefaultSettings.Probe.IdleAfter)
 	e.Health = state.HealthIdle
 	h.m.Update(e)
 	h.step()

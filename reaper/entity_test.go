@@ -2,7 +2,6 @@ package reaper
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"testing"
@@ -89,12 +88,17 @@ func TestCheckEntityIsTheSweepsStep(t *testing.T) {
 	}
 }
 
-func TestCheckEntityLeavesSchedulesToCheckSchedules(t *testing.T) {
+// A schedule handed to CheckEntity (a monitor's check) is judged by its
+// cron, as check_schedules judges it: one judgement whoever asks.
+func TestCheckEntityJudgesSchedulesByTheirCron(t *testing.T) {
 	f := newFixture(t)
 	f.register(store.Entity{Type: "schedule", ID: "nightly", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m"})
-	_, err := f.r.CheckEntity(context.Background(), f.get("schedule", "nightly"))
-	if !errors.Is(err, ErrNotProbed) {
-		t.Fatalf("CheckEntity on a schedule: %v, want ErrNotProbed", err)
+	f.clock.Advance(20 * time.Minute)
+	if _, err := f.r.CheckEntity(context.Background(), f.get("schedule", "nightly")); err != nil {
+		t.Fatalf("CheckEntity on a schedule: %v", err)
+	}
+	if e := f.get("schedule", "nightly"); e.Health != state.HealthMisfired {
+		t.Fatalf("schedule 10m past its fire and misfire_grace 5m: health %s, want misfired", e.Health)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -23,52 +24,78 @@ var ErrNotProbed = errors.New("not probed")
 
 // Probed is what ProbeOne found about one entity.
 type Probed struct {
-	// Entity is the entity with the probe's findings applied: what is now
-	// stored when they were written, and what would be otherwise (the
+	// Entity is the entity with the judgement's observation applied: what
+	// is now stored when it was written, and what would be otherwise (the
 	// stored reasons of an unchanged entity carry the evidence details of
-	// the probe that wrote them, these carry today's ages).
+	// the probe that wrote them, these carry today's).
 	Entity store.Entity
 	// Result is the probe's classification. Meaningful only when Checked.
 	Result probe.Result
 	// Checked says the entity had something of its own to probe (a pid,
 	// a heartbeat, files); a show or a team has not, and reads ok.
 	Checked bool
+	// Judged is the judgement (judge.Judge) of what was seen: its
+	// observation, the acts it calls for and the next deadline.
+	Judged judge.Verdict
 	// Written says the findings differed from the stored ones and were
-	// recorded.
+	// recorded (only when asked to record).
 	Written bool
+	// Recording says the caller asked for the findings to be recorded.
+	Recording bool
 }
 
 // Verdict is what `watchdog probe --entity` reports, in the ad-hoc
 // probe's shape. Health unknown is the probe's "could not decide" (no pid
 // recorded, permission denied, and no heartbeat to go by), as an unknown
-// liveness is for the ad-hoc probe.
+// liveness is for the ad-hoc probe. Its notes say what was recorded, or
+// that nothing was, and what the daemon would do next.
 func (p Probed) Verdict(now time.Time) probe.Verdict {
 	ns := transitions.View(p.Entity, now)
 	v := probe.Verdict{State: ns, Undecided: p.Entity.Health == state.HealthUnknown, Display: transitions.Display(p.Entity, ns), Reasons: ns.Reasons}
 	if p.Checked {
 		v.Evidence = p.Result.Evidence()
 	}
-	if p.Written {
-		v.Notes = []string{fmt.Sprintf("recorded: health %s, delivery %s", p.Entity.Health, p.Entity.Delivery)}
+	switch {
+	case p.Written:
+		v.Notes = append(v.Notes, fmt.Sprintf("recorded: health %s, delivery %s", p.Entity.Health, p.Entity.Delivery))
+	case p.Judged.Changed && !p.Recording:
+		v.Notes = append(v.Notes, "not recorded: a read-only probe changes nothing (--record records what it found)")
+	}
+	for _, a := range p.Judged.Acts {
+		v.Notes = append(v.Notes, fmt.Sprintf("due now: %s -> %s (%s), which the daemon's %s makes", a.From, a.To, a.Reason.Code, actJob(a.Kind)))
+	}
+	if !p.Judged.Next.IsZero() {
+		v.Notes = append(v.Notes, "next judgement due at "+state.Stamp(p.Judged.Next))
 	}
 	return v
 }
 
-// ProbeOne probes one entity of this host now and records what changed,
-// exactly as a sweep does for it (same probe, same thresholds, same
-// observation, written only when health, delivery, reasons or the death
-// time changed). It probes the entity even when it ended longer ago than
-// failure_window: whoever asks for one entity wants its state now, and a
-// process still alive after its recorded end is worth seeing at any age.
+// actJob names the job that makes an act of kind k.
+func actJob(k judge.ActKind) string {
+	if k == judge.ActPhantom {
+		return "reap_phantoms"
+	}
+	return "enforce_terminal"
+}
+
+// ProbeOne sees and judges one entity of this host now, with this
+// reaper's settings (the daemon's), exactly as a sweep does for it (same
+// probe, same judgement). With record it stores what changed, only when
+// health, delivery, reasons or the death time did (exec's end, `probe
+// --entity --record`); without it nothing is written at all: no
+// observation, so no dismissal or snooze is affected (`probe --entity`).
+// It judges the entity even when it ended longer ago than failure_window:
+// whoever asks for one entity wants its state now, and a process still
+// alive after its recorded end is worth seeing at any age.
 //
 // Errors: store.ErrNotFound, ErrOtherHost, ErrNotProbed (each wrapped with
 // the entity's name), or a store failure.
-func (r *Reaper) ProbeOne(ctx context.Context, typ, id string) (Probed, error) {
+func (r *Reaper) ProbeOne(ctx context.Context, typ, id string, record bool) (Probed, error) {
 	// Twice at most: a transition landing between the read and the write
 	// makes the store skip the write (the observation judged the old
 	// lifecycle), and the entity is then read and judged once more.
 	for attempt := 0; attempt < 2; attempt++ {
-		p, retry, err := r.probeOnce(ctx, typ, id)
+		p, retry, err := r.probeOnce(ctx, typ, id, record)
 		if err != nil || !retry {
 			return p, err
 		}
@@ -76,9 +103,10 @@ func (r *Reaper) ProbeOne(ctx context.Context, typ, id string) (Probed, error) {
 	return Probed{}, fmt.Errorf("probe %s/%s: its lifecycle kept changing while it was probed; try again", typ, id)
 }
 
-// probeOnce reads, probes and records one entity; retry says the write was
-// skipped because the stored row moved on since it was read.
-func (r *Reaper) probeOnce(ctx context.Context, typ, id string) (Probed, bool, error) {
+// probeOnce reads, sees, judges and (with record) records one entity;
+// retry says the write was skipped because the stored row moved on since
+// it was read.
+func (r *Reaper) probeOnce(ctx context.Context, typ, id string, record bool) (Probed, bool, error) {
 	e, err := r.Store.Get(ctx, typ, id)
 	if err != nil {
 		return Probed{}, false, err
@@ -86,23 +114,22 @@ func (r *Reaper) probeOnce(ctx context.Context, typ, id string) (Probed, bool, e
 	name := e.Type + "/" + e.ID
 	switch {
 	case e.HostID != r.HostID && e.HostID != "":
-		host := e.HostID
-		if host == "" {
-			host = "no host"
-		}
-		return Probed{}, false, fmt.Errorf("%s: %w (%s, this is %s): only that host's watchdog can check its process", name, ErrOtherHost, host, r.HostID)
+		return Probed{}, false, fmt.Errorf("%s: %w (%s, this is %s): only that host's watchdog can check its process", name, ErrOtherHost, e.HostID, r.HostID)
 	case e.Lifecycle == nil:
 		return Probed{}, false, fmt.Errorf("%s: %w: a legacy entity (no lifecycle) is outside the state model", name, ErrNotProbed)
-	case e.Type == "schedule":
+	case judge.ByCron(e):
 		return Probed{}, false, fmt.Errorf("%s: %w: schedules are judged by their cron spec (check_schedules), not by a probe", name, ErrNotProbed)
 	}
 
 	parents := newParentCache(ctx, r.Store)
-	s, err := r.probeAndRecord(ctx, e, parents.terminal(e))
+	s, err := r.judgeOne(ctx, e, parents.terminal(e), record)
 	if err != nil {
 		return Probed{}, false, fmt.Errorf("probe %s: %w", name, err)
 	}
-	if s.changed && !s.written {
+	if s.interrupted {
+		return Probed{}, false, fmt.Errorf("probe %s: artifact check interrupted: %w", name, context.Cause(ctx))
+	}
+	if record && s.v.Changed && !s.written {
 		// Either a transition landed since the read, or another writer
 		// (the daemon's sweep) stored the same finding first; a fresh
 		// read tells which, and costs one probe.
@@ -114,11 +141,9 @@ func (r *Reaper) probeOnce(ctx context.Context, typ, id string) (Probed, bool, e
 			return Probed{}, true, nil
 		}
 	}
-	p := Probed{Entity: e, Result: s.res, Checked: probed(e), Written: s.written}
-	p.Entity.Health, p.Entity.Delivery, p.Entity.Reasons = s.obs.Health, s.obs.Delivery, s.obs.Reasons
-	p.Entity.HealthSince, p.Entity.DeadSince = s.obs.HealthSince, s.obs.DeadSince
+	p := Probed{Entity: s.v.Applied(e), Result: s.seen.Result, Checked: s.seen.Probed, Judged: s.v, Written: s.written, Recording: record}
 	if s.written {
-		p.Entity.UpdatedAt = s.obs.At
+		p.Entity.UpdatedAt = s.v.Observation.At
 	}
 	return p, false, nil
 }

@@ -15,7 +15,7 @@ import (
 
 func (f *fixture) probeOne(typ, id string) Probed {
 	f.t.Helper()
-	p, err := f.r.ProbeOne(context.Background(), typ, id)
+	p, err := f.r.ProbeOne(context.Background(), typ, id, true)
 	if err != nil {
 		f.t.Fatalf("ProbeOne %s/%s: %v", typ, id, err)
 	}
@@ -118,7 +118,7 @@ func TestProbeOneRefusesWhatItMustNotJudge(t *testing.T) {
 		{"session", "absent", store.ErrNotFound},
 	} {
 		before, _ := f.st.Get(context.Background(), tc.typ, tc.id)
-		_, err := f.r.ProbeOne(context.Background(), tc.typ, tc.id)
+		_, err := f.r.ProbeOne(context.Background(), tc.typ, tc.id, true)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s/%s: error %v, want %v", tc.typ, tc.id, err, tc.want)
 		}

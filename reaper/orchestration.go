@@ -4,17 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"go.uber.org/zap"
 
+	"watchdog/judge"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
 )
 
 // reconciler settles one entity by what its relatives say, moving it to to.
-type reconciler func(r *Reaper, ctx context.Context, e store.Entity, to string, parents parentCache) (Action, state.StateReason, bool)
+type reconciler func(r *Reaper, ctx context.Context, e store.Entity, rec *transitions.Reconciliation, parents parentCache) (Action, state.StateReason, bool)
 
 // reconcilers implements each rule a graph may name in its Reconcile.
 var reconcilers = map[string]reconciler{
@@ -34,8 +36,9 @@ func reconciliation(e store.Entity) *transitions.Reconciliation {
 
 // orphanedTeam closes a team whose parent show or play is finished: it has
 // an outcome (a show completed, merged or failed counts, archived or not).
-func (r *Reaper) orphanedTeam(_ context.Context, e store.Entity, to string, parents parentCache) (Action, state.StateReason, bool) {
-	if e.ParentID == "" || (e.ParentType != "show" && e.ParentType != "play") || !parents.terminal(e) {
+func (r *Reaper) orphanedTeam(_ context.Context, e store.Entity, rec *transitions.Reconciliation, parents parentCache) (Action, state.StateReason, bool) {
+	to := rec.To
+	if e.ParentID == "" || !slices.Contains(rec.ParentTypes, e.ParentType) || !parents.terminal(e) {
 		return Action{}, state.StateReason{}, false
 	}
 	detail := fmt.Sprintf("parent %s/%s is finished", e.ParentType, e.ParentID)
@@ -46,7 +49,8 @@ func (r *Reaper) orphanedTeam(_ context.Context, e store.Entity, to string, pare
 // blockedPlay blocks a play (not yet running past its queue) one of whose
 // depends_on plays ended without its work (failed, timed out, cancelled,
 // skipped: see failedFor) or does not exist.
-func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity, to string, _ parentCache) (Action, state.StateReason, bool) {
+func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity, rec *transitions.Reconciliation, _ parentCache) (Action, state.StateReason, bool) {
+	to := rec.To
 	from := e.LifecycleOr("")
 	if len(e.DependsOn) == 0 || (from != "planned" && from != "queued") {
 		return Action{}, state.StateReason{}, false
@@ -60,7 +64,7 @@ func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity, to string, _ p
 		switch {
 		case err != nil:
 			code, detail = state.PlayBlockedDependencyInvalid, fmt.Sprintf("dependency play/%s does not exist", dep)
-		case failedFor(d):
+		case judge.FailedFor(d):
 			code, detail = state.PlayBlockedDependencyFailed, fmt.Sprintf("dependency play/%s ended %s", dep, d.LifecycleOr(""))
 		default:
 			continue
@@ -75,7 +79,8 @@ func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity, to string, _ p
 // without its work (see failedFor).
 // A play is on its show's critical path when it names the show as parent
 // and its metadata says "critical_path": true.
-func (r *Reaper) failedShow(ctx context.Context, e store.Entity, to string, _ parentCache) (Action, state.StateReason, bool) {
+func (r *Reaper) failedShow(ctx context.Context, e store.Entity, rec *transitions.Reconciliation, _ parentCache) (Action, state.StateReason, bool) {
+	to := rec.To
 	if e.LifecycleOr("") != "active" {
 		return Action{}, state.StateReason{}, false
 	}
@@ -87,7 +92,7 @@ func (r *Reaper) failedShow(ctx context.Context, e store.Entity, to string, _ pa
 		return Action{}, state.StateReason{}, false
 	}
 	for _, p := range plays {
-		if !failedFor(p) || !criticalPath(p) {
+		if !judge.FailedFor(p) || !criticalPath(p) {
 			continue
 		}
 		detail := fmt.Sprintf("critical-path play/%s ended %s", p.ID, p.LifecycleOr(""))

@@ -3,22 +3,13 @@ package reaper
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"watchdog/jobs"
-	"watchdog/probe"
+	"watchdog/judge"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
-
-// lastActivity is the latest sign of life an entity's row holds: a
-// lifecycle change, a posted heartbeat, its start or registration. A
-// heartbeat file's mtime is read by the probe (see phantom).
-func lastActivity(e store.Entity) time.Time {
-	return slices.MaxFunc([]time.Time{e.LifecycleAt, e.HeartbeatAt, e.StartedAt, e.CreatedAt}, time.Time.Compare)
-}
 
 // ReapPhantoms ends the entities whose row says running but whose process
 // says otherwise (PLEG's "non-existent" case, the slow safety net behind
@@ -32,7 +23,6 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("reap_phantoms: %w", err)
 	}
-	now := r.now()
 	parents := newParentCache(ctx, r.Store)
 	// Orphans this run ended are signalled together at its end: one
 	// kill_grace for the lot, not one per orphan holding the job.
@@ -45,7 +35,10 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 			// that lapsed mid-run hands the rest to the new leader.
 			return rep, nil
 		}
-		act, reason, ok := r.decideReap(ctx, e, parents, now)
+		a, reason, trigger, ok, err := r.decideReap(ctx, e, parents)
+		if err != nil {
+			return rep, err
+		}
 		if !ok {
 			continue
 		}
@@ -53,11 +46,11 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 			rep.Truncated = true
 			return rep, nil
 		}
-		if err := r.apply(ctx, &act, reason, "reconciliation"); err != nil {
+		if err := r.apply(ctx, &a, reason, trigger); err != nil {
 			return rep, err
 		}
-		rep.Actions = append(rep.Actions, act)
-		if r.killAfter(act) {
+		rep.Actions = append(rep.Actions, a)
+		if r.killAfter(a) {
 			kill = append(kill, e)
 		}
 	}
@@ -65,7 +58,7 @@ func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 }
 
 // ReapPhantomEntity is reap_phantoms' rule for one entity: a process
-// entity recorded process_dead or orphaned, re-probed now and quiet for
+// entity recorded process_dead or orphaned, seen again now and quiet for
 // phantom_after (a dead one also past terminal_grace), or a team, play or
 // show its relatives settle (orchestration.go). The action goes through
 // the write path (dry_run honoured); an orphan it ended is signalled when
@@ -76,11 +69,11 @@ func (r *Reaper) ReapPhantomEntity(ctx context.Context, e store.Entity) (a Actio
 	if !r.owns(e) || e.Terminal {
 		return Action{}, false, nil
 	}
-	a, reason, ok := r.decideReap(ctx, e, newParentCache(ctx, r.Store), r.now())
-	if !ok {
-		return Action{}, false, nil
+	a, reason, trigger, ok, err := r.decideReap(ctx, e, newParentCache(ctx, r.Store))
+	if err != nil || !ok {
+		return Action{}, false, err
 	}
-	if err := r.apply(ctx, &a, reason, "reconciliation"); err != nil {
+	if err := r.apply(ctx, &a, reason, trigger); err != nil {
 		return a, true, err
 	}
 	if r.killAfter(a) {
@@ -89,14 +82,19 @@ func (r *Reaper) ReapPhantomEntity(ctx context.Context, e store.Entity) (a Actio
 	return a, true, nil
 }
 
-// decideReap is reap_phantoms' decision for one open entity of this host:
-// its type's reconciliation rule when the graph names one, else the
-// phantom rule.
-func (r *Reaper) decideReap(ctx context.Context, e store.Entity, parents parentCache, now time.Time) (Action, state.StateReason, bool) {
+// decideReap is reap_phantoms' decision for one open entity of this
+// host: its type's reconciliation rule when the graph names one, else the
+// judgement's phantom act, seen again now (and only once its row says
+// phantom_after has come: judge.PhantomDue).
+func (r *Reaper) decideReap(ctx context.Context, e store.Entity, parents parentCache) (Action, state.StateReason, string, bool, error) {
 	if rec := reconciliation(e); rec != nil {
-		return reconcilers[rec.Rule](r, ctx, e, rec.To, parents)
+		a, reason, ok := reconcilers[rec.Rule](r, ctx, e, rec, parents)
+		return a, reason, "reconciliation", ok, nil
 	}
-	return r.phantom(ctx, e, parents, now)
+	if !judge.PhantomDue(e, time.Time{}, r.Settings.Settings, r.now()) {
+		return Action{}, state.StateReason{}, "", false, nil
+	}
+	return r.decide(ctx, e, parents, judge.ActPhantom)
 }
 
 // killAfter says whether an applied reap is an orphan to signal. Only an
@@ -104,57 +102,4 @@ func (r *Reaper) decideReap(ctx context.Context, e store.Entity, parents parentC
 // wrote first) is not ours to kill.
 func (r *Reaper) killAfter(a Action) bool {
 	return a.Reason == state.SystemReaperPhantomOrphaned && r.Settings.KillOrphans && a.Applied
-}
-
-// phantom decides on a process entity: health process_dead or orphaned
-// (re-checked now) and quiet for phantom_after.
-func (r *Reaper) phantom(ctx context.Context, e store.Entity, parents parentCache, now time.Time) (Action, state.StateReason, bool) {
-	to := deadTargetFrom(e)
-	if to == "" || (e.Health != state.HealthProcessDead && e.Health != state.HealthOrphaned) {
-		return Action{}, state.StateReason{}, false
-	}
-	quiet := now.Sub(lastActivity(e))
-	if quiet < r.Settings.PhantomAfter {
-		return Action{}, state.StateReason{}, false
-	}
-	res := r.Prober.Probe(ctx, target(e, parents.terminal(e)), r.Settings.Probe, now)
-	// A heartbeat file is activity too, and only the probe reads it: an
-	// orphan that still writes its heartbeat is working, not a phantom.
-	if hb := res.Heartbeat; hb.Source == probe.HeartbeatFile && !hb.At.IsZero() {
-		if q := now.Sub(hb.At); q < quiet {
-			quiet = q
-		}
-		if quiet < r.Settings.PhantomAfter {
-			return Action{}, state.StateReason{}, false
-		}
-	}
-	var code state.ReasonCode
-	switch {
-	case res.Liveness == probe.Dead:
-		// "No activity" counts from registration or the last heartbeat,
-		// not from the death: a long-quiet entity whose process has just
-		// died would otherwise be reaped at once, taking from its owner
-		// the terminal_grace in which its own end must win (the serve
-		// end-to-end test caught a session aborted one sweep after its
-		// death). The grace counts from the first death seen, as in
-		// EnforceTerminal.
-		if e.DeadSince.IsZero() || now.Sub(e.DeadSince) < r.Settings.TerminalGrace {
-			return Action{}, state.StateReason{}, false
-		}
-		code = state.SystemReaperPhantomProcessDead
-	case res.Health == state.HealthOrphaned:
-		code = state.SystemReaperPhantomOrphaned
-	default:
-		// Alive and no longer orphaned, or unknown: never reaped.
-		return Action{}, state.StateReason{}, false
-	}
-	ev := res.PID.Evidence(now)
-	// The moment, not the age: readers render ages (state.Render).
-	last := now.Add(-quiet)
-	detail := fmt.Sprintf("%s; no activity since %s", res.PID.Detail(), state.Stamp(last))
-	ev.Detail = detail
-	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: to, Reason: code, Detail: detail}
-	reason := state.Observed(code, "phantom: the row said "+e.LifecycleOr("")+" but the process says otherwise; no activity since "+state.Stamp(last), ev)
-	reason.Since = unixtime.Of(last)
-	return a, reason, true
 }

@@ -23,12 +23,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -64,14 +64,10 @@ type Observer interface {
 	SweepFinished(t time.Time)
 }
 
-// Settings are the thresholds and limits the jobs apply (config
-// `thresholds.*` and `reaper.*`).
+// Settings are the thresholds and limits the jobs apply: the judgement's
+// (config `thresholds.*`) and the jobs' own (`reaper.*`).
 type Settings struct {
-	Probe         probe.Thresholds
-	TerminalGrace time.Duration
-	PhantomAfter  time.Duration
-	MisfireGrace  time.Duration
-	FailureWindow time.Duration
+	judge.Settings
 	// HostDisconnectedAfter and HostLostAfter are how long a host's daemon
 	// may be silent before the leader reads that host's open entities
 	// disconnected, then lost (JudgeHosts).
@@ -90,11 +86,7 @@ type Settings struct {
 
 // DefaultSettings are the SPEC defaults.
 var DefaultSettings = Settings{
-	Probe:                 probe.DefaultThresholds,
-	TerminalGrace:         30 * time.Second,
-	PhantomAfter:          time.Hour,
-	MisfireGrace:          5 * time.Minute,
-	FailureWindow:         24 * time.Hour,
+	Settings:              judge.DefaultSettings,
 	HostDisconnectedAfter: time.Minute,
 	HostLostAfter:         15 * time.Minute,
 	SweepBudget:           10 * time.Second,
@@ -242,28 +234,6 @@ func Outcomes() map[string][]state.ReasonCode {
 	return out
 }
 
-// deadTargetFrom is the terminal a dead process ends e in (the graph's
-// DeadTarget). The reason code says what really happened either way. ""
-// when none is reachable, and then nothing is attempted, rather than a
-// refused write retried every run.
-func deadTargetFrom(e store.Entity) string {
-	g, err := transitions.Lookup(e.Type)
-	if err != nil || e.Lifecycle == nil {
-		return ""
-	}
-	return g.DeadTarget(*e.Lifecycle)
-}
-
-// hasProcess says whether e's type has a process of its own to judge.
-func hasProcess(e store.Entity) bool {
-	g, err := transitions.Lookup(e.Type)
-	return err == nil && g.DeadProcessTerminal != ""
-}
-
-func pidTarget(e store.Entity) probe.PIDTarget {
-	return probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID, Exit: e.Exit}
-}
-
 func errField(err error) zap.Field { return zap.Error(err) }
 
 func (r *Reaper) maxPerRun() int {
@@ -290,34 +260,6 @@ func (r *Reaper) owns(e store.Entity) bool {
 	return e.HostID == r.HostID || (e.HostID == "" && r.leads())
 }
 
-// outcome is the outcome e carries by its type's graph (transitions'
-// Graph.Outcome, the one place that knows which states are outcomes): its
-// terminal state, an outcome state short of one (a show completed, merged
-// or failed but not archived), or "" while its work is open.
-func outcome(e store.Entity) string {
-	g, err := transitions.Lookup(e.Type)
-	if err != nil || e.Lifecycle == nil {
-		return ""
-	}
-	return g.Outcome(*e.Lifecycle)
-}
-
-// finished says whether e is finished for its dependants (its team, its
-// children, the plays that depend on it): it has an outcome, whether or
-// not it is archived yet.
-func finished(e store.Entity) bool { return e.Terminal || outcome(e) != "" }
-
-// successes are the outcomes that deliver the work dependants wait for.
-var successes = []string{"completed", "merged", "succeeded"}
-
-// failedFor says whether e is finished without the work its dependants
-// wait for (failed, timed out, cancelled, skipped, ...): they cannot run
-// as planned.
-func failedFor(e store.Entity) bool {
-	o := outcome(e)
-	return o != "" && !slices.Contains(successes, o)
-}
-
 // parentCache answers "is this entity's parent finished?" once per parent
 // per sweep.
 type parentCache struct {
@@ -341,7 +283,7 @@ func (p parentCache) terminal(e store.Entity) bool {
 		return v
 	}
 	parent, err := p.store.Get(p.ctx, e.ParentType, e.ParentID)
-	ended := err == nil && finished(parent)
+	ended := err == nil && judge.Finished(parent)
 	p.seen[key] = ended
 	return ended
 }

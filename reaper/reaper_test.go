@@ -246,11 +246,18 @@ func TestUnknownAndStaleHeartbeatNeverEnd(t *testing.T) {
 	// Another host's pid is never checked here.
 	f.register(store.Entity{Type: "session", ID: "remote", PID: testenv.DeadPID(t), HostID: "some-other-host"})
 	f.sweep()
-	if e := f.get("session", "stale"); e.Health != state.HealthStalled {
-		t.Fatalf("stale heartbeat: %s", e.Health)
+	// Its first registration started its state's clock: a file older than
+	// that is not a stall yet (issue 23, observation 3).
+	if e := f.get("session", "stale"); e.Health != state.HealthRunning {
+		t.Fatalf("just registered with an old heartbeat file: %s, want running", e.Health)
 	}
 	if e := f.get("session", "nopid"); e.Health != state.HealthUnknown || !e.DeadSince.IsZero() {
 		t.Fatalf("no pid: %s", e.Health)
+	}
+	f.clock.Advance(2 * time.Hour)
+	f.sweep()
+	if e := f.get("session", "stale"); e.Health != state.HealthStalled {
+		t.Fatalf("stale heartbeat: %s", e.Health)
 	}
 	f.clock.Advance(48 * time.Hour)
 	f.sweep()

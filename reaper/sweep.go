@@ -10,10 +10,9 @@ import (
 	"go.uber.org/zap"
 
 	"watchdog/jobs"
+	"watchdog/judge"
 	"watchdog/probe"
-	"watchdog/state"
 	"watchdog/store"
-	"watchdog/transitions"
 )
 
 // ErrSweepOverBudget says a sweep ran out of time before probing every
@@ -72,7 +71,7 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 		if err := ctx.Err(); err != nil {
 			return rep, fmt.Errorf("sweep interrupted after %d of %d entities: %w", rep.Checked, len(list), err)
 		}
-		if e.Type == "schedule" {
+		if judge.ByCron(e) {
 			continue // check_schedules judges schedules
 		}
 		if r.artifactsDue(e) {
@@ -140,18 +139,18 @@ func (r *Reaper) sweepOne(ctx context.Context, rep *Report, e store.Entity, pare
 	return nil
 }
 
-// CheckEntity is the sweep's step for one entity: probe it and record the
-// observation when it changed (health, delivery, reasons, first death),
-// exactly as a sweep would, artifact contract included. It is how a caller
-// that learns of one entity's change (a death, a deadline) judges it
-// without a sweep over the rest. A schedule is ErrNotProbed
-// (CheckScheduleEntity judges those). written is false when nothing
-// changed, or when a transition landed since e was read (the next check
-// judges the new lifecycle). An artifact check that ctx cuts short records
-// nothing and returns ctx's error.
+// CheckEntity is the sweep's step for one entity: see it, judge it and
+// record the observation when it changed (health, delivery, reasons,
+// first death), exactly as a sweep would, artifact contract included; a
+// schedule is judged as check_schedules would. It is how a caller that
+// learns of one entity's change (a death, a deadline) judges it without a
+// sweep over the rest. written is false when nothing changed, or when a
+// transition landed since e was read (the next check judges the new
+// lifecycle). An artifact check that ctx cuts short records nothing and
+// returns ctx's error.
 func (r *Reaper) CheckEntity(ctx context.Context, e store.Entity) (written bool, err error) {
-	if e.Type == "schedule" {
-		return false, fmt.Errorf("%s/%s: %w: schedules are judged by check_schedules", e.Type, e.ID, ErrNotProbed)
+	if judge.ByCron(e) {
+		return r.CheckScheduleEntity(ctx, e)
 	}
 	if e.HostID == "" && !r.leads() {
 		return false, nil // host-less: the leader judges it
@@ -169,13 +168,13 @@ func (r *Reaper) CheckEntity(ctx context.Context, e store.Entity) (written bool,
 // checkEntity is the one step both of the sweep's passes and CheckEntity
 // take for an entity.
 func (r *Reaper) checkEntity(ctx context.Context, e store.Entity, parents parentCache) (step, error) {
-	return r.probeAndRecord(ctx, e, parents.terminal(e))
+	return r.judgeOne(ctx, e, parents.terminal(e), true)
 }
 
 // artifactsDue says whether probing e checks its artifact contract (see
 // target and remoteTarget): the file system work a sweep does last.
 func (r *Reaper) artifactsDue(e store.Entity) bool {
-	return e.Terminal && len(e.Artifacts) > 0 && e.HostID == r.HostID && probed(e)
+	return e.Terminal && len(e.Artifacts) > 0 && e.HostID == r.HostID && judge.Probed(e)
 }
 
 // after returns the index in list (ordered by type, id, as the store
@@ -208,139 +207,67 @@ func (c *sweepCursor) clear() {
 	c.mu.Unlock()
 }
 
-func (r *Reaper) window() time.Duration {
-	if r.Settings.FailureWindow > 0 {
-		return r.Settings.FailureWindow
-	}
-	return DefaultSettings.FailureWindow
-}
+func (r *Reaper) window() time.Duration { return r.Settings.Window() }
 
-// step is one entity's turn in a sweep: what the probe found, the
-// observation it makes, and whether that was new and stored.
+// step is one entity's turn: what was seen, what Judge made of it, and
+// whether the observation was new and stored.
 type step struct {
-	res probe.Result
-	obs store.Observation
-	// changed: the observation differs from the stored one.
-	changed bool
-	// written: it was stored; false when unchanged, or when a transition
-	// landed since the entity was read (the next probe judges the new
-	// lifecycle).
+	seen judge.Seen
+	v    judge.Verdict
+	// written: the observation was stored; false when unchanged, or when
+	// a transition landed since the entity was read (the next judgement
+	// judges the new lifecycle).
 	written bool
 	// interrupted: ctx stopped the artifact check; nothing was recorded.
 	interrupted bool
 }
 
-// probeAndRecord probes one entity and stores the observation when it
-// changed. It is the sweep's step, and ProbeOne's, so that a one-shot
-// probe records exactly what the daemon would.
-func (r *Reaper) probeAndRecord(ctx context.Context, e store.Entity, parentTerminal bool) (step, error) {
+// see probes e now, as its rules name (judge.Probed, judge.Target), or
+// not at all when it has nothing of its own to probe. An entity of
+// another host is seen only by what can be judged from here.
+func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, now time.Time) judge.Seen {
+	if !judge.Probed(e) {
+		return judge.Seen{}
+	}
+	t := judge.Target(e, parentTerminal)
+	if e.HostID != r.HostID {
+		t = remoteTarget(t)
+	}
+	seen := judge.Seen{Probed: true, Result: r.Prober.Probe(ctx, t, r.Settings.Probe, now)}
+	if hb := seen.Result.Heartbeat; hb.Source == probe.HeartbeatFile {
+		seen.HeartbeatFile = hb.At
+	}
+	return seen
+}
+
+// judgeOne sees e, judges it (judge.Judge) and, with record, stores the
+// observation when it changed. It is every per-entity path's one step:
+// the sweep's, CheckEntity's, ProbeOne's and the acting jobs' (which act
+// on the verdict's Acts and record nothing).
+func (r *Reaper) judgeOne(ctx context.Context, e store.Entity, parentTerminal, record bool) (step, error) {
+	now := r.now()
 	var s step
-	s.res, s.obs, s.changed = r.observe(ctx, e, parentTerminal, r.now())
-	if s.res.Artifacts.Interrupted {
+	s.seen = r.see(ctx, e, parentTerminal, now)
+	if s.seen.Result.Artifacts.Interrupted {
 		// The caller ran out of time or is shutting down: the check says
 		// nothing about the entity, and recording "unknown" would only
 		// flap its delivery.
-		s.changed, s.interrupted = false, true
+		s.interrupted = true
 		return s, nil
 	}
-	if !s.changed {
+	s.v = judge.Judge(e, s.seen, r.Settings.Settings, now)
+	if !record || !s.v.Changed {
 		return s, nil
 	}
-	wrote, err := r.Store.RecordObservation(ctx, e.Type, e.ID, s.obs)
+	wrote, err := r.Store.RecordObservation(ctx, e.Type, e.ID, s.v.Observation)
 	if err != nil {
 		return s, err
 	}
 	s.written = wrote
 	if wrote {
-		r.logFlag(e, s.obs)
+		r.logFlag(e, s.v.Observation)
 	}
 	return s, nil
-}
-
-// observe probes one entity and returns the probe's result and the
-// observation to store, or false when nothing changed.
-func (r *Reaper) observe(ctx context.Context, e store.Entity, parentTerminal bool, now time.Time) (probe.Result, store.Observation, bool) {
-	var res probe.Result
-	if !probed(e) {
-		// A record with no process, heartbeat or files of its own (a show,
-		// a team, a play driven by its sessions) has nothing to probe: its
-		// runtime is fine as far as this host can tell.
-		res = probe.Result{Health: state.HealthOK, Delivery: e.Delivery}
-	} else {
-		t := target(e, parentTerminal)
-		if e.HostID != r.HostID {
-			t = remoteTarget(t)
-		}
-		res = r.Prober.Probe(ctx, t, r.Settings.Probe, now)
-	}
-	if res.Delivery == "" {
-		res.Delivery = e.Delivery
-	}
-	if res.Reasons == nil {
-		res.Reasons = []state.StateReason{}
-	}
-	for i := range res.Reasons {
-		res.Reasons[i].EntityType, res.Reasons[i].EntityID = e.Type, e.ID
-	}
-
-	obs := store.Observation{
-		Health: res.Health, Delivery: res.Delivery, Reasons: res.Reasons,
-		HealthSince: e.HealthSince, DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: now,
-	}
-	if res.Health != e.Health || obs.HealthSince.IsZero() {
-		obs.HealthSince = now
-	}
-	switch res.Liveness {
-	case probe.Dead:
-		if obs.DeadSince.IsZero() {
-			obs.DeadSince = now // the grace counts from here, across restarts
-		}
-	case probe.Alive:
-		obs.DeadSince = time.Time{}
-	}
-	// Unknown keeps whatever was recorded: it proves neither.
-	if f, ok := r.unownedDeath(e, res, obs.DeadSince, now); ok {
-		res.Reasons = flagUnowned(res.Reasons, f)
-		obs.Reasons = res.Reasons
-	}
-	state.CarryOnsets(res.Reasons, e.Reasons, now)
-
-	if res.Health == e.Health && res.Delivery == e.Delivery && obs.DeadSince.Equal(e.DeadSince) &&
-		obs.HealthSince.Equal(e.HealthSince) && state.SameFindings(res.Reasons, e.Reasons) {
-		return res, obs, false
-	}
-	return res, obs, true
-}
-
-// probed says whether an entity has anything of its own to probe.
-func probed(e store.Entity) bool {
-	return e.PID > 0 || e.HeartbeatFile != "" || !e.HeartbeatAt.IsZero() || len(e.Artifacts) > 0 || len(e.LockFiles) > 0 ||
-		hasProcess(e)
-}
-
-// target maps a stored entity to what the probe needs. Artifacts are judged
-// once the entity ended: a running session that has not yet written its
-// review is not missing it.
-func target(e store.Entity, parentTerminal bool) probe.Target {
-	return probe.Target{
-		PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID, Exit: e.Exit,
-		SupervisorPID: e.SupervisorPID, SupervisorStartTime: e.SupervisorStartTime,
-		HeartbeatFile: e.HeartbeatFile, HeartbeatAt: e.HeartbeatAt, HeartbeatProgress: e.HeartbeatProgress,
-		StartedAt: e.StartedAt, Terminal: e.Terminal, EndedAt: e.EndedAt, ParentTerminal: parentTerminal,
-		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, SkipArtifacts: !e.Terminal,
-		LockFiles:    e.LockFiles,
-		EndedByDeath: endedByDeath(e), Waiting: transitions.Waiting(e), StateSince: transitions.StateSince(e),
-	}
-}
-
-// endedByDeath says the watchdog ended e because its process died: its
-// health stays process_dead (issue 14, observation 5).
-func endedByDeath(e store.Entity) bool {
-	if !e.Terminal || e.TransitionReason == nil {
-		return false
-	}
-	c := e.TransitionReason.Code
-	return c == state.SystemHealthProcessDeadNoTerminal || c == state.SystemReaperPhantomProcessDead
 }
 
 // dropHostsWithDaemons removes from a sweep's list the entities of other

@@ -3,15 +3,14 @@ package reaper
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 
 	"watchdog/jobs"
+	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 // EnforceTerminal ends every open entity whose process has been seen dead
@@ -19,30 +18,30 @@ import (
 // the type's dead-process terminal with system.health.process_dead_no_terminal
 // and the pid evidence. The grace gives the owner time to record its own
 // end; the compare-and-set makes the owner's write win if it lands first.
-// Right before writing, the process is checked once more, and only a
-// conclusive death counts: the sweep's finding may be old.
+// Right before writing, the entity is seen once more and judged, and only
+// a conclusive death counts: the sweep's finding may be old.
 func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 	rep := Report{Job: jobs.EnforceTerminal, DryRun: r.Settings.DryRun}
-	// Only entities with a recorded death can be due (enforceTarget): the
-	// store hands over those alone.
+	// Only entities with a recorded death can be due (judge.EnforceTarget):
+	// the store hands over those alone.
 	list, err := r.Store.List(ctx, store.Filter{HostID: r.HostID, OpenOnly: true, DeadOnly: true})
 	if err != nil {
 		return rep, fmt.Errorf("enforce_terminal: %w", err)
 	}
 	now := r.now()
 	for _, e := range list {
-		if enforceTarget(e) == "" {
+		if judge.EnforceTarget(e) == "" {
 			continue
 		}
 		rep.Checked++
-		if !r.graceOver(e, now) {
+		if !judge.GraceOver(e, r.Settings.Settings, now) {
 			continue
 		}
 		if len(rep.Actions) >= r.maxPerRun() {
 			rep.Truncated = true
 			break
 		}
-		a, ok, err := r.enforce(ctx, e, now)
+		a, ok, err := r.act(ctx, e, newParentCache(ctx, r.Store), judge.ActEnforce)
 		if err != nil {
 			return rep, err
 		}
@@ -54,7 +53,7 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 }
 
 // EnforceEntity is enforce_terminal for one entity: recorded dead for at
-// least terminal_grace and not ended → re-probe the pid, and only on a
+// least terminal_grace and not ended → see it again, and only on a
 // conclusive death end it in the type's dead-process terminal through the
 // write path (compare-and-set: an owner's own end that lands first wins).
 // dry_run is honoured (the action comes back skipped). ok says an action
@@ -62,49 +61,48 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 // one not recorded dead, within its grace, or whose death is not
 // confirmed now is left alone (ok false, nil).
 func (r *Reaper) EnforceEntity(ctx context.Context, e store.Entity) (a Action, ok bool, err error) {
-	now := r.now()
-	if !r.owns(e) || e.Terminal || e.DeadSince.IsZero() || !r.graceOver(e, now) {
+	if !r.owns(e) || e.Terminal || !judge.GraceOver(e, r.Settings.Settings, r.now()) {
 		return Action{}, false, nil
 	}
-	if enforceTarget(e) == "" {
+	if judge.EnforceTarget(e) == "" {
 		// No end for a dead process (a play, a show, a team, a schedule):
-		// its fate is the flag for the operator, which the check records
-		// (unownedDeath) now that the grace is over, not at the next sweep.
-		var err error
-		if e.Type == "schedule" {
-			_, err = r.CheckScheduleEntity(ctx, e)
-		} else {
-			_, err = r.CheckEntity(ctx, e)
-		}
+		// its fate is the flag for the operator, which the judgement
+		// records now that the grace is over, not at the next sweep.
+		_, err := r.CheckEntity(ctx, e)
 		return Action{}, false, err
 	}
-	return r.enforce(ctx, e, now)
+	return r.act(ctx, e, newParentCache(ctx, r.Store), judge.ActEnforce)
 }
 
-// graceOver says whether e, recorded dead, has used up terminal_grace.
-func (r *Reaper) graceOver(e store.Entity, now time.Time) bool {
-	return now.Sub(e.DeadSince) >= r.Settings.TerminalGrace
-}
-
-// enforce is the one decision of enforcement for an entity past its grace:
-// confirm the death now, then end it.
-func (r *Reaper) enforce(ctx context.Context, e store.Entity, now time.Time) (Action, bool, error) {
-	pid := r.Prober.CheckPID(pidTarget(e))
-	if pid.Liveness != probe.Dead {
-		r.log().Info("death not confirmed, not enforcing", zap.String("entity", e.Type+"/"+e.ID), zap.String("liveness", pid.Liveness.String()))
-		return Action{}, false, nil
+// act sees and judges e, then makes the first act of the kinds given
+// that the verdict calls for, through the write path. ok says an act was
+// decided; a.Applied says it was written.
+func (r *Reaper) act(ctx context.Context, e store.Entity, parents parentCache, kinds ...judge.ActKind) (Action, bool, error) {
+	a, reason, trigger, ok, err := r.decide(ctx, e, parents, kinds...)
+	if err != nil || !ok {
+		return Action{}, false, err
 	}
-	ev := pid.Evidence(now)
-	// A stored message carries the moment, never an age: readers render
-	// the age when they show it (state.Render).
-	since := state.Stamp(e.DeadSince)
-	detail := fmt.Sprintf("%s; dead since %s", pid.Detail(), since)
-	ev.Detail = detail
-	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: enforceTarget(e), Reason: state.SystemHealthProcessDeadNoTerminal, Detail: detail}
-	reason := state.Observed(state.SystemHealthProcessDeadNoTerminal, "process died without recording a terminal state; dead since "+since, ev)
-	reason.Since = unixtime.Of(e.DeadSince)
-	if err := r.apply(ctx, &a, reason, "process_exited"); err != nil {
+	if err := r.apply(ctx, &a, reason, trigger); err != nil {
 		return a, true, err
 	}
 	return a, true, nil
+}
+
+// decide sees and judges e, and returns the first act of the kinds given
+// that the verdict calls for, as an Action and its reason; ok false for
+// none.
+func (r *Reaper) decide(ctx context.Context, e store.Entity, parents parentCache, kinds ...judge.ActKind) (Action, state.StateReason, string, bool, error) {
+	s, err := r.judgeOne(ctx, e, parents.terminal(e), false)
+	if err != nil {
+		return Action{}, state.StateReason{}, "", false, err
+	}
+	j, ok := s.v.First(kinds...)
+	if !ok {
+		if l := s.seen.Result.PID.Liveness; s.seen.Probed && l != probe.Dead && judge.EnforceTarget(e) != "" {
+			r.log().Info("death not confirmed, not acting", zap.String("entity", e.Type+"/"+e.ID), zap.String("liveness", l.String()))
+		}
+		return Action{}, state.StateReason{}, "", false, nil
+	}
+	a := Action{Type: e.Type, ID: e.ID, From: j.From, To: j.To, Reason: j.Reason.Code, Detail: j.Detail}
+	return a, j.Reason, j.Trigger, true, nil
 }

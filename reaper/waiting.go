@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"watchdog/judge"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -123,7 +124,7 @@ func (r *Reaper) RunOnce(ctx context.Context) (OnceReport, error) {
 		if acted[e.Type+"/"+e.ID] {
 			continue
 		}
-		if f, ok := flagged(e); ok {
+		if f, ok := judge.Flagged(e); ok {
 			res.Flagged = append(res.Flagged, Flagged{Type: e.Type, ID: e.ID, Lifecycle: e.LifecycleOr(""), DeadSince: unixtime.Of(e.DeadSince), Message: f.Message})
 			continue
 		}
@@ -149,7 +150,7 @@ func (r *Reaper) waiting(e store.Entity, start time.Time, truncated bool) (Waiti
 	ends := dead.Add(grace)
 	w := Waiting{Type: e.Type, ID: e.ID, DeadSince: unixtime.Of(dead), EndsAfter: unixtime.Of(ends), Fate: "flag"}
 	fate := "flags it for the operator (its type has no end for a dead process)"
-	if to := enforceTarget(e); to != "" {
+	if to := judge.EnforceTarget(e); to != "" {
 		w.Fate, w.To = "end", to
 		fate = "ends it"
 	}
@@ -169,16 +170,6 @@ func (r *Reaper) waiting(e store.Entity, start time.Time, truncated bool) (Waiti
 			state.Stamp(dead))
 	}
 	return w, true
-}
-
-// enforceTarget is the terminal enforce_terminal ends e in once its
-// grace has run out, "" when e is not recorded dead or has no terminal
-// to reach: the one test of both enforcement and the waiting list.
-func enforceTarget(e store.Entity) string {
-	if e.DeadSince.IsZero() || e.Terminal {
-		return ""
-	}
-	return deadTargetFrom(e)
 }
 
 // Text is the report as `watchdog reap` prints it: one line per action,

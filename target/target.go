@@ -107,7 +107,7 @@ func (l *Local) Heartbeat(ctx context.Context, typ, id, progress string) error {
 // daemon holds them together).
 func (l *Local) Settle(ctx context.Context, typ, id string) {
 	rp := reaper.NewOneShot(l.st, l.host, reaper.DefaultSettings, "")
-	_, _ = rp.ProbeOne(ctx, typ, id)
+	_, _ = rp.ProbeOne(ctx, typ, id, true)
 }
 
 // Close implements Target.

@@ -70,6 +70,12 @@ type Graph struct {
 	// this type by what other entities say, in place of judging a
 	// process of its own.
 	Reconcile *Reconciliation
+	// ByCron says the type is judged by its cron spec (when it is due,
+	// when it misfired), not by a probe of its heartbeat: a schedule.
+	ByCron bool
+	// Hostless says an entity of the type may belong to no host: the work
+	// it records lives in the store, not in a process (see HostBound).
+	Hostless bool
 }
 
 // Reconciliation is a reap_phantoms rule for a type judged by its
@@ -80,6 +86,9 @@ type Reconciliation struct {
 	Rule  string
 	To    string
 	Codes []state.ReasonCode
+	// ParentTypes, for ReconcileParentEnded, are the parent types whose
+	// end settles the entity.
+	ParentTypes []string
 }
 
 // The reconciliation rules the reaper knows.
@@ -228,6 +237,13 @@ var graphs = map[string]*Graph{
 	"subagent":   &subagentGraph,
 	"workflow":   &workflowGraph,
 	"turn":       &turnGraph,
+}
+
+// ByCron says whether entities of type typ are judged by their cron spec
+// (Graph.ByCron); false for an unknown type.
+func ByCron(typ string) bool {
+	g, ok := graphs[typ]
+	return ok && g.ByCron
 }
 
 // aliases maps alternative type names to their canonical type.

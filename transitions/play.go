@@ -5,6 +5,7 @@ import "watchdog/state"
 // playGraph: a play can be blocked (by a failed or missing dependency) at
 // any point before it completes, and unblocked back into the queue.
 var playGraph = Graph{
+	Hostless:    true,
 	Type:        "play",
 	States:      []string{"planned", "queued", "running", "run_complete", "blocked", "merged", "failed", "timed_out", "cancelled", "skipped"},
 	Start:       "running",

@@ -171,10 +171,6 @@ func (w *Writer) fillIdentity(e *store.Entity) {
 	}
 }
 
-// hostlessTypes are the orchestration types whose entities may belong to
-// no host: the work they record lives in the store, not in a process.
-var hostlessTypes = []string{"show", "team", "play", "schedule"}
-
 // HostBound says whether an entity registered without a host_id belongs to
 // the registering host: every type with a process of its own does, and a
 // show, team, play or schedule does when it names something of a host (a
@@ -183,7 +179,7 @@ var hostlessTypes = []string{"show", "team", "play", "schedule"}
 // teams, blocked plays, failed shows, schedule fires) run on the leader
 // (docs/fleet.md).
 func HostBound(e store.Entity) bool {
-	if !contains(hostlessTypes, e.Type) {
+	if g, ok := graphs[e.Type]; !ok || !g.Hostless {
 		return true
 	}
 	return e.PID > 0 || e.SupervisorPID > 0 || e.HeartbeatFile != "" || e.ArtifactsRoot != "" ||

@@ -11,4 +11,6 @@ var scheduleGraph = Graph{
 		"paused":   {"enabled", "disabled"},
 		"disabled": {"enabled"},
 	},
+	ByCron:   true,
+	Hostless: true,
 }

@@ -7,6 +7,7 @@ import "watchdog/state"
 // own, so the reaper never ends it for a dead pid (only for a failed
 // critical-path play).
 var showGraph = Graph{
+	Hostless: true,
 	Type:     "show",
 	States:   []string{"draft", "planned", "active", "completed", "merged", "failed", "archived"},
 	Initial:  "draft",

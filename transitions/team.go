@@ -14,5 +14,7 @@ var teamGraph = Graph{
 		"idle":    {"active", "blocked", "closed"},
 		"blocked": {"active", "closed"},
 	},
-	Reconcile: &Reconciliation{Rule: ReconcileParentEnded, To: "closed", Codes: []state.ReasonCode{state.TeamHealthOrphaned}},
+	Reconcile: &Reconciliation{Rule: ReconcileParentEnded, To: "closed", Codes: []state.ReasonCode{state.TeamHealthOrphaned},
+		ParentTypes: []string{"show", "play"}},
+	Hostless: true,
 }

@@ -48,18 +48,6 @@ func Waiting(e store.Entity) bool {
 	return err == nil && !g.Working(*e.Lifecycle)
 }
 
-// StateSince is when e entered its current lifecycle state by a
-// transition, from which its heartbeat ages at the earliest (the probe's
-// StateSince); zero while it is still in the state it was registered in:
-// a registration is no news of the process, and re-registering must not
-// reset the age of a stall.
-func StateSince(e store.Entity) time.Time {
-	if e.LifecycleAt.After(e.CreatedAt) {
-		return e.LifecycleAt
-	}
-	return time.Time{}
-}
-
 // Judged says whether an entity has a runtime of its own whose health is
 // judged: a process, a heartbeat file or posted heartbeats. Only then does
 // its display chain say "Infra OK" (state.DisplayChain).

@@ -29,6 +29,7 @@ type probeOptions struct {
 	entity        string
 	db            string
 	config        string
+	record        bool
 	asJSON        bool
 }
 
@@ -40,17 +41,22 @@ func probeFail(format string, args ...any) error {
 func newProbeCmd() *cobra.Command {
 	var o probeOptions
 	cmd := &cobra.Command{
-		Use:   "probe --pid N [flags] | probe --entity TYPE/ID [--db FILE] [--config FILE] [--json]",
+		Use:   "probe --pid N [flags] | probe --entity TYPE/ID [--db FILE] [--config FILE] [--record] [--json]",
 		Short: "Probe a process (no database needed) or a registered entity now",
 		Long: `Probe a process now and classify it like the daemon would: liveness (with
 its start time as identity), heartbeat age, artifact contract.
 
 With --entity, probe a registered entity of this host with what the store
 recorded about it (pid and start time, heartbeat, artifacts, lock files)
-and the thresholds of --config (the SPEC defaults without it), and record
-the findings as the daemon's sweep would: only when health, delivery or
-reasons changed. A first-seen death starts terminal_grace now. An entity of
-another host is not probed (exit 3).
+and print the verdict the daemon would reach now, with the daemon's
+thresholds (its config: --config, else WATCHDOG_CONFIG, else
+/etc/watchdog/config.yaml; the SPEC defaults, said on stderr, without one).
+It is read-only: nothing is recorded, so no dismissal or snooze is
+affected, and the notes say what changed since the last judgement, what
+the daemon would do (end or reap it) and when it judges next. --record
+records the findings as the daemon's sweep would (only when health,
+delivery or reasons changed; a first-seen death starts terminal_grace
+then). An entity of another host is not probed (exit 3).
 
 The first line is "SEVERITY - display chain", then the reasons and the
 evidence; --json prints the normalized state instead.
@@ -62,7 +68,8 @@ host, a legacy entity or a schedule).`,
 		Example: `  watchdog probe --pid 4242 --start-time 1716517000.12 --heartbeat /run/agents/s-42.hb
   watchdog probe --pid 4242 --artifacts-root /srv/runs/s-42 --artifact review.md --artifact 'logs/*.txt'
   watchdog probe --pid 4242 --contract contract.yaml --json
-  watchdog probe --entity session/s-42 --db /var/lib/watchdog/watchdog.db`,
+  watchdog probe --entity session/s-42 --db /var/lib/watchdog/watchdog.db
+  watchdog probe --entity session/s-42 --record`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return probeFail("unexpected argument %q (probe takes flags only)", args[0])
@@ -98,7 +105,8 @@ host, a legacy entity or a schedule).`,
 	f.StringVar(&o.contract, "contract", "", "artifact contract `FILE` (JSON or YAML, {\"artifacts\": [...]} as at registration)")
 	f.StringVar(&o.entity, "entity", "", "probe the registered entity `TYPE/ID` instead of a bare pid")
 	addDBFlag(cmd, &o.db)
-	f.StringVar(&o.config, "config", "", "with --entity: YAML config `FILE` for thresholds, host_id and store.dsn (default: the SPEC defaults)")
+	f.StringVar(&o.config, "config", "", "with --entity: the daemon's YAML config `FILE` for thresholds, host_id and store.dsn")
+	f.BoolVar(&o.record, "record", false, "with --entity: record the findings as the daemon's sweep would (default: read-only, nothing is written)")
 	f.BoolVar(&o.asJSON, "json", false, "print the normalized state as JSON")
 	return cmd
 }
@@ -117,8 +125,8 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 		}
 		return probeEntityFunc(cmd, o.entity, o.asJSON), nil
 	}
-	if cmd.Flags().Changed("db") || o.config != "" {
-		return 0, probeFail("--db and --config go with --entity; a --pid probe needs no database")
+	if cmd.Flags().Changed("db") || o.config != "" || o.record {
+		return 0, probeFail("--db, --config and --record go with --entity; a --pid probe needs no database")
 	}
 
 	target, th, err := o.target()

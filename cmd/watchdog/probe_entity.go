@@ -12,9 +12,10 @@ import (
 )
 
 // probeEntity is `watchdog probe --entity TYPE/ID`: probe a registered
-// entity of this host now, record what changed (as one sweep would, and
-// nothing when nothing did) and print it like the ad-hoc probe. It prints
-// its own error line: the hook reports an exit code only.
+// entity of this host now and judge it with the daemon's settings, print
+// it like the ad-hoc probe, and, only with --record, record what changed
+// (as one sweep would, and nothing when nothing did). It prints its own
+// error line: the hook reports an exit code only.
 func probeEntity(cmd *cobra.Command, ref string, asJSON bool) int {
 	code, err := runProbeEntity(cmd, ref, asJSON)
 	if err != nil {
@@ -39,7 +40,8 @@ func runProbeEntity(cmd *cobra.Command, ref string, asJSON bool) (int, error) {
 	}
 	defer o.st.Close()
 
-	p, err := o.rp.ProbeOne(cmd.Context(), typ, id)
+	record, _ := cmd.Flags().GetBool("record")
+	p, err := o.rp.ProbeOne(cmd.Context(), typ, id, record)
 	if errors.Is(err, store.ErrNotFound) {
 		return 0, fmt.Errorf("probe: no entity %s/%s in %s", typ, id, o.st.Path())
 	}

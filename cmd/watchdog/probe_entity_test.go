@@ -69,6 +69,12 @@ func TestProbeEntityBinaryExitCodes(t *testing.T) {
 	if r := wd(t, "", "transition", "session/failed", "failed", "--reason", "run.failed.exit_nonzero", "--actor", "orchestrator", "--db", db); r.code != 0 {
 		t.Fatalf("transition: %+v", r)
 	}
+	// A first registration starts the state's clock (issue 23, observation
+	// 3): "idle" is made to have been registered before its heartbeat
+	// file's last touch, 30 minutes ago, so that the file's age counts.
+	if _, err := testenv.SQL(t, db).Exec("UPDATE entities SET created_at = created_at - 1800, lifecycle_at = lifecycle_at - 1800 WHERE id = 'idle'"); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name  string
@@ -84,7 +90,7 @@ func TestProbeEntityBinaryExitCodes(t *testing.T) {
 		{"3: no pid, no heartbeat", "session/nopid", 3, "UNKNOWN - Running · Health unknown", "reason run.health.liveness_unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := wd(t, "", "probe", "--entity", tc.ref, "--db", db)
+			r := wd(t, "", "probe", "--entity", tc.ref, "--record", "--db", db)
 			if r.code != tc.code || r.stderr != "" {
 				t.Fatalf("exit %d (want %d), stderr %q\n%s", r.code, tc.code, r.stderr, r.stdout)
 			}
@@ -101,7 +107,8 @@ func TestProbeEntityBinaryExitCodes(t *testing.T) {
 		t.Fatalf("--json: exit %d, state %+v, stdout %s", r.code, ns, r.stdout)
 	}
 
-	// What was probed is stored: the daemon, status and the reaper see it.
+	// What was probed with --record is stored: the daemon, status and the
+	// reaper see it.
 	if e := entityOf(t, db, "session", "dead"); e.Health != state.HealthProcessDead || e.DeadSince.IsZero() {
 		t.Errorf("stored dead: health %s dead_since %v", e.Health, e.DeadSince)
 	}
@@ -123,7 +130,14 @@ func TestProbeEntityUnchangedWritesNothing(t *testing.T) {
 
 	for _, id := range []string{"alive", "dead"} {
 		registered := readDB(t, db)
-		first := wd(t, "", "probe", "--entity", "session/"+id, "--db", db)
+		// Without --record nothing at all is written, changed or not.
+		if r := wd(t, "", "probe", "--entity", "session/"+id, "--db", db); !strings.Contains(r.stdout, "not recorded") {
+			t.Fatalf("%s: read-only probe of a changed entity: %+v", id, r)
+		}
+		if after := readDB(t, db); !reflect.DeepEqual(registered, after) {
+			t.Fatalf("%s: a read-only probe wrote to the database", id)
+		}
+		first := wd(t, "", "probe", "--entity", "session/"+id, "--record", "--db", db)
 		if !strings.Contains(first.stdout, "recorded: health") {
 			t.Fatalf("%s: first probe recorded nothing: %+v", id, first)
 		}
@@ -136,7 +150,7 @@ func TestProbeEntityUnchangedWritesNothing(t *testing.T) {
 		}
 		// Ages in the evidence move on; what is stored must not.
 		time.Sleep(1100 * time.Millisecond)
-		second := wd(t, "", "probe", "--entity", "session/"+id, "--db", db)
+		second := wd(t, "", "probe", "--entity", "session/"+id, "--record", "--db", db)
 		if second.code != first.code || strings.Contains(second.stdout, "recorded:") {
 			t.Errorf("%s: second probe exit %d (first %d), stdout %q", id, second.code, first.code, second.stdout)
 		}
@@ -154,9 +168,13 @@ func TestProbeEntityConfig(t *testing.T) {
 	hb := adhocFile(t, dir, "s.hb", "", 5*time.Second)
 	registerE2E(t, db, fmt.Sprintf(`{"type":"session","id":"s","lifecycle":"running","pid":%d,"heartbeat_file":%q}`, alive, hb))
 	cfg := writeFile(t, dir, "cfg.yaml", fmt.Sprintf("store:\n  dsn: %s\nthresholds:\n  idle_after: 1s\n  stalled_after: 2s\n", db))
+	// Its state's clock started at registration: registered a minute ago.
+	if _, err := testenv.SQL(t, db).Exec("UPDATE entities SET created_at = created_at - 60, lifecycle_at = lifecycle_at - 60 WHERE id = 's'"); err != nil {
+		t.Fatal(err)
+	}
 
 	// No --db: the config's store.dsn is the database.
-	r := wd(t, "", "probe", "--entity", "session/s", "--config", cfg)
+	r := wd(t, "", "probe", "--entity", "session/s", "--record", "--config", cfg)
 	if r.code != 2 || !strings.HasPrefix(r.stdout, "CRITICAL - Running · Stalled") {
 		t.Fatalf("with a 2s stalled_after: %+v", r)
 	}

@@ -63,7 +63,7 @@ func newReapWorld(t *testing.T, grace string) reapWorld {
 	w.late = killedSleep(t, func(pid int) {
 		registerE2E(t, w.db, fmt.Sprintf(`{"type":"invocation","id":"late","lifecycle":"running","pid":%d}`, pid))
 	})
-	if r := wd(t, "", "probe", "--entity", "session/early", "--db", w.db); r.code != 2 {
+	if r := wd(t, "", "probe", "--entity", "session/early", "--record", "--db", w.db); r.code != 2 {
 		t.Fatalf("probe early: %+v", r)
 	}
 	return w

@@ -1,0 +1,314 @@
+// Package judge is what an entity's state means: one pure judgement per
+// entity, from the entity as stored, what was seen of it now, the settings
+// and the clock, with no I/O (in the manner of kubelet PLEG's
+// generateEvents: what changed, apart from when to look).
+//
+// Every path that judges an entity calls Judge: the sweep, the monitor
+// (a death, a deadline), `watchdog reap` and its dry run, `probe
+// --entity` and exec's end. The monitor decides when to look, the probe
+// what is seen, Judge what it means, and the write path how it is written.
+// Each rule Judge applies has one owner here (rules.go), and each type's
+// rules live in its graph file in package transitions.
+package judge
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/unixtime"
+)
+
+// Settings are the thresholds and windows a judgement applies (config
+// `thresholds.*`): resolved once, from the daemon's config, and the same
+// for the daemon and every command on its host.
+type Settings struct {
+	// Probe are the heartbeat and slowness thresholds.
+	Probe         probe.Thresholds
+	TerminalGrace time.Duration
+	PhantomAfter  time.Duration
+	MisfireGrace  time.Duration
+	FailureWindow time.Duration
+}
+
+// DefaultSettings are the SPEC defaults.
+var DefaultSettings = Settings{
+	Probe:         probe.DefaultThresholds,
+	TerminalGrace: 30 * time.Second,
+	PhantomAfter:  time.Hour,
+	MisfireGrace:  5 * time.Minute,
+	FailureWindow: 24 * time.Hour,
+}
+
+// misfireGrace is misfire_grace, its default when unset.
+func (s Settings) misfireGrace() time.Duration {
+	if s.MisfireGrace > 0 {
+		return s.MisfireGrace
+	}
+	return DefaultSettings.MisfireGrace
+}
+
+// Window is failure_window, its default when unset: how long an ended
+// entity stays in the queue and is still probed.
+func (s Settings) Window() time.Duration {
+	if s.FailureWindow > 0 {
+		return s.FailureWindow
+	}
+	return DefaultSettings.FailureWindow
+}
+
+// Seen is what was observed of one entity now.
+type Seen struct {
+	// Probed says the probe ran; Result is its classification. An entity
+	// with nothing of its own to probe (Probed(e) false) reads fine.
+	Probed bool
+	Result probe.Result
+	// HeartbeatFile is the heartbeat file's mtime as last known (zero:
+	// unknown); it moves the heartbeat deadlines and the last activity.
+	HeartbeatFile time.Time
+}
+
+// ActKind is the kind of lifecycle change a judgement calls for.
+type ActKind uint8
+
+// The acts. A caller applies those of its remit: the sweep only records,
+// enforce_terminal enforces, reap_phantoms reaps, the monitor does all.
+const (
+	ActNone    ActKind = iota
+	ActEnforce         // a dead process past terminal_grace: end it
+	ActPhantom         // a phantom quiet for phantom_after: reap it
+)
+
+// Act is one lifecycle change a judgement calls for, to be made through
+// the write path with actor reaper and a compare-and-set on From.
+type Act struct {
+	Kind    ActKind
+	From    string
+	To      string
+	Reason  state.StateReason
+	Detail  string
+	Trigger string
+}
+
+// Verdict is what one judgement decided.
+type Verdict struct {
+	// Observation is what to record (health, delivery, findings, the
+	// death's time); Changed says it differs from the stored one.
+	Observation store.Observation
+	Changed     bool
+	// Acts are the lifecycle changes called for, the more specific first
+	// (a phantom before a plain enforcement when both are due): a caller
+	// makes the first its remit allows (Verdict.First), and the
+	// compare-and-set turns any later one into a no-op.
+	Acts []Act
+	// Next is the earliest moment after now at which the judgement may
+	// change without anything new being seen (a heartbeat threshold, the
+	// end of terminal_grace, phantom_after, a misfire); zero: none.
+	Next time.Time
+}
+
+// Judge judges e at now from what was seen. Seen.Result must come from a
+// probe of Target(e, …) when Probed(e) (and of e's pid for a schedule).
+func Judge(e store.Entity, seen Seen, s Settings, now time.Time) Verdict {
+	var v Verdict
+	if ByCron(e) {
+		v.Observation, v.Changed = judgeSchedule(e, seen, s, now)
+	} else {
+		v.Observation, v.Changed = observe(e, seen, s, now)
+	}
+	// The acts judge the row as it was read: the grace counts from a
+	// death recorded before, never from one first seen now.
+	if seen.Probed {
+		if a, ok := phantom(e, seen, s, now); ok {
+			v.Acts = append(v.Acts, a)
+		}
+		if a, ok := enforce(e, seen.Result.PID, s, now); ok {
+			v.Acts = append(v.Acts, a)
+		}
+	}
+	after := e
+	apply(&after, v.Observation)
+	v.Next = Next(after, seen.HeartbeatFile, s, now)
+	return v
+}
+
+// First is the first act of kind among kinds, ok false for none.
+func (v Verdict) First(kinds ...ActKind) (Act, bool) {
+	for _, a := range v.Acts {
+		if slices.Contains(kinds, a.Kind) {
+			return a, true
+		}
+	}
+	return Act{}, false
+}
+
+// apply sets the observation's fields on e, as the store would.
+func apply(e *store.Entity, o store.Observation) {
+	e.Health, e.Delivery, e.Reasons, e.HealthSince, e.DeadSince = o.Health, o.Delivery, o.Reasons, o.HealthSince, o.DeadSince
+}
+
+// Applied is e with the verdict's observation applied: what the store
+// holds once it is recorded.
+func (v Verdict) Applied(e store.Entity) store.Entity {
+	apply(&e, v.Observation)
+	return e
+}
+
+// Next is the earliest of e's deadlines after now: the moment its
+// judgement may change with nothing new seen (file: the heartbeat file's
+// mtime as known). Zero when none lies ahead.
+func Next(e store.Entity, file time.Time, s Settings, now time.Time) time.Time {
+	if !Open(e) {
+		return time.Time{}
+	}
+	var next time.Time
+	consider := func(t time.Time) {
+		if t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, b := range HeartbeatBoundaries(e, file, s) {
+		consider(b)
+	}
+	if EnforceTarget(e) != "" || (!e.DeadSince.IsZero() && DeadTarget(e) == "") {
+		consider(GraceEnds(e, s)) // enforced, or flagged, once the grace is over
+	}
+	consider(PhantomAt(e, file, s))
+	_, misfire := MisfireAt(e, s)
+	consider(misfire)
+	return next
+}
+
+// observe is the judgement of a probed (or unprobed) entity of a type
+// judged by its process and heartbeat: the observation to record, and
+// whether it differs from the stored one.
+func observe(e store.Entity, seen Seen, s Settings, now time.Time) (store.Observation, bool) {
+	res := seen.Result
+	if !seen.Probed {
+		// A record with no process, heartbeat or files of its own (a show,
+		// a team, a play driven by its sessions) has nothing to probe: its
+		// runtime is fine as far as this host can tell.
+		res = probe.Result{Health: state.HealthOK, Delivery: e.Delivery}
+	}
+	if res.Delivery == "" {
+		res.Delivery = e.Delivery
+	}
+	reasons := make([]state.StateReason, len(res.Reasons))
+	copy(reasons, res.Reasons)
+	for i := range reasons {
+		reasons[i].EntityType, reasons[i].EntityID = e.Type, e.ID
+	}
+	obs := store.Observation{
+		Health: res.Health, Delivery: res.Delivery, Reasons: reasons,
+		HealthSince: e.HealthSince, DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: now,
+	}
+	if res.Health != e.Health || obs.HealthSince.IsZero() {
+		obs.HealthSince = now
+	}
+	obs.DeadSince = deadSince(e.DeadSince, res.Liveness, now)
+	if f, ok := unownedDeath(e, res, obs.DeadSince, s, now); ok {
+		obs.Reasons = flagUnowned(obs.Reasons, f)
+	}
+	state.CarryOnsets(obs.Reasons, e.Reasons, now)
+	return obs, changed(e, obs)
+}
+
+// deadSince is the death's time after a liveness was seen: the first
+// death seen stands (the grace counts from it, across restarts), a live
+// process clears it, and unknown proves neither.
+func deadSince(recorded time.Time, l probe.Liveness, now time.Time) time.Time {
+	switch l {
+	case probe.Dead:
+		if recorded.IsZero() {
+			return now
+		}
+	case probe.Alive:
+		return time.Time{}
+	}
+	return recorded
+}
+
+// changed says whether obs differs from what e holds: a sweep over an
+// unchanged host writes nothing.
+func changed(e store.Entity, obs store.Observation) bool {
+	return obs.Health != e.Health || obs.Delivery != e.Delivery || !obs.DeadSince.Equal(e.DeadSince) ||
+		!obs.HealthSince.Equal(e.HealthSince) || !state.SameFindings(obs.Reasons, e.Reasons)
+}
+
+// enforce is enforcement's judgement of e as read: open,
+// recorded dead past terminal_grace, confirmed dead now (pid, the check
+// made right before; only a conclusive death counts: the recorded one may
+// be old) → its type's dead-process terminal with
+// system.health.process_dead_no_terminal.
+func enforce(e store.Entity, pid probe.PIDObservation, s Settings, now time.Time) (Act, bool) {
+	to := EnforceTarget(e)
+	if to == "" || !GraceOver(e, s, now) || pid.Liveness != probe.Dead {
+		return Act{}, false
+	}
+	ev := pid.Evidence(now)
+	// A stored message carries the moment, never an age: readers render
+	// the age when they show it (state.Render).
+	since := state.Stamp(e.DeadSince)
+	detail := fmt.Sprintf("%s; dead since %s", pid.Detail(), since)
+	ev.Detail = detail
+	reason := state.Observed(state.SystemHealthProcessDeadNoTerminal, "process died without recording a terminal state; dead since "+since, ev)
+	reason.Since = unixtime.Of(e.DeadSince)
+	return Act{Kind: ActEnforce, From: e.LifecycleOr(""), To: to, Reason: reason, Detail: detail, Trigger: "process_exited"}, true
+}
+
+// Enforce is enforcement's judgement of e, recorded dead, from a check of
+// its pid made now (probe.Host.CheckPID): the act, or false when its grace
+// is not over, it has no end to reach, or the death is not confirmed.
+func Enforce(e store.Entity, pid probe.PIDObservation, s Settings, now time.Time) (Act, bool) {
+	return enforce(e, pid, s, now)
+}
+
+// PhantomDue says whether e may be a phantom at now by its row alone
+// (file: its heartbeat file's mtime as known): a candidate whose
+// PhantomAt has come. Only such an entity is worth a probe for Judge to
+// decide.
+func PhantomDue(e store.Entity, file time.Time, s Settings, now time.Time) bool {
+	at := PhantomAt(e, file, s)
+	return !at.IsZero() && !now.Before(at)
+}
+
+// phantom is reap_phantoms' judgement of e as read:
+// recorded process_dead or orphaned, quiet for phantom_after by its row
+// and its heartbeat file, and dead past terminal_grace or still orphaned
+// now → its type's dead-process terminal.
+func phantom(e store.Entity, seen Seen, s Settings, now time.Time) (Act, bool) {
+	res := seen.Result
+	file := seen.HeartbeatFile
+	if hb := res.Heartbeat; hb.Source == probe.HeartbeatFile && hb.At.After(file) {
+		// A heartbeat file is activity too: an orphan that still writes
+		// its heartbeat is working, not a phantom.
+		file = hb.At
+	}
+	if !PhantomDue(e, file, s, now) {
+		return Act{}, false
+	}
+	var code state.ReasonCode
+	switch {
+	case res.Liveness == probe.Dead && GraceOver(e, s, now):
+		// "No activity" counts from registration or the last heartbeat,
+		// not from the death, but the owner keeps terminal_grace from the
+		// death (PhantomAt), in which its own end must win.
+		code = state.SystemReaperPhantomProcessDead
+	case res.Liveness != probe.Dead && res.Health == state.HealthOrphaned:
+		code = state.SystemReaperPhantomOrphaned
+	default:
+		// Alive and no longer orphaned, or unknown: never reaped.
+		return Act{}, false
+	}
+	last := LastActivity(e, file)
+	ev := res.PID.Evidence(now)
+	// The moment, not the age: readers render ages (state.Render).
+	detail := fmt.Sprintf("%s; no activity since %s", res.PID.Detail(), state.Stamp(last))
+	ev.Detail = detail
+	reason := state.Observed(code, "phantom: the row said "+e.LifecycleOr("")+" but the process says otherwise; no activity since "+state.Stamp(last), ev)
+	reason.Since = unixtime.Of(last)
+	return Act{Kind: ActPhantom, From: e.LifecycleOr(""), To: DeadTarget(e), Reason: reason, Detail: detail, Trigger: "reconciliation"}, true
+}

@@ -1,0 +1,99 @@
+package judge
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"watchdog/cronspec"
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/unixtime"
+)
+
+// CronError says a schedule's cron spec does not parse: nothing is judged
+// or recorded for it, and check_schedules logs it and goes on.
+type CronError struct {
+	ID, Spec string
+	Err      error
+}
+
+func (c *CronError) Error() string {
+	return fmt.Sprintf("schedule %s: cron %q: %v", c.ID, c.Spec, c.Err)
+}
+
+func (c *CronError) Unwrap() error { return c.Err }
+
+// CheckCron returns a *CronError when e's cron spec does not parse.
+func CheckCron(e store.Entity) error {
+	if e.ScheduleCron == "" {
+		return nil
+	}
+	if _, err := cronspec.Parser.Parse(e.ScheduleCron); err != nil {
+		return &CronError{ID: e.ID, Spec: e.ScheduleCron, Err: err}
+	}
+	return nil
+}
+
+// cronHealth decides a schedule's health at now: the first fire time
+// after its last fire (or its resume) is due while within misfire_grace
+// and misfired after it. Paused and disabled schedules are ok: nobody
+// expects them to fire, and the fires they skipped are not owed once they
+// are enabled again (else every resume would page).
+func cronHealth(e store.Entity, s Settings, now time.Time) (state.Health, []state.StateReason) {
+	next, misfire := MisfireAt(e, s)
+	if next.IsZero() || next.After(now) {
+		return state.HealthOK, nil
+	}
+	ev := state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "schedule/" + e.ID,
+		Detail: fmt.Sprintf("cron %q: expected a fire at %s, last fire %s", e.ScheduleCron, next.UTC().Format(time.RFC3339), lastFired(e))}
+	if !now.After(misfire) {
+		return state.HealthDue, []state.StateReason{state.Observed(state.ScheduleHealthDue, "fire time passed, within misfire_grace", ev)}
+	}
+	// The moment, not the lateness: a stored message that grows with the
+	// clock would be rewritten at every check (ages are rendered when read).
+	r := state.Observed(state.ScheduleHealthMisfired,
+		fmt.Sprintf("no fire since its time %s (misfire_grace %s)", state.Stamp(next), s.misfireGrace()), ev)
+	r.Since = unixtime.Of(next)
+	return state.HealthMisfired, []state.StateReason{r}
+}
+
+func lastFired(e store.Entity) string {
+	if e.ScheduleLastFiredAt.IsZero() {
+		return "never"
+	}
+	return e.ScheduleLastFiredAt.UTC().Format(time.RFC3339)
+}
+
+// judgeSchedule is a schedule's judgement: its cron's findings and, when
+// it names a process (a long-running scheduler, say) and is enabled, that
+// process's liveness: a dead one gets the fate of every dead process of a
+// type without a dead-process end, the flag that asks the operator.
+func judgeSchedule(e store.Entity, seen Seen, s Settings, now time.Time) (store.Observation, bool) {
+	health, reasons := cronHealth(e, s, now)
+	dead := time.Time{} // paused or disabled: its process is not asked for
+	if seen.Probed {
+		res := seen.Result
+		dead = deadSince(e.DeadSince, res.Liveness, now)
+		if res.Liveness == probe.Dead {
+			death := res.Reasons
+			if f, ok := unownedDeath(e, res, dead, s, now); ok {
+				death = flagUnowned(death, f)
+			}
+			health, reasons = state.HealthProcessDead, append(slices.Clone(death), reasons...)
+		}
+	}
+	if reasons == nil {
+		reasons = []state.StateReason{}
+	}
+	for i := range reasons {
+		reasons[i].EntityType, reasons[i].EntityID = e.Type, e.ID
+	}
+	state.CarryOnsets(reasons, e.Reasons, now)
+	obs := store.Observation{Health: health, Delivery: e.Delivery, Reasons: reasons, HealthSince: now, DeadSince: dead, SeenSeq: e.LastSeq, At: now}
+	if health == e.Health {
+		obs.HealthSince = e.HealthSince
+	}
+	return obs, health != e.Health || !dead.Equal(e.DeadSince) || !state.SameFindings(reasons, e.Reasons)
+}

@@ -1,0 +1,137 @@
+package judge
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+	"watchdog/unixtime"
+)
+
+// A dead process gets a fate whatever its entity's type. The types whose
+// graph has an end for it (DeadTarget) are ended by enforcement; the
+// others (a play, a show, a team, or a process type in a state with no
+// reachable end) cannot be ended by the watchdog without inventing an
+// outcome, so once terminal_grace has passed they are flagged instead:
+// the probe's process_dead finding becomes
+// system.health.process_dead_unowned, critical, whose message says since
+// when and which command records an end. It is decided from the recorded
+// death alone, so every later judgement decides the same and nothing
+// writes it away until the entity moves or the process is found alive.
+
+// unownedDeath is the flag for e when its process is dead (res, now), it
+// is open, its type has no end for a dead process from its lifecycle, and
+// the death recorded at dead is past terminal_grace; ok false otherwise.
+func unownedDeath(e store.Entity, res probe.Result, dead time.Time, s Settings, now time.Time) (state.StateReason, bool) {
+	// An entity with an outcome (a failed show, whose graph keeps it open
+	// until archived) has had its end recorded: nothing left to ask.
+	if e.Lifecycle == nil || e.Terminal || Finished(e) || res.Liveness != probe.Dead || dead.IsZero() ||
+		DeadTarget(e) != "" || now.Sub(dead) < s.TerminalGrace {
+		return state.StateReason{}, false
+	}
+	from := *e.Lifecycle
+	// The moment comes last: readers append its age ("…, 12m ago").
+	msg := fmt.Sprintf("a %s has no end for a dead process: %s; process dead since %s", e.Type, endHint(e, from), state.Stamp(dead))
+	f := state.Observed(state.SystemHealthProcessDeadUnowned, msg)
+	f.Since = unixtime.Of(dead)
+	// The probe's own finding of the death carries the pid evidence: the
+	// flag takes it over, one item for one cause.
+	for _, p := range res.Reasons {
+		if p.Code == state.RunHealthProcessDead {
+			f.Evidence = p.Evidence
+		}
+	}
+	return f, true
+}
+
+// flagUnowned replaces the probe's death finding in reasons by the flag f
+// (appending it when the probe gave none).
+func flagUnowned(reasons []state.StateReason, f state.StateReason) []state.StateReason {
+	out := make([]state.StateReason, 0, len(reasons)+1)
+	placed := false
+	for _, r := range reasons {
+		if r.Code == state.RunHealthProcessDead || r.Code == state.SystemHealthProcessDeadUnowned {
+			if !placed {
+				out = append(out, f)
+				placed = true
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	if !placed {
+		out = append(out, f)
+	}
+	return out
+}
+
+// endHint names the command that records an end for e from lifecycle from:
+// a failing outcome where the graph has an edge to one, else any outcome.
+func endHint(e store.Entity, from string) string {
+	g, err := transitions.Lookup(e.Type)
+	if err != nil {
+		return "record its end"
+	}
+	targets := g.Targets(from)
+	to := ""
+	for _, want := range []string{"failed", "aborted", "cancelled", "closed"} {
+		if slices.Contains(targets, want) && g.Outcome(want) != "" {
+			to = want
+			break
+		}
+	}
+	if to == "" {
+		for _, t := range targets {
+			if g.Outcome(t) != "" {
+				to = t
+				break
+			}
+		}
+	}
+	if to == "" && slices.Contains(targets, "disabled") {
+		// A schedule has no end: what stops it is being disabled.
+		return fmt.Sprintf("disable it (`watchdog transition %s/%s disabled`) or re-register it with a live pid", e.Type, e.ID)
+	}
+	if to == "" {
+		return fmt.Sprintf("its lifecycle %s has no end to record; re-register it with a live pid or none", from)
+	}
+	cmd := fmt.Sprintf("watchdog transition %s/%s %s", e.Type, e.ID, to)
+	if to == "failed" {
+		cmd += " --reason " + string(state.RunFailedOperator)
+	}
+	return "record one, e.g. `" + cmd + "`"
+}
+
+// Flagged returns e's flag when its stored findings carry one.
+func Flagged(e store.Entity) (state.StateReason, bool) {
+	for _, r := range e.Reasons {
+		if r.Code == state.SystemHealthProcessDeadUnowned {
+			return r, true
+		}
+	}
+	return state.StateReason{}, false
+}
+
+// Target is what the probe needs to look at for e (parentTerminal: its
+// parent entity has ended). Artifacts are judged once the entity ended: a
+// running session that has not yet written its review is not missing it.
+func Target(e store.Entity, parentTerminal bool) probe.Target {
+	return probe.Target{
+		PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID, Exit: e.Exit,
+		SupervisorPID: e.SupervisorPID, SupervisorStartTime: e.SupervisorStartTime,
+		HeartbeatFile: e.HeartbeatFile, HeartbeatAt: e.HeartbeatAt, HeartbeatProgress: e.HeartbeatProgress,
+		StartedAt: e.StartedAt, Terminal: e.Terminal, EndedAt: e.EndedAt, ParentTerminal: parentTerminal,
+		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, SkipArtifacts: !e.Terminal,
+		LockFiles:    e.LockFiles,
+		EndedByDeath: EndedByDeath(e), Waiting: transitions.Waiting(e), StateSince: StateSince(e),
+	}
+}
+
+// PIDTarget is e's recorded process, as a pid check needs it.
+func PIDTarget(e store.Entity) probe.PIDTarget {
+	return probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID, Exit: e.Exit}
+}
