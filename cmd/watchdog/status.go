@@ -128,7 +128,9 @@ func localList(ctx context.Context, db string, f api.EntityFilter, withRows bool
 		rows = func(e store.Entity) ([]store.AuditRow, error) { return st.Transitions(ctx, e.Type, e.ID) }
 	}
 	now := time.Now()
-	items, err := api.ListEntities(ctx, st, f, now, rows)
+	// The heartbeat shown is the one judged: this host's heartbeat files
+	// are read here, as the daemon's own reads do.
+	items, err := api.ListEntities(ctx, st, f, now, rows, target.Heartbeats(localHost()))
 	if err != nil {
 		return wire.EntityList{}, err
 	}
