@@ -162,9 +162,13 @@ type severitySection struct {
 }
 
 type clusterView struct {
-	ID      string
-	Summary string
-	Items   []itemView
+	ID string
+	// Header speaks for all the cluster's items (attention.ClusterOf):
+	// the reason's registered summary, the range of their onsets and
+	// their entities, never one item's message.
+	Header string
+	Items  []itemView
+	items  []attention.Item
 }
 
 // Size is the number of the cluster's items on the page.
@@ -410,9 +414,13 @@ func buildQueue(q attention.Queue, now time.Time) queueView {
 			if !ok {
 				k = len(sec.Clusters)
 				index[it.ClusterID] = k
-				sec.Clusters = append(sec.Clusters, clusterView{ID: it.ClusterID, Summary: it.Reason.Summary})
+				sec.Clusters = append(sec.Clusters, clusterView{ID: it.ClusterID})
 			}
 			sec.Clusters[k].Items = append(sec.Clusters[k].Items, itemOf(it, now))
+			sec.Clusters[k].items = append(sec.Clusters[k].items, *it)
+		}
+		for k := range sec.Clusters {
+			sec.Clusters[k].Header = attention.ClusterOf(sec.Clusters[k].items).Header(now)
 		}
 		if len(sec.Clusters) > 0 {
 			out.Sections = append(out.Sections, sec)
