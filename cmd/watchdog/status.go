@@ -32,8 +32,10 @@ func newStatusCmd() *cobra.Command {
 		Short: "Table of entities with their display chain, most severe first",
 		Long: `Print one row per entity, most severe first: severity, type, id, the
 display chain, the latest reason (with how the process ended), its PID,
-the host it was recorded on, since when it runs, the age of its last
-heartbeat and of its last update. --json prints the list as
+the host it was recorded on, since when it runs, the age of the heartbeat
+it is judged by (its heartbeat file's mtime, read here for this host's
+entities, or its posted heartbeat, whichever is later) and of its last
+update. --json prints the list as
 GET /api/v1/entities shapes it, each entity with its whole history.
 
 It reads a database (--db, WATCHDOG_DB) or, with --server (WATCHDOG_SERVER),
