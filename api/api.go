@@ -154,6 +154,10 @@ type Options struct {
 	// PagePatterns behind the same Host guard as the API; its writes go
 	// through the API's own endpoints.
 	Page http.Handler
+	// Heartbeats finds the heartbeat each entity read shows: the one the
+	// judgement takes, a heartbeat file of this host's read at the
+	// request (wire.Heartbeats); nil shows the posted one.
+	Heartbeats *wire.Heartbeats
 }
 
 // PagePatterns are the routes the operator's page answers: GET / (the

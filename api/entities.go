@@ -50,7 +50,7 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, wire.FromEntity(e, nil, s.Now()))
+	writeJSON(w, status, wire.FromEntity(e, nil, s.Heartbeats, s.Now()))
 }
 
 // getEntity is GET /api/v1/entities/{type}/{id}: the entity read shape
@@ -83,7 +83,7 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := wire.FromView(ent.Entity, ent.State, rows, s.Now())
+	out := wire.FromView(ent.Entity, ent.State, rows, s.Heartbeats, s.Now())
 	out.TransitionsTotal = &total
 	writeJSON(w, http.StatusOK, out)
 }
@@ -195,7 +195,7 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 	pg, next := page(items, order, after, int(limit))
 	out.Items, out.Next = make([]wire.Entity, 0, len(pg)), next
 	for _, l := range pg {
-		out.Items = append(out.Items, wire.FromView(*l.e, l.ns, nil, s.Now()))
+		out.Items = append(out.Items, wire.FromView(*l.e, l.ns, nil, s.Heartbeats, s.Now()))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -228,7 +228,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.FromEntity(e, nil, s.Now()))
+	writeJSON(w, http.StatusOK, wire.FromEntity(e, nil, s.Heartbeats, s.Now()))
 }
 
 // transition is POST …/{type}/{id}/transitions: 200 with the entity as it
@@ -261,7 +261,7 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.TransitionResult{Entity: wire.FromEntity(res.After, nil, s.Now()), From: res.Before.LifecycleOr("")})
+	writeJSON(w, http.StatusOK, wire.TransitionResult{Entity: wire.FromEntity(res.After, nil, s.Heartbeats, s.Now()), From: res.Before.LifecycleOr("")})
 }
 
 // rejected counts a transition the API refused before the write path saw

@@ -35,8 +35,9 @@ type Lister interface {
 // with --db, where no daemon keeps a live view. Each state is derived by
 // live.Derive, as the daemon's view derives it. rows, when not nil, gives
 // each selected entity its audit rows (`status --json`); lists otherwise
-// omit history.
-func ListEntities(ctx context.Context, st Lister, f EntityFilter, now time.Time, rows func(store.Entity) ([]store.AuditRow, error)) ([]wire.Entity, error) {
+// omit history. hb finds the heartbeat each shows (wire.Heartbeats; nil:
+// the posted one).
+func ListEntities(ctx context.Context, st Lister, f EntityFilter, now time.Time, rows func(store.Entity) ([]store.AuditRow, error), hb *wire.Heartbeats) ([]wire.Entity, error) {
 	list, err := st.List(ctx, store.Filter{Type: f.Type, HostID: f.Host})
 	if err != nil {
 		return nil, err
@@ -53,7 +54,7 @@ func ListEntities(ctx context.Context, st Lister, f EntityFilter, now time.Time,
 				return nil, err
 			}
 		}
-		items = append(items, wire.FromView(e, ns, r, now))
+		items = append(items, wire.FromView(e, ns, r, hb, now))
 	}
 	return items, nil
 }

@@ -10,8 +10,9 @@ import (
 
 // Text renders the queue as `watchdog attention` prints it, like
 // ADR-0030 §8: a severity header with its count over the whole queue, then
-// each cluster (its size over the whole queue too), then its items on this
-// page.
+// each cluster (its size over the whole queue too, its reason's registered
+// summary, the range of its items' onsets and their entities: ClusterOf),
+// then its items on this page, each with its own detail.
 func (q Queue) Text() string {
 	if q.Total == 0 {
 		return "attention queue is empty\n"
@@ -46,8 +47,10 @@ func (q Queue) Text() string {
 		}
 		for _, id := range order {
 			members := byCluster[id]
-			first := members[0]
-			fmt.Fprintf(w, "  %s · %s\n", first.Reason.Code, plural(first.ClusterSize, "item"))
+			// The header speaks for every item (ClusterOf): no one item's
+			// message, pid or signal.
+			c := ClusterOf(members)
+			fmt.Fprintf(w, "  %s · %s · %s\n", c.Code, plural(c.Size, "item"), c.Header(now.Time))
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			for _, it := range members {
 				ref := it.Entity.Type + "/" + it.Entity.ID

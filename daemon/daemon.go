@@ -36,6 +36,7 @@ import (
 	_ "watchdog/store/pgstore" // registers store.driver: postgres
 	"watchdog/tokenfile"
 	"watchdog/transitions"
+	"watchdog/wire"
 )
 
 // Options are what `watchdog serve` hands the daemon.
@@ -168,10 +169,14 @@ func Run(ctx context.Context, o Options) error {
 	}()
 
 	d.level = o.Level
+	// Every read shows the heartbeat the judgement takes: this host's
+	// heartbeat files are read at the request, never stored per sweep.
+	beats := &wire.Heartbeats{HostID: host.HostID(), Last: probe.LastHeartbeat}
 	d.api = api.New(api.Options{
 		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: reg,
 		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m, View: view,
-		Page: page.New(page.Options{View: view, Store: st, Auth: token != "", Now: time.Now, Log: log.Named("page")}),
+		Page:       page.New(page.Options{View: view, Store: st, Auth: token != "", Now: time.Now, Log: log.Named("page"), Heartbeats: beats}),
+		Heartbeats: beats,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

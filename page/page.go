@@ -69,6 +69,10 @@ type Options struct {
 	Now func() time.Time
 	// Log receives render failures; nil discards.
 	Log *zap.Logger
+	// Heartbeats finds the heartbeat an entity shows: the one the
+	// judgement takes, as the API's entity read does (wire.Heartbeats);
+	// nil shows the posted one.
+	Heartbeats *wire.Heartbeats
 }
 
 // Limits of what one page shows.
@@ -158,9 +162,13 @@ type severitySection struct {
 }
 
 type clusterView struct {
-	ID      string
-	Summary string
-	Items   []itemView
+	ID string
+	// Header speaks for all the cluster's items (attention.ClusterOf):
+	// the reason's registered summary, the range of their onsets and
+	// their entities, never one item's message.
+	Header string
+	Items  []itemView
+	items  []attention.Item
 }
 
 // Size is the number of the cluster's items on the page.
@@ -202,8 +210,10 @@ type entityRow struct {
 	PID                   string
 	Since                 string
 	Heartbeat             string
-	Exit                  string
-	Host                  string
+	// HeartbeatSource is where Heartbeat came from: "file" or "posted".
+	HeartbeatSource string
+	Exit            string
+	Host            string
 }
 
 // entityPage is GET /entities/{type}/{id}.
@@ -288,7 +298,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 			if f.Host != "" && e.Entity.HostID != f.Host {
 				return
 			}
-			list = append(list, wire.FromView(e.Entity, e.State, nil, now))
+			list = append(list, wire.FromView(e.Entity, e.State, nil, h.o.Heartbeats, now))
 		})
 	}
 	for host := range hosts {
@@ -329,7 +339,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 		h.notFound(w, r, "no entity "+typ+"/"+id)
 		return
 	}
-	we := wire.FromView(ent.Entity, ent.State, nil, now)
+	we := wire.FromView(ent.Entity, ent.State, nil, h.o.Heartbeats, now)
 	p := entityPage{layout: h.frame(labelOf(&we)+" · watchdog", now), Row: rowOf(&we, now), Severity: string(we.State.Severity)}
 	if we.State.Legacy() {
 		p.Severity = "legacy"
@@ -404,9 +414,13 @@ func buildQueue(q attention.Queue, now time.Time) queueView {
 			if !ok {
 				k = len(sec.Clusters)
 				index[it.ClusterID] = k
-				sec.Clusters = append(sec.Clusters, clusterView{ID: it.ClusterID, Summary: it.Reason.Summary})
+				sec.Clusters = append(sec.Clusters, clusterView{ID: it.ClusterID})
 			}
 			sec.Clusters[k].Items = append(sec.Clusters[k].Items, itemOf(it, now))
+			sec.Clusters[k].items = append(sec.Clusters[k].items, *it)
+		}
+		for k := range sec.Clusters {
+			sec.Clusters[k].Header = attention.ClusterOf(sec.Clusters[k].items).Header(now)
 		}
 		if len(sec.Clusters) > 0 {
 			out.Sections = append(out.Sections, sec)
@@ -464,7 +478,12 @@ func rowOf(e *wire.Entity, now time.Time) entityRow {
 		since = e.CreatedAt.Time
 	}
 	r.Since = ago(now, since)
-	r.Heartbeat = ago(now, e.HeartbeatAt.Time)
+	// The heartbeat the judgement takes, file or posted: the page must not
+	// read "–" above evidence naming a heartbeat file's fresh mtime.
+	r.Heartbeat = ago(now, e.LastHeartbeat().Time)
+	if e.Heartbeat != nil {
+		r.HeartbeatSource = e.Heartbeat.Source
+	}
 	if e.ExitStatus != nil {
 		r.Exit = e.ExitStatus.Short()
 	}

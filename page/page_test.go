@@ -19,6 +19,7 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/wire"
 )
 
 // env is the daemon's front end as serve wires it: a SQLite store, its
@@ -34,6 +35,13 @@ type env struct {
 
 func newEnv(t *testing.T, token string) *env {
 	t.Helper()
+	return newEnvWith(t, token, nil)
+}
+
+// newEnvWith is newEnv whose page and API read heartbeat files as hb says
+// (the daemon's wiring gives both this host's wire.Heartbeats).
+func newEnvWith(t *testing.T, token string, hb *wire.Heartbeats) *env {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "watchdog.db"))
 	if err != nil {
@@ -46,8 +54,8 @@ func newEnv(t *testing.T, token string) *env {
 		t.Fatal(err)
 	}
 	w := &transitions.Writer{Store: st, Now: c.Now}
-	pg := New(Options{View: view, Store: st, Auth: token != "", Now: c.Now})
-	srv := httptest.NewServer(api.New(api.Options{Store: st, Writer: w, Now: c.Now, View: view, Token: token, Page: pg}))
+	pg := New(Options{View: view, Store: st, Auth: token != "", Now: c.Now, Heartbeats: hb})
+	srv := httptest.NewServer(api.New(api.Options{Store: st, Writer: w, Now: c.Now, View: view, Token: token, Page: pg, Heartbeats: hb}))
 	t.Cleanup(srv.Close)
 	return &env{t: t, st: st, w: w, view: view, clock: c, srv: srv}
 }

@@ -65,7 +65,7 @@ func (l *Local) Entity(ctx context.Context, typ, id string) (wire.Entity, error)
 	if err != nil {
 		return wire.Entity{}, err
 	}
-	return wire.FromEntity(e, nil, time.Now()), nil
+	return wire.FromEntity(e, nil, Heartbeats(l.host), time.Now()), nil
 }
 
 // Register implements Target; the write path completes a local pid's
@@ -94,7 +94,14 @@ func (l *Local) Transition(ctx context.Context, typ, id string, t wire.Transitio
 	if err != nil {
 		return wire.TransitionResult{}, err
 	}
-	return wire.TransitionResult{Entity: wire.FromEntity(res.After, nil, time.Now()), From: res.Before.LifecycleOr("")}, nil
+	return wire.TransitionResult{Entity: wire.FromEntity(res.After, nil, Heartbeats(l.host), time.Now()), From: res.Before.LifecycleOr("")}, nil
+}
+
+// Heartbeats is how a reader on host shows the heartbeat an entity is
+// judged by: its heartbeat file read here, for host's entities, by the
+// probe's rule (probe.LastHeartbeat); another host's posted heartbeat.
+func Heartbeats(host *probe.Host) *wire.Heartbeats {
+	return &wire.Heartbeats{HostID: host.HostID(), Last: probe.LastHeartbeat}
 }
 
 // Heartbeat implements Target.

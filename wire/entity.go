@@ -29,18 +29,21 @@ type AuditRow struct {
 // Entity is the entity read shape: the registered fields, the normalized
 // state, the display chain and (for a single-entity read) the audit rows.
 type Entity struct {
-	Type              string               `json:"type"`
-	ID                string               `json:"id"`
-	Label             string               `json:"label"`
-	Lifecycle         *string              `json:"lifecycle"`
-	PID               int                  `json:"pid,omitempty"`
-	PIDStartTime      unixtime.Time        `json:"pid_start_time,omitzero"`
-	HostID            string               `json:"host_id,omitempty"`
-	BootID            string               `json:"boot_id,omitempty"`
-	SupervisorPID     int                  `json:"supervisor_pid,omitempty"`
-	SupervisorStart   unixtime.Time        `json:"supervisor_start_time,omitzero"`
-	HeartbeatFile     string               `json:"heartbeat_file,omitempty"`
+	Type            string        `json:"type"`
+	ID              string        `json:"id"`
+	Label           string        `json:"label"`
+	Lifecycle       *string       `json:"lifecycle"`
+	PID             int           `json:"pid,omitempty"`
+	PIDStartTime    unixtime.Time `json:"pid_start_time,omitzero"`
+	HostID          string        `json:"host_id,omitempty"`
+	BootID          string        `json:"boot_id,omitempty"`
+	SupervisorPID   int           `json:"supervisor_pid,omitempty"`
+	SupervisorStart unixtime.Time `json:"supervisor_start_time,omitzero"`
+	HeartbeatFile   string        `json:"heartbeat_file,omitempty"`
+	// HeartbeatAt is the latest posted heartbeat alone, as before
+	// Heartbeat was added; Heartbeat is the one the entity is judged by.
 	HeartbeatAt       unixtime.Time        `json:"heartbeat_at,omitzero"`
+	Heartbeat         *JudgedHeartbeat     `json:"heartbeat,omitempty"`
 	HeartbeatProgress string               `json:"heartbeat_progress,omitempty"`
 	TimeoutSeconds    float64              `json:"timeout_seconds,omitempty"`
 	TimeoutElapsed    float64              `json:"timeout_elapsed,omitempty"`
@@ -84,15 +87,17 @@ func renderedAt(reasons []state.StateReason, now time.Time) []state.StateReason 
 }
 
 // FromEntity builds the read shape; rows may be nil (lists omit history).
-func FromEntity(e store.Entity, rows []store.AuditRow, now time.Time) Entity {
-	return FromView(e, transitions.View(e, now), rows, now)
+// hb finds the heartbeat shown (nil: the posted one; see Heartbeats).
+func FromEntity(e store.Entity, rows []store.AuditRow, hb *Heartbeats, now time.Time) Entity {
+	return FromView(e, transitions.View(e, now), rows, hb, now)
 }
 
 // FromView is FromEntity for an entity whose state was derived already
 // (the live view derives it once per change, live.Derive). The reasons'
 // messages are rendered as read at now (state.Render: "…, 12m ago"): the
-// stored ones carry moments, never ages.
-func FromView(e store.Entity, ns state.NormalizedState, rows []store.AuditRow, now time.Time) Entity {
+// stored ones carry moments, never ages. The heartbeat shown is the one
+// the judgement takes, found by hb at now (Heartbeats.Of).
+func FromView(e store.Entity, ns state.NormalizedState, rows []store.AuditRow, hb *Heartbeats, now time.Time) Entity {
 	ns.Reasons = renderedAt(ns.Reasons, now)
 	out := Entity{
 		Type: e.Type, ID: e.ID, Label: e.Label, Lifecycle: e.Lifecycle,
@@ -102,7 +107,7 @@ func FromView(e store.Entity, ns state.NormalizedState, rows []store.AuditRow, n
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, LockFiles: e.LockFiles, DependsOn: e.DependsOn,
 		StartedAt: unixtime.Of(e.StartedAt), EndedAt: unixtime.Of(e.EndedAt), HealthSince: unixtime.Of(e.HealthSince),
 		CreatedAt: unixtime.Of(e.CreatedAt), UpdatedAt: unixtime.Of(e.UpdatedAt), ExitStatus: e.Exit,
-		State: ns, Display: transitions.Display(e, ns),
+		State: ns, Display: transitions.Display(e, ns), Heartbeat: hb.Of(&e, now),
 	}
 	if len(e.Metadata) > 0 && string(e.Metadata) != "{}" {
 		out.Metadata = e.Metadata

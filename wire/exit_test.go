@@ -49,7 +49,7 @@ func TestEntityExitStatus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		list.Items = append(list.Items, FromEntity(e, nil, now))
+		list.Items = append(list.Items, FromEntity(e, nil, nil, now))
 	}
 	list.GeneratedAt = unixtime.Of(now)
 

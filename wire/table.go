@@ -17,7 +17,7 @@ import (
 // Beside the state it has what an on-call person reaches for next: the
 // process (PID), the host it runs on (what --host takes), since when it
 // runs (started_at, else its registration) and how old its last
-// heartbeat is; "-" where the entity has none.
+// heartbeat is (the one judged: Entity.LastHeartbeat); "-" where the entity has none.
 func (l EntityList) Table() string {
 	if len(l.Items) == 0 {
 		return "no entities\n"
@@ -47,9 +47,11 @@ func (l EntityList) Table() string {
 		if since.IsZero() {
 			since = e.CreatedAt
 		}
+		// The heartbeat the judgement takes (a heartbeat file's mtime or a
+		// posted one), not only the posted one.
 		beat := "-"
-		if !e.HeartbeatAt.IsZero() {
-			beat = l.ago(e.HeartbeatAt)
+		if at := e.LastHeartbeat(); !at.IsZero() {
+			beat = l.ago(at)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason,
 			pid, host, l.ago(since), beat, l.ago(e.UpdatedAt))

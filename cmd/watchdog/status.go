@@ -32,8 +32,10 @@ func newStatusCmd() *cobra.Command {
 		Short: "Table of entities with their display chain, most severe first",
 		Long: `Print one row per entity, most severe first: severity, type, id, the
 display chain, the latest reason (with how the process ended), its PID,
-the host it was recorded on, since when it runs, the age of its last
-heartbeat and of its last update. --json prints the list as
+the host it was recorded on, since when it runs, the age of the heartbeat
+it is judged by (its heartbeat file's mtime, read here for this host's
+entities, or its posted heartbeat, whichever is later) and of its last
+update. --json prints the list as
 GET /api/v1/entities shapes it, each entity with its whole history.
 
 It reads a database (--db, WATCHDOG_DB) or, with --server (WATCHDOG_SERVER),
@@ -128,7 +130,9 @@ func localList(ctx context.Context, db string, f api.EntityFilter, withRows bool
 		rows = func(e store.Entity) ([]store.AuditRow, error) { return st.Transitions(ctx, e.Type, e.ID) }
 	}
 	now := time.Now()
-	items, err := api.ListEntities(ctx, st, f, now, rows)
+	// The heartbeat shown is the one judged: this host's heartbeat files
+	// are read here, as the daemon's own reads do.
+	items, err := api.ListEntities(ctx, st, f, now, rows, target.Heartbeats(localHost()))
 	if err != nil {
 		return wire.EntityList{}, err
 	}
