@@ -10,6 +10,7 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/unixtime"
+	"watchdog/wire"
 )
 
 // listOrder is the order of GET /api/v1/entities.
@@ -59,28 +60,17 @@ type listed struct {
 func keyOf(l listed, o listOrder) listKey {
 	k := listKey{Order: o, Type: l.e.Type, ID: l.e.ID}
 	if o == orderSeverity {
-		k.Rank, k.Updated = severityRank(l.ns), unixtime.Of(l.e.UpdatedAt)
+		k.Rank, k.Updated = wire.SeverityKeyOf(l.ns, l.e.UpdatedAt, l.e.Type, l.e.ID).Rank, unixtime.Of(l.e.UpdatedAt)
 	}
 	return k
 }
 
-// severityRank is wire.SortEntities' rank: by severity, legacy last.
-func severityRank(ns state.NormalizedState) int {
-	if ns.Legacy() {
-		return len(state.Severities) + 1
-	}
-	return ns.Severity.Rank()
-}
-
-// less orders keys of one listOrder.
+// less orders keys of one listOrder: the severity order is
+// wire.SeverityKey's.
 func (a listKey) less(b listKey) bool {
 	if a.Order == orderSeverity {
-		if a.Rank != b.Rank {
-			return a.Rank < b.Rank
-		}
-		if !a.Updated.Equal(b.Updated.Time) {
-			return a.Updated.After(b.Updated.Time)
-		}
+		return wire.SeverityKey{Rank: a.Rank, Updated: a.Updated.Time, Type: a.Type, ID: a.ID}.Less(
+			wire.SeverityKey{Rank: b.Rank, Updated: b.Updated.Time, Type: b.Type, ID: b.ID})
 	}
 	if a.Type != b.Type {
 		return a.Type < b.Type

@@ -43,6 +43,22 @@ var DefaultSettings = Settings{
 	FailureWindow: 24 * time.Hour,
 }
 
+// WithDefaults fills every unset (zero or negative) setting with its
+// default.
+func (s Settings) WithDefaults() Settings {
+	d := DefaultSettings
+	s.Probe = s.Probe.WithDefaults()
+	for _, f := range []struct{ v, d *time.Duration }{
+		{&s.TerminalGrace, &d.TerminalGrace}, {&s.PhantomAfter, &d.PhantomAfter},
+		{&s.MisfireGrace, &d.MisfireGrace}, {&s.FailureWindow, &d.FailureWindow},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
+	return s
+}
+
 // misfireGrace is misfire_grace, its default when unset.
 func (s Settings) misfireGrace() time.Duration {
 	if s.MisfireGrace > 0 {
@@ -148,6 +164,14 @@ func (v Verdict) First(kinds ...ActKind) (Act, bool) {
 // apply sets the observation's fields on e, as the store would.
 func apply(e *store.Entity, o store.Observation) {
 	e.Health, e.Delivery, e.Reasons, e.HealthSince, e.DeadSince = o.Health, o.Delivery, o.Reasons, o.HealthSince, o.DeadSince
+}
+
+// Recorded is e as the store holds it once o is recorded (a dry run
+// keeps that in memory instead).
+func Recorded(e store.Entity, o store.Observation) store.Entity {
+	apply(&e, o)
+	e.UpdatedAt = o.At
+	return e
 }
 
 // Applied is e with the verdict's observation applied: what the store

@@ -13,8 +13,10 @@ import (
 // The rules below are each written once: the monitor asks them when to
 // look, the reaper's jobs which entities are due, Judge what it means.
 
-// Open says e has a lifecycle that has not ended: what the monitor
-// watches, the jobs act on and `status --open` lists.
+// Open says e has a lifecycle that has not ended (its terminal flag, set
+// by the write path from its graph): what the monitor watches and the
+// jobs act on, as the store's Filter.OpenOnly and the live view's
+// Entry.Open read it.
 func Open(e store.Entity) bool { return e.Lifecycle != nil && !e.Terminal }
 
 // ByCron says e is judged by its cron spec (a schedule), not by a probe.

@@ -82,19 +82,9 @@ var DefaultSettings = Settings{
 }
 
 func (s Settings) withDefaults() Settings {
-	d := DefaultSettings
-	s.Probe = s.Probe.WithDefaults()
-	if s.TerminalGrace <= 0 {
-		s.TerminalGrace = d.TerminalGrace
-	}
-	if s.PhantomAfter <= 0 {
-		s.PhantomAfter = d.PhantomAfter
-	}
-	if s.MisfireGrace <= 0 {
-		s.MisfireGrace = d.MisfireGrace
-	}
+	s.Settings = s.Settings.WithDefaults()
 	if s.PollInterval <= 0 {
-		s.PollInterval = d.PollInterval
+		s.PollInterval = DefaultSettings.PollInterval
 	}
 	return s
 }

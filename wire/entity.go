@@ -165,27 +165,42 @@ type EntityList struct {
 	Next        string        `json:"next,omitempty"`
 }
 
-// SortEntities orders by severity (legacy last), then most recently
-// updated, then type and id: the order of `watchdog status` and of
-// GET /api/v1/entities, top-down by urgency.
-func SortEntities(items []Entity) {
-	rank := func(e Entity) int {
-		if e.State.Legacy() {
-			return len(state.Severities) + 1
-		}
-		return e.State.Severity.Rank()
+// SeverityKey is an entity's place in the severity order: by severity
+// (legacy last), then most recently updated, then type and id. It is the
+// order of `watchdog status` and of GET /api/v1/entities (whose cursor
+// carries it), top-down by urgency: written once, here.
+type SeverityKey struct {
+	Rank    int
+	Updated time.Time
+	Type    string
+	ID      string
+}
+
+// SeverityKeyOf is the key of an entity with state ns.
+func SeverityKeyOf(ns state.NormalizedState, updated time.Time, typ, id string) SeverityKey {
+	rank := len(state.Severities) + 1
+	if !ns.Legacy() {
+		rank = ns.Severity.Rank()
 	}
-	sort.SliceStable(items, func(i, j int) bool {
-		a, b := items[i], items[j]
-		if ra, rb := rank(a), rank(b); ra != rb {
-			return ra < rb
-		}
-		if !a.UpdatedAt.Equal(b.UpdatedAt.Time) {
-			return a.UpdatedAt.After(b.UpdatedAt.Time)
-		}
-		if a.Type != b.Type {
-			return a.Type < b.Type
-		}
-		return a.ID < b.ID
-	})
+	return SeverityKey{Rank: rank, Updated: updated, Type: typ, ID: id}
+}
+
+// Less says a comes before b.
+func (a SeverityKey) Less(b SeverityKey) bool {
+	if a.Rank != b.Rank {
+		return a.Rank < b.Rank
+	}
+	if !a.Updated.Equal(b.Updated) {
+		return a.Updated.After(b.Updated)
+	}
+	if a.Type != b.Type {
+		return a.Type < b.Type
+	}
+	return a.ID < b.ID
+}
+
+// SortEntities orders items by SeverityKey.
+func SortEntities(items []Entity) {
+	key := func(e Entity) SeverityKey { return SeverityKeyOf(e.State, e.UpdatedAt.Time, e.Type, e.ID) }
+	sort.SliceStable(items, func(i, j int) bool { return key(items[i]).Less(key(items[j])) })
 }

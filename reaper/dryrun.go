@@ -74,7 +74,6 @@ func (s *dryStore) RecordObservation(ctx context.Context, typ, id string, o stor
 	if e.LastSeq != o.SeenSeq {
 		return false, nil
 	}
-	e.Health, e.Delivery, e.Reasons, e.HealthSince, e.DeadSince, e.UpdatedAt = o.Health, o.Delivery, o.Reasons, o.HealthSince, o.DeadSince, o.At
-	s.seen[typ+"/"+id] = e
+	s.seen[typ+"/"+id] = judge.Recorded(e, o)
 	return true, nil
 }
