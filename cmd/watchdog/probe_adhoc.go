@@ -47,7 +47,9 @@ its start time as identity), heartbeat age, artifact contract.
 
 With --entity, probe a registered entity of this host with what the store
 recorded about it (pid and start time, heartbeat, artifacts, lock files)
-and the thresholds of --config (the SPEC defaults without it), and record
+and the daemon's thresholds (its config: --config, else $WATCHDOG_CONFIG,
+else ` + defaultConfigPath + ` when it exists; the SPEC defaults without one,
+said in one line on stderr), and record
 the findings as the daemon's sweep would: only when health, delivery or
 reasons changed. A first-seen death starts terminal_grace now. An entity of
 another host is not probed (exit 3).
@@ -98,7 +100,8 @@ host, a legacy entity or a schedule).`,
 	f.StringVar(&o.contract, "contract", "", "artifact contract `FILE` (JSON or YAML, {\"artifacts\": [...]} as at registration)")
 	f.StringVar(&o.entity, "entity", "", "probe the registered entity `TYPE/ID` instead of a bare pid")
 	addDBFlag(cmd, &o.db)
-	f.StringVar(&o.config, "config", "", "with --entity: YAML config `FILE` for thresholds, host_id and store.dsn (default: the SPEC defaults)")
+	addConfigFlag(cmd, &o.config)
+	f.Lookup("config").Usage = "with --entity: " + f.Lookup("config").Usage
 	f.BoolVar(&o.asJSON, "json", false, "print the normalized state as JSON")
 	return cmd
 }
@@ -113,7 +116,7 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 		if o.idleAfter != "" || o.stalledAfter != "" {
 			// The findings are stored: thresholds other than the daemon's
 			// would make the two flip the entity back and forth.
-			return 0, probeFail("--entity takes its thresholds from --config, not --idle-after or --stalled-after")
+			return 0, probeFail("--entity takes the daemon's thresholds from --config (else %s, else %s), not --idle-after or --stalled-after", configEnv, defaultConfigPath)
 		}
 		return probeEntityFunc(cmd, o.entity, o.asJSON), nil
 	}
