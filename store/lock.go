@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -110,4 +111,111 @@ func (l *DaemonLock) Release() error {
 	err := l.f.Close() // closing the only descriptor releases the flock
 	l.f = nil
 	return err
+}
+
+// DaemonLockHeld reports whether a daemon holds a lock of the database at
+// path, of any host (the plain lock and every "<database>.lock.<host>"),
+// without taking one itself: a reader that tried the lock would make a
+// daemon starting at that instant refuse to start. It reads the kernel's
+// table of locks (/proc/locks), where a lock vanishes the moment its
+// daemon dies, however it died.
+//
+// known is false when it cannot tell: there is no file (an in-memory
+// database, a PostgreSQL URL), or the table is unreadable. A database
+// beside which no lock file exists is known to be served by no daemon.
+func DaemonLockHeld(path string) (held, known bool) {
+	if IsPostgresDSN(path) {
+		return false, false
+	}
+	file := FilePath(path)
+	if file == "" {
+		return false, false
+	}
+	locks, err := lockFiles(file)
+	if err != nil {
+		return false, false
+	}
+	if len(locks) == 0 {
+		return false, true
+	}
+	table, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return false, false
+	}
+	for _, l := range locks {
+		if flockHeld(table, l) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// lockFile is one daemon lock file beside a database, as the kernel's
+// table names it.
+type lockFile struct {
+	dev   uint64
+	ino   uint64
+	owner string // the pid the daemon wrote into it
+}
+
+// lockFiles lists the daemon lock files of the database file.
+func lockFiles(file string) ([]lockFile, error) {
+	dir, base := filepath.Split(file)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list the lock files of %s: %w", file, err)
+	}
+	var out []lockFile
+	for _, e := range entries {
+		name := e.Name()
+		if name != base+LockSuffix && !strings.HasPrefix(name, base+LockSuffix+".") {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(dir, name), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue // gone since, or not a lock the daemon made
+		}
+		l := lockFile{dev: uint64(st.Dev), ino: st.Ino}
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && len(b) <= 32 {
+			l.owner = strings.TrimSpace(string(b))
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// flockHeld says whether the kernel's lock table (the text of
+// /proc/locks) holds a granted flock on l. A line reads
+// "1: FLOCK  ADVISORY  WRITE 4242 fe:00:9982412 0 EOF"; one with "->" is
+// a waiter, not a holder. The device is compared when it matches; on a
+// stacked file system (overlayfs) the table names the underlying device,
+// so there the inode and the pid the daemon wrote into the file must
+// both match.
+func flockHeld(table []byte, l lockFile) bool {
+	for line := range strings.SplitSeq(string(table), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[1] != "FLOCK" {
+			continue
+		}
+		parts := strings.Split(f[5], ":")
+		if len(parts) != 3 {
+			continue
+		}
+		ino, err := strconv.ParseUint(parts[2], 10, 64)
+		if err != nil || ino != l.ino {
+			continue
+		}
+		maj, err1 := strconv.ParseUint(parts[0], 16, 32)
+		mnr, err2 := strconv.ParseUint(parts[1], 16, 32)
+		if err1 == nil && err2 == nil && uint32(maj) == unix.Major(l.dev) && uint32(mnr) == unix.Minor(l.dev) {
+			return true
+		}
+		if l.owner != "" && f[4] == l.owner {
+			return true
+		}
+	}
+	return false
 }

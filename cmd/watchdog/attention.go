@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"watchdog/attention"
-	"watchdog/config"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/target"
@@ -39,12 +38,19 @@ Dismissed and snoozed items are hidden unless --include-dismissed. Failed
 and timed-out work leaves the queue --failure-window after it ended.
 --json prints the body of GET /api/attention.
 
-It reads a database (--db, WATCHDOG_DB, or the one --config names) or, with
---server (WATCHDOG_SERVER), a daemon's API, which applies its own failure
-window; any daemon of a fleet serves every host's queue. Both print the
-same. --host keeps one host's items.`,
+It reads a database (--db, WATCHDOG_DB, else the daemon config's store.dsn)
+or, with --server (WATCHDOG_SERVER), a daemon's API, which applies its own
+failure window; any daemon of a fleet serves every host's queue. Both print
+the same. --host keeps one host's items.
+
+From a database it judges with the daemon's settings: its config is
+--config, else $WATCHDOG_CONFIG, else ` + defaultConfigPath + ` when it exists
+(the systemd unit's); without one it uses the SPEC defaults (a 24h failure
+window) and says so in one line on stderr. When no daemon serves the
+database it says so on stderr with when one last judged it, and --json
+carries the same facts in "judge": nothing in it has been judged since.`,
 		Example: `  watchdog attention
-  watchdog attention --config /etc/watchdog/config.yaml   # the daemon's database and failure window
+  watchdog attention --config /etc/watchdog/config.yaml   # that daemon's database and failure window
   watchdog attention --severity critical --limit 20
   watchdog attention --json | jq '.by_severity'
   watchdog attention --server http://127.0.0.1:9715 --host "$(cat /etc/machine-id)"
@@ -65,19 +71,15 @@ same. --host keeps one host's items.`,
 			if err != nil {
 				return err
 			}
-			remote, _ := to.Remote()
-			if remote && configPath != "" && !cmd.Flags().Changed("server") {
-				// --config names a local database as --db does, and a
-				// flag beats WATCHDOG_SERVER.
-				remote = false
+			remote, err := readsRemote(cmd, to)
+			if err != nil {
+				return err
 			}
 			if remote {
 				// The daemon's config decides its window; a local one
 				// given here would be silently ignored.
-				for _, local := range []string{"config", "failure-window"} {
-					if cmd.Flags().Changed(local) {
-						return usageError("--%s reads a local database: with --server the daemon applies its own thresholds.failure_window", local)
-					}
+				if cmd.Flags().Changed("failure-window") {
+					return usageError("--failure-window reads a local database: with --server the daemon applies its own thresholds.failure_window")
 				}
 				cl, err := target.Dial(server)
 				if err != nil {
@@ -89,19 +91,16 @@ same. --host keeps one host's items.`,
 				}
 				return output(cmd.OutOrStdout(), asJSON, queue, queue.Text)
 			}
-			if configPath != "" {
-				// The daemon's own config: its failure window, and its
-				// database unless one was named here, so this prints the
-				// queue the daemon serves.
-				cfg, err := config.Load(configPath)
-				if err != nil {
-					return err
-				}
-				if !cmd.Flags().Changed("failure-window") {
-					window = time.Duration(cfg.Thresholds.FailureWindow)
-					q.FailureWindow = window
-				}
-				db = configDB(cmd, db, cfg)
+			// The daemon's settings: its failure window (unless
+			// --failure-window), and its database unless one was named
+			// here, so this prints the queue the daemon serves.
+			set, db, err := localSettings(cmd, db)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("failure-window") {
+				window = time.Duration(set.cfg.Thresholds.FailureWindow)
+				q.FailureWindow = window
 			}
 			if window <= 0 {
 				return usageError("--failure-window %s: must be positive", window)
@@ -116,11 +115,17 @@ same. --host keeps one host's items.`,
 			if host != "" {
 				src = hostSource{Backend: st, host: host}
 			}
-			queue, err := attention.Read(ctx, src, q, time.Now())
+			now := time.Now()
+			queue, err := attention.Read(ctx, src, q, now)
 			if err != nil {
 				return err
 			}
-			return output(cmd.OutOrStdout(), asJSON, queue, queue.Text)
+			j, err := judgeOf(ctx, st, db, set, now)
+			if err != nil {
+				return err
+			}
+			j.warn(cmd.ErrOrStderr(), set)
+			return output(cmd.OutOrStdout(), asJSON, localQueue{Queue: queue, Judge: j}, queue.Text)
 		},
 	}
 	f := c.Flags()
@@ -129,7 +134,8 @@ same. --host keeps one host's items.`,
 	f.IntVar(&limit, "limit", attention.DefaultLimit, fmt.Sprintf("at most this many items (1-%d)", attention.MaxLimit))
 	f.BoolVar(&includeDismissed, "include-dismissed", false, "also show dismissed and snoozed items, marked")
 	f.DurationVar(&window, "failure-window", attention.DefaultFailureWindow, "how long ended failures stay in the queue (the daemon's thresholds.failure_window)")
-	f.StringVar(&configPath, "config", "", "the daemon's config file: take its thresholds.failure_window and (without --db or WATCHDOG_DB) its store.dsn; not with --server")
+	addConfigFlag(c, &configPath)
+	f.Lookup("config").Usage += "; not with --server"
 	f.StringVar(&host, "host", "", "only the items of entities recorded on this host id (a fleet's daemons share one store)")
 	addReadFlags(c, &db, &server)
 	return c

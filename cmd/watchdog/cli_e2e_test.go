@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 		testenv.RemoveBinary()
 		panic("build watchdog: " + err.Error())
 	}
+	// The in-process tests look for the daemon's default config where the
+	// binary does: a file that never exists, never the host's real one.
+	defaultConfigPath = filepath.Join(filepath.Dir(binPath), testenv.NoConfig)
 	code := m.Run()
 	testenv.RemoveBinary()
 	testenv.StopPostgres() // the throwaway cluster, if a test started one

@@ -49,14 +49,14 @@ its start time as identity), heartbeat age, artifact contract.
 With --entity, probe a registered entity of this host with what the store
 recorded about it (pid and start time, heartbeat, artifacts, lock files)
 and print the verdict the daemon would reach now, with the daemon's
-thresholds (its config: --config, else WATCHDOG_CONFIG, else
-/etc/watchdog/config.yaml; the SPEC defaults, said on stderr, without one).
-It is read-only: nothing is recorded, so no dismissal or snooze is
-affected, and the notes say what changed since the last judgement, what
-the daemon would do (end or reap it) and when it judges next. --record
-records the findings as the daemon's sweep would (only when health,
-delivery or reasons changed; a first-seen death starts terminal_grace
-then). An entity of another host is not probed (exit 3).
+thresholds (its config: --config, else $WATCHDOG_CONFIG, else
+` + defaultConfigPath + ` when it exists; the SPEC defaults without one,
+said in one line on stderr). It is read-only: nothing is recorded, so no
+dismissal or snooze is affected, and the notes say what changed since the
+last judgement, what the daemon would do (end or reap it) and when it
+judges next. --record records the findings as the daemon's sweep would
+(only when health, delivery or reasons changed; a first-seen death starts
+terminal_grace then). An entity of another host is not probed (exit 3).
 
 The first line is "SEVERITY - display chain", then the reasons and the
 evidence; --json prints the normalized state instead.
@@ -105,7 +105,8 @@ host, a legacy entity or a schedule).`,
 	f.StringVar(&o.contract, "contract", "", "artifact contract `FILE` (JSON or YAML, {\"artifacts\": [...]} as at registration)")
 	f.StringVar(&o.entity, "entity", "", "probe the registered entity `TYPE/ID` instead of a bare pid")
 	addDBFlag(cmd, &o.db)
-	f.StringVar(&o.config, "config", "", "with --entity: the daemon's YAML config `FILE` for thresholds, host_id and store.dsn")
+	addConfigFlag(cmd, &o.config)
+	f.Lookup("config").Usage = "with --entity: " + f.Lookup("config").Usage
 	f.BoolVar(&o.record, "record", false, "with --entity: record the findings as the daemon's sweep would (default: read-only, nothing is written)")
 	f.BoolVar(&o.asJSON, "json", false, "print the normalized state as JSON")
 	return cmd
@@ -121,7 +122,7 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 		if o.idleAfter != "" || o.stalledAfter != "" {
 			// The findings are stored: thresholds other than the daemon's
 			// would make the two flip the entity back and forth.
-			return 0, probeFail("--entity takes its thresholds from --config, not --idle-after or --stalled-after")
+			return 0, probeFail("--entity takes the daemon's thresholds from --config (else %s, else %s), not --idle-after or --stalled-after", configEnv, defaultConfigPath)
 		}
 		return probeEntityFunc(cmd, o.entity, o.asJSON), nil
 	}

@@ -30,11 +30,7 @@ func runProbeEntity(cmd *cobra.Command, ref string, asJSON bool) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("probe: --entity: %w", err)
 	}
-	var cfgPath string
-	if f := cmd.Flags().Lookup("config"); f != nil {
-		cfgPath = f.Value.String()
-	}
-	o, err := openOneShot(cmd.Context(), cmd, cfgPath)
+	o, err := openOneShot(cmd.Context(), cmd)
 	if err != nil {
 		return 0, fmt.Errorf("probe: %w", err)
 	}
@@ -52,6 +48,7 @@ func runProbeEntity(cmd *cobra.Command, ref string, asJSON bool) (int, error) {
 	}
 
 	v := p.Verdict(time.Now())
+	o.set.printNote(cmd.ErrOrStderr())
 	return printVerdict(cmd.OutOrStdout(), v, asJSON, func(format string, a ...any) error {
 		return fmt.Errorf("probe: "+format, a...)
 	})

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"watchdog/config"
 	"watchdog/daemon"
 	"watchdog/reaper"
 	"watchdog/store"
@@ -17,35 +15,36 @@ import (
 )
 
 // oneShot is what a one-shot command (`reap`, `probe --entity`) runs on:
-// the store and a reaper for this host, with the thresholds of --config or
-// the defaults.
+// the store and a reaper for this host, with the daemon's settings as
+// localSettings resolves them.
 type oneShot struct {
 	st store.Backend
 	rp *reaper.Reaper
+	// set is where the settings came from; its note is printed once the
+	// command has run.
+	set settings
 }
 
-// openOneShot loads the config (none = the defaults), opens the existing
-// store and builds the reaper. The store is --db when given, else
-// WATCHDOG_DB, else the config's store.dsn (whose default is the same
-// ./watchdog.db as --db's): `reap --config /etc/watchdog/config.yaml` then
-// acts on the daemon's own database.
-func openOneShot(ctx context.Context, cmd *cobra.Command, cfgPath string) (*oneShot, error) {
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		return nil, fmt.Errorf("config %s: %s", cfgPath, strings.ReplaceAll(err.Error(), "\n", "; "))
-	}
+// openOneShot resolves the daemon's settings (localSettings: --config,
+// WATCHDOG_CONFIG, the default path, else the SPEC defaults), opens the
+// existing store (--db, else WATCHDOG_DB, else the config's store.dsn)
+// and builds the reaper with the daemon's thresholds and host_id, so a
+// one-shot run judges as the daemon does.
+func openOneShot(ctx context.Context, cmd *cobra.Command) (*oneShot, error) {
 	db := defaultDB
 	if f := cmd.Flags().Lookup("db"); f != nil {
 		db = f.Value.String()
 	}
-	if cfgPath != "" {
-		db = configDB(cmd, db, cfg)
+	set, db, err := localSettings(cmd, db)
+	if err != nil {
+		return nil, err
 	}
 	st, err := target.OpenStore(ctx, db, false)
 	if err != nil {
 		return nil, err
 	}
-	return &oneShot{st: st, rp: reaper.NewOneShot(st, localHost(), daemon.ReaperSettings(cfg), cfg.HostID)}, nil
+	cfg := set.cfg
+	return &oneShot{st: st, rp: reaper.NewOneShot(st, localHost(), daemon.ReaperSettings(cfg), cfg.HostID), set: set}, nil
 }
 
 func newReapCmd() *cobra.Command {
@@ -80,8 +79,11 @@ an end; the "flagged" lines list them.
 probe's findings in memory, prints what would be done and writes nothing at
 all: on a store no sweep has seen, it lists every dead process with its fate.
 
-Thresholds come from --config (the SPEC defaults without it); the database
-is --db, else WATCHDOG_DB, else the config's store.dsn.`,
+Thresholds, host_id and store.dsn come from the daemon's config: --config,
+else $WATCHDOG_CONFIG, else ` + defaultConfigPath + ` when it exists (the
+systemd unit's); without one it judges with the SPEC defaults and says so
+in one line on stderr. A config that exists but is invalid is an error.
+The database is --db, else WATCHDOG_DB, else the config's store.dsn.`,
 		Example: `  watchdog reap --dry-run
   watchdog reap --config /etc/watchdog/config.yaml
   watchdog reap --json`,
@@ -89,11 +91,12 @@ is --db, else WATCHDOG_DB, else the config's store.dsn.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			o, err := openOneShot(ctx, cmd, cfgPath)
+			o, err := openOneShot(ctx, cmd)
 			if err != nil {
 				return err
 			}
 			defer o.st.Close()
+			o.set.printNote(cmd.ErrOrStderr())
 			if dryRun {
 				o.rp.Settings.DryRun = true
 			}
@@ -107,7 +110,7 @@ is --db, else WATCHDOG_DB, else the config's store.dsn.`,
 		},
 	}
 	addDBFlag(c, &db)
-	c.Flags().StringVar(&cfgPath, "config", "", "YAML config `FILE` for thresholds, reaper settings, host_id and store.dsn (default: the SPEC defaults)")
+	addConfigFlag(c, &cfgPath)
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be done and write nothing")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c

@@ -24,7 +24,7 @@ import (
 )
 
 func newStatusCmd() *cobra.Command {
-	var db, server, typ, severities, host string
+	var db, server, typ, severities, host, cfgPath string
 	var asJSON, open, watch bool
 	var every time.Duration
 	c := &cobra.Command{
@@ -42,7 +42,16 @@ It reads a database (--db, WATCHDOG_DB) or, with --server (WATCHDOG_SERVER),
 a daemon's API: on a host where the database is not yours to open, and
 from any daemon of a fleet, which shows every host's entities. Both print
 the same table and the same JSON. --host keeps one host's entities.
---watch redraws the table every --every (2s) until Ctrl-C.`,
+--watch redraws the table every --every (2s) until Ctrl-C.
+
+From a database it reads the one the daemon serves (--db, else WATCHDOG_DB,
+else the store.dsn of the daemon's config: --config, else $WATCHDOG_CONFIG,
+else ` + defaultConfigPath + ` when it exists; without one it says so in one
+line on stderr). The states shown are the last ones judged: when no daemon
+serves the database, a line on stderr says so and when one last judged it
+("no watchdog daemon is serving this database; last judged 12m ago"), and
+--json carries the same facts in "judge". Through --server the daemon
+judges: no such line.`,
 		Example: `  watchdog status
   watchdog status --open --severity critical,warning
   watchdog status --open --watch
@@ -66,24 +75,36 @@ the same table and the same JSON. --host keeps one host's entities.
 				return err
 			}
 			f := api.EntityFilter{Type: typ, Severities: want, Host: host}
-			remote, _ := to.Remote()
-			read := func(ctx context.Context) (wire.EntityList, error) {
+			remote, err := readsRemote(cmd, to)
+			if err != nil {
+				return err
+			}
+			var set settings
+			if !remote {
+				if set, db, err = localSettings(cmd, db); err != nil {
+					return err
+				}
+			}
+			// read reads the list once, and from a database who judged it
+			// (nil through a daemon, which is the judge).
+			read := func(ctx context.Context) (wire.EntityList, *judge, error) {
 				var out wire.EntityList
+				var j *judge
 				var err error
 				if remote {
 					out, err = remoteList(ctx, server, f, asJSON)
 				} else {
-					out, err = localList(ctx, db, f, asJSON)
+					out, j, err = localList(ctx, db, set, f, asJSON)
 				}
 				if err != nil {
-					return out, to.Explain(err)
+					return out, nil, to.Explain(err)
 				}
 				if open {
 					out.Items = openOnly(out.Items)
 				}
 				wire.SortEntities(out.Items)
 				out.Total, out.Next = len(out.Items), ""
-				return out, nil
+				return out, j, nil
 			}
 			if watch {
 				if asJSON {
@@ -96,13 +117,17 @@ the same table and the same JSON. --host keeps one host's entities.
 				if remote {
 					src = server
 				}
-				return watchStatus(cmd, read, src, every)
+				return watchStatus(cmd, read, src, set, every)
 			}
-			out, err := read(cmd.Context())
+			out, j, err := read(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return output(cmd.OutOrStdout(), asJSON, out, out.Table)
+			if j == nil {
+				return output(cmd.OutOrStdout(), asJSON, out, out.Table)
+			}
+			j.warn(cmd.ErrOrStderr(), set)
+			return output(cmd.OutOrStdout(), asJSON, localEntityList{EntityList: out, Judge: *j}, out.Table)
 		},
 	}
 	fl := c.Flags()
@@ -114,15 +139,18 @@ the same table and the same JSON. --host keeps one host's entities.
 	fl.BoolVar(&open, "open", false, "only open entities: not ended (terminal) and not legacy")
 	fl.BoolVar(&asJSON, "json", false, "print the entity read shape as JSON, each entity with its audit rows")
 	addReadFlags(c, &db, &server)
+	addConfigFlag(c, &cfgPath)
+	fl.Lookup("config").Usage += "; not with --server"
 	return c
 }
 
 // localList reads the list from the database at db, each state derived
-// as the daemon's view derives it (api.ListEntities).
-func localList(ctx context.Context, db string, f api.EntityFilter, withRows bool) (wire.EntityList, error) {
+// as the daemon's view derives it (api.ListEntities), and who judged it
+// (judgeOf).
+func localList(ctx context.Context, db string, set settings, f api.EntityFilter, withRows bool) (wire.EntityList, *judge, error) {
 	st, err := target.OpenStore(ctx, db, false)
 	if err != nil {
-		return wire.EntityList{}, err
+		return wire.EntityList{}, nil, err
 	}
 	defer st.Close()
 	var rows func(store.Entity) ([]store.AuditRow, error)
@@ -134,9 +162,13 @@ func localList(ctx context.Context, db string, f api.EntityFilter, withRows bool
 	// are read here, as the daemon's own reads do.
 	items, err := api.ListEntities(ctx, st, f, now, rows, target.Heartbeats(localHost()))
 	if err != nil {
-		return wire.EntityList{}, err
+		return wire.EntityList{}, nil, err
 	}
-	return wire.EntityList{GeneratedAt: unixtime.Of(now), Items: items}, nil
+	j, err := judgeOf(ctx, st, db, set, now)
+	if err != nil {
+		return wire.EntityList{}, nil, err
+	}
+	return wire.EntityList{GeneratedAt: unixtime.Of(now), Items: items}, &j, nil
 }
 
 // remoteList reads the list from the daemon at server, every page of it,
@@ -193,20 +225,30 @@ func openOnly(items []wire.Entity) []wire.Entity {
 // watch(1) does); into a pipe or a file frames follow one another. A
 // failed read is shown in its frame and the next one tries again: a
 // daemon restarting must not end the watch.
-func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList, error), src string, every time.Duration) error {
+//
+// From a database each frame says, under its header, what status says on
+// stderr (no config found; no daemon serving it): a daemon may stop while
+// the watch runs.
+func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList, *judge, error), src string, set settings, every time.Duration) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	w := cmd.OutOrStdout()
 	tty := isTerminal(w)
 	for {
-		out, err := read(ctx)
+		out, j, err := read(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		frame := fmt.Sprintf("every %s · %s · %s\n\n", every, src, time.Now().Format("2006-01-02 15:04:05"))
+		now := time.Now()
+		frame := fmt.Sprintf("every %s · %s · %s\n\n", every, src, now.Format("2006-01-02 15:04:05"))
 		if err != nil {
 			frame += "watchdog: " + firstLine(err.Error()) + "\n"
 		} else {
+			if j != nil {
+				if warn := set.note() + j.warning(now); warn != "" {
+					frame += warn + "\n"
+				}
+			}
 			frame += out.Table()
 		}
 		if tty {

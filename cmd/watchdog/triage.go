@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"watchdog/attention"
-	"watchdog/config"
 	"watchdog/target"
 )
 
@@ -34,12 +33,15 @@ so a typo cannot silence a future item. If the condition clears and comes
 back, it is a new item the snooze does not hide.
 
 Through a daemon with --server (WATCHDOG_SERVER; POST /api/attention/snooze,
-authenticated as the writing commands are), or into a database with --db.`,
+authenticated as the writing commands are), or into a database: --db, else
+WATCHDOG_DB, else the store.dsn of the daemon's config (--config, else
+$WATCHDOG_CONFIG, else ` + defaultConfigPath + ` when it exists), whose
+failure window decides what is in the queue.`,
 		Example: `  watchdog snooze session:s-42:run.health.stalled
   watchdog snooze play:p-7:run.failed.exit_nonzero --for 4h --server http://127.0.0.1:9715`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return triage(cmd, args[0], time.Duration(span), db, server, configPath)
+			return triage(cmd, args[0], time.Duration(span), db, server)
 		},
 	}
 	c.Flags().Var(&span, "for", "how long to hide the item: a duration like 90m or 4h, or days like 1d")
@@ -60,12 +62,15 @@ changes. The item must be in the queue now (else exit 1), and a
 recurrence of the condition is a new item the dismissal does not hide.
 
 Through a daemon with --server (WATCHDOG_SERVER; POST /api/attention/dismiss,
-authenticated as the writing commands are), or into a database with --db.`,
+authenticated as the writing commands are), or into a database: --db, else
+WATCHDOG_DB, else the store.dsn of the daemon's config (--config, else
+$WATCHDOG_CONFIG, else ` + defaultConfigPath + ` when it exists), whose
+failure window decides what is in the queue.`,
 		Example: `  watchdog dismiss session:s-42:run.delivery.missing
   WATCHDOG_SERVER=http://127.0.0.1:9715 watchdog dismiss agent:a-1:run.health.stalled`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return triage(cmd, args[0], 0, db, server, configPath)
+			return triage(cmd, args[0], 0, db, server)
 		},
 	}
 	addTriageFlags(c, &db, &server, &configPath)
@@ -75,12 +80,13 @@ authenticated as the writing commands are), or into a database with --db.`,
 func addTriageFlags(c *cobra.Command, db, server, configPath *string) {
 	addTargetFlags(c, db, server)
 	c.Flags().Lookup("server").Usage = strings.Replace(c.Flags().Lookup("server").Usage, "write through", "snooze or dismiss through", 1)
-	c.Flags().StringVar(configPath, "config", "", "the daemon's config file: take its thresholds.failure_window and (without --db or WATCHDOG_DB) its store.dsn; not with --server")
+	addConfigFlag(c, configPath)
+	c.Flags().Lookup("config").Usage += "; not with --server"
 }
 
 // triage snoozes (span > 0) or dismisses fp through the target the flags
 // choose, and prints one line saying what it did.
-func triage(cmd *cobra.Command, fp string, span time.Duration, db, server, configPath string) error {
+func triage(cmd *cobra.Command, fp string, span time.Duration, db, server string) error {
 	if _, _, _, err := attention.ParseFingerprint(fp); err != nil {
 		return usageError("%v (copy it from watchdog attention)", err)
 	}
@@ -88,12 +94,9 @@ func triage(cmd *cobra.Command, fp string, span time.Duration, db, server, confi
 	if err != nil {
 		return err
 	}
-	remote, _ := to.Remote()
-	if remote && configPath != "" {
-		if cmd.Flags().Changed("server") {
-			return usageError("--config reads a local database: with --server the daemon applies its own thresholds.failure_window")
-		}
-		remote = false // --config names a local database, and a flag beats WATCHDOG_SERVER
+	remote, err := readsRemote(cmd, to)
+	if err != nil {
+		return err
 	}
 	now := time.Now()
 	var until time.Time
@@ -115,14 +118,11 @@ func triage(cmd *cobra.Command, fp string, span time.Duration, db, server, confi
 			return to.Explain(err)
 		}
 	} else {
-		window := attention.DefaultFailureWindow
-		if configPath != "" {
-			cfg, err := config.Load(configPath)
-			if err != nil {
-				return err
-			}
-			window = time.Duration(cfg.Thresholds.FailureWindow)
-			db = configDB(cmd, db, cfg)
+		// The item must be in the queue the daemon serves: its failure
+		// window, its database.
+		set, db, err := localSettings(cmd, db)
+		if err != nil {
+			return err
 		}
 		st, err := target.OpenStore(ctx, db, false)
 		if err != nil {
@@ -131,9 +131,10 @@ func triage(cmd *cobra.Command, fp string, span time.Duration, db, server, confi
 		defer st.Close()
 		if _, err := attention.Dismiss(ctx, st, attention.Dismissing{
 			Fingerprint: fp, Until: until, ClearOnStatusChange: true, By: triageBy,
-		}, now, window); err != nil {
+		}, now, time.Duration(set.cfg.Thresholds.FailureWindow)); err != nil {
 			return err
 		}
+		set.printNote(cmd.ErrOrStderr())
 	}
 	if span > 0 {
 		_, err = fmt.Fprintf(cmd.OutOrStdout(), "snoozed %s until %s (or until its status changes)\n", fp, until.Format("2006-01-02 15:04 MST"))

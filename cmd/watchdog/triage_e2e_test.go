@@ -90,6 +90,9 @@ func withoutMoments(s string) string {
 			delete(x, "generated_at")
 			delete(x, "evaluated_at")
 			delete(x, "until")
+			// Who judged: only a read from the database says (the
+			// daemon is the judge through --server).
+			delete(x, "judge")
 			for _, c := range x {
 				drop(c)
 			}

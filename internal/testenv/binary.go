@@ -45,7 +45,11 @@ func build() (string, error) {
 	}
 	built.dir = dir
 	path := filepath.Join(dir, "watchdog")
-	cmd := exec.Command("go", "build", "-o", path, "./cmd/watchdog")
+	// The CLI looks for the daemon's config at /etc/watchdog/config.yaml
+	// when neither --config nor WATCHDOG_CONFIG names one; the tests'
+	// binary looks at NoConfig's path instead, so no test reads the host's
+	// real file by accident.
+	cmd := exec.Command("go", "build", "-ldflags", "-X main.defaultConfigPath="+filepath.Join(dir, NoConfig), "-o", path, "./cmd/watchdog")
 	cmd.Dir = root
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -54,6 +58,12 @@ func build() (string, error) {
 	}
 	return path, nil
 }
+
+// NoConfig names, in the directory of the binary BuildBinary makes, the
+// file the binary takes for the daemon's default config path: a file
+// that never exists, so the binary's commands resolve no config unless a
+// test names one (--config, WATCHDOG_CONFIG).
+const NoConfig = "no-daemon-config.yaml"
 
 // Binary is the watchdog binary built by BuildBinary; a module that does
 // not build fails t with the compiler's output.

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"watchdog/config"
+	"watchdog/target"
+)
+
+// defaultConfigPath is where a command on the daemon's host finds the
+// daemon's config when neither --config nor WATCHDOG_CONFIG names one:
+// the file deploy/systemd/watchdog.service starts `serve --config` with.
+// A variable so that no test reads the host's real file: the tests'
+// binary is linked with another path (internal/testenv), and this
+// package's TestMain sets it for the in-process tests.
+var defaultConfigPath = "/etc/watchdog/config.yaml"
+
+// configEnv names the daemon's config file in the environment, for the
+// commands that read or judge this host's store.
+const configEnv = "WATCHDOG_CONFIG"
+
+// settings is the daemon's config as a command on its host resolved it
+// (resolveConfig): the thresholds it judges with, the store it reads, the
+// host it is.
+type settings struct {
+	// cfg is the file's config, or the defaults when none was found;
+	// never nil.
+	cfg *config.Config
+	// path is the file read, "" when none was found.
+	path string
+	// from is what named path: "--config", configEnv or "the default
+	// path".
+	from string
+}
+
+// resolveConfig is the one rule by which a command finds the daemon's
+// settings: the file flagPath (--config) names, else envPath
+// (WATCHDOG_CONFIG), else defPath when it exists, else the SPEC defaults
+// (path ""). A file named by the flag or the environment must exist; any
+// file found must be valid: the error names the file, what named it and
+// every problem, on one line. The daemon, started with the same file,
+// judges with the same thresholds, so the command and the daemon agree.
+func resolveConfig(flagPath, envPath, defPath string) (settings, error) {
+	path, from := flagPath, "--config"
+	if path == "" {
+		path, from = envPath, configEnv
+	}
+	if path == "" {
+		path, from = defPath, "the default path"
+		if _, err := os.Stat(defPath); defPath == "" || errors.Is(err, fs.ErrNotExist) {
+			cfg, err := config.Load("")
+			if err != nil {
+				return settings{}, fmt.Errorf("the default config: %w", err)
+			}
+			return settings{cfg: cfg}, nil
+		}
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return settings{}, fmt.Errorf("config %s (%s): %s", path, from, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return settings{cfg: cfg, path: path, from: from}, nil
+}
+
+// note is the one line a command prints on stderr when it found no
+// config and judges with the defaults ("" when it found one): whoever
+// reads its output must know it may not be the daemon's judgement.
+func (s settings) note() string {
+	if s.path != "" {
+		return ""
+	}
+	return fmt.Sprintf("watchdog: no daemon config found (--config, %s, %s); judging with the default thresholds\n", configEnv, defaultConfigPath)
+}
+
+// printNote prints note on w. It is called once the command has opened
+// its store, so that a command that fails says only its one error line.
+func (s settings) printNote(w io.Writer) {
+	if n := s.note(); n != "" {
+		_, _ = io.WriteString(w, n)
+	}
+}
+
+// localSettings resolves the settings of a command that reads or judges
+// this host's store (resolveConfig over its --config flag, WATCHDOG_CONFIG
+// and defaultConfigPath), and the database it opens: --db when given, else
+// WATCHDOG_DB, else the config's store.dsn (the defaults' ./watchdog.db
+// without a config), so the command reads what the daemon serves.
+func localSettings(cmd *cobra.Command, db string) (settings, string, error) {
+	var flagPath string
+	if f := cmd.Flags().Lookup("config"); f != nil {
+		flagPath = f.Value.String()
+	}
+	s, err := resolveConfig(flagPath, os.Getenv(configEnv), defaultConfigPath)
+	if err != nil {
+		return s, "", err
+	}
+	return s, configDB(cmd, db, s.cfg), nil
+}
+
+// readsRemote says whether a command that reads (or triages) either a
+// database or a daemon goes to the daemon: target.Choice's rule, except
+// that --config names the daemon's local database and settings as --db
+// does, so it beats WATCHDOG_SERVER as a flag beats the other's variable.
+// --config with --server is a usage error: the daemon judges with its own
+// config, and one given here would be silently ignored.
+func readsRemote(cmd *cobra.Command, to target.Choice) (bool, error) {
+	remote, err := to.Remote()
+	if err != nil {
+		return false, usageError("%v", err)
+	}
+	if !remote || !cmd.Flags().Changed("config") {
+		return remote, nil
+	}
+	if cmd.Flags().Changed("server") {
+		return false, usageError("--config reads a local database: with --server the daemon applies its own config (thresholds.failure_window and the rest)")
+	}
+	return false, nil
+}
+
+// addConfigFlag gives a command that reads or judges this host's store
+// the --config flag, with help that says how resolveConfig finds the
+// daemon's config without it.
+func addConfigFlag(c *cobra.Command, path *string) {
+	c.Flags().StringVar(path, "config", "", "the daemon's config `FILE`: its thresholds, host_id and (without --db or WATCHDOG_DB) store.dsn "+
+		"(default: $"+configEnv+", else "+defaultConfigPath+" when it exists, else the SPEC defaults, said on stderr)")
+}
