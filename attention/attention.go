@@ -61,7 +61,11 @@
 // health last changed, a transition's the time of the transition), so the
 // recurrence is a new item and surfaces at once. All of it is decided at
 // read time, so vacuum is housekeeping and never changes what the queue
-// shows. A new reason code is a new fingerprint and surfaces at once.
+// shows. A new reason code is a new fingerprint and surfaces at once,
+// with one exception: an incident keeps its acknowledgement. A dismissal
+// of a finding also hides the item of the end that subsumes it, for the
+// same occurrence (Carries, ADR-0032); Acknowledgement is the one rule
+// every surface applies.
 package attention
 
 import (
