@@ -61,7 +61,11 @@
 // health last changed, a transition's the time of the transition), so the
 // recurrence is a new item and surfaces at once. All of it is decided at
 // read time, so vacuum is housekeeping and never changes what the queue
-// shows. A new reason code is a new fingerprint and surfaces at once.
+// shows. A new reason code is a new fingerprint and surfaces at once,
+// with one exception: an incident keeps its acknowledgement. A dismissal
+// of a finding also hides the item of the end that subsumes it, for the
+// same occurrence (Carries, ADR-0032); Acknowledgement is the one rule
+// every surface applies.
 package attention
 
 import (
@@ -231,6 +235,35 @@ type Item struct {
 	// snooze's end, zero (left out) for a dismissal.
 	Dismissed    bool          `json:"dismissed,omitempty"`
 	SnoozedUntil unixtime.Time `json:"snoozed_until,omitzero"`
+	// DismissedAs is set (with Dismissed) when the dismissal or snooze
+	// that hides the item was made on another fingerprint: a finding its
+	// reason subsumes, in the same occurrence, acknowledged before (or
+	// after) the end that escalated it (Carries). A client that snoozed
+	// the finding finds its acknowledgement here.
+	DismissedAs string `json:"dismissed_as,omitempty"`
+
+	// subsumed are the findings the item's reason subsumes, each in the
+	// occurrence the entity holds it: where an acknowledgement of the
+	// finding's own item carries over to this one (Carries).
+	subsumed []subsumedFinding
+}
+
+// subsumedFinding is a finding an item's reason subsumes: the fingerprint
+// its own item had, and its onset (StateReason.FirstSeen), the occurrence
+// a dismissal of that item recorded.
+type subsumedFinding struct {
+	fingerprint string
+	onset       time.Time
+}
+
+// MarkDismissed marks it, served with include_dismissed, as hidden by d
+// (Acknowledgement): Dismissed, the snooze's end, and the fingerprint d
+// was made on when it is carried over from another.
+func (it *Item) MarkDismissed(d store.Dismissal) {
+	it.Dismissed, it.SnoozedUntil = true, unixtime.Of(d.SnoozedUntil)
+	if d.Fingerprint != it.Fingerprint {
+		it.DismissedAs = d.Fingerprint
+	}
 }
 
 // Fingerprint is an item's identity for snooze and dismiss.
@@ -306,6 +339,80 @@ func Hides(d store.Dismissal, it *Item, now time.Time) bool {
 		return false
 	}
 	return !d.ClearOnStatusChange || d.StatusAtDismissal == it.Status
+}
+
+// Carries reports whether dismissal d, made on the item of a finding that
+// it's reason subsumes (state.Subsumes), hides it at now: an incident
+// keeps its acknowledgement when the watchdog ends the entity for it
+// (a snoozed process_dead becomes process_dead_no_terminal, a dismissed
+// orphan is reaped as phantom_orphaned, a snoozed delivery finding ends
+// in a failed artifact contract). It is the same occurrence when
+//
+//   - the entity still holds the finding d names, dated (FirstSeen) by
+//     d's occurrence: the death, orphaning or contract d was made on, not
+//     a later one (a process re-registered that died again has a new
+//     onset, so its end is a new item);
+//   - the finding began no later than the transition (it.FirstSeenAt):
+//     the end was based on it;
+//   - the snooze has not expired (a permanent dismissal never does).
+//
+// clear_on_status_change does not end a carried acknowledgement: the
+// status change it would catch is the escalation itself, the incident's
+// own consequence, and any other change of the entity moves what the
+// rule compares (a later transition brings its own reason, a recovery
+// clears the finding or gives it a new onset). It is not compared with
+// the time of the dismissal either: a snooze read before the end and
+// written after it is still the incident's. A row without an occurrence
+// (from before migration 0006) or a finding without an onset cannot
+// prove the occurrence and carries nothing. The vacuum keeps a row
+// whose finding the entity still holds in that occurrence, so it never
+// deletes what carries.
+func Carries(d store.Dismissal, it *Item, now time.Time) bool {
+	if !d.SnoozedUntil.IsZero() && !d.SnoozedUntil.After(now) {
+		return false
+	}
+	if d.Occurrence.IsZero() {
+		return false
+	}
+	i := slices.IndexFunc(it.subsumed, func(s subsumedFinding) bool { return s.fingerprint == d.Fingerprint })
+	if i < 0 {
+		return false
+	}
+	onset, at := it.subsumed[i].onset, it.FirstSeenAt.Time
+	return SameOccurrence(d.Occurrence, onset) && (!onset.After(at) || SameOccurrence(onset, at))
+}
+
+// Acknowledgement returns the dismissal or snooze that hides it at now,
+// if any: its own (the same fingerprint, Hides), else one made on a
+// finding its reason subsumes, carried over (Carries). The one rule of
+// what an acknowledgement hides: the queue (Assemble), the live view's
+// queue and counts, and so the page, the gauges and the Alertmanager push
+// all ask it.
+func Acknowledgement(dismissals map[string]store.Dismissal, it *Item, now time.Time) (store.Dismissal, bool) {
+	if len(dismissals) == 0 {
+		return store.Dismissal{}, false
+	}
+	if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it, now) {
+		return d, true
+	}
+	for _, s := range it.subsumed {
+		if d, ok := dismissals[s.fingerprint]; ok && Carries(d, it, now) {
+			return d, true
+		}
+	}
+	return store.Dismissal{}, false
+}
+
+// SubsumedFingerprints are the fingerprints of the findings it's reason
+// subsumes, whose acknowledgements may carry over to it (Carries): the
+// live view indexes its items by them too, to count what a dismissal
+// hides.
+func (it *Item) SubsumedFingerprints() []string {
+	out := make([]string, len(it.subsumed))
+	for i, s := range it.subsumed {
+		out[i] = s.fingerprint
+	}
+	return out
 }
 
 // SameOccurrence reports whether two first_seen_at moments name the same
@@ -491,6 +598,15 @@ func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
 			first = found.FirstSeen.Time
 		}
 		fp := Fingerprint(e.Type, e.ID, code)
+		var subsumed []subsumedFinding
+		if code == transitionCode {
+			for _, r := range e.Reasons {
+				// Only a dated finding names its occurrence (Carries).
+				if state.Subsumes(code, r.Code) && !r.FirstSeen.IsZero() {
+					subsumed = append(subsumed, subsumedFinding{fingerprint: Fingerprint(e.Type, e.ID, r.Code), onset: r.FirstSeen.Time})
+				}
+			}
+		}
 		items = append(items, Item{
 			ID:            itemID(fp),
 			Fingerprint:   fp,
@@ -502,6 +618,7 @@ func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
 			FirstSeenAt:   unixtime.Of(first),
 			LastUpdatedAt: unixtime.Of(e.UpdatedAt),
 			Actions:       actions(e.Type, e.ID, fp),
+			subsumed:      subsumed,
 		})
 	}
 	return items
@@ -646,7 +763,7 @@ func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now ti
 			continue
 		}
 		s := sel{i: i, key: KeyOf(it)}
-		if d, ok := dismissals[it.Fingerprint]; ok && Hides(d, it, now) {
+		if d, ok := Acknowledgement(dismissals, it, now); ok {
 			if !q.IncludeDismissed {
 				continue
 			}
@@ -669,7 +786,7 @@ func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now ti
 		it := all[s.i].At(now)
 		it.ClusterSize = clusters[it.ClusterID]
 		if s.dismissal != nil {
-			it.Dismissed, it.SnoozedUntil = true, unixtime.Of(s.dismissal.SnoozedUntil)
+			it.MarkDismissed(*s.dismissal)
 		}
 		out.Items = append(out.Items, it)
 	}

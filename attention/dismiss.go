@@ -38,7 +38,9 @@ type Dismissing struct {
 
 // Dismiss records a snooze (Until set) or a dismissal of the item
 // r.Fingerprint names, which must be in the queue at now under the failure
-// window (dismissed or not): a fingerprint of a condition that cleared,
+// window (dismissed or not), or be a finding an item in the queue
+// subsumes (its end escalated it since the queue was read; the row then
+// records the finding's onset and carries over, Carries): a fingerprint of a condition that cleared,
 // aged out or never existed is ErrNoItem, so a typo cannot silence a
 // future item. The entity's current lifecycle becomes
 // status_at_dismissal and the item's first_seen_at the occurrence the row
@@ -61,13 +63,9 @@ func Dismiss(ctx context.Context, st DismissStore, r Dismissing, now time.Time, 
 		return store.Dismissal{}, err
 	}
 	var item *Item
+	var occurrence time.Time
 	if err == nil {
-		for _, it := range ItemsOf(e, now, window) {
-			if it.Fingerprint == r.Fingerprint {
-				item = &it
-				break
-			}
-		}
+		item, occurrence = find(ItemsOf(e, now, window), r.Fingerprint)
 	}
 	if item == nil {
 		return store.Dismissal{}, &kindError{kind: ErrNoItem,
@@ -78,12 +76,35 @@ func Dismiss(ctx context.Context, st DismissStore, r Dismissing, now time.Time, 
 		StatusAtDismissal: item.Status, SnoozedUntil: r.Until,
 		DismissedAt: now, DismissedBy: r.By,
 		ClearOnStatusChange: r.ClearOnStatusChange,
-		Occurrence:          item.FirstSeenAt.Time,
+		Occurrence:          occurrence,
 	}
 	if err := st.UpsertDismissal(ctx, d); err != nil {
 		return store.Dismissal{}, err
 	}
 	return d, nil
+}
+
+// find returns the item of items a dismissal of fp hides and the
+// occurrence the dismissal records: the item of that fingerprint and its
+// first_seen_at; else the item whose reason subsumes the finding fp names
+// and the finding's onset, so an acknowledgement sent just after the end
+// that escalated it (the operator read the queue a moment before) is
+// recorded on the occurrence it was meant for and carries over (Carries).
+// nil when neither exists.
+func find(items []Item, fp string) (*Item, time.Time) {
+	for i := range items {
+		if items[i].Fingerprint == fp {
+			return &items[i], items[i].FirstSeenAt.Time
+		}
+	}
+	for i := range items {
+		for _, s := range items[i].subsumed {
+			if s.fingerprint == fp {
+				return &items[i], s.onset
+			}
+		}
+	}
+	return nil, time.Time{}
 }
 
 // kindError is a sentence that is one of the sentinels: the API and the

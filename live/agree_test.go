@@ -45,6 +45,7 @@ func seed(t *testing.T, db *sql.DB, r *rand.Rand, from, n int) {
 const (
 	stalledJSON = `[{"code":"run.health.stalled","message":"no heartbeat for 71m","claim_status":"observed","confidence":1,"evidence":[]}]`
 	failedJSON  = `{"code":"run.failed.exit_nonzero","message":"exit 3","claim_status":"observed","confidence":1,"evidence":[]}`
+	deadEndJSON = `{"code":"system.health.process_dead_no_terminal","message":"ended","claim_status":"observed","confidence":1,"evidence":[]}`
 )
 
 // row is the values of one entity (type, id, lifecycle, terminal, health,
@@ -63,7 +64,7 @@ func row(r *rand.Rand, i int) []any {
 		ended      any
 		lcAt       any = ago()
 	)
-	switch r.IntN(6) {
+	switch r.IntN(7) {
 	case 0:
 		health, reasons = "stalled", stalledJSON
 	case 1:
@@ -74,6 +75,11 @@ func row(r *rand.Rand, i int) []any {
 		lifecycle, terminal, health, ended = "completed", 1, "ok", ago()
 	case 4:
 		lifecycle = nil // legacy
+	case 5: // ended by the reaper for a death it still holds, dated
+		end := ago()
+		typ = "session" // the one of these types whose graph has aborted
+		lifecycle, terminal, health, transition, ended = "aborted", 1, "process_dead", deadEndJSON, end
+		reasons = fmt.Sprintf(`[{"code":"run.health.process_dead","message":"process dead","claim_status":"observed","confidence":1,"evidence":[],"first_seen_at":%v}]`, end-60)
 	}
 	// Updated times collide now and then, so the fingerprint decides the
 	// order of some items.
@@ -120,6 +126,37 @@ func TestViewAgreesWithStore(t *testing.T) {
 		if err := cli.UpsertDismissal(ctx, d); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Acknowledgements of the deaths the reaper's ends subsume, carried
+	// over to the ends' items (attention.Carries) or not.
+	carried := 0
+	for i, it := range full.Items {
+		if it.Reason.Code != state.SystemHealthProcessDeadNoTerminal {
+			continue
+		}
+		e, err := cli.Get(ctx, it.Entity.Type, it.Entity.ID)
+		if err != nil || len(e.Reasons) != 1 {
+			t.Fatalf("%s: %+v %v", it.Fingerprint, e.Reasons, err)
+		}
+		d := store.Dismissal{Fingerprint: attention.Fingerprint(it.Entity.Type, it.Entity.ID, state.RunHealthProcessDead), EntityType: it.Entity.Type, EntityID: it.Entity.ID,
+			ReasonCode: string(state.RunHealthProcessDead), StatusAtDismissal: "running", DismissedAt: testNow, ClearOnStatusChange: true,
+			Occurrence: e.Reasons[0].FirstSeen.Time}
+		switch i % 4 {
+		case 0: // permanent
+		case 1:
+			d.SnoozedUntil = testNow.Add(6 * time.Hour)
+		case 2:
+			d.SnoozedUntil = testNow.Add(-time.Hour) // expired
+		case 3:
+			d.Occurrence = d.Occurrence.Add(-time.Hour) // another occurrence
+		}
+		if err := cli.UpsertDismissal(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		carried++
+	}
+	if carried < 8 {
+		t.Fatalf("the fixture's queue has %d escalated deaths; the comparison needs several", carried)
 	}
 
 	compare := func(stage string) {

@@ -145,7 +145,8 @@ func (v *View) addQueue(now time.Time, c *Counts) {
 // queueItems counts the queue by ItemKey; v.mu is held. The items of open
 // entities are counted as they change; those of the entities inside the
 // window are read; then each dismissal that hides an item of an entity
-// that counts takes it away again.
+// that counts, its own or carried over (attention.Acknowledgement),
+// takes it away again.
 func (v *View) queueItems(now time.Time) map[ItemKey]int {
 	out := make(map[ItemKey]int, len(v.idx.openItems))
 	for k, n := range v.idx.openItems {
@@ -158,12 +159,26 @@ func (v *View) queueItems(now time.Time) map[ItemKey]int {
 		}
 	}
 	cut := attention.Since(now, v.window)
-	for fp, d := range v.dismissals {
-		r, ok := v.idx.byFP[fp]
-		if !ok || r.e.agedOut(cut) {
-			continue
-		}
-		if it := r.item(); attention.Hides(d, it, now) {
+	// An item may be reached from two dismissals (its own and a carried
+	// one): it is taken away once.
+	var hidden map[string]bool
+	for fp := range v.dismissals {
+		for _, m := range [...]map[string]itemRef{v.idx.byFP, v.idx.bySubsumed} {
+			r, ok := m[fp]
+			if !ok || r.e.agedOut(cut) {
+				continue
+			}
+			it := r.item()
+			if hidden[it.Fingerprint] {
+				continue
+			}
+			if _, ok := attention.Acknowledgement(v.dismissals, it, now); !ok {
+				continue
+			}
+			if hidden == nil {
+				hidden = map[string]bool{}
+			}
+			hidden[it.Fingerprint] = true
 			k := itemKeyOf(r.e, it)
 			if out[k]--; out[k] == 0 {
 				delete(out, k)

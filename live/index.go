@@ -27,6 +27,11 @@ type index struct {
 	// byFP finds an item by its fingerprint: the dismissals' side of the
 	// queue's counts.
 	byFP map[string]itemRef
+	// bySubsumed finds the items whose reason subsumes a finding, by the
+	// finding's fingerprint: where a dismissal of the finding may carry
+	// over (attention.Carries). A finding is subsumed by at most its own
+	// entity's transition item, so one ref per fingerprint.
+	bySubsumed map[string]itemRef
 	// ended are the non-legacy entries with an outcome that expires, and endedCoded
 	// those of them with reason codes or items, by arrival (then key): the
 	// ones inside the failure window are a suffix.
@@ -88,7 +93,7 @@ func (r *itemRef) agedOut(cut time.Time) bool { return r.ended && r.arrived.Befo
 func (r itemRef) item() *attention.Item { return &r.e.Items[r.i] }
 
 func newIndex() index {
-	return index{byFP: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[ItemKey]int{}, clusters: map[string]int{}, reasonIDs: map[ReasonKey]int{}}
+	return index{byFP: map[string]itemRef{}, bySubsumed: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[ItemKey]int{}, clusters: map[string]int{}, reasonIDs: map[ReasonKey]int{}}
 }
 
 // compareRefs is the queue's order, then the entity's key: fingerprints
@@ -140,10 +145,18 @@ func (x *index) change(e *Entry, sign int, ed *edit) {
 		if sign > 0 {
 			ed.addQueue = append(ed.addQueue, r)
 			x.byFP[it.Fingerprint] = r
+			for _, fp := range it.SubsumedFingerprints() {
+				x.bySubsumed[fp] = r
+			}
 		} else {
 			ed.rmQueue = append(ed.rmQueue, r)
 			if cur, ok := x.byFP[it.Fingerprint]; ok && cur.e == e {
 				delete(x.byFP, it.Fingerprint)
+			}
+			for _, fp := range it.SubsumedFingerprints() {
+				if cur, ok := x.bySubsumed[fp]; ok && cur.e == e {
+					delete(x.bySubsumed, fp)
+				}
 			}
 		}
 	}

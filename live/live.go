@@ -25,7 +25,8 @@
 //     window ago (attention.AgedOut);
 //   - a queue item is one attention item (entity, reason code) of an open
 //     entity or one in the failure window, that no dismissal or snooze
-//     hides now; its severity is its entity's.
+//     hides now, its own or one carried over from a finding its reason
+//     subsumes (attention.Acknowledgement); its severity is its entity's.
 //
 // The view holds every entity of the store, whichever host recorded it
 // (in a fleet, the whole fleet). The counts the gauges read (Groups,
@@ -444,13 +445,11 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 			continue
 		}
 		var dismissal *store.Dismissal
-		if len(ds) > 0 {
-			if d, ok := ds[r.key.Fingerprint()]; ok && attention.Hides(d, r.item(), now) {
-				if !q.IncludeDismissed {
-					continue
-				}
-				dismissal = &d
+		if d, ok := attention.Acknowledgement(ds, r.item(), now); ok {
+			if !q.IncludeDismissed {
+				continue
 			}
+			dismissal = &d
 		}
 		total++
 		if r.severity != runSeverity {
@@ -480,7 +479,7 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 		it := p.r.item().At(now)
 		it.ClusterSize = clusters[p.r.cluster]
 		if p.dismissal != nil {
-			it.Dismissed, it.SnoozedUntil = true, unixtime.Of(p.dismissal.SnoozedUntil)
+			it.MarkDismissed(*p.dismissal)
 		}
 		out.Items = append(out.Items, it)
 	}

@@ -144,6 +144,14 @@ func (s *SQLite) Dismissals(ctx context.Context) (map[string]Dismissal, error) {
 // their flag: "until the entity is deleted"). A legacy entity's NULL
 // lifecycle differs from every recorded status.
 //
+// A clear_on_status_change row whose entity still holds its finding in
+// the occurrence it covers (a stored reason of the row's code whose
+// first_seen_at is occurrence_at, within attention.SameOccurrence's
+// millisecond) is kept although the status changed: the change may be
+// the end that escalated the finding, and the acknowledgement carries
+// over to the end's item (attention.Carries). Whether it does is decided
+// at read time; the vacuum only never deletes a row that might.
+//
 // Vacuum is housekeeping only: the read path already ignores these rows,
 // so running it late (or never) changes what the queue shows not at all.
 func (s *SQLite) VacuumDismissals(ctx context.Context, now time.Time) (int, error) {
@@ -155,7 +163,11 @@ func (s *SQLite) VacuumDismissals(ctx context.Context, now time.Time) (int, erro
 			                   WHERE e.type = attention_dismissals.entity_type AND e.id = attention_dismissals.entity_id)
 			   OR (clear_on_status_change = 1 AND EXISTS (SELECT 1 FROM entities e
 			                   WHERE e.type = attention_dismissals.entity_type AND e.id = attention_dismissals.entity_id
-			                     AND e.lifecycle IS NOT attention_dismissals.status_at_dismissal))`, unixtime.Seconds(now))
+			                     AND e.lifecycle IS NOT attention_dismissals.status_at_dismissal
+			                     AND NOT (attention_dismissals.occurrence_at IS NOT NULL AND EXISTS (
+			                         SELECT 1 FROM json_each(e.reasons) r
+			                          WHERE json_extract(r.value, '$.code') = attention_dismissals.reason_code
+			                            AND abs(json_extract(r.value, '$.first_seen_at') - attention_dismissals.occurrence_at) < 0.001))))`, unixtime.Seconds(now))
 		if err != nil {
 			return err
 		}

@@ -189,13 +189,19 @@ alertmanager:
 	// from then on are the ones that fire.
 	items := map[string]attention.Item{}
 	testenv.Eventually(t, "both dead sessions ended, each with a critical or warning item", truthWait, func() (bool, string) {
+		// The entities are read before the queue: once both read ended,
+		// the queue read after them holds their ends' items, never the
+		// deaths' items of a moment before (the end subsumes those).
+		ended := map[string]string{}
+		for id := range pids {
+			ended[id] = *d.must(t, "session", id).Lifecycle
+		}
 		q := d.queue(t, "")
 		var seen []string
 		for id := range pids {
-			e := d.must(t, "session", id)
 			its := itemsOf(q, "session", id)
-			seen = append(seen, fmt.Sprintf("%s: %v %v", id, *e.Lifecycle, codesOf(its)))
-			if *e.Lifecycle == "running" || len(its) != 1 || (its[0].Severity != state.SeverityCritical && its[0].Severity != state.SeverityWarning) {
+			seen = append(seen, fmt.Sprintf("%s: %v %v", id, ended[id], codesOf(its)))
+			if ended[id] == "running" || len(its) != 1 || (its[0].Severity != state.SeverityCritical && its[0].Severity != state.SeverityWarning) {
 				return false, strings.Join(seen, "; ")
 			}
 			items[id] = its[0]

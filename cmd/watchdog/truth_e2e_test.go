@@ -129,6 +129,18 @@ func item(q attention.Queue, fp string) (attention.Item, bool) {
 	return attention.Item{}, false
 }
 
+// acknowledged returns the item an acknowledgement made on fp hides, served
+// with include_dismissed: the item of fp, or the item whose reason
+// subsumes the finding fp names, to which it carried over (dismissed_as).
+func acknowledged(q attention.Queue, fp string) (attention.Item, bool) {
+	for _, it := range q.Items {
+		if it.Fingerprint == fp || (it.Dismissed && it.DismissedAs == fp) {
+			return it, true
+		}
+	}
+	return attention.Item{}, false
+}
+
 // logs is the daemon's log so far.
 func (d *rmtDaemon) logs() string {
 	b, _ := os.ReadFile(d.log)

@@ -74,7 +74,8 @@ func (s *Store) Dismissals(ctx context.Context) (map[string]store.Dismissal, err
 }
 
 // VacuumDismissals drops the dismissals that can never hide an item again
-// (store.SQLite.VacuumDismissals' rule) and reports how many.
+// (store.SQLite.VacuumDismissals' rule, the rows that may carry over to an
+// escalation's item kept) and reports how many.
 func (s *Store) VacuumDismissals(ctx context.Context, now time.Time) (int, error) {
 	var n int64
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
@@ -83,7 +84,11 @@ func (s *Store) VacuumDismissals(ctx context.Context, now time.Time) (int, error
 			   OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.type = d.entity_type AND e.id = d.entity_id)
 			   OR (d.clear_on_status_change AND EXISTS (SELECT 1 FROM entities e
 			                   WHERE e.type = d.entity_type AND e.id = d.entity_id
-			                     AND e.lifecycle IS DISTINCT FROM d.status_at_dismissal))`, unixtime.Seconds(now))
+			                     AND e.lifecycle IS DISTINCT FROM d.status_at_dismissal
+			                     AND NOT (d.occurrence_at IS NOT NULL AND EXISTS (
+			                         SELECT 1 FROM jsonb_array_elements(e.reasons::jsonb) r
+			                          WHERE r->>'code' = d.reason_code
+			                            AND abs((r->>'first_seen_at')::double precision - d.occurrence_at) < 0.001))))`, unixtime.Seconds(now))
 		n = tag.RowsAffected()
 		return err
 	})

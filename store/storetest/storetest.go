@@ -48,6 +48,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListFilters", testListFilters},
 		{"TransitionPages", testPages},
 		{"Dismissals", testDismissals},
+		{"VacuumKeepsAnEscalatedOccurrence", testVacuumEscalated},
 		{"DaemonPresence", testDaemons},
 		{"FeedAcrossHandles", testFeed},
 		{"DataVersionMovesOnAnotherHandlesCommit", testDataVersion},
@@ -416,6 +417,59 @@ func testDismissals(t *testing.T, h Harness) {
 	}
 	if n, err := s.VacuumDismissals(ctx, t0); err != nil || n != 1 || len(mustDismissals(t, s)) != 0 {
 		t.Errorf("vacuum after a status change: %d %v", n, err)
+	}
+}
+
+// testVacuumEscalated: a clear_on_status_change row whose entity changed
+// status is kept while the entity still holds the row's finding in the
+// occurrence it covers (the end escalated it, and the acknowledgement
+// carries over: attention.Carries); any other status-changed row goes.
+func testVacuumEscalated(t *testing.T, h Harness) {
+	ctx := context.Background()
+	onset := t0.Add(-time.Minute)
+	for _, tc := range []struct {
+		name       string
+		code       state.ReasonCode
+		occurrence time.Time
+		kept       bool
+	}{
+		{"the finding's occurrence, still held", state.RunHealthProcessDead, onset, true},
+		{"an earlier occurrence of the finding", state.RunHealthProcessDead, onset.Add(-time.Hour), false},
+		{"a finding the entity does not hold", state.RunHealthStalled, onset, false},
+		{"a row from before occurrences", state.RunHealthProcessDead, time.Time{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t, h, h.New(t))
+			register(t, s, "session", "s1", strp("running"), nil)
+			e, err := s.Get(ctx, "session", "s1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dead := state.Observed(state.RunHealthProcessDead, "process dead")
+			dead.FirstSeen.Time = onset
+			if _, err := s.RecordObservation(ctx, "session", "s1", store.Observation{Health: state.HealthProcessDead, Delivery: state.DeliveryUnknown,
+				HealthSince: onset, DeadSince: onset, Reasons: []state.StateReason{dead}, SeenSeq: e.LastSeq, At: onset}); err != nil {
+				t.Fatal(err)
+			}
+			fp := "session:s1:" + string(tc.code)
+			if err := s.UpsertDismissal(ctx, store.Dismissal{Fingerprint: fp, EntityType: "session", EntityID: "s1", ReasonCode: string(tc.code),
+				StatusAtDismissal: "running", DismissedAt: t0, ClearOnStatusChange: true, Occurrence: tc.occurrence}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := move(s, "session", "s1", "aborted", true, t0.Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.Get(ctx, "session", "s1"); err != nil || len(got.Reasons) != 1 || !got.Reasons[0].FirstSeen.Equal(onset) {
+				t.Fatalf("the end did not keep the dated finding: %+v %v", got.Reasons, err)
+			}
+			n, err := s.VacuumDismissals(ctx, t0.Add(2*time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := mustDismissals(t, s)[fp]; ok != tc.kept || (n == 0) != tc.kept {
+				t.Errorf("after the status change: kept %v (want %v), %d vacuumed", ok, tc.kept, n)
+			}
+		})
 	}
 }
 
