@@ -147,14 +147,14 @@ func TestJudgeSettingsObs5OneQueueOnTheDaemonsHost(t *testing.T) {
 }
 
 // statusJudge reads the "judge" of `status --json` from a database.
-func statusJudge(t *testing.T, r result) judge {
+func statusJudge(t *testing.T, r result) judgedBy {
 	t.Helper()
 	if r.code != 0 {
 		t.Fatalf("status --json: %+v", r)
 	}
 	var out struct {
 		Items []json.RawMessage `json:"items"`
-		Judge *judge            `json:"judge"`
+		Judge *judgedBy         `json:"judge"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Judge == nil || out.Items == nil {
 		t.Fatalf("status --json has no items or no judge (%v):\n%s", err, r.stdout)
@@ -226,7 +226,7 @@ func TestJudgeSettingsObs6StaleStateSaysWhoJudged(t *testing.T) {
 		t.Errorf("last judged at %v: not while the daemon ran (%v to %v)", at, started, stopped)
 	}
 	var q struct {
-		Judge *judge `json:"judge"`
+		Judge *judgedBy `json:"judge"`
 	}
 	if a := rmtRun(t, work, env, "", "attention", "--json"); json.Unmarshal([]byte(a.stdout), &q) != nil || q.Judge == nil || q.Judge.DaemonServing {
 		t.Errorf("attention --json after the stop: %s", a.stdout)

@@ -88,12 +88,12 @@ func TestJudgeWarning(t *testing.T) {
 	at := unixtime.Of(now.Add(-12 * time.Minute))
 	for _, tc := range []struct {
 		name string
-		j    judge
+		j    judgedBy
 		want []string
 	}{
-		{"a daemon serves it", judge{DaemonServing: true, LastJudgedAt: &at, LastJudgedBy: "h1"}, nil},
-		{"never judged", judge{}, []string{"no watchdog daemon is serving this database", "no daemon ever judged it"}},
-		{"stopped 12m ago", judge{LastJudgedAt: &at, LastJudgedBy: "h1"},
+		{"a daemon serves it", judgedBy{DaemonServing: true, LastJudgedAt: &at, LastJudgedBy: "h1"}, nil},
+		{"never judged", judgedBy{}, []string{"no watchdog daemon is serving this database", "no daemon ever judged it"}},
+		{"stopped 12m ago", judgedBy{LastJudgedAt: &at, LastJudgedBy: "h1"},
 			[]string{"no watchdog daemon is serving this database; last judged 12m ago", "host h1", "2026-11-23 14:02:11Z"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

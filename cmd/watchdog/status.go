@@ -87,9 +87,9 @@ judges: no such line.`,
 			}
 			// read reads the list once, and from a database who judged it
 			// (nil through a daemon, which is the judge).
-			read := func(ctx context.Context) (wire.EntityList, *judge, error) {
+			read := func(ctx context.Context) (wire.EntityList, *judgedBy, error) {
 				var out wire.EntityList
-				var j *judge
+				var j *judgedBy
 				var err error
 				if remote {
 					out, err = remoteList(ctx, server, f, asJSON)
@@ -147,7 +147,7 @@ judges: no such line.`,
 // localList reads the list from the database at db, each state derived
 // as the daemon's view derives it (api.ListEntities), and who judged it
 // (judgeOf).
-func localList(ctx context.Context, db string, set settings, f api.EntityFilter, withRows bool) (wire.EntityList, *judge, error) {
+func localList(ctx context.Context, db string, set settings, f api.EntityFilter, withRows bool) (wire.EntityList, *judgedBy, error) {
 	st, err := target.OpenStore(ctx, db, false)
 	if err != nil {
 		return wire.EntityList{}, nil, err
@@ -229,7 +229,7 @@ func openOnly(items []wire.Entity) []wire.Entity {
 // From a database each frame says, under its header, what status says on
 // stderr (no config found; no daemon serving it): a daemon may stop while
 // the watch runs.
-func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList, *judge, error), src string, set settings, every time.Duration) error {
+func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList, *judgedBy, error), src string, set settings, every time.Duration) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	w := cmd.OutOrStdout()

@@ -13,14 +13,14 @@ import (
 	"watchdog/wire"
 )
 
-// judge is who judged what a command read straight from a database
+// judgedBy is who judged what a command read straight from a database
 // shows, and when: a store keeps the last judgement of each entity, and
 // without a daemon nothing judges them again, so a process killed since
 // still reads "Running · Alive". status and attention print it on stderr
 // when no daemon serves the database, and --json carries it as "judge"
 // beside the list's or the queue's fields (both are objects; through
 // --server there is none: the daemon is the judge).
-type judge struct {
+type judgedBy struct {
 	// DaemonServing says whether a watchdog daemon serves the database
 	// now (daemonServing).
 	DaemonServing bool `json:"daemon_serving"`
@@ -37,14 +37,14 @@ type judge struct {
 // GET /api/v1/entities shapes it, plus the judge.
 type localEntityList struct {
 	wire.EntityList
-	Judge judge `json:"judge"`
+	Judge judgedBy `json:"judge"`
 }
 
 // localQueue is `attention --json` from a database: the body of
 // GET /api/attention, plus the judge.
 type localQueue struct {
 	attention.Queue
-	Judge judge `json:"judge"`
+	Judge judgedBy `json:"judge"`
 }
 
 // judgeOf reads who judges the store st (opened at db) now.
@@ -62,8 +62,8 @@ type localQueue struct {
 // is the last moment its view was current. The newest observation would
 // not do: a daemon records one only when something changed, and a quiet
 // host's newest can be days old while the daemon judged it all along.
-func judgeOf(ctx context.Context, st store.Backend, db string, set settings, now time.Time) (judge, error) {
-	j := judge{Config: set.path}
+func judgeOf(ctx context.Context, st store.Backend, db string, set settings, now time.Time) (judgedBy, error) {
+	j := judgedBy{Config: set.path}
 	seen, err := st.DaemonsSeen(ctx)
 	if err != nil {
 		return j, fmt.Errorf("read the daemons' presence: %w", err)
@@ -88,7 +88,7 @@ func judgeOf(ctx context.Context, st store.Backend, db string, set settings, now
 
 // warning is the one line status and attention print on stderr when no
 // daemon serves the database ("" when one does).
-func (j judge) warning(now time.Time) string {
+func (j judgedBy) warning(now time.Time) string {
 	if j.DaemonServing {
 		return ""
 	}
@@ -105,7 +105,7 @@ func (j judge) warning(now time.Time) string {
 
 // warn prints the note of set (no config found) and the judge's warning
 // on w.
-func (j judge) warn(w io.Writer, set settings) {
+func (j judgedBy) warn(w io.Writer, set settings) {
 	set.printNote(w)
 	if line := j.warning(time.Now()); line != "" {
 		_, _ = io.WriteString(w, line)
