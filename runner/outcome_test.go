@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,14 +69,27 @@ func TestPlanRefusesBeforeRunning(t *testing.T) {
 	}
 }
 
-// TestEveryWrappedTypeEndsAsMapped: for every type exec wraps, each end
-// MapExit can give (completed, failed, timed_out, aborted, cancelled) is
-// an edge from running, or Nearest's fallback for it is. If a graph lost
-// running -> failed, Nearest would record a plain non-zero exit as
-// aborted or cancelled: this names the type instead.
+// TestEveryWrappedTypeEndsAsMapped: every type whose work exec runs (a
+// process of its own, a running state: all of them but the agent, whose
+// lifecycle is busy and idle) is wrapped, and for each, every end MapExit
+// can give (completed, failed, timed_out, aborted, cancelled) is an edge
+// from running, or Nearest's fallback for it is. It walks the graphs, not
+// Types(): a graph that lost running, or running -> failed (which would
+// record a plain non-zero exit as aborted or cancelled), names the type.
 func TestEveryWrappedTypeEndsAsMapped(t *testing.T) {
-	for _, typ := range Types() {
+	want := []string{"invocation", "session", "subagent", "turn", "workflow"}
+	if got := Types(); !slices.Equal(got, want) {
+		t.Errorf("exec wraps %v, want %v", got, want)
+	}
+	for _, typ := range transitions.Types() {
 		g, _ := transitions.Lookup(typ)
+		if !slices.Contains(want, typ) {
+			continue
+		}
+		if !g.HasState("running") {
+			t.Errorf("%s: exec wraps it but its graph has no running state", typ)
+			continue
+		}
 		if !g.Allowed("running", "failed") {
 			t.Errorf("%s: exec wraps it but running -> failed is not an edge", typ)
 		}
