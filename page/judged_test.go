@@ -78,7 +78,7 @@ func TestHeartbeatShownIsJudged(t *testing.T) {
 	if !strings.Contains(pg, `data-testid="heartbeat" data-source="file">5s ago <span class="muted">(heartbeat file)</span>`) {
 		t.Errorf("the entity page does not show the file's heartbeat:\n%s", pg)
 	}
-	if got := entityRead("here-1"); got.Heartbeat == nil || got.Heartbeat.Source != wire.HeartbeatSourceFile ||
+	if got := entityRead("here-1"); got.Heartbeat == nil || got.Heartbeat.Source != state.HeartbeatSourceFile ||
 		!got.Heartbeat.At.Equal(touched) || !got.HeartbeatAt.Equal(now.Add(-4*time.Minute)) {
 		t.Errorf("the entity read's heartbeat is %+v (heartbeat_at %v), want the file's at %v and the posted one kept", got.Heartbeat, got.HeartbeatAt, touched)
 	}
@@ -90,7 +90,7 @@ func TestHeartbeatShownIsJudged(t *testing.T) {
 	if src, txt := cell(e.page("/"), "here-1"); src != "posted" || txt != "1s ago" {
 		t.Errorf("after a newer post the entity shows %q from %q, want 1s ago, posted", txt, src)
 	}
-	if got := entityRead("here-1"); got.Heartbeat == nil || got.Heartbeat.Source != wire.HeartbeatSourcePosted {
+	if got := entityRead("here-1"); got.Heartbeat == nil || got.Heartbeat.Source != state.HeartbeatSourcePosted {
 		t.Errorf("the entity read's heartbeat is %+v, want the posted one", got.Heartbeat)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"watchdog/attention"
 	"watchdog/internal/testenv"
 	"watchdog/pidwatch"
+	"watchdog/state"
 	"watchdog/wire"
 )
 
@@ -139,12 +140,12 @@ func TestJudgeViewHeartbeatShownIsJudged(t *testing.T) {
 			t.Errorf("status %v: HEARTBEAT %q, want an age of seconds", args, cell)
 		}
 		e := jvListed(t, "obs2", args...)
-		if e.Heartbeat == nil || e.Heartbeat.Source != wire.HeartbeatSourceFile || e.Heartbeat.At.IsZero() {
+		if e.Heartbeat == nil || e.Heartbeat.Source != state.HeartbeatSourceFile || e.Heartbeat.At.IsZero() {
 			t.Errorf("status --json %v: heartbeat %+v, want the file's", args, e.Heartbeat)
 		}
 	}
 	e := jvEntity(t, d.base, "session", "obs2")
-	if e.Heartbeat == nil || e.Heartbeat.Source != wire.HeartbeatSourceFile {
+	if e.Heartbeat == nil || e.Heartbeat.Source != state.HeartbeatSourceFile {
 		t.Fatalf("the entity read's heartbeat is %+v, want source file", e.Heartbeat)
 	}
 	if age := e.State.EvaluatedAt.Sub(e.Heartbeat.At.Time); age < 0 || age > time.Minute || !e.HeartbeatAt.IsZero() {
@@ -168,14 +169,14 @@ func TestJudgeViewHeartbeatShownIsJudged(t *testing.T) {
 		t.Fatalf("heartbeat: exit %d: %s", r.code, r.stderr)
 	}
 	for _, args := range [][]string{{"--db", db}, {"--server", d.base}} {
-		if e := jvListed(t, "obs2", args...); e.Heartbeat == nil || e.Heartbeat.Source != wire.HeartbeatSourcePosted || !e.Heartbeat.At.Equal(e.HeartbeatAt.Time) {
+		if e := jvListed(t, "obs2", args...); e.Heartbeat == nil || e.Heartbeat.Source != state.HeartbeatSourcePosted || !e.Heartbeat.At.Equal(e.HeartbeatAt.Time) {
 			t.Errorf("status --json %v: heartbeat %+v (heartbeat_at %v), want the posted one", args, e.Heartbeat, e.HeartbeatAt)
 		}
 		if cell := jvStatus(t, "obs2", args...); !seconds.MatchString(cell) {
 			t.Errorf("status %v: HEARTBEAT %q, want an age of seconds", args, cell)
 		}
 	}
-	if e := jvEntity(t, d.base, "session", "obs2"); e.Heartbeat == nil || e.Heartbeat.Source != wire.HeartbeatSourcePosted {
+	if e := jvEntity(t, d.base, "session", "obs2"); e.Heartbeat == nil || e.Heartbeat.Source != state.HeartbeatSourcePosted {
 		t.Errorf("the entity read's heartbeat is %+v, want the posted one", e.Heartbeat)
 	}
 	if pg := jvGet(t, d.base, "/entities/session/obs2"); !strings.Contains(pg, `data-testid="heartbeat" data-source="posted">`) {
