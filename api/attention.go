@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"watchdog/attention"
+	"watchdog/state"
 	"watchdog/transitions"
 	"watchdog/unixtime"
 	"watchdog/wire"
@@ -61,7 +62,19 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.View.Attention(q, s.Now()))
+	now := s.Now()
+	queue := s.View.Attention(q, now)
+	// Each item's heartbeat is the one its entity is judged by, found
+	// now (a heartbeat file of this host's is stat'ed), as the entity
+	// read shows it.
+	queue.FillHeartbeats(func(typ, id string) *state.JudgedHeartbeat {
+		ent, ok := s.View.Get(typ, id, now)
+		if !ok {
+			return nil
+		}
+		return s.Heartbeats.Of(&ent.Entity, now)
+	})
+	writeJSON(w, http.StatusOK, queue)
 }
 
 func (s *server) snooze(w http.ResponseWriter, r *http.Request) {

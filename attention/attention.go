@@ -229,7 +229,13 @@ type Item struct {
 	FirstSeenAt unixtime.Time `json:"first_seen_at"`
 	// LastUpdatedAt is the entity's last update.
 	LastUpdatedAt unixtime.Time `json:"last_updated_at"`
-	Actions       []Action      `json:"actions"`
+	// Heartbeat is the heartbeat the entity is judged by, as the entity
+	// read shows it (a heartbeat file's mtime or the posted heartbeat,
+	// whichever is later), left out when the entity has none. It is found
+	// when the queue is read (FillHeartbeats), never derived with the
+	// item nor stored.
+	Heartbeat *state.JudgedHeartbeat `json:"heartbeat,omitempty"`
+	Actions   []Action               `json:"actions"`
 	// Dismissed is set (only with include_dismissed) on an item a
 	// dismissal or snooze currently hides; SnoozedUntil is then the
 	// snooze's end, zero (left out) for a dismissal.

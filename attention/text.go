@@ -59,6 +59,9 @@ func (q Queue) Text() string {
 					label = it.Entity.Label
 				}
 				summary := it.Reason.Summary
+				if hb := it.HeartbeatText(now.Time); hb != "" {
+					summary += " · " + hb
+				}
 				if it.Dismissed {
 					if !it.SnoozedUntil.IsZero() {
 						summary += fmt.Sprintf(" [snoozed, %s left]", state.FormatAge(it.SnoozedUntil.Sub(now.Time)))

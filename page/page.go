@@ -184,6 +184,10 @@ type itemView struct {
 	Age         string
 	Summary     string
 	Status      string
+	// Heartbeat is the item's heartbeat part, as `watchdog attention`
+	// prints it ("last heartbeat 4s ago (file)"), "" when its reason does
+	// not call for it (attention.Item.HeartbeatText).
+	Heartbeat   string
 	Href        string
 	SnoozeBody  string
 	DismissBody string
@@ -261,7 +265,17 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	}
 	now := h.o.Now()
 	p := indexPage{layout: h.frame("watchdog", now)}
-	p.Queue = buildQueue(h.o.View.Attention(attention.Query{Limit: QueueLimit}, now), now)
+	queue := h.o.View.Attention(attention.Query{Limit: QueueLimit}, now)
+	// The heartbeat each item's entity is judged by, found now, as the
+	// API's queue shows it.
+	queue.FillHeartbeats(func(typ, id string) *state.JudgedHeartbeat {
+		ent, ok := h.o.View.Get(typ, id, now)
+		if !ok {
+			return nil
+		}
+		return h.o.Heartbeats.Of(&ent.Entity, now)
+	})
+	p.Queue = buildQueue(queue, now)
 	p.Legacy = h.o.View.Counts(now).Legacy
 
 	q := r.URL.Query()
@@ -432,7 +446,7 @@ func buildQueue(q attention.Queue, now time.Time) queueView {
 func itemOf(it *attention.Item, now time.Time) itemView {
 	v := itemView{
 		Fingerprint: it.Fingerprint, Label: cmp.Or(it.Entity.Label, it.Entity.Type+"/"+it.Entity.ID), Type: it.Entity.Type,
-		Age: ago(now, it.FirstSeenAt.Time), Summary: it.Reason.Summary, Status: it.Status,
+		Age: ago(now, it.FirstSeenAt.Time), Summary: it.Reason.Summary, Status: it.Status, Heartbeat: it.HeartbeatText(now),
 		Href: entityHref(it.Entity.Type, it.Entity.ID),
 	}
 	for _, a := range it.Actions {

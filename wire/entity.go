@@ -42,21 +42,21 @@ type Entity struct {
 	HeartbeatFile   string        `json:"heartbeat_file,omitempty"`
 	// HeartbeatAt is the latest posted heartbeat alone, as before
 	// Heartbeat was added; Heartbeat is the one the entity is judged by.
-	HeartbeatAt       unixtime.Time        `json:"heartbeat_at,omitzero"`
-	Heartbeat         *JudgedHeartbeat     `json:"heartbeat,omitempty"`
-	HeartbeatProgress string               `json:"heartbeat_progress,omitempty"`
-	TimeoutSeconds    float64              `json:"timeout_seconds,omitempty"`
-	TimeoutElapsed    float64              `json:"timeout_elapsed,omitempty"`
-	ArtifactsRoot     string               `json:"artifacts_root,omitempty"`
-	Artifacts         []state.ArtifactSpec `json:"artifacts,omitempty"`
-	LockFiles         []string             `json:"lock_files,omitempty"`
-	Parent            *Ref                 `json:"parent,omitempty"`
-	DependsOn         []string             `json:"depends_on,omitempty"`
-	Schedule          *Schedule            `json:"schedule,omitempty"`
-	Metadata          json.RawMessage      `json:"metadata,omitempty"`
-	StartedAt         unixtime.Time        `json:"started_at,omitzero"`
-	EndedAt           unixtime.Time        `json:"ended_at,omitzero"`
-	HealthSince       unixtime.Time        `json:"health_since,omitzero"`
+	HeartbeatAt       unixtime.Time          `json:"heartbeat_at,omitzero"`
+	Heartbeat         *state.JudgedHeartbeat `json:"heartbeat,omitempty"`
+	HeartbeatProgress string                 `json:"heartbeat_progress,omitempty"`
+	TimeoutSeconds    float64                `json:"timeout_seconds,omitempty"`
+	TimeoutElapsed    float64                `json:"timeout_elapsed,omitempty"`
+	ArtifactsRoot     string                 `json:"artifacts_root,omitempty"`
+	Artifacts         []state.ArtifactSpec   `json:"artifacts,omitempty"`
+	LockFiles         []string               `json:"lock_files,omitempty"`
+	Parent            *Ref                   `json:"parent,omitempty"`
+	DependsOn         []string               `json:"depends_on,omitempty"`
+	Schedule          *Schedule              `json:"schedule,omitempty"`
+	Metadata          json.RawMessage        `json:"metadata,omitempty"`
+	StartedAt         unixtime.Time          `json:"started_at,omitzero"`
+	EndedAt           unixtime.Time          `json:"ended_at,omitzero"`
+	HealthSince       unixtime.Time          `json:"health_since,omitzero"`
 	// ExitStatus is how the entity's process ended, when the kernel said
 	// so: {"code": 3, "signal": null, "at": ...}. Absent while unknown.
 	ExitStatus *state.ExitStatus `json:"exit_status,omitempty"`

@@ -3,30 +3,10 @@ package wire
 import (
 	"time"
 
+	"watchdog/state"
 	"watchdog/store"
 	"watchdog/unixtime"
 )
-
-// Heartbeat sources on the wire.
-const (
-	// HeartbeatSourceFile is a heartbeat file's mtime.
-	HeartbeatSourceFile = "file"
-	// HeartbeatSourcePosted is a heartbeat posted to the API or the CLI.
-	HeartbeatSourcePosted = "posted"
-)
-
-// JudgedHeartbeat is the heartbeat an entity is judged by, as of the read: the
-// later of its heartbeat file's mtime (on the host that can see the file)
-// and its posted heartbeat. It is the entity read's `heartbeat` object;
-// `heartbeat_at` stays the posted one alone, for the readers written
-// before it. The age is the reader's to compute against the read's time
-// (state.evaluated_at, or a list's generated_at): every time on the wire
-// is a moment, never an age that goes stale in a cache.
-type JudgedHeartbeat struct {
-	At unixtime.Time `json:"at"`
-	// Source is HeartbeatSourceFile or HeartbeatSourcePosted.
-	Source string `json:"source"`
-}
 
 // Heartbeats is how a reader finds the heartbeat an entity is judged by.
 // The daemon does not store a heartbeat file's mtime (an agent touching
@@ -49,21 +29,21 @@ type Heartbeats struct {
 // Of is e's heartbeat at now, nil when it has none. A nil h (a reader
 // that cannot see this host's files), or an entity of another host, has
 // only its posted heartbeat, which is then also the one judged.
-func (h *Heartbeats) Of(e *store.Entity, now time.Time) *JudgedHeartbeat {
+func (h *Heartbeats) Of(e *store.Entity, now time.Time) *state.JudgedHeartbeat {
 	if h != nil && h.Last != nil && e.HeartbeatFile != "" && h.HostID != "" && e.HostID == h.HostID {
 		at, fromFile := h.Last(e.HeartbeatFile, e.HeartbeatAt, now)
 		switch {
 		case at.IsZero():
 			return nil
 		case fromFile:
-			return &JudgedHeartbeat{At: unixtime.Of(at), Source: HeartbeatSourceFile}
+			return &state.JudgedHeartbeat{At: unixtime.Of(at), Source: state.HeartbeatSourceFile}
 		}
-		return &JudgedHeartbeat{At: unixtime.Of(at), Source: HeartbeatSourcePosted}
+		return &state.JudgedHeartbeat{At: unixtime.Of(at), Source: state.HeartbeatSourcePosted}
 	}
 	if e.HeartbeatAt.IsZero() {
 		return nil
 	}
-	return &JudgedHeartbeat{At: unixtime.Of(e.HeartbeatAt), Source: HeartbeatSourcePosted}
+	return &state.JudgedHeartbeat{At: unixtime.Of(e.HeartbeatAt), Source: state.HeartbeatSourcePosted}
 }
 
 // LastHeartbeat is the time of the heartbeat shown for e: its `heartbeat`

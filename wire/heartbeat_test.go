@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/state"
 	"watchdog/store"
 )
 
@@ -30,11 +31,11 @@ func TestHeartbeatsOf(t *testing.T) {
 		at     time.Time
 		stat   bool
 	}{
-		{"this host's file newer", store.Entity{HostID: "here", HeartbeatFile: "/hb/fresh", HeartbeatAt: posted}, hb, HeartbeatSourceFile, touched, true},
-		{"this host's posted newer", store.Entity{HostID: "here", HeartbeatFile: "/hb/stale", HeartbeatAt: posted}, hb, HeartbeatSourcePosted, posted, true},
-		{"another host's file is not read", store.Entity{HostID: "there", HeartbeatFile: "/hb/fresh", HeartbeatAt: posted}, hb, HeartbeatSourcePosted, posted, false},
-		{"no reader of files", store.Entity{HostID: "here", HeartbeatFile: "/hb/fresh", HeartbeatAt: posted}, nil, HeartbeatSourcePosted, posted, false},
-		{"posted only", store.Entity{HostID: "here", HeartbeatAt: posted}, hb, HeartbeatSourcePosted, posted, false},
+		{"this host's file newer", store.Entity{HostID: "here", HeartbeatFile: "/hb/fresh", HeartbeatAt: posted}, hb, state.HeartbeatSourceFile, touched, true},
+		{"this host's posted newer", store.Entity{HostID: "here", HeartbeatFile: "/hb/stale", HeartbeatAt: posted}, hb, state.HeartbeatSourcePosted, posted, true},
+		{"another host's file is not read", store.Entity{HostID: "there", HeartbeatFile: "/hb/fresh", HeartbeatAt: posted}, hb, state.HeartbeatSourcePosted, posted, false},
+		{"no reader of files", store.Entity{HostID: "here", HeartbeatFile: "/hb/fresh", HeartbeatAt: posted}, nil, state.HeartbeatSourcePosted, posted, false},
+		{"posted only", store.Entity{HostID: "here", HeartbeatAt: posted}, hb, state.HeartbeatSourcePosted, posted, false},
 		{"none", store.Entity{HostID: "here"}, hb, "", time.Time{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

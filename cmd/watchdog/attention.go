@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/target"
+	"watchdog/wire"
 )
 
 // newAttentionCmd is `watchdog attention`: the attention queue of SPEC §8
@@ -120,6 +122,9 @@ carries the same facts in "judge": nothing in it has been judged since.`,
 			if err != nil {
 				return err
 			}
+			if err := fillHeartbeats(ctx, st, &queue, target.Heartbeats(localHost()), now); err != nil {
+				return err
+			}
 			j, err := judgeOf(ctx, st, db, set, now)
 			if err != nil {
 				return err
@@ -152,4 +157,29 @@ type hostSource struct {
 
 func (h hostSource) AttentionCandidates(ctx context.Context, _ time.Time) ([]store.Entity, error) {
 	return h.List(ctx, store.Filter{HostID: h.host})
+}
+
+// fillHeartbeats gives each item of queue, read from st, the heartbeat
+// its entity is judged by, as `status` and the daemon's queue show it:
+// this host's heartbeat files are stat'ed here. The queue's candidates
+// carry only the columns an item needs, so the page's entities are read
+// whole, one by one (at most --limit). An entity gone since the queue was
+// read has none.
+func fillHeartbeats(ctx context.Context, st store.Backend, queue *attention.Queue, beats *wire.Heartbeats, now time.Time) error {
+	var failed error
+	queue.FillHeartbeats(func(typ, id string) *state.JudgedHeartbeat {
+		if failed != nil {
+			return nil
+		}
+		e, err := st.Get(ctx, typ, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		case err != nil:
+			failed = err
+			return nil
+		}
+		return beats.Of(&e, now)
+	})
+	return failed
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // attnStore builds a database with a known queue: a failed run and the
@@ -219,5 +221,115 @@ func TestAttentionCommandTakesTheDaemonConfig(t *testing.T) {
 	}
 	if code, _, errOut := attnRun("--config", filepath.Join(t.TempDir(), "absent.yaml")); code == 0 || !strings.Contains(errOut, "absent.yaml") {
 		t.Errorf("a missing config: exit %d %q", code, errOut)
+	}
+}
+
+// TestAttentionCommandHeartbeat: `attention --db` gives each item the
+// heartbeat its entity is judged by, read at the command: this host's
+// heartbeat file (a real file, stat'ed) when it is the later, another
+// host's entity's posted one; nothing for an entity with neither. The
+// line of a heartbeat finding (stalled) shows its age and source as
+// status's HEARTBEAT column does; the line of another reason does not,
+// though its JSON carries it.
+func TestAttentionCommandHeartbeat(t *testing.T) {
+	t.Setenv("WATCHDOG_HOST_ID", "here")
+	path := filepath.Join(t.TempDir(), "watchdog.db")
+	ctx := context.Background()
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := filepath.Join(t.TempDir(), "s.hb")
+	if err := os.WriteFile(hb, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Second) // whole seconds: the JSON keeps microseconds
+	touched, posted := now.Add(-5*time.Second), now.Add(-4*time.Minute)
+	if err := os.Chtimes(hb, touched, touched); err != nil {
+		t.Fatal(err)
+	}
+	w := &transitions.Writer{Store: st}
+	running := "running"
+	for _, ent := range []struct {
+		e    store.Entity
+		h    state.Health
+		code state.ReasonCode
+	}{
+		{store.Entity{Type: "session", ID: "here-1", HostID: "here", HeartbeatFile: hb}, state.HealthStalled, state.RunHealthStalled},
+		{store.Entity{Type: "session", ID: "there-1", HostID: "there", HeartbeatFile: hb}, state.HealthStalled, state.RunHealthStalled},
+		{store.Entity{Type: "session", ID: "none-1", HostID: "here"}, state.HealthStalled, state.RunHealthStalled},
+		{store.Entity{Type: "session", ID: "dead-1", HostID: "here", HeartbeatFile: hb}, state.HealthProcessDead, state.RunHealthProcessDead},
+	} {
+		ent.e.Lifecycle = &running
+		if _, err := w.Register(ctx, transitions.Registration{Entity: ent.e, Actor: transitions.ActorOrchestrator}); err != nil {
+			t.Fatal(err)
+		}
+		if ent.e.HeartbeatFile != "" {
+			if err := st.RecordHeartbeat(ctx, "session", ent.e.ID, posted, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cur, err := st.Get(ctx, "session", ent.e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.RecordObservation(ctx, "session", ent.e.ID, store.Observation{Health: ent.h, Delivery: state.DeliveryNotExpected,
+			Reasons: []state.StateReason{state.Observed(ent.code, "seen: "+string(ent.code))}, SeenSeq: cur.LastSeq, At: cur.UpdatedAt.Add(time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+
+	code, out, errs := attnRun("--db", path, "--json")
+	var q attention.Queue
+	if err := json.Unmarshal([]byte(out), &q); code != 0 || err != nil {
+		t.Fatalf("--json: exit %d, %v, stderr %q\n%s", code, err, errs, out)
+	}
+	got := map[string]*state.JudgedHeartbeat{}
+	for _, it := range q.Items {
+		got[it.Entity.ID] = it.Heartbeat
+	}
+	for id, want := range map[string]*state.JudgedHeartbeat{
+		"here-1":  {At: unixtime.Of(touched), Source: state.HeartbeatSourceFile},
+		"there-1": {At: unixtime.Of(posted), Source: state.HeartbeatSourcePosted},
+		"dead-1":  {At: unixtime.Of(touched), Source: state.HeartbeatSourceFile},
+		"none-1":  nil,
+	} {
+		h, ok := got[id]
+		switch {
+		case !ok:
+			t.Errorf("no item for %s:\n%s", id, out)
+		case want == nil && h != nil:
+			t.Errorf("%s shows %+v, want none", id, h)
+		case want != nil && (h == nil || h.Source != want.Source || !h.At.Equal(want.At.Time)):
+			t.Errorf("%s shows %+v, want %+v", id, h, want)
+		}
+	}
+	if n := strings.Count(out, `"heartbeat":`); n != 3 {
+		t.Errorf("%d items carry a heartbeat, want 3 (none-1 leaves it out):\n%s", n, out)
+	}
+
+	code, out, _ = attnRun("--db", path)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	lineOf := func(id string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "session:"+id+":") {
+				return l
+			}
+		}
+		t.Fatalf("no line for %s:\n%s", id, out)
+		return ""
+	}
+	for id, want := range map[string]string{
+		"here-1":  `seen: run.health.stalled · last heartbeat [56]s ago \(file\)$`,
+		"there-1": `seen: run.health.stalled · last heartbeat 4m ago \(posted\)$`,
+		"none-1":  `seen: run.health.stalled$`,
+		"dead-1":  `seen: run.health.process_dead$`,
+	} {
+		if l := lineOf(id); !regexp.MustCompile(want).MatchString(l) {
+			t.Errorf("%s's line %q does not match %q", id, l, want)
+		}
 	}
 }

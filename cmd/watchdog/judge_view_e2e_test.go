@@ -3,7 +3,8 @@ package main
 // "One judgement, everywhere", observations 2 and 4, replayed against the
 // built binary: the heartbeat the judgement used is the heartbeat shown
 // (status from the database and through the daemon, the entity read, the
-// page), and a cluster's header speaks for all its items.
+// page, the attention queue), and a cluster's header speaks for all its
+// items.
 
 import (
 	"encoding/json"
@@ -23,6 +24,7 @@ import (
 	"watchdog/attention"
 	"watchdog/internal/testenv"
 	"watchdog/pidwatch"
+	"watchdog/state"
 	"watchdog/wire"
 )
 
@@ -139,12 +141,12 @@ func TestJudgeViewHeartbeatShownIsJudged(t *testing.T) {
 			t.Errorf("status %v: HEARTBEAT %q, want an age of seconds", args, cell)
 		}
 		e := jvListed(t, "obs2", args...)
-		if e.Heartbeat == nil || e.Heartbeat.Source != wire.HeartbeatSourceFile || e.Heartbeat.At.IsZero() {
+		if e.Heartbeat == nil || e.Heartbeat.Source != state.HeartbeatSourceFile || e.Heartbeat.At.IsZero() {
 			t.Errorf("status --json %v: heartbeat %+v, want the file's", args, e.Heartbeat)
 		}
 	}
 	e := jvEntity(t, d.base, "session", "obs2")
-	if e.Heartbeat == nil || e.Heartbeat.Source != wire.HeartbeatSourceFile {
+	if e.Heartbeat == nil || e.Heartbeat.Source != state.HeartbeatSourceFile {
 		t.Fatalf("the entity read's heartbeat is %+v, want source file", e.Heartbeat)
 	}
 	if age := e.State.EvaluatedAt.Sub(e.Heartbeat.At.Time); age < 0 || age > time.Minute || !e.HeartbeatAt.IsZero() {
@@ -168,18 +170,98 @@ func TestJudgeViewHeartbeatShownIsJudged(t *testing.T) {
 		t.Fatalf("heartbeat: exit %d: %s", r.code, r.stderr)
 	}
 	for _, args := range [][]string{{"--db", db}, {"--server", d.base}} {
-		if e := jvListed(t, "obs2", args...); e.Heartbeat == nil || e.Heartbeat.Source != wire.HeartbeatSourcePosted || !e.Heartbeat.At.Equal(e.HeartbeatAt.Time) {
+		if e := jvListed(t, "obs2", args...); e.Heartbeat == nil || e.Heartbeat.Source != state.HeartbeatSourcePosted || !e.Heartbeat.At.Equal(e.HeartbeatAt.Time) {
 			t.Errorf("status --json %v: heartbeat %+v (heartbeat_at %v), want the posted one", args, e.Heartbeat, e.HeartbeatAt)
 		}
 		if cell := jvStatus(t, "obs2", args...); !seconds.MatchString(cell) {
 			t.Errorf("status %v: HEARTBEAT %q, want an age of seconds", args, cell)
 		}
 	}
-	if e := jvEntity(t, d.base, "session", "obs2"); e.Heartbeat == nil || e.Heartbeat.Source != wire.HeartbeatSourcePosted {
+	if e := jvEntity(t, d.base, "session", "obs2"); e.Heartbeat == nil || e.Heartbeat.Source != state.HeartbeatSourcePosted {
 		t.Errorf("the entity read's heartbeat is %+v, want the posted one", e.Heartbeat)
 	}
 	if pg := jvGet(t, d.base, "/entities/session/obs2"); !strings.Contains(pg, `data-testid="heartbeat" data-source="posted">`) {
 		t.Errorf("the entity page does not show the posted heartbeat:\n%s", pg)
+	}
+
+	t.Run("the queue", jvQueueHeartbeat)
+}
+
+// jvQueueHeartbeat: the queue's items show the heartbeat their entity was
+// judged by, as the entity read does. Under a daemon with short
+// thresholds one session stalls on a posted heartbeat, another on an old
+// heartbeat file; each item's heartbeat (source and time) is its entity
+// read's, in /api/attention, `attention --json` from the database and
+// through the daemon, on the item line of `attention` and on the page.
+func jvQueueHeartbeat(t *testing.T) {
+	d := truthStart(t, "")
+	hb := agedFile(t, "q-file.hb", time.Minute)
+	p1, p2 := testenv.Sleep(t), testenv.Sleep(t)
+	d.register(t, fmt.Sprintf(`{"type":"session","id":"q-file","lifecycle":"running","pid":%d,"heartbeat_file":%q}`, p1.Process.Pid, hb))
+	d.register(t, fmt.Sprintf(`{"type":"session","id":"q-posted","lifecycle":"running","pid":%d}`, p2.Process.Pid))
+	if r := wd(t, "", "heartbeat", "session/q-posted", "--db", d.db); r.code != 0 {
+		t.Fatalf("heartbeat: exit %d: %s", r.code, r.stderr)
+	}
+	want := map[string]string{
+		"session:q-file:run.health.stalled":   state.HeartbeatSourceFile,
+		"session:q-posted:run.health.stalled": state.HeartbeatSourcePosted,
+	}
+	testenv.Eventually(t, "both stalls in the queue", truthWait, func() (bool, string) {
+		q := d.queue(t, "")
+		for fp := range want {
+			if _, ok := item(q, fp); !ok {
+				return false, fmt.Sprintf("%d items", len(q.Items))
+			}
+		}
+		return true, ""
+	})
+	judged := map[string]*state.JudgedHeartbeat{}
+	for _, id := range []string{"q-file", "q-posted"} {
+		e := d.must(t, "session", id)
+		if e.Heartbeat == nil {
+			t.Fatalf("the entity read of %s has no heartbeat", id)
+		}
+		judged[id] = e.Heartbeat
+	}
+	if !judged["q-posted"].At.Equal(d.must(t, "session", "q-posted").HeartbeatAt.Time) {
+		t.Errorf("the posted heartbeat %+v is not heartbeat_at", judged["q-posted"])
+	}
+	check := func(how string, q attention.Queue) {
+		t.Helper()
+		for fp, source := range want {
+			it, ok := item(q, fp)
+			if !ok {
+				t.Errorf("%s: no item %s", how, fp)
+				continue
+			}
+			if h, j := it.Heartbeat, judged[it.Entity.ID]; h == nil || h.Source != source || !h.At.Equal(j.At.Time) {
+				t.Errorf("%s: %s shows heartbeat %+v, want the judged %+v (%s)", how, fp, h, j, source)
+			}
+		}
+	}
+	check("/api/attention", d.queue(t, ""))
+	for _, args := range [][]string{{"--db", d.db}, {"--server", d.base}} {
+		r := wd(t, "", append([]string{"attention", "--json"}, args...)...)
+		var q attention.Queue
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &q) != nil {
+			t.Fatalf("attention --json %v: exit %d: %s%s", args, r.code, r.stderr, r.stdout)
+		}
+		check(fmt.Sprintf("attention --json %v", args), q)
+
+		r = wd(t, "", append([]string{"attention"}, args...)...)
+		for fp, source := range want {
+			line := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(fp) + `\s.*$`).FindString(r.stdout)
+			if !regexp.MustCompile(` · last heartbeat (\d+[smh] ago|now) \(` + source + `\)$`).MatchString(line) {
+				t.Errorf("attention %v: the line of %s %q does not end with its heartbeat (%s):\n%s", args, fp, line, source, r.stdout)
+			}
+		}
+	}
+	pg := jvGet(t, d.base, "/")
+	for fp, source := range want {
+		m := regexp.MustCompile(`data-fingerprint="` + regexp.QuoteMeta(fp) + `">\s*<div class="item-text">.*?data-testid="item-heartbeat">([^<]*)<`).FindStringSubmatch(pg)
+		if m == nil || !regexp.MustCompile(`^last heartbeat (\d+[smh] ago|now) \(`+source+`\)$`).MatchString(m[1]) {
+			t.Errorf("the page's item %s does not show its heartbeat (%s): %q", fp, source, m)
+		}
 	}
 }
 
