@@ -130,7 +130,7 @@ type Verdict struct {
 // probe of Target(e, …) when Probed(e) (and of e's pid for a schedule).
 func Judge(e store.Entity, seen Seen, s Settings, now time.Time) Verdict {
 	var v Verdict
-	if ByCron(e) {
+	if ByCron(&e) {
 		v.Observation, v.Changed = judgeSchedule(e, seen, s, now)
 	} else {
 		v.Observation, v.Changed = observe(e, seen, s, now)
@@ -147,7 +147,7 @@ func Judge(e store.Entity, seen Seen, s Settings, now time.Time) Verdict {
 	}
 	after := e
 	apply(&after, v.Observation)
-	v.Next = Next(after, seen.HeartbeatFile, s, now)
+	v.Next = Next(&after, seen.HeartbeatFile, s, now)
 	return v
 }
 
@@ -184,7 +184,7 @@ func (v Verdict) Applied(e store.Entity) store.Entity {
 // Next is the earliest of e's deadlines after now: the moment its
 // judgement may change with nothing new seen (file: the heartbeat file's
 // mtime as known). Zero when none lies ahead.
-func Next(e store.Entity, file time.Time, s Settings, now time.Time) time.Time {
+func Next(e *store.Entity, file time.Time, s Settings, now time.Time) time.Time {
 	if !Open(e) {
 		return time.Time{}
 	}
@@ -268,8 +268,8 @@ func changed(e store.Entity, obs store.Observation) bool {
 // be old) → its type's dead-process terminal with
 // system.health.process_dead_no_terminal.
 func enforce(e store.Entity, pid probe.PIDObservation, s Settings, now time.Time) (Act, bool) {
-	to := EnforceTarget(e)
-	if to == "" || !GraceOver(e, s, now) || pid.Liveness != probe.Dead {
+	to := EnforceTarget(&e)
+	if to == "" || !GraceOver(&e, s, now) || pid.Liveness != probe.Dead {
 		return Act{}, false
 	}
 	ev := pid.Evidence(now)
@@ -294,7 +294,7 @@ func Enforce(e store.Entity, pid probe.PIDObservation, s Settings, now time.Time
 // (file: its heartbeat file's mtime as known): a candidate whose
 // PhantomAt has come. Only such an entity is worth a probe for Judge to
 // decide.
-func PhantomDue(e store.Entity, file time.Time, s Settings, now time.Time) bool {
+func PhantomDue(e *store.Entity, file time.Time, s Settings, now time.Time) bool {
 	at := PhantomAt(e, file, s)
 	return !at.IsZero() && !now.Before(at)
 }
@@ -311,12 +311,12 @@ func phantom(e store.Entity, seen Seen, s Settings, now time.Time) (Act, bool) {
 		// its heartbeat is working, not a phantom.
 		file = hb.At
 	}
-	if !PhantomDue(e, file, s, now) {
+	if !PhantomDue(&e, file, s, now) {
 		return Act{}, false
 	}
 	var code state.ReasonCode
 	switch {
-	case res.Liveness == probe.Dead && GraceOver(e, s, now):
+	case res.Liveness == probe.Dead && GraceOver(&e, s, now):
 		// "No activity" counts from registration or the last heartbeat,
 		// not from the death, but the owner keeps terminal_grace from the
 		// death (PhantomAt), in which its own end must win.
@@ -327,12 +327,12 @@ func phantom(e store.Entity, seen Seen, s Settings, now time.Time) (Act, bool) {
 		// Alive and no longer orphaned, or unknown: never reaped.
 		return Act{}, false
 	}
-	last := LastActivity(e, file)
+	last := LastActivity(&e, file)
 	ev := res.PID.Evidence(now)
 	// The moment, not the age: readers render ages (state.Render).
 	detail := fmt.Sprintf("%s; no activity since %s", res.PID.Detail(), state.Stamp(last))
 	ev.Detail = detail
 	reason := state.Observed(code, "phantom: the row said "+e.LifecycleOr("")+" but the process says otherwise; no activity since "+state.Stamp(last), ev)
 	reason.Since = unixtime.Of(last)
-	return Act{Kind: ActPhantom, From: e.LifecycleOr(""), To: DeadTarget(e), Reason: reason, Detail: detail, Trigger: "reconciliation"}, true
+	return Act{Kind: ActPhantom, From: e.LifecycleOr(""), To: DeadTarget(&e), Reason: reason, Detail: detail, Trigger: "reconciliation"}, true
 }

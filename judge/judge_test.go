@@ -18,11 +18,11 @@ func lc(s string) *string { return &s }
 // a heartbeat (hbAt zero: none; file says it came from a heartbeat file):
 // no process is started and no file is read.
 func seen(e store.Entity, l probe.Liveness, hbAt time.Time, file bool, now time.Time) Seen {
-	t := Target(e, false)
+	t := Target(&e, false)
 	obs := probe.Observations{
 		Terminal: t.Terminal, EndedByDeath: t.EndedByDeath, Waiting: t.Waiting, StateSince: t.StateSince,
-		StartedAt: Started(e), EndedAt: e.EndedAt,
-		PID: probe.PIDObservation{Target: PIDTarget(e), Liveness: l},
+		StartedAt: Started(&e), EndedAt: e.EndedAt,
+		PID: probe.PIDObservation{Target: PIDTarget(&e), Liveness: l},
 	}
 	if l == probe.Alive {
 		obs.PID.StartTime = e.PIDStartTime
@@ -32,8 +32,8 @@ func seen(e store.Entity, l probe.Liveness, hbAt time.Time, file bool, now time.
 		obs.Heartbeat = probe.HeartbeatObservation{Source: probe.HeartbeatFile, File: e.HeartbeatFile, Claimed: hbAt, At: hbAt, Age: now.Sub(hbAt)}
 	case !hbAt.IsZero():
 		obs.Heartbeat = probe.HeartbeatObservation{Source: probe.HeartbeatPosted, Claimed: hbAt, At: hbAt, Age: now.Sub(hbAt)}
-	case !Started(e).IsZero():
-		obs.Heartbeat = probe.HeartbeatObservation{Source: probe.HeartbeatFromStart, Claimed: Started(e), At: Started(e), Age: now.Sub(Started(e))}
+	case !Started(&e).IsZero():
+		obs.Heartbeat = probe.HeartbeatObservation{Source: probe.HeartbeatFromStart, Claimed: Started(&e), At: Started(&e), Age: now.Sub(Started(&e))}
 	}
 	if t.Terminal && len(e.Artifacts) == 0 {
 		obs.Artifacts = probe.ArtifactResult{Delivery: state.DeliveryNotExpected}
@@ -76,7 +76,7 @@ func TestJudge(t *testing.T) {
 	endedByDeath.Health = state.HealthProcessDead
 	schedule := store.Entity{Type: "schedule", ID: "nightly", Lifecycle: lc("enabled"), HostID: "h", ScheduleCron: "0 3 * * *",
 		CreatedAt: t0, LifecycleAt: t0, ScheduleLastFiredAt: t0, Health: state.HealthOK}
-	fire := NextFire(schedule)
+	fire := NextFire(&schedule)
 	paused := schedule
 	paused.Lifecycle = lc("paused")
 	posted := proc("session", "running")
@@ -120,7 +120,7 @@ func TestJudge(t *testing.T) {
 			health: state.HealthProcessDead, act: ActEnforce, to: "aborted", next: t0.Add(time.Hour)},
 		{name: "invocation dead past terminal_grace: its own dead-process end",
 			e: dead(proc("invocation", "running"), t0.Add(min)), seen: seen(dead(proc("invocation", "running"), t0.Add(min)), probe.Dead, time.Time{}, false, t0.Add(2*min)), now: t0.Add(2 * min),
-			health: state.HealthProcessDead, act: ActEnforce, to: DeadTarget(proc("invocation", "running")), next: t0.Add(time.Hour)},
+			health: state.HealthProcessDead, act: ActEnforce, to: "failed", next: t0.Add(time.Hour)},
 		{name: "recorded dead but alive now: cleared, never ended",
 			e: dead(proc("session", "running"), t0.Add(min)), seen: seen(dead(proc("session", "running"), t0.Add(min)), probe.Alive, t0.Add(2*min), false, t0.Add(2*min)), now: t0.Add(2 * min),
 			health: state.HealthRunning, next: t0.Add(10 * min)},
@@ -227,7 +227,7 @@ func TestStateSince(t *testing.T) {
 		{"moved since", store.Entity{Lifecycle: lc("busy"), CreatedAt: t0, LifecycleAt: t0.Add(time.Hour)}, t0.Add(time.Hour)},
 		{"legacy", store.Entity{CreatedAt: t0}, time.Time{}},
 	} {
-		if got := StateSince(tc.e); !got.Equal(tc.want) {
+		if got := StateSince(&tc.e); !got.Equal(tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -17,13 +17,13 @@ import (
 // by the write path from its graph): what the monitor watches and the
 // jobs act on, as the store's Filter.OpenOnly and the live view's
 // Entry.Open read it.
-func Open(e store.Entity) bool { return e.Lifecycle != nil && !e.Terminal }
+func Open(e *store.Entity) bool { return e.Lifecycle != nil && !e.Terminal }
 
 // ByCron says e is judged by its cron spec (a schedule), not by a probe.
-func ByCron(e store.Entity) bool { return transitions.ByCron(e.Type) }
+func ByCron(e *store.Entity) bool { return transitions.ByCron(e.Type) }
 
 // Started is when e started: its recorded start, else its process's.
-func Started(e store.Entity) time.Time {
+func Started(e *store.Entity) time.Time {
 	if !e.StartedAt.IsZero() {
 		return e.StartedAt
 	}
@@ -37,7 +37,7 @@ func Started(e store.Entity) time.Time {
 // before it), and a re-registration, which leaves lifecycle_at alone,
 // never changes it (an upsert must not reset the age of a stall). Zero
 // for an entity with no lifecycle.
-func StateSince(e store.Entity) time.Time {
+func StateSince(e *store.Entity) time.Time {
 	if e.Lifecycle == nil {
 		return time.Time{}
 	}
@@ -52,7 +52,7 @@ func StateSince(e store.Entity) time.Time {
 // deadline from it comes exactly when the probe's verdict changes; a
 // file not stat'ed since can only be newer, so the deadline is early or on
 // time, never late.
-func HeartbeatBase(e store.Entity, file time.Time) time.Time {
+func HeartbeatBase(e *store.Entity, file time.Time) time.Time {
 	base := e.HeartbeatAt
 	if file.After(base) {
 		base = file
@@ -69,14 +69,14 @@ func HeartbeatBase(e store.Entity, file time.Time) time.Time {
 // JudgedByHeartbeat says whether e's health moves with its heartbeat's
 // age: open, working in its type's graph, not judged by a cron spec, not
 // already dead.
-func JudgedByHeartbeat(e store.Entity) bool {
+func JudgedByHeartbeat(e *store.Entity) bool {
 	return Open(e) && e.ScheduleCron == "" && e.DeadSince.IsZero() && e.Health != state.HealthProcessDead &&
-		!transitions.Waiting(e)
+		!transitions.Waiting(*e)
 }
 
 // HeartbeatBoundaries are the moments at which e's heartbeat judgement
 // changes: idle, stalled, and the slow window's two ends (zero: none).
-func HeartbeatBoundaries(e store.Entity, file time.Time, s Settings) [4]time.Time {
+func HeartbeatBoundaries(e *store.Entity, file time.Time, s Settings) [4]time.Time {
 	var b [4]time.Time
 	if !JudgedByHeartbeat(e) {
 		return b
@@ -94,14 +94,14 @@ func HeartbeatBoundaries(e store.Entity, file time.Time, s Settings) [4]time.Tim
 // LastActivity is the latest sign of life e's row and its heartbeat file
 // (file, its mtime as known; zero: unknown) hold, what phantom_after
 // counts from: a lifecycle change, a heartbeat, its start or registration.
-func LastActivity(e store.Entity, file time.Time) time.Time {
+func LastActivity(e *store.Entity, file time.Time) time.Time {
 	return slices.MaxFunc([]time.Time{e.CreatedAt, e.LifecycleAt, e.HeartbeatAt, e.StartedAt, file}, time.Time.Compare)
 }
 
 // DeadTarget is the terminal a dead process ends e in (its graph's
 // DeadTarget from its lifecycle), "" when its type has none or none is
 // reachable: then a dead process is flagged, never ended.
-func DeadTarget(e store.Entity) string {
+func DeadTarget(e *store.Entity) string {
 	g, err := transitions.Lookup(e.Type)
 	if err != nil || e.Lifecycle == nil {
 		return ""
@@ -112,7 +112,7 @@ func DeadTarget(e store.Entity) string {
 // EnforceTarget is the terminal enforcement ends e in once its grace has
 // run out: "" when e is not recorded dead, has ended, or has no terminal
 // to reach.
-func EnforceTarget(e store.Entity) string {
+func EnforceTarget(e *store.Entity) string {
 	if e.DeadSince.IsZero() || e.Terminal {
 		return ""
 	}
@@ -122,7 +122,7 @@ func EnforceTarget(e store.Entity) string {
 // GraceEnds is when terminal_grace runs out for e's recorded death (zero:
 // no death recorded). The grace gives the owner time to record its own
 // end, and counts from the first death seen, across restarts.
-func GraceEnds(e store.Entity, s Settings) time.Time {
+func GraceEnds(e *store.Entity, s Settings) time.Time {
 	if e.DeadSince.IsZero() {
 		return time.Time{}
 	}
@@ -130,13 +130,13 @@ func GraceEnds(e store.Entity, s Settings) time.Time {
 }
 
 // GraceOver says whether e's recorded death is past terminal_grace at now.
-func GraceOver(e store.Entity, s Settings, now time.Time) bool {
+func GraceOver(e *store.Entity, s Settings, now time.Time) bool {
 	return !e.DeadSince.IsZero() && !now.Before(GraceEnds(e, s))
 }
 
 // PhantomCandidate says e may be reaped as a phantom: open, with a process
 // of its type's own recorded dead or orphaned, and an end to reach.
-func PhantomCandidate(e store.Entity) bool {
+func PhantomCandidate(e *store.Entity) bool {
 	return Open(e) && (e.Health == state.HealthProcessDead || e.Health == state.HealthOrphaned) && DeadTarget(e) != ""
 }
 
@@ -145,7 +145,7 @@ func PhantomCandidate(e store.Entity) bool {
 // file's mtime as known), and for a dead process never before its
 // terminal_grace (the owner's own end must win within it). Zero for an
 // entity that is not a candidate.
-func PhantomAt(e store.Entity, file time.Time, s Settings) time.Time {
+func PhantomAt(e *store.Entity, file time.Time, s Settings) time.Time {
 	if !PhantomCandidate(e) {
 		return time.Time{}
 	}
@@ -159,7 +159,7 @@ func PhantomAt(e store.Entity, file time.Time, s Settings) time.Time {
 // NextFire is an enabled schedule's next fire time after its last fire,
 // or after it was resumed when that is later; zero for anything else or a
 // cron spec that does not parse (check_schedules reports that one).
-func NextFire(e store.Entity) time.Time {
+func NextFire(e *store.Entity) time.Time {
 	if e.ScheduleCron == "" || e.LifecycleOr("") != "enabled" {
 		return time.Time{}
 	}
@@ -174,7 +174,7 @@ func NextFire(e store.Entity) time.Time {
 // (else its registration), or a resume after it. At registration
 // LifecycleAt is the registration time and says nothing: the reported last
 // fire stands, so fires missed before are owed.
-func lastFireBase(e store.Entity) time.Time {
+func lastFireBase(e *store.Entity) time.Time {
 	last := e.ScheduleLastFiredAt
 	if last.IsZero() {
 		last = e.CreatedAt
@@ -187,7 +187,7 @@ func lastFireBase(e store.Entity) time.Time {
 
 // MisfireAt is when an enabled schedule's next fire (fire) turns from due
 // to misfired: fire plus misfire_grace. Zero for no next fire.
-func MisfireAt(e store.Entity, s Settings) (fire, at time.Time) {
+func MisfireAt(e *store.Entity, s Settings) (fire, at time.Time) {
 	fire = NextFire(e)
 	if fire.IsZero() {
 		return time.Time{}, time.Time{}
@@ -198,14 +198,14 @@ func MisfireAt(e store.Entity, s Settings) (fire, at time.Time) {
 // EndedByDeath says the watchdog ended e because its process died (its
 // end's reason subsumes the death: state.Subsumes), so its health stays
 // process_dead rather than reading a clean end.
-func EndedByDeath(e store.Entity) bool {
+func EndedByDeath(e *store.Entity) bool {
 	return e.Terminal && e.TransitionReason != nil && state.Subsumes(e.TransitionReason.Code, state.RunHealthProcessDead)
 }
 
 // Outcome is the outcome e carries by its type's graph: its terminal
 // state, an outcome state short of one (a show completed but not
 // archived), or "" while its work is open.
-func Outcome(e store.Entity) string {
+func Outcome(e *store.Entity) string {
 	g, err := transitions.Lookup(e.Type)
 	if err != nil || e.Lifecycle == nil {
 		return ""
@@ -216,20 +216,20 @@ func Outcome(e store.Entity) string {
 // Finished says whether e is finished for its dependants (its team, its
 // children, the plays that depend on it): it has an outcome, archived or
 // not.
-func Finished(e store.Entity) bool { return e.Terminal || Outcome(e) != "" }
+func Finished(e *store.Entity) bool { return e.Terminal || Outcome(e) != "" }
 
 // successes are the outcomes that deliver the work dependants wait for.
 var successes = []string{"completed", "merged", "succeeded"}
 
 // FailedFor says whether e is finished without the work its dependants
 // wait for (failed, timed out, cancelled, skipped, ...).
-func FailedFor(e store.Entity) bool {
+func FailedFor(e *store.Entity) bool {
 	o := Outcome(e)
 	return o != "" && !slices.Contains(successes, o)
 }
 
 // HasProcess says whether e's type has a process of its own to judge.
-func HasProcess(e store.Entity) bool {
+func HasProcess(e *store.Entity) bool {
 	g, err := transitions.Lookup(e.Type)
 	return err == nil && g.DeadProcessTerminal != ""
 }
@@ -239,7 +239,7 @@ func HasProcess(e store.Entity) bool {
 // not: its runtime is fine as far as this host can tell. A schedule's
 // process is probed only while it is enabled (nobody expects a paused
 // one's to run).
-func Probed(e store.Entity) bool {
+func Probed(e *store.Entity) bool {
 	if ByCron(e) {
 		return e.PID > 0 && e.LifecycleOr("") == "enabled"
 	}

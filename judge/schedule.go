@@ -42,7 +42,7 @@ func CheckCron(e store.Entity) error {
 // expects them to fire, and the fires they skipped are not owed once they
 // are enabled again (else every resume would page).
 func cronHealth(e store.Entity, s Settings, now time.Time) (state.Health, []state.StateReason) {
-	next, misfire := MisfireAt(e, s)
+	next, misfire := MisfireAt(&e, s)
 	if next.IsZero() || next.After(now) {
 		return state.HealthOK, nil
 	}

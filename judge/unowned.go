@@ -29,8 +29,8 @@ import (
 func unownedDeath(e store.Entity, res probe.Result, dead time.Time, s Settings, now time.Time) (state.StateReason, bool) {
 	// An entity with an outcome (a failed show, whose graph keeps it open
 	// until archived) has had its end recorded: nothing left to ask.
-	if e.Lifecycle == nil || e.Terminal || Finished(e) || res.Liveness != probe.Dead || dead.IsZero() ||
-		DeadTarget(e) != "" || now.Sub(dead) < s.TerminalGrace {
+	if e.Lifecycle == nil || e.Terminal || Finished(&e) || res.Liveness != probe.Dead || dead.IsZero() ||
+		DeadTarget(&e) != "" || now.Sub(dead) < s.TerminalGrace {
 		return state.StateReason{}, false
 	}
 	from := *e.Lifecycle
@@ -107,7 +107,7 @@ func endHint(e store.Entity, from string) string {
 }
 
 // Flagged returns e's flag when its stored findings carry one.
-func Flagged(e store.Entity) (state.StateReason, bool) {
+func Flagged(e *store.Entity) (state.StateReason, bool) {
 	for _, r := range e.Reasons {
 		if r.Code == state.SystemHealthProcessDeadUnowned {
 			return r, true
@@ -119,7 +119,7 @@ func Flagged(e store.Entity) (state.StateReason, bool) {
 // Target is what the probe needs to look at for e (parentTerminal: its
 // parent entity has ended). Artifacts are judged once the entity ended: a
 // running session that has not yet written its review is not missing it.
-func Target(e store.Entity, parentTerminal bool) probe.Target {
+func Target(e *store.Entity, parentTerminal bool) probe.Target {
 	return probe.Target{
 		PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID, Exit: e.Exit,
 		SupervisorPID: e.SupervisorPID, SupervisorStartTime: e.SupervisorStartTime,
@@ -127,11 +127,11 @@ func Target(e store.Entity, parentTerminal bool) probe.Target {
 		StartedAt: e.StartedAt, Terminal: e.Terminal, EndedAt: e.EndedAt, ParentTerminal: parentTerminal,
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, SkipArtifacts: !e.Terminal,
 		LockFiles:    e.LockFiles,
-		EndedByDeath: EndedByDeath(e), Waiting: transitions.Waiting(e), StateSince: StateSince(e),
+		EndedByDeath: EndedByDeath(e), Waiting: transitions.Waiting(*e), StateSince: StateSince(e),
 	}
 }
 
 // PIDTarget is e's recorded process, as a pid check needs it.
-func PIDTarget(e store.Entity) probe.PIDTarget {
+func PIDTarget(e *store.Entity) probe.PIDTarget {
 	return probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID, Exit: e.Exit}
 }

@@ -68,7 +68,7 @@ const (
 // nextHeartbeat is the first heartbeat boundary after judged (zero: none).
 func nextHeartbeat(tr *tracked, s Settings) time.Time {
 	var next time.Time
-	for _, b := range judge.HeartbeatBoundaries(*tr.e, tr.hbFile, s.Settings) {
+	for _, b := range judge.HeartbeatBoundaries(tr.e, tr.hbFile, s.Settings) {
 		if !b.IsZero() && b.After(tr.judged) && (next.IsZero() || b.Before(next)) {
 			next = b
 		}
@@ -78,7 +78,7 @@ func nextHeartbeat(tr *tracked, s Settings) time.Time {
 
 // crossed says whether a heartbeat boundary lies in (judged, now].
 func crossed(tr *tracked, s Settings, now time.Time) bool {
-	for _, b := range judge.HeartbeatBoundaries(*tr.e, tr.hbFile, s.Settings) {
+	for _, b := range judge.HeartbeatBoundaries(tr.e, tr.hbFile, s.Settings) {
 		if !b.IsZero() && b.After(tr.judged) && !b.After(now) {
 			return true
 		}
@@ -101,7 +101,7 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 			next = at
 		}
 	}
-	if !judge.Open(*tr.e) {
+	if !judge.Open(tr.e) {
 		return time.Time{}, 0
 	}
 	consider(tr.checkAt, jobCheck)
@@ -113,12 +113,12 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 		consider(tr.judged.Add(s.PollInterval), jobHeartbeat)
 	}
 	if ds := tr.e.DeadSince; !ds.IsZero() && !ds.Equal(tr.enforcedFor) {
-		consider(judge.GraceEnds(*tr.e, s.Settings), jobEnforce)
+		consider(judge.GraceEnds(tr.e, s.Settings), jobEnforce)
 	}
-	if last := judge.LastActivity(*tr.e, tr.hbFile); !last.Equal(tr.phantomFor) {
-		consider(judge.PhantomAt(*tr.e, tr.hbFile, s.Settings), jobPhantom)
+	if at := judge.PhantomAt(tr.e, tr.hbFile, s.Settings); !at.IsZero() && !judge.LastActivity(tr.e, tr.hbFile).Equal(tr.phantomFor) {
+		consider(at, jobPhantom)
 	}
-	if fire, at := judge.MisfireAt(*tr.e, s.Settings); !fire.Equal(tr.scheduleFor) {
+	if fire, at := judge.MisfireAt(tr.e, s.Settings); !fire.Equal(tr.scheduleFor) {
 		consider(at, jobSchedule)
 	}
 	return next, due

@@ -278,7 +278,7 @@ func (m *Monitor) local(e store.Entity) bool {
 // apply takes one entity's new state: (re)opens or drops its watch and
 // computes its deadline again.
 func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
-	if !judge.Open(*e) || !m.local(*e) {
+	if !judge.Open(e) || !m.local(*e) {
 		if tr := m.ents[key]; tr != nil && m.local(*e) && e.Lifecycle != nil {
 			// It has just ended (its owner's transition, exec's, the
 			// reaper's): its health is judged now as an ended entity's
@@ -539,7 +539,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	// a no-op. With the defaults (grace 30s, phantom 1h) enforcement
 	// nearly always comes first on its own.
 	if due&jobPhantom != 0 {
-		tr.phantomFor = judge.LastActivity(*tr.e, tr.hbFile)
+		tr.phantomFor = judge.LastActivity(tr.e, tr.hbFile)
 		m.act(ctx, tr, "reap phantom", m.opt.Reaper.ReapPhantomEntity)
 	}
 	if due&jobEnforce != 0 {
@@ -547,7 +547,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 		m.act(ctx, tr, "enforce", m.opt.Reaper.EnforceEntity)
 	}
 	if due&jobSchedule != 0 {
-		tr.scheduleFor = judge.NextFire(*tr.e)
+		tr.scheduleFor = judge.NextFire(tr.e)
 		m.act(ctx, tr, "check schedule", m.opt.Reaper.CheckScheduleEntity)
 	}
 }

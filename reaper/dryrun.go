@@ -13,7 +13,7 @@ import (
 // logFlag tells the log, once, that a sweep flagged e: a warning, since
 // nothing will end it but a person.
 func (r *Reaper) logFlag(e store.Entity, obs store.Observation) {
-	if _, before := judge.Flagged(e); before {
+	if _, before := judge.Flagged(&e); before {
 		return
 	}
 	for _, f := range obs.Reasons {

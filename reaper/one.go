@@ -117,7 +117,7 @@ func (r *Reaper) probeOnce(ctx context.Context, typ, id string, record bool) (Pr
 		return Probed{}, false, fmt.Errorf("%s: %w (%s, this is %s): only that host's watchdog can check its process", name, ErrOtherHost, e.HostID, r.HostID)
 	case e.Lifecycle == nil:
 		return Probed{}, false, fmt.Errorf("%s: %w: a legacy entity (no lifecycle) is outside the state model", name, ErrNotProbed)
-	case judge.ByCron(e):
+	case judge.ByCron(&e):
 		return Probed{}, false, fmt.Errorf("%s: %w: schedules are judged by their cron spec (check_schedules), not by a probe", name, ErrNotProbed)
 	}
 

@@ -64,7 +64,7 @@ func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity, rec *transitio
 		switch {
 		case err != nil:
 			code, detail = state.PlayBlockedDependencyInvalid, fmt.Sprintf("dependency play/%s does not exist", dep)
-		case judge.FailedFor(d):
+		case judge.FailedFor(&d):
 			code, detail = state.PlayBlockedDependencyFailed, fmt.Sprintf("dependency play/%s ended %s", dep, d.LifecycleOr(""))
 		default:
 			continue
@@ -92,7 +92,7 @@ func (r *Reaper) failedShow(ctx context.Context, e store.Entity, rec *transition
 		return Action{}, state.StateReason{}, false
 	}
 	for _, p := range plays {
-		if !judge.FailedFor(p) || !criticalPath(p) {
+		if !judge.FailedFor(&p) || !criticalPath(p) {
 			continue
 		}
 		detail := fmt.Sprintf("critical-path play/%s ended %s", p.ID, p.LifecycleOr(""))

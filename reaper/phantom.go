@@ -91,7 +91,7 @@ func (r *Reaper) decideReap(ctx context.Context, e store.Entity, parents parentC
 		a, reason, ok := reconcilers[rec.Rule](r, ctx, e, rec, parents)
 		return a, reason, "reconciliation", ok, nil
 	}
-	if !judge.PhantomDue(e, time.Time{}, r.Settings.Settings, r.now()) {
+	if !judge.PhantomDue(&e, time.Time{}, r.Settings.Settings, r.now()) {
 		return Action{}, state.StateReason{}, "", false, nil
 	}
 	return r.decide(ctx, e, parents, judge.ActPhantom)

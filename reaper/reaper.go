@@ -283,7 +283,7 @@ func (p parentCache) terminal(e store.Entity) bool {
 		return v
 	}
 	parent, err := p.store.Get(p.ctx, e.ParentType, e.ParentID)
-	ended := err == nil && judge.Finished(parent)
+	ended := err == nil && judge.Finished(&parent)
 	p.seen[key] = ended
 	return ended
 }

@@ -46,7 +46,7 @@ func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
 // left alone (false, nil).
 func (r *Reaper) CheckScheduleEntity(ctx context.Context, e store.Entity) (written bool, err error) {
 	switch {
-	case !judge.ByCron(e):
+	case !judge.ByCron(&e):
 		return false, fmt.Errorf("%s/%s: not a schedule", e.Type, e.ID)
 	case !r.owns(e) || e.Terminal:
 		return false, nil

@@ -71,7 +71,7 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 		if err := ctx.Err(); err != nil {
 			return rep, fmt.Errorf("sweep interrupted after %d of %d entities: %w", rep.Checked, len(list), err)
 		}
-		if judge.ByCron(e) {
+		if judge.ByCron(&e) {
 			continue // check_schedules judges schedules
 		}
 		if r.artifactsDue(e) {
@@ -149,7 +149,7 @@ func (r *Reaper) sweepOne(ctx context.Context, rep *Report, e store.Entity, pare
 // lifecycle). An artifact check that ctx cuts short records nothing and
 // returns ctx's error.
 func (r *Reaper) CheckEntity(ctx context.Context, e store.Entity) (written bool, err error) {
-	if judge.ByCron(e) {
+	if judge.ByCron(&e) {
 		return r.CheckScheduleEntity(ctx, e)
 	}
 	if e.HostID == "" && !r.leads() {
@@ -174,7 +174,7 @@ func (r *Reaper) checkEntity(ctx context.Context, e store.Entity, parents parent
 // artifactsDue says whether probing e checks its artifact contract (see
 // target and remoteTarget): the file system work a sweep does last.
 func (r *Reaper) artifactsDue(e store.Entity) bool {
-	return e.Terminal && len(e.Artifacts) > 0 && e.HostID == r.HostID && judge.Probed(e)
+	return e.Terminal && len(e.Artifacts) > 0 && e.HostID == r.HostID && judge.Probed(&e)
 }
 
 // after returns the index in list (ordered by type, id, as the store
@@ -226,10 +226,10 @@ type step struct {
 // not at all when it has nothing of its own to probe. An entity of
 // another host is seen only by what can be judged from here.
 func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, now time.Time) judge.Seen {
-	if !judge.Probed(e) {
+	if !judge.Probed(&e) {
 		return judge.Seen{}
 	}
-	t := judge.Target(e, parentTerminal)
+	t := judge.Target(&e, parentTerminal)
 	if e.HostID != r.HostID {
 		t = remoteTarget(t)
 	}

@@ -30,11 +30,11 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 	}
 	now := r.now()
 	for _, e := range list {
-		if judge.EnforceTarget(e) == "" {
+		if judge.EnforceTarget(&e) == "" {
 			continue
 		}
 		rep.Checked++
-		if !judge.GraceOver(e, r.Settings.Settings, now) {
+		if !judge.GraceOver(&e, r.Settings.Settings, now) {
 			continue
 		}
 		if len(rep.Actions) >= r.maxPerRun() {
@@ -61,10 +61,10 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 // one not recorded dead, within its grace, or whose death is not
 // confirmed now is left alone (ok false, nil).
 func (r *Reaper) EnforceEntity(ctx context.Context, e store.Entity) (a Action, ok bool, err error) {
-	if !r.owns(e) || e.Terminal || !judge.GraceOver(e, r.Settings.Settings, r.now()) {
+	if !r.owns(e) || e.Terminal || !judge.GraceOver(&e, r.Settings.Settings, r.now()) {
 		return Action{}, false, nil
 	}
-	if judge.EnforceTarget(e) == "" {
+	if judge.EnforceTarget(&e) == "" {
 		// No end for a dead process (a play, a show, a team, a schedule):
 		// its fate is the flag for the operator, which the judgement
 		// records now that the grace is over, not at the next sweep.
@@ -98,7 +98,7 @@ func (r *Reaper) decide(ctx context.Context, e store.Entity, parents parentCache
 	}
 	j, ok := s.v.First(kinds...)
 	if !ok {
-		if l := s.seen.Result.PID.Liveness; s.seen.Probed && l != probe.Dead && judge.EnforceTarget(e) != "" {
+		if l := s.seen.Result.PID.Liveness; s.seen.Probed && l != probe.Dead && judge.EnforceTarget(&e) != "" {
 			r.log().Info("death not confirmed, not acting", zap.String("entity", e.Type+"/"+e.ID), zap.String("liveness", l.String()))
 		}
 		return Action{}, state.StateReason{}, "", false, nil

@@ -124,7 +124,7 @@ func (r *Reaper) RunOnce(ctx context.Context) (OnceReport, error) {
 		if acted[e.Type+"/"+e.ID] {
 			continue
 		}
-		if f, ok := judge.Flagged(e); ok {
+		if f, ok := judge.Flagged(&e); ok {
 			res.Flagged = append(res.Flagged, Flagged{Type: e.Type, ID: e.ID, Lifecycle: e.LifecycleOr(""), DeadSince: unixtime.Of(e.DeadSince), Message: f.Message})
 			continue
 		}
@@ -150,7 +150,7 @@ func (r *Reaper) waiting(e store.Entity, start time.Time, truncated bool) (Waiti
 	ends := dead.Add(grace)
 	w := Waiting{Type: e.Type, ID: e.ID, DeadSince: unixtime.Of(dead), EndsAfter: unixtime.Of(ends), Fate: "flag"}
 	fate := "flags it for the operator (its type has no end for a dead process)"
-	if to := judge.EnforceTarget(e); to != "" {
+	if to := judge.EnforceTarget(&e); to != "" {
 		w.Fate, w.To = "end", to
 		fate = "ends it"
 	}
