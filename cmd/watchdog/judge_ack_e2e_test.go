@@ -171,7 +171,7 @@ func TestJudgeAckNewOccurrence(t *testing.T) {
 	cfg := writeFile(t, dir, "cfg.yaml", "thresholds:\n  terminal_grace: 1s\n")
 	probeIt := func() {
 		t.Helper()
-		if r := wd(t, "", "probe", "--entity", "session/again", "--db", db, "--config", cfg); r.code > 2 {
+		if r := wd(t, "", "probe", "--entity", "session/again", "--record", "--db", db, "--config", cfg); r.code > 2 {
 			t.Fatalf("probe: %+v", r) // 0 to 2: ok, warning, critical
 		}
 	}
