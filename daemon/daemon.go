@@ -146,7 +146,7 @@ func Run(ctx context.Context, o Options) error {
 	// for each open local process) and of every later change, whoever
 	// wrote it; it stops before the view and the store.
 	lv := newLiveness(view, rp, host, st, m, rp.Settings, log.Named("monitor"))
-	defer runView(ctx, view, m, log)()
+	defer runView(ctx, view, changesOf(st), m, log)()
 	defer lv.run(log)()
 	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, fleet: fl, pushMetrics: pushMetrics}
 	view.OnChange(d.kickPush)

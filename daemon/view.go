@@ -20,7 +20,7 @@ import (
 // counters at its feed, and syncs it in the background so push consumers
 // hear of changes without a reader. The returned stop ends the loop and
 // waits for it.
-func runView(ctx context.Context, v *live.View, m *metrics.Metrics, log *zap.Logger) (stop func()) {
+func runView(ctx context.Context, v *live.View, wake <-chan struct{}, m *metrics.Metrics, log *zap.Logger) (stop func()) {
 	// The counters follow from the feed's head on: Follow before Load, so
 	// no row written meanwhile is missed.
 	m.Follow(v)
@@ -66,7 +66,14 @@ func runView(ctx context.Context, v *live.View, m *metrics.Metrics, log *zap.Log
 				loaded = true
 			}
 		}
-		v.Run(runCtx, live.DefaultPeriod, func(err error) {
+		// The store tells its commits (inotify on SQLite's file and WAL,
+		// LISTEN/NOTIFY on PostgreSQL): the view syncs on them, with a
+		// slow tick as the net; without events it polls as before.
+		every := live.DefaultPeriod
+		if wake != nil {
+			every = live.QuietPeriod
+		}
+		v.RunOn(runCtx, wake, every, func(err error) {
 			// A store that cannot be read says so once a minute, not
 			// ten times a second; /readyz and STATUS= carry the rest.
 			if time.Since(lastLogged) >= time.Minute {
@@ -243,4 +250,12 @@ func (l *severityLog) loaded(c live.Counts) {
 			zap.Int("queue_critical", qc), zap.Int("queue_warning", qw))
 	}
 	l.live.Store(true)
+}
+
+// changesOf is the store's change signal, nil when it has none.
+func changesOf(st any) <-chan struct{} {
+	if c, ok := st.(interface{ Changes() <-chan struct{} }); ok {
+		return c.Changes()
+	}
+	return nil
 }

@@ -72,6 +72,18 @@ const batchSize = 2000
 // DefaultPeriod is Run's default period.
 const DefaultPeriod = 100 * time.Millisecond
 
+// QuietPeriod is RunOn's safety net when the store tells its changes: a
+// missed event (an inotify queue that overflowed and was not told, a
+// file system without events) is caught within it. Events, not this tick,
+// are how a change is seen.
+const QuietPeriod = time.Minute
+
+// minSyncGap spaces event-driven syncs: under a burst of commits the view
+// syncs at most this often (each sync reads every change since the last),
+// so a write storm costs the view at most 100 syncs a second, as the
+// 100 ms poll cost at rest.
+const minSyncGap = 10 * time.Millisecond
+
 // Derived is what an entity's stored row implies, computed once per
 // change. Nothing in it depends on the time of the read except through
 // AgedOut, which the reader asks with its own now.
@@ -352,19 +364,43 @@ func (v *View) apply(b store.Batch) {
 // Run syncs every period (0 means DefaultPeriod) until ctx ends. A failed
 // Sync is retried at the next tick; errors, when not nil, hears of it.
 func (v *View) Run(ctx context.Context, every time.Duration, errors func(error)) {
+	v.RunOn(ctx, nil, every, errors)
+}
+
+// RunOn syncs whenever wake receives (the store's Changes: a commit by
+// anyone), at most every minSyncGap, and every period in any case (0
+// means DefaultPeriod, the poll for a store that tells nothing; with
+// wake, QuietPeriod is the safety net). An idle daemon then wakes for no
+// sync at all: nothing periodic does what an event can. A failed Sync is
+// retried at the next wake or tick; errors, when not nil, hears of it.
+func (v *View) RunOn(ctx context.Context, wake <-chan struct{}, every time.Duration, errors func(error)) {
 	if every <= 0 {
 		every = DefaultPeriod
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var last time.Time
+	sync := func() {
+		last = time.Now()
+		if err := v.Sync(ctx); err != nil && ctx.Err() == nil && errors != nil {
+			errors(err)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := v.Sync(ctx); err != nil && ctx.Err() == nil && errors != nil {
-				errors(err)
+			sync()
+		case <-wake:
+			if gap := minSyncGap - time.Since(last); gap > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(gap):
+				}
 			}
+			sync()
 		}
 	}
 }

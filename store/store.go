@@ -58,6 +58,9 @@ type SQLite struct {
 	pin    *sql.Conn
 	pinMu  sync.Mutex
 	health health
+	// changes is the change signal Changes hands out (inotify on the
+	// file), started on first use.
+	changes changes
 }
 
 //go:embed migrations/*.sql
@@ -133,6 +136,7 @@ func (s *SQLite) Path() string { return s.path }
 
 // Close closes the database.
 func (s *SQLite) Close() error {
+	s.closeChanges()
 	s.closeStmts()
 	if s.pin != nil {
 		s.pin.Close()

@@ -41,12 +41,12 @@ func (s *Store) runListener(ctx context.Context, conn *pgx.Conn) {
 		for conn != nil {
 			if _, err := conn.WaitForNotification(ctx); err != nil {
 				s.listening.Store(false)
-				s.version.Add(1)
+				s.bump()
 				conn.Close(context.Background())
 				conn = nil
 				break
 			}
-			s.version.Add(1)
+			s.bump()
 		}
 		select {
 		case <-ctx.Done():
@@ -60,9 +60,24 @@ func (s *Store) runListener(ctx context.Context, conn *pgx.Conn) {
 		}
 		backoff = 100 * time.Millisecond
 		conn = c
-		s.version.Add(1)
+		s.bump()
 	}
 }
+
+// bump moves DataVersion and wakes the reader of Changes.
+func (s *Store) bump() {
+	s.version.Add(1)
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Changes returns a channel that receives whenever DataVersion moves: a
+// change notification heard, this store's own commit, or the listener's
+// loss or return. A burst is told once; the reader checks DataVersion and
+// reads the feed, so the live view follows the fleet without polling.
+func (s *Store) Changes() <-chan struct{} { return s.changed }
 
 // DataVersion is a number that moves whenever anything is committed to
 // the database, by this store or any other writer: the count of the

@@ -66,6 +66,9 @@ type Store struct {
 	// version is DataVersion's counter: bumped by every notification the
 	// listener hears and by every commit of this store's own.
 	version atomic.Int64
+	// changed receives (one buffered slot) whenever version moves: the
+	// live view's wake-up (Changes).
+	changed chan struct{}
 	// listening is false while the listener has no connection: then
 	// DataVersion moves on every call, so readers re-read rather than
 	// miss what nobody told them.
@@ -90,7 +93,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", name, err)
 	}
-	s := &Store{pool: pool, dsn: dsn}
+	s := &Store{pool: pool, dsn: dsn, changed: make(chan struct{}, 1)}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", name, err)
@@ -299,7 +302,7 @@ func (s *Store) writeTxOnce(ctx context.Context, fn func(tx pgx.Tx) error) error
 	if err := tx.Commit(ctx); err != nil {
 		return classify(fmt.Errorf("commit: %w", err))
 	}
-	s.version.Add(1)
+	s.bump()
 	return nil
 }
 
