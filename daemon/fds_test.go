@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +110,36 @@ func TestReadyReadsTheHeadroom(t *testing.T) {
 				t.Errorf("ready() = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestUnitLimitMatchesTheDocs: the unit's LimitNOFILE, shared by
+// budgetFor, gives the pidfd count the unit's comment and the READMEs
+// state.
+func TestUnitLimitMatchesTheDocs(t *testing.T) {
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	unit := read("../deploy/systemd/watchdog.service")
+	m := regexp.MustCompile(`(?m)^LimitNOFILE=(\d+)$`).FindStringSubmatch(unit)
+	if m == nil {
+		t.Fatal("the unit sets no LimitNOFILE=N")
+	}
+	limit, _ := strconv.ParseUint(m[1], 10, 64)
+	b := budgetFor(limit)
+	plain := strconv.Itoa(b.Pidfds)
+	grouped := plain[:len(plain)-3] + "," + plain[len(plain)-3:]
+	for path, want := range map[string]string{
+		"../deploy/systemd/watchdog.service": plain + " processes",
+		"../deploy/systemd/README.md":        grouped + " watched processes",
+		"../README.md":                       grouped + " processes by pidfd",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(read(path)), " "), want) {
+			t.Errorf("%s does not say %q (LimitNOFILE=%d leaves %+v)", path, want, limit, b)
+		}
 	}
 }
