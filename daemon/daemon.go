@@ -305,6 +305,9 @@ type daemon struct {
 	storeErr     error
 	storeChecked time.Time
 	lostLogged   bool
+	// fdErr is the store watch's last fd headroom finding (nil: enough
+	// free for the store to open its files); /readyz reads it.
+	fdErr error
 }
 
 // jobTable is the daemon's job table: every job of jobs.Names, in that
@@ -462,17 +465,21 @@ func (d *daemon) vacuum(ctx context.Context) error {
 }
 
 // ready is /readyz: the store watch's last write probe passed, recently,
-// and the last sweep is recent (three sweep intervals, at least a
+// with fds enough free for the store to open its files (never short
+// because of the pid watcher: its cap leaves the reserve), and the last
+// sweep is recent (three sweep intervals, at least a
 // minute). It reads what the watch found instead of probing itself, so
 // it answers at once whatever state the disk is in.
 func (d *daemon) ready() error {
 	d.mu.Lock()
 	last, gap := d.lastSweep, d.sweepGap
-	storeErr, checked := d.storeErr, d.storeChecked
+	storeErr, checked, fdErr := d.storeErr, d.storeChecked, d.fdErr
 	d.mu.Unlock()
 	switch age := time.Since(checked); {
 	case storeErr != nil:
 		return storeErr
+	case fdErr != nil:
+		return fdErr
 	case checked.IsZero():
 		return errors.New("the store has not been checked yet")
 	case age > storeCheckStale:
@@ -677,14 +684,21 @@ func (d *daemon) checkStore(ctx context.Context) {
 		return // shutting down: not the store's fault
 	}
 	d.status.storeChecked(err, time.Now())
+	fdErr := checkHeadroom(fdHeadroom)
 	d.mu.Lock()
-	prev := d.storeErr
-	d.storeErr, d.storeChecked = err, time.Now()
+	prev, prevFD := d.storeErr, d.fdErr
+	d.storeErr, d.storeChecked, d.fdErr = err, time.Now(), fdErr
 	reportLoss := d.st.Lost() && !d.lostLogged
 	if reportLoss {
 		d.lostLogged = true
 	}
 	d.mu.Unlock()
+	switch {
+	case fdErr != nil && prevFD == nil:
+		d.log.Error("not ready: the store cannot open its files", zap.Error(fdErr))
+	case fdErr == nil && prevFD != nil:
+		d.log.Info("file descriptors free again: ready as far as they go", zap.NamedError("was", prevFD))
+	}
 	switch {
 	case reportLoss:
 		d.reportLost(ctx, err)

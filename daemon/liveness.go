@@ -38,6 +38,7 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 	switch {
 	case err == nil:
 		l.watcher = w
+		l.budget(log)
 	case errors.Is(err, pidwatch.ErrUnsupported):
 		log.Warn("pidfds are not available here: every watched process is polled (watchdog_watched_processes{mode=\"poll\"})", zap.Error(err))
 	default:
@@ -63,6 +64,28 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 	})
 	m.Watching(l.mon.Watching)
 	return l
+}
+
+// budget caps the watcher's pidfds at what the fd limit leaves after the
+// daemon's reserves (fdBudget), and logs the shares: beyond the cap,
+// processes are polled and the store and the listener keep their fds.
+func (l *liveness) budget(log *zap.Logger) {
+	limit, err := nofile()
+	if err != nil {
+		log.Warn("cannot read the fd limit: pidfds are not capped", zap.Error(err))
+		return
+	}
+	b := budgetFor(limit)
+	if b.Pidfds < 1 {
+		log.Warn("the fd limit leaves no room for pidfds after the daemon's reserves: every watched process is polled; raise LimitNOFILE",
+			zap.Int("fd_limit", b.Limit), zap.Int("reserved_own", b.Own), zap.Int("reserved_connections", b.Conns))
+		l.watcher.Close() //nolint:errcheck // nothing watched yet
+		l.watcher = nil
+		return
+	}
+	l.watcher.SetMax(b.Pidfds)
+	log.Info("file descriptor budget", zap.Int("fd_limit", b.Limit), zap.Int("reserved_own", b.Own),
+		zap.Int("reserved_connections", b.Conns), zap.Int("pidfd_cap", b.Pidfds))
 }
 
 // run runs the monitor until the returned stop is called; stop waits for

@@ -8,8 +8,9 @@ import (
 
 // watchingDesc is watchdog_watched_processes: how the daemon learns of the
 // deaths of the processes it watches. "pidfd" ones are seen the moment
-// they exit; "poll" ones (no pidfd: another OS, an old kernel, out of
-// file descriptors, or a pid with no recorded start time) only when the
+// they exit; "poll" ones (no pidfd: another OS, an old kernel, beyond the
+// daemon's pidfd cap or out of file descriptors, or a pid with no recorded
+// start time) only when the
 // monitor next polls them, so a non-zero poll count is worth a look.
 var watchingDesc = prometheus.NewDesc("watchdog_watched_processes",
 	"Local processes of open entities the daemon watches, by how it learns of their death: pidfd (at once) or poll (fallback).",

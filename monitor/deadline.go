@@ -32,6 +32,11 @@ type tracked struct {
 	// mode and watchedPID: what is watched for it now.
 	mode       mode
 	watchedPID int
+	// rewatch: polled for want of a file descriptor (the watcher's cap,
+	// EMFILE, an identity check that could not open /proc), so each poll
+	// offers it to the watcher again: a slot freed by a death goes to a
+	// polled process within a poll interval.
+	rewatch bool
 	// diedPID is the pid whose death the watch reported: never watched
 	// again (its pid may already be another process's).
 	diedPID int

@@ -86,16 +86,18 @@ type fakeWatcher struct {
 	watched map[string]int
 	forgot  []string
 	sames   int
+	tries   map[int]int // Watch calls per pid
 	deaths  chan pidwatch.Death
 }
 
 func newFakeWatcher() *fakeWatcher {
-	return &fakeWatcher{errs: map[int]error{}, watched: map[string]int{}, deaths: make(chan pidwatch.Death, 16)}
+	return &fakeWatcher{errs: map[int]error{}, watched: map[string]int{}, tries: map[int]int{}, deaths: make(chan pidwatch.Death, 16)}
 }
 
 func (w *fakeWatcher) Watch(key string, pid int, same func() bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.tries[pid]++
 	if err := w.errs[pid]; err != nil {
 		return err
 	}

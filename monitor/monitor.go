@@ -120,6 +120,9 @@ type Monitor struct {
 	wake     chan struct{}
 
 	nPidfd, nPolled atomic.Int64
+	// budgetSaid: the watcher's cap was reported (once per run: the
+	// gauge's poll count says the rest).
+	budgetSaid bool
 	// busySince is when the running step began (UnixNano), 0 between
 	// steps (Stuck).
 	busySince atomic.Int64
@@ -373,16 +376,27 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 		// /proc, permission, hidepid): not proof of another process, and
 		// no pidfd either, so it is polled, and counted as polled.
 		m.setMode(tr, polled)
+		tr.rewatch = true
 		tr.checkAt = now.Add(m.s.PollInterval)
 	case errors.Is(err, pidwatch.ErrNotSame), errors.Is(err, pidwatch.ErrGone):
 		// The recorded process is not there: the probe says so now.
 		m.setMode(tr, unwatched)
 		tr.checkAt = now
 	default:
-		if !errors.Is(err, pidwatch.ErrUnsupported) && !errors.Is(err, pidwatch.ErrNoFD) {
+		switch {
+		case errors.Is(err, pidwatch.ErrBudget):
+			if !m.budgetSaid {
+				m.budgetSaid = true
+				m.opt.Logger.Warn("pidfd cap reached: processes beyond it are polled every poll interval (watchdog_watched_processes{mode=\"poll\"}); a slot freed by a death goes to a polled process",
+					zap.String("entity", tr.key), zap.Duration("poll_interval", m.s.PollInterval), zap.Error(err))
+			}
+		case errors.Is(err, pidwatch.ErrNoFD):
+		case errors.Is(err, pidwatch.ErrUnsupported):
+		default:
 			m.opt.Logger.Warn("pidfd watch failed; polling instead", zap.String("entity", tr.key), zap.Error(err))
 		}
 		m.setMode(tr, polled)
+		tr.rewatch = errors.Is(err, pidwatch.ErrNoFD)
 		tr.checkAt = now.Add(m.s.PollInterval)
 	}
 }
@@ -414,7 +428,7 @@ func (m *Monitor) unwatch(tr *tracked) {
 		tr.checkAt = time.Time{}
 	}
 	m.setMode(tr, unwatched)
-	tr.watchedPID = 0
+	tr.watchedPID, tr.rewatch = 0, false
 }
 
 func (m *Monitor) drop(key string) {
@@ -529,6 +543,18 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	}
 	if due&jobCheck != 0 {
 		m.check(ctx, tr)
+		if tr.mode == polled && tr.rewatch && m.ents[tr.key] == tr {
+			// Polled for want of an fd: offered to the watcher again
+			// (a refusal at the cap costs no syscall). A death the check
+			// just recorded comes back through Update, which unwatches.
+			// A failed check's retry (checkAt) outlives a watch won.
+			retry := tr.checkAt
+			m.unwatch(tr)
+			m.watch(ctx, tr, now)
+			if tr.mode == byPidfd {
+				tr.checkAt = retry
+			}
+		}
 		if tr.mode == polled && tr.checkAt.IsZero() {
 			tr.checkAt = now.Add(m.s.PollInterval)
 		}

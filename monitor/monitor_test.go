@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand"
 	"reflect"
 	"slices"
@@ -132,6 +133,7 @@ func TestWatchModes(t *testing.T) {
 		{name: "watched", pidfd: 1},
 		{name: "unsupported", err: pidwatch.ErrUnsupported, polled: 1, afterPoll: []string{"check session/s"}},
 		{name: "out of fds", err: pidwatch.ErrNoFD, polled: 1, afterPoll: []string{"check session/s"}},
+		{name: "over the cap", err: fmt.Errorf("watch pid 42: %w", pidwatch.ErrBudget), polled: 1, afterPoll: []string{"check session/s"}},
 		{name: "another error", err: syscall.EINVAL, polled: 1, afterPoll: []string{"check session/s"}},
 		{name: "gone", err: pidwatch.ErrGone, first: []string{"check session/s"}},
 		{name: "not the same", err: pidwatch.ErrNotSame, first: []string{"check session/s"}},
@@ -162,6 +164,63 @@ func TestWatchModes(t *testing.T) {
 			if tc.polled > 0 {
 				if got := whats(h.advance(DefaultSettings.PollInterval)); len(got) != 1 {
 					t.Errorf("the poll did not come round again: %v", got)
+				}
+			}
+		})
+	}
+}
+
+// TestPolledForWantOfAnFD: a process polled because no pidfd could be had
+// (the watcher's cap, EMFILE, an unreadable identity) is offered to the
+// watcher again at each poll, and watched by pidfd once there is room;
+// one polled for a reason that does not pass (no pidfds on this kernel,
+// no recorded identity) is not.
+func TestPolledForWantOfAnFD(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		err        error
+		unreadable bool
+		noIdentity bool
+		rewatched  bool
+	}{
+		{name: "over the cap", err: fmt.Errorf("watch pid 42: %w", pidwatch.ErrBudget), rewatched: true},
+		{name: "out of fds", err: pidwatch.ErrNoFD, rewatched: true},
+		{name: "identity unreadable", unreadable: true, rewatched: true},
+		{name: "unsupported", err: pidwatch.ErrUnsupported},
+		{name: "no identity recorded", noIdentity: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Settings{})
+			h.w.errs[42] = tc.err
+			h.unreadable[42] = tc.unreadable
+			e := session("s", 42)
+			if tc.noIdentity {
+				e.PIDStartTime, e.PIDStartTicks = time.Time{}, 0
+			}
+			h.m.Update(e)
+			h.step()
+			tries := h.w.tries[42]
+			// Still no room: polled again, and offered again.
+			if got := whats(h.advance(DefaultSettings.PollInterval)); !reflect.DeepEqual(got, []string{"check session/s"}) {
+				t.Fatalf("the poll: %v", got)
+			}
+			if again := h.w.tries[42] > tries; again != tc.rewatched {
+				t.Errorf("offered to the watcher again at the poll: %v, want %v", again, tc.rewatched)
+			}
+			// Room now (a death freed a slot, the fds are back).
+			delete(h.w.errs, 42)
+			h.unreadable[42] = false
+			h.advance(DefaultSettings.PollInterval)
+			wantPidfd, wantPolled := 0, 1
+			if tc.rewatched {
+				wantPidfd, wantPolled = 1, 0
+			}
+			if pidfd, polled := h.m.Watching(); pidfd != wantPidfd || polled != wantPolled {
+				t.Errorf("with room: Watching = %d, %d; want %d, %d", pidfd, polled, wantPidfd, wantPolled)
+			}
+			if tc.rewatched {
+				if got := whats(h.advance(DefaultSettings.PollInterval)); len(got) != 0 {
+					t.Errorf("still polled once watched: %v", got)
 				}
 			}
 		})

@@ -11,6 +11,7 @@ package pidwatch
 
 import (
 	"errors"
+	"fmt"
 	"syscall"
 	"time"
 )
@@ -28,6 +29,11 @@ var (
 	// ErrNoFD: the process is out of file descriptors (EMFILE/ENFILE);
 	// the caller polls this one instead.
 	ErrNoFD = errors.New("no file descriptor left for a pidfd")
+	// ErrBudget: the Watcher already holds as many pidfds as its cap
+	// (SetMax) allows, so that the rest of the process's file descriptors
+	// stay free for the store, the listener and its own files. It wraps
+	// ErrNoFD: a caller that polls on ErrNoFD polls on it too.
+	ErrBudget = fmt.Errorf("pidfd budget reached: %w", ErrNoFD)
 	// ErrClosed: the Watcher was closed; nothing is watched.
 	ErrClosed = errors.New("pid watcher closed")
 )

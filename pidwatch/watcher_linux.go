@@ -43,6 +43,8 @@ type Watcher struct {
 	closed  bool
 	failed  error // epoll_wait's error, when the loop stopped on one
 	nextID  uint64
+	max     int // the pidfd cap (SetMax); 0: none
+	opening int // Watch calls between their slot and their registration
 	byKey   map[string]*watch
 	byID    map[uint64]*watch
 	queue   []Death
@@ -136,7 +138,8 @@ func New() (*Watcher, error) {
 // the recorded process is gone); ErrNotSame when a live process has the pid
 // and same says it is another; ErrNoFD when the process or system is out of
 // file descriptors or epoll watches (EMFILE, ENFILE, ENOSPC, ENOMEM: poll
-// this one instead); ErrClosed after Close. Nothing is watched and no fd is
+// this one instead), and ErrBudget (which wraps ErrNoFD) when the Watcher
+// holds its cap of pidfds (SetMax); ErrClosed after Close. Nothing is watched and no fd is
 // left open after an error. A process that has already exited but not been
 // reaped (a zombie) is watched, and its Death follows at once.
 func (w *Watcher) Watch(key string, pid int, same func() bool) error {
@@ -146,6 +149,13 @@ func (w *Watcher) Watch(key string, pid int, same func() bool) error {
 	if same == nil {
 		return fmt.Errorf("watch pid %d: no identity check given", pid)
 	}
+	// A slot under the cap is taken before the pidfd is opened, so that
+	// concurrent Watch calls can never hold more than the cap between
+	// them, even for a moment.
+	if err := w.takeSlot(key, pid); err != nil {
+		return err
+	}
+	defer w.releaseSlot()
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return openError(pid, err)
@@ -193,6 +203,45 @@ func (w *Watcher) Watch(key string, pid int, same func() bool) error {
 	return nil
 }
 
+// SetMax caps the pidfds the Watcher holds at once at n (0: no cap, the
+// default): a Watch beyond it returns ErrBudget without opening anything.
+// Dead processes whose exit status is still awaited count, as they hold
+// their fd (at most ExitWait). Lowering the cap below what is held closes
+// nothing; new watches wait until deaths bring the count under it.
+func (w *Watcher) SetMax(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.max = max(n, 0)
+}
+
+// takeSlot reserves one pidfd under the cap for a Watch of key, or
+// returns ErrBudget (ErrClosed after Close). A key already watched gives
+// its slot to its new watch, which forgets it first.
+func (w *Watcher) takeSlot(key string, pid int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("watch pid %d: %w", pid, ErrClosed)
+	}
+	if w.max > 0 {
+		held := len(w.byID) + w.opening
+		if w.byKey[key] != nil {
+			held--
+		}
+		if held >= w.max {
+			return fmt.Errorf("watch pid %d: %w (%d pidfds held, the cap)", pid, ErrBudget, w.max)
+		}
+	}
+	w.opening++
+	return nil
+}
+
+func (w *Watcher) releaseSlot() {
+	w.mu.Lock()
+	w.opening--
+	w.mu.Unlock()
+}
+
 // Forget stops watching key and closes its fd. No Death for key reaches
 // the reader after Forget returns: those still queued are dropped, and one
 // the sender is offering is taken back. (A Death the reader took before
@@ -209,6 +258,13 @@ func (w *Watcher) Forget(key string) {
 // closed: after Close nothing more arrives, and undelivered deaths are
 // dropped.
 func (w *Watcher) Deaths() <-chan Death { return w.out }
+
+// Max is the cap SetMax set (0: none).
+func (w *Watcher) Max() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.max
+}
 
 // Len is how many keys hold a pidfd now: the live processes watched, and
 // the dead ones whose exit status is still awaited (at most ExitWait).

@@ -582,3 +582,91 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("open fds %d before New, %d after Close", before, after)
 	}
 }
+
+// TestBudget: with a cap of two, a third Watch is refused with ErrBudget
+// (which is ErrNoFD to a caller that polls on it) before any fd is opened;
+// re-watching a held key is allowed at the cap; a death frees its slot
+// once its fd is closed.
+func TestBudget(t *testing.T) {
+	w := newWatcher(t)
+	w.SetMax(2)
+	if got := w.Max(); got != 2 {
+		t.Fatalf("Max = %d, want 2", got)
+	}
+	a, b, c := testenv.Sleep(t), testenv.Sleep(t), testenv.Sleep(t)
+	for key, cmd := range map[string]*exec.Cmd{"a": a, "b": b} {
+		if err := w.Watch(key, cmd.Process.Pid, same); err != nil {
+			t.Fatalf("Watch %s under the cap: %v", key, err)
+		}
+	}
+	before := openFDs(t)
+	err := w.Watch("c", c.Process.Pid, same)
+	if !errors.Is(err, ErrBudget) || !errors.Is(err, ErrNoFD) {
+		t.Fatalf("Watch over the cap: %v, want ErrBudget and ErrNoFD", err)
+	}
+	if after := openFDs(t); after != before {
+		t.Errorf("open fds %d before, %d after a refused Watch", before, after)
+	}
+	if err := w.Watch("a", a.Process.Pid, same); err != nil {
+		t.Errorf("re-watch of a held key at the cap: %v", err)
+	}
+	if n := w.Len(); n != 2 {
+		t.Errorf("Len = %d, want 2", n)
+	}
+
+	if err := a.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Wait()
+	if d := next(t, w); d.Key != "a" {
+		t.Fatalf("death of %q, want a", d.Key)
+	}
+	// The slot is free once the dead watch's fd is closed: at once when
+	// the exit status came with the death, else within ExitWait.
+	testenv.Eventually(t, "a's slot freed", wait, func() (bool, string) {
+		err := w.Watch("c", c.Process.Pid, same)
+		return err == nil, fmt.Sprint(err)
+	})
+
+	// No cap again: anything goes.
+	w.SetMax(0)
+	if err := w.Watch("a2", b.Process.Pid, same); err != nil {
+		t.Errorf("Watch with no cap: %v", err)
+	}
+}
+
+// TestBudgetConcurrent: Watch calls racing for the last slots never hold
+// more pidfds than the cap between them, not even while they open.
+func TestBudgetConcurrent(t *testing.T) {
+	w := newWatcher(t)
+	const limit = 3
+	w.SetMax(limit)
+	pid := testenv.Sleep(t).Process.Pid
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ok, refused int
+	for i := range 16 {
+		wg.Go(func() {
+			err := w.Watch(fmt.Sprintf("k%d", i), pid, func() bool {
+				if n := w.Len(); n >= limit {
+					t.Errorf("Len = %d while another Watch opens: over the cap", n)
+				}
+				return true
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, ErrBudget):
+				refused++
+			default:
+				t.Errorf("Watch: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok != limit || refused != 16-limit || w.Len() != limit {
+		t.Errorf("%d watched, %d refused, Len %d; want %d, %d, %d", ok, refused, w.Len(), limit, 16-limit, limit)
+	}
+}

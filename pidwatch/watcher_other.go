@@ -18,6 +18,12 @@ func (w *Watcher) Forget(key string) {}
 // Deaths is nil: nothing ever arrives.
 func (w *Watcher) Deaths() <-chan Death { return nil }
 
+// SetMax does nothing.
+func (w *Watcher) SetMax(n int) {}
+
+// Max is 0.
+func (w *Watcher) Max() int { return 0 }
+
 // Len is 0.
 func (w *Watcher) Len() int { return 0 }
 

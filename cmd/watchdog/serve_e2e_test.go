@@ -115,9 +115,17 @@ func svWriteConfig(t *testing.T, dir string, c svConfig, db string) string {
 // stopped at the end of the test if the test did not stop it.
 func svStart(t *testing.T, cfg, db string, env ...string) *svDaemon {
 	t.Helper()
+	cmd := exec.Command(binPath, "serve", "--config", cfg)
+	cmd.Env = svEnv(env...)
+	return svLaunch(t, cmd, cfg, db)
+}
+
+// svLaunch is svStart with the command given: the binary's serve, maybe
+// behind a wrapper that sets its limits.
+func svLaunch(t *testing.T, cmd *exec.Cmd, cfg, db string) *svDaemon {
+	t.Helper()
 	d := &svDaemon{t: t, db: db, cfg: cfg, logs: &testenv.Buffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(binPath, "serve", "--config", cfg)
-	d.cmd.Env = svEnv(env...)
+	d.cmd = cmd
 	d.cmd.Stdout, d.cmd.Stderr = io.Discard, d.logs
 	if err := d.cmd.Start(); err != nil {
 		t.Fatalf("start serve: %v", err)
