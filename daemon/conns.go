@@ -19,6 +19,8 @@ import (
 // holds little for long, and long enough for any real client of a local
 // daemon.
 const (
+	// peekBytes is how much of a new connection headersWaiting looks at.
+	peekBytes = 4 << 10
 	// connReserve is how many connections the server keeps open beyond
 	// http.max_connections: the room the probes (/healthz, /readyz,
 	// /metrics) always find, as the general requests may not take it.
@@ -80,7 +82,10 @@ func newHTTPServer(h http.Handler, maxConns int, shed func(reason string)) (*htt
 // A connection cannot be judged by its request before the headers
 // arrive, which is why waiting connections are the ones given up: the
 // newest connection, a client that sends its headers at once, is the last
-// to be evicted.
+// to be evicted, and one whose whole headers are already in its socket
+// buffer when it is accepted (headersWaiting: under a flood, a real
+// client's, queued in the kernel's backlog behind the flood) is never
+// evicted. Its request is then served or, over max, answered 503.
 type connLimiter struct {
 	max, open int
 	shed      func(reason string)
@@ -119,9 +124,11 @@ func (ll limitedListener) Accept() (net.Conn, error) {
 	}
 }
 
-// admit counts c in, as waiting, evicting the longest-waiting connection
-// when all are open; false (c closed) when none is waiting.
+// admit counts c in, evicting the longest-waiting connection when all
+// are open; false (c closed) when none is waiting. c itself waits
+// (evictable) unless its whole request headers are already there to read.
 func (l *connLimiter) admit(c net.Conn) bool {
+	ready := headersWaiting(c)
 	l.mu.Lock()
 	var victim net.Conn
 	if len(l.conns) >= l.open {
@@ -136,7 +143,11 @@ func (l *connLimiter) admit(c net.Conn) bool {
 		l.waiting.Remove(oldest)
 		delete(l.conns, victim)
 	}
-	l.conns[c] = l.waiting.PushBack(c)
+	if ready {
+		l.conns[c] = nil // not a slow client: never evicted
+	} else {
+		l.conns[c] = l.waiting.PushBack(c)
+	}
 	l.mu.Unlock()
 	if victim != nil {
 		// The server's goroutine for it sees the read fail and ends it;
