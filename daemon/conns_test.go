@@ -182,3 +182,54 @@ func TestConnLimiter(t *testing.T) {
 		t.Run(tt.name, tt.run)
 	}
 }
+
+// TestHeadersWaiting: only a connection whose whole request headers are
+// in its socket counts as not slow. A false answer is also what an empty
+// socket gives, so the negative cases cannot pass by luck the other way.
+func TestHeadersWaiting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tests := []struct {
+		name, sent string
+		want       bool
+	}{
+		{"whole headers", "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", true},
+		{"whole headers and a body", "POST /api/v1/entities HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", true},
+		{"headers still coming", "POST /api/v1/entities HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", false},
+		{"nothing sent", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			server, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer server.Close()
+			if _, err := client.Write([]byte(tt.sent)); err != nil {
+				t.Fatal(err)
+			}
+			if tt.want {
+				testenv.Eventually(t, "the headers seen", connDeadline, func() (bool, string) {
+					return headersWaiting(server), "not yet"
+				})
+			} else if headersWaiting(server) {
+				t.Errorf("headersWaiting after %q = true", tt.sent)
+			}
+			// Peeking consumed nothing: the server still reads it all.
+			if tt.sent != "" {
+				buf := make([]byte, len(tt.sent))
+				if _, err := io.ReadFull(server, buf); err != nil || string(buf) != tt.sent {
+					t.Errorf("read after peek: %q %v", buf, err)
+				}
+			}
+		})
+	}
+}
