@@ -53,7 +53,26 @@ type Config struct {
 	// Alertmanager pushes the attention queue's critical and warning
 	// items to Alertmanager; off without urls.
 	Alertmanager Alertmanager `yaml:"alertmanager"`
+	// HTTP bounds the HTTP server's connections (ADR-0034).
+	HTTP HTTP `yaml:"http"`
 }
+
+// HTTP is the "http" section: the bounds of the HTTP server. Its timeouts
+// are fixed (daemon's connection limits, ADR-0034); the cap is a key
+// because what it may be depends on the host's file-descriptor limit.
+type HTTP struct {
+	// MaxConnections caps the requests other than /healthz, /readyz and
+	// /metrics served at once; beyond it they are answered 503. The
+	// daemon keeps MaxConnections plus a small reserve of connections
+	// open at most (each one a file descriptor): connections still
+	// waiting for their request headers are closed, oldest first, to make
+	// room, so a flood of slow clients cannot keep the probes out.
+	MaxConnections int `yaml:"max_connections"`
+}
+
+// MaxHTTPConnections is the largest http.max_connections: Linux's default
+// ceiling of open files per process (fs.nr_open), which no cap can pass.
+const MaxHTTPConnections = 1 << 20
 
 // Alertmanager is the "alertmanager" section (SPEC §12).
 type Alertmanager struct {
@@ -273,6 +292,10 @@ var (
 	// DefaultAlertmanager pushes nowhere; once urls are set, it re-sends
 	// every minute (Prometheus's own resend delay) with a 10s timeout.
 	DefaultAlertmanager = Alertmanager{URLs: []string{}, ResendEvery: Duration(time.Minute), Timeout: Duration(10 * time.Second)}
+	// DefaultHTTP serves 1024 requests at once: far more than one host's
+	// agents and a scraper need, and a bounded share of the process's
+	// file descriptors, whose rest the pidfds and the store need.
+	DefaultHTTP = HTTP{MaxConnections: 1024}
 )
 
 // Default returns a new Config holding every default value. It validates.
@@ -286,6 +309,7 @@ func Default() *Config {
 		Reaper:       DefaultReaper,
 		Log:          DefaultLog,
 		Alertmanager: DefaultAlertmanager,
+		HTTP:         DefaultHTTP,
 	}
 }
 
@@ -353,6 +377,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Reaper.validate()...)
 	errs = append(errs, c.Log.validate()...)
 	errs = append(errs, c.Alertmanager.validate()...)
+	errs = append(errs, c.HTTP.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -548,6 +573,13 @@ func (a Alertmanager) validate() []error {
 		{"resend_every", a.ResendEvery, d.ResendEvery},
 		{"timeout", a.Timeout, d.Timeout},
 	})...)
+}
+
+func (h HTTP) validate() []error {
+	if h.MaxConnections < 1 || h.MaxConnections > MaxHTTPConnections {
+		return []error{fmt.Errorf("http.max_connections: %d must be between 1 and %d", h.MaxConnections, MaxHTTPConnections)}
+	}
+	return nil
 }
 
 // checkHTTPURL wants an absolute http or https URL with a host; the error

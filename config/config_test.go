@@ -43,6 +43,7 @@ var specDefaults = Config{
 	Reaper:       Reaper{DryRun: false, MaxPerRun: 500, KillOrphans: false, KillGrace: Duration(10 * time.Second), KillUsers: []string{}},
 	Log:          Log{Level: "info", Format: ""},
 	Alertmanager: Alertmanager{URLs: []string{}, ResendEvery: Duration(time.Minute), Timeout: Duration(10 * time.Second)},
+	HTTP:         HTTP{MaxConnections: 1024},
 }
 
 func TestDefaults(t *testing.T) {
@@ -123,6 +124,7 @@ func TestLoadGood(t *testing.T) {
 			ResendEvery: Duration(30 * time.Second), Timeout: Duration(5 * time.Second),
 			RunbookURL: "https://wiki.example.org/watchdog/reasons",
 		},
+		HTTP: HTTP{MaxConnections: 256},
 	}
 	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("Load = %+v\nwant %+v", *got, want)
@@ -208,6 +210,7 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"invalid-threshold-host-lost.yaml", `thresholds: host_disconnected_after (20m) must be less than host_lost_after (10m)`},
 		{"invalid-cron.yaml", `jobs.sweep: "every 15s" is not a cron spec: expected exactly 5 fields, found 2: [every 15s]`},
 		{"invalid-max-per-run.yaml", `reaper.max_per_run: must be at least 1`},
+		{"invalid-http-max-connections.yaml", `http.max_connections: 0 must be between 1 and 1048576`},
 		{"invalid-kill-grace.yaml", `reaper.kill_grace: -1s must be positive (try 10s)`},
 		{"invalid-kill-users.yaml", `reaper.kill_users[0]: "nosuchuser-watchdog" is not a user on this host (a name from /etc/passwd or a numeric uid)`},
 		{"invalid-log-level.yaml", `log.level: "loud" is not one of debug, info, warn, error`},

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -182,10 +181,13 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: d.api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
+	// Bounded so that the probes answer whatever else comes: slow,
+	// idle or too many clients (ADR-0034).
+	srv, lim := newHTTPServer(d.api, cfg.HTTP.MaxConnections, m.Shed)
+	m.Connections(lim.counts)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()),
+	go func() { serveErr <- srv.Serve(lim.listener(ln)) }()
+	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()), zap.Int("max_connections", cfg.HTTP.MaxConnections),
 		zap.String("host_id", host.HostID()), zap.Bool("auth", token != ""), zap.Strings("allowed_hosts", cfg.AllowedHosts), zap.Bool("dry_run", cfg.Reaper.DryRun))
 
 	// Jobs get a context that outlives the shutdown signal: a job running
@@ -507,8 +509,8 @@ func (d *daemon) reload(ctx context.Context, path string) {
 		return
 	}
 	if next.Store != d.cfg.Store || next.Listen != d.cfg.Listen || next.Auth != d.cfg.Auth || !slices.Equal(next.AllowedHosts, d.cfg.AllowedHosts) ||
-		next.HostID != d.cfg.HostID || next.Log.Format != d.cfg.Log.Format {
-		d.log.Warn("store, listen, allowed_hosts, auth, host_id and log.format changes need a restart; applying the rest")
+		next.HostID != d.cfg.HostID || next.Log.Format != d.cfg.Log.Format || next.HTTP != d.cfg.HTTP {
+		d.log.Warn("store, listen, allowed_hosts, auth, host_id, log.format and http changes need a restart; applying the rest")
 	}
 	// Running jobs finish before their settings change; one that does not
 	// within reloadJobWait (stuck) postpones the reload instead of
@@ -521,7 +523,7 @@ func (d *daemon) reload(ctx context.Context, path string) {
 	}
 	old := d.cfg
 	d.cfg = next
-	d.cfg.Store, d.cfg.Listen, d.cfg.Auth, d.cfg.HostID, d.cfg.AllowedHosts = old.Store, old.Listen, old.Auth, old.HostID, old.AllowedHosts
+	d.cfg.Store, d.cfg.Listen, d.cfg.Auth, d.cfg.HostID, d.cfg.AllowedHosts, d.cfg.HTTP = old.Store, old.Listen, old.Auth, old.HostID, old.AllowedHosts, old.HTTP
 	d.live.setSettings(d.rp, ReaperSettings(d.cfg))
 	if err := d.schedule(ctx); err != nil {
 		// Validated by config.Load, so this is not expected; keep running

@@ -133,6 +133,9 @@ type Metrics struct {
 	fromFeed atomic.Bool
 	// watching is the source of watchdog_watched_processes (Watching).
 	watching atomic.Pointer[func() (pidfd, polled int)]
+	// shed and conns are the HTTP server's bounds (conns.go).
+	shed  *prometheus.CounterVec
+	conns atomic.Pointer[func() (waiting, active int)]
 }
 
 // New registers every watchdog metric, the Go and process collectors on
@@ -172,6 +175,7 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 			Name: "watchdog_last_sweep_timestamp_seconds",
 			Help: "Unix time at which the last sweep finished (0 before the first).",
 		}),
+		shed: newShedCounter(),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "watchdog_build_info",
@@ -212,7 +216,7 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 	m.collector = newStoreCollector(src, now, o.Owns)
 	for _, c := range []prometheus.Collector{
 		syncedCounters{src, []prometheus.Collector{m.transitions, m.reaped}}, m.rejected, m.jobRuns, m.jobDuration, m.lastSweep, buildInfo,
-		m.collector, watchingCollector{&m.watching}, leaderCollector{o.Leader},
+		m.collector, watchingCollector{&m.watching}, leaderCollector{o.Leader}, m.shed, connsCollector{&m.conns},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

@@ -18,6 +18,10 @@
 #               on) or on -pg-dsn URL: registrations/s, transitions/s,
 #               scrape and GET /api/attention times at 10,000 and 100,000
 #               entities, in a second table, PostgreSQL ÷ SQLite
+#   flood       the daemon (prlimit --nofile=4096) under 4,200 slow-header
+#               connections, held and re-opened, against no flood:
+#               /readyz and registrations, ok/timeouts/p99 (ADR-0034);
+#               -flood-baseline BIN measures an older binary beside it
 #
 # Every argument goes to the driver: `scripts/bench.sh -run deaths -n 200`,
 # `scripts/bench.sh -h` lists them. About 8 minutes at the defaults on a

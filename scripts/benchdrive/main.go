@@ -20,6 +20,9 @@
 //	            cluster it starts, or -pg-dsn): registrations/s and
 //	            transitions/s, then scrape and GET /api/attention times at
 //	            each size of -stores-n, side by side, with the ratios
+//	flood       the daemon under -flood-n slow-header connections (its
+//	            fds bounded by prlimit): /readyz and registrations, each
+//	            on a new connection, against no flood (flood.go)
 //
 // Every process it starts is in its own process group; it kills them all
 // on the way out, whatever the way (error, SIGINT, SIGTERM).
@@ -60,10 +63,14 @@ type options struct {
 	storesN         []int  // the stores part's sizes, ascending
 	samples         int    // requests per read timing of the stores part
 	pgDSN           string // an existing PostgreSQL server; "" starts one
+	// The flood part (flood.go).
+	floodN, floodNofile    int
+	floodFor, floodTimeout time.Duration
+	floodBaseline          string
 }
 
 // allParts are the values of -run, in the order they run.
-var allParts = []string{"idle", "deaths", "scale", "throughput", "stores"}
+var allParts = []string{"idle", "deaths", "scale", "throughput", "stores", "flood"}
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -87,6 +94,7 @@ func parseFlags(args []string) (options, error) {
 	storesN := fs.String("stores-n", "10000,100000", "entity counts at which the stores part times scrapes and attention reads, ascending, comma-separated, none below -transitions")
 	fs.IntVar(&o.samples, "samples", 20, "requests per read timing of the stores part")
 	fs.StringVar(&o.pgDSN, "pg-dsn", "", "the stores part's PostgreSQL: a postgres:// URL whose user may CREATE DATABASE (default: a throwaway cluster the driver starts)")
+	floodFlags(fs, &o)
 	// One line for a bad flag (run prints it); the full list only for -h.
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
@@ -124,6 +132,11 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.kills > o.n && (o.parts["idle"] || o.parts["deaths"]) {
 		return o, fmt.Errorf("-kills %d is more than -n %d", o.kills, o.n)
+	}
+	if o.parts["flood"] {
+		if err := checkFlood(o); err != nil {
+			return o, err
+		}
 	}
 	if o.parts["stores"] {
 		sizes, err := parseSizes(*storesN, o.moves)
@@ -254,10 +267,16 @@ func (r *runner) all(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.o.parts["flood"] {
+		if err := r.flood(ctx); err != nil {
+			return err
+		}
+	}
 	r.res.print(os.Stdout, r.o)
 	if r.o.parts["stores"] {
 		r.res.printStores(os.Stdout, r.o)
 	}
+	r.res.printFlood(os.Stdout, r.o)
 	return nil
 }
 

@@ -20,6 +20,7 @@ type results struct {
 	throughputP99       time.Duration
 	sqlite, postgres    storeFigures // the stores part
 	pgVersion           string       // its server's version()
+	flood               []floodFigures
 }
 
 // header says what ran where, so a table pasted elsewhere keeps its context.

@@ -50,6 +50,13 @@ func startWatchdog(ctx context.Context, bin, dir string, timeout time.Duration) 
 
 // startWatchdogOn is startWatchdog on the store st.
 func startWatchdogOn(ctx context.Context, bin, dir string, st storeConf, timeout time.Duration) (*watchdogd, error) {
+	return startWatchdogUnder(ctx, nil, bin, dir, st, timeout)
+}
+
+// startWatchdogUnder is startWatchdogOn run through the command prefix
+// (prlimit and its flags, say; nil: none), which must exec the binary so
+// that the child's pid is the daemon's.
+func startWatchdogUnder(ctx context.Context, prefix []string, bin, dir string, st storeConf, timeout time.Duration) (*watchdogd, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("daemon dir: %w", err)
 	}
@@ -60,7 +67,8 @@ func startWatchdogOn(ctx context.Context, bin, dir string, st storeConf, timeout
 	if err := os.WriteFile(cfg, []byte(watchdogConfig(st)), 0o600); err != nil {
 		return nil, fmt.Errorf("daemon config: %w", err)
 	}
-	c, err := startChild("watchdog serve", filepath.Join(dir, "daemon.log"), bin, "serve", "--config", cfg)
+	argv := append(append([]string{}, prefix...), bin, "serve", "--config", cfg)
+	c, err := startChild("watchdog serve", filepath.Join(dir, "daemon.log"), argv...)
 	if err != nil {
 		return nil, err
 	}
