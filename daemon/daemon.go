@@ -144,7 +144,15 @@ func Run(ctx context.Context, o Options) error {
 	// The monitor hears of every entity the view loads (adoption: a pidfd
 	// for each open local process) and of every later change, whoever
 	// wrote it; it stops before the view and the store.
-	lv := newLiveness(view, rp, host, st, m, rp.Settings, log.Named("monitor"))
+	// The fd limit is shared once, here: the daemon's own files, the
+	// listener's connections, the watcher's pidfds (ADR-0037).
+	var fds fdBudget
+	if limit, err := nofile(); err != nil {
+		log.Warn("cannot read the fd limit: pidfds and connections are not capped by it", zap.Error(err))
+	} else {
+		fds = budgetFor(limit, cfg.HTTP.MaxConnections+connReserve)
+	}
+	lv := newLiveness(view, rp, host, st, m, rp.Settings, fds, log.Named("monitor"))
 	defer runView(ctx, view, changesOf(st), m, log)()
 	defer lv.run(log)()
 	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, fleet: fl, pushMetrics: pushMetrics}
@@ -183,11 +191,16 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// Bounded so that the probes answer whatever else comes: slow,
 	// idle or too many clients (ADR-0034).
-	srv, lim := newHTTPServer(d.api, cfg.HTTP.MaxConnections, m.Shed)
+	maxConns := httpMax(cfg.HTTP.MaxConnections, fds)
+	if maxConns < cfg.HTTP.MaxConnections {
+		log.Warn("the fd limit leaves fewer connections than http.max_connections: the server's cap is lowered to fit; raise LimitNOFILE",
+			zap.Int("max_connections", maxConns), zap.Int("capped_at", maxConns), zap.Int("fd_limit", fds.Limit))
+	}
+	srv, lim := newHTTPServer(d.api, maxConns, m.Shed)
 	m.Connections(lim.counts)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lim.listener(ln)) }()
-	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()), zap.Int("max_connections", cfg.HTTP.MaxConnections),
+	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()), zap.Int("max_connections", maxConns),
 		zap.String("host_id", host.HostID()), zap.Bool("auth", token != ""), zap.Strings("allowed_hosts", cfg.AllowedHosts), zap.Bool("dry_run", cfg.Reaper.DryRun))
 
 	// Jobs get a context that outlives the shutdown signal: a job running

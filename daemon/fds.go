@@ -21,15 +21,14 @@ import (
 //     connection per Alertmanager, and the transient ones: a probe's /proc
 //     read or an artifact walk (the monitor's, the sweep's and each
 //     request's: a few each), the metrics scrape's /proc/self reads;
-//   - the HTTP connections the listener may hold at once: fdReserveConns,
-//     or half of what the own reserve leaves when the limit is small;
+//   - the HTTP connections the listener may hold at once (http.max_connections
+//     plus the probes' reserve, connReserve: 1,040 by default), or half of
+//     what the own reserve leaves when the limit is small, and then the
+//     listener's cap shrinks to fit (httpMax);
 //   - the rest for pidfds: the pid watcher's cap (pidwatch SetMax).
 //     Processes beyond it are polled (monitor.Settings.PollInterval).
 const (
 	fdReserveOwn = 64
-	// fdReserveConns is the listener's connection cap as the budget
-	// counts it.
-	fdReserveConns = 1024
 	// fdHeadroom is how many fds must be free for the store to count as
 	// able to open its files (a new SQLite connection takes two, the
 	// request that needs it one or two more): fewer, and /readyz says
@@ -49,13 +48,14 @@ type fdBudget struct {
 }
 
 // budgetFor shares limit: the own reserve first, then the connections'
-// (at most half of what is left, so that a small limit still watches
-// some processes by pidfd), then the pidfds.
-func budgetFor(limit uint64) fdBudget {
+// (conns, the listener's most open connections, at most half of what is
+// left, so that a small limit still watches some processes by pidfd),
+// then the pidfds.
+func budgetFor(limit uint64, conns int) fdBudget {
 	l := int(min(limit, math.MaxInt32))
 	b := fdBudget{Limit: l, Own: min(fdReserveOwn, l)}
 	rest := l - b.Own
-	b.Conns = min(fdReserveConns, rest/2)
+	b.Conns = max(min(conns, rest/2), 0)
 	b.Pidfds = rest - b.Conns
 	return b
 }
@@ -101,4 +101,15 @@ func checkHeadroom(n int) error {
 	limit, _ := nofile()
 	return fmt.Errorf("out of file descriptors: fewer than %d of the limit of %d are free (%v), so the store cannot open its files; "+
 		"see what holds them (ls -l /proc/%d/fd), or raise LimitNOFILE", n, limit, err, os.Getpid())
+}
+
+// httpMax is the listener's connection cap (http.max_connections,
+// conns) within the budget's share b (the listener opens at most its cap plus
+// connReserve): conns itself when it fits, else what the share leaves, at
+// least 1. A zero budget (the limit unknown) leaves conns as it is.
+func httpMax(conns int, b fdBudget) int {
+	if b.Limit == 0 || b.Conns >= conns+connReserve {
+		return conns
+	}
+	return max(b.Conns-connReserve, 1)
 }

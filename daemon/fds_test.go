@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/config"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -32,7 +34,7 @@ func TestBudgetFor(t *testing.T) {
 		{10, fdBudget{Limit: 10, Own: 10}},
 		{unix.RLIM_INFINITY, fdBudget{Limit: 1<<31 - 1, Own: 64, Conns: 1024, Pidfds: 1<<31 - 1 - 64 - 1024}},
 	} {
-		got := budgetFor(tc.limit)
+		got := budgetFor(tc.limit, 1024)
 		if got != tc.want {
 			t.Errorf("budgetFor(%d) = %+v, want %+v", tc.limit, got, tc.want)
 		}
@@ -130,7 +132,7 @@ func TestUnitLimitMatchesTheDocs(t *testing.T) {
 		t.Fatal("the unit sets no LimitNOFILE=N")
 	}
 	limit, _ := strconv.ParseUint(m[1], 10, 64)
-	b := budgetFor(limit)
+	b := budgetFor(limit, config.Default().HTTP.MaxConnections+connReserve)
 	plain := strconv.Itoa(b.Pidfds)
 	grouped := plain[:len(plain)-3] + "," + plain[len(plain)-3:]
 	for path, want := range map[string]string{
@@ -140,6 +142,32 @@ func TestUnitLimitMatchesTheDocs(t *testing.T) {
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(read(path)), " "), want) {
 			t.Errorf("%s does not say %q (LimitNOFILE=%d leaves %+v)", path, want, limit, b)
+		}
+	}
+}
+
+// TestHTTPMaxFitsTheBudget: the listener's cap is http.max_connections
+// when the budget's connection share holds it and its probes' reserve,
+// and shrinks to the share under a small fd limit (never below 1); an
+// unknown limit leaves it alone.
+func TestHTTPMaxFitsTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		limit uint64
+		conns int
+		want  int
+	}{
+		{65536, 1024, 1024},
+		{1024, 1024, 480 - connReserve},
+		{256, 1024, 96 - connReserve},
+		{70, 1024, 1},
+		{0, 1024, 1024},
+	} {
+		b := fdBudget{}
+		if tc.limit > 0 {
+			b = budgetFor(tc.limit, tc.conns+connReserve)
+		}
+		if got := httpMax(tc.conns, b); got != tc.want {
+			t.Errorf("limit %d, max_connections %d: cap %d, want %d (%+v)", tc.limit, tc.conns, got, tc.want, b)
 		}
 	}
 }

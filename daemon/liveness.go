@@ -32,13 +32,13 @@ type liveness struct {
 // newLiveness builds the monitor and hooks it to the view. It must run
 // before the view loads, so that the load's entities (the adoption at
 // start) reach the monitor like every later change.
-func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.Backend, m *metrics.Metrics, s reaper.Settings, log *zap.Logger) *liveness {
+func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.Backend, m *metrics.Metrics, s reaper.Settings, fds fdBudget, log *zap.Logger) *liveness {
 	l := &liveness{}
 	w, err := pidwatch.New()
 	switch {
 	case err == nil:
 		l.watcher = w
-		l.budget(log)
+		l.budget(fds, log)
 	case errors.Is(err, pidwatch.ErrUnsupported):
 		log.Warn("pidfds are not available here: every watched process is polled (watchdog_watched_processes{mode=\"poll\"})", zap.Error(err))
 	default:
@@ -69,13 +69,10 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 // budget caps the watcher's pidfds at what the fd limit leaves after the
 // daemon's reserves (fdBudget), and logs the shares: beyond the cap,
 // processes are polled and the store and the listener keep their fds.
-func (l *liveness) budget(log *zap.Logger) {
-	limit, err := nofile()
-	if err != nil {
-		log.Warn("cannot read the fd limit: pidfds are not capped", zap.Error(err))
-		return
+func (l *liveness) budget(b fdBudget, log *zap.Logger) {
+	if b.Limit == 0 {
+		return // the limit could not be read (said at start): not capped
 	}
-	b := budgetFor(limit)
 	if b.Pidfds < 1 {
 		log.Warn("the fd limit leaves no room for pidfds after the daemon's reserves: every watched process is polled; raise LimitNOFILE",
 			zap.Int("fd_limit", b.Limit), zap.Int("reserved_own", b.Own), zap.Int("reserved_connections", b.Conns))
