@@ -36,6 +36,10 @@ const (
 	// MaxSnooze bounds how far ahead a snooze may end (until, --for): a
 	// year. Hiding an item for longer is a dismissal, which has no end.
 	MaxSnooze = 365 * 24 * time.Hour
+	// MaxElapsed bounds a transition's elapsed_seconds: 100 years (36,525
+	// days). No run watchdog sees lasts a century; a larger number is a
+	// unit mistake, and far larger ones would saturate time.Duration.
+	MaxElapsed = 36525 * 24 * time.Hour
 	// MaxBytes bounds a size (an artifact's min_bytes): 2^53−1, the
 	// largest integer every JSON reader (JavaScript's included) holds
 	// exactly, 8 PiB.
@@ -146,7 +150,7 @@ func (e *RangeError) Unwrap() []error { return []error{ErrOutOfRange, ErrOverLim
 
 // PIDRange is the range of pid and supervisor_pid.
 func PIDRange() Range {
-	return Range{Min: 1, Max: MaxPID, ZeroIsNone: true, MaxNote: "PID_MAX_LIMIT"}
+	return Range{Min: 1, Max: MaxPID, ZeroIsNone: true, Unit: "a pid", MaxNote: "PID_MAX_LIMIT"}
 }
 
 // TimeRange is the range of a time on the wire at now (a process's or a
@@ -165,10 +169,10 @@ func TimeoutRange() Range {
 	return Range{Min: 0, MinOpen: true, Max: MaxTimeout.Seconds(), ZeroIsNone: true, Unit: "seconds", MaxNote: durationNote(MaxTimeout)}
 }
 
-// ElapsedRange is the range of a transition's elapsed_seconds at now: no
-// run is older than Epoch.
-func ElapsedRange(now time.Time) Range {
-	return Range{Min: 0, Max: math.Floor(now.Add(ClockSkew).Sub(Epoch).Seconds()), Unit: "seconds", MaxNote: "since " + Epoch.Format("2006-01-02")}
+// ElapsedRange is the range of a transition's elapsed_seconds: up to
+// MaxElapsed, or 0 for "since the start".
+func ElapsedRange() Range {
+	return Range{Min: 0, MinOpen: true, Max: MaxElapsed.Seconds(), ZeroIsNone: true, Unit: "seconds", MaxNote: durationNote(MaxElapsed)}
 }
 
 // SnoozeRange is the range of a snooze's until at now: after now, at most
