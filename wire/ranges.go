@@ -82,9 +82,15 @@ func DecodeAt(r io.Reader, v any, allowEmpty bool, now time.Time) error {
 // match as encoding/json matches them, case-insensitively; every
 // duplicate is checked, so the one the decoding keeps is.
 func CheckBounds(data []byte, bounds []Bound, now time.Time) error {
+	// The top-level object is parsed once for every bound: a body may be
+	// a MiB of lock files and metadata.
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return nil // not an object: the decoding says so
+	}
 	for _, b := range bounds {
 		rng := b.Range(now)
-		err := visitNumbers(data, strings.Split(b.Path, "."), "", func(field, lit string) error {
+		err := visitObject(top, strings.Split(b.Path, "."), "", func(field, lit string) error {
 			v, err := strconv.ParseFloat(lit, 64)
 			if err != nil && v == 0 {
 				// Not a number ParseFloat reads; the decoding refuses it.
@@ -110,11 +116,16 @@ func visitNumbers(raw []byte, path []string, name string, visit func(field, lit 
 		}
 		return nil
 	}
-	key, list := strings.CutSuffix(path[0], "[]")
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil {
 		return nil // not an object: the decoding says so
 	}
+	return visitObject(obj, path, name, visit)
+}
+
+// visitObject is visitNumbers on an object already parsed.
+func visitObject(obj map[string]json.RawMessage, path []string, name string, visit func(field, lit string) error) error {
+	key, list := strings.CutSuffix(path[0], "[]")
 	field := key
 	if name != "" {
 		field = name + "." + key
