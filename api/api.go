@@ -9,7 +9,9 @@
 // trailing data and malformed documents are 400, bodies over 1 MiB are
 // 413, a field over one of wire's limits (limits.go: reason messages,
 // evidence, labels, ids, metadata size and depth) is 422 naming the field
-// and the limit. Every error a handler or middleware writes, panics
+// and the limit, and so is a number outside its range
+// (transitions/ranges.go: pids, times, timeouts, sizes, a snooze's until),
+// checked by wire.DecodeAt on the literal as sent, before decoding. Every error a handler or middleware writes, panics
 // included, is a JSON object {"error": "...", "cause": "..."} whose error
 // is one sentence a person can act on and whose cause is a closed
 // vocabulary a program can switch on (the write path's rejection causes
@@ -27,7 +29,7 @@
 // 404 unknown entity, type or fingerprint, 405 wrong method, 409 a lost
 // compare-and-set race, 413 too large, 415 a POST that is not
 // application/json, 422 an edge, state or reason the vocabulary does not
-// allow, or a field over its limit, 500 the store failed (details in the
+// allow, a field over its limit or a number out of its range, 500 the store failed (details in the
 // log, not in the response), 503 not ready (/readyz), or the store cannot
 // take writes now (store.ErrUnavailable: its file deleted or replaced, a
 // read-only or full disk; cause "unavailable", with Retry-After; /readyz

@@ -118,7 +118,7 @@ func TestRegisterRejectsAndChangesNothing(t *testing.T) {
 		{"unknown type", `{"type":"spaceship","id":"s-2"}`, 422, "unknown_type", "spaceship"},
 		{"unknown lifecycle", `{"type":"session","id":"s-2","lifecycle":"dancing"}`, 422, "unknown_state", "dancing"},
 		{"bad id", `{"type":"session","id":"-bad id"}`, 400, "invalid_input", "id"},
-		{"negative pid", `{"type":"session","id":"s-2","pid":-1}`, 400, "invalid_input", "pid"},
+		{"negative pid", `{"type":"session","id":"s-2","pid":-1}`, 422, "over_limit", "pid: -1 is out of range"},
 		{"pattern lock", `{"type":"session","id":"s-2","lock_files":["*.lock"]}`, 400, "invalid_input", "lock_files"},
 		// Failure cases: a contract beyond the limits the probe keeps.
 		{"deep glob", `{"type":"session","id":"s-2","lifecycle":"completed","artifacts_root":"/srv/x","artifacts":[{"path":"` + strings.Repeat("*/", 30) + `x"}]}`, 422, "over_limit", "31 path components, the limit is 16"},

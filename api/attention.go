@@ -2,8 +2,8 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"watchdog/attention"
@@ -77,19 +77,28 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, queue)
 }
 
+// Bounds implements wire.Bounded: until is after now and at most
+// transitions.MaxSnooze ahead.
+func (*Snooze) Bounds() []wire.Bound {
+	return []wire.Bound{{Path: "until", Range: transitions.SnoozeRange}}
+}
+
 func (s *server) snooze(w http.ResponseWriter, r *http.Request) {
 	var body Snooze
-	if err := wire.Decode(r.Body, &body, false); err != nil {
+	now := s.Now()
+	if err := wire.DecodeAt(r.Body, &body, false, now); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	now := s.Now()
 	if body.Until == nil {
 		writeError(w, http.StatusBadRequest, causeBadRequest, `field "until" is required (Unix seconds; to dismiss without an end, use /api/attention/dismiss)`)
 		return
 	}
-	if !body.Until.After(now) {
-		writeError(w, http.StatusBadRequest, causeBadRequest, fmt.Sprintf("until %.3f is not in the future (now is %.3f, Unix seconds)", unixtime.Seconds(body.Until.Time), unixtime.Seconds(now)))
+	// DecodeAt checked the number as sent; this is the same range on the
+	// value decoded, which cannot differ but is what is stored.
+	until := unixtime.Seconds(body.Until.Time)
+	if err := transitions.SnoozeRange(now).Check("until", strconv.FormatFloat(until, 'f', -1, 64), until); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	s.upsertDismissal(w, r, body.Fingerprint, body.Until.Time, body.ClearOnStatusChange)

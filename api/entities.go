@@ -19,7 +19,7 @@ import (
 // created, 200 when an existing one was updated (its lifecycle unchanged).
 func (s *server) register(w http.ResponseWriter, r *http.Request) {
 	var body wire.Register
-	if err := wire.Decode(r.Body, &body, false); err != nil {
+	if err := wire.DecodeAt(r.Body, &body, false, s.Now()); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -237,7 +237,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 func (s *server) transition(w http.ResponseWriter, r *http.Request) {
 	typ, id := r.PathValue("type"), r.PathValue("id")
 	var body wire.Transition
-	if err := wire.Decode(r.Body, &body, false); err != nil {
+	if err := wire.DecodeAt(r.Body, &body, false, s.Now()); err != nil {
 		s.rejected(typ, transitions.CauseInvalidInput)
 		s.fail(w, r, err)
 		return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -193,20 +194,8 @@ func validateFields(e *store.Entity) error {
 	if len(e.Label) > 1000 {
 		return bad("label is longer than 1000 characters")
 	}
-	if e.PID < 0 {
-		return bad("pid %d is negative", e.PID)
-	}
-	if e.SupervisorPID < 0 {
-		return bad("supervisor_pid %d is negative", e.SupervisorPID)
-	}
-	if s := unixtime.Seconds(e.PIDStartTime); s < 0 {
-		return bad("pid_start_time %g is negative", s)
-	}
-	if s := unixtime.Seconds(e.SupervisorStartTime); s < 0 {
-		return bad("supervisor_start_time %g is negative", s)
-	}
-	if e.Timeout < 0 {
-		return bad("timeout_seconds %g is negative", e.Timeout.Seconds())
+	if err := validateNumbers(e); err != nil {
+		return err
 	}
 	for i, a := range e.Artifacts {
 		if err := a.Validate(); err != nil {
@@ -260,3 +249,51 @@ func validateContractLimits(specs []state.ArtifactSpec) error {
 	}
 	return nil
 }
+
+// validateNumbers refuses an entity whose numbers are outside the ranges
+// of ranges.go that need no clock: the wire checks every number as sent,
+// times included (wire.DecodeAt), and this is the write path's own floor
+// for a registration built in the program. A time is checked only for
+// being a time at all (not before 1970, within unixtime.MaxSeconds): the
+// program's own times are read from the system.
+func validateNumbers(e *store.Entity) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+		r    Range
+	}{
+		{"pid", int64(e.PID), PIDRange()},
+		{"supervisor_pid", int64(e.SupervisorPID), PIDRange()},
+	} {
+		if err := f.r.Check(f.name, strconv.FormatInt(f.v, 10), float64(f.v)); err != nil {
+			return err
+		}
+	}
+	if err := TimeoutRange().Check("timeout_seconds", seconds(e.Timeout.Seconds()), e.Timeout.Seconds()); err != nil {
+		return err
+	}
+	for i, a := range e.Artifacts {
+		if err := BytesRange().Check(fmt.Sprintf("artifacts[%d].min_bytes", i), strconv.FormatInt(a.MinBytes, 10), float64(a.MinBytes)); err != nil {
+			return err
+		}
+	}
+	stored := Range{Min: 0, Max: unixtime.MaxSeconds, Unit: "Unix seconds"}
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{
+		{"pid_start_time", e.PIDStartTime},
+		{"supervisor_start_time", e.SupervisorStartTime},
+		{"schedule.last_fired_at", e.ScheduleLastFiredAt},
+	} {
+		s := unixtime.Seconds(f.t)
+		if err := stored.Check(f.name, seconds(s), s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seconds writes a number of seconds the program holds (not one sent)
+// for an error.
+func seconds(s float64) string { return strconv.FormatFloat(s, 'f', -1, 64) }

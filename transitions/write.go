@@ -136,6 +136,14 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 	if g.NeedsTrigger && req.Trigger == "" {
 		return Result{}, fmt.Errorf("%w: an agent's transition needs a trigger, one of %s", ErrInvalidInput, strings.Join(Triggers, ", "))
 	}
+	// The wire checked these as sent; this is the floor for a request
+	// built in the program (ranges.go).
+	if t := req.Timeout.Seconds(); !TimeoutRange().Contains(t) {
+		return Result{}, TimeoutRange().Check("timeout_seconds", seconds(t), t)
+	}
+	if e := req.Elapsed.Seconds(); !ElapsedRange().Contains(e) {
+		return Result{}, ElapsedRange().Check("elapsed_seconds", seconds(e), e)
+	}
 	var reason *state.StateReason
 	if req.Reason != nil && (req.Reason.Code != "" || req.Reason.Message != "" || len(req.Reason.Evidence) > 0) {
 		r := *req.Reason

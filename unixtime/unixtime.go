@@ -8,10 +8,24 @@ package unixtime
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
 )
+
+// MaxSeconds bounds the Unix seconds Seconds and FromSeconds convert
+// exactly (either sign): beyond it t.UnixMicro overflows int64 (about
+// the year 294,000). A number past it is not a time watchdog can keep:
+// Checked refuses it and FromSeconds saturates to it, never wrapping
+// round to another time or to "not recorded". What a time on the wire
+// may be is narrower still (transitions.TimeRange).
+const MaxSeconds = math.MaxInt64/1_000_000 - 1
+
+// ErrOutOfRange marks a number of seconds beyond MaxSeconds (or not a
+// number at all).
+var ErrOutOfRange = errors.New("beyond the times Unix seconds can name here")
 
 // Precision is how finely Seconds and FromSeconds keep a time (see
 // Seconds for why): a time truncated to it survives the round trip
@@ -31,19 +45,42 @@ func Seconds(t time.Time) float64 {
 	if t.IsZero() {
 		return 0
 	}
+	if u := t.Unix(); u > MaxSeconds || u < -MaxSeconds {
+		// UnixMicro would overflow: the whole seconds are as near as a
+		// float64 gets out there anyway.
+		return float64(u)
+	}
 	return float64(t.UnixMicro()) / 1e6
 }
 
 // FromSeconds is the time s Unix seconds name, to the microsecond; 0 is the
 // zero time (not recorded).
+//
+// A number beyond ±MaxSeconds saturates to it (NaN reads as 0): a
+// conversion never wraps round. Checked is the same conversion refusing
+// such a number instead, for input.
 func FromSeconds(s float64) time.Time {
-	if s == 0 {
+	switch {
+	case s == 0 || math.IsNaN(s):
 		return time.Time{}
+	case s > MaxSeconds:
+		s = MaxSeconds
+	case s < -MaxSeconds:
+		s = -MaxSeconds
 	}
 	// Splitting off the whole seconds keeps the rounding to the fraction,
 	// so the microsecond Seconds wrote comes back exactly.
 	whole, frac := math.Modf(s)
 	return time.Unix(int64(whole), int64(math.Round(frac*1e6))*1e3)
+}
+
+// Checked is FromSeconds refusing what it would saturate: a number
+// beyond ±MaxSeconds, infinite or NaN is ErrOutOfRange.
+func Checked(s float64) (time.Time, error) {
+	if math.IsNaN(s) || s > MaxSeconds || s < -MaxSeconds {
+		return time.Time{}, fmt.Errorf("%w: %s", ErrOutOfRange, strconv.FormatFloat(s, 'g', -1, 64))
+	}
+	return FromSeconds(s), nil
 }
 
 // Time is a time.Time that JSON writes and reads as Unix seconds (a
@@ -62,7 +99,8 @@ func (t Time) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a JSON number of Unix seconds; null leaves t as it
-// is, as for any JSON value.
+// is, as for any JSON value. A number beyond ±MaxSeconds is an error
+// quoting it as sent (ErrOutOfRange), never a time it does not name.
 func (t *Time) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
@@ -71,7 +109,11 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
-	t.Time = FromSeconds(s)
+	at, err := Checked(s)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrOutOfRange, b)
+	}
+	t.Time = at
 	return nil
 }
 

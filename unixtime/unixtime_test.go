@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -75,6 +76,42 @@ func TestDurationSaturates(t *testing.T) {
 	} {
 		if got := Duration(tc.seconds); got != tc.want {
 			t.Errorf("Duration(%g) = %v, want %v", tc.seconds, got, tc.want)
+		}
+	}
+}
+
+// TestNoSilentOverflow: a number of seconds beyond what a time.Time's
+// microseconds hold is refused on the way in (Checked, the JSON type,
+// quoting the number as sent) and saturates in FromSeconds, never
+// wrapping round to another time or to "not recorded"; Seconds of a far
+// time does not wrap either.
+func TestNoSilentOverflow(t *testing.T) {
+	for _, s := range []float64{9.3e18, 1e18, 1e308, -1e18, math.Inf(1), math.NaN(), MaxSeconds + 2} {
+		if _, err := Checked(s); !errors.Is(err, ErrOutOfRange) {
+			t.Errorf("Checked(%g) = %v, want ErrOutOfRange", s, err)
+		}
+	}
+	for _, s := range []float64{1, 1716517000.5, MaxSeconds, -MaxSeconds} {
+		if at, err := Checked(s); err != nil || Seconds(at) != s {
+			t.Errorf("Checked(%g) = %v, %v", s, at, err)
+		}
+	}
+	for _, tc := range []struct {
+		s    float64
+		want float64
+	}{{9.3e18, MaxSeconds}, {1e308, MaxSeconds}, {-1e308, -MaxSeconds}} {
+		if got := Seconds(FromSeconds(tc.s)); got != tc.want {
+			t.Errorf("Seconds(FromSeconds(%g)) = %g, want %g (saturated)", tc.s, got, tc.want)
+		}
+	}
+	if far := time.Unix(1e15, 0); Seconds(far) != 1e15 {
+		t.Errorf("Seconds of the year 31 million = %g", Seconds(far))
+	}
+	for _, lit := range []string{"1e18", "9.3e18", "1e308"} {
+		var at Time
+		err := json.Unmarshal([]byte(lit), &at)
+		if !errors.Is(err, ErrOutOfRange) || !strings.Contains(err.Error(), lit) || !at.IsZero() {
+			t.Errorf("JSON %s: %v, %v; want ErrOutOfRange quoting it", lit, at, err)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"watchdog/store"
 	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // fuzzWriter is a real write path on a real SQLite file, one per fuzzing
@@ -47,17 +48,22 @@ func FuzzRegister(f *testing.F) {
 		`{"type":"session","id":"s","metadata":[1]}`,
 		`{"type":"session","id":"../x"}`,
 		`{"type":"session","id":"s","pid":-1,"pid_start_time":1e308}`,
+		`{"type":"session","id":"s","pid":4194304,"pid_start_time":1e18,"timeout_seconds":1e18}`,
+		`{"type":"session","id":"s","PID_START_TIME":9.3e18,"Pid_Start_Time":1716517000}`,
+		`{"type":"session","id":"s","artifacts_root":"/r","artifacts":[{"path":"a","min_bytes":9007199254740992}]}`,
 		`{}`, `[]`, `null`, ``,
 	} {
 		f.Add([]byte(seed))
 	}
 	w, st := fuzzWriter(f)
+	now := time.Now()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var r Register
-		if err := Decode(bytes.NewReader(body), &r, false); err != nil {
+		if err := DecodeAt(bytes.NewReader(body), &r, false, now); err != nil {
 			checkRefusal(t, err)
 			return
 		}
+		checkInRange(t, &r, now)
 		reg, err := r.Registration(transitions.ActorOrchestrator)
 		if err != nil {
 			checkRefusal(t, err)
@@ -110,6 +116,18 @@ func FuzzTransition(f *testing.F) {
 			checkRefusal(t, err)
 			return
 		}
+		for _, n := range []struct {
+			name string
+			v    float64
+			r    transitions.Range
+		}{
+			{"timeout_seconds", tr.TimeoutSeconds, transitions.TimeoutRange()},
+			{"elapsed_seconds", tr.ElapsedSeconds, transitions.ElapsedRange()},
+		} {
+			if !n.r.Contains(n.v) {
+				t.Fatalf("accepted %s %v, outside %s", n.name, n.v, n.r)
+			}
+		}
 		req, err := tr.Request("session", id, transitions.ActorOrchestrator)
 		if err != nil {
 			checkRefusal(t, err)
@@ -133,4 +151,41 @@ func FuzzTransition(f *testing.F) {
 			t.Fatalf("lifecycle %s but the last audit row says %s", e.LifecycleOr(""), last.To)
 		}
 	})
+}
+
+// checkInRange fails unless every number of an accepted registration is
+// in its range: whatever spelling of a key the decoder took, the range
+// check saw it too.
+func checkInRange(t *testing.T, r *Register, now time.Time) {
+	t.Helper()
+	tr := transitions.TimeRange(now)
+	nums := []struct {
+		name string
+		v    float64
+		r    transitions.Range
+	}{
+		{"pid", float64(r.PID), transitions.PIDRange()},
+		{"supervisor_pid", float64(r.SupervisorPID), transitions.PIDRange()},
+		{"pid_start_time", unixtime.Seconds(r.PIDStartTime.Time), tr},
+		{"supervisor_start_time", unixtime.Seconds(r.SupervisorStartTime.Time), tr},
+		{"timeout_seconds", r.TimeoutSeconds, transitions.TimeoutRange()},
+	}
+	if r.Schedule != nil {
+		nums = append(nums, struct {
+			name string
+			v    float64
+			r    transitions.Range
+		}{"schedule.last_fired_at", unixtime.Seconds(r.Schedule.LastFiredAt.Time), tr})
+	}
+	for _, a := range r.Artifacts {
+		if !transitions.BytesRange().Contains(float64(a.MinBytes)) {
+			t.Fatalf("accepted min_bytes %d", a.MinBytes)
+		}
+	}
+	for _, n := range nums {
+		// A time keeps microseconds: allow the rounding at the edges.
+		if !n.r.Contains(n.v) && !(n.r.Contains(n.v-1e-6) || n.r.Contains(n.v+1e-6)) {
+			t.Fatalf("accepted %s %v, outside %s", n.name, n.v, n.r)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"watchdog/state"
 	"watchdog/store"
@@ -29,9 +30,16 @@ var ErrBadInput = errors.New("bad input")
 var ErrTooLarge = errors.New("request body too large")
 
 // Decode reads exactly one JSON value from r into v, refusing unknown
-// fields, trailing data and documents over MaxBody. An empty document is
-// an error unless allowEmpty.
+// fields, trailing data and documents over MaxBody, and, for a Bounded
+// document, a number outside its range at the wall clock's now (DecodeAt).
+// An empty document is an error unless allowEmpty.
 func Decode(r io.Reader, v any, allowEmpty bool) error {
+	return DecodeAt(r, v, allowEmpty, time.Now())
+}
+
+// decode is Decode with check run on the document's bytes before they are
+// decoded into v.
+func decode(r io.Reader, v any, allowEmpty bool, check func([]byte) error) error {
 	data, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -48,6 +56,9 @@ func Decode(r io.Reader, v any, allowEmpty bool) error {
 			return nil
 		}
 		return fmt.Errorf("%w: empty document, want a JSON object", ErrBadInput)
+	}
+	if err := check(data); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -27,7 +27,7 @@ func TestDecode(t *testing.T) {
 		{"syntax", "{\n\"type\": }", false, ErrBadInput, "malformed JSON at line 2"},
 		{"truncated", `{"type":"session"`, false, ErrBadInput, "unexpected end"},
 		{"wrong type", `{"type":"session","id":"s1","pid":"abc"}`, false, ErrBadInput, `field "pid": want a number, got string`},
-		{"number too large", `{"type":"session","id":"s1","pid":1e30}`, false, ErrBadInput, `field "pid": 1e30 is out of range or not a whole number`},
+		{"number too large", `{"type":"session","id":"s1","pid":1e30}`, false, ErrOutOfRange, `pid: 1e30 is out of range: want a pid from 1 to 4194304`},
 		{"fraction for a whole number", `{"type":"session","id":"s1","pid":1.5}`, false, ErrBadInput, `field "pid": 1.5 is out of range`},
 		{"not an object", `[1,2]`, false, ErrBadInput, "want a JSON object"},
 		{"too large", `{"label":"` + strings.Repeat("x", MaxBody) + `"}`, false, ErrTooLarge, "over 1048576 bytes"},
@@ -78,7 +78,7 @@ func TestRegisterLifecyclePresence(t *testing.T) {
 
 func TestRegisterConversion(t *testing.T) {
 	body := `{"type":"play","id":"p1","artifacts_root":"/r","artifacts":[{"path":"a.md"},{"path":"b.json","required":false,"kind":"json"}],
-		"parent":{"type":"show","id":"sh1"},"depends_on":["p0"],"schedule":{"cron":"*/5 * * * *","last_fired_at":5},"metadata":{"k":1}}`
+		"parent":{"type":"show","id":"sh1"},"depends_on":["p0"],"schedule":{"cron":"*/5 * * * *","last_fired_at":1716517000.5},"metadata":{"k":1}}`
 	var r Register
 	if err := Decode(strings.NewReader(body), &r, false); err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestRegisterConversion(t *testing.T) {
 	if !e.Artifacts[0].Required || e.Artifacts[1].Required || e.Artifacts[1].Kind != "json" {
 		t.Errorf("artifacts %+v: required must default to true", e.Artifacts)
 	}
-	if e.ParentType != "show" || e.ParentID != "sh1" || e.DependsOn[0] != "p0" || e.ScheduleCron != "*/5 * * * *" || !e.ScheduleLastFiredAt.Equal(unixAt(5)) {
+	if e.ParentType != "show" || e.ParentID != "sh1" || e.DependsOn[0] != "p0" || e.ScheduleCron != "*/5 * * * *" || !e.ScheduleLastFiredAt.Equal(unixAt(1716517000.5)) {
 		t.Errorf("entity %+v", e)
 	}
 	for _, bad := range []string{

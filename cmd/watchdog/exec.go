@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"watchdog/runner"
+	"watchdog/transitions"
 )
 
 func newExecCmd() *cobra.Command {
@@ -70,7 +71,7 @@ reached, the command still runs, unwatched, and exec says so on stderr.`,
 	f.StringVar(&o.Type, "type", "session", "entity type of the run (a type with a running state, e.g. session, invocation, workflow)")
 	f.StringVar(&o.ID, "id", "", "entity id (default exec-<pid>-<start time>)")
 	f.StringVar(&o.Label, "label", "", "human label (default the command line)")
-	f.DurationVar(&o.Timeout, "timeout", 0, "stop the command after this long (SIGTERM, then SIGKILL after --kill-after); 0 = no timeout")
+	f.Var(newDurationFlag(&o.Timeout, "--timeout", transitions.TimeoutRange()), "timeout", "stop the command after this long, at most a year (SIGTERM, then SIGKILL after --kill-after); 0 = no timeout")
 	f.DurationVar(&o.KillAfter, "kill-after", runner.DefaultKillAfter, "after the timeout's SIGTERM, wait this long before SIGKILL")
 	f.StringVar(&o.HeartbeatFile, "heartbeat-file", "", "file whose mtime the command touches as its heartbeat")
 	f.StringVar(&o.ArtifactsRoot, "artifacts-root", "", "`DIR` the artifact paths are relative to (default the current directory)")

@@ -89,8 +89,8 @@ func newTransitionCmd() *cobra.Command {
 		"the token decides (orchestrator); with auth on, admin is refused")
 	f.StringVar(&expectFrom, "expect-from", "", "apply only if the entity is still in this state (compare-and-set)")
 	f.StringVar(&trigger, "trigger", "", "why it happened: "+strings.Join(transitions.Triggers, ", "))
-	f.Float64Var(&timeout, "timeout-seconds", 0, "configured timeout, for timed_out")
-	f.Float64Var(&elapsed, "elapsed-seconds", 0, "elapsed time, for timed_out (default: since start)")
+	f.Var(newSecondsFlag(&timeout, "--timeout-seconds", transitions.TimeoutRange()), "timeout-seconds", "configured timeout, for timed_out (at most a year)")
+	f.Var(newSecondsFlag(&elapsed, "--elapsed-seconds", transitions.ElapsedRange()), "elapsed-seconds", "elapsed time, for timed_out (default: since start)")
 	addTargetFlags(c, &db, &server)
 	return c
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"watchdog/attention"
 	"watchdog/target"
+	"watchdog/transitions"
+	"watchdog/unixtime"
 )
 
 // triageBy is who a dismissal made from this command line is recorded
@@ -158,17 +161,21 @@ func (s *snoozeSpan) String() string {
 
 func (s *snoozeSpan) Set(v string) error {
 	d, err := time.ParseDuration(v)
+	secs := d.Seconds()
 	if days, ok := strings.CutSuffix(v, "d"); ok && err != nil {
 		var n float64
-		if n, err = strconv.ParseFloat(days, 64); err == nil {
-			d = time.Duration(n * float64(24*time.Hour))
+		if n, err = strconv.ParseFloat(days, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			// The range is checked on the seconds before they become a
+			// Duration: 1e300d would wrap round.
+			secs, err = n*(24*time.Hour).Seconds(), nil
+			d = unixtime.Duration(secs)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("%q is not a duration (try 4h or 1d)", v)
 	}
-	if d <= 0 {
-		return fmt.Errorf("%q: must be positive", v)
+	if err := transitions.SnoozeForRange().Check("--for", v, secs); err != nil {
+		return err
 	}
 	*s = snoozeSpan(d)
 	return nil
