@@ -449,6 +449,153 @@ func TestServeDiskFull(t *testing.T) {
 	}
 }
 
+// The store's disk reserve (store.minFreeBytes and reserveMargin): not
+// ready below 1 MiB free, ready again from 2 MiB.
+const (
+	reserveLow  = 1 << 20
+	reserveHigh = 2 << 20
+)
+
+// fillDisk fills the file system of dir with files of fillerSize bytes
+// (the last one shorter) until it is full, and returns them in order.
+func fillDisk(t *testing.T, dir string) []string {
+	t.Helper()
+	const fillerSize = 256 << 10
+	chunk := make([]byte, 64<<10)
+	var files []string
+	for i := 0; ; i++ {
+		path := filepath.Join(dir, fmt.Sprintf("filler-%03d", i))
+		f, err := os.Create(path)
+		if err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return files
+			}
+			t.Fatal(err)
+		}
+		files = append(files, path)
+		for n := 0; n < fillerSize; n += len(chunk) {
+			if _, err := f.Write(chunk); err != nil {
+				f.Close()
+				if errors.Is(err, syscall.ENOSPC) {
+					return files
+				}
+				t.Fatal(err)
+			}
+		}
+		f.Close()
+	}
+}
+
+// freeOn is the free space of dir's file system as the daemon (root) sees it.
+func freeOn(t *testing.T, dir string) uint64 {
+	t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Bfree * uint64(st.Bsize)
+}
+
+// fileStamp is a file's size and modification time ("" for none).
+func fileStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d bytes, modified %s", fi.Size(), fi.ModTime().Format(time.RFC3339Nano))
+}
+
+// TestServeDiskReserve: once the disk ran short, freeing a little (more
+// than the 1 MiB threshold, less than the 2 MiB it needs to resume) leaves
+// the daemon not ready, refusing writes with 503, and writing nothing of
+// its own over several sweep periods (jobs every second, presence every 2
+// s): the free space stays free and the database files stay untouched.
+// Freeing more makes it ready again without a restart, and the recovery
+// line counts the background runs it skipped.
+func TestServeDiskReserve(t *testing.T) {
+	t.Parallel()
+	mnt := mountOrSkip(t, "tmpfs", "tmpfs", "size=16m")
+	db := filepath.Join(mnt, "watchdog.db")
+	cfg := svWriteConfig(t, t.TempDir(), svConfig{}, db)
+	d := svStart(t, cfg, db)
+	d.waitReadyz("ready", svDeadline, func(code int, _ string) bool { return code == http.StatusOK })
+	pid := d.cmd.Process.Pid
+	// Entities for the jobs to sweep: a live process and a dead one.
+	sleeper := testenv.Sleep(t)
+	for _, body := range []string{
+		fmt.Sprintf(`{"type":"session","id":"live","lifecycle":"running","pid":%d}`, sleeper.Process.Pid),
+		fmt.Sprintf(`{"type":"session","id":"dead","lifecycle":"running","pid":%d}`, testenv.DeadPID(t)),
+	} {
+		if code, out, err := d.stPost("/api/v1/entities", body); err != nil || code/100 != 2 {
+			t.Fatalf("register: %d %s %v", code, out, err)
+		}
+	}
+
+	fillers := fillDisk(t, mnt)
+	d.waitReadyz("not ready on a full disk", svDeadline, func(code int, body string) bool {
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "is full")
+	})
+	// Free a little: above the threshold, under threshold + margin.
+	for len(fillers) > 0 && freeOn(t, mnt) < reserveLow+(reserveHigh-reserveLow)/2 {
+		if err := os.Remove(fillers[len(fillers)-1]); err != nil {
+			t.Fatal(err)
+		}
+		fillers = fillers[:len(fillers)-1]
+	}
+	freed := freeOn(t, mnt)
+	if freed <= reserveLow || freed >= reserveHigh {
+		t.Fatalf("freed to %d bytes, want between %d and %d", freed, reserveLow, reserveHigh)
+	}
+	before := map[string]string{}
+	for _, f := range []string{db, db + "-wal"} {
+		before[f] = fileStamp(f)
+	}
+	// Several sweep periods (jobs every second, presence every 2 s, the
+	// store watch every second): nothing may be written meanwhile.
+	for range 6 {
+		time.Sleep(time.Second)
+		if code, body := d.readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "is full") {
+			t.Errorf("readyz with %d bytes free, under threshold + margin: %d %q, want 503 saying the disk is full", freed, code, body)
+		}
+	}
+	if now := freeOn(t, mnt); now < freed {
+		t.Errorf("free space went from %d to %d bytes while not ready: the daemon wrote in the background", freed, now)
+	}
+	for f, was := range before {
+		if now := fileStamp(f); now != was {
+			t.Errorf("%s changed while not ready for space: %s, was %s", f, now, was)
+		}
+	}
+	code, body, err := d.stPost("/api/v1/entities", `{"type":"session","id":"in-reserve","lifecycle":"running"}`)
+	if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, `"unavailable"`) {
+		t.Errorf("write under the reserve: %d %s %v, want 503 unavailable", code, body, err)
+	}
+
+	// Free the rest: ready again, without a restart.
+	for _, f := range fillers {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.waitReadyz("ready again", svDeadline, func(code int, _ string) bool { return code == http.StatusOK })
+	if code, body, err := d.stPost("/api/v1/entities", `{"type":"session","id":"after-reserve","lifecycle":"running"}`); err != nil || code/100 != 2 {
+		t.Errorf("write after space was freed: %d %s %v", code, body, err)
+	}
+	if d.exited() || d.cmd.Process.Pid != pid {
+		t.Errorf("the daemon restarted")
+	}
+	back := d.logged("store takes writes again", nil)
+	if len(back) != 1 {
+		t.Fatalf("recovery logged %d times:\n%s", len(back), d.logs.String())
+	}
+	if n, _ := back[0]["background_runs_skipped"].(float64); n < 6 {
+		t.Errorf("recovery line counts %v skipped background runs, want at least the 6 seconds' jobs: %v", back[0]["background_runs_skipped"], back[0])
+	}
+	if n := len(d.logged("request failed", nil)); n != 0 {
+		t.Errorf("%d 'request failed' lines: a refused write is not a server fault", n)
+	}
+}
+
 // TestServeReadOnlyFileSystem: a file system the kernel turns read-only
 // under the daemon (ext4 errors=remount-ro after an error, the way a disk
 // goes read-only in production; a plain `mount -o remount,ro` is refused
