@@ -29,11 +29,17 @@
 // 404 unknown entity, type or fingerprint, 405 wrong method, 409 a lost
 // compare-and-set race, 413 too large, 415 a POST that is not
 // application/json, 422 an edge, state or reason the vocabulary does not
-// allow, a field over its limit or a number out of its range, 500 the store failed (details in the
-// log, not in the response), 503 not ready (/readyz), or the store cannot
-// take writes now (store.ErrUnavailable: its file deleted or replaced, a
-// read-only or full disk; cause "unavailable", with Retry-After; /readyz
-// says why).
+// allow, a field over its limit or a number out of its range, 500 a fault
+// of watchdog or of its data (details in the log, not in the response),
+// 503 not ready (/readyz), or the store cannot take the request now and
+// nothing was written (store.FailureNotWritten: its file deleted or
+// replaced, a read-only, full or failing disk, no file descriptor left, a
+// PostgreSQL server gone; cause "unavailable", with Retry-After; /readyz
+// says why), 504 a write whose commit was attempted and whose result could
+// not be learned (store.FailureOutcomeUnknown; cause "outcome_unknown": it
+// may or may not be applied, so read before retrying). store.Classify is
+// the one rule for both drivers; a write that committed is never answered
+// 503.
 //
 // Reads are bounded: the entity read carries the latest 100 audit rows and
 // transitions_total; GET …/{type}/{id}/transitions?after=SEQ&limit=N pages
@@ -362,6 +368,7 @@ const (
 	causeInternal         = "internal"
 	causeNotReady         = "not_ready"
 	causeUnavailable      = "unavailable"
+	causeOutcomeUnknown   = "outcome_unknown"
 )
 
 // Error is the body of every error response.
@@ -401,8 +408,15 @@ func classify(err error) (int, string) {
 		return http.StatusUnprocessableEntity, causeOverLimit
 	case errors.Is(err, wire.ErrBadInput):
 		return http.StatusBadRequest, causeBadRequest
-	case errors.Is(err, store.ErrUnavailable):
+	}
+	switch store.Classify(err) {
+	case store.FailureNotWritten:
 		return http.StatusServiceUnavailable, causeUnavailable
+	case store.FailureOutcomeUnknown:
+		// 504, not 503: 503 always means "not written, retry". Like a
+		// gateway's timeout, the upstream (the store) took the commit and
+		// its answer was lost.
+		return http.StatusGatewayTimeout, causeOutcomeUnknown
 	}
 	cause := transitions.Cause(err)
 	switch cause {
@@ -429,6 +443,12 @@ func classify(err error) (int, string) {
 // once per refused request: here it is debug.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, cause := classify(err)
+	if status == http.StatusGatewayTimeout {
+		s.Log.Warn("write outcome unknown: its commit was attempted and its result lost; the client was told to read before retrying",
+			zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		writeError(w, status, cause, "the store could not confirm this write: its commit was attempted and the result was lost, so it may or may not be applied; read the entity before retrying")
+		return
+	}
 	if status == http.StatusServiceUnavailable {
 		s.Log.Debug("request refused: store unavailable", zap.String("path", r.URL.Path), zap.Error(err))
 		w.Header().Set("Retry-After", "5")
@@ -445,6 +465,16 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	writeError(w, status, cause, err.Error())
+}
+
+// written answers a write that committed when reading it back for the
+// response failed: with the write's own status, never an error, which
+// would tell the client it was not applied. The body is e, the entity as
+// the request wrote it (a GET shows the rest).
+func (s *server) written(w http.ResponseWriter, r *http.Request, status int, e store.Entity, readErr error) {
+	s.Log.Warn("write applied, but reading it back for the response failed; answered with the request's own fields",
+		zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(readErr))
+	writeJSON(w, status, wire.FromEntity(e, nil, s.Heartbeats, s.Now()))
 }
 
 // canonicalType resolves a path's type (aliases allowed) or reports 404.

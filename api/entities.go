@@ -41,14 +41,17 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	typ, _ := transitions.CanonicalType(reg.Entity.Type)
-	e, err := s.Store.Get(ctx, typ, reg.Entity.ID)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
+	}
+	e, err := s.Store.Get(ctx, typ, reg.Entity.ID)
+	if err != nil {
+		// Registered: the read-back's failure must not say otherwise.
+		mine := reg.Entity
+		mine.Type = typ
+		s.written(w, r, status, mine, err)
+		return
 	}
 	writeJSON(w, status, wire.FromEntity(e, nil, s.Heartbeats, s.Now()))
 }
@@ -219,13 +222,15 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	if err := s.Store.RecordHeartbeat(ctx, typ, id, s.Now(), body.Progress); err != nil {
+	at := s.Now()
+	if err := s.Store.RecordHeartbeat(ctx, typ, id, at, body.Progress); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	e, err := s.Store.Get(ctx, typ, id)
 	if err != nil {
-		s.fail(w, r, err)
+		// Recorded: the read-back's failure must not say otherwise.
+		s.written(w, r, http.StatusOK, store.Entity{Type: typ, ID: id, HeartbeatAt: at, HeartbeatProgress: body.Progress}, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.FromEntity(e, nil, s.Heartbeats, s.Now()))

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -323,6 +324,9 @@ type daemon struct {
 	// fdErr is the store watch's last fd headroom finding (nil: enough
 	// free for the store to open its files); /readyz reads it.
 	fdErr error
+	// skipped counts the background runs (jobs, presence) skipped while
+	// paused, told when the store takes writes again.
+	skipped atomic.Int64
 }
 
 // jobTable is the daemon's job table: every job of jobs.Names, in that
@@ -331,11 +335,11 @@ type daemon struct {
 func (d *daemon) jobTable() []Job {
 	j := d.cfg.Jobs
 	return []Job{
-		{Name: jobs.Sweep, Spec: j.Sweep, Run: d.unlessLost(d.sweep), After: d.afterSweep},
-		{Name: jobs.EnforceTerminal, Spec: j.EnforceTerminal, Run: d.unlessLost(d.report(d.rp.EnforceTerminal))},
-		{Name: jobs.ReapPhantoms, Spec: j.ReapPhantoms, Run: d.unlessLost(d.report(d.rp.ReapPhantoms))},
-		{Name: jobs.CheckSchedules, Spec: j.CheckSchedules, Run: d.unlessLost(d.report(d.rp.CheckSchedules))},
-		{Name: jobs.Vacuum, Spec: j.Vacuum, Run: d.unlessLost(d.leading(d.vacuum))},
+		{Name: jobs.Sweep, Spec: j.Sweep, Run: d.unlessPaused(d.sweep), After: d.afterSweep},
+		{Name: jobs.EnforceTerminal, Spec: j.EnforceTerminal, Run: d.unlessPaused(d.report(d.rp.EnforceTerminal))},
+		{Name: jobs.ReapPhantoms, Spec: j.ReapPhantoms, Run: d.unlessPaused(d.report(d.rp.ReapPhantoms))},
+		{Name: jobs.CheckSchedules, Spec: j.CheckSchedules, Run: d.unlessPaused(d.report(d.rp.CheckSchedules))},
+		{Name: jobs.Vacuum, Spec: j.Vacuum, Run: d.unlessPaused(d.leading(d.vacuum))},
 	}
 }
 
@@ -634,6 +638,13 @@ func (d *daemon) awaitFirstSweep(ctx context.Context) bool {
 		if ok {
 			return true
 		}
+		if err == nil && d.paused() {
+			d.mu.Lock()
+			if d.storeErr != nil {
+				err = fmt.Errorf("the store cannot take writes, so the daemon's background writes are paused: %w", d.storeErr)
+			}
+			d.mu.Unlock()
+		}
 		if err == nil {
 			err = errors.New("it did not finish (see the log)")
 		}
@@ -650,18 +661,39 @@ func (d *daemon) awaitFirstSweep(ctx context.Context) bool {
 	}
 }
 
-// unlessLost skips a job once the store's identity is lost: every write
-// would be refused, and a job failing each second would bury the one
-// error that says what happened. The daemon stays up on purpose (systemd
-// keeps getting its pings): it still holds the lost file open, which is
-// how the data is rescued, and a restart would start on an empty store.
-func (d *daemon) unlessLost(run func(context.Context) error) func(context.Context) error {
+// unlessPaused skips a job while the daemon's background writes are
+// paused (paused): the run counts as skipped (watchdog_job_runs_total
+// {result="skipped"}), and the store watch's one log line says why.
+func (d *daemon) unlessPaused(run func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
-		if d.st != nil && d.st.Lost() {
-			return nil
+		if d.paused() {
+			d.skipped.Add(1)
+			return errSkipped
 		}
 		return run(ctx)
 	}
+}
+
+// paused says whether the daemon makes no background writes (its jobs'
+// observations and transitions, its presence) now:
+//
+//   - The store's identity is lost: every write would be refused, and a
+//     job failing each second would bury the one error that says what
+//     happened. The daemon stays up on purpose (systemd keeps getting its
+//     pings): it still holds the lost file open, which is how the data is
+//     rescued, and a restart would start on an empty store.
+//   - The disk is short of space (the store watch found store.
+//     ErrShortOfSpace): until minFreeBytes plus the reserve's margin are
+//     free again, every byte an operator frees is left free. The store
+//     refuses these writes anyway; pausing keeps them from failing
+//     noisily, one a second.
+func (d *daemon) paused() bool {
+	if d.st != nil && d.st.Lost() {
+		return true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return errors.Is(d.storeErr, store.ErrShortOfSpace)
 }
 
 // The store watch: how often the store is probed, how long a probe may
@@ -717,11 +749,15 @@ func (d *daemon) checkStore(ctx context.Context) {
 	switch {
 	case reportLoss:
 		d.reportLost(ctx, err)
+	case err != nil && prev == nil && !d.st.Lost() && errors.Is(err, store.ErrShortOfSpace):
+		d.log.Error("store cannot take writes: the disk is short of space; not ready, writes answered 503, and the daemon's own background writes (jobs, presence) are paused until the reserve is free again; watchdog recovers by itself",
+			zap.String("db", d.st.Path()), zap.Error(err))
 	case err != nil && prev == nil && !d.st.Lost():
 		d.log.Error("store cannot take writes: not ready, writes answered 503; watchdog recovers by itself once the cause clears",
 			zap.String("db", d.st.Path()), zap.Error(err))
 	case err == nil && prev != nil:
-		d.log.Info("store takes writes again", zap.String("db", d.st.Path()), zap.NamedError("was", prev))
+		d.log.Info("store takes writes again", zap.String("db", d.st.Path()), zap.NamedError("was", prev),
+			zap.Int64("background_runs_skipped", d.skipped.Swap(0)))
 	}
 }
 

@@ -106,7 +106,8 @@ func (d *daemon) runFleet(ctx context.Context) (stop func()) {
 // whatever the job schedules say, so a host's silence means its daemon is
 // gone, not that its jobs are slow.
 func (d *daemon) presence(ctx context.Context) {
-	if d.st.Lost() {
+	if d.paused() {
+		d.skipped.Add(1)
 		return
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -125,6 +125,10 @@ func (r jobRunner) Run() {
 	}()
 	err := r.job.Run(r.s.ctx)
 	switch {
+	case errors.Is(err, errSkipped):
+		log.Debug("job skipped: the daemon's background writes are paused")
+		r.observe(jobs.ResultSkipped, time.Since(start))
+		return
 	case err == nil:
 		log.Debug("job done", zap.Duration("took", time.Since(start)))
 	case isOverBudget(err):
@@ -145,5 +149,10 @@ func (r jobRunner) observe(result string, d time.Duration) {
 		r.s.observer.JobRun(r.job.Name, result, d)
 	}
 }
+
+// errSkipped is a job's run that did nothing on purpose (the daemon's
+// background writes are paused): counted as skipped, logged at debug, and
+// not followed by the job's After.
+var errSkipped = errors.New("skipped: background writes paused")
 
 func isOverBudget(err error) bool { return errors.Is(err, reaper.ErrSweepOverBudget) }

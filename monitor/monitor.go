@@ -467,7 +467,7 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 		}
 		if m.opt.Exits != nil {
 			if _, err := m.opt.Exits.RecordExit(ctx, tr.e.Type, tr.e.ID, d.PID, x); err != nil {
-				m.opt.Logger.Warn("cannot record exit status", zap.String("entity", tr.key), zap.Error(err))
+				m.warn("cannot record exit status", tr, err)
 			}
 		}
 		c := *tr.e // shared with the view: changed on a copy
@@ -497,7 +497,7 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 func (m *Monitor) check(ctx context.Context, tr *tracked) {
 	tr.checkAt = time.Time{}
 	if _, err := m.guard("check", tr, func() (bool, error) { return m.opt.Reaper.CheckEntity(ctx, *tr.e) }); err != nil {
-		m.opt.Logger.Warn("check failed; retrying", zap.String("entity", tr.key), zap.Error(err))
+		m.warn("check failed; retrying", tr, err)
 		tr.checkAt = m.opt.Now().Add(m.s.PollInterval)
 	}
 }
@@ -582,8 +582,21 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 // its own: the sweep reconciles what an error left.
 func (m *Monitor) act(ctx context.Context, tr *tracked, what string, f func(context.Context, store.Entity) (bool, error)) {
 	if _, err := m.guard(what, tr, func() (bool, error) { return f(ctx, *tr.e) }); err != nil {
-		m.opt.Logger.Warn(what+" failed", zap.String("entity", tr.key), zap.Error(err))
+		m.warn(what+" failed", tr, err)
 	}
+}
+
+// warn logs a step's failure: a warning, except when the store could not
+// take the write (store.FailureNotWritten: a lost store, a full or
+// read-only disk, a server gone), which the daemon's store watch logs once
+// for all; per entity and per retry it would bury that line. The step is
+// retried (a check) or reconciled by the sweep (an act) all the same.
+func (m *Monitor) warn(msg string, tr *tracked, err error) {
+	if store.Classify(err) == store.FailureNotWritten {
+		m.opt.Logger.Debug(msg+" (the store cannot take writes now)", zap.String("entity", tr.key), zap.Error(err))
+		return
+	}
+	m.opt.Logger.Warn(msg, zap.String("entity", tr.key), zap.Error(err))
 }
 
 // guard runs one reaper step and turns a panic in it into an error: one

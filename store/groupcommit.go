@@ -123,7 +123,7 @@ func (s *SQLite) commitGroup(batch []*groupMember) {
 			m.err = fmt.Errorf("%s: %w", m.label, err)
 		}
 	}
-	if err := s.usable(); err != nil {
+	if err := s.writable(); err != nil {
 		fail(err)
 		return
 	}
@@ -134,13 +134,19 @@ func (s *SQLite) commitGroup(batch []*groupMember) {
 		return err
 	})
 	if err != nil {
-		fail(s.classifyWriteErr(err))
+		phase := beforeCommit
+		var ce *commitError
+		if errors.As(err, &ce) {
+			phase = atCommit
+		}
+		fail(s.classifyWriteErr(err, phase))
 		return
 	}
-	// A commit into a file deleted or replaced meanwhile is lost with it:
-	// no member is acknowledged.
+	// A commit into a file deleted or replaced meanwhile went into the
+	// lost file: no member is acknowledged, and none is told "not
+	// written" either.
 	if err := s.usable(); err != nil {
-		fail(err)
+		fail(lostDuring(err))
 		return
 	}
 	for i, m := range batch {
@@ -171,7 +177,7 @@ func (s *SQLite) runGroup(ctx context.Context, batch []*groupMember) ([]error, e
 			if isBusy(err) {
 				return nil, err
 			}
-			return []error{s.classifyWriteErr(err)}, nil
+			return []error{s.classifyWriteErr(err, beforeCommit)}, nil
 		}
 	} else {
 		for i, m := range batch {
@@ -201,14 +207,21 @@ func (s *SQLite) runGroup(ctx context.Context, batch []*groupMember) ([]error, e
 			if _, rerr := s.txExec(ctx, tx, "RELEASE member"); rerr != nil {
 				return nil, errors.Join(err, fmt.Errorf("release its savepoint: %w", rerr))
 			}
-			errs[i] = s.classifyWriteErr(err)
+			errs[i] = s.classifyWriteErr(err, beforeCommit)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
+		return nil, &commitError{err: err}
 	}
 	return errs, nil
 }
+
+// commitError is a group's COMMIT failing: unlike a failure before it,
+// an I/O error here may leave the group's writes on disk.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return "commit: " + e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
 
 // runMember runs one member's writes. A panic in them (a bug in a
 // decider) becomes that member's error: left to unwind, it would leave

@@ -26,7 +26,8 @@ import (
 var ErrUnavailable = errors.New("store unavailable")
 
 // minFreeBytes is the free space below which the store reports the disk
-// full. A one-row probe write can succeed on a full disk (SQLite reuses the
+// full and refuses writes (see checkSpace, and reserveMargin for when it
+// takes them again). A one-row probe write can succeed on a full disk (SQLite reuses the
 // WAL's space after a checkpoint) while the next registration, which needs
 // new pages, fails: the free space is the earlier and truer signal.
 // 1 MiB is 256 pages, a few hundred transitions.
@@ -93,6 +94,12 @@ type health struct {
 	mu      sync.Mutex
 	lost    error // latched by the first failed identity check
 	corrupt error // latched by the first SQLITE_CORRUPT/NOTADB of a write
+	// short: the disk went below its reserve (checkSpace); writes are
+	// refused until minFreeBytes+reserveMargin are free.
+	short bool
+	// free measures a directory's free space; nil is freeBytes (tests
+	// set their own).
+	free func(dir string) (uint64, error)
 }
 
 // FilePath is the file system path of a store path or file: URI; "" for an
@@ -204,28 +211,39 @@ func (s *SQLite) usable() error {
 	return h.lost
 }
 
-// SQLite result codes the write path sorts by (primary codes).
+// writePhase is where a write transaction failed: before its commit,
+// when nothing of it was written, or at the commit, whose result an I/O
+// error leaves unknown.
+type writePhase int
+
 const (
-	codeReadOnly = 8
-	codeIOErr    = 10
-	codeCorrupt  = 11
-	codeFull     = 13
-	codeCantOpen = 14
-	codeNotADB   = 26
+	beforeCommit writePhase = iota
+	atCommit
 )
 
 // classifyWriteErr turns what a write transaction failed with into the
-// store's vocabulary: a file system that refuses writes is ErrUnavailable
-// (the API's 503: retry later), corruption is latched for Fault.
-func (s *SQLite) classifyWriteErr(err error) error {
+// store's vocabulary (see Classify): a file system that refuses writes is
+// ErrUnavailable (the API's 503: nothing written, retry later), an I/O
+// error at the commit ErrOutcomeUnknown (the API's 504: re-read first),
+// corruption is latched for Fault. A full disk also puts the store on its
+// reserve (see checkSpace), so that nothing else writes until the space
+// is back.
+func (s *SQLite) classifyWriteErr(err error, phase writePhase) error {
 	var se *sqlite.Error
-	if err == nil || errors.Is(err, ErrUnavailable) || !errors.As(err, &se) {
+	if err == nil || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown) || !errors.As(err, &se) {
 		return err
 	}
-	switch se.Code() & 0xff {
-	case codeReadOnly, codeIOErr, codeFull, codeCantOpen:
+	switch code := se.Code(); {
+	case phase == atCommit && commitMayHaveLanded(err):
+		return fmt.Errorf("%w: the commit failed with an I/O error and may be on disk: %w", ErrOutcomeUnknown, err)
+	case unavailableCode(code):
+		if code&0xff == codeFull {
+			s.health.mu.Lock()
+			s.health.short = true
+			s.health.mu.Unlock()
+		}
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	case codeCorrupt, codeNotADB:
+	case code&0xff == codeCorrupt, code&0xff == codeNotADB:
 		s.health.mu.Lock()
 		if s.health.corrupt == nil {
 			s.health.corrupt = fmt.Errorf("database corruption seen by a write (stop watchdog: its start-up check, PRAGMA quick_check, says how to recover): %w", err)
@@ -233,6 +251,14 @@ func (s *SQLite) classifyWriteErr(err error) error {
 		s.health.mu.Unlock()
 	}
 	return err
+}
+
+// lostDuring is the error of a write whose transaction ran while the
+// store's identity was lost (usable failed after it): the commit went into
+// the lost file, which the daemon's rescue copies, so whether the write
+// "is in the store" depends on which file the operator keeps.
+func lostDuring(lost error) error {
+	return fmt.Errorf("%w: the write went into the database file as it was lost, and is in the rescued copy, not in the file now at the path (%s)", ErrOutcomeUnknown, lost.Error())
 }
 
 // Probe proves that the store can take a write now, within ctx: its
@@ -246,10 +272,8 @@ func (s *SQLite) Probe(ctx context.Context) error {
 	if err := s.Fault(); err != nil {
 		return err
 	}
-	if file := FilePath(s.path); file != "" {
-		if err := checkFree(filepath.Dir(file)); err != nil {
-			return err
-		}
+	if err := s.checkSpace(); err != nil {
+		return err
 	}
 	err := s.writeTx(ctx, func() error {
 		_, err := s.exec(ctx, "UPDATE health_probe SET at = ? WHERE id = 1", unixtime.Seconds(time.Now()))
@@ -261,19 +285,80 @@ func (s *SQLite) Probe(ctx context.Context) error {
 	return nil
 }
 
-// checkFree reports a file system with less than minFreeBytes available
-// to this process (root may use the blocks reserved for it).
-func checkFree(dir string) error {
+// reserveMargin is how much more than minFreeBytes must be free before a
+// store that ran short takes writes again. Without it a daemon ready at
+// 1 MiB + 1 byte would resume its background writes (observations,
+// presence, the probe), fall below 1 MiB within seconds, and go on eating
+// the space an operator frees a little at a time (issue: 992 KB freed, 0
+// bytes free again 40 s later). 1 MiB is again a few hundred transitions.
+const reserveMargin = 1 << 20
+
+// freeBytes is what the file system holding dir has free for this process
+// (root may use the blocks reserved for it).
+func freeBytes(dir string) (uint64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
-		return fmt.Errorf("%w: statfs %s: %w", ErrUnavailable, dir, err)
+		return 0, fmt.Errorf("statfs %s: %w", dir, err)
 	}
 	avail := st.Bavail
 	if os.Geteuid() == 0 {
 		avail = st.Bfree
 	}
-	if free := avail * uint64(st.Bsize); free < minFreeBytes {
-		return fmt.Errorf("%w: the disk holding %s is full (%d bytes free, at least %d needed): free some space; watchdog recovers by itself", ErrUnavailable, dir, free, minFreeBytes)
+	return avail * uint64(st.Bsize), nil
+}
+
+// checkSpace keeps the store's reserve (hysteresis): it goes short below
+// minFreeBytes free, or on a write failing with SQLITE_FULL, and stays
+// short until minFreeBytes+reserveMargin are free. While short every write
+// is refused (ErrShortOfSpace, wrapping ErrUnavailable): the API's, the
+// daemon's own and the write probe's.
+func (s *SQLite) checkSpace() error {
+	file := FilePath(s.path)
+	if file == "" {
+		return nil
+	}
+	dir := filepath.Dir(file)
+	measure := freeBytes
+	if s.health.free != nil {
+		measure = s.health.free
+	}
+	free, err := measure(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	h := &s.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	need := uint64(minFreeBytes)
+	if h.short {
+		need += reserveMargin
+	}
+	if free >= need {
+		h.short = false
+		return nil
+	}
+	h.short = true
+	if need > minFreeBytes {
+		return fmt.Errorf("%w: %w: the disk holding %s is full (%d bytes free; after running short watchdog writes nothing, its own background writes included, until %d are free): free some space; watchdog recovers by itself",
+			ErrUnavailable, ErrShortOfSpace, dir, free, need)
+	}
+	return fmt.Errorf("%w: %w: the disk holding %s is full (%d bytes free, at least %d needed): free some space; watchdog recovers by itself",
+		ErrUnavailable, ErrShortOfSpace, dir, free, need)
+}
+
+// writable is the check before every write transaction: the identity
+// (usable), and the reserve. A store short of space checks the space
+// again (one statfs, a few microseconds) so that it resumes as soon as
+// the space is back, daemon or not; otherwise the reserve costs nothing.
+func (s *SQLite) writable() error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.health.mu.Lock()
+	short := s.health.short
+	s.health.mu.Unlock()
+	if short {
+		return s.checkSpace()
 	}
 	return nil
 }

@@ -35,21 +35,28 @@ func isBusy(err error) bool {
 // everything it decides on inside the transaction and a rolled-back
 // attempt left nothing behind.
 //
-// The store's identity is checked before and after the transaction
-// (usable): a commit that landed in a database file deleted or replaced
-// meanwhile is lost with that file, so it is reported as ErrUnavailable,
-// never acknowledged.
+// The store's identity and its disk's reserve are checked before the
+// transaction (writable: a refusal there wrote nothing), and the identity
+// again after it: a commit that landed in a database file deleted or
+// replaced meanwhile is never acknowledged; it is in the lost file, which
+// the daemon rescues, so its outcome is unknown (lostDuring).
+//
+// fn's statements are autocommit ones (each its own transaction), so an
+// error of fn may be its commit's: classified atCommit.
 func (s *SQLite) writeTx(ctx context.Context, fn func() error) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if err := s.usable(); err != nil {
+	if err := s.writable(); err != nil {
 		return err
 	}
 	err := s.retryBusy(ctx, fn)
 	if err != nil {
-		return s.classifyWriteErr(err)
+		return s.classifyWriteErr(err, atCommit)
 	}
-	return s.usable()
+	if err := s.usable(); err != nil {
+		return lostDuring(err)
+	}
+	return nil
 }
 
 // retryBusy runs fn until it succeeds, fails with anything but a busy

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -91,10 +92,12 @@ type ack struct {
 	id         string
 	sent, done time.Time
 	status     int
+	cause      string // the error body's cause, "" for a 2xx
 }
 
-// writer registers a new entity every few milliseconds until stopped,
-// recording every answer.
+// writer registers new entities from a few goroutines at once (so that
+// writes are in flight, sharing group commits, whenever something
+// happens to the store) until stopped, recording every answer.
 type writer struct {
 	mu   sync.Mutex
 	acks []ack
@@ -102,28 +105,43 @@ type writer struct {
 	done chan struct{}
 }
 
+// writerLoops is how many writes the writer keeps in flight.
+const writerLoops = 4
+
 func startWriter(d *svDaemon) *writer {
 	w := &writer{stop: make(chan struct{}), done: make(chan struct{})}
 	stop := w.stop
+	var loops sync.WaitGroup
+	for g := range writerLoops {
+		loops.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("w%d-%05d", g, i)
+				sent := time.Now()
+				code, body, err := d.stPost("/api/v1/entities", `{"type":"session","id":"`+id+`","lifecycle":"running"}`)
+				if err != nil {
+					code = -1
+				}
+				var eb struct {
+					Cause string `json:"cause"`
+				}
+				if code/100 != 2 {
+					_ = json.Unmarshal([]byte(body), &eb) // a non-JSON body keeps cause ""
+				}
+				w.mu.Lock()
+				w.acks = append(w.acks, ack{id: id, sent: sent, done: time.Now(), status: code, cause: eb.Cause})
+				w.mu.Unlock()
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
 	go func() {
-		defer close(w.done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			id := fmt.Sprintf("w%05d", i)
-			sent := time.Now()
-			code, _, err := d.stPost("/api/v1/entities", `{"type":"session","id":"`+id+`","lifecycle":"running"}`)
-			if err != nil {
-				code = -1
-			}
-			w.mu.Lock()
-			w.acks = append(w.acks, ack{id: id, sent: sent, done: time.Now(), status: code})
-			w.mu.Unlock()
-			time.Sleep(5 * time.Millisecond)
-		}
+		loops.Wait()
+		close(w.done)
 	}()
 	return w
 }
@@ -151,9 +169,13 @@ func (w *writer) finish() []ack {
 }
 
 // TestServeStoreLost: a database deleted or replaced under a running
-// daemon turns it not ready and refuses writes (503) within 5 s; no write
-// sent after the files went is acknowledged; every acknowledged write is in
-// the copy the daemon rescued; the loss is logged once.
+// daemon, with writes in flight, turns it not ready and refuses writes
+// (503) within 5 s; no write sent after the files went is acknowledged;
+// every answer that is not a 2xx is 503 "unavailable" or 504
+// "outcome_unknown" (a write whose transaction ran as the file went),
+// never a 500; every acknowledged write is in the copy the daemon
+// rescued, and no write answered "unavailable" is; the loss is logged
+// once.
 func TestServeStoreLost(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -201,9 +223,17 @@ func TestServeStoreLost(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 			acks := w.finish()
 
-			var before, after int
+			var before, after, unknown int
 			for _, a := range acks {
 				ok := a.status >= 200 && a.status < 300
+				switch {
+				case ok:
+				case a.status == http.StatusServiceUnavailable && a.cause == "unavailable":
+				case a.status == http.StatusGatewayTimeout && a.cause == "outcome_unknown":
+					unknown++
+				default:
+					t.Errorf("write %s: %d cause %q; a store loss is answered 503 unavailable or 504 outcome_unknown, never anything else", a.id, a.status, a.cause)
+				}
 				switch {
 				case a.sent.After(lostAt) && ok:
 					t.Errorf("write %s sent %s after the store was lost was acknowledged (%d)", a.id, a.sent.Sub(lostAt), a.status)
@@ -218,6 +248,7 @@ func TestServeStoreLost(t *testing.T) {
 			if before == 0 || after < 5 {
 				t.Fatalf("%d writes acknowledged before the loss, %d refused after: the test did not exercise both", before, after)
 			}
+			t.Logf("%d writes: %d acknowledged before the loss, %d refused after it, %d outcome unknown", len(acks), before, after, unknown)
 
 			// One error line, naming the loss, the rescue and what to do.
 			var lost []map[string]any
@@ -240,13 +271,17 @@ func TestServeStoreLost(t *testing.T) {
 			rescued, _ := lost[0]["rescued_to"].(string)
 			h := svOpenRO(t, rescued)
 			defer h.Close()
+			// No write answered "unavailable" (not written) is there.
 			for _, a := range acks {
-				if a.status < 200 || a.status >= 300 {
-					continue
-				}
 				var n int
-				if err := h.QueryRow("SELECT COUNT(*) FROM entities WHERE id = ?", a.id).Scan(&n); err != nil || n != 1 {
-					t.Errorf("acknowledged write %s is not in the rescued copy %s (%d, %v)", a.id, rescued, n, err)
+				if err := h.QueryRow("SELECT COUNT(*) FROM entities WHERE id = ?", a.id).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case a.status/100 == 2 && n != 1:
+					t.Errorf("acknowledged write %s is not in the rescued copy %s", a.id, rescued)
+				case a.cause == "unavailable" && n != 0:
+					t.Errorf("write %s was answered 503 unavailable (not written) but is in the rescued copy %s", a.id, rescued)
 				}
 			}
 
@@ -411,6 +446,153 @@ func TestServeDiskFull(t *testing.T) {
 	}
 	if len(d.logged("store takes writes again", nil)) != 1 {
 		t.Errorf("recovery not logged once:\n%s", d.logs.String())
+	}
+}
+
+// The store's disk reserve (store.minFreeBytes and reserveMargin): not
+// ready below 1 MiB free, ready again from 2 MiB.
+const (
+	reserveLow  = 1 << 20
+	reserveHigh = 2 << 20
+)
+
+// fillDisk fills the file system of dir with files of fillerSize bytes
+// (the last one shorter) until it is full, and returns them in order.
+func fillDisk(t *testing.T, dir string) []string {
+	t.Helper()
+	const fillerSize = 256 << 10
+	chunk := make([]byte, 64<<10)
+	var files []string
+	for i := 0; ; i++ {
+		path := filepath.Join(dir, fmt.Sprintf("filler-%03d", i))
+		f, err := os.Create(path)
+		if err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return files
+			}
+			t.Fatal(err)
+		}
+		files = append(files, path)
+		for n := 0; n < fillerSize; n += len(chunk) {
+			if _, err := f.Write(chunk); err != nil {
+				f.Close()
+				if errors.Is(err, syscall.ENOSPC) {
+					return files
+				}
+				t.Fatal(err)
+			}
+		}
+		f.Close()
+	}
+}
+
+// freeOn is the free space of dir's file system as the daemon (root) sees it.
+func freeOn(t *testing.T, dir string) uint64 {
+	t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Bfree * uint64(st.Bsize)
+}
+
+// fileStamp is a file's size and modification time ("" for none).
+func fileStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d bytes, modified %s", fi.Size(), fi.ModTime().Format(time.RFC3339Nano))
+}
+
+// TestServeDiskReserve: once the disk ran short, freeing a little (more
+// than the 1 MiB threshold, less than the 2 MiB it needs to resume) leaves
+// the daemon not ready, refusing writes with 503, and writing nothing of
+// its own over several sweep periods (jobs every second, presence every 2
+// s): the free space stays free and the database files stay untouched.
+// Freeing more makes it ready again without a restart, and the recovery
+// line counts the background runs it skipped.
+func TestServeDiskReserve(t *testing.T) {
+	t.Parallel()
+	mnt := mountOrSkip(t, "tmpfs", "tmpfs", "size=16m")
+	db := filepath.Join(mnt, "watchdog.db")
+	cfg := svWriteConfig(t, t.TempDir(), svConfig{}, db)
+	d := svStart(t, cfg, db)
+	d.waitReadyz("ready", svDeadline, func(code int, _ string) bool { return code == http.StatusOK })
+	pid := d.cmd.Process.Pid
+	// Entities for the jobs to sweep: a live process and a dead one.
+	sleeper := testenv.Sleep(t)
+	for _, body := range []string{
+		fmt.Sprintf(`{"type":"session","id":"live","lifecycle":"running","pid":%d}`, sleeper.Process.Pid),
+		fmt.Sprintf(`{"type":"session","id":"dead","lifecycle":"running","pid":%d}`, testenv.DeadPID(t)),
+	} {
+		if code, out, err := d.stPost("/api/v1/entities", body); err != nil || code/100 != 2 {
+			t.Fatalf("register: %d %s %v", code, out, err)
+		}
+	}
+
+	fillers := fillDisk(t, mnt)
+	d.waitReadyz("not ready on a full disk", svDeadline, func(code int, body string) bool {
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "is full")
+	})
+	// Free a little: above the threshold, under threshold + margin.
+	for len(fillers) > 0 && freeOn(t, mnt) < reserveLow+(reserveHigh-reserveLow)/2 {
+		if err := os.Remove(fillers[len(fillers)-1]); err != nil {
+			t.Fatal(err)
+		}
+		fillers = fillers[:len(fillers)-1]
+	}
+	freed := freeOn(t, mnt)
+	if freed <= reserveLow || freed >= reserveHigh {
+		t.Fatalf("freed to %d bytes, want between %d and %d", freed, reserveLow, reserveHigh)
+	}
+	before := map[string]string{}
+	for _, f := range []string{db, db + "-wal"} {
+		before[f] = fileStamp(f)
+	}
+	// Several sweep periods (jobs every second, presence every 2 s, the
+	// store watch every second): nothing may be written meanwhile.
+	for range 6 {
+		time.Sleep(time.Second)
+		if code, body := d.readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "is full") {
+			t.Errorf("readyz with %d bytes free, under threshold + margin: %d %q, want 503 saying the disk is full", freed, code, body)
+		}
+	}
+	if now := freeOn(t, mnt); now < freed {
+		t.Errorf("free space went from %d to %d bytes while not ready: the daemon wrote in the background", freed, now)
+	}
+	for f, was := range before {
+		if now := fileStamp(f); now != was {
+			t.Errorf("%s changed while not ready for space: %s, was %s", f, now, was)
+		}
+	}
+	code, body, err := d.stPost("/api/v1/entities", `{"type":"session","id":"in-reserve","lifecycle":"running"}`)
+	if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, `"unavailable"`) {
+		t.Errorf("write under the reserve: %d %s %v, want 503 unavailable", code, body, err)
+	}
+
+	// Free the rest: ready again, without a restart.
+	for _, f := range fillers {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.waitReadyz("ready again", svDeadline, func(code int, _ string) bool { return code == http.StatusOK })
+	if code, body, err := d.stPost("/api/v1/entities", `{"type":"session","id":"after-reserve","lifecycle":"running"}`); err != nil || code/100 != 2 {
+		t.Errorf("write after space was freed: %d %s %v", code, body, err)
+	}
+	if d.exited() || d.cmd.Process.Pid != pid {
+		t.Errorf("the daemon restarted")
+	}
+	back := d.logged("store takes writes again", nil)
+	if len(back) != 1 {
+		t.Fatalf("recovery logged %d times:\n%s", len(back), d.logs.String())
+	}
+	if n, _ := back[0]["background_runs_skipped"].(float64); n < 6 {
+		t.Errorf("recovery line counts %v skipped background runs, want at least the 6 seconds' jobs: %v", back[0]["background_runs_skipped"], back[0])
+	}
+	if n := len(d.logged("request failed", nil)); n != 0 {
+		t.Errorf("%d 'request failed' lines: a refused write is not a server fault", n)
 	}
 }
 

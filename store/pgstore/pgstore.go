@@ -12,6 +12,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -156,10 +158,13 @@ func (s *Store) QuickCheck(ctx context.Context) error { return s.Ping(ctx) }
 
 // classify turns what the server or the connection failed with into the
 // store's vocabulary: a server that cannot take writes now (gone, shutting
-// down, read-only, out of disk or connections) is store.ErrUnavailable,
-// the API's 503.
+// down, read-only, out of disk or connections) or a connection lost is
+// store.ErrUnavailable, the API's 503. It is for failures that wrote
+// nothing: a read's, or a write's before its COMMIT was sent; a failed
+// COMMIT is commitFailed's.
 func classify(err error) error {
-	if err == nil || errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrOutcomeUnknown) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	var pe *pgconn.PgError
@@ -167,13 +172,13 @@ func classify(err error) error {
 		switch {
 		case strings.HasPrefix(pe.Code, "08"), // connection exception
 			strings.HasPrefix(pe.Code, "53"),  // insufficient resources (disk full, too many connections)
-			strings.HasPrefix(pe.Code, "57P"), // operator intervention (shutdown)
+			strings.HasPrefix(pe.Code, "57P"), // operator intervention (shutdown, pg_terminate_backend)
 			pe.Code == "25006":                // read_only_sql_transaction (a standby)
 			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 		}
 		return err
 	}
-	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || connectionLost(err) {
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	var ce *pgconn.ConnectError
@@ -181,6 +186,36 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return err
+}
+
+// connectionLost reports an error of the connection itself rather than
+// of the statement: the server closed it (a terminated backend, a
+// restart) or the network failed.
+func connectionLost(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.As(err, &ne)
+}
+
+// commitFailed classifies a failed COMMIT. Nothing sent (pgconn's
+// SafeToRetry), or an ERROR the server answered it with (it rolled the
+// transaction back): nothing was written, as classify says. Anything else
+// (the connection lost after COMMIT was sent, a FATAL that may follow a
+// commit the server made, a timeout waiting for the answer) leaves the
+// write's outcome unknown: store.ErrOutcomeUnknown, the API's 504.
+func commitFailed(err error) error {
+	err = fmt.Errorf("commit: %w", err)
+	var pe *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrTxCommitRollback):
+		return err // the transaction had failed already: the statement's error was returned before
+	case pgconn.SafeToRetry(err):
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	case errors.As(err, &pe) && (pe.SeverityUnlocalized == "ERROR" || pe.SeverityUnlocalized == "" && pe.Severity == "ERROR"):
+		return classify(err)
+	}
+	return fmt.Errorf("%w: the connection failed after COMMIT was sent: %w", store.ErrOutcomeUnknown, err)
 }
 
 type migration struct {
@@ -294,16 +329,31 @@ func (s *Store) writeTxOnce(ctx context.Context, fn func(tx pgx.Tx) error) error
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", feedLockKey); err != nil {
-		return classify(fmt.Errorf("take the feed lock: %w", err))
+		return beforeCommit(tx, fmt.Errorf("take the feed lock: %w", err))
 	}
 	if err := fn(tx); err != nil {
-		return classify(err)
+		return beforeCommit(tx, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return classify(fmt.Errorf("commit: %w", err))
+		return commitFailed(err)
 	}
 	s.bump()
 	return nil
+}
+
+// beforeCommit classifies a write's failure before its COMMIT: nothing
+// was written. An error classify does not know as the connection's is
+// still one when the connection is gone with it (pgx closes it on a
+// protocol or network failure): the store, not the request, failed.
+func beforeCommit(tx pgx.Tx, err error) error {
+	err = classify(err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err // the caller gave up (pgx closes the connection then too)
+	}
+	if !errors.Is(err, store.ErrUnavailable) && tx.Conn().IsClosed() {
+		return fmt.Errorf("%w: the connection was lost: %w", store.ErrUnavailable, err)
+	}
+	return err
 }
 
 // guard sets what keeps one stalled client from stalling the fleet: a
