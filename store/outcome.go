@@ -105,12 +105,17 @@ func unavailableCode(code int) bool {
 	return false
 }
 
-// I/O error codes (extended SQLITE_IOERR_*) that can only come from
-// reading, locking or mapping, never from writing the WAL or syncing it:
-// a commit that failed with one of them wrote no commit frame.
+// I/O error codes (extended SQLITE_IOERR_*) after which a commit frame
+// cannot be on disk: those of reading, locking or mapping, and a failed
+// write itself (SQLite writes the WAL's frames in order, the commit frame
+// last, and stops at the first failed write, so a commit whose write
+// failed wrote no whole commit frame: a read-only remount, EIO, ENOSPC
+// answered to pwrite). What is left, a failed fsync or truncate, may
+// follow a commit frame that is whole on disk.
 var readSideIOErrs = map[int]bool{
 	codeIOErr | 1<<8:  true, // READ
 	codeIOErr | 2<<8:  true, // SHORT_READ
+	codeIOErr | 3<<8:  true, // WRITE
 	codeIOErr | 7<<8:  true, // FSTAT
 	codeIOErr | 9<<8:  true, // RDLOCK
 	codeIOErr | 12<<8: true, // NOMEM
