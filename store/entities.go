@@ -441,18 +441,35 @@ func (s *SQLite) register(ctx context.Context, tx *sql.Tx, e Entity, actor strin
 func (s *SQLite) Get(ctx context.Context, typ, id string) (Entity, error) {
 	// Prepared once: parsing this SELECT was a third of a registration's
 	// CPU (every write path and every monitor check reads the row first).
+	// A store known lost is not read at all: a pooled connection might be
+	// opened on the file that replaced it (see lostOr).
+	if lost := s.usable(); lost != nil {
+		return Entity{}, fmt.Errorf("read entity %s/%s: %w", typ, id, lost)
+	}
 	st, err := s.prepared(ctx, selectEntity)
 	if err != nil {
 		return Entity{}, fmt.Errorf("read entity %s/%s: %w", typ, id, err)
 	}
 	e, err := scanEntity(st.QueryRowContext(ctx, typ, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Entity{}, fmt.Errorf("entity %s/%s: %w", typ, id, ErrNotFound)
+		return Entity{}, fmt.Errorf("entity %s/%s: %w", typ, id, s.lostOr(ErrNotFound))
 	}
 	if err != nil {
-		return Entity{}, fmt.Errorf("read entity %s/%s: %w", typ, id, err)
+		return Entity{}, fmt.Errorf("read entity %s/%s: %w", typ, id, s.lostOr(err))
 	}
 	return e, nil
+}
+
+// lostOr is err, or the store's loss when its identity is lost: a
+// connection the pool opened after the file was replaced reads another
+// database ("no such table", or a row that is not there), and the write
+// path that read first must answer "not written" (503), not a fault or a
+// 404.
+func (s *SQLite) lostOr(err error) error {
+	if lost := s.usable(); lost != nil {
+		return fmt.Errorf("%w (the read said: %v)", lost, err)
+	}
+	return err
 }
 
 // List reads the entities a filter selects, ordered by type and id.

@@ -119,6 +119,14 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(8)
+	// Every connection stays open: database/sql would close all but two
+	// idle ones after each burst and open new ones for the next, and a
+	// connection opened after the file was replaced (see watchIdentity)
+	// recovers the old WAL into the new file, corrupting what the pinned
+	// connection still reads for the rescue. Eight are opened at most
+	// anyway; keeping them costs their descriptors (the fd budget counts
+	// all eight) and no churn.
+	db.SetMaxIdleConns(8)
 	s := &SQLite{db: db, path: path}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
