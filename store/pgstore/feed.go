@@ -87,6 +87,14 @@ func (s *Store) Changes() <-chan struct{} { return s.changed }
 // sees it). The caller reads it before the rows, so a commit after that
 // read moves it again. While the listener has no connection it moves on
 // every call. The value itself means nothing.
+//
+// It also folds in the feed's head, read now (one query): a notification
+// arrives after the commit it tells of, so a read on this daemon right
+// after a write acknowledged by another daemon of the fleet would find
+// the version unmoved and answer from before the write (a team registered
+// through one daemon read as 404 from another). With the head, every
+// write acknowledged before the read is seen by it: read your writes
+// across the fleet.
 func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -94,7 +102,12 @@ func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 	if !s.listening.Load() {
 		return s.version.Add(1), nil
 	}
-	return s.version.Load(), nil
+	v := s.version.Load()
+	head, err := s.FeedHead(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return v*1_000_003 ^ head.Revision<<20 ^ head.Seq, nil
 }
 
 // ChangesSince reads the change feed as store.SQLite.ChangesSince does:
