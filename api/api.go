@@ -1,6 +1,6 @@
-// Package api is watchdog's HTTP interface (SPEC §9): the entity API an
+// Package api is watchdog's HTTP interface (docs/reference/http-api.md): the entity API an
 // orchestrator in any language uses to register work and record
-// transitions, the attention queue (SPEC §8), /metrics, /healthz and
+// transitions, the attention queue, /metrics, /healthz and
 // /readyz. It is plain net/http with Go 1.22 ServeMux patterns.
 //
 // # Requests and errors

@@ -277,7 +277,7 @@ func TestTransitionApplied(t *testing.T) {
 	if v := e.metric("watchdog_transitions_total", "entity_type", "session", "from", "running", "to", "aborted", "actor", "orchestrator"); v != 1 {
 		t.Errorf("watchdog_transitions_total = %v", v)
 	}
-	// An admin may abort a session (ADR-0025) and says so in the audit log.
+	// An admin may abort a session (the Session Status Vocabulary design) and says so in the audit log.
 	e.register("session", "s-2", "running")
 	if r := e.do("POST", "/api/v1/entities/session/s-2/transitions", `{"to":"failed","actor":"admin","reason":{"code":"run.failed.operator"}}`); r.status != 200 {
 		t.Errorf("admin failed: %d %s", r.status, r.body)

@@ -1,4 +1,5 @@
-// Package attention builds the attention queue of ADR-0030 (SPEC §8): one
+// Package attention builds the attention queue of the Attention Queue design
+// (docs/reference/state-model.md, The attention queue): one
 // flat, prioritised list of what needs a person, across every entity type,
 // clustered by reason code, with snoozes and dismissals applied. The HTTP
 // API (GET /api/attention), `watchdog attention` and the
@@ -8,7 +9,7 @@
 // # Which items exist
 //
 // An item is one (entity, reason code) pair of a non-legacy entity whose
-// derived severity (ADR-0033, transitions.View) is critical, warning or
+// derived severity (the Unified Entity State Model design's cascade, transitions.View) is critical, warning or
 // info. Its reason codes are those of the entity's NormalizedState: the
 // reason of the transition that brought it to its lifecycle, then the
 // probe's findings that reason does not subsume (state.Subsumes: one item
@@ -42,10 +43,10 @@
 // and by_severity count every item the request selects (severity filter
 // and dismissals applied), never just the page the limit cuts.
 //
-// Blind spot: severity is ADR-0033's cascade over outcome, health and
+// Blind spot: severity is the Unified Entity State Model design's cascade over outcome, health and
 // delivery only, so an entity whose lifecycle alone signals trouble but
 // that has no outcome and a healthy or unknown health (a play or show in
-// `blocked`, say) is neutral and has no item, although ADR-0030 listed
+// `blocked`, say) is neutral and has no item, although the Attention Queue design listed
 // blocked plays as warnings. The reaper's blocking reasons surface once
 // the cascade ranks that lifecycle.
 //
@@ -87,7 +88,7 @@ import (
 )
 
 // DefaultFailureWindow is how long an entity with an outcome stays in the
-// queue when the caller sets no window (SPEC thresholds.failure_window).
+// queue when the caller sets no window (config thresholds.failure_window).
 const DefaultFailureWindow = 24 * time.Hour
 
 // Limits of the `limit` query parameter.
@@ -194,7 +195,7 @@ type Reason struct {
 }
 
 // Action is one thing a person can do with an item, in the shape of
-// ADR-0031's EntityAction descriptor: a link (Href) or a call (Endpoint and
+// the Attention Queue design's EntityAction descriptor: a link (Href) or a call (Endpoint and
 // Method, with a JSON body of Body).
 type Action struct {
 	ID              string         `json:"id"`

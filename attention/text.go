@@ -9,7 +9,7 @@ import (
 )
 
 // Text renders the queue as `watchdog attention` prints it, like
-// ADR-0030 §8: a severity header with its count over the whole queue, then
+// the Attention Queue design's dashboard: a severity header with its count over the whole queue, then
 // each cluster (its size over the whole queue too, its reason's registered
 // summary, the range of its items' onsets and their entities: ClusterOf),
 // then its items on this page, each with its own detail.

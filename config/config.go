@@ -74,7 +74,7 @@ type HTTP struct {
 // ceiling of open files per process (fs.nr_open), which no cap can pass.
 const MaxHTTPConnections = 1 << 20
 
-// Alertmanager is the "alertmanager" section (SPEC §12).
+// Alertmanager is the "alertmanager" section (README, "Push alerts to Alertmanager").
 type Alertmanager struct {
 	// URLs are the Alertmanager instances (http or https base URLs, such
 	// as http://127.0.0.1:9093); each gets every alert, as Prometheus
@@ -259,11 +259,12 @@ type Log struct {
 // DefaultListen is the default HTTP listen address.
 const DefaultListen = "127.0.0.1:9715"
 
-// Default values of each section, as in SPEC.md. [Default] copies them.
+// Default values of each section, as docs/reference/config.md and
+// deploy/config.example.yaml list them. [Default] copies them.
 var (
 	// DefaultStore is an SQLite file in the working directory.
 	DefaultStore = Store{Driver: "sqlite", DSN: "./watchdog.db"}
-	// DefaultThresholds are the SPEC's thresholds.
+	// DefaultThresholds are the default thresholds.
 	DefaultThresholds = Thresholds{
 		IdleAfter:     Duration(10 * time.Minute),
 		StalledAfter:  Duration(60 * time.Minute),
@@ -277,7 +278,7 @@ var (
 		HostDisconnectedAfter: Duration(time.Minute),
 		HostLostAfter:         Duration(15 * time.Minute),
 	}
-	// DefaultJobs are the SPEC's job schedules.
+	// DefaultJobs are the default job schedules.
 	DefaultJobs = Jobs{
 		Sweep:           "@every 1m",
 		EnforceTerminal: "@every 30s",
@@ -427,7 +428,7 @@ func (c *Config) validateListen() []error {
 }
 
 // CheckListen refuses a listen address that is not host:port, and a
-// non-loopback one with auth: none (SPEC §9): every mutating endpoint would
+// non-loopback one with auth: none (docs/reference/http-api.md, Authentication): every mutating endpoint would
 // be open to the network. Validate applies it, and the daemon again before
 // it listens, since it may be handed a Config that was never validated.
 func CheckListen(listen string, authNone bool) error {

@@ -12,7 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// specDefaults is SPEC.md's defaults written out by hand, so that a changed
+// specDefaults is docs/reference/config.md's defaults written out by hand, so that a changed
 // default value fails a test.
 var specDefaults = Config{
 	HostID:       "",

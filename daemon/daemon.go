@@ -597,8 +597,8 @@ func configuredToken(a config.Auth) (tokenfile.File, error) {
 }
 
 // ownToken returns the daemon's own token, in tokenfile.Name beside the
-// database, creating it on the first start (SPEC §9: writes need a token
-// by default). The path is logged so an operator knows where to read it;
+// database, creating it on the first start (writes need a token by default:
+// docs/reference/http-api.md, Authentication). The path is logged so an operator knows where to read it;
 // the token itself never is.
 func ownToken(dsn string, log *zap.Logger) (string, error) {
 	path := tokenfile.BesideDatabase(dsn)

@@ -36,7 +36,7 @@ const (
 	moduleRoot    = ".."
 )
 
-// specMetrics is SPEC.md section 9 "Metrics": name and type. The alerts and
+// specMetrics is the table of docs/reference/metrics.md: name and type. The alerts and
 // the dashboard may use only these (and "up", which Prometheus adds); the
 // real scrape in TestMetricNamesAreExported is the final word.
 var specMetrics = map[string]string{
@@ -57,10 +57,10 @@ var specMetrics = map[string]string{
 // prometheusSynthesized are series Prometheus makes itself, never exported.
 var prometheusSynthesized = map[string]bool{"up": true}
 
-// exporterExtras are metrics the exporter adds beyond SPEC.md's table:
+// exporterExtras are metrics the exporter adds beyond the original contract's table:
 // node_exporter's convention for a scrape-time collector that can fail,
-// the fleet's leader gauge (SPEC §10) and the Alertmanager push's counters
-// (SPEC §12). TestMetricNamesAreExported checks them against a real scrape
+// the fleet's leader gauge (docs/fleet.md) and the Alertmanager push's counters
+// (README, "Push alerts to Alertmanager"). TestMetricNamesAreExported checks them against a real scrape
 // like the others; the dashboard need not show them.
 var exporterExtras = map[string]string{
 	"watchdog_scrape_collector_success":          "gauge",
@@ -463,7 +463,7 @@ func usedMetrics(t *testing.T) map[string][]string {
 }
 
 // TestMetricNamesFollowSpec: the alerts and the dashboard use only the
-// metrics of SPEC.md, and the dashboard shows every one of them.
+// metrics of docs/reference/metrics.md, and the dashboard shows every one of them.
 func TestMetricNamesFollowSpec(t *testing.T) {
 	kinds := map[string]string{}
 	for n, k := range specMetrics {
@@ -477,7 +477,7 @@ func TestMetricNamesFollowSpec(t *testing.T) {
 			continue
 		}
 		if _, ok := specMetrics[familyName(name, kinds)]; !ok {
-			t.Errorf("%s (used in %s) is not a metric of SPEC.md section 9", name, strings.Join(uniq(where), ", "))
+			t.Errorf("%s (used in %s) is not a metric of docs/reference/metrics.md", name, strings.Join(uniq(where), ", "))
 		}
 	}
 	inDashboard := map[string]bool{}

@@ -1,4 +1,4 @@
-// Package jobs is the vocabulary of the daemon's scheduled jobs (SPEC §7):
+// Package jobs is the vocabulary of the daemon's scheduled jobs (docs/reference/state-model.md, Scheduled jobs):
 // their names, which are the keys of the config's jobs section, the label
 // values of the job metrics and a reaper report's Job, and the results of
 // one run. It has one owner so that the daemon's job table, the metrics'
@@ -7,7 +7,7 @@
 // test in daemon.
 package jobs
 
-// Job names, in SPEC §7's order.
+// Job names, in the order of the jobs table in docs/reference/state-model.md.
 const (
 	Sweep           = "sweep"
 	EnforceTerminal = "enforce_terminal"
@@ -16,7 +16,7 @@ const (
 	Vacuum          = "vacuum"
 )
 
-// Names lists every job, in SPEC §7's order.
+// Names lists every job, in the order of that table.
 var Names = []string{Sweep, EnforceTerminal, ReapPhantoms, CheckSchedules, Vacuum}
 
 // Job results, the closed label vocabulary of watchdog_job_runs_total.

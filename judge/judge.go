@@ -34,7 +34,7 @@ type Settings struct {
 	FailureWindow time.Duration
 }
 
-// DefaultSettings are the SPEC defaults.
+// DefaultSettings are the config's defaults (docs/reference/config.md).
 var DefaultSettings = Settings{
 	Probe:         probe.DefaultThresholds,
 	TerminalGrace: 30 * time.Second,

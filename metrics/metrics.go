@@ -1,4 +1,4 @@
-// Package metrics exports watchdog's Prometheus metrics (SPEC §9).
+// Package metrics exports watchdog's Prometheus metrics (docs/reference/metrics.md).
 //
 // Gauges about entities are computed at scrape time from the daemon's live
 // view (package live): the group sizes it keeps as entities change, the
@@ -24,7 +24,7 @@
 //     stays (at 0 when empty) until the process restarts;
 //   - watchdog_transitions_rejected_total for every type and cause, and
 //     watchdog_job_runs_total and watchdog_job_duration_seconds for every
-//     job of SPEC §7, start at 0;
+//     job (docs/reference/state-model.md, Scheduled jobs), start at 0;
 //   - watchdog_transitions_total for every edge of every graph and every
 //     actor, and watchdog_reaped_total for every reaper outcome
 //     (reaper.Outcomes), start at 0.

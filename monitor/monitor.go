@@ -1,4 +1,4 @@
-// Package monitor is the event-driven core of liveness (SPEC §6): it holds
+// Package monitor is the event-driven core of liveness (docs/reference/state-model.md, Probing): it holds
 // a pidfd watch on every open local entity's process and a timer heap of
 // every timed judgement, so a death is judged the moment the kernel reports
 // it and a threshold at the moment it passes, not when a sweep comes round.
@@ -72,7 +72,7 @@ type Settings struct {
 	PollInterval time.Duration
 }
 
-// DefaultSettings are the SPEC defaults, and a 5 s poll: a death on a
+// DefaultSettings are the config's defaults, and a 5 s poll: a death on a
 // system without pidfds is seen within 5 s at the cost of one /proc read
 // per polled process every 5 s (about 5µs each), where the sweep took a
 // minute.

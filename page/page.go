@@ -1,4 +1,4 @@
-// Package page is the operator's page (SPEC §13): the attention queue, the
+// Package page is the operator's page (README, "The operator's page"): the attention queue, the
 // entity table and the entity pages, server-rendered with html/template
 // from embedded files over the daemon's live view, the same view the JSON
 // API reads (the same queue as GET /api/attention, the same entities as
@@ -461,7 +461,7 @@ func itemOf(it *attention.Item, now time.Time) itemView {
 	return v
 }
 
-// Icons by tone: the pill never says anything by colour alone (seed 001:
+// Icons by tone: the pill never says anything by colour alone (the Session Status Vocabulary design:
 // colour, icon and text together).
 var toneIcons = map[string]string{
 	"danger":  "✕",

@@ -161,7 +161,7 @@ var defaultArtifactLimits = artifactLimits{
 	time:         state.MaxArtifactCheckTime,
 }
 
-// CheckArtifacts evaluates an artifact contract (SPEC §6) against the files
+// CheckArtifacts evaluates an artifact contract (docs/reference/state-model.md, Probing) against the files
 // under root. startedAt is the entity's start (zero = unknown), for
 // newer_than_start.
 //
@@ -403,7 +403,7 @@ func lookupFailure(err error, viaSymlink bool) found {
 	switch {
 	case errors.Is(err, errEscapes):
 		// Pointing out of the root is invalid whether or not the target
-		// exists (SPEC §6), and the operator's fix differs (the link, not
+		// exists (docs/reference/state-model.md, Probing), and the operator's fix differs (the link, not
 		// the missing file).
 		return found{status: ArtifactInvalid, escapes: true, problem: "a symlink on the way leads outside the artifacts root (absolute links count as outside); not read"}
 	case errors.Is(err, syscall.ENOENT):

@@ -9,7 +9,7 @@ import (
 )
 
 // Thresholds are the ages and durations the classification compares with
-// (SPEC §6, config `thresholds.*`).
+// (docs/reference/state-model.md, Probing; config `thresholds.*`).
 type Thresholds struct {
 	// IdleAfter: a heartbeat at least this old makes a live entity idle.
 	IdleAfter time.Duration
@@ -22,7 +22,7 @@ type Thresholds struct {
 	SlowUntil time.Duration
 }
 
-// DefaultThresholds are the SPEC defaults: idle after 10m, stalled after
+// DefaultThresholds are the config's defaults (docs/reference/config.md): idle after 10m, stalled after
 // 60m, slow from 60m until 3h. A zero field of the Thresholds passed to
 // Classify or Probe takes its value from here.
 var DefaultThresholds = Thresholds{
@@ -127,7 +127,7 @@ type cites struct {
 }
 
 // Classify judges observations: a pure function of them, the thresholds and
-// now. Order of judgement (SPEC §6): liveness first, heartbeat staleness
+// now. Order of judgement (docs/reference/state-model.md, Probing): liveness first, heartbeat staleness
 // second, artifact evidence third.
 //
 // A non-terminal entity is, first match wins:
@@ -375,7 +375,7 @@ func (r *Result) evidence(on cites) []state.EvidenceRef {
 	case on.pid && hb:
 		// "pid 4242 not running (no such process); last heartbeat 71m ago
 		// (heartbeat file /run/agents/s-42.hb)": the pid check and the
-		// heartbeat read together, as in SPEC §2's example.
+		// heartbeat read together, as in docs/reference/state-model.md's example.
 		ev = append(ev, state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: pidAndHeartbeat(r.PID, r.Heartbeat), FetchedAt: fetched})
 	case on.pid:
 		ev = append(ev, r.PID.evidence(fetched))

@@ -188,7 +188,7 @@ func TestClassifyEvidenceReads(t *testing.T) {
 		}
 	}
 	want := []string{
-		// As SPEC §2's example: the pid and the heartbeat on one line.
+		// As docs/reference/state-model.md's example: the pid and the heartbeat on one line.
 		"pid 4242 not running (no such process; start time 1716517000.00; exit status not available); last heartbeat " + state.Stamp(classifyNow.Add(-71*time.Minute)) + " (posted heartbeat)",
 		"review.md: 0 bytes < min 1",
 	}

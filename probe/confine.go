@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Confinement of artifact paths (SPEC §6, ADR-0010). An artifacts root is
+// Confinement of artifact paths (docs/reference/state-model.md, Probing; ADR-0010). An artifacts root is
 // opened once per check, and every lookup below it goes through that
 // handle: on Linux with openat2(RESOLVE_BENEATH), where the kernel refuses
 // any step out of the root (an absolute symlink, ".." above it) during

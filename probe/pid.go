@@ -14,7 +14,7 @@ import (
 	"watchdog/unixtime"
 )
 
-// Liveness is the three-valued answer of a PID check (SPEC §6). The zero
+// Liveness is the three-valued answer of a PID check (docs/reference/state-model.md, Probing). The zero
 // value is Unknown: a liveness nobody checked is neither alive nor dead.
 type Liveness uint8
 
@@ -103,7 +103,7 @@ var (
 const userHZ = 100
 
 // startTimeTolerance is how far two wall-clock start times of the same
-// process may differ (SPEC §6): btime is whole seconds and moves with clock
+// process may differ (docs/reference/state-model.md, Probing): btime is whole seconds and moves with clock
 // steps, so a start time derived from it is only known to within a second.
 const startTimeTolerance = time.Second
 
@@ -321,7 +321,7 @@ func (o PIDObservation) ReasonCode() state.ReasonCode {
 }
 
 // CheckPID decides whether the recorded process is alive, dead or unknown
-// (SPEC §6), in this order:
+// (docs/reference/state-model.md, Probing), in this order:
 //
 //   - no pid recorded: Unknown;
 //   - recorded on another host: Unknown, not checked (CauseOtherHost);

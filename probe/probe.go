@@ -1,6 +1,6 @@
 // Package probe observes processes, heartbeats, lock files and artifacts
-// and classifies them into health, delivery, reasons and evidence (SPEC
-// §6).
+// and classifies them into health, delivery, reasons and evidence
+// (docs/reference/state-model.md, Probing).
 //
 // One file per check kind: pid.go (liveness with identity), heartbeat.go,
 // locks.go, artifacts.go; each does its syscalls and returns a plain
@@ -56,7 +56,7 @@ type Target struct {
 	HeartbeatProgress string
 	// NoHeartbeat says the entity has no heartbeat at all, so its staleness
 	// is not judged (an ad-hoc probe of a bare pid). Without it an entity
-	// that never sent a heartbeat ages from its start (SPEC §6).
+	// that never sent a heartbeat ages from its start (docs/reference/state-model.md, Probing).
 	NoHeartbeat bool
 
 	// StartedAt is when the entity started; zero falls back to StartTime.
@@ -130,7 +130,7 @@ func (h *Host) Probe(ctx context.Context, t Target, th Thresholds, now time.Time
 	}
 	switch {
 	case len(t.Artifacts) == 0:
-		// No contract: nothing is expected, running or not (SPEC §6), and
+		// No contract: nothing is expected, running or not (docs/reference/state-model.md, Probing), and
 		// nothing to read.
 		obs.Artifacts = ArtifactResult{Delivery: state.DeliveryNotExpected}
 	case !t.SkipArtifacts:

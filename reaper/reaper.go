@@ -84,7 +84,7 @@ type Settings struct {
 	KillUIDs []int
 }
 
-// DefaultSettings are the SPEC defaults.
+// DefaultSettings are the config's defaults (docs/reference/config.md).
 var DefaultSettings = Settings{
 	Settings:              judge.DefaultSettings,
 	HostDisconnectedAfter: time.Minute,

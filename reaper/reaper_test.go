@@ -281,7 +281,7 @@ func TestUnknownAndStaleHeartbeatNeverEnd(t *testing.T) {
 // TestRemoteEntityJudgedByItsHeartbeat: an entity of another host is never
 // process-checked here, and its heartbeat file (a path on its own host) is
 // not read; a fresh posted heartbeat reads running, a stale one
-// disconnected (SPEC §6), and neither ends it.
+// disconnected (docs/reference/state-model.md, Probing), and neither ends it.
 func TestRemoteEntityJudgedByItsHeartbeat(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()

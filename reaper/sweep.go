@@ -274,7 +274,7 @@ func (r *Reaper) judgeOne(ctx context.Context, e store.Entity, parentTerminal, r
 // hosts that have, or ever had, a daemon. The list holds, besides this host's,
 // the open entities of other hosts with a pid or a posted heartbeat
 // (store.Filter.AlsoRemoteLive), which this daemon judges by heartbeat
-// alone: their process is never checked here (SPEC §6), their heartbeat
+// alone: their process is never checked here (docs/reference/state-model.md, Probing), their heartbeat
 // file, artifacts and locks are paths on their own host (remoteTarget),
 // and they are never ended here (enforcement and reaping list this host
 // only). But a host with a daemon of its own is that daemon's to judge, by

@@ -8,7 +8,7 @@ import (
 // FormatAge renders an age the way operators read it in the CLI's tables:
 // whole seconds under a minute, then minutes, hours, days (42s, 7m, 3h,
 // 2d), each truncated; under a second (or negative) is 0s. The probe's
-// evidence text keeps its own, finer format (90s, 71m, as in SPEC §2's
+// evidence text keeps its own, finer format (90s, 71m, as in the state model's
 // "last heartbeat 71m ago"), stored in reasons: changing either would
 // change what operators and stored evidence read.
 func FormatAge(d time.Duration) string {

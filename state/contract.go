@@ -14,7 +14,7 @@ const (
 )
 
 // ArtifactSpec is one expected output of an entity (the artifact contract
-// of ADR-0029): a path or glob relative to the entity's artifacts root.
+// the Unified Entity State Model design refers to): a path or glob relative to the entity's artifacts root.
 type ArtifactSpec struct {
 	Path string `json:"path" yaml:"path"`
 	// Required defaults to true when absent from the wire (see wire).

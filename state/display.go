@@ -69,7 +69,7 @@ func DeliveryLabel(d Delivery, subject string) string {
 }
 
 // DisplayChain renders a state as one flat chain instead of stacked badges
-// (ADR-0033 "State display contract"), e.g. "Running · Stalled · Artifacts
+// (the Unified Entity State Model design's "State display contract"), e.g. "Running · Stalled · Artifacts
 // missing". subject is as for DeliveryLabel. judged says whether the
 // entity has a runtime of its own to judge (a process, a heartbeat file
 // or posted heartbeats): only then is "ok" a finding worth a segment.

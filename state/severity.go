@@ -1,6 +1,7 @@
 package state
 
-// DeriveSeverity is ADR-0033's derive_severity: a priority cascade over the
+// DeriveSeverity is derive_severity of the Unified Entity State Model
+// design: a priority cascade over the
 // three dimensions, first match wins. It is total: any combination,
 // including values outside the vocabulary, yields a severity and a tone.
 func DeriveSeverity(outcome string, health Health, delivery Delivery) (Severity, Tone) {

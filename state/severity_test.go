@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// seedRule is one `if` of ADR-0033's derive_severity, transcribed in the
+// seedRule is one `if` of the Unified Entity State Model design's derive_severity, transcribed in the
 // seed's own order, as data: an independent encoding to check the switch
 // in severity.go against.
 type seedRule struct {
@@ -71,7 +71,7 @@ func TestDeriveSeverityCrossProduct(t *testing.T) {
 }
 
 func TestSeverityTonePairs(t *testing.T) {
-	// ADR-0033's table of which tones a severity may carry.
+	// The Unified Entity State Model design's table of which tones a severity may carry.
 	allowed := map[Severity][]Tone{
 		SeverityCritical: {ToneDanger},
 		SeverityWarning:  {ToneWarning},
@@ -79,7 +79,7 @@ func TestSeverityTonePairs(t *testing.T) {
 		SeverityNeutral:  {ToneSuccess, ToneNeutral},
 	}
 	if !reflect.DeepEqual(SeverityTones, allowed) {
-		t.Errorf("SeverityTones = %v, ADR-0033 says %v", SeverityTones, allowed)
+		t.Errorf("SeverityTones = %v, the state model says %v", SeverityTones, allowed)
 	}
 	for _, o := range Outcomes {
 		for _, h := range Healths {
@@ -144,8 +144,8 @@ func TestDisplayChainSeedExamples(t *testing.T) {
 		{Normalize("running", "", HealthRunning, DeliveryInvalid, nil, unixAt(0)), "passwd.txt", "Running · Alive · passwd.txt invalid"},
 		{Normalize("running", "", HealthRunning, DeliveryPassed, nil, unixAt(0)), "*.json", "Running · Alive · *.json present"},
 		{Normalize("running", "", HealthStalled, DeliveryMissing, nil, unixAt(0)), "", "Running · Stalled · Artifacts missing"},
-		// The seed shows "Completed · Artifact contract passed"; SPEC §2
-		// (which wins) omits passed delivery on a terminal success.
+		// The Unified Entity State Model design shows "Completed · Artifact
+		// contract passed"; docs/reference/state-model.md (which wins) omits passed delivery on a terminal success.
 		{Normalize("completed", "completed", HealthOK, DeliveryPassed, nil, unixAt(0)), "", "Completed"},
 		{Normalize("timed_out", "timed_out", HealthOK, DeliveryMissing, nil, unixAt(0)), "review.md", "Timed out · No review.md produced"},
 	}

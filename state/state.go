@@ -1,5 +1,5 @@
 // Package state is watchdog's model of an entity's condition: the three
-// orthogonal dimensions of ADR-0033 (lifecycle/outcome, health, delivery),
+// orthogonal dimensions of the Unified Entity State Model design (lifecycle/outcome, health, delivery),
 // the reasons and evidence behind them, the derived severity and tone, the
 // display chain, and the registry of reason codes.
 //
@@ -16,7 +16,7 @@ import (
 // Health says whether an entity's runtime (its process) is okay.
 type Health string
 
-// Health values (SPEC §2). Schedules also use Due and Misfired.
+// Health values (docs/reference/state-model.md, Dimensions). Schedules also use Due and Misfired.
 const (
 	HealthOK           Health = "ok"
 	HealthRunning      Health = "running"
@@ -34,7 +34,7 @@ const (
 	HealthLost Health = "lost"
 )
 
-// Healths lists every Health value, in the order of SPEC §2.
+// Healths lists every Health value, in the order of docs/reference/state-model.md.
 var Healths = []Health{
 	HealthOK, HealthRunning, HealthIdle, HealthDegraded, HealthStalled,
 	HealthProcessDead, HealthOrphaned, HealthDisconnected, HealthUnknown,
@@ -44,7 +44,7 @@ var Healths = []Health{
 // Delivery says whether an entity produced the outputs it was required to.
 type Delivery string
 
-// Delivery values (SPEC §2).
+// Delivery values (docs/reference/state-model.md, Dimensions).
 const (
 	DeliveryPassed      Delivery = "passed"
 	DeliveryPartial     Delivery = "partial"
@@ -60,7 +60,7 @@ var Deliveries = []Delivery{
 	DeliveryNotExpected, DeliveryUnknown,
 }
 
-// Outcomes is the shared outcome vocabulary of SPEC §2. Entity types add
+// Outcomes is the shared outcome vocabulary (docs/reference/state-model.md). Entity types add
 // their own terminal values (interrupted, partial, archived, closed, ...);
 // an outcome is always the terminal lifecycle value itself.
 var Outcomes = []string{
@@ -118,7 +118,7 @@ const (
 // Tones lists every Tone.
 var Tones = []Tone{ToneDanger, ToneWarning, ToneInfo, ToneSuccess, ToneNeutral}
 
-// Evidence kinds (SPEC §2). A watchdog observation is tool_result, file or
+// Evidence kinds (docs/reference/state-model.md, Dimensions). A watchdog observation is tool_result, file or
 // artifact evidence with a Detail a person can read.
 const (
 	EvidenceMessage        = "message"
@@ -147,7 +147,7 @@ func ValidEvidenceKind(k string) bool {
 	return false
 }
 
-// EvidenceRef points at the proof behind a reason (ADR-0033).
+// EvidenceRef points at the proof behind a reason (the Unified Entity State Model design).
 type EvidenceRef struct {
 	Kind        string        `json:"kind"`
 	ID          string        `json:"id,omitempty"`
@@ -253,7 +253,7 @@ func (s NormalizedState) Legacy() bool { return s.Lifecycle == LifecycleLegacy }
 // stamps. Outcome is the terminal lifecycle value or "" while non-terminal;
 // callers that know the entity's graph supply it.
 //
-// Two per-type terminals need translating before the ADR-0033 cascade,
+// Two per-type terminals need translating before the severity cascade,
 // which only knows the shared outcome vocabulary: a `partial` outcome
 // (workflow) is partial delivery, so it reads as a warning and never as
 // success; a `partial_failed` turn is a failure whose partial text is

@@ -5,7 +5,7 @@ import "strings"
 // Subsumes reports whether the reason of a terminal transition subsumes a
 // probe finding of the same entity: the finding is what the transition was
 // based on, so the two are one cause and the entity shows, queues and
-// counts the transition's reason alone (SPEC §2, one item per cause):
+// counts the transition's reason alone (docs/reference/state-model.md, Display chain: one item per cause):
 //
 //   - a failed artifact contract (`*.failed.artifact_contract`) subsumes
 //     the delivery findings (`*.delivery.*`) that measured the contract;

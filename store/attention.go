@@ -13,7 +13,7 @@ import (
 	"watchdog/unixtime"
 )
 
-// Dismissal is one row of attention_dismissals (ADR-0030 §2): an
+// Dismissal is one row of attention_dismissals (the Attention Queue design's dismissals table): an
 // operator's snooze or dismissal of one attention item, keyed by the item's
 // fingerprint `<entity_type>:<entity_id>:<reason_code>`.
 //
@@ -138,7 +138,7 @@ func (s *SQLite) Dismissals(ctx context.Context) (map[string]Dismissal, error) {
 }
 
 // VacuumDismissals drops the dismissals that can never hide an item again
-// (ADR-0030 §6) and reports how many: snoozes that expired at or before
+// (the Attention Queue design's clear-on-status-change) and reports how many: snoozes that expired at or before
 // now, clear_on_status_change rows whose entity's lifecycle differs from
 // status_at_dismissal, and rows whose entity no longer exists (whatever
 // their flag: "until the entity is deleted"). A legacy entity's NULL

@@ -158,7 +158,7 @@ func (r *Remote) Register(ctx context.Context, reg wire.Register, _ string) (wir
 }
 
 // Transition implements Target. With a token the daemon records the
-// token's principal, so defaultActor is sent only without one (SPEC §9).
+// token's principal, so defaultActor is sent only without one (docs/reference/http-api.md, Transition).
 func (r *Remote) Transition(ctx context.Context, typ, id string, t wire.Transition, defaultActor string) (wire.TransitionResult, error) {
 	if t.Actor == "" && !r.c.HasToken() {
 		t.Actor = defaultActor

@@ -20,7 +20,7 @@ var agentGraph = Graph{
 	},
 	DeadProcessTerminal: "failed",
 	// The orchestrator's legacy API and its operators read why an agent
-	// moved, not only where to (SPEC §3).
+	// moved, not only where to (docs/reference/state-model.md, Lifecycle graphs).
 	NeedsTrigger: true,
 
 	// Heartbeat staleness is judged only here (idle and suspended wait for input: no heartbeat is due).

@@ -6,8 +6,8 @@ import (
 	"watchdog/state"
 )
 
-// ExitOutcome is how a finished process maps onto a lifecycle (ADR-0025,
-// amended by issue 14: a signal someone sent is an intended stop):
+// ExitOutcome is how a finished process maps onto a lifecycle (the Session Status
+// Vocabulary design, amended by issue 14: a signal someone sent is an intended stop):
 // the terminal state, the reason code, and the exit code a wrapper should
 // itself exit with.
 type ExitOutcome struct {

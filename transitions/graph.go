@@ -40,7 +40,7 @@ type Graph struct {
 	OnInterrupt string
 	OnTerminate string
 	// AdminTargets, when set, is the only set of states an admin actor may
-	// move an entity to (ADR-0025 for sessions).
+	// move an entity to (the Session Status Vocabulary design, for sessions).
 	AdminTargets []string
 	// WorkingStates are the states in which the entity is expected to
 	// show signs of life, so that a stale heartbeat means it stalled
@@ -54,7 +54,7 @@ type Graph struct {
 	// NeedsTrigger says every transition must name its trigger.
 	NeedsTrigger bool
 	// NeedsTimeout says a timed_out must carry the configured timeout
-	// (SPEC §3). The other types record it when it is known: one that hit
+	// (docs/reference/state-model.md, Lifecycle graphs). The other types record it when it is known: one that hit
 	// a deadline the watchdog was not told about (a child's own exit 124)
 	// still timed out, with its elapsed time as the evidence.
 	NeedsTimeout bool

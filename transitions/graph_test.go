@@ -8,7 +8,7 @@ import (
 	"watchdog/state"
 )
 
-// specTable is SPEC §3's table, copied as text: "type | edges | terminal".
+// specTable is docs/reference/state-model.md's graph table, copied as text without its initial column: "type | edges | terminal".
 // Issue 14 (observation 11) adds running→cancelled to the workflow row.
 // The test parses it independently of the Go graphs and checks every pair
 // of states of every type against it.
@@ -109,7 +109,7 @@ func TestGraphsMatchSpecExhaustively(t *testing.T) {
 }
 
 func TestTerminalStatesClosed(t *testing.T) {
-	// Only the edges SPEC §3 lists leave a terminal state.
+	// Only the edges the graph table lists leave a terminal state.
 	allowedOut := map[string]map[string]bool{
 		"agent": {"stopped": true, "failed": true}, // restart
 	}

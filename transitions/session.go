@@ -1,6 +1,6 @@
 package transitions
 
-// sessionGraph is ADR-0025's session vocabulary (alias `run`). Admins may
+// sessionGraph is the Session Status Vocabulary design's session vocabulary (alias `run`). Admins may
 // only mark a session failed, aborted or cancelled: completed and timed_out
 // are facts the system observes, not verdicts an operator hands out.
 var sessionGraph = Graph{

@@ -9,7 +9,7 @@ import (
 
 // workflowGraph (ADR 26): completed is reserved for full completion; a
 // bounded partial result is `partial`, which reads as a warning. A running
-// workflow may be cancelled (seed 002 lists cancelled among its ends): a
+// workflow may be cancelled (the Runtime terminal-state and replay contract lists cancelled among its ends): a
 // SIGTERM or a Ctrl-C is intended, not a failure (issue 14, observation 11).
 var workflowGraph = Graph{
 	Type:        "workflow",

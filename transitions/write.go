@@ -22,7 +22,7 @@ const (
 // Actors lists every actor.
 var Actors = []string{ActorOrchestrator, ActorAdmin, ActorReaper, ActorExec}
 
-// reasonRequiredTargets need a reason code whoever asks (SPEC §9): each
+// reasonRequiredTargets need a reason code whoever asks (docs/reference/state-model.md, Lifecycle graphs): each
 // of them says something went wrong or was stopped, and "why" is the
 // operator's first question.
 var reasonRequiredTargets = []string{

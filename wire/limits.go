@@ -10,8 +10,8 @@ import (
 	"watchdog/transitions"
 )
 
-// Limits on what one request may carry (SPEC §9: "oversized fields ...
-// limits named in the error"). They keep one entity's read, and the audit
+// Limits on what one request may carry (docs/reference/http-api.md, Limits:
+// each named in the error). They keep one entity's read, and the audit
 // trail behind it, proportionate: a reason message is a sentence, not a
 // log; evidence points at things, it does not contain them. A request over
 // a limit is refused whole (ErrOverLimit, HTTP 422) and changes nothing;
@@ -50,7 +50,7 @@ const (
 	MaxProgress = 1000
 )
 
-// Paging of the entity read and of the lists (SPEC §9).
+// Paging of the entity read and of the lists (docs/reference/http-api.md, Paging).
 const (
 	// TransitionsInEntity is how many audit rows the entity read carries:
 	// the latest ones, oldest first; …/transitions pages the rest.

@@ -1,4 +1,4 @@
-// Package wire holds the JSON shapes of SPEC §9 (register, transition,
+// Package wire holds the JSON shapes of docs/reference/http-api.md (register, transition,
 // heartbeat, entity read) and their strict decoding, shared by the HTTP API
 // and the CLI so both accept and print exactly the same documents.
 package wire

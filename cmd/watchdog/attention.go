@@ -15,7 +15,7 @@ import (
 	"watchdog/wire"
 )
 
-// newAttentionCmd is `watchdog attention`: the attention queue of SPEC §8
+// newAttentionCmd is `watchdog attention`: the attention queue
 // read straight from the store, or from a daemon's API with --server,
 // printed grouped by severity and then by cluster (reason code), each item
 // led by its fingerprint, or as the API's JSON with --json.

@@ -1,6 +1,6 @@
 package main
 
-// End-to-end tests of the safe default API (SPEC §9, ADR-0011): the built
+// End-to-end tests of the safe default API (docs/reference/http-api.md, Authentication; ADR-0011): the built
 // daemon on its default auth creates watchdog.token beside its database,
 // requires it for writes, keeps it across restarts, and the CLI's --server
 // finds it; auth: none works on loopback only; a token file that is not

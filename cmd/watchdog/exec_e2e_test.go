@@ -57,7 +57,7 @@ func lastRow(t *testing.T, rows []store.AuditRow) store.AuditRow {
 }
 
 // TestExecExitMapping runs the built binary around real commands and checks
-// each end of SPEC §3's exit mapping: the stored terminal state, its reason
+// each end of the exit mapping (docs/reference/state-model.md, Exit codes): the stored terminal state, its reason
 // code, the audit row written by the exec actor, and exec's own exit code.
 func TestExecExitMapping(t *testing.T) {
 	cases := []struct {

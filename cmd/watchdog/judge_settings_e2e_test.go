@@ -84,7 +84,7 @@ func TestJudgeSettingsObs5OneQueueOnTheDaemonsHost(t *testing.T) {
 		t.Fatalf("backdated %d entities, want 4", n)
 	}
 
-	// The old way: a CLI with no config applies the SPEC's 24h and says so.
+	// The old way: a CLI with no config applies the default 24h and says so.
 	r := rmtRun(t, work, nil, "", "attention", "--json", "--db", db)
 	if got := attentionTotal(t, r); got != 5 {
 		t.Errorf("attention with the defaults: %d items, want the 5 of a 24h window", got)
@@ -165,7 +165,7 @@ func statusJudge(t *testing.T, r result) judgedBy {
 // Observation 6: with the daemon serving the database, status and
 // attention print no warning; once it stopped (and the watched process
 // was killed behind its back), status --open still prints the last
-// judgement, exit 0 as SPEC says, with one line on stderr saying no daemon
+// judgement, exit 0 as docs/reference/cli.md says, with one line on stderr saying no daemon
 // serves the database and when one last judged it, and --json carries the
 // same facts. Through --server the daemon judges: no such line.
 func TestJudgeSettingsObs6StaleStateSaysWhoJudged(t *testing.T) {

@@ -29,7 +29,7 @@ type judgedBy struct {
 	LastJudgedAt *unixtime.Time `json:"last_judged_at"`
 	LastJudgedBy string         `json:"last_judged_by,omitempty"`
 	// Config is the daemon config the command judged with ("": none was
-	// found, the SPEC defaults).
+	// found, the defaults).
 	Config string `json:"config"`
 }
 

@@ -1,6 +1,6 @@
 package main
 
-// Issue 17's browser tests: the operator's page (SPEC §13) served by the
+// Issue 17's browser tests: the operator's page (README, "The operator's page") served by the
 // built daemon, driven in headless Chromium through chromedp. They select
 // by the page's DOM contract (data-testid, data-fingerprint, data-tone, …)
 // and check what the browser shows against the JSON API. Screenshots in
@@ -416,7 +416,7 @@ func TestPageQueueClusterSnoozeDismiss(t *testing.T) {
 // a chip that says "2 legacy entities", as watchdog_legacy_entities does;
 // filters narrow the table; the page fits a phone's width. Screenshots in
 // light and dark mode are saved, and every rendered pill's text and
-// background, in both themes, are a pair of seed 001's tokens with a
+// background, in both themes, are a pair of the Session Status Vocabulary design's tokens with a
 // contrast ratio of at least 4.5.
 func TestPageEntities(t *testing.T) {
 	pbChromium(t)
@@ -550,7 +550,7 @@ func TestPageEntities(t *testing.T) {
 	})
 
 	t.Run("contrast", func(t *testing.T) {
-		seed := map[string][][2]string{ // theme → (background, text) pairs of seed 001
+		seed := map[string][][2]string{ // theme → (background, text) pairs of the Session Status Vocabulary design
 			"light": {{"#ECFDF3", "#067647"}, {"#EFF6FF", "#175CD3"}, {"#FEF3F2", "#B42318"}, {"#FFFAEB", "#B54708"}, {"#FFF7ED", "#C2410C"}, {"#F3F4F6", "#374151"}, {"#F5F3FF", "#6D28D9"}},
 			"dark":  {{"#062C1B", "#86EFAC"}, {"#0B1E3D", "#93C5FD"}, {"#3B0A0A", "#FCA5A5"}, {"#3A2604", "#FCD34D"}, {"#331C05", "#FDBA74"}, {"#1F2937", "#D1D5DB"}, {"#23153E", "#C4B5FD"}},
 		}
@@ -578,7 +578,7 @@ func TestPageEntities(t *testing.T) {
 					found = found || strings.EqualFold(s[0], pair[0]) && strings.EqualFold(s[1], pair[1])
 				}
 				if !found {
-					t.Errorf("%s: the %s pill's colours %s on %s are not a pair of seed 001's %s tokens", theme, p.Tone, pair[1], pair[0], theme)
+					t.Errorf("%s: the %s pill's colours %s on %s are not a pair of the status vocabulary's %s tokens", theme, p.Tone, pair[1], pair[0], theme)
 				}
 			}
 			for _, want := range []string{"danger", "success", "legacy"} {

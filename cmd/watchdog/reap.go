@@ -26,7 +26,7 @@ type oneShot struct {
 }
 
 // openOneShot resolves the daemon's settings (localSettings: --config,
-// WATCHDOG_CONFIG, the default path, else the SPEC defaults), opens the
+// WATCHDOG_CONFIG, the default path, else the defaults), opens the
 // existing store (--db, else WATCHDOG_DB, else the config's store.dsn)
 // and builds the reaper with the daemon's thresholds and host_id, so a
 // one-shot run judges as the daemon does.

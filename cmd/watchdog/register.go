@@ -78,7 +78,7 @@ func newRegisterCmd() *cobra.Command {
 }
 
 // warnLifecycleKept says so when a re-registration asked for a lifecycle
-// the entity is not in: registering never moves a lifecycle (SPEC §9), and
+// the entity is not in: registering never moves a lifecycle (docs/reference/http-api.md, Register), and
 // a silent "updated" would let the caller believe it did.
 func warnLifecycleKept(w io.Writer, created bool, body wire.Register, now string) {
 	if created || !body.Lifecycle.Set || body.Lifecycle.Null || body.Lifecycle.Value == now {

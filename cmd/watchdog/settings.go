@@ -42,7 +42,7 @@ type settings struct {
 
 // resolveConfig is the one rule by which a command finds the daemon's
 // settings: the file flagPath (--config) names, else envPath
-// (WATCHDOG_CONFIG), else defPath when it exists, else the SPEC defaults
+// (WATCHDOG_CONFIG), else defPath when it exists, else the defaults
 // (path ""). A file named by the flag or the environment must exist; any
 // file found must be valid: the error names the file, what named it and
 // every problem, on one line. The daemon, started with the same file,

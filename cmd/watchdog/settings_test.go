@@ -12,7 +12,7 @@ import (
 
 // TestResolveConfig holds the one rule by which every command that reads
 // or judges this host's store finds the daemon's settings: --config, else
-// WATCHDOG_CONFIG, else the default path when it exists, else the SPEC
+// WATCHDOG_CONFIG, else the default path when it exists, else the
 // defaults (said in a note); a named file must exist, a found one must be
 // valid.
 func TestResolveConfig(t *testing.T) {

@@ -29,7 +29,7 @@ import (
 	"watchdog/store"
 )
 
-// Deadlines of the contract (SPEC §9 /readyz): a deleted or replaced
+// Deadlines of the contract (/readyz, docs/reference/http-api.md): a deleted or replaced
 // database is noticed within 5 s, a read-only or full disk within 2 s.
 const (
 	lostDeadline   = 5 * time.Second
@@ -43,7 +43,7 @@ func (d *svDaemon) stPost(path, body string) (int, string, error) {
 		return 0, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	// The daemon's own token (SPEC §9), made beside the database.
+	// The daemon's own token (docs/reference/http-api.md, Authentication), made beside the database.
 	if tok, err := os.ReadFile(filepath.Join(filepath.Dir(d.db), "watchdog.token")); err == nil {
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 	}

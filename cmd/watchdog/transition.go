@@ -46,8 +46,8 @@ func newTransitionCmd() *cobra.Command {
 				}
 				t.Reason = &wire.Reason{Code: reason, Message: message}
 			}
-			// This command's default actor is admin, over HTTP too (SPEC
-			// §9), except that with a token the token decides: then an
+			// This command's default actor is admin, over HTTP too
+			// (docs/reference/cli.md), except that with a token the token decides: then an
 			// unset --actor claims none and the daemon records the token's
 			// principal; an explicit one is a claim it may refuse (admin
 			// is 403 with auth on).

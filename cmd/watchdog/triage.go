@@ -20,7 +20,7 @@ import (
 // is one.
 const triageBy = "operator"
 
-// newSnoozeCmd is `watchdog snooze FINGERPRINT [--for 1d]` (SPEC §8): hide
+// newSnoozeCmd is `watchdog snooze FINGERPRINT [--for 1d]` (docs/reference/cli.md): hide
 // one attention item for a while.
 func newSnoozeCmd() *cobra.Command {
 	var db, server, configPath string
@@ -52,7 +52,7 @@ failure window decides what is in the queue.`,
 	return c
 }
 
-// newDismissCmd is `watchdog dismiss FINGERPRINT` (SPEC §8): hide one
+// newDismissCmd is `watchdog dismiss FINGERPRINT` (docs/reference/cli.md): hide one
 // attention item until its entity's status changes.
 func newDismissCmd() *cobra.Command {
 	var db, server, configPath string
