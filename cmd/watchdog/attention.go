@@ -47,7 +47,7 @@ the same. --host keeps one host's items.
 
 From a database it judges with the daemon's settings: its config is
 --config, else $WATCHDOG_CONFIG, else ` + defaultConfigPath + ` when it exists
-(the systemd unit's); without one it uses the SPEC defaults (a 24h failure
+(the systemd unit's); without one it uses the default thresholds (a 24h failure
 window) and says so in one line on stderr. When no daemon serves the
 database it says so on stderr with when one last judged it, and --json
 carries the same facts in "judge": nothing in it has been judged since.`,

@@ -50,7 +50,7 @@ With --entity, probe a registered entity of this host with what the store
 recorded about it (pid and start time, heartbeat, artifacts, lock files)
 and print the verdict the daemon would reach now, with the daemon's
 thresholds (its config: --config, else $WATCHDOG_CONFIG, else
-` + defaultConfigPath + ` when it exists; the SPEC defaults without one,
+` + defaultConfigPath + ` when it exists; the default thresholds without one,
 said in one line on stderr). It is read-only: nothing is recorded, so no
 dismissal or snooze is affected, and the notes say what changed since the
 last judgement, what the daemon would do (end or reap it) and when it

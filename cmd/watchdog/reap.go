@@ -81,7 +81,7 @@ all: on a store no sweep has seen, it lists every dead process with its fate.
 
 Thresholds, host_id and store.dsn come from the daemon's config: --config,
 else $WATCHDOG_CONFIG, else ` + defaultConfigPath + ` when it exists (the
-systemd unit's); without one it judges with the SPEC defaults and says so
+systemd unit's); without one it judges with the default thresholds and says so
 in one line on stderr. A config that exists but is invalid is an error.
 The database is --db, else WATCHDOG_DB, else the config's store.dsn.`,
 		Example: `  watchdog reap --dry-run

@@ -72,7 +72,7 @@ func newRegisterCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&file, "json", "", "register document (SPEC wire shape); - reads stdin")
+	c.Flags().StringVar(&file, "json", "", "register document (the wire shape of docs/reference/http-api.md); - reads stdin")
 	addTargetFlags(c, &db, &server)
 	return c
 }

@@ -129,5 +129,5 @@ func readsRemote(cmd *cobra.Command, to target.Choice) (bool, error) {
 // daemon's config without it.
 func addConfigFlag(c *cobra.Command, path *string) {
 	c.Flags().StringVar(path, "config", "", "the daemon's config `FILE`: its thresholds, host_id and (without --db or WATCHDOG_DB) store.dsn "+
-		"(default: $"+configEnv+", else "+defaultConfigPath+" when it exists, else the SPEC defaults, said on stderr)")
+		"(default: $"+configEnv+", else "+defaultConfigPath+" when it exists, else the default thresholds, said on stderr)")
 }
