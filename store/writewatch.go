@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"modernc.org/sqlite"
 )
 
 // WriteHealth is what a store's own writes showed lately: the evidence the
@@ -15,10 +17,10 @@ type WriteHealth struct {
 	// since the store was opened). The write probe counts: it is one.
 	LastOK time.Time
 	// Failed is the last write transaction's failure when it failed for
-	// the store's sake (Classify is not FailureFault: a file system that
-	// refuses writes, a lost file, a server gone), nil once a write
-	// commits again. A caller's own error (a conflict, not found, its
-	// context ended) is not the store's and leaves it as it was.
+	// the store's sake (a file system that refuses writes, a lost file, a
+	// server gone, a table SQLite cannot find: see storesFault), nil once
+	// a write commits again. A caller's own error (a conflict, not found,
+	// its context ended) is not the store's and leaves it as it was.
 	Failed error
 	// Stalled is since when writes have been running without any of
 	// them finishing (zero: none is running, or one finished since the
@@ -107,13 +109,18 @@ func (w *WriteWatch) Done(err error) {
 	}
 }
 
-// storesFault says whether a write's error is the store's (it could not
-// take the write) rather than the caller's: see WriteHealth.Failed. A
-// caller that gave up (its context) says nothing about the store; a
-// deadline of the store's own probe is reported by the probe itself.
+// storesFault says whether a write's error is the store's rather than the
+// caller's: see WriteHealth.Failed. The store's are those Classify says
+// were not written or have an unknown outcome, and any other error SQLite
+// itself answered (a table gone, corruption): none of them is a decision
+// of the caller's. A caller that gave up (its context) says nothing about
+// the store; a deadline of the store's own probe is reported by the probe
+// itself. The daemon answers a failure with a write probe at once, which
+// decides: an error of one write alone does not make it not ready.
 func storesFault(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	return Classify(err) != FailureFault
+	var se *sqlite.Error
+	return Classify(err) != FailureFault || errors.As(err, &se)
 }
