@@ -15,13 +15,14 @@ import (
 // database), and a checkpoint, a new WAL or a replaced file is a change too.
 const changeMask = unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE
 
-// identityMask is what can change the identity or the writability of the
-// store's files (IdentityEvents): a name created, moved or removed, and
-// an attribute change (chmod, chown). Never a write, so a commit costs the
-// identity watch nothing. The directory's own removal or move
+// identityMask is what can change the identity of the store's files
+// (SQLite.HealthEvents): a name created, moved or removed. Never a write,
+// so a commit costs the identity watch nothing; not IN_ATTRIB either,
+// which SQLite's commits raise on the WAL (a chmod is seen by the store
+// watch's faccessat each second). The directory's own removal or move
 // (IN_DELETE_SELF, IN_MOVE_SELF) and the watch's end (IN_IGNORED, an
 // unmount) are told too.
-const identityMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+const identityMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
 
 // watchFile calls changed whenever one of the files of the directory of
 // file named by suffixes (file itself for "", its SQLite WAL for "-wal")

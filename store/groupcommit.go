@@ -115,8 +115,9 @@ func (s *SQLite) leadGroup() {
 // commitGroup runs the members in one write transaction and sets each
 // one's err. The identity checks and the busy retries are writeTx's: a
 // group is checked, retried and classified as one transaction. It returns
-// the group's own error (nil when it committed, whatever its members'
-// own outcomes), which WriteHealth records.
+// what WriteHealth records: the group's own error, or a member's failing
+// for the store's sake; nil when it committed at least one member's
+// writes.
 func (s *SQLite) commitGroup(batch []*groupMember) (groupErr error) {
 	// Values (not cancellation) of the first caller's context: the
 	// statements of the others must not die with one client.
@@ -156,11 +157,19 @@ func (s *SQLite) commitGroup(batch []*groupMember) (groupErr error) {
 	// A member failing for the store's sake (a full disk answered to
 	// its statement) is the store's health too, though the rest
 	// committed.
+	// A group whose members all failed on their own (not found, a
+	// conflict) committed nothing, which proves nothing of the disk: the
+	// first member's error is returned, which WriteHealth leaves aside.
+	wrote := false
 	for i, m := range batch {
 		m.err = errs[i]
+		wrote = wrote || errs[i] == nil
 		if groupErr == nil && errs[i] != nil && storesFault(errs[i]) {
 			groupErr = errs[i]
 		}
+	}
+	if groupErr == nil && !wrote {
+		return errs[0]
 	}
 	return groupErr
 }

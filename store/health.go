@@ -418,8 +418,7 @@ func (s *SQLite) Rescue(ctx context.Context, now time.Time) (string, error) {
 // HealthEvents returns a channel told whenever the store's health may have
 // changed: a write failing for the store's sake after none did, the first
 // commit after that, and (inotify on the database's directory) the
-// database file, its -wal or its -shm created, moved, removed or
-// re-permissioned. The daemon checks the store (Check) when told, so that
+// database file, its -wal or its -shm created, moved or removed. The daemon checks the store (Check) when told, so that
 // a loss is seen at once without a stat a second, and falls back to its
 // tick where no event can be had (an in-memory database, no inotify).
 func (s *SQLite) HealthEvents() <-chan struct{} {
