@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -443,7 +444,8 @@ func (s *SQLite) WriteHealth() WriteHealth { return s.writes.WriteHealth() }
 // Check says whether the store can take writes as far as can be seen
 // without writing (about 10µs, no fsync): its identity holds (three
 // stat(2)), no corruption was latched, its file system has room above the
-// reserve and is not read-only (one statfs(2)), and the database file is
+// reserve and is not read-only (statfs(2), and the mount's options in
+// /proc/self/mountinfo: see mountState), and the database file is
 // writable by this process (faccessat(2)). It returns nil or the reason,
 // wrapping ErrUnavailable. What it cannot see (a disk that fails writes
 // with EIO, another process's write lock) shows in the writes themselves
@@ -475,6 +477,10 @@ func checkWritable(file string) error {
 		return fmt.Errorf("%w: the file system holding %s is mounted read-only: remount it read-write (findmnt -T %s); watchdog recovers by itself",
 			ErrUnavailable, file, filepath.Dir(file))
 	}
+	if opt := mountState(file); opt != "" {
+		return fmt.Errorf("%w: the file system holding %s is read-only (the kernel shows it %s, after an error or a remount): check it (dmesg, findmnt -T %s); watchdog recovers by itself once it is writable again",
+			ErrUnavailable, file, opt, filepath.Dir(file))
+	}
 	err := unix.Faccessat(unix.AT_FDCWD, file, unix.W_OK, unix.AT_EACCESS)
 	switch {
 	case err == nil, errors.Is(err, unix.ENOENT):
@@ -484,4 +490,45 @@ func checkWritable(file string) error {
 			ErrUnavailable, file, filepath.Dir(file))
 	}
 	return fmt.Errorf("%w: %s is not writable by watchdog (%v): fix its owner or mode; watchdog recovers by itself", ErrUnavailable, file, err)
+}
+
+// mountState says how the kernel shows the mount holding file in
+// /proc/self/mountinfo: "" when writable as far as it shows, else the
+// super-block option that says otherwise. statfs(2) and faccessat(2) miss
+// a file system the kernel stopped after an error without remounting it:
+// ext4 on Linux 6.x sets emergency_ro (or shutdown), answers every write
+// EROFS or EIO, and shows it only there. One read of a proc file, no
+// disk access; "" when it cannot tell (no such file, no mount ID).
+func mountState(file string) string {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, file, 0, unix.STATX_MNT_ID, &stx); err != nil || stx.Mask&unix.STATX_MNT_ID == 0 {
+		return ""
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	id := strconv.FormatUint(stx.Mnt_id, 10)
+	for line := range strings.Lines(string(b)) {
+		mntID, rest, ok := strings.Cut(line, " ")
+		if !ok || mntID != id {
+			continue
+		}
+		_, after, ok := strings.Cut(rest, " - ")
+		if !ok {
+			return ""
+		}
+		fields := strings.Fields(after) // fstype, source, super options
+		if len(fields) < 3 {
+			return ""
+		}
+		for opt := range strings.SplitSeq(fields[2], ",") {
+			switch opt {
+			case "ro", "emergency_ro", "shutdown":
+				return opt
+			}
+		}
+		return ""
+	}
+	return ""
 }

@@ -188,3 +188,15 @@ func TestCheckWritesNothing(t *testing.T) {
 		t.Errorf("Probe recorded no write")
 	}
 }
+
+// TestMountStateOfAWritableFile: a file on a file system mounted
+// read-write reads "" (the read-only case is TestServeReadOnlyFileSystem's,
+// which needs root to mount), and so does a path that does not exist.
+func TestMountStateOfAWritableFile(t *testing.T) {
+	_, path := openTest(t)
+	for _, p := range []string{path, filepath.Join(t.TempDir(), "none")} {
+		if got := mountState(p); got != "" {
+			t.Errorf("mountState(%s) = %q, want \"\"", p, got)
+		}
+	}
+}
