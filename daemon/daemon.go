@@ -424,7 +424,8 @@ const sweepWedgedAfter = time.Minute
 
 // feedWatchdog pings systemd's watchdog (notify.watchdog, which keeps the
 // pace) when the daemon is healthy by what it can check cheaply: the
-// store watch's write probe passed within storeCheckStale, and no sweep has
+// store watch found the store writable within storeCheckStale (no write
+// stuck for longer either: see assessStore), and no sweep has
 // run for more than its budget plus sweepWedgedAfter. It does not wait for
 // a sweep to finish, so the ping does not depend on jobs.sweep's schedule
 // (a minute by default): a slow reconciler is not a dead daemon.
@@ -450,7 +451,7 @@ func (d *daemon) unhealthy(now time.Time) string {
 	case storeErr != nil:
 		return "the store cannot be written: " + oneLine(storeErr.Error())
 	case checked.IsZero() || now.Sub(checked) > storeCheckStale:
-		return "the store's write probe has not finished lately"
+		return "the store watch's check has not finished lately"
 	case !started.IsZero() && now.Sub(started) > budget+sweepWedgedAfter:
 		return fmt.Sprintf("a sweep has run for %s (budget %s)", now.Sub(started).Round(time.Second), budget)
 	case d.live != nil && d.live.mon.Stuck(now) > monitorWedgedAfter:
@@ -483,7 +484,9 @@ func (d *daemon) vacuum(ctx context.Context) error {
 	return nil
 }
 
-// ready is /readyz: the store watch's last write probe passed, recently,
+// ready is /readyz: the store watch's last check passed, recently (its
+// cheap checks, the real writes' outcomes, and a write probe only when
+// those cannot tell: ADR-0038),
 // with fds enough free for the store to open its files (never short
 // because of the pid watcher: its cap leaves the reserve), and the last
 // sweep is recent (three sweep intervals, at least a
@@ -502,7 +505,7 @@ func (d *daemon) ready() error {
 	case checked.IsZero():
 		return errors.New("the store has not been checked yet")
 	case age > storeCheckStale:
-		return fmt.Errorf("the store's write probe has not finished for %s (a hung disk, or another process holding the database's write lock)", age.Round(time.Second))
+		return fmt.Errorf("the store's check has not finished for %s (a hung disk, or another process holding the database's write lock)", age.Round(time.Second))
 	}
 	limit := max(3*gap, time.Minute)
 	if last.IsZero() {
@@ -696,37 +699,72 @@ func (d *daemon) paused() bool {
 	return errors.Is(d.storeErr, store.ErrShortOfSpace)
 }
 
-// The store watch: how often the store is probed, how long a probe may
-// take, and how old the last finished probe may be before /readyz says
-// the probe itself is stuck. A write probe per second is one small fsync
-// a second.
+// The store watch (ADR-0038): how often the cheap checks run (they write
+// nothing: three stat(2), two statfs(2), one faccessat(2) and the fd
+// headroom), how long a check with its probe may take, how old the last
+// finished check, or a running write, may be before /readyz says the
+// store is stuck, and how long the store may go without a committed write
+// before a write probe proves it still takes one. The probe is otherwise
+// run only while the store is not ready, each storeCheckEvery, so that
+// its recovery is seen within about a second: an idle daemon writes no
+// probe (its presence, every few seconds, is a real write), and at most
+// one per storeProbeIdle when nothing else writes.
 var (
 	storeCheckEvery   = time.Second
 	storeProbeTimeout = 1500 * time.Millisecond
 	storeCheckStale   = 3 * time.Second
+	storeProbeIdle    = 5 * time.Minute
 )
 
-// watchStore probes the store every storeCheckEvery until ctx ends.
+// watchStore checks the store every storeCheckEvery, and at once when
+// the store tells of a change to its health (its files' names changed, a
+// write failed or recovered), until ctx ends.
 func (d *daemon) watchStore(ctx context.Context) {
 	t := time.NewTicker(storeCheckEvery)
 	defer t.Stop()
+	events := d.st.HealthEvents()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-events:
 		case <-t.C:
-			d.checkStore(ctx)
 		}
+		d.checkStore(ctx)
 	}
 }
 
-// checkStore probes the store once and records the finding for /readyz
+// assessStore says whether the store takes writes, writing only when what
+// it sees cannot tell: the cheap checks (Check) first; then what the real
+// writes showed (one running for over storeCheckStale, or the last one
+// failing for the store's sake); then a write probe, but only when the
+// store was not ready (so that its recovery is seen), a write failed, or
+// none committed for storeProbeIdle.
+func (d *daemon) assessStore(ctx context.Context, notReady bool) error {
+	cctx, cancel := context.WithTimeout(ctx, storeProbeTimeout)
+	defer cancel()
+	if err := d.st.Check(cctx); err != nil {
+		return err
+	}
+	w, now := d.st.WriteHealth(), time.Now()
+	switch {
+	case !w.Stalled.IsZero() && now.Sub(w.Stalled) > storeCheckStale:
+		return fmt.Errorf("a write to the store has not finished for %s (a hung disk, or another process holding the database's write lock)",
+			now.Sub(w.Stalled).Round(time.Second))
+	case notReady || w.Failed != nil || now.Sub(w.LastOK) > storeProbeIdle:
+		return d.st.Probe(cctx)
+	}
+	return nil
+}
+
+// checkStore assesses the store once and records the finding for /readyz
 // and STATUS=. It logs changes only: a loss once (with the rescue), a
 // failing file system when it starts failing and when it recovers.
 func (d *daemon) checkStore(ctx context.Context) {
-	pctx, cancel := context.WithTimeout(ctx, storeProbeTimeout)
-	err := d.st.Probe(pctx)
-	cancel()
+	d.mu.Lock()
+	notReady := d.storeErr != nil || d.storeChecked.IsZero()
+	d.mu.Unlock()
+	err := d.assessStore(ctx, notReady)
 	if ctx.Err() != nil {
 		return // shutting down: not the store's fault
 	}

@@ -65,7 +65,7 @@ func TestStatusLineSaysTheStoreFails(t *testing.T) {
 
 // TestStatusFollowsAFailingStore: a real daemon on a real SQLite file,
 // under a fake systemd: STATUS= carries the counts; a store that can no
-// longer be written (its probe table gone, as a damaged file would be)
+// longer be written (its tables gone, as a damaged file would be)
 // turns STATUS= into the failure with the last counts; it goes back to the
 // counts when the store recovers, and a deleted database file reads as
 // failing too.
@@ -99,17 +99,23 @@ func TestStatusFollowsAFailingStore(t *testing.T) {
 	st.Close()
 	waitDatagram(t, conn, "STATUS=1 open entities", 20*time.Second)
 
+	// The daemon's own writes (its presence, every few seconds) fail,
+	// and so does the write probe they call for (ADR-0038).
 	h := testenv.SQL(t, db)
-	if _, err := h.Exec("ALTER TABLE health_probe RENAME TO health_probe_hidden"); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{"ALTER TABLE health_probe RENAME TO health_probe_hidden", "ALTER TABLE daemons RENAME TO daemons_hidden"} {
+		if _, err := h.Exec(q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	got := waitDatagram(t, conn, "STATUS=store failing since", 20*time.Second)
 	if last := got[len(got)-1]; !strings.Contains(last, "no such table: health_probe") || !strings.Contains(last, "; last counts: 1 open entities") {
 		t.Errorf("STATUS= while the store fails: %q", last)
 	}
 
-	if _, err := h.Exec("ALTER TABLE health_probe_hidden RENAME TO health_probe"); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{"ALTER TABLE health_probe_hidden RENAME TO health_probe", "ALTER TABLE daemons_hidden RENAME TO daemons"} {
+		if _, err := h.Exec(q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	got = waitDatagram(t, conn, "STATUS=1 open entities", 20*time.Second)
 	if last := got[len(got)-1]; strings.Contains(last, "failing") {

@@ -95,7 +95,7 @@ func runView(ctx context.Context, v *live.View, wake <-chan struct{}, m *metrics
 // whole view, every host's entities in a fleet, as the API does; only the
 // metric gauges count what this daemon owns.
 //
-// While the store fails (the store watch's write probe, or the view's
+// While the store fails (the store watch's checks, or the view's
 // Sync) it says so first, since when and why, then the last counts read:
 // counts alone would read as a healthy daemon whose numbers merely stopped
 // moving. Once the store works again it is the counts alone.

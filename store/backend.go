@@ -52,6 +52,13 @@ type Backend interface {
 	// Health.
 	Ping(ctx context.Context) error
 	Probe(ctx context.Context) error
+	// Check is Probe without the write: what can be seen of the store's
+	// writability without writing anything.
+	Check(ctx context.Context) error
+	// WriteHealth is what the store's own write transactions showed.
+	WriteHealth() WriteHealth
+	// HealthEvents is told when the store's health may have changed.
+	HealthEvents() <-chan struct{}
 	Fault() error
 	Lost() bool
 	QuickCheck(ctx context.Context) error

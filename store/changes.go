@@ -26,7 +26,7 @@ func (s *SQLite) Changes() <-chan struct{} {
 			return
 		}
 		ch := make(chan struct{}, 1)
-		stop, err := watchFile(file, func() {
+		stop, err := watchFile(file, []string{"", "-wal"}, changeMask, func() {
 			select {
 			case ch <- struct{}{}:
 			default:

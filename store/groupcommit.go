@@ -93,7 +93,8 @@ func (s *SQLite) leadGroup() {
 	c.members += int64(n)
 	c.mu.Unlock()
 
-	s.commitGroup(batch)
+	s.writes.Start()
+	s.writes.Done(s.commitGroup(batch))
 	s.writeMu.Unlock()
 
 	// batch[0] is the leader itself: its caller reads err on return.
@@ -113,12 +114,16 @@ func (s *SQLite) leadGroup() {
 
 // commitGroup runs the members in one write transaction and sets each
 // one's err. The identity checks and the busy retries are writeTx's: a
-// group is checked, retried and classified as one transaction.
-func (s *SQLite) commitGroup(batch []*groupMember) {
+// group is checked, retried and classified as one transaction. It returns
+// what WriteHealth records: the group's own error, or a member's failing
+// for the store's sake; nil when it committed at least one member's
+// writes.
+func (s *SQLite) commitGroup(batch []*groupMember) (groupErr error) {
 	// Values (not cancellation) of the first caller's context: the
 	// statements of the others must not die with one client.
 	ctx := context.WithoutCancel(batch[0].ctx)
 	fail := func(err error) {
+		groupErr = err
 		for _, m := range batch {
 			m.err = fmt.Errorf("%s: %w", m.label, err)
 		}
@@ -149,9 +154,24 @@ func (s *SQLite) commitGroup(batch []*groupMember) {
 		fail(lostDuring(err))
 		return
 	}
+	// A member failing for the store's sake (a full disk answered to
+	// its statement) is the store's health too, though the rest
+	// committed.
+	// A group whose members all failed on their own (not found, a
+	// conflict) committed nothing, which proves nothing of the disk: the
+	// first member's error is returned, which WriteHealth leaves aside.
+	wrote := false
 	for i, m := range batch {
 		m.err = errs[i]
+		wrote = wrote || errs[i] == nil
+		if groupErr == nil && errs[i] != nil && storesFault(errs[i]) {
+			groupErr = errs[i]
+		}
 	}
+	if groupErr == nil && !wrote {
+		return errs[0]
+	}
+	return groupErr
 }
 
 // runGroup is one attempt at a group's transaction. The per-member errors

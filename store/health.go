@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -261,18 +262,13 @@ func lostDuring(lost error) error {
 	return fmt.Errorf("%w: the write went into the database file as it was lost, and is in the rescued copy, not in the file now at the path (%s)", ErrOutcomeUnknown, lost.Error())
 }
 
-// Probe proves that the store can take a write now, within ctx: its
-// identity holds, the corruption latch is clear, its file system has room,
-// and a one-row write to health_probe commits. It returns nil or the
-// reason, wrapping ErrUnavailable where writes would fail.
+// Probe proves that the store can take a write now, within ctx: Check
+// passes, and a one-row write to health_probe commits (one fsync). It
+// returns nil or the reason, wrapping ErrUnavailable where writes would
+// fail. The daemon runs it only when the writes themselves say nothing:
+// none for a long while, or the store not ready (ADR-0038).
 func (s *SQLite) Probe(ctx context.Context) error {
-	if err := s.usable(); err != nil {
-		return err
-	}
-	if err := s.Fault(); err != nil {
-		return err
-	}
-	if err := s.checkSpace(); err != nil {
+	if err := s.Check(ctx); err != nil {
 		return err
 	}
 	err := s.writeTx(ctx, func() error {
@@ -418,4 +414,121 @@ func (s *SQLite) Rescue(ctx context.Context, now time.Time) (string, error) {
 		return "", fmt.Errorf("rescue into %s: %w", dst, err)
 	}
 	return dst, nil
+}
+
+// HealthEvents returns a channel told whenever the store's health may have
+// changed: a write failing for the store's sake after none did, the first
+// commit after that, and (inotify on the database's directory) the
+// database file, its -wal or its -shm created, moved or removed. The daemon checks the store (Check) when told, so that
+// a loss is seen at once without a stat a second, and falls back to its
+// tick where no event can be had (an in-memory database, no inotify).
+func (s *SQLite) HealthEvents() <-chan struct{} {
+	s.identity.once.Do(func() {
+		file := FilePath(s.path)
+		if file == "" {
+			return
+		}
+		if stop, err := watchFile(file, []string{"", "-wal", "-shm"}, identityMask, s.writes.Tell); err == nil {
+			s.identity.stop = stop
+		}
+	})
+	return s.writes.HealthEvents()
+}
+
+// WriteHealth says what the store's write transactions showed lately
+// (see WriteHealth): the daemon's readiness is made of it, the cheap
+// checks (Check) and, only when no write came for a long while, a write
+// probe.
+func (s *SQLite) WriteHealth() WriteHealth { return s.writes.WriteHealth() }
+
+// Check says whether the store can take writes as far as can be seen
+// without writing (about 10µs, no fsync): its identity holds (three
+// stat(2)), no corruption was latched, its file system has room above the
+// reserve and is not read-only (statfs(2), and the mount's options in
+// /proc/self/mountinfo: see mountState), and the database file is
+// writable by this process (faccessat(2)). It returns nil or the reason,
+// wrapping ErrUnavailable. What it cannot see (a disk that fails writes
+// with EIO, another process's write lock) shows in the writes themselves
+// (WriteHealth) and in Probe.
+func (s *SQLite) Check(context.Context) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := s.Fault(); err != nil {
+		return err
+	}
+	if err := s.checkSpace(); err != nil {
+		return err
+	}
+	return checkWritable(FilePath(s.path))
+}
+
+// checkWritable says whether file, on a file system mounted read-write,
+// may be written by this process (effective ids). It checks the file, not
+// its directory: a write needs only the file (the pinned connection keeps
+// the -wal and -shm), and a directory an operator made read-only does not
+// stop the store. A missing file is the identity check's to report.
+func checkWritable(file string) error {
+	if file == "" {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(file, &st); err == nil && st.Flags&unix.ST_RDONLY != 0 {
+		return fmt.Errorf("%w: the file system holding %s is mounted read-only: remount it read-write (findmnt -T %s); watchdog recovers by itself",
+			ErrUnavailable, file, filepath.Dir(file))
+	}
+	if opt := mountState(file); opt != "" {
+		return fmt.Errorf("%w: the file system holding %s is read-only (the kernel shows it %s, after an error or a remount): check it (dmesg, findmnt -T %s); watchdog recovers by itself once it is writable again",
+			ErrUnavailable, file, opt, filepath.Dir(file))
+	}
+	err := unix.Faccessat(unix.AT_FDCWD, file, unix.W_OK, unix.AT_EACCESS)
+	switch {
+	case err == nil, errors.Is(err, unix.ENOENT):
+		return nil
+	case errors.Is(err, unix.EROFS):
+		return fmt.Errorf("%w: the file system holding %s is read-only: remount it read-write (findmnt -T %s); watchdog recovers by itself",
+			ErrUnavailable, file, filepath.Dir(file))
+	}
+	return fmt.Errorf("%w: %s is not writable by watchdog (%v): fix its owner or mode; watchdog recovers by itself", ErrUnavailable, file, err)
+}
+
+// mountState says how the kernel shows the mount holding file in
+// /proc/self/mountinfo: "" when writable as far as it shows, else the
+// super-block option that says otherwise. statfs(2) and faccessat(2) miss
+// a file system the kernel stopped after an error without remounting it:
+// ext4 on Linux 6.x sets emergency_ro (or shutdown), answers every write
+// EROFS or EIO, and shows it only there. One read of a proc file, no
+// disk access; "" when it cannot tell (no such file, no mount ID).
+func mountState(file string) string {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, file, 0, unix.STATX_MNT_ID, &stx); err != nil || stx.Mask&unix.STATX_MNT_ID == 0 {
+		return ""
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	id := strconv.FormatUint(stx.Mnt_id, 10)
+	for line := range strings.Lines(string(b)) {
+		mntID, rest, ok := strings.Cut(line, " ")
+		if !ok || mntID != id {
+			continue
+		}
+		_, after, ok := strings.Cut(rest, " - ")
+		if !ok {
+			return ""
+		}
+		fields := strings.Fields(after) // fstype, source, super options
+		if len(fields) < 3 {
+			return ""
+		}
+		for opt := range strings.SplitSeq(fields[2], ",") {
+			switch opt {
+			case "ro", "emergency_ro", "shutdown":
+				return opt
+			}
+		}
+		return ""
+	}
+	return ""
 }

@@ -43,13 +43,17 @@ func isBusy(err error) bool {
 //
 // fn's statements are autocommit ones (each its own transaction), so an
 // error of fn may be its commit's: classified atCommit.
-func (s *SQLite) writeTx(ctx context.Context, fn func() error) error {
+//
+// Its outcome is recorded for WriteHealth (the daemon's readiness).
+func (s *SQLite) writeTx(ctx context.Context, fn func() error) (err error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	s.writes.Start()
+	defer func() { s.writes.Done(err) }()
 	if err := s.writable(); err != nil {
 		return err
 	}
-	err := s.retryBusy(ctx, fn)
+	err = s.retryBusy(ctx, fn)
 	if err != nil {
 		return s.classifyWriteErr(err, atCommit)
 	}

@@ -61,6 +61,11 @@ type SQLite struct {
 	// changes is the change signal Changes hands out (inotify on the
 	// file), started on first use.
 	changes changes
+	// writes records the write transactions' outcomes (WriteHealth);
+	// identity is the inotify watch of the files' names that tells its
+	// reader (HealthEvents), started on first use.
+	writes   WriteWatch
+	identity changes
 }
 
 //go:embed migrations/*.sql
@@ -145,6 +150,9 @@ func (s *SQLite) Path() string { return s.path }
 // Close closes the database.
 func (s *SQLite) Close() error {
 	s.closeChanges()
+	if s.identity.stop != nil {
+		s.identity.stop()
+	}
 	s.closeStmts()
 	if s.pin != nil {
 		s.pin.Close()

@@ -101,9 +101,12 @@ func (s *Store) VacuumDismissals(ctx context.Context, now time.Time) (int, error
 // MarkDaemon records that a daemon of hostID swept at at (an upsert that
 // never moves seen_at back). It is not a feed write, so it does not take
 // the feed lock: presence every few seconds from every host must not
-// queue behind transitions.
-func (s *Store) MarkDaemon(ctx context.Context, hostID string, at time.Time) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO daemons (host_id, seen_at) VALUES ($1, $2)
+// queue behind transitions. It is a write all the same: its outcome is
+// recorded for WriteHealth.
+func (s *Store) MarkDaemon(ctx context.Context, hostID string, at time.Time) (err error) {
+	s.writes.Start()
+	defer func() { s.writes.Done(err) }()
+	_, err = s.pool.Exec(ctx, `INSERT INTO daemons (host_id, seen_at) VALUES ($1, $2)
 		ON CONFLICT (host_id) DO UPDATE SET seen_at = GREATEST(daemons.seen_at, excluded.seen_at)`, hostID, unixtime.Seconds(at))
 	if err != nil {
 		return fmt.Errorf("mark daemon %s: %w", hostID, classify(err))

@@ -77,6 +77,8 @@ type Store struct {
 	listening atomic.Bool
 	stop      context.CancelFunc
 	listener  sync.WaitGroup
+	// writes records the write transactions' outcomes (WriteHealth).
+	writes store.WriteWatch
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -134,6 +136,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // Probe proves that the store takes a write now: one row of health_probe
 // is rewritten in a transaction of its own.
 func (s *Store) Probe(ctx context.Context) error {
+	if err := s.Check(ctx); err != nil {
+		return err
+	}
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "UPDATE health_probe SET at = $1 WHERE id = 1", unixtime.Seconds(time.Now()))
 		return err
@@ -143,6 +148,29 @@ func (s *Store) Probe(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Check is what can be seen of the server's writability without writing:
+// it answers, and does not run read-only (a hot standby, or
+// default_transaction_read_only). One round trip, no write: the daemon's
+// readiness otherwise comes from the writes themselves (WriteHealth).
+func (s *Store) Check(ctx context.Context) error {
+	var readOnly string
+	if err := s.pool.QueryRow(ctx, "SELECT current_setting('transaction_read_only')").Scan(&readOnly); err != nil {
+		return fmt.Errorf("check store %s: %w", s.Path(), classify(err))
+	}
+	if readOnly == "on" {
+		return fmt.Errorf("%w: the server of %s takes no writes (transaction_read_only is on: a standby, or default_transaction_read_only)", store.ErrUnavailable, s.Path())
+	}
+	return nil
+}
+
+// WriteHealth says what the store's write transactions showed lately.
+func (s *Store) WriteHealth() store.WriteHealth { return s.writes.WriteHealth() }
+
+// HealthEvents is told when a write fails for the store's sake after none
+// did, and at the first commit after that. A server has no file to lose,
+// so nothing else tells it.
+func (s *Store) HealthEvents() <-chan struct{} { return s.writes.HealthEvents() }
 
 // Fault is always nil: a server's damage shows as failing writes (Probe),
 // and the server, not watchdog, owns its recovery.
@@ -308,8 +336,10 @@ func (s *Store) migrate(ctx context.Context) error {
 // a row, the lock is always the first thing a writer waits for, so two
 // writers never deadlock over it and a row. A commit moves DataVersion at
 // once, before the notification comes back: a read after a write sees it.
-func (s *Store) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	err := s.writeTxOnce(ctx, fn)
+func (s *Store) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
+	s.writes.Start()
+	defer func() { s.writes.Done(err) }()
+	err = s.writeTxOnce(ctx, fn)
 	// A deadlock or serialization failure can only come from a writer
 	// outside watchdog (psql, an old binary's migration) that took a row
 	// lock before the feed lock its trigger takes; the server rolled this
