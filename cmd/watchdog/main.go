@@ -69,10 +69,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
 	}
+	err = explainUsage(cmd, err)
 	code := 1
 	var ec exitCoder
 	if errors.As(err, &ec) {
@@ -84,6 +85,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "watchdog: %s\n", firstLine(msg))
 	}
 	return code
+}
+
+// explainUsage completes cobra's own usage errors into the one line a
+// person can act on: an unknown command names the command it is close to
+// (cobra's suggestion, which its message puts on later lines the one-line
+// rule would cut), and a wrong number of arguments names the command's
+// usage line ("accepts 1 arg(s), received 0" alone does not say which).
+func explainUsage(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "unknown command"):
+		first := firstLine(msg)
+		var suggestions []string
+		for _, l := range strings.Split(msg, "\n")[1:] {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "Did you mean") && !strings.HasPrefix(l, "Run '") {
+				suggestions = append(suggestions, l)
+			}
+		}
+		if len(suggestions) > 0 {
+			first += "; did you mean " + strings.Join(suggestions, " or ") + "?"
+		}
+		return usageError("%s (see %s --help)", first, cmd.CommandPath())
+	case cmd != nil && cmd.Args != nil && (strings.HasPrefix(msg, "accepts ") || strings.HasPrefix(msg, "requires ")):
+		return usageError("%s: %s; usage: %s (see %s --help)", strings.TrimPrefix(cmd.CommandPath(), "watchdog "), msg, cmd.UseLine(), cmd.CommandPath())
+	}
+	return err
 }
 
 func firstLine(s string) string {
