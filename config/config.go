@@ -651,7 +651,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // value, the default when decoding onto [Default].
 func (d *Duration) decodeScalar(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
-		if v, err := time.ParseDuration(n.Value); err == nil {
+		if v, ok := parseDuration(n.Value); ok {
 			*d = Duration(v)
 			return nil
 		}
@@ -659,13 +659,27 @@ func (d *Duration) decodeScalar(n *yaml.Node) error {
 	return fmt.Errorf("%s is not a duration (try %s)", describe(n), d.suggest(n.Value))
 }
 
-// suggest returns a duration to try instead of the invalid text s.
-func (d Duration) suggest(s string) string {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.ParseFloat(days, 64); err == nil && n > 0 {
-			return Duration(time.Duration(n * 24 * float64(time.Hour))).String()
-		}
+// parseDuration reads a Go duration ("90s", "4h30m") or a number of days
+// ("7d", "1.5d"), as `watchdog snooze --for` does: a failure_window of a
+// week reads as people write it. Days that do not fit a duration (about
+// 292 years) are no duration.
+func parseDuration(s string) (time.Duration, bool) {
+	if v, err := time.ParseDuration(s); err == nil {
+		return v, true
 	}
+	days, ok := strings.CutSuffix(s, "d")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(days, 64)
+	if err != nil || n != n || n*24*float64(time.Hour) >= float64(1<<63-1) || n*24*float64(time.Hour) <= -float64(1<<63-1) {
+		return 0, false
+	}
+	return time.Duration(n * 24 * float64(time.Hour)), true
+}
+
+// suggest returns a duration to try instead of the invalid text s.
+func (d Duration) suggest(_ string) string {
 	if d > 0 {
 		return d.String()
 	}

@@ -181,7 +181,7 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"invalid-section-type.yaml", `thresholds: "5m" is not a mapping`},
 		{"invalid-string-type.yaml", `host_id: a list is not a string`},
 		{"invalid-duration.yaml", `thresholds.stalled_after: "five" is not a duration (try 1h)`},
-		{"invalid-duration-days.yaml", `thresholds.failure_window: "1d" is not a duration (try 24h)`},
+		{"invalid-duration-days.yaml", `thresholds.failure_window: "1e300d" is not a duration (try 24h)`},
 		{"invalid-int.yaml", `reaper.max_per_run: "lots" is not an integer`},
 		{"invalid-int-fraction.yaml", `reaper.max_per_run: "1.5" is not an integer`},
 		{"invalid-bool.yaml", `reaper.dry_run: "maybe" is not true or false`},
@@ -376,6 +376,32 @@ func TestDuration(t *testing.T) {
 		var back Duration
 		if err := yaml.Unmarshal(out, &back); err != nil || back != d {
 			t.Errorf("round trip of %v through %q = %v, %v", tt.d, out, back, err)
+		}
+	}
+}
+
+// TestDurationDays: a config duration may be a number of days, as
+// `snooze --for` takes them ("7d", "1.5d"); days past what a duration
+// holds are refused.
+func TestDurationDays(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"7d", 7 * 24 * time.Hour, true},
+		{"1.5d", 36 * time.Hour, true},
+		{"0d", 0, true},
+		{"90m", 90 * time.Minute, true},
+		{"1e300d", 0, false},
+		{"d", 0, false},
+		{"NaNd", 0, false},
+		{"week", 0, false},
+	} {
+		var d Duration
+		err := yaml.Unmarshal([]byte(tt.in), &d)
+		if (err == nil) != tt.ok || (tt.ok && time.Duration(d) != tt.want) {
+			t.Errorf("%q: %v, %v; want %v (ok %v)", tt.in, time.Duration(d), err, tt.want, tt.ok)
 		}
 	}
 }
