@@ -7,7 +7,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,20 +15,6 @@ import (
 	"watchdog/internal/testenv"
 )
 
-// agedFile makes a heartbeat file last touched age ago.
-func agedFile(t *testing.T, name string, age time.Duration) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	old := time.Now().Add(-age)
-	if err := os.Chtimes(p, old, old); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // Observation 1: `probe --entity` after a dismissal printed the CLI's own
 // verdict (10m/60m), wrote it, and the dismissed stall came back. Now it
 // judges with the daemon's settings (its config) and writes nothing, with
@@ -37,7 +22,7 @@ func agedFile(t *testing.T, name string, age time.Duration) string {
 func TestJudgeObs1ProbeEntityIsReadOnly(t *testing.T) {
 	d := truthStart(t, "")
 	cfg := filepath.Join(filepath.Dir(d.db), "config.yaml")
-	hb := agedFile(t, "s9.hb", time.Minute)
+	hb := adhocFile(t, t.TempDir(), "s9.hb", "", time.Minute)
 	p := testenv.Sleep(t)
 	d.register(t, fmt.Sprintf(`{"type":"session","id":"s9","lifecycle":"running","pid":%d,"heartbeat_file":%q}`, p.Process.Pid, hb))
 	const fp = "session:s9:run.health.stalled"
@@ -89,7 +74,7 @@ jobs:
   sweep: "@every 1s"
 `
 	d := truthStart(t, sections)
-	hb := agedFile(t, "s3.hb", 10*time.Minute)
+	hb := adhocFile(t, t.TempDir(), "s3.hb", "", 10*time.Minute)
 	p := testenv.Sleep(t)
 	doc := fmt.Sprintf(`{"type":"session","id":"s3","lifecycle":"running","pid":%d,"heartbeat_file":%q}`, p.Process.Pid, hb)
 	d.register(t, doc)
