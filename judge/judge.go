@@ -197,8 +197,8 @@ func Next(e *store.Entity, file time.Time, s Settings, now time.Time) time.Time 
 	for _, b := range HeartbeatBoundaries(e, file, s) {
 		consider(b)
 	}
-	if EnforceTarget(e) != "" || (!e.DeadSince.IsZero() && DeadTarget(e) == "") {
-		consider(GraceEnds(e, s)) // enforced, or flagged, once the grace is over
+	if !e.DeadSince.IsZero() {
+		consider(GraceEnds(e, s)) // ended, or flagged for want of an end, once the grace is over
 	}
 	consider(PhantomAt(e, file, s))
 	_, misfire := MisfireAt(e, s)
@@ -281,13 +281,6 @@ func enforce(e store.Entity, pid probe.PIDObservation, s Settings, now time.Time
 	reason := state.Observed(state.SystemHealthProcessDeadNoTerminal, "process died without recording a terminal state; dead since "+since, ev)
 	reason.Since = unixtime.Of(e.DeadSince)
 	return Act{Kind: ActEnforce, From: e.LifecycleOr(""), To: to, Reason: reason, Detail: detail, Trigger: "process_exited"}, true
-}
-
-// Enforce is enforcement's judgement of e, recorded dead, from a check of
-// its pid made now (probe.Host.CheckPID): the act, or false when its grace
-// is not over, it has no end to reach, or the death is not confirmed.
-func Enforce(e store.Entity, pid probe.PIDObservation, s Settings, now time.Time) (Act, bool) {
-	return enforce(e, pid, s, now)
 }
 
 // PhantomDue says whether e may be a phantom at now by its row alone

@@ -62,13 +62,6 @@ func (r *Reaper) checkSchedule(ctx context.Context, e store.Entity) (bool, error
 	if err := judge.CheckCron(e); err != nil {
 		return false, err
 	}
-	if r.Prober == nil {
-		// A reaper without a prober (a test of the cron alone) judges the
-		// cron: a process it cannot look at is not asked for.
-		now := r.now()
-		v := judge.Judge(e, judge.Seen{}, r.Settings.Settings, now)
-		return r.recordSchedule(ctx, e, v)
-	}
 	s, err := r.judgeOne(ctx, e, false, false)
 	if err != nil {
 		return false, err

@@ -226,7 +226,9 @@ type step struct {
 // not at all when it has nothing of its own to probe. An entity of
 // another host is seen only by what can be judged from here.
 func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, now time.Time) judge.Seen {
-	if !judge.Probed(&e) {
+	if !judge.Probed(&e) || r.Prober == nil {
+		// Nothing of its own to probe, or a reaper with no prober (a test
+		// of the cron alone): judged on its row.
 		return judge.Seen{}
 	}
 	t := judge.Target(&e, parentTerminal)
