@@ -312,7 +312,9 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 			if f.Host != "" && e.Entity.HostID != f.Host {
 				return
 			}
-			list = append(list, wire.FromView(e.Entity, e.State, nil, h.o.Heartbeats, now))
+			// No heartbeat file is read here, under the view's lock: only
+			// the rows shown get theirs, below.
+			list = append(list, wire.FromView(e.Entity, e.State, nil, nil, now))
 		})
 	}
 	for host := range hosts {
@@ -325,6 +327,11 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		list = list[:TableLimit]
 	}
 	p.Shown = len(list)
+	for i := range list {
+		if ent, ok := h.o.View.Get(list[i].Type, list[i].ID, now); ok {
+			list[i].Heartbeat = h.o.Heartbeats.Of(&ent.Entity, now)
+		}
+	}
 	for i := range list {
 		p.Entities = append(p.Entities, rowOf(&list[i], now))
 	}

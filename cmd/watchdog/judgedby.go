@@ -100,7 +100,7 @@ func (j judgedBy) warning(now time.Time) string {
 		age = state.FormatAge(d) + " ago"
 	}
 	return fmt.Sprintf("watchdog: no watchdog daemon is serving this database; last judged %s (daemon of host %s, %s)\n",
-		age, j.LastJudgedBy, j.LastJudgedAt.UTC().Format("2006-01-02 15:04:05Z"))
+		age, j.LastJudgedBy, state.Stamp(j.LastJudgedAt.Time))
 }
 
 // warn prints the note of set (no config found) and the judge's warning

@@ -64,7 +64,13 @@ func resolveConfig(flagPath, envPath, defPath string) (settings, error) {
 	}
 	cfg, err := config.Load(path)
 	if err != nil {
-		return settings{}, fmt.Errorf("config %s (%s): %s", path, from, strings.ReplaceAll(err.Error(), "\n", "; "))
+		msg := fmt.Sprintf("config %s (%s): %s", path, from, strings.ReplaceAll(err.Error(), "\n", "; "))
+		if errors.Is(err, fs.ErrPermission) {
+			// The packaged file is root:watchdog 0640: say how to get
+			// the daemon's settings rather than judge with others.
+			msg += "; run as root or a member of the file's group, or name a readable config with --config or " + configEnv
+		}
+		return settings{}, errors.New(msg)
 	}
 	return settings{cfg: cfg, path: path, from: from}, nil
 }
