@@ -225,7 +225,7 @@ func (l *connLimiter) handler(h http.Handler) http.Handler {
 			w.Header().Set("Cache-Control", "no-store")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_ = json.NewEncoder(w).Encode(api.Error{ // the client went away: nothing left to tell it
-				Error: fmt.Sprintf("the daemon is serving http.max_connections (%d) requests already; retry shortly", l.max),
+				Error: fmt.Sprintf("the daemon is serving its connection cap (%d requests: http.max_connections, lowered to fit the fd limit when that is small) already; retry shortly", l.max),
 				Cause: "unavailable",
 			})
 			return

@@ -195,13 +195,13 @@ func Run(ctx context.Context, o Options) error {
 	maxConns := httpMax(cfg.HTTP.MaxConnections, fds)
 	if maxConns < cfg.HTTP.MaxConnections {
 		log.Warn("the fd limit leaves fewer connections than http.max_connections: the server's cap is lowered to fit; raise LimitNOFILE",
-			zap.Int("max_connections", maxConns), zap.Int("capped_at", maxConns), zap.Int("fd_limit", fds.Limit))
+			zap.Int("max_connections", maxConns), zap.Int("max_connections_configured", cfg.HTTP.MaxConnections), zap.Int("capped_at", maxConns), zap.Int("fd_limit", fds.Limit))
 	}
 	srv, lim := newHTTPServer(d.api, maxConns, m.Shed)
 	m.Connections(lim.counts)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lim.listener(ln)) }()
-	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()), zap.Int("max_connections", maxConns),
+	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()), zap.Int("max_connections", maxConns), zap.Int("max_connections_configured", cfg.HTTP.MaxConnections),
 		zap.String("host_id", host.HostID()), zap.Bool("auth", token != ""), zap.Strings("allowed_hosts", cfg.AllowedHosts), zap.Bool("dry_run", cfg.Reaper.DryRun))
 
 	// Jobs get a context that outlives the shutdown signal: a job running

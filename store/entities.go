@@ -442,9 +442,12 @@ func (s *SQLite) Get(ctx context.Context, typ, id string) (Entity, error) {
 	// Prepared once: parsing this SELECT was a third of a registration's
 	// CPU (every write path and every monitor check reads the row first).
 	// A store known lost is not read at all: a pooled connection might be
-	// opened on the file that replaced it (see lostOr).
-	if lost := s.usable(); lost != nil {
-		return Entity{}, fmt.Errorf("read entity %s/%s: %w", typ, id, lost)
+	// opened on the file that replaced it (see lostOr). The latch only, no
+	// stat: Get is on every write path and every monitor check, and the
+	// loss is latched by the identity watch's event, by every write's
+	// check, or by an error read here (lostOr).
+	if s.Lost() {
+		return Entity{}, fmt.Errorf("read entity %s/%s: %w", typ, id, s.Fault())
 	}
 	st, err := s.prepared(ctx, selectEntity)
 	if err != nil {
