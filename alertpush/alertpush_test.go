@@ -16,10 +16,10 @@ import (
 
 	"watchdog/attention"
 	"watchdog/internal/testenv"
+	"watchdog/internal/unixtime"
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)

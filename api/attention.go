@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"watchdog/attention"
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 	"watchdog/wire"
 )
 

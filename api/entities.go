@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 	"watchdog/wire"
 )
 

@@ -7,9 +7,9 @@ import (
 	"sort"
 	"strings"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 	"watchdog/wire"
 )
 

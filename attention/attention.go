@@ -81,10 +81,10 @@ import (
 	"strings"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 // DefaultFailureWindow is how long an entity with an outcome stays in the

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 func TestParseFingerprint(t *testing.T) {

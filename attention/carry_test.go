@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 // escalated is a session the watchdog ended for a finding (transition

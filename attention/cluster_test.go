@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // TestClusterSpeaksForAll: a cluster's header gives the count, the code's

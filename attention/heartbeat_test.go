@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // TestFillHeartbeats: each item gets its entity's heartbeat, an entity of

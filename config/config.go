@@ -19,7 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"watchdog/cronspec"
+	"watchdog/internal/cronspec"
 
 	"go.yaml.in/yaml/v3"
 )

@@ -24,8 +24,7 @@ import (
 	"watchdog/alertpush"
 	"watchdog/api"
 	"watchdog/config"
-	"watchdog/cronspec"
-	"watchdog/jobs"
+	"watchdog/internal/cronspec"
 	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/page"
@@ -329,17 +328,17 @@ type daemon struct {
 	skipped atomic.Int64
 }
 
-// jobTable is the daemon's job table: every job of jobs.Names, in that
+// jobTable is the daemon's job table: every job of reaper.JobNames, in that
 // order (the sweep first: awaitFirstSweep runs it), with its schedule from
 // the config and its body.
 func (d *daemon) jobTable() []Job {
 	j := d.cfg.Jobs
 	return []Job{
-		{Name: jobs.Sweep, Spec: j.Sweep, Run: d.unlessPaused(d.sweep), After: d.afterSweep},
-		{Name: jobs.EnforceTerminal, Spec: j.EnforceTerminal, Run: d.unlessPaused(d.report(d.rp.EnforceTerminal))},
-		{Name: jobs.ReapPhantoms, Spec: j.ReapPhantoms, Run: d.unlessPaused(d.report(d.rp.ReapPhantoms))},
-		{Name: jobs.CheckSchedules, Spec: j.CheckSchedules, Run: d.unlessPaused(d.report(d.rp.CheckSchedules))},
-		{Name: jobs.Vacuum, Spec: j.Vacuum, Run: d.unlessPaused(d.leading(d.vacuum))},
+		{Name: reaper.JobSweep, Spec: j.Sweep, Run: d.unlessPaused(d.sweep), After: d.afterSweep},
+		{Name: reaper.JobEnforceTerminal, Spec: j.EnforceTerminal, Run: d.unlessPaused(d.report(d.rp.EnforceTerminal))},
+		{Name: reaper.JobReapPhantoms, Spec: j.ReapPhantoms, Run: d.unlessPaused(d.report(d.rp.ReapPhantoms))},
+		{Name: reaper.JobCheckSchedules, Spec: j.CheckSchedules, Run: d.unlessPaused(d.report(d.rp.CheckSchedules))},
+		{Name: reaper.JobVacuum, Spec: j.Vacuum, Run: d.unlessPaused(d.leading(d.vacuum))},
 	}
 }
 

@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"watchdog/config"
-	"watchdog/jobs"
 	"watchdog/reaper"
 )
 
 // TestJobTableCoversEveryJobName: a YAML key cannot name a constant, so
-// the config's jobs section is checked against jobs.Names here, where the
+// the config's jobs section is checked against reaper.JobNames here, where the
 // config, the vocabulary and the daemon's job table are all in reach.
 func TestJobTableCoversEveryJobName(t *testing.T) {
 	var keys []string
@@ -20,8 +19,8 @@ func TestJobTableCoversEveryJobName(t *testing.T) {
 	for i := range typ.NumField() {
 		keys = append(keys, typ.Field(i).Tag.Get("yaml"))
 	}
-	if !slices.Equal(keys, jobs.Names) {
-		t.Errorf("config jobs keys %v, jobs.Names %v", keys, jobs.Names)
+	if !slices.Equal(keys, reaper.JobNames) {
+		t.Errorf("config jobs keys %v, reaper.JobNames %v", keys, reaper.JobNames)
 	}
 	d := &daemon{cfg: config.Default(), rp: &reaper.Reaper{}}
 	var names []string
@@ -31,8 +30,8 @@ func TestJobTableCoversEveryJobName(t *testing.T) {
 			t.Errorf("job %s: spec %q, body set %v", j.Name, j.Spec, j.Run != nil)
 		}
 	}
-	if !slices.Equal(names, jobs.Names) {
-		t.Errorf("daemon job table %v, jobs.Names %v", names, jobs.Names)
+	if !slices.Equal(names, reaper.JobNames) {
+		t.Errorf("daemon job table %v, reaper.JobNames %v", names, reaper.JobNames)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"watchdog/config"
-	"watchdog/cronspec"
+	"watchdog/internal/cronspec"
 	"watchdog/live"
 	"watchdog/reaper"
 	"watchdog/store"

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"watchdog/jobs"
 	"watchdog/reaper"
 
 	"github.com/robfig/cron/v3"
@@ -111,31 +110,31 @@ func (r jobRunner) Run() {
 	log := r.s.log.With(zap.String("job", r.job.Name))
 	if !r.busy.TryLock() {
 		log.Warn("previous run still going, skipping this one")
-		r.observe(jobs.ResultSkipped, 0)
+		r.observe(reaper.ResultSkipped, 0)
 		return
 	}
 	defer r.busy.Unlock()
 	start := time.Now()
-	result := jobs.ResultOK
+	result := reaper.ResultOK
 	defer func() {
 		if p := recover(); p != nil {
 			log.Error("job panicked", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
-			r.observe(jobs.ResultError, time.Since(start))
+			r.observe(reaper.ResultError, time.Since(start))
 		}
 	}()
 	err := r.job.Run(r.s.ctx)
 	switch {
 	case errors.Is(err, errSkipped):
 		log.Debug("job skipped: the daemon's background writes are paused")
-		r.observe(jobs.ResultSkipped, time.Since(start))
+		r.observe(reaper.ResultSkipped, time.Since(start))
 		return
 	case err == nil:
 		log.Debug("job done", zap.Duration("took", time.Since(start)))
 	case isOverBudget(err):
-		result = jobs.ResultTimeout
+		result = reaper.ResultTimeout
 		log.Error("job over budget", zap.Error(err))
 	default:
-		result = jobs.ResultError
+		result = reaper.ResultError
 		log.Error("job failed", zap.Error(err))
 	}
 	r.observe(result, time.Since(start))

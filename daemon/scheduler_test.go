@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"watchdog/cronspec"
+	"watchdog/internal/cronspec"
 	"watchdog/reaper"
 
 	"go.uber.org/zap"

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"watchdog/config"
-	"watchdog/cronspec"
+	"watchdog/internal/cronspec"
 	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/reaper"

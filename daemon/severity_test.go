@@ -8,10 +8,10 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"watchdog/internal/unixtime"
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 // TestSeverityLogOncePerChange: a change into critical or warning (and

@@ -16,10 +16,10 @@ import (
 	"slices"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 // Settings are the thresholds and windows a judgement applies (config

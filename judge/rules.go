@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"watchdog/cronspec"
+	"watchdog/internal/cronspec"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"

@@ -5,11 +5,11 @@ import (
 	"slices"
 	"time"
 
-	"watchdog/cronspec"
+	"watchdog/internal/cronspec"
+	"watchdog/internal/unixtime"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 // CronError says a schedule's cron spec does not parse: nothing is judged

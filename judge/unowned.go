@@ -5,11 +5,11 @@ import (
 	"slices"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 // A dead process gets a fate whatever its entity's type. The types whose

@@ -45,10 +45,10 @@ import (
 	"time"
 
 	"watchdog/attention"
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 // Source is the change feed the view reads; *store.SQLite is one. A

@@ -68,13 +68,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"watchdog/jobs"
+	"watchdog/internal/unixtime"
 	"watchdog/live"
 	"watchdog/reaper"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 // Source is what the scrape-time collector reads; *live.View is one.
@@ -206,8 +205,8 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 			m.reaped.WithLabelValues(t, string(c))
 		}
 	}
-	for _, j := range jobs.Names {
-		for _, r := range jobs.Results {
+	for _, j := range reaper.JobNames {
+		for _, r := range reaper.JobResults {
 			m.jobRuns.WithLabelValues(j, r)
 		}
 		m.jobDuration.WithLabelValues(j)
@@ -302,9 +301,9 @@ func (m *Metrics) countReap(entityType, reasonCode string) {
 // JobRun counts one job run and, unless it was skipped, observes its
 // duration (daemon.JobObserver).
 func (m *Metrics) JobRun(job, result string, d time.Duration) {
-	job = oneOf(job, jobs.Names)
-	m.jobRuns.WithLabelValues(job, oneOf(result, jobs.Results)).Inc()
-	if result != jobs.ResultSkipped {
+	job = oneOf(job, reaper.JobNames)
+	m.jobRuns.WithLabelValues(job, oneOf(result, reaper.JobResults)).Inc()
+	if result != reaper.ResultSkipped {
 		m.jobDuration.WithLabelValues(job).Observe(d.Seconds())
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 )
 
 // AdHoc names a bare process as `watchdog probe --pid` is given it: each

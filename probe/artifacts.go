@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // MaxJSONBytes bounds what a `json` artifact check reads: a larger file is

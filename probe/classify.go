@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // Thresholds are the ages and durations the classification compares with

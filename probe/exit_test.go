@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"watchdog/internal/testenv"
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // TestDeadPIDEvidenceNamesExit: a real process ends three ways; the

@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // HeartbeatSource says where a heartbeat time came from.

@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // LockFile is a declared lock file found still in place.

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // Liveness is the three-valued answer of a PID check (docs/reference/state-model.md, Probing). The zero

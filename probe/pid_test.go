@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"watchdog/internal/testenv"
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 )
 
 func identify(t *testing.T, h *Host, pid int) Identity {

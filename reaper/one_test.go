@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"watchdog/internal/testenv"
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 func (f *fixture) probeOne(typ, id string) Probed {

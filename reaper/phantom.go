@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"watchdog/jobs"
 	"watchdog/judge"
 	"watchdog/state"
 	"watchdog/store"
@@ -18,7 +17,7 @@ import (
 // whose dependency failed or does not exist, and fails shows whose
 // critical-path play failed.
 func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
-	rep := Report{Job: jobs.ReapPhantoms, DryRun: r.Settings.DryRun}
+	rep := Report{Job: JobReapPhantoms, DryRun: r.Settings.DryRun}
 	list, err := r.openOnHost(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("reap_phantoms: %w", err)

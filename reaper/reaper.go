@@ -28,12 +28,12 @@ import (
 
 	"go.uber.org/zap"
 
+	"watchdog/internal/unixtime"
 	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 // Store is the part of the store the reaper reads and writes directly

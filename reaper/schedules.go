@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"watchdog/jobs"
 	"watchdog/judge"
 	"watchdog/store"
 )
@@ -14,7 +13,7 @@ import (
 // host-less ones while this daemon leads (due, misfired, ok), and records
 // what changed.
 func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
-	rep := Report{Job: jobs.CheckSchedules}
+	rep := Report{Job: JobCheckSchedules}
 	list, err := r.Store.List(ctx, store.Filter{Type: "schedule", HostID: r.HostID, OpenOnly: true, AlsoHostless: r.leads()})
 	if err != nil {
 		return rep, fmt.Errorf("check_schedules: %w", err)

@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"watchdog/jobs"
 	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/store"
@@ -33,7 +32,7 @@ var ErrSweepOverBudget = errors.New("sweep over budget")
 // nothing, and the next sweep starts with it.
 func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	start := r.now()
-	rep := Report{Job: jobs.Sweep}
+	rep := Report{Job: JobSweep}
 	budget := r.Settings.SweepBudget
 	if budget <= 0 {
 		budget = DefaultSettings.SweepBudget

@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"watchdog/jobs"
 	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/state"
@@ -21,7 +20,7 @@ import (
 // Right before writing, the entity is seen once more and judged, and only
 // a conclusive death counts: the sweep's finding may be old.
 func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
-	rep := Report{Job: jobs.EnforceTerminal, DryRun: r.Settings.DryRun}
+	rep := Report{Job: JobEnforceTerminal, DryRun: r.Settings.DryRun}
 	// Only entities with a recorded death can be due (judge.EnforceTarget):
 	// the store hands over those alone.
 	list, err := r.Store.List(ctx, store.Filter{HostID: r.HostID, OpenOnly: true, DeadOnly: true})

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/judge"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 // OnceAction is one decided lifecycle change of a RunOnce.

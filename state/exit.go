@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 )
 
 // ExitStatus is how a watched process ended, as the kernel reported it

@@ -3,7 +3,7 @@ package state
 import (
 	"time"
 
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 )
 
 // Heartbeat sources on the wire.

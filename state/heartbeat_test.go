@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 )
 
 // TestJudgedHeartbeatText: a queue item's heartbeat reads as status's

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 )
 
 func TestRender(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 )
 
 // Health says whether an entity's runtime (its process) is okay.

@@ -3,7 +3,7 @@ package state
 import (
 	"time"
 
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 )
 
 // unixAt is the time of Unix seconds s, the way fixtures name times.

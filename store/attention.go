@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // Dismissal is one row of attention_dismissals (the Attention Queue design's dismissals table): an

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 )
 
 // MarkDaemon records that a daemon of hostID was alive at at (an upsert;

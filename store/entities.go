@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // Entity is one stored row: the registered fields, the persisted dimensions

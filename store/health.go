@@ -11,7 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 
 	"golang.org/x/sys/unix"
 	"modernc.org/sqlite"

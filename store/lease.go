@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 )
 
 // TakeLease takes or renews the lease name for holder until now+ttl: in

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // Observation is what a probe found: the persisted health and delivery

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // Change is what a Decider decided: the new lifecycle and its audit row.

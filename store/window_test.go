@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"watchdog/attention"
+	"watchdog/internal/unixtime"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 // The store's SQL applies attention.AgedOut's rule with attention.Since as

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 )
 
 // The ranges of the numbers watchdog accepts (times, durations, pids and

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"watchdog/cronspec"
+	"watchdog/internal/cronspec"
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 // Identifier reads this host's identity and a local process's start time;

@@ -5,10 +5,10 @@ import (
 	"sort"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 // AuditRow is one transition of an entity's history on the wire. Seq is

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"watchdog/internal/testenv"
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 // TestEntityExitStatus: a real process killed by SIGKILL, its status

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 // fuzzWriter is a real write path on a real SQLite file, one per fuzzing

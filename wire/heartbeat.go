@@ -3,9 +3,9 @@ package wire
 import (
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 // Heartbeats is how a reader finds the heartbeat an entity is judged by.

@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // Table is the list as `watchdog status` prints it: one row per entity,

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"watchdog/attention"
+	"watchdog/cmd/watchdog/internal/target"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/target"
 	"watchdog/wire"
 )
 

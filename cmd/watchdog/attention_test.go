@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"watchdog/attention"
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 // attnStore builds a database with a known queue: a failed run and the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"watchdog/runner"
+	"watchdog/cmd/watchdog/internal/runner"
 	"watchdog/transitions"
 )
 

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"watchdog/attention"
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 	"watchdog/wire"
 )
 

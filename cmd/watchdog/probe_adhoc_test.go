@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"watchdog/internal/testenv"
+	"watchdog/internal/unixtime"
 	"watchdog/probe"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // adhocRun is one in-process run of the probe command.

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"watchdog/cmd/watchdog/internal/target"
 	"watchdog/daemon"
 	"watchdog/reaper"
 	"watchdog/store"
-	"watchdog/target"
 )
 
 // oneShot is what a one-shot command (`reap`, `probe --entity`) runs on:

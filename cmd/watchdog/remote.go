@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"watchdog/target"
+	"watchdog/cmd/watchdog/internal/target"
 	"watchdog/tokenfile"
 )
 

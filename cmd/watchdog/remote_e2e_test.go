@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"watchdog/api"
-	"watchdog/client"
+	"watchdog/cmd/watchdog/internal/client"
 	"watchdog/internal/testenv"
 	"watchdog/store"
 	"watchdog/transitions"

@@ -32,10 +32,10 @@ import (
 	_ "modernc.org/sqlite" // the test reads the daemon's database itself
 
 	"watchdog/internal/testenv"
+	"watchdog/internal/unixtime"
 	"watchdog/probe"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 // svDeadline bounds every wait for the daemon to do something.

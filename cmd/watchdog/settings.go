@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"watchdog/cmd/watchdog/internal/target"
 	"watchdog/config"
-	"watchdog/target"
 )
 
 // defaultConfigPath is where a command on the daemon's host finds the

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"watchdog/unixtime"
+	"watchdog/internal/unixtime"
 )
 
 // TestResolveConfig holds the one rule by which every command that reads

@@ -14,12 +14,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"watchdog/api"
-	"watchdog/client"
+	"watchdog/cmd/watchdog/internal/client"
+	"watchdog/cmd/watchdog/internal/target"
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/target"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 	"watchdog/wire"
 )
 

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"watchdog/cmd/watchdog/internal/target"
 	"watchdog/config"
-	"watchdog/target"
 	"watchdog/transitions"
 )
 

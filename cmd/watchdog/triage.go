@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"watchdog/attention"
-	"watchdog/target"
+	"watchdog/cmd/watchdog/internal/target"
+	"watchdog/internal/unixtime"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 )
 
 // triageBy is who a dismissal made from this command line is recorded

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"watchdog/internal/testenv"
+	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/unixtime"
 )
 
 // TestTruthObs2ReRegistrationKeepsTheAge: an orchestrator that upserts

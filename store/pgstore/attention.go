@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"watchdog/internal/unixtime"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 // UpsertDismissal inserts or replaces the dismissal of d.Fingerprint with

@@ -10,9 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 const selectEntity = "SELECT " + store.EntityColumns + " FROM entities WHERE type = $1 AND id = $2"

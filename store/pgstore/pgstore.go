@@ -27,8 +27,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"watchdog/internal/unixtime"
 	"watchdog/store"
-	"watchdog/unixtime"
 )
 
 func init() {

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 	"watchdog/wire"
 )
 

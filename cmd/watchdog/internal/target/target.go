@@ -8,12 +8,12 @@ import (
 	"os"
 	"time"
 
-	"watchdog/client"
+	"watchdog/cmd/watchdog/internal/client"
+	"watchdog/internal/unixtime"
 	"watchdog/probe"
 	"watchdog/reaper"
 	"watchdog/store"
 	"watchdog/transitions"
-	"watchdog/unixtime"
 	"watchdog/wire"
 )
 

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"watchdog/client"
+	"watchdog/cmd/watchdog/internal/client"
 	"watchdog/probe"
 	"watchdog/store"
 	_ "watchdog/store/pgstore" // registers the postgres driver: --db postgres://…
