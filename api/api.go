@@ -120,8 +120,8 @@ type Store interface {
 	UpsertDismissal(ctx context.Context, d store.Dismissal) error
 }
 
-// View is the live view the reads answer from; *live.View is one.
-type View interface {
+// LiveReader is what the reads answer from: the live view; *live.View is one.
+type LiveReader interface {
 	Sync(ctx context.Context) error
 	Get(typ, id string, now time.Time) (live.Entry, bool)
 	Each(typ string, fn func(*live.Entry))
@@ -152,7 +152,7 @@ type Options struct {
 	// View is what the entity read, the list and the attention queue
 	// read (the daemon's one view). When nil, the handler keeps its own
 	// view of Store, which must then be a live.Source (*store.SQLite is).
-	View View
+	View LiveReader
 	// Metrics, when set, counts the transitions the API itself refuses
 	// before the write path sees them (bad documents, forbidden actors),
 	// and is told the failure window so its attention gauge counts the

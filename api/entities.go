@@ -86,7 +86,7 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := wire.FromView(ent.Entity, ent.State, rows, s.Heartbeats, s.Now())
+	out := wire.FromDerived(ent.Entity, ent.State, rows, s.Heartbeats, s.Now())
 	out.TransitionsTotal = &total
 	writeJSON(w, http.StatusOK, out)
 }
@@ -198,7 +198,7 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 	pg, next := page(items, order, after, int(limit))
 	out.Items, out.Next = make([]wire.Entity, 0, len(pg)), next
 	for _, l := range pg {
-		out.Items = append(out.Items, wire.FromView(*l.e, l.ns, nil, s.Heartbeats, s.Now()))
+		out.Items = append(out.Items, wire.FromDerived(*l.e, l.ns, nil, s.Heartbeats, s.Now()))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

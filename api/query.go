@@ -54,7 +54,7 @@ func ListEntities(ctx context.Context, st Lister, f EntityFilter, now time.Time,
 				return nil, err
 			}
 		}
-		items = append(items, wire.FromView(e, ns, r, hb, now))
+		items = append(items, wire.FromDerived(e, ns, r, hb, now))
 	}
 	return items, nil
 }
@@ -67,7 +67,7 @@ func (f EntityFilter) keeps(ns state.NormalizedState) bool {
 // selectListed is the list's selection from the live view (after a
 // Sync), each entity with the state the view derived at its last change,
 // stamped evaluated at now.
-func selectListed(v View, f EntityFilter, now time.Time) []listed {
+func selectListed(v LiveReader, f EntityFilter, now time.Time) []listed {
 	var out []listed
 	v.Each(f.Type, func(e *live.Entry) {
 		if !f.keeps(e.State) || (f.Host != "" && e.Entity.HostID != f.Host) {

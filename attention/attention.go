@@ -9,7 +9,7 @@
 // # Which items exist
 //
 // An item is one (entity, reason code) pair of a non-legacy entity whose
-// derived severity (the Unified Entity State Model design's cascade, transitions.View) is critical, warning or
+// derived severity (the Unified Entity State Model design's cascade, transitions.Normalize) is critical, warning or
 // info. Its reason codes are those of the entity's NormalizedState: the
 // reason of the transition that brought it to its lifecycle, then the
 // probe's findings that reason does not subsume (state.Subsumes: one item
@@ -544,7 +544,7 @@ func capitalize(s string) string {
 // applied and cluster sizes not set: what snooze and dismiss check a
 // fingerprint against.
 func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
-	ns := transitions.View(e, now)
+	ns := transitions.Normalize(e, now)
 	if !Lingers(ns.Outcome, e.Health) && AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
 		return nil
 	}
@@ -552,7 +552,7 @@ func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
 }
 
 // ItemsFor returns the items of an entity whose state ns was derived
-// already (transitions.View), the failure window and dismissals not
+// already (transitions.Normalize), the failure window and dismissals not
 // applied: the live view computes them once per change and applies the
 // window (AgedOut) when it is read.
 func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {

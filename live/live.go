@@ -88,7 +88,7 @@ const minSyncGap = 10 * time.Millisecond
 // change. Nothing in it depends on the time of the read except through
 // AgedOut, which the reader asks with its own now.
 type Derived struct {
-	// State is transitions.View's NormalizedState (its EvaluatedAt is the
+	// State is transitions.Normalize's NormalizedState (its EvaluatedAt is the
 	// time of the change: a reader stamps its own).
 	State state.NormalizedState
 	// Display is the display chain.
@@ -148,7 +148,7 @@ func (e *Entry) Current(now time.Time, window time.Duration) bool {
 // surface's severity, tone, display chain and attention items come from,
 // in the daemon (once per change) and in the CLI reading a store.
 func Derive(e store.Entity, at time.Time) Derived {
-	ns := transitions.View(e, at)
+	ns := transitions.Normalize(e, at)
 	d := Derived{State: ns, Display: transitions.Display(e, ns), Items: attention.ItemsFor(e, ns)}
 	if ns.Legacy() {
 		return d

@@ -331,7 +331,7 @@ func TestEntityCountsMatchStore(t *testing.T) {
 	want := map[string]float64{}
 	legacy := 0.0
 	for _, e := range list {
-		ns := transitions.View(e, unixAt(0))
+		ns := transitions.Normalize(e, unixAt(0))
 		if ns.Legacy() {
 			legacy++
 			continue

@@ -42,8 +42,8 @@ var templateFS embed.FS
 //go:embed assets
 var assetFS embed.FS
 
-// View is the live view the page reads; *live.View is one.
-type View interface {
+// LiveReader is what the page reads of the live view; *live.View is one.
+type LiveReader interface {
 	Sync(ctx context.Context) error
 	Get(typ, id string, now time.Time) (live.Entry, bool)
 	Each(typ string, fn func(*live.Entry))
@@ -60,7 +60,7 @@ type Store interface {
 
 // Options configure the page.
 type Options struct {
-	View  View
+	View  LiveReader
 	Store Store
 	// Auth tells the script that writes need a token, so it asks for one
 	// (once per tab) before the first snooze or dismiss.
@@ -141,8 +141,8 @@ type layout struct {
 // indexPage is GET /.
 type indexPage struct {
 	layout
-	Queue     queueView
-	Filter    filterView
+	Queue     queueData
+	Filter    filterData
 	Entities  []entityRow
 	Shown     int
 	Total     int
@@ -150,7 +150,7 @@ type indexPage struct {
 	FilterErr string
 }
 
-type queueView struct {
+type queueData struct {
 	Total    int
 	Sections []severitySection
 }
@@ -158,26 +158,26 @@ type queueView struct {
 type severitySection struct {
 	Severity string
 	Count    int
-	Clusters []clusterView
+	Clusters []clusterData
 }
 
-type clusterView struct {
+type clusterData struct {
 	ID string
 	// Header speaks for all the cluster's items (attention.ClusterOf):
 	// the reason's registered summary, the range of their onsets and
 	// their entities, never one item's message.
 	Header string
-	Items  []itemView
+	Items  []itemData
 	items  []attention.Item
 }
 
 // Size is the number of the cluster's items on the page.
-func (c clusterView) Size() int { return len(c.Items) }
+func (c clusterData) Size() int { return len(c.Items) }
 
 // Collapsed reports whether the cluster starts folded: more than one item.
-func (c clusterView) Collapsed() bool { return len(c.Items) > 1 }
+func (c clusterData) Collapsed() bool { return len(c.Items) > 1 }
 
-type itemView struct {
+type itemData struct {
 	Fingerprint string
 	Label       string
 	Type        string
@@ -193,7 +193,7 @@ type itemView struct {
 	DismissBody string
 }
 
-type filterView struct {
+type filterData struct {
 	Type, Severity, Host string
 	Types                []string
 	Severities           []string
@@ -201,7 +201,7 @@ type filterView struct {
 }
 
 // Active reports whether any filter is set.
-func (f filterView) Active() bool { return f.Type != "" || f.Severity != "" || f.Host != "" }
+func (f filterData) Active() bool { return f.Type != "" || f.Severity != "" || f.Host != "" }
 
 type pill struct {
 	Tone, Icon, Text, Title string
@@ -225,7 +225,7 @@ type entityPage struct {
 	layout
 	Row       entityRow
 	Severity  string
-	Reasons   []reasonView
+	Reasons   []reasonData
 	Timeline  []timelineRow
 	Total     int
 	Older     string // the link to the page from the first transition
@@ -236,7 +236,7 @@ type entityPage struct {
 	Progress  string
 }
 
-type reasonView struct {
+type reasonData struct {
 	Code     string
 	Message  string
 	Evidence []string
@@ -279,7 +279,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	p.Legacy = h.o.View.Counts(now).Legacy
 
 	q := r.URL.Query()
-	f := filterView{Type: q.Get("type"), Severity: q.Get("severity"), Host: q.Get("host"), Types: transitions.Types()}
+	f := filterData{Type: q.Get("type"), Severity: q.Get("severity"), Host: q.Get("host"), Types: transitions.Types()}
 	for _, s := range state.Severities {
 		f.Severities = append(f.Severities, string(s))
 	}
@@ -314,7 +314,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 			}
 			// No heartbeat file is read here, under the view's lock: only
 			// the rows shown get theirs, below.
-			list = append(list, wire.FromView(e.Entity, e.State, nil, nil, now))
+			list = append(list, wire.FromDerived(e.Entity, e.State, nil, nil, now))
 		})
 	}
 	for host := range hosts {
@@ -360,14 +360,14 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 		h.notFound(w, r, "no entity "+typ+"/"+id)
 		return
 	}
-	we := wire.FromView(ent.Entity, ent.State, nil, h.o.Heartbeats, now)
+	we := wire.FromDerived(ent.Entity, ent.State, nil, h.o.Heartbeats, now)
 	p := entityPage{layout: h.frame(labelOf(&we)+" · watchdog", now), Row: rowOf(&we, now), Severity: string(we.State.Severity)}
 	if we.State.Legacy() {
 		p.Severity = "legacy"
 	}
 	p.Progress = we.HeartbeatProgress
 	for _, rs := range we.State.Reasons {
-		rv := reasonView{Code: string(rs.Code), Message: rs.Message}
+		rv := reasonData{Code: string(rs.Code), Message: rs.Message}
 		for _, ev := range rs.Evidence {
 			rv.Evidence = append(rv.Evidence, evidenceText(ev))
 		}
@@ -421,8 +421,8 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 // buildQueue groups the queue's items (already in the queue's order: most
 // severe first) by severity, then by cluster in order of first
 // appearance.
-func buildQueue(q attention.Queue, now time.Time) queueView {
-	out := queueView{Total: q.Total}
+func buildQueue(q attention.Queue, now time.Time) queueData {
+	out := queueData{Total: q.Total}
 	for _, sev := range attention.Severities {
 		sec := severitySection{Severity: string(sev), Count: q.BySeverity[sev]}
 		index := map[string]int{}
@@ -435,7 +435,7 @@ func buildQueue(q attention.Queue, now time.Time) queueView {
 			if !ok {
 				k = len(sec.Clusters)
 				index[it.ClusterID] = k
-				sec.Clusters = append(sec.Clusters, clusterView{ID: it.ClusterID})
+				sec.Clusters = append(sec.Clusters, clusterData{ID: it.ClusterID})
 			}
 			sec.Clusters[k].Items = append(sec.Clusters[k].Items, itemOf(it, now))
 			sec.Clusters[k].items = append(sec.Clusters[k].items, *it)
@@ -450,8 +450,8 @@ func buildQueue(q attention.Queue, now time.Time) queueView {
 	return out
 }
 
-func itemOf(it *attention.Item, now time.Time) itemView {
-	v := itemView{
+func itemOf(it *attention.Item, now time.Time) itemData {
+	v := itemData{
 		Fingerprint: it.Fingerprint, Label: cmp.Or(it.Entity.Label, it.Entity.Type+"/"+it.Entity.ID), Type: it.Entity.Type,
 		Age: ago(now, it.FirstSeenAt.Time), Summary: it.Reason.Summary, Status: it.Status, Heartbeat: it.HeartbeatText(now),
 		Href: entityHref(it.Entity.Type, it.Entity.ID),

@@ -50,7 +50,7 @@ type Probed struct {
 // liveness is for the ad-hoc probe. Its notes say what was recorded, or
 // that nothing was, and what the daemon would do next.
 func (p Probed) Verdict(now time.Time) probe.Verdict {
-	ns := transitions.View(p.Entity, now)
+	ns := transitions.Normalize(p.Entity, now)
 	v := probe.Verdict{State: ns, Undecided: p.Entity.Health == state.HealthUnknown, Display: transitions.Display(p.Entity, ns), Reasons: ns.Reasons}
 	if p.Checked {
 		v.Evidence = p.Result.Evidence()

@@ -752,7 +752,7 @@ func TestOrchestrationRules(t *testing.T) {
 		}
 	}
 	e, _ := f.st.Get(ctx, "team", "t-orphan")
-	if ns := transitions.View(e, unixAt(0)); ns.Outcome != "closed" || ns.Reasons[0].Code != state.TeamHealthOrphaned {
+	if ns := transitions.Normalize(e, unixAt(0)); ns.Outcome != "closed" || ns.Reasons[0].Code != state.TeamHealthOrphaned {
 		t.Errorf("team view %+v", ns)
 	}
 }
@@ -792,7 +792,7 @@ func TestSchedules(t *testing.T) {
 		if e.Health != h {
 			t.Errorf("%s: %s, want %s", id, e.Health, h)
 		}
-		ns := transitions.View(e, unixAt(0))
+		ns := transitions.Normalize(e, unixAt(0))
 		if id == "misfired" && (ns.Severity != state.SeverityCritical || ns.Reasons[0].Code != state.ScheduleHealthMisfired) {
 			t.Errorf("misfired view %+v", ns)
 		}

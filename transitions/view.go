@@ -7,11 +7,11 @@ import (
 	"watchdog/store"
 )
 
-// View computes an entity's NormalizedState: outcome from its type's
+// Normalize computes an entity's NormalizedState: outcome from its type's
 // graph, severity and tone derived (never stored), and reasons made of the
 // reason of the transition that brought it to its lifecycle plus the
 // probe's current findings.
-func View(e store.Entity, evaluatedAt time.Time) state.NormalizedState {
+func Normalize(e store.Entity, evaluatedAt time.Time) state.NormalizedState {
 	if e.Lifecycle == nil {
 		return state.Normalize(state.LifecycleLegacy, "", e.Health, e.Delivery, e.Reasons, evaluatedAt)
 	}

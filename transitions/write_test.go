@@ -189,7 +189,7 @@ func TestTransitionAppliesWithAudit(t *testing.T) {
 	if !e.StartedAt.Equal(unixAt(1_800_000_001)) || !e.EndedAt.Equal(unixAt(1_800_000_061)) || e.LastSeq != last.Seq {
 		t.Errorf("timestamps/seq: started %v ended %v seq %d/%d", e.StartedAt, e.EndedAt, e.LastSeq, last.Seq)
 	}
-	ns := View(e, unixAt(1_800_000_100))
+	ns := Normalize(e, unixAt(1_800_000_100))
 	if ns.Outcome != "failed" || ns.Severity != state.SeverityCritical || len(ns.Reasons) != 1 || ns.Reasons[0].EntityID != "s1" {
 		t.Errorf("view %+v", ns)
 	}
@@ -272,7 +272,7 @@ func TestWorkflowCompletedIsForFullCompletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ := st.Get(ctx, "workflow", "wf")
-	if ns := View(e, unixAt(10)); ns.Severity != state.SeverityWarning || ns.Outcome != "partial" {
+	if ns := Normalize(e, unixAt(10)); ns.Severity != state.SeverityWarning || ns.Outcome != "partial" {
 		t.Errorf("partial workflow reads %s/%s", ns.Severity, ns.Outcome)
 	}
 }
@@ -357,7 +357,7 @@ func TestRegisterRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ = st.Get(ctx, "session", "old")
-	if e.Lifecycle != nil || !View(e, unixAt(0)).Legacy() {
+	if e.Lifecycle != nil || !Normalize(e, unixAt(0)).Legacy() {
 		t.Errorf("legacy entity %+v", e)
 	}
 }

@@ -89,15 +89,15 @@ func renderedAt(reasons []state.StateReason, now time.Time) []state.StateReason 
 // FromEntity builds the read shape; rows may be nil (lists omit history).
 // hb finds the heartbeat shown (nil: the posted one; see Heartbeats).
 func FromEntity(e store.Entity, rows []store.AuditRow, hb *Heartbeats, now time.Time) Entity {
-	return FromView(e, transitions.View(e, now), rows, hb, now)
+	return FromDerived(e, transitions.Normalize(e, now), rows, hb, now)
 }
 
-// FromView is FromEntity for an entity whose state was derived already
+// FromDerived is FromEntity for an entity whose state was derived already
 // (the live view derives it once per change, live.Derive). The reasons'
 // messages are rendered as read at now (state.Render: "…, 12m ago"): the
 // stored ones carry moments, never ages. The heartbeat shown is the one
 // the judgement takes, found by hb at now (Heartbeats.Of).
-func FromView(e store.Entity, ns state.NormalizedState, rows []store.AuditRow, hb *Heartbeats, now time.Time) Entity {
+func FromDerived(e store.Entity, ns state.NormalizedState, rows []store.AuditRow, hb *Heartbeats, now time.Time) Entity {
 	ns.Reasons = renderedAt(ns.Reasons, now)
 	out := Entity{
 		Type: e.Type, ID: e.ID, Label: e.Label, Lifecycle: e.Lifecycle,
