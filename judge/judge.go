@@ -127,7 +127,7 @@ type Verdict struct {
 }
 
 // Judge judges e at now from what was seen. Seen.Result must come from a
-// probe of Target(e, …) when Probed(e) (and of e's pid for a schedule).
+// probe of Subject(e, …) when Probed(e) (and of e's pid for a schedule).
 func Judge(e store.Entity, seen Seen, s Settings, now time.Time) Verdict {
 	var v Verdict
 	if ByCron(&e) {

@@ -18,11 +18,11 @@ func lc(s string) *string { return &s }
 // a heartbeat (hbAt zero: none; file says it came from a heartbeat file):
 // no process is started and no file is read.
 func seen(e store.Entity, l probe.Liveness, hbAt time.Time, file bool, now time.Time) Seen {
-	t := Target(&e, false)
+	t := Subject(&e, false)
 	obs := probe.Observations{
 		Terminal: t.Terminal, EndedByDeath: t.EndedByDeath, Waiting: t.Waiting, StateSince: t.StateSince,
 		StartedAt: Started(&e), EndedAt: e.EndedAt,
-		PID: probe.PIDObservation{Target: PIDTarget(&e), Liveness: l},
+		PID: probe.PIDObservation{Subject: PIDSubject(&e), Liveness: l},
 	}
 	if l == probe.Alive {
 		obs.PID.StartTime = e.PIDStartTime

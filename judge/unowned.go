@@ -116,11 +116,11 @@ func Flagged(e *store.Entity) (state.StateReason, bool) {
 	return state.StateReason{}, false
 }
 
-// Target is what the probe needs to look at for e (parentTerminal: its
+// Subject is what the probe needs to look at for e (parentTerminal: its
 // parent entity has ended). Artifacts are judged once the entity ended: a
 // running session that has not yet written its review is not missing it.
-func Target(e *store.Entity, parentTerminal bool) probe.Target {
-	return probe.Target{
+func Subject(e *store.Entity, parentTerminal bool) probe.Subject {
+	return probe.Subject{
 		PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID, Exit: e.Exit,
 		SupervisorPID: e.SupervisorPID, SupervisorStartTime: e.SupervisorStartTime,
 		HeartbeatFile: e.HeartbeatFile, HeartbeatAt: e.HeartbeatAt, HeartbeatProgress: e.HeartbeatProgress,
@@ -131,7 +131,7 @@ func Target(e *store.Entity, parentTerminal bool) probe.Target {
 	}
 }
 
-// PIDTarget is e's recorded process, as a pid check needs it.
-func PIDTarget(e *store.Entity) probe.PIDTarget {
-	return probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID, Exit: e.Exit}
+// PIDSubject is e's recorded process, as a pid check needs it.
+func PIDSubject(e *store.Entity) probe.PIDSubject {
+	return probe.PIDSubject{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID, Exit: e.Exit}
 }

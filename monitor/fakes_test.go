@@ -122,14 +122,14 @@ func (w *fakeWatcher) Deaths() <-chan pidwatch.Death { return w.deaths }
 // unreadable those whose identity it cannot read (EMFILE, permission).
 type aliveProber struct{ notSame, unreadable map[int]bool }
 
-func (p aliveProber) CheckPID(t probe.PIDTarget) probe.PIDObservation {
+func (p aliveProber) CheckPID(t probe.PIDSubject) probe.PIDObservation {
 	if p.unreadable[t.PID] {
-		return probe.PIDObservation{Target: t, Liveness: probe.Unknown, Cause: probe.CauseUnreadable}
+		return probe.PIDObservation{Subject: t, Liveness: probe.Unknown, Cause: probe.CauseUnreadable}
 	}
 	if p.notSame[t.PID] {
-		return probe.PIDObservation{Target: t, Liveness: probe.Dead, Cause: probe.CausePIDReused}
+		return probe.PIDObservation{Subject: t, Liveness: probe.Dead, Cause: probe.CausePIDReused}
 	}
-	return probe.PIDObservation{Target: t, Liveness: probe.Alive, Cause: probe.CauseNone}
+	return probe.PIDObservation{Subject: t, Liveness: probe.Alive, Cause: probe.CauseNone}
 }
 
 var t0 = time.Unix(1_800_000_000, 0)

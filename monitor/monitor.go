@@ -57,7 +57,7 @@ type ExitRecorder interface {
 // Prober checks a recorded pid's identity (probe.Host.CheckPID): a watch
 // is kept only for the very process that was recorded.
 type Prober interface {
-	CheckPID(t probe.PIDTarget) probe.PIDObservation
+	CheckPID(t probe.PIDSubject) probe.PIDObservation
 }
 
 // Settings are the durations the deadlines are computed from: the config's
@@ -361,11 +361,11 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 		tr.checkAt = now.Add(m.s.PollInterval)
 		return
 	}
-	target := probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID}
+	subj := probe.PIDSubject{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID}
 	var seen probe.PIDObservation
 	asked := false
 	err := m.opt.Watcher.Watch(tr.key, e.PID, func() bool {
-		seen, asked = m.opt.Prober.CheckPID(target), true
+		seen, asked = m.opt.Prober.CheckPID(subj), true
 		return seen.IdentityVerified()
 	})
 	switch {

@@ -17,11 +17,11 @@ type AdHoc struct {
 	IdleAfter, StalledAfter   string
 }
 
-// Target checks each value and returns what the probe needs: no heartbeat
+// Subject checks each value and returns what the probe needs: no heartbeat
 // file means none is expected, thresholds not given are the defaults. An
 // error names the flag and says what it wants.
-func (a AdHoc) Target() (Target, Thresholds, error) {
-	var t Target
+func (a AdHoc) Subject() (Subject, Thresholds, error) {
+	var t Subject
 	th := DefaultThresholds
 	if a.PID == "" {
 		return t, th, errors.New("--pid is required (or --entity TYPE/ID)")

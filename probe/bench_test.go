@@ -34,8 +34,8 @@ import (
 const benchLive = 200
 
 type benchFixture struct {
-	dir     string
-	targets []Target
+	dir      string
+	subjects []Subject
 	// Floor inputs: NUL-terminated paths built once.
 	statPaths [][]byte
 	filePaths [][]byte
@@ -123,7 +123,7 @@ func fixture(b *testing.B, n int) *benchFixture {
 				b.Fatal(err)
 			}
 		}
-		t := Target{
+		t := Subject{
 			HeartbeatFile: filepath.Join(root, "hb"),
 			StartedAt:     now.Add(-time.Minute),
 			ArtifactsRoot: root,
@@ -143,7 +143,7 @@ func fixture(b *testing.B, n int) *benchFixture {
 			t.HostID = h.HostID()
 			t.BootID, _ = h.BootID()
 		}
-		f.targets = append(f.targets, t)
+		f.subjects = append(f.subjects, t)
 		f.statPaths = append(f.statPaths, []byte("/proc/"+strconv.Itoa(t.PID)+"/stat\x00"))
 		for _, p := range []string{t.HeartbeatFile, filepath.Join(root, "review.md"), filepath.Join(root, "result.md")} {
 			f.filePaths = append(f.filePaths, []byte(p+"\x00"))
@@ -176,8 +176,8 @@ func BenchmarkSweep(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				alive, dead = 0, 0
-				for i := range f.targets {
-					r := h.Probe(ctx, f.targets[i], th, now)
+				for i := range f.subjects {
+					r := h.Probe(ctx, f.subjects[i], th, now)
 					switch r.Health {
 					case state.HealthRunning:
 						alive++
@@ -206,7 +206,7 @@ func BenchmarkSweepFloor(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				found = 0
-				for i := range f.targets {
+				for i := range f.subjects {
 					if fd, err := openat(f.statPaths[i], unix.O_RDONLY|unix.O_CLOEXEC); err == nil {
 						if n, _ := unix.Read(fd, buf); n > 0 {
 							found++
@@ -250,7 +250,7 @@ func BenchmarkSweepRatio(b *testing.B) {
 			var floor, probe time.Duration
 			for b.Loop() {
 				t0 := time.Now()
-				for i := range f.targets {
+				for i := range f.subjects {
 					if fd, err := openat(f.statPaths[i], unix.O_RDONLY|unix.O_CLOEXEC); err == nil {
 						_, _ = unix.Read(fd, buf)
 						unix.Close(fd)
@@ -260,8 +260,8 @@ func BenchmarkSweepRatio(b *testing.B) {
 					}
 				}
 				t1 := time.Now()
-				for i := range f.targets {
-					h.Probe(ctx, f.targets[i], DefaultThresholds, now)
+				for i := range f.subjects {
+					h.Probe(ctx, f.subjects[i], DefaultThresholds, now)
 				}
 				t2 := time.Now()
 				floor += t1.Sub(t0)
@@ -279,8 +279,8 @@ func BenchmarkSweepRatio(b *testing.B) {
 // for every running entity and which must not allocate, from an unhealthy
 // one, which formats its reasons.
 func BenchmarkClassify(b *testing.B) {
-	alive := PIDObservation{Target: PIDTarget{PID: 4242, StartTime: unixAt(1716517000)}, Liveness: Alive, State: 'S', StartTime: unixAt(1716517000), PPID: 1}
-	dead := PIDObservation{Target: alive.Target, Liveness: Dead, Cause: CauseNoSuchProcess}
+	alive := PIDObservation{Subject: PIDSubject{PID: 4242, StartTime: unixAt(1716517000)}, Liveness: Alive, State: 'S', StartTime: unixAt(1716517000), PPID: 1}
+	dead := PIDObservation{Subject: alive.Subject, Liveness: Dead, Cause: CauseNoSuchProcess}
 	now := unixAt(1716520000)
 	hb := func(age time.Duration) HeartbeatObservation {
 		return HeartbeatObservation{Source: HeartbeatFile, File: "/run/s.hb", Claimed: now.Add(-age), At: now.Add(-age), Age: age}
@@ -317,7 +317,7 @@ func BenchmarkProbe(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	healthy := Target{
+	healthy := Subject{
 		PID: id.PID, StartTime: id.StartTime, StartTicks: id.StartTicks, HostID: id.HostID, BootID: id.BootID,
 		HeartbeatFile: filepath.Join(dir, "hb"), ArtifactsRoot: dir,
 		Artifacts: []state.ArtifactSpec{{Path: "review.md", Required: true, MinBytes: 1}},
@@ -325,14 +325,14 @@ func BenchmarkProbe(b *testing.B) {
 	gone := healthy
 	gone.PID, gone.StartTicks = deadPIDs(b, 1)[0], 0
 	for _, bc := range []struct {
-		name   string
-		target Target
-		want   state.Health
+		name    string
+		subject Subject
+		want    state.Health
 	}{{"healthy", healthy, state.HealthRunning}, {"dead", gone, state.HealthProcessDead}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if r := h.Probe(b.Context(), bc.target, DefaultThresholds, now); r.Health != bc.want {
+				if r := h.Probe(b.Context(), bc.subject, DefaultThresholds, now); r.Health != bc.want {
 					b.Fatalf("health %v, want %v", r.Health, bc.want)
 				}
 			}

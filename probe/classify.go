@@ -72,7 +72,7 @@ type Observations struct {
 	// PID is the check of the entity's own process.
 	PID PIDObservation
 	// Supervisor is the check of its supervisor's process; a zero
-	// Target.PID means none was declared or checked.
+	// Subject.PID means none was declared or checked.
 	Supervisor PIDObservation
 	// ParentTerminal: the entity's parent entity has ended.
 	ParentTerminal bool
@@ -205,7 +205,7 @@ func (c *classifier) classifyActive() {
 		switch {
 		case obs.Supervisor.Liveness == Dead:
 			r.Health = state.HealthOrphaned
-			c.add(state.RunHealthOrphaned, fmt.Sprintf("process alive but its supervisor (pid %d) is gone", obs.Supervisor.Target.PID), cites{pid: true, supervisor: true})
+			c.add(state.RunHealthOrphaned, fmt.Sprintf("process alive but its supervisor (pid %d) is gone", obs.Supervisor.Subject.PID), cites{pid: true, supervisor: true})
 		case obs.ParentTerminal:
 			r.Health = state.HealthOrphaned
 			c.add(state.RunHealthOrphaned, "process alive but its parent entity has ended", cites{pid: true})
@@ -435,7 +435,7 @@ func (a ArtifactResult) deliveryMessage(d state.Delivery) string {
 func (c *classifier) addDeath() {
 	pid := c.obs.PID
 	on := cites{pid: true, heartbeat: !c.obs.Terminal}
-	if x := pid.Target.Exit; x != nil && !x.At.IsZero() && pid.Cause != CauseHostRebooted {
+	if x := pid.Subject.Exit; x != nil && !x.At.IsZero() && pid.Cause != CauseHostRebooted {
 		c.addSince(pid.ReasonCode(), deathMessage(pid)+"; dead since "+state.Stamp(x.At), x.At, on)
 		return
 	}
@@ -443,13 +443,13 @@ func (c *classifier) addDeath() {
 }
 
 func deathMessage(o PIDObservation) string {
-	if x := o.Target.Exit; x != nil && o.Cause != CauseHostRebooted {
+	if x := o.Subject.Exit; x != nil && o.Cause != CauseHostRebooted {
 		// How it ended is the news; the cause stays in the evidence.
 		return "process " + x.How()
 	}
 	switch o.Cause {
 	case CausePIDReused:
-		return fmt.Sprintf("pid %d now belongs to another process", o.Target.PID)
+		return fmt.Sprintf("pid %d now belongs to another process", o.Subject.PID)
 	case CauseHostRebooted:
 		return "host rebooted since the process started"
 	case CauseZombie:

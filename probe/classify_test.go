@@ -11,12 +11,12 @@ import (
 var classifyNow = time.Unix(1716520000, 0)
 
 func pidObs(l Liveness, c PIDCause) PIDObservation {
-	o := PIDObservation{Target: PIDTarget{PID: 4242, StartTime: unixAt(1716517000)}, Liveness: l, Cause: c}
+	o := PIDObservation{Subject: PIDSubject{PID: 4242, StartTime: unixAt(1716517000)}, Liveness: l, Cause: c}
 	if l == Alive {
 		o.State, o.StartTime, o.PPID = 'S', unixAt(1716517000), 1
 	}
 	if c == CauseOtherHost {
-		o.Target.HostID, o.HostID = "host-b", "host-a"
+		o.Subject.HostID, o.HostID = "host-b", "host-a"
 	}
 	return o
 }

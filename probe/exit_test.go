@@ -48,7 +48,7 @@ func TestDeadPIDEvidenceNamesExit(t *testing.T) {
 			}
 			_ = cmd.Wait() // reaped: the pid is gone
 
-			r := h.Probe(context.Background(), Target{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, BootID: id.BootID, Exit: tc.exit, NoHeartbeat: true}, Thresholds{}, time.Now())
+			r := h.Probe(context.Background(), Subject{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, BootID: id.BootID, Exit: tc.exit, NoHeartbeat: true}, Thresholds{}, time.Now())
 			if r.PID.Cause == CausePIDReused {
 				t.Skipf("pid %d was reused at once; nothing to say about its exit", pid)
 			}
@@ -91,7 +91,7 @@ func sleeper(t *testing.T) *exec.Cmd { return testenv.Sleep(t) }
 // taken again still says how the recorded process ended.
 func TestReusedPIDEvidenceKeepsExit(t *testing.T) {
 	o := PIDObservation{
-		Target:   PIDTarget{PID: 4242, StartTime: time.Unix(1716517000, 0), Exit: &state.ExitStatus{Code: 3, At: time.Unix(1716517100, 0)}},
+		Subject:  PIDSubject{PID: 4242, StartTime: time.Unix(1716517000, 0), Exit: &state.ExitStatus{Code: 3, At: time.Unix(1716517100, 0)}},
 		Liveness: Dead, Cause: CausePIDReused, StartTime: time.Unix(1716517200, 0),
 	}
 	want := "pid 4242 reused by another process (start time 1716517200.00, recorded 1716517000.00; it exited with status 3)"
@@ -109,7 +109,7 @@ func TestDeadPIDDetailAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	o := PIDObservation{Target: PIDTarget{PID: 4242, StartTime: time.Unix(1716517000, 0), Exit: &state.ExitStatus{Signal: 9}}, Liveness: Dead, Cause: CauseNoSuchProcess}
+	o := PIDObservation{Subject: PIDSubject{PID: 4242, StartTime: time.Unix(1716517000, 0), Exit: &state.ExitStatus{Signal: 9}}, Liveness: Dead, Cause: CauseNoSuchProcess}
 	b := make([]byte, 0, 256)
 	if n := testing.AllocsPerRun(100, func() { b = o.appendDetail(b[:0]) }); n != 0 {
 		t.Errorf("appendDetail allocates %v times, want 0", n)

@@ -260,9 +260,9 @@ func startFromTicks(btime int64, ticks uint64) time.Time {
 	return time.Unix(btime, 0).Add(time.Duration(ticks) * (time.Second / userHZ))
 }
 
-// PIDTarget is what was recorded about a process: the pid and, to tell it
+// PIDSubject is what was recorded about a process: the pid and, to tell it
 // from a later process reusing the pid, its identity. Zero means unknown.
-type PIDTarget struct {
+type PIDSubject struct {
 	PID        int
 	StartTime  time.Time // zero = not recorded
 	StartTicks uint64    // kernel start ticks; 0 = not recorded
@@ -278,7 +278,7 @@ type PIDTarget struct {
 // plain data: Evidence formats it only when a reason needs it, so a healthy
 // check allocates nothing.
 type PIDObservation struct {
-	Target   PIDTarget
+	Subject  PIDSubject
 	Liveness Liveness
 	Cause    PIDCause
 	// What /proc showed; zero when the read failed.
@@ -295,7 +295,7 @@ type PIDObservation struct {
 }
 
 // Checked reports whether a pid was recorded at all.
-func (o PIDObservation) Checked() bool { return o.Target.PID > 0 }
+func (o PIDObservation) Checked() bool { return o.Subject.PID > 0 }
 
 // OtherHost reports whether the pid lives on another host and was therefore
 // not checked.
@@ -333,15 +333,15 @@ func (o PIDObservation) ReasonCode() state.ReasonCode {
 //   - state Z or X: Dead, zombie;
 //   - otherwise Alive (CauseIdentityUnset when no start time was recorded,
 //     so the pid could not be told from a newcomer).
-func (h *Host) CheckPID(t PIDTarget) PIDObservation {
+func (h *Host) CheckPID(t PIDSubject) PIDObservation {
 	sc := getScratch()
 	o := h.checkPID(t, sc)
 	putScratch(sc)
 	return o
 }
 
-func (h *Host) checkPID(t PIDTarget, sc *scratch) PIDObservation {
-	o := PIDObservation{Target: t}
+func (h *Host) checkPID(t PIDSubject, sc *scratch) PIDObservation {
+	o := PIDObservation{Subject: t}
 	if t.PID <= 0 {
 		o.Cause = CauseNoPID
 		return o
@@ -440,11 +440,11 @@ func (o PIDObservation) appendDetail(b []byte) []byte {
 		return append(b, "no pid recorded yet"...)
 	}
 	b = append(b, "pid "...)
-	b = strconv.AppendInt(b, int64(o.Target.PID), 10)
+	b = strconv.AppendInt(b, int64(o.Subject.PID), 10)
 	switch {
 	case o.Cause == CauseOtherHost:
 		b = append(b, " is on host "...)
-		b = append(b, o.Target.HostID...)
+		b = append(b, o.Subject.HostID...)
 		b = append(b, ", this is "...)
 		b = append(b, o.HostID...)
 		b = append(b, ": not checked"...)
@@ -453,21 +453,21 @@ func (o PIDObservation) appendDetail(b []byte) []byte {
 		b = append(b, " not running: host rebooted (boot id "...)
 		b = append(b, o.BootID...)
 		b = append(b, ", recorded "...)
-		b = append(b, o.Target.BootID...)
+		b = append(b, o.Subject.BootID...)
 		b = append(b, ')')
 		return b
 	case o.Liveness == Dead && o.Cause == CausePIDReused:
 		b = append(b, " reused by another process (start time "...)
 		b = appendUnix(b, o.StartTime)
 		b = append(b, ", recorded "...)
-		b = appendUnix(b, o.Target.StartTime)
-		if o.Target.StartTicks != 0 {
+		b = appendUnix(b, o.Subject.StartTime)
+		if o.Subject.StartTicks != 0 {
 			b = append(b, "; start ticks "...)
 			b = strconv.AppendUint(b, o.StartTicks, 10)
 			b = append(b, ", recorded "...)
-			b = strconv.AppendUint(b, o.Target.StartTicks, 10)
+			b = strconv.AppendUint(b, o.Subject.StartTicks, 10)
 		}
-		if x := o.Target.Exit; x != nil {
+		if x := o.Subject.Exit; x != nil {
 			// Seen to die before the pid was taken again.
 			b = x.AppendHow(append(b, "; it "...))
 		}
@@ -477,7 +477,7 @@ func (o PIDObservation) appendDetail(b []byte) []byte {
 		// "pid 4242 exited with status 3 (no such process; ...)": how it
 		// ended leads when the kernel said; otherwise the line says the
 		// status is not known rather than guess one.
-		if x := o.Target.Exit; x != nil {
+		if x := o.Subject.Exit; x != nil {
 			b = x.AppendHow(append(b, ' '))
 			b = append(b, " ("...)
 		} else {
@@ -488,11 +488,11 @@ func (o PIDObservation) appendDetail(b []byte) []byte {
 			b = append(b, ", state "...)
 			b = append(b, o.State)
 		}
-		if !o.Target.StartTime.IsZero() {
+		if !o.Subject.StartTime.IsZero() {
 			b = append(b, "; start time "...)
-			b = appendUnix(b, o.Target.StartTime)
+			b = appendUnix(b, o.Subject.StartTime)
 		}
-		if o.Target.Exit == nil {
+		if o.Subject.Exit == nil {
 			b = append(b, "; "+state.ExitNotAvailable...)
 		}
 		b = append(b, ')')

@@ -42,18 +42,18 @@ func TestCheckPIDLiveProcess(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		name   string
-		target PIDTarget
-		cause  PIDCause
+		name    string
+		subject PIDSubject
+		cause   PIDCause
 	}{
-		{"full identity", PIDTarget{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, HostID: id.HostID, BootID: id.BootID}, CauseNone},
-		{"wall clock only", PIDTarget{PID: pid, StartTime: id.StartTime}, CauseNone},
-		{"wall clock within 1s", PIDTarget{PID: pid, StartTime: id.StartTime.Add(900 * time.Millisecond)}, CauseNone},
-		{"bare pid", PIDTarget{PID: pid}, CauseIdentityUnset},
-		{"ticks without boot id cannot compare", PIDTarget{PID: pid, StartTicks: id.StartTicks}, CauseIdentityUnset},
+		{"full identity", PIDSubject{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, HostID: id.HostID, BootID: id.BootID}, CauseNone},
+		{"wall clock only", PIDSubject{PID: pid, StartTime: id.StartTime}, CauseNone},
+		{"wall clock within 1s", PIDSubject{PID: pid, StartTime: id.StartTime.Add(900 * time.Millisecond)}, CauseNone},
+		{"bare pid", PIDSubject{PID: pid}, CauseIdentityUnset},
+		{"ticks without boot id cannot compare", PIDSubject{PID: pid, StartTicks: id.StartTicks}, CauseIdentityUnset},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := h.CheckPID(tc.target)
+			o := h.CheckPID(tc.subject)
 			if o.Liveness != Alive || o.Cause != tc.cause {
 				t.Fatalf("got %v/%v (%s), want alive/%v", o.Liveness, o.Cause, o.Detail(), tc.cause)
 			}
@@ -69,17 +69,17 @@ func TestCheckPIDReused(t *testing.T) {
 	pid := testenv.Sleep(t).Process.Pid
 	id := identify(t, h, pid)
 	for _, tc := range []struct {
-		name   string
-		target PIDTarget
+		name    string
+		subject PIDSubject
 	}{
-		{"wall clock beyond 1s", PIDTarget{PID: pid, StartTime: id.StartTime.Add(-100 * time.Second)}},
-		{"wall clock just beyond 1s", PIDTarget{PID: pid, StartTime: id.StartTime.Add(1500 * time.Millisecond)}},
+		{"wall clock beyond 1s", PIDSubject{PID: pid, StartTime: id.StartTime.Add(-100 * time.Second)}},
+		{"wall clock just beyond 1s", PIDSubject{PID: pid, StartTime: id.StartTime.Add(1500 * time.Millisecond)}},
 		// Same boot: ticks compare exactly, even where the wall clock would
 		// let a tick through.
-		{"ticks differ by one", PIDTarget{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks + 1, BootID: id.BootID}},
+		{"ticks differ by one", PIDSubject{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks + 1, BootID: id.BootID}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := h.CheckPID(tc.target)
+			o := h.CheckPID(tc.subject)
 			if o.Liveness != Dead || o.Cause != CausePIDReused {
 				t.Fatalf("got %v/%v (%s), want dead/pid reused", o.Liveness, o.Cause, o.Detail())
 			}
@@ -103,7 +103,7 @@ func TestCheckPIDKilledProcessIsDead(t *testing.T) {
 	}
 	_ = cmd.Wait() // reaped: the pid is gone
 
-	o := h.CheckPID(PIDTarget{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, BootID: id.BootID})
+	o := h.CheckPID(PIDSubject{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, BootID: id.BootID})
 	// The pid could in theory be reused at once; then it is still dead, by
 	// identity.
 	if o.Liveness != Dead || (o.Cause != CauseNoSuchProcess && o.Cause != CausePIDReused) {
@@ -126,7 +126,7 @@ func TestCheckPIDZombie(t *testing.T) {
 	// A child that exited and was not Wait()ed is a zombie of this test
 	// process until it is.
 	pid := testenv.Zombie(t)
-	o := h.CheckPID(PIDTarget{PID: pid})
+	o := h.CheckPID(PIDSubject{PID: pid})
 	if o.Liveness != Dead || o.Cause != CauseZombie || o.State != 'Z' {
 		t.Fatalf("got %v/%v state %q (%s), want dead zombie", o.Liveness, o.Cause, o.State, o.Detail())
 	}
@@ -143,7 +143,7 @@ func TestCheckPIDZombie(t *testing.T) {
 	if err != nil || !st.After(unixAt(0)) {
 		t.Fatalf("StartOf a zombie: %v, %v", st, err)
 	}
-	if o := h.CheckPID(PIDTarget{PID: pid, StartTime: st, StartTicks: ticks}); o.Liveness != Dead || o.Cause != CauseZombie {
+	if o := h.CheckPID(PIDSubject{PID: pid, StartTime: st, StartTicks: ticks}); o.Liveness != Dead || o.Cause != CauseZombie {
 		t.Errorf("zombie with its recorded start: %v/%v", o.Liveness, o.Cause)
 	}
 	if _, _, err := h.StartOf(0); err == nil {
@@ -164,7 +164,7 @@ func TestCheckPIDHostAndBoot(t *testing.T) {
 		t.Fatalf("HostID = %q, want the trimmed machine id", h.HostID())
 	}
 
-	o := h.CheckPID(PIDTarget{PID: pid, BootID: "boot-1"})
+	o := h.CheckPID(PIDSubject{PID: pid, BootID: "boot-1"})
 	if o.Liveness != Dead || o.Cause != CauseHostRebooted || o.ReasonCode() != "run.health.host_rebooted" {
 		t.Errorf("other boot: got %v/%v", o.Liveness, o.Cause)
 	}
@@ -172,14 +172,14 @@ func TestCheckPIDHostAndBoot(t *testing.T) {
 		t.Errorf("detail %q, want %q", o.Detail(), want)
 	}
 
-	o = h.CheckPID(PIDTarget{PID: pid, BootID: "boot-2", HostID: "host-a"})
+	o = h.CheckPID(PIDSubject{PID: pid, BootID: "boot-2", HostID: "host-a"})
 	if o.Liveness != Alive {
 		t.Errorf("same host and boot: got %v/%v", o.Liveness, o.Cause)
 	}
 
 	// Another host's pid is not checked here, even though the same pid
 	// lives on this host.
-	o = h.CheckPID(PIDTarget{PID: pid, HostID: "host-b", BootID: "boot-1"})
+	o = h.CheckPID(PIDSubject{PID: pid, HostID: "host-b", BootID: "boot-1"})
 	if o.Liveness != Unknown || !o.OtherHost() {
 		t.Errorf("other host: got %v/%v", o.Liveness, o.Cause)
 	}
@@ -197,7 +197,7 @@ func TestCheckPIDHostAndBoot(t *testing.T) {
 func TestCheckPIDNoPID(t *testing.T) {
 	h := NewHost()
 	for _, pid := range []int{0, -1} {
-		o := h.CheckPID(PIDTarget{PID: pid})
+		o := h.CheckPID(PIDSubject{PID: pid})
 		if o.Liveness != Unknown || o.Cause != CauseNoPID || o.Detail() != "no pid recorded yet" {
 			t.Errorf("pid %d: got %v/%v %q", pid, o.Liveness, o.Cause, o.Detail())
 		}
@@ -259,23 +259,23 @@ func TestCheckPIDFakeProc(t *testing.T) {
 
 	for _, tc := range []struct {
 		name     string
-		target   PIDTarget
+		subject  PIDSubject
 		liveness Liveness
 		cause    PIDCause
 	}{
 		// Success cases
-		{"comm with ) and spaces", PIDTarget{PID: 10, StartTime: unixAt(1700000123.45)}, Alive, CauseNone},
-		{"exact ticks, same boot", PIDTarget{PID: 10, StartTicks: 12345, BootID: "fake-boot"}, Alive, CauseNone},
+		{"comm with ) and spaces", PIDSubject{PID: 10, StartTime: unixAt(1700000123.45)}, Alive, CauseNone},
+		{"exact ticks, same boot", PIDSubject{PID: 10, StartTicks: 12345, BootID: "fake-boot"}, Alive, CauseNone},
 		// Failure cases
-		{"no such pid", PIDTarget{PID: 99}, Dead, CauseNoSuchProcess},
-		{"state X", PIDTarget{PID: 12}, Dead, CauseZombie},
-		{"ticks differ", PIDTarget{PID: 10, StartTicks: 12346, BootID: "fake-boot"}, Dead, CausePIDReused},
+		{"no such pid", PIDSubject{PID: 99}, Dead, CauseNoSuchProcess},
+		{"state X", PIDSubject{PID: 12}, Dead, CauseZombie},
+		{"ticks differ", PIDSubject{PID: 10, StartTicks: 12346, BootID: "fake-boot"}, Dead, CausePIDReused},
 		// Inconclusive cases
-		{"unparsable", PIDTarget{PID: 11}, Unknown, CauseUnparsable},
-		{"unreadable (a directory)", PIDTarget{PID: 13}, Unknown, CauseUnreadable},
+		{"unparsable", PIDSubject{PID: 11}, Unknown, CauseUnparsable},
+		{"unreadable (a directory)", PIDSubject{PID: 13}, Unknown, CauseUnreadable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := h.CheckPID(tc.target)
+			o := h.CheckPID(tc.subject)
 			if o.Liveness != tc.liveness || o.Cause != tc.cause {
 				t.Errorf("got %v/%v (%s), want %v/%v", o.Liveness, o.Cause, o.Detail(), tc.liveness, tc.cause)
 			}
@@ -306,7 +306,7 @@ func TestCheckPIDReadErrors(t *testing.T) {
 	} {
 		h := &Host{}
 		h.initOnce.Do(func() { h.reader = fakeReader{tc.err} })
-		o := h.CheckPID(PIDTarget{PID: 42, StartTime: unixAt(1)})
+		o := h.CheckPID(PIDSubject{PID: 42, StartTime: unixAt(1)})
 		if o.Liveness != tc.liveness || o.Cause != tc.cause {
 			t.Errorf("%v: got %v/%v, want %v/%v", tc.err, o.Liveness, o.Cause, tc.liveness, tc.cause)
 		}
@@ -358,8 +358,8 @@ func TestCheckPIDHealthyAllocatesNothing(t *testing.T) {
 	h := NewHost()
 	pid := testenv.Sleep(t).Process.Pid
 	id := identify(t, h, pid)
-	target := PIDTarget{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, HostID: id.HostID, BootID: id.BootID}
-	if n := testing.AllocsPerRun(100, func() { h.CheckPID(target) }); n != 0 {
+	subj := PIDSubject{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, HostID: id.HostID, BootID: id.BootID}
+	if n := testing.AllocsPerRun(100, func() { h.CheckPID(subj) }); n != 0 {
 		t.Errorf("CheckPID of a live pid allocates %v times", n)
 	}
 }

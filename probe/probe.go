@@ -30,9 +30,9 @@ import (
 	"watchdog/state"
 )
 
-// Target is everything the probe needs to know about one entity. A zero
+// Subject is everything the probe needs to know about one entity. A zero
 // time means unknown or none.
-type Target struct {
+type Subject struct {
 	// The entity's own process and its recorded identity.
 	PID        int
 	StartTime  time.Time
@@ -85,7 +85,7 @@ type Target struct {
 	LockFiles []string
 }
 
-// Probe runs every check Target calls for and classifies the observations
+// Probe runs every check the Subject calls for and classifies the observations
 // (see Classify). Checks that cannot matter are skipped: the supervisor is
 // checked only while the entity's own process is alive and not ended,
 // heartbeats only while it has not ended, lock files only after.
@@ -97,7 +97,7 @@ type Target struct {
 // ctx bounds the artifact check (besides its own bounds, see
 // CheckArtifacts); the process and heartbeat checks are a few syscalls
 // each and do not look at it.
-func (h *Host) Probe(ctx context.Context, t Target, th Thresholds, now time.Time) Result {
+func (h *Host) Probe(ctx context.Context, t Subject, th Thresholds, now time.Time) Result {
 	sc := getScratch()
 	defer putScratch(sc)
 
@@ -114,10 +114,10 @@ func (h *Host) Probe(ctx context.Context, t Target, th Thresholds, now time.Time
 		StartedAt:      started,
 		EndedAt:        t.EndedAt,
 	}
-	obs.PID = h.checkPID(PIDTarget{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID, Exit: t.Exit}, sc)
+	obs.PID = h.checkPID(PIDSubject{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID, Exit: t.Exit}, sc)
 	if !t.Terminal {
 		if t.SupervisorPID > 0 && obs.PID.Liveness == Alive {
-			obs.Supervisor = h.checkPID(PIDTarget{PID: t.SupervisorPID, StartTime: t.SupervisorStartTime, HostID: t.HostID, BootID: t.BootID}, sc)
+			obs.Supervisor = h.checkPID(PIDSubject{PID: t.SupervisorPID, StartTime: t.SupervisorStartTime, HostID: t.HostID, BootID: t.BootID}, sc)
 		}
 		if !t.NoHeartbeat {
 			obs.Heartbeat = CheckHeartbeat(t.HeartbeatFile, t.HeartbeatAt, started, now)

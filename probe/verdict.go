@@ -81,7 +81,7 @@ func (v Verdict) Text() string {
 // (`watchdog probe --pid`). Without a recorded start time the pid cannot
 // be told from a newcomer, but its observed start still dates the
 // heartbeat that never came and newer_than_start.
-func (h *Host) Judge(ctx context.Context, t Target, th Thresholds, now time.Time) Verdict {
+func (h *Host) Judge(ctx context.Context, t Subject, th Thresholds, now time.Time) Verdict {
 	if t.StartTime.IsZero() {
 		if id, err := h.Identify(t.PID); err == nil {
 			t.StartedAt = id.StartTime

@@ -35,7 +35,7 @@ func (r *Reaper) killOrphans(ctx context.Context, orphans []store.Entity) {
 	ancestors := r.Prober.Ancestors(self)
 	signal := func(e store.Entity, sig syscall.Signal) bool {
 		log := r.log().With(zap.String("entity", e.Type+"/"+e.ID), zap.Int("pid", e.PID))
-		obs := r.Prober.CheckPID(judge.PIDTarget(&e))
+		obs := r.Prober.CheckPID(judge.PIDSubject(&e))
 		if obs.Liveness != probe.Alive || !obs.IdentityVerified() {
 			if sig == syscall.SIGTERM {
 				log.Info("orphan gone or not verifiable, not signalling", zap.String("liveness", obs.Liveness.String()))

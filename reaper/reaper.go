@@ -50,8 +50,8 @@ type Store interface {
 // Prober probes one entity and re-checks one pid; *probe.Host implements it.
 // ctx bounds the probe's artifact check.
 type Prober interface {
-	Probe(ctx context.Context, t probe.Target, th probe.Thresholds, now time.Time) probe.Result
-	CheckPID(t probe.PIDTarget) probe.PIDObservation
+	Probe(ctx context.Context, t probe.Subject, th probe.Thresholds, now time.Time) probe.Result
+	CheckPID(t probe.PIDSubject) probe.PIDObservation
 	// Owner and Ancestors say whose a process is and where it hangs:
 	// asked only before a signal (kill_orphans).
 	Owner(pid int) (probe.ProcessOwner, error)

@@ -171,7 +171,7 @@ func (r *Reaper) checkEntity(ctx context.Context, e store.Entity, parents parent
 }
 
 // artifactsDue says whether probing e checks its artifact contract (see
-// target and remoteTarget): the file system work a sweep does last.
+// judge.Subject and remoteSubject): the file system work a sweep does last.
 func (r *Reaper) artifactsDue(e store.Entity) bool {
 	return e.Terminal && len(e.Artifacts) > 0 && e.HostID == r.HostID && judge.Probed(&e)
 }
@@ -221,7 +221,7 @@ type step struct {
 	interrupted bool
 }
 
-// see probes e now, as its rules name (judge.Probed, judge.Target), or
+// see probes e now, as its rules name (judge.Probed, judge.Subject), or
 // not at all when it has nothing of its own to probe. An entity of
 // another host is seen only by what can be judged from here.
 func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, now time.Time) judge.Seen {
@@ -230,9 +230,9 @@ func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, n
 		// of the cron alone): judged on its row.
 		return judge.Seen{}
 	}
-	t := judge.Target(&e, parentTerminal)
+	t := judge.Subject(&e, parentTerminal)
 	if e.HostID != r.HostID {
-		t = remoteTarget(t)
+		t = remoteSubject(t)
 	}
 	seen := judge.Seen{Probed: true, Result: r.Prober.Probe(ctx, t, r.Settings.Probe, now)}
 	if hb := seen.Result.Heartbeat; hb.Source == probe.HeartbeatFile {
@@ -276,7 +276,7 @@ func (r *Reaper) judgeOne(ctx context.Context, e store.Entity, parentTerminal, r
 // the open entities of other hosts with a pid or a posted heartbeat
 // (store.Filter.AlsoRemoteLive), which this daemon judges by heartbeat
 // alone: their process is never checked here (docs/reference/state-model.md, Probing), their heartbeat
-// file, artifacts and locks are paths on their own host (remoteTarget),
+// file, artifacts and locks are paths on their own host (remoteSubject),
 // and they are never ended here (enforcement and reaping list this host
 // only). But a host with a daemon of its own is that daemon's to judge, by
 // process, so that no entity gets two verdicts in turn; when that daemon
@@ -308,12 +308,12 @@ func (r *Reaper) dropHostsWithDaemons(ctx context.Context, list []store.Entity, 
 	return kept
 }
 
-// remoteTarget keeps of a target what can be judged from here for an
+// remoteSubject keeps of a subject what can be judged from here for an
 // entity of another host: its pid (answered "other host", not checked) and
 // its posted heartbeat. The heartbeat file, the supervisor, the artifacts
 // and the locks are that host's and are not looked at (delivery stays
 // unknown when there is a contract).
-func remoteTarget(t probe.Target) probe.Target {
+func remoteSubject(t probe.Subject) probe.Subject {
 	t.HeartbeatFile, t.SupervisorPID, t.LockFiles = "", 0, nil
 	t.SkipArtifacts = true
 	return t

@@ -130,11 +130,11 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 		return 0, probeFail("--db, --config and --record go with --entity; a --pid probe needs no database")
 	}
 
-	target, th, err := o.target()
+	subj, th, err := o.subject()
 	if err != nil {
 		return 0, err
 	}
-	v := probe.NewHost().Judge(cmd.Context(), target, th, time.Now())
+	v := probe.NewHost().Judge(cmd.Context(), subj, th, time.Now())
 	return printVerdict(cmd.OutOrStdout(), v, o.asJSON, probeFail)
 }
 
@@ -156,9 +156,9 @@ func printVerdict(w io.Writer, v probe.Verdict, asJSON bool, fail func(string, .
 	return v.ExitCode(), nil
 }
 
-// target turns the flags into what the probe needs, checking each.
-func (o probeOptions) target() (probe.Target, probe.Thresholds, error) {
-	t, th, err := probe.AdHoc{PID: o.pid, StartTime: o.startTime, Heartbeat: o.heartbeat, IdleAfter: o.idleAfter, StalledAfter: o.stalledAfter}.Target()
+// subject turns the flags into what the probe looks at, checking each.
+func (o probeOptions) subject() (probe.Subject, probe.Thresholds, error) {
+	t, th, err := probe.AdHoc{PID: o.pid, StartTime: o.startTime, Heartbeat: o.heartbeat, IdleAfter: o.idleAfter, StalledAfter: o.stalledAfter}.Subject()
 	if err != nil {
 		return t, th, probeFail("%v", err)
 	}
