@@ -183,9 +183,9 @@ func shortBackoff(t *testing.T) {
 	t.Cleanup(func() { backoffMin, backoffMax = old, oldMax })
 }
 
-// TestTargetNewestStateWins: while a request hangs, newer states replace
+// TestAlertmanagerNewestStateWins: while a request hangs, newer states replace
 // each other (counted as dropped); the sender then sends only the newest.
-func TestTargetNewestStateWins(t *testing.T) {
+func TestAlertmanagerNewestStateWins(t *testing.T) {
 	s := newStub(t)
 	gate := make(chan struct{})
 	s.gate = gate
@@ -195,7 +195,7 @@ func TestTargetNewestStateWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := newTarget(s.srv.URL, Config{ResendEvery: time.Minute, Timeout: time.Minute, Host: "h"}, m, nil)
+	tg := newAlertmanager(s.srv.URL, Config{ResendEvery: time.Minute, Timeout: time.Minute, Host: "h"}, m, nil)
 	tg.log = zapNop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -240,10 +240,10 @@ func TestTargetNewestStateWins(t *testing.T) {
 	}, "the accepted resolution stayed queued")
 }
 
-// TestTargetRetriesUntilAccepted: a failing Alertmanager is retried with
+// TestAlertmanagerRetriesUntilAccepted: a failing Alertmanager is retried with
 // backoff, each failure counted, until it takes the resolution; a 4xx is
 // not retried.
-func TestTargetRetriesUntilAccepted(t *testing.T) {
+func TestAlertmanagerRetriesUntilAccepted(t *testing.T) {
 	shortBackoff(t)
 	tests := []struct {
 		name          string
@@ -261,7 +261,7 @@ func TestTargetRetriesUntilAccepted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tg := newTarget(s.srv.URL, Config{ResendEvery: time.Minute, Timeout: time.Minute, Host: "h"}, m, zapNop())
+			tg := newAlertmanager(s.srv.URL, Config{ResendEvery: time.Minute, Timeout: time.Minute, Host: "h"}, m, zapNop())
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { tg.run(ctx); close(done) }()

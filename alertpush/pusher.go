@@ -71,13 +71,13 @@ var (
 // Pusher pushes the queue's critical and warning items to every
 // configured Alertmanager. Run it in a goroutine of its own.
 type Pusher struct {
-	cfg     Config
-	src     Source
-	log     *zap.Logger
-	metrics *Metrics
-	now     func() time.Time
-	targets []*target
-	kick    chan struct{}
+	cfg           Config
+	src           Source
+	log           *zap.Logger
+	metrics       *Metrics
+	now           func() time.Time
+	alertmanagers []*alertmanager
+	kick          chan struct{}
 
 	// firing is what the last offer held, by key: the producer's own.
 	firing map[string]Alert
@@ -97,7 +97,7 @@ func New(cfg Config, src Source, metrics *Metrics, log *zap.Logger) *Pusher {
 	}
 	p := &Pusher{cfg: cfg, src: src, log: log, metrics: metrics, now: time.Now, kick: make(chan struct{}, 1), firing: map[string]Alert{}}
 	for _, u := range cfg.URLs {
-		p.targets = append(p.targets, newTarget(strings.TrimRight(u, "/"), cfg, metrics, log.With(zap.String("alertmanager", Redacted(u)))))
+		p.alertmanagers = append(p.alertmanagers, newAlertmanager(strings.TrimRight(u, "/"), cfg, metrics, log.With(zap.String("alertmanager", Redacted(u)))))
 	}
 	return p
 }
@@ -118,7 +118,7 @@ func (p *Pusher) Kick() {
 // stays down lets them end by their endsAt.
 func (p *Pusher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, t := range p.targets {
+	for _, t := range p.alertmanagers {
 		wg.Go(func() { t.run(ctx) })
 	}
 	defer wg.Wait()
@@ -169,7 +169,7 @@ func (p *Pusher) offer(force bool) {
 	for _, a := range firing {
 		list = append(list, a)
 	}
-	for _, t := range p.targets {
+	for _, t := range p.alertmanagers {
 		t.offer(list, resolved)
 	}
 }

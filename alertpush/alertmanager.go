@@ -17,10 +17,10 @@ import (
 	"go.uber.org/zap"
 )
 
-// target is one Alertmanager and its sender. The producer (offer) and
+// alertmanager is one Alertmanager and its sender. The producer (offer) and
 // the sender (run) share its state under mu; the producer never waits
 // for the network.
-type target struct {
+type alertmanager struct {
 	// base is the URL requests go to; shown is it for logs and errors,
 	// its password redacted.
 	base        string
@@ -46,8 +46,8 @@ type target struct {
 	failing bool
 }
 
-func newTarget(base string, cfg Config, m *Metrics, log *zap.Logger) *target {
-	return &target{
+func newAlertmanager(base string, cfg Config, m *Metrics, log *zap.Logger) *alertmanager {
+	return &alertmanager{
 		base: base, shown: Redacted(base), client: &http.Client{Timeout: cfg.Timeout}, resendEvery: cfg.ResendEvery, host: cfg.Host,
 		metrics: m, log: log, wake: make(chan struct{}, 1), resolving: map[string]Alert{},
 	}
@@ -56,7 +56,7 @@ func newTarget(base string, cfg Config, m *Metrics, log *zap.Logger) *target {
 // offer replaces the state to send by firing and adds resolved to the
 // resolutions waiting; a resolution whose alert fires again is dropped,
 // the firing alert supersedes it.
-func (t *target) offer(firing, resolved []Alert) {
+func (t *alertmanager) offer(firing, resolved []Alert) {
 	t.mu.Lock()
 	if t.pending {
 		t.metrics.drop(DropSuperseded, len(t.firing))
@@ -72,7 +72,7 @@ func (t *target) offer(firing, resolved []Alert) {
 
 // addResolving queues resolutions, minus those firing again, up to
 // maxResolving. Called with mu held.
-func (t *target) addResolving(resolved []Alert) {
+func (t *alertmanager) addResolving(resolved []Alert) {
 	over := 0
 	for _, a := range resolved {
 		k := a.Key()
@@ -91,7 +91,7 @@ func (t *target) addResolving(resolved []Alert) {
 // take is what to send now: the newest firing alerts, their endsAt four
 // resend intervals from now, and every resolution waiting; nothing when
 // the newest state was sent already and no resolution waits.
-func (t *target) take(now time.Time) (batch []Alert, resolving map[string]Alert) {
+func (t *alertmanager) take(now time.Time) (batch []Alert, resolving map[string]Alert) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.pending && len(t.resolving) == 0 {
@@ -113,7 +113,7 @@ func (t *target) take(now time.Time) (batch []Alert, resolving map[string]Alert)
 
 // accepted drops the resolutions Alertmanager took (unless a newer one of
 // the same alert came meanwhile).
-func (t *target) accepted(sent map[string]Alert) {
+func (t *alertmanager) accepted(sent map[string]Alert) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for k, a := range sent {
@@ -127,7 +127,7 @@ func (t *target) accepted(sent map[string]Alert) {
 // (each retry sends the newest state) until it is accepted, ctx ends, or
 // Alertmanager refused it as malformed (4xx: the next resend tries
 // again).
-func (t *target) run(ctx context.Context) {
+func (t *alertmanager) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -159,7 +159,7 @@ func (t *target) run(ctx context.Context) {
 
 // attempt reconciles once, then posts the newest state if one is
 // waiting; sent says a request was made.
-func (t *target) attempt(ctx context.Context) (sent bool, err error) {
+func (t *alertmanager) attempt(ctx context.Context) (sent bool, err error) {
 	if err := t.reconcile(ctx); err != nil {
 		return true, err
 	}
@@ -179,7 +179,7 @@ func (t *target) attempt(ctx context.Context) (sent bool, err error) {
 
 // note counts a request's result and logs the start and the end of an
 // outage, not every retry.
-func (t *target) note(err error) {
+func (t *alertmanager) note(err error) {
 	t.mu.Lock()
 	was := t.failing
 	t.failing = err != nil
@@ -216,7 +216,7 @@ func (e *refusedError) Error() string { return e.err.Error() }
 func (e *refusedError) Unwrap() error { return e.err }
 
 // post sends alerts to POST /api/v2/alerts.
-func (t *target) post(ctx context.Context, alerts []Alert) error {
+func (t *alertmanager) post(ctx context.Context, alerts []Alert) error {
 	body, err := json.Marshal(alerts)
 	if err != nil {
 		return fmt.Errorf("encode alerts: %w", err)
@@ -233,7 +233,7 @@ func (t *target) post(ctx context.Context, alerts []Alert) error {
 // reconcile, the first time it succeeds, reads the WatchdogEntity alerts
 // of this host that Alertmanager holds as active and queues for
 // resolution those not firing here: they cleared while no daemon pushed.
-func (t *target) reconcile(ctx context.Context) error {
+func (t *alertmanager) reconcile(ctx context.Context) error {
 	t.mu.Lock()
 	done := t.reconciled
 	t.mu.Unlock()
@@ -282,7 +282,7 @@ func (t *target) reconcile(ctx context.Context) error {
 
 // do sends req and reads the answer; a status other than 2xx is an
 // error, a 4xx a refusedError.
-func (t *target) do(req *http.Request) ([]byte, error) {
+func (t *alertmanager) do(req *http.Request) ([]byte, error) {
 	resp, err := t.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("alertmanager %s %s: %w", req.Method, req.URL.Path, err)
