@@ -193,7 +193,7 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.Now()
-	items := selectListed(s.View, EntityFilter{Type: typ, Severities: want, Host: q.Get("host")}, now)
+	items := selectListed(s.View, wire.EntityFilter{Type: typ, Severities: want, Host: q.Get("host")}, now)
 	out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: len(items)}
 	pg, next := page(items, order, after, int(limit))
 	out.Items, out.Next = make([]wire.Entity, 0, len(pg)), next

@@ -302,14 +302,13 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	hosts := map[string]bool{}
 	var list []wire.Entity
 	if p.FilterErr == "" {
+		// The rows the API's list would select (wire.EntityFilter).
+		sel := wire.EntityFilter{Type: f.Type, Severities: sev, Host: f.Host}
 		h.o.View.Each(f.Type, func(e *live.Entry) {
 			if e.Entity.HostID != "" {
 				hosts[e.Entity.HostID] = true
 			}
-			if sev != nil && (e.Legacy() || !slices.Contains(sev, e.State.Severity)) {
-				return
-			}
-			if f.Host != "" && e.Entity.HostID != f.Host {
+			if !sel.Keeps(&e.Entity, e.State) {
 				return
 			}
 			// No heartbeat file is read here, under the view's lock: only

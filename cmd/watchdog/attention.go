@@ -1,18 +1,13 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"watchdog/attention"
-	"watchdog/cmd/watchdog/internal/target"
 	"watchdog/state"
-	"watchdog/store"
-	"watchdog/wire"
 )
 
 // newAttentionCmd is `watchdog attention`: the attention queue
@@ -73,64 +68,47 @@ carries the same facts in "judge": nothing in it has been judged since.`,
 			if err != nil {
 				return err
 			}
-			remote, err := readsRemote(cmd, to)
-			if err != nil {
-				return err
-			}
-			if remote {
+			var set settings
+			if remote, _ := to.Remote(); remote {
 				// The daemon's config decides its window; a local one
 				// given here would be silently ignored.
 				if cmd.Flags().Changed("failure-window") {
 					return usageError("--failure-window reads a local database: with --server the daemon applies its own thresholds.failure_window")
 				}
-				cl, err := target.Dial(server)
-				if err != nil {
+			} else {
+				// The daemon's settings: its failure window (unless
+				// --failure-window), and its database unless one was
+				// named here, so this prints the queue the daemon serves.
+				if set, to.DB, err = localSettings(cmd, db); err != nil {
 					return err
 				}
-				queue, err := cl.Attention(cmd.Context(), q)
-				if err != nil {
-					return to.Explain(err)
+				if !cmd.Flags().Changed("failure-window") {
+					window = time.Duration(set.cfg.Thresholds.FailureWindow)
+					q.FailureWindow = window
 				}
-				return output(cmd.OutOrStdout(), asJSON, queue, queue.Text)
-			}
-			// The daemon's settings: its failure window (unless
-			// --failure-window), and its database unless one was named
-			// here, so this prints the queue the daemon serves.
-			set, db, err := localSettings(cmd, db)
-			if err != nil {
-				return err
-			}
-			if !cmd.Flags().Changed("failure-window") {
-				window = time.Duration(set.cfg.Thresholds.FailureWindow)
-				q.FailureWindow = window
-			}
-			if window <= 0 {
-				return usageError("--failure-window %s: must be positive", window)
+				if window <= 0 {
+					return usageError("--failure-window %s: must be positive", window)
+				}
 			}
 			ctx := cmd.Context()
-			st, err := target.OpenStore(ctx, db, false)
+			t, err := to.Open(ctx, false, false)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			var src attention.Source = st
-			if host != "" {
-				src = hostSource{Backend: st, host: host}
+			defer t.Close()
+			queue, err := t.Queue(ctx, q)
+			if err != nil {
+				return to.Explain(err)
 			}
-			now := time.Now()
-			queue, err := attention.Read(ctx, src, q, now)
+			j, err := judgeOf(ctx, t, set)
 			if err != nil {
 				return err
 			}
-			if err := fillHeartbeats(ctx, st, &queue, target.Heartbeats(localHost()), now); err != nil {
-				return err
-			}
-			j, err := judgeOf(ctx, st, db, set, now)
-			if err != nil {
-				return err
+			if j == nil {
+				return output(cmd.OutOrStdout(), asJSON, queue, queue.Text)
 			}
 			j.warn(cmd.ErrOrStderr(), set)
-			return output(cmd.OutOrStdout(), asJSON, localQueue{Queue: queue, Judge: j}, queue.Text)
+			return output(cmd.OutOrStdout(), asJSON, localQueue{Queue: queue, Judge: *j}, queue.Text)
 		},
 	}
 	f := c.Flags()
@@ -144,42 +122,4 @@ carries the same facts in "judge": nothing in it has been judged since.`,
 	f.StringVar(&host, "host", "", "only the items of entities recorded on this host id (a fleet's daemons share one store)")
 	addReadFlags(c, &db, &server)
 	return c
-}
-
-// hostSource is the queue's source for --host on a database: the host's
-// entities, whole. The store's AttentionCandidates reads only the columns
-// an item needs, without host_id, so the queue could not tell whose they
-// are; the failure window is applied by attention.Build all the same.
-type hostSource struct {
-	store.Backend
-	host string
-}
-
-func (h hostSource) AttentionCandidates(ctx context.Context, _ time.Time) ([]store.Entity, error) {
-	return h.List(ctx, store.Filter{HostID: h.host})
-}
-
-// fillHeartbeats gives each item of queue, read from st, the heartbeat
-// its entity is judged by, as `status` and the daemon's queue show it:
-// this host's heartbeat files are stat'ed here. The queue's candidates
-// carry only the columns an item needs, so the page's entities are read
-// whole, one by one (at most --limit). An entity gone since the queue was
-// read has none.
-func fillHeartbeats(ctx context.Context, st store.Backend, queue *attention.Queue, beats *wire.Heartbeats, now time.Time) error {
-	var failed error
-	queue.FillHeartbeats(func(typ, id string) *state.JudgedHeartbeat {
-		if failed != nil {
-			return nil
-		}
-		e, err := st.Get(ctx, typ, id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return nil
-		case err != nil:
-			failed = err
-			return nil
-		}
-		return beats.Of(&e, now)
-	})
-	return failed
 }

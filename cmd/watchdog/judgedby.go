@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"watchdog/attention"
+	"watchdog/cmd/watchdog/internal/target"
 	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/store"
 	"watchdog/wire"
 )
 
@@ -47,43 +47,24 @@ type localQueue struct {
 	Judge judgedBy `json:"judge"`
 }
 
-// judgeOf reads who judges the store st (opened at db) now.
-//
-// Whether a daemon serves it: on an SQLite file, whether any daemon holds
-// its lock (store.DaemonLockHeld), which the kernel drops the moment the
-// daemon dies; where that cannot be told (PostgreSQL, no /proc/locks),
-// whether a daemon recorded its presence within the config's
-// thresholds.host_disconnected_after, the silence after which the fleet's
-// leader itself calls a host disconnected.
-//
-// When it last judged: the newest presence record. A daemon marks its
-// presence every few seconds from before its first sweep to its stop,
-// while it watches every death and runs every timed judgement, so that
-// is the last moment its view was current. The newest observation would
-// not do: a daemon records one only when something changed, and a quiet
-// host's newest can be days old while the daemon judged it all along.
-func judgeOf(ctx context.Context, st store.Backend, db string, set settings, now time.Time) (judgedBy, error) {
-	j := judgedBy{Config: set.path}
-	seen, err := st.DaemonsSeen(ctx)
-	if err != nil {
-		return j, fmt.Errorf("read the daemons' presence: %w", err)
+// judgeOf reads who judges what t reads now (target.Target's Judged,
+// under the config's thresholds.host_disconnected_after), with the config
+// set judged with; nil through a daemon, which is the judge.
+func judgeOf(ctx context.Context, t target.Target, set settings) (*judgedBy, error) {
+	var disconnected time.Duration
+	if set.cfg != nil {
+		disconnected = time.Duration(set.cfg.Thresholds.HostDisconnectedAfter)
 	}
-	var last time.Time
-	for host, at := range seen {
-		if at.After(last) || (at.Equal(last) && host < j.LastJudgedBy) {
-			last, j.LastJudgedBy = at, host
-		}
+	got, err := t.Judged(ctx, disconnected, time.Now())
+	if err != nil || got == nil {
+		return nil, err
 	}
-	if !last.IsZero() {
-		t := unixtime.Of(last)
-		j.LastJudgedAt = &t
+	j := judgedBy{DaemonServing: got.DaemonServing, LastJudgedBy: got.LastBy, Config: set.path}
+	if !got.LastAt.IsZero() {
+		at := unixtime.Of(got.LastAt)
+		j.LastJudgedAt = &at
 	}
-	if held, known := store.DaemonLockHeld(db); known {
-		j.DaemonServing = held
-	} else {
-		j.DaemonServing = !last.IsZero() && now.Sub(last) < time.Duration(set.cfg.Thresholds.HostDisconnectedAfter)
-	}
-	return j, nil
+	return &j, nil
 }
 
 // warning is the one line status and attention print on stderr when no

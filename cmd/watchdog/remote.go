@@ -31,14 +31,14 @@ func addTargetFlags(c *cobra.Command, db, server *string) {
 		"a flag overrides the other's environment variable"
 }
 
-// resolveTarget decides, by target.Choice's rule, whether a writing
-// command goes through the daemon or opens the database, before anything
-// is opened: a contradiction is a usage error.
+// resolveTarget decides, by target.Choice's rule, whether a command goes
+// through the daemon or opens the database, before anything is opened: a
+// contradiction is a usage error.
 func resolveTarget(c *cobra.Command, db, server string) (target.Choice, error) {
 	to := target.Choice{
 		Server: server, DB: db, Host: localHost(),
 		DBFlag: c.Flags().Changed("db"), ServerFlag: c.Flags().Changed("server"),
-		EnvDB: os.Getenv("WATCHDOG_DB") != "",
+		EnvDB: os.Getenv("WATCHDOG_DB") != "", ConfigFlag: c.Flags().Changed("config"),
 	}
 	if _, err := to.Remote(); err != nil {
 		return to, usageError("%v", err)

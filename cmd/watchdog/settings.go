@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"watchdog/cmd/watchdog/internal/target"
 	"watchdog/config"
 )
 
@@ -108,26 +107,6 @@ func localSettings(cmd *cobra.Command, db string) (settings, string, error) {
 		return s, "", err
 	}
 	return s, configDB(cmd, db, s.cfg), nil
-}
-
-// readsRemote says whether a command that reads (or triages) either a
-// database or a daemon goes to the daemon: target.Choice's rule, except
-// that --config names the daemon's local database and settings as --db
-// does, so it beats WATCHDOG_SERVER as a flag beats the other's variable.
-// --config with --server is a usage error: the daemon judges with its own
-// config, and one given here would be silently ignored.
-func readsRemote(cmd *cobra.Command, to target.Choice) (bool, error) {
-	remote, err := to.Remote()
-	if err != nil {
-		return false, usageError("%v", err)
-	}
-	if !remote || !cmd.Flags().Changed("config") {
-		return remote, nil
-	}
-	if cmd.Flags().Changed("server") {
-		return false, usageError("--config reads a local database: with --server the daemon applies its own config (thresholds.failure_window and the rest)")
-	}
-	return false, nil
 }
 
 // addConfigFlag gives a command that reads or judges this host's store

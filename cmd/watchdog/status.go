@@ -13,12 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"watchdog/api"
-	"watchdog/cmd/watchdog/internal/client"
 	"watchdog/cmd/watchdog/internal/target"
-	"watchdog/internal/unixtime"
 	"watchdog/state"
-	"watchdog/store"
 	"watchdog/transitions"
 	"watchdog/wire"
 )
@@ -74,28 +70,19 @@ judges: no such line.`,
 			if err != nil {
 				return err
 			}
-			f := api.EntityFilter{Type: typ, Severities: want, Host: host}
-			remote, err := readsRemote(cmd, to)
-			if err != nil {
-				return err
-			}
+			f := wire.EntityFilter{Type: typ, Severities: want, Host: host}
 			var set settings
-			if !remote {
-				if set, db, err = localSettings(cmd, db); err != nil {
+			if remote, _ := to.Remote(); !remote {
+				// The daemon's settings, and its database unless one
+				// was named here: this prints what the daemon serves.
+				if set, to.DB, err = localSettings(cmd, db); err != nil {
 					return err
 				}
 			}
 			// read reads the list once, and from a database who judged it
 			// (nil through a daemon, which is the judge).
 			read := func(ctx context.Context) (wire.EntityList, *judgedBy, error) {
-				var out wire.EntityList
-				var j *judgedBy
-				var err error
-				if remote {
-					out, err = remoteList(ctx, server, f, asJSON)
-				} else {
-					out, j, err = localList(ctx, db, set, f, asJSON)
-				}
+				out, j, err := readList(ctx, to, f, asJSON, set)
 				if err != nil {
 					return out, nil, to.Explain(err)
 				}
@@ -113,11 +100,7 @@ judges: no such line.`,
 				if every <= 0 {
 					return usageError("--every %s: must be positive", every)
 				}
-				src := db
-				if remote {
-					src = server
-				}
-				return watchStatus(cmd, read, src, set, every)
+				return watchStatus(cmd, read, to.Where(), set, every)
 			}
 			out, j, err := read(cmd.Context())
 			if err != nil {
@@ -144,61 +127,24 @@ judges: no such line.`,
 	return c
 }
 
-// localList reads the list from the database at db, each state derived
-// as the daemon's view derives it (api.ListEntities), and who judged it
-// (judgeOf).
-func localList(ctx context.Context, db string, set settings, f api.EntityFilter, withRows bool) (wire.EntityList, *judgedBy, error) {
-	st, err := target.OpenStore(ctx, db, false)
+// readList reads the list once through the target to chooses (opened
+// for this read alone, so that --watch outlives a daemon's restart or a
+// database not there yet), and from a database who judged it (judgeOf).
+func readList(ctx context.Context, to target.Choice, f wire.EntityFilter, history bool, set settings) (wire.EntityList, *judgedBy, error) {
+	t, err := to.Open(ctx, false, false)
 	if err != nil {
 		return wire.EntityList{}, nil, err
 	}
-	defer st.Close()
-	var rows func(store.Entity) ([]store.AuditRow, error)
-	if withRows {
-		rows = func(e store.Entity) ([]store.AuditRow, error) { return st.Transitions(ctx, e.Type, e.ID) }
-	}
-	now := time.Now()
-	// The heartbeat shown is the one judged: this host's heartbeat files
-	// are read here, as the daemon's own reads do.
-	items, err := api.ListEntities(ctx, st, f, now, rows, target.Heartbeats(localHost()))
+	defer t.Close()
+	out, err := t.List(ctx, f, history)
 	if err != nil {
 		return wire.EntityList{}, nil, err
 	}
-	j, err := judgeOf(ctx, st, db, set, now)
+	j, err := judgeOf(ctx, t, set)
 	if err != nil {
 		return wire.EntityList{}, nil, err
 	}
-	return wire.EntityList{GeneratedAt: unixtime.Of(now), Items: items}, &j, nil
-}
-
-// remoteList reads the list from the daemon at server, every page of it,
-// and with withRows each entity's whole history, as the local --json has
-// it.
-func remoteList(ctx context.Context, server string, f api.EntityFilter, withRows bool) (wire.EntityList, error) {
-	cl, err := target.Dial(server)
-	if err != nil {
-		return wire.EntityList{}, err
-	}
-	q := client.ListQuery{Type: f.Type, Host: f.Host}
-	for _, s := range f.Severities {
-		q.Severities = append(q.Severities, string(s))
-	}
-	out, err := cl.List(ctx, q)
-	if err != nil {
-		return wire.EntityList{}, err
-	}
-	if withRows {
-		for i := range out.Items {
-			e := &out.Items[i]
-			rows, err := cl.Transitions(ctx, e.Type, e.ID)
-			if err != nil {
-				return wire.EntityList{}, err
-			}
-			n := len(rows)
-			e.Transitions, e.TransitionsTotal = &rows, &n
-		}
-	}
-	return out, nil
+	return out, j, nil
 }
 
 // openOnly keeps the open entities: those whose lifecycle is not one of

@@ -97,10 +97,7 @@ func triage(cmd *cobra.Command, fp string, span time.Duration, db, server string
 	if err != nil {
 		return err
 	}
-	remote, err := readsRemote(cmd, to)
-	if err != nil {
-		return err
-	}
+	remote, _ := to.Remote() // resolveTarget refused what Remote refuses
 	now := time.Now()
 	var until time.Time
 	if span > 0 {

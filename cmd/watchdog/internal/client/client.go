@@ -246,32 +246,25 @@ func responseError(status int, data []byte) error {
 	return e
 }
 
-// ListQuery selects the entities of List: GET /api/v1/entities'
-// parameters. Empty fields select everything.
-type ListQuery struct {
-	// Type is an entity type (an alias is resolved by the daemon).
-	Type string
-	// Severities keeps these severities (critical, warning, info, neutral).
-	Severities []string
-	// Host keeps the entities recorded on that host.
-	Host string
-}
-
-// List reads every entity q selects, following the daemon's pages to the
+// List reads every entity f selects, following the daemon's pages to the
 // end. It walks the id order, in which an entity that exists throughout
 // the walk is returned exactly once whatever changes meanwhile; the items
 // come back in that order (wire.SortEntities puts them in the table's),
 // Total is their number and Next is empty. Lists carry no audit rows.
-func (c *Client) List(ctx context.Context, q ListQuery) (wire.EntityList, error) {
+func (c *Client) List(ctx context.Context, f wire.EntityFilter) (wire.EntityList, error) {
 	v := url.Values{}
-	if q.Type != "" {
-		v.Set("type", q.Type)
+	if f.Type != "" {
+		v.Set("type", f.Type)
 	}
-	if len(q.Severities) > 0 {
-		v.Set("severity", strings.Join(q.Severities, ","))
+	if len(f.Severities) > 0 {
+		s := make([]string, len(f.Severities))
+		for i, sev := range f.Severities {
+			s[i] = string(sev)
+		}
+		v.Set("severity", strings.Join(s, ","))
 	}
-	if q.Host != "" {
-		v.Set("host", q.Host)
+	if f.Host != "" {
+		v.Set("host", f.Host)
 	}
 	v.Set("order", "id")
 	v.Set("limit", strconv.Itoa(cmp.Or(c.listPage, wire.MaxEntitiesPage)))

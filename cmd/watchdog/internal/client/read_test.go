@@ -55,14 +55,14 @@ func TestListFollowsPages(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		q    ListQuery
+		q    wire.EntityFilter
 		want string
 	}{
-		{"all", ListQuery{}, "[s-1 s-2 s-3 s-4 s-5 s-6 s-7]"},
-		{"one host", ListQuery{Host: "h1"}, "[s-1 s-2 s-5]"},
-		{"failed ones", ListQuery{Severities: []string{"critical"}}, "[s-3 s-5]"},
-		{"type alias", ListQuery{Type: "run", Host: "h2"}, "[s-3 s-4 s-7]"},
-		{"no such host", ListQuery{Host: "h9"}, "[]"},
+		{"all", wire.EntityFilter{}, "[s-1 s-2 s-3 s-4 s-5 s-6 s-7]"},
+		{"one host", wire.EntityFilter{Host: "h1"}, "[s-1 s-2 s-5]"},
+		{"failed ones", wire.EntityFilter{Severities: []state.Severity{state.SeverityCritical}}, "[s-3 s-5]"},
+		{"type alias", wire.EntityFilter{Type: "run", Host: "h2"}, "[s-3 s-4 s-7]"},
+		{"no such host", wire.EntityFilter{Host: "h9"}, "[]"},
 	} {
 		list, err := c.List(ctx, tc.q)
 		if err != nil {
@@ -72,7 +72,7 @@ func TestListFollowsPages(t *testing.T) {
 			t.Errorf("%s: items %s (total %d, next %q), want %s", tc.name, got, list.Total, list.Next, tc.want)
 		}
 	}
-	if _, err := c.List(ctx, ListQuery{Type: "spaceship"}); !errors.Is(err, wire.ErrBadInput) || !strings.Contains(err.Error(), "spaceship") {
+	if _, err := c.List(ctx, wire.EntityFilter{Type: "spaceship"}); !errors.Is(err, wire.ErrBadInput) || !strings.Contains(err.Error(), "spaceship") {
 		t.Errorf("unknown type: %v", err)
 	}
 }

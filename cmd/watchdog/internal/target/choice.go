@@ -21,6 +21,9 @@ type Choice struct {
 	// DBFlag and ServerFlag say the flag was given (not defaulted from
 	// its environment variable); EnvDB says WATCHDOG_DB is set.
 	DBFlag, ServerFlag, EnvDB bool
+	// ConfigFlag says --config was given (status, attention, snooze and
+	// dismiss): it names the daemon's database and settings on this host.
+	ConfigFlag bool
 }
 
 // Remote decides whether the command goes through the daemon (true) or
@@ -30,9 +33,24 @@ type Choice struct {
 // --db with --server is an error, --db wins over WATCHDOG_SERVER, --server
 // wins over WATCHDOG_DB, and WATCHDOG_DB with WATCHDOG_SERVER (neither
 // flag) is an error too: an agent whose environment says both would
-// otherwise write to whichever one this code happened to prefer. Every
-// error is a mistake in the command line.
+// otherwise write to whichever one this code happened to prefer. --config
+// names the daemon's local database as --db does, so it beats
+// WATCHDOG_SERVER; with --server it is refused: the daemon judges with its
+// own config, and one given here would be silently ignored. Every error is
+// a mistake in the command line.
 func (c Choice) Remote() (bool, error) {
+	remote, err := c.remote()
+	if err != nil || !remote || !c.ConfigFlag {
+		return remote, err
+	}
+	if c.ServerFlag {
+		return false, errors.New("--config reads a local database: with --server the daemon applies its own config (thresholds.failure_window and the rest)")
+	}
+	return false, nil
+}
+
+// remote is Remote's rule for --db and --server.
+func (c Choice) remote() (bool, error) {
 	if c.Server == "" {
 		return false, nil
 	}
@@ -67,4 +85,13 @@ func checkServerURL(server string) error {
 		return fmt.Errorf("%q is not a daemon URL like http://127.0.0.1:9715", server)
 	}
 	return nil
+}
+
+// Where names what Remote chooses, as a command shows its source: the
+// daemon's URL or the database.
+func (c Choice) Where() string {
+	if remote, _ := c.Remote(); remote {
+		return c.Server
+	}
+	return c.DB
 }

@@ -17,6 +17,10 @@ func TestChoiceRemote(t *testing.T) {
 		{"server flag beats env db", Choice{Server: "http://h:1", ServerFlag: true, EnvDB: true}, true, false},
 		{"both in env", Choice{Server: "http://h:1", EnvDB: true}, false, true},
 		{"not a URL", Choice{Server: "ftp://h:1"}, false, true},
+		// --config names the daemon's local database, as --db does.
+		{"config beats env server", Choice{Server: "http://h:1", ConfigFlag: true}, false, false},
+		{"config with server flag", Choice{Server: "http://h:1", ServerFlag: true, ConfigFlag: true}, false, true},
+		{"config, no server", Choice{ConfigFlag: true}, false, false},
 	} {
 		remote, err := c.choice.Remote()
 		if remote != c.remote || (err != nil) != c.wantErr {

@@ -83,7 +83,9 @@ func (c Choice) Open(ctx context.Context, create, run bool) (Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewLocal(st, c.Host), nil
+	l := NewLocal(st, c.Host)
+	l.db = c.DB
+	return l, nil
 }
 
 // Explain turns a failed call into the one line a command prints. The

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"watchdog/attention"
 	"watchdog/cmd/watchdog/internal/client"
 	"watchdog/internal/unixtime"
 	"watchdog/probe"
@@ -17,7 +18,8 @@ import (
 	"watchdog/wire"
 )
 
-// Target is what register, transition, heartbeat and exec write through.
+// Target is what register, transition, heartbeat and exec write through,
+// and what status and attention read.
 //
 // The house rule puts a small interface beside its consumer; this one sits
 // beside its two implementations instead, because it has two consumers
@@ -37,6 +39,17 @@ type Target interface {
 	Transition(ctx context.Context, typ, id string, t wire.Transition, defaultActor string) (wire.TransitionResult, error)
 	// Heartbeat records a heartbeat with an optional progress note.
 	Heartbeat(ctx context.Context, typ, id, progress string) error
+	// List reads the entities f selects, unsorted, in the API's list
+	// shape; with history each carries its whole audit rows.
+	List(ctx context.Context, f wire.EntityFilter, history bool) (wire.EntityList, error)
+	// Queue reads the attention queue q selects. A database's is built
+	// under q.FailureWindow; a daemon applies its own.
+	Queue(ctx context.Context, q attention.Query) (attention.Queue, error)
+	// Judged says who judged what a database shows, and when; nil through
+	// a daemon, which is the judge. disconnectedAfter is the silence after
+	// which a daemon that cannot be seen holding the database's lock
+	// counts as gone.
+	Judged(ctx context.Context, disconnectedAfter time.Duration, now time.Time) (*Judged, error)
 	// Settle brings an ended entity's observed state (health, delivery)
 	// up to date, as the daemon's next sweep would, so a status read right
 	// after shows the whole state even with no daemon running. Best
@@ -50,6 +63,9 @@ type Local struct {
 	st   store.Backend
 	w    *transitions.Writer
 	host *probe.Host
+	// db is where st was opened ("" when not known): whether a daemon
+	// holds its lock says whether one serves it (Judged).
+	db string
 }
 
 // NewLocal writes into st, identifying this host's processes through

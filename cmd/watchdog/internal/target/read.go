@@ -1,0 +1,185 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"watchdog/attention"
+	"watchdog/internal/unixtime"
+	"watchdog/live"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/wire"
+)
+
+// Judged is who judged what a database's entities show, and when: a
+// store keeps the last judgement of each entity, and without a daemon
+// nothing judges them again, so a process killed since still reads
+// "Running · Alive". Only a database has one to tell; through a daemon's
+// API the daemon is the judge.
+type Judged struct {
+	// DaemonServing says whether a watchdog daemon serves the database
+	// now.
+	DaemonServing bool
+	// LastAt is the last time a daemon recorded its presence in the
+	// database (zero: no daemon ever did), and LastBy its host.
+	LastAt time.Time
+	LastBy string
+}
+
+// List implements Target: the entities f selects, each state derived as
+// the daemon's view derives it (live.Derive) and selected by the API's
+// rule (wire.EntityFilter), unsorted. With history each entity carries
+// its whole audit rows (`status --json`), as the daemon's entity read
+// does. The heartbeat shown is the one judged: this host's heartbeat
+// files are read here, as the daemon's own reads do.
+func (l *Local) List(ctx context.Context, f wire.EntityFilter, history bool) (wire.EntityList, error) {
+	list, err := l.st.List(ctx, store.Filter{Type: f.Type, HostID: f.Host})
+	if err != nil {
+		return wire.EntityList{}, err
+	}
+	now := time.Now()
+	hb := Heartbeats(l.host)
+	items := make([]wire.Entity, 0, len(list))
+	for _, e := range list {
+		ns := live.Derive(e, now).State
+		if !f.Keeps(&e, ns) {
+			continue
+		}
+		var rows []store.AuditRow
+		if history {
+			if rows, err = l.st.Transitions(ctx, e.Type, e.ID); err != nil {
+				return wire.EntityList{}, err
+			}
+		}
+		items = append(items, wire.FromDerived(e, ns, rows, hb, now))
+	}
+	return wire.EntityList{GeneratedAt: unixtime.Of(now), Items: items, Total: len(items)}, nil
+}
+
+// Queue implements Target: the queue built from the store under q's
+// failure window, each item with the heartbeat its entity is judged by.
+func (l *Local) Queue(ctx context.Context, q attention.Query) (attention.Queue, error) {
+	var src attention.Source = l.st
+	if q.Host != "" {
+		src = hostSource{Backend: l.st, host: q.Host}
+	}
+	now := time.Now()
+	queue, err := attention.Read(ctx, src, q, now)
+	if err != nil {
+		return attention.Queue{}, err
+	}
+	if err := l.fillHeartbeats(ctx, &queue, now); err != nil {
+		return attention.Queue{}, err
+	}
+	return queue, nil
+}
+
+// hostSource is the queue's source for a host's items on a database: the
+// host's entities, whole. The store's AttentionCandidates reads only the
+// columns an item needs, without host_id, so the queue could not tell
+// whose they are; the failure window is applied by attention.Build all
+// the same.
+type hostSource struct {
+	store.Backend
+	host string
+}
+
+func (h hostSource) AttentionCandidates(ctx context.Context, _ time.Time) ([]store.Entity, error) {
+	return h.List(ctx, store.Filter{HostID: h.host})
+}
+
+// fillHeartbeats gives each item of queue the heartbeat its entity is
+// judged by, as List and the daemon's queue show it: this host's
+// heartbeat files are stat'ed here. The queue's candidates carry only the
+// columns an item needs, so the page's entities are read whole, one by
+// one (at most the query's limit). An entity gone since the queue was
+// read has none.
+func (l *Local) fillHeartbeats(ctx context.Context, queue *attention.Queue, now time.Time) error {
+	beats := Heartbeats(l.host)
+	var failed error
+	queue.FillHeartbeats(func(typ, id string) *state.JudgedHeartbeat {
+		if failed != nil {
+			return nil
+		}
+		e, err := l.st.Get(ctx, typ, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		case err != nil:
+			failed = err
+			return nil
+		}
+		return beats.Of(&e, now)
+	})
+	return failed
+}
+
+// Judged implements Target: who judges the database now, and who last
+// did.
+//
+// Whether a daemon serves it: on an SQLite file, whether any daemon holds
+// its lock (store.DaemonLockHeld), which the kernel drops the moment the
+// daemon dies; where that cannot be told (PostgreSQL, no /proc/locks),
+// whether a daemon recorded its presence within disconnectedAfter (the
+// config's thresholds.host_disconnected_after, the silence after which
+// the fleet's leader itself calls a host disconnected).
+//
+// When it last judged: the newest presence record. A daemon marks its
+// presence every few seconds from before its first sweep to its stop,
+// while it watches every death and runs every timed judgement, so that
+// is the last moment its view was current. The newest observation would
+// not do: a daemon records one only when something changed, and a quiet
+// host's newest can be days old while the daemon judged it all along.
+func (l *Local) Judged(ctx context.Context, disconnectedAfter time.Duration, now time.Time) (*Judged, error) {
+	seen, err := l.st.DaemonsSeen(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the daemons' presence: %w", err)
+	}
+	var j Judged
+	for host, at := range seen {
+		if at.After(j.LastAt) || (at.Equal(j.LastAt) && host < j.LastBy) {
+			j.LastAt, j.LastBy = at, host
+		}
+	}
+	if held, known := store.DaemonLockHeld(l.db); known {
+		j.DaemonServing = held
+	} else {
+		j.DaemonServing = !j.LastAt.IsZero() && now.Sub(j.LastAt) < disconnectedAfter
+	}
+	return &j, nil
+}
+
+// List implements Target: every page of the daemon's list, and with
+// history each entity's whole audit rows, as Local's List has them.
+func (r *Remote) List(ctx context.Context, f wire.EntityFilter, history bool) (wire.EntityList, error) {
+	out, err := r.c.List(ctx, f)
+	if err != nil {
+		return wire.EntityList{}, err
+	}
+	if history {
+		for i := range out.Items {
+			e := &out.Items[i]
+			rows, err := r.c.Transitions(ctx, e.Type, e.ID)
+			if err != nil {
+				return wire.EntityList{}, err
+			}
+			n := len(rows)
+			e.Transitions, e.TransitionsTotal = &rows, &n
+		}
+	}
+	return out, nil
+}
+
+// Queue implements Target: the daemon's queue under its own failure
+// window (q's is not sent).
+func (r *Remote) Queue(ctx context.Context, q attention.Query) (attention.Queue, error) {
+	return r.c.Attention(ctx, q)
+}
+
+// Judged implements Target: nil, the daemon is the judge.
+func (*Remote) Judged(context.Context, time.Duration, time.Time) (*Judged, error) {
+	return nil, nil
+}
