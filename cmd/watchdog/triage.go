@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"watchdog/attention"
-	"watchdog/cmd/watchdog/internal/target"
 	"watchdog/internal/unixtime"
 	"watchdog/transitions"
 )
@@ -97,43 +96,35 @@ func triage(cmd *cobra.Command, fp string, span time.Duration, db, server string
 	if err != nil {
 		return err
 	}
-	remote, _ := to.Remote() // resolveTarget refused what Remote refuses
 	now := time.Now()
 	var until time.Time
 	if span > 0 {
 		until = now.Add(span)
 	}
-	ctx := cmd.Context()
-	if remote {
-		cl, err := target.Dial(server)
-		if err != nil {
-			return err
-		}
-		if span > 0 {
-			err = cl.Snooze(ctx, fp, until)
-		} else {
-			err = cl.Dismiss(ctx, fp)
-		}
-		if err != nil {
-			return to.Explain(err)
-		}
-	} else {
+	var set settings
+	remote, _ := to.Remote() // resolveTarget refused what Remote refuses
+	if !remote {
 		// The item must be in the queue the daemon serves: its failure
 		// window, its database.
-		set, db, err := localSettings(cmd, db)
-		if err != nil {
+		if set, to.DB, err = localSettings(cmd, db); err != nil {
 			return err
 		}
-		st, err := target.OpenStore(ctx, db, false)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		if _, err := attention.Dismiss(ctx, st, attention.Dismissing{
-			Fingerprint: fp, Until: until, ClearOnStatusChange: true, By: triageBy,
-		}, now, time.Duration(set.cfg.Thresholds.FailureWindow)); err != nil {
-			return err
-		}
+	}
+	ctx := cmd.Context()
+	t, err := to.Open(ctx, false, false)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	var window time.Duration
+	if set.cfg != nil {
+		window = time.Duration(set.cfg.Thresholds.FailureWindow)
+	}
+	d := attention.Dismissing{Fingerprint: fp, Until: until, ClearOnStatusChange: true, By: triageBy}
+	if err := t.Dismiss(ctx, d, now, window); err != nil {
+		return to.Explain(err)
+	}
+	if !remote {
 		set.printNote(cmd.ErrOrStderr())
 	}
 	if span > 0 {

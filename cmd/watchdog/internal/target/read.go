@@ -183,3 +183,20 @@ func (r *Remote) Queue(ctx context.Context, q attention.Query) (attention.Queue,
 func (*Remote) Judged(context.Context, time.Duration, time.Time) (*Judged, error) {
 	return nil, nil
 }
+
+// Dismiss implements Target: the snooze or dismissal recorded in the
+// store, the item looked for in the queue under failureWindow at now.
+func (l *Local) Dismiss(ctx context.Context, d attention.Dismissing, now time.Time, failureWindow time.Duration) error {
+	_, err := attention.Dismiss(ctx, l.st, d, now, failureWindow)
+	return err
+}
+
+// Dismiss implements Target: POST /api/attention/snooze (d.Until set) or
+// /dismiss. The daemon looks for the item in its own queue and records its
+// own principal, so only the fingerprint and the snooze's end are sent.
+func (r *Remote) Dismiss(ctx context.Context, d attention.Dismissing, _ time.Time, _ time.Duration) error {
+	if !d.Until.IsZero() {
+		return r.c.Snooze(ctx, d.Fingerprint, d.Until)
+	}
+	return r.c.Dismiss(ctx, d.Fingerprint)
+}

@@ -19,7 +19,7 @@ import (
 )
 
 // Target is what register, transition, heartbeat and exec write through,
-// and what status and attention read.
+// and what status, attention, snooze and dismiss read and triage.
 //
 // The house rule puts a small interface beside its consumer; this one sits
 // beside its two implementations instead, because it has two consumers
@@ -50,6 +50,10 @@ type Target interface {
 	// which a daemon that cannot be seen holding the database's lock
 	// counts as gone.
 	Judged(ctx context.Context, disconnectedAfter time.Duration, now time.Time) (*Judged, error)
+	// Dismiss snoozes (d.Until set) or dismisses the attention item
+	// d.Fingerprint names, which must be in the queue: a database's under
+	// failureWindow at now, a daemon's under its own.
+	Dismiss(ctx context.Context, d attention.Dismissing, now time.Time, failureWindow time.Duration) error
 	// Settle brings an ended entity's observed state (health, delivery)
 	// up to date, as the daemon's next sweep would, so a status read right
 	// after shows the whole state even with no daemon running. Best
