@@ -18,7 +18,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -585,8 +584,10 @@ func scrapeDaemon(t *testing.T, bin string) string {
 	return d.scrape(t)
 }
 
+// get fetches url within the client's timeout (a poll's short one, or
+// requestCeiling for a request that is not retried).
 func get(c *http.Client, url string, into io.Writer) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), requestCeiling)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -19,9 +19,10 @@ import (
 	"watchdog/internal/testenv"
 )
 
-// wait is the generous deadline for what the kernel does on its own time:
-// a death reported, an exit status appearing (never a speed assertion).
-const wait = 30 * time.Second
+// wait is the generous ceiling for what the kernel does on its own time:
+// a death reported, an exit status appearing (never a speed assertion);
+// a loaded machine only makes it slower.
+const wait = 2 * time.Minute
 
 func same() bool { return true }
 
@@ -46,7 +47,7 @@ func next(t testing.TB, w *Watcher) Death {
 	case d := <-w.Deaths():
 		return d
 	case <-time.After(wait):
-		t.Fatalf("no death within %s", wait)
+		t.Fatalf("no death within %s; last seen: %d keys holding a pidfd, %d deaths dropped", wait, w.Len(), w.Overflows())
 		return Death{}
 	}
 }
