@@ -3,6 +3,7 @@ package alertpush
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -205,7 +206,7 @@ func TestAlertmanagerNewestStateWins(t *testing.T) {
 
 	tg.offer([]Alert{alertNamed("a")}, nil)
 	// The sender took the first state once it is no longer pending.
-	eventually(t, func() bool {
+	eventually(t, s, func() bool {
 		tg.mu.Lock()
 		defer tg.mu.Unlock()
 		return !tg.pending
@@ -217,7 +218,7 @@ func TestAlertmanagerNewestStateWins(t *testing.T) {
 		t.Errorf("dropped superseded = %v, want 3 (b, c and d never sent)", got)
 	}
 	open.Do(func() { close(gate) })
-	eventually(t, func() bool { return len(s.allPosts()) >= 2 }, "the newest state was never sent")
+	eventually(t, s, func() bool { return len(s.allPosts()) >= 2 }, "the newest state was never sent")
 	posts := s.allPosts()
 	last := posts[len(posts)-1]
 	ids := map[string]bool{}
@@ -233,7 +234,7 @@ func TestAlertmanagerNewestStateWins(t *testing.T) {
 	if len(posts) != 2 || len(last) != 2 || !ids["e"] || !ids["a"] {
 		t.Errorf("posts = %v, want the first state, then e firing and a resolved", posts)
 	}
-	eventually(t, func() bool {
+	eventually(t, s, func() bool {
 		tg.mu.Lock()
 		defer tg.mu.Unlock()
 		return len(tg.resolving) == 0
@@ -268,7 +269,7 @@ func TestAlertmanagerRetriesUntilAccepted(t *testing.T) {
 			defer func() { cancel(); <-done }()
 			tg.offer(nil, []Alert{{Labels: alertNamed("gone").Labels, StartsAt: t0, EndsAt: t0}})
 			want := float64(tt.posts - tt.errors)
-			eventually(t, func() bool {
+			eventually(t, s, func() bool {
 				return testutil.ToFloat64(m.pushes.WithLabelValues(ResultError)) == float64(tt.errors) &&
 					testutil.ToFloat64(m.pushes.WithLabelValues(ResultSuccess)) == want
 			}, "the pushes were not counted as expected")
@@ -332,11 +333,11 @@ func TestPusherResolvesWhatLeftAndWhatClearedWhileDown(t *testing.T) {
 			return false
 		}
 	}
-	eventually(t, sent("s-1", true), "the queue's critical item never fired")
-	eventually(t, sent("old", false), "the alert that cleared while down was not resolved")
+	eventually(t, s, sent("s-1", true), "the queue's critical item never fired")
+	eventually(t, s, sent("old", false), "the alert that cleared while down was not resolved")
 	src.set()
 	p.Kick()
-	eventually(t, sent("s-1", false), "the item that left the queue was not resolved")
+	eventually(t, s, sent("s-1", false), "the item that left the queue was not resolved")
 	for _, post := range s.allPosts() {
 		for _, a := range post {
 			if id := a.Labels["entity_id"]; id == "theirs" || id == "s-2" {
@@ -349,10 +350,19 @@ func TestPusherResolvesWhatLeftAndWhatClearedWhileDown(t *testing.T) {
 func zapNop() *zap.Logger { return zap.NewNop() }
 
 // eventually waits for cond, generously: a slow machine only makes it
-// slower.
-func eventually(t *testing.T, cond func() bool, what string) {
+// slower. Given up, it reports what the stub had received.
+func eventually(t *testing.T, s *stub, cond func() bool, what string) {
 	t.Helper()
-	testenv.Eventually(t, what, 60*time.Second, func() (bool, string) { return cond(), "not yet" })
+	testenv.Eventually(t, what, 2*time.Minute, func() (bool, string) {
+		if cond() {
+			return true, ""
+		}
+		posts := s.allPosts()
+		if len(posts) == 0 {
+			return false, "no post received"
+		}
+		return false, fmt.Sprintf("%d posts received, the last %+v", len(posts), posts[len(posts)-1])
+	})
 }
 
 func TestRedacted(t *testing.T) {

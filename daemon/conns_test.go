@@ -15,7 +15,7 @@ import (
 
 // connDeadline bounds every wait of these tests for the server to get to
 // a state; a slow machine makes them slower, never red.
-const connDeadline = 30 * time.Second
+const connDeadline = 2 * time.Minute
 
 // limitedServer is newHTTPServer on 127.0.0.1 over a handler that
 // answers every path 200, holding a request with the header X-Hold until

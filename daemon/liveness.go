@@ -63,6 +63,9 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 		l.mon.UpdateShared(cur)
 	})
 	m.Watching(l.mon.Watching)
+	if w := l.watcher; w != nil {
+		m.PidwatchOverflows(w.Overflows)
+	}
 	return l
 }
 

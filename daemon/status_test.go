@@ -84,7 +84,7 @@ func TestStatusFollowsAFailingStore(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	waitDatagram(t, conn, "READY=1", 20*time.Second)
+	waitDatagram(t, conn, "READY=1", ceiling)
 
 	// Another writer on the file (as `watchdog register --db` is): the
 	// counts STATUS= shows, and then remembers.
@@ -97,7 +97,7 @@ func TestStatusFollowsAFailingStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	waitDatagram(t, conn, "STATUS=1 open entities", 20*time.Second)
+	waitDatagram(t, conn, "STATUS=1 open entities", ceiling)
 
 	// The daemon's own writes (its presence, every few seconds) fail,
 	// and so does the write probe they call for (ADR-0038).
@@ -107,7 +107,7 @@ func TestStatusFollowsAFailingStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := waitDatagram(t, conn, "STATUS=store failing since", 20*time.Second)
+	got := waitDatagram(t, conn, "STATUS=store failing since", ceiling)
 	if last := got[len(got)-1]; !strings.Contains(last, "no such table: health_probe") || !strings.Contains(last, "; last counts: 1 open entities") {
 		t.Errorf("STATUS= while the store fails: %q", last)
 	}
@@ -117,7 +117,7 @@ func TestStatusFollowsAFailingStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got = waitDatagram(t, conn, "STATUS=1 open entities", 20*time.Second)
+	got = waitDatagram(t, conn, "STATUS=1 open entities", ceiling)
 	if last := got[len(got)-1]; strings.Contains(last, "failing") {
 		t.Errorf("STATUS= after the store recovered: %q", last)
 	}
@@ -127,7 +127,7 @@ func TestStatusFollowsAFailingStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got = waitDatagram(t, conn, "STATUS=store failing since", 20*time.Second)
+	got = waitDatagram(t, conn, "STATUS=store failing since", ceiling)
 	if last := got[len(got)-1]; !strings.Contains(last, "; last counts: 1 open entities") {
 		t.Errorf("STATUS= after the database was deleted: %q", last)
 	}

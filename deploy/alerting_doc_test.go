@@ -94,7 +94,7 @@ func TestAlertingDocInhibits(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = logs, logs
 	exited := startProcess(t, "alertmanager", cmd, logs, false)
 	base := "http://" + addr
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: requestCeiling}
 	testenv.Eventually(t, "alertmanager to be ready", realDataDeadline, func() (bool, string) {
 		select {
 		case err := <-exited:

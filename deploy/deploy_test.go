@@ -18,7 +18,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -59,8 +58,9 @@ var prometheusSynthesized = map[string]bool{"up": true}
 
 // exporterExtras are metrics the exporter adds beyond the original contract's table:
 // node_exporter's convention for a scrape-time collector that can fail,
-// the fleet's leader gauge (docs/fleet.md) and the Alertmanager push's counters
-// (README, "Push alerts to Alertmanager"). TestMetricNamesAreExported checks them against a real scrape
+// the fleet's leader gauge (docs/fleet.md), the Alertmanager push's counters
+// (README, "Push alerts to Alertmanager") and the pidfd watcher's overflow
+// counter (ADR-0039). TestMetricNamesAreExported checks them against a real scrape
 // like the others; the dashboard need not show them.
 var exporterExtras = map[string]string{
 	"watchdog_scrape_collector_success":          "gauge",
@@ -68,6 +68,7 @@ var exporterExtras = map[string]string{
 	"watchdog_leader":                            "gauge",
 	"watchdog_alertmanager_pushes_total":         "counter",
 	"watchdog_alertmanager_alerts_dropped_total": "counter",
+	"watchdog_pidwatch_overflow_total":           "counter",
 }
 
 // --- Example config ----------------------------------------------------------
@@ -583,8 +584,10 @@ func scrapeDaemon(t *testing.T, bin string) string {
 	return d.scrape(t)
 }
 
+// get fetches url within the client's timeout (a poll's short one, or
+// requestCeiling for a request that is not retried).
 func get(c *http.Client, url string, into io.Writer) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), requestCeiling)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

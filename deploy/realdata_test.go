@@ -41,7 +41,12 @@ jobs:
 
 // realDataDeadline bounds every wait on the daemon or Prometheus: generous,
 // as the machine may be busy.
-const realDataDeadline = 90 * time.Second
+const realDataDeadline = 3 * time.Minute
+
+// requestCeiling bounds one request the test cannot retry (a query, a
+// registration): generous for the same reason. Polls inside a wait keep
+// short timeouts of their own, as the next poll follows.
+const requestCeiling = 2 * time.Minute
 
 // promScrapeInterval is how often the test's Prometheus scrapes and
 // evaluates rules; the Grafana data source is set to the same.
@@ -419,7 +424,7 @@ func (d *daemonProc) do(t *testing.T, method, path, body string) (int, string) {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	resp, err := (&http.Client{Timeout: requestCeiling}).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -550,7 +555,7 @@ type promSeries struct {
 // error answer is returned as the error, with the query's own message.
 func (p *promServer) api(base, path string, params url.Values, into any) error {
 	var body strings.Builder
-	err := get(&http.Client{Timeout: 10 * time.Second}, base+path+"?"+params.Encode(), &body)
+	err := get(&http.Client{Timeout: requestCeiling}, base+path+"?"+params.Encode(), &body)
 	if err != nil {
 		return err
 	}
@@ -695,11 +700,11 @@ func startProcess(t *testing.T, name string, cmd *exec.Cmd, logs *testenv.Buffer
 			if err != nil && strict {
 				t.Errorf("%s after SIGTERM: %v, want exit status 0", name, err)
 			}
-		case <-time.After(30 * time.Second):
+		case <-time.After(requestCeiling):
 			_ = cmd.Process.Kill()
 			<-exited
 			if strict {
-				t.Errorf("%s still running 30s after SIGTERM", name)
+				t.Errorf("%s still running %s after SIGTERM", name, requestCeiling)
 			}
 		}
 		if t.Failed() {

@@ -92,7 +92,7 @@ func TestTrustRunsOut(t *testing.T) {
 		t.Fatal("not leading after a success")
 	}
 	b.fail.Store(true)
-	testenv.Eventually(t, "leadership lapses without a renewal", 30*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "leadership lapses without a renewal", 2*time.Minute, func() (bool, string) {
 		return !e.Try(context.Background()), "still leading"
 	})
 	if len(changes) != 2 || !changes[0] || changes[1] {
@@ -110,7 +110,7 @@ func TestRunStopsAndReleases(t *testing.T) {
 	sa, sb := openShared(t)
 	a := New(Lease{Store: sa, Holder: "host-a"}, Options{Every: 10 * time.Millisecond})
 	stop := a.Start(context.Background())
-	testenv.Eventually(t, "a leads", 30*time.Second, func() (bool, string) { return a.Leader(), "not yet" })
+	testenv.Eventually(t, "a leads", 2*time.Minute, func() (bool, string) { return a.Leader(), "not yet" })
 	stop()
 	b := New(Lease{Store: sb, Holder: "host-b"}, Options{})
 	if !b.Try(context.Background()) {

@@ -284,7 +284,7 @@ func TestConcurrentReadersRunAndWriter(t *testing.T) {
 	}
 	<-writerDone
 	// moves is even: every agent ends idle.
-	testenv.Eventually(t, "the view holds every agent idle", 30*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "the view holds every agent idle", 2*time.Minute, func() (bool, string) {
 		n := 0
 		v.Each("agent", func(e *Entry) {
 			if e.Entity.LifecycleOr("") == "idle" {

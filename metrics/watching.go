@@ -36,3 +36,32 @@ func (c watchingCollector) Collect(ch chan<- prometheus.Metric) {
 // Watching sets where watchdog_watched_processes reads its counts (the
 // monitor's Watching).
 func (m *Metrics) Watching(fn func() (pidfd, polled int)) { m.watching.Store(&fn) }
+
+// overflowDesc is watchdog_pidwatch_overflow_total: deaths the pidfd
+// watcher dropped at its full queue (pidwatch.QueueMax). None is lost
+// (the monitor then looks at every watched process, and the dead are
+// judged as their deaths would have been), but the dead found that way
+// lose their exit status, and a rise says the monitor fell far behind.
+var overflowDesc = prometheus.NewDesc("watchdog_pidwatch_overflow_total",
+	"Process deaths the pidfd watcher dropped at its full queue; each drop makes the monitor re-check every watched process, so none is missed, but their exit status is lost.",
+	nil, nil)
+
+// overflowCollector reads the watcher's count at scrape time: 0 until the
+// daemon sets the source, and with no watcher (every process polled).
+type overflowCollector struct {
+	src *atomic.Pointer[func() uint64]
+}
+
+func (c overflowCollector) Describe(ch chan<- *prometheus.Desc) { ch <- overflowDesc }
+
+func (c overflowCollector) Collect(ch chan<- prometheus.Metric) {
+	var n uint64
+	if fn := c.src.Load(); fn != nil {
+		n = (*fn)()
+	}
+	ch <- prometheus.MustNewConstMetric(overflowDesc, prometheus.CounterValue, float64(n))
+}
+
+// PidwatchOverflows sets where watchdog_pidwatch_overflow_total reads its
+// count (the pidfd watcher's Overflows).
+func (m *Metrics) PidwatchOverflows(fn func() uint64) { m.overflows.Store(&fn) }

@@ -88,10 +88,11 @@ type fakeWatcher struct {
 	sames   int
 	tries   map[int]int // Watch calls per pid
 	deaths  chan pidwatch.Death
+	resync  chan struct{}
 }
 
 func newFakeWatcher() *fakeWatcher {
-	return &fakeWatcher{errs: map[int]error{}, watched: map[string]int{}, tries: map[int]int{}, deaths: make(chan pidwatch.Death, 16)}
+	return &fakeWatcher{errs: map[int]error{}, watched: map[string]int{}, tries: map[int]int{}, deaths: make(chan pidwatch.Death, 16), resync: make(chan struct{}, 1)}
 }
 
 func (w *fakeWatcher) Watch(key string, pid int, same func() bool) error {
@@ -117,6 +118,8 @@ func (w *fakeWatcher) Forget(key string) {
 }
 
 func (w *fakeWatcher) Deaths() <-chan pidwatch.Death { return w.deaths }
+
+func (w *fakeWatcher) Resync() <-chan struct{} { return w.resync }
 
 // aliveProber verifies every identity; notSame names the pids it refuses,
 // unreadable those whose identity it cannot read (EMFILE, permission).

@@ -42,11 +42,14 @@ type Reaper interface {
 	CheckScheduleEntity(ctx context.Context, e store.Entity) (bool, error)
 }
 
-// Watcher is the pidfd watcher (pidwatch) as the monitor uses it.
+// Watcher is the pidfd watcher (pidwatch) as the monitor uses it. Resync
+// says deaths were dropped at the watcher's full queue: the monitor then
+// looks at every process it watches (resync).
 type Watcher interface {
 	Watch(key string, pid int, same func() bool) error
 	Forget(key string)
 	Deaths() <-chan pidwatch.Death
+	Resync() <-chan struct{}
 }
 
 // ExitRecorder stores how a process ended (store.SQLite.RecordExit).
@@ -120,6 +123,8 @@ type Monitor struct {
 	wake     chan struct{}
 
 	nPidfd, nPolled atomic.Int64
+	// nResyncs counts the watcher's resyncs answered (Resyncs).
+	nResyncs atomic.Int64
 	// budgetSaid: the watcher's cap was reported (once per run: the
 	// gauge's poll count says the rest).
 	budgetSaid bool
@@ -213,8 +218,9 @@ func (m *Monitor) poke() {
 // watches. It returns ctx's error.
 func (m *Monitor) Run(ctx context.Context) error {
 	var deaths <-chan pidwatch.Death
+	var resync <-chan struct{}
 	if m.opt.Watcher != nil {
-		deaths = m.opt.Watcher.Deaths()
+		deaths, resync = m.opt.Watcher.Deaths(), m.opt.Watcher.Resync()
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -238,6 +244,8 @@ func (m *Monitor) Run(ctx context.Context) error {
 				continue
 			}
 			m.death(ctx, d)
+		case <-resync:
+			m.resync(ctx)
 		}
 	}
 }
@@ -492,6 +500,46 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 	}
 	m.reschedule(tr)
 }
+
+// resync answers the watcher's Resync: deaths were dropped at its full
+// queue, and which is not known, so every process watched by pidfd is
+// looked at now. One whose recorded identity the probe finds dead (gone,
+// a zombie, its pid reused) is handled as its Death would have been (the
+// check through the reaper, now, and enforcement at dead_since +
+// terminal_grace), with no exit status: that was in the Death. Its pidfd
+// turned readable before the drop, so no dropped death is missed. One the
+// probe cannot read is checked through the reaper, which looks again; a
+// live one keeps its watch, at the cost of one /proc read and no write.
+// Deaths still queued arrive after, and find the entity judged already.
+func (m *Monitor) resync(ctx context.Context) {
+	now := m.opt.Now()
+	var dead, unread, watched int
+	for _, tr := range m.ents {
+		if tr.mode != byPidfd {
+			continue
+		}
+		watched++
+		e := tr.e
+		done := m.busy()
+		seen := m.opt.Prober.CheckPID(probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID})
+		done()
+		switch seen.Liveness {
+		case probe.Dead:
+			dead++
+			m.death(ctx, pidwatch.Death{Key: tr.key, PID: e.PID, At: now})
+		case probe.Unknown:
+			unread++
+			tr.checkAt = now
+			m.reschedule(tr)
+		}
+	}
+	m.nResyncs.Add(1)
+	m.opt.Logger.Warn("the pidfd watcher dropped deaths at its full queue (watchdog_pidwatch_overflow_total): every watched process was looked at again",
+		zap.Int("watched", watched), zap.Int("found_dead", dead), zap.Int("unreadable_checked", unread))
+}
+
+// Resyncs counts the watcher's resyncs the monitor has answered.
+func (m *Monitor) Resyncs() int { return int(m.nResyncs.Load()) }
 
 // check runs CheckEntity now; a failure is retried at the next poll.
 func (m *Monitor) check(ctx context.Context, tr *tracked) {

@@ -427,16 +427,16 @@ func TestRunFiresOnRealTime(t *testing.T) {
 	dead.Health, dead.DeadSince = state.HealthProcessDead, now.Add(-time.Minute)
 	m.Update(live)
 	m.Update(dead)
-	testenv.Eventually(t, "the past enforcement deadline fires", 10*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "the past enforcement deadline fires", ceiling, func() (bool, string) {
 		c := whats(rec.seen())
 		return slices.Contains(c, "enforce session/dead"), "calls: " + join(c)
 	})
-	testenv.Eventually(t, "the live process is watched", 10*time.Second, func() (bool, string) {
-		pidfd, _ := m.Watching()
-		return pidfd == 1, "not yet"
+	testenv.Eventually(t, "the live process is watched", ceiling, func() (bool, string) {
+		pidfd, polled := m.Watching()
+		return pidfd == 1, fmt.Sprintf("pidfd %d, polled %d", pidfd, polled)
 	})
 	w.deaths <- pidwatch.Death{Key: "session/live", PID: 42, At: time.Now()}
-	testenv.Eventually(t, "the death is checked", 10*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "the death is checked", ceiling, func() (bool, string) {
 		c := whats(rec.seen())
 		return slices.Contains(c, "check session/live"), "calls: " + join(c)
 	})
@@ -445,6 +445,10 @@ func TestRunFiresOnRealTime(t *testing.T) {
 		t.Errorf("Run = %v, want context.Canceled", err)
 	}
 }
+
+// ceiling is the generous wait for what Run's goroutine does on the real
+// clock: a loaded machine only makes it slower.
+const ceiling = 2 * time.Minute
 
 func join(s []string) string {
 	out := ""
@@ -456,3 +460,75 @@ func join(s []string) string {
 
 // ptr is the entity as the monitor keeps it, shared.
 func ptr(e store.Entity) *store.Entity { return &e }
+
+// TestResync: after the watcher dropped deaths, every process watched by
+// pidfd is looked at: one the probe finds dead is handled as its death
+// (checked at once, not watched again, enforced at terminal_grace), one
+// it cannot read is checked through the reaper, a live one keeps its
+// watch with no check, and a polled one is left to its poll.
+func TestResync(t *testing.T) {
+	h := newHarness(t, Settings{})
+	h.w.errs[45] = pidwatch.ErrNoFD
+	for i, pid := range []int{42, 43, 44, 45} {
+		h.m.Update(session(string(rune('a'+i)), pid))
+	}
+	h.step()
+	if pidfd, polled := h.m.Watching(); pidfd != 3 || polled != 1 {
+		t.Fatalf("Watching = %d, %d; want 3, 1", pidfd, polled)
+	}
+	// 43 died and its Death was dropped; 44's /proc cannot be read.
+	h.m.opt.Prober = aliveProber{notSame: map[int]bool{43: true}, unreadable: map[int]bool{44: true}}
+	h.m.resync(context.Background())
+	if got := whats(h.rec.take()); !reflect.DeepEqual(got, []string{"check session/b"}) {
+		t.Errorf("the resync itself: %v, want the dead one checked", got)
+	}
+	if got := whats(h.step()); !reflect.DeepEqual(got, []string{"check session/c"}) {
+		t.Errorf("the turn after: %v, want the unreadable one checked", got)
+	}
+	if pidfd, polled := h.m.Watching(); pidfd != 2 || polled != 1 {
+		t.Errorf("after the resync: Watching = %d, %d; want 2, 1 (the dead one no longer watched)", pidfd, polled)
+	}
+	if h.m.Resyncs() != 1 {
+		t.Errorf("Resyncs = %d, want 1", h.m.Resyncs())
+	}
+	// An unrelated change before the check's write comes back does not
+	// watch the dead pid again.
+	h.m.Update(session("b", 43))
+	h.step()
+	if h.w.tries[43] != 1 {
+		t.Errorf("the dead pid was offered to the watcher again (%d tries)", h.w.tries[43])
+	}
+	dead := session("b", 43)
+	dead.Health, dead.DeadSince = state.HealthProcessDead, h.clock.Now()
+	h.m.Update(dead)
+	h.step()
+	got := whats(h.advance(30 * time.Second))
+	if !slices.Contains(got, "enforce session/b") || slices.Contains(got, "enforce session/a") {
+		t.Errorf("at terminal_grace: %v, want the dead one enforced (and the live one not)", got)
+	}
+}
+
+// TestRunAnswersResync: Run's loop takes the watcher's resync signal.
+func TestRunAnswersResync(t *testing.T) {
+	rec, w := &recorder{}, newFakeWatcher()
+	m := New(Options{Reaper: rec, Watcher: w, Prober: aliveProber{}, Exits: rec, HostID: "h1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	now := time.Now()
+	e := session("s", 42)
+	e.StartedAt, e.CreatedAt, e.LifecycleAt = now, now, now
+	m.Update(e)
+	testenv.Eventually(t, "the process watched", ceiling, func() (bool, string) {
+		pidfd, polled := m.Watching()
+		return pidfd == 1, fmt.Sprintf("pidfd %d, polled %d", pidfd, polled)
+	})
+	w.resync <- struct{}{}
+	testenv.Eventually(t, "the resync answered", ceiling, func() (bool, string) {
+		return m.Resyncs() == 1, fmt.Sprintf("resyncs %d, calls %s", m.Resyncs(), join(whats(rec.seen())))
+	})
+}

@@ -53,7 +53,8 @@ type Exit struct {
 // as the process exits (Exit possibly unknown, because the kernel keeps the
 // status only once the parent has reaped it), and, when that one's Exit was
 // unknown, a second with Exit.Known once the kernel has it (within
-// ExitWait). The watch is over after the last one.
+// ExitWait). The watch is over after the last one. A Death dropped at a
+// full queue (QueueMax) never comes; Resync says so.
 type Death struct {
 	Key  string
 	PID  int
@@ -64,3 +65,13 @@ type Death struct {
 // ExitWait is how long a dead process's pidfd is kept for its exit status
 // to appear before the watch gives up on it.
 const ExitWait = 2 * time.Second
+
+// QueueMax bounds the deaths waiting for the reader. Without a bound the
+// queue grows with the watches (up to two deaths each) for as long as the
+// reader is behind: with the daemon's default pidfd cap (about 64,000)
+// that is over 100,000 deaths held. 4,096 is seconds of the monitor's
+// work (one probe and one store write per death) and about half a MiB;
+// a reader that far behind is better served by one resync (a check of
+// every watched process, which finds the dropped deaths as well) than by
+// a queue that holds the whole burst.
+const QueueMax = 4096

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,10 +21,11 @@ import (
 //
 // Deaths reach the reader through an internal queue and one sender
 // goroutine, so the epoll goroutine never waits for the reader, however
-// slow; the queue holds at most two deaths per watch (the second only when
-// the first's Exit was unknown). The channel itself is unbuffered: a death
-// not yet handed over stays in the queue, where Forget can still withdraw
-// it.
+// slow. The queue is bounded (QueueMax): a death that finds it full is
+// dropped, counted (Overflows) and announced on Resync, after which the
+// reader must look at every process it watches, since it cannot know
+// which deaths it missed. The channel itself is unbuffered: a death not
+// yet handed over stays in the queue, where Forget can still withdraw it.
 //
 // Blind spots: a death is a pidfd turning readable, which the kernel
 // signals when the whole thread group has exited (a zombie counts); the
@@ -50,6 +52,15 @@ type Watcher struct {
 	queue   []Death
 	sending *Death        // the death the sender is offering the reader now
 	abort   chan struct{} // closed to make the sender drop sending
+
+	// queueMax bounds queue: QueueMax, lowered only by the package's own
+	// tests (export_test.go) to overflow it with a handful of processes.
+	queueMax int
+	// resync holds one token while a drop is unannounced to the reader:
+	// buffered 1, so any number of drops before the reader takes it are
+	// one resync.
+	resync    chan struct{}
+	overflows atomic.Uint64 // deaths dropped at a full queue, ever
 }
 
 // watch is one key's pidfd. Its id, not the fd number, is the epoll
@@ -119,6 +130,9 @@ func New() (*Watcher, error) {
 		sent:   make(chan struct{}),
 		byKey:  make(map[string]*watch),
 		byID:   make(map[uint64]*watch),
+
+		queueMax: QueueMax,
+		resync:   make(chan struct{}, 1),
 	}
 	w.cond = sync.NewCond(&w.mu)
 	go w.loop()
@@ -258,6 +272,20 @@ func (w *Watcher) Forget(key string) {
 // closed: after Close nothing more arrives, and undelivered deaths are
 // dropped.
 func (w *Watcher) Deaths() <-chan Death { return w.out }
+
+// Resync receives a value after a death was dropped at a full queue
+// (QueueMax): the reader has missed deaths and must look at every process
+// it watches (a check of each finds the dead ones, whose pidfds had
+// turned readable before the drop). One value stands for every drop since
+// the last was taken; a drop after it is taken sends another. Like
+// Deaths it is never closed.
+func (w *Watcher) Resync() <-chan struct{} { return w.resync }
+
+// Overflows counts the deaths dropped at a full queue since New (the
+// counter watchdog_pidwatch_overflow_total). A dropped first Death is
+// found again by the resync; a dropped second one (the exit status that
+// came late) is lost, and the entity's exit status reads unknown.
+func (w *Watcher) Overflows() uint64 { return w.overflows.Load() }
 
 // Max is the cap SetMax set (0: none).
 func (w *Watcher) Max() int {
@@ -442,7 +470,19 @@ func (w *Watcher) dropLocked(wt *watch) {
 	}
 }
 
+// queueLocked queues d for the sender or, when the queue is full, drops
+// it, counts it and announces a resync. The watch behind d goes on as if
+// d had been delivered (dropped once its last Death is out), so the drop
+// frees its fd all the same.
 func (w *Watcher) queueLocked(d Death) {
+	if len(w.queue) >= w.queueMax {
+		w.overflows.Add(1)
+		select {
+		case w.resync <- struct{}{}:
+		default: // a resync is already pending: it covers this drop too
+		}
+		return
+	}
 	w.queue = append(w.queue, d)
 	w.cond.Broadcast()
 }

@@ -18,6 +18,12 @@ func (w *Watcher) Forget(key string) {}
 // Deaths is nil: nothing ever arrives.
 func (w *Watcher) Deaths() <-chan Death { return nil }
 
+// Resync is nil: nothing is ever dropped.
+func (w *Watcher) Resync() <-chan struct{} { return nil }
+
+// Overflows is 0.
+func (w *Watcher) Overflows() uint64 { return 0 }
+
 // SetMax does nothing.
 func (w *Watcher) SetMax(n int) {}
 

@@ -253,8 +253,8 @@ func TestReapPhantomEntityIsReapPhantomsStep(t *testing.T) {
 				go func() { done <- procs[f].Wait() }()
 				select {
 				case <-done:
-				case <-time.After(10 * time.Second):
-					t.Errorf("%s: orphan still running after kill_orphans", side)
+				case <-time.After(ceiling):
+					t.Errorf("%s: orphan still running %s after kill_orphans; last seen: %s", side, ceiling, procState(procs[f].Process.Pid))
 				}
 			}
 		})
