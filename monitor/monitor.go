@@ -521,7 +521,7 @@ func (m *Monitor) resync(ctx context.Context) {
 		watched++
 		e := tr.e
 		done := m.busy()
-		seen := m.opt.Prober.CheckPID(probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID})
+		seen := m.opt.Prober.CheckPID(judge.PIDSubject(e))
 		done()
 		switch seen.Liveness {
 		case probe.Dead:

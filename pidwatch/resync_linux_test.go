@@ -53,7 +53,7 @@ func (j *judgeSteps) CheckEntity(_ context.Context, e store.Entity) (bool, error
 	j.waiting++
 	j.mu.Unlock()
 	<-j.gate
-	seen := j.host.CheckPID(probe.PIDTarget{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID})
+	seen := j.host.CheckPID(probe.PIDSubject{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID})
 	j.mu.Lock()
 	j.waiting--
 	j.checked[key]++
