@@ -69,7 +69,10 @@ func TestOverLimitIs422AndChangesNothing(t *testing.T) {
 		if r.status != c.status || !strings.Contains(r.errorBody(t).Error, c.want) {
 			t.Errorf("%s: %d %s, want %d with %q", c.name, r.status, r.body, c.status, c.want)
 		}
-		if took > 2*time.Second {
+		// A refusal reads at most the limit (1 MiB), never the whole
+		// document: milliseconds, so a ceiling that load cannot reach
+		// still catches a parse that walks what it refuses.
+		if took > 20*time.Second {
 			t.Errorf("%s: refused after %s", c.name, took)
 		}
 		e.assertUnchanged(before, c.name)

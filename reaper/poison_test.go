@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,10 @@ func TestPoisonContractsDoNotDelayDeath(t *testing.T) {
 
 	t0 := time.Now()
 	f.sweep()
-	if took := time.Since(t0); took > 3*time.Second {
+	// The budget-free bound: poison that was walked unbounded would take
+	// minutes (self-links) where the bounded checks take well under a
+	// second; the ceiling is generous so that load never fails it.
+	if took := time.Since(t0); took > 30*time.Second {
 		t.Errorf("the sweep took %s", took)
 	}
 	if e := f.get("session", "s1"); e.Health != state.HealthProcessDead || e.DeadSince.IsZero() {
@@ -104,9 +108,31 @@ func TestPoisonContractsDoNotDelayDeath(t *testing.T) {
 	// The ended session's health is written once more (it is no longer a
 	// running process); after that the host is unchanged, the bounded
 	// checks say the same, and nothing is written.
+	// a-wide and a-root are stopped by the entry limit or by the walk's
+	// 200 ms clock, whichever comes first on this machine at this moment:
+	// under load the bound named may change between two sweeps, and that
+	// rewrite is the truth, not a spurious write. Every other entity must
+	// be left as it was.
 	f.sweep()
-	if rep := f.sweep(); rep.Written != 0 {
-		t.Errorf("a second sweep wrote %d observations", rep.Written)
+	before := map[string]store.Entity{}
+	for _, id := range []string{"s1", "a-deep", "a-many", "a-slashes", "a-wide", "a-root"} {
+		before[id] = f.get("session", id)
+	}
+	rep = f.sweep()
+	flipped := 0
+	for id, b := range before {
+		a := f.get("session", id)
+		if a.Health == b.Health && a.Delivery == b.Delivery && reflect.DeepEqual(a.Reasons, b.Reasons) {
+			continue
+		}
+		if (id == "a-wide" || id == "a-root") && len(a.Reasons) == 1 && a.Reasons[0].Code == state.RunDeliveryCheckStopped && a.Reasons[0].Message != b.Reasons[0].Message {
+			flipped++
+			continue
+		}
+		t.Errorf("a second sweep rewrote %s: %+v, was %+v", id, a.Reasons, b.Reasons)
+	}
+	if rep.Written != flipped {
+		t.Errorf("a second sweep wrote %d observations; %d were a walk stopped by the other bound", rep.Written, flipped)
 	}
 }
 
