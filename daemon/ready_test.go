@@ -16,7 +16,7 @@ import (
 
 	"watchdog/config"
 	"watchdog/internal/testenv"
-	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // waitDatagram reads notifications until one contains want, or fails the
@@ -62,7 +62,7 @@ func TestReadyOnlyAfterASuccessfulFirstSweep(t *testing.T) {
 	firstSweepRetry = 50 * time.Millisecond
 
 	db := filepath.Join(t.TempDir(), "w.db")
-	st, err := store.Open(context.Background(), db)
+	st, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestShutdownBeforeFirstSweepSucceeds(t *testing.T) {
 	firstSweepRetry = time.Hour
 
 	db := filepath.Join(t.TempDir(), "w.db")
-	st, err := store.Open(context.Background(), db)
+	st, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

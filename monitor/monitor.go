@@ -49,7 +49,7 @@ type Watcher interface {
 	Deaths() <-chan pidwatch.Death
 }
 
-// ExitRecorder stores how a process ended (store.SQLite.RecordExit).
+// ExitRecorder stores how a process ended (sqlite.Store.RecordExit).
 type ExitRecorder interface {
 	RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error)
 }

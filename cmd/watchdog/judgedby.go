@@ -10,6 +10,7 @@ import (
 	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/wire"
 )
 
@@ -50,7 +51,7 @@ type localQueue struct {
 // judgeOf reads who judges the store st (opened at db) now.
 //
 // Whether a daemon serves it: on an SQLite file, whether any daemon holds
-// its lock (store.DaemonLockHeld), which the kernel drops the moment the
+// its lock (sqlite.DaemonLockHeld), which the kernel drops the moment the
 // daemon dies; where that cannot be told (PostgreSQL, no /proc/locks),
 // whether a daemon recorded its presence within the config's
 // thresholds.host_disconnected_after, the silence after which the fleet's
@@ -78,7 +79,7 @@ func judgeOf(ctx context.Context, st store.Backend, db string, set settings, now
 		t := unixtime.Of(last)
 		j.LastJudgedAt = &t
 	}
-	if held, known := store.DaemonLockHeld(db); known {
+	if held, known := sqlite.DaemonLockHeld(db); known {
 		j.DaemonServing = held
 	} else {
 		j.DaemonServing = !last.IsZero() && now.Sub(last) < time.Duration(set.cfg.Thresholds.HostDisconnectedAfter)
