@@ -11,11 +11,12 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"watchdog/internal/unixtime"
-	"watchdog/store"
 
 	"golang.org/x/sys/unix"
 	sqlite3 "modernc.org/sqlite"
+
+	"watchdog/internal/unixtime"
+	"watchdog/store"
 )
 
 // minFreeBytes is the free space below which the store reports the disk
