@@ -154,7 +154,7 @@ func (s *Store) watchIdentity(ctx context.Context) error {
 }
 
 // Fault reports what makes the store unusable for good, until a restart:
-// its identity lost (wrapping ErrUnavailable) or corruption seen by a
+// its identity lost (wrapping store.ErrUnavailable) or corruption seen by a
 // write. nil means none was seen; it does not write (see CheckWrite).
 func (s *Store) Fault() error {
 	s.health.mu.Lock()
@@ -216,9 +216,9 @@ const (
 )
 
 // classifyWriteErr turns what a write transaction failed with into the
-// store's vocabulary (see Classify): a file system that refuses writes is
-// ErrUnavailable (the API's 503: nothing written, retry later), an I/O
-// error at the commit ErrOutcomeUnknown (the API's 504: re-read first),
+// store's vocabulary (see store.Classify): a file system that refuses writes is
+// store.ErrUnavailable (the API's 503: nothing written, retry later), an I/O
+// error at the commit store.ErrOutcomeUnknown (the API's 504: re-read first),
 // corruption is latched for Fault. A full disk also puts the store on its
 // reserve (see checkSpace), so that nothing else writes until the space
 // is back.
@@ -257,7 +257,7 @@ func lostDuring(lost error) error {
 
 // CheckWrite proves that the store can take a write now, within ctx: Check
 // passes, and a one-row write to health_probe commits (one fsync). It
-// returns nil or the reason, wrapping ErrUnavailable where writes would
+// returns nil or the reason, wrapping store.ErrUnavailable where writes would
 // fail. The daemon runs it only when the writes themselves say nothing:
 // none for a long while, or the store not ready (ADR-0038).
 func (s *Store) CheckWrite(ctx context.Context) error {
@@ -299,7 +299,7 @@ func freeBytes(dir string) (uint64, error) {
 // checkSpace keeps the store's reserve (hysteresis): it goes short below
 // minFreeBytes free, or on a write failing with SQLITE_FULL, and stays
 // short until minFreeBytes+reserveMargin are free. While short every write
-// is refused (ErrShortOfSpace, wrapping ErrUnavailable): the API's, the
+// is refused (ErrShortOfSpace, wrapping store.ErrUnavailable): the API's, the
 // daemon's own and the write probe's.
 func (s *Store) checkSpace() error {
 	file := FilePath(s.path)
@@ -440,7 +440,7 @@ func (s *Store) WriteHealth() store.WriteHealth { return s.writes.WriteHealth() 
 // reserve and is not read-only (statfs(2), and the mount's options in
 // /proc/self/mountinfo: see mountState), and the database file is
 // writable by this process (faccessat(2)). It returns nil or the reason,
-// wrapping ErrUnavailable. What it cannot see (a disk that fails writes
+// wrapping store.ErrUnavailable. What it cannot see (a disk that fails writes
 // with EIO, another process's write lock) shows in the writes themselves
 // (WriteHealth) and in CheckWrite.
 func (s *Store) Check(context.Context) error {
