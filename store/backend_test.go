@@ -18,6 +18,11 @@ func TestOpenByDriver(t *testing.T) {
 		t.Errorf("a PostgreSQL URL for sqlite: %v", err)
 	}
 	opened := ""
+	t.Cleanup(func() {
+		driversMu.Lock()
+		delete(drivers, "test-driver")
+		driversMu.Unlock()
+	})
 	Register("test-driver", Driver{Open: func(_ context.Context, dsn string) (Backend, error) {
 		opened = dsn
 		return nil, nil
