@@ -10,7 +10,7 @@ APT_PACKAGES  := gcc libc6-dev postgresql prometheus prometheus-alertmanager chr
 test: deps tools fmt-check vet staticcheck deploy-check unit fuzz
 
 # Debian packages the tests use (gcc for the race detector; postgresql,
-# whose initdb and server internal/testenv starts for store/pgstore; prometheus,
+# whose initdb and server internal/testenv starts for store/postgres; prometheus,
 # whose server deploy/realdata_test.go starts and whose promtool
 # deploy-check runs; prometheus-alertmanager, which
 # deploy/alerting_doc_test.go runs with docs/alerting.md's configuration;

@@ -108,7 +108,7 @@ import (
 )
 
 // Store is what the API reads and writes besides the write path;
-// *store.SQLite is one.
+// *sqlite.Store is one.
 type Store interface {
 	Get(ctx context.Context, typ, id string) (store.Entity, error)
 	List(ctx context.Context, f store.Filter) ([]store.Entity, error)
@@ -151,7 +151,7 @@ type Options struct {
 	FailureWindow time.Duration
 	// View is what the entity read, the list and the attention queue
 	// read (the daemon's one view). When nil, the handler keeps its own
-	// view of Store, which must then be a live.Source (*store.SQLite is).
+	// view of Store, which must then be a live.Source (*sqlite.Store is).
 	View LiveReader
 	// Metrics, when set, counts the transitions the API itself refuses
 	// before the write path sees them (bad documents, forbidden actors),

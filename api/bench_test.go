@@ -15,6 +15,7 @@ import (
 
 	"watchdog/internal/testenv"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
@@ -25,7 +26,7 @@ import (
 // idle and busy, so every request is a real, valid transition; writes
 // serialise on the store, so this is the daemon's write throughput.
 func BenchmarkTransitionEndpoint(b *testing.B) {
-	st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "watchdog.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "watchdog.db"))
 	if err != nil {
 		b.Fatal(err)
 	}

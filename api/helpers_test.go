@@ -22,6 +22,7 @@ import (
 	"watchdog/metrics"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
@@ -29,7 +30,7 @@ import (
 // path, metrics on their own registry, and the handler on httptest.
 type env struct {
 	t     testing.TB
-	st    *store.SQLite
+	st    *sqlite.Store
 	w     *transitions.Writer
 	clock *testenv.Clock // shared by the write path, the API and metrics
 	reg   *prometheus.Registry
@@ -51,7 +52,7 @@ func withAllowedHosts(h ...string) envOption {
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "watchdog.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "watchdog.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
@@ -31,7 +32,7 @@ const throughputClients = 8
 // what the daemon sustains.
 func BenchmarkTransitionThroughput(b *testing.B) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(b.TempDir(), "watchdog.db"))
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "watchdog.db"))
 	if err != nil {
 		b.Fatal(err)
 	}

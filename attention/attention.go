@@ -801,7 +801,7 @@ func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now ti
 }
 
 // Source is what Read reads: the entities that may have items and the
-// dismissals (store.SQLite; the API's store).
+// dismissals (sqlite.Store; the API's store).
 type Source interface {
 	AttentionCandidates(ctx context.Context, since time.Time) ([]store.Entity, error)
 	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
@@ -825,7 +825,7 @@ func Read(ctx context.Context, src Source, q Query, now time.Time) (Queue, error
 
 // Since is the start of the failure window at now (window 0 means
 // DefaultFailureWindow): the cut-off of AgedOut, and the since argument of
-// the store's queries that apply the same rule (store.SQLite's
+// the store's queries that apply the same rule (sqlite.Store's
 // AttentionCandidates, which reads only the entities that may have items,
 // so a poll reads a small part of a large store).
 func Since(now time.Time, window time.Duration) time.Time {

@@ -10,6 +10,7 @@ import (
 	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
@@ -109,7 +110,7 @@ func TestCarries(t *testing.T) {
 // finding of is still no item.
 func TestDismissSubsumedFinding(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"watchdog/metrics"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 	"watchdog/wire"
 )
@@ -36,7 +37,7 @@ import (
 func TestCountsAgree(t *testing.T) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "w.db")
-	st, err := store.Open(ctx, db)
+	st, err := sqlite.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func TestCountsAgree(t *testing.T) {
 
 	// A CLI with --db: another store handle on the file ends the fine
 	// session failed.
-	cli, err := store.Open(ctx, db)
+	cli, err := sqlite.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

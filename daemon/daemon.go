@@ -31,8 +31,8 @@ import (
 	"watchdog/probe"
 	"watchdog/reaper"
 	"watchdog/store"
-	"watchdog/store/pgstore"
-	_ "watchdog/store/pgstore" // registers store.driver: postgres
+	"watchdog/store/postgres" // also registers store.driver: postgres
+	"watchdog/store/sqlite"   // also registers store.driver: sqlite
 	"watchdog/tokenfile"
 	"watchdog/transitions"
 	"watchdog/wire"
@@ -85,19 +85,19 @@ func Run(ctx context.Context, o Options) error {
 	// has no file to lock: there the fleet's lease (leader) and each
 	// daemon's host scoping keep daemons apart.
 	if cfg.Store.Driver != store.DriverPostgres {
-		lock, err := store.LockDaemonHost(cfg.Store.DSN, host.HostID())
+		lock, err := sqlite.LockDaemonHost(cfg.Store.DSN, host.HostID())
 		if err != nil {
 			return err
 		}
 		defer lock.Release() //nolint:errcheck // the kernel drops it at exit anyway
 	}
 
-	st, err := store.OpenBackend(ctx, cfg.Store.Driver, cfg.Store.DSN)
+	st, err := store.Open(ctx, cfg.Store.Driver, cfg.Store.DSN)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if pg, ok := st.(*pgstore.Store); ok {
+	if pg, ok := st.(*postgres.Store); ok {
 		// What the file lock is on SQLite: one daemon per host on a shared
 		// server, held by a session lock for as long as this daemon runs
 		// (two daemons of one host would probe, enforce and signal the
@@ -582,7 +582,7 @@ func checkHost(cfg *config.Config) (tokenfile.File, error) {
 	if cfg.Store.Driver == store.DriverPostgres {
 		return f, err // a server, not a file: nothing of it to check here
 	}
-	return f, errors.Join(err, store.CheckDir(cfg.Store.DSN))
+	return f, errors.Join(err, sqlite.CheckDir(cfg.Store.DSN))
 }
 
 // configuredToken reads auth.token_file; the zero File when none is
@@ -695,7 +695,7 @@ func (d *daemon) paused() bool {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return errors.Is(d.storeErr, store.ErrShortOfSpace)
+	return errors.Is(d.storeErr, sqlite.ErrShortOfSpace)
 }
 
 // The store watch (ADR-0038): how often the cheap checks run (they write
@@ -751,7 +751,7 @@ func (d *daemon) assessStore(ctx context.Context, notReady bool) error {
 		return fmt.Errorf("a write to the store has not finished for %s (a hung disk, or another process holding the database's write lock)",
 			now.Sub(w.Stalled).Round(time.Second))
 	case notReady || w.Failed != nil || now.Sub(w.LastOK) > storeProbeIdle:
-		return d.st.Probe(cctx)
+		return d.st.CheckWrite(cctx)
 	}
 	return nil
 }
@@ -786,7 +786,7 @@ func (d *daemon) checkStore(ctx context.Context) {
 	switch {
 	case reportLoss:
 		d.reportLost(ctx, err)
-	case err != nil && prev == nil && !d.st.Lost() && errors.Is(err, store.ErrShortOfSpace):
+	case err != nil && prev == nil && !d.st.Lost() && errors.Is(err, sqlite.ErrShortOfSpace):
 		d.log.Error("store cannot take writes: the disk is short of space; not ready, writes answered 503, and the daemon's own background writes (jobs, presence) are paused until the reserve is free again; watchdog recovers by itself",
 			zap.String("db", d.st.Path()), zap.Error(err))
 	case err != nil && prev == nil && !d.st.Lost():
@@ -808,7 +808,7 @@ const rescueTimeout = 5 * time.Minute
 // reportLost rescues what the lost store held and logs the one error that
 // says what happened and what to do.
 func (d *daemon) reportLost(ctx context.Context, lost error) {
-	db := store.FilePath(d.st.Path())
+	db := sqlite.FilePath(d.st.Path())
 	rctx, cancel := context.WithTimeout(ctx, rescueTimeout)
 	defer cancel()
 	copyPath, rerr := "", error(errors.New("this store keeps no copy"))

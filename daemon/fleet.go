@@ -12,7 +12,7 @@ import (
 
 	"watchdog/leader"
 	"watchdog/store"
-	"watchdog/store/pgstore"
+	"watchdog/store/postgres"
 )
 
 // fleet is this daemon's place among the daemons sharing its store: the
@@ -174,7 +174,7 @@ const (
 // session advisory lock where the store has one, else a lease row
 // (SQLite) with the leader package's defaults.
 func newElector(st store.Backend, holder string, log *zap.Logger) *leader.Elector {
-	if pg, ok := st.(*pgstore.Store); ok {
+	if pg, ok := st.(*postgres.Store); ok {
 		return leader.New(&advisoryLock{lock: pg.LeaderLock(leaderLockKey, "watchdog leader "+holder), settle: pgLeaderTrust},
 			leader.Options{Every: pgLeaderEvery, Trust: pgLeaderTrust, Log: log})
 	}
@@ -188,13 +188,13 @@ func newElector(st store.Backend, holder string, log *zap.Logger) *leader.Electo
 // store contend for ("watchdog" in ASCII).
 const leaderLockKey int64 = 0x7761746368646f67
 
-// lockTryer is the part of pgstore.LeaderLock an advisoryLock drives.
+// lockTryer is the part of postgres.LeaderLock an advisoryLock drives.
 type lockTryer interface {
 	Try(ctx context.Context) (held, fresh bool, err error)
 	Release(ctx context.Context) error
 }
 
-// advisoryLock is a leader.Backend over pgstore's session advisory lock.
+// advisoryLock is a leader.Backend over the PostgreSQL store's session advisory lock.
 // Taking the lock is not yet leading: another daemon could take it the
 // moment the previous holder's connection died, while that holder still
 // trusts its last proof for up to one Trust, so a fresh holder answers
@@ -251,7 +251,7 @@ const hostLockBase int64 = 0x7764680000000000 // "wdh" and a hash
 // holdHost takes the session lock of hostID on a PostgreSQL store, or says
 // which daemon is in the way: the lock's connection is named after the
 // host (pg_stat_activity shows it).
-func holdHost(ctx context.Context, pg *pgstore.Store, hostID string) (release func(), err error) {
+func holdHost(ctx context.Context, pg *postgres.Store, hostID string) (release func(), err error) {
 	h := fnv.New64a()
 	h.Write([]byte(hostID)) //nolint:errcheck // a hash.Hash never fails
 	key := hostLockBase | int64(h.Sum64()&0xffffffffff)

@@ -15,7 +15,7 @@ import (
 	"watchdog/internal/testenv"
 	"watchdog/live"
 	"watchdog/reaper"
-	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // TestReloadPush: a reload that sets alertmanager.urls starts a pusher
@@ -28,7 +28,7 @@ func TestReloadPush(t *testing.T) {
 		w.Write([]byte("[]")) //nolint:errcheck // a test server
 	}))
 	defer am.Close()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"watchdog/config"
 	"watchdog/internal/testenv"
-	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // ceiling is the generous wait for what a daemon started by a test does
@@ -67,7 +67,7 @@ func TestReadyOnlyAfterASuccessfulFirstSweep(t *testing.T) {
 	firstSweepRetry = 50 * time.Millisecond
 
 	db := filepath.Join(t.TempDir(), "w.db")
-	st, err := store.Open(context.Background(), db)
+	st, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestShutdownBeforeFirstSweepSucceeds(t *testing.T) {
 	firstSweepRetry = time.Hour
 
 	db := filepath.Join(t.TempDir(), "w.db")
-	st, err := store.Open(context.Background(), db)
+	st, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

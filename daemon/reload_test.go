@@ -15,7 +15,7 @@ import (
 	"watchdog/internal/cronspec"
 	"watchdog/live"
 	"watchdog/reaper"
-	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // TestReloadPostponedWhileAJobIsStuck: a reload waits for running jobs
@@ -31,7 +31,7 @@ func TestReloadPostponedWhileAJobIsStuck(t *testing.T) {
 		defer func(w time.Duration) { reloadJobWait = w }(reloadJobWait)
 		reloadJobWait = 100 * time.Millisecond
 
-		st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
+		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // TestStatusLineSaysTheStoreFails: the line is the counts while the store
@@ -88,7 +89,7 @@ func TestStatusFollowsAFailingStore(t *testing.T) {
 
 	// Another writer on the file (as `watchdog register --db` is): the
 	// counts STATUS= shows, and then remembers.
-	st, err := store.Open(context.Background(), db)
+	st, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

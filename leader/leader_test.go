@@ -10,21 +10,21 @@ import (
 	"time"
 
 	"watchdog/internal/testenv"
-	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // openShared opens one SQLite file through two store handles, as two
 // daemons on one host share it.
-func openShared(t *testing.T) (*store.SQLite, *store.SQLite) {
+func openShared(t *testing.T) (*sqlite.Store, *sqlite.Store) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "w.db")
 	ctx := context.Background()
-	a, err := store.Open(ctx, path)
+	a, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	b, err := store.Open(ctx, path)
+	b, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

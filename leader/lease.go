@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// LeaseStore is the part of the store a Lease uses (store.SQLite).
+// LeaseStore is the part of the store a Lease uses (sqlite.Store).
 type LeaseStore interface {
 	TakeLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
 	ReleaseLease(ctx context.Context, name, holder string) error

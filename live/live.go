@@ -51,7 +51,7 @@ import (
 	"watchdog/transitions"
 )
 
-// Source is the change feed the view reads; *store.SQLite is one. A
+// Source is the change feed the view reads; *sqlite.Store is one. A
 // PostgreSQL store implements DataVersion with LISTEN/NOTIFY (a counter
 // the notifications move).
 type Source interface {

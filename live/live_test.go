@@ -13,6 +13,7 @@ import (
 	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
@@ -21,16 +22,16 @@ var testNow = time.Date(2026, 5, 24, 12, 0, 0, 0, time.UTC)
 // twoStores opens one database file twice: the daemon's store, which the
 // view reads, and a second writer standing for `watchdog ... --db` in
 // another process.
-func twoStores(t *testing.T) (daemon, cli *store.SQLite) {
+func twoStores(t *testing.T) (daemon, cli *sqlite.Store) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "watchdog.db")
 	ctx := context.Background()
-	daemon, err := store.Open(ctx, path)
+	daemon, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { daemon.Close() })
-	cli, err = store.Open(ctx, path)
+	cli, err = sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

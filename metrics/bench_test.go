@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"watchdog/internal/testenv"
-	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // bulkInsert fills the store with n entities in one transaction, straight
@@ -14,7 +14,7 @@ import (
 // several types, with reasons where the probe or the write path would have
 // put them. Registration through the write path would take minutes at
 // 100,000 rows and measure nothing the scrape depends on.
-func bulkInsert(tb testing.TB, st *store.SQLite, n int) {
+func bulkInsert(tb testing.TB, st *sqlite.Store, n int) {
 	tb.Helper()
 	ctx := context.Background()
 	tx, err := testenv.SQL(tb, st.Path()).BeginTx(ctx, nil)

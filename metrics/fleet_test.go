@@ -12,6 +12,7 @@ import (
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
@@ -74,7 +75,7 @@ func entityGauges(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	return out
 }
 
-func scrapeAs(t *testing.T, st *store.SQLite, o Options) (map[string]float64, prometheus.Gatherer) {
+func scrapeAs(t *testing.T, st *sqlite.Store, o Options) (map[string]float64, prometheus.Gatherer) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	clock := func() time.Time { return testNow }

@@ -18,14 +18,15 @@ import (
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
 var testNow = time.Date(2026, 5, 24, 12, 0, 0, 0, time.UTC)
 
-func openStore(t testing.TB) *store.SQLite {
+func openStore(t testing.TB) *sqlite.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "watchdog.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "watchdog.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func openStore(t testing.TB) *store.SQLite {
 // fixture drives a real store through the real write path.
 type fixture struct {
 	t  testing.TB
-	st *store.SQLite
+	st *sqlite.Store
 	w  *transitions.Writer
 }
 
@@ -85,14 +86,14 @@ func (f *fixture) observe(typ, id string, h state.Health, d state.Delivery, code
 	}
 }
 
-func newMetrics(t testing.TB, st *store.SQLite) (*Metrics, *prometheus.Registry) {
+func newMetrics(t testing.TB, st *sqlite.Store) (*Metrics, *prometheus.Registry) {
 	t.Helper()
 	return newMetricsAt(t, st, testNow)
 }
 
 // newMetricsAt reads st through a live view, as the daemon does; the
 // view is not loaded, so the first scrape's Sync loads it.
-func newMetricsAt(t testing.TB, st *store.SQLite, now time.Time) (*Metrics, *prometheus.Registry) {
+func newMetricsAt(t testing.TB, st *sqlite.Store, now time.Time) (*Metrics, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	clock := func() time.Time { return now }

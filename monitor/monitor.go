@@ -52,7 +52,7 @@ type Watcher interface {
 	Resync() <-chan struct{}
 }
 
-// ExitRecorder stores how a process ended (store.SQLite.RecordExit).
+// ExitRecorder stores how a process ended (sqlite.Store.RecordExit).
 type ExitRecorder interface {
 	RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error)
 }

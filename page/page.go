@@ -52,7 +52,7 @@ type LiveReader interface {
 }
 
 // Store is the part of the store the entity page reads: the transitions
-// timeline; *store.SQLite is one.
+// timeline; *sqlite.Store is one.
 type Store interface {
 	LatestTransitions(ctx context.Context, typ, id string, n int) ([]store.AuditRow, int, error)
 	TransitionsAfter(ctx context.Context, typ, id string, after int64, limit int) ([]store.AuditRow, error)

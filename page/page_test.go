@@ -18,6 +18,7 @@ import (
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 	"watchdog/wire"
 )
@@ -26,7 +27,7 @@ import (
 // live view, the write path, and the API with the page mounted.
 type env struct {
 	t     *testing.T
-	st    *store.SQLite
+	st    *sqlite.Store
 	w     *transitions.Writer
 	view  *live.View
 	clock *testenv.Clock
@@ -43,7 +44,7 @@ func newEnv(t *testing.T, token string) *env {
 func newEnvWith(t *testing.T, token string, hb *wire.Heartbeats) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "watchdog.db"))
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "watchdog.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
@@ -22,7 +23,7 @@ import (
 func benchHost(b *testing.B, n int) *Reaper {
 	b.Helper()
 	dir := b.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "w.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "w.db"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,12 +17,13 @@ import (
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
 type fixture struct {
 	t     *testing.T
-	st    *store.SQLite
+	st    *sqlite.Store
 	w     *transitions.Writer
 	r     *Reaper
 	host  *probe.Host
@@ -31,7 +32,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

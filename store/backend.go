@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -12,10 +13,11 @@ import (
 )
 
 // Backend is the one store interface: every method of a store that code
-// outside this package calls. The daemon and the CLI hold a Backend; each
+// outside the drivers calls. The daemon and the CLI hold a Backend; each
 // consumer still declares the few methods it uses (transitions.Store,
-// api.Store, live.Source, ...), which any Backend satisfies. *SQLite is
-// one, and watchdog/store/pgstore's *Store is the other.
+// api.Store, live.Source, ...), which any Backend satisfies.
+// watchdog/store/sqlite's *Store is one, and watchdog/store/postgres's
+// *Store is the other.
 type Backend interface {
 	// The one write path's half: registration and compare-and-set.
 	Register(ctx context.Context, e Entity, actor string, at time.Time) (created bool, err error)
@@ -51,9 +53,11 @@ type Backend interface {
 
 	// Health.
 	Ping(ctx context.Context) error
-	Probe(ctx context.Context) error
-	// Check is Probe without the write: what can be seen of the store's
-	// writability without writing anything.
+	// CheckWrite proves, by a one-row write of its own, that the store
+	// takes a write now (the daemon's write probe, ADR-0038).
+	CheckWrite(ctx context.Context) error
+	// Check is CheckWrite without the write: what can be seen of the
+	// store's writability without writing anything.
 	Check(ctx context.Context) error
 	// WriteHealth is what the store's own write transactions showed.
 	WriteHealth() WriteHealth
@@ -76,30 +80,60 @@ type Rescuer interface {
 	Rescue(ctx context.Context, now time.Time) (string, error)
 }
 
-var _ Backend = (*SQLite)(nil)
-var _ Rescuer = (*SQLite)(nil)
-
 // The store drivers store.driver names.
 const (
 	DriverSQLite   = "sqlite"
 	DriverPostgres = "postgres"
 )
 
-// Opener opens a store of one driver at dsn, applying its migrations.
-type Opener func(ctx context.Context, dsn string) (Backend, error)
+// Driver is one store implementation as it registers itself (Register).
+type Driver struct {
+	// Open opens a store of the driver at dsn, applying its migrations.
+	Open func(ctx context.Context, dsn string) (Backend, error)
+	// Unavailable reports whether err, an error of the driver's own that
+	// a call returned without marking it (ErrUnavailable,
+	// ErrOutcomeUnknown), still says that the store cannot be used now
+	// and nothing was written (Classify). Nil when the driver marks every
+	// such error itself.
+	Unavailable func(err error) bool
+}
 
 var (
 	driversMu sync.Mutex
-	drivers   = map[string]Opener{}
+	drivers   = map[string]Driver{}
 )
 
-// RegisterDriver makes OpenBackend open driver's stores with open. A
-// backend package registers itself when imported (pgstore does), so that
-// package store does not import its own alternatives.
-func RegisterDriver(driver string, open Opener) {
+// Register makes Open open driver's stores with d. Each driver package
+// registers itself when imported (database/sql's way), so that this
+// package links neither database library: a program that opens a store by
+// driver imports the drivers it offers, and one that only reads the types
+// (the CLI's HTTP client) links none.
+func Register(driver string, d Driver) {
 	driversMu.Lock()
 	defer driversMu.Unlock()
-	drivers[driver] = open
+	if d.Open == nil {
+		panic("store: Register of driver " + driver + " without Open")
+	}
+	if _, dup := drivers[driver]; dup {
+		panic("store: Register called twice for driver " + driver)
+	}
+	drivers[driver] = d
+}
+
+// registered is every registered driver, in name order.
+func registered() []Driver {
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	names := make([]string, 0, len(drivers))
+	for n := range drivers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]Driver, 0, len(names))
+	for _, n := range names {
+		out = append(out, drivers[n])
+	}
+	return out
 }
 
 // DriverOf is the driver a bare DSN implies: postgres for a postgres:// or
@@ -118,25 +152,22 @@ func IsPostgresDSN(dsn string) bool {
 	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
 }
 
-// OpenBackend opens the store of driver ("" is sqlite) at dsn.
-func OpenBackend(ctx context.Context, driver, dsn string) (Backend, error) {
-	if driver == "" || driver == DriverSQLite {
-		if IsPostgresDSN(dsn) {
-			return nil, fmt.Errorf("open store: %s is a PostgreSQL URL: set store.driver: postgres", RedactDSN(dsn))
-		}
-		s, err := Open(ctx, dsn)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
+// Open opens the store of driver ("" is sqlite) at dsn, through the
+// driver registered under that name.
+func Open(ctx context.Context, driver, dsn string) (Backend, error) {
+	if driver == "" {
+		driver = DriverSQLite
+	}
+	if driver == DriverSQLite && IsPostgresDSN(dsn) {
+		return nil, fmt.Errorf("open store: %s is a PostgreSQL URL: set store.driver: postgres", RedactDSN(dsn))
 	}
 	driversMu.Lock()
-	open, ok := drivers[driver]
+	d, ok := drivers[driver]
 	driversMu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("open store: driver %q is not built in", driver)
 	}
-	return open(ctx, dsn)
+	return d.Open(ctx, dsn)
 }
 
 // RedactDSN is dsn fit for a log line: a URL's password is replaced by

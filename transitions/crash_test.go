@@ -16,6 +16,7 @@ import (
 
 	"watchdog/internal/testenv"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // TestCrashAtAnyInstantLeavesConsistentDB kills a writer process with
@@ -70,7 +71,7 @@ func TestCrashAtAnyInstantLeavesConsistentDB(t *testing.T) {
 
 	// A fresh handle, as a restarted daemon would open it.
 	st.Close()
-	st, err := store.Open(ctx, path)
+	st, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatalf("reopen after crashes: %v", err)
 	}
@@ -138,7 +139,7 @@ func TestHelperCrashWriter(t *testing.T) {
 		t.Skip("helper process only")
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, path)
+	st, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

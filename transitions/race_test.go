@@ -12,7 +12,7 @@ import (
 
 	"watchdog/internal/testenv"
 	"watchdog/state"
-	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // The in-process race (two handles, 1,000 sessions) is the store
@@ -23,7 +23,7 @@ import (
 
 // assertOneTerminalEach checks the audit log: exactly one terminal row per
 // entity, matching the stored lifecycle, and an intact database file.
-func assertOneTerminalEach(t *testing.T, st *store.SQLite, n int) {
+func assertOneTerminalEach(t *testing.T, st *sqlite.Store, n int) {
 	t.Helper()
 	db := testenv.SQL(t, st.Path())
 	var bad int
@@ -92,7 +92,7 @@ func TestHelperTerminator(t *testing.T) {
 	}
 	n, _ := strconv.Atoi(os.Getenv("WATCHDOG_HELPER_N"))
 	to := os.Getenv("WATCHDOG_HELPER_TO")
-	st, err := store.Open(context.Background(), path)
+	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ type Observer interface {
 	Rejected(entityType, cause string)
 }
 
-// Store is what the write path needs of a store; *store.SQLite is one.
+// Store is what the write path needs of a store; *sqlite.Store is one.
 type Store interface {
 	Get(ctx context.Context, typ, id string) (store.Entity, error)
 	Register(ctx context.Context, e store.Entity, actor string, at time.Time) (created bool, err error)

@@ -14,12 +14,13 @@ import (
 	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
-func openTestStore(t testing.TB) (*store.SQLite, string) {
+func openTestStore(t testing.TB) (*sqlite.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "watchdog.db")
-	st, err := store.Open(context.Background(), path)
+	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func (o *countingObserver) Rejected(typ, cause string) {
 	o.rejected[typ+":"+cause]++
 }
 
-func newTestWriter(t testing.TB) (*Writer, *store.SQLite, *testenv.Clock, *countingObserver) {
+func newTestWriter(t testing.TB) (*Writer, *sqlite.Store, *testenv.Clock, *countingObserver) {
 	st, _ := openTestStore(t)
 	clock := testenv.NewClock(time.Unix(1_800_000_000, 0))
 	obs := &countingObserver{applied: map[string]int{}, rejected: map[string]int{}}
@@ -74,7 +75,7 @@ type snapshot struct {
 	rows   []store.AuditRow
 }
 
-func take(t *testing.T, st *store.SQLite, typ, id string) snapshot {
+func take(t *testing.T, st *sqlite.Store, typ, id string) snapshot {
 	t.Helper()
 	e, err := st.Get(context.Background(), typ, id)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // TestEntityExitStatus: a real process killed by SIGKILL, its status
@@ -20,7 +21,7 @@ import (
 // the status table; an entity without one has no exit_status at all.
 func TestEntityExitStatus(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,13 +10,14 @@ import (
 
 	"watchdog/internal/unixtime"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
 // fuzzWriter is a real write path on a real SQLite file, one per fuzzing
 // process: what the API does with a body, minus HTTP.
-func fuzzWriter(f *testing.F) (*transitions.Writer, *store.SQLite) {
-	st, err := store.Open(context.Background(), filepath.Join(f.TempDir(), "fuzz.db"))
+func fuzzWriter(f *testing.F) (*transitions.Writer, *sqlite.Store) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(f.TempDir(), "fuzz.db"))
 	if err != nil {
 		f.Fatal(err)
 	}

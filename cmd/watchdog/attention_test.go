@@ -15,6 +15,7 @@ import (
 	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
@@ -25,7 +26,7 @@ func attnStore(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "watchdog.db")
 	ctx := context.Background()
-	st, err := store.Open(ctx, path)
+	st, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestAttentionCommand(t *testing.T) {
 func TestAttentionCommandDismissed(t *testing.T) {
 	db := attnStore(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, db)
+	st, err := sqlite.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestAttentionCommandErrors(t *testing.T) {
 
 func TestAttentionCommandEmpty(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "empty.db")
-	st, err := store.Open(context.Background(), path)
+	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestAttentionCommandHeartbeat(t *testing.T) {
 	t.Setenv("WATCHDOG_HOST_ID", "here")
 	path := filepath.Join(t.TempDir(), "watchdog.db")
 	ctx := context.Background()
-	st, err := store.Open(ctx, path)
+	st, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

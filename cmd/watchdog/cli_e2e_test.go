@@ -14,6 +14,7 @@ import (
 
 	"watchdog/internal/testenv"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // binPath is the real watchdog binary, built once for the end-to-end tests.
@@ -78,7 +79,7 @@ func readDB(t *testing.T, path string) dbState {
 	if _, err := os.Stat(path); err != nil {
 		return dbState{}
 	}
-	st, err := store.Open(context.Background(), path)
+	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"watchdog/internal/testenv"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/wire"
 )
 
@@ -23,7 +24,7 @@ import (
 // with its audit rows.
 func execEntity(t *testing.T, db, id string) (store.Entity, []store.AuditRow) {
 	t.Helper()
-	st, err := store.Open(context.Background(), db)
+	st, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestExecForwardsSignals(t *testing.T) {
 			var e store.Entity
 			testenv.Eventually(t, "exec to register the entity", 30*time.Second, func() (bool, string) {
 				if _, err := os.Stat(db); err == nil {
-					if st, err := store.Open(context.Background(), db); err == nil {
+					if st, err := sqlite.Open(context.Background(), db); err == nil {
 						e, err = st.Get(context.Background(), "session", "sig")
 						st.Close()
 						if err == nil {

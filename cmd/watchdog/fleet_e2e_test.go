@@ -507,7 +507,7 @@ func fleetScenario(t *testing.T, fs fleetStore) {
 	assertFleetCounted(t, survivors)
 
 	// The audit log: one end of each team, and no end of any live session.
-	st, err := store.OpenBackend(context.Background(), fs.driver, fs.dsn)
+	st, err := store.Open(context.Background(), fs.driver, fs.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // TestServePoisonContractKeepsDeathDetection is issue 11's first finding
@@ -36,7 +37,7 @@ func TestServePoisonContractKeepsDeathDetection(t *testing.T) {
 	for i := range many {
 		many[i] = state.ArtifactSpec{Path: fmt.Sprintf("big/nomatch-%d-*", i), Required: true}
 	}
-	st, err := store.Open(context.Background(), db)
+	st, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

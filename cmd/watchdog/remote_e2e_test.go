@@ -34,6 +34,7 @@ import (
 	"watchdog/cmd/watchdog/internal/client"
 	"watchdog/internal/testenv"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 	"watchdog/wire"
 )
@@ -543,7 +544,7 @@ func TestRemoteDaemonNotReachable(t *testing.T) {
 // and nothing to retry.
 func TestRemoteTransitionLostRace(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

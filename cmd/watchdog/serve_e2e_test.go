@@ -34,7 +34,7 @@ import (
 	"watchdog/internal/testenv"
 	"watchdog/internal/unixtime"
 	"watchdog/probe"
-	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
@@ -912,7 +912,7 @@ func TestServeNoDoubleTerminal(t *testing.T) {
 
 	// The daemon recorded this host's presence, so daemons of other hosts
 	// sharing the store leave its entities to them.
-	st, err := store.Open(context.Background(), db)
+	st, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

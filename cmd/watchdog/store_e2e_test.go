@@ -27,6 +27,7 @@ import (
 
 	"watchdog/internal/testenv"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // Deadlines of the contract (/readyz, docs/reference/http-api.md): a deleted or replaced
@@ -191,7 +192,7 @@ func TestServeStoreLost(t *testing.T) {
 		}, "was deleted"},
 		{"replaced by another database", func(t *testing.T, db string) {
 			other := db + ".other"
-			st, err := store.Open(context.Background(), other)
+			st, err := sqlite.Open(context.Background(), other)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,7 +333,7 @@ func TestServeRefusesDamagedStore(t *testing.T) {
 	t.Parallel()
 	_, db, cfg := svSetup(t, svConfig{})
 	ctx := context.Background()
-	st, err := store.Open(ctx, db)
+	st, err := sqlite.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 func newVersionCmd() *cobra.Command {
@@ -15,7 +15,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(cmd.OutOrStdout(), "watchdog %s (%s, schema v%d)\n", version, goVersion(), store.SchemaVersion())
+			fmt.Fprintf(cmd.OutOrStdout(), "watchdog %s (%s, schema v%d)\n", version, goVersion(), sqlite.SchemaVersion())
 			return nil
 		},
 	}

@@ -4,7 +4,7 @@ import (
 	"database/sql"
 	"testing"
 
-	"watchdog/store"
+	"watchdog/store/sqlite"
 )
 
 // SQL opens the database file at path beside the store that has it open,
@@ -13,7 +13,7 @@ import (
 // pragmas, so its writes queue behind the store's like another process's.
 func SQL(t testing.TB, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", store.DSN(path))
+	db, err := sql.Open("sqlite", sqlite.DSN(path))
 	if err != nil {
 		t.Fatal(err)
 	}

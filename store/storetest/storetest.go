@@ -1,6 +1,6 @@
 // Package storetest is the one conformance suite of store.Backend: the
-// behaviour every store must have, run against SQLite (from package store's
-// tests) and PostgreSQL (from package pgstore's) alike. A backend supplies
+// behaviour every store must have, run against SQLite (from package sqlite's
+// tests) and PostgreSQL (from package postgres's) alike. A backend supplies
 // a Harness; what only its own SQL can do (a bare UPDATE that bypasses the
 // write path) is a hook of it. Imported by tests only.
 package storetest

@@ -12,20 +12,21 @@ import (
 
 	"watchdog/api"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 	"watchdog/wire"
 )
 
 // daemon is a real API over a real store on httptest.
 type daemon struct {
-	st  *store.SQLite
+	st  *sqlite.Store
 	w   *transitions.Writer
 	srv *httptest.Server
 }
 
 func newDaemon(t *testing.T, token string) *daemon {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "watchdog.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "watchdog.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

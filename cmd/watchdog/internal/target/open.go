@@ -11,7 +11,8 @@ import (
 	"watchdog/cmd/watchdog/internal/client"
 	"watchdog/probe"
 	"watchdog/store"
-	_ "watchdog/store/pgstore" // registers the postgres driver: --db postgres://…
+	_ "watchdog/store/postgres" // registers the postgres driver: --db postgres://…
+	_ "watchdog/store/sqlite"   // registers the sqlite driver: --db path
 	"watchdog/tokenfile"
 )
 
@@ -26,14 +27,14 @@ const DefaultDB = "./watchdog.db"
 // host.
 func OpenStore(ctx context.Context, path string, create bool) (store.Backend, error) {
 	if store.IsPostgresDSN(path) {
-		return store.OpenBackend(ctx, store.DriverPostgres, path)
+		return store.Open(ctx, store.DriverPostgres, path)
 	}
 	if !create && !strings.HasPrefix(path, "file:") {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no database at %s (set --db or WATCHDOG_DB)", path)
 		}
 	}
-	return store.OpenBackend(ctx, store.DriverSQLite, path)
+	return store.Open(ctx, store.DriverSQLite, path)
 }
 
 // findToken finds the daemon's bearer token as tokenfile.Find does,

@@ -11,6 +11,7 @@ import (
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/wire"
 )
 
@@ -121,7 +122,7 @@ func (l *Local) fillHeartbeats(ctx context.Context, queue *attention.Queue, now 
 // did.
 //
 // Whether a daemon serves it: on an SQLite file, whether any daemon holds
-// its lock (store.DaemonLockHeld), which the kernel drops the moment the
+// its lock (sqlite.DaemonLockHeld), which the kernel drops the moment the
 // daemon dies; where that cannot be told (PostgreSQL, no /proc/locks),
 // whether a daemon recorded its presence within disconnectedAfter (the
 // config's thresholds.host_disconnected_after, the silence after which
@@ -144,7 +145,7 @@ func (l *Local) Judged(ctx context.Context, disconnectedAfter time.Duration, now
 			j.LastAt, j.LastBy = at, host
 		}
 	}
-	if held, known := store.DaemonLockHeld(l.db); known {
+	if held, known := sqlite.DaemonLockHeld(l.db); known {
 		j.DaemonServing = held
 	} else {
 		j.DaemonServing = !j.LastAt.IsZero() && now.Sub(j.LastAt) < disconnectedAfter

@@ -1,0 +1,129 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+
+	"watchdog/state"
+)
+
+// Entity is one stored row: the registered fields, the persisted dimensions
+// (lifecycle, health, delivery, reasons) and timestamps. Zero numbers,
+// times and durations mean "not recorded" and are stored as NULL.
+type Entity struct {
+	Type  string
+	ID    string
+	Label string
+	// Lifecycle is nil for a legacy entity.
+	Lifecycle *string
+	Terminal  bool
+	// LastSeq is the audit row of the last lifecycle change.
+	LastSeq          int64
+	TransitionReason *state.StateReason
+	Health           state.Health
+	Delivery         state.Delivery
+	Reasons          []state.StateReason
+	HealthSince      time.Time
+	DeadSince        time.Time
+
+	HostID        string
+	BootID        string
+	PID           int
+	PIDStartTime  time.Time
+	PIDStartTicks uint64
+	SupervisorPID int
+	// SupervisorStartTime is the supervisor's start time (zero = unknown).
+	SupervisorStartTime time.Time
+
+	HeartbeatFile     string
+	HeartbeatAt       time.Time
+	HeartbeatProgress string
+
+	// Timeout is the registered timeout; TimeoutElapsed is how long the
+	// entity had run when it timed out.
+	Timeout        time.Duration
+	TimeoutElapsed time.Duration
+
+	ArtifactsRoot string
+	// Artifacts may be shared between the entities of one List (identical
+	// contracts are decoded once): treat it as read-only.
+	Artifacts []state.ArtifactSpec
+	LockFiles []string
+
+	ParentType string
+	ParentID   string
+	DependsOn  []string
+
+	ScheduleCron        string
+	ScheduleLastFiredAt time.Time
+
+	Metadata json.RawMessage
+
+	StartedAt   time.Time
+	EndedAt     time.Time
+	LifecycleAt time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+
+	// Exit is how the entity's process ended, when the kernel said so
+	// (RecordExit); nil while it runs, when it was not watched by pidfd, or
+	// on a kernel that does not keep it.
+	Exit *state.ExitStatus
+	// Revision is the store revision of the row's last write (migration
+	// 0005's triggers assign it, for every writer): where the change feed
+	// (ChangesSince) finds it. 0 for an entity built in memory.
+	Revision int64
+}
+
+// LifecycleOr returns the lifecycle, or def for a legacy entity.
+func (e Entity) LifecycleOr(def string) string {
+	if e.Lifecycle == nil {
+		return def
+	}
+	return *e.Lifecycle
+}
+
+// AuditRow is one row of the append-only transitions log.
+type AuditRow struct {
+	Seq        int64
+	EntityType string
+	EntityID   string
+	// From is nil for the registration row of a new entity.
+	From       *string
+	To         string
+	ReasonCode string
+	Message    string
+	Evidence   []state.EvidenceRef
+	Actor      string
+	Trigger    string
+	At         time.Time
+}
+
+// Filter selects entities for List. Zero fields do not filter.
+type Filter struct {
+	Type string
+	// HostID limits to entities recorded on that host.
+	HostID string
+	// AlsoRemoteLive, with HostID, also keeps the open entities of other
+	// hosts that have a pid or a posted heartbeat: what a sweep judges of
+	// them (by heartbeat). The rest of another host's rows is never read.
+	AlsoRemoteLive bool
+	// AlsoHostless, with HostID, also keeps the entities recorded with no
+	// host (host-less orchestration work: the fleet's leader judges them).
+	AlsoHostless bool
+	// OpenOnly keeps non-terminal, non-legacy entities.
+	OpenOnly bool
+	// EndedSince also keeps terminal entities that ended at or after this
+	// time (with OpenOnly): the probe's window for stale locks and orphans.
+	// An orphan (health orphaned) is kept whatever its age: its process
+	// lives, and only the probe can see it go (attention.Lingers).
+	EndedSince time.Time
+	// ParentType and ParentID, when ParentID is set, keep the children of
+	// that entity.
+	ParentType string
+	ParentID   string
+	// DeadOnly keeps the entities with a recorded death (dead_since): all
+	// enforcement looks at, filtered in SQL so that its reconciling run
+	// does not decode every open row of a big host twice a minute.
+	DeadOnly bool
+}

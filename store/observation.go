@@ -1,0 +1,24 @@
+package store
+
+import (
+	"time"
+
+	"watchdog/state"
+)
+
+// Observation is what a probe found: the persisted health and delivery
+// dimensions and the reasons behind them.
+type Observation struct {
+	Health      state.Health
+	Delivery    state.Delivery
+	Reasons     []state.StateReason
+	HealthSince time.Time
+	// DeadSince is the first time a conclusive death was seen (zero clears it).
+	// It is persisted so terminal_grace survives a daemon restart.
+	DeadSince time.Time
+	// SeenSeq is the audit sequence of the lifecycle the probe judged; the
+	// write is skipped if a transition landed since (the next sweep judges
+	// the new lifecycle).
+	SeenSeq int64
+	At      time.Time
+}

@@ -1,0 +1,159 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"watchdog/internal/unixtime"
+	"watchdog/store"
+	"watchdog/store/internal/rowcodec"
+)
+
+// UpsertDismissal inserts or replaces the dismissal of d.Fingerprint with
+// sqlite.Store.UpsertDismissal's rules (the row keeps its id and
+// created_at).
+func (s *Store) UpsertDismissal(ctx context.Context, d store.Dismissal) error {
+	if d.Fingerprint == "" || d.EntityType == "" || d.EntityID == "" || d.ReasonCode == "" {
+		return fmt.Errorf("upsert dismissal %q: fingerprint, entity type, entity id and reason code are required", d.Fingerprint)
+	}
+	if d.ID == "" {
+		id, err := rowcodec.NewDismissalID()
+		if err != nil {
+			return fmt.Errorf("upsert dismissal %s: %w", d.Fingerprint, err)
+		}
+		d.ID = id
+	}
+	if d.DismissedBy == "" {
+		d.DismissedBy = "operator"
+	}
+	if d.CreatedAt.IsZero() {
+		d.CreatedAt = d.DismissedAt
+	}
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO attention_dismissals (id, fingerprint, entity_type, entity_id,
+			reason_code, status_at_dismissal, snoozed_until, dismissed_at, dismissed_by, clear_on_status_change, created_at, occurrence_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			ON CONFLICT (fingerprint) DO UPDATE SET
+				entity_type = excluded.entity_type, entity_id = excluded.entity_id,
+				reason_code = excluded.reason_code, status_at_dismissal = excluded.status_at_dismissal,
+				snoozed_until = excluded.snoozed_until, dismissed_at = excluded.dismissed_at,
+				dismissed_by = excluded.dismissed_by, clear_on_status_change = excluded.clear_on_status_change,
+				occurrence_at = excluded.occurrence_at`,
+			d.ID, d.Fingerprint, d.EntityType, d.EntityID, d.ReasonCode, d.StatusAtDismissal,
+			rowcodec.UnixArg(d.SnoozedUntil), unixtime.Seconds(d.DismissedAt), d.DismissedBy,
+			d.ClearOnStatusChange, unixtime.Seconds(d.CreatedAt), rowcodec.UnixArg(d.Occurrence))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("upsert dismissal %s: %w", d.Fingerprint, err)
+	}
+	return nil
+}
+
+// Dismissals reads every dismissal, keyed by fingerprint.
+func (s *Store) Dismissals(ctx context.Context) (map[string]store.Dismissal, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+rowcodec.DismissalColumns+" FROM attention_dismissals")
+	if err != nil {
+		return nil, fmt.Errorf("read dismissals: %w", classify(err))
+	}
+	defer rows.Close()
+	out := map[string]store.Dismissal{}
+	for rows.Next() {
+		d, err := rowcodec.ScanDismissal(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read dismissals: %w", err)
+		}
+		out[d.Fingerprint] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read dismissals: %w", classify(err))
+	}
+	return out, nil
+}
+
+// VacuumDismissals drops the dismissals that can never hide an item again
+// (sqlite.Store.VacuumDismissals' rule, the rows that may carry over to an
+// escalation's item kept) and reports how many.
+func (s *Store) VacuumDismissals(ctx context.Context, now time.Time) (int, error) {
+	var n int64
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM attention_dismissals d
+			WHERE (d.snoozed_until IS NOT NULL AND d.snoozed_until <= $1)
+			   OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.type = d.entity_type AND e.id = d.entity_id)
+			   OR (d.clear_on_status_change AND EXISTS (SELECT 1 FROM entities e
+			                   WHERE e.type = d.entity_type AND e.id = d.entity_id
+			                     AND e.lifecycle IS DISTINCT FROM d.status_at_dismissal
+			                     AND NOT (d.occurrence_at IS NOT NULL AND EXISTS (
+			                         SELECT 1 FROM jsonb_array_elements(e.reasons::jsonb) r
+			                          WHERE r->>'code' = d.reason_code
+			                            AND abs((r->>'first_seen_at')::double precision - d.occurrence_at) < 0.001))))`, unixtime.Seconds(now))
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("vacuum dismissals: %w", err)
+	}
+	return int(n), nil
+}
+
+// MarkDaemon records that a daemon of hostID swept at at (an upsert that
+// never moves seen_at back). It is not a feed write, so it does not take
+// the feed lock: presence every few seconds from every host must not
+// queue behind transitions. It is a write all the same: its outcome is
+// recorded for WriteHealth.
+func (s *Store) MarkDaemon(ctx context.Context, hostID string, at time.Time) (err error) {
+	s.writes.Start()
+	defer func() { s.writes.Done(err) }()
+	_, err = s.pool.Exec(ctx, `INSERT INTO daemons (host_id, seen_at) VALUES ($1, $2)
+		ON CONFLICT (host_id) DO UPDATE SET seen_at = GREATEST(daemons.seen_at, excluded.seen_at)`, hostID, unixtime.Seconds(at))
+	if err != nil {
+		return fmt.Errorf("mark daemon %s: %w", hostID, classify(err))
+	}
+	return nil
+}
+
+// DaemonHosts returns the hosts whose daemon was seen at or after since.
+func (s *Store) DaemonHosts(ctx context.Context, since time.Time) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, "SELECT host_id FROM daemons WHERE seen_at >= $1", unixtime.Seconds(since))
+	if err != nil {
+		return nil, fmt.Errorf("list daemons: %w", classify(err))
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, fmt.Errorf("list daemons: %w", err)
+		}
+		out[h] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list daemons: %w", classify(err))
+	}
+	return out, nil
+}
+
+// DaemonsSeen returns when each host's daemon last recorded its presence.
+func (s *Store) DaemonsSeen(ctx context.Context) (map[string]time.Time, error) {
+	rows, err := s.pool.Query(ctx, "SELECT host_id, seen_at FROM daemons")
+	if err != nil {
+		return nil, fmt.Errorf("list daemons: %w", classify(err))
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var h string
+		var at float64
+		if err := rows.Scan(&h, &at); err != nil {
+			return nil, fmt.Errorf("list daemons: %w", err)
+		}
+		out[h] = unixtime.FromSeconds(at)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list daemons: %w", classify(err))
+	}
+	return out, nil
+}

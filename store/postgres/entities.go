@@ -1,0 +1,445 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"watchdog/internal/unixtime"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/store/internal/rowcodec"
+)
+
+const selectEntity = "SELECT " + rowcodec.EntityColumns + " FROM entities WHERE type = $1 AND id = $2"
+
+// Register inserts a new entity, or updates the registered (non-lifecycle)
+// fields of an existing one, with sqlite.Store.Register's rules: a
+// re-registration never changes a lifecycle, a field left out keeps its
+// value, a new pid brings its own identity and no exit status. A new
+// entity with a lifecycle gets its first audit row in the same
+// transaction.
+func (s *Store) Register(ctx context.Context, e store.Entity, actor string, at time.Time) (created bool, err error) {
+	reg, err := rowcodec.EncodeRegistration(e)
+	if err != nil {
+		return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
+	}
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
+		var e2 error
+		created, e2 = register(ctx, tx, e, reg, actor, at)
+		return e2
+	})
+	if err != nil {
+		return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
+	}
+	return created, nil
+}
+
+func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Registration, actor string, at time.Time) (bool, error) {
+	var exists int
+	switch err := tx.QueryRow(ctx, "SELECT 1 FROM entities WHERE type = $1 AND id = $2", e.Type, e.ID).Scan(&exists); {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return false, err
+	}
+	args := pgx.NamedArgs{
+		"type": e.Type, "id": e.ID, "label": e.Label, "host_id": e.HostID, "boot_id": e.BootID,
+		"pid": rowcodec.NullInt(int64(e.PID)), "pid_start_time": rowcodec.UnixArg(e.PIDStartTime), "pid_start_ticks": rowcodec.NullInt(int64(e.PIDStartTicks)),
+		"supervisor_pid": rowcodec.NullInt(int64(e.SupervisorPID)), "supervisor_start_time": rowcodec.UnixArg(e.SupervisorStartTime),
+		"heartbeat_file": e.HeartbeatFile, "timeout_seconds": rowcodec.SecondsArg(e.Timeout), "artifacts_root": e.ArtifactsRoot,
+		"parent_type": e.ParentType, "parent_id": e.ParentID,
+		"schedule_cron": e.ScheduleCron, "schedule_last_fired_at": rowcodec.UnixArg(e.ScheduleLastFiredAt),
+		"started_at": rowcodec.UnixArg(e.StartedAt), "at": unixtime.Seconds(at),
+	}
+	if exists == 0 {
+		var lifecycle, lifecycleAt any
+		if e.Lifecycle != nil {
+			lifecycle, lifecycleAt = *e.Lifecycle, rowcodec.UnixArg(at)
+		}
+		args["lifecycle"], args["terminal"] = lifecycle, e.Terminal
+		args["health"], args["delivery"] = string(reg.Health), string(reg.Delivery)
+		args["artifacts"], args["lock_files"], args["depends_on"] = reg.Artifacts, reg.LockFiles, reg.DependsOn
+		args["metadata"], args["ended_at"], args["lifecycle_at"] = reg.Metadata, rowcodec.UnixArg(e.EndedAt), lifecycleAt
+		_, err := tx.Exec(ctx, `INSERT INTO entities (type, id, label, lifecycle, terminal,
+			health, delivery, host_id, boot_id, pid, pid_start_time, pid_start_ticks, supervisor_pid,
+			heartbeat_file, timeout_seconds, artifacts_root, artifacts, lock_files,
+			parent_type, parent_id, depends_on, schedule_cron, schedule_last_fired_at, metadata,
+			started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time)
+			VALUES (@type, @id, @label, @lifecycle, @terminal,
+			@health, @delivery, @host_id, @boot_id, @pid, @pid_start_time, @pid_start_ticks, @supervisor_pid,
+			@heartbeat_file, @timeout_seconds, @artifacts_root, @artifacts, @lock_files,
+			@parent_type, @parent_id, @depends_on, @schedule_cron, @schedule_last_fired_at, @metadata,
+			@started_at, @ended_at, @lifecycle_at, @at, @at, @supervisor_start_time)`, args)
+		if err != nil {
+			return false, fmt.Errorf("insert: %w", err)
+		}
+		if e.Lifecycle != nil {
+			seq, err := insertAudit(ctx, tx, store.AuditRow{
+				EntityType: e.Type, EntityID: e.ID, To: *e.Lifecycle,
+				Message: "registered", Actor: actor, At: at,
+			})
+			if err != nil {
+				return false, err
+			}
+			if _, err := tx.Exec(ctx, "UPDATE entities SET last_seq = $1 WHERE type = $2 AND id = $3", seq, e.Type, e.ID); err != nil {
+				return false, fmt.Errorf("link audit row: %w", err)
+			}
+		}
+		return true, nil
+	}
+	keep := func(isNil bool, text string) any {
+		if isNil {
+			return nil
+		}
+		return text
+	}
+	var meta any
+	if reg.HasMetadata {
+		meta = reg.Metadata
+	}
+	args["artifacts"], args["lock_files"] = keep(e.Artifacts == nil, reg.Artifacts), keep(e.LockFiles == nil, reg.LockFiles)
+	args["depends_on"], args["metadata"] = keep(e.DependsOn == nil, reg.DependsOn), meta
+	// The casts name the parameters' types where PostgreSQL cannot infer
+	// them (a parameter only compared with NULL).
+	_, err := tx.Exec(ctx, `UPDATE entities SET label = COALESCE(NULLIF(@label::text, ''), label),
+		host_id = COALESCE(NULLIF(@host_id::text, ''), host_id),
+		boot_id = CASE WHEN @pid::bigint IS NULL THEN boot_id ELSE @boot_id::text END,
+		pid_start_time = CASE WHEN @pid::bigint IS NULL THEN pid_start_time ELSE @pid_start_time::double precision END,
+		pid_start_ticks = CASE WHEN @pid::bigint IS NULL THEN pid_start_ticks ELSE @pid_start_ticks::bigint END,
+		exit_code = CASE WHEN @pid::bigint IS NULL OR @pid::bigint IS NOT DISTINCT FROM pid THEN exit_code ELSE NULL END,
+		exit_signal = CASE WHEN @pid::bigint IS NULL OR @pid::bigint IS NOT DISTINCT FROM pid THEN exit_signal ELSE NULL END,
+		exit_at = CASE WHEN @pid::bigint IS NULL OR @pid::bigint IS NOT DISTINCT FROM pid THEN exit_at ELSE NULL END,
+		pid = COALESCE(@pid::bigint, pid),
+		supervisor_start_time = CASE WHEN @supervisor_pid::bigint IS NULL THEN supervisor_start_time ELSE @supervisor_start_time::double precision END,
+		supervisor_pid = COALESCE(@supervisor_pid::bigint, supervisor_pid),
+		heartbeat_file = COALESCE(NULLIF(@heartbeat_file::text, ''), heartbeat_file), timeout_seconds = COALESCE(@timeout_seconds::double precision, timeout_seconds),
+		artifacts_root = COALESCE(NULLIF(@artifacts_root::text, ''), artifacts_root), artifacts = COALESCE(@artifacts::text, artifacts), lock_files = COALESCE(@lock_files::text, lock_files),
+		parent_type = COALESCE(NULLIF(@parent_type::text, ''), parent_type), parent_id = COALESCE(NULLIF(@parent_id::text, ''), parent_id), depends_on = COALESCE(@depends_on::text, depends_on),
+		schedule_cron = COALESCE(NULLIF(@schedule_cron::text, ''), schedule_cron), schedule_last_fired_at = COALESCE(@schedule_last_fired_at::double precision, schedule_last_fired_at),
+		metadata = COALESCE(@metadata::text, metadata), started_at = COALESCE(started_at, @started_at::double precision), updated_at = @at
+		WHERE type = @type AND id = @id`, args)
+	if err != nil {
+		return false, fmt.Errorf("update: %w", err)
+	}
+	return false, nil
+}
+
+// insertAudit appends an audit row; the trigger draws its seq.
+func insertAudit(ctx context.Context, tx pgx.Tx, r store.AuditRow) (int64, error) {
+	evidence, err := rowcodec.JSONList(r.Evidence)
+	if err != nil {
+		return 0, fmt.Errorf("encode evidence: %w", err)
+	}
+	var from any
+	if r.From != nil {
+		from = *r.From
+	}
+	var seq int64
+	err = tx.QueryRow(ctx, `INSERT INTO transitions (seq, entity_type, entity_id, from_lifecycle, to_lifecycle,
+		reason_code, message, evidence, actor, trigger_name, at) VALUES (0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq`,
+		r.EntityType, r.EntityID, from, r.To, r.ReasonCode, r.Message, evidence, r.Actor, r.Trigger, unixtime.Seconds(r.At)).Scan(&seq)
+	if err != nil {
+		return 0, fmt.Errorf("append audit row: %w", err)
+	}
+	return seq, nil
+}
+
+// ApplyTransition is the store half of the one write path, as
+// sqlite.Store.ApplyTransition: in one transaction it reads the entity,
+// lets decide validate the change against that row, appends the audit
+// row, and updates the lifecycle with a compare-and-set on the lifecycle
+// and audit seq it read. Each call is its own transaction and its own
+// answer; the server's WAL batches the commits.
+func (s *Store) ApplyTransition(ctx context.Context, typ, id string, decide store.Decider) (before, after store.Entity, err error) {
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
+		var e error
+		before, after, e = applyTransition(ctx, tx, typ, id, decide)
+		return e
+	})
+	if err != nil {
+		return before, store.Entity{}, err
+	}
+	return before, after, nil
+}
+
+func applyTransition(ctx context.Context, tx pgx.Tx, typ, id string, decide store.Decider) (store.Entity, store.Entity, error) {
+	cur, err := rowcodec.ScanEntity(tx.QueryRow(ctx, selectEntity, typ, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Entity{}, store.Entity{}, fmt.Errorf("entity %s/%s: %w", typ, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Entity{}, store.Entity{}, fmt.Errorf("transition %s/%s: read: %w", typ, id, err)
+	}
+	ch, err := decide(cur)
+	if err != nil {
+		return cur, store.Entity{}, err
+	}
+	plan, err := rowcodec.PlanTransition(cur, ch)
+	if err != nil {
+		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
+	}
+	seq, err := insertAudit(ctx, tx, plan.Audit)
+	if err != nil {
+		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
+	}
+	var from any
+	if cur.Lifecycle != nil {
+		from = *cur.Lifecycle
+	}
+	tag, err := tx.Exec(ctx, `UPDATE entities SET lifecycle = @to, terminal = @terminal, last_seq = @seq,
+		transition_reason = @reason::text, lifecycle_at = @at, ended_at = @ended_at::double precision,
+		started_at = COALESCE(started_at, @started_at::double precision),
+		timeout_seconds = COALESCE(@timeout_seconds::double precision, timeout_seconds),
+		timeout_elapsed = COALESCE(@timeout_elapsed::double precision, timeout_elapsed),
+		dead_since = CASE WHEN @terminal THEN dead_since ELSE NULL END,
+		delivery = COALESCE(@delivery::text, delivery), reasons = COALESCE(@reasons::text, reasons), updated_at = @at
+		WHERE type = @type AND id = @id AND lifecycle IS NOT DISTINCT FROM @from::text AND last_seq = @last_seq`,
+		pgx.NamedArgs{
+			"to": ch.To, "terminal": ch.Terminal, "seq": seq, "reason": plan.Reason, "at": unixtime.Seconds(ch.At),
+			"ended_at": plan.EndedAt, "started_at": plan.StartedAt,
+			"timeout_seconds": rowcodec.SecondsArg(ch.Timeout), "timeout_elapsed": rowcodec.SecondsArg(ch.TimeoutElapsed),
+			"delivery": plan.Delivery, "reasons": plan.Reasons,
+			"type": typ, "id": id, "from": from, "last_seq": cur.LastSeq,
+		})
+	if err != nil {
+		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: update: %w", typ, id, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: lifecycle changed underneath: %w", typ, id, store.ErrConflict)
+	}
+	after, err := rowcodec.ScanEntity(tx.QueryRow(ctx, selectEntity, typ, id))
+	if err != nil {
+		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: re-read: %w", typ, id, err)
+	}
+	return cur, after, nil
+}
+
+// Get reads one entity.
+func (s *Store) Get(ctx context.Context, typ, id string) (store.Entity, error) {
+	e, err := rowcodec.ScanEntity(s.pool.QueryRow(ctx, selectEntity, typ, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Entity{}, fmt.Errorf("entity %s/%s: %w", typ, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Entity{}, fmt.Errorf("read entity %s/%s: %w", typ, id, classify(err))
+	}
+	return e, nil
+}
+
+// List reads the entities a filter selects, ordered by type and id (in
+// byte order, as SQLite's: COLLATE "C").
+func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.Type != "" {
+		where = append(where, "type = "+arg(f.Type))
+	}
+	switch {
+	case f.HostID != "" && (f.AlsoRemoteLive || f.AlsoHostless):
+		or := []string{"host_id = " + arg(f.HostID)}
+		if f.AlsoRemoteLive {
+			or = append(or, "(host_id != '' AND NOT terminal AND lifecycle IS NOT NULL AND (pid > 0 OR heartbeat_at > 0))")
+		}
+		if f.AlsoHostless {
+			or = append(or, "host_id = ''")
+		}
+		where = append(where, "("+strings.Join(or, " OR ")+")")
+	case f.HostID != "":
+		where = append(where, "host_id = "+arg(f.HostID))
+	}
+	if f.ParentID != "" {
+		where = append(where, "parent_type = "+arg(f.ParentType)+" AND parent_id = "+arg(f.ParentID))
+	}
+	if f.OpenOnly {
+		if !f.EndedSince.IsZero() {
+			where = append(where, "lifecycle IS NOT NULL AND (NOT terminal OR ended_at >= "+arg(rowcodec.UnixArg(f.EndedSince))+" OR health = 'orphaned')")
+		} else {
+			where = append(where, "NOT terminal AND lifecycle IS NOT NULL")
+		}
+	}
+	if f.DeadOnly {
+		where = append(where, "dead_since IS NOT NULL")
+	}
+	q := "SELECT " + rowcodec.EntityColumns + " FROM entities"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY type COLLATE "C", id COLLATE "C"`
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list entities: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []store.Entity
+	var sc rowcodec.EntityScanner
+	for rows.Next() {
+		e, err := sc.Scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list entities: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list entities: %w", classify(err))
+	}
+	return out, nil
+}
+
+// AttentionCandidates reads the entities that may have attention items at
+// a time whose failure window starts at since, filling only the fields the
+// queue reads (sqlite.Store.AttentionCandidates' rule).
+func (s *Store) AttentionCandidates(ctx context.Context, since time.Time) ([]store.Entity, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+rowcodec.AttentionColumns+` FROM entities
+		WHERE lifecycle IS NOT NULL AND (NOT terminal OR COALESCE(ended_at, lifecycle_at, updated_at) >= $1 OR health = 'orphaned')`,
+		unixtime.Seconds(since))
+	if err != nil {
+		return nil, fmt.Errorf("read attention candidates: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []store.Entity
+	for rows.Next() {
+		e, err := rowcodec.ScanAttention(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read attention candidates: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read attention candidates: %w", classify(err))
+	}
+	return out, nil
+}
+
+// Transitions reads all of an entity's audit rows, oldest first.
+func (s *Store) Transitions(ctx context.Context, typ, id string) ([]store.AuditRow, error) {
+	rows, err := s.queryAudit(ctx, "SELECT "+rowcodec.AuditColumns+" FROM transitions WHERE entity_type = $1 AND entity_id = $2 ORDER BY seq", typ, id)
+	if err != nil {
+		return nil, fmt.Errorf("read transitions of %s/%s: %w", typ, id, err)
+	}
+	return rows, nil
+}
+
+// LatestTransitions reads an entity's last n audit rows, oldest first, and
+// how many it has in all.
+func (s *Store) LatestTransitions(ctx context.Context, typ, id string, n int) ([]store.AuditRow, int, error) {
+	var total int
+	if err := s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM transitions WHERE entity_type = $1 AND entity_id = $2", typ, id).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count transitions of %s/%s: %w", typ, id, classify(err))
+	}
+	rows, err := s.queryAudit(ctx, "SELECT "+rowcodec.AuditColumns+` FROM (SELECT * FROM transitions
+		WHERE entity_type = $1 AND entity_id = $2 ORDER BY seq DESC LIMIT $3) t ORDER BY seq`, typ, id, n)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read transitions of %s/%s: %w", typ, id, err)
+	}
+	return rows, total, nil
+}
+
+// TransitionsAfter reads at most limit audit rows of an entity whose seq
+// is greater than after, oldest first: one page of its history.
+func (s *Store) TransitionsAfter(ctx context.Context, typ, id string, after int64, limit int) ([]store.AuditRow, error) {
+	rows, err := s.queryAudit(ctx, "SELECT "+rowcodec.AuditColumns+` FROM transitions
+		WHERE entity_type = $1 AND entity_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`, typ, id, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read transitions of %s/%s: %w", typ, id, err)
+	}
+	return rows, nil
+}
+
+// queryAudit runs a query selecting AuditColumns; never nil on success.
+func (s *Store) queryAudit(ctx context.Context, q string, args ...any) ([]store.AuditRow, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	out := []store.AuditRow{}
+	for rows.Next() {
+		r, err := rowcodec.ScanAudit(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	return out, nil
+}
+
+// RecordObservation writes a probe's findings, only when they differ from
+// what is stored and only while the lifecycle is the one judged (SeenSeq).
+// It reports whether a row was written.
+func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.Observation) (bool, error) {
+	reasons, err := rowcodec.JSONList(o.Reasons)
+	if err != nil {
+		return false, fmt.Errorf("record observation %s/%s: encode reasons: %w", typ, id, err)
+	}
+	var n int64
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
+		health_since = @health_since::double precision, dead_since = @dead_since::double precision, updated_at = @at
+		WHERE type = @type AND id = @id AND last_seq = @seen_seq
+		  AND (health IS DISTINCT FROM @health OR delivery IS DISTINCT FROM @delivery OR reasons IS DISTINCT FROM @reasons
+		       OR health_since IS DISTINCT FROM @health_since::double precision OR dead_since IS DISTINCT FROM @dead_since::double precision)`,
+			pgx.NamedArgs{
+				"health": string(o.Health), "delivery": string(o.Delivery), "reasons": reasons,
+				"health_since": rowcodec.UnixArg(o.HealthSince), "dead_since": rowcodec.UnixArg(o.DeadSince),
+				"at": unixtime.Seconds(o.At), "type": typ, "id": id, "seen_seq": o.SeenSeq,
+			})
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("record observation %s/%s: %w", typ, id, err)
+	}
+	return n > 0, nil
+}
+
+// RecordHeartbeat stores a posted heartbeat with its optional progress note.
+func (s *Store) RecordHeartbeat(ctx context.Context, typ, id string, at time.Time, progress string) error {
+	var n int64
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE entities SET heartbeat_at = $1, heartbeat_progress = $2, updated_at = $3
+		WHERE type = $4 AND id = $5`, rowcodec.UnixArg(at), progress, unixtime.Seconds(at), typ, id)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record heartbeat %s/%s: %w", typ, id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("entity %s/%s: %w", typ, id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// RecordExit stores how an entity's process ended, with
+// sqlite.Store.RecordExit's rules (open entity, same pid, changed status).
+func (s *Store) RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error) {
+	code, signal, err := rowcodec.ExitArgs(typ, id, pid, x)
+	if err != nil {
+		return false, err
+	}
+	var n int64
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE entities SET exit_code = @code::bigint, exit_signal = @signal::bigint, exit_at = @at
+		WHERE type = @type AND id = @id AND NOT terminal AND lifecycle IS NOT NULL AND pid = @pid
+		  AND (exit_at IS NULL OR exit_code IS DISTINCT FROM @code::bigint OR exit_signal IS DISTINCT FROM @signal::bigint)`,
+			pgx.NamedArgs{"code": code, "signal": signal, "at": unixtime.Seconds(x.At), "type": typ, "id": id, "pid": int64(pid)})
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("record exit %s/%s: %w", typ, id, err)
+	}
+	return n > 0, nil
+}

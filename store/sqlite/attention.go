@@ -1,0 +1,190 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"watchdog/internal/unixtime"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/store/internal/rowcodec"
+)
+
+// UpsertDismissal inserts or replaces the dismissal of d.Fingerprint. A
+// repeated snooze or dismiss of the same fingerprint updates the row in
+// place (extending or ending a snooze, recording the current status),
+// keeping its id and created_at; a different reason code is a different
+// fingerprint and so a different row.
+func (s *Store) UpsertDismissal(ctx context.Context, d store.Dismissal) error {
+	if d.Fingerprint == "" || d.EntityType == "" || d.EntityID == "" || d.ReasonCode == "" {
+		return fmt.Errorf("upsert dismissal %q: fingerprint, entity type, entity id and reason code are required", d.Fingerprint)
+	}
+	if d.ID == "" {
+		id, err := rowcodec.NewDismissalID()
+		if err != nil {
+			return fmt.Errorf("upsert dismissal %s: %w", d.Fingerprint, err)
+		}
+		d.ID = id
+	}
+	if d.DismissedBy == "" {
+		d.DismissedBy = "operator"
+	}
+	if d.CreatedAt.IsZero() {
+		d.CreatedAt = d.DismissedAt
+	}
+	err := s.writeTx(ctx, func() error {
+		st, err := s.prepared(ctx, `INSERT INTO attention_dismissals (id, fingerprint, entity_type, entity_id,
+			reason_code, status_at_dismissal, snoozed_until, dismissed_at, dismissed_by, clear_on_status_change, created_at, occurrence_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (fingerprint) DO UPDATE SET
+				entity_type = excluded.entity_type, entity_id = excluded.entity_id,
+				reason_code = excluded.reason_code, status_at_dismissal = excluded.status_at_dismissal,
+				snoozed_until = excluded.snoozed_until, dismissed_at = excluded.dismissed_at,
+				dismissed_by = excluded.dismissed_by, clear_on_status_change = excluded.clear_on_status_change,
+				occurrence_at = excluded.occurrence_at`)
+		if err != nil {
+			return err
+		}
+		_, err = st.ExecContext(ctx, d.ID, d.Fingerprint, d.EntityType, d.EntityID,
+			d.ReasonCode, d.StatusAtDismissal, rowcodec.UnixArg(d.SnoozedUntil), unixtime.Seconds(d.DismissedAt), d.DismissedBy,
+			d.ClearOnStatusChange, unixtime.Seconds(d.CreatedAt), rowcodec.UnixArg(d.Occurrence))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("upsert dismissal %s: %w", d.Fingerprint, err)
+	}
+	return nil
+}
+
+// Dismissals reads every dismissal, keyed by fingerprint. The table holds
+// one row per dismissed condition and vacuum keeps it short, so the
+// attention queue reads it whole rather than joining per entity.
+func (s *Store) Dismissals(ctx context.Context) (map[string]store.Dismissal, error) {
+	st, err := s.prepared(ctx, `SELECT id, fingerprint, entity_type, entity_id, reason_code, status_at_dismissal,
+		snoozed_until, dismissed_at, dismissed_by, clear_on_status_change, created_at, occurrence_at
+		FROM attention_dismissals`)
+	if err != nil {
+		return nil, fmt.Errorf("read dismissals: %w", err)
+	}
+	rows, err := st.QueryContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read dismissals: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]store.Dismissal{}
+	for rows.Next() {
+		var d store.Dismissal
+		if err := rows.Scan(&d.ID, &d.Fingerprint, &d.EntityType, &d.EntityID, &d.ReasonCode, &d.StatusAtDismissal,
+			rowcodec.ScanUnix(&d.SnoozedUntil), rowcodec.ScanUnix(&d.DismissedAt), &d.DismissedBy, &d.ClearOnStatusChange, rowcodec.ScanUnix(&d.CreatedAt), rowcodec.ScanUnix(&d.Occurrence)); err != nil {
+			return nil, fmt.Errorf("read dismissals: %w", err)
+		}
+		out[d.Fingerprint] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read dismissals: %w", err)
+	}
+	return out, nil
+}
+
+// VacuumDismissals drops the dismissals that can never hide an item again
+// (the Attention Queue design's clear-on-status-change) and reports how many: snoozes that expired at or before
+// now, clear_on_status_change rows whose entity's lifecycle differs from
+// status_at_dismissal, and rows whose entity no longer exists (whatever
+// their flag: "until the entity is deleted"). A legacy entity's NULL
+// lifecycle differs from every recorded status.
+//
+// A clear_on_status_change row whose entity still holds its finding in
+// the occurrence it covers (a stored reason of the row's code whose
+// first_seen_at is occurrence_at, within attention.SameOccurrence's
+// millisecond) is kept although the status changed: the change may be
+// the end that escalated the finding, and the acknowledgement carries
+// over to the end's item (attention.Carries). Whether it does is decided
+// at read time; the vacuum only never deletes a row that might.
+//
+// Vacuum is housekeeping only: the read path already ignores these rows,
+// so running it late (or never) changes what the queue shows not at all.
+func (s *Store) VacuumDismissals(ctx context.Context, now time.Time) (int, error) {
+	var n int64
+	err := s.writeTx(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `DELETE FROM attention_dismissals
+			WHERE (snoozed_until IS NOT NULL AND snoozed_until <= ?)
+			   OR NOT EXISTS (SELECT 1 FROM entities e
+			                   WHERE e.type = attention_dismissals.entity_type AND e.id = attention_dismissals.entity_id)
+			   OR (clear_on_status_change = 1 AND EXISTS (SELECT 1 FROM entities e
+			                   WHERE e.type = attention_dismissals.entity_type AND e.id = attention_dismissals.entity_id
+			                     AND e.lifecycle IS NOT attention_dismissals.status_at_dismissal
+			                     AND NOT (attention_dismissals.occurrence_at IS NOT NULL AND EXISTS (
+			                         SELECT 1 FROM json_each(e.reasons) r
+			                          WHERE json_extract(r.value, '$.code') = attention_dismissals.reason_code
+			                            AND abs(json_extract(r.value, '$.first_seen_at') - attention_dismissals.occurrence_at) < 0.001))))`, unixtime.Seconds(now))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("vacuum dismissals: %w", err)
+	}
+	return int(n), nil
+}
+
+// AttentionCandidates reads every entity that may have attention items at
+// a time whose failure window starts at since (attention.Since): non-legacy
+// entities that are open, or got to their end at or after since (ended_at,
+// else lifecycle_at, else updated_at: attention.AgedOut's rule), or whose
+// process outlived their end (health orphaned: attention.Lingers). Only
+// the fields the queue reads
+// are filled (those of rowcodec.AttentionColumns); the registered fields (pid,
+// artifacts, parent, ...) are left zero, so these entities are for the
+// attention queue only.
+func (s *Store) AttentionCandidates(ctx context.Context, since time.Time) ([]store.Entity, error) {
+	// The failure window is attention.AgedOut's rule, with its cut-off
+	// (attention.Since) as the parameter.
+	st, err := s.prepared(ctx, "SELECT "+rowcodec.AttentionColumns+` FROM entities
+		WHERE lifecycle IS NOT NULL AND (terminal = 0 OR COALESCE(ended_at, lifecycle_at, updated_at) >= ? OR health = 'orphaned')`)
+	if err != nil {
+		return nil, fmt.Errorf("read attention candidates: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, unixtime.Seconds(since))
+	if err != nil {
+		return nil, fmt.Errorf("read attention candidates: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Entity
+	for rows.Next() {
+		var (
+			e                           store.Entity
+			lifecycle, transitionReason sql.NullString
+			health, delivery            string
+			reasons                     []byte
+		)
+		if err := rows.Scan(&e.Type, &e.ID, &e.Label, &lifecycle, &e.Terminal, &transitionReason, &health, &delivery, &reasons,
+			rowcodec.ScanUnix(&e.HealthSince), rowcodec.ScanUnix(&e.EndedAt), rowcodec.ScanUnix(&e.LifecycleAt), rowcodec.ScanUnix(&e.CreatedAt), rowcodec.ScanUnix(&e.UpdatedAt)); err != nil {
+			return nil, fmt.Errorf("read attention candidates: %w", err)
+		}
+		if lifecycle.Valid {
+			l := lifecycle.String
+			e.Lifecycle = &l
+		}
+		e.Health, e.Delivery = state.Health(health), state.Delivery(delivery)
+		if transitionReason.Valid && transitionReason.String != "" {
+			var r state.StateReason
+			if err := json.Unmarshal([]byte(transitionReason.String), &r); err != nil {
+				return nil, fmt.Errorf("read attention candidates: entity %s/%s: decode transition_reason: %w", e.Type, e.ID, err)
+			}
+			e.TransitionReason = &r
+		}
+		if err := json.Unmarshal(reasons, &e.Reasons); err != nil {
+			return nil, fmt.Errorf("read attention candidates: entity %s/%s: decode reasons: %w", e.Type, e.ID, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read attention candidates: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,290 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"watchdog/internal/unixtime"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/store/internal/rowcodec"
+)
+
+// selectEntity reads one entity row by type and id.
+const selectEntity = "SELECT " + rowcodec.EntityColumns + " FROM entities WHERE type = ? AND id = ?"
+
+// Register inserts a new entity, or updates the registered (non-lifecycle)
+// fields of an existing one: re-registering never changes a lifecycle,
+// only a transition does. A new entity with a lifecycle gets its first
+// audit row (from NULL) in the same transaction. Concurrent registrations
+// and transitions share commits (groupWrite).
+func (s *Store) Register(ctx context.Context, e store.Entity, actor string, at time.Time) (created bool, err error) {
+	err = s.groupWrite(ctx, "register "+e.Type+"/"+e.ID, func(ctx context.Context, tx *sql.Tx) error {
+		var e2 error
+		created, e2 = s.register(ctx, tx, e, actor, at)
+		return e2
+	})
+	return created, err
+}
+
+// register does one registration's reads and writes inside tx; the caller
+// commits.
+func (s *Store) register(ctx context.Context, tx *sql.Tx, e store.Entity, actor string, at time.Time) (bool, error) {
+	artifacts, err := rowcodec.JSONList(e.Artifacts)
+	if err != nil {
+		return false, fmt.Errorf("register %s/%s: encode artifacts: %w", e.Type, e.ID, err)
+	}
+	lockFiles, _ := rowcodec.JSONList(e.LockFiles)
+	dependsOn, _ := rowcodec.JSONList(e.DependsOn)
+	metadata := "{}"
+	if len(e.Metadata) > 0 && string(e.Metadata) != "null" {
+		metadata = string(e.Metadata)
+	}
+	health, delivery := e.Health, e.Delivery
+	if health == "" {
+		health = state.HealthUnknown
+	}
+	if delivery == "" {
+		delivery = state.DeliveryUnknown
+	}
+
+	var exists int
+	row, err := s.txQueryRow(ctx, tx, "SELECT 1 FROM entities WHERE type = ? AND id = ?", e.Type, e.ID)
+	if err != nil {
+		return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
+	}
+	switch err := row.Scan(&exists); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
+	}
+	created := exists == 0
+
+	// The registered fields, named once for both statements below.
+	pid := rowcodec.NullInt(int64(e.PID))
+	args := []any{
+		sql.Named("type", e.Type), sql.Named("id", e.ID), sql.Named("label", e.Label),
+		sql.Named("host_id", e.HostID), sql.Named("boot_id", e.BootID),
+		sql.Named("pid", pid), sql.Named("pid_start_time", rowcodec.UnixArg(e.PIDStartTime)), sql.Named("pid_start_ticks", rowcodec.NullInt(int64(e.PIDStartTicks))),
+		sql.Named("supervisor_pid", rowcodec.NullInt(int64(e.SupervisorPID))), sql.Named("supervisor_start_time", rowcodec.UnixArg(e.SupervisorStartTime)),
+		sql.Named("heartbeat_file", e.HeartbeatFile), sql.Named("timeout_seconds", rowcodec.SecondsArg(e.Timeout)),
+		sql.Named("artifacts_root", e.ArtifactsRoot),
+		sql.Named("parent_type", e.ParentType), sql.Named("parent_id", e.ParentID),
+		sql.Named("schedule_cron", e.ScheduleCron), sql.Named("schedule_last_fired_at", rowcodec.UnixArg(e.ScheduleLastFiredAt)),
+		sql.Named("started_at", rowcodec.UnixArg(e.StartedAt)), sql.Named("at", unixtime.Seconds(at)),
+	}
+
+	if created {
+		var lifecycle, lifecycleAt any
+		if e.Lifecycle != nil {
+			lifecycle, lifecycleAt = *e.Lifecycle, rowcodec.UnixArg(at)
+		}
+		args = append(args, sql.Named("lifecycle", lifecycle), sql.Named("terminal", e.Terminal),
+			sql.Named("health", health), sql.Named("delivery", delivery),
+			sql.Named("artifacts", artifacts), sql.Named("lock_files", lockFiles), sql.Named("depends_on", dependsOn),
+			sql.Named("metadata", metadata), sql.Named("ended_at", rowcodec.UnixArg(e.EndedAt)), sql.Named("lifecycle_at", lifecycleAt))
+		_, err = s.txExec(ctx, tx, `INSERT INTO entities (type, id, label, lifecycle, terminal,
+			health, delivery, host_id, boot_id, pid, pid_start_time, pid_start_ticks, supervisor_pid,
+			heartbeat_file, timeout_seconds, artifacts_root, artifacts, lock_files,
+			parent_type, parent_id, depends_on, schedule_cron, schedule_last_fired_at, metadata,
+			started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time)
+			VALUES (:type, :id, :label, :lifecycle, :terminal,
+			:health, :delivery, :host_id, :boot_id, :pid, :pid_start_time, :pid_start_ticks, :supervisor_pid,
+			:heartbeat_file, :timeout_seconds, :artifacts_root, :artifacts, :lock_files,
+			:parent_type, :parent_id, :depends_on, :schedule_cron, :schedule_last_fired_at, :metadata,
+			:started_at, :ended_at, :lifecycle_at, :at, :at, :supervisor_start_time)`, args...)
+		if err != nil {
+			return false, fmt.Errorf("register %s/%s: insert: %w", e.Type, e.ID, err)
+		}
+		if e.Lifecycle != nil {
+			seq, err := s.insertAudit(ctx, tx, store.AuditRow{
+				EntityType: e.Type, EntityID: e.ID, To: *e.Lifecycle,
+				Message: "registered", Actor: actor, At: at,
+			})
+			if err != nil {
+				return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
+			}
+			if _, err := s.txExec(ctx, tx, "UPDATE entities SET last_seq = ? WHERE type = ? AND id = ?", seq, e.Type, e.ID); err != nil {
+				return false, fmt.Errorf("register %s/%s: link audit row: %w", e.Type, e.ID, err)
+			}
+		}
+	} else {
+		// Only what the caller registers: the dimensions, the lifecycle and
+		// the timestamps the watchdog keeps are left alone; started_at is
+		// filled only while unknown, so an upsert never restarts the age
+		// heartbeats and slowness count from. A field the
+		// document leaves out keeps its value (a re-registration that only
+		// renames must not cost the entity its pid, and so its liveness
+		// check); a list sent empty ([]) clears it. The pid's identity
+		// (start time, ticks, boot id) moves with the pid: a new pid brings
+		// its own, never the old one's; nor does it inherit the old one's
+		// exit status.
+		keepList := func(isNil bool, text string) any {
+			if isNil {
+				return nil
+			}
+			return text
+		}
+		var meta any
+		if len(e.Metadata) > 0 && string(e.Metadata) != "null" {
+			meta = metadata
+		}
+		args = append(args, sql.Named("artifacts", keepList(e.Artifacts == nil, artifacts)),
+			sql.Named("lock_files", keepList(e.LockFiles == nil, lockFiles)),
+			sql.Named("depends_on", keepList(e.DependsOn == nil, dependsOn)),
+			sql.Named("metadata", meta))
+		_, err = s.txExec(ctx, tx, `UPDATE entities SET label = COALESCE(NULLIF(:label, ''), label),
+			host_id = COALESCE(NULLIF(:host_id, ''), host_id),
+			boot_id = CASE WHEN :pid IS NULL THEN boot_id ELSE :boot_id END,
+			pid_start_time = CASE WHEN :pid IS NULL THEN pid_start_time ELSE :pid_start_time END,
+			pid_start_ticks = CASE WHEN :pid IS NULL THEN pid_start_ticks ELSE :pid_start_ticks END,
+			exit_code = CASE WHEN :pid IS NULL OR :pid IS pid THEN exit_code ELSE NULL END,
+			exit_signal = CASE WHEN :pid IS NULL OR :pid IS pid THEN exit_signal ELSE NULL END,
+			exit_at = CASE WHEN :pid IS NULL OR :pid IS pid THEN exit_at ELSE NULL END,
+			pid = COALESCE(:pid, pid),
+			supervisor_start_time = CASE WHEN :supervisor_pid IS NULL THEN supervisor_start_time ELSE :supervisor_start_time END,
+			supervisor_pid = COALESCE(:supervisor_pid, supervisor_pid),
+			heartbeat_file = COALESCE(NULLIF(:heartbeat_file, ''), heartbeat_file), timeout_seconds = COALESCE(:timeout_seconds, timeout_seconds),
+			artifacts_root = COALESCE(NULLIF(:artifacts_root, ''), artifacts_root), artifacts = COALESCE(:artifacts, artifacts), lock_files = COALESCE(:lock_files, lock_files),
+			parent_type = COALESCE(NULLIF(:parent_type, ''), parent_type), parent_id = COALESCE(NULLIF(:parent_id, ''), parent_id), depends_on = COALESCE(:depends_on, depends_on),
+			schedule_cron = COALESCE(NULLIF(:schedule_cron, ''), schedule_cron), schedule_last_fired_at = COALESCE(:schedule_last_fired_at, schedule_last_fired_at),
+			metadata = COALESCE(:metadata, metadata), started_at = COALESCE(started_at, :started_at), updated_at = :at
+			WHERE type = :type AND id = :id`, args...)
+		if err != nil {
+			return false, fmt.Errorf("register %s/%s: update: %w", e.Type, e.ID, err)
+		}
+	}
+	return created, nil
+}
+
+// Get reads one entity.
+func (s *Store) Get(ctx context.Context, typ, id string) (store.Entity, error) {
+	// Prepared once: parsing this SELECT was a third of a registration's
+	// CPU (every write path and every monitor check reads the row first).
+	// A store known lost is not read at all: a pooled connection might be
+	// opened on the file that replaced it (see lostOr). The latch only, no
+	// stat: Get is on every write path and every monitor check, and the
+	// loss is latched by the identity watch's event, by every write's
+	// check, or by an error read here (lostOr).
+	if s.Lost() {
+		return store.Entity{}, fmt.Errorf("read entity %s/%s: %w", typ, id, s.Fault())
+	}
+	st, err := s.prepared(ctx, selectEntity)
+	if err != nil {
+		return store.Entity{}, fmt.Errorf("read entity %s/%s: %w", typ, id, err)
+	}
+	e, err := rowcodec.ScanEntity(st.QueryRowContext(ctx, typ, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Entity{}, fmt.Errorf("entity %s/%s: %w", typ, id, s.lostOr(store.ErrNotFound))
+	}
+	if err != nil {
+		return store.Entity{}, fmt.Errorf("read entity %s/%s: %w", typ, id, s.lostOr(err))
+	}
+	return e, nil
+}
+
+// lostOr is err, or the store's loss when its identity is lost: a
+// connection the pool opened after the file was replaced reads another
+// database ("no such table", or a row that is not there), and the write
+// path that read first must answer "not written" (503), not a fault or a
+// 404.
+func (s *Store) lostOr(err error) error {
+	if lost := s.usable(); lost != nil {
+		return fmt.Errorf("%w (the read said: %v)", lost, err)
+	}
+	return err
+}
+
+// List reads the entities a filter selects, ordered by type and id.
+func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error) {
+	var where []string
+	var args []any
+	if f.Type != "" {
+		where = append(where, "type = ?")
+		args = append(args, f.Type)
+	}
+	switch {
+	case f.HostID != "" && (f.AlsoRemoteLive || f.AlsoHostless):
+		var or []string
+		if f.AlsoRemoteLive {
+			or = append(or, "(host_id != '' AND terminal = 0 AND lifecycle IS NOT NULL AND (pid > 0 OR heartbeat_at > 0))")
+		}
+		if f.AlsoHostless {
+			or = append(or, "host_id = ''")
+		}
+		where = append(where, "(host_id = ? OR "+strings.Join(or, " OR ")+")")
+		args = append(args, f.HostID)
+	case f.HostID != "":
+		where = append(where, "host_id = ?")
+		args = append(args, f.HostID)
+	}
+	if f.ParentID != "" {
+		// parent_id != '' lets SQLite pick the partial idx_entities_parent
+		// when it judges that cheaper than the primary key's type prefix.
+		where = append(where, "parent_type = ? AND parent_id = ? AND parent_id != ''")
+		args = append(args, f.ParentType, f.ParentID)
+	}
+	if f.OpenOnly {
+		if !f.EndedSince.IsZero() {
+			where = append(where, "lifecycle IS NOT NULL AND (terminal = 0 OR ended_at >= ? OR health = 'orphaned')")
+			args = append(args, rowcodec.UnixArg(f.EndedSince))
+		} else {
+			where = append(where, "terminal = 0 AND lifecycle IS NOT NULL")
+		}
+	}
+	q := "SELECT " + rowcodec.EntityColumns + " FROM entities"
+	if f.DeadOnly {
+		where = append(where, "dead_since IS NOT NULL")
+	}
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY type, id"
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list entities: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Entity
+	var scan rowcodec.EntityScanner
+	for rows.Next() {
+		e, err := scan.Scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list entities: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list entities: %w", err)
+	}
+	return out, nil
+}
+
+// Transitions reads all of an entity's audit rows, oldest first. The API
+// pages them instead (LatestTransitions, TransitionsAfter).
+func (s *Store) Transitions(ctx context.Context, typ, id string) ([]store.AuditRow, error) {
+	return s.queryAudit(ctx, typ, id, `SELECT `+rowcodec.AuditColumns+`
+		FROM transitions WHERE entity_type = ? AND entity_id = ? ORDER BY seq`, typ, id)
+}
+
+func (s *Store) insertAudit(ctx context.Context, tx *sql.Tx, r store.AuditRow) (int64, error) {
+	evidence, err := rowcodec.JSONList(r.Evidence)
+	if err != nil {
+		return 0, fmt.Errorf("encode evidence: %w", err)
+	}
+	var from any
+	if r.From != nil {
+		from = *r.From
+	}
+	res, err := s.txExec(ctx, tx, `INSERT INTO transitions (entity_type, entity_id, from_lifecycle, to_lifecycle,
+		reason_code, message, evidence, actor, trigger_name, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.EntityType, r.EntityID, from, r.To, r.ReasonCode, r.Message, evidence, r.Actor, r.Trigger, unixtime.Seconds(r.At))
+	if err != nil {
+		return 0, fmt.Errorf("append audit row: %w", err)
+	}
+	return res.LastInsertId()
+}

@@ -1,0 +1,124 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"watchdog/store"
+	"watchdog/store/internal/rowcodec"
+)
+
+// ChangesSince reads the change feed: the entities whose revision is
+// greater than c.Revision and the audit rows whose seq is greater than
+// c.Seq, at most limit of each (limit < 1 means 1000). Every write to an
+// entity row, by any writer (this process, a CLI with --db, an older
+// binary), takes the next store revision in migration 0005's triggers, and
+// rows are never deleted, so a reader that applies every batch in order
+// misses nothing. The two lists are read one after the other, not in one
+// snapshot: an audit row may arrive a batch before (or after) the entity
+// row it changed, and a reader must not rely on their pairing.
+func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (store.Batch, error) {
+	if limit < 1 {
+		limit = 1000
+	}
+	b := store.Batch{Next: c}
+	st, err := s.prepared(ctx, "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE revision > ? ORDER BY revision LIMIT ?")
+	if err != nil {
+		return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, c.Revision, limit)
+	if err != nil {
+		return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
+	}
+	var scan rowcodec.EntityScanner
+	for rows.Next() {
+		e, err := scan.Scan(rows)
+		if err != nil {
+			rows.Close()
+			return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
+		}
+		b.Entities = append(b.Entities, e)
+		b.Next.Revision = e.Revision
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
+	}
+
+	st, err = s.prepared(ctx, "SELECT "+rowcodec.AuditColumns+" FROM transitions WHERE seq > ? ORDER BY seq LIMIT ?")
+	if err != nil {
+		return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
+	}
+	arows, err := st.QueryContext(ctx, c.Seq, limit)
+	if err != nil {
+		return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
+	}
+	defer arows.Close()
+	for arows.Next() {
+		var (
+			r        store.AuditRow
+			from     sql.NullString
+			evidence string
+		)
+		if err := arows.Scan(&r.Seq, &r.EntityType, &r.EntityID, &from, &r.To, &r.ReasonCode, &r.Message, &evidence, &r.Actor, &r.Trigger, rowcodec.ScanUnix(&r.At)); err != nil {
+			return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
+		}
+		if from.Valid {
+			f := from.String
+			r.From = &f
+		}
+		if evidence != "[]" {
+			if err := json.Unmarshal([]byte(evidence), &r.Evidence); err != nil {
+				return store.Batch{}, fmt.Errorf("read new transitions: decode evidence of row %d: %w", r.Seq, err)
+			}
+		}
+		b.Transitions = append(b.Transitions, r)
+		b.Next.Seq = r.Seq
+	}
+	if err := arows.Err(); err != nil {
+		return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
+	}
+	b.More = len(b.Entities) == limit || len(b.Transitions) == limit
+	return b, nil
+}
+
+// FeedHead is the cursor of the newest change: the store revision and the
+// last audit seq. A reader that starts at FeedHead sees only what is
+// written after it (the metrics counters start there, so a restart does
+// not count the whole history again).
+func (s *Store) FeedHead(ctx context.Context) (store.Cursor, error) {
+	var c store.Cursor
+	err := s.db.QueryRowContext(ctx, `SELECT (SELECT revision FROM store_revision WHERE id = 1),
+		IFNULL((SELECT MAX(seq) FROM transitions), 0)`).Scan(&c.Revision, &c.Seq)
+	if err != nil {
+		return store.Cursor{}, fmt.Errorf("read the change feed's head: %w", err)
+	}
+	return c, nil
+}
+
+// DataVersion is a number that moves whenever any connection but the one
+// asked commits to the database: SQLite's PRAGMA data_version, asked on the
+// store's pinned connection, which never writes, so this process's own
+// writes (through the pool's other connections) and other processes'
+// writes both move it. Equal answers mean nothing was committed in
+// between: a reader of the feed polls this one cheap query and reads
+// ChangesSince only when it moved. The value itself means nothing.
+//
+// An in-memory store has no pinned connection; it answers the feed's head
+// instead, which moves with every entity or audit write (not with a
+// dismissal: an in-memory store is a test's).
+func (s *Store) DataVersion(ctx context.Context) (int64, error) {
+	if s.pin == nil {
+		c, err := s.FeedHead(ctx)
+		return c.Revision<<32 ^ c.Seq, err
+	}
+	var v int64
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	if err := s.pin.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("read the store's data version: %w", err)
+	}
+	return v, nil
+}
