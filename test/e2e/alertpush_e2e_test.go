@@ -156,7 +156,10 @@ func amServe(t *testing.T, dir, sections string) (d *rmtDaemon, stop func()) {
 // TestAlertmanagerPush is issue 16's "what must be shown" for the push.
 func TestAlertmanagerPush(t *testing.T) {
 	am := startAlertmanager(t)
-	const resend = 2 * time.Second
+	// An alert sent ends 4×resend later unless sent again: 20s of slack
+	// for a daemon slowed by a loaded machine before a firing alert reads
+	// resolved.
+	const resend = 5 * time.Second
 	sections := fmt.Sprintf(`host_id: am-e2e-host
 thresholds:
   terminal_grace: 1s

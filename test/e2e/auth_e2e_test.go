@@ -202,11 +202,12 @@ func TestServeRefusesBadAuthAtStart(t *testing.T) {
 	}
 }
 
-// authServeBriefly runs serve with a deadline: a daemon that hangs at
-// start fails the test instead of holding it.
+// authServeBriefly runs serve, which must refuse to start, with the
+// ceiling: a daemon that hangs at start fails the test instead of holding
+// it.
 func authServeBriefly(t *testing.T, cfg string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), ceiling)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, "serve", "--config", cfg)
 	cmd.Env = svEnv()
@@ -214,7 +215,7 @@ func authServeBriefly(t *testing.T, cfg string) result {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("serve --config %s did not return within 20s", cfg)
+		t.Fatalf("serve --config %s did not return within %s", cfg, ceiling)
 	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"watchdog/internal/testenv"
 	"watchdog/store"
@@ -156,7 +155,7 @@ func TestExecForwardsSignals(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = cmd.Process.Kill() })
 			var e store.Entity
-			testenv.Eventually(t, "exec to register the entity", 30*time.Second, func() (bool, string) {
+			testenv.Eventually(t, "exec to register the entity", ceiling, func() (bool, string) {
 				if _, err := os.Stat(db); err == nil {
 					if st, err := store.Open(context.Background(), db); err == nil {
 						e, err = st.Get(context.Background(), "session", "sig")

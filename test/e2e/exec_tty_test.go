@@ -106,8 +106,8 @@ func TestExecCtrlCReachesChildOnce(t *testing.T) {
 			}
 			seen = append(seen, l)
 			ready = l == "ready"
-		case <-time.After(60 * time.Second):
-			t.Fatalf("child never said ready: %q", seen)
+		case <-time.After(ceiling):
+			t.Fatalf("child never said ready within %s: %q", ceiling, seen)
 		}
 	}
 	if _, err := master.Write([]byte{3}); err != nil { // Ctrl-C

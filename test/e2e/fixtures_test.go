@@ -12,6 +12,15 @@ import (
 	"watchdog/probe"
 )
 
+// ceiling bounds every wait on what runs outside the test: the binary, a
+// daemon and its jobs, a real process, Alertmanager, Chromium. Each wait
+// ends as soon as its condition holds, so a passing run never comes near
+// it, on a loaded machine either; one that reaches it fails saying what
+// it last saw (testenv.Eventually). It is no budget of the product's: a
+// contract's own deadline (/readyz noticing a lost store within 5s) stays
+// a check of its own.
+const ceiling = 3 * time.Minute
+
 // adhocSleep starts a real sleep and returns its pid and start time.
 func adhocSleep(t *testing.T) (int, float64) {
 	t.Helper()

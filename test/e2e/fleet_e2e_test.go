@@ -32,6 +32,7 @@ import (
 	"watchdog/attention"
 	"watchdog/internal/testenv"
 	"watchdog/store"
+	_ "watchdog/store/pgstore" // store.OpenBackend's postgres driver, for the audit log's read
 	"watchdog/wire"
 )
 
@@ -369,6 +370,7 @@ func fleetScenario(t *testing.T, fs fleetStore) {
 	}
 	ds[0].register(t, `{"type":"show","id":"s0","lifecycle":"active"}`)
 	for _, d := range ds {
+		ds[0].seen(t, "session", "dead-"+d.host)
 		testenv.Eventually(t, "dead-"+d.host+" ended", rmtDeadline, func() (bool, string) {
 			e := ds[0].must(t, "session", "dead-"+d.host)
 			return e.State.Lifecycle == "aborted" && e.HostID == d.host, fmt.Sprintf("%s on %q", e.State.Lifecycle, e.HostID)
@@ -382,12 +384,18 @@ func fleetScenario(t *testing.T, fs fleetStore) {
 		}
 	}
 
-	// One view from any daemon, filtered by host.
+	// One view from any daemon, filtered by host: host-c's, once its
+	// change feed has brought the other daemons' writes (it lists each
+	// host's two sessions; more would be wrong).
 	for _, h := range hosts {
-		l := ds[2].list(t, "host="+h)
-		if l.Total != 2 {
-			t.Errorf("?host=%s on host-c: %d entities, want 2", h, l.Total)
-		}
+		var l wire.EntityList
+		testenv.Eventually(t, "host-c lists host "+h+"'s two sessions", rmtDeadline, func() (bool, string) {
+			l = ds[2].list(t, "host="+h)
+			if l.Total > 2 {
+				t.Fatalf("?host=%s on host-c: %d entities, want 2", h, l.Total)
+			}
+			return l.Total == 2, fmt.Sprintf("%d entities", l.Total)
+		})
 		for _, e := range l.Items {
 			if e.HostID != h {
 				t.Errorf("?host=%s listed %s/%s of %q", h, e.Type, e.ID, e.HostID)
@@ -442,6 +450,9 @@ func fleetScenario(t *testing.T, fs fleetStore) {
 	quiet.stop(syscall.SIGTERM)
 	mine := "live-" + quiet.host
 	fp := attention.Fingerprint("session", mine, "system.host.disconnected")
+	for _, o := range others {
+		o.seen(t, "session", mine)
+	}
 	testenv.Eventually(t, mine+" disconnected", rmtDeadline, func() (bool, string) {
 		e := others[0].must(t, "session", mine)
 		_, queued := item(others[1].queue(t, "host="+quiet.host), fp)
@@ -485,10 +496,12 @@ func fleetScenario(t *testing.T, fs fleetStore) {
 	leader.stop(syscall.SIGKILL)
 	killed[leader] = time.Now()
 	survivors[1].register(t, `{"type":"team","id":"t2","lifecycle":"active","parent":{"type":"show","id":"s1"}}`)
-	if h := survivors[0].must(t, "team", "t2").HostID; h != "" {
+	// Read from the other survivor once its change feed brings the team.
+	if h := survivors[0].seen(t, "team", "t2").HostID; h != "" {
 		t.Fatalf("team t2 registered on %q, want host-less", h)
 	}
 	for _, team := range []string{"t1", "t2"} {
+		survivors[0].seen(t, "team", team)
 		testenv.Eventually(t, "the orphaned team "+team+" closed", rmtDeadline, func() (bool, string) {
 			e := survivors[0].must(t, "team", team)
 			return e.State.Lifecycle == "closed", e.State.Lifecycle

@@ -47,8 +47,9 @@ func TestJudgeObs1ProbeEntityIsReadOnly(t *testing.T) {
 		t.Fatalf("a probe without --record recorded, or did not say it did not: %+v", r)
 	}
 	// Several sweeps later the daemon's own verdict stands, the dismissal
-	// holds, and the row is the one before the probes.
-	time.Sleep(2500 * time.Millisecond)
+	// holds, and the row is the one before the probes: three more runs,
+	// two whole sweeps at least, however long they take.
+	d.waitRuns(t, "sweep", 3)
 	after := d.must(t, "session", "s9")
 	if after.Display != "Running · Stalled" || !after.UpdatedAt.Equal(before.UpdatedAt.Time) || !after.HealthSince.Equal(before.HealthSince.Time) {
 		t.Fatalf("after the probes: %s updated %v (was %v) health_since %v (was %v)", after.Display, after.UpdatedAt, before.UpdatedAt, after.HealthSince, before.HealthSince)
@@ -105,7 +106,7 @@ jobs:
 	// Re-registered (the same document): the clock is not restarted, the
 	// stall and its onset stand.
 	d.register(t, doc)
-	time.Sleep(2 * time.Second) // two sweeps
+	d.waitRuns(t, "sweep", 3) // two whole sweeps at least
 	e = d.must(t, "session", "s3")
 	if e.Display != "Running · Stalled" || !e.HealthSince.Equal(stalledSince) {
 		t.Fatalf("after re-registration: %s since %v (was stalled since %v)", e.Display, e.HealthSince, stalledSince)

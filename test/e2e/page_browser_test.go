@@ -36,7 +36,7 @@ import (
 )
 
 // pbDeadline bounds one browser wait; a slow shared machine only waits.
-const pbDeadline = 60 * time.Second
+const pbDeadline = ceiling
 
 // pbChromium finds a Chromium binary ($WATCHDOG_CHROMIUM first), and
 // skips the test when there is none.
@@ -90,7 +90,9 @@ func pbStart(t *testing.T, d *rmtDaemon, token string) *pbBrowser {
 	)
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	ctx, tcancel := context.WithTimeout(ctx, 5*time.Minute)
+	// The browser's whole session, every subtest's steps: a ceiling, not
+	// a budget (each step ends when what it waits for is there).
+	ctx, tcancel := context.WithTimeout(ctx, 5*ceiling)
 	t.Cleanup(func() { tcancel(); cancel(); acancel() })
 
 	b := &pbBrowser{ctx: ctx, answer: token}
@@ -195,7 +197,7 @@ func pbWrite(t *testing.T, d *rmtDaemon, path, body string) {
 	if d.token != "" {
 		req.Header.Set("Authorization", "Bearer "+rmtToken)
 	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	resp, err := (&http.Client{Timeout: ceiling}).Do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", path, err)
 	}

@@ -39,7 +39,7 @@ import (
 
 // rmtDeadline bounds the daemon's start and stop; a slow shared machine
 // makes the tests slower, never red.
-const rmtDeadline = 90 * time.Second
+const rmtDeadline = ceiling
 
 // rmtToken is the daemon's bearer token in the auth cases.
 const rmtToken = "e2e-token-5f1c"
@@ -385,7 +385,7 @@ func TestRemoteRefusalsChangeNothing(t *testing.T) {
 	}
 	// The daemon judges a new entity at first sight (its own write):
 	// wait for it, so that the snapshots below see only the refusals.
-	testenv.Eventually(t, "the daemon's first look at s-1", 45*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "the daemon's first look at s-1", ceiling, func() (bool, string) {
 		// No pid yet: the look finds liveness unknown, and says so.
 		_, e := d.entity(t, "session", "s-1")
 		return len(e.State.Reasons) > 0, fmt.Sprintf("%+v", e.State)

@@ -38,8 +38,9 @@ import (
 	"watchdog/transitions"
 )
 
-// svDeadline bounds every wait for the daemon to do something.
-const svDeadline = 45 * time.Second
+// svDeadline bounds every wait for the daemon to do something: the
+// ceiling.
+const svDeadline = ceiling
 
 // svConfig holds the knobs the cases turn; empty values take the defaults
 // written in yaml.
@@ -298,7 +299,9 @@ func (e svEntity) String() string {
 	return string(b)
 }
 
-var svHTTP = &http.Client{Timeout: 10 * time.Second}
+// svHTTP's timeout is the ceiling: a loaded daemon answers late, never
+// wrongly.
+var svHTTP = &http.Client{Timeout: ceiling}
 
 // entity reads one entity over HTTP.
 func (d *svDaemon) entity(typ, id string) svEntity {

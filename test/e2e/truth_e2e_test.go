@@ -67,7 +67,7 @@ func (d *rmtDaemon) do(t *testing.T, method, path, body string) (int, string) {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	resp, err := (&http.Client{Timeout: ceiling}).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -98,6 +98,20 @@ func (d *rmtDaemon) must(t *testing.T, typ, id string) wire.Entity {
 	if code != http.StatusOK {
 		t.Fatalf("GET %s/%s: %d", typ, id, code)
 	}
+	return e
+}
+
+// seen waits until the daemon serves the entity, and returns it: a
+// daemon sharing a store with others serves what another wrote once its
+// change feed brings it (on PostgreSQL a notification), not at once.
+func (d *rmtDaemon) seen(t *testing.T, typ, id string) wire.Entity {
+	t.Helper()
+	var e wire.Entity
+	testenv.Eventually(t, fmt.Sprintf("%s/%s served by %s", typ, id, d.base), ceiling, func() (bool, string) {
+		code, got := d.entity(t, typ, id)
+		e = got
+		return code == http.StatusOK, fmt.Sprintf("GET %s/%s: %d", typ, id, code)
+	})
 	return e
 }
 
@@ -139,6 +153,49 @@ func acknowledged(q attention.Queue, fp string) (attention.Item, bool) {
 		}
 	}
 	return attention.Item{}, false
+}
+
+// jobRunsOK reads how many runs of job have ended ok, from the daemon's
+// /metrics (0 before the first).
+func (d *rmtDaemon) jobRunsOK(t *testing.T, job string) float64 {
+	t.Helper()
+	code, body := d.do(t, "GET", "/metrics", "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d", code)
+	}
+	for line := range strings.SplitSeq(body, "\n") {
+		if rest, ok := strings.CutPrefix(line, jobRuns(job)+" "); ok {
+			var n float64
+			if _, err := fmt.Sscan(rest, &n); err != nil {
+				t.Fatalf("metric %s: %v", jobRuns(job), err)
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// holds runs check (which fails the test itself) at every look, until
+// job has run n more times than when called and at least atLeast has passed:
+// what must stay true sweep after sweep is seen to stay true through n
+// real runs, however slow a loaded machine makes them, and not through
+// whatever number fits into a fixed time. n = 0 watches for atLeast alone.
+func (d *rmtDaemon) holds(t *testing.T, job string, n int, atLeast time.Duration, check func()) {
+	t.Helper()
+	from, start := d.jobRunsOK(t, job), time.Now()
+	testenv.Eventually(t, fmt.Sprintf("%d more %s runs, and %s", n, job, atLeast), ceiling, func() (bool, string) {
+		check()
+		now := d.jobRunsOK(t, job)
+		return now >= from+float64(n) && time.Since(start) >= atLeast, fmt.Sprintf("%s: %v runs, from %v, %s in", job, now, from, time.Since(start).Round(time.Millisecond))
+	})
+	check()
+}
+
+// waitRuns waits until job has run n more times than when called: the
+// daemon has had n chances to act (or to change what it must not).
+func (d *rmtDaemon) waitRuns(t *testing.T, job string, n int) {
+	t.Helper()
+	d.holds(t, job, n, 0, func() {})
 }
 
 // logs is the daemon's log so far.
@@ -253,12 +310,13 @@ func (v countsView) bySeverity() map[string]state.Severity {
 // consecutive snapshots are identical (nothing moved in between), the
 // list, `watchdog status`, the queue and the metrics agree on every
 // entity's severity, the open count and the queue's count per severity.
-// It retries while the world moves and fails only when the surfaces
-// disagree on a still one.
+// It retries while the world moves (for as long as the ceiling: a loaded
+// machine only takes longer to stand still) and fails only when the
+// surfaces disagree on a still one.
 func (d *rmtDaemon) assertCountsAgree(t *testing.T) {
 	t.Helper()
 	var last string
-	for range 20 {
+	for deadline := time.Now().Add(ceiling); time.Now().Before(deadline); {
 		l1, s1, q1, m1 := d.snapshot(t)
 		l2, s2, q2, m2 := d.snapshot(t)
 		still := fmt.Sprint(l1, s1, q1.BySeverity, m1) == fmt.Sprint(l2, s2, q2.BySeverity, m2)
@@ -304,7 +362,7 @@ func TestTruthHarness(t *testing.T) {
 	d := truthStart(t, "")
 	p := testenv.DeadPID(t)
 	d.register(t, fmt.Sprintf(`{"type":"session","id":"h-1","lifecycle":"running","pid":%d}`, p))
-	testenv.Eventually(t, "the dead pid judged", 30*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "the dead pid judged", ceiling, func() (bool, string) {
 		e := d.must(t, "session", "h-1")
 		return e.State.Severity == state.SeverityCritical, e.Display
 	})

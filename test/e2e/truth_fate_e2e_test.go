@@ -21,7 +21,7 @@ import (
 
 // truthFateDeadline bounds every wait of these tests: generous, the jobs
 // run each second.
-const truthFateDeadline = 30 * time.Second
+const truthFateDeadline = ceiling
 
 // hasReason says whether e's reasons (its transition's and its findings)
 // carry code.
@@ -257,7 +257,7 @@ func TestTruthObs12FlagAtTheGrace(t *testing.T) {
 		_ = c.Wait()
 	}
 	fp := attention.Fingerprint("play", "p-g", state.SystemHealthProcessDeadUnowned)
-	testenv.Eventually(t, "the play flagged and the session ended at their grace", 30*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "the play flagged and the session ended at their grace", ceiling, func() (bool, string) {
 		_, flagged := item(d.queue(t, ""), fp)
 		e := d.must(t, "session", "s-g")
 		return flagged && e.State.Lifecycle == "aborted", fmt.Sprint(flagged, " ", e.Display)

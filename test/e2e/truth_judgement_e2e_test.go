@@ -49,21 +49,20 @@ func TestTruthObs5HealthSegments(t *testing.T) {
 	d.register(t, `{"type":"team","id":"t5","lifecycle":"active"}`)
 	d.register(t, fmt.Sprintf(`{"type":"schedule","id":"c5","lifecycle":"enabled","schedule":{"cron":"@every 1h","last_fired_at":%d}}`, time.Now().Unix()))
 
-	testenv.Eventually(t, "the session ended for its dead process", 30*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "the session ended for its dead process", ceiling, func() (bool, string) {
 		e := d.must(t, "session", "s5")
 		return e.Lifecycle != nil && *e.Lifecycle == "aborted", e.Display
 	})
 	d.assertCountsAgree(t)
 	// Several sweeps (one a second) judge the ended entity again: each
-	// must leave the death in place.
-	deadline := time.Now().Add(4 * time.Second)
-	for time.Now().Before(deadline) {
+	// must leave the death in place. Watched through four real sweeps
+	// and four seconds, however slow the machine makes them.
+	d.holds(t, "sweep", 4, 4*time.Second, func() {
 		e := d.must(t, "session", "s5")
 		if e.Display != "Aborted · Process dead" || e.State.Health != state.HealthProcessDead {
 			t.Fatalf("ended for its dead process, it reads %q (health %s)", e.Display, e.State.Health)
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	})
 	for _, ref := range [][2]string{{"show", "sh5"}, {"play", "p5"}, {"team", "t5"}, {"schedule", "c5"}} {
 		e := d.must(t, ref[0], ref[1])
 		if strings.Contains(e.Display, "Infra OK") {
@@ -95,7 +94,7 @@ func TestTruthObs6MessagesCarryTimestamps(t *testing.T) {
 	d.register(t, fmt.Sprintf(`{"type":"session","id":"z6","lifecycle":"running","pid":%d}`, zombie))
 
 	var first state.StateReason
-	testenv.Eventually(t, "the session judged stalled", 30*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "the session judged stalled", ceiling, func() (bool, string) {
 		e := d.must(t, "session", "s6")
 		r, ok := reasonOf(e, state.RunHealthStalled)
 		first = r
@@ -108,12 +107,12 @@ func TestTruthObs6MessagesCarryTimestamps(t *testing.T) {
 	}
 	// The message as read later is the same fact with its age as of then:
 	// the age must change as time passes, never the moment.
-	testenv.Eventually(t, "the age read anew", 30*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "the age read anew", ceiling, func() (bool, string) {
 		r, _ := reasonOf(d.must(t, "session", "s6"), state.RunHealthStalled)
 		return strings.HasPrefix(r.Message, stored+", ") && r.Message != first.Message, r.Message
 	})
 
-	testenv.Eventually(t, "the zombie judged", 30*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "the zombie judged", ceiling, func() (bool, string) {
 		e := d.must(t, "session", "z6")
 		r, _ := reasonOf(e, state.RunHealthProcessDead)
 		return strings.Contains(r.Message, "(zombie)"), fmt.Sprint(e.State.Reasons)
@@ -122,7 +121,7 @@ func TestTruthObs6MessagesCarryTimestamps(t *testing.T) {
 	if _, err := unix.Wait4(zombie, &ws, 0, nil); err != nil {
 		t.Fatalf("reap the zombie %d: %v", zombie, err)
 	}
-	testenv.Eventually(t, "the reaped zombie's message rewritten", 30*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "the reaped zombie's message rewritten", ceiling, func() (bool, string) {
 		e := d.must(t, "session", "z6")
 		for _, r := range e.State.Reasons {
 			if strings.Contains(r.Message, "zombie") {
@@ -172,14 +171,15 @@ func TestTruthObs8WaitingAgentsAndRestarts(t *testing.T) {
 	if code, body := d.transition(t, "agent", "b8", `{"to":"starting","trigger":"restart"}`); code != 200 {
 		t.Fatalf("failed → starting: %d %s", code, body)
 	}
-	testenv.Eventually(t, "the restarted agent judged alive, aged from its restart", 30*time.Second, func() (bool, string) {
+	testenv.Eventually(t, "the restarted agent judged alive, aged from its restart", ceiling, func() (bool, string) {
 		e := d.must(t, "agent", "b8")
 		return e.Display == "Starting · Alive", e.Display
 	})
 
 	// Meanwhile sweeps (one a second) have judged the idle agent's stale
-	// heartbeat; a few more pass before it is read.
-	time.Sleep(time.Until(aged.Add(3 * time.Second)))
+	// heartbeat; a few more pass before it is read: three seconds after
+	// the ageing and three more runs, however slow the machine.
+	d.holds(t, "sweep", 3, time.Until(aged.Add(3*time.Second)), func() {})
 	e := d.must(t, "agent", "a8")
 	if e.State.Severity == state.SeverityCritical || e.State.Health == state.HealthStalled || e.State.Health == state.HealthIdle {
 		t.Fatalf("an agent idle for input reads %q (%s, health %s)", e.Display, e.State.Severity, e.State.Health)
@@ -204,7 +204,7 @@ func TestTruthEndedByItsOwnerReadsItsEnd(t *testing.T) {
 		}
 	}
 	for _, id := range ids {
-		testenv.Eventually(t, "session "+id+" reads its end", 30*time.Second, func() (bool, string) {
+		testenv.Eventually(t, "session "+id+" reads its end", ceiling, func() (bool, string) {
 			e := d.must(t, "session", id)
 			return e.State.Lifecycle == "completed" && e.State.Severity == state.SeverityNeutral && e.State.Health == state.HealthOK, e.Display
 		})
