@@ -5,7 +5,7 @@ STATICCHECK   := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 APT_PACKAGES  := gcc libc6-dev postgresql prometheus prometheus-alertmanager chromium
 
-.PHONY: test tools deps fmt-check vet staticcheck deploy-check unit fuzz build bench bench-pg
+.PHONY: test tools deps fmt-check vet staticcheck deploy-check unit e2e fuzz build bench bench-pg
 
 test: deps tools fmt-check vet staticcheck deploy-check unit fuzz
 
@@ -14,7 +14,7 @@ test: deps tools fmt-check vet staticcheck deploy-check unit fuzz
 # whose server deploy/realdata_test.go starts and whose promtool
 # deploy-check runs; prometheus-alertmanager, which
 # deploy/alerting_doc_test.go runs with docs/alerting.md's configuration;
-# chromium, the headless browser of cmd/watchdog/page_browser_test.go),
+# chromium, the headless browser of test/e2e/page_browser_test.go),
 # installed only when missing. A policy-rc.d that says
 # no keeps the packages' maintainer scripts from starting their services
 # (the tests start their own), only if the host has none.
@@ -51,10 +51,20 @@ deploy-check:
 	REQUIRE_BINARY=1 ./scripts/deploy-check.sh
 
 # The race detector changes allocation counts, so the probe's
-# zero-allocation tests run once more without it.
+# zero-allocation tests run once more without it. test/e2e (the built
+# binary driven end to end; several minutes on a quiet 2-CPU machine,
+# more under -race and load) would hit go test's default 10-minute
+# ceiling per package on a busy machine: TESTTIMEOUT is a ceiling, never
+# a budget a passing run comes near.
+TESTTIMEOUT ?= 45m
 unit:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) ./...
 	$(GO) test -count=1 -run 'Allocat' ./probe/
+
+# The end-to-end tests alone (test/e2e), without the race detector;
+# cmd/watchdog's own tests are the CLI's unit tests, in-process.
+e2e:
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) ./test/e2e/
 
 # Each fuzz target for a bounded time (FUZZTIME), on top of its seed
 # corpus, which `unit` already runs as plain tests. A failure leaves its
