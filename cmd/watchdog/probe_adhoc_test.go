@@ -65,34 +65,18 @@ func adhocSleep(t *testing.T) (int, float64) {
 	return id.PID, unixtime.Seconds(id.StartTime)
 }
 
-func adhocFile(t *testing.T, dir, name, body string, age time.Duration) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mt := time.Now().Add(-age)
-	if err := os.Chtimes(p, mt, mt); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestProbeCommand(t *testing.T) {
 	pid, start := adhocSleep(t)
 	dead := testenv.DeadPID(t)
 	dir := t.TempDir()
-	fresh := adhocFile(t, dir, "fresh.hb", "", time.Minute)
-	idle := adhocFile(t, dir, "idle.hb", "", 20*time.Minute)
-	old := adhocFile(t, dir, "old.hb", "", 5*time.Minute)
-	adhocFile(t, dir, "run/review.md", "# ok\n", 0)
-	adhocFile(t, dir, "run/empty.md", "", 0)
-	adhocFile(t, dir, "run/out.json", "{not json", 0)
-	yamlContract := adhocFile(t, dir, "contract.yaml", "artifacts:\n  - path: review.md\n  - path: out.json\n    kind: json\n", 0)
-	jsonContract := adhocFile(t, dir, "contract.json", `{"artifacts": [{"path": "review.md", "min_bytes": 1}, {"path": "absent.md", "required": false}]}`, 0)
+	fresh := testenv.AgedFile(t, dir, "fresh.hb", "", time.Minute)
+	idle := testenv.AgedFile(t, dir, "idle.hb", "", 20*time.Minute)
+	old := testenv.AgedFile(t, dir, "old.hb", "", 5*time.Minute)
+	testenv.AgedFile(t, dir, "run/review.md", "# ok\n", 0)
+	testenv.AgedFile(t, dir, "run/empty.md", "", 0)
+	testenv.AgedFile(t, dir, "run/out.json", "{not json", 0)
+	yamlContract := testenv.AgedFile(t, dir, "contract.yaml", "artifacts:\n  - path: review.md\n  - path: out.json\n    kind: json\n", 0)
+	jsonContract := testenv.AgedFile(t, dir, "contract.json", `{"artifacts": [{"path": "review.md", "min_bytes": 1}, {"path": "absent.md", "required": false}]}`, 0)
 	root := filepath.Join(dir, "run")
 	p := fmt.Sprint(pid)
 
@@ -160,10 +144,10 @@ func TestProbeCommandJSON(t *testing.T) {
 
 func TestProbeCommandBadArguments(t *testing.T) {
 	dir := t.TempDir()
-	unknownField := adhocFile(t, dir, "unknown.json", `{"artifacts": [{"path": "a", "colour": "red"}]}`, 0)
-	unknownYAML := adhocFile(t, dir, "unknown.yaml", "artifacts:\n  - path: a\n    colour: red\n", 0)
-	badKind := adhocFile(t, dir, "kind.yaml", "artifacts:\n  - path: a\n    kind: pdf\n", 0)
-	empty := adhocFile(t, dir, "empty.yaml", "", 0)
+	unknownField := testenv.AgedFile(t, dir, "unknown.json", `{"artifacts": [{"path": "a", "colour": "red"}]}`, 0)
+	unknownYAML := testenv.AgedFile(t, dir, "unknown.yaml", "artifacts:\n  - path: a\n    colour: red\n", 0)
+	badKind := testenv.AgedFile(t, dir, "kind.yaml", "artifacts:\n  - path: a\n    kind: pdf\n", 0)
+	empty := testenv.AgedFile(t, dir, "empty.yaml", "", 0)
 	pid := fmt.Sprint(os.Getpid())
 
 	for _, tc := range []struct {

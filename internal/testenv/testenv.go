@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // SelfLinks puts two symlinks to dir itself in dir ("a" and "b"): every
@@ -38,4 +39,23 @@ func BigDir(t testing.TB, dir string, n int) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// AgedFile writes dir/name (its directories made) with body and sets its
+// modification time age ago: a heartbeat file last touched then. It
+// returns the file's path.
+func AgedFile(t testing.TB, dir, name, body string, age time.Duration) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mt := time.Now().Add(-age)
+	if err := os.Chtimes(p, mt, mt); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,25 +28,6 @@ func adhocSleep(t *testing.T) (int, float64) {
 		t.Fatal(err)
 	}
 	return id.PID, unixtime.Seconds(id.StartTime)
-}
-
-// adhocFile writes dir/name with body and sets its modification time age
-// ago: a heartbeat file last touched then. It is the one helper these
-// tests age files with (cmd/watchdog's unit tests have their own).
-func adhocFile(t *testing.T, dir, name, body string, age time.Duration) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mt := time.Now().Add(-age)
-	if err := os.Chtimes(p, mt, mt); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // unixAt is the time of Unix seconds s, the way fixtures name times.

@@ -22,7 +22,7 @@ import (
 func TestJudgeObs1ProbeEntityIsReadOnly(t *testing.T) {
 	d := truthStart(t, "")
 	cfg := filepath.Join(filepath.Dir(d.db), "config.yaml")
-	hb := adhocFile(t, t.TempDir(), "s9.hb", "", time.Minute)
+	hb := testenv.AgedFile(t, t.TempDir(), "s9.hb", "", time.Minute)
 	p := testenv.Sleep(t)
 	d.register(t, fmt.Sprintf(`{"type":"session","id":"s9","lifecycle":"running","pid":%d,"heartbeat_file":%q}`, p.Process.Pid, hb))
 	const fp = "session:s9:run.health.stalled"
@@ -75,7 +75,7 @@ jobs:
   sweep: "@every 1s"
 `
 	d := truthStart(t, sections)
-	hb := adhocFile(t, t.TempDir(), "s3.hb", "", 10*time.Minute)
+	hb := testenv.AgedFile(t, t.TempDir(), "s3.hb", "", 10*time.Minute)
 	p := testenv.Sleep(t)
 	doc := fmt.Sprintf(`{"type":"session","id":"s3","lifecycle":"running","pid":%d,"heartbeat_file":%q}`, p.Process.Pid, hb)
 	d.register(t, doc)

@@ -195,7 +195,7 @@ func TestJudgeViewHeartbeatShownIsJudged(t *testing.T) {
 // through the daemon, on the item line of `attention` and on the page.
 func jvQueueHeartbeat(t *testing.T) {
 	d := truthStart(t, "")
-	hb := adhocFile(t, t.TempDir(), "q-file.hb", "", time.Minute)
+	hb := testenv.AgedFile(t, t.TempDir(), "q-file.hb", "", time.Minute)
 	p1, p2 := testenv.Sleep(t), testenv.Sleep(t)
 	d.register(t, fmt.Sprintf(`{"type":"session","id":"q-file","lifecycle":"running","pid":%d,"heartbeat_file":%q}`, p1.Process.Pid, hb))
 	d.register(t, fmt.Sprintf(`{"type":"session","id":"q-posted","lifecycle":"running","pid":%d}`, p2.Process.Pid))

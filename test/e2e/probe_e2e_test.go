@@ -15,7 +15,7 @@ func TestProbeBinaryExitCodes(t *testing.T) {
 	pid, _ := adhocSleep(t)
 	dead := testenv.DeadPID(t)
 	dir := t.TempDir()
-	idle := adhocFile(t, dir, "idle.hb", "", 20*time.Minute)
+	idle := testenv.AgedFile(t, dir, "idle.hb", "", 20*time.Minute)
 
 	for _, tc := range []struct {
 		name  string

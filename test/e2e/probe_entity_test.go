@@ -57,7 +57,7 @@ func TestProbeEntityBinaryExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "w.db")
 	alive, _ := adhocSleep(t)
-	idleHB := adhocFile(t, dir, "idle.hb", "", 20*time.Minute)
+	idleHB := testenv.AgedFile(t, dir, "idle.hb", "", 20*time.Minute)
 
 	registerE2E(t, db, fmt.Sprintf(`{"type":"session","id":"alive","lifecycle":"running","pid":%d}`, alive))
 	registerE2E(t, db, fmt.Sprintf(`{"type":"session","id":"idle","lifecycle":"running","pid":%d,"heartbeat_file":%q}`, alive, idleHB))
@@ -165,7 +165,7 @@ func TestProbeEntityConfig(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "w.db")
 	alive, _ := adhocSleep(t)
-	hb := adhocFile(t, dir, "s.hb", "", 5*time.Second)
+	hb := testenv.AgedFile(t, dir, "s.hb", "", 5*time.Second)
 	registerE2E(t, db, fmt.Sprintf(`{"type":"session","id":"s","lifecycle":"running","pid":%d,"heartbeat_file":%q}`, alive, hb))
 	cfg := writeFile(t, dir, "cfg.yaml", fmt.Sprintf("store:\n  dsn: %s\nthresholds:\n  idle_after: 1s\n  stalled_after: 2s\n", db))
 	// Its state's clock started at registration: registered a minute ago.
