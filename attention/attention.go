@@ -667,6 +667,9 @@ func (it Item) At(now time.Time) Item {
 		it.Reason.stored = it.Reason.Summary
 	}
 	it.Reason.Summary = state.Render(state.StateReason{Message: it.Reason.stored, Since: it.Reason.Since}, now)
+	if it.Actions == nil {
+		it.Actions = actions(it.Entity.Type, it.Entity.ID, it.Fingerprint) // Bare dropped them
+	}
 	acts := make([]Action, len(it.Actions))
 	for i, a := range it.Actions {
 		if a.ID == "snooze" {
@@ -680,6 +683,15 @@ func (it Item) At(now time.Time) Item {
 		acts[i] = a
 	}
 	it.Actions = acts
+	return it
+}
+
+// Bare is the item without its actions, which are the same three for
+// every item and a function of its entity and fingerprint: what a holder
+// of many items (the live view) keeps, about 1 KB less each. At builds
+// them again, so the read is the same.
+func (it Item) Bare() Item {
+	it.Actions = nil
 	return it
 }
 

@@ -33,7 +33,8 @@
 // ActiveReasons, QueueItems) carry each entity's host, so a daemon counts
 // only what it owns; Counts and Attention are the whole view's.
 //
-// Blind spot: the view holds every entity in memory (about 1 KiB each); a
+// Blind spot: the view holds every entity in memory, about 1.6 KB each
+// with its repeated words interned (BenchmarkViewMemory, ADR-0042); a
 // store of millions of entities wants a view of the open ones only.
 package live
 
@@ -120,9 +121,14 @@ type Entry struct {
 	reasons []int
 }
 
+// newEntry derives e's entry. Its items are kept bare (Item.Bare): the
+// queue's read builds their actions again (Item.At).
 func newEntry(e store.Entity, at time.Time) *Entry {
 	n := &Entry{Entity: e, Derived: Derive(e, at), arrived: attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt).Round(0)}
 	n.lingers = attention.Lingers(n.State.Outcome, e.Health)
+	for i := range n.Items {
+		n.Items[i] = n.Items[i].Bare()
+	}
 	return n
 }
 
@@ -187,6 +193,7 @@ type View struct {
 	// syncMu makes one Sync at a time read the feed, so batches apply in
 	// order and each change reaches the hooks once.
 	syncMu  sync.Mutex
+	words   interner // the entities' repeated words; syncMu holds it
 	cursor  store.Cursor
 	version int64
 	synced  bool // a Sync has completed
@@ -211,7 +218,7 @@ func New(src Source, now func() time.Time, window time.Duration) *View {
 	if now == nil {
 		now = time.Now
 	}
-	v := &View{src: src, now: now, entries: map[key]*Entry{}, idx: newIndex(), groups: map[Group]int{}}
+	v := &View{src: src, now: now, entries: map[key]*Entry{}, words: newInterner(), idx: newIndex(), groups: map[Group]int{}}
 	v.SetFailureWindow(window)
 	return v
 }
@@ -311,7 +318,8 @@ func (v *View) apply(b store.Batch) {
 	fresh := make([]*Entry, len(b.Entities))
 	for i := range b.Entities {
 		// Deriving outside the lock keeps readers answering during a
-		// large Load.
+		// large Load. Interning needs no lock: one Sync at a time.
+		v.words.entity(&b.Entities[i])
 		fresh[i] = newEntry(b.Entities[i], at)
 	}
 	var ed edit

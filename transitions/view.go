@@ -1,6 +1,7 @@
 package transitions
 
 import (
+	"slices"
 	"time"
 
 	"watchdog/state"
@@ -19,14 +20,17 @@ func Normalize(e store.Entity, evaluatedAt time.Time) state.NormalizedState {
 	if g, err := Lookup(e.Type); err == nil {
 		outcome = g.Outcome(*e.Lifecycle)
 	}
-	reasons := make([]state.StateReason, 0, len(e.Reasons)+1)
-	findings := e.Reasons
-	if e.TransitionReason != nil {
-		reasons = append(reasons, *e.TransitionReason)
-		// One cause, one reason: the end's reason stands for the
-		// findings it was based on (state.Subsumes).
-		findings = state.Unsubsumed(e.TransitionReason.Code, findings)
+	if e.TransitionReason == nil {
+		// The findings alone: shared with the entity, not copied (the
+		// live view keeps both for every entity), clipped so that an
+		// append by a reader copies.
+		return state.Normalize(*e.Lifecycle, outcome, e.Health, e.Delivery, slices.Clip(e.Reasons), evaluatedAt)
 	}
+	// One cause, one reason: the end's reason stands for the findings it
+	// was based on (state.Subsumes).
+	findings := state.Unsubsumed(e.TransitionReason.Code, e.Reasons)
+	reasons := make([]state.StateReason, 0, len(findings)+1)
+	reasons = append(reasons, *e.TransitionReason)
 	reasons = append(reasons, findings...)
 	return state.Normalize(*e.Lifecycle, outcome, e.Health, e.Delivery, reasons, evaluatedAt)
 }

@@ -1,0 +1,88 @@
+package live
+
+import (
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// maxInterned bounds each interner: the words interned are few (types,
+// states, reason codes, hosts and their boots), so a store whose words
+// outgrow it (a hand-edited column, a host id per entity) keeps its
+// further words as decoded instead of growing the table without end.
+const maxInterned = 4096
+
+// interner keeps one copy of each repeated word of the entities the view
+// holds: the store decodes every row's strings afresh, so 100,000
+// sessions of one host would otherwise hold 100,000 copies of its id.
+// Only the view's apply uses it, under syncMu: it needs no lock of its
+// own.
+type interner struct {
+	words      map[string]string
+	lifecycles map[string]*string
+}
+
+func newInterner() interner {
+	return interner{words: map[string]string{}, lifecycles: map[string]*string{}}
+}
+
+// word is s's one copy.
+func (in *interner) word(s string) string {
+	if s == "" {
+		return ""
+	}
+	if w, ok := in.words[s]; ok {
+		return w
+	}
+	if len(in.words) >= maxInterned {
+		return s
+	}
+	in.words[s] = s
+	return s
+}
+
+// lifecycle is l's one copy, pointer and all: entries are never changed
+// in place, so entities may share it.
+func (in *interner) lifecycle(l *string) *string {
+	if l == nil {
+		return nil
+	}
+	if p, ok := in.lifecycles[*l]; ok {
+		return p
+	}
+	if len(in.lifecycles) >= maxInterned {
+		return l
+	}
+	p := new(string)
+	*p = in.word(*l)
+	in.lifecycles[*l] = p
+	return p
+}
+
+// entity interns e's repeated words in place (e is the view's own copy,
+// fresh from the feed).
+func (in *interner) entity(e *store.Entity) {
+	e.Type = in.word(e.Type)
+	e.Lifecycle = in.lifecycle(e.Lifecycle)
+	e.Health = state.Health(in.word(string(e.Health)))
+	e.Delivery = state.Delivery(in.word(string(e.Delivery)))
+	e.HostID = in.word(e.HostID)
+	e.BootID = in.word(e.BootID)
+	e.ParentType = in.word(e.ParentType)
+	if e.TransitionReason != nil {
+		in.reason(e.TransitionReason)
+	}
+	for i := range e.Reasons {
+		in.reason(&e.Reasons[i])
+	}
+}
+
+// reason interns a reason's code, claim status, entity type and evidence
+// kinds; its message and evidence details are its own.
+func (in *interner) reason(r *state.StateReason) {
+	r.Code = state.ReasonCode(in.word(string(r.Code)))
+	r.ClaimStatus = in.word(r.ClaimStatus)
+	r.EntityType = in.word(r.EntityType)
+	for i := range r.Evidence {
+		r.Evidence[i].Kind = in.word(r.Evidence[i].Kind)
+	}
+}

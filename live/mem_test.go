@@ -1,0 +1,143 @@
+package live
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"testing"
+	"time"
+
+	"watchdog/attention"
+	"watchdog/internal/testenv"
+	"watchdog/store/sqlite"
+)
+
+// memHosts are the hosts of a fleet's store: machine ids, as the daemon
+// records them.
+var memHosts = []string{"3f9a1c0d2b7e4f6a8c1d2e3f4a5b6c7d", "a1b2c3d4e5f60718293a4b5c6d7e8f90", "0c0ffee0deadbeef0badf00d12345678"}
+
+// memInsert fills st with n open sessions as a host full of agents holds
+// them, straight through SQL in one transaction (the write path would
+// take minutes at 100,000 and store the same rows): a pid and its start,
+// a host and a boot id, a heartbeat file, a stalled one in ten with a
+// finding and its evidence, one in five with an artifact contract and
+// metadata, one in twenty with two findings.
+func memInsert(tb testing.TB, st *sqlite.Store, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	tx, err := testenv.SQL(tb, st.Path()).BeginTx(ctx, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer tx.Rollback()
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO entities (type, id, label, lifecycle, terminal, health, delivery,
+		reasons, health_since, host_id, boot_id, pid, pid_start_time, pid_start_ticks, heartbeat_file, heartbeat_at,
+		artifacts_root, artifacts, metadata, started_at, lifecycle_at, created_at, updated_at)
+		VALUES (?, ?, ?, 'running', 0, ?, 'expected', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ins.Close()
+	now := float64(testNow.Unix())
+	stalled := `[{"code":"run.health.stalled","message":"no heartbeat since {since}","claim_status":"observed","confidence":1,"evidence":[{"kind":"tool_result","path":"/run/agents/%d/heartbeat","detail":"heartbeat file not modified"}],"since":%d,"first_seen":%d}]`
+	two := `[{"code":"run.health.stalled","message":"no heartbeat since {since}","claim_status":"observed","confidence":1,"evidence":[{"kind":"tool_result","path":"/run/agents/%d/heartbeat","detail":"heartbeat file not modified"}],"since":%d,"first_seen":%d},` +
+		`{"code":"artifact.missing","message":"required artifact out/report.md is missing","claim_status":"observed","confidence":1,"evidence":[{"kind":"artifact","path":"out/report.md"}],"first_seen":%d}]`
+	arts := `[{"path":"out/report.md","required":true,"min_bytes":1,"kind":"report"},{"path":"out/patch.diff","required":false}]`
+	for i := 0; i < n; i++ {
+		health, reasons, since := "running", "[]", any(nil)
+		switch {
+		case i%20 == 0:
+			health, reasons, since = "stalled", fmt.Sprintf(two, i, int(now)-4000, int(now)-3000, int(now)-3000), now-3000
+		case i%10 == 1:
+			health, reasons, since = "stalled", fmt.Sprintf(stalled, i, int(now)-4000, int(now)-3000), now-3000
+		}
+		root, artifacts, metadata := "", "[]", "{}"
+		if i%5 == 2 {
+			root, artifacts = fmt.Sprintf("/srv/work/%d", i), arts
+			metadata = fmt.Sprintf(`{"repo":"example/app","pr":%d,"model":"large"}`, i%5000)
+		}
+		host := memHosts[i%len(memHosts)]
+		if _, err := ins.ExecContext(ctx, "session", fmt.Sprintf("sess-%08d", i), fmt.Sprintf("reviewer for PR %d", i%5000),
+			health, reasons, since, host, "6a1f4e2c-9b3d-4c5e-8f70-1a2b3c4d5e6f", 10000+i, now-7000, 123456+i,
+			fmt.Sprintf("/run/agents/%d/heartbeat", i), now-float64(i%600), root, artifacts, metadata,
+			now-7000, now-7000, now-7000, now-float64(i%3600)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// viewHeap, when set, is where BenchmarkViewMemory writes a heap profile
+// taken with the view loaded (PATH.N for N entities): -memprofile's is
+// taken after the benchmark, when the view is gone.
+var viewHeap = flag.String("viewheap", "", "write a heap profile with the view loaded to `PATH`.N")
+
+func writeHeapProfile(tb testing.TB, path string) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// heapInuse is the heap in use after two collections: what the live
+// objects hold.
+func heapInuse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// BenchmarkViewMemory loads 10,000 and 100,000 open sessions (memInsert)
+// into a view over a real SQLite store and reports the heap the view
+// holds per entity (HeapInuse after GC, with the view loaded, less
+// before it was made), then times a read of the queue's first page.
+// Run it with -benchtime=1x: the figure is the load's, not a loop's;
+// -memprofile shows what holds it.
+func BenchmarkViewMemory(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("entities=%d", n), func(b *testing.B) {
+			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "watchdog.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			memInsert(b, st, n)
+			before := heapInuse()
+			v := New(st, func() time.Time { return testNow }, 0)
+			if err := v.Load(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			after := heapInuse()
+			if *viewHeap != "" {
+				writeHeapProfile(b, fmt.Sprintf("%s.%d", *viewHeap, n))
+			}
+			if v.Len() != n {
+				b.Fatalf("view holds %d entities, inserted %d", v.Len(), n)
+			}
+			perEntity := float64(int64(after)-int64(before)) / float64(n)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if q := v.Attention(attention.Query{}, testNow); q.Total == 0 {
+					b.Fatal("empty queue")
+				}
+			}
+			b.StopTimer()
+			// After the loop: ResetTimer clears reported metrics.
+			b.ReportMetric(perEntity, "heap-B/entity")
+			runtime.KeepAlive(v)
+		})
+	}
+}
