@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -249,39 +250,66 @@ func parse(msg []byte, ev *event) bool {
 	return false
 }
 
+// Batching: one recvmmsg takes up to batchLen datagrams (an event is one
+// datagram of 76 bytes), and every wake-up that read something is
+// followed by a pause of coalesce, so that under a storm events wait in
+// the socket and come in batches (about 60 a wake-up at 6,000 forks/s,
+// against one or two without the pause). A lone event (a quiet host, a
+// watched root's exit) is read the moment it arrives; one that follows
+// within coalesce waits at most that long.
+const (
+	batchLen = 64
+	slotLen  = 256
+	coalesce = 5 * time.Millisecond
+)
+
 // read calls handle for every event until the socket fails or is closed.
 // lost is called when the kernel dropped events (ENOBUFS: our receive
-// buffer was full). Events are drained in one go per wake-up, so a storm
-// costs one poller round trip per batch, not per event.
+// buffer was full).
 func (c *conn) read(handle func(ev *event), lost func()) error {
 	rc, err := c.f.SyscallConn()
 	if err != nil {
 		return fmt.Errorf("process connector: %w", err)
 	}
-	buf := make([]byte, 64<<10)
+	bufs := make([]byte, batchLen*slotLen)
+	iovs := make([]unix.Iovec, batchLen)
+	msgs := make([]unix.Mmsghdr, batchLen)
+	for i := range msgs {
+		iovs[i].Base = &bufs[i*slotLen]
+		iovs[i].SetLen(slotLen)
+		msgs[i].Hdr.Iov = &iovs[i]
+		msgs[i].Hdr.SetIovlen(1)
+	}
 	var ev event
 	var rerr error
 	for {
+		got := 0
 		err := rc.Read(func(fd uintptr) bool {
 			for {
-				n, _, err := unix.Recvfrom(int(fd), buf, 0)
+				n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&msgs[0])), batchLen, unix.MSG_DONTWAIT, 0, 0)
 				switch {
-				case err == nil:
-				case errors.Is(err, unix.EAGAIN):
-					return false // drained: back to the poller
-				case errors.Is(err, unix.EINTR):
+				case errno == 0:
+				case errno == unix.EAGAIN:
+					// Drained. Nothing yet: wait in the poller. Something:
+					// out, for the pause a storm calls for.
+					return got > 0
+				case errno == unix.EINTR:
 					continue
-				case errors.Is(err, unix.ENOBUFS):
+				case errno == unix.ENOBUFS:
 					lost()
 					continue
 				default:
-					rerr = fmt.Errorf("read the process connector: %w", err)
+					rerr = fmt.Errorf("read the process connector: %w", errno)
 					return true
 				}
-				for msg := range messages(buf[:n]) {
-					if parse(msg, &ev) {
-						handle(&ev)
+				for i := range int(n) {
+					b := bufs[i*slotLen : i*slotLen+min(int(msgs[i].Len), slotLen)]
+					for msg := range messages(b) {
+						if parse(msg, &ev) {
+							handle(&ev)
+						}
 					}
+					got++
 				}
 			}
 		})
@@ -290,6 +318,9 @@ func (c *conn) read(handle func(ev *event), lost func()) error {
 		}
 		if rerr != nil {
 			return rerr
+		}
+		if got > 0 {
+			time.Sleep(coalesce)
 		}
 	}
 }
