@@ -290,7 +290,15 @@ func (m *Monitor) local(e store.Entity) bool {
 // computes its deadline again.
 func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 	if !judge.Open(e) || !m.local(*e) {
-		if tr := m.ents[key]; tr != nil && m.local(*e) && e.Lifecycle != nil {
+		tr := m.ents[key]
+		if tr == nil && m.local(*e) && e.Lifecycle != nil && (e.Health == state.HealthUnknown || e.Health == "") && e.EndedAt.After(m.opt.Now().Add(-m.s.Window())) {
+			// Registered and ended between two of the monitor's looks
+			// (a short job on a busy host: the feed brings only its
+			// newest state), so never judged: judged once now, as below,
+			// rather than read "unknown" until the next sweep.
+			tr = &tracked{key: key, index: -1}
+		}
+		if tr != nil && m.local(*e) && e.Lifecycle != nil {
 			// It has just ended (its owner's transition, exec's, the
 			// reaper's): its health is judged now as an ended entity's
 			// (its process expected gone: ok; still alive: orphaned),

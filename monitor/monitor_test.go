@@ -532,3 +532,40 @@ func TestRunAnswersResync(t *testing.T) {
 		return m.Resyncs() == 1, fmt.Sprintf("resyncs %d, calls %s", m.Resyncs(), join(whats(rec.seen())))
 	})
 }
+
+// TestEndedBeforeSeenIsJudgedOnce: a short job registered and ended
+// between two of the monitor's looks reaches it only as ended, never
+// judged (health unknown): it is checked once, as an end the monitor saw
+// open is; an ended entity already judged, or ended before the failure
+// window, is not.
+func TestEndedBeforeSeenIsJudgedOnce(t *testing.T) {
+	ended := func(id string, health state.Health, endedAgo time.Duration, h *harness) store.Entity {
+		e := session(id, 42)
+		done := "completed"
+		e.Lifecycle, e.Terminal, e.Health = &done, true, health
+		e.EndedAt = h.clock.Now().Add(-endedAgo)
+		return e
+	}
+	for _, tc := range []struct {
+		name   string
+		health state.Health
+		ago    time.Duration
+		want   []string
+	}{
+		{"never judged, just ended", state.HealthUnknown, time.Second, []string{"check session/s"}},
+		{"never judged, empty health", "", time.Second, []string{"check session/s"}},
+		{"already judged", state.HealthOK, time.Second, nil},
+		{"ended before the window", state.HealthUnknown, 2 * judge.DefaultSettings.Window(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Settings{})
+			h.m.Update(ended("s", tc.health, tc.ago, h))
+			if got := whats(h.step()); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("calls %v, want %v", got, tc.want)
+			}
+			if got := whats(h.advance(time.Hour)); len(got) != 0 {
+				t.Errorf("an ended entity was judged again: %v", got)
+			}
+		})
+	}
+}

@@ -206,7 +206,8 @@ func TestTruthEndedByItsOwnerReadsItsEnd(t *testing.T) {
 	for _, id := range ids {
 		testenv.Eventually(t, "session "+id+" reads its end", ceiling, func() (bool, string) {
 			e := d.must(t, "session", id)
-			return e.State.Lifecycle == "completed" && e.State.Severity == state.SeverityNeutral && e.State.Health == state.HealthOK, e.Display
+			return e.State.Lifecycle == "completed" && e.State.Severity == state.SeverityNeutral && e.State.Health == state.HealthOK,
+				fmt.Sprintf("%s (health %s, severity %s)", e.Display, e.State.Health, e.State.Severity)
 		})
 	}
 	d.assertCountsAgree(t)
