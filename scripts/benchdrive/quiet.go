@@ -71,11 +71,10 @@ func readCounters(pid int) (counters, error) {
 	return c, nil
 }
 
-// quietOver measures c's quiet figures: the counters over window (taken
-// beside measureIdle's CPU), then, when strace is installed, the fsyncs
-// over straceFor with strace attached (a window of its own: ptrace stops
-// the threads at every system call, which would count in the CPU and
-// the switches).
+// quietCounters is the quiet figures of the counters c and d read wall
+// apart (beside measureIdle's CPU); the fsyncs are counted after, in a
+// window of their own (countFsyncs): ptrace stops the threads at every
+// system call, which would count in the CPU and the switches.
 func quietCounters(c counters, d counters, wall time.Duration) quiet {
 	return quiet{
 		writeBytes: d.writeBytes - c.writeBytes,
@@ -104,11 +103,8 @@ func countFsyncs(ctx context.Context, pid int, window time.Duration) int64 {
 		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 		return n
 	}
-	if strings.Contains(string(out), "% time") {
-		return 0 // a summary with no call in it
-	}
-	if strings.Contains(string(out), "detached") || len(strings.TrimSpace(string(out))) == 0 {
-		return 0
+	if strings.Contains(string(out), "% time") || strings.Contains(string(out), "detached") {
+		return 0 // detached with a summary of no call, or none at all
 	}
 	return -1
 }
