@@ -43,6 +43,12 @@ type Config struct {
 	// sharing a store: its host's, and host-less ones on the leader);
 	// nil pushes every item.
 	Owns func(store.Entity) bool
+	// CheckEvery, when positive, is how often the queue is compared with
+	// what was last offered besides the kicks. A daemon whose store tells
+	// its commits kicks on each (a snooze or a dismissal changes the
+	// queue without an entity change) and leaves it zero: an idle pusher
+	// then wakes only to resend.
+	CheckEvery time.Duration
 }
 
 // Defaults of Config.
@@ -53,10 +59,6 @@ const (
 
 // Bounds and paces; variables so that tests can shorten them.
 var (
-	// checkEvery is how often the queue is compared with what was last
-	// offered: a snooze or a dismissal changes the queue without an
-	// entity change, so the view's change hook alone would miss it.
-	checkEvery = time.Second
 	// maxAlerts is the most firing alerts one state carries.
 	maxAlerts = 10000
 	// maxResolving is the most resolutions one Alertmanager keeps
@@ -111,8 +113,9 @@ func (p *Pusher) Kick() {
 	}
 }
 
-// Run pushes until ctx ends: at once, on every Kick and change of the
-// queue (looked at every checkEvery), and every ResendEvery in any case.
+// Run pushes until ctx ends: at once, on every Kick that finds the queue
+// changed (and each Config.CheckEvery, if set), and every ResendEvery in
+// any case.
 // It returns once every sender stopped. Alerts are not resolved at
 // shutdown: a restarted daemon sends the same ones, and a daemon that
 // stays down lets them end by their endsAt.
@@ -122,8 +125,12 @@ func (p *Pusher) Run(ctx context.Context) {
 		wg.Go(func() { t.run(ctx) })
 	}
 	defer wg.Wait()
-	check := time.NewTicker(checkEvery)
-	defer check.Stop()
+	var check <-chan time.Time
+	if p.cfg.CheckEvery > 0 {
+		t := time.NewTicker(p.cfg.CheckEvery)
+		defer t.Stop()
+		check = t.C
+	}
 	resend := time.NewTicker(p.cfg.ResendEvery)
 	defer resend.Stop()
 	p.offer(true)
@@ -133,7 +140,7 @@ func (p *Pusher) Run(ctx context.Context) {
 			return
 		case <-p.kick:
 			p.offer(false)
-		case <-check.C:
+		case <-check:
 			p.offer(false)
 		case <-resend.C:
 			p.offer(true)

@@ -126,7 +126,24 @@ func Run(ctx context.Context, o Options) error {
 	// it leads or what it owns: the gauges (each daemon counts what it
 	// owns, so sum() across a fleet is the fleet), the reaper and the
 	// monitor's steps (lv.run), the pusher.
-	fl := &fleet{self: host.HostID(), elector: newElector(st, host.HostID(), log.Named("leader"))}
+	fl := &fleet{self: host.HostID(), elector: newElector(st, host.HostID(), log.Named("leader")), poke: make(chan struct{}, 1)}
+	// The store's commit events feed the view, the pusher (a snooze or a
+	// dismissal changes the queue without an entity change) and, on
+	// SQLite, the fleet: a daemon alone with its file looks at the lock
+	// table on them.
+	changes, pushPoke := changesOf(st), make(chan struct{}, 1)
+	if changes != nil {
+		if dsn := cfg.Store.DSN; cfg.Store.Driver != store.DriverPostgres {
+			if _, err := sqlite.ReadDaemonLocks(dsn); err == nil {
+				fl.locks = func() (sqlite.DaemonLocks, error) { return sqlite.ReadDaemonLocks(dsn) }
+			}
+		}
+		var stopTee func()
+		changes, stopTee = tee(changes, fl.poke, pushPoke)
+		defer stopTee()
+	} else {
+		pushPoke = nil
+	}
 	m, err := metrics.New(reg, view, o.Version, time.Now, metrics.Options{Owns: fl.Owns, Leader: fl.Leader})
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -153,9 +170,9 @@ func Run(ctx context.Context, o Options) error {
 		fds = budgetFor(limit, cfg.HTTP.MaxConnections+connReserve)
 	}
 	lv := newLiveness(view, rp, host, st, m, rp.Settings, fds, log.Named("monitor"))
-	defer runView(ctx, view, changesOf(st), m, log)()
+	defer runView(ctx, view, changes, m, log)()
 	defer lv.run(log)()
-	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, fleet: fl, pushMetrics: pushMetrics}
+	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, fleet: fl, pushMetrics: pushMetrics, pushPoke: pushPoke}
 	view.OnChange(d.kickPush)
 	defer d.stopPush()
 
@@ -298,6 +315,9 @@ type daemon struct {
 	fleet *fleet
 	// pushMetrics outlive the pushers a reload replaces.
 	pushMetrics *alertpush.Metrics
+	// pushPoke is told on each commit the store tells (nil: it tells
+	// none, and the pusher looks at the queue each second).
+	pushPoke chan struct{}
 
 	mu sync.Mutex
 	// push is the running Alertmanager pusher (nil: none).

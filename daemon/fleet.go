@@ -11,8 +11,10 @@ import (
 	"go.uber.org/zap"
 
 	"watchdog/leader"
+	"watchdog/reaper"
 	"watchdog/store"
 	"watchdog/store/postgres"
+	"watchdog/store/sqlite"
 )
 
 // fleet is this daemon's place among the daemons sharing its store: the
@@ -26,6 +28,70 @@ type fleet struct {
 	// host_disconnected_after at the last presence tick; nil before the
 	// first.
 	alive atomic.Pointer[map[string]bool]
+	// seen is when each host's daemon was last seen (a held lock counts
+	// as now) at the last presence look; nil before the first.
+	seen atomic.Pointer[map[string]time.Time]
+	// locks reads which daemons hold a lock of the SQLite file (nil:
+	// none can be read, or the store tells no commits: always a fleet).
+	locks func() (sqlite.DaemonLocks, error)
+	// poke is told on every commit the store tells (while alone, a
+	// newcomer's presence is one).
+	poke chan struct{}
+	// lastLocks is the lock table's last reading (nil: none).
+	lastLocks atomic.Pointer[sqlite.DaemonLocks]
+}
+
+// alone says whether this daemon is alone with its store now: it can read
+// the daemons' locks, and no other host id's daemon holds one. It keeps
+// the reading for presence.
+func (f *fleet) alone() bool {
+	if f.locks == nil {
+		return false
+	}
+	l, err := f.locks()
+	if err != nil {
+		f.lastLocks.Store(nil)
+		return false
+	}
+	f.lastLocks.Store(&l)
+	return !l.Others(f.self)
+}
+
+// held is the last reading of the lock table (nil: none).
+func (f *fleet) held() *sqlite.DaemonLocks { return f.lastLocks.Load() }
+
+// nextHostDeadline is the next moment a silent host's judgement changes
+// (host_disconnected_after or host_lost_after past its last presence),
+// zero when none is ahead: what a lone daemon, which has no presence
+// tick, waits for.
+func (f *fleet) nextHostDeadline(s reaper.Settings, now time.Time) time.Time {
+	m := f.seen.Load()
+	if m == nil {
+		return time.Time{}
+	}
+	disc, lost := s.HostDisconnectedAfter, s.HostLostAfter
+	if disc <= 0 {
+		disc = reaper.DefaultSettings.HostDisconnectedAfter
+	}
+	if lost <= disc {
+		lost = max(reaper.DefaultSettings.HostLostAfter, disc+time.Second)
+	}
+	var next time.Time
+	for h, at := range *m {
+		if h == f.self || h == "" {
+			continue
+		}
+		for _, d := range []time.Time{at.Add(disc), at.Add(lost)} {
+			if d.After(now) && (next.IsZero() || d.Before(next)) {
+				next = d
+			}
+		}
+	}
+	if !next.IsZero() {
+		// A moment after: JudgeHosts compares with its own clock.
+		next = next.Add(10 * time.Millisecond)
+	}
+	return next
 }
 
 // Leader says whether this daemon does the host-less work now
@@ -43,8 +109,8 @@ func (f *fleet) solo() bool {
 	if m == nil {
 		return false
 	}
-	for h := range *m {
-		if h != f.self {
+	for h, alive := range *m {
+		if alive && h != f.self {
 			return false
 		}
 	}
@@ -72,49 +138,155 @@ func (f *fleet) Owns(host string) bool {
 // fell silent: a few seconds, far below host_disconnected_after.
 var presenceEvery = 2 * time.Second
 
-// runFleet takes part in the fleet sharing the store: it tries for the
-// leadership once, records this daemon's presence once (so the first
-// sweep already knows both), then keeps both up on their tickers until
-// the returned stop, which gives the leadership up.
+// peerCheckGap is the least time between two reads of the lock table
+// while alone: a burst of commits is one look.
+var peerCheckGap = 250 * time.Millisecond
+
+// runFleet takes part in the fleet sharing the store until the returned
+// stop, which records this daemon's presence a last time and gives the
+// leadership up.
+//
+// A daemon alone with its SQLite file (no other host id's daemon holds a
+// lock of it: fleet.locks) writes nothing for the fleet: it records its
+// presence once at start and once at its stop (what `watchdog status`
+// reads as "last judged" once it is gone; while its lock is held it is
+// judging now), takes no lease (nobody could contend), and leads. It
+// looks at the lock table again on each commit the store tells (poke): a
+// second daemon records its presence at its start, so it is seen within
+// milliseconds, and from then on both keep presence and the lease on
+// their tickers as before, until the other's lock is gone (ADR-0041).
+// Elsewhere (PostgreSQL, no file events) it is always the fleet.
 func (d *daemon) runFleet(ctx context.Context) (stop func()) {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	d.fleet.elector.Try(fctx)
-	d.presence(fctx)
-	stopElector := d.fleet.elector.Start(fctx)
+	alone := d.fleet.alone()
+	if d.fleet.locks == nil {
+		// The first sweep already knows whether it leads.
+		d.fleet.elector.Try(fctx)
+	}
+	d.presence(fctx, true)
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(presenceEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-fctx.Done():
-				return
-			case <-t.C:
-				d.presence(fctx)
-			}
-		}
-	})
+	wg.Go(func() { d.fleetLoop(fctx, alone) })
 	return func() {
 		cancel()
 		wg.Wait()
-		stopElector()
+		// The stop's record: "last judged" for whoever reads the store
+		// after this daemon is gone.
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		d.presence(sctx, true)
 	}
 }
 
-// presence marks this daemon alive in the store and, on the leader,
-// judges the silent hosts (reaper.JudgeHosts). It is not a job: it runs
-// whatever the job schedules say, so a host's silence means its daemon is
-// gone, not that its jobs are slow.
-func (d *daemon) presence(ctx context.Context) {
+// fleetLoop keeps this daemon's part in the fleet until ctx ends: alone,
+// it waits for a commit (a newcomer's presence) or a silent host's next
+// deadline; in a fleet, it runs the elector and marks its presence every
+// presenceEvery.
+func (d *daemon) fleetLoop(ctx context.Context, alone bool) {
+	running, stopElector := false, func() {}
+	startElector := func() {
+		if !running {
+			stopElector, running = d.fleet.elector.Start(ctx), true
+		}
+	}
+	defer func() {
+		if running {
+			stopElector()
+		}
+	}()
+	if !alone && d.fleet.locks == nil {
+		startElector()
+	}
+	var lastLook time.Time
+	for {
+		if alone {
+			if !d.waitAlone(ctx, &lastLook) {
+				return
+			}
+			d.log.Info("another daemon shares the store: recording presence and contending for the lease every few seconds")
+			// Leadership without a gap: this daemon led alone, and takes
+			// the lease (free, or its own) before the newcomer's first
+			// try, which waits one presenceEvery.
+			d.fleet.elector.Try(ctx)
+			d.presence(ctx, true)
+			startElector()
+		}
+		t := time.NewTicker(presenceEvery)
+		for !alone {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if d.fleet.locks != nil {
+				alone = d.fleet.alone()
+			}
+			if !alone {
+				// A newcomer's first try comes here, one presenceEvery
+				// after its presence told a lone daemon to take the lease.
+				startElector()
+			}
+			d.presence(ctx, true)
+		}
+		t.Stop()
+		d.log.Info("alone with the store again: no presence or lease writes until another daemon shares it")
+		if running {
+			stopElector()
+			running = false
+		}
+	}
+}
+
+// waitAlone waits, alone with the store, until another daemon shares it
+// (true) or ctx ends (false). It judges the silent hosts at their next
+// deadline, and looks at the lock table on each commit the store tells,
+// at most once per peerCheckGap.
+func (d *daemon) waitAlone(ctx context.Context, lastLook *time.Time) bool {
+	for {
+		var deadline <-chan time.Time
+		if next := d.fleet.nextHostDeadline(d.rp.Settings, time.Now()); !next.IsZero() {
+			t := time.NewTimer(time.Until(next))
+			deadline = t.C
+			defer t.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline:
+			d.presence(ctx, false)
+			continue
+		case <-d.fleet.poke:
+		}
+		if gap := peerCheckGap - time.Since(*lastLook); gap > 0 {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(gap):
+			}
+		}
+		*lastLook = time.Now()
+		if !d.fleet.alone() {
+			return true
+		}
+	}
+}
+
+// presence marks this daemon alive in the store (when mark) and, on the
+// leader, judges the silent hosts (reaper.JudgeHosts). It is not a job:
+// it runs whatever the job schedules say, so a host's silence means its
+// daemon is gone, not that its jobs are slow.
+func (d *daemon) presence(ctx context.Context, mark bool) {
 	if d.paused() {
 		d.skipped.Add(1)
 		return
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := d.st.MarkDaemon(pctx, d.rp.HostID, time.Now()); err != nil {
-		d.log.Warn("recording this daemon's presence", zap.Error(err))
-		return
+	if mark {
+		if err := d.st.MarkDaemon(pctx, d.rp.HostID, time.Now()); err != nil {
+			d.log.Warn("recording this daemon's presence", zap.Error(err))
+			return
+		}
 	}
 	// Every daemon keeps its picture of who is alive (ownership, whether
 	// it is alone); only the leader judges the silent hosts.
@@ -123,13 +295,22 @@ func (d *daemon) presence(ctx context.Context) {
 		d.log.Warn("reading the fleet's presence", zap.Error(err))
 		return
 	}
+	now := time.Now()
+	held := d.fleet.held()
 	alive := map[string]bool{}
 	for h, at := range seen {
-		if time.Since(at) < d.rp.Settings.HostDisconnectedAfter {
-			alive[h] = true
+		// On SQLite a held lock is a daemon alive now and a lock not
+		// held none, whatever the last record says: a lone daemon
+		// records none while it runs, one stopped recorded its stop.
+		switch {
+		case held == nil:
+			alive[h] = now.Sub(at) < d.rp.Settings.HostDisconnectedAfter
+		case held.Holds(h):
+			seen[h], alive[h] = now, true
 		}
 	}
 	d.fleet.alive.Store(&alive)
+	d.fleet.seen.Store(&seen)
 	if !d.fleet.Leader() {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"watchdog/leader"
+	"watchdog/reaper"
 )
 
 // scriptedLock answers Try from a script, one step per call: the server
@@ -71,5 +72,56 @@ func TestAdvisoryLockSettles(t *testing.T) {
 		if errors.Is(err, leader.ErrLost) != errors.Is(st.wantErr, leader.ErrLost) {
 			t.Errorf("%s: lost %v", st.name, err)
 		}
+	}
+}
+
+// TestLoneDaemonWaitsForHostDeadlines: a lone daemon has no presence
+// tick; it judges the silent hosts at their next deadline, and none is
+// ahead once every host is lost or none is silent.
+func TestLoneDaemonWaitsForHostDeadlines(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := reaper.Settings{HostDisconnectedAfter: time.Minute, HostLostAfter: time.Hour}
+	slack := 10 * time.Millisecond
+	cases := []struct {
+		name string
+		seen map[string]time.Time
+		want time.Time
+	}{
+		{name: "none seen yet", seen: nil},
+		{name: "only itself", seen: map[string]time.Time{"me": now.Add(-time.Hour)}},
+		{name: "a host just gone: its disconnection", seen: map[string]time.Time{"me": now, "b": now.Add(-time.Second)}, want: now.Add(time.Minute - time.Second + slack)},
+		{name: "a disconnected host: its loss", seen: map[string]time.Time{"b": now.Add(-2 * time.Minute)}, want: now.Add(time.Hour - 2*time.Minute + slack)},
+		{name: "the nearest of two", seen: map[string]time.Time{"b": now.Add(-2 * time.Minute), "c": now.Add(-30 * time.Second)}, want: now.Add(30*time.Second + slack)},
+		{name: "a lost host: nothing ahead", seen: map[string]time.Time{"b": now.Add(-2 * time.Hour)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fleet{self: "me"}
+			if c.seen != nil {
+				f.seen.Store(&c.seen)
+			}
+			if got := f.nextHostDeadline(s, now); !got.Equal(c.want) {
+				t.Errorf("next deadline %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestSoloCountsOnlyLiveHosts: hosts the presence reading holds as not
+// alive (a lock not held) do not keep a daemon from being alone.
+func TestSoloCountsOnlyLiveHosts(t *testing.T) {
+	f := &fleet{self: "me", elector: leader.New(leader.Always{}, leader.Options{})}
+	if f.solo() {
+		t.Error("solo before any presence reading")
+	}
+	m := map[string]bool{"me": true, "gone": false}
+	f.alive.Store(&m)
+	if !f.solo() {
+		t.Error("not solo beside a host that is not alive")
+	}
+	m2 := map[string]bool{"me": true, "b": true}
+	f.alive.Store(&m2)
+	if f.solo() {
+		t.Error("solo beside a live host")
 	}
 }

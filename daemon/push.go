@@ -31,13 +31,17 @@ func (d *daemon) startPush() {
 	if !am.Enabled() {
 		return
 	}
-	p := alertpush.New(alertpush.Config{
+	pcfg := alertpush.Config{
 		URLs: am.URLs, ResendEvery: time.Duration(am.ResendEvery), Timeout: time.Duration(am.Timeout),
 		RunbookURL: am.RunbookURL, Host: d.rp.HostID,
 		// In a fleet each daemon pushes what it owns, as its gauges count
 		// it: one alert per item across the fleet.
 		Owns: func(e store.Entity) bool { return d.fleet.Owns(e.HostID) },
-	}, d.view, d.pushMetrics, d.log.Named("alertmanager"))
+	}
+	if d.pushPoke == nil {
+		pcfg.CheckEvery = pushCheckEvery
+	}
+	p := alertpush.New(pcfg, d.view, d.pushMetrics, d.log.Named("alertmanager"))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -47,6 +51,23 @@ func (d *daemon) startPush() {
 				return
 			case <-time.After(time.Second):
 			}
+		}
+		if d.pushPoke != nil {
+			// A commit may have changed the queue without an entity
+			// change (a snooze, a dismissal): the view synced, the
+			// pusher looks.
+			wg.Go(func() {
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-d.pushPoke:
+					}
+					if d.view.Sync(ctx) == nil {
+						p.Kick()
+					}
+				}
+			})
 		}
 		p.Run(ctx)
 	})
@@ -59,6 +80,10 @@ func (d *daemon) startPush() {
 	}
 	d.log.Info("pushing alerts to alertmanager", zap.Strings("urls", shown), zap.Duration("resend_every", time.Duration(am.ResendEvery)))
 }
+
+// pushCheckEvery is how often the pusher compares the queue with what it
+// last offered when the store tells no commits.
+const pushCheckEvery = time.Second
 
 // stopPush stops the pusher, if one runs, and waits for it. The alerts
 // stay as they are in Alertmanager: they end by their endsAt unless a

@@ -71,6 +71,12 @@ func TestStatusLineSaysTheStoreFails(t *testing.T) {
 // counts when the store recovers, and a deleted database file reads as
 // failing too.
 func TestStatusFollowsAFailingStore(t *testing.T) {
+	// A daemon alone with its file writes nothing while idle (ADR-0041):
+	// the write probe, due after storeProbeIdle without a committed
+	// write, is what finds the failing store here.
+	was := storeProbeIdle
+	storeProbeIdle = time.Second
+	t.Cleanup(func() { storeProbeIdle = was })
 	db := filepath.Join(t.TempDir(), "w.db")
 	conn := fakeSystemd(t)
 	t.Setenv("WATCHDOG_USEC", "")
@@ -100,8 +106,8 @@ func TestStatusFollowsAFailingStore(t *testing.T) {
 	st.Close()
 	waitDatagram(t, conn, "STATUS=1 open entities", ceiling)
 
-	// The daemon's own writes (its presence, every few seconds) fail,
-	// and so does the write probe they call for (ADR-0038).
+	// The daemon's own writes fail, and so does the write probe
+	// (ADR-0038).
 	h := testenv.SQL(t, db)
 	for _, q := range []string{"ALTER TABLE health_probe RENAME TO health_probe_hidden", "ALTER TABLE daemons RENAME TO daemons_hidden"} {
 		if _, err := h.Exec(q); err != nil {

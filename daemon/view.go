@@ -259,3 +259,32 @@ func changesOf(st any) <-chan struct{} {
 	}
 	return nil
 }
+
+// tee passes every signal of in on to the returned channel and to each
+// of also, every one a one-slot signal that never blocks the sender,
+// until stop.
+func tee(in <-chan struct{}, also ...chan<- struct{}) (out <-chan struct{}, stop func()) {
+	ch := make(chan struct{}, 1)
+	outs := append([]chan<- struct{}{ch}, also...)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-in:
+			}
+			for _, c := range outs {
+				select {
+				case c <- struct{}{}:
+				default:
+				}
+			}
+		}
+	})
+	return ch, func() {
+		close(done)
+		wg.Wait()
+	}
+}

@@ -27,8 +27,9 @@
 # `scripts/bench.sh -h` lists them. About 8 minutes at the defaults on a
 # quiet 2-CPU machine, the stores part 3 of them (`-run stores` alone:
 # `make bench-pg`).
-# Installs the Debian packages monit and postgresql when missing (root or
-# sudo).
+# Installs the Debian packages monit, strace (the idle part's fsync
+# count) and postgresql when missing (root or sudo). -baseline BIN
+# measures an older binary's idle figures beside this one's.
 #
 # GOBENCH=1 also runs the packages' Go benchmarks (write path, probe sweep,
 # reaper, scrape, API endpoints), tuned by COUNT and BENCHTIME_*.
@@ -41,6 +42,7 @@ cd "$(dirname "$0")/.."
 
 missing=""
 command -v monit >/dev/null 2>&1 || missing="$missing monit"
+command -v strace >/dev/null 2>&1 || missing="$missing strace"
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing="$missing postgresql"
 if [ -n "$missing" ]; then
 	echo "==> installing$missing (Debian packages)" >&2

@@ -294,10 +294,11 @@ func TestRowsVerdicts(t *testing.T) {
 	ms := time.Millisecond
 	res := results{
 		wd: watcher{ran: true, n: 1000,
-			idle:   &idle{cpuMSPerS: 2, ticks: 6, rssKB: 30 * 1024, hwmKB: 31 * 1024},
+			idle: &idle{cpuMSPerS: 2, ticks: 6, rssKB: 30 * 1024, hwmKB: 31 * 1024,
+				quiet: quiet{writeBytes: 4096, syscw: 3, volCSPerS: 25, fsyncs: 3, straceFor: 20 * time.Second}},
 			deaths: &deaths{latencies: []time.Duration{10 * ms, 20 * ms, 300 * ms}, killed: 3}},
 		monit: watcher{ran: true, n: 1000,
-			idle:   &idle{cpuMSPerS: 40, ticks: 120, rssKB: 10 * 1024, hwmKB: 10 * 1024},
+			idle:   &idle{cpuMSPerS: 40, ticks: 120, rssKB: 10 * 1024, hwmKB: 10 * 1024, quiet: quiet{volCSPerS: 1, fsyncs: -1}},
 			deaths: &deaths{latencies: []time.Duration{500 * ms}, killed: 2, missed: 1}},
 		wdScale: watcher{ran: true, n: 10000,
 			idle: &idle{cpuMSPerS: 5, ticks: 15, rssKB: 15 * 1024, hwmKB: 16 * 1024}},
@@ -309,13 +310,18 @@ func TestRowsVerdicts(t *testing.T) {
 		what, ratio, met string
 	}{
 		{0, "CPU per s of wall, 1000 procs", "0.050", "yes"},
-		{1, "RSS at window end", "3.00", "NO"}, // 30 MB
-		{3, "death → recorded, median, 1000 procs", "0.040", "yes"},
-		{4, "p99", "0.600", "NO"}, // 300 ms over 200
-		{5, "detected of killed", "", "yes"},
-		{7, "RSS at window end", "", "yes"},       // at 10,000: 15 MB
-		{9, "CPU/s at 10000 ÷ at 1000", "", "NO"}, // 2.5
-		{10, "POST transitions/s, 8 clients", "", "yes"},
+		{1, "disk writes in window (write_bytes)", "", "NO"}, // 4096 B
+		{2, "write calls in window (syscw)", "", ""},
+		{3, "voluntary ctx switches/s", "25.000", "NO"}, // 25 over 20
+		{4, "fsync+fdatasync (strace)", "", "NO"},       // 3
+		{5, "RSS at window end", "3.00", "NO"},          // 30 MB
+		{7, "death → recorded, median, 1000 procs", "0.040", "yes"},
+		{8, "p99", "0.600", "NO"}, // 300 ms over 200
+		{9, "detected of killed", "", "yes"},
+		{11, "disk writes in window (write_bytes)", "", ""}, // no target at scale
+		{15, "RSS at window end", "", "yes"},                // at 10,000: 15 MB
+		{17, "CPU/s at 10000 ÷ at 1000", "", "NO"},          // 2.5
+		{18, "POST transitions/s, 8 clients", "", "yes"},
 	} {
 		if tc.at >= len(rows) {
 			t.Fatalf("%d rows, want one %q at %d", len(rows), tc.what, tc.at)

@@ -114,17 +114,28 @@ type idle struct {
 	anonKB    int64   // RssAnon at the end of the window
 	fileKB    int64   // RssFile at the end of the window
 	load      string  // the 1-minute load average when the window began
+	quiet     quiet   // writes, wake-ups and fsyncs (quiet.go)
 }
 
-// measureIdle reads the child's CPU ticks at both ends of window.
-func measureIdle(ctx context.Context, c *child, window time.Duration, clk int64) (idle, error) {
+// measureIdle reads the child's CPU ticks, writes and context switches
+// at both ends of window, then counts its fsyncs over straceFor (none
+// when 0) with strace attached.
+func measureIdle(ctx context.Context, c *child, window time.Duration, clk int64, straceFor time.Duration) (idle, error) {
 	load := loadAvg()
 	u0, err := readUsage(c.pid())
 	if err != nil {
 		return idle{}, err
 	}
+	c0, err := readCounters(c.pid())
+	if err != nil {
+		return idle{}, err
+	}
 	t0 := time.Now()
 	if err := sleepCtx(ctx, window); err != nil {
+		return idle{}, err
+	}
+	c1, err := readCounters(c.pid())
+	if err != nil {
 		return idle{}, err
 	}
 	if gone, why := c.exited(); gone {
@@ -134,9 +145,14 @@ func measureIdle(ctx context.Context, c *child, window time.Duration, clk int64)
 	if err != nil {
 		return idle{}, err
 	}
-	wall := time.Since(t0).Seconds()
+	elapsed := time.Since(t0)
+	wall := elapsed.Seconds()
 	cpu := float64(u1.ticks-u0.ticks) / float64(clk) // seconds
-	return idle{cpuMSPerS: cpu * 1000 / wall, ticks: u1.ticks - u0.ticks, rssKB: u1.rssKB, hwmKB: u1.hwmKB, anonKB: u1.anonKB, fileKB: u1.fileKB, load: load}, nil
+	q := quietCounters(c0, c1, elapsed)
+	if straceFor > 0 {
+		q.fsyncs, q.straceFor = countFsyncs(ctx, c.pid(), straceFor), straceFor
+	}
+	return idle{cpuMSPerS: cpu * 1000 / wall, ticks: u1.ticks - u0.ticks, rssKB: u1.rssKB, hwmKB: u1.hwmKB, anonKB: u1.anonKB, fileKB: u1.fileKB, load: load, quiet: q}, nil
 }
 
 // sleepCtx sleeps for d or until ctx ends, which is an error.

@@ -67,6 +67,9 @@ type options struct {
 	floodN, floodNofile    int
 	floodFor, floodTimeout time.Duration
 	floodBaseline          string
+	// The idle part's quiet figures (quiet.go).
+	straceWindow time.Duration
+	baseline     string // a watchdog binary measured idle beside this one
 }
 
 // allParts are the values of -run, in the order they run.
@@ -94,6 +97,8 @@ func parseFlags(args []string) (options, error) {
 	storesN := fs.String("stores-n", "10000,100000", "entity counts at which the stores part times scrapes and attention reads, ascending, comma-separated, none below -transitions")
 	fs.IntVar(&o.samples, "samples", 20, "requests per read timing of the stores part")
 	fs.StringVar(&o.pgDSN, "pg-dsn", "", "the stores part's PostgreSQL: a postgres:// URL whose user may CREATE DATABASE (default: a throwaway cluster the driver starts)")
+	fs.DurationVar(&o.straceWindow, "strace-window", 20*time.Second, "after the idle window, how long strace counts fsyncs (0: not counted)")
+	fs.StringVar(&o.baseline, "baseline", "", "another watchdog binary (an older build) measured idle on the same processes right after this one: the quiet figures side by side")
 	floodFlags(fs, &o)
 	// One line for a bad flag (run prints it); the full list only for -h.
 	fs.SetOutput(io.Discard)
@@ -242,6 +247,11 @@ func (r *runner) all(ctx context.Context) error {
 		if err := r.watchdog(ctx, "wd-n", r.o.n, r.o.parts["idle"], r.o.parts["deaths"], &r.res.wd); err != nil {
 			return err
 		}
+		if r.o.baseline != "" && r.o.parts["idle"] {
+			if err := r.watchdogBin(ctx, r.o.baseline, "wd-baseline", r.o.n, true, r.o.parts["deaths"], &r.res.wdBase); err != nil {
+				return fmt.Errorf("baseline: %w", err)
+			}
+		}
 		if err := r.monit(ctx, "monit-n", r.o.n, r.o.parts["idle"], r.o.parts["deaths"], &r.res.monit); err != nil {
 			return err
 		}
@@ -323,12 +333,17 @@ type watcher struct {
 
 // watchdog measures `watchdog serve` over p1…pn.
 func (r *runner) watchdog(ctx context.Context, tag string, n int, doIdle, doDeaths bool, out *watcher) error {
+	return r.watchdogBin(ctx, r.o.watchdog, tag, n, doIdle, doDeaths, out)
+}
+
+// watchdogBin is watchdog with the binary bin.
+func (r *runner) watchdogBin(ctx context.Context, bin, tag string, n int, doIdle, doDeaths bool, out *watcher) error {
 	*out = watcher{ran: true, n: n}
 	say("watchdog at %d processes: starting them", n)
 	if err := r.fleet.ensure(n); err != nil {
 		return err
 	}
-	w, err := startWatchdog(ctx, r.o.watchdog, filepath.Join(r.dir, tag), time.Minute)
+	w, err := startWatchdog(ctx, bin, filepath.Join(r.dir, tag), time.Minute)
 	if err != nil {
 		return err
 	}
@@ -356,7 +371,7 @@ func (r *runner) watchdog(ctx context.Context, tag string, n int, doIdle, doDeat
 	}
 	if doIdle {
 		say("watchdog at %d: idle window of %s", n, r.o.window)
-		id, err := measureIdle(ctx, w.child, r.o.window, r.clk)
+		id, err := measureIdle(ctx, w.child, r.o.window, r.clk, r.o.straceWindow)
 		if err != nil {
 			return fmt.Errorf("watchdog idle: %w", err)
 		}
@@ -420,7 +435,7 @@ func (r *runner) monit(ctx context.Context, tag string, n int, doIdle, doDeaths 
 	}
 	if doIdle {
 		say("monit at %d: idle window of %s", n, r.o.window)
-		id, err := measureIdle(ctx, m, r.o.window, r.clk)
+		id, err := measureIdle(ctx, m, r.o.window, r.clk, r.o.straceWindow)
 		if err != nil {
 			return fmt.Errorf("monit idle: %w", err)
 		}

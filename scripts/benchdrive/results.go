@@ -16,6 +16,7 @@ type results struct {
 	header              string
 	wd, monit           watcher // at -n
 	wdScale, monitScale watcher // at -scale-n
+	wdBase              watcher // -baseline's binary at -n
 	throughput          float64 // transitions per second
 	throughputP99       time.Duration
 	sqlite, postgres    storeFigures // the stores part
@@ -96,7 +97,9 @@ func watcherRows(size string, wd, mo watcher, side bool) []row {
 				hwm.ratio = fmt.Sprintf("%.2f", float64(wd.idle.hwmKB)/float64(mo.idle.hwmKB))
 			}
 		}
-		rows = append(rows, cpu, rss, hwm)
+		rows = append(rows, cpu)
+		rows = append(rows, quietRows(wd.idle, mo.idle, side)...)
+		rows = append(rows, rss, hwm)
 	}
 	if wd.deaths != nil {
 		d := wd.deaths
@@ -162,6 +165,7 @@ func (res *results) print(w io.Writer, o options) {
 		}
 		tw.Flush()
 	}
+	res.printBaseline(w, o)
 	var notes []string
 	for _, x := range []struct {
 		who string
@@ -206,4 +210,65 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// quietRows are the quiet figures of one idle window (quiet.go): what the
+// issue "quiet when nothing happens" asks at 1,000 processes.
+func quietRows(wd, mo *idle, side bool) []row {
+	q := wd.quiet
+	writes := row{what: "  disk writes in window (write_bytes)", wd: fmt.Sprintf("%d B", q.writeBytes)}
+	calls := row{what: "  write calls in window (syscw)", wd: fmt.Sprint(q.syscw)}
+	cs := row{what: "  voluntary ctx switches/s", wd: fmt.Sprintf("%.1f", q.volCSPerS)}
+	fs := row{what: "  fsync+fdatasync (strace)", wd: fsyncs(q)}
+	if side {
+		writes.target, writes.met = "0", yes(q.writeBytes == 0)
+		cs.target, cs.met = "≤ 20", yes(q.volCSPerS <= 20)
+		if q.fsyncs >= 0 {
+			fs.target, fs.met = "0", yes(q.fsyncs == 0)
+		}
+	}
+	if mo != nil {
+		m := mo.quiet
+		writes.monit, calls.monit, cs.monit, fs.monit = fmt.Sprintf("%d B", m.writeBytes), fmt.Sprint(m.syscw), fmt.Sprintf("%.1f", m.volCSPerS), fsyncs(m)
+		if m.volCSPerS > 0 {
+			cs.ratio = fmt.Sprintf("%.3f", q.volCSPerS/m.volCSPerS)
+		}
+	}
+	return []row{writes, calls, cs, fs}
+}
+
+// fsyncs shows a strace count and its window.
+func fsyncs(q quiet) string {
+	if q.fsyncs < 0 {
+		return "not counted"
+	}
+	return fmt.Sprintf("%d in %s", q.fsyncs, q.straceFor)
+}
+
+// printBaseline prints this binary's idle figures beside -baseline's,
+// measured on the same processes one after the other.
+func (res *results) printBaseline(w io.Writer, o options) {
+	b, a := res.wdBase, res.wd
+	if !b.ran || b.idle == nil || a.idle == nil {
+		return
+	}
+	ratio := func(after, before float64) string {
+		if before == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f", after/before)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "idle at %d processes, this binary beside -baseline %s (same processes, one after the other)\n", a.n, o.baseline)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "measurement\tbaseline\tthis\tthis/baseline")
+	fmt.Fprintf(tw, "CPU per s of wall\t%.2f ms/s\t%.2f ms/s\t%s\n", b.idle.cpuMSPerS, a.idle.cpuMSPerS, ratio(a.idle.cpuMSPerS, b.idle.cpuMSPerS))
+	fmt.Fprintf(tw, "voluntary ctx switches/s\t%.1f\t%.1f\t%s\n", b.idle.quiet.volCSPerS, a.idle.quiet.volCSPerS, ratio(a.idle.quiet.volCSPerS, b.idle.quiet.volCSPerS))
+	fmt.Fprintf(tw, "disk writes in window\t%d B\t%d B\t%s\n", b.idle.quiet.writeBytes, a.idle.quiet.writeBytes, ratio(float64(a.idle.quiet.writeBytes), float64(b.idle.quiet.writeBytes)))
+	fmt.Fprintf(tw, "write calls in window\t%d\t%d\t%s\n", b.idle.quiet.syscw, a.idle.quiet.syscw, ratio(float64(a.idle.quiet.syscw), float64(b.idle.quiet.syscw)))
+	fmt.Fprintf(tw, "fsync+fdatasync\t%s\t%s\t%s\n", fsyncs(b.idle.quiet), fsyncs(a.idle.quiet), ratio(float64(a.idle.quiet.fsyncs), float64(b.idle.quiet.fsyncs)))
+	if b.deaths != nil && a.deaths != nil {
+		fmt.Fprintf(tw, "death → recorded, median\t%s\t%s\t%s\n", ms(b.deaths.median()), ms(a.deaths.median()), ratio(float64(a.deaths.median()), float64(b.deaths.median())))
+	}
+	tw.Flush()
 }

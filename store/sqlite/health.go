@@ -421,8 +421,15 @@ func (s *Store) HealthEvents() <-chan struct{} {
 		if file == "" {
 			return
 		}
-		if stop, err := watchFile(file, []string{"", "-wal", "-shm"}, identityMask, s.writes.Tell); err == nil {
+		tell := func() {
+			// The event says the names may have changed: the next
+			// Check stats them again.
+			s.identityKnown.Store(false)
+			s.writes.Tell()
+		}
+		if stop, err := watchFile(file, []string{"", "-wal", "-shm"}, identityMask, tell); err == nil {
 			s.identity.stop = stop
+			s.identityWatched.Store(true)
 		}
 	})
 	return s.writes.HealthEvents()
@@ -434,9 +441,13 @@ func (s *Store) HealthEvents() <-chan struct{} {
 // probe.
 func (s *Store) WriteHealth() store.WriteHealth { return s.writes.WriteHealth() }
 
+// identityNet is how often Check stats the identity with no event.
+const identityNet = 4 * time.Second
+
 // Check says whether the store can take writes as far as can be seen
 // without writing (about 10µs, no fsync): its identity holds (three
-// stat(2)), no corruption was latched, its file system has room above the
+// stat(2), only after an identity event or identityNet after the last
+// look: the writes check it each time), no corruption was latched, its file system has room above the
 // reserve and is not read-only (statfs(2), and the mount's options in
 // /proc/self/mountinfo: see mountState), and the database file is
 // writable by this process (faccessat(2)). It returns nil or the reason,
@@ -444,8 +455,22 @@ func (s *Store) WriteHealth() store.WriteHealth { return s.writes.WriteHealth() 
 // with EIO, another process's write lock) shows in the writes themselves
 // (WriteHealth) and in CheckWrite.
 func (s *Store) Check(context.Context) error {
-	if err := s.usable(); err != nil {
-		return err
+	// The identity's three stat(2) only when something may have changed
+	// it: no watch runs, or its event came since the last look. Every
+	// write checks them too (writeTx), so an idle store stats nothing.
+	// Marked known before the look: an event during it makes the next
+	// Check look again.
+	// The net: a move of a directory above the database's raises no
+	// event in the watched one, so the names are looked at anyway once
+	// per identityNet, inside the contract's 5 s for a replaced file.
+	now := time.Now().UnixNano()
+	stale := now-s.identityAt.Load() >= int64(identityNet)
+	if !s.identityWatched.Load() || !s.identityKnown.Swap(true) || stale {
+		s.identityAt.Store(now)
+		if err := s.usable(); err != nil {
+			s.identityKnown.Store(false)
+			return err
+		}
 	}
 	if err := s.Fault(); err != nil {
 		return err
@@ -466,13 +491,19 @@ func checkWritable(file string) error {
 		return nil
 	}
 	var st unix.Statfs_t
-	if err := unix.Statfs(file, &st); err == nil && st.Flags&unix.ST_RDONLY != 0 {
+	statErr := unix.Statfs(file, &st)
+	if statErr == nil && st.Flags&unix.ST_RDONLY != 0 {
 		return fmt.Errorf("%w: the file system holding %s is mounted read-only: remount it read-write (findmnt -T %s); watchdog recovers by itself",
 			store.ErrUnavailable, file, filepath.Dir(file))
 	}
-	if opt := mountState(file); opt != "" {
-		return fmt.Errorf("%w: the file system holding %s is read-only (the kernel shows it %s, after an error or a remount): check it (dmesg, findmnt -T %s); watchdog recovers by itself once it is writable again",
-			store.ErrUnavailable, file, opt, filepath.Dir(file))
+	// statfs's flags say enough except on ext4, whose stopped state
+	// (emergency_ro, shutdown) shows only in mountinfo: the proc file is
+	// read only there.
+	if statErr != nil || st.Type == unix.EXT4_SUPER_MAGIC {
+		if opt := mountState(file); opt != "" {
+			return fmt.Errorf("%w: the file system holding %s is read-only (the kernel shows it %s, after an error or a remount): check it (dmesg, findmnt -T %s); watchdog recovers by itself once it is writable again",
+				store.ErrUnavailable, file, opt, filepath.Dir(file))
+		}
 	}
 	err := unix.Faccessat(unix.AT_FDCWD, file, unix.W_OK, unix.AT_EACCESS)
 	switch {

@@ -154,6 +154,7 @@ func DaemonLockHeld(path string) (held, known bool) {
 // lockFile is one daemon lock file beside a database, as the kernel's
 // table names it.
 type lockFile struct {
+	name  string // the file's name in its directory
 	dev   uint64
 	ino   uint64
 	owner string // the pid the daemon wrote into it
@@ -179,7 +180,7 @@ func lockFiles(file string) ([]lockFile, error) {
 		if err := unix.Lstat(filepath.Join(dir, name), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 			continue // gone since, or not a lock the daemon made
 		}
-		l := lockFile{dev: uint64(st.Dev), ino: st.Ino}
+		l := lockFile{name: name, dev: uint64(st.Dev), ino: st.Ino}
 		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && len(b) <= 32 {
 			l.owner = strings.TrimSpace(string(b))
 		}
@@ -219,4 +220,65 @@ func flockHeld(table []byte, l lockFile) bool {
 		}
 	}
 	return false
+}
+
+// DaemonLocks is what the kernel's lock table says of the daemons serving
+// one database file, one per host id: which of their locks are held now.
+// On SQLite every daemon sharing the file runs on this machine (the file
+// is local), so a held lock is a live daemon, known without a write.
+type DaemonLocks struct {
+	held map[string]bool // by lock file suffix: "" the plain lock, else lockName(host)
+}
+
+// Holds says whether the daemon of hostID holds its lock.
+func (l DaemonLocks) Holds(hostID string) bool { return l.held[lockKey(hostID)] }
+
+// Others says whether a daemon of another host id than hostID holds a
+// lock of the file.
+func (l DaemonLocks) Others(hostID string) bool {
+	self := lockKey(hostID)
+	for k := range l.held {
+		if k != self {
+			return true
+		}
+	}
+	return false
+}
+
+// lockKey is the suffix of hostID's lock file after LockSuffix.
+func lockKey(hostID string) string {
+	if hostID == "" {
+		return ""
+	}
+	return lockName(hostID)
+}
+
+// ReadDaemonLocks reads which daemon locks of the database at path are
+// held (a directory listing and /proc/locks, no write and no disk access
+// beyond the directory). An error when it cannot tell: not a file, or the
+// table is unreadable.
+func ReadDaemonLocks(path string) (DaemonLocks, error) {
+	file := FilePath(path)
+	if file == "" || store.IsPostgresDSN(path) {
+		return DaemonLocks{}, errors.New("daemon locks: not a database file")
+	}
+	locks, err := lockFiles(file)
+	if err != nil {
+		return DaemonLocks{}, err
+	}
+	out := DaemonLocks{held: map[string]bool{}}
+	if len(locks) == 0 {
+		return out, nil
+	}
+	table, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return DaemonLocks{}, fmt.Errorf("daemon locks: %w", err)
+	}
+	base := filepath.Base(file) + LockSuffix
+	for _, l := range locks {
+		if flockHeld(table, l) {
+			out.held[strings.TrimPrefix(strings.TrimPrefix(l.name, base), ".")] = true
+		}
+	}
+	return out, nil
 }

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"watchdog/store/internal/writewatch"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -60,6 +61,15 @@ type Store struct {
 	// reader (HealthEvents), started on first use.
 	writes   writewatch.Watch
 	identity changes
+	// identityKnown is set while the identity watch runs and no event
+	// came since the last identity check: Check then skips the three
+	// stat(2), which the event (or the next write, which checks them
+	// anyway) would have prompted.
+	identityKnown atomic.Bool
+	// identityWatched is set once the identity watch runs.
+	identityWatched atomic.Bool
+	// identityAt is when Check last looked at the identity (Unix ns).
+	identityAt atomic.Int64
 }
 
 //go:embed migrations/*.sql

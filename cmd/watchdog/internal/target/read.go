@@ -128,10 +128,11 @@ func (l *Local) fillHeartbeats(ctx context.Context, queue *attention.Queue, now 
 // config's thresholds.host_disconnected_after, the silence after which
 // the fleet's leader itself calls a host disconnected).
 //
-// When it last judged: the newest presence record. A daemon marks its
-// presence every few seconds from before its first sweep to its stop,
-// while it watches every death and runs every timed judgement, so that
-// is the last moment its view was current. The newest observation would
+// When it last judged: now, on an SQLite file whose lock a daemon of a
+// recorded host holds; else the newest presence record. A daemon marks
+// its presence at its start and its stop (and every few seconds while it
+// shares the store), while it watches every death and runs every timed
+// judgement, so that is the last moment its view was current. The newest observation would
 // not do: a daemon records one only when something changed, and a quiet
 // host's newest can be days old while the daemon judged it all along.
 func (l *Local) Judged(ctx context.Context, disconnectedAfter time.Duration, now time.Time) (*Judged, error) {
@@ -147,6 +148,19 @@ func (l *Local) Judged(ctx context.Context, disconnectedAfter time.Duration, now
 	}
 	if held, known := sqlite.DaemonLockHeld(l.db); known {
 		j.DaemonServing = held
+		// A daemon alone with its file records its presence at start
+		// and stop only (ADR-0041): while its lock is held it judges now.
+		if locks, err := sqlite.ReadDaemonLocks(l.db); err == nil && held {
+			by := ""
+			for host := range seen {
+				if locks.Holds(host) && (by == "" || host < by) {
+					by = host
+				}
+			}
+			if by != "" {
+				j.LastAt, j.LastBy = now, by
+			}
+		}
 	} else {
 		j.DaemonServing = !j.LastAt.IsZero() && now.Sub(j.LastAt) < disconnectedAfter
 	}
