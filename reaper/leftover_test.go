@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"watchdog/internal/testenv"
 	"watchdog/proctree"
@@ -234,4 +238,135 @@ func TestLeftoverByOneWalkWithoutATree(t *testing.T) {
 	if !strings.Contains(r.Message, "still running; 1 descendant still running (sleep)") {
 		t.Errorf("message %q", r.Message)
 	}
+}
+
+// leftoverSession registers a session whose shell started sleep in the
+// background and exited (run as uid, when not -1), sweeps until the
+// finding names the sleep, and returns the sleep's pid.
+func leftoverSession(t *testing.T, f *fixture, uid int) int {
+	t.Helper()
+	tr := newTree(t, false)
+	f.r.Trees = tr
+	cmd := exec.Command("sh", "-c", "sleep 303 & read x; exit 0")
+	if uid >= 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start a shell as uid %d: %v", uid, err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	_, ticks, err := f.host.StartOf(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := &rootShell{cmd: cmd, stdin: in, root: proctree.Root{PID: cmd.Process.Pid, StartTicks: ticks}}
+	f.register(store.Entity{Type: "session", ID: "s", PID: sh.root.PID})
+	if err := tr.Watch(sh.root); err != nil {
+		t.Fatal(err)
+	}
+	sleep := waitDescendant(t, tr, sh.root, "sleep")
+	sh.exit(t)
+	f.sweep()
+	if r := leftover(f.get("session", "s")); r == nil || !names(r, sleep, "sleep") {
+		t.Fatalf("no leftover naming the sleep (pid %d)", sleep)
+	}
+	return sleep
+}
+
+// signals records what the reaper would send, sending nothing.
+type signals struct{ sent []string }
+
+func (s *signals) send(pid, sig int) error {
+	s.sent = append(s.sent, fmt.Sprintf("%d %s", pid, syscall.Signal(sig)))
+	return nil
+}
+
+// With reaper.kill_leftovers the leftover is ended once the finding is
+// leftover_grace old (SIGTERM), and each signal is logged with the
+// entity, the pid and the command.
+func TestKillLeftoversEndsThemAfterTheGrace(t *testing.T) {
+	f := newFixture(t)
+	core, logs := observer.New(zap.InfoLevel)
+	f.r.Log = zap.New(core)
+	f.r.Settings.KillLeftovers, f.r.Settings.LeftoverGrace, f.r.Settings.KillUIDs = true, 30*time.Second, []int{0, syscall.Getuid()}
+	sleep := leftoverSession(t, f, -1)
+
+	f.clock.Advance(29 * time.Second)
+	f.sweep()
+	if !alive(sleep) {
+		t.Fatal("the leftover was signalled within leftover_grace")
+	}
+	f.clock.Advance(2 * time.Second)
+	f.sweep()
+	testenv.Eventually(t, "the leftover ended", 10*time.Second, func() (bool, string) { return !alive(sleep), "still alive" })
+	entries := logs.FilterMessage("signalled leftover (reaper.kill_leftovers)").All()
+	if len(entries) != 1 {
+		t.Fatalf("want one audit line for the signal, got %d: %v", len(entries), logs.All())
+	}
+	fields := entries[0].ContextMap()
+	if fields["entity"] != "session/s" || fields["pid"] != int64(sleep) || fields["command"] != "sleep" || fields["signal"] != "SIGTERM" {
+		t.Errorf("audit line %v", fields)
+	}
+	testenv.Eventually(t, "the finding cleared", 10*time.Second, func() (bool, string) {
+		f.sweep()
+		e := f.get("session", "s")
+		return leftover(e) == nil, fmt.Sprint(e.Reasons)
+	})
+}
+
+// A leftover of a user outside reaper.kill_users, or whose pid now names
+// another process, is never signalled.
+func TestKillLeftoversGuards(t *testing.T) {
+	t.Run("owner not in kill_users", func(t *testing.T) {
+		f := newFixture(t)
+		var sig signals
+		f.r.Signal = sig.send
+		core, logs := observer.New(zap.InfoLevel)
+		f.r.Log = zap.New(core)
+		f.r.Settings.KillLeftovers, f.r.Settings.LeftoverGrace, f.r.Settings.KillUIDs = true, time.Second, []int{0}
+		sleep := leftoverSession(t, f, 65534) // nobody
+		f.clock.Advance(time.Hour)
+		f.sweep()
+		if len(sig.sent) != 0 {
+			t.Errorf("signalled %v: the leftover (pid %d) runs as nobody, outside kill_users", sig.sent, sleep)
+		}
+		if n := logs.FilterMessageSnippet("not in reaper.kill_users").Len(); n == 0 {
+			t.Errorf("the refusal was not logged: %v", logs.All())
+		}
+	})
+	t.Run("pid reused", func(t *testing.T) {
+		f := newFixture(t)
+		var sig signals
+		f.r.Signal = sig.send
+		f.r.Settings.KillLeftovers, f.r.Settings.LeftoverGrace, f.r.Settings.KillUIDs = true, time.Second, []int{0, syscall.Getuid()}
+		sleep := leftoverSession(t, f, -1)
+		// The stored finding names the sleep's pid with another start:
+		// as if it had died and its pid gone to a newcomer.
+		db := testenv.SQL(t, f.st.Path())
+		e := f.get("session", "s")
+		r := leftover(e)
+		for i := range r.Evidence {
+			r.Evidence[i].ID = fmt.Sprintf("pid:%d:1", sleep)
+		}
+		b, err := json.Marshal(e.Reasons)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`UPDATE entities SET reasons = ? WHERE type = 'session' AND id = 's'`, string(b)); err != nil {
+			t.Fatal(err)
+		}
+		f.r.Trees = nil // the tree forgotten: only the stored finding names it
+		f.clock.Advance(time.Hour)
+		f.sweep()
+		if len(sig.sent) != 0 {
+			t.Errorf("signalled %v: pid %d is not the process the finding recorded", sig.sent, sleep)
+		}
+		if leftover(f.get("session", "s")) != nil {
+			t.Error("a finding naming a process that is no longer there stays")
+		}
+	})
 }

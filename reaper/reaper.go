@@ -94,6 +94,10 @@ type Settings struct {
 	// KillUIDs are the users whose orphans may be signalled; nil means
 	// every user but root (reaper.kill_users).
 	KillUIDs []int
+	// KillLeftovers signals an entity's leftover processes once the
+	// finding is LeftoverGrace old (reaper.kill_leftovers, leftover_grace).
+	KillLeftovers bool
+	LeftoverGrace time.Duration
 }
 
 // DefaultSettings are the config's defaults (docs/reference/config.md).
@@ -104,6 +108,7 @@ var DefaultSettings = Settings{
 	SweepBudget:           10 * time.Second,
 	MaxPerRun:             500,
 	KillGrace:             10 * time.Second,
+	LeftoverGrace:         30 * time.Second,
 }
 
 // Reaper runs the jobs. Settings may be swapped between runs (SIGHUP): the

@@ -177,7 +177,11 @@ func (r *Reaper) CheckEntity(ctx context.Context, e store.Entity) (written bool,
 // checkEntity is the one step both of the sweep's passes and CheckEntity
 // take for an entity.
 func (r *Reaper) checkEntity(ctx context.Context, e store.Entity, parents parentCache) (step, error) {
-	return r.judgeOne(ctx, e, parents.terminal(e), true)
+	s, err := r.judgeOne(ctx, e, parents.terminal(e), true)
+	if err == nil && !s.interrupted && r.Settings.KillLeftovers && !r.Settings.DryRun && e.HostID == r.HostID {
+		r.killLeftovers(e, s.v.Observation.Reasons)
+	}
+	return s, err
 }
 
 // artifactsDue says whether probing e checks its artifact contract (see
