@@ -206,6 +206,15 @@ type Reaper struct {
 	// a registration names any pid it likes, so the owner of registered
 	// work is no safeguard, and root's processes are the host's own.
 	KillUsers []string `yaml:"kill_users"`
+	// KillLeftovers lets the reaper signal an entity's leftover processes
+	// (run.health.leftover_processes) once the finding is LeftoverGrace
+	// old: SIGTERM, then SIGKILL after KillGrace, with kill_orphans'
+	// guards (kill_users, never pid 1, the daemon or its ancestors, the
+	// identity re-checked before each signal).
+	KillLeftovers bool `yaml:"kill_leftovers"`
+	// LeftoverGrace is how long leftover processes may outlive their
+	// entity's end or its process's death before kill_leftovers acts.
+	LeftoverGrace Duration `yaml:"leftover_grace"`
 }
 
 // KillUIDs resolves KillUsers to uids; nil when the list is empty (every
@@ -286,8 +295,9 @@ var (
 		CheckSchedules:  "@every 1m",
 		Vacuum:          "@daily",
 	}
-	// DefaultReaper writes, bounded to 500 changes a run, and kills nothing.
-	DefaultReaper = Reaper{MaxPerRun: 500, KillGrace: Duration(10 * time.Second), KillUsers: []string{}}
+	// DefaultReaper writes, bounded to 500 changes a run, and kills nothing
+	// (kill_orphans and kill_leftovers off).
+	DefaultReaper = Reaper{MaxPerRun: 500, KillGrace: Duration(10 * time.Second), KillUsers: []string{}, LeftoverGrace: Duration(30 * time.Second)}
 	// DefaultLog logs at info, format chosen by whether stderr is a terminal.
 	DefaultLog = Log{Level: "info"}
 	// DefaultAlertmanager pushes nowhere; once urls are set, it re-sends
@@ -535,7 +545,7 @@ func (r Reaper) validate() []error {
 	if r.MaxPerRun < 1 {
 		errs = append(errs, errors.New("reaper.max_per_run: must be at least 1"))
 	}
-	errs = append(errs, positive("reaper", []namedDuration{{"kill_grace", r.KillGrace, DefaultReaper.KillGrace}})...)
+	errs = append(errs, positive("reaper", []namedDuration{{"kill_grace", r.KillGrace, DefaultReaper.KillGrace}, {"leftover_grace", r.LeftoverGrace, DefaultReaper.LeftoverGrace}})...)
 	if _, err := r.KillUIDs(); err != nil {
 		errs = append(errs, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"watchdog/monitor"
 	"watchdog/pidwatch"
 	"watchdog/probe"
+	"watchdog/proctree"
 	"watchdog/reaper"
 	"watchdog/store"
 )
@@ -22,6 +23,10 @@ import (
 type liveness struct {
 	mon     *monitor.Monitor
 	watcher *pidwatch.Watcher // nil: pidfds unavailable, every process polled
+	// tree keeps each root watched by pidfd with its descendants (the
+	// leftover finding) and reports its exit at once (ADR-0043, 0044);
+	// nil only when it could not be made at all.
+	tree *proctree.Tree
 	// steps is held (read) by every reaper step the monitor runs and
 	// (write) by a reload swapping the reaper's settings: the monitor
 	// runs beside the scheduler, which a reload stops, so without it a
@@ -52,6 +57,12 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 		// A nil *Watcher in the interface would not read as "none".
 		opt.Watcher = l.watcher
 	}
+	if l.tree = openTree(log); l.tree != nil {
+		opt.Tree, rp.Trees = l.tree, l.tree
+		m.ProcessTree(metrics.TreeSource{
+			Mode: func() string { return string(l.tree.Mode()) }, Overflows: l.tree.Overflows, Lost: l.tree.Lost,
+		})
+	}
 	l.mon = monitor.New(opt)
 	view.OnChange(func(prev, cur *store.Entity) {
 		if cur == nil {
@@ -67,6 +78,23 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 		m.PidwatchOverflows(w.Overflows)
 	}
 	return l
+}
+
+// openTree opens the process tree: by the process connector where the
+// kernel lets this daemon subscribe (root on the host), else by /proc
+// walks at the sweep and at each death, said once at start.
+func openTree(log *zap.Logger) *proctree.Tree {
+	t, err := proctree.New(proctree.Options{})
+	if err != nil {
+		log.Warn("process tree failed to start: no process's descendants are kept; one-shot walks from live roots remain", zap.Error(err))
+		return nil
+	}
+	if t.Mode() == proctree.ModeWalk {
+		log.Warn("the process connector is not available here: descendants are found by /proc walks at the sweep and at each death, so one reparented between two walks is missed (watchdog_process_tree_mode{mode=\"walk\"})", zap.Error(t.Why()))
+	} else {
+		log.Info("process tree by the kernel's process connector (watchdog_process_tree_mode{mode=\"events\"})")
+	}
+	return t
 }
 
 // budget caps the watcher's pidfds at what the fd limit leaves after the
@@ -103,6 +131,9 @@ func (l *liveness) run(log *zap.Logger) (stop func()) {
 		wg.Wait()
 		if l.watcher != nil {
 			l.watcher.Close() //nolint:errcheck // closing fds at shutdown
+		}
+		if l.tree != nil {
+			l.tree.Close() //nolint:errcheck // closing the connector at shutdown
 		}
 	}
 }

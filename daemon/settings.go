@@ -43,6 +43,9 @@ func ReaperSettings(cfg *config.Config) reaper.Settings {
 		KillOrphans: cfg.Reaper.KillOrphans,
 		KillGrace:   time.Duration(cfg.Reaper.KillGrace),
 		KillUIDs:    killUIDs,
+
+		KillLeftovers: cfg.Reaper.KillLeftovers,
+		LeftoverGrace: time.Duration(cfg.Reaper.LeftoverGrace),
 	}
 }
 

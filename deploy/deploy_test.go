@@ -60,7 +60,7 @@ var prometheusSynthesized = map[string]bool{"up": true}
 // node_exporter's convention for a scrape-time collector that can fail,
 // the fleet's leader gauge (docs/fleet.md), the Alertmanager push's counters
 // (README, "Push alerts to Alertmanager") and the pidfd watcher's overflow
-// counter (ADR-0039). TestMetricNamesAreExported checks them against a real scrape
+// counter (ADR-0039) and the process tree's mode and overflows (ADR-0044). TestMetricNamesAreExported checks them against a real scrape
 // like the others; the dashboard need not show them.
 var exporterExtras = map[string]string{
 	"watchdog_scrape_collector_success":          "gauge",
@@ -69,6 +69,8 @@ var exporterExtras = map[string]string{
 	"watchdog_alertmanager_pushes_total":         "counter",
 	"watchdog_alertmanager_alerts_dropped_total": "counter",
 	"watchdog_pidwatch_overflow_total":           "counter",
+	"watchdog_process_tree_mode":                 "gauge",
+	"watchdog_process_tree_overflow_total":       "counter",
 }
 
 // --- Example config ----------------------------------------------------------

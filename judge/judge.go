@@ -85,6 +85,10 @@ type Seen struct {
 	// HeartbeatFile is the heartbeat file's mtime as last known (zero:
 	// unknown); it moves the heartbeat deadlines and the last activity.
 	HeartbeatFile time.Time
+	// Descendants are the live descendants of the entity's process, by
+	// pid, looked for only when LeftoversDue: with any, Judge records the
+	// leftover finding (run.health.leftover_processes).
+	Descendants []probe.Process
 }
 
 // ActKind is the kind of lifecycle change a judgement calls for.
@@ -235,6 +239,11 @@ func observe(e store.Entity, seen Seen, s Settings, now time.Time) (store.Observ
 	obs.DeadSince = deadSince(e.DeadSince, res.Liveness, now)
 	if f, ok := unownedDeath(e, res, obs.DeadSince, s, now); ok {
 		obs.Reasons = flagUnowned(obs.Reasons, f)
+	}
+	if len(seen.Descendants) > 0 && LeftoversDue(&e, res) {
+		// A finding beside the root's health, which it leaves alone: a
+		// dead root stays process_dead, an ended one ok or orphaned.
+		obs.Reasons = append(obs.Reasons, leftoverFinding(&e, res, seen.Descendants, now))
 	}
 	state.CarryOnsets(obs.Reasons, e.Reasons, now)
 	return obs, changed(e, obs)

@@ -135,6 +135,9 @@ type Metrics struct {
 	// overflows is the source of watchdog_pidwatch_overflow_total
 	// (PidwatchOverflows).
 	overflows atomic.Pointer[func() uint64]
+	// tree is the source of watchdog_process_tree_mode and
+	// watchdog_process_tree_overflow_total (ProcessTree).
+	tree atomic.Pointer[TreeSource]
 	// shed and conns are the HTTP server's bounds (conns.go).
 	shed  *prometheus.CounterVec
 	conns atomic.Pointer[func() (waiting, active int)]
@@ -218,7 +221,7 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 	m.collector = newStoreCollector(src, now, o.Owns)
 	for _, c := range []prometheus.Collector{
 		syncedCounters{src, []prometheus.Collector{m.transitions, m.reaped}}, m.rejected, m.jobRuns, m.jobDuration, m.lastSweep, buildInfo,
-		m.collector, watchingCollector{&m.watching}, overflowCollector{&m.overflows}, leaderCollector{o.Leader}, m.shed, connsCollector{&m.conns},
+		m.collector, watchingCollector{&m.watching}, overflowCollector{&m.overflows}, treeCollector{&m.tree}, leaderCollector{o.Leader}, m.shed, connsCollector{&m.conns},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"watchdog/judge"
+	"watchdog/proctree"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -40,6 +41,13 @@ type tracked struct {
 	// diedPID is the pid whose death the watch reported: never watched
 	// again (its pid may already be another process's).
 	diedPID int
+	// treeRoot is the root kept in the process tree for it (zero: none):
+	// kept past its death, for the leftovers, until it is dropped or
+	// names another process.
+	treeRoot proctree.Root
+	// exitPID is the pid whose exit status was recorded (the connector's
+	// or the pidfd's, whichever came first): never recorded twice.
+	exitPID int
 	// checkAt is an explicit CheckEntity: a death just seen, a watch that
 	// found the process gone, or the next poll. Zero = none.
 	checkAt time.Time

@@ -29,6 +29,7 @@ import (
 	"watchdog/judge"
 	"watchdog/pidwatch"
 	"watchdog/probe"
+	"watchdog/proctree"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -50,6 +51,20 @@ type Watcher interface {
 	Forget(key string)
 	Deaths() <-chan pidwatch.Death
 	Resync() <-chan struct{}
+}
+
+// Tree is the process tree (proctree.Tree) as the monitor uses it: each
+// root watched by pidfd is kept there too, for its descendants (the
+// leftover finding, read by the reaper) and for its exit status at its
+// exit, reaped or not (Exits), which is recorded before the pidfd's
+// PIDFD_INFO_EXIT. In walk mode the sets follow walks, one at each death.
+type Tree interface {
+	Watch(root proctree.Root) error
+	Forget(root proctree.Root)
+	Exits() <-chan proctree.Exit
+	Resync() <-chan struct{}
+	Refresh() error
+	Mode() proctree.Mode
 }
 
 // ExitRecorder stores how a process ended (sqlite.Store.RecordExit).
@@ -101,6 +116,8 @@ type Options struct {
 	Watcher Watcher
 	Prober  Prober
 	Exits   ExitRecorder
+	// Tree keeps the watched roots' descendants; nil: none kept.
+	Tree Tree
 	// HostID is this host's: only its entities are watched and timed.
 	HostID   string
 	Settings Settings
@@ -132,10 +149,15 @@ type Monitor struct {
 	// steps (Stuck).
 	busySince atomic.Int64
 
+	// nTreeResyncs counts the tree's resyncs (TreeResyncs).
+	nTreeResyncs atomic.Int64
+
 	// Owned by Run's goroutine.
 	s    Settings
 	ents map[string]*tracked
 	h    deadlineHeap
+	// roots are the tracked entities by the root kept in the tree.
+	roots map[proctree.Root]*tracked
 }
 
 // New returns a Monitor; Run starts it.
@@ -155,6 +177,7 @@ func New(opt Options) *Monitor {
 		wake:    make(chan struct{}, 1),
 		s:       opt.Settings.withDefaults(),
 		ents:    map[string]*tracked{},
+		roots:   map[proctree.Root]*tracked{},
 	}
 }
 
@@ -222,6 +245,11 @@ func (m *Monitor) Run(ctx context.Context) error {
 	if m.opt.Watcher != nil {
 		deaths, resync = m.opt.Watcher.Deaths(), m.opt.Watcher.Resync()
 	}
+	var exits <-chan proctree.Exit
+	var treeResync <-chan struct{}
+	if m.opt.Tree != nil {
+		exits, treeResync = m.opt.Tree.Exits(), m.opt.Tree.Resync()
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	defer m.forgetAll()
@@ -246,6 +274,15 @@ func (m *Monitor) Run(ctx context.Context) error {
 			m.death(ctx, d)
 		case <-resync:
 			m.resync(ctx)
+		case x := <-exits:
+			m.treeExit(ctx, x)
+		case <-treeResync:
+			// Exits were missed (the tree's queue was full, or the kernel
+			// dropped events): the deaths themselves are the pidfds', so
+			// nothing is lost but the statuses those exits carried, which
+			// PIDFD_INFO_EXIT still gives for a reaped root.
+			m.nTreeResyncs.Add(1)
+			m.opt.Logger.Warn("the process tree missed exits (watchdog_process_tree_overflow_total): deaths are still seen by pidfd, their exit status only once reaped")
 		}
 	}
 }
@@ -360,6 +397,9 @@ func wantsWatch(e store.Entity) bool {
 // watch opens, keeps or drops the entity's watch to match its pid.
 func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 	e := tr.e
+	if tr.treeRoot.PID != 0 && tr.treeRoot != rootOf(e) {
+		m.forgetTree(tr) // another process now: its predecessor's tree is not its own
+	}
 	if !wantsWatch(*e) || e.PID == tr.diedPID {
 		m.unwatch(tr)
 		return
@@ -387,6 +427,7 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 	switch {
 	case err == nil:
 		m.setMode(tr, byPidfd)
+		m.watchTree(tr)
 	case errors.Is(err, pidwatch.ErrNotSame) && asked && seen.Liveness == probe.Unknown:
 		// The identity could not be read (out of file descriptors for
 		// /proc, permission, hidepid): not proof of another process, and
@@ -453,6 +494,7 @@ func (m *Monitor) drop(key string) {
 		return
 	}
 	m.unwatch(tr)
+	m.forgetTree(tr)
 	m.h.schedule(tr, time.Time{})
 	delete(m.ents, key)
 }
@@ -476,7 +518,11 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 	if tr == nil || tr.e.PID != d.PID {
 		return // forgotten, or re-registered to another process meanwhile
 	}
-	if d.Exit.Known {
+	if d.Exit.Known && tr.exitPID != d.PID {
+		// The first source to say wins: the connector's exit event (at
+		// the exit, reaped or not) or the pidfd's PIDFD_INFO_EXIT (once
+		// reaped); the second says the same and is not recorded again.
+		tr.exitPID = d.PID
 		x := state.ExitStatus{Code: d.Exit.Code, Signal: int(d.Exit.Signal), At: d.At}
 		if d.Exit.Signal != 0 {
 			x.Code = 0
@@ -497,6 +543,15 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 	if tr.mode == byPidfd {
 		m.setMode(tr, unwatched)
 		tr.watchedPID = 0
+	}
+	if t := m.opt.Tree; t != nil && t.Mode() == proctree.ModeWalk && tr.treeRoot.PID != 0 {
+		// The reduced mode follows the processes by walks: this one
+		// finds the root gone and keeps what it left (ADR-0043).
+		done := m.busy()
+		if err := t.Refresh(); err != nil {
+			m.warn("cannot walk /proc for the process trees", tr, err)
+		}
+		done()
 	}
 	m.check(ctx, tr)
 	if tr.e.DeadSince.IsZero() {
@@ -545,6 +600,66 @@ func (m *Monitor) resync(ctx context.Context) {
 	m.opt.Logger.Warn("the pidfd watcher dropped deaths at its full queue (watchdog_pidwatch_overflow_total): every watched process was looked at again",
 		zap.Int("watched", watched), zap.Int("found_dead", dead), zap.Int("unreadable_checked", unread))
 }
+
+// treeExit takes a watched root's exit from the process tree: its status,
+// known at the exit whether or not the parent reaps it, is recorded, and
+// the death handled as a pidfd's would be (a pidfd death for the same pid
+// before or after finds it done, its status not recorded twice).
+func (m *Monitor) treeExit(ctx context.Context, x proctree.Exit) {
+	tr := m.roots[x.Root]
+	if tr == nil || x.PID != x.Root.PID || tr.e.PID != x.PID {
+		return // a root forgotten since, or a descendant's exit
+	}
+	if tr.diedPID == x.PID && tr.exitPID == x.PID {
+		return // the pidfd said it all already
+	}
+	m.death(ctx, pidwatch.Death{Key: tr.key, PID: x.PID, At: x.At, Exit: pidwatch.Exit{Known: true, Code: x.Code, Signal: x.Signal}})
+}
+
+// rootOf is the tree root naming e's process.
+func rootOf(e *store.Entity) proctree.Root {
+	return proctree.Root{PID: e.PID, StartTicks: e.PIDStartTicks}
+}
+
+// watchTree keeps tr's process in the tree beside its pidfd. A root the
+// tree refuses (gone since the pidfd opened, another start) is simply
+// not kept: the pidfd and the probe say the rest.
+func (m *Monitor) watchTree(tr *tracked) {
+	t := m.opt.Tree
+	if t == nil || tr.treeRoot.PID != 0 {
+		return
+	}
+	root := rootOf(tr.e)
+	if m.roots[root] != nil {
+		return // two entities of one process: the tree keeps it for the first
+	}
+	done := m.busy()
+	err := t.Watch(root)
+	done()
+	if err != nil {
+		if !errors.Is(err, proctree.ErrGone) && !errors.Is(err, proctree.ErrNotSame) {
+			m.opt.Logger.Debug("process tree watch failed", zap.String("entity", tr.key), zap.Error(err))
+		}
+		return
+	}
+	tr.treeRoot = root
+	m.roots[root] = tr
+}
+
+// forgetTree stops keeping tr's root in the tree.
+func (m *Monitor) forgetTree(tr *tracked) {
+	if tr.treeRoot.PID == 0 {
+		return
+	}
+	m.opt.Tree.Forget(tr.treeRoot)
+	if m.roots[tr.treeRoot] == tr {
+		delete(m.roots, tr.treeRoot)
+	}
+	tr.treeRoot = proctree.Root{}
+}
+
+// TreeResyncs counts the process tree's resyncs the monitor has heard.
+func (m *Monitor) TreeResyncs() int { return int(m.nTreeResyncs.Load()) }
 
 // Resyncs counts the watcher's resyncs the monitor has answered.
 func (m *Monitor) Resyncs() int { return int(m.nResyncs.Load()) }

@@ -157,3 +157,88 @@ func (snap snapshot) alive(pid int, start uint64) bool {
 	s, ok := snap.procs[pid]
 	return ok && (start == 0 || s.startTicks == start)
 }
+
+// errNoChildrenLists: the kernel has no /proc/<pid>/task/<tid>/children
+// (built without CONFIG_PROC_CHILDREN); the seed walks instead.
+var errNoChildrenLists = errors.New("no children lists in /proc")
+
+// seed reads root's live descendants by the kernel's children lists
+// (/proc/<pid>/task/<tid>/children), as a walk's ppid chains would show
+// them, at one read per member and per thread instead of one per process
+// on the host: a Watch, made for every entity the daemon adopts at start,
+// then costs what the root's own tree holds. The result holds the root
+// with its start ticks. A root that is gone (or a zombie) is errNoProcess;
+// a kernel without the lists is errNoChildrenLists.
+func seed(dir string, root int) (map[int]uint64, error) {
+	buf := make([]byte, 0, 1024)
+	s, buf, err := readStat(dir, root, buf)
+	if err != nil {
+		return nil, err
+	}
+	if s.dead() {
+		return nil, fmt.Errorf("read stat of pid %d: %w (zombie)", root, errNoProcess)
+	}
+	members := map[int]uint64{root: s.startTicks}
+	stack := []int{root}
+	for len(stack) > 0 {
+		pid := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		kids, err := children(dir, pid)
+		if err != nil {
+			if pid == root && errors.Is(err, errNoChildrenLists) {
+				return nil, err
+			}
+			continue // the member went meanwhile: its children, if any, are reparented
+		}
+		for _, k := range kids {
+			if _, seen := members[k]; seen {
+				continue
+			}
+			var ks stat
+			if ks, buf, err = readStat(dir, k, buf); err != nil || ks.dead() {
+				continue
+			}
+			members[k] = ks.startTicks
+			stack = append(stack, k)
+		}
+	}
+	return members, nil
+}
+
+// children lists pid's children, from the children list of each of its
+// threads (a child belongs to the thread that forked it).
+func children(dir string, pid int) ([]int, error) {
+	taskDir := filepath.Join(dir, strconv.Itoa(pid), "task")
+	d, err := os.Open(taskDir)
+	if err != nil {
+		return nil, fmt.Errorf("children of pid %d: %w", pid, errNoProcess)
+	}
+	tids, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("children of pid %d: %w", pid, err)
+	}
+	var out []int
+	read := false
+	for _, tid := range tids {
+		b, err := os.ReadFile(filepath.Join(taskDir, tid, "children"))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && tid == strconv.Itoa(pid) {
+				if _, serr := os.Stat(filepath.Join(taskDir, tid)); serr == nil {
+					return nil, fmt.Errorf("children of pid %d: %w", pid, errNoChildrenLists)
+				}
+			}
+			continue // the thread exited meanwhile
+		}
+		read = true
+		for f := range bytes.FieldsSeq(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil && c > 0 {
+				out = append(out, c)
+			}
+		}
+	}
+	if !read {
+		return nil, fmt.Errorf("children of pid %d: %w", pid, errNoProcess)
+	}
+	return out, nil
+}

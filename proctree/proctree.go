@@ -227,14 +227,16 @@ func (t *Tree) Len() int {
 	return len(t.roots)
 }
 
-// Watch starts keeping root's descendants, seeded by a /proc walk. It is
+// Watch starts keeping root's descendants, seeded by the kernel's
+// children lists from the root down (one read per member: the cost of the
+// root's own tree, not of the host's every process; a kernel without the
+// lists gets one /proc walk by ppid chains instead). It is
 // ErrGone when root is not a live process and ErrNotSame when its pid has
 // another start time. Watching a root already watched does nothing.
 //
-// In events mode the walk runs under the Tree's lock, so the events the
-// reader holds meanwhile apply after the seed: a fork during the walk is
-// either seen by it or added by its event, an exit removes what the walk
-// saw.
+// In events mode the seed runs under the Tree's lock, so the events the
+// reader holds meanwhile apply after it: a fork during the seed is either
+// seen by it or added by its event, an exit removes what the seed saw.
 func (t *Tree) Watch(root Root) error {
 	if root.PID <= 0 {
 		return fmt.Errorf("watch pid %d: not a process id", root.PID)
@@ -247,18 +249,28 @@ func (t *Tree) Watch(root Root) error {
 	if t.roots[root] != nil {
 		return nil
 	}
-	snap, err := walk(t.opt.ProcDir)
-	if err != nil {
+	members, err := seed(t.opt.ProcDir, root.PID)
+	switch {
+	case errors.Is(err, errNoChildrenLists):
+		// No children lists in this kernel: the ppid chains of one walk.
+		snap, err := walk(t.opt.ProcDir)
+		if err != nil {
+			return fmt.Errorf("watch pid %d: %w", root.PID, err)
+		}
+		s, ok := snap.procs[root.PID]
+		if !ok {
+			return fmt.Errorf("watch pid %d: %w", root.PID, ErrGone)
+		}
+		members = snap.under(root.PID, map[int]uint64{root.PID: s.startTicks})
+	case errors.Is(err, errNoProcess):
+		return fmt.Errorf("watch pid %d: %w", root.PID, ErrGone)
+	case err != nil:
 		return fmt.Errorf("watch pid %d: %w", root.PID, err)
 	}
-	s, ok := snap.procs[root.PID]
-	switch {
-	case !ok:
-		return fmt.Errorf("watch pid %d: %w", root.PID, ErrGone)
-	case root.StartTicks != 0 && s.startTicks != root.StartTicks:
-		return fmt.Errorf("watch pid %d: %w (started at tick %d, recorded %d)", root.PID, ErrNotSame, s.startTicks, root.StartTicks)
+	if start := members[root.PID]; root.StartTicks != 0 && start != root.StartTicks {
+		return fmt.Errorf("watch pid %d: %w (started at tick %d, recorded %d)", root.PID, ErrNotSame, start, root.StartTicks)
 	}
-	w := &watched{root: root, members: snap.under(root.PID, map[int]uint64{root.PID: s.startTicks})}
+	w := &watched{root: root, members: members}
 	t.roots[root] = w
 	for pid := range w.members {
 		t.owner[pid] = append(t.owner[pid], w)

@@ -13,6 +13,7 @@ import (
 
 	"watchdog/judge"
 	"watchdog/probe"
+	"watchdog/state"
 	"watchdog/store"
 )
 
@@ -103,4 +104,58 @@ func (r *Reaper) mayKill(pid, self int, ancestors []int) string {
 		return "its owner (uid " + strconv.Itoa(o.RealUID) + ", euid " + strconv.Itoa(o.EffectiveUID) + ") is not in reaper.kill_users"
 	}
 	return ""
+}
+
+// killLeftovers acts on e's leftover finding (reaper.kill_leftovers), as
+// judged just now (reasons): once the finding is leftover_grace old, each
+// process it names gets SIGTERM, and once kill_grace more has passed, one
+// still there gets SIGKILL. It waits for nothing: the sweep after the
+// grace sends the one, the sweep after kill_grace more the other. Each
+// signal passes kill_orphans' guards first: the process is re-read with
+// the start ticks the finding recorded (a pid reused, or never identified,
+// is never signalled) and must pass mayKill (never pid 1, the daemon or
+// its ancestors; only reaper.kill_users). Each signal, and each refusal,
+// is logged with the entity, the pid and its command: the audit of what
+// the reaper did to processes, as for kill_orphans.
+func (r *Reaper) killLeftovers(e store.Entity, reasons []state.StateReason) {
+	i := slices.IndexFunc(reasons, func(x state.StateReason) bool { return x.Code == state.RunHealthLeftoverProcesses })
+	if i < 0 || reasons[i].FirstSeen.IsZero() {
+		return
+	}
+	age := r.now().Sub(reasons[i].FirstSeen.Time)
+	sig := syscall.SIGTERM
+	switch {
+	case age < r.Settings.LeftoverGrace:
+		return
+	case age >= r.Settings.LeftoverGrace+r.Settings.KillGrace:
+		sig = syscall.SIGKILL
+	}
+	send := r.Signal
+	if send == nil {
+		send = func(pid, sig int) error { return sysunix.Kill(pid, syscall.Signal(sig)) }
+	}
+	self := os.Getpid()
+	ancestors := r.Prober.Ancestors(self)
+	for _, ref := range judge.Leftovers(&store.Entity{Reasons: reasons[i : i+1]}) {
+		log := r.log().With(zap.String("entity", e.Type+"/"+e.ID), zap.Int("pid", ref.PID), zap.String("signal", sysunix.SignalName(sig)))
+		if ref.StartTicks == 0 {
+			log.Warn("not signalling leftover: its start was never recorded, so its pid cannot be told from a reuse")
+			continue
+		}
+		p, err := r.Prober.Process(ref.PID, ref.StartTicks)
+		if err != nil {
+			log.Info("leftover gone or its pid reused, not signalling", zap.Error(err))
+			continue
+		}
+		log = log.With(zap.String("command", p.Comm))
+		if why := r.mayKill(ref.PID, self, ancestors); why != "" {
+			log.Warn("not signalling leftover: " + why)
+			continue
+		}
+		if err := send(ref.PID, int(sig)); err != nil {
+			log.Warn("signal leftover", zap.Error(err))
+			continue
+		}
+		log.Info("signalled leftover (reaper.kill_leftovers)", zap.Duration("finding_age", age))
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"watchdog/internal/unixtime"
 	"watchdog/judge"
 	"watchdog/probe"
+	"watchdog/proctree"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -56,6 +57,17 @@ type Prober interface {
 	// asked only before a signal (kill_orphans).
 	Owner(pid int) (probe.ProcessOwner, error)
 	Ancestors(pid int) []int
+	// Process reads one process's facts (a leftover's evidence), an
+	// error when it is gone or its pid names another start.
+	Process(pid int, startTicks uint64) (probe.Process, error)
+}
+
+// Trees keeps watched roots' descendants: the daemon's proctree.Tree, in
+// either of its modes.
+type Trees interface {
+	Descendants(root proctree.Root) ([]proctree.Proc, error)
+	Mode() proctree.Mode
+	Refresh() error
 }
 
 // Observer hears what the jobs did (metrics); nil is fine.
@@ -82,6 +94,10 @@ type Settings struct {
 	// KillUIDs are the users whose orphans may be signalled; nil means
 	// every user but root (reaper.kill_users).
 	KillUIDs []int
+	// KillLeftovers signals an entity's leftover processes once the
+	// finding is LeftoverGrace old (reaper.kill_leftovers, leftover_grace).
+	KillLeftovers bool
+	LeftoverGrace time.Duration
 }
 
 // DefaultSettings are the config's defaults (docs/reference/config.md).
@@ -92,6 +108,7 @@ var DefaultSettings = Settings{
 	SweepBudget:           10 * time.Second,
 	MaxPerRun:             500,
 	KillGrace:             10 * time.Second,
+	LeftoverGrace:         30 * time.Second,
 }
 
 // Reaper runs the jobs. Settings may be swapped between runs (SIGHUP): the
@@ -115,6 +132,11 @@ type Reaper struct {
 	// Signal sends a signal to a process (kill_orphans); nil means
 	// unix.Kill. Injected so tests can watch without killing.
 	Signal func(pid int, sig int) error
+	// Trees is where an entity's process's descendants are read (the
+	// leftover finding) while the daemon keeps its tree; nil (a one-shot
+	// command), or a root it does not keep, means a /proc walk from the
+	// root, where only what its ppid chains show is found (ADR-0044).
+	Trees Trees
 
 	// resume is where the last sweep ran out of budget: the next sweep
 	// starts after it, so on a host too big for one budget every entity

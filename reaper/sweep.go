@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"watchdog/judge"
 	"watchdog/probe"
+	"watchdog/proctree"
 	"watchdog/store"
 )
 
@@ -49,6 +52,13 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 		return rep, fmt.Errorf("sweep: %w", err)
 	}
 	list = r.dropHostsWithDaemons(ctx, list, start)
+	if r.Trees != nil && r.Trees.Mode() == proctree.ModeWalk {
+		// The reduced mode's sets follow the processes by walks: one per
+		// sweep (and one per death, the monitor's), ADR-0043.
+		if err := r.Trees.Refresh(); err != nil {
+			r.log().Warn("cannot walk /proc for the process trees", errField(err))
+		}
+	}
 	parents := newParentCache(ctx, r.Store)
 	first := r.resume.after(list)
 	overBudget := func(done int, last store.Entity) error {
@@ -167,7 +177,11 @@ func (r *Reaper) CheckEntity(ctx context.Context, e store.Entity) (written bool,
 // checkEntity is the one step both of the sweep's passes and CheckEntity
 // take for an entity.
 func (r *Reaper) checkEntity(ctx context.Context, e store.Entity, parents parentCache) (step, error) {
-	return r.judgeOne(ctx, e, parents.terminal(e), true)
+	s, err := r.judgeOne(ctx, e, parents.terminal(e), true)
+	if err == nil && !s.interrupted && r.Settings.KillLeftovers && !r.Settings.DryRun && e.HostID == r.HostID {
+		r.killLeftovers(e, s.v.Observation.Reasons)
+	}
+	return s, err
 }
 
 // artifactsDue says whether probing e checks its artifact contract (see
@@ -238,7 +252,62 @@ func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, n
 	if hb := seen.Result.Heartbeat; hb.Source == probe.HeartbeatFile {
 		seen.HeartbeatFile = hb.At
 	}
+	if e.HostID == r.HostID && judge.LeftoversDue(&e, seen.Result) {
+		seen.Descendants = r.descendants(&e, seen.Result.Liveness)
+	}
 	return seen
+}
+
+// descendants are the live descendants of e's process, as facts, by pid:
+// those its kept tree holds (r.Trees), else those a /proc walk from the
+// root finds while it is alive, and in any case those e's stored leftover
+// finding names that are still the same processes (the tree is forgotten
+// once the entity ends; a dead root's reparented children are found by
+// no walk).
+func (r *Reaper) descendants(e *store.Entity, root probe.Liveness) []probe.Process {
+	want := map[int]uint64{}
+	rt := proctree.Root{PID: e.PID, StartTicks: e.PIDStartTicks}
+	var procs []proctree.Proc
+	var err error
+	if r.Trees != nil {
+		procs, err = r.Trees.Descendants(rt)
+	}
+	if (r.Trees == nil || err != nil) && root == probe.Alive {
+		procs = walkDescendants(rt)
+	}
+	for _, p := range procs {
+		want[p.PID] = p.StartTicks
+	}
+	for _, ref := range judge.Leftovers(e) {
+		if _, ok := want[ref.PID]; !ok {
+			want[ref.PID] = ref.StartTicks
+		}
+	}
+	delete(want, e.PID)
+	delete(want, os.Getpid())
+	out := make([]probe.Process, 0, len(want))
+	for pid, ticks := range want {
+		if p, err := r.Prober.Process(pid, ticks); err == nil {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b probe.Process) int { return a.PID - b.PID })
+	return out
+}
+
+// walkDescendants is one /proc walk from a live root, for a reaper with no
+// tree of it (a one-shot command, or a root the daemon does not keep).
+func walkDescendants(rt proctree.Root) []proctree.Proc {
+	t, err := proctree.New(proctree.Options{Walk: true})
+	if err != nil {
+		return nil
+	}
+	defer t.Close() //nolint:errcheck // a walk-mode tree holds nothing to close
+	if t.Watch(rt) != nil {
+		return nil // gone since the probe, or its pid reused: none of its own
+	}
+	procs, _ := t.Descendants(rt)
+	return procs
 }
 
 // judgeOne sees e, judges it (judge.Judge) and, with record, stores the

@@ -39,10 +39,14 @@ var (
 	RunHealthClockSkew        = register("run.health.clock_skew", "a heartbeat carries a time in the future; it was clamped.")
 	RunHealthOrphaned         = register("run.health.orphaned", "the process is alive but its supervisor or parent entity is gone.")
 	RunHealthStaleLock        = register("run.health.stale_lock", "a terminal entity's declared lock file still exists.")
-	RunDeliveryMissing        = register("run.delivery.missing", "none of the required artifacts is present.")
-	RunDeliveryPartial        = register("run.delivery.partial", "some but not all required artifacts are valid.")
-	RunDeliveryInvalid        = register("run.delivery.invalid", "an artifact is present but fails validation or escapes the root.")
-	RunDeliveryCheckStopped   = register("run.delivery.check_stopped", "the artifact check stopped at a bound (entries, depth, artifacts, time); delivery unknown.")
+	// RunHealthLeftoverProcesses is a finding of its own beside the
+	// root's health (ADR-0044): the root's process may be dead and judged
+	// so, and its descendants are still there to be found.
+	RunHealthLeftoverProcesses = register("run.health.leftover_processes", "descendants of the entity's process are still running after the entity ended or its process died.")
+	RunDeliveryMissing         = register("run.delivery.missing", "none of the required artifacts is present.")
+	RunDeliveryPartial         = register("run.delivery.partial", "some but not all required artifacts are valid.")
+	RunDeliveryInvalid         = register("run.delivery.invalid", "an artifact is present but fails validation or escapes the root.")
+	RunDeliveryCheckStopped    = register("run.delivery.check_stopped", "the artifact check stopped at a bound (entries, depth, artifacts, time); delivery unknown.")
 )
 
 // System (watchdog's own enforcement) codes.

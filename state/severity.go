@@ -45,3 +45,30 @@ var SeverityTones = map[Severity][]Tone{
 	SeverityInfo:     {ToneInfo, ToneNeutral},
 	SeverityNeutral:  {ToneSuccess, ToneNeutral},
 }
+
+// FindingSeverity is the severity a finding sets on its own, whatever the
+// dimensions say (ok false for a finding that sets none: most findings act
+// through the health or delivery they come with). Leftover processes
+// (run.health.leftover_processes) are a warning while the entity is open
+// (its end, by its owner or by its type's rules, is still to come) and
+// critical once it has ended: nobody is left to stop them (ADR-0044).
+func FindingSeverity(code ReasonCode, open bool) (Severity, Tone, bool) {
+	if code != RunHealthLeftoverProcesses {
+		return "", "", false
+	}
+	if open {
+		return SeverityWarning, ToneWarning, true
+	}
+	return SeverityCritical, ToneDanger, true
+}
+
+// raiseByFindings is sev and tone, or the severity a finding sets when
+// that is higher (FindingSeverity).
+func raiseByFindings(sev Severity, tone Tone, open bool, reasons []StateReason) (Severity, Tone) {
+	for _, r := range reasons {
+		if s, t, ok := FindingSeverity(r.Code, open); ok && s.Rank() < sev.Rank() {
+			sev, tone = s, t
+		}
+	}
+	return sev, tone
+}

@@ -284,6 +284,9 @@ func Normalize(lifecycle, outcome string, health Health, delivery Delivery, reas
 		}
 	}
 	s.Severity, s.Tone = DeriveSeverity(cascadeOutcome, s.Health, s.Delivery)
+	// A finding may set a severity of its own (leftover processes): the
+	// dimensions cannot say it, as the root's health is ok once ended.
+	s.Severity, s.Tone = raiseByFindings(s.Severity, s.Tone, outcome == "", reasons)
 	return s
 }
 

@@ -1,0 +1,165 @@
+package judge
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"watchdog/internal/unixtime"
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// LeftoversDue says whether e's process's live descendants are a finding
+// now, so worth looking for (ADR-0044): e has a process of this host and
+// has ended (any path), or its process was seen dead (res, the probe's
+// result). While e is open and its process alive, its descendants are its
+// work, not leftovers.
+func LeftoversDue(e *store.Entity, res probe.Result) bool {
+	if e.PID <= 0 || e.Lifecycle == nil {
+		return false
+	}
+	return e.Terminal || res.Liveness == probe.Dead
+}
+
+// LeftoverRef is a process a stored leftover finding names (its evidence's
+// ID): the see step looks at these again once the root's tree is no longer
+// kept, so the finding lasts as long as they do.
+type LeftoverRef struct {
+	PID        int
+	StartTicks uint64
+}
+
+// Leftovers are the processes e's stored leftover finding names.
+func Leftovers(e *store.Entity) []LeftoverRef {
+	var out []LeftoverRef
+	for _, r := range e.Reasons {
+		if r.Code != state.RunHealthLeftoverProcesses {
+			continue
+		}
+		for _, ev := range r.Evidence {
+			if ref, ok := parseLeftoverID(ev.ID); ok {
+				out = append(out, ref)
+			}
+		}
+	}
+	return out
+}
+
+// leftoverID names one process in the finding's evidence: its pid and
+// start ticks, what tells it from a later process reusing the pid.
+func leftoverID(p probe.Process) string {
+	return "pid:" + strconv.Itoa(p.PID) + ":" + strconv.FormatUint(p.StartTicks, 10)
+}
+
+func parseLeftoverID(id string) (LeftoverRef, bool) {
+	rest, ok := strings.CutPrefix(id, "pid:")
+	if !ok {
+		return LeftoverRef{}, false
+	}
+	p, t, ok := strings.Cut(rest, ":")
+	if !ok {
+		return LeftoverRef{}, false
+	}
+	pid, err := strconv.Atoi(p)
+	if err != nil || pid <= 0 {
+		return LeftoverRef{}, false
+	}
+	ticks, err := strconv.ParseUint(t, 10, 64)
+	if err != nil {
+		return LeftoverRef{}, false
+	}
+	return LeftoverRef{PID: pid, StartTicks: ticks}, true
+}
+
+// leftoverFinding is the finding for e's live descendants procs (sorted by
+// pid), seen when its process was res.Liveness: one reason with one
+// evidence line per process. A process the stored finding named already
+// keeps its stored line (its RSS as first seen), so an unchanged set of
+// leftovers writes nothing sweep after sweep.
+func leftoverFinding(e *store.Entity, res probe.Result, procs []probe.Process, now time.Time) state.StateReason {
+	stored := map[string]state.EvidenceRef{}
+	for _, r := range e.Reasons {
+		if r.Code == state.RunHealthLeftoverProcesses {
+			for _, ev := range r.Evidence {
+				stored[ev.ID] = ev
+			}
+		}
+	}
+	evidence := make([]state.EvidenceRef, 0, len(procs))
+	for _, p := range procs {
+		id := leftoverID(p)
+		if ev, ok := stored[id]; ok {
+			evidence = append(evidence, ev)
+			continue
+		}
+		evidence = append(evidence, state.EvidenceRef{
+			Kind: state.EvidenceToolResult, ID: id, Path: "/proc/" + strconv.Itoa(p.PID),
+			Detail:    fmt.Sprintf("pid %d %s, started %s, RSS %s", p.PID, p.Comm, state.Stamp(p.StartTime), bytesText(p.RSS)),
+			FetchedAt: unixtime.Of(now),
+		})
+	}
+	return state.Observed(state.RunHealthLeftoverProcesses, leftoverMessage(e, res, procs), evidence...)
+}
+
+// leftoverMessage says what is left and of what: "pid 4242 exited with
+// status 0; 3 descendants still running (node, chrome ×2)".
+func leftoverMessage(e *store.Entity, res probe.Result, procs []probe.Process) string {
+	var b strings.Builder
+	switch {
+	case res.Liveness == probe.Dead && e.Exit != nil:
+		b.WriteString(e.Exit.Text(e.PID))
+		b.WriteString("; ")
+	case res.Liveness == probe.Dead:
+		fmt.Fprintf(&b, "pid %d is gone; ", e.PID)
+	default:
+		fmt.Fprintf(&b, "the entity ended with pid %d still running; ", e.PID)
+	}
+	n := len(procs)
+	noun := "descendants"
+	if n == 1 {
+		noun = "descendant"
+	}
+	fmt.Fprintf(&b, "%d %s still running (%s)", n, noun, commands(procs))
+	return b.String()
+}
+
+// commands names the processes by command, in the order of their first
+// pid, each once with its count: "node, chrome ×2".
+func commands(procs []probe.Process) string {
+	count := map[string]int{}
+	var names []string
+	for _, p := range procs {
+		c := p.Comm
+		if c == "" {
+			c = "?"
+		}
+		if count[c] == 0 {
+			names = append(names, c)
+		}
+		count[c]++
+	}
+	parts := make([]string, len(names))
+	for i, c := range names {
+		parts[i] = c
+		if count[c] > 1 {
+			parts[i] += " ×" + strconv.Itoa(count[c])
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// bytesText is a size as a person reads it: "812 KiB", "1.2 MiB".
+func bytesText(n uint64) string {
+	switch {
+	case n == 0:
+		return "unknown"
+	case n < 1<<20:
+		return strconv.FormatUint((n+512)>>10, 10) + " KiB"
+	case n < 1<<30:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+	}
+	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
+}

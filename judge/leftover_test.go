@@ -1,0 +1,71 @@
+package judge
+
+import (
+	"testing"
+	"time"
+
+	"watchdog/probe"
+	"watchdog/state"
+	"watchdog/store"
+)
+
+// The finding is Judge's: only when the entity ended or its process died,
+// one reason naming each process, a message that says what the root did
+// and what is left, and the same finding sweep after sweep.
+func TestLeftoverFinding(t *testing.T) {
+	e := store.Entity{Type: "session", ID: "s", Lifecycle: lc("running"), PID: 4242, PIDStartTime: t0, PIDStartTicks: 7, StartedAt: t0}
+	procs := []probe.Process{
+		{PID: 4243, StartTicks: 8, StartTime: t0, Comm: "node", RSS: 3 << 20},
+		{PID: 4250, StartTicks: 9, StartTime: t0, Comm: "chrome", RSS: 700 << 10},
+		{PID: 4251, StartTicks: 9, StartTime: t0, Comm: "chrome"},
+	}
+	now := t0.Add(time.Minute)
+
+	s := seen(e, probe.Alive, time.Time{}, false, now)
+	s.Descendants = procs
+	if v := Judge(e, s, DefaultSettings, now); hasCode(v.Observation.Reasons, state.RunHealthLeftoverProcesses) {
+		t.Fatal("an open entity with a live process has no leftovers")
+	}
+
+	e.Exit = &state.ExitStatus{Code: 0, At: now}
+	s = seen(e, probe.Dead, time.Time{}, false, now)
+	s.Descendants = procs
+	v := Judge(e, s, DefaultSettings, now)
+	if v.Observation.Health != state.HealthProcessDead {
+		t.Errorf("health %s, want process_dead", v.Observation.Health)
+	}
+	var r *state.StateReason
+	for i := range v.Observation.Reasons {
+		if v.Observation.Reasons[i].Code == state.RunHealthLeftoverProcesses {
+			r = &v.Observation.Reasons[i]
+		}
+	}
+	if r == nil {
+		t.Fatalf("no leftover finding: %+v", v.Observation.Reasons)
+	}
+	if want := "pid 4242 exited with status 0; 3 descendants still running (node, chrome ×2)"; r.Message != want {
+		t.Errorf("message %q, want %q", r.Message, want)
+	}
+	if len(r.Evidence) != 3 || r.Evidence[0].ID != "pid:4243:8" || r.Evidence[0].Detail != "pid 4243 node, started "+state.Stamp(t0)+", RSS 3.0 MiB" {
+		t.Errorf("evidence %+v", r.Evidence)
+	}
+	if got := Leftovers(&store.Entity{Reasons: v.Observation.Reasons}); len(got) != 3 || got[2] != (LeftoverRef{PID: 4251, StartTicks: 9}) {
+		t.Errorf("Leftovers %+v", got)
+	}
+
+	// Recorded, then seen again with other RSS: nothing new to write.
+	after := Recorded(e, v.Observation)
+	procs[0].RSS = 9 << 20
+	if v2 := Judge(after, s, DefaultSettings, now.Add(time.Minute)); v2.Changed {
+		t.Errorf("the same leftovers were judged changed: %+v", v2.Observation.Reasons)
+	}
+
+	// Severity: the finding's own while open is warning (the dead root
+	// makes the entity critical anyway); ended, critical even with an ok
+	// health.
+	open := state.Normalize("running", "", state.HealthRunning, state.DeliveryNotExpected, []state.StateReason{*r}, now)
+	ended := state.Normalize("completed", "completed", state.HealthOK, state.DeliveryNotExpected, []state.StateReason{*r}, now)
+	if open.Severity != state.SeverityWarning || ended.Severity != state.SeverityCritical {
+		t.Errorf("severity open %s, ended %s; want warning, critical", open.Severity, ended.Severity)
+	}
+}
