@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -220,6 +221,13 @@ func TestZombieExitCode(t *testing.T) {
 	if err := tr.Watch(child); err != nil {
 		t.Fatalf("Watch: %v", err)
 	}
+	// Only once the parent is sleep may the child exit: a shell still
+	// running would reap its background job, and there would be no zombie.
+	parent := sh.root.PID
+	testenv.Eventually(t, "the parent to become sleep", ceiling, func() (bool, string) {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", parent))
+		return err == nil && strings.TrimSpace(string(comm)) == "sleep", fmt.Sprintf("%q %v", comm, err)
+	})
 	sh.go_(t)
 	x := nextExit(t, tr, child.PID)
 	var now unix.Timespec
