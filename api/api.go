@@ -166,6 +166,10 @@ type Options struct {
 	// judgement takes, a heartbeat file of this host's read at the
 	// request (wire.Heartbeats); nil shows the posted one.
 	Heartbeats *wire.Heartbeats
+	// Processes reads an open entity's process facts, on this host, when
+	// the entity is read (and on a list asked ?process=true); nil shows
+	// none (ADR-0048).
+	Processes *wire.Processes
 }
 
 // PagePatterns are the routes the operator's page answers: GET / (the

@@ -88,6 +88,7 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 	}
 	out := wire.FromDerived(ent.Entity, ent.State, rows, s.Heartbeats, s.Now())
 	out.TransitionsTotal = &total
+	out.Process = s.Processes.Of(&ent.Entity, s.Now())
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -148,11 +149,14 @@ func queryInt(v, name string, def, lo, hi int64) (int64, error) {
 }
 
 // listEntities is GET /api/v1/entities[?type=T][&severity=S,...]
-// [&order=severity|id][&limit=N][&after=CURSOR]: the entities (without
-// audit rows) in pages of limit (default wire.DefaultEntitiesPage, at most
-// wire.MaxEntitiesPage), total counting all pages and next the cursor of
-// the following one. A severity filter leaves legacy entities out, as they
-// have no severity of their own. See listOrder for the two orders.
+// [&order=severity|id][&limit=N][&after=CURSOR][&process=true]: the
+// entities (without audit rows) in pages of limit (default
+// wire.DefaultEntitiesPage, at most wire.MaxEntitiesPage), total counting
+// all pages and next the cursor of the following one. A severity filter
+// leaves legacy entities out, as they have no severity of their own. See
+// listOrder for the two orders. With process=true each open entity of
+// this host carries its process facts (`status --wide`), read now: the
+// page's cost, so it is asked for, not given to every poll.
 func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	typ := q.Get("type")
@@ -179,6 +183,13 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
 		return
 	}
+	withProcess := false
+	if v := q.Get("process"); v != "" {
+		if withProcess, err = strconv.ParseBool(v); err != nil {
+			writeError(w, http.StatusBadRequest, causeBadRequest, fmt.Sprintf("process %s is not true or false", quote(v)))
+			return
+		}
+	}
 	var after *listKey
 	if c := q.Get("after"); c != "" {
 		k, err := decodeCursor(c, order)
@@ -198,7 +209,11 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 	pg, next := page(items, order, after, int(limit))
 	out.Items, out.Next = make([]wire.Entity, 0, len(pg)), next
 	for _, l := range pg {
-		out.Items = append(out.Items, wire.FromDerived(*l.e, l.ns, nil, s.Heartbeats, s.Now()))
+		item := wire.FromDerived(*l.e, l.ns, nil, s.Heartbeats, s.Now())
+		if withProcess {
+			item.Process = s.Processes.Of(l.e, s.Now())
+		}
+		out.Items = append(out.Items, item)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -196,11 +196,14 @@ func Run(ctx context.Context, o Options) error {
 	// Every read shows the heartbeat the judgement takes: this host's
 	// heartbeat files are read at the request, never stored per sweep.
 	beats := &wire.Heartbeats{HostID: host.HostID(), Last: probe.LastHeartbeat}
+	// And an open entity's process facts, read from /proc at the request
+	// from the tree the monitor keeps (ADR-0048), never on a timer.
+	procs := &wire.Processes{HostID: host.HostID(), Read: reaper.ReadFacts(probe.NewFacts(host), lv.tree)}
 	d.api = api.New(api.Options{
 		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: reg,
 		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m, View: view,
-		Page:       page.New(page.Options{View: view, Store: st, Auth: token != "", Now: time.Now, Log: log.Named("page"), Heartbeats: beats}),
-		Heartbeats: beats,
+		Page:       page.New(page.Options{View: view, Store: st, Auth: token != "", Now: time.Now, Log: log.Named("page"), Heartbeats: beats, Processes: procs}),
+		Heartbeats: beats, Processes: procs,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -73,6 +73,9 @@ type Options struct {
 	// judgement takes, as the API's entity read does (wire.Heartbeats);
 	// nil shows the posted one.
 	Heartbeats *wire.Heartbeats
+	// Processes reads an open entity's process facts for its page, as the
+	// API's entity read does (wire.Processes, ADR-0048); nil shows none.
+	Processes *wire.Processes
 }
 
 // Limits of what one page shows.
@@ -234,6 +237,38 @@ type entityPage struct {
 	Paging    bool
 	Heartbeat string
 	Progress  string
+	// Process is the open entity's process facts, read for this page; nil
+	// when it has none (ended, another host, no pid).
+	Process *processData
+}
+
+// processData is the entity page's process facts, as text.
+type processData struct {
+	Unavailable                         string
+	CPU, RSS, Uptime, Tasks, TreeRSS    string
+	Descendants, Threads, CPUTime, Mode string
+}
+
+// processDataOf is f as the page shows it.
+func processDataOf(f *state.ProcessFacts) *processData {
+	if f == nil {
+		return nil
+	}
+	u := f.ProcessUsage
+	if u == nil {
+		return &processData{Unavailable: f.Unavailable}
+	}
+	return &processData{
+		CPU:         strconv.FormatFloat(u.CPUPercent, 'f', 1, 64) + "% over " + state.FormatAge(time.Duration(u.CPUWindowSeconds*float64(time.Second))),
+		CPUTime:     strconv.FormatFloat(u.TreeCPUSeconds, 'f', 2, 64) + "s",
+		RSS:         state.FormatBytes(u.RSSBytes),
+		TreeRSS:     state.FormatBytes(u.TreeRSSBytes),
+		Uptime:      state.FormatAge(time.Duration(u.UptimeSeconds * float64(time.Second))),
+		Tasks:       u.TasksText(),
+		Threads:     strconv.Itoa(u.Threads),
+		Descendants: u.DescendantsText(),
+		Mode:        u.TreeMode,
+	}
 }
 
 type reasonData struct {
@@ -365,6 +400,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 		p.Severity = "legacy"
 	}
 	p.Progress = we.HeartbeatProgress
+	p.Process = processDataOf(h.o.Processes.Of(&ent.Entity, now))
 	for _, rs := range we.State.Reasons {
 		rv := reasonData{Code: string(rs.Code), Message: rs.Message}
 		for _, ev := range rs.Evidence {

@@ -512,3 +512,50 @@ func decodeStatus(ws uint32) (code int, sig syscall.Signal, core bool) {
 	}
 	return int(ws>>8) & 0xff, 0, false
 }
+
+// Member is a process of a watched tree as the Tree keeps it, unread: its
+// pid and its start ticks (0 when it was gone before it could be read).
+type Member struct {
+	PID        int
+	StartTicks uint64
+}
+
+// Members is root's tree as kept (the root itself included), without
+// reading any of it: for a reader that reads each member once itself (the
+// process facts, ADR-0048) where Descendants would read it twice. Members
+// may have ended since; the caller checks each by its start ticks.
+func (t *Tree) Members(root Root) ([]Member, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.roots[root]
+	if w == nil {
+		return nil, fmt.Errorf("members of pid %d: %w", root.PID, ErrNotWatched)
+	}
+	out := make([]Member, 0, len(w.members))
+	for pid, start := range w.members {
+		out = append(out, Member{PID: pid, StartTicks: start})
+	}
+	return out, nil
+}
+
+// MembersOf is root's tree from t when t watches root (its mode says how
+// it was kept), else read now from the root down as Watch seeds it
+// (mode "seed"): a CLI's read, or a root the daemon does not keep. A nil
+// t always seeds. A root gone or not the recorded process has no members.
+func MembersOf(t *Tree, root Root) ([]Member, string) {
+	if t != nil {
+		if ms, err := t.Members(root); err == nil {
+			return ms, string(t.Mode())
+		}
+	}
+	s, err := New(Options{Walk: true})
+	if err != nil {
+		return nil, "seed"
+	}
+	defer s.Close() //nolint:errcheck // a walk-mode tree holds nothing to close
+	if s.Watch(root) != nil {
+		return nil, "seed"
+	}
+	ms, _ := s.Members(root)
+	return ms, "seed"
+}

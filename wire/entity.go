@@ -60,8 +60,12 @@ type Entity struct {
 	// ExitStatus is how the entity's process ended, when the kernel said
 	// so: {"code": 3, "signal": null, "at": ...}. Absent while unknown.
 	ExitStatus *state.ExitStatus `json:"exit_status,omitempty"`
-	CreatedAt  unixtime.Time     `json:"created_at"`
-	UpdatedAt  unixtime.Time     `json:"updated_at"`
+	// Process is what the open entity's process and its tree are doing,
+	// read from /proc at this read on the process's host (Processes);
+	// absent elsewhere, and on a list unless asked for.
+	Process   *state.ProcessFacts `json:"process,omitempty"`
+	CreatedAt unixtime.Time       `json:"created_at"`
+	UpdatedAt unixtime.Time       `json:"updated_at"`
 	// AgentStatus and ActivityState are the agent type's legacy mappings.
 	AgentStatus   string                `json:"agent_status,omitempty"`
 	ActivityState string                `json:"activity_state,omitempty"`

@@ -18,13 +18,27 @@ import (
 // process (PID), the host it runs on (what --host takes), since when it
 // runs (started_at, else its registration) and how old its last
 // heartbeat is (the one judged: Entity.LastHeartbeat); "-" where the entity has none.
-func (l EntityList) Table() string {
+func (l EntityList) Table() string { return l.table(false) }
+
+// WideTable is `watchdog status --wide`: Table with the process facts
+// after PID (each entity's `process`, ADR-0048): CPU% (recent, of one
+// core), RSS (the root's), UPTIME, TASKS (the tree's threads) and DESC
+// (its live descendants; "256+" beyond what one read reads). "-" where
+// there are none (not open, another host, no pid); the root's state
+// ("no such process", "pid reused") where they could not be read.
+func (l EntityList) WideTable() string { return l.table(true) }
+
+func (l EntityList) table(wide bool) string {
 	if len(l.Items) == 0 {
 		return "no entities\n"
 	}
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEVERITY\tTYPE\tID\tSTATE\tREASON\tPID\tHOST\tSINCE\tHEARTBEAT\tUPDATED")
+	if wide {
+		fmt.Fprintln(tw, "SEVERITY\tTYPE\tID\tSTATE\tREASON\tPID\tCPU%\tRSS\tUPTIME\tTASKS\tDESC\tHOST\tSINCE\tHEARTBEAT\tUPDATED")
+	} else {
+		fmt.Fprintln(tw, "SEVERITY\tTYPE\tID\tSTATE\tREASON\tPID\tHOST\tSINCE\tHEARTBEAT\tUPDATED")
+	}
 	for _, e := range l.Items {
 		sev := strings.ToUpper(string(e.State.Severity))
 		if e.State.Legacy() {
@@ -53,6 +67,9 @@ func (l EntityList) Table() string {
 		if at := e.LastHeartbeat(); !at.IsZero() {
 			beat = l.ago(at)
 		}
+		if wide {
+			pid += "\t" + processColumns(e.Process)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason,
 			pid, host, l.ago(since), beat, l.ago(e.UpdatedAt))
 	}
@@ -71,4 +88,18 @@ func ago(d time.Duration) string {
 		return "now"
 	}
 	return state.FormatAge(d) + " ago"
+}
+
+// processColumns are the wide table's CPU%, RSS, UPTIME, TASKS and DESC
+// cells of p, tab separated.
+func processColumns(p *state.ProcessFacts) string {
+	switch {
+	case p == nil:
+		return "-\t-\t-\t-\t-"
+	case p.ProcessUsage == nil:
+		return "(" + p.Unavailable + ")\t-\t-\t-\t-"
+	}
+	u := p.ProcessUsage
+	return strconv.FormatFloat(u.CPUPercent, 'f', 1, 64) + "\t" + state.FormatBytes(u.RSSBytes) + "\t" +
+		state.FormatAge(time.Duration(u.UptimeSeconds*float64(time.Second))) + "\t" + u.TasksText() + "\t" + u.DescendantsText()
 }

@@ -21,7 +21,7 @@ import (
 
 func newStatusCmd() *cobra.Command {
 	var db, server, typ, severities, host, cfgPath string
-	var asJSON, open, watch bool
+	var asJSON, open, watch, wide bool
 	var every time.Duration
 	c := &cobra.Command{
 		Use:   "status",
@@ -40,6 +40,15 @@ from any daemon of a fleet, which shows every host's entities. Both print
 the same table and the same JSON. --host keeps one host's entities.
 --watch redraws the table every --every (2s) until Ctrl-C.
 
+--wide adds what systemctl status shows per process, for each open entity
+of the host that reads it: CPU% (the tree's, in percent of one core, since
+the previous read of this command, else since the process started), RSS
+(the process's), UPTIME, TASKS (the threads of the process and its
+descendants) and DESC (its live descendants, "256+" past what one read
+reads). From a database the processes are read here, for this host's
+entities; through --server the daemon reads its own. --json carries them
+as each entity's "process" object.
+
 From a database it reads the one the daemon serves (--db, else WATCHDOG_DB,
 else the store.dsn of the daemon's config: --config, else $WATCHDOG_CONFIG,
 else ` + defaultConfigPath + ` when it exists; without one it says so in one
@@ -51,6 +60,7 @@ judges: no such line.`,
 		Example: `  watchdog status
   watchdog status --open --severity critical,warning
   watchdog status --open --watch
+  watchdog status --open --wide
   watchdog status --server http://127.0.0.1:9715 --host "$(cat /etc/machine-id)"
   WATCHDOG_SERVER=http://10.0.0.5:9715 WATCHDOG_TOKEN_FILE=~/.watchdog.token watchdog status --json`,
 		Args: cobra.NoArgs,
@@ -82,7 +92,7 @@ judges: no such line.`,
 			// read reads the list once, and from a database who judged it
 			// (nil through a daemon, which is the judge).
 			read := func(ctx context.Context) (wire.EntityList, *judgedBy, error) {
-				out, j, err := readList(ctx, to, f, asJSON, set)
+				out, j, err := readList(ctx, to, f, target.ListOptions{History: asJSON, Process: wide || asJSON}, set)
 				if err != nil {
 					return out, nil, to.Explain(err)
 				}
@@ -100,17 +110,21 @@ judges: no such line.`,
 				if every <= 0 {
 					return usageError("--every %s: must be positive", every)
 				}
-				return watchStatus(cmd, read, to.Where(), set, every)
+				return watchStatus(cmd, read, to.Where(), set, every, wide)
 			}
 			out, j, err := read(cmd.Context())
 			if err != nil {
 				return err
 			}
+			table := out.Table
+			if wide {
+				table = out.WideTable
+			}
 			if j == nil {
-				return output(cmd.OutOrStdout(), asJSON, out, out.Table)
+				return output(cmd.OutOrStdout(), asJSON, out, table)
 			}
 			j.warn(cmd.ErrOrStderr(), set)
-			return output(cmd.OutOrStdout(), asJSON, localEntityList{EntityList: out, Judge: *j}, out.Table)
+			return output(cmd.OutOrStdout(), asJSON, localEntityList{EntityList: out, Judge: *j}, table)
 		},
 	}
 	fl := c.Flags()
@@ -120,7 +134,8 @@ judges: no such line.`,
 	fl.StringVar(&severities, "severity", "", "only these severities, comma separated (critical,warning,info,neutral)")
 	fl.StringVar(&host, "host", "", "only the entities recorded on this host id (the HOST column; a fleet's daemons share one store)")
 	fl.BoolVar(&open, "open", false, "only open entities: not ended (terminal) and not legacy")
-	fl.BoolVar(&asJSON, "json", false, "print the entity read shape as JSON, each entity with its audit rows")
+	fl.BoolVar(&asJSON, "json", false, "print the entity read shape as JSON, each entity with its audit rows and its process facts")
+	fl.BoolVar(&wide, "wide", false, "add the process facts of open entities (CPU%, RSS, UPTIME, TASKS, DESC), read from /proc on their host")
 	addReadFlags(c, &db, &server)
 	addConfigFlag(c, &cfgPath)
 	fl.Lookup("config").Usage += "; not with --server"
@@ -130,13 +145,13 @@ judges: no such line.`,
 // readList reads the list once through the target to chooses (opened
 // for this read alone, so that --watch outlives a daemon's restart or a
 // database not there yet), and from a database who judged it (judgeOf).
-func readList(ctx context.Context, to target.Choice, f wire.EntityFilter, history bool, set settings) (wire.EntityList, *judgedBy, error) {
+func readList(ctx context.Context, to target.Choice, f wire.EntityFilter, o target.ListOptions, set settings) (wire.EntityList, *judgedBy, error) {
 	t, err := to.Open(ctx, false, false)
 	if err != nil {
 		return wire.EntityList{}, nil, err
 	}
 	defer t.Close()
-	out, err := t.List(ctx, f, history)
+	out, err := t.List(ctx, f, o)
 	if err != nil {
 		return wire.EntityList{}, nil, err
 	}
@@ -175,7 +190,7 @@ func openOnly(items []wire.Entity) []wire.Entity {
 // From a database each frame says, under its header, what status says on
 // stderr (no config found; no daemon serving it): a daemon may stop while
 // the watch runs.
-func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList, *judgedBy, error), src string, set settings, every time.Duration) error {
+func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList, *judgedBy, error), src string, set settings, every time.Duration, wide bool) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	w := cmd.OutOrStdout()
@@ -195,7 +210,11 @@ func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList
 					frame += warn + "\n"
 				}
 			}
-			frame += out.Table()
+			if wide {
+				frame += out.WideTable()
+			} else {
+				frame += out.Table()
+			}
 		}
 		if tty {
 			frame = "\x1b[H\x1b[2J" + frame

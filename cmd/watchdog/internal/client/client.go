@@ -250,9 +250,14 @@ func responseError(status int, data []byte) error {
 // end. It walks the id order, in which an entity that exists throughout
 // the walk is returned exactly once whatever changes meanwhile; the items
 // come back in that order (wire.SortEntities puts them in the table's),
-// Total is their number and Next is empty. Lists carry no audit rows.
-func (c *Client) List(ctx context.Context, f wire.EntityFilter) (wire.EntityList, error) {
+// Total is their number and Next is empty. Lists carry no audit rows;
+// with process, each open entity of the daemon's host carries its process
+// facts (?process=true).
+func (c *Client) List(ctx context.Context, f wire.EntityFilter, process bool) (wire.EntityList, error) {
 	v := url.Values{}
+	if process {
+		v.Set("process", "true")
+	}
 	if f.Type != "" {
 		v.Set("type", f.Type)
 	}

@@ -64,7 +64,7 @@ func TestListFollowsPages(t *testing.T) {
 		{"type alias", wire.EntityFilter{Type: "run", Host: "h2"}, "[s-3 s-4 s-7]"},
 		{"no such host", wire.EntityFilter{Host: "h9"}, "[]"},
 	} {
-		list, err := c.List(ctx, tc.q)
+		list, err := c.List(ctx, tc.q, false)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -72,7 +72,7 @@ func TestListFollowsPages(t *testing.T) {
 			t.Errorf("%s: items %s (total %d, next %q), want %s", tc.name, got, list.Total, list.Next, tc.want)
 		}
 	}
-	if _, err := c.List(ctx, wire.EntityFilter{Type: "spaceship"}); !errors.Is(err, wire.ErrBadInput) || !strings.Contains(err.Error(), "spaceship") {
+	if _, err := c.List(ctx, wire.EntityFilter{Type: "spaceship"}, false); !errors.Is(err, wire.ErrBadInput) || !strings.Contains(err.Error(), "spaceship") {
 		t.Errorf("unknown type: %v", err)
 	}
 }

@@ -32,17 +32,22 @@ type Judged struct {
 
 // List implements Target: the entities f selects, each state derived as
 // the daemon's view derives it (live.Derive) and selected by the API's
-// rule (wire.EntityFilter), unsorted. With history each entity carries
+// rule (wire.EntityFilter), unsorted. With o.History each entity carries
 // its whole audit rows (`status --json`), as the daemon's entity read
 // does. The heartbeat shown is the one judged: this host's heartbeat
-// files are read here, as the daemon's own reads do.
-func (l *Local) List(ctx context.Context, f wire.EntityFilter, history bool) (wire.EntityList, error) {
+// files are read here, as the daemon's own reads do; so are this host's
+// open entities' processes with o.Process.
+func (l *Local) List(ctx context.Context, f wire.EntityFilter, o ListOptions) (wire.EntityList, error) {
 	list, err := l.st.List(ctx, store.Filter{Type: f.Type, HostID: f.Host})
 	if err != nil {
 		return wire.EntityList{}, err
 	}
 	now := time.Now()
 	hb := Heartbeats(l.host)
+	var procs *wire.Processes
+	if o.Process {
+		procs = Processes(l.host)
+	}
 	items := make([]wire.Entity, 0, len(list))
 	for _, e := range list {
 		ns := live.Derive(e, now).State
@@ -50,12 +55,14 @@ func (l *Local) List(ctx context.Context, f wire.EntityFilter, history bool) (wi
 			continue
 		}
 		var rows []store.AuditRow
-		if history {
+		if o.History {
 			if rows, err = l.st.Transitions(ctx, e.Type, e.ID); err != nil {
 				return wire.EntityList{}, err
 			}
 		}
-		items = append(items, wire.FromDerived(e, ns, rows, hb, now))
+		item := wire.FromDerived(e, ns, rows, hb, now)
+		item.Process = procs.Of(&e, now)
+		items = append(items, item)
 	}
 	return wire.EntityList{GeneratedAt: unixtime.Of(now), Items: items, Total: len(items)}, nil
 }
@@ -167,14 +174,15 @@ func (l *Local) Judged(ctx context.Context, disconnectedAfter time.Duration, now
 	return &j, nil
 }
 
-// List implements Target: every page of the daemon's list, and with
-// history each entity's whole audit rows, as Local's List has them.
-func (r *Remote) List(ctx context.Context, f wire.EntityFilter, history bool) (wire.EntityList, error) {
-	out, err := r.c.List(ctx, f)
+// List implements Target: every page of the daemon's list (with
+// o.Process, its own entities' process facts, read by the daemon), and
+// with o.History each entity's whole audit rows, as Local's List has them.
+func (r *Remote) List(ctx context.Context, f wire.EntityFilter, o ListOptions) (wire.EntityList, error) {
+	out, err := r.c.List(ctx, f, o.Process)
 	if err != nil {
 		return wire.EntityList{}, err
 	}
-	if history {
+	if o.History {
 		for i := range out.Items {
 			e := &out.Items[i]
 			rows, err := r.c.Transitions(ctx, e.Type, e.ID)

@@ -6,6 +6,7 @@ package target
 import (
 	"context"
 	"os"
+	"sync"
 	"time"
 
 	"watchdog/attention"
@@ -40,8 +41,8 @@ type Target interface {
 	// Heartbeat records a heartbeat with an optional progress note.
 	Heartbeat(ctx context.Context, typ, id, progress string) error
 	// List reads the entities f selects, unsorted, in the API's list
-	// shape; with history each carries its whole audit rows.
-	List(ctx context.Context, f wire.EntityFilter, history bool) (wire.EntityList, error)
+	// shape, each with what o asks for besides.
+	List(ctx context.Context, f wire.EntityFilter, o ListOptions) (wire.EntityList, error)
 	// Queue reads the attention queue q selects. A database's is built
 	// under q.FailureWindow; a daemon applies its own.
 	Queue(ctx context.Context, q attention.Query) (attention.Queue, error)
@@ -60,6 +61,16 @@ type Target interface {
 	// effort: what it cannot do the sweep will.
 	Settle(ctx context.Context, typ, id string)
 	Close() error
+}
+
+// ListOptions say what each listed entity carries besides its state.
+type ListOptions struct {
+	// History: its whole audit rows (`status --json`).
+	History bool
+	// Process: an open entity's process facts (`status --wide`, ADR-0048),
+	// read from /proc by whoever reads the list: here, for a database,
+	// for this host's entities; the daemon, through its API, for its own.
+	Process bool
 }
 
 // Local reads and writes this host's store through the write path.
@@ -123,6 +134,20 @@ func (l *Local) Transition(ctx context.Context, typ, id string, t wire.Transitio
 func Heartbeats(host *probe.Host) *wire.Heartbeats {
 	return &wire.Heartbeats{HostID: host.HostID(), Last: probe.LastHeartbeat}
 }
+
+// Processes is how a reader on host reads an open entity's process
+// facts: its process and tree read here, for host's entities
+// (reaper.ReadFacts, the tree seeded from the root). One reader per host
+// for the command's life, so that `status --wide --watch` shows the CPU
+// used between two frames, not a lifetime average.
+func Processes(host *probe.Host) *wire.Processes {
+	f, _ := factsByHost.LoadOrStore(host, probe.NewFacts(host))
+	return &wire.Processes{HostID: host.HostID(), Read: reaper.ReadFacts(f.(*probe.Facts), nil)}
+}
+
+// factsByHost keeps each host's facts reader (*probe.Facts) for the
+// command's life: a --watch opens the target again for every frame.
+var factsByHost sync.Map
 
 // Heartbeat implements Target.
 func (l *Local) Heartbeat(ctx context.Context, typ, id, progress string) error {

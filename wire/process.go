@@ -1,0 +1,45 @@
+package wire
+
+import (
+	"time"
+
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// Processes is how a reader finds an entity's process facts (the entity
+// read's `process` object, ADR-0048): read from /proc at the read, on
+// the process's own host only, never on a timer and never stored.
+//
+// It is injected, as Heartbeats is, so that wire stays a package of
+// shapes: the reader says which host it is and how to read.
+type Processes struct {
+	// HostID is this host's id: only its entities' processes are read.
+	HostID string
+	// Read reads the facts of e's process (its pid and recorded
+	// identity) and its tree at now.
+	Read func(e *store.Entity, now time.Time) state.ProcessFacts
+}
+
+// Of is e's process facts at now, nil when there are none to read: a nil
+// p (a reader that cannot see this host's processes), an entity of
+// another host, without a pid, legacy, or ended (its type's terminal
+// lifecycle; an ended entity's leftovers are its finding's, ADR-0044).
+func (p *Processes) Of(e *store.Entity, now time.Time) *state.ProcessFacts {
+	if p == nil || p.Read == nil || p.HostID == "" || e.HostID != p.HostID || e.PID <= 0 || !Open(e) {
+		return nil
+	}
+	f := p.Read(e, now)
+	return &f
+}
+
+// Open says whether e is open: it has a lifecycle, not one of its type's
+// terminal states. The rule `status --open` applies to the wire shape.
+func Open(e *store.Entity) bool {
+	if e.Lifecycle == nil {
+		return false
+	}
+	g, err := transitions.Lookup(e.Type)
+	return err == nil && !g.IsTerminal(*e.Lifecycle)
+}
