@@ -51,6 +51,7 @@ func (c *capture) start() {
 		for {
 			n, err := c.r.Read(buf)
 			if n > 0 && !c.take(buf[:n]) {
+				_ = c.r.Close() // the child's next write fails, as on dst
 				return
 			}
 			if err != nil {

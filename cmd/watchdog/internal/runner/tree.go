@@ -112,14 +112,31 @@ func countNoun(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// joinMax names the first few, counting the rest, so a fork bomb's
+// joinMax names the processes in order, each name once with its count
+// ("sleep, chrome ×3"), the first few names only, so a fork bomb's
 // leftovers make a sentence, not a page.
 func joinMax(names []string) string {
 	const show = 5
-	if len(names) <= show {
-		return strings.Join(names, ", ")
+	count := map[string]int{}
+	var order []string
+	for _, n := range names {
+		if count[n] == 0 {
+			order = append(order, n)
+		}
+		count[n]++
 	}
-	return strings.Join(names[:show], ", ") + fmt.Sprintf(" and %d more", len(names)-show)
+	parts := make([]string, 0, show)
+	for i, n := range order {
+		if i == show {
+			parts = append(parts, fmt.Sprintf("and %d more", len(order)-show))
+			break
+		}
+		if count[n] > 1 {
+			n += fmt.Sprintf(" ×%d", count[n])
+		}
+		parts = append(parts, n)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // verified says whether pid is still the process p names (its start
