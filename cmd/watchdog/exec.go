@@ -82,7 +82,7 @@ reached, the command still runs, unwatched, and exec says so on stderr.`,
 	f.StringVar(&o.ID, "id", "", "entity id (default exec-<pid>-<start time>)")
 	f.StringVar(&o.Label, "label", "", "human label (default the command line)")
 	f.Var(newDurationFlag(&o.Timeout, "--timeout", transitions.TimeoutRange()), "timeout", "stop the command after this long, at most a year (SIGTERM, then SIGKILL after --kill-after); 0 = no timeout")
-	f.DurationVar(&o.KillAfter, "kill-after", runner.DefaultKillAfter, "after the timeout's SIGTERM, wait this long before SIGKILL")
+	f.DurationVar(&o.KillAfter, "kill-after", runner.DefaultKillAfter, "after the timeout's SIGTERM (and the leftovers'), wait this long before SIGKILL")
 	f.StringVar(&o.HeartbeatFile, "heartbeat-file", "", "file whose mtime the command touches as its heartbeat")
 	f.StringVar(&o.ArtifactsRoot, "artifacts-root", "", "`DIR` the artifact paths are relative to (default the current directory)")
 	f.StringArrayVar(&o.Artifacts, "artifact", nil, "a required, non-empty file under the artifacts root (a glob matches if any file does); repeatable")
