@@ -32,18 +32,26 @@ type LeftoverRef struct {
 	StartTicks uint64
 }
 
-// Leftovers are the processes e's stored leftover finding names.
+// Leftovers are the processes e's stored leftover finding names, and
+// those its end names by the same IDs: exec's end lists what its child
+// left behind (ADR-0047), which, reparented to exec and then to init once
+// exec exits, no walk from the dead root finds.
 func Leftovers(e *store.Entity) []LeftoverRef {
 	var out []LeftoverRef
-	for _, r := range e.Reasons {
-		if r.Code != state.RunHealthLeftoverProcesses {
-			continue
-		}
+	add := func(r *state.StateReason) {
 		for _, ev := range r.Evidence {
 			if ref, ok := parseLeftoverID(ev.ID); ok {
 				out = append(out, ref)
 			}
 		}
+	}
+	for i := range e.Reasons {
+		if e.Reasons[i].Code == state.RunHealthLeftoverProcesses {
+			add(&e.Reasons[i])
+		}
+	}
+	if e.Terminal && e.TransitionReason != nil {
+		add(e.TransitionReason)
 	}
 	return out
 }

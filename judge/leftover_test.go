@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -67,5 +68,32 @@ func TestLeftoverFinding(t *testing.T) {
 	ended := state.Normalize("completed", "completed", state.HealthOK, state.DeliveryNotExpected, []state.StateReason{*r}, now)
 	if open.Severity != state.SeverityWarning || ended.Severity != state.SeverityCritical {
 		t.Errorf("severity open %s, ended %s; want warning, critical", open.Severity, ended.Severity)
+	}
+}
+
+// TestLeftoversNamedByTheEnd: the processes an ended entity's end names
+// by a leftover ID (exec's end, ADR-0047) are looked at like those of a
+// stored finding; an open entity's reason, and evidence with other IDs,
+// name none.
+func TestLeftoversNamedByTheEnd(t *testing.T) {
+	end := &state.StateReason{Code: state.RunCompletedExitZero, Evidence: []state.EvidenceRef{
+		{Kind: state.EvidenceToolResult, ID: "pid 4242", Detail: "exit status 0"},
+		{Kind: state.EvidenceToolResult, ID: "stderr", Detail: "pid:1:1"},
+		{Kind: state.EvidenceToolResult, ID: "pid:4243:77", Detail: "pid 4243 sleep, left by the command: left running (--kill-leftovers=false)"},
+	}}
+	for _, tc := range []struct {
+		name     string
+		terminal bool
+		want     []LeftoverRef
+	}{
+		{"ended", true, []LeftoverRef{{PID: 4243, StartTicks: 77}}},
+		{"open", false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Leftovers(&store.Entity{Terminal: tc.terminal, TransitionReason: end})
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Leftovers %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -33,6 +33,16 @@ records its end through the write path:
                          interrupted; both read neutral)
   other exit or signal   failed (run.failed.exit_nonzero, run.failed.signal)
 
+exec is its child's subreaper: what the child leaves running (a background
+job, a double-forked daemon) is reparented to exec, and at the child's end
+exec ends it, SIGTERM then SIGKILL after --kill-after, before it records
+the end, which names each such process (--kill-leftovers=false leaves them
+running: the entity then reports them, run.health.leftover_processes).
+The child's output passes through exec unchanged; the last 4 KiB of its
+stderr (and of stdout with --keep-stdout) are stored with the end as
+evidence, nothing else of it. A terminal is left to the child as it is,
+and nothing of it is kept.
+
 exec exits with the child's code (124 on timeout, 128+N for death by
 signal N); its own failures use 125 (bad flags), 126 (cannot run) and 127
 (not found), as timeout(1) does. When the store or the daemon cannot be
@@ -72,11 +82,14 @@ reached, the command still runs, unwatched, and exec says so on stderr.`,
 	f.StringVar(&o.ID, "id", "", "entity id (default exec-<pid>-<start time>)")
 	f.StringVar(&o.Label, "label", "", "human label (default the command line)")
 	f.Var(newDurationFlag(&o.Timeout, "--timeout", transitions.TimeoutRange()), "timeout", "stop the command after this long, at most a year (SIGTERM, then SIGKILL after --kill-after); 0 = no timeout")
-	f.DurationVar(&o.KillAfter, "kill-after", runner.DefaultKillAfter, "after the timeout's SIGTERM, wait this long before SIGKILL")
+	f.DurationVar(&o.KillAfter, "kill-after", runner.DefaultKillAfter, "after the timeout's SIGTERM (and the leftovers'), wait this long before SIGKILL")
 	f.StringVar(&o.HeartbeatFile, "heartbeat-file", "", "file whose mtime the command touches as its heartbeat")
 	f.StringVar(&o.ArtifactsRoot, "artifacts-root", "", "`DIR` the artifact paths are relative to (default the current directory)")
 	f.StringArrayVar(&o.Artifacts, "artifact", nil, "a required, non-empty file under the artifacts root (a glob matches if any file does); repeatable")
 	f.StringVar(&o.Contract, "contract", "", "artifact contract `FILE` (JSON or YAML, {\"artifacts\": [...]})")
+	f.BoolVar(&o.KillLeftovers, "kill-leftovers", true, "at the command's end, end the processes it left running (SIGTERM, then SIGKILL after --kill-after) before recording the end; =false reports them on the entity instead")
+	f.BoolVar(&o.KeepStderr, "keep-stderr", true, "store the last 4 KiB of the command's stderr with its end (not from a terminal)")
+	f.BoolVar(&o.KeepStdout, "keep-stdout", false, "store the last 4 KiB of the command's stdout with its end too")
 	addDBFlag(c, &db)
 	addServerFlag(c, &server)
 	return c

@@ -26,6 +26,12 @@ func (p plan) outcome(out transitions.ExitOutcome, end childEnd, started time.Ti
 		detail = fmt.Sprintf("timed out after %s (%s)", end.elapsed.Round(time.Millisecond), detail)
 	}
 	ev := []state.EvidenceRef{{Kind: state.EvidenceToolResult, ID: fmt.Sprintf("pid %d", p.reg.PID), Detail: detail, FetchedAt: unixtime.Of(now)}}
+	// The evidence of the end, most telling first (FitReason keeps the
+	// first items): the output's tail, then what the child left running.
+	ev = append(ev, end.stderr.evidence("stderr", now)...)
+	ev = append(ev, end.stdout.evidence("stdout", now)...)
+	leftClause, leftEvidence := leftoverFates(end.leftovers, end.killLeftovers, now)
+	ev = append(ev, leftEvidence...)
 	to, code, msg := out.To, out.Reason, detail
 	if len(p.specs) > 0 {
 		// The child has ended and the runner holds nothing else: the
@@ -59,6 +65,9 @@ func (p plan) outcome(out transitions.ExitOutcome, end childEnd, started time.Ti
 		} else {
 			msg = detail + fmt.Sprintf(" (the timeout convention, but a %s's timed_out needs the configured timeout: give --timeout)", p.typ)
 		}
+	}
+	if leftClause != "" {
+		msg += "; " + leftClause
 	}
 	// A contract of many failing artifacts must not make the record of
 	// the end too long to be accepted: trim it, saying what was left out.

@@ -69,6 +69,13 @@ type Options struct {
 	ArtifactsRoot      string
 	Artifacts          []string
 	Contract           string
+	// KillLeftovers ends, at the child's end and before it is recorded,
+	// the processes the child left running (SIGTERM, then SIGKILL after
+	// KillAfter); without it they are reported as left running.
+	KillLeftovers bool
+	// KeepStderr and KeepStdout keep the last TailBytes of the stream to
+	// store with the end (a terminal is passed through and not kept).
+	KeepStderr, KeepStdout bool
 }
 
 // plan is what the runner will register and how it will judge the end,
@@ -229,14 +236,45 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
+	// Own the child's tree: its orphans are reparented to the runner, to
+	// be found at its end and reaped as they die (SIGCHLD). Without a
+	// subreaper (not Linux) they go to init as before.
+	_ = becomeSubreaper()
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	defer signal.Stop(chld)
+
 	child := exec.Command(args[0], args[1:]...)
-	child.Stdin, child.Stdout, child.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
+	child.Stdin = stdio.Stdin
+	var caps []*capture
+	var end childEnd
+	child.Stdout, end.stdout, err = stream(stdio.Stdout, o.KeepStdout, &caps)
+	if err == nil {
+		child.Stderr, end.stderr, err = stream(stdio.Stderr, o.KeepStderr, &caps)
+	}
+	if err != nil {
+		closeCaptures(caps)
+		return &ExitError{Code: ExitCannotRun, Err: err}
+	}
+	if len(caps) > 0 {
+		// The runner now writes the child's output to its own stdout and
+		// stderr: a closed pipe there must fail the write (and so the
+		// child's next one, as before), not kill the runner with SIGPIPE
+		// and leave the child unsupervised.
+		pipe := make(chan os.Signal, 1)
+		signal.Notify(pipe, syscall.SIGPIPE)
+		defer signal.Stop(pipe)
+	}
 	if err := child.Start(); err != nil {
+		closeCaptures(caps)
 		code := ExitCannotRun
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			code = ExitNotFound
 		}
 		return &ExitError{Code: code, Err: fmt.Errorf("exec %s: %w", args[0], err)}
+	}
+	for _, c := range caps {
+		c.start()
 	}
 	// The timeout and the elapsed time count from here, whatever the
 	// store costs below.
@@ -252,7 +290,27 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 		}
 	}
 
-	end := supervise(child, sigs, started, o.Timeout, o.KillAfter)
+	ended := supervise(child, sigs, chld, started, o.Timeout, o.KillAfter)
+	ended.stdout, ended.stderr = end.stdout, end.stderr
+	end = ended
+	// What the child left running, ended (or not) before the end is
+	// recorded, as systemd's KillMode=control-group does at a unit's stop.
+	end.killLeftovers = o.KillLeftovers
+	if procs := listLeftovers(); len(procs) > 0 {
+		if o.KillLeftovers {
+			end.leftovers = endLeftovers(procs, o.KillAfter)
+		} else {
+			for _, p := range procs {
+				end.leftovers = append(end.leftovers, leftover{proc: p})
+			}
+		}
+	}
+	reapOrphans()
+	// The output the child wrote before its end is all in the pipes:
+	// pass it on, keep its tail, and stop (a leftover may hold them open).
+	for _, c := range caps {
+		c.finish()
+	}
 	out := p.graph.MapExit(end.code, end.signal, end.timedOut, p.reg.TimeoutSeconds > 0)
 	if sink != nil {
 		t := p.outcome(out, end, started)
@@ -266,4 +324,36 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 		return &ExitError{Code: out.ExitCode}
 	}
 	return nil
+}
+
+// stream is what the child gets for one of its output streams, dst the
+// runner's own: dst itself when it is a file and nothing is to be kept
+// from it, or a terminal (left to the child as it is); otherwise the
+// write end of a pipe the runner copies to dst (a capture, added to caps),
+// with keep the stream's tail when it is to be kept.
+func stream(dst io.Writer, keep bool, caps *[]*capture) (io.Writer, *tail, error) {
+	if dst == nil {
+		return nil, nil, nil // os/exec gives the child the null device
+	}
+	if f, ok := dst.(*os.File); ok && (!keep || keepsTerminal(f)) {
+		return f, nil, nil
+	}
+	var t *tail
+	if keep {
+		t = newTail(TailBytes)
+	}
+	c, err := newCapture(dst, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	*caps = append(*caps, c)
+	return c.w, t, nil
+}
+
+// closeCaptures closes the pipes of captures that never started.
+func closeCaptures(caps []*capture) {
+	for _, c := range caps {
+		_ = c.r.Close()
+		_ = c.w.Close()
+	}
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"syscall"
@@ -9,21 +10,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// childEnd is how the child ended.
+// childEnd is how the child ended, and what it left: the tail of its
+// output and the processes still running at its end.
 type childEnd struct {
 	code     int
 	signal   syscall.Signal
 	timedOut bool
 	elapsed  time.Duration
+	// stderr and stdout are the kept tails (nil: not kept).
+	stderr, stdout *tail
+	// leftovers are what the child left running; killLeftovers says
+	// whether the runner was to end them (--kill-leftovers).
+	leftovers     []leftover
+	killLeftovers bool
 }
 
 // supervise waits for the child, forwarding signals to it and enforcing
-// the timeout: SIGTERM at the deadline, SIGKILL killAfter later.
-func supervise(child *exec.Cmd, sigs <-chan os.Signal, start time.Time, timeout, killAfter time.Duration) childEnd {
-	done := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = child.Wait(); close(done) }()
-
+// the timeout: SIGTERM at the deadline, SIGKILL killAfter later. The
+// runner reaps the child itself (wait4 of any child at each SIGCHLD on
+// chld), not through os/exec: as its subreaper it must also reap the
+// orphans of the child's tree that die while the child runs, and a
+// wait4(-1) loop does both without a wait on the child racing it.
+func supervise(child *exec.Cmd, sigs, chld <-chan os.Signal, start time.Time, timeout, killAfter time.Duration) childEnd {
 	var deadline, kill <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout - time.Since(start))
@@ -32,7 +40,17 @@ func supervise(child *exec.Cmd, sigs <-chan os.Signal, start time.Time, timeout,
 	}
 	var end childEnd
 	for {
+		if ws, ok := reapUntil(child.Process.Pid); ok {
+			end.elapsed = time.Since(start)
+			end.code = ws.ExitStatus()
+			if ws.Signaled() {
+				end.code, end.signal = -1, ws.Signal()
+			}
+			return end
+		}
 		select {
+		case <-chld:
+			// A child of the runner ended: reaped at the top of the loop.
 		case s := <-sigs:
 			if (s == syscall.SIGINT || s == syscall.SIGQUIT) && ttyDelivered() {
 				continue // the child, in our process group, has it already
@@ -46,14 +64,29 @@ func supervise(child *exec.Cmd, sigs <-chan os.Signal, start time.Time, timeout,
 			kill = k.C
 		case <-kill:
 			_ = child.Process.Kill()
-		case <-done:
-			end.elapsed = time.Since(start)
-			end.code = child.ProcessState.ExitCode()
-			if ws, ok := child.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				end.signal = ws.Signal()
-			}
-			_ = waitErr // the exit status above says everything Wait's error does
-			return end
+		}
+	}
+}
+
+// reapUntil reaps every ended child of the runner, and reports the wait
+// status of root once it is among them. An orphan reparented to the
+// runner is reaped and forgotten.
+func reapUntil(root int) (unix.WaitStatus, bool) {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ECHILD):
+			// No child at all: root was reaped by someone else, which
+			// nothing in the runner does. Its status is lost; say it
+			// failed rather than wait for ever.
+			return unix.WaitStatus(1 << 8), true
+		case err != nil || pid <= 0:
+			return 0, false
+		case pid == root:
+			return ws, true
 		}
 	}
 }
