@@ -198,7 +198,7 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 	pg, next := page(items, order, after, int(limit))
 	out.Items, out.Next = make([]wire.Entity, 0, len(pg)), next
 	for _, l := range pg {
-		out.Items = append(out.Items, wire.FromDerived(*l.e, l.ns, nil, s.Heartbeats, s.Now()))
+		out.Items = append(out.Items, wire.FromDerived(l.ref.Entity(), l.ns, nil, s.Heartbeats, s.Now()))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -1,0 +1,226 @@
+package live
+
+import (
+	"encoding/json"
+	"time"
+
+	"watchdog/attention"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// micros is a time as the view keeps it: Unix microseconds, 0 for the
+// zero time. The store keeps times to the microsecond
+// (unixtime.Precision) and never keeps the Unix epoch itself (0 seconds
+// is "not recorded"), so a stored time comes back from it exactly
+// (fits checks that).
+type micros int64
+
+func microsOf(t time.Time) micros {
+	if t.IsZero() {
+		return 0
+	}
+	return micros(t.UnixMicro())
+}
+
+func (m micros) time() time.Time {
+	if m == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(int64(m))
+}
+
+// fits reports whether t comes back from microsOf exactly: location,
+// precision and all (== on time.Time compares them).
+func fits(t time.Time) bool { return microsOf(t).time() == t }
+
+// record is what the view keeps of one entity: the entity's common fields
+// with its times as Unix microseconds, its rare fields behind one pointer
+// (nil for most), and the parts of its derived state that the index, the
+// counts and the queue read. What a reader wants whole (the entity, its
+// normalized state) is rebuilt from it (entity, entry): a record is about
+// 450 bytes where the entry it replaces was 1,024 (ADR-0042).
+//
+// Records are never changed in place: a change replaces the record, so a
+// reader may keep one after the view moved on.
+type record struct {
+	typ, id, label string
+	lifecycle      *string
+	transition     *state.StateReason
+	health         state.Health
+	delivery       state.Delivery
+	reasons        []state.StateReason
+	host, boot     string
+	heartbeatFile  string
+	lastSeq        int64
+	revision       int64
+	pid            int
+	pidStartTicks  uint64
+
+	healthSince, pidStart, heartbeatAt                micros
+	startedAt, endedAt, lifecycleAt, createdAt, updAt micros
+
+	rare *rareFields
+
+	// The derived state's parts the view reads (the rest, Normalize's
+	// state, is rebuilt by a read). The words are interned.
+	severity state.Severity
+	tone     state.Tone
+	outcome  string
+	display  string
+	// items are the entity's attention items, bare (Item.Bare); codes
+	// its reason codes (Derived.Codes).
+	items []attention.Item
+	codes []state.ReasonCode
+	// arrived is attention.Arrived of the entity: the failure window's
+	// rule is one comparison.
+	arrived micros
+	// reasonIDs are the index's numbers of the (code, severity, host)
+	// the record holds, set by the index before any reader can see it.
+	reasonIDs []int32
+	terminal  bool
+	// noMetadata is a nil Metadata; any other is "{}" (the shared
+	// emptyMetadata) unless rare holds it.
+	noMetadata bool
+	// lingers is attention.Lingers: an outcome that never ages out while
+	// it lasts (an orphan whose process lives), counted like an open
+	// entity's items.
+	lingers bool
+}
+
+// rareFields are the fields most entities leave empty, kept only by
+// those that have one. whole, when set, is the entity kept as it came: a
+// time that microseconds would not give back exactly (not one the store
+// decoded), so nothing is rebuilt approximately.
+type rareFields struct {
+	whole *store.Entity
+
+	deadSince, supervisorStart, scheduleLastFired time.Time
+	supervisorPID                                 int
+	heartbeatProgress                             string
+	timeout, timeoutElapsed                       time.Duration
+	artifactsRoot                                 string
+	artifacts                                     []state.ArtifactSpec
+	lockFiles                                     []string
+	parentType, parentID                          string
+	dependsOn                                     []string
+	scheduleCron                                  string
+	metadata                                      json.RawMessage
+	exit                                          *state.ExitStatus
+}
+
+// empty reports whether r holds nothing: the entity needs no rareFields.
+func (r *rareFields) empty() bool {
+	return r.whole == nil && r.deadSince.IsZero() && r.supervisorStart.IsZero() && r.scheduleLastFired.IsZero() &&
+		r.supervisorPID == 0 && r.heartbeatProgress == "" && r.timeout == 0 && r.timeoutElapsed == 0 &&
+		r.artifactsRoot == "" && r.artifacts == nil && r.lockFiles == nil && r.parentType == "" && r.parentID == "" &&
+		r.dependsOn == nil && r.scheduleCron == "" && r.metadata == nil && r.exit == nil
+}
+
+// emptyMetadata is the store's metadata of an entity without any ("{}"):
+// kept once, not per entity.
+var emptyMetadata = json.RawMessage("{}")
+
+// newRecord derives e's record at at (the time of the change): e is the
+// view's own copy, its words interned.
+func newRecord(e *store.Entity, at time.Time, words *interner) *record {
+	d := Derive(*e, at)
+	r := &record{
+		typ: e.Type, id: e.ID, label: e.Label, lifecycle: e.Lifecycle, transition: e.TransitionReason,
+		health: e.Health, delivery: e.Delivery, reasons: e.Reasons, host: e.HostID, boot: e.BootID,
+		heartbeatFile: e.HeartbeatFile, lastSeq: e.LastSeq, revision: e.Revision, pid: e.PID, pidStartTicks: e.PIDStartTicks,
+		healthSince: microsOf(e.HealthSince), pidStart: microsOf(e.PIDStartTime), heartbeatAt: microsOf(e.HeartbeatAt),
+		startedAt: microsOf(e.StartedAt), endedAt: microsOf(e.EndedAt), lifecycleAt: microsOf(e.LifecycleAt),
+		createdAt: microsOf(e.CreatedAt), updAt: microsOf(e.UpdatedAt),
+		severity: d.State.Severity, tone: d.State.Tone, outcome: words.word(d.State.Outcome), display: words.word(d.Display),
+		items: d.Items, codes: d.Codes, terminal: e.Terminal,
+	}
+	r.arrived = microsOf(attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt))
+	r.lingers = attention.Lingers(d.State.Outcome, e.Health)
+	for i := range r.items {
+		r.items[i] = r.items[i].Bare()
+	}
+	rare := &rareFields{
+		deadSince: e.DeadSince, supervisorStart: e.SupervisorStartTime, scheduleLastFired: e.ScheduleLastFiredAt,
+		supervisorPID: e.SupervisorPID, heartbeatProgress: e.HeartbeatProgress, timeout: e.Timeout, timeoutElapsed: e.TimeoutElapsed,
+		artifactsRoot: e.ArtifactsRoot, artifacts: e.Artifacts, lockFiles: e.LockFiles, parentType: e.ParentType, parentID: e.ParentID,
+		dependsOn: e.DependsOn, scheduleCron: e.ScheduleCron, exit: e.Exit,
+	}
+	switch {
+	case e.Metadata == nil:
+		r.noMetadata = true
+	case string(e.Metadata) != "{}":
+		rare.metadata = e.Metadata
+	}
+	if !(fits(e.HealthSince) && fits(e.PIDStartTime) && fits(e.HeartbeatAt) && fits(e.StartedAt) && fits(e.EndedAt) &&
+		fits(e.LifecycleAt) && fits(e.CreatedAt) && fits(e.UpdatedAt)) {
+		whole := *e
+		rare.whole = &whole
+	}
+	if !rare.empty() {
+		r.rare = rare
+	}
+	return r
+}
+
+// entity rebuilds the entity the record was made of.
+func (r *record) entity() store.Entity {
+	if r.rare != nil && r.rare.whole != nil {
+		return *r.rare.whole
+	}
+	e := store.Entity{
+		Type: r.typ, ID: r.id, Label: r.label, Lifecycle: r.lifecycle, Terminal: r.terminal, LastSeq: r.lastSeq,
+		TransitionReason: r.transition, Health: r.health, Delivery: r.delivery, Reasons: r.reasons,
+		HealthSince: r.healthSince.time(), HostID: r.host, BootID: r.boot, PID: r.pid, PIDStartTime: r.pidStart.time(),
+		PIDStartTicks: r.pidStartTicks, HeartbeatFile: r.heartbeatFile, HeartbeatAt: r.heartbeatAt.time(),
+		StartedAt: r.startedAt.time(), EndedAt: r.endedAt.time(), LifecycleAt: r.lifecycleAt.time(),
+		CreatedAt: r.createdAt.time(), UpdatedAt: r.updAt.time(), Revision: r.revision,
+	}
+	if !r.noMetadata {
+		// The one shared "{}", clipped: a reader's append copies.
+		e.Metadata = emptyMetadata[:len(emptyMetadata):len(emptyMetadata)]
+	}
+	if x := r.rare; x != nil {
+		e.DeadSince, e.SupervisorStartTime, e.ScheduleLastFiredAt = x.deadSince, x.supervisorStart, x.scheduleLastFired
+		e.SupervisorPID, e.HeartbeatProgress, e.Timeout, e.TimeoutElapsed = x.supervisorPID, x.heartbeatProgress, x.timeout, x.timeoutElapsed
+		e.ArtifactsRoot, e.Artifacts, e.LockFiles = x.artifactsRoot, x.artifacts, x.lockFiles
+		e.ParentType, e.ParentID, e.DependsOn = x.parentType, x.parentID, x.dependsOn
+		e.ScheduleCron, e.Exit = x.scheduleCron, x.exit
+		if x.metadata != nil {
+			e.Metadata = x.metadata
+		}
+	}
+	return e
+}
+
+// entry rebuilds the record's Entry, its state evaluated at now: what
+// Derive gave at the change, with Normalize's state computed again (a
+// function of the entity alone but for its stamp).
+func (r *record) entry(now time.Time) Entry {
+	e := r.entity()
+	ns := transitions.Normalize(e, now)
+	ns.EvaluatedAt.Time = now
+	return Entry{
+		Entity:  e,
+		Derived: Derived{State: ns, Display: r.display, Items: r.items, Codes: r.codes},
+		arrived: r.arrived.time(), lingers: r.lingers, rec: r,
+	}
+}
+
+// legacy reports whether the entity has no lifecycle.
+func (r *record) legacy() bool { return r.lifecycle == nil }
+
+// open reports whether the entity is open: not legacy, not terminal.
+func (r *record) open() bool { return !r.legacy() && !r.terminal }
+
+// arrival is attention.Arrived of the entity.
+func (r *record) arrival() time.Time { return r.arrived.time() }
+
+// lifecycleOr is store.Entity.LifecycleOr.
+func (r *record) lifecycleOr(def string) string {
+	if r.lifecycle == nil {
+		return def
+	}
+	return *r.lifecycle
+}
