@@ -28,7 +28,7 @@ type Group struct {
 func groupOf(e *record) Group {
 	return Group{
 		Host: e.host, Type: e.typ, Lifecycle: e.lifecycleOr(""), Legacy: e.legacy(), Open: e.open(),
-		Health: e.health, Delivery: e.delivery, Severity: e.severity, Tone: e.tone,
+		Health: e.health, Delivery: e.delivery, Severity: e.severity(), Tone: e.toneOf(),
 	}
 }
 
@@ -55,8 +55,8 @@ func (v *View) ActiveReasons(now time.Time) map[ReasonKey]int {
 	}
 	ended := make([]int, len(v.idx.reasonKeys))
 	for _, e := range inWindow(v.idx.endedCoded, now, v.window) {
-		for _, r := range e.reasonIDs {
-			ended[r]++
+		for _, c := range e.codes {
+			ended[c.id]++
 		}
 	}
 	for r, n := range ended {

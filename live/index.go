@@ -163,10 +163,11 @@ func (x *index) change(e *record, sign int, ed *edit) {
 			}
 		}
 	}
-	if sign > 0 && e.reasonIDs == nil && len(e.codes) > 0 {
-		e.reasonIDs = make([]int32, len(e.codes))
-		for i, c := range e.codes {
-			e.reasonIDs[i] = int32(x.reason(ReasonKey{c, e.severity, e.host}))
+	if sign > 0 {
+		for i := range e.codes {
+			if c := &e.codes[i]; c.id < 0 {
+				c.id = int32(x.reason(ReasonKey{c.code, e.severity(), e.host}))
+			}
 		}
 	}
 	if e.expires() {
@@ -185,7 +186,7 @@ func (x *index) change(e *record, sign int, ed *edit) {
 		return
 	}
 	for _, c := range e.codes {
-		k := ReasonKey{c, e.severity, e.host}
+		k := ReasonKey{c.code, e.severity(), e.host}
 		if x.openReasons[k] += sign; x.openReasons[k] == 0 {
 			delete(x.openReasons, k)
 		}

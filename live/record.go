@@ -40,7 +40,7 @@ func fits(t time.Time) bool { return microsOf(t).time() == t }
 // (nil for most), and the parts of its derived state that the index, the
 // counts and the queue read. What a reader wants whole (the entity, its
 // normalized state) is rebuilt from it (entity, entry): a record is about
-// 450 bytes where the entry it replaces was 1,024 (ADR-0042).
+// 370 bytes where the entry it replaces was 1,024 (ADR-0042).
 //
 // Records are never changed in place: a change replaces the record, so a
 // reader may keep one after the view moved on.
@@ -65,20 +65,20 @@ type record struct {
 
 	// The derived state's parts the view reads (the rest, Normalize's
 	// state, is rebuilt by a read). The words are interned.
-	severity state.Severity
-	tone     state.Tone
-	outcome  string
-	display  string
+	outcome string
+	display string
 	// items are the entity's attention items, bare (Item.Bare); codes
-	// its reason codes (Derived.Codes).
+	// its reason codes (Derived.Codes), each with the index's number of
+	// its (code, severity, host), set by the index before any reader can
+	// see the record.
 	items []attention.Item
-	codes []state.ReasonCode
+	codes []codeRef
 	// arrived is attention.Arrived of the entity: the failure window's
 	// rule is one comparison.
 	arrived micros
-	// reasonIDs are the index's numbers of the (code, severity, host)
-	// the record holds, set by the index before any reader can see it.
-	reasonIDs []int32
+	// sev and tone are the state's severity and tone, as their places
+	// in state.Severities and state.Tones.
+	sev, tone uint8
 	terminal  bool
 	// noMetadata is a nil Metadata; any other is "{}" (the shared
 	// emptyMetadata) unless rare holds it.
@@ -87,6 +87,44 @@ type record struct {
 	// it lasts (an orphan whose process lives), counted like an open
 	// entity's items.
 	lingers bool
+}
+
+// codeRef is a reason code the entity holds and the index's number of
+// its (code, severity, host).
+type codeRef struct {
+	code state.ReasonCode
+	id   int32
+}
+
+// odd is the place of a severity or tone that is none of the known ones
+// (state.Severities, state.Tones; Normalize gives no other): the record's
+// rareFields keep it.
+const odd = 255
+
+// place is v's place in list, or odd.
+func place[T comparable](list []T, v T) uint8 {
+	for i, w := range list {
+		if w == v {
+			return uint8(i)
+		}
+	}
+	return odd
+}
+
+// severity is the entity's severity.
+func (r *record) severity() state.Severity {
+	if r.sev == odd {
+		return r.rare.severity
+	}
+	return state.Severities[r.sev]
+}
+
+// toneOf is the entity's tone.
+func (r *record) toneOf() state.Tone {
+	if r.tone == odd {
+		return r.rare.tone
+	}
+	return state.Tones[r.tone]
 }
 
 // rareFields are the fields most entities leave empty, kept only by
@@ -108,6 +146,9 @@ type rareFields struct {
 	scheduleCron                                  string
 	metadata                                      json.RawMessage
 	exit                                          *state.ExitStatus
+	// severity and tone are the state's when none of the known ones.
+	severity state.Severity
+	tone     state.Tone
 }
 
 // empty reports whether r holds nothing: the entity needs no rareFields.
@@ -115,7 +156,7 @@ func (r *rareFields) empty() bool {
 	return r.whole == nil && r.deadSince.IsZero() && r.supervisorStart.IsZero() && r.scheduleLastFired.IsZero() &&
 		r.supervisorPID == 0 && r.heartbeatProgress == "" && r.timeout == 0 && r.timeoutElapsed == 0 &&
 		r.artifactsRoot == "" && r.artifacts == nil && r.lockFiles == nil && r.parentType == "" && r.parentID == "" &&
-		r.dependsOn == nil && r.scheduleCron == "" && r.metadata == nil && r.exit == nil
+		r.dependsOn == nil && r.scheduleCron == "" && r.metadata == nil && r.exit == nil && r.severity == "" && r.tone == ""
 }
 
 // emptyMetadata is the store's metadata of an entity without any ("{}"):
@@ -133,8 +174,14 @@ func newRecord(e *store.Entity, at time.Time, words *interner) *record {
 		healthSince: microsOf(e.HealthSince), pidStart: microsOf(e.PIDStartTime), heartbeatAt: microsOf(e.HeartbeatAt),
 		startedAt: microsOf(e.StartedAt), endedAt: microsOf(e.EndedAt), lifecycleAt: microsOf(e.LifecycleAt),
 		createdAt: microsOf(e.CreatedAt), updAt: microsOf(e.UpdatedAt),
-		severity: d.State.Severity, tone: d.State.Tone, outcome: words.word(d.State.Outcome), display: words.word(d.Display),
-		items: d.Items, codes: d.Codes, terminal: e.Terminal,
+		sev: place(state.Severities, d.State.Severity), tone: place(state.Tones, d.State.Tone),
+		outcome: words.word(d.State.Outcome), display: words.word(d.Display), items: d.Items, terminal: e.Terminal,
+	}
+	if len(d.Codes) > 0 {
+		r.codes = make([]codeRef, len(d.Codes))
+		for i, c := range d.Codes {
+			r.codes[i] = codeRef{code: c, id: -1}
+		}
 	}
 	r.arrived = microsOf(attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt))
 	r.lingers = attention.Lingers(d.State.Outcome, e.Health)
@@ -146,6 +193,12 @@ func newRecord(e *store.Entity, at time.Time, words *interner) *record {
 		supervisorPID: e.SupervisorPID, heartbeatProgress: e.HeartbeatProgress, timeout: e.Timeout, timeoutElapsed: e.TimeoutElapsed,
 		artifactsRoot: e.ArtifactsRoot, artifacts: e.Artifacts, lockFiles: e.LockFiles, parentType: e.ParentType, parentID: e.ParentID,
 		dependsOn: e.DependsOn, scheduleCron: e.ScheduleCron, exit: e.Exit,
+	}
+	if r.sev == odd {
+		rare.severity = d.State.Severity
+	}
+	if r.tone == odd {
+		rare.tone = d.State.Tone
 	}
 	switch {
 	case e.Metadata == nil:
@@ -201,9 +254,16 @@ func (r *record) entry(now time.Time) Entry {
 	e := r.entity()
 	ns := transitions.Normalize(e, now)
 	ns.EvaluatedAt.Time = now
+	var codes []state.ReasonCode
+	if len(r.codes) > 0 {
+		codes = make([]state.ReasonCode, len(r.codes))
+		for i, c := range r.codes {
+			codes[i] = c.code
+		}
+	}
 	return Entry{
 		Entity:  e,
-		Derived: Derived{State: ns, Display: r.display, Items: r.items, Codes: r.codes},
+		Derived: Derived{State: ns, Display: r.display, Items: r.items, Codes: codes},
 		arrived: r.arrived.time(), lingers: r.lingers, rec: r,
 	}
 }
