@@ -23,6 +23,9 @@
 //	flood       the daemon under -flood-n slow-header connections (its
 //	            fds bounded by prlimit): /readyz and registrations, each
 //	            on a new connection, against no flood (flood.go)
+//	memory      the daemon's anonymous RSS empty and after registering
+//	            each size of -memory-n running sessions, per added entity,
+//	            beside -memory-baseline's (memory.go)
 //
 // Every process it starts is in its own process group; it kills them all
 // on the way out, whatever the way (error, SIGINT, SIGTERM).
@@ -67,10 +70,13 @@ type options struct {
 	floodN, floodNofile    int
 	floodFor, floodTimeout time.Duration
 	floodBaseline          string
+	// The memory part (memory.go).
+	memoryN        []int
+	memoryBaseline string
 }
 
 // allParts are the values of -run, in the order they run.
-var allParts = []string{"idle", "deaths", "scale", "throughput", "stores", "flood"}
+var allParts = []string{"idle", "deaths", "scale", "throughput", "stores", "flood", "memory"}
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -95,6 +101,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.samples, "samples", 20, "requests per read timing of the stores part")
 	fs.StringVar(&o.pgDSN, "pg-dsn", "", "the stores part's PostgreSQL: a postgres:// URL whose user may CREATE DATABASE (default: a throwaway cluster the driver starts)")
 	floodFlags(fs, &o)
+	var memoryN string
+	memoryFlags(fs, &o, &memoryN)
 	// One line for a bad flag (run prints it); the full list only for -h.
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
@@ -135,6 +143,11 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.parts["flood"] {
 		if err := checkFlood(o); err != nil {
+			return o, err
+		}
+	}
+	if o.parts["memory"] {
+		if err := checkMemory(&o, memoryN); err != nil {
 			return o, err
 		}
 	}
@@ -272,11 +285,17 @@ func (r *runner) all(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.o.parts["memory"] {
+		if err := r.memory(ctx); err != nil {
+			return err
+		}
+	}
 	r.res.print(os.Stdout, r.o)
 	if r.o.parts["stores"] {
 		r.res.printStores(os.Stdout, r.o)
 	}
 	r.res.printFlood(os.Stdout, r.o)
+	r.res.printMemory(os.Stdout, r.o)
 	return nil
 }
 
