@@ -35,33 +35,28 @@ func (m micros) time() time.Time {
 // precision and all (== on time.Time compares them).
 func fits(t time.Time) bool { return microsOf(t).time() == t }
 
-// record is what the view keeps of one entity: the entity's common fields
-// with its times as Unix microseconds, its rare fields behind one pointer
-// (nil for most), and the parts of its derived state that the index, the
-// counts and the queue read. What a reader wants whole (the entity, its
-// normalized state) is rebuilt from it (entity, entry): a record is about
-// 370 bytes where the entry it replaces was 1,024 (ADR-0042).
-//
-// Records are never changed in place: a change replaces the record, so a
-// reader may keep one after the view moved on.
+// record is what the view keeps of one entity: the fields the index and
+// the counts read, the parts of its derived state they read, and the rest
+// of the entity either compact (body: times as Unix microseconds, the
+// rare fields behind one pointer) or, for an entity a hook keeps anyway
+// (View.Share: the monitor keeps the open ones of its host), the hook's
+// very copy. What a reader wants whole (the entity, its normalized
+// state) is rebuilt from it (entity, entry): a record and its body are
+// about 400 bytes where the entry they replace was 1,024, and a shared
+// record about 200 beside the copy the hook holds anyway (ADR-0042).
 type record struct {
-	typ, id, label string
-	lifecycle      *string
-	transition     *state.StateReason
-	health         state.Health
-	delivery       state.Delivery
-	reasons        []state.StateReason
-	host, boot     string
-	heartbeatFile  string
-	lastSeq        int64
-	revision       int64
-	pid            int
-	pidStartTicks  uint64
+	// What the index and the counts read of the entity itself.
+	typ, id, host string
+	lifecycle     *string
+	health        state.Health
+	delivery      state.Delivery
 
-	healthSince, pidStart, heartbeatAt                micros
-	startedAt, endedAt, lifecycleAt, createdAt, updAt micros
-
-	rare *rareFields
+	// The rest of the entity: whole, shared with a hook that keeps it
+	// (View.Share), or else body, compact.
+	whole *store.Entity
+	body  *body
+	// odd holds a severity or tone none of the known ones (sev, tone).
+	odd *oddWords
 
 	// The derived state's parts the view reads (the rest, Normalize's
 	// state, is rebuilt by a read). The words are interned.
@@ -80,13 +75,32 @@ type record struct {
 	// in state.Severities and state.Tones.
 	sev, tone uint8
 	terminal  bool
-	// noMetadata is a nil Metadata; any other is "{}" (the shared
-	// emptyMetadata) unless rare holds it.
-	noMetadata bool
 	// lingers is attention.Lingers: an outcome that never ages out while
 	// it lasts (an orphan whose process lives), counted like an open
 	// entity's items.
 	lingers bool
+}
+
+// body is the rest of an entity the view keeps compact: its times as Unix
+// microseconds, its rare fields behind one pointer (nil for most).
+type body struct {
+	label         string
+	transition    *state.StateReason
+	reasons       []state.StateReason
+	boot          string
+	heartbeatFile string
+	lastSeq       int64
+	revision      int64
+	pid           int
+	pidStartTicks uint64
+
+	healthSince, pidStart, heartbeatAt                micros
+	startedAt, endedAt, lifecycleAt, createdAt, updAt micros
+
+	rare *rareFields
+	// noMetadata is a nil Metadata; any other is "{}" (the shared
+	// emptyMetadata) unless rare holds it.
+	noMetadata bool
 }
 
 // codeRef is a reason code the entity holds and the index's number of
@@ -114,7 +128,7 @@ func place[T comparable](list []T, v T) uint8 {
 // severity is the entity's severity.
 func (r *record) severity() state.Severity {
 	if r.sev == odd {
-		return r.rare.severity
+		return r.odd.severity
 	}
 	return state.Severities[r.sev]
 }
@@ -122,9 +136,15 @@ func (r *record) severity() state.Severity {
 // toneOf is the entity's tone.
 func (r *record) toneOf() state.Tone {
 	if r.tone == odd {
-		return r.rare.tone
+		return r.odd.tone
 	}
 	return state.Tones[r.tone]
+}
+
+// oddWords are a severity and a tone none of the known ones.
+type oddWords struct {
+	severity state.Severity
+	tone     state.Tone
 }
 
 // rareFields are the fields most entities leave empty, kept only by
@@ -146,9 +166,6 @@ type rareFields struct {
 	scheduleCron                                  string
 	metadata                                      json.RawMessage
 	exit                                          *state.ExitStatus
-	// severity and tone are the state's when none of the known ones.
-	severity state.Severity
-	tone     state.Tone
 }
 
 // empty reports whether r holds nothing: the entity needs no rareFields.
@@ -156,7 +173,7 @@ func (r *rareFields) empty() bool {
 	return r.whole == nil && r.deadSince.IsZero() && r.supervisorStart.IsZero() && r.scheduleLastFired.IsZero() &&
 		r.supervisorPID == 0 && r.heartbeatProgress == "" && r.timeout == 0 && r.timeoutElapsed == 0 &&
 		r.artifactsRoot == "" && r.artifacts == nil && r.lockFiles == nil && r.parentType == "" && r.parentID == "" &&
-		r.dependsOn == nil && r.scheduleCron == "" && r.metadata == nil && r.exit == nil && r.severity == "" && r.tone == ""
+		r.dependsOn == nil && r.scheduleCron == "" && r.metadata == nil && r.exit == nil
 }
 
 // emptyMetadata is the store's metadata of an entity without any ("{}"):
@@ -164,18 +181,20 @@ func (r *rareFields) empty() bool {
 var emptyMetadata = json.RawMessage("{}")
 
 // newRecord derives e's record at at (the time of the change): e is the
-// view's own copy, its words interned.
-func newRecord(e *store.Entity, at time.Time, words *interner) *record {
+// view's own copy, its words interned. shared, when set, is e itself as a
+// hook keeps it: the record holds it whole rather than a compact body
+// beside the hook's copy.
+func newRecord(e *store.Entity, shared *store.Entity, at time.Time, words *interner) *record {
 	d := Derive(*e, at)
 	r := &record{
-		typ: e.Type, id: e.ID, label: e.Label, lifecycle: e.Lifecycle, transition: e.TransitionReason,
-		health: e.Health, delivery: e.Delivery, reasons: e.Reasons, host: e.HostID, boot: e.BootID,
-		heartbeatFile: e.HeartbeatFile, lastSeq: e.LastSeq, revision: e.Revision, pid: e.PID, pidStartTicks: e.PIDStartTicks,
-		healthSince: microsOf(e.HealthSince), pidStart: microsOf(e.PIDStartTime), heartbeatAt: microsOf(e.HeartbeatAt),
-		startedAt: microsOf(e.StartedAt), endedAt: microsOf(e.EndedAt), lifecycleAt: microsOf(e.LifecycleAt),
-		createdAt: microsOf(e.CreatedAt), updAt: microsOf(e.UpdatedAt),
+		typ: e.Type, id: e.ID, host: e.HostID, lifecycle: e.Lifecycle, health: e.Health, delivery: e.Delivery,
 		sev: place(state.Severities, d.State.Severity), tone: place(state.Tones, d.State.Tone),
 		outcome: words.word(d.State.Outcome), display: words.word(d.Display), items: d.Items, terminal: e.Terminal,
+		arrived: microsOf(attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt)),
+		lingers: attention.Lingers(d.State.Outcome, e.Health),
+	}
+	if r.sev == odd || r.tone == odd {
+		r.odd = &oddWords{severity: d.State.Severity, tone: d.State.Tone}
 	}
 	if len(d.Codes) > 0 {
 		r.codes = make([]codeRef, len(d.Codes))
@@ -183,10 +202,25 @@ func newRecord(e *store.Entity, at time.Time, words *interner) *record {
 			r.codes[i] = codeRef{code: c, id: -1}
 		}
 	}
-	r.arrived = microsOf(attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt))
-	r.lingers = attention.Lingers(d.State.Outcome, e.Health)
 	for i := range r.items {
 		r.items[i] = r.items[i].Bare()
+	}
+	if shared != nil {
+		r.whole = shared
+	} else {
+		r.body = newBody(e)
+	}
+	return r
+}
+
+// newBody is e's compact body.
+func newBody(e *store.Entity) *body {
+	b := &body{
+		label: e.Label, transition: e.TransitionReason, reasons: e.Reasons, boot: e.BootID,
+		heartbeatFile: e.HeartbeatFile, lastSeq: e.LastSeq, revision: e.Revision, pid: e.PID, pidStartTicks: e.PIDStartTicks,
+		healthSince: microsOf(e.HealthSince), pidStart: microsOf(e.PIDStartTime), heartbeatAt: microsOf(e.HeartbeatAt),
+		startedAt: microsOf(e.StartedAt), endedAt: microsOf(e.EndedAt), lifecycleAt: microsOf(e.LifecycleAt),
+		createdAt: microsOf(e.CreatedAt), updAt: microsOf(e.UpdatedAt),
 	}
 	rare := &rareFields{
 		deadSince: e.DeadSince, supervisorStart: e.SupervisorStartTime, scheduleLastFired: e.ScheduleLastFiredAt,
@@ -194,15 +228,9 @@ func newRecord(e *store.Entity, at time.Time, words *interner) *record {
 		artifactsRoot: e.ArtifactsRoot, artifacts: e.Artifacts, lockFiles: e.LockFiles, parentType: e.ParentType, parentID: e.ParentID,
 		dependsOn: e.DependsOn, scheduleCron: e.ScheduleCron, exit: e.Exit,
 	}
-	if r.sev == odd {
-		rare.severity = d.State.Severity
-	}
-	if r.tone == odd {
-		rare.tone = d.State.Tone
-	}
 	switch {
 	case e.Metadata == nil:
-		r.noMetadata = true
+		b.noMetadata = true
 	case string(e.Metadata) != "{}":
 		rare.metadata = e.Metadata
 	}
@@ -212,29 +240,33 @@ func newRecord(e *store.Entity, at time.Time, words *interner) *record {
 		rare.whole = &whole
 	}
 	if !rare.empty() {
-		r.rare = rare
+		b.rare = rare
 	}
-	return r
+	return b
 }
 
 // entity rebuilds the entity the record was made of.
 func (r *record) entity() store.Entity {
-	if r.rare != nil && r.rare.whole != nil {
-		return *r.rare.whole
+	if r.whole != nil {
+		return *r.whole
+	}
+	b := r.body
+	if b.rare != nil && b.rare.whole != nil {
+		return *b.rare.whole
 	}
 	e := store.Entity{
-		Type: r.typ, ID: r.id, Label: r.label, Lifecycle: r.lifecycle, Terminal: r.terminal, LastSeq: r.lastSeq,
-		TransitionReason: r.transition, Health: r.health, Delivery: r.delivery, Reasons: r.reasons,
-		HealthSince: r.healthSince.time(), HostID: r.host, BootID: r.boot, PID: r.pid, PIDStartTime: r.pidStart.time(),
-		PIDStartTicks: r.pidStartTicks, HeartbeatFile: r.heartbeatFile, HeartbeatAt: r.heartbeatAt.time(),
-		StartedAt: r.startedAt.time(), EndedAt: r.endedAt.time(), LifecycleAt: r.lifecycleAt.time(),
-		CreatedAt: r.createdAt.time(), UpdatedAt: r.updAt.time(), Revision: r.revision,
+		Type: r.typ, ID: r.id, Label: b.label, Lifecycle: r.lifecycle, Terminal: r.terminal, LastSeq: b.lastSeq,
+		TransitionReason: b.transition, Health: r.health, Delivery: r.delivery, Reasons: b.reasons,
+		HealthSince: b.healthSince.time(), HostID: r.host, BootID: b.boot, PID: b.pid, PIDStartTime: b.pidStart.time(),
+		PIDStartTicks: b.pidStartTicks, HeartbeatFile: b.heartbeatFile, HeartbeatAt: b.heartbeatAt.time(),
+		StartedAt: b.startedAt.time(), EndedAt: b.endedAt.time(), LifecycleAt: b.lifecycleAt.time(),
+		CreatedAt: b.createdAt.time(), UpdatedAt: b.updAt.time(), Revision: b.revision,
 	}
-	if !r.noMetadata {
+	if !b.noMetadata {
 		// The one shared "{}", clipped: a reader's append copies.
 		e.Metadata = emptyMetadata[:len(emptyMetadata):len(emptyMetadata)]
 	}
-	if x := r.rare; x != nil {
+	if x := b.rare; x != nil {
 		e.DeadSince, e.SupervisorStartTime, e.ScheduleLastFiredAt = x.deadSince, x.supervisorStart, x.scheduleLastFired
 		e.SupervisorPID, e.HeartbeatProgress, e.Timeout, e.TimeoutElapsed = x.supervisorPID, x.heartbeatProgress, x.timeout, x.timeoutElapsed
 		e.ArtifactsRoot, e.Artifacts, e.LockFiles = x.artifactsRoot, x.artifacts, x.lockFiles

@@ -1,14 +1,17 @@
 package live
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
 
+	"watchdog/internal/testenv"
 	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/transitions"
 )
 
 // stored is t as the store gives it back: Unix seconds to the
@@ -63,28 +66,35 @@ func TestRecordRebuilds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := base()
 			tt.edit(&e)
-			r := newRecord(&e, testNow, &words)
-			if got := r.entity(); !reflect.DeepEqual(got, e) {
-				t.Errorf("rebuilt entity differs:\n got %+v\nwant %+v", got, e)
+			compact := newRecord(&e, nil, testNow, &words)
+			if (compact.body.rare != nil) != tt.rare {
+				t.Errorf("rare fields kept: %v, want %v", compact.body.rare != nil, tt.rare)
 			}
-			if (r.rare != nil) != tt.rare {
-				t.Errorf("rare fields kept: %v, want %v", r.rare != nil, tt.rare)
+			shared := e
+			whole := newRecord(&e, &shared, testNow, &words)
+			if whole.body != nil || whole.whole != &shared {
+				t.Errorf("a shared entity is kept compact")
 			}
-			now := testNow.Add(time.Minute)
-			want := Derive(e, testNow)
-			want.State.EvaluatedAt.Time = now
-			for i := range want.Items {
-				want.Items[i] = want.Items[i].Bare()
-			}
-			got := r.entry(now)
-			if !reflect.DeepEqual(got.Derived, want) {
-				t.Errorf("rebuilt derived state differs:\n got %+v\nwant %+v", got.Derived, want)
-			}
-			if got.Legacy() != (e.Lifecycle == nil) || got.Open() != (e.Lifecycle != nil && !e.Terminal) {
-				t.Errorf("Legacy %v, Open %v of %+v", got.Legacy(), got.Open(), e)
-			}
-			if ref := got.Ref().Entity(); !reflect.DeepEqual(ref, e) {
-				t.Errorf("Ref's entity differs:\n got %+v\nwant %+v", ref, e)
+			for _, r := range []*record{compact, whole} {
+				if got := r.entity(); !reflect.DeepEqual(got, e) {
+					t.Errorf("rebuilt entity differs:\n got %+v\nwant %+v", got, e)
+				}
+				now := testNow.Add(time.Minute)
+				want := Derive(e, testNow)
+				want.State.EvaluatedAt.Time = now
+				for i := range want.Items {
+					want.Items[i] = want.Items[i].Bare()
+				}
+				got := r.entry(now)
+				if !reflect.DeepEqual(got.Derived, want) {
+					t.Errorf("rebuilt derived state differs:\n got %+v\nwant %+v", got.Derived, want)
+				}
+				if got.Legacy() != (e.Lifecycle == nil) || got.Open() != (e.Lifecycle != nil && !e.Terminal) {
+					t.Errorf("Legacy %v, Open %v of %+v", got.Legacy(), got.Open(), e)
+				}
+				if ref := got.Ref().Entity(); !reflect.DeepEqual(ref, e) {
+					t.Errorf("Ref's entity differs:\n got %+v\nwant %+v", ref, e)
+				}
 			}
 		})
 	}
@@ -94,13 +104,52 @@ func TestRecordRebuilds(t *testing.T) {
 // is, not lost.
 func TestPlaceOdd(t *testing.T) {
 	r := &record{sev: place(state.Severities, state.Severity("bogus")), tone: place(state.Tones, state.Tone("odd")),
-		rare: &rareFields{severity: "bogus", tone: "odd"}}
+		odd: &oddWords{severity: "bogus", tone: "odd"}}
 	if r.severity() != "bogus" || r.toneOf() != "odd" {
 		t.Errorf("severity %q tone %q", r.severity(), r.toneOf())
 	}
 	for i, s := range state.Severities {
 		if p := place(state.Severities, s); int(p) != i {
 			t.Errorf("place(%s) = %d", s, p)
+		}
+	}
+}
+
+// TestShareKeepsTheHooksCopy: an entity Share says a hook keeps is held
+// whole, the very copy the hook got, and every other compact; reads are
+// the same either way.
+func TestShareKeepsTheHooksCopy(t *testing.T) {
+	st, cli := twoStores(t)
+	ctx := context.Background()
+	clock := testenv.NewClock(testNow)
+	w := &transitions.Writer{Store: cli, Now: clock.Now}
+	register(t, w, "agent", "kept", "idle")
+	register(t, w, "agent", "other", "idle")
+
+	v := New(st, clock.Now, 0)
+	v.Share(func(e *store.Entity) bool { return e.ID == "kept" })
+	got := map[string]*store.Entity{}
+	v.OnChange(func(_, cur *store.Entity) { got[cur.ID] = cur })
+	if err := v.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v.mu.RLock()
+	kept, other := v.entries[key{"agent", "kept"}], v.entries[key{"agent", "other"}]
+	v.mu.RUnlock()
+	if kept.whole == nil || kept.whole != got["kept"] {
+		t.Errorf("the kept entity is not the hook's copy: %p, hook's %p", kept.whole, got["kept"])
+	}
+	if other.whole != nil || other.body == nil || got["other"] == nil {
+		t.Errorf("the other entity is not compact (whole %p)", other.whole)
+	}
+	for _, id := range []string{"kept", "other"} {
+		want, err := cli.Get(ctx, "agent", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, ok := v.Get("agent", id, testNow)
+		if !ok || !reflect.DeepEqual(e.Entity, want) {
+			t.Errorf("%s: the view's entity differs from the store's:\n got %+v\nwant %+v", id, e.Entity, want)
 		}
 	}
 }
