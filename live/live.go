@@ -33,8 +33,9 @@
 // ActiveReasons, QueueItems) carry each entity's host, so a daemon counts
 // only what it owns; Counts and Attention are the whole view's.
 //
-// Blind spot: the view holds every entity in memory, about 1.6 KB each
-// with its repeated words interned (BenchmarkViewMemory, ADR-0042); a
+// Blind spot: the view holds every entity in memory, about 1 KB each: a
+// compact record (record.go) with its repeated words interned, from
+// which a read rebuilds the Entry (BenchmarkViewMemory, ADR-0042); a
 // store of millions of entities wants a view of the open ones only.
 package live
 
