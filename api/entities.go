@@ -209,9 +209,10 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 	pg, next := page(items, order, after, int(limit))
 	out.Items, out.Next = make([]wire.Entity, 0, len(pg)), next
 	for _, l := range pg {
-		item := wire.FromDerived(*l.e, l.ns, nil, s.Heartbeats, s.Now())
+		e := l.ref.Entity()
+		item := wire.FromDerived(e, l.ns, nil, s.Heartbeats, s.Now())
 		if withProcess {
-			item.Process = s.Processes.Of(l.e, s.Now())
+			item.Process = s.Processes.Of(&e, s.Now())
 		}
 		out.Items = append(out.Items, item)
 	}

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"time"
 
 	"watchdog/internal/unixtime"
+	"watchdog/live"
 	"watchdog/state"
-	"watchdog/store"
 	"watchdog/wire"
 )
 
@@ -51,16 +52,18 @@ type listKey struct {
 }
 
 // listed is one entity of a list with its derived state: from the live
-// view, or derived from a store row (live.Derive).
+// view (its entity rebuilt from ref for the page only).
 type listed struct {
-	e  *store.Entity
-	ns state.NormalizedState
+	ref     live.Ref
+	typ, id string
+	updated time.Time
+	ns      state.NormalizedState
 }
 
 func keyOf(l listed, o listOrder) listKey {
-	k := listKey{Order: o, Type: l.e.Type, ID: l.e.ID}
+	k := listKey{Order: o, Type: l.typ, ID: l.id}
 	if o == orderSeverity {
-		k.Rank, k.Updated = wire.SeverityKeyOf(l.ns, l.e.UpdatedAt, l.e.Type, l.e.ID).Rank, unixtime.Of(l.e.UpdatedAt)
+		k.Rank, k.Updated = wire.SeverityKeyOf(l.ns, l.updated, l.typ, l.id).Rank, unixtime.Of(l.updated)
 	}
 	return k
 }

@@ -9,7 +9,8 @@ import (
 
 // selectListed is the list's selection from the live view (after a
 // Sync), each entity with the state the view derived at its last change,
-// stamped evaluated at now.
+// stamped evaluated at now. Each entity is kept as a live.Ref: only a
+// page's are rebuilt whole.
 func selectListed(v LiveReader, f wire.EntityFilter, now time.Time) []listed {
 	var out []listed
 	v.Each(f.Type, func(e *live.Entry) {
@@ -18,7 +19,7 @@ func selectListed(v LiveReader, f wire.EntityFilter, now time.Time) []listed {
 		}
 		ns := e.State
 		ns.EvaluatedAt.Time = now
-		out = append(out, listed{e: &e.Entity, ns: ns})
+		out = append(out, listed{ref: e.Ref(), typ: e.Entity.Type, id: e.Entity.ID, updated: e.Entity.UpdatedAt, ns: ns})
 	})
 	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"watchdog/judge"
 	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/monitor"
@@ -64,6 +65,14 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 		})
 	}
 	l.mon = monitor.New(opt)
+	// The monitor keeps the open entities of this host (and the
+	// host-less), as it is handed them: the view holds those very copies
+	// rather than a compact record beside them (ADR-0042). The rule is
+	// the monitor's (judge.Open, its local); a mismatch costs memory only.
+	hostID := host.HostID()
+	view.Share(func(e *store.Entity) bool {
+		return judge.Open(e) && (e.HostID == "" || hostID == "" || e.HostID == hostID)
+	})
 	view.OnChange(func(prev, cur *store.Entity) {
 		if cur == nil {
 			if prev != nil {

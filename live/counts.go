@@ -25,10 +25,10 @@ type Group struct {
 	Tone      state.Tone
 }
 
-func groupOf(e *Entry) Group {
+func groupOf(e *record) Group {
 	return Group{
-		Host: e.Entity.HostID, Type: e.Entity.Type, Lifecycle: e.Entity.LifecycleOr(""), Legacy: e.Legacy(), Open: e.Open(),
-		Health: e.Entity.Health, Delivery: e.Entity.Delivery, Severity: e.State.Severity, Tone: e.State.Tone,
+		Host: e.host, Type: e.typ, Lifecycle: e.lifecycleOr(""), Legacy: e.legacy(), Open: e.open(),
+		Health: e.health, Delivery: e.delivery, Severity: e.severity(), Tone: e.toneOf(),
 	}
 }
 
@@ -55,8 +55,8 @@ func (v *View) ActiveReasons(now time.Time) map[ReasonKey]int {
 	}
 	ended := make([]int, len(v.idx.reasonKeys))
 	for _, e := range inWindow(v.idx.endedCoded, now, v.window) {
-		for _, r := range e.reasons {
-			ended[r]++
+		for _, c := range e.codes {
+			ended[c.id]++
 		}
 	}
 	for r, n := range ended {
@@ -154,8 +154,8 @@ func (v *View) queueItems(now time.Time) map[ItemKey]int {
 	}
 	// Every item of an entry has the entry's severity (ItemsFor).
 	for _, e := range inWindow(v.idx.endedCoded, now, v.window) {
-		if len(e.Items) > 0 {
-			out[itemKeyOf(e, &e.Items[0])] += len(e.Items)
+		if len(e.items) > 0 {
+			out[itemKeyOf(e, &e.items[0])] += len(e.items)
 		}
 	}
 	cut := attention.Since(now, v.window)

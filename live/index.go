@@ -35,7 +35,7 @@ type index struct {
 	// ended are the non-legacy entries with an outcome that expires, and endedCoded
 	// those of them with reason codes or items, by arrival (then key): the
 	// ones inside the failure window are a suffix.
-	ended, endedCoded []*Entry
+	ended, endedCoded []*record
 	// openReasons and openItems count the codes and the items of the
 	// non-legacy entries that never age out: those without an outcome, and
 	// those that linger (attention.Lingers).
@@ -68,8 +68,8 @@ type ItemKey struct {
 }
 
 // itemKeyOf is the ItemKey of it, an item of e.
-func itemKeyOf(e *Entry, it *attention.Item) ItemKey {
-	return ItemKey{Severity: it.Severity, Type: e.Entity.Type, Host: e.Entity.HostID}
+func itemKeyOf(e *record, it *attention.Item) ItemKey {
+	return ItemKey{Severity: it.Severity, Type: e.typ, Host: e.host}
 }
 
 // itemRef is one item of an entry, with its place in the queue's order
@@ -77,7 +77,7 @@ func itemKeyOf(e *Entry, it *attention.Item) ItemKey {
 // refs in order and reaches into an entry only for the page.
 type itemRef struct {
 	key      attention.Key
-	e        *Entry
+	e        *record
 	i        int32
 	cluster  int32
 	severity state.Severity
@@ -90,7 +90,7 @@ type itemRef struct {
 // agedOut is Entry.agedOut for the ref's entry.
 func (r *itemRef) agedOut(cut time.Time) bool { return r.ended && r.arrived.Before(cut) }
 
-func (r itemRef) item() *attention.Item { return &r.e.Items[r.i] }
+func (r itemRef) item() *attention.Item { return &r.e.items[r.i] }
 
 func newIndex() index {
 	return index{byFP: map[string]itemRef{}, bySubsumed: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[ItemKey]int{}, clusters: map[string]int{}, reasonIDs: map[ReasonKey]int{}}
@@ -107,41 +107,44 @@ func compareRefs(a, b itemRef) int {
 }
 
 // compareArrivals orders entries by arrival, then key.
-func compareArrivals(a, b *Entry) int {
-	if c := a.arrived.Compare(b.arrived); c != 0 {
-		return c
+func compareArrivals(a, b *record) int {
+	if a.arrived != b.arrived {
+		if a.arrived < b.arrived {
+			return -1
+		}
+		return 1
 	}
 	return compareKeys(a, b)
 }
 
-func compareKeys(a, b *Entry) int {
-	if c := strings.Compare(a.Entity.Type, b.Entity.Type); c != 0 {
+func compareKeys(a, b *record) int {
+	if c := strings.Compare(a.typ, b.typ); c != 0 {
 		return c
 	}
-	return strings.Compare(a.Entity.ID, b.Entity.ID)
+	return strings.Compare(a.id, b.id)
 }
 
 // coded reports whether e holds codes or items: a candidate of the queue
 // and of the active-reasons gauge.
-func (e *Entry) coded() bool { return len(e.Codes) > 0 || len(e.Items) > 0 }
+func (e *record) coded() bool { return len(e.codes) > 0 || len(e.items) > 0 }
 
 // edit is one batch's worth of changes to the index's sorted lists.
 type edit struct {
 	rmQueue, addQueue []itemRef
-	rmEnded, addEnded []*Entry
-	rmCoded, addCoded []*Entry
+	rmEnded, addEnded []*record
+	rmCoded, addCoded []*record
 }
 
 // change takes e out of the index (sign -1) or puts it in (sign 1): the
 // counts at once, the sorted lists through ed, which commit applies.
-func (x *index) change(e *Entry, sign int, ed *edit) {
-	if e.Legacy() {
+func (x *index) change(e *record, sign int, ed *edit) {
+	if e.legacy() {
 		return // no items, no codes, never counted
 	}
-	for i := range e.Items {
-		it := &e.Items[i]
+	for i := range e.items {
+		it := &e.items[i]
 		r := itemRef{key: attention.KeyOf(it), e: e, i: int32(i), cluster: int32(x.cluster(it.ClusterID)),
-			severity: it.Severity, ended: e.expires(), arrived: e.arrived}
+			severity: it.Severity, ended: e.expires(), arrived: e.arrival()}
 		if sign > 0 {
 			ed.addQueue = append(ed.addQueue, r)
 			x.byFP[it.Fingerprint] = r
@@ -160,10 +163,11 @@ func (x *index) change(e *Entry, sign int, ed *edit) {
 			}
 		}
 	}
-	if sign > 0 && e.reasons == nil && len(e.Codes) > 0 {
-		e.reasons = make([]int, len(e.Codes))
-		for i, c := range e.Codes {
-			e.reasons[i] = x.reason(ReasonKey{c, e.State.Severity, e.Entity.HostID})
+	if sign > 0 {
+		for i := range e.codes {
+			if c := &e.codes[i]; c.id < 0 {
+				c.id = int32(x.reason(ReasonKey{c.code, e.severity(), e.host}))
+			}
 		}
 	}
 	if e.expires() {
@@ -181,14 +185,14 @@ func (x *index) change(e *Entry, sign int, ed *edit) {
 		}
 		return
 	}
-	for _, c := range e.Codes {
-		k := ReasonKey{c, e.State.Severity, e.Entity.HostID}
+	for _, c := range e.codes {
+		k := ReasonKey{c.code, e.severity(), e.host}
 		if x.openReasons[k] += sign; x.openReasons[k] == 0 {
 			delete(x.openReasons, k)
 		}
 	}
-	for i := range e.Items {
-		k := itemKeyOf(e, &e.Items[i])
+	for i := range e.items {
+		k := itemKeyOf(e, &e.items[i])
 		if x.openItems[k] += sign; x.openItems[k] == 0 {
 			delete(x.openItems, k)
 		}
@@ -263,18 +267,23 @@ func update[T any](s, removed, added []T, compare func(a, b T) int) []T {
 // inWindow is the suffix of list (sorted by arrival) whose entries have not
 // aged out at now: attention.AgedOut's rule, arrived before the window's
 // start, as one binary search.
-func inWindow(list []*Entry, now time.Time, window time.Duration) []*Entry {
+func inWindow(list []*record, now time.Time, window time.Duration) []*record {
 	cut := attention.Since(now, window)
-	i := sort.Search(len(list), func(i int) bool { return !list[i].arrived.Before(cut) })
+	i := sort.Search(len(list), func(i int) bool { return !list[i].arrival().Before(cut) })
 	return list[i:]
 }
 
 // agedOut is Entry.AgedOut with the window's start computed once.
 func (e *Entry) agedOut(cut time.Time) bool {
-	return e.expires() && e.arrived.Before(cut)
+	return e.State.Outcome != "" && !e.lingers && e.arrived.Before(cut)
+}
+
+// agedOut is Entry.agedOut of the record's entry.
+func (e *record) agedOut(cut time.Time) bool {
+	return e.expires() && e.arrival().Before(cut)
 }
 
 // expires reports whether the failure window applies to e: it has an
 // outcome, and its condition is not one that lasts past it (lingers). The
 // others are counted like open entities, kept as they change.
-func (e *Entry) expires() bool { return e.State.Outcome != "" && !e.lingers }
+func (e *record) expires() bool { return e.outcome != "" && !e.lingers }

@@ -33,8 +33,9 @@
 // ActiveReasons, QueueItems) carry each entity's host, so a daemon counts
 // only what it owns; Counts and Attention are the whole view's.
 //
-// Blind spot: the view holds every entity in memory, about 1.6 KB each
-// with its repeated words interned (BenchmarkViewMemory, ADR-0042); a
+// Blind spot: the view holds every entity in memory, about 1 KB each: a
+// compact record (record.go) with its repeated words interned, from
+// which a read rebuilds the Entry (BenchmarkViewMemory, ADR-0042); a
 // store of millions of entities wants a view of the open ones only.
 package live
 
@@ -103,9 +104,10 @@ type Derived struct {
 	Codes []state.ReasonCode
 }
 
-// Entry is one entity of the view with its derived state. Entries are
-// never changed in place: a change replaces the entry, so a reader may
-// keep one after the view moved on.
+// Entry is one entity of the view with its derived state, as a read
+// gets it: the view keeps a compact record of each entity (record) and
+// rebuilds its Entry when asked (Get, Each), so an Entry is the reader's
+// own copy.
 type Entry struct {
 	Entity store.Entity
 	Derived
@@ -116,20 +118,26 @@ type Entry struct {
 	// it lasts (an orphan whose process lives), counted like an open
 	// entity's items.
 	lingers bool
-	// reasons are the index's numbers of the (code, severity) pairs the
-	// entry holds, set by the index before any reader can see the entry.
-	reasons []int
+	// rec is the record the entry was rebuilt from (nil for one built
+	// elsewhere).
+	rec *record
 }
 
-// newEntry derives e's entry. Its items are kept bare (Item.Bare): the
-// queue's read builds their actions again (Item.At).
-func newEntry(e store.Entity, at time.Time) *Entry {
-	n := &Entry{Entity: e, Derived: Derive(e, at), arrived: attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt).Round(0)}
-	n.lingers = attention.Lingers(n.State.Outcome, e.Health)
-	for i := range n.Items {
-		n.Items[i] = n.Items[i].Bare()
+// Ref is an entity of the view as one read saw it, a pointer's worth:
+// a list keeps a Ref of every entity it selects (Each) and rebuilds only
+// those of its page, as they were when selected.
+type Ref struct{ r *record }
+
+// Ref is the entity the entry was rebuilt from, as it was then.
+func (e *Entry) Ref() Ref { return Ref{e.rec} }
+
+// Entity rebuilds the entity (the zero Entity for a Ref of an Entry the
+// view did not make).
+func (r Ref) Entity() store.Entity {
+	if r.r == nil {
+		return store.Entity{}
 	}
-	return n
+	return r.r.entity()
 }
 
 // Legacy reports whether the entity has no lifecycle.
@@ -200,13 +208,14 @@ type View struct {
 	started bool // the cursor is set
 
 	mu         sync.RWMutex
-	entries    map[key]*Entry
+	entries    map[key]*record
 	idx        index
 	groups     map[Group]int
 	dismissals map[string]store.Dismissal
 	window     time.Duration
 
 	hookMu        sync.Mutex
+	share         func(*store.Entity) bool
 	onChange      []func(prev, cur *store.Entity)
 	onTransitions []func([]store.AuditRow)
 }
@@ -218,7 +227,7 @@ func New(src Source, now func() time.Time, window time.Duration) *View {
 	if now == nil {
 		now = time.Now
 	}
-	v := &View{src: src, now: now, entries: map[key]*Entry{}, words: newInterner(), idx: newIndex(), groups: map[Group]int{}}
+	v := &View{src: src, now: now, entries: map[key]*record{}, words: newInterner(), idx: newIndex(), groups: map[Group]int{}}
 	v.SetFailureWindow(window)
 	return v
 }
@@ -244,10 +253,24 @@ func (v *View) FailureWindow() time.Duration {
 // OnChange adds fn, called after each applied entity change with the
 // entity before (nil when new) and after, in the goroutine that syncs.
 // fn must not call the view's Sync. Hooks added before Load hear every
-// entity Load reads.
+// entity Load reads. cur is the change's own copy, which no one changes:
+// fn may keep it (the view keeps a compact record, not the entity).
 func (v *View) OnChange(fn func(prev, cur *store.Entity)) {
 	v.hookMu.Lock()
 	v.onChange = append(v.onChange, fn)
+	v.hookMu.Unlock()
+}
+
+// Share tells the view which entities a hook of OnChange keeps (the
+// daemon's monitor keeps the open entities of its host): the view holds
+// those whole, the very copy the hooks get, rather than a compact record
+// beside the hook's own copy, and every other entity compact. keep must
+// be quick and a function of the entity alone; a wrong answer costs
+// memory, never a wrong read. nil (the default) keeps every entity
+// compact. Call it before Load.
+func (v *View) Share(keep func(*store.Entity) bool) {
+	v.hookMu.Lock()
+	v.share = keep
 	v.hookMu.Unlock()
 }
 
@@ -313,26 +336,36 @@ func (v *View) Sync(ctx context.Context) error {
 // apply installs one batch and calls the hooks.
 func (v *View) apply(b store.Batch) {
 	at := v.now()
-	type change struct{ prev, cur *store.Entity }
+	type change struct {
+		prev, rec *record
+		cur       *store.Entity
+	}
 	changes := make([]change, 0, len(b.Entities))
-	fresh := make([]*Entry, len(b.Entities))
+	fresh := make([]*record, len(b.Entities))
+	v.hookMu.Lock()
+	share, onChange, onTransitions := v.share, v.onChange, v.onTransitions
+	v.hookMu.Unlock()
 	for i := range b.Entities {
 		// Deriving outside the lock keeps readers answering during a
 		// large Load. Interning needs no lock: one Sync at a time.
-		v.words.entity(&b.Entities[i])
-		fresh[i] = newEntry(b.Entities[i], at)
+		e := &b.Entities[i]
+		v.words.entity(e)
+		var shared *store.Entity
+		if share != nil && len(onChange) > 0 && share(e) {
+			shared = new(store.Entity)
+			*shared = *e
+		}
+		fresh[i] = newRecord(e, shared, at, &v.words)
 	}
 	var ed edit
 	// The store sends each entity once per batch; should a source repeat
 	// one, the index hears only its last version, as the map keeps.
-	replaced := map[key]*Entry{}
+	replaced := map[key]*record{}
 	v.mu.Lock()
-	for _, n := range fresh {
-		k := key{n.Entity.Type, n.Entity.ID}
+	for i, n := range fresh {
+		k := key{n.typ, n.id}
 		old := v.entries[k]
-		var prev *store.Entity
 		if old != nil {
-			prev = &old.Entity
 			v.groups[groupOf(old)]--
 			if v.groups[groupOf(old)] == 0 {
 				delete(v.groups, groupOf(old))
@@ -346,7 +379,7 @@ func (v *View) apply(b store.Batch) {
 			}
 		}
 		replaced[k] = n
-		changes = append(changes, change{prev, &n.Entity})
+		changes = append(changes, change{old, n, &b.Entities[i]})
 	}
 	for _, n := range replaced {
 		v.idx.change(n, 1, &ed)
@@ -354,12 +387,27 @@ func (v *View) apply(b store.Batch) {
 	v.idx.commit(&ed)
 	v.mu.Unlock()
 
-	v.hookMu.Lock()
-	onChange, onTransitions := v.onChange, v.onTransitions
-	v.hookMu.Unlock()
-	for _, c := range changes {
-		for _, fn := range onChange {
-			fn(c.prev, c.cur)
+	if len(onChange) > 0 {
+		for _, c := range changes {
+			// The hooks get the entity before as it was: rebuilt from
+			// its record (the batch's copy is the entity after).
+			var prev *store.Entity
+			if c.prev != nil {
+				p := c.prev.entity()
+				prev = &p
+			}
+			// The record's own entity when it holds it whole (Share),
+			// else the change's own copy: a hook may keep it (the
+			// monitor does, UpdateShared), and a pointer into the batch
+			// would keep the whole batch alive.
+			cur := c.rec.whole
+			if cur == nil {
+				cur = new(store.Entity)
+				*cur = *c.cur
+			}
+			for _, fn := range onChange {
+				fn(prev, cur)
+			}
 		}
 	}
 	if len(b.Transitions) > 0 {
@@ -416,25 +464,31 @@ func (v *View) RunOn(ctx context.Context, wake <-chan struct{}, every time.Durat
 // Get returns an entity's entry, its state stamped evaluated at now.
 func (v *View) Get(typ, id string, now time.Time) (Entry, bool) {
 	v.mu.RLock()
-	e, ok := v.entries[key{typ, id}]
+	r, ok := v.entries[key{typ, id}]
 	v.mu.RUnlock()
 	if !ok {
 		return Entry{}, false
 	}
-	out := *e
-	out.State.EvaluatedAt.Time = now
-	return out, true
+	// Records are never changed in place: rebuilt after the lock as it
+	// was under it.
+	return r.entry(now), true
 }
 
-// Each calls fn for every entry (in no order) under the view's read lock:
-// fn must be quick and must not keep the pointer past the call or call
-// the view. typ, when not "", keeps that type only.
+// Each calls fn for every entry (in no order), its state stamped
+// evaluated at the view's now, under the view's read lock: fn must be
+// quick and must not call the view. The entry is rebuilt for the call
+// into one the next call reuses: fn must not keep the pointer, nor a
+// pointer into it, past the call (a copy of a field is the caller's).
+// typ, when not "", keeps that type only.
 func (v *View) Each(typ string, fn func(*Entry)) {
+	now := v.now()
+	var e Entry
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	for k, e := range v.entries {
+	for k, r := range v.entries {
 		if typ == "" || k.typ == typ {
-			fn(e)
+			e = r.entry(now)
+			fn(&e)
 		}
 	}
 }
@@ -485,7 +539,7 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 		if len(q.Severities) > 0 && !slices.Contains(q.Severities, r.severity) {
 			continue
 		}
-		if q.Host != "" && r.e.Entity.HostID != q.Host {
+		if q.Host != "" && r.e.host != q.Host {
 			continue
 		}
 		var dismissal *store.Dismissal

@@ -22,10 +22,14 @@
 #               connections, held and re-opened, against no flood:
 #               /readyz and registrations, ok/timeouts/p99 (ADR-0034);
 #               -flood-baseline BIN measures an older binary beside it
+#   memory      the daemon's anonymous RSS (RssAnon) with an empty store and
+#               per entity after registering 10,000 and 100,000 running
+#               sessions over the API (about 5 minutes);
+#               -memory-baseline BIN measures an older binary beside it
 #
 # Every argument goes to the driver: `scripts/bench.sh -run deaths -n 200`,
-# `scripts/bench.sh -h` lists them. About 8 minutes at the defaults on a
-# quiet 2-CPU machine, the stores part 3 of them (`-run stores` alone:
+# `scripts/bench.sh -h` lists them. About 15 minutes at the defaults on a
+# quiet 2-CPU machine, the stores part 3 of them, the memory part 5 to 9 (`-run stores` alone:
 # `make bench-pg`).
 # Installs the Debian packages monit, strace (the idle part's fsync
 # count) and postgresql when missing (root or sudo). -baseline BIN

@@ -23,6 +23,9 @@
 //	flood       the daemon under -flood-n slow-header connections (its
 //	            fds bounded by prlimit): /readyz and registrations, each
 //	            on a new connection, against no flood (flood.go)
+//	memory      the daemon's anonymous RSS empty and after registering
+//	            each size of -memory-n running sessions, per added entity,
+//	            beside -memory-baseline's (memory.go)
 //
 // Every process it starts is in its own process group; it kills them all
 // on the way out, whatever the way (error, SIGINT, SIGTERM).
@@ -70,10 +73,13 @@ type options struct {
 	// The idle part's quiet figures (quiet.go).
 	straceWindow time.Duration
 	baseline     string // a watchdog binary measured idle beside this one
+	// The memory part (memory.go).
+	memoryN        []int
+	memoryBaseline string
 }
 
 // allParts are the values of -run, in the order they run.
-var allParts = []string{"idle", "deaths", "scale", "throughput", "stores", "flood"}
+var allParts = []string{"idle", "deaths", "scale", "throughput", "stores", "flood", "memory"}
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -100,6 +106,8 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.straceWindow, "strace-window", 20*time.Second, "after the idle window, how long strace counts fsyncs (0: not counted)")
 	fs.StringVar(&o.baseline, "baseline", "", "another watchdog binary (an older build) measured idle on the same processes right after this one: the quiet figures side by side")
 	floodFlags(fs, &o)
+	var memoryN string
+	memoryFlags(fs, &o, &memoryN)
 	// One line for a bad flag (run prints it); the full list only for -h.
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
@@ -140,6 +148,11 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.parts["flood"] {
 		if err := checkFlood(o); err != nil {
+			return o, err
+		}
+	}
+	if o.parts["memory"] {
+		if err := checkMemory(&o, memoryN); err != nil {
 			return o, err
 		}
 	}
@@ -282,11 +295,17 @@ func (r *runner) all(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.o.parts["memory"] {
+		if err := r.memory(ctx); err != nil {
+			return err
+		}
+	}
 	r.res.print(os.Stdout, r.o)
 	if r.o.parts["stores"] {
 		r.res.printStores(os.Stdout, r.o)
 	}
 	r.res.printFlood(os.Stdout, r.o)
+	r.res.printMemory(os.Stdout, r.o)
 	return nil
 }
 

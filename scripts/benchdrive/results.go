@@ -22,6 +22,7 @@ type results struct {
 	sqlite, postgres    storeFigures // the stores part
 	pgVersion           string       // its server's version()
 	flood               []floodFigures
+	memory              []memFigures
 }
 
 // header says what ran where, so a table pasted elsewhere keeps its context.

@@ -1,0 +1,318 @@
+package live
+
+import (
+	"encoding/json"
+	"time"
+
+	"watchdog/attention"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// micros is a time as the view keeps it: Unix microseconds, 0 for the
+// zero time. The store keeps times to the microsecond
+// (unixtime.Precision) and never keeps the Unix epoch itself (0 seconds
+// is "not recorded"), so a stored time comes back from it exactly
+// (fits checks that).
+type micros int64
+
+func microsOf(t time.Time) micros {
+	if t.IsZero() {
+		return 0
+	}
+	return micros(t.UnixMicro())
+}
+
+func (m micros) time() time.Time {
+	if m == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(int64(m))
+}
+
+// fits reports whether t comes back from microsOf exactly: location,
+// precision and all (== on time.Time compares them).
+func fits(t time.Time) bool { return microsOf(t).time() == t }
+
+// record is what the view keeps of one entity: the fields the index and
+// the counts read, the parts of its derived state they read, and the rest
+// of the entity either compact (body: times as Unix microseconds, the
+// rare fields behind one pointer) or, for an entity a hook keeps anyway
+// (View.Share: the monitor keeps the open ones of its host), the hook's
+// very copy. What a reader wants whole (the entity, its normalized
+// state) is rebuilt from it (entity, entry): a record and its body are
+// about 400 bytes where the entry they replace was 1,024, and a shared
+// record about 200 beside the copy the hook holds anyway (ADR-0042).
+type record struct {
+	// What the index and the counts read of the entity itself.
+	typ, id, host string
+	lifecycle     *string
+	health        state.Health
+	delivery      state.Delivery
+
+	// The rest of the entity: whole, shared with a hook that keeps it
+	// (View.Share), or else body, compact.
+	whole *store.Entity
+	body  *body
+	// odd holds a severity or tone none of the known ones (sev, tone).
+	odd *oddWords
+
+	// The derived state's parts the view reads (the rest, Normalize's
+	// state, is rebuilt by a read). The words are interned.
+	outcome string
+	display string
+	// items are the entity's attention items, bare (Item.Bare); codes
+	// its reason codes (Derived.Codes), each with the index's number of
+	// its (code, severity, host), set by the index before any reader can
+	// see the record.
+	items []attention.Item
+	codes []codeRef
+	// arrived is attention.Arrived of the entity: the failure window's
+	// rule is one comparison.
+	arrived micros
+	// sev and tone are the state's severity and tone, as their places
+	// in state.Severities and state.Tones.
+	sev, tone uint8
+	terminal  bool
+	// lingers is attention.Lingers: an outcome that never ages out while
+	// it lasts (an orphan whose process lives), counted like an open
+	// entity's items.
+	lingers bool
+}
+
+// body is the rest of an entity the view keeps compact: its times as Unix
+// microseconds, its rare fields behind one pointer (nil for most).
+type body struct {
+	label         string
+	transition    *state.StateReason
+	reasons       []state.StateReason
+	boot          string
+	heartbeatFile string
+	lastSeq       int64
+	revision      int64
+	pid           int
+	pidStartTicks uint64
+
+	healthSince, pidStart, heartbeatAt                micros
+	startedAt, endedAt, lifecycleAt, createdAt, updAt micros
+
+	rare *rareFields
+	// noMetadata is a nil Metadata; any other is "{}" (the shared
+	// emptyMetadata) unless rare holds it.
+	noMetadata bool
+}
+
+// codeRef is a reason code the entity holds and the index's number of
+// its (code, severity, host).
+type codeRef struct {
+	code state.ReasonCode
+	id   int32
+}
+
+// odd is the place of a severity or tone that is none of the known ones
+// (state.Severities, state.Tones; Normalize gives no other): the record's
+// rareFields keep it.
+const odd = 255
+
+// place is v's place in list, or odd.
+func place[T comparable](list []T, v T) uint8 {
+	for i, w := range list {
+		if w == v {
+			return uint8(i)
+		}
+	}
+	return odd
+}
+
+// severity is the entity's severity.
+func (r *record) severity() state.Severity {
+	if r.sev == odd {
+		return r.odd.severity
+	}
+	return state.Severities[r.sev]
+}
+
+// toneOf is the entity's tone.
+func (r *record) toneOf() state.Tone {
+	if r.tone == odd {
+		return r.odd.tone
+	}
+	return state.Tones[r.tone]
+}
+
+// oddWords are a severity and a tone none of the known ones.
+type oddWords struct {
+	severity state.Severity
+	tone     state.Tone
+}
+
+// rareFields are the fields most entities leave empty, kept only by
+// those that have one. whole, when set, is the entity kept as it came: a
+// time that microseconds would not give back exactly (not one the store
+// decoded), so nothing is rebuilt approximately.
+type rareFields struct {
+	whole *store.Entity
+
+	deadSince, supervisorStart, scheduleLastFired time.Time
+	supervisorPID                                 int
+	heartbeatProgress                             string
+	timeout, timeoutElapsed                       time.Duration
+	artifactsRoot                                 string
+	artifacts                                     []state.ArtifactSpec
+	lockFiles                                     []string
+	parentType, parentID                          string
+	dependsOn                                     []string
+	scheduleCron                                  string
+	metadata                                      json.RawMessage
+	exit                                          *state.ExitStatus
+}
+
+// empty reports whether r holds nothing: the entity needs no rareFields.
+func (r *rareFields) empty() bool {
+	return r.whole == nil && r.deadSince.IsZero() && r.supervisorStart.IsZero() && r.scheduleLastFired.IsZero() &&
+		r.supervisorPID == 0 && r.heartbeatProgress == "" && r.timeout == 0 && r.timeoutElapsed == 0 &&
+		r.artifactsRoot == "" && r.artifacts == nil && r.lockFiles == nil && r.parentType == "" && r.parentID == "" &&
+		r.dependsOn == nil && r.scheduleCron == "" && r.metadata == nil && r.exit == nil
+}
+
+// emptyMetadata is the store's metadata of an entity without any ("{}"):
+// kept once, not per entity.
+var emptyMetadata = json.RawMessage("{}")
+
+// newRecord derives e's record at at (the time of the change): e is the
+// view's own copy, its words interned. shared, when set, is e itself as a
+// hook keeps it: the record holds it whole rather than a compact body
+// beside the hook's copy.
+func newRecord(e *store.Entity, shared *store.Entity, at time.Time, words *interner) *record {
+	d := Derive(*e, at)
+	r := &record{
+		typ: e.Type, id: e.ID, host: e.HostID, lifecycle: e.Lifecycle, health: e.Health, delivery: e.Delivery,
+		sev: place(state.Severities, d.State.Severity), tone: place(state.Tones, d.State.Tone),
+		outcome: words.word(d.State.Outcome), display: words.word(d.Display), items: d.Items, terminal: e.Terminal,
+		arrived: microsOf(attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt)),
+		lingers: attention.Lingers(d.State.Outcome, e.Health),
+	}
+	if r.sev == odd || r.tone == odd {
+		r.odd = &oddWords{severity: d.State.Severity, tone: d.State.Tone}
+	}
+	if len(d.Codes) > 0 {
+		r.codes = make([]codeRef, len(d.Codes))
+		for i, c := range d.Codes {
+			r.codes[i] = codeRef{code: c, id: -1}
+		}
+	}
+	for i := range r.items {
+		r.items[i] = r.items[i].Bare()
+	}
+	if shared != nil {
+		r.whole = shared
+	} else {
+		r.body = newBody(e)
+	}
+	return r
+}
+
+// newBody is e's compact body.
+func newBody(e *store.Entity) *body {
+	b := &body{
+		label: e.Label, transition: e.TransitionReason, reasons: e.Reasons, boot: e.BootID,
+		heartbeatFile: e.HeartbeatFile, lastSeq: e.LastSeq, revision: e.Revision, pid: e.PID, pidStartTicks: e.PIDStartTicks,
+		healthSince: microsOf(e.HealthSince), pidStart: microsOf(e.PIDStartTime), heartbeatAt: microsOf(e.HeartbeatAt),
+		startedAt: microsOf(e.StartedAt), endedAt: microsOf(e.EndedAt), lifecycleAt: microsOf(e.LifecycleAt),
+		createdAt: microsOf(e.CreatedAt), updAt: microsOf(e.UpdatedAt),
+	}
+	rare := &rareFields{
+		deadSince: e.DeadSince, supervisorStart: e.SupervisorStartTime, scheduleLastFired: e.ScheduleLastFiredAt,
+		supervisorPID: e.SupervisorPID, heartbeatProgress: e.HeartbeatProgress, timeout: e.Timeout, timeoutElapsed: e.TimeoutElapsed,
+		artifactsRoot: e.ArtifactsRoot, artifacts: e.Artifacts, lockFiles: e.LockFiles, parentType: e.ParentType, parentID: e.ParentID,
+		dependsOn: e.DependsOn, scheduleCron: e.ScheduleCron, exit: e.Exit,
+	}
+	switch {
+	case e.Metadata == nil:
+		b.noMetadata = true
+	case string(e.Metadata) != "{}":
+		rare.metadata = e.Metadata
+	}
+	if !(fits(e.HealthSince) && fits(e.PIDStartTime) && fits(e.HeartbeatAt) && fits(e.StartedAt) && fits(e.EndedAt) &&
+		fits(e.LifecycleAt) && fits(e.CreatedAt) && fits(e.UpdatedAt)) {
+		whole := *e
+		rare.whole = &whole
+	}
+	if !rare.empty() {
+		b.rare = rare
+	}
+	return b
+}
+
+// entity rebuilds the entity the record was made of.
+func (r *record) entity() store.Entity {
+	if r.whole != nil {
+		return *r.whole
+	}
+	b := r.body
+	if b.rare != nil && b.rare.whole != nil {
+		return *b.rare.whole
+	}
+	e := store.Entity{
+		Type: r.typ, ID: r.id, Label: b.label, Lifecycle: r.lifecycle, Terminal: r.terminal, LastSeq: b.lastSeq,
+		TransitionReason: b.transition, Health: r.health, Delivery: r.delivery, Reasons: b.reasons,
+		HealthSince: b.healthSince.time(), HostID: r.host, BootID: b.boot, PID: b.pid, PIDStartTime: b.pidStart.time(),
+		PIDStartTicks: b.pidStartTicks, HeartbeatFile: b.heartbeatFile, HeartbeatAt: b.heartbeatAt.time(),
+		StartedAt: b.startedAt.time(), EndedAt: b.endedAt.time(), LifecycleAt: b.lifecycleAt.time(),
+		CreatedAt: b.createdAt.time(), UpdatedAt: b.updAt.time(), Revision: b.revision,
+	}
+	if !b.noMetadata {
+		// The one shared "{}", clipped: a reader's append copies.
+		e.Metadata = emptyMetadata[:len(emptyMetadata):len(emptyMetadata)]
+	}
+	if x := b.rare; x != nil {
+		e.DeadSince, e.SupervisorStartTime, e.ScheduleLastFiredAt = x.deadSince, x.supervisorStart, x.scheduleLastFired
+		e.SupervisorPID, e.HeartbeatProgress, e.Timeout, e.TimeoutElapsed = x.supervisorPID, x.heartbeatProgress, x.timeout, x.timeoutElapsed
+		e.ArtifactsRoot, e.Artifacts, e.LockFiles = x.artifactsRoot, x.artifacts, x.lockFiles
+		e.ParentType, e.ParentID, e.DependsOn = x.parentType, x.parentID, x.dependsOn
+		e.ScheduleCron, e.Exit = x.scheduleCron, x.exit
+		if x.metadata != nil {
+			e.Metadata = x.metadata
+		}
+	}
+	return e
+}
+
+// entry rebuilds the record's Entry, its state evaluated at now: what
+// Derive gave at the change, with Normalize's state computed again (a
+// function of the entity alone but for its stamp).
+func (r *record) entry(now time.Time) Entry {
+	e := r.entity()
+	ns := transitions.Normalize(e, now)
+	ns.EvaluatedAt.Time = now
+	var codes []state.ReasonCode
+	if len(r.codes) > 0 {
+		codes = make([]state.ReasonCode, len(r.codes))
+		for i, c := range r.codes {
+			codes[i] = c.code
+		}
+	}
+	return Entry{
+		Entity:  e,
+		Derived: Derived{State: ns, Display: r.display, Items: r.items, Codes: codes},
+		arrived: r.arrived.time(), lingers: r.lingers, rec: r,
+	}
+}
+
+// legacy reports whether the entity has no lifecycle.
+func (r *record) legacy() bool { return r.lifecycle == nil }
+
+// open reports whether the entity is open: not legacy, not terminal.
+func (r *record) open() bool { return !r.legacy() && !r.terminal }
+
+// arrival is attention.Arrived of the entity.
+func (r *record) arrival() time.Time { return r.arrived.time() }
+
+// lifecycleOr is store.Entity.LifecycleOr.
+func (r *record) lifecycleOr(def string) string {
+	if r.lifecycle == nil {
+		return def
+	}
+	return *r.lifecycle
+}

@@ -1,0 +1,155 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"watchdog/internal/testenv"
+	"watchdog/internal/unixtime"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/transitions"
+)
+
+// stored is t as the store gives it back: Unix seconds to the
+// microsecond, in the local zone.
+func stored(t time.Time) time.Time { return unixtime.FromSeconds(unixtime.Seconds(t)) }
+
+// TestRecordRebuilds holds the view's compact record to the entity it was
+// made of, field for field, and its Entry to what Derive gives: every
+// reader's output is the same as when the view kept the entity whole.
+func TestRecordRebuilds(t *testing.T) {
+	running, completed := "running", "completed"
+	at := stored(testNow.Add(-time.Hour))
+	stalled := state.StateReason{Code: "run.health.stalled", Message: "no heartbeat", ClaimStatus: "observed", Confidence: 1,
+		Evidence: []state.EvidenceRef{{Kind: state.EvidenceToolResult, Path: "/run/hb", Detail: "not modified"}}}
+	ended := state.StateReason{Code: "run.lifecycle.failed", Message: "exit 1"}
+	base := func() store.Entity {
+		return store.Entity{Type: "session", ID: "s-1", Label: "reviewer", Lifecycle: &running, LastSeq: 7,
+			Health: state.HealthRunning, Delivery: state.Delivery("expected"), HostID: "h1", BootID: "b1", PID: 4242,
+			PIDStartTime: at, PIDStartTicks: 123, HeartbeatFile: "/run/hb", HeartbeatAt: at.Add(time.Minute),
+			StartedAt: at, LifecycleAt: at, CreatedAt: at, UpdatedAt: at.Add(2 * time.Minute), Revision: 9,
+			Metadata: json.RawMessage("{}")}
+	}
+	tests := []struct {
+		name string
+		edit func(*store.Entity)
+		rare bool
+	}{
+		{"common fields only", func(*store.Entity) {}, false},
+		{"metadata nil", func(e *store.Entity) { e.Metadata = nil }, false},
+		{"metadata of its own", func(e *store.Entity) { e.Metadata = json.RawMessage(`{"repo":"x"}`) }, true},
+		{"a finding", func(e *store.Entity) {
+			e.Health, e.HealthSince, e.Reasons = state.HealthStalled, at.Add(time.Minute), []state.StateReason{stalled}
+		}, false},
+		{"legacy", func(e *store.Entity) { e.Lifecycle = nil }, false},
+		{"ended with a reason and an exit", func(e *store.Entity) {
+			e.Lifecycle, e.Terminal, e.EndedAt, e.TransitionReason = &completed, true, at.Add(3*time.Minute), &ended
+			e.Exit = &state.ExitStatus{Code: 1, At: at.Add(3 * time.Minute)}
+			e.DeadSince = at.Add(3 * time.Minute)
+		}, true},
+		{"every rare field", func(e *store.Entity) {
+			e.SupervisorPID, e.SupervisorStartTime, e.HeartbeatProgress = 1, at, "step 3"
+			e.Timeout, e.TimeoutElapsed = time.Hour, time.Minute
+			e.ArtifactsRoot, e.Artifacts, e.LockFiles = "/srv", []state.ArtifactSpec{{Path: "out.md", Required: true}}, []string{"/srv/lock"}
+			e.ParentType, e.ParentID, e.DependsOn = "workflow", "w-1", []string{"job/j-1"}
+			e.ScheduleCron, e.ScheduleLastFiredAt = "* * * * *", at
+		}, true},
+		{"a time finer than the store keeps", func(e *store.Entity) { e.UpdatedAt = testNow.Add(time.Nanosecond) }, true},
+		{"a time in another zone", func(e *store.Entity) { e.StartedAt = at.UTC() }, true},
+	}
+	words := newInterner()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := base()
+			tt.edit(&e)
+			compact := newRecord(&e, nil, testNow, &words)
+			if (compact.body.rare != nil) != tt.rare {
+				t.Errorf("rare fields kept: %v, want %v", compact.body.rare != nil, tt.rare)
+			}
+			shared := e
+			whole := newRecord(&e, &shared, testNow, &words)
+			if whole.body != nil || whole.whole != &shared {
+				t.Errorf("a shared entity is kept compact")
+			}
+			for _, r := range []*record{compact, whole} {
+				if got := r.entity(); !reflect.DeepEqual(got, e) {
+					t.Errorf("rebuilt entity differs:\n got %+v\nwant %+v", got, e)
+				}
+				now := testNow.Add(time.Minute)
+				want := Derive(e, testNow)
+				want.State.EvaluatedAt.Time = now
+				for i := range want.Items {
+					want.Items[i] = want.Items[i].Bare()
+				}
+				got := r.entry(now)
+				if !reflect.DeepEqual(got.Derived, want) {
+					t.Errorf("rebuilt derived state differs:\n got %+v\nwant %+v", got.Derived, want)
+				}
+				if got.Legacy() != (e.Lifecycle == nil) || got.Open() != (e.Lifecycle != nil && !e.Terminal) {
+					t.Errorf("Legacy %v, Open %v of %+v", got.Legacy(), got.Open(), e)
+				}
+				if ref := got.Ref().Entity(); !reflect.DeepEqual(ref, e) {
+					t.Errorf("Ref's entity differs:\n got %+v\nwant %+v", ref, e)
+				}
+			}
+		})
+	}
+}
+
+// TestPlaceOdd: a severity or tone none of the known ones is kept as it
+// is, not lost.
+func TestPlaceOdd(t *testing.T) {
+	r := &record{sev: place(state.Severities, state.Severity("bogus")), tone: place(state.Tones, state.Tone("odd")),
+		odd: &oddWords{severity: "bogus", tone: "odd"}}
+	if r.severity() != "bogus" || r.toneOf() != "odd" {
+		t.Errorf("severity %q tone %q", r.severity(), r.toneOf())
+	}
+	for i, s := range state.Severities {
+		if p := place(state.Severities, s); int(p) != i {
+			t.Errorf("place(%s) = %d", s, p)
+		}
+	}
+}
+
+// TestShareKeepsTheHooksCopy: an entity Share says a hook keeps is held
+// whole, the very copy the hook got, and every other compact; reads are
+// the same either way.
+func TestShareKeepsTheHooksCopy(t *testing.T) {
+	st, cli := twoStores(t)
+	ctx := context.Background()
+	clock := testenv.NewClock(testNow)
+	w := &transitions.Writer{Store: cli, Now: clock.Now}
+	register(t, w, "agent", "kept", "idle")
+	register(t, w, "agent", "other", "idle")
+
+	v := New(st, clock.Now, 0)
+	v.Share(func(e *store.Entity) bool { return e.ID == "kept" })
+	got := map[string]*store.Entity{}
+	v.OnChange(func(_, cur *store.Entity) { got[cur.ID] = cur })
+	if err := v.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v.mu.RLock()
+	kept, other := v.entries[key{"agent", "kept"}], v.entries[key{"agent", "other"}]
+	v.mu.RUnlock()
+	if kept.whole == nil || kept.whole != got["kept"] {
+		t.Errorf("the kept entity is not the hook's copy: %p, hook's %p", kept.whole, got["kept"])
+	}
+	if other.whole != nil || other.body == nil || got["other"] == nil {
+		t.Errorf("the other entity is not compact (whole %p)", other.whole)
+	}
+	for _, id := range []string{"kept", "other"} {
+		want, err := cli.Get(ctx, "agent", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, ok := v.Get("agent", id, testNow)
+		if !ok || !reflect.DeepEqual(e.Entity, want) {
+			t.Errorf("%s: the view's entity differs from the store's:\n got %+v\nwant %+v", id, e.Entity, want)
+		}
+	}
+}
