@@ -3,18 +3,24 @@ GO            ?= go
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 STATICCHECK   := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
-APT_PACKAGES  := gcc libc6-dev postgresql prometheus prometheus-alertmanager chromium
+APT_PACKAGES  := gcc libc6-dev postgresql prometheus prometheus-alertmanager chromium systemd
+# This checkout's version (scripts/version.sh: git describe, as a Debian
+# version), stamped into every binary the Makefile builds; `make deb
+# VERSION=1.2.3` overrides it.
+VERSION       := $(shell ./scripts/version.sh)
+LDFLAGS_VERSION := -X main.version=$(VERSION)
 
-.PHONY: test tools deps fmt-check vet staticcheck deploy-check unit e2e fuzz build bench bench-pg
+.PHONY: test tools deps fmt-check vet staticcheck deploy-check deb deb-test unit e2e fuzz build bench bench-pg
 
-test: deps tools fmt-check vet staticcheck deploy-check unit fuzz
+test: deps tools fmt-check vet staticcheck deploy-check deb-test unit fuzz
 
 # Debian packages the tests use (gcc for the race detector; postgresql,
 # whose initdb and server internal/testenv starts for store/postgres; prometheus,
 # whose server deploy/realdata_test.go starts and whose promtool
 # deploy-check runs; prometheus-alertmanager, which
 # deploy/alerting_doc_test.go runs with docs/alerting.md's configuration;
-# chromium, the headless browser of test/e2e/page_browser_test.go),
+# chromium, the headless browser of test/e2e/page_browser_test.go;
+# systemd, whose systemd-analyze deploy-check and deb-test run),
 # installed only when missing. A policy-rc.d that says
 # no keeps the packages' maintainer scripts from starting their services
 # (the tests start their own), only if the host has none.
@@ -91,7 +97,39 @@ fuzz:
 	done
 
 build:
-	$(GO) build -o bin/watchdog ./cmd/watchdog
+	$(GO) build -ldflags '$(LDFLAGS_VERSION)' -o bin/watchdog ./cmd/watchdog
+
+# The Debian package, dist/watchdog-sidecar_VERSION_ARCH.deb (ADR-0046):
+# the binary (static, so it runs on any glibc; version stamped), the unit
+# with ExecStart at /usr/bin/watchdog, the example config with store.dsn
+# absolute (the command line reads it from any directory) as a conffile,
+# /var/lib/watchdog, the example drop-ins, and the maintainer scripts in
+# deploy/deb/ (the watchdog user). nfpm is pinned and run by `go run`,
+# which caches its build and keeps its dependencies out of go.mod.
+NFPM_VERSION := v2.45.2
+NFPM         := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+DEB_ARCH     := $(shell $(GO) env GOARCH)
+DEB          := dist/watchdog-sidecar_$(VERSION)_$(DEB_ARCH).deb
+UNIT_BINARY  := /usr/local/bin/watchdog
+deb:
+	@test -n '$(VERSION)' || { echo "no version: scripts/version.sh failed (see above)"; exit 1; }
+	rm -rf dist/deb dist/watchdog-sidecar_*.deb
+	mkdir -p dist/deb
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS_VERSION)' -o dist/deb/watchdog ./cmd/watchdog
+	sed 's|^ExecStart=$(UNIT_BINARY) |ExecStart=/usr/bin/watchdog |' deploy/systemd/watchdog.service >dist/deb/watchdog.service
+	grep -q '^ExecStart=/usr/bin/watchdog ' dist/deb/watchdog.service || { echo "deploy/systemd/watchdog.service: no 'ExecStart=$(UNIT_BINARY) ' line to point at /usr/bin/watchdog"; exit 1; }
+	sed 's|^  dsn: ./watchdog.db$$|  dsn: /var/lib/watchdog/watchdog.db|' deploy/config.example.yaml >dist/deb/config.yaml
+	grep -q '^  dsn: /var/lib/watchdog/watchdog.db$$' dist/deb/config.yaml || { echo "deploy/config.example.yaml: no '  dsn: ./watchdog.db' line to make absolute"; exit 1; }
+	VERSION='$(VERSION)' DEB_ARCH='$(DEB_ARCH)' SOURCE_DATE_EPOCH="$$(git log -1 --format=%ct 2>/dev/null || date +%s)" \
+		$(NFPM) package --config deploy/deb/nfpm.yaml --packager deb --target $(DEB)
+
+# Installs the package with dpkg -i, checks what it put where (binary and
+# its version, unit by systemd-analyze verify, conffile, user, state
+# directory), reinstalls it over an edited config, removes it and purges
+# it (deploy/deb_test.go). Needs root; fails rather than touch a host
+# where watchdog is already installed.
+deb-test: deb
+	WATCHDOG_DEB='$(CURDIR)/$(DEB)' $(GO) test -count=1 -v -run '^TestDebPackage$$' ./deploy/
 
 # The bench on the real binary (docs/bench.md): issue 13's figures beside
 # monit, then issue 15's PostgreSQL beside SQLite; about 8 minutes, never
