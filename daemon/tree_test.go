@@ -85,13 +85,17 @@ func TestDaemonFindsALeftoverAtTheRootsDeath(t *testing.T) {
 	})
 
 	in.Close()
+	// The death may be judged before its exit status is recorded (the
+	// pidfd and the connector race): the finding first says "is gone",
+	// then, judged again with the status, "exited with status 3".
+	want := fmt.Sprintf("pid %d exited with status 3; 1 descendant still running (sleep)", sh.Process.Pid)
 	var r state.StateReason
-	testenv.Eventually(t, "the leftover finding", ceiling, func() (bool, string) {
+	testenv.Eventually(t, "the leftover finding with the exit status", ceiling, func() (bool, string) {
 		e := get()
 		for _, x := range e.Reasons {
 			if x.Code == state.RunHealthLeftoverProcesses {
 				r = x
-				return true, ""
+				return x.Message == want, x.Message
 			}
 		}
 		return false, fmt.Sprintf("%s %v", e.Health, e.Reasons)
@@ -104,7 +108,6 @@ func TestDaemonFindsALeftoverAtTheRootsDeath(t *testing.T) {
 		t.Fatalf("evidence %q: %v", r.Evidence[0].Detail, err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(sleep, syscall.SIGKILL) })
-	want := fmt.Sprintf("pid %d exited with status 3; 1 descendant still running (sleep)", sh.Process.Pid)
 	if r.Message != want || !strings.Contains(r.Evidence[0].Detail, " sleep, started ") {
 		t.Errorf("finding %q %q, want %q naming the sleep", r.Message, r.Evidence[0].Detail, want)
 	}
