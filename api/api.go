@@ -118,6 +118,7 @@ type Store interface {
 	AttentionCandidates(ctx context.Context, since time.Time) ([]store.Entity, error)
 	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
 	UpsertDismissal(ctx context.Context, d store.Dismissal) error
+	UpsertDismissals(ctx context.Context, ds []store.Dismissal) (string, error)
 }
 
 // LiveReader is what the reads answer from: the live view; *live.View is one.
