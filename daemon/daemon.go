@@ -196,11 +196,12 @@ func Run(ctx context.Context, o Options) error {
 	// Every read shows the heartbeat the judgement takes: this host's
 	// heartbeat files are read at the request, never stored per sweep.
 	beats := &wire.Heartbeats{HostID: host.HostID(), Last: probe.LastHeartbeat}
+	d.page = page.New(page.Options{View: view, Store: st, Auth: token != "", Now: time.Now, Log: log.Named("page"), Heartbeats: beats,
+		RunbookURL: cfg.Alertmanager.RunbookURL})
 	d.api = api.New(api.Options{
 		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: reg,
 		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m, View: view,
-		Page:       page.New(page.Options{View: view, Store: st, Auth: token != "", Now: time.Now, Log: log.Named("page"), Heartbeats: beats}),
-		Heartbeats: beats,
+		Page: d.page, Heartbeats: beats,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -300,6 +301,7 @@ var (
 
 type daemon struct {
 	cfg     *config.Config
+	page    *page.Handler // told of a reloaded runbook_url
 	st      store.Backend
 	rp      *reaper.Reaper
 	log     *zap.Logger
@@ -576,6 +578,7 @@ func (d *daemon) reload(ctx context.Context, path string) {
 		}
 	}
 	d.api.SetFailureWindow(time.Duration(d.cfg.Thresholds.FailureWindow))
+	d.page.SetRunbookURL(d.cfg.Alertmanager.RunbookURL)
 	d.reloadPush()
 	if d.level != nil {
 		if l, err := zapcore.ParseLevel(d.cfg.Log.Level); err == nil {
