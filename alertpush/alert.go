@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"watchdog/attention"
+	"watchdog/docs"
 	"watchdog/live"
 	"watchdog/state"
 )
@@ -98,7 +99,7 @@ func AlertOf(it attention.Item, e live.Entry, host, runbook string) Alert {
 		StartsAt: it.FirstSeenAt.Time,
 	}
 	if runbook != "" {
-		a.Annotations["runbook_url"] = strings.TrimRight(runbook, "#") + "#" + code
+		a.Annotations["runbook_url"] = docs.Link(runbook, code)
 	}
 	return a
 }

@@ -118,6 +118,7 @@ type Store interface {
 	AttentionCandidates(ctx context.Context, since time.Time) ([]store.Entity, error)
 	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
 	UpsertDismissal(ctx context.Context, d store.Dismissal) error
+	UpsertDismissals(ctx context.Context, ds []store.Dismissal) (string, error)
 }
 
 // LiveReader is what the reads answer from: the live view; *live.View is one.
@@ -173,8 +174,9 @@ type Options struct {
 }
 
 // PagePatterns are the routes the operator's page answers: GET / (the
-// queue and the entity table), the entity pages and their assets.
-var PagePatterns = []string{"GET /{$}", "GET /entities/{type}/{id}", "GET /assets/"}
+// queue and the entity table), the entity pages, the runbook's reason-code
+// sections and their assets.
+var PagePatterns = []string{"GET /{$}", "GET /entities/{type}/{id}", "GET /runbook", "GET /assets/"}
 
 type server struct {
 	Options

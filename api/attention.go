@@ -5,26 +5,41 @@ import (
 	"net/http"
 	"time"
 
+	"go.uber.org/zap"
+
 	"watchdog/attention"
 	"watchdog/internal/unixtime"
 	"watchdog/state"
+	"watchdog/store"
 	"watchdog/transitions"
 	"watchdog/wire"
 )
 
-// Snooze is the body of POST /api/attention/snooze.
+// Snooze is the body of POST /api/attention/snooze: exactly one of
+// fingerprint (one item, answered with its Dismissal), fingerprints
+// (several, all or none) and cluster (every item of a cluster the queue
+// shows now and no dismissal hides; a cluster_id or its reason code), and
+// exactly one of until and for.
 type Snooze struct {
-	Fingerprint string `json:"fingerprint"`
+	Fingerprint  string   `json:"fingerprint,omitempty"`
+	Fingerprints []string `json:"fingerprints,omitempty"`
+	Cluster      string   `json:"cluster,omitempty"`
 	// Until must be in the future.
-	Until *unixtime.Time `json:"until"`
+	Until *unixtime.Time `json:"until,omitempty"`
+	// For is the snooze's length in seconds from the server's now: a
+	// browser's clock need not agree with the daemon's.
+	For *float64 `json:"for,omitempty"`
 	// ClearOnStatusChange defaults to true: a status change shows the
 	// item again before the snooze ends.
 	ClearOnStatusChange *bool `json:"clear_on_status_change,omitempty"`
 }
 
-// Dismiss is the body of POST /api/attention/dismiss.
+// Dismiss is the body of POST /api/attention/dismiss: exactly one of
+// fingerprint, fingerprints and cluster, as Snooze's.
 type Dismiss struct {
-	Fingerprint string `json:"fingerprint"`
+	Fingerprint  string   `json:"fingerprint,omitempty"`
+	Fingerprints []string `json:"fingerprints,omitempty"`
+	Cluster      string   `json:"cluster,omitempty"`
 	// ClearOnStatusChange defaults to true; false dismisses the item for
 	// as long as the entity exists.
 	ClearOnStatusChange *bool `json:"clear_on_status_change,omitempty"`
@@ -45,6 +60,15 @@ type Dismissal struct {
 	// FirstSeenAt is the occurrence the dismissal covers (the item's
 	// first_seen_at): a recurrence is a new item it does not hide.
 	FirstSeenAt unixtime.Time `json:"first_seen_at"`
+}
+
+// Triaged is the response of a snooze or dismiss of fingerprints or a
+// cluster: every row written, in the order asked, and the batch their
+// triage log entries share.
+type Triaged struct {
+	Batch      string      `json:"batch"`
+	Count      int         `json:"count"`
+	Dismissals []Dismissal `json:"dismissals"`
 }
 
 // attentionQueue is GET /api/attention.
@@ -77,10 +101,18 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 }
 
 // Bounds implements wire.Bounded: until is after now and at most
-// transitions.MaxSnooze ahead.
+// transitions.MaxSnooze ahead; for is positive and at most as long.
 func (*Snooze) Bounds() []wire.Bound {
-	return []wire.Bound{{Path: "until", Range: transitions.SnoozeRange}}
+	return []wire.Bound{
+		{Path: "until", Range: transitions.SnoozeRange},
+		{Path: "for", Range: func(time.Time) transitions.Range { return transitions.SnoozeForRange() }},
+	}
 }
+
+// triageBy is the actor a snooze or dismissal over HTTP is recorded as
+// (ADR-0007: one token is one principal; a person triaging is the
+// operator).
+const triageBy = "operator"
 
 func (s *server) snooze(w http.ResponseWriter, r *http.Request) {
 	var body Snooze
@@ -89,12 +121,21 @@ func (s *server) snooze(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if body.Until == nil {
-		writeError(w, http.StatusBadRequest, causeBadRequest, `field "until" is required (Unix seconds; to dismiss without an end, use /api/attention/dismiss)`)
+	var until time.Time
+	switch {
+	case body.Until != nil && body.For != nil:
+		writeError(w, http.StatusBadRequest, causeBadRequest, `give "until" (Unix seconds) or "for" (seconds from now), not both`)
+		return
+	case body.Until != nil:
+		// DecodeAt checked "until" against transitions.SnoozeRange as sent.
+		until = body.Until.Time
+	case body.For != nil:
+		until = now.Add(unixtime.Duration(*body.For))
+	default:
+		writeError(w, http.StatusBadRequest, causeBadRequest, `field "until" (Unix seconds) or "for" (seconds from now) is required (to dismiss without an end, use /api/attention/dismiss)`)
 		return
 	}
-	// DecodeAt checked "until" against transitions.SnoozeRange as sent.
-	s.upsertDismissal(w, r, body.Fingerprint, body.Until.Time, body.ClearOnStatusChange)
+	s.triage(w, r, body.Fingerprint, body.Fingerprints, body.Cluster, until, body.ClearOnStatusChange, now)
 }
 
 func (s *server) dismiss(w http.ResponseWriter, r *http.Request) {
@@ -103,34 +144,101 @@ func (s *server) dismiss(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.upsertDismissal(w, r, body.Fingerprint, time.Time{}, body.ClearOnStatusChange)
+	s.triage(w, r, body.Fingerprint, body.Fingerprints, body.Cluster, time.Time{}, body.ClearOnStatusChange, s.Now())
+}
+
+// triage records a snooze (until set) or a dismissal of the one item fp
+// names (upsertDismissal, answered as before bulk triage existed), or of
+// every item fps or cluster names, all or none (attention.DismissAll).
+func (s *server) triage(w http.ResponseWriter, r *http.Request, fp string, fps []string, cluster string, until time.Time, clear *bool, now time.Time) {
+	given := 0
+	for _, set := range []bool{fp != "", fps != nil, cluster != ""} {
+		if set {
+			given++
+		}
+	}
+	if given != 1 {
+		writeError(w, http.StatusBadRequest, causeBadRequest, `give exactly one of "fingerprint", "fingerprints" (a list) and "cluster" (a cluster_id or its reason code)`)
+		return
+	}
+	if fp != "" {
+		s.upsertDismissal(w, r, fp, until, clear, now)
+		return
+	}
+	if cluster != "" {
+		id, err := attention.ParseCluster(cluster)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
+			return
+		}
+		// The cluster is what the daemon's queue shows now: the live view.
+		if err := s.View.Sync(r.Context()); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if fps, err = attention.ClusterMembers(s.View.Attention(attention.ClusterQuery(s.failureWindow()), now), id); err != nil {
+			writeError(w, http.StatusNotFound, transitions.CauseNotFound, err.Error())
+			return
+		}
+	}
+	got, err := attention.DismissAll(r.Context(), s.Store, attention.Bulk{
+		Fingerprints: fps, Until: until, ClearOnStatusChange: clear == nil || *clear, By: triageBy,
+	}, now, s.failureWindow())
+	if s.triageFailed(w, r, err) {
+		return
+	}
+	out := Triaged{Batch: got.Batch, Count: len(got.Dismissals), Dismissals: make([]Dismissal, 0, len(got.Dismissals))}
+	for _, d := range got.Dismissals {
+		out.Dismissals = append(out.Dismissals, dismissalOf(d))
+	}
+	action := store.TriageDismiss
+	if !until.IsZero() {
+		action = store.TriageSnooze
+	}
+	s.Log.Info("attention triaged", zap.String("action", action), zap.Int("items", out.Count), zap.String("batch", got.Batch),
+		zap.String("by", triageBy), zap.String("cluster", cluster))
+	writeJSON(w, http.StatusOK, out)
+}
+
+// triageFailed answers err, if any, and reports whether it did.
+func (s *server) triageFailed(w http.ResponseWriter, r *http.Request, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, attention.ErrBadFingerprint):
+		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
+	case errors.Is(err, attention.ErrTooMany):
+		writeError(w, http.StatusUnprocessableEntity, causeOverLimit, err.Error())
+	case errors.Is(err, attention.ErrNoItem):
+		writeError(w, http.StatusNotFound, transitions.CauseNotFound, err.Error())
+	default:
+		s.fail(w, r, err)
+	}
+	return true
 }
 
 // upsertDismissal records a snooze (until set) or a dismissal by
 // attention.Dismiss, the rule `watchdog snooze` and `dismiss` share: the
 // fingerprint must name an item in the queue now, else 404.
-func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp string, until time.Time, clear *bool) {
+func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp string, until time.Time, clear *bool, now time.Time) {
 	d, err := attention.Dismiss(r.Context(), s.Store, attention.Dismissing{
-		Fingerprint: fp, Until: until, ClearOnStatusChange: clear == nil || *clear, By: "operator",
-	}, s.Now(), s.failureWindow())
-	switch {
-	case errors.Is(err, attention.ErrBadFingerprint):
-		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
-		return
-	case errors.Is(err, attention.ErrNoItem):
-		writeError(w, http.StatusNotFound, transitions.CauseNotFound, err.Error())
-		return
-	case err != nil:
-		s.fail(w, r, err)
+		Fingerprint: fp, Until: until, ClearOnStatusChange: clear == nil || *clear, By: triageBy,
+	}, now, s.failureWindow())
+	if s.triageFailed(w, r, err) {
 		return
 	}
+	writeJSON(w, http.StatusOK, dismissalOf(d))
+}
+
+// dismissalOf is a stored dismissal as the API answers it.
+func dismissalOf(d store.Dismissal) Dismissal {
 	out := Dismissal{
 		Fingerprint: d.Fingerprint, EntityType: d.EntityType, EntityID: d.EntityID, ReasonCode: d.ReasonCode,
 		StatusAtDismissal: d.StatusAtDismissal, DismissedAt: unixtime.Of(d.DismissedAt), DismissedBy: d.DismissedBy,
 		ClearOnStatusChange: d.ClearOnStatusChange, FirstSeenAt: unixtime.Of(d.Occurrence),
 	}
-	if !until.IsZero() {
-		out.SnoozedUntil = &unixtime.Time{Time: until}
+	if !d.SnoozedUntil.IsZero() {
+		out.SnoozedUntil = &unixtime.Time{Time: d.SnoozedUntil}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }

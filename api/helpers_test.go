@@ -212,6 +212,7 @@ type snapshot struct {
 	entities   []store.Entity
 	audit      map[string][]store.AuditRow
 	dismissals map[string]store.Dismissal
+	triage     []store.TriageEntry
 }
 
 func (e *env) snapshot() snapshot {
@@ -230,6 +231,9 @@ func (e *env) snapshot() snapshot {
 		s.audit[ent.Type+"/"+ent.ID] = rows
 	}
 	if s.dismissals, err = e.st.Dismissals(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	if s.triage, err = e.st.TriageLog(ctx, 0, 1<<20); err != nil {
 		e.t.Fatal(err)
 	}
 	return s

@@ -199,11 +199,12 @@ func Run(ctx context.Context, o Options) error {
 	// And an open entity's process facts, read from /proc at the request
 	// from the tree the monitor keeps (ADR-0048), never on a timer.
 	procs := &wire.Processes{HostID: host.HostID(), Read: reaper.ReadFacts(probe.NewFacts(host), lv.tree)}
+	d.page = page.New(page.Options{View: view, Store: st, Auth: token != "", Now: time.Now, Log: log.Named("page"), Heartbeats: beats, Processes: procs,
+		RunbookURL: cfg.Alertmanager.RunbookURL})
 	d.api = api.New(api.Options{
 		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: reg,
 		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m, View: view,
-		Page:       page.New(page.Options{View: view, Store: st, Auth: token != "", Now: time.Now, Log: log.Named("page"), Heartbeats: beats, Processes: procs}),
-		Heartbeats: beats, Processes: procs,
+		Page: d.page, Heartbeats: beats, Processes: procs,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -303,6 +304,7 @@ var (
 
 type daemon struct {
 	cfg     *config.Config
+	page    *page.Handler // told of a reloaded runbook_url
 	st      store.Backend
 	rp      *reaper.Reaper
 	log     *zap.Logger
@@ -579,6 +581,7 @@ func (d *daemon) reload(ctx context.Context, path string) {
 		}
 	}
 	d.api.SetFailureWindow(time.Duration(d.cfg.Thresholds.FailureWindow))
+	d.page.SetRunbookURL(d.cfg.Alertmanager.RunbookURL)
 	d.reloadPush()
 	if d.level != nil {
 		if l, err := zapcore.ParseLevel(d.cfg.Log.Level); err == nil {

@@ -584,6 +584,29 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 	return out
 }
 
+// EntityItems are the attention items of one entity as the queue serves
+// them with include_dismissed at now (View.Attention's rules: none once
+// the entity aged out of the failure window; each hidden one marked with
+// its acknowledgement), in the entity's order; nil when it has none. The
+// entity page's Snooze and Dismiss act on these.
+func (v *View) EntityItems(typ, id string, now time.Time) []attention.Item {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	e, ok := v.entries[key{typ, id}]
+	if !ok || len(e.items) == 0 || e.agedOut(attention.Since(now, v.window)) {
+		return nil
+	}
+	out := make([]attention.Item, 0, len(e.items))
+	for i := range e.items {
+		it := e.items[i].At(now)
+		if d, ok := attention.Acknowledgement(v.dismissals, &e.items[i], now); ok {
+			it.MarkDismissed(d)
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
 // Dismissal returns the dismissal of a fingerprint, if any.
 func (v *View) Dismissal(fp string) (store.Dismissal, bool) {
 	v.mu.RLock()

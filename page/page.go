@@ -24,11 +24,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
 	"watchdog/attention"
+	"watchdog/docs"
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
@@ -49,6 +51,7 @@ type LiveReader interface {
 	Each(typ string, fn func(*live.Entry))
 	Attention(q attention.Query, now time.Time) attention.Queue
 	Counts(now time.Time) live.Counts
+	EntityItems(typ, id string, now time.Time) []attention.Item
 }
 
 // Store is the part of the store the entity page reads: the transitions
@@ -76,6 +79,10 @@ type Options struct {
 	// Processes reads an open entity's process facts for its page, as the
 	// API's entity read does (wire.Processes, ADR-0048); nil shows none.
 	Processes *wire.Processes
+	// RunbookURL is alertmanager.runbook_url: where the runbook links of
+	// the queue and the entity pages point (docs.Link); "" links the
+	// daemon's own /runbook. SetRunbookURL changes it on reload.
+	RunbookURL string
 }
 
 // Limits of what one page shows.
@@ -96,9 +103,25 @@ const (
 // the script): api.PagePatterns, which the API's mux mounts behind its
 // Host guard.
 type Handler struct {
-	o    Options
-	tmpl *template.Template
-	mux  *http.ServeMux
+	o       Options
+	tmpl    *template.Template
+	mux     *http.ServeMux
+	runbook atomic.Pointer[string]
+}
+
+// SetRunbookURL makes the runbook links point at base (the reloaded
+// alertmanager.runbook_url; "" for the daemon's own /runbook).
+func (h *Handler) SetRunbookURL(base string) { h.runbook.Store(&base) }
+
+// todo is what the page says to do about a reason code: its runbook
+// section's Do line and the link to the section; zero when the runbook
+// has none.
+func (h *Handler) todo(code state.ReasonCode) todoData {
+	sec, ok := docs.ForCode(string(code))
+	if !ok {
+		return todoData{}
+	}
+	return todoData{Do: sec.Do, Href: docs.Link(*h.runbook.Load(), string(code))}
 }
 
 // New builds the page handler.
@@ -110,12 +133,14 @@ func New(o Options) *Handler {
 		o.Log = zap.NewNop()
 	}
 	h := &Handler{o: o, mux: http.NewServeMux()}
+	h.SetRunbookURL(o.RunbookURL)
 	h.tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 		"upper": strings.ToUpper,
 	}).ParseFS(templateFS, "templates/*.html"))
 	assets, _ := fs.Sub(assetFS, "assets") // a constant path: cannot fail
 	h.mux.HandleFunc("GET /{$}", h.index)
 	h.mux.HandleFunc("GET /entities/{type}/{id}", h.entity)
+	h.mux.HandleFunc("GET /runbook", h.runbookPage)
 	h.mux.Handle("GET /assets/", http.StripPrefix("/assets/", noStore(http.FileServerFS(assets))))
 	return h
 }
@@ -139,6 +164,9 @@ type layout struct {
 	Auth        bool
 	PollSeconds int
 	GeneratedAt string
+	// Choices and Default are the snooze durations the page offers.
+	Choices []snoozeChoice
+	Default string
 }
 
 // indexPage is GET /.
@@ -166,6 +194,13 @@ type severitySection struct {
 
 type clusterData struct {
 	ID string
+	// Todo is what to do about the cluster's reason code (one per
+	// cluster: a cluster is one code).
+	Todo todoData
+	// Fingerprints are the listed items' fingerprints as a JSON list:
+	// what the cluster's Snooze and Dismiss act on, exactly what the
+	// operator sees (a newer item is not swept up unseen).
+	Fingerprints string
 	// Header speaks for all the cluster's items (attention.ClusterOf):
 	// the reason's registered summary, the range of their onsets and
 	// their entities, never one item's message.
@@ -179,6 +214,24 @@ func (c clusterData) Size() int { return len(c.Items) }
 
 // Collapsed reports whether the cluster starts folded: more than one item.
 func (c clusterData) Collapsed() bool { return len(c.Items) > 1 }
+
+// todoData is a reason code's line of what to do and its runbook link.
+type todoData struct {
+	Do, Href string
+}
+
+// SnoozeChoices are the page's snooze durations, in seconds (the API's
+// "for"), the shortest first; SnoozeDefault is the one selected.
+var SnoozeChoices = []snoozeChoice{{"1h", 3600}, {"4h", 4 * 3600}, {"1d", 24 * 3600}, {"1w", 7 * 24 * 3600}}
+
+// SnoozeDefault is the choice selected at first: a day, as the item's own
+// Snooze action.
+const SnoozeDefault = "1d"
+
+type snoozeChoice struct {
+	Label   string
+	Seconds int
+}
 
 type itemData struct {
 	Fingerprint string
@@ -275,6 +328,13 @@ type reasonData struct {
 	Code     string
 	Message  string
 	Evidence []string
+	Todo     todoData
+	// Fingerprint is set when the reason is an attention item in the
+	// queue now: the entity page's Snooze and Dismiss act on it.
+	Fingerprint string
+	// Hidden says how a dismissal hides the item now ("snoozed until
+	// 18:02:11Z", "dismissed"), "" when it shows.
+	Hidden string
 }
 
 type timelineRow struct {
@@ -290,7 +350,8 @@ type timelineRow struct {
 }
 
 func (h *Handler) frame(title string, now time.Time) layout {
-	return layout{Title: title, Auth: h.o.Auth, PollSeconds: PollSeconds, GeneratedAt: now.UTC().Format(time.RFC3339)}
+	return layout{Title: title, Auth: h.o.Auth, PollSeconds: PollSeconds, GeneratedAt: now.UTC().Format(time.RFC3339),
+		Choices: SnoozeChoices, Default: SnoozeDefault}
 }
 
 func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
@@ -310,7 +371,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		}
 		return h.o.Heartbeats.Of(&ent.Entity, now)
 	})
-	p.Queue = buildQueue(queue, now)
+	p.Queue = buildQueue(queue, now, h.todo)
 	p.Legacy = h.o.View.Counts(now).Legacy
 
 	q := r.URL.Query()
@@ -401,12 +462,31 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Progress = we.HeartbeatProgress
 	p.Process = processDataOf(h.o.Processes.Of(&ent.Entity, now))
+	// The entity's items as the queue serves them: which reasons the
+	// page may snooze or dismiss, and which a dismissal hides now.
+	items := map[state.ReasonCode]attention.Item{}
+	for _, it := range h.o.View.EntityItems(typ, id, now) {
+		items[it.Reason.Code] = it
+	}
 	for _, rs := range we.State.Reasons {
-		rv := reasonData{Code: string(rs.Code), Message: rs.Message}
+		rv := reasonData{Code: string(rs.Code), Message: rs.Message, Todo: h.todo(rs.Code)}
 		for _, ev := range rs.Evidence {
 			rv.Evidence = append(rv.Evidence, evidenceText(ev))
 		}
+		if it, ok := items[rs.Code]; ok {
+			rv.Fingerprint, rv.Hidden = it.Fingerprint, hiddenText(it, now)
+			delete(items, rs.Code)
+		}
 		p.Reasons = append(p.Reasons, rv)
+	}
+	// An item whose code is not among the reasons shown (a code of the
+	// entity's health or delivery value, or system.outcome.unexplained)
+	// still gets its row: the page must let every item be acted on.
+	for _, it := range h.o.View.EntityItems(typ, id, now) {
+		if _, left := items[it.Reason.Code]; left {
+			p.Reasons = append(p.Reasons, reasonData{Code: string(it.Reason.Code), Message: it.Reason.Summary, Todo: h.todo(it.Reason.Code),
+				Fingerprint: it.Fingerprint, Hidden: hiddenText(it, now)})
+		}
 	}
 
 	// The timeline: the latest TimelinePage transitions by default, or,
@@ -453,10 +533,31 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "entity.html", p)
 }
 
+// hiddenText says how a dismissal hides it now, "" when it shows.
+func hiddenText(it attention.Item, now time.Time) string {
+	switch {
+	case !it.Dismissed:
+		return ""
+	case it.SnoozedUntil.IsZero():
+		return "dismissed"
+	default:
+		return "snoozed until " + it.SnoozedUntil.UTC().Format(state.StampLayout) + " (" + state.FormatAge(it.SnoozedUntil.Sub(now)) + " from now)"
+	}
+}
+
+// runbookPage is GET /runbook: the runbook's reason-code sections, each
+// under the anchors of its codes, as the page's links reach them.
+func (h *Handler) runbookPage(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusOK, "runbook.html", struct {
+		layout
+		Sections []docs.Section
+	}{h.frame("runbook · watchdog", h.o.Now()), docs.Sections()})
+}
+
 // buildQueue groups the queue's items (already in the queue's order: most
 // severe first) by severity, then by cluster in order of first
-// appearance.
-func buildQueue(q attention.Queue, now time.Time) queueData {
+// appearance; todo says what to do about a code.
+func buildQueue(q attention.Queue, now time.Time, todo func(state.ReasonCode) todoData) queueData {
 	out := queueData{Total: q.Total}
 	for _, sev := range attention.Severities {
 		sec := severitySection{Severity: string(sev), Count: q.BySeverity[sev]}
@@ -476,7 +577,15 @@ func buildQueue(q attention.Queue, now time.Time) queueData {
 			sec.Clusters[k].items = append(sec.Clusters[k].items, *it)
 		}
 		for k := range sec.Clusters {
-			sec.Clusters[k].Header = attention.ClusterOf(sec.Clusters[k].items).Header(now)
+			c := &sec.Clusters[k]
+			c.Header = attention.ClusterOf(c.items).Header(now)
+			c.Todo = todo(c.items[0].Reason.Code)
+			fps := make([]string, len(c.items))
+			for i := range c.items {
+				fps[i] = c.items[i].Fingerprint
+			}
+			b, _ := json.Marshal(fps) // strings: cannot fail
+			c.Fingerprints = string(b)
 		}
 		if len(sec.Clusters) > 0 {
 			out.Sections = append(out.Sections, sec)

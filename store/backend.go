@@ -38,7 +38,16 @@ type Backend interface {
 
 	// Attention dismissals.
 	UpsertDismissal(ctx context.Context, d Dismissal) error
+	// UpsertDismissals writes every dismissal of ds (UpsertDismissal's
+	// rules each) and one triage log row per dismissal, all under one
+	// new batch id it returns, in one transaction: all or none. An
+	// incomplete dismissal anywhere in ds refuses the whole batch.
+	// UpsertDismissal is a batch of one.
+	UpsertDismissals(ctx context.Context, ds []Dismissal) (batch string, err error)
 	Dismissals(ctx context.Context) (map[string]Dismissal, error)
+	// TriageLog reads the triage log's rows with seq > after, oldest
+	// first, at most limit.
+	TriageLog(ctx context.Context, after int64, limit int) ([]TriageEntry, error)
 	VacuumDismissals(ctx context.Context, now time.Time) (int, error)
 
 	// Daemon presence.

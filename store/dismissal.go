@@ -38,3 +38,44 @@ type Dismissal struct {
 	// CreatedAt is when the fingerprint was first dismissed; upserts keep it.
 	CreatedAt time.Time
 }
+
+// Triage actions, a TriageEntry's Action.
+const (
+	TriageSnooze  = "snooze"
+	TriageDismiss = "dismiss"
+)
+
+// TriageEntry is one row of attention_triage, the append-only record of
+// who snoozed or dismissed what: one row per item per action, written in
+// the same transaction as the dismissal rows (UpsertDismissals). The
+// dismissal row says only who last acted on a fingerprint (an upsert
+// replaces it, vacuum drops it); the triage log keeps every act.
+type TriageEntry struct {
+	// Seq orders the log (assigned on insert).
+	Seq int64
+	// Batch names the action that wrote the row: the items of one bulk
+	// snooze or dismissal share it.
+	Batch string
+	// At is the dismissal's dismissed_at.
+	At time.Time
+	// Action is TriageSnooze or TriageDismiss.
+	Action      string
+	Fingerprint string
+	EntityType  string
+	EntityID    string
+	ReasonCode  string
+	// SnoozedUntil is a snooze's end; zero for a dismissal.
+	SnoozedUntil time.Time
+	// By is the actor (the dismissal's dismissed_by).
+	By string
+}
+
+// TriageOf is the log row a dismissal's write adds under batch.
+func TriageOf(d Dismissal, batch string) TriageEntry {
+	action := TriageDismiss
+	if !d.SnoozedUntil.IsZero() {
+		action = TriageSnooze
+	}
+	return TriageEntry{Batch: batch, At: d.DismissedAt, Action: action, Fingerprint: d.Fingerprint,
+		EntityType: d.EntityType, EntityID: d.EntityID, ReasonCode: d.ReasonCode, SnoozedUntil: d.SnoozedUntil, By: d.DismissedBy}
+}

@@ -18,6 +18,13 @@ func TestUsageErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"attetnion"}, []string{"did you mean attention?"}},
 		{[]string{"graph"}, []string{"graph: accepts 1 arg(s), received 0", "usage: watchdog graph TYPE", "(see watchdog graph --help)"}},
 		{[]string{"nonsense-xyz"}, []string{`unknown command "nonsense-xyz"`, "(see watchdog --help)"}},
+		// Bulk triage: fingerprints or a cluster, one of them, well formed,
+		// refused before any store is opened.
+		{[]string{"snooze"}, []string{"give the fingerprints", "or --cluster KEY"}},
+		{[]string{"dismiss", "--cluster", "run.health.stalled", "session:s-1:run.health.stalled"}, []string{"fingerprints or --cluster, not both"}},
+		{[]string{"snooze", "--cluster", "cluster_run.health.nope"}, []string{"--cluster:", "names no reason code"}},
+		{[]string{"dismiss", "session:s-1:run.health.stalled", "s-2"}, []string{`"s-2" is not <entity_type>:<entity_id>:<reason_code>`}},
+		{[]string{"snooze", "--for", "0", "--cluster", "run.health.stalled"}, []string{"--for"}},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(tc.args, &out, &errOut)

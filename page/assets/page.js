@@ -1,15 +1,19 @@
 // watchdog's operator page: polls the page every data-poll-seconds while
 // the tab is visible (re-fetching the server-rendered HTML and swapping
 // <main>), folds and unfolds clusters, and sends Snooze and Dismiss to the
-// API's own endpoints (POST, application/json, the item's advertised
-// body). With auth on (data-auth="token") it asks for the token once per
-// tab and keeps it in sessionStorage under "watchdog-token".
+// API's own endpoints (POST, application/json): an item's advertised
+// body; a whole cluster's listed fingerprints in one request (all or
+// none) for the duration chosen beside its button; an entity page
+// reason's fingerprint likewise. With auth on (data-auth="token") it asks
+// for the token once per tab and keeps it in sessionStorage under
+// "watchdog-token".
 (function () {
   "use strict";
   var TOKEN_KEY = "watchdog-token";
   var body = document.body;
   var pollMs = (parseInt(body.getAttribute("data-poll-seconds"), 10) || 10) * 1000;
   var expanded = {}; // cluster ids the operator unfolded, kept across refreshes
+  var chosen = {}; // snooze durations chosen, by cluster id or fingerprint, kept across refreshes
   var inflight = null; // the refresh under way, if any
 
   function setStatus(msg) {
@@ -25,10 +29,47 @@
     toggle.setAttribute("aria-expanded", open ? "true" : "false");
   }
 
+  // scopeOf is the element a duration choice belongs to (a cluster, or an
+  // entity page reason's actions) and its key.
+  function scopeOf(el) {
+    var s = el.closest('[data-testid="cluster"], [data-testid="reason-actions"]');
+    if (!s) return null;
+    return { el: s, key: s.getAttribute("data-cluster-id") || s.getAttribute("data-fingerprint") };
+  }
+
   function restore(root) {
     root.querySelectorAll('[data-testid="cluster"]').forEach(function (c) {
       if (expanded[c.getAttribute("data-cluster-id")]) setOpen(c, true);
     });
+    root.querySelectorAll('[data-testid="snooze-for"]').forEach(function (sel) {
+      var s = scopeOf(sel);
+      if (s && chosen[s.key]) sel.value = chosen[s.key];
+    });
+  }
+
+  document.addEventListener("change", function (ev) {
+    if (ev.target.getAttribute("data-testid") !== "snooze-for") return;
+    var s = scopeOf(ev.target);
+    if (s) chosen[s.key] = ev.target.value;
+  });
+
+  // bodyOf is the request a button sends: the item's advertised body, or
+  // for a cluster or an entity page reason its fingerprints and the
+  // chosen duration (seconds from the daemon's now).
+  function bodyOf(el, kind) {
+    if (kind === "snooze" || kind === "dismiss") return el.getAttribute("data-body");
+    var s = scopeOf(el);
+    var doc = {};
+    if (kind.indexOf("cluster-") === 0) {
+      doc.fingerprints = JSON.parse(s.el.getAttribute("data-fingerprints"));
+    } else {
+      doc.fingerprint = s.key;
+    }
+    if (/-snooze$/.test(kind)) {
+      var sel = s.el.querySelector('[data-testid="snooze-for"]');
+      doc["for"] = parseInt(sel.value, 10);
+    }
+    return JSON.stringify(doc);
   }
 
   // refresh re-fetches this page and swaps <main>: the server renders
@@ -92,7 +133,8 @@
   }
 
   document.addEventListener("click", function (ev) {
-    var el = ev.target.closest('[data-testid="cluster-toggle"], [data-testid="snooze"], [data-testid="dismiss"]');
+    var el = ev.target.closest('[data-testid="cluster-toggle"], [data-testid="snooze"], [data-testid="dismiss"], ' +
+      '[data-testid="cluster-snooze"], [data-testid="cluster-dismiss"], [data-testid="reason-snooze"], [data-testid="reason-dismiss"]');
     if (!el) return;
     var kind = el.getAttribute("data-testid");
     if (kind === "cluster-toggle") {
@@ -102,9 +144,11 @@
       setOpen(cluster, open);
       return;
     }
-    if (kind === "dismiss" && !window.confirm("Dismiss " + el.getAttribute("data-summary") + "?")) return;
+    // A dismissal has no end: one confirmation, for the item or for the
+    // whole cluster at once; a snooze needs none.
+    if (/dismiss$/.test(kind) && !window.confirm("Dismiss " + el.getAttribute("data-summary") + "?")) return;
     el.disabled = true;
-    post(el.getAttribute("data-endpoint"), el.getAttribute("data-body"), false)
+    post(el.getAttribute("data-endpoint"), bodyOf(el, kind), false)
       .then(function () { return refresh(); })
       .catch(function (err) { setStatus(kind + " failed: " + err.message); el.disabled = false; });
   });

@@ -14,26 +14,27 @@ import (
 
 // UpsertDismissal inserts or replaces the dismissal of d.Fingerprint with
 // sqlite.Store.UpsertDismissal's rules (the row keeps its id and
-// created_at).
+// created_at): a batch of one (UpsertDismissals).
 func (s *Store) UpsertDismissal(ctx context.Context, d store.Dismissal) error {
-	if d.Fingerprint == "" || d.EntityType == "" || d.EntityID == "" || d.ReasonCode == "" {
-		return fmt.Errorf("upsert dismissal %q: fingerprint, entity type, entity id and reason code are required", d.Fingerprint)
+	_, err := s.UpsertDismissals(ctx, []store.Dismissal{d})
+	return err
+}
+
+// UpsertDismissals writes every dismissal of ds and one attention_triage
+// row each, under one new batch id, in one transaction: all or none
+// (sqlite.Store.UpsertDismissals).
+func (s *Store) UpsertDismissals(ctx context.Context, ds []store.Dismissal) (string, error) {
+	ds, err := rowcodec.PrepareDismissals(ds)
+	if err != nil {
+		return "", err
 	}
-	if d.ID == "" {
-		id, err := rowcodec.NewDismissalID()
-		if err != nil {
-			return fmt.Errorf("upsert dismissal %s: %w", d.Fingerprint, err)
-		}
-		d.ID = id
+	batch, err := rowcodec.NewTriageBatch()
+	if err != nil {
+		return "", err
 	}
-	if d.DismissedBy == "" {
-		d.DismissedBy = "operator"
-	}
-	if d.CreatedAt.IsZero() {
-		d.CreatedAt = d.DismissedAt
-	}
-	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO attention_dismissals (id, fingerprint, entity_type, entity_id,
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
+		for _, d := range ds {
+			if _, err := tx.Exec(ctx, `INSERT INTO attention_dismissals (id, fingerprint, entity_type, entity_id,
 			reason_code, status_at_dismissal, snoozed_until, dismissed_at, dismissed_by, clear_on_status_change, created_at, occurrence_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 			ON CONFLICT (fingerprint) DO UPDATE SET
@@ -42,15 +43,49 @@ func (s *Store) UpsertDismissal(ctx context.Context, d store.Dismissal) error {
 				snoozed_until = excluded.snoozed_until, dismissed_at = excluded.dismissed_at,
 				dismissed_by = excluded.dismissed_by, clear_on_status_change = excluded.clear_on_status_change,
 				occurrence_at = excluded.occurrence_at`,
-			d.ID, d.Fingerprint, d.EntityType, d.EntityID, d.ReasonCode, d.StatusAtDismissal,
-			rowcodec.UnixArg(d.SnoozedUntil), unixtime.Seconds(d.DismissedAt), d.DismissedBy,
-			d.ClearOnStatusChange, unixtime.Seconds(d.CreatedAt), rowcodec.UnixArg(d.Occurrence))
-		return err
+				d.ID, d.Fingerprint, d.EntityType, d.EntityID, d.ReasonCode, d.StatusAtDismissal,
+				rowcodec.UnixArg(d.SnoozedUntil), unixtime.Seconds(d.DismissedAt), d.DismissedBy,
+				d.ClearOnStatusChange, unixtime.Seconds(d.CreatedAt), rowcodec.UnixArg(d.Occurrence)); err != nil {
+				return fmt.Errorf("dismissal %s: %w", d.Fingerprint, err)
+			}
+			e := store.TriageOf(d, batch)
+			if _, err := tx.Exec(ctx, `INSERT INTO attention_triage (batch, at, action, fingerprint, entity_type, entity_id,
+			reason_code, snoozed_until, actor) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+				e.Batch, unixtime.Seconds(e.At), e.Action, e.Fingerprint, e.EntityType, e.EntityID,
+				e.ReasonCode, rowcodec.UnixArg(e.SnoozedUntil), e.By); err != nil {
+				return fmt.Errorf("triage log of %s: %w", d.Fingerprint, err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("upsert dismissal %s: %w", d.Fingerprint, err)
+		if len(ds) == 1 {
+			return "", fmt.Errorf("upsert dismissal %s: %w", ds[0].Fingerprint, err)
+		}
+		return "", fmt.Errorf("upsert %d dismissals: %w", len(ds), err)
 	}
-	return nil
+	return batch, nil
+}
+
+// TriageLog reads the triage log after seq after, oldest first.
+func (s *Store) TriageLog(ctx context.Context, after int64, limit int) ([]store.TriageEntry, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+rowcodec.TriageColumns+" FROM attention_triage WHERE seq > $1 ORDER BY seq LIMIT $2", after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read triage log: %w", classify(err))
+	}
+	defer rows.Close()
+	out := []store.TriageEntry{}
+	for rows.Next() {
+		e, err := rowcodec.ScanTriage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read triage log: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read triage log: %w", classify(err))
+	}
+	return out, nil
 }
 
 // Dismissals reads every dismissal, keyed by fingerprint.

@@ -17,26 +17,33 @@ import (
 // repeated snooze or dismiss of the same fingerprint updates the row in
 // place (extending or ending a snooze, recording the current status),
 // keeping its id and created_at; a different reason code is a different
-// fingerprint and so a different row.
+// fingerprint and so a different row. It is a batch of one
+// (UpsertDismissals): its triage log row is written with it.
 func (s *Store) UpsertDismissal(ctx context.Context, d store.Dismissal) error {
-	if d.Fingerprint == "" || d.EntityType == "" || d.EntityID == "" || d.ReasonCode == "" {
-		return fmt.Errorf("upsert dismissal %q: fingerprint, entity type, entity id and reason code are required", d.Fingerprint)
+	_, err := s.UpsertDismissals(ctx, []store.Dismissal{d})
+	return err
+}
+
+// UpsertDismissals writes every dismissal of ds by UpsertDismissal's rule
+// and one attention_triage row each, under one new batch id, in one
+// transaction (one member of the group commit: its own savepoint), so a
+// bulk snooze lands whole or not at all.
+func (s *Store) UpsertDismissals(ctx context.Context, ds []store.Dismissal) (string, error) {
+	ds, err := rowcodec.PrepareDismissals(ds)
+	if err != nil {
+		return "", err
 	}
-	if d.ID == "" {
-		id, err := rowcodec.NewDismissalID()
-		if err != nil {
-			return fmt.Errorf("upsert dismissal %s: %w", d.Fingerprint, err)
-		}
-		d.ID = id
+	batch, err := rowcodec.NewTriageBatch()
+	if err != nil {
+		return "", err
 	}
-	if d.DismissedBy == "" {
-		d.DismissedBy = "operator"
+	label := "upsert dismissal " + ds[0].Fingerprint
+	if len(ds) > 1 {
+		label = fmt.Sprintf("upsert %d dismissals", len(ds))
 	}
-	if d.CreatedAt.IsZero() {
-		d.CreatedAt = d.DismissedAt
-	}
-	err := s.writeTx(ctx, func() error {
-		st, err := s.prepared(ctx, `INSERT INTO attention_dismissals (id, fingerprint, entity_type, entity_id,
+	err = s.groupWrite(ctx, label, func(ctx context.Context, tx *sql.Tx) error {
+		for _, d := range ds {
+			if _, err := s.txExec(ctx, tx, `INSERT INTO attention_dismissals (id, fingerprint, entity_type, entity_id,
 			reason_code, status_at_dismissal, snoozed_until, dismissed_at, dismissed_by, clear_on_status_change, created_at, occurrence_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (fingerprint) DO UPDATE SET
@@ -44,19 +51,51 @@ func (s *Store) UpsertDismissal(ctx context.Context, d store.Dismissal) error {
 				reason_code = excluded.reason_code, status_at_dismissal = excluded.status_at_dismissal,
 				snoozed_until = excluded.snoozed_until, dismissed_at = excluded.dismissed_at,
 				dismissed_by = excluded.dismissed_by, clear_on_status_change = excluded.clear_on_status_change,
-				occurrence_at = excluded.occurrence_at`)
-		if err != nil {
-			return err
+				occurrence_at = excluded.occurrence_at`,
+				d.ID, d.Fingerprint, d.EntityType, d.EntityID,
+				d.ReasonCode, d.StatusAtDismissal, rowcodec.UnixArg(d.SnoozedUntil), unixtime.Seconds(d.DismissedAt), d.DismissedBy,
+				d.ClearOnStatusChange, unixtime.Seconds(d.CreatedAt), rowcodec.UnixArg(d.Occurrence)); err != nil {
+				return fmt.Errorf("dismissal %s: %w", d.Fingerprint, err)
+			}
+			e := store.TriageOf(d, batch)
+			if _, err := s.txExec(ctx, tx, `INSERT INTO attention_triage (batch, at, action, fingerprint, entity_type, entity_id,
+			reason_code, snoozed_until, actor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				e.Batch, unixtime.Seconds(e.At), e.Action, e.Fingerprint, e.EntityType, e.EntityID,
+				e.ReasonCode, rowcodec.UnixArg(e.SnoozedUntil), e.By); err != nil {
+				return fmt.Errorf("triage log of %s: %w", d.Fingerprint, err)
+			}
 		}
-		_, err = st.ExecContext(ctx, d.ID, d.Fingerprint, d.EntityType, d.EntityID,
-			d.ReasonCode, d.StatusAtDismissal, rowcodec.UnixArg(d.SnoozedUntil), unixtime.Seconds(d.DismissedAt), d.DismissedBy,
-			d.ClearOnStatusChange, unixtime.Seconds(d.CreatedAt), rowcodec.UnixArg(d.Occurrence))
-		return err
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("upsert dismissal %s: %w", d.Fingerprint, err)
+		return "", fmt.Errorf("%s: %w", label, err)
 	}
-	return nil
+	return batch, nil
+}
+
+// TriageLog reads the triage log after seq after, oldest first.
+func (s *Store) TriageLog(ctx context.Context, after int64, limit int) ([]store.TriageEntry, error) {
+	st, err := s.prepared(ctx, "SELECT "+rowcodec.TriageColumns+" FROM attention_triage WHERE seq > ? ORDER BY seq LIMIT ?")
+	if err != nil {
+		return nil, fmt.Errorf("read triage log: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read triage log: %w", err)
+	}
+	defer rows.Close()
+	out := []store.TriageEntry{}
+	for rows.Next() {
+		e, err := rowcodec.ScanTriage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read triage log: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read triage log: %w", err)
+	}
+	return out, nil
 }
 
 // Dismissals reads every dismissal, keyed by fingerprint. The table holds

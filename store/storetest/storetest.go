@@ -48,6 +48,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListFilters", testListFilters},
 		{"TransitionPages", testPages},
 		{"Dismissals", testDismissals},
+		{"DismissalBatchAllOrNothingWithTriageLog", testDismissalBatch},
 		{"VacuumKeepsAnEscalatedOccurrence", testVacuumEscalated},
 		{"DaemonPresence", testDaemons},
 		{"FeedAcrossHandles", testFeed},
@@ -418,6 +419,84 @@ func testDismissals(t *testing.T, h Harness) {
 	if n, err := s.VacuumDismissals(ctx, t0); err != nil || n != 1 || len(mustDismissals(t, s)) != 0 {
 		t.Errorf("vacuum after a status change: %d %v", n, err)
 	}
+}
+
+// testDismissalBatch: UpsertDismissals writes every dismissal and one
+// triage log row each under one batch id, with the actor; a batch with
+// one incomplete dismissal writes nothing at all; a single UpsertDismissal
+// is logged too, under a batch of its own.
+func testDismissalBatch(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	var ds []store.Dismissal
+	for _, id := range []string{"s1", "s2", "s3"} {
+		register(t, s, "session", id, strp("running"), nil)
+		ds = append(ds, store.Dismissal{Fingerprint: "session:" + id + ":run.health.stalled", EntityType: "session", EntityID: id,
+			ReasonCode: "run.health.stalled", StatusAtDismissal: "running", SnoozedUntil: t0.Add(4 * time.Hour),
+			DismissedAt: t0, DismissedBy: "operator", ClearOnStatusChange: true, Occurrence: t0.Add(-time.Minute)})
+	}
+
+	bad := append(append([]store.Dismissal{}, ds[:2]...), store.Dismissal{Fingerprint: "session:s3:x"})
+	if _, err := s.UpsertDismissals(ctx, bad); err == nil {
+		t.Fatal("a batch with an incomplete dismissal was accepted")
+	}
+	if n := len(mustDismissals(t, s)); n != 0 {
+		t.Fatalf("a refused batch left %d dismissals", n)
+	}
+	if log := mustTriage(t, s, 0); len(log) != 0 {
+		t.Fatalf("a refused batch left %d triage rows", len(log))
+	}
+	if _, err := s.UpsertDismissals(ctx, nil); err == nil {
+		t.Error("an empty batch was accepted")
+	}
+
+	batch, err := s.UpsertDismissals(ctx, ds)
+	if err != nil || batch == "" {
+		t.Fatalf("batch %q: %v", batch, err)
+	}
+	got := mustDismissals(t, s)
+	for _, d := range ds {
+		if g, ok := got[d.Fingerprint]; !ok || !g.SnoozedUntil.Equal(d.SnoozedUntil) || g.DismissedBy != "operator" {
+			t.Errorf("%s: %+v (found %v)", d.Fingerprint, g, ok)
+		}
+	}
+	log := mustTriage(t, s, 0)
+	if len(log) != len(ds) {
+		t.Fatalf("triage log %d rows, want %d: %+v", len(log), len(ds), log)
+	}
+	for i, e := range log {
+		if e.Batch != batch || e.Action != store.TriageSnooze || e.Fingerprint != ds[i].Fingerprint || e.By != "operator" ||
+			!e.At.Equal(t0) || !e.SnoozedUntil.Equal(t0.Add(4*time.Hour)) || e.EntityID != ds[i].EntityID || e.ReasonCode != "run.health.stalled" {
+			t.Errorf("row %d: %+v", i, e)
+		}
+		if i > 0 && e.Seq <= log[i-1].Seq {
+			t.Errorf("row %d: seq %d after %d", i, e.Seq, log[i-1].Seq)
+		}
+	}
+
+	// A dismissal of one of them: its own batch, action dismiss; the log
+	// keeps the snooze before it.
+	d := ds[0]
+	d.SnoozedUntil, d.DismissedAt = time.Time{}, t0.Add(time.Minute)
+	if err := s.UpsertDismissal(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	more := mustTriage(t, s, log[len(log)-1].Seq)
+	if len(more) != 1 || more[0].Action != store.TriageDismiss || more[0].Batch == batch || !more[0].SnoozedUntil.IsZero() {
+		t.Errorf("after a dismissal: %+v", more)
+	}
+	if page, err := s.TriageLog(ctx, 0, 2); err != nil || len(page) != 2 {
+		t.Errorf("a page of 2: %d rows, %v", len(page), err)
+	}
+}
+
+func mustTriage(t *testing.T, s store.Backend, after int64) []store.TriageEntry {
+	t.Helper()
+	log, err := s.TriageLog(context.Background(), after, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log
 }
 
 // testVacuumEscalated: a clear_on_status_change row whose entity changed

@@ -299,6 +299,58 @@ func NewDismissalID() (string, error) {
 	return "dsm_" + hex.EncodeToString(b[:]), nil
 }
 
+// NewTriageBatch makes the random id of one triage action (a
+// UpsertDismissals call): the triage log's rows of that action share it.
+func NewTriageBatch() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("triage batch id: %w", err)
+	}
+	return "tri_" + hex.EncodeToString(b[:]), nil
+}
+
+// PrepareDismissals checks each dismissal of a batch and fills what both
+// drivers default (a new id, dismissed_by "operator", created_at): the
+// whole batch is refused when one is incomplete, before anything is
+// written.
+func PrepareDismissals(ds []store.Dismissal) ([]store.Dismissal, error) {
+	if len(ds) == 0 {
+		return nil, fmt.Errorf("upsert dismissals: no dismissal given")
+	}
+	out := make([]store.Dismissal, len(ds))
+	for i, d := range ds {
+		if d.Fingerprint == "" || d.EntityType == "" || d.EntityID == "" || d.ReasonCode == "" {
+			return nil, fmt.Errorf("upsert dismissal %q: fingerprint, entity type, entity id and reason code are required", d.Fingerprint)
+		}
+		if d.ID == "" {
+			id, err := NewDismissalID()
+			if err != nil {
+				return nil, fmt.Errorf("upsert dismissal %s: %w", d.Fingerprint, err)
+			}
+			d.ID = id
+		}
+		if d.DismissedBy == "" {
+			d.DismissedBy = "operator"
+		}
+		if d.CreatedAt.IsZero() {
+			d.CreatedAt = d.DismissedAt
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// TriageColumns are the columns ScanTriage reads.
+const TriageColumns = `seq, batch, at, action, fingerprint, entity_type, entity_id, reason_code, snoozed_until, actor`
+
+// ScanTriage decodes one row of TriageColumns.
+func ScanTriage(r RowScanner) (store.TriageEntry, error) {
+	var e store.TriageEntry
+	err := r.Scan(&e.Seq, &e.Batch, ScanUnix(&e.At), &e.Action, &e.Fingerprint, &e.EntityType, &e.EntityID, &e.ReasonCode,
+		ScanUnix(&e.SnoozedUntil), &e.By)
+	return e, err
+}
+
 // Registration is what Register stores of an entity, encoded once for
 // every backend: the list columns' JSON, the metadata and the defaults.
 type Registration struct {

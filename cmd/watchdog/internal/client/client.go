@@ -355,6 +355,39 @@ func (c *Client) Snooze(ctx context.Context, fp string, until time.Time) error {
 	return err
 }
 
+// Triage snoozes (until set) or dismisses every item fps names, or, with
+// cluster set instead, every item of that cluster the daemon's queue
+// shows now (POST /api/attention/snooze or /dismiss with "fingerprints"
+// or "cluster"): all or none. It returns the fingerprints the daemon
+// wrote. A fingerprint naming no item is transitions.ErrNotFound with the
+// daemon's sentence, which names it.
+func (c *Client) Triage(ctx context.Context, fps []string, cluster string, until time.Time) ([]string, error) {
+	body := map[string]any{}
+	if cluster != "" {
+		body["cluster"] = cluster
+	} else {
+		body["fingerprints"] = fps
+	}
+	path := attention.DismissPath
+	if !until.IsZero() {
+		body["until"] = float64(until.UnixMilli()) / 1e3
+		path = attention.SnoozePath
+	}
+	var out struct {
+		Dismissals []struct {
+			Fingerprint string `json:"fingerprint"`
+		} `json:"dismissals"`
+	}
+	if _, err := c.do(ctx, http.MethodPost, path, body, &out); err != nil {
+		return nil, err
+	}
+	done := make([]string, len(out.Dismissals))
+	for i, d := range out.Dismissals {
+		done[i] = d.Fingerprint
+	}
+	return done, nil
+}
+
 // Dismiss hides the attention item fp until its entity's status changes
 // (POST /api/attention/dismiss). An unknown fingerprint is
 // transitions.ErrNotFound with the daemon's sentence.

@@ -214,6 +214,41 @@ func (l *Local) Dismiss(ctx context.Context, d attention.Dismissing, now time.Ti
 	return err
 }
 
+// DismissAll implements Target: the cluster read from the queue the store
+// holds under failureWindow at now, then every row and its triage log
+// entry in one transaction.
+func (l *Local) DismissAll(ctx context.Context, b attention.Bulk, cluster string, now time.Time, failureWindow time.Duration) ([]string, error) {
+	if cluster != "" {
+		id, err := attention.ParseCluster(cluster)
+		if err != nil {
+			return nil, err
+		}
+		q, err := attention.Read(ctx, l.st, attention.ClusterQuery(failureWindow), now)
+		if err != nil {
+			return nil, err
+		}
+		if b.Fingerprints, err = attention.ClusterMembers(q, id); err != nil {
+			return nil, err
+		}
+	}
+	got, err := attention.DismissAll(ctx, l.st, b, now, failureWindow)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(got.Dismissals))
+	for i, d := range got.Dismissals {
+		out[i] = d.Fingerprint
+	}
+	return out, nil
+}
+
+// DismissAll implements Target: POST /api/attention/snooze (b.Until set)
+// or /dismiss with the fingerprints or the cluster; the daemon resolves
+// the cluster in its own queue and records its own principal.
+func (r *Remote) DismissAll(ctx context.Context, b attention.Bulk, cluster string, _ time.Time, _ time.Duration) ([]string, error) {
+	return r.c.Triage(ctx, b.Fingerprints, cluster, b.Until)
+}
+
 // Dismiss implements Target: POST /api/attention/snooze (d.Until set) or
 // /dismiss. The daemon looks for the item in its own queue and records its
 // own principal, so only the fingerprint and the snooze's end are sent.

@@ -55,6 +55,12 @@ type Target interface {
 	// d.Fingerprint names, which must be in the queue: a database's under
 	// failureWindow at now, a daemon's under its own.
 	Dismiss(ctx context.Context, d attention.Dismissing, now time.Time, failureWindow time.Duration) error
+	// DismissAll snoozes (b.Until set) or dismisses every item
+	// b.Fingerprints names or, with cluster set instead (a cluster_id or
+	// its reason code), every item of that cluster the queue shows now and
+	// no dismissal hides: all or none (attention.DismissAll). It returns
+	// the fingerprints written.
+	DismissAll(ctx context.Context, b attention.Bulk, cluster string, now time.Time, failureWindow time.Duration) ([]string, error)
 	// Settle brings an ended entity's observed state (health, delivery)
 	// up to date, as the daemon's next sweep would, so a status read right
 	// after shows the whole state even with no daemon running. Best

@@ -1,0 +1,123 @@
+// Package docs holds what the binary reads of the documentation: the
+// runbook (runbook.md), embedded when the binary is built, and its reason
+// code sections parsed from it, so the operator's page shows each code's
+// "what to do" line and links to its section from the one text an
+// operator also reads on its own (ADR-0049). No second copy of a line
+// exists to drift; runbook_test.go holds the sections to the reason
+// registry.
+package docs
+
+import (
+	_ "embed"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+//go:embed runbook.md
+var runbook string
+
+// reasonPart is the heading of the runbook's part with one section per
+// kind of attention item.
+const reasonPart = "## Reason codes"
+
+// Section is one section of the runbook's reason-code part.
+type Section struct {
+	// Title is the section's heading ("Stalled, idle or slow").
+	Title string
+	// Codes are the reason codes it covers: the `<a id>` anchors before
+	// its heading.
+	Codes []string
+	// Do is the section's one-line **Do.** paragraph, without the label:
+	// what an operator does about an item of these codes.
+	Do string
+	// Text is the rest of the section, as written (Markdown).
+	Text string
+}
+
+var (
+	anchorLine = regexp.MustCompile(`^<a id="([a-z0-9_.]+)"></a>$`)
+	parseOnce  sync.Once
+	sections   []Section
+	byCode     map[string]int
+)
+
+// Runbook is the whole runbook, as embedded.
+func Runbook() string { return runbook }
+
+// Sections are the reason-code part's sections, in the runbook's order.
+func Sections() []Section {
+	parseOnce.Do(parse)
+	return sections
+}
+
+// ForCode is the section of a reason code, if the runbook has one.
+func ForCode(code string) (Section, bool) {
+	parseOnce.Do(parse)
+	i, ok := byCode[code]
+	if !ok {
+		return Section{}, false
+	}
+	return sections[i], true
+}
+
+// Link is where a reason code's runbook section is: base (the
+// alertmanager.runbook_url of the config, the runbook as the operators
+// publish it) with "#<code>" appended, or, with no base, the daemon's own
+// copy at /runbook. The pushed alerts' runbook_url and the page's links
+// are this one rule.
+func Link(base, code string) string {
+	if base == "" {
+		base = "/runbook"
+	}
+	return strings.TrimRight(base, "#") + "#" + code
+}
+
+// parse reads the reason-code part: from its heading to the next "## ",
+// each "### " heading a section, the anchors right before it its codes,
+// its first paragraph starting "**Do.**" (one line) its Do.
+func parse() {
+	byCode = map[string]int{}
+	_, part, ok := strings.Cut(runbook, "\n"+reasonPart+"\n")
+	if !ok {
+		return
+	}
+	if end := strings.Index(part, "\n## "); end >= 0 {
+		part = part[:end]
+	}
+	var codes []string
+	var cur *Section
+	var text []string
+	flush := func() {
+		if cur != nil {
+			cur.Text = strings.TrimSpace(strings.Join(text, "\n"))
+			sections = append(sections, *cur)
+		}
+		cur, text = nil, nil
+	}
+	for _, line := range strings.Split(part, "\n") {
+		if m := anchorLine.FindStringSubmatch(line); m != nil {
+			flush()
+			codes = append(codes, m[1])
+			continue
+		}
+		if title, ok := strings.CutPrefix(line, "### "); ok {
+			flush()
+			cur = &Section{Title: strings.TrimSpace(title), Codes: codes}
+			for _, c := range codes {
+				byCode[c] = len(sections)
+			}
+			codes = nil
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		if do, ok := strings.CutPrefix(line, "**Do.** "); ok && cur.Do == "" {
+			cur.Do = strings.TrimSpace(do)
+			continue
+		}
+		text = append(text, line)
+	}
+	flush()
+}
