@@ -48,6 +48,7 @@ func TestFdlimitRowsVerdicts(t *testing.T) {
 		{"a polled death missed", func(f *fdlimitFigures) { f.byPoll.missed, f.byPoll.latencies = 1, f.byPoll.latencies[1:] }, "deaths recorded, polled", "NO"},
 		{"pidfd p99 over 200 ms", func(f *fdlimitFigures) { f.byPidfd.latencies[3] = 250 * ms }, "kill → recorded (pidfd), median / p99", "NO"},
 		{"polled p99 over 5 s", func(f *fdlimitFigures) { f.byPoll.latencies[5] = 5100 * ms }, "kill → recorded (polled), median / p99", "NO"},
+		{"none polled: no verdict", func(f *fdlimitFigures) { f.byPoll = deaths{} }, "deaths recorded, polled", ""},
 		{"deleted over 5 s", func(f *fdlimitFigures) { f.deleted.took = 6 * time.Second }, "database deleted → /readyz 503", "NO"},
 		{"readyz failed after the deaths", func(f *fdlimitFigures) { f.readyAft.ok = 0 }, "/readyz 200 after the deaths", "NO"},
 		{"too many open files", func(f *fdlimitFigures) { f.tooMany = 2 }, `log lines "too many open files"`, "NO"},
