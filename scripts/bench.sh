@@ -26,6 +26,12 @@
 #               per entity after registering 10,000 and 100,000 running
 #               sessions over the API (about 5 minutes);
 #               -memory-baseline BIN measures an older binary beside it
+#   fdlimit     the daemon under prlimit --nofile=1024 given 5,000 live
+#               processes (ADR-0037's fd budget at the issue's scale):
+#               registration errors, /readyz, pidfd against polled, every
+#               one killed and seen dead, /readyz 503 after the store's
+#               tmpfs fills (as root) and after its database is deleted
+#               (under a minute)
 #
 # Every argument goes to the driver: `scripts/bench.sh -run deaths -n 200`,
 # `scripts/bench.sh -h` lists them. About 15 minutes at the defaults on a

@@ -156,6 +156,7 @@ func TestParseFlags(t *testing.T) {
 		{"defaults", []string{"-watchdog", "/bin/true"}, ""},
 		{"one part", []string{"-watchdog", "/bin/true", "-run", "throughput"}, ""},
 		{"stores sizes", []string{"-watchdog", "/bin/true", "-run", "stores", "-transitions", "100", "-stores-n", "100, 5000"}, ""},
+		{"fdlimit", []string{"-watchdog", "/bin/true", "-run", "fdlimit", "-fdlimit-n", "400", "-fdlimit-nofile", "256"}, ""},
 		{"stores sizes ignored by other parts", []string{"-watchdog", "/bin/true", "-run", "throughput", "-stores-n", "x"}, ""},
 
 		// Failure cases
@@ -169,6 +170,8 @@ func TestParseFlags(t *testing.T) {
 		{"stores sizes going down", []string{"-watchdog", "x", "-stores-n", "20000,10000"}, "-stores-n: 10000 does not follow 20000"},
 		{"stores size below the transitions", []string{"-watchdog", "x", "-transitions", "500", "-stores-n", "100"}, "-stores-n: 100 is below -transitions 500"},
 		{"no samples", []string{"-watchdog", "x", "-samples", "0"}, "-samples: 0 is not a positive number"},
+		{"no fdlimit processes", []string{"-watchdog", "x", "-run", "fdlimit", "-fdlimit-n", "0"}, "-fdlimit-n: 0 is not a positive number"},
+		{"fdlimit below the own reserve", []string{"-watchdog", "x", "-run", "fdlimit", "-fdlimit-nofile", "32"}, "-fdlimit-nofile: 32 is below 64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := parseFlags(tc.args)

@@ -26,6 +26,10 @@
 //	memory      the daemon's anonymous RSS empty and after registering
 //	            each size of -memory-n running sessions, per added entity,
 //	            beside -memory-baseline's (memory.go)
+//	fdlimit     the daemon under prlimit --nofile=-fdlimit-nofile given
+//	            -fdlimit-n live processes: registration errors, /readyz,
+//	            pidfd against polled, every one killed and seen dead, the
+//	            store filled and deleted under it (fdlimit.go)
 //
 // Every process it starts is in its own process group; it kills them all
 // on the way out, whatever the way (error, SIGINT, SIGTERM).
@@ -76,10 +80,12 @@ type options struct {
 	// The memory part (memory.go).
 	memoryN        []int
 	memoryBaseline string
+	// The fdlimit part (fdlimit.go).
+	fdlimitN, fdlimitNofile int
 }
 
 // allParts are the values of -run, in the order they run.
-var allParts = []string{"idle", "deaths", "scale", "throughput", "stores", "flood", "memory"}
+var allParts = []string{"idle", "deaths", "scale", "throughput", "stores", "flood", "memory", "fdlimit"}
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -108,6 +114,7 @@ func parseFlags(args []string) (options, error) {
 	floodFlags(fs, &o)
 	var memoryN string
 	memoryFlags(fs, &o, &memoryN)
+	fdlimitFlags(fs, &o)
 	// One line for a bad flag (run prints it); the full list only for -h.
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
@@ -153,6 +160,11 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.parts["memory"] {
 		if err := checkMemory(&o, memoryN); err != nil {
+			return o, err
+		}
+	}
+	if o.parts["fdlimit"] {
+		if err := checkFdlimit(o); err != nil {
 			return o, err
 		}
 	}
@@ -300,12 +312,18 @@ func (r *runner) all(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.o.parts["fdlimit"] {
+		if err := r.fdlimit(ctx); err != nil {
+			return err
+		}
+	}
 	r.res.print(os.Stdout, r.o)
 	if r.o.parts["stores"] {
 		r.res.printStores(os.Stdout, r.o)
 	}
 	r.res.printFlood(os.Stdout, r.o)
 	r.res.printMemory(os.Stdout, r.o)
+	r.res.printFdlimit(os.Stdout, r.o)
 	return nil
 }
 

@@ -23,6 +23,7 @@ type results struct {
 	pgVersion           string       // its server's version()
 	flood               []floodFigures
 	memory              []memFigures
+	fdlimit             *fdlimitFigures
 }
 
 // header says what ran where, so a table pasted elsewhere keeps its context.
