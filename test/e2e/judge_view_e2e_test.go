@@ -360,7 +360,7 @@ func TestJudgeViewClusterSpeaksForAll(t *testing.T) {
 		}
 	}
 	pg := jvGet(t, d.base, "/")
-	m := regexp.MustCompile(`data-cluster-id="cluster_` + regexp.QuoteMeta(code) + `"[^>]*>\s*<button[^>]*>[^<]*<span[^>]*>▶</span> (\d+) × <span data-testid="cluster-header">([^<]*)</span>`).FindStringSubmatch(pg)
+	m := regexp.MustCompile(`data-cluster-id="cluster_` + regexp.QuoteMeta(code) + `"[^>]*>\s*(?:<div[^>]*>\s*)?<button[^>]*>[^<]*<span[^>]*>▶</span> (\d+) × <span data-testid="cluster-header">([^<]*)</span>`).FindStringSubmatch(pg)
 	if m == nil || m[1] != "3" {
 		t.Fatalf("the page has no folded cluster of 3 with a header:\n%s", pg)
 	}
