@@ -134,9 +134,9 @@ func program(mapFD int) []bpfInsn {
 	a.jmp(bpfJmp|bpfJa, 0, 0, 0, "drop")
 
 	a.label("exit")
-	a.op(ldxW, 1, 10, -24, 0)                                // process_pid
-	a.op(ldxW, 2, 10, -20, 0)                                // process_tgid
-	a.jmp(bpfJmp|unix.BPF_JNE|unix.BPF_X, 1, 2, 0, "drop")  // a thread's end
+	a.op(ldxW, 1, 10, -24, 0)                              // process_pid
+	a.op(ldxW, 2, 10, -20, 0)                              // process_tgid
+	a.jmp(bpfJmp|unix.BPF_JNE|unix.BPF_X, 1, 2, 0, "drop") // a thread's end
 	a.loadMap(mapFD)
 	a.op(alu64|mov|unix.BPF_X, 2, 10, 0, 0)
 	a.op(alu64|add|unix.BPF_K, 2, 0, 0, -24)
@@ -145,8 +145,8 @@ func program(mapFD int) []bpfInsn {
 	a.jmp(bpfJmp|bpfJa, 0, 0, 0, "pass")
 
 	a.label("fork")
-	a.op(ldxW, 1, 10, -16, 0)                               // child_pid
-	a.op(ldxW, 2, 10, -12, 0)                               // child_tgid
+	a.op(ldxW, 1, 10, -16, 0)                              // child_pid
+	a.op(ldxW, 2, 10, -12, 0)                              // child_tgid
 	a.jmp(bpfJmp|unix.BPF_JNE|unix.BPF_X, 1, 2, 0, "drop") // a new thread
 	a.loadMap(mapFD)
 	a.op(alu64|mov|unix.BPF_X, 2, 10, 0, 0)

@@ -131,7 +131,7 @@ type Tree struct {
 	// what the kernel's filter let through, for its tests.
 	events  atomic.Uint64
 	lastPID atomic.Int64
-	read      chan struct{} // closed when the reader returned
+	read    chan struct{} // closed when the reader returned
 
 	mu     sync.Mutex
 	closed bool
