@@ -127,10 +127,9 @@ type Tree struct {
 	overflows atomic.Uint64 // exits dropped at a full queue
 	lost      atomic.Uint64 // times the kernel dropped events (ENOBUFS)
 	walking   atomic.Bool   // the connector failed after New: walk mode from then on
-	// events counts what the reader handled, lastPID the last one's pid:
-	// what the kernel's filter let through, for its tests.
-	events  atomic.Uint64
-	lastPID atomic.Int64
+	// events counts what the reader handled: what the kernel's filter let
+	// through, for its tests and the benchmark.
+	events atomic.Uint64
 	read    chan struct{} // closed when the reader returned
 
 	mu     sync.Mutex
@@ -523,7 +522,6 @@ func (t *Tree) reader() {
 // (nearly all of them, in a fork storm) costs the lock and one lookup.
 func (t *Tree) handle(ev *event) {
 	t.events.Add(1)
-	t.lastPID.Store(int64(ev.pid))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ws := t.owner[ev.parent]
