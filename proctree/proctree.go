@@ -5,8 +5,10 @@
 // Two modes give the same API (ADR-0043). In "events" mode (Linux, with
 // CAP_NET_ADMIN in the initial namespaces) the Tree subscribes once to
 // the kernel's process connector and keeps each set by fork and exit
-// events after seeding it with one /proc walk; an event for a process in
-// no watched tree costs one map lookup. In "walk" mode (no privilege,
+// events after seeding it with one /proc walk; an eBPF filter in the
+// kernel (ADR-0045) drops the events of processes in no watched tree
+// before they reach the socket, and where it cannot be loaded such an
+// event costs a read and one map lookup. In "walk" mode (no privilege,
 // another OS, or forced) the sets are what /proc walks (by ppid chains)
 // find at Watch and at each Refresh, and no exit is reported: the caller's
 // pidfds remain its only source of exit status.
@@ -130,7 +132,7 @@ type Tree struct {
 	// events counts what the reader handled: what the kernel's filter let
 	// through, for its tests and the benchmark.
 	events atomic.Uint64
-	read    chan struct{} // closed when the reader returned
+	read   chan struct{} // closed when the reader returned
 
 	mu     sync.Mutex
 	closed bool
