@@ -159,3 +159,34 @@ func inFilter(t *testing.T, tr *Tree, pid int) bool {
 	t.Fatalf("look pid %d up in the filter's map: %v", pid, err)
 	return false
 }
+
+// A filter given up (a map that refused a pid, too many members) is
+// detached: every event reaches the Tree again, which stays exact, and
+// says why.
+func TestFilterGivenUp(t *testing.T) {
+	tr := filteredTree(t)
+	sh := startScript(t, `read _; sh -c 'sleep 300 & echo $!'; read _`)
+	if err := tr.Watch(sh.root); err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	closeOpenFlag(t, tr)
+	tr.mu.Lock()
+	tr.conn.unfilter(errors.New("given up by the test"))
+	tr.mu.Unlock()
+	if err := tr.Filter(); err == nil {
+		t.Fatal("Filter is nil after the filter was given up")
+	}
+	before := tr.events.Load()
+	for range 20 {
+		if err := exec.Command("true").Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh.go_(t)
+	daemon := sh.pid(t)
+	waitDescendants(t, tr, sh.root, []int{daemon})
+	// The unwatched processes' 40 events came before the daemon's fork.
+	if n := tr.events.Load() - before; n < 40 {
+		t.Errorf("%d events read since the filter was given up, want every process's (at least 40)", n)
+	}
+}
