@@ -535,7 +535,11 @@ func (t *Tree) handle(ev *event) {
 			// Through the filter for no tree: its pid is in the map
 			// though no tree claims it (added by the kernel under a
 			// parent forgotten since). Out, so that it costs no more.
-			t.conn.drop(ev.pid)
+			// (A fork's child can be owned already: a root watched
+			// since its fork event was queued.)
+			if len(t.owner[ev.pid]) == 0 {
+				t.conn.drop(ev.pid)
+			}
 			if ev.what == procEventFork {
 				t.conn.drop(ev.parent)
 			}
