@@ -55,7 +55,25 @@ type Config struct {
 	Alertmanager Alertmanager `yaml:"alertmanager"`
 	// HTTP bounds the HTTP server's connections (ADR-0034).
 	HTTP HTTP `yaml:"http"`
+	// ProcessTree is how the daemon keeps each watched process's
+	// descendants (ADR-0043, ADR-0045): ProcessTreeEvents, ProcessTreeWalk
+	// or ProcessTreeOff.
+	ProcessTree string `yaml:"process_tree"`
 }
+
+// The values of process_tree.
+const (
+	// ProcessTreeEvents: the kernel's process connector, filtered in the
+	// kernel to the watched processes, where the daemon may open it (root
+	// on the host); /proc walks where it may not.
+	ProcessTreeEvents = "events"
+	// ProcessTreeWalk: /proc walks at the sweep and at each death, never
+	// the connector.
+	ProcessTreeWalk = "walk"
+	// ProcessTreeOff: no tree; leftovers only from a one-shot walk of a
+	// live root at a look, and from a stored finding's processes.
+	ProcessTreeOff = "off"
+)
 
 // HTTP is the "http" section: the bounds of the HTTP server. Its timeouts
 // are fixed (daemon's connection limits, ADR-0034); the cap is a key
@@ -321,6 +339,7 @@ func Default() *Config {
 		Log:          DefaultLog,
 		Alertmanager: DefaultAlertmanager,
 		HTTP:         DefaultHTTP,
+		ProcessTree:  ProcessTreeEvents,
 	}
 }
 
@@ -389,6 +408,11 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Log.validate()...)
 	errs = append(errs, c.Alertmanager.validate()...)
 	errs = append(errs, c.HTTP.validate()...)
+	switch c.ProcessTree {
+	case ProcessTreeEvents, ProcessTreeWalk, ProcessTreeOff:
+	default:
+		errs = append(errs, fmt.Errorf("process_tree: %q is not one of events, walk, off", c.ProcessTree))
+	}
 	return errors.Join(errs...)
 }
 

@@ -44,6 +44,7 @@ var specDefaults = Config{
 	Log:          Log{Level: "info", Format: ""},
 	Alertmanager: Alertmanager{URLs: []string{}, ResendEvery: Duration(time.Minute), Timeout: Duration(10 * time.Second)},
 	HTTP:         HTTP{MaxConnections: 1024},
+	ProcessTree:  "events",
 }
 
 func TestDefaults(t *testing.T) {
@@ -125,7 +126,8 @@ func TestLoadGood(t *testing.T) {
 			ResendEvery: Duration(30 * time.Second), Timeout: Duration(5 * time.Second),
 			RunbookURL: "https://wiki.example.org/watchdog/reasons",
 		},
-		HTTP: HTTP{MaxConnections: 256},
+		HTTP:        HTTP{MaxConnections: 256},
+		ProcessTree: "walk",
 	}
 	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("Load = %+v\nwant %+v", *got, want)
@@ -217,6 +219,7 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"invalid-kill-users.yaml", `reaper.kill_users[0]: "nosuchuser-watchdog" is not a user on this host (a name from /etc/passwd or a numeric uid)`},
 		{"invalid-log-level.yaml", `log.level: "loud" is not one of debug, info, warn, error`},
 		{"invalid-log-format.yaml", `log.format: "xml" is not one of json, console (or empty to choose by terminal)`},
+		{"invalid-process-tree.yaml", `process_tree: "connector" is not one of events, walk, off`},
 		{"invalid-alertmanager-url.yaml", `alertmanager.urls[1]: "127.0.0.1:9093" is not a URL (try http://127.0.0.1:9093)` + "\n" +
 			`alertmanager.urls[2]: "ftp://am.example.org" is not an http or https URL (try http://127.0.0.1:9093)`},
 		{"invalid-alertmanager-runbook.yaml", `alertmanager.runbook_url: "wiki/watchdog" is not an http or https URL (try http://127.0.0.1:9093)` + "\n" +

@@ -169,7 +169,7 @@ func Run(ctx context.Context, o Options) error {
 	} else {
 		fds = budgetFor(limit, cfg.HTTP.MaxConnections+connReserve)
 	}
-	lv := newLiveness(view, rp, host, st, m, rp.Settings, fds, log.Named("monitor"))
+	lv := newLiveness(view, rp, host, st, m, rp.Settings, fds, cfg.ProcessTree, log.Named("monitor"))
 	defer runView(ctx, view, changes, m, log)()
 	defer lv.run(log)()
 	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, fleet: fl, pushMetrics: pushMetrics, pushPoke: pushPoke}
@@ -542,7 +542,7 @@ func (d *daemon) ready() error {
 }
 
 // reload re-reads the config file. Thresholds, reaper settings, job
-// schedules and the alertmanager section take effect; store, listen address and auth need a restart
+// schedules and the alertmanager section take effect; store, listen address, auth and process_tree need a restart
 // (said in the log). An invalid file changes nothing.
 func (d *daemon) reload(ctx context.Context, path string) {
 	d.notify.reloading()
@@ -553,8 +553,8 @@ func (d *daemon) reload(ctx context.Context, path string) {
 		return
 	}
 	if next.Store != d.cfg.Store || next.Listen != d.cfg.Listen || next.Auth != d.cfg.Auth || !slices.Equal(next.AllowedHosts, d.cfg.AllowedHosts) ||
-		next.HostID != d.cfg.HostID || next.Log.Format != d.cfg.Log.Format || next.HTTP != d.cfg.HTTP {
-		d.log.Warn("store, listen, allowed_hosts, auth, host_id, log.format and http changes need a restart; applying the rest")
+		next.HostID != d.cfg.HostID || next.Log.Format != d.cfg.Log.Format || next.HTTP != d.cfg.HTTP || next.ProcessTree != d.cfg.ProcessTree {
+		d.log.Warn("store, listen, allowed_hosts, auth, host_id, log.format, http and process_tree changes need a restart; applying the rest")
 	}
 	// Running jobs finish before their settings change; one that does not
 	// within reloadJobWait (stuck) postpones the reload instead of

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"watchdog/config"
 	"watchdog/judge"
 	"watchdog/live"
 	"watchdog/metrics"
@@ -38,7 +39,7 @@ type liveness struct {
 // newLiveness builds the monitor and hooks it to the view. It must run
 // before the view loads, so that the load's entities (the adoption at
 // start) reach the monitor like every later change.
-func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.Backend, m *metrics.Metrics, s reaper.Settings, fds fdBudget, log *zap.Logger) *liveness {
+func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.Backend, m *metrics.Metrics, s reaper.Settings, fds fdBudget, treeMode string, log *zap.Logger) *liveness {
 	l := &liveness{}
 	w, err := pidwatch.New()
 	switch {
@@ -58,11 +59,14 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 		// A nil *Watcher in the interface would not read as "none".
 		opt.Watcher = l.watcher
 	}
-	if l.tree = openTree(log); l.tree != nil {
+	if l.tree = openTree(treeMode, log); l.tree != nil {
 		opt.Tree, rp.Trees = l.tree, l.tree
 		m.ProcessTree(metrics.TreeSource{
 			Mode: func() string { return string(l.tree.Mode()) }, Overflows: l.tree.Overflows, Lost: l.tree.Lost,
 		})
+	} else if treeMode == config.ProcessTreeOff {
+		none := func() uint64 { return 0 }
+		m.ProcessTree(metrics.TreeSource{Mode: func() string { return config.ProcessTreeOff }, Overflows: none, Lost: none})
 	}
 	l.mon = monitor.New(opt)
 	// The monitor keeps the open entities of this host (and the
@@ -89,19 +93,30 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 	return l
 }
 
-// openTree opens the process tree: by the process connector where the
-// kernel lets this daemon subscribe (root on the host), else by /proc
-// walks at the sweep and at each death, said once at start.
-func openTree(log *zap.Logger) *proctree.Tree {
-	t, err := proctree.New(proctree.Options{})
+// openTree opens the process tree as process_tree says (ADR-0045):
+// events, by the process connector filtered in the kernel to the watched
+// processes where the kernel lets this daemon subscribe (root on the
+// host), else by /proc walks at the sweep and at each death, said once at
+// start; walk, by walks only; off, none (nil).
+func openTree(mode string, log *zap.Logger) *proctree.Tree {
+	if mode == config.ProcessTreeOff {
+		log.Info("process_tree: off: no process's descendants are kept; leftovers are found only under a root still alive at a look, by one /proc walk (watchdog_process_tree_mode{mode=\"off\"})")
+		return nil
+	}
+	t, err := proctree.New(proctree.Options{Walk: mode == config.ProcessTreeWalk})
 	if err != nil {
 		log.Warn("process tree failed to start: no process's descendants are kept; one-shot walks from live roots remain", zap.Error(err))
 		return nil
 	}
-	if t.Mode() == proctree.ModeWalk {
+	switch {
+	case mode == config.ProcessTreeWalk:
+		log.Info("process_tree: walk: descendants are found by /proc walks at the sweep and at each death, so one reparented between two walks is missed (watchdog_process_tree_mode{mode=\"walk\"})")
+	case t.Mode() == proctree.ModeWalk:
 		log.Warn("the process connector is not available here: descendants are found by /proc walks at the sweep and at each death, so one reparented between two walks is missed (watchdog_process_tree_mode{mode=\"walk\"})", zap.Error(t.Why()))
-	} else {
-		log.Info("process tree by the kernel's process connector (watchdog_process_tree_mode{mode=\"events\"})")
+	case t.Filter() != nil:
+		log.Warn("process tree by the kernel's process connector, but unfiltered: every fork and exit on the host reaches the daemon (about a tenth of a core under a fork storm of 6,000 a second); process_tree: walk avoids it (watchdog_process_tree_mode{mode=\"events\"})", zap.Error(t.Filter()))
+	default:
+		log.Info("process tree by the kernel's process connector, filtered in the kernel to the watched processes (watchdog_process_tree_mode{mode=\"events\"})")
 	}
 	return t
 }

@@ -116,3 +116,39 @@ func TestDaemonFindsALeftoverAtTheRootsDeath(t *testing.T) {
 		t.Errorf("health %s, exit %+v: want process_dead, status 3", e.Health, e.Exit)
 	}
 }
+
+// TestOpenTreeByProcessTree: process_tree picks the tree the daemon keeps:
+// off none, walk one that never opens the connector, events the connector
+// (filtered in the kernel) where this process may open it, else walks.
+func TestOpenTreeByProcessTree(t *testing.T) {
+	connector := false
+	if tr, err := proctree.New(proctree.Options{}); err == nil {
+		connector = tr.Mode() == proctree.ModeEvents
+		tr.Close()
+	}
+	for _, tc := range []struct {
+		mode string
+		want proctree.Mode // "" for no tree
+	}{
+		{config.ProcessTreeOff, ""},
+		{config.ProcessTreeWalk, proctree.ModeWalk},
+		{config.ProcessTreeEvents, map[bool]proctree.Mode{true: proctree.ModeEvents, false: proctree.ModeWalk}[connector]},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			tr := openTree(tc.mode, zap.NewNop())
+			if tr == nil {
+				if tc.want != "" {
+					t.Fatalf("no tree, want mode %s", tc.want)
+				}
+				return
+			}
+			defer tr.Close()
+			if tc.want == "" || tr.Mode() != tc.want {
+				t.Fatalf("a tree in mode %s, want %q", tr.Mode(), tc.want)
+			}
+			if tr.Mode() == proctree.ModeEvents && tr.Filter() != nil {
+				t.Logf("the connector is unfiltered here: %v", tr.Filter())
+			}
+		})
+	}
+}

@@ -10,7 +10,7 @@ import (
 // daemon's proctree.Tree, ADR-0043): its mode, and its two counts of
 // missed exits.
 type TreeSource struct {
-	// Mode is "events" or "walk".
+	// Mode is "events", "walk" or "off".
 	Mode func() string
 	// Overflows counts exits dropped at the tree's full queue; Lost the
 	// times the kernel dropped events before the tree read them.
@@ -18,14 +18,15 @@ type TreeSource struct {
 }
 
 // treeModes are the label values of watchdog_process_tree_mode, pre-seeded.
-var treeModes = []string{"events", "walk"}
+var treeModes = []string{"events", "walk", "off"}
 
 // treeModeDesc is watchdog_process_tree_mode: how the daemon learns of its
 // watched roots' descendants, as watchdog_watched_processes{mode} says it
-// for deaths. "walk" (no connector: no privilege, a container) finds only
-// what /proc's ppid chains show at the sweep and at each death.
+// for deaths. "walk" (no connector: no privilege, a container, or the
+// operator's process_tree: walk) finds only what /proc's ppid chains show
+// at the sweep and at each death; "off" (process_tree: off) keeps none.
 var treeModeDesc = prometheus.NewDesc("watchdog_process_tree_mode",
-	"How the daemon keeps each watched process's descendants: 1 for the mode in force, events (the kernel's process connector) or walk (/proc walks at the sweep and at each death).",
+	"How the daemon keeps each watched process's descendants: 1 for the mode in force, events (the kernel's process connector), walk (/proc walks at the sweep and at each death) or off (none kept).",
 	[]string{"mode"}, nil)
 
 // treeOverflowDesc is watchdog_process_tree_overflow_total: exits the

@@ -58,13 +58,19 @@ type event struct {
 // events, read through the Go runtime's poller.
 type conn struct {
 	f *os.File
+	// filt is the kernel-side filter (filter_linux.go), nil when it could
+	// not be loaded, was not wanted, or was detached: then every event
+	// reaches the reader. Used under the Tree's lock.
+	filt *filter
+	// filterErr says why there is no filter.
+	filterErr error
 }
 
 // openConn opens the connector and subscribes. Without the privilege
 // (CAP_NET_ADMIN in the initial user namespace, and the initial pid
 // namespace) the kernel refuses the bind or answers the subscription with
 // EPERM: the error then wraps ErrUnavailable.
-func openConn() (*conn, error) {
+func openConn(filtered bool) (*conn, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_CONNECTOR)
 	if err != nil {
 		return nil, unavailable("open the process connector socket", err)
@@ -98,9 +104,84 @@ func openConn() (*conn, error) {
 	if err := unix.Sendto(fd, controlMsg(seq+1, procCnMcastListen, procEventFork|procEventExit), 0, kernel); err != nil {
 		return nil, fmt.Errorf("filter process events: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), "proc-connector")
+	c := &conn{}
+	if filtered {
+		// After the ack, which the filter would not let through.
+		c.filt, c.filterErr = newFilter()
+		if c.filterErr == nil {
+			if c.filterErr = c.filt.attach(fd); c.filterErr != nil {
+				c.filt.close()
+				c.filt = nil
+			}
+		}
+	} else {
+		c.filterErr = errors.New("not wanted")
+	}
+	c.f = os.NewFile(uintptr(fd), "proc-connector")
 	ok = true
-	return &conn{f: f}, nil
+	return c, nil
+}
+
+// filtered says whether the kernel filters the events (filter_linux.go).
+func (c *conn) filtered() bool { return c.filt != nil }
+
+// keep lets pid's forks and exit through the filter. A map that refuses
+// it (full, or out of memory) ends the filtering: every event then
+// reaches the Tree, which stays exact at the old cost.
+func (c *conn) keep(pid int) {
+	if c.filt == nil {
+		return
+	}
+	if err := c.filt.add(pid); err != nil {
+		c.unfilter(err)
+	}
+}
+
+// drop takes pid out of the filter's map.
+func (c *conn) drop(pid int) {
+	if c.filt == nil {
+		return
+	}
+	if err := c.filt.del(pid); err != nil {
+		c.unfilter(err)
+	}
+}
+
+// open sets or clears the filter's open flag (every process's fork and
+// exit let through).
+func (c *conn) open(on bool) {
+	if on {
+		c.keep(0)
+	} else {
+		c.drop(0)
+	}
+}
+
+// closeFilter releases the filter at the Tree's Close (the socket, closed
+// next, holds the attached program until then).
+func (c *conn) closeFilter() {
+	if c.filt != nil {
+		c.filt.close()
+		c.filt = nil
+		c.filterErr = errors.New("closed")
+	}
+}
+
+// unfilter detaches the filter for good, saying why.
+func (c *conn) unfilter(why error) {
+	rc, err := c.f.SyscallConn()
+	if err == nil {
+		err = rc.Control(func(fd uintptr) {
+			err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DETACH_BPF, 0)
+		})
+	}
+	if err != nil {
+		// The socket is going (Close): nothing more will be read anyway.
+		why = fmt.Errorf("%w; detach: %w", why, err)
+	}
+	c.filt.close()
+	c.filt = nil
+	c.filterErr = why
 }
 
 // unavailable wraps err with ErrUnavailable when it says we may not
@@ -266,7 +347,7 @@ const (
 // read calls handle for every event until the socket fails or is closed.
 // lost is called when the kernel dropped events (ENOBUFS: our receive
 // buffer was full).
-func (c *conn) read(handle func(ev *event), lost func()) error {
+func (c *conn) read(handle func(ev *event), lost, drained func()) error {
 	rc, err := c.f.SyscallConn()
 	if err != nil {
 		return fmt.Errorf("process connector: %w", err)
@@ -290,6 +371,7 @@ func (c *conn) read(handle func(ev *event), lost func()) error {
 				switch {
 				case errno == 0:
 				case errno == unix.EAGAIN:
+					drained()
 					// Drained. Nothing yet: wait in the poller. Something:
 					// out, for the pause a storm calls for.
 					return got > 0

@@ -18,12 +18,27 @@ const (
 )
 
 // conn does not exist off Linux: the process connector is Linux's.
-type conn struct{}
+type conn struct{ filterErr error }
 
-func openConn() (*conn, error) {
+// filterMax is the Linux filter's room; nothing is filtered here.
+const filterMax = 1 << 16
+
+func openConn(bool) (*conn, error) {
 	return nil, fmt.Errorf("process connector: %w: not Linux", ErrUnavailable)
 }
 
-func (c *conn) read(handle func(ev *event), lost func()) error { return nil }
+func (c *conn) read(handle func(ev *event), lost, drained func()) error { return nil }
+
+func (c *conn) filtered() bool { return false }
+
+func (c *conn) keep(int) {}
+
+func (c *conn) drop(int) {}
+
+func (c *conn) open(bool) {}
 
 func (c *conn) close() error { return nil }
+
+func (c *conn) unfilter(error) {}
+
+func (c *conn) closeFilter() {}

@@ -5,8 +5,10 @@
 // Two modes give the same API (ADR-0043). In "events" mode (Linux, with
 // CAP_NET_ADMIN in the initial namespaces) the Tree subscribes once to
 // the kernel's process connector and keeps each set by fork and exit
-// events after seeding it with one /proc walk; an event for a process in
-// no watched tree costs one map lookup. In "walk" mode (no privilege,
+// events after seeding it with one /proc walk; an eBPF filter in the
+// kernel (ADR-0045) drops the events of processes in no watched tree
+// before they reach the socket, and where it cannot be loaded such an
+// event costs a read and one map lookup. In "walk" mode (no privilege,
 // another OS, or forced) the sets are what /proc walks (by ppid chains)
 // find at Watch and at each Refresh, and no exit is reported: the caller's
 // pidfds remain its only source of exit status.
@@ -109,6 +111,10 @@ type Options struct {
 	// DescendantExits reports the exits of watched descendants too, not
 	// only of roots.
 	DescendantExits bool
+
+	// unfiltered reads every process's events, as before the kernel-side
+	// filter (ADR-0045): the benchmark's baseline.
+	unfiltered bool
 }
 
 // Tree keeps the descendants of every watched root. Its methods may be
@@ -123,7 +129,10 @@ type Tree struct {
 	overflows atomic.Uint64 // exits dropped at a full queue
 	lost      atomic.Uint64 // times the kernel dropped events (ENOBUFS)
 	walking   atomic.Bool   // the connector failed after New: walk mode from then on
-	read      chan struct{} // closed when the reader returned
+	// events counts what the reader handled: what the kernel's filter let
+	// through, for its tests and the benchmark.
+	events atomic.Uint64
+	read   chan struct{} // closed when the reader returned
 
 	mu     sync.Mutex
 	closed bool
@@ -134,6 +143,11 @@ type Tree struct {
 	owner   map[int][]*watched
 	statBuf []byte // the reader's /proc buffer, under mu
 	failed  error  // the reader's error, when it stopped on one
+	// opened: the filter's open flag is set (a walk ran: Watch, Refresh),
+	// so every process's events come through; armed: the reader has
+	// drained the socket once since, and takes the flag off at its next
+	// drain, once everything queued during the walk has been applied.
+	opened, armed bool
 }
 
 // watched is one root's tree: its members by pid, with their start ticks
@@ -166,7 +180,7 @@ func New(opt Options) (*Tree, error) {
 		close(t.read)
 		return t, nil
 	}
-	c, err := openConn()
+	c, err := openConn(!opt.unfiltered)
 	if err != nil {
 		if !errors.Is(err, ErrUnavailable) {
 			return nil, fmt.Errorf("process tree: %w", err)
@@ -220,6 +234,21 @@ func (t *Tree) Overflows() uint64 { return t.overflows.Load() }
 // socket buffer was full; each was followed by a walk of every tree.
 func (t *Tree) Lost() uint64 { return t.lost.Load() }
 
+// Filter is nil when the kernel filters the connector's events down to
+// the watched processes' (ADR-0045), else why it does not: walk mode, no
+// eBPF here, or the filter given up since (too many members).
+func (t *Tree) Filter() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.conn == nil:
+		return errors.New("no process connector")
+	case t.conn.filtered():
+		return nil
+	}
+	return t.conn.filterErr
+}
+
 // Len is how many roots are watched.
 func (t *Tree) Len() int {
 	t.mu.Lock()
@@ -249,6 +278,7 @@ func (t *Tree) Watch(root Root) error {
 	if t.roots[root] != nil {
 		return nil
 	}
+	t.openFilter()
 	members, err := seed(t.opt.ProcDir, root.PID)
 	switch {
 	case errors.Is(err, errNoChildrenLists):
@@ -273,9 +303,56 @@ func (t *Tree) Watch(root Root) error {
 	w := &watched{root: root, members: members}
 	t.roots[root] = w
 	for pid := range w.members {
-		t.owner[pid] = append(t.owner[pid], w)
+		t.own(pid, w)
 	}
 	return nil
+}
+
+// own adds w to pid's owners; a pid new to every tree enters the
+// kernel's filter. Members past half the filter's room end the filtering.
+func (t *Tree) own(pid int, w *watched) {
+	if len(t.owner[pid]) == 0 && t.conn != nil && t.conn.filtered() {
+		if len(t.owner) >= filterMax/2 {
+			t.conn.unfilter(fmt.Errorf("%d processes watched, more than the filter takes", len(t.owner)))
+		} else {
+			t.conn.keep(pid)
+		}
+	}
+	t.owner[pid] = append(t.owner[pid], w)
+}
+
+// openFilter lets every process's events through the kernel's filter
+// while a walk runs (and until the reader has applied what came during
+// it, drained): a member the walk finds may fork before it enters the
+// filter's map, and that fork, with its child's, must still arrive.
+func (t *Tree) openFilter() {
+	if t.conn == nil || !t.conn.filtered() {
+		return
+	}
+	if !t.opened {
+		t.conn.open(true)
+	}
+	t.opened, t.armed = true, false
+}
+
+// drained is the reader's word that it read the socket empty. The first
+// drain after a walk arms the closing of the filter's open flag, the next
+// closes it: the read between the two began after the walk ended, so
+// every event queued during the walk has been applied, and every member
+// found since is in the filter's map (a later fork of one adds its child
+// there in the kernel).
+func (t *Tree) drained() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.opened || t.conn == nil || !t.conn.filtered() {
+		return
+	}
+	if !t.armed {
+		t.armed = true
+		return
+	}
+	t.conn.open(false)
+	t.opened, t.armed = false, false
 }
 
 // Forget stops keeping root's descendants. Forgetting a root not watched
@@ -297,10 +374,18 @@ func (t *Tree) Forget(root Root) {
 func (t *Tree) disown(pid int, w *watched) {
 	ws := slices.DeleteFunc(t.owner[pid], func(x *watched) bool { return x == w })
 	if len(ws) == 0 {
-		delete(t.owner, pid)
+		t.unown(pid)
 		return
 	}
 	t.owner[pid] = ws
+}
+
+// unown takes pid out of every tree, and out of the kernel's filter.
+func (t *Tree) unown(pid int) {
+	delete(t.owner, pid)
+	if t.conn != nil {
+		t.conn.drop(pid)
+	}
 }
 
 // Descendants is root's live descendants (the root itself left out), each
@@ -359,6 +444,7 @@ func (t *Tree) Refresh() error {
 }
 
 func (t *Tree) refreshLocked() error {
+	t.openFilter()
 	snap, err := walk(t.opt.ProcDir)
 	if err != nil {
 		return fmt.Errorf("refresh: %w", err)
@@ -387,7 +473,7 @@ func (t *Tree) refreshLocked() error {
 		}
 		for pid := range next {
 			if _, ok := w.members[pid]; !ok {
-				t.owner[pid] = append(t.owner[pid], w)
+				t.own(pid, w)
 			}
 		}
 		w.members = next
@@ -404,6 +490,9 @@ func (t *Tree) Close() error {
 		return nil
 	}
 	t.closed = true
+	if t.conn != nil {
+		t.conn.closeFilter() // under the lock, which every use of the filter holds
+	}
 	t.mu.Unlock()
 	var err error
 	if t.conn != nil {
@@ -418,7 +507,7 @@ func (t *Tree) Close() error {
 // reader is the one goroutine reading the connector.
 func (t *Tree) reader() {
 	defer close(t.read)
-	err := t.conn.read(t.handle, t.lostEvents)
+	err := t.conn.read(t.handle, t.lostEvents, t.drained)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -434,6 +523,7 @@ func (t *Tree) reader() {
 // handle applies one event. An event for a process in no watched tree
 // (nearly all of them, in a fork storm) costs the lock and one lookup.
 func (t *Tree) handle(ev *event) {
+	t.events.Add(1)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ws := t.owner[ev.parent]
@@ -441,6 +531,19 @@ func (t *Tree) handle(ev *event) {
 		ws = t.owner[ev.pid]
 	}
 	if len(ws) == 0 {
+		if !t.opened && t.conn != nil && t.conn.filtered() {
+			// Through the filter for no tree: its pid is in the map
+			// though no tree claims it (added by the kernel under a
+			// parent forgotten since). Out, so that it costs no more.
+			// (A fork's child can be owned already: a root watched
+			// since its fork event was queued.)
+			if len(t.owner[ev.pid]) == 0 {
+				t.conn.drop(ev.pid)
+			}
+			if ev.what == procEventFork {
+				t.conn.drop(ev.parent)
+			}
+		}
 		return
 	}
 	switch ev.what {
@@ -456,11 +559,11 @@ func (t *Tree) handle(ev *event) {
 		for _, w := range ws {
 			if _, ok := w.members[ev.pid]; !ok {
 				w.members[ev.pid] = start
-				t.owner[ev.pid] = append(t.owner[ev.pid], w)
+				t.own(ev.pid, w)
 			}
 		}
 	case procEventExit:
-		delete(t.owner, ev.pid)
+		t.unown(ev.pid)
 		code, sig, core := decodeStatus(ev.status)
 		at := time.Now()
 		for _, w := range ws {

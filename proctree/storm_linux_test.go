@@ -89,20 +89,43 @@ func cpuTime(b *testing.B) time.Duration {
 // processes, run by another process, costs the Tree, as a share of one
 // core: this process's CPU over the storm less its CPU over an idle
 // stretch of the same length (the machine's other forks reach the Tree
-// then too). Afterwards every watched set must equal a /proc walk.
+// then too). Afterwards every watched set must equal a /proc walk. Side
+// by side in one run: the Tree with the kernel-side filter (ADR-0045),
+// without it (every event read, as before), and no Tree at all (what the
+// storm costs itself then: %of_storm_cpu compares, and the storm's own
+// ns/fork says what a listener adds to every fork on the host).
 //
-//	go test -run '^$' -bench ForkStorm -benchtime 1x ./proctree
+//	go test -run '^$' -bench ForkStorm -benchtime 1x -count 3 ./proctree
 //
 // PROCTREE_STORM_SECONDS (default 10) and PROCTREE_STORM_RATE (forks per
 // second, default 6000; 0 as fast as the machine allows) set the storm.
 func BenchmarkForkStorm(b *testing.B) {
-	tr, err := New(Options{})
-	if err != nil {
-		b.Fatal(err)
+	for _, v := range []struct {
+		name string
+		opt  *Options
+	}{
+		{"tree=filtered", &Options{}},
+		{"tree=unfiltered", &Options{unfiltered: true}},
+		{"tree=none", nil},
+	} {
+		b.Run(v.name, func(b *testing.B) { forkStorm(b, v.opt) })
 	}
-	defer tr.Close()
-	if tr.Mode() != ModeEvents {
-		b.Skipf("process connector unavailable here: %v", tr.Why())
+}
+
+func forkStorm(b *testing.B, opt *Options) {
+	var tr *Tree
+	if opt != nil {
+		var err error
+		if tr, err = New(*opt); err != nil {
+			b.Fatal(err)
+		}
+		defer tr.Close()
+		if tr.Mode() != ModeEvents {
+			b.Skipf("process connector unavailable here: %v", tr.Why())
+		}
+		if ferr := tr.Filter(); !opt.unfiltered && ferr != nil {
+			b.Fatalf("no filter: %v", ferr)
+		}
 	}
 	secs, rate := 10, 6000
 	if v, err := strconv.Atoi(os.Getenv("PROCTREE_STORM_SECONDS")); err == nil && v > 0 {
@@ -129,12 +152,15 @@ func BenchmarkForkStorm(b *testing.B) {
 			_ = cmd.Wait()
 		}()
 		var s stat
+		var err error
 		if s, _, err = readStat("/proc", pid, make([]byte, 0, 1024)); err != nil {
 			b.Fatal(err)
 		}
 		root := Root{PID: pid, StartTicks: s.startTicks}
-		if err := tr.Watch(root); err != nil {
-			b.Fatal(err)
+		if tr != nil {
+			if err := tr.Watch(root); err != nil {
+				b.Fatal(err)
+			}
 		}
 		roots = append(roots, root)
 	}
@@ -161,14 +187,24 @@ func BenchmarkForkStorm(b *testing.B) {
 		// The idle stretch scaled to the storm's wall time, which the
 		// child's start and end make a little longer than d.
 		idleScaled := time.Duration(float64(idle) * float64(wall) / float64(d))
+		st := child.ProcessState
+		stormCPU := st.UserTime() + st.SystemTime()
 		b.ReportMetric(float64(forks)/d.Seconds(), "forks/s")
 		b.ReportMetric(100*float64(busy-idleScaled)/float64(wall), "%core")
 		b.ReportMetric(100*float64(idle)/float64(d), "%core_idle")
 		b.ReportMetric(100*float64(busy)/float64(wall), "%core_storm")
-		b.ReportMetric(float64(tr.Lost()), "lost")
-		// Side by side: the Tree's cost against the storm's own CPU.
-		st := child.ProcessState
-		b.ReportMetric(100*float64(busy-idleScaled)/float64(st.UserTime()+st.SystemTime()), "%of_storm_cpu")
+		// Side by side: the Tree's cost against the storm's own CPU, and
+		// the storm's own CPU per fork (what the kernel's event, and the
+		// filter run in the forking task, add to every fork).
+		b.ReportMetric(100*float64(busy-idleScaled)/float64(stormCPU), "%of_storm_cpu")
+		b.ReportMetric(float64(stormCPU.Nanoseconds())/float64(max(forks, 1)), "storm_ns/fork")
+		if tr != nil {
+			b.ReportMetric(float64(tr.Lost()), "lost")
+			b.ReportMetric(float64(tr.events.Load()), "events")
+		}
+	}
+	if tr == nil {
+		return
 	}
 
 	snap, err := walk("/proc")
