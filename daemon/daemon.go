@@ -349,6 +349,10 @@ type daemon struct {
 	// skipped counts the background runs (jobs, presence) skipped while
 	// paused, told when the store takes writes again.
 	skipped atomic.Int64
+	// named says this daemon's start recorded its machine's hostname with
+	// its presence (store.MarkDaemonStart); until then each presence
+	// mark tries again.
+	named atomic.Bool
 }
 
 // jobTable is the daemon's job table: every job of reaper.JobNames, in that
