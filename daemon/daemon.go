@@ -77,6 +77,8 @@ func Run(ctx context.Context, o Options) error {
 		log.Warn("auth.token_file is readable by group or others; chmod 600 it", zap.String("path", tf.Path))
 	}
 	token := tf.Token
+	// Where the token is read from, for the page's token form to name.
+	tokenPath := tf.Path
 
 	// One daemon per database and host: a second one would sweep and
 	// enforce the same entities in turn, while daemons of other hosts
@@ -118,6 +120,7 @@ func Run(ctx context.Context, o Options) error {
 		if token, err = ownToken(cfg.Store.DSN, log); err != nil {
 			return err
 		}
+		tokenPath = tokenfile.BesideDatabase(cfg.Store.DSN)
 	}
 
 	reg := prometheus.NewRegistry()
@@ -202,7 +205,7 @@ func Run(ctx context.Context, o Options) error {
 	d.api = api.New(api.Options{
 		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: reg,
 		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m, View: view,
-		Page:       page.New(page.Options{View: view, Store: st, Auth: token != "", Now: time.Now, Log: log.Named("page"), Heartbeats: beats, Processes: procs}),
+		Page:       page.New(page.Options{View: view, Store: st, Auth: token != "", TokenFile: tokenPath, Now: time.Now, Log: log.Named("page"), Heartbeats: beats, Processes: procs}),
 		Heartbeats: beats, Processes: procs,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
