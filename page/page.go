@@ -231,10 +231,10 @@ type entityRow struct {
 	Chain                 string
 	// Pills are the compound state: the lifecycle's, then one per
 	// problem (state.StatePills).
-	Pills []pill
-	PID                   string
-	Since                 string
-	Heartbeat             string
+	Pills     []pill
+	PID       string
+	Since     string
+	Heartbeat string
 	// HeartbeatSource is where Heartbeat came from: "file" or "posted".
 	HeartbeatSource string
 	Exit            string
