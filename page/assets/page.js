@@ -146,15 +146,22 @@
 
   // localTimes shows each moment of the evidence (<time datetime>) in the
   // browser's zone; the server wrote it in UTC, which stays on hover.
-  var stampFormat = new Intl.DateTimeFormat(undefined, {
+  // Written year first, as the server writes UTC ("2026-11-23 15:02:11
+  // CET"): a locale's "11/23/2026" reads differently across the fleet.
+  var stampFormat = new Intl.DateTimeFormat("en-US", {
     year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit",
-    hour12: false, timeZoneName: "short"
+    hourCycle: "h23", timeZoneName: "short"
   });
+  function localStamp(d) {
+    var p = {};
+    stampFormat.formatToParts(d).forEach(function (x) { p[x.type] = x.value; });
+    return p.year + "-" + p.month + "-" + p.day + " " + p.hour + ":" + p.minute + ":" + p.second + (p.timeZoneName ? " " + p.timeZoneName : "");
+  }
   function localTimes(root) {
     root.querySelectorAll('time[data-testid="evidence-time"]').forEach(function (el) {
       var d = new Date(el.getAttribute("datetime"));
       if (isNaN(d.getTime())) return;
-      el.textContent = stampFormat.format(d);
+      el.textContent = localStamp(d);
     });
   }
 

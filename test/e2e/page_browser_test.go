@@ -598,8 +598,8 @@ func TestPageEntities(t *testing.T) {
 		}
 		if ev := pbEval[string](t, b, `[...document.querySelectorAll('[data-testid="evidence"]')].map(e => e.innerText).join("\n")`); regexp.MustCompile(`\b\d{10}\.\d{2}\b`).MatchString(ev) {
 			t.Errorf("the evidence shows raw Unix seconds: %q", ev)
-		} else if !regexp.MustCompile(`\(\d+[smhd] ago\)|\(just now\)`).MatchString(ev) {
-			t.Errorf("the evidence's moments carry no age: %q", ev)
+		} else if !regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \((\d+[smhd] ago|just now)\)`).MatchString(ev) {
+			t.Errorf("the evidence's moments are not local date-times (year first, with the zone) with their age: %q", ev)
 		}
 		if n := pbEval[int](t, b, `document.querySelectorAll('[data-testid="timeline"] li').length`); n == 0 {
 			t.Errorf("the timeline has no transitions")
