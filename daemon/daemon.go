@@ -77,6 +77,8 @@ func Run(ctx context.Context, o Options) error {
 		log.Warn("auth.token_file is readable by group or others; chmod 600 it", zap.String("path", tf.Path))
 	}
 	token := tf.Token
+	// Where the token is read from, for the page's token form to name.
+	tokenPath := tf.Path
 
 	// One daemon per database and host: a second one would sweep and
 	// enforce the same entities in turn, while daemons of other hosts
@@ -118,6 +120,7 @@ func Run(ctx context.Context, o Options) error {
 		if token, err = ownToken(cfg.Store.DSN, log); err != nil {
 			return err
 		}
+		tokenPath = tokenfile.BesideDatabase(cfg.Store.DSN)
 	}
 
 	reg := prometheus.NewRegistry()
@@ -199,7 +202,7 @@ func Run(ctx context.Context, o Options) error {
 	// And an open entity's process facts, read from /proc at the request
 	// from the tree the monitor keeps (ADR-0048), never on a timer.
 	procs := &wire.Processes{HostID: host.HostID(), Read: reaper.ReadFacts(probe.NewFacts(host), lv.tree)}
-	d.page = page.New(page.Options{View: view, Store: st, Auth: token != "", Now: time.Now, Log: log.Named("page"), Heartbeats: beats, Processes: procs,
+	d.page = page.New(page.Options{View: view, Store: st, Auth: token != "", TokenFile: tokenPath, Now: time.Now, Log: log.Named("page"), Heartbeats: beats, Processes: procs,
 		RunbookURL: cfg.Alertmanager.RunbookURL})
 	d.api = api.New(api.Options{
 		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: reg,
@@ -351,6 +354,10 @@ type daemon struct {
 	// skipped counts the background runs (jobs, presence) skipped while
 	// paused, told when the store takes writes again.
 	skipped atomic.Int64
+	// named says this daemon's start recorded its machine's hostname with
+	// its presence (store.MarkDaemonStart); until then each presence
+	// mark tries again.
+	named atomic.Bool
 }
 
 // jobTable is the daemon's job table: every job of reaper.JobNames, in that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -283,7 +284,18 @@ func (d *daemon) presence(ctx context.Context, mark bool) {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if mark {
-		if err := d.st.MarkDaemon(pctx, d.rp.HostID, time.Now()); err != nil {
+		var err error
+		if d.named.Load() {
+			err = d.st.MarkDaemon(pctx, d.rp.HostID, time.Now())
+		} else {
+			// The start's mark names the machine: the page shows a host
+			// by its hostname, its id on hover.
+			name, _ := os.Hostname() // "" when unreadable: the page shows the id
+			if err = d.st.MarkDaemonStart(pctx, d.rp.HostID, name, time.Now()); err == nil {
+				d.named.Store(true)
+			}
+		}
+		if err != nil {
 			d.log.Warn("recording this daemon's presence", zap.Error(err))
 			return
 		}

@@ -107,6 +107,7 @@ func leftoverFinding(e *store.Entity, res probe.Result, procs []probe.Process, n
 			Kind: state.EvidenceToolResult, ID: id, Path: "/proc/" + strconv.Itoa(p.PID),
 			Detail:    fmt.Sprintf("pid %d %s, started %s, RSS %s", p.PID, p.Comm, state.Stamp(p.StartTime), bytesText(p.RSS)),
 			FetchedAt: unixtime.Of(now),
+			Times:     []state.EvidenceTime{state.TimeOf(state.Stamp(p.StartTime), p.StartTime)},
 		})
 	}
 	return state.Observed(state.RunHealthLeftoverProcesses, leftoverMessage(e, res, procs), evidence...)

@@ -47,7 +47,11 @@ func cronHealth(e store.Entity, s Settings, now time.Time) (state.Health, []stat
 		return state.HealthOK, nil
 	}
 	ev := state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "schedule/" + e.ID,
-		Detail: fmt.Sprintf("cron %q: expected a fire at %s, last fire %s", e.ScheduleCron, next.UTC().Format(time.RFC3339), lastFired(e))}
+		Detail: fmt.Sprintf("cron %q: expected a fire at %s, last fire %s", e.ScheduleCron, next.UTC().Format(time.RFC3339), lastFired(e)),
+		Times:  []state.EvidenceTime{state.TimeOf(next.UTC().Format(time.RFC3339), next)}}
+	if !e.ScheduleLastFiredAt.IsZero() {
+		ev.Times = append(ev.Times, state.TimeOf(lastFired(e), e.ScheduleLastFiredAt))
+	}
 	if !now.After(misfire) {
 		return state.HealthDue, []state.StateReason{state.Observed(state.ScheduleHealthDue, "fire time passed, within misfire_grace", ev)}
 	}

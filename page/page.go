@@ -59,6 +59,9 @@ type LiveReader interface {
 type Store interface {
 	LatestTransitions(ctx context.Context, typ, id string, n int) ([]store.AuditRow, int, error)
 	TransitionsAfter(ctx context.Context, typ, id string, after int64, limit int) ([]store.AuditRow, error)
+	// HostNames names the hosts by the hostname their daemon recorded
+	// at its start: the page shows a host by it, its id on hover.
+	HostNames(ctx context.Context) (map[string]string, error)
 }
 
 // Options configure the page.
@@ -68,6 +71,9 @@ type Options struct {
 	// Auth tells the script that writes need a token, so it asks for one
 	// (once per tab) before the first snooze or dismiss.
 	Auth bool
+	// TokenFile is where the token is read from (auth.token_file, or the
+	// daemon's own beside the database): the token form names it.
+	TokenFile string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Log receives render failures; nil discards.
@@ -162,6 +168,7 @@ func noStore(next http.Handler) http.Handler {
 type layout struct {
 	Title       string
 	Auth        bool
+	TokenFile   string
 	PollSeconds int
 	GeneratedAt string
 	// Choices and Default are the snooze durations the page offers.
@@ -253,27 +260,40 @@ type filterData struct {
 	Type, Severity, Host string
 	Types                []string
 	Severities           []string
-	Hosts                []string
+	Hosts                []hostOption
 }
+
+// hostOption is a host the filter offers: its id (what the filter takes)
+// and its name.
+type hostOption struct{ ID, Name string }
 
 // Active reports whether any filter is set.
 func (f filterData) Active() bool { return f.Type != "" || f.Severity != "" || f.Host != "" }
 
+// pill is one pill of the compound state (state.StatePills).
 type pill struct {
-	Tone, Icon, Text, Title string
+	Tone, Text, Title string
+	// Dimension is the state.StatePill's (lifecycle, health, delivery,
+	// finding).
+	Dimension string
+	Icon      template.HTML
 }
 
 type entityRow struct {
 	Type, ID, Label, Href string
 	Chain                 string
-	Pill                  pill
-	PID                   string
-	Since                 string
-	Heartbeat             string
+	// Pills are the compound state: the lifecycle's, then one per
+	// problem (state.StatePills).
+	Pills     []pill
+	PID       string
+	Since     string
+	Heartbeat string
 	// HeartbeatSource is where Heartbeat came from: "file" or "posted".
 	HeartbeatSource string
 	Exit            string
-	Host            string
+	// Host is the host's name (the hostname its daemon recorded), else
+	// its id; HostID is the id, shown on hover.
+	Host, HostID string
 }
 
 // entityPage is GET /entities/{type}/{id}.
@@ -327,7 +347,7 @@ func processDataOf(f *state.ProcessFacts) *processData {
 type reasonData struct {
 	Code     string
 	Message  string
-	Evidence []string
+	Evidence []evidenceLine
 	Todo     todoData
 	// Fingerprint is set when the reason is an attention item in the
 	// queue now: the entity page's Snooze and Dismiss act on it.
@@ -335,6 +355,20 @@ type reasonData struct {
 	// Hidden says how a dismissal hides the item now ("snoozed until
 	// 18:02:11Z", "dismissed"), "" when it shows.
 	Hidden string
+}
+
+// evidenceLine is one line of a reason's evidence, cut where it writes a
+// moment (state.EvidenceRef.Times): the moments are shown as date-times
+// with their age, never as the raw Unix seconds the detail may write.
+type evidenceLine []evidencePart
+
+// evidencePart is text, or a moment when At is set.
+type evidencePart struct {
+	Text string
+	// At is the moment (RFC 3339, UTC) for <time datetime>, which the
+	// script shows in the browser's zone; Text is then its UTC form and
+	// Age its age.
+	At, Age string
 }
 
 type timelineRow struct {
@@ -350,7 +384,7 @@ type timelineRow struct {
 }
 
 func (h *Handler) frame(title string, now time.Time) layout {
-	return layout{Title: title, Auth: h.o.Auth, PollSeconds: PollSeconds, GeneratedAt: now.UTC().Format(time.RFC3339),
+	return layout{Title: title, Auth: h.o.Auth, TokenFile: h.o.TokenFile, PollSeconds: PollSeconds, GeneratedAt: now.UTC().Format(time.RFC3339),
 		Choices: SnoozeChoices, Default: SnoozeDefault}
 }
 
@@ -412,10 +446,11 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 			list = append(list, wire.FromDerived(e.Entity, e.State, nil, nil, now))
 		})
 	}
+	names := h.hostNames(r.Context())
 	for host := range hosts {
-		p.Filter.Hosts = append(p.Filter.Hosts, host)
+		p.Filter.Hosts = append(p.Filter.Hosts, hostOption{ID: host, Name: names[host]})
 	}
-	slices.Sort(p.Filter.Hosts)
+	slices.SortFunc(p.Filter.Hosts, func(a, b hostOption) int { return cmp.Compare(a.ID, b.ID) })
 	wire.SortEntities(list)
 	p.Total = len(list)
 	if len(list) > TableLimit {
@@ -428,7 +463,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for i := range list {
-		p.Entities = append(p.Entities, rowOf(&list[i], now))
+		p.Entities = append(p.Entities, rowOf(&list[i], names, now))
 	}
 	status := http.StatusOK
 	if p.FilterErr != "" {
@@ -456,7 +491,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	we := wire.FromDerived(ent.Entity, ent.State, nil, h.o.Heartbeats, now)
-	p := entityPage{layout: h.frame(labelOf(&we)+" · watchdog", now), Row: rowOf(&we, now), Severity: string(we.State.Severity)}
+	p := entityPage{layout: h.frame(labelOf(&we)+" · watchdog", now), Row: rowOf(&we, h.hostNames(ctx), now), Severity: string(we.State.Severity)}
 	if we.State.Legacy() {
 		p.Severity = "legacy"
 	}
@@ -471,7 +506,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	for _, rs := range we.State.Reasons {
 		rv := reasonData{Code: string(rs.Code), Message: rs.Message, Todo: h.todo(rs.Code)}
 		for _, ev := range rs.Evidence {
-			rv.Evidence = append(rv.Evidence, evidenceText(ev))
+			rv.Evidence = append(rv.Evidence, evidenceOf(ev, now))
 		}
 		if it, ok := items[rs.Code]; ok {
 			rv.Fingerprint, rv.Hidden = it.Fingerprint, hiddenText(it, now)
@@ -612,29 +647,64 @@ func itemOf(it *attention.Item, now time.Time) itemData {
 	return v
 }
 
-// Icons by tone: the pill never says anything by colour alone (the Session Status Vocabulary design:
-// colour, icon and text together).
-var toneIcons = map[string]string{
-	"danger":  "✕",
-	"warning": "⧗",
-	"info":    "●",
-	"success": "✓",
-	"neutral": "■",
-	"legacy":  "–",
+// icons are the pills' icons, inline SVG drawn in the pill's colour
+// (currentColor): no glyph a font may lack (⧗ was an empty box in
+// Chromium with Debian's fonts). The pill never says anything by colour
+// alone (the Session Status Vocabulary design: colour, icon and text
+// together); its icons are the design's: an activity line for work in
+// progress, a check, an x-circle, an hourglass, a stop square, a slash
+// for cancelled, a dash for legacy.
+var icons = map[string]template.HTML{
+	"info":      svgIcon(`<path d="M1.5 8h3l2-5 3 10 2-5h3"/>`),
+	"success":   svgIcon(`<path d="M3 8.5l3.2 3.2L13 4.8"/>`),
+	"danger":    svgIcon(`<circle cx="8" cy="8" r="6.5"/><path d="M5.6 5.6l4.8 4.8M10.4 5.6l-4.8 4.8"/>`),
+	"warning":   svgIcon(`<path d="M4 1.8h8M4 14.2h8M5 1.8v2.4L8 8l-3 3.8v2.4M11 1.8v2.4L8 8l3 3.8v2.4"/>`),
+	"neutral":   svgIcon(`<rect x="3.5" y="3.5" width="9" height="9" rx="1.5"/>`),
+	"cancelled": svgIcon(`<circle cx="8" cy="8" r="6.5"/><path d="M3.4 12.6l9.2-9.2"/>`),
+	"legacy":    svgIcon(`<path d="M4 8h8"/>`),
 }
 
-func rowOf(e *wire.Entity, now time.Time) entityRow {
-	r := entityRow{Type: e.Type, ID: e.ID, Label: labelOf(e), Href: entityHref(e.Type, e.ID), Chain: e.Display, Host: e.HostID}
-	if e.State.Legacy() {
-		r.Pill = pill{Tone: "legacy", Text: "legacy", Title: "Created before the current status vocabulary; excluded from live metrics, failure counts and the queue"}
-	} else {
-		text := e.State.Outcome
-		if text == "" {
-			text = e.State.Lifecycle
+func svgIcon(paths string) template.HTML {
+	return template.HTML(`<svg class="pill-icon" data-testid="pill-icon" viewBox="0 0 16 16" width="11" height="11" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true" focusable="false">` + paths + `</svg>`) //nolint:gosec // constant markup
+}
+
+// pillsOf is the entity's compound state as the page's pills: the
+// labels and tones are state's (state.StatePills), never re-derived here.
+func pillsOf(e *wire.Entity) []pill {
+	var out []pill
+	for _, sp := range state.StatePills(e.State, state.ContractSubject(e.Artifacts)) {
+		p := pill{Tone: string(sp.Tone), Text: sp.Label, Dimension: sp.Dimension}
+		switch {
+		case sp.Dimension == state.PillLifecycle && sp.Value == state.LifecycleLegacy:
+			p.Tone, p.Text = "legacy", "legacy"
+			p.Title = "Created before the current status vocabulary; excluded from live metrics, failure counts and the queue"
+		case sp.Dimension == state.PillLifecycle:
+			p.Title = "lifecycle " + sp.Value + "; the entity's severity is " + string(e.State.Severity)
+		default:
+			p.Title = sp.Dimension + " " + sp.Value
 		}
-		r.Pill = pill{Tone: string(e.State.Tone), Text: state.Humanize(text), Title: "severity " + string(e.State.Severity)}
+		p.Icon = icons[p.Tone]
+		if sp.Dimension == state.PillLifecycle && sp.Value == "cancelled" {
+			p.Icon = icons["cancelled"]
+		}
+		out = append(out, p)
 	}
-	r.Pill.Icon = toneIcons[r.Pill.Tone]
+	return out
+}
+
+// hostNames reads the hosts' names; a failed read shows the ids (and is
+// logged): a name is a convenience, not worth failing the page for.
+func (h *Handler) hostNames(ctx context.Context) map[string]string {
+	names, err := h.o.Store.HostNames(ctx)
+	if err != nil && ctx.Err() == nil {
+		h.o.Log.Warn("reading the hosts' names", zap.Error(err))
+	}
+	return names
+}
+
+func rowOf(e *wire.Entity, hostNames map[string]string, now time.Time) entityRow {
+	r := entityRow{Type: e.Type, ID: e.ID, Label: labelOf(e), Href: entityHref(e.Type, e.ID), Chain: e.Display,
+		Host: cmp.Or(hostNames[e.HostID], e.HostID), HostID: e.HostID, Pills: pillsOf(e)}
 	if e.PID != 0 {
 		r.PID = strconv.Itoa(e.PID)
 	}
@@ -672,16 +742,41 @@ func ago(now, t time.Time) string {
 	return state.FormatAge(now.Sub(t)) + " ago"
 }
 
-// evidenceText is one line of a reason's evidence: its kind and whatever
-// names it.
-func evidenceText(ev state.EvidenceRef) string {
+// evidenceOf is one line of a reason's evidence: its kind and whatever
+// names it, the detail last, cut at the moments it writes.
+func evidenceOf(ev state.EvidenceRef, now time.Time) evidenceLine {
 	parts := []string{ev.Kind}
-	for _, s := range []string{ev.ID, ev.Path, ev.URL, ev.Repo, ev.CommitSHA, ev.SessionID, ev.MessageID, ev.ToolCallID, ev.ArtifactID, ev.ContentHash, ev.Detail} {
+	for _, s := range []string{ev.ID, ev.Path, ev.URL, ev.Repo, ev.CommitSHA, ev.SessionID, ev.MessageID, ev.ToolCallID, ev.ArtifactID, ev.ContentHash} {
 		if s != "" {
 			parts = append(parts, s)
 		}
 	}
-	return strings.Join(parts, " · ")
+	head := strings.Join(parts, " · ")
+	if ev.Detail == "" {
+		return evidenceLine{{Text: head}}
+	}
+	line := evidenceLine{{Text: head + " · "}}
+	rest := ev.Detail
+	for _, t := range ev.Times {
+		i := strings.Index(rest, t.Text)
+		if t.Text == "" || t.At.IsZero() || i < 0 {
+			continue // not written as said: the words stay as they are
+		}
+		if i > 0 {
+			line = append(line, evidencePart{Text: rest[:i]})
+		}
+		at := t.At.UTC()
+		age := ago(now, at)
+		if at.After(now) {
+			age = "in " + state.FormatAge(at.Sub(now))
+		}
+		line = append(line, evidencePart{Text: state.Stamp(at), At: at.Format(time.RFC3339Nano), Age: age})
+		rest = rest[i+len(t.Text):]
+	}
+	if rest != "" {
+		line = append(line, evidencePart{Text: rest})
+	}
+	return line
 }
 
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {

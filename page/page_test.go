@@ -55,7 +55,7 @@ func newEnvWith(t *testing.T, token string, hb *wire.Heartbeats) *env {
 		t.Fatal(err)
 	}
 	w := &transitions.Writer{Store: st, Now: c.Now}
-	pg := New(Options{View: view, Store: st, Auth: token != "", Now: c.Now, Heartbeats: hb})
+	pg := New(Options{View: view, Store: st, Auth: token != "", TokenFile: "/etc/watchdog/token", Now: c.Now, Heartbeats: hb})
 	srv := httptest.NewServer(api.New(api.Options{Store: st, Writer: w, Now: c.Now, View: view, Token: token, Page: pg, Heartbeats: hb}))
 	t.Cleanup(srv.Close)
 	return &env{t: t, st: st, w: w, view: view, clock: c, srv: srv}
@@ -230,8 +230,11 @@ func TestEntityTableChainPillAndFilters(t *testing.T) {
 	if !strings.Contains(row, `<td data-testid="chain" data-label="State">Running · Stalled</td>`) {
 		t.Errorf("stalled row's chain: %s", row)
 	}
-	if !strings.Contains(row, `data-testid="pill" data-tone="danger"`) || !strings.Contains(row, `class="pill-icon" aria-hidden="true">✕</span><span class="pill-text">Running</span>`) {
-		t.Errorf("stalled row's pill: %s", row)
+	// The compound state (the Session Status Vocabulary design): the
+	// lifecycle's pill in its own colour, the stall's pill beside it,
+	// never a red "Running" alone.
+	if pills := pillsIn(row); pills != "lifecycle/info/Running health/danger/Stalled" {
+		t.Errorf("stalled row's pills: %s\n%s", pills, row)
 	}
 	if n := count(body, `data-testid="entity"`); n != 4 {
 		t.Errorf("%d rows, want 4", n)
@@ -305,8 +308,11 @@ func TestEntityPage(t *testing.T) {
 	e.register("session", "s", "the session", "running")
 	e.observe("session", "s", state.HealthStalled, state.RunHealthStalled)
 	body := e.page("/entities/session/s")
+	if pills := pillsIn(body); pills != "lifecycle/info/Running health/danger/Stalled" {
+		t.Errorf("the entity page's pills: %s", pills)
+	}
 	for _, want := range []string{
-		`<span data-testid="chain" class="chain">Running · Stalled</span>`, `data-testid="pill" data-tone="danger"`,
+		`<span data-testid="chain" class="chain">Running · Stalled</span>`,
 		`<section data-testid="reasons"`, `data-code="` + string(state.RunHealthStalled) + `"`, `seen by &lt;the test&gt;`,
 		`<ol data-testid="timeline"`, `<strong>running</strong>`,
 	} {
@@ -352,6 +358,18 @@ func TestPageGuardsAndAuth(t *testing.T) {
 	body := e.page("/")
 	if !strings.Contains(body, `data-auth="token"`) || strings.Contains(body, "secret") {
 		t.Errorf("auth on: the page must ask for a token and never carry it")
+	}
+	// The token is asked for in a form of the page (hidden until a write
+	// needs it) that names where it is; no window.prompt.
+	if !strings.Contains(body, `<form class="token-form" data-testid="token-form" hidden>`) ||
+		!strings.Contains(body, `<code data-testid="token-file">/etc/watchdog/token</code>`) {
+		t.Errorf("auth on: no token form naming the token file:\n%s", body)
+	}
+	if js := e.page("/assets/page.js"); strings.Contains(js, "prompt(") {
+		t.Errorf("the script still asks for the token with window.prompt")
+	}
+	if strings.Contains(newEnv(t, "").page("/"), `data-testid="token-form"`) {
+		t.Errorf("auth off: a token form")
 	}
 	req, _ := http.NewRequest("GET", e.srv.URL+"/", nil)
 	req.Host = "attacker.example"

@@ -376,7 +376,8 @@ func (r *Result) evidence(on cites) []state.EvidenceRef {
 		// "pid 4242 not running (no such process); last heartbeat 71m ago
 		// (heartbeat file /run/agents/s-42.hb)": the pid check and the
 		// heartbeat read together, as in docs/reference/state-model.md's example.
-		ev = append(ev, state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: pidAndHeartbeat(r.PID, r.Heartbeat), FetchedAt: fetched})
+		ev = append(ev, state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: pidAndHeartbeat(r.PID, r.Heartbeat), FetchedAt: fetched,
+			Times: r.Heartbeat.appendTimes(r.PID.appendTimes(nil))})
 	case on.pid:
 		ev = append(ev, r.PID.evidence(fetched))
 	}

@@ -35,8 +35,15 @@ func TestFactsOfASleep(t *testing.T) {
 	h := NewHost()
 	cmd := testenv.Sleep(t)
 	subj := subjectOf(t, h, cmd.Process.Pid)
+	// A process just started may read an RSS of 0 for a moment (the
+	// kernel's counters of a new mm are summed lazily): the test waits
+	// for the first read that has one, as an operator would see it.
 	now := time.Now()
-	f := NewFacts(h).Read(subj, membersOf(subj.PID, subj.StartTicks), "seed", now)
+	var f state.ProcessFacts
+	testenv.Eventually(t, "a read of the sleep with its RSS", time.Minute, func() (bool, string) {
+		f = NewFacts(h).Read(subj, membersOf(subj.PID, subj.StartTicks), "seed", now)
+		return f.ProcessUsage != nil && f.ProcessUsage.RSSBytes > 0, fmt.Sprintf("%+v", f)
+	})
 	if f.Unavailable != "" || f.ProcessUsage == nil {
 		t.Fatalf("facts of a live sleep: unavailable %q", f.Unavailable)
 	}

@@ -151,7 +151,7 @@ func (o HeartbeatObservation) Evidence(checkedAt time.Time) state.EvidenceRef {
 }
 
 func (o HeartbeatObservation) evidence(fetchedAt unixtime.Time) state.EvidenceRef {
-	ev := state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: o.Detail(), FetchedAt: fetchedAt}
+	ev := state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: o.Detail(), FetchedAt: fetchedAt, Times: o.appendTimes(nil)}
 	if o.File != "" {
 		ev.Kind, ev.Path = state.EvidenceFile, o.File
 	}
@@ -200,6 +200,19 @@ func (o HeartbeatObservation) appendDetail(b []byte) []byte {
 		b = append(b, o.Progress...)
 	}
 	return b
+}
+
+// appendTimes adds the moments Detail writes, in its order, each with its
+// text (state.EvidenceRef.Times).
+func (o HeartbeatObservation) appendTimes(ts []state.EvidenceTime) []state.EvidenceTime {
+	if o.Source == HeartbeatNone {
+		return ts
+	}
+	ts = append(ts, state.TimeOf(string(appendStamp(nil, o.At)), o.At))
+	if o.Skew > 0 {
+		ts = append(ts, state.TimeOf(string(appendUnix(nil, o.Claimed)), o.Claimed))
+	}
+	return ts
 }
 
 // appendStamp writes t as a stored message does (state.StampLayout).

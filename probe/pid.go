@@ -429,7 +429,25 @@ func (o PIDObservation) Evidence(checkedAt time.Time) state.EvidenceRef {
 }
 
 func (o PIDObservation) evidence(fetchedAt unixtime.Time) state.EvidenceRef {
-	return state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: o.Detail(), FetchedAt: fetchedAt}
+	return state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: o.Detail(), FetchedAt: fetchedAt, Times: o.appendTimes(nil)}
+}
+
+// appendTimes adds the moments Detail writes (the start times), in the
+// order it writes them, each with its text (state.EvidenceRef.Times).
+func (o PIDObservation) appendTimes(ts []state.EvidenceTime) []state.EvidenceTime {
+	at := func(t time.Time) state.EvidenceTime { return state.TimeOf(string(appendUnix(nil, t)), t) }
+	switch {
+	case o.Cause == CauseNoPID, o.Cause == CauseOtherHost, o.Cause == CauseHostRebooted:
+	case o.Liveness == Dead && o.Cause == CausePIDReused:
+		ts = append(ts, at(o.StartTime), at(o.Subject.StartTime))
+	case o.Liveness == Dead:
+		if !o.Subject.StartTime.IsZero() {
+			ts = append(ts, at(o.Subject.StartTime))
+		}
+	case o.Liveness == Alive:
+		ts = append(ts, at(o.StartTime))
+	}
+	return ts
 }
 
 // Detail is the Evidence detail line.

@@ -86,7 +86,8 @@ func (r *Reaper) JudgeHosts(ctx context.Context, seen map[string]time.Time) (Hos
 // judgeSilent records one entity of a silent host as health with the one
 // finding code, when that is not what is stored already.
 func (r *Reaper) judgeSilent(ctx context.Context, e store.Entity, health state.Health, code state.ReasonCode, msg string, at, now time.Time) (bool, error) {
-	ev := state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "host/" + e.HostID, Detail: "last presence " + state.Stamp(at)}
+	ev := state.EvidenceRef{Kind: state.EvidenceToolResult, ID: "host/" + e.HostID, Detail: "last presence " + state.Stamp(at),
+		Times: []state.EvidenceTime{state.TimeOf(state.Stamp(at), at)}}
 	reason := state.Observed(code, msg, ev)
 	reason.EntityType, reason.EntityID = e.Type, e.ID
 	reasons := []state.StateReason{reason}

@@ -162,6 +162,24 @@ type EvidenceRef struct {
 	ContentHash string        `json:"content_hash,omitempty"`
 	FetchedAt   unixtime.Time `json:"fetched_at,omitzero"`
 	Detail      string        `json:"detail,omitempty"`
+	// Times are the moments Detail writes, each with the text that writes
+	// it ("start time 1716517000.12", "last heartbeat 2026-11-23
+	// 14:02:11Z"), so that a reader can show each in its own zone with
+	// its age while the stored detail keeps its words. Absent on evidence
+	// stored before they were recorded.
+	Times []EvidenceTime `json:"times,omitempty"`
+}
+
+// EvidenceTime is one moment an evidence detail writes: Text is the
+// substring of the detail that writes it, At the moment.
+type EvidenceTime struct {
+	Text string        `json:"text"`
+	At   unixtime.Time `json:"at"`
+}
+
+// TimeOf is the EvidenceTime of t written as text.
+func TimeOf(text string, t time.Time) EvidenceTime {
+	return EvidenceTime{Text: text, At: unixtime.Of(t)}
 }
 
 // Claim statuses of a StateReason.
@@ -302,7 +320,10 @@ func SameFindings(a, b []StateReason) bool {
 	return slices.EqualFunc(a, b, func(x, y StateReason) bool {
 		return x.Code == y.Code && x.Message == y.Message && unixtime.Seconds(x.Since.Time) == unixtime.Seconds(y.Since.Time) &&
 			slices.EqualFunc(x.Evidence, y.Evidence, func(p, q EvidenceRef) bool {
-				return p.Kind == q.Kind && p.Path == q.Path && p.Detail == q.Detail
+				// The times' count, not their values: they are the
+				// detail's own moments, so only evidence stored before
+				// they were recorded differs, and is rewritten once.
+				return p.Kind == q.Kind && p.Path == q.Path && p.Detail == q.Detail && len(p.Times) == len(q.Times)
 			})
 	})
 }

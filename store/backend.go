@@ -52,6 +52,12 @@ type Backend interface {
 
 	// Daemon presence.
 	MarkDaemon(ctx context.Context, hostID string, at time.Time) error
+	// MarkDaemonStart is MarkDaemon at a daemon's start, recording the
+	// hostname of its machine as well (a later start's replaces it).
+	MarkDaemonStart(ctx context.Context, hostID, hostname string, at time.Time) error
+	// HostNames returns the hostname each host's daemon recorded at its
+	// last start; a host without one is absent.
+	HostNames(ctx context.Context) (map[string]string, error)
 	DaemonHosts(ctx context.Context, since time.Time) (map[string]bool, error)
 	DaemonsSeen(ctx context.Context) (map[string]time.Time, error)
 

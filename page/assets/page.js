@@ -5,8 +5,9 @@
 // body; a whole cluster's listed fingerprints in one request (all or
 // none) for the duration chosen beside its button; an entity page
 // reason's fingerprint likewise. With auth on (data-auth="token") it asks
-// for the token once per tab and keeps it in sessionStorage under
-// "watchdog-token".
+// for the token once per tab in a small form on the page that names the
+// file holding it, and keeps it in sessionStorage under "watchdog-token".
+// Evidence moments are shown in the browser's zone.
 (function () {
   "use strict";
   var TOKEN_KEY = "watchdog-token";
@@ -89,6 +90,7 @@
         var cur = document.getElementById("live");
         if (next && cur) {
           restore(next);
+          localTimes(next);
           cur.replaceWith(document.adoptNode(next));
         }
         var stamp = doc.querySelector('[data-testid="generated-at"]');
@@ -101,35 +103,106 @@
     return inflight;
   }
 
-  function token(ask) {
-    var t = sessionStorage.getItem(TOKEN_KEY);
-    if ((t === null || ask) && body.getAttribute("data-auth") === "token") {
-      t = window.prompt("watchdog's API token (auth.token_file; kept for this tab only)");
-      if (t === null) return null;
-      t = t.trim();
-      sessionStorage.setItem(TOKEN_KEY, t);
-    }
-    return t;
+  // The token form (data-testid="token-form", outside <main> so that a
+  // refresh leaves it be) asks for the token in the page, naming the file
+  // it is in; the writes waiting for it resume once it is given, or give
+  // up on Cancel. A refused token shows one message there and asks again.
+  var waiting = []; // the resolves of the writes waiting for a token
+
+  function tokenForm() { return document.querySelector('[data-testid="token-form"]'); }
+
+  function askToken(message) {
+    var form = tokenForm();
+    if (!form) return Promise.resolve(null);
+    var err = form.querySelector('[data-testid="token-error"]');
+    err.textContent = message || "";
+    err.hidden = !message;
+    form.hidden = false;
+    var input = form.querySelector('[data-testid="token-input"]');
+    input.value = "";
+    input.focus();
+    return new Promise(function (resolve) { waiting.push(resolve); });
   }
 
-  function post(endpoint, payload, retried) {
-    var headers = { "Content-Type": "application/json" };
-    var t = token(false);
-    if (body.getAttribute("data-auth") === "token" && t === null) return Promise.resolve(false);
-    if (t) headers.Authorization = "Bearer " + t;
-    return fetch(endpoint, { method: "POST", headers: headers, body: payload, credentials: "same-origin" })
-      .then(function (r) {
-        if (r.status === 401 && !retried) {
-          sessionStorage.removeItem(TOKEN_KEY);
-          if (token(true) === null) return false;
-          return post(endpoint, payload, true);
-        }
-        if (!r.ok) {
-          return r.json().then(function (e) { throw new Error(e.error || "HTTP " + r.status); },
-            function () { throw new Error("HTTP " + r.status); });
-        }
-        return true;
+  function answer(t) {
+    var form = tokenForm();
+    if (form) form.hidden = true;
+    var w = waiting;
+    waiting = [];
+    w.forEach(function (resolve) { resolve(t); });
+  }
+
+  document.addEventListener("submit", function (ev) {
+    if (ev.target !== tokenForm()) return;
+    ev.preventDefault();
+    var form = tokenForm();
+    var t = form.querySelector('[data-testid="token-input"]').value.trim();
+    if (!t) {
+      var err = form.querySelector('[data-testid="token-error"]');
+      err.textContent = "Paste the token first.";
+      err.hidden = false;
+      return;
+    }
+    sessionStorage.setItem(TOKEN_KEY, t);
+    answer(t);
+  });
+
+  function tokenFile() {
+    var el = document.querySelector('[data-testid="token-file"]');
+    return el ? el.textContent : "auth.token_file";
+  }
+
+  // post sends one write; with auth on it takes the tab's token, asking
+  // for one first when there is none or the daemon refused it. It
+  // resolves false when the operator cancelled the form.
+  function post(endpoint, payload, refused) {
+    var auth = body.getAttribute("data-auth") === "token";
+    var t = sessionStorage.getItem(TOKEN_KEY);
+    if (auth && (t === null || refused)) {
+      var msg = refused ? "The daemon refused that token (401). Copy it again from " + tokenFile() + "." : "";
+      return askToken(msg).then(function (given) {
+        return given === null ? false : send(given);
       });
+    }
+    return send(t);
+
+    function send(tok) {
+      var headers = { "Content-Type": "application/json" };
+      if (tok) headers.Authorization = "Bearer " + tok;
+      return fetch(endpoint, { method: "POST", headers: headers, body: payload, credentials: "same-origin" })
+        .then(function (r) {
+          if (r.status === 401 && auth) {
+            sessionStorage.removeItem(TOKEN_KEY);
+            return post(endpoint, payload, true);
+          }
+          if (!r.ok) {
+            return r.json().then(function (e) { throw new Error(e.error || "HTTP " + r.status); },
+              function () { throw new Error("HTTP " + r.status); });
+          }
+          return true;
+        });
+    }
+  }
+
+  // localTimes shows each moment of the evidence (<time datetime>) in the
+  // browser's zone; the server wrote it in UTC, which stays on hover.
+  // Written year first, as the server writes UTC ("2026-11-23 15:02:11
+  // CET"): a locale's "11/23/2026" reads differently across the fleet.
+  var stampFormat = new Intl.DateTimeFormat("en-US", {
+    year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit",
+    hourCycle: "h23", timeZoneName: "short"
+  });
+  function localStamp(d) {
+    var p = {};
+    stampFormat.formatToParts(d).forEach(function (x) { p[x.type] = x.value; });
+    return p.year + "-" + p.month + "-" + p.day + " " + p.hour + ":" + p.minute + ":" + p.second + (p.timeZoneName ? " " + p.timeZoneName : "");
+  }
+  function localTimes(root) {
+    root.querySelectorAll('time[data-testid="evidence-time"]').forEach(function (el) {
+      var d = new Date(el.getAttribute("datetime"));
+      if (isNaN(d.getTime())) return;
+      el.textContent = localStamp(d);
+    });
   }
 
   document.addEventListener("click", function (ev) {
@@ -149,9 +222,16 @@
     if (/dismiss$/.test(kind) && !window.confirm("Dismiss " + el.getAttribute("data-summary") + "?")) return;
     el.disabled = true;
     post(el.getAttribute("data-endpoint"), bodyOf(el, kind), false)
-      .then(function () { return refresh(); })
+      .then(function (sent) {
+        if (!sent) el.disabled = false; // cancelled: nothing was sent
+        return refresh();
+      })
       .catch(function (err) { setStatus(kind + " failed: " + err.message); el.disabled = false; });
   });
+
+  var cancel = document.querySelector('[data-testid="token-cancel"]');
+  if (cancel) cancel.addEventListener("click", function () { answer(null); });
+  localTimes(document);
 
   setInterval(function () { if (!document.hidden && !inflight) refresh(); }, pollMs);
   document.addEventListener("visibilitychange", function () { if (!document.hidden) refresh(); });

@@ -150,6 +150,41 @@ func (s *Store) MarkDaemon(ctx context.Context, hostID string, at time.Time) (er
 	return nil
 }
 
+// MarkDaemonStart is MarkDaemon at a daemon's start, recording its
+// machine's hostname too (the page names a host by it).
+func (s *Store) MarkDaemonStart(ctx context.Context, hostID, hostname string, at time.Time) (err error) {
+	s.writes.Start()
+	defer func() { s.writes.Done(err) }()
+	_, err = s.pool.Exec(ctx, `INSERT INTO daemons (host_id, seen_at, hostname) VALUES ($1, $2, $3)
+		ON CONFLICT (host_id) DO UPDATE SET seen_at = GREATEST(daemons.seen_at, excluded.seen_at), hostname = excluded.hostname`, hostID, unixtime.Seconds(at), hostname)
+	if err != nil {
+		return fmt.Errorf("mark daemon %s started: %w", hostID, classify(err))
+	}
+	return nil
+}
+
+// HostNames returns the hostname each host's daemon recorded at its last
+// start; a host without one is absent.
+func (s *Store) HostNames(ctx context.Context) (map[string]string, error) {
+	rows, err := s.pool.Query(ctx, "SELECT host_id, hostname FROM daemons WHERE hostname <> ''")
+	if err != nil {
+		return nil, fmt.Errorf("list hostnames: %w", classify(err))
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var h, name string
+		if err := rows.Scan(&h, &name); err != nil {
+			return nil, fmt.Errorf("list hostnames: %w", err)
+		}
+		out[h] = name
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list hostnames: %w", classify(err))
+	}
+	return out, nil
+}
+
 // DaemonHosts returns the hosts whose daemon was seen at or after since.
 func (s *Store) DaemonHosts(ctx context.Context, since time.Time) (map[string]bool, error) {
 	rows, err := s.pool.Query(ctx, "SELECT host_id FROM daemons WHERE seen_at >= $1", unixtime.Seconds(since))

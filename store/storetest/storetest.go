@@ -578,6 +578,33 @@ func testDaemons(t *testing.T, h Harness) {
 	if err != nil || len(got) != 1 || !got["h1"] {
 		t.Errorf("daemon hosts %v %v", got, err)
 	}
+
+	// A start records the machine's hostname beside the presence; the
+	// ticks after it keep the name, a later start replaces it, and the
+	// start's presence never moves seen_at back either.
+	if names, err := s.HostNames(ctx); err != nil || len(names) != 0 {
+		t.Errorf("hostnames before any start: %v %v, want none", names, err)
+	}
+	if err := s.MarkDaemonStart(ctx, "h2", "build-7", t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkDaemon(ctx, "h2", t0.Add(3*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkDaemonStart(ctx, "h3", "db-1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkDaemonStart(ctx, "h3", "db-1.example.org", t0.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	names, err := s.HostNames(ctx)
+	if err != nil || len(names) != 2 || names["h2"] != "build-7" || names["h3"] != "db-1.example.org" {
+		t.Errorf("hostnames %v %v, want h2 build-7 and h3 db-1.example.org (h1 never named)", names, err)
+	}
+	seen, err := s.DaemonsSeen(ctx)
+	if err != nil || !seen["h2"].Equal(t0.Add(3*time.Minute)) || !seen["h3"].Equal(t0) || !seen["h1"].Equal(t0.Add(time.Minute)) {
+		t.Errorf("daemons seen %v %v, want h1 at +1m, h2 at +3m, h3 at t0", seen, err)
+	}
 }
 
 // testFeed reads the feed on one handle while another writes: every

@@ -280,8 +280,9 @@ func pbCountVisible(sel string) string {
 // the same reason are one collapsed cluster of six in the critical
 // section; expanded, one item snoozed and another dismissed (after a
 // confirm) through the page's buttons leave four, and the API agrees,
-// showing the two again only with include_dismissed. The token prompt is
-// answered once for the tab, also across a reload.
+// showing the two again only with include_dismissed. The token is asked
+// in a form of the page naming its file, once for the tab, also across a
+// reload; a wrong one gives one message.
 func TestPageQueueClusterSnoozeDismiss(t *testing.T) {
 	pbChromium(t)
 	d := rmtStart(t, true)
@@ -348,14 +349,42 @@ func TestPageQueueClusterSnoozeDismiss(t *testing.T) {
 		t.Errorf("Open links to %q, want /entities/session/f-1", href)
 	}
 
-	// Snooze 1d: the first write asks for the token.
+	// Snooze 1d: the first write asks for the token, in a form of the
+	// page that names the file it is in (no window.prompt); a wrong token
+	// gives one message there and nothing else, the right one sends the
+	// snooze.
 	before := time.Now()
+	form, input, submit, tokenErr := `[data-testid="token-form"]`, `[data-testid="token-input"]`, `[data-testid="token-submit"]`, `[data-testid="token-error"]`
+	if pbEval[bool](t, b, pbVisible(form)) {
+		t.Errorf("the token form shows before any write")
+	}
 	b.do(t, "snooze "+fp(1), chromedp.Click(chromedp.CSS(first+` [data-testid="snooze"]`)))
+	b.until(t, "the token form", pbVisible(form), `document.body.innerText`)
+	if file := pbEval[string](t, b, `document.querySelector('[data-testid="token-file"]')?.innerText ?? ""`); file != d.token {
+		t.Errorf("the token form names %q, want the token file %s", file, d.token)
+	}
+	b.do(t, "a wrong token", chromedp.SendKeys(chromedp.CSS(input), "not-the-token"), chromedp.Click(chromedp.CSS(submit)))
+	b.until(t, "one message for the wrong token", pbVisible(tokenErr)+" && "+pbVisible(form), `document.body.innerText`)
+	msg := pbEval[string](t, b, fmt.Sprintf(`document.querySelector(%q).innerText`, tokenErr))
+	if !strings.Contains(msg, "refused") || !strings.Contains(msg, d.token) {
+		t.Errorf("the wrong token's message %q does not say it was refused and where the token is", msg)
+	}
+	if st := pbEval[string](t, b, `document.querySelector('[data-testid="status"]').innerText`); st != "" {
+		t.Errorf("a wrong token also shows %q in the header: want one message", st)
+	}
+	if n := pbEval[int](t, b, `document.querySelectorAll('[data-testid="token-error"]:not([hidden])').length`); n != 1 {
+		t.Errorf("%d token messages, want 1", n)
+	}
+	b.screenshot(t, pbScreenshotDir(t), "token-refused")
+	b.do(t, "the right token", chromedp.SendKeys(chromedp.CSS(input), rmtToken), chromedp.Click(chromedp.CSS(submit)))
 	b.until(t, "the snoozed item gone and the cluster of five",
 		fmt.Sprintf(`!document.querySelector(%q) && document.querySelector(%q)?.dataset.size === "5"`, first, cluster),
 		`document.querySelector('[data-testid="queue"]').innerText`)
-	if n := b.dialogsOf(page.DialogTypePrompt); n != 1 {
-		t.Errorf("%d token prompts after the first write, want 1 (%v)", n, b.dialogs)
+	if pbEval[bool](t, b, pbVisible(form)) {
+		t.Errorf("the token form stays after the right token")
+	}
+	if n := b.dialogsOf(page.DialogTypePrompt); n != 0 {
+		t.Errorf("%d prompt dialogs, want none: the token is asked in the page (%v)", n, b.dialogs)
 	}
 	if got := pbEval[string](t, b, `sessionStorage.getItem("watchdog-token") || ""`); got != rmtToken {
 		t.Errorf("sessionStorage watchdog-token = %q, want the token", got)
@@ -402,8 +431,8 @@ func TestPageQueueClusterSnoozeDismiss(t *testing.T) {
 	b.do(t, "snooze "+fp(3), chromedp.Click(chromedp.CSS(itemSel(fp(3))+` [data-testid="snooze"]`)))
 	b.until(t, "the cluster of three", fmt.Sprintf(`document.querySelector(%q)?.dataset.size === "3"`, cluster),
 		`document.querySelector('[data-testid="queue"]').innerText`)
-	if n := b.dialogsOf(page.DialogTypePrompt); n != 1 {
-		t.Errorf("%d token prompts after a reload and a second write, want still 1 (%v)", n, b.dialogs)
+	if n := b.dialogsOf(page.DialogTypePrompt); n != 0 || pbEval[bool](t, b, pbVisible(form)) {
+		t.Errorf("the token asked again after a reload and a second write (%d prompts, %v)", n, b.dialogs)
 	}
 	if n := clusterOf(d.queue(t, "")); n != 3 {
 		t.Errorf("after the second snooze the API's queue has %d items of the cluster, want 3", n)
@@ -412,9 +441,11 @@ func TestPageQueueClusterSnoozeDismiss(t *testing.T) {
 
 // TestPageEntities: the entity table, the entity page and the legacy chip
 // against a daemon with short thresholds. A session whose heartbeat file
-// is a minute old reads "Running · Stalled" with a danger pill, in the
-// table and on its page (with its reasons and timeline) and in the
-// critical section of the queue; two legacy entities are dotted pills and
+// is a minute old reads "Running · Stalled" with the pill pair of the
+// compound state (a blue Running, a red Stalled, SVG icons), in the
+// table and on its page (with its reasons, their moments as date-times,
+// and timeline) and in the critical section of the queue; hosts are
+// shown by name with the id on hover; two legacy entities are dotted pills and
 // a chip that says "2 legacy entities", as watchdog_legacy_entities does;
 // filters narrow the table; the page fits a phone's width. Screenshots in
 // light and dark mode are saved, and every rendered pill's text and
@@ -468,12 +499,16 @@ func TestPageEntities(t *testing.T) {
 		fmt.Sprintf(`document.querySelector(%q)?.innerText ?? document.querySelector('[data-testid="entities"]').innerText`, row))
 
 	t.Run("stalled", func(t *testing.T) {
-		pill := row + ` [data-testid="pill"]`
-		if tone := pbEval[string](t, b, fmt.Sprintf(`document.querySelector(%q)?.dataset.tone ?? "(no pill)"`, pill)); tone != "danger" {
-			t.Errorf("the stalled session's pill has tone %q, want danger", tone)
+		// The compound state (the Session Status Vocabulary design): the
+		// lifecycle's pill in its own (running) colour and the stall's
+		// pill beside it, each with an SVG icon that draws.
+		if got := pbPillsOf(t, b, row); got != "lifecycle info Running svg | health danger Stalled svg" {
+			t.Errorf("the stalled session's pills: %q, want a blue Running and a red Stalled, each with a drawn SVG icon", got)
 		}
-		if txt := strings.TrimSpace(pbEval[string](t, b, fmt.Sprintf(`document.querySelector(%q)?.innerText ?? ""`, pill))); txt == "" {
-			t.Errorf("the stalled session's pill has no text (never colour alone)")
+		lc := pbEval[string](t, b, fmt.Sprintf(`getComputedStyle(document.querySelector(%q)).color`, row+` [data-testid="pill"][data-dimension="lifecycle"]`))
+		hl := pbEval[string](t, b, fmt.Sprintf(`getComputedStyle(document.querySelector(%q)).color`, row+` [data-testid="pill"][data-dimension="health"]`))
+		if lc == hl {
+			t.Errorf("the lifecycle and health pills share the colour %s", lc)
 		}
 		cells := pbEval[string](t, b, fmt.Sprintf(`document.querySelector(%q).innerText`, row))
 		for _, want := range []string{strconv.Itoa(sleeper.Process.Pid)} {
@@ -485,6 +520,28 @@ func TestPageEntities(t *testing.T) {
 		b.until(t, "the stall in the queue's critical section",
 			fmt.Sprintf(`!!document.querySelector('[data-testid="severity-critical"] [data-testid="item"][data-fingerprint=%q]')`, fp),
 			`document.querySelector('[data-testid="queue"]').innerText`)
+	})
+
+	t.Run("host by name", func(t *testing.T) {
+		// The daemon recorded its machine's hostname at its start: a host
+		// is shown by it, its id on hover; a host no daemon named, by id.
+		name, err := os.Hostname()
+		if err != nil || name == "" {
+			t.Skipf("no hostname: %v", err)
+		}
+		hostID := d.must(t, "session", "st-1").HostID
+		if hostID == "" {
+			t.Fatalf("st-1 has no host id")
+		}
+		cell := func(id string) string {
+			return pbEval[string](t, b, fmt.Sprintf(`(() => { const c = document.querySelector('[data-testid="entity"][data-id=%q] [data-testid="host"]'); return c ? c.innerText.trim() + "|" + c.title : "(no cell)"; })()`, id))
+		}
+		if got, want := cell("st-1"), name+"|"+hostID; got != want {
+			t.Errorf("st-1's host cell %q, want %q (name, then the id on hover)", got, want)
+		}
+		if got := cell("done-1"); got != "host-b|host-b" {
+			t.Errorf("done-1's host cell %q, want host-b by its id", got)
+		}
 	})
 
 	t.Run("legacy chip", func(t *testing.T) {
@@ -527,12 +584,22 @@ func TestPageEntities(t *testing.T) {
 		if chain := strings.TrimSpace(pbEval[string](t, b, `document.querySelector('[data-testid="chain"]')?.innerText ?? ""`)); chain != "Running · Stalled" {
 			t.Errorf("the entity page's chain reads %q", chain)
 		}
-		if tone := pbEval[string](t, b, `document.querySelector('[data-testid="pill"]')?.dataset.tone ?? ""`); tone != "danger" {
-			t.Errorf("the entity page's pill has tone %q, want danger", tone)
-		}
 		reasons := pbEval[string](t, b, `document.querySelector('[data-testid="reasons"]').innerText`)
 		if !strings.Contains(reasons, "stalled") {
 			t.Errorf("the reasons section lacks the stall: %q", reasons)
+		}
+		if got := pbPillsOf(t, b, `[data-testid="entity-page"]`); got != "lifecycle info Running svg | health danger Stalled svg" {
+			t.Errorf("the entity page's pills: %q", got)
+		}
+		// The evidence's moments are date-times with their age, in the
+		// browser's zone: never the raw Unix seconds the detail writes.
+		if n := pbEval[int](t, b, `document.querySelectorAll('[data-testid="evidence"] time[data-testid="evidence-time"]').length`); n == 0 {
+			t.Errorf("no moment in the evidence is a <time>: %q", reasons)
+		}
+		if ev := pbEval[string](t, b, `[...document.querySelectorAll('[data-testid="evidence"]')].map(e => e.innerText).join("\n")`); regexp.MustCompile(`\b\d{10}\.\d{2}\b`).MatchString(ev) {
+			t.Errorf("the evidence shows raw Unix seconds: %q", ev)
+		} else if !regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \((\d+[smhd] ago|just now)\)`).MatchString(ev) {
+			t.Errorf("the evidence's moments are not local date-times (year first, with the zone) with their age: %q", ev)
 		}
 		if n := pbEval[int](t, b, `document.querySelectorAll('[data-testid="timeline"] li').length`); n == 0 {
 			t.Errorf("the timeline has no transitions")
@@ -645,10 +712,34 @@ func TestPageEntities(t *testing.T) {
 		if w := pbEval[[]int](t, b, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
 			t.Errorf("on a 390px wide phone the page is %dpx wide", w[0])
 		}
-		b.setTheme(t, "light")
-		b.screenshot(t, shots, "phone-light")
+		if got := pbPillsOf(t, b, row); got != "lifecycle info Running svg | health danger Stalled svg" {
+			t.Errorf("on a phone, the stalled session's pills: %q", got)
+		}
+		for _, theme := range []string{"light", "dark"} {
+			b.setTheme(t, theme)
+			b.screenshot(t, shots, "phone-"+theme)
+		}
+		b.open(t, d, "/entities/session/st-1", `[data-testid="reasons"]`)
+		for _, theme := range []string{"light", "dark"} {
+			b.setTheme(t, theme)
+			b.screenshot(t, shots, "phone-entity-"+theme)
+		}
+		b.setTheme(t, "")
 		b.do(t, "back to the desktop viewport", chromedp.ResetViewport())
 	})
+}
+
+// pbPillsOf reads the pills under root as "dimension tone text icon"
+// joined by " | ", where icon is "svg" for an inline SVG icon that draws
+// (a box of its own, a painted stroke) and "no-svg" otherwise.
+func pbPillsOf(t *testing.T, b *pbBrowser, root string) string {
+	t.Helper()
+	return pbEval[string](t, b, fmt.Sprintf(`[...document.querySelectorAll(%q)].map(p => {
+		const svg = p.querySelector("svg.pill-icon");
+		const r = svg ? svg.getBoundingClientRect() : null;
+		const drawn = !!svg && r.width > 0 && r.height > 0 && svg.querySelector("path, circle, rect") !== null && getComputedStyle(svg).stroke !== "none";
+		return p.dataset.dimension + " " + p.dataset.tone + " " + p.innerText.trim() + " " + (drawn ? "svg" : "no-svg");
+	}).join(" | ")`, root+` [data-testid="pill"]`))
 }
 
 // pbPill is one rendered pill: its tone and text, its colours, and the
