@@ -272,6 +272,14 @@ func (f *filter) attach(fd int) error {
 // close releases the program and the map (the socket keeps its own
 // reference to an attached program until it is closed or detached).
 func (f *filter) close() {
-	_ = unix.Close(f.prog)
-	_ = unix.Close(f.m)
+	// Closed once: a second close of a number would close whatever took
+	// it since.
+	if f.prog >= 0 {
+		_ = unix.Close(f.prog)
+		f.prog = -1
+	}
+	if f.m >= 0 {
+		_ = unix.Close(f.m)
+		f.m = -1
+	}
 }
