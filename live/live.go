@@ -474,6 +474,19 @@ func (v *View) Get(typ, id string, now time.Time) (Entry, bool) {
 	return r.entry(now), true
 }
 
+// Entity is the entity typ/id as the view holds it, rebuilt without its
+// derived state: what a reader that wants only the row reads (the
+// daemon's monitor, for a reaper step), at the cost of a copy.
+func (v *View) Entity(typ, id string) (store.Entity, bool) {
+	v.mu.RLock()
+	r, ok := v.entries[key{typ, id}]
+	v.mu.RUnlock()
+	if !ok {
+		return store.Entity{}, false
+	}
+	return r.entity(), true
+}
+
 // Each calls fn for every entry (in no order), its state stamped
 // evaluated at the view's now, under the view's read lock: fn must be
 // quick and must not call the view. The entry is rebuilt for the call

@@ -25,11 +25,17 @@ const (
 // again until the entity changes.
 type tracked struct {
 	key string
-	// e is the entity as last handed in. It is shared with the caller of
-	// UpdateShared (the live view's entry) and never written through: a
-	// change the monitor makes itself (a death's exit status and
-	// dead_since) replaces it with a changed copy.
-	e *store.Entity
+	// f is what the monitor keeps of the entity as last handed in:
+	// everything the deadlines and the watch read (facts).
+	f facts
+	// whole is the entity as last handed in, kept only by a monitor
+	// with no Options.Entity to read it from (and, for its last check,
+	// by an entity that has just ended); never written through.
+	whole *store.Entity
+	// localExit and localDead: the monitor's own news of a death (its
+	// exit status, its dead_since, in f) not yet back from the store: laid
+	// over the entity a reaper step gets, until the next Update.
+	localExit, localDead bool
 	// mode and watchedPID: what is watched for it now.
 	mode       mode
 	watchedPID int
@@ -79,9 +85,9 @@ const (
 // file's mtime) and which deadlines already fired.
 
 // nextHeartbeat is the first heartbeat boundary after judged (zero: none).
-func nextHeartbeat(tr *tracked, s Settings) time.Time {
+func nextHeartbeat(tr *tracked, e *store.Entity, s Settings) time.Time {
 	var next time.Time
-	for _, b := range judge.HeartbeatBoundaries(tr.e, tr.hbFile, s.Settings) {
+	for _, b := range judge.HeartbeatBoundaries(e, tr.hbFile, s.Settings) {
 		if !b.IsZero() && b.After(tr.judged) && (next.IsZero() || b.Before(next)) {
 			next = b
 		}
@@ -90,8 +96,8 @@ func nextHeartbeat(tr *tracked, s Settings) time.Time {
 }
 
 // crossed says whether a heartbeat boundary lies in (judged, now].
-func crossed(tr *tracked, s Settings, now time.Time) bool {
-	for _, b := range judge.HeartbeatBoundaries(tr.e, tr.hbFile, s.Settings) {
+func crossed(tr *tracked, e *store.Entity, s Settings, now time.Time) bool {
+	for _, b := range judge.HeartbeatBoundaries(e, tr.hbFile, s.Settings) {
 		if !b.IsZero() && b.After(tr.judged) && !b.After(now) {
 			return true
 		}
@@ -114,24 +120,25 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 			next = at
 		}
 	}
-	if !judge.Open(tr.e) {
+	e := tr.f.entity()
+	if !judge.Open(&e) {
 		return time.Time{}, 0
 	}
 	consider(tr.checkAt, jobCheck)
-	consider(nextHeartbeat(tr, s), jobHeartbeat)
-	if h := tr.e.Health; tr.e.HeartbeatFile != "" && (h == state.HealthIdle || h == state.HealthStalled) {
+	consider(nextHeartbeat(tr, &e, s), jobHeartbeat)
+	if h := e.Health; e.HeartbeatFile != "" && (h == state.HealthIdle || h == state.HealthStalled) {
 		// Judged idle or stalled by its file: only a stat tells when the
 		// file is fresh again, so the few such entities are looked at
 		// every poll interval (one stat each), not left to the sweep.
 		consider(tr.judged.Add(s.PollInterval), jobHeartbeat)
 	}
-	if ds := tr.e.DeadSince; !ds.IsZero() && !ds.Equal(tr.enforcedFor) {
-		consider(judge.GraceEnds(tr.e, s.Settings), jobEnforce)
+	if ds := e.DeadSince; !ds.IsZero() && !ds.Equal(tr.enforcedFor) {
+		consider(judge.GraceEnds(&e, s.Settings), jobEnforce)
 	}
-	if at := judge.PhantomAt(tr.e, tr.hbFile, s.Settings); !at.IsZero() && !judge.LastActivity(tr.e, tr.hbFile).Equal(tr.phantomFor) {
+	if at := judge.PhantomAt(&e, tr.hbFile, s.Settings); !at.IsZero() && !judge.LastActivity(&e, tr.hbFile).Equal(tr.phantomFor) {
 		consider(at, jobPhantom)
 	}
-	if fire, at := judge.MisfireAt(tr.e, s.Settings); !fire.Equal(tr.scheduleFor) {
+	if fire, at := judge.MisfireAt(&e, s.Settings); !fire.Equal(tr.scheduleFor) {
 		consider(at, jobSchedule)
 	}
 	return next, due
