@@ -32,18 +32,8 @@ type tracked struct {
 	// with no Options.Entity to read it from (and, for its last check,
 	// by an entity that has just ended); never written through.
 	whole *store.Entity
-	// localExit and localDead: the monitor's own news of a death (its
-	// exit status, its dead_since, in f) not yet back from the store: laid
-	// over the entity a reaper step gets, until the next Update.
-	localExit, localDead bool
-	// mode and watchedPID: what is watched for it now.
-	mode       mode
+	// watchedPID (with mode, below): what is watched for it now.
 	watchedPID int
-	// rewatch: polled for want of a file descriptor (the watcher's cap,
-	// EMFILE, an identity check that could not open /proc), so each poll
-	// offers it to the watcher again: a slot freed by a death goes to a
-	// polled process within a poll interval.
-	rewatch bool
 	// diedPID is the pid whose death the watch reported: never watched
 	// again (its pid may already be another process's).
 	diedPID int
@@ -63,10 +53,23 @@ type tracked struct {
 	judged time.Time
 	// enforcedFor, phantomFor, scheduleFor: the dead_since, the last
 	// activity and the fire time whose deadline already fired.
-	enforcedFor, phantomFor, scheduleFor time.Time
+	// Stamps: compared, never computed with.
+	enforcedFor, phantomFor, scheduleFor stamp
 
 	index int // in the heap; -1 when not in it
 	at    time.Time
+
+	// The small fields last, together (no padding between them).
+	mode mode
+	// rewatch: polled for want of a file descriptor (the watcher's cap,
+	// EMFILE, an identity check that could not open /proc), so each poll
+	// offers it to the watcher again: a slot freed by a death goes to a
+	// polled process within a poll interval.
+	rewatch bool
+	// localExit and localDead: the monitor's own news of a death (its
+	// exit status, its dead_since, in f) not yet back from the store: laid
+	// over the entity a reaper step gets, until the next Update.
+	localExit, localDead bool
 }
 
 // job is one thing due for an entity.
@@ -132,13 +135,13 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 		// every poll interval (one stat each), not left to the sweep.
 		consider(tr.judged.Add(s.PollInterval), jobHeartbeat)
 	}
-	if ds := e.DeadSince; !ds.IsZero() && !ds.Equal(tr.enforcedFor) {
+	if ds := e.DeadSince; !ds.IsZero() && stampOf(ds) != tr.enforcedFor {
 		consider(judge.GraceEnds(&e, s.Settings), jobEnforce)
 	}
-	if at := judge.PhantomAt(&e, tr.hbFile, s.Settings); !at.IsZero() && !judge.LastActivity(&e, tr.hbFile).Equal(tr.phantomFor) {
+	if at := judge.PhantomAt(&e, tr.hbFile, s.Settings); !at.IsZero() && stampOf(judge.LastActivity(&e, tr.hbFile)) != tr.phantomFor {
 		consider(at, jobPhantom)
 	}
-	if fire, at := judge.MisfireAt(&e, s.Settings); !fire.Equal(tr.scheduleFor) {
+	if fire, at := judge.MisfireAt(&e, s.Settings); stampOf(fire) != tr.scheduleFor {
 		consider(at, jobSchedule)
 	}
 	return next, due

@@ -742,15 +742,15 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	// a no-op. With the defaults (grace 30s, phantom 1h) enforcement
 	// nearly always comes first on its own.
 	if due&jobPhantom != 0 {
-		tr.phantomFor = judge.LastActivity(&e, tr.hbFile)
+		tr.phantomFor = stampOf(judge.LastActivity(&e, tr.hbFile))
 		m.act(ctx, tr, "reap phantom", m.opt.Reaper.ReapPhantomEntity)
 	}
 	if due&jobEnforce != 0 {
-		tr.enforcedFor = e.DeadSince
+		tr.enforcedFor = stampOf(e.DeadSince)
 		m.act(ctx, tr, "enforce", m.opt.Reaper.EnforceEntity)
 	}
 	if due&jobSchedule != 0 {
-		tr.scheduleFor = judge.NextFire(&e)
+		tr.scheduleFor = stampOf(judge.NextFire(&e))
 		m.act(ctx, tr, "check schedule", m.opt.Reaper.CheckScheduleEntity)
 	}
 }
