@@ -3,7 +3,7 @@ package daemon
 import "testing"
 
 // TestSoftLimit: the limit is the runtime's memory beside the heap, the
-// live heap and a quarter of it over, never less than the floor over.
+// live heap and half of it over, never less than the floor over.
 func TestSoftLimit(t *testing.T) {
 	const mb = 1 << 20
 	for _, tc := range []struct {
@@ -12,8 +12,8 @@ func TestSoftLimit(t *testing.T) {
 		want                                      int64
 	}{
 		{"a small heap: the floor", 2 * mb, 20 * mb, 3 * mb, 1 * mb, 2 * mb, 4 * mb, (20-3-1-2-4)*mb + 2*mb + headroomFloor},
-		{"a large heap: a quarter over", 100 * mb, 300 * mb, 120 * mb, 10 * mb, 50 * mb, 100 * mb, (300-120-10-50-100)*mb + 100*mb + 25*mb},
-		{"figures that do not add up: no negative share", 40 * mb, 10 * mb, 20 * mb, 0, 0, 0, 40*mb + 10*mb},
+		{"a large heap: half over", 100 * mb, 300 * mb, 120 * mb, 10 * mb, 50 * mb, 100 * mb, (300-120-10-50-100)*mb + 100*mb + 50*mb},
+		{"figures that do not add up: no negative share", 40 * mb, 10 * mb, 20 * mb, 0, 0, 0, 40*mb + 20*mb},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := softLimit(tc.live, tc.total, tc.objects, tc.unused, tc.free, tc.relsd); got != tc.want {
