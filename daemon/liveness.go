@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"watchdog/config"
-	"watchdog/judge"
 	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/monitor"
@@ -68,15 +67,11 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 		none := func() uint64 { return 0 }
 		m.ProcessTree(metrics.TreeSource{Mode: func() string { return config.ProcessTreeOff }, Overflows: none, Lost: none})
 	}
+	// The monitor keeps only what its deadlines and watches read of each
+	// entity and reads it whole from the view for a reaper step: the view
+	// holds every entity once, compact (ADR-0042).
+	opt.Entity = view.Entity
 	l.mon = monitor.New(opt)
-	// The monitor keeps the open entities of this host (and the
-	// host-less), as it is handed them: the view holds those very copies
-	// rather than a compact record beside them (ADR-0042). The rule is
-	// the monitor's (judge.Open, its local); a mismatch costs memory only.
-	hostID := host.HostID()
-	view.Share(func(e *store.Entity) bool {
-		return judge.Open(e) && (e.HostID == "" || hostID == "" || e.HostID == hostID)
-	})
 	view.OnChange(func(prev, cur *store.Entity) {
 		if cur == nil {
 			if prev != nil {
@@ -84,7 +79,7 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 			}
 			return
 		}
-		l.mon.UpdateShared(cur)
+		l.mon.UpdateShared(cur) // the change's own copy: the monitor keeps none of it
 	})
 	m.Watching(l.mon.Watching)
 	if w := l.watcher; w != nil {

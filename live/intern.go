@@ -19,10 +19,30 @@ const maxInterned = 4096
 type interner struct {
 	words      map[string]string
 	lifecycles map[string]*string
+	// texts are the reasons' messages and evidence details: a few
+	// sentences shared by thousands of findings ("liveness could not be
+	// decided: no pid recorded yet"), and some each finding's own (a
+	// stamp, a path), which fill this table and not words'.
+	texts map[string]string
 }
 
 func newInterner() interner {
-	return interner{words: map[string]string{}, lifecycles: map[string]*string{}}
+	return interner{words: map[string]string{}, lifecycles: map[string]*string{}, texts: map[string]string{}}
+}
+
+// text is s's one copy among the reasons' texts.
+func (in *interner) text(s string) string {
+	if s == "" {
+		return ""
+	}
+	if w, ok := in.texts[s]; ok {
+		return w
+	}
+	if len(in.texts) >= maxInterned {
+		return s
+	}
+	in.texts[s] = s
+	return s
 }
 
 // word is s's one copy.
@@ -69,20 +89,26 @@ func (in *interner) entity(e *store.Entity) {
 	e.BootID = in.word(e.BootID)
 	e.ParentType = in.word(e.ParentType)
 	if e.TransitionReason != nil {
-		in.reason(e.TransitionReason)
+		in.reason(e.TransitionReason, e.ID)
 	}
 	for i := range e.Reasons {
-		in.reason(&e.Reasons[i])
+		in.reason(&e.Reasons[i], e.ID)
 	}
 }
 
 // reason interns a reason's code, claim status, entity type and evidence
-// kinds; its message and evidence details are its own.
-func (in *interner) reason(r *state.StateReason) {
+// kinds, and its message and evidence details among the texts; its entity
+// id, when it is its entity's (id), is that very string.
+func (in *interner) reason(r *state.StateReason, id string) {
 	r.Code = state.ReasonCode(in.word(string(r.Code)))
+	r.Message = in.text(r.Message)
 	r.ClaimStatus = in.word(r.ClaimStatus)
 	r.EntityType = in.word(r.EntityType)
+	if r.EntityID == id {
+		r.EntityID = id
+	}
 	for i := range r.Evidence {
 		r.Evidence[i].Kind = in.word(r.Evidence[i].Kind)
+		r.Evidence[i].Detail = in.text(r.Evidence[i].Detail)
 	}
 }

@@ -21,6 +21,7 @@ func TestInternKeepsValues(t *testing.T) {
 			Delivery: state.Delivery(fresh("expected")), HostID: fresh("host-a"), BootID: fresh("boot-1"),
 			TransitionReason: &state.StateReason{Code: state.ReasonCode(fresh("run.failed.exit_nonzero"))},
 			Reasons: []state.StateReason{{Code: state.ReasonCode(fresh("run.health.stalled")), ClaimStatus: fresh("observed"),
+				Message: fresh("no heartbeat since …"), EntityID: fresh("s-1"),
 				Evidence: []state.EvidenceRef{{Kind: fresh("tool_result"), Detail: fresh("no heartbeat")}}}},
 		}
 	}
@@ -45,6 +46,9 @@ func TestInternKeepsValues(t *testing.T) {
 		{"transition code", string(a.TransitionReason.Code), string(b.TransitionReason.Code)},
 		{"finding code", string(a.Reasons[0].Code), string(b.Reasons[0].Code)},
 		{"evidence kind", a.Reasons[0].Evidence[0].Kind, b.Reasons[0].Evidence[0].Kind},
+		{"finding message", a.Reasons[0].Message, b.Reasons[0].Message},
+		{"evidence detail", a.Reasons[0].Evidence[0].Detail, b.Reasons[0].Evidence[0].Detail},
+		{"a finding's entity id and its entity's", a.Reasons[0].EntityID, a.ID},
 	} {
 		if !same(c.x, c.y) {
 			t.Errorf("%s: two copies", c.what)
@@ -58,18 +62,29 @@ func TestInternKeepsValues(t *testing.T) {
 	}
 }
 
-// TestInternBounded: past maxInterned words a kind, words are kept as
-// decoded and the table stops growing.
+// TestInternBounded: past maxInterned words a kind (words, texts), words
+// are kept as decoded and the table stops growing.
 func TestInternBounded(t *testing.T) {
-	in := newInterner()
-	for i := 0; i < maxInterned+10; i++ {
-		in.word(strings.Repeat("x", i+1))
-	}
-	if len(in.words) != maxInterned {
-		t.Errorf("table holds %d words, bound %d", len(in.words), maxInterned)
-	}
-	w := strings.Repeat("y", 3)
-	if got := in.word(w); got != w {
-		t.Errorf("word past the bound = %q", got)
+	for _, tc := range []struct {
+		name  string
+		add   func(*interner, string) string
+		table func(*interner) int
+	}{
+		{"words", (*interner).word, func(in *interner) int { return len(in.words) }},
+		{"texts", (*interner).text, func(in *interner) int { return len(in.texts) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := newInterner()
+			for i := 0; i < maxInterned+10; i++ {
+				tc.add(&in, strings.Repeat("x", i+1))
+			}
+			if n := tc.table(&in); n != maxInterned {
+				t.Errorf("table holds %d words, bound %d", n, maxInterned)
+			}
+			w := strings.Repeat("y", 3)
+			if got := tc.add(&in, w); got != w {
+				t.Errorf("word past the bound = %q", got)
+			}
+		})
 	}
 }

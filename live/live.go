@@ -215,7 +215,6 @@ type View struct {
 	window     time.Duration
 
 	hookMu        sync.Mutex
-	share         func(*store.Entity) bool
 	onChange      []func(prev, cur *store.Entity)
 	onTransitions []func([]store.AuditRow)
 }
@@ -258,19 +257,6 @@ func (v *View) FailureWindow() time.Duration {
 func (v *View) OnChange(fn func(prev, cur *store.Entity)) {
 	v.hookMu.Lock()
 	v.onChange = append(v.onChange, fn)
-	v.hookMu.Unlock()
-}
-
-// Share tells the view which entities a hook of OnChange keeps (the
-// daemon's monitor keeps the open entities of its host): the view holds
-// those whole, the very copy the hooks get, rather than a compact record
-// beside the hook's own copy, and every other entity compact. keep must
-// be quick and a function of the entity alone; a wrong answer costs
-// memory, never a wrong read. nil (the default) keeps every entity
-// compact. Call it before Load.
-func (v *View) Share(keep func(*store.Entity) bool) {
-	v.hookMu.Lock()
-	v.share = keep
 	v.hookMu.Unlock()
 }
 
@@ -343,19 +329,14 @@ func (v *View) apply(b store.Batch) {
 	changes := make([]change, 0, len(b.Entities))
 	fresh := make([]*record, len(b.Entities))
 	v.hookMu.Lock()
-	share, onChange, onTransitions := v.share, v.onChange, v.onTransitions
+	onChange, onTransitions := v.onChange, v.onTransitions
 	v.hookMu.Unlock()
 	for i := range b.Entities {
 		// Deriving outside the lock keeps readers answering during a
 		// large Load. Interning needs no lock: one Sync at a time.
 		e := &b.Entities[i]
 		v.words.entity(e)
-		var shared *store.Entity
-		if share != nil && len(onChange) > 0 && share(e) {
-			shared = new(store.Entity)
-			*shared = *e
-		}
-		fresh[i] = newRecord(e, shared, at, &v.words)
+		fresh[i] = newRecord(e, at, &v.words)
 	}
 	var ed edit
 	// The store sends each entity once per batch; should a source repeat
@@ -396,15 +377,10 @@ func (v *View) apply(b store.Batch) {
 				p := c.prev.entity()
 				prev = &p
 			}
-			// The record's own entity when it holds it whole (Share),
-			// else the change's own copy: a hook may keep it (the
-			// monitor does, UpdateShared), and a pointer into the batch
-			// would keep the whole batch alive.
-			cur := c.rec.whole
-			if cur == nil {
-				cur = new(store.Entity)
-				*cur = *c.cur
-			}
+			// The change's own copy: a hook may keep it, and a pointer
+			// into the feed's batch would keep the whole batch alive.
+			cur := new(store.Entity)
+			*cur = *c.cur
 			for _, fn := range onChange {
 				fn(prev, cur)
 			}
@@ -472,6 +448,19 @@ func (v *View) Get(typ, id string, now time.Time) (Entry, bool) {
 	// Records are never changed in place: rebuilt after the lock as it
 	// was under it.
 	return r.entry(now), true
+}
+
+// Entity is the entity typ/id as the view holds it, rebuilt without its
+// derived state: what a reader that wants only the row reads (the
+// daemon's monitor, for a reaper step), at the cost of a copy.
+func (v *View) Entity(typ, id string) (store.Entity, bool) {
+	v.mu.RLock()
+	r, ok := v.entries[key{typ, id}]
+	v.mu.RUnlock()
+	if !ok {
+		return store.Entity{}, false
+	}
+	return r.entity(), true
 }
 
 // Each calls fn for every entry (in no order), its state stamped

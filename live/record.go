@@ -37,13 +37,13 @@ func fits(t time.Time) bool { return microsOf(t).time() == t }
 
 // record is what the view keeps of one entity: the fields the index and
 // the counts read, the parts of its derived state they read, and the rest
-// of the entity either compact (body: times as Unix microseconds, the
-// rare fields behind one pointer) or, for an entity a hook keeps anyway
-// (View.Share: the monitor keeps the open ones of its host), the hook's
-// very copy. What a reader wants whole (the entity, its normalized
-// state) is rebuilt from it (entity, entry): a record and its body are
-// about 400 bytes where the entry they replace was 1,024, and a shared
-// record about 200 beside the copy the hook holds anyway (ADR-0042).
+// of the entity compact (body: times as Unix microseconds, the rare
+// fields behind one pointer). What a reader wants whole (the entity, its
+// normalized state) is rebuilt from it (entity, entry): a record with its
+// body is under 400 bytes where the entry it replaces was 1,024
+// (ADR-0042). No hook's copy is held: the daemon's monitor keeps a
+// compact state of its own and reads the entity from the view
+// (View.Entity).
 type record struct {
 	// What the index and the counts read of the entity itself.
 	typ, id, host string
@@ -51,10 +51,8 @@ type record struct {
 	health        state.Health
 	delivery      state.Delivery
 
-	// The rest of the entity: whole, shared with a hook that keeps it
-	// (View.Share), or else body, compact.
-	whole *store.Entity
-	body  *body
+	// The rest of the entity, compact.
+	body body
 	// odd holds a severity or tone none of the known ones (sev, tone).
 	odd *oddWords
 
@@ -181,10 +179,8 @@ func (r *rareFields) empty() bool {
 var emptyMetadata = json.RawMessage("{}")
 
 // newRecord derives e's record at at (the time of the change): e is the
-// view's own copy, its words interned. shared, when set, is e itself as a
-// hook keeps it: the record holds it whole rather than a compact body
-// beside the hook's copy.
-func newRecord(e *store.Entity, shared *store.Entity, at time.Time, words *interner) *record {
+// view's own copy, its words interned.
+func newRecord(e *store.Entity, at time.Time, words *interner) *record {
 	d := Derive(*e, at)
 	r := &record{
 		typ: e.Type, id: e.ID, host: e.HostID, lifecycle: e.Lifecycle, health: e.Health, delivery: e.Delivery,
@@ -205,17 +201,13 @@ func newRecord(e *store.Entity, shared *store.Entity, at time.Time, words *inter
 	for i := range r.items {
 		r.items[i] = r.items[i].Bare()
 	}
-	if shared != nil {
-		r.whole = shared
-	} else {
-		r.body = newBody(e)
-	}
+	r.body = newBody(e)
 	return r
 }
 
 // newBody is e's compact body.
-func newBody(e *store.Entity) *body {
-	b := &body{
+func newBody(e *store.Entity) body {
+	b := body{
 		label: e.Label, transition: e.TransitionReason, reasons: e.Reasons, boot: e.BootID,
 		heartbeatFile: e.HeartbeatFile, lastSeq: e.LastSeq, revision: e.Revision, pid: e.PID, pidStartTicks: e.PIDStartTicks,
 		healthSince: microsOf(e.HealthSince), pidStart: microsOf(e.PIDStartTime), heartbeatAt: microsOf(e.HeartbeatAt),
@@ -247,10 +239,7 @@ func newBody(e *store.Entity) *body {
 
 // entity rebuilds the entity the record was made of.
 func (r *record) entity() store.Entity {
-	if r.whole != nil {
-		return *r.whole
-	}
-	b := r.body
+	b := &r.body
 	if b.rare != nil && b.rare.whole != nil {
 		return *b.rare.whole
 	}

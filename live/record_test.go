@@ -66,16 +66,11 @@ func TestRecordRebuilds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := base()
 			tt.edit(&e)
-			compact := newRecord(&e, nil, testNow, &words)
+			compact := newRecord(&e, testNow, &words)
 			if (compact.body.rare != nil) != tt.rare {
 				t.Errorf("rare fields kept: %v, want %v", compact.body.rare != nil, tt.rare)
 			}
-			shared := e
-			whole := newRecord(&e, &shared, testNow, &words)
-			if whole.body != nil || whole.whole != &shared {
-				t.Errorf("a shared entity is kept compact")
-			}
-			for _, r := range []*record{compact, whole} {
+			for _, r := range []*record{compact} {
 				if got := r.entity(); !reflect.DeepEqual(got, e) {
 					t.Errorf("rebuilt entity differs:\n got %+v\nwant %+v", got, e)
 				}
@@ -115,10 +110,10 @@ func TestPlaceOdd(t *testing.T) {
 	}
 }
 
-// TestShareKeepsTheHooksCopy: an entity Share says a hook keeps is held
-// whole, the very copy the hook got, and every other compact; reads are
-// the same either way.
-func TestShareKeepsTheHooksCopy(t *testing.T) {
+// TestHooksGetTheirOwnCopy: each hook hears a change in a copy of its own
+// (one it may keep: the view holds none), and the view's entities, read
+// whole (Get, Entity), are the store's.
+func TestHooksGetTheirOwnCopy(t *testing.T) {
 	st, cli := twoStores(t)
 	ctx := context.Background()
 	clock := testenv.NewClock(testNow)
@@ -127,20 +122,10 @@ func TestShareKeepsTheHooksCopy(t *testing.T) {
 	register(t, w, "agent", "other", "idle")
 
 	v := New(st, clock.Now, 0)
-	v.Share(func(e *store.Entity) bool { return e.ID == "kept" })
 	got := map[string]*store.Entity{}
 	v.OnChange(func(_, cur *store.Entity) { got[cur.ID] = cur })
 	if err := v.Load(ctx); err != nil {
 		t.Fatal(err)
-	}
-	v.mu.RLock()
-	kept, other := v.entries[key{"agent", "kept"}], v.entries[key{"agent", "other"}]
-	v.mu.RUnlock()
-	if kept.whole == nil || kept.whole != got["kept"] {
-		t.Errorf("the kept entity is not the hook's copy: %p, hook's %p", kept.whole, got["kept"])
-	}
-	if other.whole != nil || other.body == nil || got["other"] == nil {
-		t.Errorf("the other entity is not compact (whole %p)", other.whole)
 	}
 	for _, id := range []string{"kept", "other"} {
 		want, err := cli.Get(ctx, "agent", id)
@@ -150,6 +135,12 @@ func TestShareKeepsTheHooksCopy(t *testing.T) {
 		e, ok := v.Get("agent", id, testNow)
 		if !ok || !reflect.DeepEqual(e.Entity, want) {
 			t.Errorf("%s: the view's entity differs from the store's:\n got %+v\nwant %+v", id, e.Entity, want)
+		}
+		if whole, ok := v.Entity("agent", id); !ok || !reflect.DeepEqual(whole, want) {
+			t.Errorf("%s: View.Entity differs from the store's:\n got %+v\nwant %+v", id, whole, want)
+		}
+		if h := got[id]; h == nil || !reflect.DeepEqual(*h, want) {
+			t.Errorf("%s: the hook's copy differs from the store's: %+v", id, h)
 		}
 	}
 }

@@ -25,19 +25,15 @@ const (
 // again until the entity changes.
 type tracked struct {
 	key string
-	// e is the entity as last handed in. It is shared with the caller of
-	// UpdateShared (the live view's entry) and never written through: a
-	// change the monitor makes itself (a death's exit status and
-	// dead_since) replaces it with a changed copy.
-	e *store.Entity
-	// mode and watchedPID: what is watched for it now.
-	mode       mode
+	// f is what the monitor keeps of the entity as last handed in:
+	// everything the deadlines and the watch read (facts).
+	f facts
+	// whole is the entity as last handed in, kept only by a monitor
+	// with no Options.Entity to read it from (and, for its last check,
+	// by an entity that has just ended); never written through.
+	whole *store.Entity
+	// watchedPID (with mode, below): what is watched for it now.
 	watchedPID int
-	// rewatch: polled for want of a file descriptor (the watcher's cap,
-	// EMFILE, an identity check that could not open /proc), so each poll
-	// offers it to the watcher again: a slot freed by a death goes to a
-	// polled process within a poll interval.
-	rewatch bool
 	// diedPID is the pid whose death the watch reported: never watched
 	// again (its pid may already be another process's).
 	diedPID int
@@ -57,10 +53,23 @@ type tracked struct {
 	judged time.Time
 	// enforcedFor, phantomFor, scheduleFor: the dead_since, the last
 	// activity and the fire time whose deadline already fired.
-	enforcedFor, phantomFor, scheduleFor time.Time
+	// Stamps: compared, never computed with.
+	enforcedFor, phantomFor, scheduleFor stamp
 
 	index int // in the heap; -1 when not in it
 	at    time.Time
+
+	// The small fields last, together (no padding between them).
+	mode mode
+	// rewatch: polled for want of a file descriptor (the watcher's cap,
+	// EMFILE, an identity check that could not open /proc), so each poll
+	// offers it to the watcher again: a slot freed by a death goes to a
+	// polled process within a poll interval.
+	rewatch bool
+	// localExit and localDead: the monitor's own news of a death (its
+	// exit status, its dead_since, in f) not yet back from the store: laid
+	// over the entity a reaper step gets, until the next Update.
+	localExit, localDead bool
 }
 
 // job is one thing due for an entity.
@@ -79,9 +88,9 @@ const (
 // file's mtime) and which deadlines already fired.
 
 // nextHeartbeat is the first heartbeat boundary after judged (zero: none).
-func nextHeartbeat(tr *tracked, s Settings) time.Time {
+func nextHeartbeat(tr *tracked, e *store.Entity, s Settings) time.Time {
 	var next time.Time
-	for _, b := range judge.HeartbeatBoundaries(tr.e, tr.hbFile, s.Settings) {
+	for _, b := range judge.HeartbeatBoundaries(e, tr.hbFile, s.Settings) {
 		if !b.IsZero() && b.After(tr.judged) && (next.IsZero() || b.Before(next)) {
 			next = b
 		}
@@ -90,8 +99,8 @@ func nextHeartbeat(tr *tracked, s Settings) time.Time {
 }
 
 // crossed says whether a heartbeat boundary lies in (judged, now].
-func crossed(tr *tracked, s Settings, now time.Time) bool {
-	for _, b := range judge.HeartbeatBoundaries(tr.e, tr.hbFile, s.Settings) {
+func crossed(tr *tracked, e *store.Entity, s Settings, now time.Time) bool {
+	for _, b := range judge.HeartbeatBoundaries(e, tr.hbFile, s.Settings) {
 		if !b.IsZero() && b.After(tr.judged) && !b.After(now) {
 			return true
 		}
@@ -114,24 +123,25 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 			next = at
 		}
 	}
-	if !judge.Open(tr.e) {
+	e := tr.f.entity()
+	if !judge.Open(&e) {
 		return time.Time{}, 0
 	}
 	consider(tr.checkAt, jobCheck)
-	consider(nextHeartbeat(tr, s), jobHeartbeat)
-	if h := tr.e.Health; tr.e.HeartbeatFile != "" && (h == state.HealthIdle || h == state.HealthStalled) {
+	consider(nextHeartbeat(tr, &e, s), jobHeartbeat)
+	if h := e.Health; e.HeartbeatFile != "" && (h == state.HealthIdle || h == state.HealthStalled) {
 		// Judged idle or stalled by its file: only a stat tells when the
 		// file is fresh again, so the few such entities are looked at
 		// every poll interval (one stat each), not left to the sweep.
 		consider(tr.judged.Add(s.PollInterval), jobHeartbeat)
 	}
-	if ds := tr.e.DeadSince; !ds.IsZero() && !ds.Equal(tr.enforcedFor) {
-		consider(judge.GraceEnds(tr.e, s.Settings), jobEnforce)
+	if ds := e.DeadSince; !ds.IsZero() && stampOf(ds) != tr.enforcedFor {
+		consider(judge.GraceEnds(&e, s.Settings), jobEnforce)
 	}
-	if at := judge.PhantomAt(tr.e, tr.hbFile, s.Settings); !at.IsZero() && !judge.LastActivity(tr.e, tr.hbFile).Equal(tr.phantomFor) {
+	if at := judge.PhantomAt(&e, tr.hbFile, s.Settings); !at.IsZero() && stampOf(judge.LastActivity(&e, tr.hbFile)) != tr.phantomFor {
 		consider(at, jobPhantom)
 	}
-	if fire, at := judge.MisfireAt(tr.e, s.Settings); !fire.Equal(tr.scheduleFor) {
+	if fire, at := judge.MisfireAt(&e, s.Settings); stampOf(fire) != tr.scheduleFor {
 		consider(at, jobSchedule)
 	}
 	return next, due

@@ -148,13 +148,21 @@ type harness struct {
 	mtime map[string]time.Time
 	// unreadable: pids whose identity the prober cannot read.
 	unreadable map[int]bool
+	// ents stands in for the live view: every entity handed in (update),
+	// which the monitor reads whole for a reaper step (Options.Entity),
+	// as the daemon's does.
+	ents map[string]store.Entity
 }
 
 func newHarness(t *testing.T, s Settings) *harness {
 	t.Helper()
-	h := &harness{rec: &recorder{}, w: newFakeWatcher(), clock: testenv.NewClock(t0), mtime: map[string]time.Time{}, unreadable: map[int]bool{}}
+	h := &harness{rec: &recorder{}, w: newFakeWatcher(), clock: testenv.NewClock(t0), mtime: map[string]time.Time{}, unreadable: map[int]bool{}, ents: map[string]store.Entity{}}
 	h.m = New(Options{
 		Reaper: h.rec, Watcher: h.w, Prober: aliveProber{unreadable: h.unreadable}, Exits: h.rec,
+		Entity: func(typ, id string) (store.Entity, bool) {
+			e, ok := h.ents[Key(typ, id)]
+			return e, ok
+		},
 		HostID: "h1", Settings: s, Now: h.clock.Now,
 		StatMtime: func(path string) (time.Time, error) {
 			mt, ok := h.mtime[path]
@@ -165,6 +173,13 @@ func newHarness(t *testing.T, s Settings) *harness {
 		},
 	})
 	return h
+}
+
+// update hands e to the monitor, as the view's hook does, and keeps it
+// where Options.Entity reads it.
+func (h *harness) update(e store.Entity) {
+	h.ents[Key(e.Type, e.ID)] = e
+	h.m.Update(e)
 }
 
 func (h *harness) step() []call {

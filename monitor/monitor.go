@@ -118,6 +118,11 @@ type Options struct {
 	Exits   ExitRecorder
 	// Tree keeps the watched roots' descendants; nil: none kept.
 	Tree Tree
+	// Entity reads an entity whole for a reaper step (the live view's,
+	// View.Entity): the monitor then keeps only what its deadlines and
+	// watch read of each (facts). nil: it keeps each entity whole, as
+	// handed in.
+	Entity func(typ, id string) (store.Entity, bool)
 	// HostID is this host's: only its entities are watched and timed.
 	HostID   string
 	Settings Settings
@@ -197,9 +202,9 @@ func Key(typ, id string) string { return typ + "/" + id }
 // is not this host's or has ended is forgotten.
 func (m *Monitor) Update(e store.Entity) { m.UpdateShared(&e) }
 
-// UpdateShared is Update without a copy: the monitor keeps e itself, so
-// an entity held by the live view is not held twice. The caller must
-// never change *e afterwards (the view's entries are immutable).
+// UpdateShared is Update without a copy: a monitor without
+// Options.Entity keeps e itself. The caller must never change *e
+// afterwards (the view hands each change its own copy).
 func (m *Monitor) UpdateShared(e *store.Entity) {
 	m.mu.Lock()
 	m.pending[Key(e.Type, e.ID)] = e
@@ -342,7 +347,7 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 			// not left at what it was while it ran ("Completed · Process
 			// dead" when the exit was seen a moment before the owner's
 			// end, "Completed · Alive" when not) until the next sweep.
-			tr.e = e
+			tr.f, tr.whole, tr.localExit, tr.localDead = factsOf(e), e, false, false
 			m.check(ctx, tr)
 		}
 		m.drop(key)
@@ -350,7 +355,8 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 	}
 	now := m.opt.Now()
 	tr := m.ents[key]
-	if tr == nil {
+	fresh := tr == nil
+	if fresh {
 		tr = &tracked{key: key, index: -1, judged: now}
 		m.ents[key] = tr
 		if e.Health == state.HealthUnknown {
@@ -359,11 +365,11 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 			// entity does not read "unknown" for a minute.
 			tr.checkAt = now
 		}
-	} else if tr.e.HeartbeatAt.Before(e.HeartbeatAt) && (e.Health == state.HealthIdle || e.Health == state.HealthStalled) {
+	} else if tr.f.heartbeatAt.time().Before(e.HeartbeatAt) && (e.Health == state.HealthIdle || e.Health == state.HealthStalled) {
 		// A heartbeat posted to an idle or stalled entity: judge it now,
 		// not at its next threshold.
 		tr.checkAt = now
-	} else if otherProcess(tr.e, e) || (e.LastSeq != tr.e.LastSeq && tr.diedPID != 0 && e.DeadSince.IsZero()) {
+	} else if otherProcess(&tr.f, e) || (e.LastSeq != tr.f.lastSeq && tr.diedPID != 0 && e.DeadSince.IsZero()) {
 		// Another process, or a lifecycle write over a death not yet
 		// recorded: judge it now. A check made on the copy from before a
 		// transition is refused by the store (an observation is written
@@ -375,17 +381,20 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 		// durable write beside the transition's own.
 		tr.checkAt = now
 	}
-	if tr.e == nil || tr.e.HeartbeatFile != e.HeartbeatFile {
+	if fresh || tr.f.heartbeatFile != e.HeartbeatFile {
 		tr.hbFile = time.Time{}
 	}
-	tr.e = e
+	tr.f, tr.localExit, tr.localDead = factsOf(e), false, false
+	if m.opt.Entity == nil {
+		tr.whole = e
+	}
 	m.watch(ctx, tr, now)
 	m.reschedule(tr)
 }
 
 // otherProcess says whether cur names another process than prev.
-func otherProcess(prev, cur *store.Entity) bool {
-	return cur.PID != prev.PID || cur.PIDStartTicks != prev.PIDStartTicks || !cur.PIDStartTime.Equal(prev.PIDStartTime)
+func otherProcess(prev *facts, cur *store.Entity) bool {
+	return cur.PID != prev.pid || cur.PIDStartTicks != prev.pidStartTicks || !cur.PIDStartTime.Equal(prev.pidStart.time())
 }
 
 // wantsWatch says whether the entity has a live process of its own to
@@ -396,11 +405,11 @@ func wantsWatch(e store.Entity) bool {
 
 // watch opens, keeps or drops the entity's watch to match its pid.
 func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
-	e := tr.e
-	if tr.treeRoot.PID != 0 && tr.treeRoot != rootOf(e) {
+	e := tr.f.entity()
+	if tr.treeRoot.PID != 0 && tr.treeRoot != rootOf(&tr.f) {
 		m.forgetTree(tr) // another process now: its predecessor's tree is not its own
 	}
-	if !wantsWatch(*e) || e.PID == tr.diedPID {
+	if !wantsWatch(e) || e.PID == tr.diedPID {
 		m.unwatch(tr)
 		return
 	}
@@ -515,7 +524,7 @@ func (m *Monitor) reschedule(tr *tracked) {
 // dead_since; enforcement follows at dead_since + terminal_grace.
 func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 	tr := m.ents[d.Key]
-	if tr == nil || tr.e.PID != d.PID {
+	if tr == nil || tr.f.pid != d.PID {
 		return // forgotten, or re-registered to another process meanwhile
 	}
 	if d.Exit.Known && tr.exitPID != d.PID {
@@ -528,13 +537,11 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 			x.Code = 0
 		}
 		if m.opt.Exits != nil {
-			if _, err := m.opt.Exits.RecordExit(ctx, tr.e.Type, tr.e.ID, d.PID, x); err != nil {
+			if _, err := m.opt.Exits.RecordExit(ctx, tr.f.typ, tr.f.id, d.PID, x); err != nil {
 				m.warn("cannot record exit status", tr, err)
 			}
 		}
-		c := *tr.e // shared with the view: changed on a copy
-		c.Exit = &x
-		tr.e = &c
+		tr.f.exit, tr.localExit = &x, true
 	}
 	// The watch is over on the monitor's side. Not Forget: pidwatch ends
 	// it itself after the last Death, and a second Death with the exit
@@ -554,12 +561,10 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 		done()
 	}
 	m.check(ctx, tr)
-	if tr.e.DeadSince.IsZero() {
+	if tr.f.deadSince == 0 {
 		// What the check just recorded, until the change comes back
 		// through Update with the stored value.
-		c := *tr.e
-		c.DeadSince = d.At
-		tr.e = &c
+		tr.f.deadSince, tr.localDead = stampOf(d.At), true
 	}
 	m.reschedule(tr)
 }
@@ -582,9 +587,9 @@ func (m *Monitor) resync(ctx context.Context) {
 			continue
 		}
 		watched++
-		e := tr.e
+		e := tr.f.entity()
 		done := m.busy()
-		seen := m.opt.Prober.CheckPID(judge.PIDSubject(e))
+		seen := m.opt.Prober.CheckPID(judge.PIDSubject(&e))
 		done()
 		switch seen.Liveness {
 		case probe.Dead:
@@ -607,7 +612,7 @@ func (m *Monitor) resync(ctx context.Context) {
 // before or after finds it done, its status not recorded twice).
 func (m *Monitor) treeExit(ctx context.Context, x proctree.Exit) {
 	tr := m.roots[x.Root]
-	if tr == nil || x.PID != x.Root.PID || tr.e.PID != x.PID {
+	if tr == nil || x.PID != x.Root.PID || tr.f.pid != x.PID {
 		return // a root forgotten since, or a descendant's exit
 	}
 	if tr.diedPID == x.PID && tr.exitPID == x.PID {
@@ -616,9 +621,9 @@ func (m *Monitor) treeExit(ctx context.Context, x proctree.Exit) {
 	m.death(ctx, pidwatch.Death{Key: tr.key, PID: x.PID, At: x.At, Exit: pidwatch.Exit{Known: true, Code: x.Code, Signal: x.Signal}})
 }
 
-// rootOf is the tree root naming e's process.
-func rootOf(e *store.Entity) proctree.Root {
-	return proctree.Root{PID: e.PID, StartTicks: e.PIDStartTicks}
+// rootOf is the tree root naming f's process.
+func rootOf(f *facts) proctree.Root {
+	return proctree.Root{PID: f.pid, StartTicks: f.pidStartTicks}
 }
 
 // watchTree keeps tr's process in the tree beside its pidfd. A root the
@@ -629,7 +634,7 @@ func (m *Monitor) watchTree(tr *tracked) {
 	if t == nil || tr.treeRoot.PID != 0 {
 		return
 	}
-	root := rootOf(tr.e)
+	root := rootOf(&tr.f)
 	if m.roots[root] != nil {
 		return // two entities of one process: the tree keeps it for the first
 	}
@@ -667,7 +672,7 @@ func (m *Monitor) Resyncs() int { return int(m.nResyncs.Load()) }
 // check runs CheckEntity now; a failure is retried at the next poll.
 func (m *Monitor) check(ctx context.Context, tr *tracked) {
 	tr.checkAt = time.Time{}
-	if _, err := m.guard("check", tr, func() (bool, error) { return m.opt.Reaper.CheckEntity(ctx, *tr.e) }); err != nil {
+	if _, err := m.guard("check", tr, func() (bool, error) { return m.step(ctx, tr, m.opt.Reaper.CheckEntity) }); err != nil {
 		m.warn("check failed; retrying", tr, err)
 		tr.checkAt = m.opt.Now().Add(m.s.PollInterval)
 	}
@@ -691,23 +696,24 @@ func (m *Monitor) fireDue(ctx context.Context) {
 
 func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	_, due := deadlines(tr, m.s, now)
+	e := tr.f.entity()
 	if due&jobHeartbeat != 0 {
-		if tr.e.HeartbeatFile != "" {
+		if e.HeartbeatFile != "" {
 			// The file's mtime is learned now, when it matters: it may
 			// have moved every threshold later.
 			done := m.busy()
-			mt, err := m.opt.StatMtime(tr.e.HeartbeatFile)
+			mt, err := m.opt.StatMtime(e.HeartbeatFile)
 			done()
 			if err == nil && mt.After(tr.hbFile) {
 				tr.hbFile = mt
-				if h := tr.e.Health; h == state.HealthIdle || h == state.HealthStalled {
+				if h := e.Health; h == state.HealthIdle || h == state.HealthStalled {
 					// Fresh again: an idle or stalled verdict is
 					// re-judged now, not left for the sweep.
 					due |= jobCheck
 				}
 			}
 		}
-		if crossed(tr, m.s, now) {
+		if crossed(tr, &e, m.s, now) {
 			due |= jobCheck
 		}
 		tr.judged = now
@@ -736,15 +742,15 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	// a no-op. With the defaults (grace 30s, phantom 1h) enforcement
 	// nearly always comes first on its own.
 	if due&jobPhantom != 0 {
-		tr.phantomFor = judge.LastActivity(tr.e, tr.hbFile)
+		tr.phantomFor = stampOf(judge.LastActivity(&e, tr.hbFile))
 		m.act(ctx, tr, "reap phantom", m.opt.Reaper.ReapPhantomEntity)
 	}
 	if due&jobEnforce != 0 {
-		tr.enforcedFor = tr.e.DeadSince
+		tr.enforcedFor = stampOf(e.DeadSince)
 		m.act(ctx, tr, "enforce", m.opt.Reaper.EnforceEntity)
 	}
 	if due&jobSchedule != 0 {
-		tr.scheduleFor = judge.NextFire(tr.e)
+		tr.scheduleFor = stampOf(judge.NextFire(&e))
 		m.act(ctx, tr, "check schedule", m.opt.Reaper.CheckScheduleEntity)
 	}
 }
@@ -752,9 +758,38 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 // act runs one of the reaper's acting entry points. It is not retried on
 // its own: the sweep reconciles what an error left.
 func (m *Monitor) act(ctx context.Context, tr *tracked, what string, f func(context.Context, store.Entity) (bool, error)) {
-	if _, err := m.guard(what, tr, func() (bool, error) { return f(ctx, *tr.e) }); err != nil {
+	if _, err := m.guard(what, tr, func() (bool, error) { return m.step(ctx, tr, f) }); err != nil {
 		m.warn(what+" failed", tr, err)
 	}
+}
+
+// step runs one reaper step on tr's entity whole: the one kept (whole),
+// else the one read from Options.Entity, with the monitor's own news of
+// its process's death laid over it while the store has not brought it
+// back (not over another process's). An entity no longer there (its
+// deletion on its way here) is skipped.
+func (m *Monitor) step(ctx context.Context, tr *tracked, f func(context.Context, store.Entity) (bool, error)) (bool, error) {
+	var e store.Entity
+	switch {
+	case tr.whole != nil:
+		e = *tr.whole
+	case m.opt.Entity != nil:
+		var ok bool
+		if e, ok = m.opt.Entity(tr.f.typ, tr.f.id); !ok {
+			return false, nil
+		}
+	default:
+		return false, nil
+	}
+	if (tr.localExit || tr.localDead) && !otherProcess(&tr.f, &e) {
+		if tr.localExit {
+			e.Exit = tr.f.exit
+		}
+		if tr.localDead && e.DeadSince.IsZero() {
+			e.DeadSince = tr.f.deadSince.time()
+		}
+	}
+	return f(ctx, e)
 }
 
 // warn logs a step's failure: a warning, except when the store could not

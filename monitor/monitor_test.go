@@ -47,33 +47,33 @@ func TestDeadlines(t *testing.T) {
 		next time.Time
 		due  job
 	}{
-		{name: "fresh start: idle after idle_after from the start", tr: tracked{e: ptr(session("a", 42)), judged: t0}, now: t0,
+		{name: "fresh start: idle after idle_after from the start", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: t0}, now: t0,
 			next: t0.Add(10 * time.Minute)},
-		{name: "posted heartbeat moves idle on", tr: tracked{e: ptr(posted), judged: t0}, now: t0,
+		{name: "posted heartbeat moves idle on", tr: tracked{f: factsOf(ptr(posted)), judged: t0}, now: t0,
 			next: t0.Add(40 * time.Minute)},
-		{name: "a heartbeat file seen later moves it further", tr: tracked{e: ptr(posted), judged: t0, hbFile: t0.Add(35 * time.Minute)}, now: t0,
+		{name: "a heartbeat file seen later moves it further", tr: tracked{f: factsOf(ptr(posted)), judged: t0, hbFile: t0.Add(35 * time.Minute)}, now: t0,
 			next: t0.Add(45 * time.Minute)},
-		{name: "after idle was judged, stalled is next", tr: tracked{e: ptr(session("a", 42)), judged: t0.Add(10 * time.Minute)}, now: t0.Add(10 * time.Minute),
+		{name: "after idle was judged, stalled is next", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: t0.Add(10 * time.Minute)}, now: t0.Add(10 * time.Minute),
 			next: t0.Add(60 * time.Minute)},
-		{name: "slow's start and stalled coincide: one deadline", tr: tracked{e: ptr(session("a", 42)), judged: t0.Add(11 * time.Minute)}, now: t0.Add(61 * time.Minute),
+		{name: "slow's start and stalled coincide: one deadline", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: t0.Add(11 * time.Minute)}, now: t0.Add(61 * time.Minute),
 			next: t0.Add(60 * time.Minute), due: jobHeartbeat},
-		{name: "slow_until is the last heartbeat boundary", tr: tracked{e: ptr(session("a", 42)), judged: t0.Add(61 * time.Minute)}, now: t0.Add(61 * time.Minute),
+		{name: "slow_until is the last heartbeat boundary", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: t0.Add(61 * time.Minute)}, now: t0.Add(61 * time.Minute),
 			next: t0.Add(3 * time.Hour)},
-		{name: "dead: enforcement at dead_since + terminal_grace", tr: tracked{e: ptr(dead), judged: t0}, now: dead.DeadSince,
+		{name: "dead: enforcement at dead_since + terminal_grace", tr: tracked{f: factsOf(ptr(dead)), judged: t0}, now: dead.DeadSince,
 			next: dead.DeadSince.Add(30 * time.Second)},
-		{name: "dead and quiet: enforcement and the phantom both due", tr: tracked{e: ptr(dead), judged: t0}, now: t0.Add(2 * time.Hour),
+		{name: "dead and quiet: enforcement and the phantom both due", tr: tracked{f: factsOf(ptr(dead)), judged: t0}, now: t0.Add(2 * time.Hour),
 			next: dead.DeadSince.Add(30 * time.Second), due: jobEnforce | jobPhantom},
-		{name: "enforced once: only the phantom remains", tr: tracked{e: ptr(enforced), judged: t0, enforcedFor: enforced.DeadSince}, now: dead.DeadSince,
+		{name: "enforced once: only the phantom remains", tr: tracked{f: factsOf(ptr(enforced)), judged: t0, enforcedFor: stampOf(enforced.DeadSince)}, now: dead.DeadSince,
 			next: t0.Add(110 * time.Minute)},
-		{name: "an explicit check comes first", tr: tracked{e: ptr(session("a", 42)), judged: t0, checkAt: t0.Add(time.Second)}, now: t0.Add(time.Second),
+		{name: "an explicit check comes first", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: t0, checkAt: t0.Add(time.Second)}, now: t0.Add(time.Second),
 			next: t0.Add(time.Second), due: jobCheck},
-		{name: "schedule: next fire + misfire_grace", tr: tracked{e: ptr(schedule), judged: t0}, now: t0,
+		{name: "schedule: next fire + misfire_grace", tr: tracked{f: factsOf(ptr(schedule)), judged: t0}, now: t0,
 			next: judge.NextFire(&schedule).Add(5 * time.Minute)},
-		{name: "schedule judged for that fire: nothing", tr: tracked{e: ptr(schedule), judged: t0, scheduleFor: judge.NextFire(&schedule)}, now: t0},
-		{name: "waiting, not working: no heartbeat deadline", tr: tracked{e: ptr(waiting), judged: t0}, now: t0.Add(2 * time.Hour)},
-		{name: "a new state ages the heartbeat from its start", tr: tracked{e: ptr(restarted), judged: t0.Add(2 * time.Hour)}, now: t0.Add(2 * time.Hour),
+		{name: "schedule judged for that fire: nothing", tr: tracked{f: factsOf(ptr(schedule)), judged: t0, scheduleFor: stampOf(judge.NextFire(&schedule))}, now: t0},
+		{name: "waiting, not working: no heartbeat deadline", tr: tracked{f: factsOf(ptr(waiting)), judged: t0}, now: t0.Add(2 * time.Hour)},
+		{name: "a new state ages the heartbeat from its start", tr: tracked{f: factsOf(ptr(restarted)), judged: t0.Add(2 * time.Hour)}, now: t0.Add(2 * time.Hour),
 			next: t0.Add(2*time.Hour + 10*time.Minute)},
-		{name: "ended: nothing", tr: tracked{e: ptr(ended), judged: t0, checkAt: t0}, now: t0},
+		{name: "ended: nothing", tr: tracked{f: factsOf(ptr(ended)), judged: t0, checkAt: t0}, now: t0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			next, due := deadlines(&tc.tr, s, tc.now)
@@ -148,7 +148,7 @@ func TestWatchModes(t *testing.T) {
 			if tc.noIdentity {
 				e.PIDStartTime, e.PIDStartTicks = time.Time{}, 0
 			}
-			h.m.Update(e)
+			h.update(e)
 			if got := whats(h.step()); !reflect.DeepEqual(got, tc.first) {
 				t.Errorf("at once: %v, want %v", got, tc.first)
 			}
@@ -197,7 +197,7 @@ func TestPolledForWantOfAnFD(t *testing.T) {
 			if tc.noIdentity {
 				e.PIDStartTime, e.PIDStartTicks = time.Time{}, 0
 			}
-			h.m.Update(e)
+			h.update(e)
 			h.step()
 			tries := h.w.tries[42]
 			// Still no room: polled again, and offered again.
@@ -232,7 +232,7 @@ func TestPolledForWantOfAnFD(t *testing.T) {
 func TestSameAsksTheProbe(t *testing.T) {
 	h := newHarness(t, Settings{})
 	h.m.opt.Prober = aliveProber{notSame: map[int]bool{42: true}}
-	h.m.Update(session("s", 42))
+	h.update(session("s", 42))
 	if got := whats(h.step()); !reflect.DeepEqual(got, []string{"check session/s"}) {
 		t.Errorf("a reused pid: %v, want an immediate check", got)
 	}
@@ -246,7 +246,7 @@ func TestSameAsksTheProbe(t *testing.T) {
 // terminal_grace.
 func TestDeathThenEnforcement(t *testing.T) {
 	h := newHarness(t, Settings{})
-	h.m.Update(session("s", 42))
+	h.update(session("s", 42))
 	h.step()
 	at := h.clock.Now()
 	got := h.death(pidwatch.Death{Key: "session/s", PID: 42, At: at, Exit: pidwatch.Exit{Known: true, Code: 3}})
@@ -262,7 +262,7 @@ func TestDeathThenEnforcement(t *testing.T) {
 	// The check's write comes back through Update.
 	dead := session("s", 42)
 	dead.Health, dead.DeadSince = state.HealthProcessDead, at
-	h.m.Update(dead)
+	h.update(dead)
 	if got := whats(h.advance(29 * time.Second)); len(got) != 0 {
 		t.Errorf("before terminal_grace: %v", got)
 	}
@@ -282,13 +282,13 @@ func TestDeathThenEnforcement(t *testing.T) {
 // watched again in between.
 func TestDeathExitLater(t *testing.T) {
 	h := newHarness(t, Settings{})
-	h.m.Update(session("s", 42))
+	h.update(session("s", 42))
 	h.step()
 	at := h.clock.Now()
 	if got := whats(h.death(pidwatch.Death{Key: "session/s", PID: 42, At: at})); !reflect.DeepEqual(got, []string{"check session/s"}) {
 		t.Fatalf("first death: %v", got)
 	}
-	h.m.Update(session("s", 42)) // an unrelated change before the check's write comes back
+	h.update(session("s", 42)) // an unrelated change before the check's write comes back
 	if got := whats(h.step()); len(got) != 0 || h.w.sames != 1 {
 		t.Errorf("the dead pid was watched again (%d identity checks), calls %v", h.w.sames, got)
 	}
@@ -307,13 +307,13 @@ func TestDeathExitLater(t *testing.T) {
 func TestUpdateReschedules(t *testing.T) {
 	h := newHarness(t, Settings{})
 	e := session("s", 42)
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	if at := h.m.h.peek().at; !at.Equal(t0.Add(10 * time.Minute)) {
 		t.Fatalf("first deadline %v", at.Sub(t0))
 	}
 	e.HeartbeatAt = t0.Add(5 * time.Minute)
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	if at := h.m.h.peek().at; !at.Equal(t0.Add(15 * time.Minute)) {
 		t.Errorf("after a heartbeat: deadline %v, want +15m", at.Sub(t0))
@@ -324,7 +324,7 @@ func TestUpdateReschedules(t *testing.T) {
 		t.Errorf("after a reload: deadline %v, want +6m", at.Sub(t0))
 	}
 	e.PID = 43
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	if h.w.watched["session/s"] != 43 || !slices.Equal(h.w.forgot, []string{"session/s"}) {
 		t.Errorf("new pid: watched %v, forgot %v", h.w.watched, h.w.forgot)
@@ -338,17 +338,17 @@ func TestUpdateReschedules(t *testing.T) {
 		t.Errorf("after Forget: Watching = %d, %d", pidfd, polled)
 	}
 	ended := session("x", 44)
-	h.m.Update(ended)
+	h.update(ended)
 	h.step()
 	ended.Terminal = true
-	h.m.Update(ended)
+	h.update(ended)
 	h.step()
 	if h.m.h.Len() != 0 || len(h.w.watched) != 0 {
 		t.Errorf("an ended entity is still tracked: heap %d, watched %v", h.m.h.Len(), h.w.watched)
 	}
 	other := session("o", 45)
 	other.HostID = "h2"
-	h.m.Update(other)
+	h.update(other)
 	h.step()
 	if h.m.h.Len() != 0 || len(h.w.watched) != 0 {
 		t.Errorf("another host's entity is tracked: heap %d, watched %v", h.m.h.Len(), h.w.watched)
@@ -362,7 +362,7 @@ func TestHeartbeatFileLearnedAtDeadline(t *testing.T) {
 	h := newHarness(t, Settings{})
 	e := session("s", 42)
 	e.HeartbeatFile = "/run/s.hb"
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	h.mtime["/run/s.hb"] = t0.Add(8 * time.Minute)
 	if got := whats(h.advance(10 * time.Minute)); len(got) != 0 {
@@ -382,10 +382,10 @@ func TestPostedHeartbeatToIdleChecksNow(t *testing.T) {
 	h := newHarness(t, Settings{})
 	e := session("s", 42)
 	e.Health = state.HealthIdle
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	e.HeartbeatAt = h.clock.Now()
-	h.m.Update(e)
+	h.update(e)
 	if got := whats(h.step()); !reflect.DeepEqual(got, []string{"check session/s"}) {
 		t.Errorf("calls %v, want a check", got)
 	}
@@ -396,7 +396,7 @@ func TestCheckErrorRetries(t *testing.T) {
 	h := newHarness(t, Settings{})
 	h.w.errs[42] = pidwatch.ErrGone
 	h.rec.err = errors.New("database is locked")
-	h.m.Update(session("s", 42))
+	h.update(session("s", 42))
 	if got := whats(h.step()); len(got) != 1 {
 		t.Fatalf("calls %v", got)
 	}
@@ -470,7 +470,7 @@ func TestResync(t *testing.T) {
 	h := newHarness(t, Settings{})
 	h.w.errs[45] = pidwatch.ErrNoFD
 	for i, pid := range []int{42, 43, 44, 45} {
-		h.m.Update(session(string(rune('a'+i)), pid))
+		h.update(session(string(rune('a'+i)), pid))
 	}
 	h.step()
 	if pidfd, polled := h.m.Watching(); pidfd != 3 || polled != 1 {
@@ -493,14 +493,14 @@ func TestResync(t *testing.T) {
 	}
 	// An unrelated change before the check's write comes back does not
 	// watch the dead pid again.
-	h.m.Update(session("b", 43))
+	h.update(session("b", 43))
 	h.step()
 	if h.w.tries[43] != 1 {
 		t.Errorf("the dead pid was offered to the watcher again (%d tries)", h.w.tries[43])
 	}
 	dead := session("b", 43)
 	dead.Health, dead.DeadSince = state.HealthProcessDead, h.clock.Now()
-	h.m.Update(dead)
+	h.update(dead)
 	h.step()
 	got := whats(h.advance(30 * time.Second))
 	if !slices.Contains(got, "enforce session/b") || slices.Contains(got, "enforce session/a") {
@@ -559,12 +559,81 @@ func TestEndedBeforeSeenIsJudgedOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Settings{})
-			h.m.Update(ended("s", tc.health, tc.ago, h))
+			h.update(ended("s", tc.health, tc.ago, h))
 			if got := whats(h.step()); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("calls %v, want %v", got, tc.want)
 			}
 			if got := whats(h.advance(time.Hour)); len(got) != 0 {
 				t.Errorf("an ended entity was judged again: %v", got)
+			}
+		})
+	}
+}
+
+// TestStepReadsTheEntityWhole: with Options.Entity the monitor keeps only
+// its facts of an entity, and a reaper step gets the entity whole as the
+// view holds it then (fields the facts leave out, a newer version), with
+// the monitor's own news of its process's death laid over it, never over
+// another process's; an entity the view no longer holds is skipped.
+func TestStepReadsTheEntityWhole(t *testing.T) {
+	h := newHarness(t, Settings{})
+	e := session("s", 42)
+	e.Label, e.Reasons = "nightly", []state.StateReason{{Code: "x.y"}}
+	h.update(e)
+	first := h.step()
+	if tr := h.m.ents["session/s"]; tr == nil || tr.whole != nil {
+		t.Fatalf("tracked %+v: the entity kept whole beside Options.Entity", tr)
+	}
+	if len(first) != 0 {
+		t.Fatalf("calls %v before any death", whats(first))
+	}
+	at := h.clock.Now()
+	got := h.death(pidwatch.Death{Key: "session/s", PID: 42, At: at, Exit: pidwatch.Exit{Known: true, Code: 3}})
+	if len(got) != 2 || got[1].what != "check" {
+		t.Fatalf("calls %v, want the exit and a check", whats(got))
+	}
+	c := got[1].e
+	if c.Label != "nightly" || len(c.Reasons) != 1 || c.Exit == nil || c.Exit.Code != 3 {
+		t.Errorf("the check got %+v: want the whole entity with the exit status laid over it", c)
+	}
+	// The view now holds another process (its Update not applied yet):
+	// the step reads it, without the first process's death over it.
+	next := session("s", 77)
+	next.PIDStartTicks = 2000
+	h.ents["session/s"] = next
+	tr := h.m.ents["session/s"]
+	var seen store.Entity
+	if _, err := h.m.step(context.Background(), tr, func(_ context.Context, e store.Entity) (bool, error) { seen = e; return true, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if seen.PID != 77 || seen.Exit != nil || !seen.DeadSince.IsZero() {
+		t.Errorf("step got pid %d exit %+v dead_since %v: another process's entity must not carry the first's death", seen.PID, seen.Exit, seen.DeadSince)
+	}
+	delete(h.ents, "session/s")
+	ran := false
+	if ok, err := h.m.step(context.Background(), tr, func(context.Context, store.Entity) (bool, error) { ran = true; return true, nil }); ok || err != nil || ran {
+		t.Errorf("a step on an entity the view no longer holds ran (%v, %v, %v)", ran, ok, err)
+	}
+}
+
+// TestStamps: a time comes back from a stamp as the same instant, the
+// zero time as zero, the epoch as the epoch give or take a nanosecond,
+// and times out of int64 nanoseconds' range as its ends.
+func TestStamps(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   time.Time
+		want time.Time
+	}{
+		{"zero", time.Time{}, time.Time{}},
+		{"a time with nanoseconds", time.Unix(1_800_000_000, 123_456_789).In(time.FixedZone("x", 3600)), time.Unix(1_800_000_000, 123_456_789)},
+		{"the epoch", time.Unix(0, 0), time.Unix(0, 1)},
+		{"before 1678", time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), stampMin},
+		{"after 2262", time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), stampMax},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := stampOf(tc.in).time(); !got.Equal(tc.want) {
+				t.Errorf("stampOf(%v).time() = %v, want %v", tc.in, got, tc.want)
 			}
 		})
 	}

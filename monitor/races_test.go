@@ -36,13 +36,13 @@ func TestDeathRacingATransitionIsCheckedAgain(t *testing.T) {
 	h.m.opt.Reaper = &casLoser{recorder: h.rec, lose: 1}
 	e := session("s", 42)
 	e.LastSeq = 1
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	if got := whats(h.death(pidwatch.Death{Key: "session/s", PID: 42, At: h.clock.Now()})); !slices.Contains(got, "check session/s") {
 		t.Fatalf("the death brought %v, want a check", got)
 	}
 	e.LastSeq = 2
-	h.m.Update(e)
+	h.update(e)
 	if got := whats(h.step()); !slices.Equal(got, []string{"check session/s"}) {
 		t.Errorf("after the transition came back: %v, want one check at once", got)
 	}
@@ -53,21 +53,21 @@ func TestDeathRacingATransitionIsCheckedAgain(t *testing.T) {
 func TestRestartedProcessIsJudgedAndWatched(t *testing.T) {
 	h := newHarness(t, Settings{})
 	e := session("s", 42)
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	h.death(pidwatch.Death{Key: "session/s", PID: 42, At: h.clock.Now()})
 	e.Health, e.DeadSince = state.HealthProcessDead, h.clock.Now()
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	h.advance(5 * time.Second)
 
 	e.PID, e.PIDStartTicks = 43, 2000 // re-registered; the store keeps health until judged
-	h.m.Update(e)
+	h.update(e)
 	if got := whats(h.step()); !slices.Equal(got, []string{"check session/s"}) {
 		t.Fatalf("after the restart: %v, want one check at once", got)
 	}
 	e.Health, e.DeadSince = state.HealthRunning, time.Time{} // what that check recorded
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	if pid := h.w.watched["session/s"]; pid != 43 {
 		t.Errorf("watched %v, want the new pid 43 by pidfd", h.w.watched)
@@ -81,11 +81,11 @@ func TestHeartbeatFileFreshAgainIsRejudged(t *testing.T) {
 	e := session("s", 42)
 	e.HeartbeatFile = "/run/s.hb"
 	h.mtime["/run/s.hb"] = t0
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	h.advance(DefaultSettings.Probe.IdleAfter)
 	e.Health = state.HealthIdle
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	checks := 0
 	for range 4 {
@@ -131,7 +131,7 @@ func TestStuckMeasuresTheRunningStep(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.m.Update(e)
+		h.update(e)
 		h.step()
 	}()
 	select {
@@ -160,7 +160,7 @@ func TestUpdatesWhileAnEmptyTurnRuns(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 2000 {
-			h.m.Update(session(fmt.Sprintf("s%d", i%50), 1000+i%50))
+			h.update(session(fmt.Sprintf("s%d", i%50), 1000+i%50))
 		}
 	}()
 	for {
@@ -184,18 +184,18 @@ func TestUpdatesWhileAnEmptyTurnRuns(t *testing.T) {
 func TestEndedEntityIsJudgedAtOnce(t *testing.T) {
 	h := newHarness(t, Settings{})
 	e := session("s", 42)
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	done := "completed"
 	e.Lifecycle, e.Terminal, e.LastSeq = &done, true, e.LastSeq+1
-	h.m.Update(e)
+	h.update(e)
 	if got := whats(h.step()); !slices.Equal(got, []string{"check session/s"}) {
 		t.Fatalf("at its end: %v, want one check", got)
 	}
 	if _, ok := h.m.ents["session/s"]; ok {
 		t.Fatal("the ended entity is still tracked")
 	}
-	h.m.Update(e)
+	h.update(e)
 	if got := whats(h.step()); len(got) != 0 {
 		t.Fatalf("an ended entity seen again: %v, want nothing", got)
 	}

@@ -43,7 +43,7 @@ func TestTreeExitRecordedOnceForAnUnreapedRoot(t *testing.T) {
 	h.m.opt.Tree = tree
 	e := session("s", pid)
 	e.PIDStartTicks = ticks
-	h.m.Update(e)
+	h.update(e)
 	h.step()
 	if tree.Len() != 1 {
 		t.Fatalf("the root watched by pidfd is not kept in the tree (%d roots)", tree.Len())
