@@ -3,12 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"watchdog/internal/unixtime"
-	"watchdog/state"
 	"watchdog/store"
 	"watchdog/store/internal/rowcodec"
 )
@@ -195,30 +193,10 @@ func (s *Store) AttentionCandidates(ctx context.Context, since time.Time) ([]sto
 	defer rows.Close()
 	var out []store.Entity
 	for rows.Next() {
-		var (
-			e                           store.Entity
-			lifecycle, transitionReason sql.NullString
-			health, delivery            string
-			reasons                     []byte
-		)
-		if err := rows.Scan(&e.Type, &e.ID, &e.Label, &lifecycle, &e.Terminal, &transitionReason, &health, &delivery, &reasons,
-			rowcodec.ScanUnix(&e.HealthSince), rowcodec.ScanUnix(&e.EndedAt), rowcodec.ScanUnix(&e.LifecycleAt), rowcodec.ScanUnix(&e.CreatedAt), rowcodec.ScanUnix(&e.UpdatedAt)); err != nil {
+		// The one decoding of AttentionColumns, PostgreSQL's too.
+		e, err := rowcodec.ScanAttention(rows)
+		if err != nil {
 			return nil, fmt.Errorf("read attention candidates: %w", err)
-		}
-		if lifecycle.Valid {
-			l := lifecycle.String
-			e.Lifecycle = &l
-		}
-		e.Health, e.Delivery = state.Health(health), state.Delivery(delivery)
-		if transitionReason.Valid && transitionReason.String != "" {
-			var r state.StateReason
-			if err := json.Unmarshal([]byte(transitionReason.String), &r); err != nil {
-				return nil, fmt.Errorf("read attention candidates: entity %s/%s: decode transition_reason: %w", e.Type, e.ID, err)
-			}
-			e.TransitionReason = &r
-		}
-		if err := json.Unmarshal(reasons, &e.Reasons); err != nil {
-			return nil, fmt.Errorf("read attention candidates: entity %s/%s: decode reasons: %w", e.Type, e.ID, err)
 		}
 		out = append(out, e)
 	}
