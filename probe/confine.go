@@ -40,11 +40,14 @@ type fileEntry struct {
 }
 
 // rootFS is one artifacts root, opened for one check. The zero value is
-// not open.
+// not open, and closing it closes nothing: fd 0 there is no descriptor of
+// ours (a check that stops before opening its root once closed the
+// daemon's fd 0, and the listener that took the number next).
 type rootFS struct {
-	fd int      // openat2 backend: an O_PATH descriptor of the root; -1 when r is used
-	r  *os.Root // os.Root backend
-	sc *scratch
+	fd    int      // openat2 backend: an O_PATH descriptor of the root; -1 when r is used
+	owned bool     // fd is a descriptor this rootFS opened and must close
+	r     *os.Root // os.Root backend
+	sc    *scratch
 }
 
 // openRootFS opens root (following symlinks in the root path itself: the
@@ -55,7 +58,7 @@ func openRootFS(root string, sc *scratch) (rootFS, error) {
 		if err != nil {
 			return rootFS{fd: -1}, err
 		}
-		return rootFS{fd: fd, sc: sc}, nil
+		return rootFS{fd: fd, owned: true, sc: sc}, nil
 	}
 	r, err := os.OpenRoot(root)
 	if err != nil {
@@ -72,9 +75,9 @@ func (r *rootFS) close() {
 		_ = r.r.Close()
 		r.r = nil
 	}
-	if r.fd >= 0 {
+	if r.owned {
 		closeFD(r.fd)
-		r.fd = -1
+		r.fd, r.owned = -1, false
 	}
 }
 
