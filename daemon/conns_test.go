@@ -168,6 +168,13 @@ func TestConnLimiter(t *testing.T) {
 			if _, err := s.get("/readyz", false); err == nil {
 				t.Error("GET /readyz answered with every connection serving a request; want it refused")
 			}
+			// The client may see its connection closed before the server
+			// has counted the refusal: wait for the count, then hold it
+			// to exactly one.
+			testenv.Eventually(t, "the refusal counted", connDeadline, func() (bool, string) {
+				n := s.shedCount(metrics.ShedRefused)
+				return n >= 1, fmt.Sprintf("%d refused", n)
+			})
 			if n := s.shedCount(metrics.ShedRefused); n != 1 {
 				t.Errorf("%d connections refused, want 1", n)
 			}
