@@ -463,12 +463,7 @@ func (w *Watcher) dropLocked(wt *watch) {
 	if wt.timer != nil {
 		wt.timer.Stop()
 	}
-	// Closed once: a second close of the number would close whatever
-	// took it since (the listener, the store), not this pidfd.
-	if wt.fd >= 0 {
-		_ = unix.Close(wt.fd)
-		wt.fd = -1
-	}
+	_ = unix.Close(wt.fd)
 	delete(w.byID, wt.id)
 	if w.byKey[wt.key] == wt {
 		delete(w.byKey, wt.key)
