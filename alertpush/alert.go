@@ -98,8 +98,12 @@ func AlertOf(it attention.Item, e live.Entry, host, runbook string) Alert {
 		},
 		StartsAt: it.FirstSeenAt.Time,
 	}
+	// Only a published runbook is linked: the daemon's own /runbook is
+	// no address a receiver of the alert can open.
 	if runbook != "" {
-		a.Annotations["runbook_url"] = docs.Link(runbook, code)
+		if td, ok := docs.For(runbook, code); ok {
+			a.Annotations["runbook_url"] = td.Link
+		}
 	}
 	return a
 }

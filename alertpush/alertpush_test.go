@@ -34,7 +34,7 @@ func item(typ, id, label string, sev state.Severity, code state.ReasonCode, summ
 }
 
 func TestAlertOf(t *testing.T) {
-	dead := item("session", "s-42", "reviewer for PR 1064", state.SeverityCritical, "session.process.dead", "Process dead",
+	dead := item("session", "s-42", "reviewer for PR 1064", state.SeverityCritical, "run.health.process_dead", "Process dead",
 		state.EvidenceRef{Kind: "pid", Detail: "pid 4242 is gone"}, state.EvidenceRef{Kind: "proc"})
 	tests := []struct {
 		name    string
@@ -49,11 +49,11 @@ func TestAlertOf(t *testing.T) {
 			name: "a host-less entity takes this daemon's host; evidence in the description; runbook anchored at the code",
 			it:   dead, display: "Running · Process dead", runbook: "https://wiki.example.org/reasons",
 			labels: map[string]string{"alertname": "WatchdogEntity", "entity_type": "session", "entity_id": "s-42",
-				"reason_code": "session.process.dead", "severity": "critical", "host": "this-host"},
+				"reason_code": "run.health.process_dead", "severity": "critical", "host": "this-host"},
 			ann: map[string]string{
 				"summary":     "session/s-42 (reviewer for PR 1064): Running · Process dead",
 				"description": "Process dead (evidence: pid 4242 is gone)",
-				"runbook_url": "https://wiki.example.org/reasons#session.process.dead",
+				"runbook_url": "https://wiki.example.org/reasons#run.health.process_dead",
 			},
 		},
 		{
@@ -63,6 +63,17 @@ func TestAlertOf(t *testing.T) {
 			labels: map[string]string{"alertname": "WatchdogEntity", "entity_type": "play", "entity_id": "p1",
 				"reason_code": "play.stalled", "severity": "warning", "host": "other-host"},
 			ann: map[string]string{"summary": "play/p1: Running · Stalled", "description": "Heartbeat stale, 3m ago"},
+		},
+		{
+			// Failure case: a code the runbook has no section for (one
+			// this version does not register) gets no link to an anchor
+			// that is not there: the page's and the API's rule (docs.For).
+			name:    "no runbook_url for a code without a runbook section",
+			it:      item("session", "s-7", "", state.SeverityCritical, "session.process.dead", "Process dead"),
+			display: "Running · Process dead", runbook: "https://wiki.example.org/reasons",
+			labels: map[string]string{"alertname": "WatchdogEntity", "entity_type": "session", "entity_id": "s-7",
+				"reason_code": "session.process.dead", "severity": "critical", "host": "this-host"},
+			ann: map[string]string{"summary": "session/s-7: Running · Process dead", "description": "Process dead"},
 		},
 	}
 	for _, tt := range tests {

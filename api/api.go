@@ -171,6 +171,10 @@ type Options struct {
 	// the entity is read (and on a list asked ?process=true); nil shows
 	// none (ADR-0048).
 	Processes *wire.Processes
+	// RunbookURL is alertmanager.runbook_url: the base of each queue
+	// item's runbook_url (docs.For); "" links the daemon's own /runbook.
+	// SetRunbookURL changes it on reload.
+	RunbookURL string
 }
 
 // PagePatterns are the routes the operator's page answers: GET / (the
@@ -180,8 +184,9 @@ var PagePatterns = []string{"GET /{$}", "GET /entities/{type}/{id}", "GET /runbo
 
 type server struct {
 	Options
-	mux    *http.ServeMux
-	window atomic.Int64 // the failure window in nanoseconds; reloadable
+	mux     *http.ServeMux
+	window  atomic.Int64           // the failure window in nanoseconds; reloadable
+	runbook atomic.Pointer[string] // the runbook's base; reloadable
 }
 
 // Handler is the API. SetFailureWindow changes the attention queue's
@@ -208,6 +213,10 @@ func (h *Handler) SetFailureWindow(d time.Duration) {
 
 func (s *server) failureWindow() time.Duration { return time.Duration(s.window.Load()) }
 
+// SetRunbookURL makes the queue items' runbook links point at base (the
+// reloaded alertmanager.runbook_url; "" for the daemon's own /runbook).
+func (h *Handler) SetRunbookURL(base string) { h.s.runbook.Store(&base) }
+
 // New builds the HTTP handler.
 func New(o Options) *Handler {
 	if o.Log == nil {
@@ -226,6 +235,7 @@ func New(o Options) *Handler {
 	s := &server{Options: o, mux: http.NewServeMux()}
 	h := &Handler{s: s}
 	h.SetFailureWindow(o.FailureWindow)
+	h.SetRunbookURL(o.RunbookURL)
 	m := s.mux
 	if o.Gatherer != nil {
 		m.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{

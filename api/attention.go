@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"watchdog/attention"
+	"watchdog/docs"
 	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
@@ -96,6 +97,13 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 			return nil
 		}
 		return s.Heartbeats.Of(&ent.Entity, now)
+	})
+	// What to do and where to read more: the page's and the pushed
+	// alerts' one rule (docs.For).
+	base := *s.runbook.Load()
+	queue.FillRunbook(func(code state.ReasonCode) (string, string, bool) {
+		td, ok := docs.For(base, string(code))
+		return td.Link, td.Do, ok
 	})
 	writeJSON(w, http.StatusOK, queue)
 }

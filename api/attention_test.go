@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"watchdog/attention"
+	"watchdog/docs"
 	"watchdog/state"
 	"watchdog/wire"
 )
@@ -364,3 +365,58 @@ func TestAttentionSnoozeDismissRejectAndChangeNothing(t *testing.T) {
 	}
 	broken.assertUnchanged(before, "a failed dismissal write")
 }
+
+// TestAttentionRunbook: each queue item carries its reason code's
+// runbook link and Do line, docs.For's, the page's and the pushed
+// alerts' rule: the configured runbook_url's section when set, else the
+// daemon's own /runbook, and a reload moves it.
+func TestAttentionRunbook(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		base   string // Options.RunbookURL
+		reload *string
+		want   string // the link's base
+	}{
+		{"local", "", nil, "/runbook"},
+		{"published", "https://wiki.example/watchdog", nil, "https://wiki.example/watchdog"},
+		{"reloaded to local", "https://wiki.example/watchdog", ptr(""), "/runbook"},
+		{"reloaded to published", "", ptr("https://runbooks.example/wd#"), "https://runbooks.example/wd"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, func(o *Options) { o.RunbookURL = tc.base })
+			if tc.reload != nil {
+				e.h.SetRunbookURL(*tc.reload)
+			}
+			e.register("session", "s-fail", "running")
+			e.move("session", "s-fail", "failed", state.RunFailedExitNonzero)
+			e.register("session", "s-stall", "running")
+			e.observe("session", "s-stall", state.HealthStalled, state.DeliveryNotExpected, state.RunHealthStalled)
+			q := e.queue("")
+			if len(q.Items) != 2 {
+				t.Fatalf("queue %v, want the two items", fingerprints(q))
+			}
+			for _, it := range q.Items {
+				code := string(it.Reason.Code)
+				sec, ok := docs.ForCode(code)
+				if !ok {
+					t.Fatalf("%s has no runbook section", code)
+				}
+				if want := tc.want + "#" + code; it.RunbookURL != want {
+					t.Errorf("%s: runbook_url %q, want %q", it.Fingerprint, it.RunbookURL, want)
+				}
+				if it.Do != sec.Do || it.Do == "" {
+					t.Errorf("%s: do %q, want the runbook's %q", it.Fingerprint, it.Do, sec.Do)
+				}
+			}
+			// The wire names, as documented.
+			body := string(e.do("GET", "/api/attention", "").body)
+			for _, key := range []string{`"runbook_url":`, `"do":`} {
+				if !strings.Contains(body, key) {
+					t.Errorf("no %s in %s", key, body)
+				}
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -38,6 +38,7 @@ type env struct {
 	srv   *httptest.Server
 	logs  *observer.ObservedLogs
 	token string
+	h     *Handler // for what a reload sets (SetRunbookURL)
 }
 
 type envOption func(*Options)
@@ -76,9 +77,10 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	for _, f := range opts {
 		f(&o)
 	}
-	srv := httptest.NewServer(New(o))
+	h := New(o)
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{t: t, st: st, w: w, clock: c, reg: reg, m: m, srv: srv, logs: logs, token: o.Token}
+	return &env{t: t, st: st, w: w, clock: c, reg: reg, m: m, srv: srv, logs: logs, token: o.Token, h: h}
 }
 
 // seconds is the clock's time as Unix seconds, to the millisecond.

@@ -236,7 +236,15 @@ type Item struct {
 	// when the queue is read (FillHeartbeats), never derived with the
 	// item nor stored.
 	Heartbeat *state.JudgedHeartbeat `json:"heartbeat,omitempty"`
-	Actions   []Action               `json:"actions"`
+	// RunbookURL is the reason code's section of the runbook (the
+	// published alertmanager.runbook_url's, else the daemon's own
+	// /runbook) and Do its one line of what to do, as the page and the
+	// pushed alerts show them; both left out when the runbook has no
+	// section for the code. Set when the queue is read (FillRunbook),
+	// since a reload may move the runbook.
+	RunbookURL string   `json:"runbook_url,omitempty"`
+	Do         string   `json:"do,omitempty"`
+	Actions    []Action `json:"actions"`
 	// Dismissed is set (only with include_dismissed) on an item a
 	// dismissal or snooze currently hides; SnoozedUntil is then the
 	// snooze's end, zero (left out) for a dismissal.

@@ -210,7 +210,7 @@ func Run(ctx context.Context, o Options) error {
 	d.api = api.New(api.Options{
 		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: reg,
 		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m, View: view,
-		Page: d.page, Heartbeats: beats, Processes: procs,
+		Page: d.page, Heartbeats: beats, Processes: procs, RunbookURL: cfg.Alertmanager.RunbookURL,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -592,6 +592,7 @@ func (d *daemon) reload(ctx context.Context, path string) {
 	}
 	d.api.SetFailureWindow(time.Duration(d.cfg.Thresholds.FailureWindow))
 	d.page.SetRunbookURL(d.cfg.Alertmanager.RunbookURL)
+	d.api.SetRunbookURL(d.cfg.Alertmanager.RunbookURL)
 	d.reloadPush()
 	if d.level != nil {
 		if l, err := zapcore.ParseLevel(d.cfg.Log.Level); err == nil {

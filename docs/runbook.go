@@ -73,6 +73,28 @@ func Link(base, code string) string {
 	return strings.TrimRight(base, "#") + "#" + code
 }
 
+// Todo is what the runbook says to do about one reason code.
+type Todo struct {
+	// Do is the code's section's one-line Do paragraph.
+	Do string
+	// Link is where the section is (Link).
+	Link string
+}
+
+// For is what to do about code and where to read more, with base the
+// alertmanager.runbook_url ("" for the daemon's own /runbook); ok is
+// false when the runbook has no section for code, which then gets
+// neither a line nor a link (one to a missing anchor helps nobody). The
+// page, the API's queue items and the pushed alerts all ask this one
+// function, so the three cannot point at different places.
+func For(base, code string) (t Todo, ok bool) {
+	sec, ok := ForCode(code)
+	if !ok {
+		return Todo{}, false
+	}
+	return Todo{Do: sec.Do, Link: Link(base, code)}, true
+}
+
 // parse reads the reason-code part: from its heading to the next "## ",
 // each "### " heading a section, the anchors right before it its codes,
 // its first paragraph starting "**Do.**" (one line) its Do.

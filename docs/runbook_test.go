@@ -58,3 +58,29 @@ func TestLink(t *testing.T) {
 		}
 	}
 }
+
+// TestFor: a code with a section gets its Do line and Link's link; one
+// without gets neither.
+func TestFor(t *testing.T) {
+	sec, ok := ForCode("run.health.stalled")
+	if !ok {
+		t.Fatal("run.health.stalled has no section")
+	}
+	for _, c := range []struct {
+		name, base, code string
+		want             Todo
+		ok               bool
+	}{
+		{"local", "", "run.health.stalled", Todo{Do: sec.Do, Link: "/runbook#run.health.stalled"}, true},
+		{"published", "https://wiki.example/watchdog", "run.health.stalled", Todo{Do: sec.Do, Link: "https://wiki.example/watchdog#run.health.stalled"}, true},
+		// Failure case: no section, no link to a missing anchor.
+		{"no section", "https://wiki.example/watchdog", "no.such.code", Todo{}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := For(c.base, c.code)
+			if got != c.want || ok != c.ok {
+				t.Errorf("For(%q, %q) = %+v, %v; want %+v, %v", c.base, c.code, got, ok, c.want, c.ok)
+			}
+		})
+	}
+}

@@ -123,11 +123,11 @@ func (h *Handler) SetRunbookURL(base string) { h.runbook.Store(&base) }
 // section's Do line and the link to the section; zero when the runbook
 // has none.
 func (h *Handler) todo(code state.ReasonCode) todoData {
-	sec, ok := docs.ForCode(string(code))
+	td, ok := docs.For(*h.runbook.Load(), string(code))
 	if !ok {
 		return todoData{}
 	}
-	return todoData{Do: sec.Do, Href: docs.Link(*h.runbook.Load(), string(code))}
+	return todoData{Do: td.Do, Href: td.Link}
 }
 
 // New builds the page handler.
