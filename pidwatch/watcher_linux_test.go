@@ -240,6 +240,38 @@ func TestOrphanExit(t *testing.T) {
 	}
 }
 
+// TestNoDeathLostToTheReap races the parent's reap against the watcher's
+// first read of the exit status, many times: the kernel answers a read
+// that lands inside the reap with ESRCH, and each of these deaths must
+// still come with its status (it came without one, and the watch ended,
+// in about one TestOrphanExit run of 15).
+func TestNoDeathLostToTheReap(t *testing.T) {
+	needExitInfo(t)
+	w := newWatcher(t)
+	const children = 200
+	for i := range children {
+		cmd := exec.Command("sh", "-c", "exit 7")
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start child %d: %v", i, err)
+		}
+		key := fmt.Sprintf("child %d", i)
+		if err := w.Watch(key, cmd.Process.Pid, same); err != nil {
+			t.Fatalf("Watch child %d: %v", i, err)
+		}
+		// Wait returns the moment the child ends and reaps it then,
+		// while the watcher reads the status of the same death.
+		_ = cmd.Wait()
+		d := known(t, w, key, cmd.Process.Pid)
+		if want := (Exit{Known: true, Code: 7}); d.Exit != want {
+			t.Fatalf("child %d: Exit = %+v, want %+v", i, d.Exit, want)
+		}
+	}
+	testenv.Eventually(t, "every watch to be dropped", wait, func() (bool, string) {
+		n := w.Len()
+		return n == 0, fmt.Sprintf("Len = %d", n)
+	})
+}
+
 func TestWatchErrors(t *testing.T) {
 	w := newWatcher(t)
 	live := testenv.Sleep(t).Process.Pid
