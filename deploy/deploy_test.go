@@ -60,7 +60,8 @@ var prometheusSynthesized = map[string]bool{"up": true}
 // node_exporter's convention for a scrape-time collector that can fail,
 // the fleet's leader gauge (docs/fleet.md), the Alertmanager push's counters
 // (README, "Push alerts to Alertmanager") and the pidfd watcher's overflow
-// counter (ADR-0039) and the process tree's mode and overflows (ADR-0044). TestMetricNamesAreExported checks them against a real scrape
+// counter (ADR-0039) and the process tree's mode and overflows and the
+// leftover processes (ADR-0044). TestMetricNamesAreExported checks them against a real scrape
 // like the others; the dashboard need not show them.
 var exporterExtras = map[string]string{
 	"watchdog_scrape_collector_success":          "gauge",
@@ -71,6 +72,7 @@ var exporterExtras = map[string]string{
 	"watchdog_pidwatch_overflow_total":           "counter",
 	"watchdog_process_tree_mode":                 "gauge",
 	"watchdog_process_tree_overflow_total":       "counter",
+	"watchdog_leftover_processes":                "gauge",
 }
 
 // --- Example config ----------------------------------------------------------

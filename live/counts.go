@@ -67,6 +67,21 @@ func (v *View) ActiveReasons(now time.Time) map[ReasonKey]int {
 	return out
 }
 
+// Leftovers counts the processes the leftover findings
+// (run.health.leftover_processes) of every non-legacy entity name, by the
+// entity's type and host: watchdog_leftover_processes. An ended entity's
+// count lasts while its finding does, failure window or not: the finding
+// is dropped only when its processes are gone. Kept as entities change.
+func (v *View) Leftovers() map[LeftoverKey]int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make(map[LeftoverKey]int, len(v.idx.leftovers))
+	for k, n := range v.idx.leftovers {
+		out[k] = n
+	}
+	return out
+}
+
 // Counts are the numbers STATUS=, `watchdog status`, the metrics and the
 // queue agree on (see the package doc for the definitions).
 type Counts struct {

@@ -41,6 +41,10 @@ type index struct {
 	// those that linger (attention.Lingers).
 	openReasons map[ReasonKey]int
 	openItems   map[ItemKey]int
+	// leftovers counts the processes the leftover findings name, of
+	// every non-legacy entry, open or ended: a finding lasts as long as
+	// its processes are seen (ADR-0044), whatever the failure window.
+	leftovers map[LeftoverKey]int
 	// clusters interns cluster ids and reasonIDs (code, severity) pairs,
 	// so a read counts them in a slice.
 	clusters   map[string]int
@@ -65,6 +69,14 @@ type ItemKey struct {
 	Severity state.Severity
 	Type     string
 	Host     string
+}
+
+// LeftoverKey is where leftover processes are counted: the type of the
+// entity whose finding names them and the host it was recorded on ("" for
+// a host-less entity), so a daemon of a fleet counts only what it owns.
+type LeftoverKey struct {
+	Type string
+	Host string
 }
 
 // itemKeyOf is the ItemKey of it, an item of e.
@@ -93,7 +105,7 @@ func (r *itemRef) agedOut(cut time.Time) bool { return r.ended && r.arrived.Befo
 func (r itemRef) item() *attention.Item { return &r.e.items[r.i] }
 
 func newIndex() index {
-	return index{byFP: map[string]itemRef{}, bySubsumed: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[ItemKey]int{}, clusters: map[string]int{}, reasonIDs: map[ReasonKey]int{}}
+	return index{byFP: map[string]itemRef{}, bySubsumed: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[ItemKey]int{}, leftovers: map[LeftoverKey]int{}, clusters: map[string]int{}, reasonIDs: map[ReasonKey]int{}}
 }
 
 // compareRefs is the queue's order, then the entity's key: fingerprints
@@ -128,6 +140,27 @@ func compareKeys(a, b *record) int {
 // and of the active-reasons gauge.
 func (e *record) coded() bool { return len(e.codes) > 0 || len(e.items) > 0 }
 
+// leftovers counts the processes e's leftover finding names: one evidence
+// line each, identified "pid:<pid>:<start ticks>" (judge's leftoverID).
+// Only the finding counts, what the last look saw, not an end's list of
+// what exec left behind (judge.Leftovers reads both), which the next look
+// turns into the finding or drops.
+func (e *record) leftovers() int {
+	n := 0
+	for i := range e.body.reasons {
+		r := &e.body.reasons[i]
+		if r.Code != state.RunHealthLeftoverProcesses {
+			continue
+		}
+		for _, ev := range r.Evidence {
+			if strings.HasPrefix(ev.ID, "pid:") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // edit is one batch's worth of changes to the index's sorted lists.
 type edit struct {
 	rmQueue, addQueue []itemRef
@@ -140,6 +173,12 @@ type edit struct {
 func (x *index) change(e *record, sign int, ed *edit) {
 	if e.legacy() {
 		return // no items, no codes, never counted
+	}
+	if n := e.leftovers(); n > 0 {
+		k := LeftoverKey{e.typ, e.host}
+		if x.leftovers[k] += sign * n; x.leftovers[k] == 0 {
+			delete(x.leftovers, k)
+		}
 	}
 	for i := range e.items {
 		it := &e.items[i]

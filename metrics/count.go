@@ -32,6 +32,8 @@ type counts struct {
 	reasons   map[reasonKey]int
 	attention map[itemKey]int
 	legacy    int
+	// leftovers counts leftover processes by entity type.
+	leftovers map[string]int
 }
 
 // count syncs the live view and derives every entity gauge from it: the
@@ -50,6 +52,7 @@ func count(ctx context.Context, src Source, now time.Time, owns func(host string
 		states:    map[stateKey]int{},
 		reasons:   map[reasonKey]int{},
 		attention: map[itemKey]int{},
+		leftovers: map[string]int{},
 	}
 	// Hosts are few and a scrape asks about each several times: ask owns
 	// once per host.
@@ -90,6 +93,11 @@ func count(ctx context.Context, src Source, now time.Time, owns func(host string
 	for k, size := range src.QueueItems(now) {
 		if mine(k.Host) {
 			n.attention[itemKey{k.Severity, knownType(k.Type)}] += size
+		}
+	}
+	for k, size := range src.Leftovers() {
+		if mine(k.Host) {
+			n.leftovers[knownType(k.Type)] += size
 		}
 	}
 	return n, nil

@@ -60,7 +60,8 @@ func entityGauges(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	out := map[string]float64{}
 	for name, mf := range gather(t, reg) {
 		switch name {
-		case "watchdog_entities", "watchdog_entity_states", "watchdog_reasons_active", "watchdog_attention_items", "watchdog_legacy_entities":
+		case "watchdog_entities", "watchdog_entity_states", "watchdog_reasons_active", "watchdog_attention_items", "watchdog_legacy_entities",
+			"watchdog_leftover_processes":
 		default:
 			continue
 		}

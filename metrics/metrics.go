@@ -82,6 +82,7 @@ type Source interface {
 	Groups(fn func(live.Group, int))
 	ActiveReasons(now time.Time) map[live.ReasonKey]int
 	QueueItems(now time.Time) map[live.ItemKey]int
+	Leftovers() map[live.LeftoverKey]int
 	SetFailureWindow(d time.Duration)
 }
 
@@ -92,7 +93,8 @@ type Options struct {
 	// host-less ones) are this daemon's to count: its own host, plus the
 	// host-less entities while it is the leader. The entity gauges
 	// (watchdog_entities, watchdog_entity_states, watchdog_reasons_active,
-	// watchdog_attention_items, watchdog_legacy_entities) count only the
+	// watchdog_attention_items, watchdog_legacy_entities,
+	// watchdog_leftover_processes) count only the
 	// entities it owns, so sum() across the daemons of a fleet counts each
 	// entity once. nil owns every host. It is called at every scrape, a few
 	// times per host.
@@ -357,6 +359,7 @@ type storeCollector struct {
 	seenStates map[stateKey]struct{}
 
 	entities, entityStates, reasons, attention, legacy *prometheus.Desc
+	leftovers                                          *prometheus.Desc
 	success, duration                                  *prometheus.Desc
 }
 
@@ -380,6 +383,9 @@ func newStoreCollector(src Source, now func() time.Time, owns func(host string) 
 		legacy: prometheus.NewDesc("watchdog_legacy_entities",
 			"Entities with no lifecycle (imported before the vocabulary), kept out of every other entity metric.",
 			nil, nil),
+		leftovers: prometheus.NewDesc("watchdog_leftover_processes",
+			"Processes the leftover findings (run.health.leftover_processes) of the entities this daemon owns name: descendants still running after their entity ended or its process died, as the last look saw them, by the entity's type.",
+			[]string{"entity_type"}, nil),
 		success: prometheus.NewDesc("watchdog_scrape_collector_success",
 			"Whether a scrape-time collector succeeded (1) or its gauges were left out of this scrape (0).",
 			[]string{"collector"}, nil),
@@ -391,7 +397,7 @@ func newStoreCollector(src Source, now func() time.Time, owns func(host string) 
 
 // Describe sends every descriptor the collector can emit.
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.entities, c.entityStates, c.reasons, c.attention, c.legacy, c.success, c.duration} {
+	for _, d := range []*prometheus.Desc{c.entities, c.entityStates, c.reasons, c.attention, c.legacy, c.leftovers, c.success, c.duration} {
 		ch <- d
 	}
 }
@@ -464,6 +470,15 @@ func (c *storeCollector) emit(ch chan<- prometheus.Metric, n *counts) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.legacy, prometheus.GaugeValue, float64(n.legacy))
+	// One series per type, pre-seeded at 0 (an alert on > 0 sees the
+	// first), and unknown for a type no graph has: bounded by the graphs
+	// (ADR-0008), never a pid or a command.
+	for _, typ := range transitions.Types() {
+		ch <- prometheus.MustNewConstMetric(c.leftovers, prometheus.GaugeValue, float64(n.leftovers[typ]), typ)
+	}
+	if v, ok := n.leftovers[unknown]; ok {
+		ch <- prometheus.MustNewConstMetric(c.leftovers, prometheus.GaugeValue, float64(v), unknown)
+	}
 }
 
 var attentionSeverities = []state.Severity{state.SeverityCritical, state.SeverityWarning, state.SeverityInfo}
