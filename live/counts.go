@@ -67,17 +67,25 @@ func (v *View) ActiveReasons(now time.Time) map[ReasonKey]int {
 	return out
 }
 
-// Leftovers counts the processes the leftover findings
-// (run.health.leftover_processes) of every non-legacy entity name, by the
-// entity's type and host: watchdog_leftover_processes. An ended entity's
-// count lasts while its finding does, failure window or not: the finding
-// is dropped only when its processes are gone. Kept as entities change.
-func (v *View) Leftovers() map[LeftoverKey]int {
+// Leftovers counts, at now with the view's failure window, the processes
+// the leftover findings (run.health.leftover_processes) of the entities
+// that count name, by the entity's type and host:
+// watchdog_leftover_processes. The entities that count are
+// ActiveReasons': open (or lingering), or ended inside the window, the
+// ones the sweep still looks at (an older finding is what the last look
+// saw, not what is seen now). The open ones are kept as they change;
+// only the entities inside the window are read.
+func (v *View) Leftovers(now time.Time) map[LeftoverKey]int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	out := make(map[LeftoverKey]int, len(v.idx.leftovers))
 	for k, n := range v.idx.leftovers {
 		out[k] = n
+	}
+	for _, e := range inWindow(v.idx.endedCoded, now, v.window) {
+		if n := e.leftovers(); n > 0 {
+			out[LeftoverKey{e.typ, e.host}] += n
+		}
 	}
 	return out
 }

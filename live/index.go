@@ -41,9 +41,8 @@ type index struct {
 	// those that linger (attention.Lingers).
 	openReasons map[ReasonKey]int
 	openItems   map[ItemKey]int
-	// leftovers counts the processes the leftover findings name, of
-	// every non-legacy entry, open or ended: a finding lasts as long as
-	// its processes are seen (ADR-0044), whatever the failure window.
+	// leftovers counts the processes the leftover findings of the same
+	// entries name (those of the ended ones inside the window are read).
 	leftovers map[LeftoverKey]int
 	// clusters interns cluster ids and reasonIDs (code, severity) pairs,
 	// so a read counts them in a slice.
@@ -174,12 +173,6 @@ func (x *index) change(e *record, sign int, ed *edit) {
 	if e.legacy() {
 		return // no items, no codes, never counted
 	}
-	if n := e.leftovers(); n > 0 {
-		k := LeftoverKey{e.typ, e.host}
-		if x.leftovers[k] += sign * n; x.leftovers[k] == 0 {
-			delete(x.leftovers, k)
-		}
-	}
 	for i := range e.items {
 		it := &e.items[i]
 		r := itemRef{key: attention.KeyOf(it), e: e, i: int32(i), cluster: int32(x.cluster(it.ClusterID)),
@@ -228,6 +221,12 @@ func (x *index) change(e *record, sign int, ed *edit) {
 		k := ReasonKey{c.code, e.severity(), e.host}
 		if x.openReasons[k] += sign; x.openReasons[k] == 0 {
 			delete(x.openReasons, k)
+		}
+	}
+	if n := e.leftovers(); n > 0 {
+		k := LeftoverKey{e.typ, e.host}
+		if x.leftovers[k] += sign * n; x.leftovers[k] == 0 {
+			delete(x.leftovers, k)
 		}
 	}
 	for i := range e.items {

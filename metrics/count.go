@@ -95,7 +95,7 @@ func count(ctx context.Context, src Source, now time.Time, owns func(host string
 			n.attention[itemKey{k.Severity, knownType(k.Type)}] += size
 		}
 	}
-	for k, size := range src.Leftovers() {
+	for k, size := range src.Leftovers(now) {
 		if mine(k.Host) {
 			n.leftovers[knownType(k.Type)] += size
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"watchdog/state"
 	"watchdog/store"
@@ -39,7 +40,7 @@ func (f *fixture) record(typ, id string, h state.Health, reasons ...state.StateR
 
 // TestLeftoverProcessesGauge: watchdog_leftover_processes counts the
 // processes the leftover findings name, by entity type, open entities and
-// ended ones alike, pre-seeded at 0 for every type, and drops them when
+// ended ones (inside the failure window) alike, pre-seeded at 0 for every type, and drops them when
 // the next look no longer sees them.
 func TestLeftoverProcessesGauge(t *testing.T) {
 	f := newFixture(t)
@@ -91,6 +92,40 @@ func TestLeftoverProcessesGauge(t *testing.T) {
 		if len(got) != len(transitions.Types()) {
 			t.Errorf("%s: %d series, want one per type (%d): %v", step.name, len(got), len(transitions.Types()), got)
 		}
+	}
+}
+
+// TestLeftoverProcessesWindow: an ended entity's leftovers count while it
+// is inside the failure window, the entities the sweep still looks at,
+// as watchdog_reasons_active counts its codes; an open entity's always.
+func TestLeftoverProcessesWindow(t *testing.T) {
+	f := newFixture(t)
+	f.register("session", "s-open", "running")
+	f.record("session", "s-open", state.HealthProcessDead, leftoverFinding(1, 2))
+	f.register("invocation", "i-ended", "running")
+	f.move("invocation", "i-ended", "failed", state.RunFailedExitNonzero)
+	f.record("invocation", "i-ended", state.HealthProcessDead, leftoverFinding(3))
+	m, reg := newMetricsAt(t, f.st, testNow.Add(2*time.Hour))
+	for _, tc := range []struct {
+		name       string
+		window     time.Duration
+		invocation float64
+	}{
+		{"inside the window", 24 * time.Hour, 1},
+		{"past it", time.Hour, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m.SetFailureWindow(tc.window)
+			got := scrapeText(t, reg)
+			for _, want := range []string{
+				`watchdog_leftover_processes{entity_type="session"} 2`,
+				fmt.Sprintf(`watchdog_leftover_processes{entity_type="invocation"} %v`, tc.invocation),
+			} {
+				if !strings.Contains(got, want) {
+					t.Errorf("no %s in\n%s", want, grep(got, "leftover"))
+				}
+			}
+		})
 	}
 }
 

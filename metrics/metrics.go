@@ -82,7 +82,7 @@ type Source interface {
 	Groups(fn func(live.Group, int))
 	ActiveReasons(now time.Time) map[live.ReasonKey]int
 	QueueItems(now time.Time) map[live.ItemKey]int
-	Leftovers() map[live.LeftoverKey]int
+	Leftovers(now time.Time) map[live.LeftoverKey]int
 	SetFailureWindow(d time.Duration)
 }
 
@@ -384,7 +384,7 @@ func newStoreCollector(src Source, now func() time.Time, owns func(host string) 
 			"Entities with no lifecycle (imported before the vocabulary), kept out of every other entity metric.",
 			nil, nil),
 		leftovers: prometheus.NewDesc("watchdog_leftover_processes",
-			"Processes the leftover findings (run.health.leftover_processes) of the entities this daemon owns name: descendants still running after their entity ended or its process died, as the last look saw them, by the entity's type.",
+			"Processes the leftover findings (run.health.leftover_processes) name, of the open entities this daemon owns and those that ended within the failure window: descendants still running after their entity ended or its process died, as the last look saw them, by the entity's type.",
 			[]string{"entity_type"}, nil),
 		success: prometheus.NewDesc("watchdog_scrape_collector_success",
 			"Whether a scrape-time collector succeeded (1) or its gauges were left out of this scrape (0).",
