@@ -119,6 +119,7 @@ type Store interface {
 	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
 	UpsertDismissal(ctx context.Context, d store.Dismissal) error
 	UpsertDismissals(ctx context.Context, ds []store.Dismissal) (string, error)
+	TriageLogBefore(ctx context.Context, before int64, limit int) ([]store.TriageEntry, error)
 }
 
 // LiveReader is what the reads answer from: the live view; *live.View is one.
@@ -254,6 +255,7 @@ func New(o Options) *Handler {
 	m.HandleFunc("GET /api/v1/entities/{type}/{id}/transitions", s.getTransitions)
 	m.HandleFunc("POST /api/v1/entities/{type}/{id}/transitions", s.mutating(s.transition))
 	m.HandleFunc("GET /api/attention", s.attentionQueue)
+	m.HandleFunc("GET /api/attention/triage", s.triageLog)
 	m.HandleFunc("POST "+attention.SnoozePath, s.mutating(s.snooze))
 	m.HandleFunc("POST "+attention.DismissPath, s.mutating(s.dismiss))
 	if o.Page != nil {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"time"
 
@@ -236,6 +237,38 @@ func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp stri
 		return
 	}
 	writeJSON(w, http.StatusOK, dismissalOf(d))
+}
+
+// triageLog is GET /api/attention/triage[?before=SEQ][&limit=N]: the
+// triage log's rows with seq < before (absent or 0: from the newest),
+// newest first, at most limit (default wire.DefaultTriagePage, at most
+// wire.MaxTriagePage), and the cursor of the next, older page. A read
+// like the others: no token.
+func (s *server) triageLog(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	before, err := queryInt(q.Get("before"), "before", 0, 0, math.MaxInt64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
+		return
+	}
+	limit, err := queryInt(q.Get("limit"), "limit", wire.DefaultTriagePage, 1, wire.MaxTriagePage)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
+		return
+	}
+	// One row more than asked tells whether another page follows.
+	rows, err := s.Store.TriageLogBefore(r.Context(), before, int(limit)+1)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page := wire.TriagePage{}
+	if len(rows) > int(limit) {
+		rows = rows[:limit]
+		page.NextBefore = rows[len(rows)-1].Seq
+	}
+	page.Items = wire.FromTriage(rows)
+	writeJSON(w, http.StatusOK, page)
 }
 
 // dismissalOf is a stored dismissal as the API answers it.

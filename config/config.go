@@ -182,6 +182,10 @@ type Thresholds struct {
 	// FailureWindow is how long ended entities stay probed (stale locks)
 	// and failed items stay in the attention queue.
 	FailureWindow Duration `yaml:"failure_window"`
+	// TriageRetention is how long the triage log (who snoozed or
+	// dismissed what, ADR-0049) keeps a row: the vacuum job drops the
+	// rows older than this.
+	TriageRetention Duration `yaml:"triage_retention"`
 	// HostDisconnectedAfter is how long a host's daemon may be silent
 	// (no presence recorded in the shared store) before the leader reads
 	// that host's open entities as disconnected.
@@ -204,7 +208,8 @@ type Jobs struct {
 	ReapPhantoms string `yaml:"reap_phantoms"`
 	// CheckSchedules marks schedule entities due or misfired.
 	CheckSchedules string `yaml:"check_schedules"`
-	// Vacuum drops expired snoozes and stale dismissals.
+	// Vacuum drops expired snoozes and stale dismissals, and the triage
+	// log's rows older than thresholds.triage_retention.
 	Vacuum string `yaml:"vacuum"`
 }
 
@@ -301,6 +306,8 @@ var (
 		PhantomAfter:  Duration(time.Hour),
 		MisfireGrace:  Duration(5 * time.Minute),
 		FailureWindow: Duration(24 * time.Hour),
+		// 90 days: a quarter's triage, for a review or a dispute.
+		TriageRetention: Duration(90 * 24 * time.Hour),
 
 		HostDisconnectedAfter: Duration(time.Minute),
 		HostLostAfter:         Duration(15 * time.Minute),
@@ -530,6 +537,7 @@ func (t Thresholds) validate() []error {
 		{"phantom_after", t.PhantomAfter, d.PhantomAfter},
 		{"misfire_grace", t.MisfireGrace, d.MisfireGrace},
 		{"failure_window", t.FailureWindow, d.FailureWindow},
+		{"triage_retention", t.TriageRetention, d.TriageRetention},
 		{"host_disconnected_after", t.HostDisconnectedAfter, d.HostDisconnectedAfter},
 		{"host_lost_after", t.HostLostAfter, d.HostLostAfter},
 	})

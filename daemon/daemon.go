@@ -509,12 +509,21 @@ func (d *daemon) report(job func(context.Context) (reaper.Report, error)) func(c
 	}
 }
 
+// vacuum drops the dismissals that can hide nothing any more and the
+// triage log's rows older than thresholds.triage_retention. d.cfg is read
+// here safely: a reload swaps it only while the jobs are stopped.
 func (d *daemon) vacuum(ctx context.Context) error {
-	n, err := d.st.VacuumDismissals(ctx, time.Now())
+	now := time.Now()
+	n, err := d.st.VacuumDismissals(ctx, now)
 	if err != nil {
 		return err
 	}
-	d.log.Info("vacuum", zap.Int("dismissals_dropped", n))
+	retention := time.Duration(d.cfg.Thresholds.TriageRetention)
+	logged, err := d.st.VacuumTriage(ctx, now.Add(-retention))
+	if err != nil {
+		return err
+	}
+	d.log.Info("vacuum", zap.Int("dismissals_dropped", n), zap.Int("triage_rows_dropped", logged), zap.Duration("triage_retention", retention))
 	return nil
 }
 

@@ -48,7 +48,15 @@ type Backend interface {
 	// TriageLog reads the triage log's rows with seq > after, oldest
 	// first, at most limit.
 	TriageLog(ctx context.Context, after int64, limit int) ([]TriageEntry, error)
+	// TriageLogBefore reads the triage log's rows with seq < before (0:
+	// from the newest), newest first, at most limit: GET
+	// /api/attention/triage's pages.
+	TriageLogBefore(ctx context.Context, before int64, limit int) ([]TriageEntry, error)
 	VacuumDismissals(ctx context.Context, now time.Time) (int, error)
+	// VacuumTriage drops the triage log's rows written (their At) before
+	// before, the vacuum job's cut (thresholds.triage_retention ago), and
+	// reports how many.
+	VacuumTriage(ctx context.Context, before time.Time) (int, error)
 
 	// Daemon presence.
 	MarkDaemon(ctx context.Context, hostID string, at time.Time) error

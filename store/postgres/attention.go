@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -69,7 +70,20 @@ func (s *Store) UpsertDismissals(ctx context.Context, ds []store.Dismissal) (str
 
 // TriageLog reads the triage log after seq after, oldest first.
 func (s *Store) TriageLog(ctx context.Context, after int64, limit int) ([]store.TriageEntry, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+rowcodec.TriageColumns+" FROM attention_triage WHERE seq > $1 ORDER BY seq LIMIT $2", after, limit)
+	return s.triageLog(ctx, "SELECT "+rowcodec.TriageColumns+" FROM attention_triage WHERE seq > $1 ORDER BY seq LIMIT $2", after, limit)
+}
+
+// TriageLogBefore reads the triage log before seq before (0: from the
+// newest), newest first.
+func (s *Store) TriageLogBefore(ctx context.Context, before int64, limit int) ([]store.TriageEntry, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	return s.triageLog(ctx, "SELECT "+rowcodec.TriageColumns+" FROM attention_triage WHERE seq < $1 ORDER BY seq DESC LIMIT $2", before, limit)
+}
+
+func (s *Store) triageLog(ctx context.Context, query string, seq int64, limit int) ([]store.TriageEntry, error) {
+	rows, err := s.pool.Query(ctx, query, seq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read triage log: %w", classify(err))
 	}
@@ -86,6 +100,21 @@ func (s *Store) TriageLog(ctx context.Context, after int64, limit int) ([]store.
 		return nil, fmt.Errorf("read triage log: %w", classify(err))
 	}
 	return out, nil
+}
+
+// VacuumTriage drops the triage log's rows written before before (their
+// at) and reports how many (sqlite.Store.VacuumTriage's rule).
+func (s *Store) VacuumTriage(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM attention_triage WHERE at < $1`, unixtime.Seconds(before))
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("vacuum triage log: %w", err)
+	}
+	return int(n), nil
 }
 
 // Dismissals reads every dismissal, keyed by fingerprint.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"time"
 
 	"watchdog/internal/unixtime"
@@ -73,11 +74,24 @@ func (s *Store) UpsertDismissals(ctx context.Context, ds []store.Dismissal) (str
 
 // TriageLog reads the triage log after seq after, oldest first.
 func (s *Store) TriageLog(ctx context.Context, after int64, limit int) ([]store.TriageEntry, error) {
-	st, err := s.prepared(ctx, "SELECT "+rowcodec.TriageColumns+" FROM attention_triage WHERE seq > ? ORDER BY seq LIMIT ?")
+	return s.triageLog(ctx, "SELECT "+rowcodec.TriageColumns+" FROM attention_triage WHERE seq > ? ORDER BY seq LIMIT ?", after, limit)
+}
+
+// TriageLogBefore reads the triage log before seq before (0: from the
+// newest), newest first.
+func (s *Store) TriageLogBefore(ctx context.Context, before int64, limit int) ([]store.TriageEntry, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	return s.triageLog(ctx, "SELECT "+rowcodec.TriageColumns+" FROM attention_triage WHERE seq < ? ORDER BY seq DESC LIMIT ?", before, limit)
+}
+
+func (s *Store) triageLog(ctx context.Context, query string, seq int64, limit int) ([]store.TriageEntry, error) {
+	st, err := s.prepared(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("read triage log: %w", err)
 	}
-	rows, err := st.QueryContext(ctx, after, limit)
+	rows, err := st.QueryContext(ctx, seq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read triage log: %w", err)
 	}
@@ -94,6 +108,26 @@ func (s *Store) TriageLog(ctx context.Context, after int64, limit int) ([]store.
 		return nil, fmt.Errorf("read triage log: %w", err)
 	}
 	return out, nil
+}
+
+// VacuumTriage drops the triage log's rows written before before (their
+// at) and reports how many. The log has no index on at: the vacuum runs
+// daily over a table of one row per act, and a full scan then costs less
+// than an index every act would write.
+func (s *Store) VacuumTriage(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := s.writeTx(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `DELETE FROM attention_triage WHERE at < ?`, unixtime.Seconds(before))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("vacuum triage log: %w", err)
+	}
+	return int(n), nil
 }
 
 // Dismissals reads every dismissal, keyed by fingerprint. The table holds

@@ -50,6 +50,7 @@ func Run(t *testing.T, h Harness) {
 		{"Dismissals", testDismissals},
 		{"DismissalBatchAllOrNothingWithTriageLog", testDismissalBatch},
 		{"VacuumKeepsAnEscalatedOccurrence", testVacuumEscalated},
+		{"TriageLogNewestFirstAndVacuum", testTriagePagesAndVacuum},
 		{"DaemonPresence", testDaemons},
 		{"FeedAcrossHandles", testFeed},
 		{"DataVersionMovesOnAnotherHandlesCommit", testDataVersion},
@@ -487,6 +488,83 @@ func testDismissalBatch(t *testing.T, h Harness) {
 	}
 	if page, err := s.TriageLog(ctx, 0, 2); err != nil || len(page) != 2 {
 		t.Errorf("a page of 2: %d rows, %v", len(page), err)
+	}
+}
+
+// testTriagePagesAndVacuum: TriageLogBefore pages the log newest first
+// (before 0 is the newest); VacuumTriage drops the rows written before
+// its cut, keeps one written at it and after, and leaves the dismissals
+// alone (they have their own vacuum).
+func testTriagePagesAndVacuum(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	if page, err := s.TriageLogBefore(ctx, 0, 10); err != nil || len(page) != 0 {
+		t.Fatalf("an empty log: %+v, %v", page, err)
+	}
+	if n, err := s.VacuumTriage(ctx, t0); err != nil || n != 0 {
+		t.Fatalf("vacuum of an empty log: %d, %v", n, err)
+	}
+	// Four acts an hour apart, on two items: at t0, t0+1h, t0+2h, t0+3h.
+	for i := range 4 {
+		id := []string{"s1", "s2"}[i%2]
+		if i < 2 {
+			register(t, s, "session", id, strp("running"), nil)
+		}
+		d := store.Dismissal{Fingerprint: "session:" + id + ":run.health.stalled", EntityType: "session", EntityID: id,
+			ReasonCode: "run.health.stalled", StatusAtDismissal: "running", SnoozedUntil: t0.Add(30 * time.Hour),
+			DismissedAt: t0.Add(time.Duration(i) * time.Hour), DismissedBy: "operator", ClearOnStatusChange: true}
+		if err := s.UpsertDismissal(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := mustTriage(t, s, 0)
+	if len(all) != 4 {
+		t.Fatalf("triage log %d rows, want 4", len(all))
+	}
+
+	for _, tc := range []struct {
+		name   string
+		before int64
+		limit  int
+		want   []int // indexes into all, in the order wanted
+	}{
+		{"the newest page", 0, 2, []int{3, 2}},
+		{"the next page", all[2].Seq, 2, []int{1, 0}},
+		{"past the oldest", all[0].Seq, 2, nil},
+		{"one page of everything", 0, 10, []int{3, 2, 1, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page, err := s.TriageLogBefore(ctx, tc.before, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, want []int64
+			for _, e := range page {
+				got = append(got, e.Seq)
+			}
+			for _, i := range tc.want {
+				want = append(want, all[i].Seq)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("seqs %v, want %v", got, want)
+			}
+		})
+	}
+
+	// The cut at t0+2h: the acts at t0 and t0+1h go, the one at the cut
+	// and the one after it stay.
+	if n, err := s.VacuumTriage(ctx, t0.Add(2*time.Hour)); err != nil || n != 2 {
+		t.Errorf("vacuum: %d rows, %v; want 2", n, err)
+	}
+	left := mustTriage(t, s, 0)
+	if len(left) != 2 || left[0].Seq != all[2].Seq || left[1].Seq != all[3].Seq {
+		t.Errorf("after the vacuum: %+v, want the rows of seq %d and %d", left, all[2].Seq, all[3].Seq)
+	}
+	if n, err := s.VacuumTriage(ctx, t0.Add(2*time.Hour)); err != nil || n != 0 {
+		t.Errorf("a second vacuum at the same cut: %d, %v; want 0", n, err)
+	}
+	if n := len(mustDismissals(t, s)); n != 2 {
+		t.Errorf("the triage vacuum touched the dismissals: %d left, want 2", n)
 	}
 }
 
