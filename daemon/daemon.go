@@ -179,8 +179,12 @@ func Run(ctx context.Context, o Options) error {
 	lv := newLiveness(view, rp, host, st, m, rp.Settings, fds, cfg.ProcessTree, log.Named("monitor"))
 	defer runView(ctx, view, changes, m, log)()
 	defer lv.run(log)()
-	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, fleet: fl, pushMetrics: pushMetrics, pushPoke: pushPoke}
-	view.OnChange(d.kickPush)
+	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, fleet: fl, pushMetrics: pushMetrics, pushPoke: pushPoke,
+		statusAlarm: deadline.Shared().Signal(), statusOn: os.Getenv("NOTIFY_SOCKET") != ""}
+	view.OnChange(func(prev, cur *store.Entity) {
+		d.kickPush(prev, cur)
+		d.statusSoon()
+	})
 	defer d.stopPush()
 
 	// Leadership and presence run from before the first sweep (which
@@ -255,20 +259,21 @@ func Run(ctx context.Context, o Options) error {
 
 	// systemd's watchdog is fed from this loop: it answers signals and
 	// reloads, so a wedged loop stops the pings, and feedWatchdog adds
-	// what else must hold (a writable store, no job stuck).
-	var tick <-chan time.Time
+	// what else must hold (a writable store, no job stuck). The ping is
+	// an alarm on the shared clock (ADR-0055), armed only under systemd
+	// with WatchdogSec.
+	ping := deadline.Shared().Signal()
+	defer ping.Stop()
 	if d.notify.interval > 0 {
-		t := time.NewTicker(d.notify.interval / 4)
-		defer t.Stop()
-		tick = t.C
+		ping.Set(d.notify.interval / 4)
 	}
-	// STATUS= follows the live view, not the sweep: every few seconds,
-	// sent only when the line changed (and only under systemd).
-	var statusTick <-chan time.Time
-	if os.Getenv("NOTIFY_SOCKET") != "" {
-		t := time.NewTicker(statusEvery)
-		defer t.Stop()
-		statusTick = t.C
+	// STATUS= follows the live view, not the sweep: statusEvery after a
+	// change of an entity or of the store's finding, and once per
+	// statusSlow for what time alone changes (an end leaving the failure
+	// window), sent only when the line changed (and only under systemd).
+	defer d.statusAlarm.Stop()
+	if d.statusOn {
+		d.statusAlarm.Set(statusSlow)
 	}
 	var runErr error
 loop:
@@ -276,10 +281,12 @@ loop:
 		select {
 		case <-ctx.Done():
 			break loop
-		case <-statusTick:
+		case <-d.statusAlarm.C:
 			d.refreshStatus(false)
-		case <-tick:
+			d.statusAlarm.Set(statusSlow)
+		case <-ping.C:
 			d.feedWatchdog()
+			ping.Set(d.notify.interval / 4)
 		case err := <-serveErr:
 			runErr = fmt.Errorf("http server: %w", err)
 			break loop
@@ -330,6 +337,10 @@ type daemon struct {
 	fleet *fleet
 	// pushMetrics outlive the pushers a reload replaces.
 	pushMetrics *alertpush.Metrics
+	// statusAlarm is the next STATUS= refresh, armed when statusOn
+	// (NOTIFY_SOCKET is set).
+	statusAlarm *deadline.Alarm
+	statusOn    bool
 	// pushPoke is told on each commit the store tells (nil: it tells
 	// none, and the pusher looks at the queue each second).
 	pushPoke chan struct{}
@@ -427,9 +438,21 @@ func (d *daemon) sweep(ctx context.Context) error {
 	return nil
 }
 
-// statusEvery is how often the main loop refreshes systemd's STATUS=
-// from the live view.
-const statusEvery = 5 * time.Second
+// statusEvery is how soon after a change the main loop refreshes
+// systemd's STATUS= from the live view (changes within it share one
+// refresh); statusSlow is how often it does with no change.
+const (
+	statusEvery = 5 * time.Second
+	statusSlow  = time.Minute
+)
+
+// statusSoon asks for a STATUS= refresh within statusEvery (under
+// systemd only).
+func (d *daemon) statusSoon() {
+	if d.statusOn {
+		d.statusAlarm.Earlier(time.Now().Add(statusEvery))
+	}
+}
 
 // refreshStatus sends STATUS= when the live view's counts changed since
 // the last line sent, or always when force (after a sweep, as before the
@@ -882,7 +905,8 @@ func (d *daemon) assessStore(ctx context.Context, notReady bool) error {
 // failing file system when it starts failing and when it recovers.
 func (d *daemon) checkStore(ctx context.Context) {
 	d.mu.Lock()
-	notReady := d.storeErr != nil || d.storeChecked.IsZero()
+	prevErr := d.storeErr
+	notReady := prevErr != nil || d.storeChecked.IsZero()
 	d.mu.Unlock()
 	err := d.assessStore(ctx, notReady)
 	if ctx.Err() != nil {
@@ -891,6 +915,9 @@ func (d *daemon) checkStore(ctx context.Context) {
 	d.status.storeChecked(err, time.Now())
 	fdErr := checkHeadroom(fdHeadroom)
 	d.scheduleCheck(errors.Join(err, fdErr))
+	if (err == nil) != (prevErr == nil) {
+		d.statusSoon()
+	}
 	d.mu.Lock()
 	prev, prevFD := d.storeErr, d.fdErr
 	d.storeErr, d.storeChecked, d.fdErr = err, time.Now(), fdErr
