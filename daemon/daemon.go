@@ -708,6 +708,8 @@ var (
 // false when ctx ends first (a shutdown before READY).
 func (d *daemon) awaitFirstSweep(ctx context.Context) bool {
 	wait := firstSweepRetry
+	retry := deadline.Shared().Signal()
+	defer retry.Stop()
 	for {
 		d.sched.RunNow(d.table[0])
 		d.mu.Lock()
@@ -728,12 +730,11 @@ func (d *daemon) awaitFirstSweep(ctx context.Context) bool {
 		}
 		d.notify.status(fmt.Sprintf("starting: the first sweep failed, retrying in %s: %s", wait, oneLine(err.Error())))
 		d.log.Warn("first sweep failed; READY waits for one that succeeds", zap.Error(err), zap.Duration("retry_in", wait))
-		t := time.NewTimer(wait)
+		retry.Set(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return false
-		case <-t.C:
+		case <-retry.C:
 		}
 		wait = min(2*wait, firstSweepRetryMax)
 	}
