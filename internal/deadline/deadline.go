@@ -79,9 +79,25 @@ func (a *Alarm) Set(d time.Duration) { a.SetAt(time.Now().Add(d)) }
 
 // SetAt (re)arms the alarm to fire at t.
 func (a *Alarm) SetAt(t time.Time) {
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
+	a.setLocked(t)
+}
+
+// Earlier arms the alarm to fire at t unless it is already due sooner:
+// several reasons to look may share one wake-up.
+func (a *Alarm) Earlier(t time.Time) {
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
+	if a.index < 0 || t.Before(a.at) {
+		a.setLocked(t)
+	}
+}
+
+// setLocked places the alarm at t and the timer at the earliest. c.mu is
+// held.
+func (a *Alarm) setLocked(t time.Time) {
 	c := a.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	a.at = t
 	if a.index >= 0 {
 		heap.Fix(&c.h, a.index)
@@ -89,18 +105,6 @@ func (a *Alarm) SetAt(t time.Time) {
 		heap.Push(&c.h, a)
 	}
 	c.arm()
-}
-
-// Earlier arms the alarm to fire at t unless it is already due sooner:
-// several reasons to look may share one wake-up.
-func (a *Alarm) Earlier(t time.Time) {
-	c := a.c
-	c.mu.Lock()
-	pending, at := a.index >= 0, a.at
-	c.mu.Unlock()
-	if !pending || t.Before(at) {
-		a.SetAt(t)
-	}
 }
 
 // Stop disarms the alarm. One that was already popped to run may still
