@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"watchdog/attention"
+	"watchdog/internal/deadline"
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
@@ -125,14 +126,15 @@ func (p *Pusher) Run(ctx context.Context) {
 		wg.Go(func() { t.run(ctx) })
 	}
 	defer wg.Wait()
-	var check <-chan time.Time
-	if p.cfg.CheckEvery > 0 {
-		t := time.NewTicker(p.cfg.CheckEvery)
-		defer t.Stop()
-		check = t.C
-	}
-	resend := time.NewTicker(p.cfg.ResendEvery)
+	// Both are alarms on the process's shared clock (ADR-0055); check
+	// is armed only with CheckEvery.
+	check, resend := deadline.Shared().Signal(), deadline.Shared().Signal()
+	defer check.Stop()
 	defer resend.Stop()
+	if p.cfg.CheckEvery > 0 {
+		check.Set(p.cfg.CheckEvery)
+	}
+	resend.Set(p.cfg.ResendEvery)
 	p.offer(true)
 	for {
 		select {
@@ -140,10 +142,12 @@ func (p *Pusher) Run(ctx context.Context) {
 			return
 		case <-p.kick:
 			p.offer(false)
-		case <-check:
+		case <-check.C:
 			p.offer(false)
+			check.Set(p.cfg.CheckEvery)
 		case <-resend.C:
 			p.offer(true)
+			resend.Set(p.cfg.ResendEvery)
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"watchdog/api"
 	"watchdog/config"
 	"watchdog/internal/cronspec"
+	"watchdog/internal/deadline"
 	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/page"
@@ -178,8 +179,12 @@ func Run(ctx context.Context, o Options) error {
 	lv := newLiveness(view, rp, host, st, m, rp.Settings, fds, cfg.ProcessTree, log.Named("monitor"))
 	defer runView(ctx, view, changes, m, log)()
 	defer lv.run(log)()
-	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, fleet: fl, pushMetrics: pushMetrics, pushPoke: pushPoke}
-	view.OnChange(d.kickPush)
+	d := &daemon{cfg: cfg, st: st, rp: rp, log: log, notify: newNotifier(log), metrics: m, view: view, live: lv, fleet: fl, pushMetrics: pushMetrics, pushPoke: pushPoke,
+		statusAlarm: deadline.Shared().Signal(), statusOn: os.Getenv("NOTIFY_SOCKET") != ""}
+	view.OnChange(func(prev, cur *store.Entity) {
+		d.kickPush(prev, cur)
+		d.statusSoon()
+	})
 	defer d.stopPush()
 
 	// Leadership and presence run from before the first sweep (which
@@ -188,13 +193,16 @@ func Run(ctx context.Context, o Options) error {
 	defer d.runFleet(ctx)()
 
 	// The store watch runs from before the first request to after the
-	// last job: /readyz reads what it found.
-	d.checkStore(ctx)
+	// last job: /readyz asks it (askStore) and reads what it found.
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	d.watchCtx = watchCtx
+	d.storeAlarm = deadline.Shared().Signal()
+	d.checkStore(ctx)
 	var watching sync.WaitGroup
 	watching.Go(func() { d.watchStore(watchCtx) })
 	defer func() {
 		stopWatch()
+		d.storeAlarm.Stop()
 		watching.Wait()
 	}()
 
@@ -251,20 +259,21 @@ func Run(ctx context.Context, o Options) error {
 
 	// systemd's watchdog is fed from this loop: it answers signals and
 	// reloads, so a wedged loop stops the pings, and feedWatchdog adds
-	// what else must hold (a writable store, no job stuck).
-	var tick <-chan time.Time
+	// what else must hold (a writable store, no job stuck). The ping is
+	// an alarm on the shared clock (ADR-0055), armed only under systemd
+	// with WatchdogSec.
+	ping := deadline.Shared().Signal()
+	defer ping.Stop()
 	if d.notify.interval > 0 {
-		t := time.NewTicker(d.notify.interval / 4)
-		defer t.Stop()
-		tick = t.C
+		ping.Set(d.notify.interval / 4)
 	}
-	// STATUS= follows the live view, not the sweep: every few seconds,
-	// sent only when the line changed (and only under systemd).
-	var statusTick <-chan time.Time
-	if os.Getenv("NOTIFY_SOCKET") != "" {
-		t := time.NewTicker(statusEvery)
-		defer t.Stop()
-		statusTick = t.C
+	// STATUS= follows the live view, not the sweep: statusEvery after a
+	// change of an entity or of the store's finding, and once per
+	// statusSlow for what time alone changes (an end leaving the failure
+	// window), sent only when the line changed (and only under systemd).
+	defer d.statusAlarm.Stop()
+	if d.statusOn {
+		d.statusAlarm.Set(statusSlow)
 	}
 	var runErr error
 loop:
@@ -272,10 +281,12 @@ loop:
 		select {
 		case <-ctx.Done():
 			break loop
-		case <-statusTick:
+		case <-d.statusAlarm.C:
 			d.refreshStatus(false)
-		case <-tick:
+			d.statusAlarm.Set(statusSlow)
+		case <-ping.C:
 			d.feedWatchdog()
+			ping.Set(d.notify.interval / 4)
 		case err := <-serveErr:
 			runErr = fmt.Errorf("http server: %w", err)
 			break loop
@@ -326,6 +337,10 @@ type daemon struct {
 	fleet *fleet
 	// pushMetrics outlive the pushers a reload replaces.
 	pushMetrics *alertpush.Metrics
+	// statusAlarm is the next STATUS= refresh, armed when statusOn
+	// (NOTIFY_SOCKET is set).
+	statusAlarm *deadline.Alarm
+	statusOn    bool
 	// pushPoke is told on each commit the store tells (nil: it tells
 	// none, and the pusher looks at the queue each second).
 	pushPoke chan struct{}
@@ -351,6 +366,15 @@ type daemon struct {
 	storeErr     error
 	storeChecked time.Time
 	lostLogged   bool
+	// checking is closed when the running store check ends (nil: none
+	// runs), which began at checkStart: a check is never doubled, and
+	// one running for over storeCheckStale is a stuck store.
+	checking   chan struct{}
+	checkStart time.Time
+	// storeAlarm is the store watch's next check on the shared clock;
+	// watchCtx outlives requests, for the checks they start.
+	storeAlarm *deadline.Alarm
+	watchCtx   context.Context
 	// fdErr is the store watch's last fd headroom finding (nil: enough
 	// free for the store to open its files); /readyz reads it.
 	fdErr error
@@ -414,9 +438,21 @@ func (d *daemon) sweep(ctx context.Context) error {
 	return nil
 }
 
-// statusEvery is how often the main loop refreshes systemd's STATUS=
-// from the live view.
-const statusEvery = 5 * time.Second
+// statusEvery is how soon after a change the main loop refreshes
+// systemd's STATUS= from the live view (changes within it share one
+// refresh); statusSlow is how often it does with no change.
+const (
+	statusEvery = 5 * time.Second
+	statusSlow  = time.Minute
+)
+
+// statusSoon asks for a STATUS= refresh within statusEvery (under
+// systemd only).
+func (d *daemon) statusSoon() {
+	if d.statusOn {
+		d.statusAlarm.Earlier(time.Now().Add(statusEvery))
+	}
+}
 
 // refreshStatus sends STATUS= when the live view's counts changed since
 // the last line sent, or always when force (after a sweep, as before the
@@ -464,6 +500,7 @@ const sweepWedgedAfter = time.Minute
 // a sweep to finish, so the ping does not depend on jobs.sweep's schedule
 // (a minute by default): a slow reconciler is not a dead daemon.
 func (d *daemon) feedWatchdog() {
+	d.askStore(storeAskFresh, storeAskWait)
 	if why := d.unhealthy(time.Now()); why != "" {
 		d.log.Debug("not feeding systemd's watchdog", zap.String("why", why))
 		return
@@ -475,7 +512,7 @@ func (d *daemon) feedWatchdog() {
 // "" when it may.
 func (d *daemon) unhealthy(now time.Time) string {
 	d.mu.Lock()
-	storeErr, checked, started := d.storeErr, d.storeChecked, d.sweepStart
+	storeErr, checked, checking, started := d.storeErr, d.storeChecked, d.checkStart, d.sweepStart
 	d.mu.Unlock()
 	budget := d.rp.Settings.SweepBudget
 	if budget <= 0 {
@@ -484,7 +521,7 @@ func (d *daemon) unhealthy(now time.Time) string {
 	switch {
 	case storeErr != nil:
 		return "the store cannot be written: " + oneLine(storeErr.Error())
-	case checked.IsZero() || now.Sub(checked) > storeCheckStale:
+	case checked.IsZero() || !checking.IsZero() && now.Sub(checking) > storeCheckStale:
 		return "the store watch's check has not finished lately"
 	case !started.IsZero() && now.Sub(started) > budget+sweepWedgedAfter:
 		return fmt.Sprintf("a sweep has run for %s (budget %s)", now.Sub(started).Round(time.Second), budget)
@@ -527,28 +564,31 @@ func (d *daemon) vacuum(ctx context.Context) error {
 	return nil
 }
 
-// ready is /readyz: the store watch's last check passed, recently (its
-// cheap checks, the real writes' outcomes, and a write probe only when
-// those cannot tell: ADR-0038),
-// with fds enough free for the store to open its files (never short
-// because of the pid watcher: its cap leaves the reserve), and the last
-// sweep is recent (three sweep intervals, at least a
-// minute). It reads what the watch found instead of probing itself, so
-// it answers at once whatever state the disk is in.
+// ready is /readyz: the store check passed (its cheap checks, the real
+// writes' outcomes, and a write probe only when those cannot tell:
+// ADR-0038), made at this request unless one finished within
+// storeAskFresh (ADR-0055: no check runs for nobody), with fds enough
+// free for the store to open its files (never short because of the pid
+// watcher: its cap leaves the reserve), and the last sweep is recent
+// (three sweep intervals, at least a minute). It waits at most
+// storeAskWait for the check, then answers from the last finding, so it
+// answers within that whatever state the disk is in; a check running for
+// over storeCheckStale is a stuck store.
 func (d *daemon) ready() error {
+	d.askStore(storeAskFresh, storeAskWait)
 	d.mu.Lock()
 	last, gap := d.lastSweep, d.sweepGap
-	storeErr, checked, fdErr := d.storeErr, d.storeChecked, d.fdErr
+	storeErr, checked, checking, fdErr := d.storeErr, d.storeChecked, d.checkStart, d.fdErr
 	d.mu.Unlock()
-	switch age := time.Since(checked); {
+	switch {
 	case storeErr != nil:
 		return storeErr
 	case fdErr != nil:
 		return fdErr
 	case checked.IsZero():
 		return errors.New("the store has not been checked yet")
-	case age > storeCheckStale:
-		return fmt.Errorf("the store's check has not finished for %s (a hung disk, or another process holding the database's write lock)", age.Round(time.Second))
+	case !checking.IsZero() && time.Since(checking) > storeCheckStale:
+		return fmt.Errorf("the store's check has not finished for %s (a hung disk, or another process holding the database's write lock)", time.Since(checking).Round(time.Second))
 	}
 	limit := max(3*gap, time.Minute)
 	if last.IsZero() {
@@ -678,6 +718,8 @@ var (
 // false when ctx ends first (a shutdown before READY).
 func (d *daemon) awaitFirstSweep(ctx context.Context) bool {
 	wait := firstSweepRetry
+	retry := deadline.Shared().Signal()
+	defer retry.Stop()
 	for {
 		d.sched.RunNow(d.table[0])
 		d.mu.Lock()
@@ -698,12 +740,11 @@ func (d *daemon) awaitFirstSweep(ctx context.Context) bool {
 		}
 		d.notify.status(fmt.Sprintf("starting: the first sweep failed, retrying in %s: %s", wait, oneLine(err.Error())))
 		d.log.Warn("first sweep failed; READY waits for one that succeeds", zap.Error(err), zap.Duration("retry_in", wait))
-		t := time.NewTimer(wait)
+		retry.Set(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return false
-		case <-t.C:
+		case <-retry.C:
 		}
 		wait = min(2*wait, firstSweepRetryMax)
 	}
@@ -744,39 +785,107 @@ func (d *daemon) paused() bool {
 	return errors.Is(d.storeErr, sqlite.ErrShortOfSpace)
 }
 
-// The store watch (ADR-0038): how often the cheap checks run (they write
+// The store watch (ADR-0038, ADR-0055): its cheap checks (they write
 // nothing: three stat(2), two statfs(2), one faccessat(2) and the fd
-// headroom), how long a check with its probe may take, how old the last
-// finished check, or a running write, may be before /readyz says the
-// store is stuck, and how long the store may go without a committed write
-// before a write probe proves it still takes one. The probe is otherwise
-// run only while the store is not ready, each storeCheckEvery, so that
-// its recovery is seen within about a second: an idle daemon writes no
-// probe (its presence, every few seconds, is a real write), and at most
-// one per storeProbeIdle when nothing else writes.
+// headroom) run when asked (/readyz, systemd's ping: at most once per
+// storeAskFresh, the asker waiting at most storeAskWait), at once when
+// the store tells of a change to its health, and on one alarm: each
+// storeCheckEvery while the store is not ready (so that its recovery is
+// seen within about a second), else at storeCheckSlow or when a write
+// probe is due, whichever is first. A check with its probe may take
+// storeProbeTimeout; one running, or a write running, for over
+// storeCheckStale is a stuck store. The write probe runs only while the
+// store is not ready, after a write failed, and when no write committed
+// for storeProbeIdle: an idle daemon nobody asks checks once per
+// storeCheckSlow and writes at most one probe per storeProbeIdle.
 var (
 	storeCheckEvery   = time.Second
+	storeCheckSlow    = time.Minute
+	storeAskFresh     = 250 * time.Millisecond
+	storeAskWait      = 500 * time.Millisecond
 	storeProbeTimeout = 1500 * time.Millisecond
 	storeCheckStale   = 3 * time.Second
 	storeProbeIdle    = 5 * time.Minute
 )
 
-// watchStore checks the store every storeCheckEvery, and at once when
-// the store tells of a change to its health (its files' names changed, a
-// write failed or recovered), until ctx ends.
+// watchStore runs the store check on the store's health events and on
+// its alarm, until ctx ends.
 func (d *daemon) watchStore(ctx context.Context) {
-	t := time.NewTicker(storeCheckEvery)
-	defer t.Stop()
 	events := d.st.HealthEvents()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-events:
-		case <-t.C:
+		case <-d.storeAlarm.C:
 		}
-		d.checkStore(ctx)
+		<-d.startCheck()
 	}
+}
+
+// askStore makes sure a store check finished within fresh: it starts one
+// (or joins the one running) and waits for it at most wait. A daemon
+// with no store watch (a test's) asks nothing.
+func (d *daemon) askStore(fresh, wait time.Duration) {
+	if d.st == nil || d.storeAlarm == nil {
+		return
+	}
+	d.mu.Lock()
+	recent := !d.storeChecked.IsZero() && time.Since(d.storeChecked) < fresh
+	d.mu.Unlock()
+	if recent {
+		return
+	}
+	done := d.startCheck()
+	a := deadline.Shared().Signal()
+	a.Set(wait)
+	defer a.Stop()
+	select {
+	case <-done:
+	case <-a.C:
+	}
+}
+
+// startCheck starts a store check on a goroutine of its own, or returns
+// the running one's: done is closed when it ends.
+func (d *daemon) startCheck() (done <-chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.checking != nil {
+		return d.checking
+	}
+	ch := make(chan struct{})
+	d.checking, d.checkStart = ch, time.Now()
+	go func() {
+		d.checkStore(d.watchCtx)
+		d.mu.Lock()
+		d.checking, d.checkStart = nil, time.Time{}
+		d.mu.Unlock()
+		close(ch)
+	}()
+	return ch
+}
+
+// scheduleCheck sets the store watch's alarm after a check that found
+// err: within storeCheckEvery while not ready, else at storeCheckSlow or
+// when the write probe falls due (storeProbeIdle after the last committed
+// write), whichever is first.
+func (d *daemon) scheduleCheck(err error) {
+	if d.storeAlarm == nil {
+		return
+	}
+	if err != nil {
+		d.storeAlarm.Set(storeCheckEvery)
+		return
+	}
+	next := time.Now().Add(storeCheckSlow)
+	if w := d.st.WriteHealth(); !w.LastOK.IsZero() {
+		// A second past the due time: the check then finds it due.
+		if due := w.LastOK.Add(storeProbeIdle + time.Second); due.Before(next) {
+			next = due
+		}
+	}
+	d.storeAlarm.SetAt(next)
 }
 
 // assessStore says whether the store takes writes, writing only when what
@@ -807,7 +916,8 @@ func (d *daemon) assessStore(ctx context.Context, notReady bool) error {
 // failing file system when it starts failing and when it recovers.
 func (d *daemon) checkStore(ctx context.Context) {
 	d.mu.Lock()
-	notReady := d.storeErr != nil || d.storeChecked.IsZero()
+	prevErr := d.storeErr
+	notReady := prevErr != nil || d.storeChecked.IsZero()
 	d.mu.Unlock()
 	err := d.assessStore(ctx, notReady)
 	if ctx.Err() != nil {
@@ -815,6 +925,10 @@ func (d *daemon) checkStore(ctx context.Context) {
 	}
 	d.status.storeChecked(err, time.Now())
 	fdErr := checkHeadroom(fdHeadroom)
+	d.scheduleCheck(errors.Join(err, fdErr))
+	if (err == nil) != (prevErr == nil) {
+		d.statusSoon()
+	}
 	d.mu.Lock()
 	prev, prevFD := d.storeErr, d.fdErr
 	d.storeErr, d.storeChecked, d.fdErr = err, time.Now(), fdErr

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"watchdog/internal/deadline"
 	"watchdog/leader"
 	"watchdog/reaper"
 	"watchdog/store"
@@ -211,14 +212,17 @@ func (d *daemon) fleetLoop(ctx context.Context, alone bool) {
 			d.presence(ctx, true)
 			startElector()
 		}
-		t := time.NewTicker(presenceEvery)
+		// Presence's period is an alarm on the shared clock (ADR-0055).
+		tick := deadline.Shared().Signal()
+		tick.Set(presenceEvery)
 		for !alone {
 			select {
 			case <-ctx.Done():
-				t.Stop()
+				tick.Stop()
 				return
-			case <-t.C:
+			case <-tick.C:
 			}
+			tick.Set(presenceEvery)
 			if d.fleet.locks != nil {
 				alone = d.fleet.alone()
 			}
@@ -229,7 +233,7 @@ func (d *daemon) fleetLoop(ctx context.Context, alone bool) {
 			}
 			d.presence(ctx, true)
 		}
-		t.Stop()
+		tick.Stop()
 		d.log.Info("alone with the store again: no presence or lease writes until another daemon shares it")
 		if running {
 			stopElector()
@@ -243,26 +247,31 @@ func (d *daemon) fleetLoop(ctx context.Context, alone bool) {
 // deadline, and looks at the lock table on each commit the store tells,
 // at most once per peerCheckGap.
 func (d *daemon) waitAlone(ctx context.Context, lastLook *time.Time) bool {
+	// Both waits are alarms on the shared clock (ADR-0055): the next
+	// silent host's deadline, and the end of peerCheckGap.
+	due, gap := deadline.Shared().Signal(), deadline.Shared().Signal()
+	defer due.Stop()
+	defer gap.Stop()
 	for {
-		var deadline <-chan time.Time
 		if next := d.fleet.nextHostDeadline(d.rp.Settings, time.Now()); !next.IsZero() {
-			t := time.NewTimer(time.Until(next))
-			deadline = t.C
-			defer t.Stop()
+			due.SetAt(next)
+		} else {
+			due.Stop()
 		}
 		select {
 		case <-ctx.Done():
 			return false
-		case <-deadline:
+		case <-due.C:
 			d.presence(ctx, false)
 			continue
 		case <-d.fleet.poke:
 		}
-		if gap := peerCheckGap - time.Since(*lastLook); gap > 0 {
+		if soon := lastLook.Add(peerCheckGap); time.Now().Before(soon) {
+			gap.SetAt(soon)
 			select {
 			case <-ctx.Done():
 				return false
-			case <-time.After(gap):
+			case <-gap.C:
 			}
 		}
 		*lastLook = time.Now()

@@ -110,14 +110,17 @@ func TestWatchdogFedByHealthNotBySweeps(t *testing.T) {
 		checked   time.Time
 		sweepFrom time.Time
 		ping      bool
+		// checking is when the running store check began (zero: none).
+		checking time.Time
 	}{
-		{"healthy, no sweep for long", nil, now, time.Time{}, true},
-		{"a sweep within its budget", nil, now, now.Add(-budget / 2), true},
-		{"a sweep out of budget but not wedged", nil, now, now.Add(-budget - sweepWedgedAfter/2), true},
-		{"a wedged sweep", nil, now, now.Add(-budget - sweepWedgedAfter - time.Second), false},
-		{"store cannot be written", errors.New("disk I/O error"), now, time.Time{}, false},
-		{"store probe stuck", nil, now.Add(-storeCheckStale - time.Second), time.Time{}, false},
-		{"store never checked", nil, time.Time{}, time.Time{}, false},
+		{"healthy, no sweep for long", nil, now, time.Time{}, true, time.Time{}},
+		{"a sweep within its budget", nil, now, now.Add(-budget / 2), true, time.Time{}},
+		{"a sweep out of budget but not wedged", nil, now, now.Add(-budget - sweepWedgedAfter/2), true, time.Time{}},
+		{"a wedged sweep", nil, now, now.Add(-budget - sweepWedgedAfter - time.Second), false, time.Time{}},
+		{"store cannot be written", errors.New("disk I/O error"), now, time.Time{}, false, time.Time{}},
+		{"store check running, not yet stuck", nil, now, time.Time{}, true, now.Add(-storeCheckStale / 2)},
+		{"store check stuck", nil, now, time.Time{}, false, now.Add(-storeCheckStale - time.Second)},
+		{"store never checked", nil, time.Time{}, time.Time{}, false, time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,7 +129,7 @@ func TestWatchdogFedByHealthNotBySweeps(t *testing.T) {
 			rp := &reaper.Reaper{Settings: ReaperSettings(cfg)}
 			rp.Settings.SweepBudget = budget
 			d := &daemon{cfg: cfg, log: zap.NewNop(), rp: rp, notify: &notifier{log: zap.NewNop(), interval: 45 * time.Second},
-				storeErr: tt.storeErr, storeChecked: tt.checked, sweepStart: tt.sweepFrom}
+				storeErr: tt.storeErr, storeChecked: tt.checked, sweepStart: tt.sweepFrom, checkStart: tt.checking}
 			if why := d.unhealthy(now); (why == "") != tt.ping {
 				t.Errorf("unhealthy = %q, want ping %v", why, tt.ping)
 			}

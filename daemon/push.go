@@ -10,6 +10,7 @@ import (
 
 	"watchdog/alertpush"
 	"watchdog/config"
+	"watchdog/internal/deadline"
 	"watchdog/store"
 )
 
@@ -45,11 +46,14 @@ func (d *daemon) startPush() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		retry := deadline.Shared().Signal()
+		defer retry.Stop()
 		for d.view.Sync(ctx) != nil {
+			retry.Set(time.Second)
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(time.Second):
+			case <-retry.C:
 			}
 		}
 		if d.pushPoke != nil {

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"watchdog/internal/deadline"
 	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/state"
@@ -46,13 +47,14 @@ func runView(ctx context.Context, v *live.View, wake <-chan struct{}, m *metrics
 		if !loaded {
 			// The first Sync that succeeds is the load: its entities
 			// are the summary, not one warning each.
-			t := time.NewTicker(live.DefaultPeriod)
-			defer t.Stop()
+			retry := deadline.Shared().Signal()
+			defer retry.Stop()
 			for !loaded {
+				retry.Set(live.DefaultPeriod)
 				select {
 				case <-runCtx.Done():
 					return
-				case <-t.C:
+				case <-retry.C:
 				}
 				if err := v.Sync(runCtx); err != nil {
 					if time.Since(lastLogged) >= time.Minute {

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"watchdog/internal/deadline"
 )
 
 // ErrLost is wrapped by a Backend's error when leadership is gone for sure
@@ -179,15 +181,18 @@ func (e *Elector) reportWhy(leading bool, from, until time.Time, why string) {
 // Run tries at once and then every Every until ctx ends; then it gives
 // leadership up (within a few seconds, on a fresh context) and returns.
 func (e *Elector) Run(ctx context.Context) {
-	t := time.NewTicker(e.every)
-	defer t.Stop()
+	// The period is an alarm on the process's shared clock (ADR-0055),
+	// set before each try so that a slow try does not shift the next.
+	tick := deadline.Shared().Signal()
+	defer tick.Stop()
 	for {
+		tick.Set(e.every)
 		e.Try(ctx)
 		select {
 		case <-ctx.Done():
 			e.Stop()
 			return
-		case <-t.C:
+		case <-tick.C:
 		}
 	}
 }

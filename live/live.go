@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"watchdog/attention"
+	"watchdog/internal/deadline"
 	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
@@ -400,39 +401,37 @@ func (v *View) Run(ctx context.Context, every time.Duration, errors func(error))
 }
 
 // RunOn syncs whenever wake receives (the store's Changes: a commit by
-// anyone), at most every minSyncGap, and every period in any case (0
-// means DefaultPeriod, the poll for a store that tells nothing; with
-// wake, QuietPeriod is the safety net). An idle daemon then wakes for no
-// sync at all: nothing periodic does what an event can. A failed Sync is
-// retried at the next wake or tick; errors, when not nil, hears of it.
+// anyone), at most every minSyncGap, and a period after the last sync in
+// any case (0 means DefaultPeriod, the poll for a store that tells
+// nothing; with wake, QuietPeriod is the safety net). Its one alarm is on
+// the process's shared clock (ADR-0055): an idle daemon then wakes for
+// no sync but the net's. A failed Sync is retried at the next wake or
+// period; errors, when not nil, hears of it.
 func (v *View) RunOn(ctx context.Context, wake <-chan struct{}, every time.Duration, errors func(error)) {
 	if every <= 0 {
 		every = DefaultPeriod
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
+	next := deadline.Shared().Signal()
+	defer next.Stop()
+	next.Set(every)
 	var last time.Time
-	sync := func() {
-		last = time.Now()
-		if err := v.Sync(ctx); err != nil && ctx.Err() == nil && errors != nil {
-			errors(err)
-		}
-	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			sync()
 		case <-wake:
-			if gap := minSyncGap - time.Since(last); gap > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(gap):
-				}
+			if soon := last.Add(minSyncGap); time.Now().Before(soon) {
+				// Too soon after the last: the alarm syncs at the gap's
+				// end, for this commit and any more that come by then.
+				next.SetAt(soon)
+				continue
 			}
-			sync()
+		case <-next.C:
+		}
+		last = time.Now()
+		next.Set(every)
+		if err := v.Sync(ctx); err != nil && ctx.Err() == nil && errors != nil {
+			errors(err)
 		}
 	}
 }

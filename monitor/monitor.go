@@ -5,7 +5,8 @@
 //
 // One goroutine (Run) owns everything: the watches, the heap and the calls
 // into the reaper. There are no per-entity goroutines and no periodic
-// scan: one time.Timer is reset to the earliest deadline. The sweep stays,
+// scan: the earliest deadline is one alarm on the process's one timer
+// (internal/deadline, ADR-0055). The sweep stays,
 // slower, as the reconciler of what events cannot see.
 //
 // The monitor decides only when to look; what is seen and done is the
@@ -26,6 +27,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"watchdog/internal/deadline"
 	"watchdog/judge"
 	"watchdog/pidwatch"
 	"watchdog/probe"
@@ -127,6 +129,9 @@ type Options struct {
 	HostID   string
 	Settings Settings
 	Logger   *zap.Logger
+	// Clock holds the heap's earliest deadline (nil: the process's one,
+	// deadline.Shared).
+	Clock *deadline.Clock
 	// Now and StatMtime stand in for the clock and the heartbeat file's
 	// stat in tests; nil means time.Now and os.Stat.
 	Now       func() time.Time
@@ -172,6 +177,9 @@ func New(opt Options) *Monitor {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.Clock == nil {
+		opt.Clock = deadline.Shared()
 	}
 	if opt.StatMtime == nil {
 		opt.StatMtime = statMtime
@@ -255,22 +263,30 @@ func (m *Monitor) Run(ctx context.Context) error {
 	if m.opt.Tree != nil {
 		exits, treeResync = m.opt.Tree.Exits(), m.opt.Tree.Resync()
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	// The heap's earliest deadline is an alarm on the process's shared
+	// clock (ADR-0055), armed again only when that deadline moves.
+	alarm := m.opt.Clock.Signal()
+	defer alarm.Stop()
+	var armed time.Time
 	defer m.forgetAll()
 	for {
 		m.applyPending(ctx)
 		m.fireDue(ctx)
-		if next := m.h.peek(); next != nil {
-			timer.Reset(max(next.at.Sub(m.opt.Now()), 0))
-		} else {
-			timer.Stop()
+		if next := m.h.peek(); next == nil {
+			if !armed.IsZero() {
+				alarm.Stop()
+				armed = time.Time{}
+			}
+		} else if !next.at.Equal(armed) {
+			alarm.Set(max(next.at.Sub(m.opt.Now()), 0))
+			armed = next.at
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-m.wake:
-		case <-timer.C:
+		case <-alarm.C:
+			armed = time.Time{} // fired: the next turn arms it again
 		case d, ok := <-deaths:
 			if !ok {
 				deaths = nil // the watcher closed: the polls and the sweep remain

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"watchdog/internal/deadline"
 )
 
 // Watcher holds one pidfd per watched key in one epoll set, and one
@@ -74,7 +76,7 @@ type watch struct {
 	dead  bool      // the pidfd turned readable; the exit status may follow
 	at    time.Time // when it did
 	tries int       // exit status reads after the first
-	timer *time.Timer
+	timer *deadline.Alarm
 }
 
 // wakeID is the eventfd's epoll data; watches count from 1.
@@ -405,7 +407,12 @@ func (w *Watcher) retryLocked(wt *watch) {
 		return
 	}
 	wait := max(time.Until(wt.at.Add(exitChecks[wt.tries])), 0)
-	wt.timer = time.AfterFunc(wait, func() { w.recheck(wt) })
+	// An alarm on the process's one timer (ADR-0055), made once per
+	// watch and set again for each try.
+	if wt.timer == nil {
+		wt.timer = deadline.Shared().Func(func() { w.recheck(wt) })
+	}
+	wt.timer.Set(wait)
 }
 
 // recheck reads a dead watch's exit status again, off the epoll goroutine.
