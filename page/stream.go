@@ -2,7 +2,10 @@ package page
 
 import (
 	"encoding/json"
+	"errors"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -162,10 +165,11 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 }
 
 // drop ends a stream whose write failed: counted as dropped when the
-// client was there but did not read in time (the request's context still
-// live); a client that went away is no drop.
+// write timed out (the client is there but did not read within the write
+// wait); a client that went away is no drop.
 func (h *Handler) drop(r *http.Request, err error) bool {
-	if r.Context().Err() == nil {
+	var ne net.Error
+	if errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		h.streams.dropped.Add(1)
 		h.o.Log.Info("page stream dropped: the client did not read", zap.String("remote", r.RemoteAddr), zap.Error(err))
 	}
