@@ -1,11 +1,14 @@
 // Package page is the operator's page (README, "The operator's page"): the attention queue, the
 // entity table and the entity pages, server-rendered with html/template
 // from embedded files over the daemon's live view, the same view the JSON
-// API reads (the same queue as GET /api/attention, the same entities as
-// GET /api/v1/entities). One small embedded script polls the page every
-// 10 s while the tab is visible and sends snooze and dismiss through the
-// API's own endpoints, under the API's auth and origin rules: the page
-// adds no write endpoint. No CDN, no build step.
+// API reads (the same queue as GET /api/attention, the same entities,
+// selection and order as GET /api/v1/entities, a page of the table at a
+// time). GET /events streams the view's changes (server-sent events over
+// a live.Subscription); one small embedded script follows it while the
+// tab is visible, re-fetching what it shows when that changed (ADR-0051),
+// and sends snooze and dismiss through the API's own endpoints, under the
+// API's auth and origin rules: the page adds no write endpoint. No CDN,
+// no build step.
 //
 // The DOM carries data-testid attributes the browser tests select by
 // (ADR-0031, "page-operator-page"); they are a contract: renaming one
