@@ -5,7 +5,9 @@ package e2e
 // stream in a hidden tab, and pages its entity table on the server.
 
 import (
+	"bufio"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -168,5 +170,67 @@ func TestPagePagesItsTable(t *testing.T) {
 	last := ids()
 	if len(last) != n-100 || last[len(last)-1] != fmt.Sprintf("session/s-%03d", n-1) {
 		t.Fatalf("the last page: %v", last)
+	}
+}
+
+// TestPageStreamOutlivesTheTimeoutsAndEndsAtShutdown: the built daemon's
+// page stream stays open past the server's request (30 s) and response
+// (60 s) timeouts on keep-alive comments alone, and SIGTERM ends it at
+// once: the daemon's shutdown does not wait for it. (About 70 s: the
+// timeouts are the daemon's constants.)
+func TestPageStreamOutlivesTheTimeoutsAndEndsAtShutdown(t *testing.T) {
+	t.Parallel()
+	_, db, cfg := svSetup(t, svConfig{})
+	d := svStart(t, cfg, db)
+	resp, err := http.Get(d.base + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET /events: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		r := bufio.NewReader(resp.Body)
+		for {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- l
+		}
+	}()
+	opened := time.Now()
+	keepAlives := 0
+	for time.Since(opened) < 65*time.Second {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the stream ended after %v (%d keep-alives): the server's timeouts ended it", time.Since(opened).Round(time.Second), keepAlives)
+			}
+			if strings.HasPrefix(l, ": keep-alive") {
+				keepAlives++
+			}
+		case <-time.After(ceiling):
+			t.Fatalf("nothing on the stream for %v (%d keep-alives so far)", ceiling, keepAlives)
+		}
+	}
+	t.Logf("the stream was open %v with %d keep-alives", time.Since(opened).Round(time.Second), keepAlives)
+
+	stopped := time.Now()
+	d.signal(syscall.SIGTERM)
+	for l := range lines {
+		_ = l // what was in flight; the end is what counts
+	}
+	ended := time.Since(stopped)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+	t.Logf("SIGTERM ended the stream after %v and the daemon after %v", ended.Round(time.Millisecond), time.Since(stopped).Round(time.Millisecond))
+	if logs := d.logs.String(); strings.Contains(logs, "http shutdown") {
+		// The shutdown gave up waiting for a request: the stream held it.
+		t.Fatalf("the shutdown waited for the stream until it gave up:\n%s", logs)
 	}
 }
