@@ -42,6 +42,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -218,6 +219,10 @@ type View struct {
 	hookMu        sync.Mutex
 	onChange      []func(prev, cur *store.Entity)
 	onTransitions []func([]store.AuditRow)
+
+	// subMu holds subs, the open subscriptions (Subscribe).
+	subMu sync.Mutex
+	subs  map[*Subscription]struct{}
 }
 
 // New makes an empty view of src; Load fills it. now is the clock (nil
@@ -298,12 +303,19 @@ func (v *View) Sync(ctx context.Context) error {
 		}
 		v.cursor, v.started = store.Cursor{Seq: head.Seq}, true
 	}
+	var changed []string // "type/id" of each entity applied, for the subscribers
 	for {
 		b, err := v.src.ChangesSince(ctx, v.cursor, batchSize)
 		if err != nil {
 			return fmt.Errorf("live view: %w", err)
 		}
 		v.apply(b)
+		if v.synced {
+			// Load's rows are no news: a subscriber reads the view after.
+			for i := range b.Entities {
+				changed = append(changed, b.Entities[i].Type+"/"+b.Entities[i].ID)
+			}
+		}
 		v.cursor = b.Next
 		if !b.More {
 			break
@@ -314,9 +326,12 @@ func (v *View) Sync(ctx context.Context) error {
 		return fmt.Errorf("live view: %w", err)
 	}
 	v.mu.Lock()
+	dismissed := v.synced && !maps.Equal(v.dismissals, ds)
 	v.dismissals = ds
 	v.mu.Unlock()
 	v.version, v.synced = ver, true
+	// After the view holds the changes: a woken reader reads them.
+	v.publish(changed, dismissed)
 	return nil
 }
 
