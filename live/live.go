@@ -295,7 +295,7 @@ func (v *View) Sync(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("live view: %w", err)
 		}
-		v.cursor, v.started = store.Cursor{Seq: head.Seq}, true
+		v.cursor, v.started = head.AuditOnly(), true
 	}
 	for {
 		b, err := v.src.ChangesSince(ctx, v.cursor, batchSize)

@@ -149,74 +149,90 @@ func insertAudit(ctx context.Context, tx pgx.Tx, r store.AuditRow) (int64, error
 	return seq, nil
 }
 
-// ApplyTransition is the store half of the one write path, as
-// sqlite.Store.ApplyTransition: in one transaction it reads the entity,
-// lets decide validate the change against that row, appends the audit
-// row, and updates the lifecycle with a compare-and-set on the lifecycle
-// and audit seq it read. Each call is its own transaction and its own
-// answer; the server's WAL batches the commits.
+// ApplyTransition is the store half of the one write path, with
+// sqlite.Store.ApplyTransition's outcome: decide is validated against the
+// entity as stored at the moment of writing, and the audit row and the new
+// lifecycle are written together or not at all. It takes two round trips
+// and holds no lock between them: it reads the entity, lets decide judge
+// it, then writes with one call of watchdog_apply_transition (migration
+// 0004), its own transaction, a compare-and-set on the revision it read.
+// Any write of the row in between (another transition, an observation, a
+// heartbeat) moves the revision and fails the compare-and-set, which
+// wrote nothing: it reads and decides again, as if it had come after that
+// write (a caller racing to the same end then meets its refusal or
+// conflict from decide, as on SQLite).
 func (s *Store) ApplyTransition(ctx context.Context, typ, id string, decide store.Decider) (before, after store.Entity, err error) {
-	err = s.writeTx(ctx, func(tx pgx.Tx) error {
-		var e error
-		before, after, e = applyTransition(ctx, tx, typ, id, decide)
-		return e
-	})
-	if err != nil {
-		return before, store.Entity{}, err
+	for attempt := 1; ; attempt++ {
+		var written bool
+		before, after, written, err = s.tryTransition(ctx, typ, id, decide)
+		if err != nil || written {
+			return before, after, err
+		}
+		if attempt == maxTransitionAttempts {
+			return before, store.Entity{}, fmt.Errorf("transition %s/%s: the entity changed under each of %d attempts: %w", typ, id, attempt, store.ErrConflict)
+		}
 	}
-	return before, after, nil
 }
 
-func applyTransition(ctx context.Context, tx pgx.Tx, typ, id string, decide store.Decider) (store.Entity, store.Entity, error) {
-	cur, err := rowcodec.ScanEntity(tx.QueryRow(ctx, selectEntity, typ, id))
+// maxTransitionAttempts bounds ApplyTransition's read-decide-write rounds
+// on an entity written under it each time (a heartbeat flood): each lost
+// round means another write landed, so the store is making progress.
+const maxTransitionAttempts = 100
+
+// tryTransition is one round of ApplyTransition; written is false (and err
+// nil) when the compare-and-set found the entity changed since the read.
+func (s *Store) tryTransition(ctx context.Context, typ, id string, decide store.Decider) (before, after store.Entity, written bool, err error) {
+	cur, err := rowcodec.ScanEntity(s.pool.QueryRow(ctx, selectEntity, typ, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Entity{}, store.Entity{}, fmt.Errorf("entity %s/%s: %w", typ, id, store.ErrNotFound)
+		return store.Entity{}, store.Entity{}, false, fmt.Errorf("entity %s/%s: %w", typ, id, store.ErrNotFound)
 	}
 	if err != nil {
-		return store.Entity{}, store.Entity{}, fmt.Errorf("transition %s/%s: read: %w", typ, id, err)
+		return store.Entity{}, store.Entity{}, false, fmt.Errorf("transition %s/%s: read: %w", typ, id, classify(err))
 	}
 	ch, err := decide(cur)
 	if err != nil {
-		return cur, store.Entity{}, err
+		return cur, store.Entity{}, false, err
 	}
 	plan, err := rowcodec.PlanTransition(cur, ch)
 	if err != nil {
-		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
+		return cur, store.Entity{}, false, fmt.Errorf("transition %s/%s: %w", typ, id, err)
 	}
-	seq, err := insertAudit(ctx, tx, plan.Audit)
+	evidence, err := rowcodec.JSONList(plan.Audit.Evidence)
 	if err != nil {
-		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
+		return cur, store.Entity{}, false, fmt.Errorf("transition %s/%s: encode evidence: %w", typ, id, err)
 	}
 	var from any
 	if cur.Lifecycle != nil {
 		from = *cur.Lifecycle
 	}
-	tag, err := tx.Exec(ctx, `UPDATE entities SET lifecycle = @to, terminal = @terminal, last_seq = @seq,
-		transition_reason = @reason::text, lifecycle_at = @at, ended_at = @ended_at::double precision,
-		started_at = COALESCE(started_at, @started_at::double precision),
-		timeout_seconds = COALESCE(@timeout_seconds::double precision, timeout_seconds),
-		timeout_elapsed = COALESCE(@timeout_elapsed::double precision, timeout_elapsed),
-		dead_since = CASE WHEN @terminal THEN dead_since ELSE NULL END,
-		delivery = COALESCE(@delivery::text, delivery), reasons = COALESCE(@reasons::text, reasons), updated_at = @at
-		WHERE type = @type AND id = @id AND lifecycle IS NOT DISTINCT FROM @from::text AND last_seq = @last_seq`,
-		pgx.NamedArgs{
-			"to": ch.To, "terminal": ch.Terminal, "seq": seq, "reason": plan.Reason, "at": unixtime.Seconds(ch.At),
-			"ended_at": plan.EndedAt, "started_at": plan.StartedAt,
-			"timeout_seconds": rowcodec.SecondsArg(ch.Timeout), "timeout_elapsed": rowcodec.SecondsArg(ch.TimeoutElapsed),
-			"delivery": plan.Delivery, "reasons": plan.Reasons,
-			"type": typ, "id": id, "from": from, "last_seq": cur.LastSeq,
-		})
+	err = s.writeOne(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, "SELECT "+rowcodec.EntityColumns+` FROM watchdog_apply_transition(
+			@type, @id, @revision, @from, @to, @reason_code, @message, @evidence, @actor, @trigger, @at,
+			@terminal, @reason, @ended_at, @started_at, @timeout_seconds, @timeout_elapsed, @delivery, @reasons)`,
+			pgx.NamedArgs{
+				"type": typ, "id": id, "revision": cur.Revision,
+				"from": from, "to": ch.To, "reason_code": plan.Audit.ReasonCode, "message": plan.Audit.Message,
+				"evidence": evidence, "actor": plan.Audit.Actor, "trigger": plan.Audit.Trigger, "at": unixtime.Seconds(ch.At),
+				"terminal": ch.Terminal, "reason": plan.Reason, "ended_at": plan.EndedAt, "started_at": plan.StartedAt,
+				"timeout_seconds": rowcodec.SecondsArg(ch.Timeout), "timeout_elapsed": rowcodec.SecondsArg(ch.TimeoutElapsed),
+				"delivery": plan.Delivery, "reasons": plan.Reasons,
+			})
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if after, err = rowcodec.ScanEntity(rows); err != nil {
+				return err
+			}
+			written = true
+		}
+		return rows.Err()
+	})
 	if err != nil {
-		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: update: %w", typ, id, err)
+		return cur, store.Entity{}, false, fmt.Errorf("transition %s/%s: %w", typ, id, err)
 	}
-	if tag.RowsAffected() != 1 {
-		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: lifecycle changed underneath: %w", typ, id, store.ErrConflict)
-	}
-	after, err := rowcodec.ScanEntity(tx.QueryRow(ctx, selectEntity, typ, id))
-	if err != nil {
-		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: re-read: %w", typ, id, err)
-	}
-	return cur, after, nil
+	return cur, after, written, nil
 }
 
 // Get reads one entity.
@@ -384,8 +400,8 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 		return false, fmt.Errorf("record observation %s/%s: encode reasons: %w", typ, id, err)
 	}
 	var n int64
-	err = s.writeTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
+	err = s.writeOne(ctx, func(q querier) error {
+		tag, err := q.Exec(ctx, `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
 		health_since = @health_since::double precision, dead_since = @dead_since::double precision, updated_at = @at
 		WHERE type = @type AND id = @id AND last_seq = @seen_seq
 		  AND (health IS DISTINCT FROM @health OR delivery IS DISTINCT FROM @delivery OR reasons IS DISTINCT FROM @reasons
@@ -407,8 +423,8 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 // RecordHeartbeat stores a posted heartbeat with its optional progress note.
 func (s *Store) RecordHeartbeat(ctx context.Context, typ, id string, at time.Time, progress string) error {
 	var n int64
-	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE entities SET heartbeat_at = $1, heartbeat_progress = $2, updated_at = $3
+	err := s.writeOne(ctx, func(q querier) error {
+		tag, err := q.Exec(ctx, `UPDATE entities SET heartbeat_at = $1, heartbeat_progress = $2, updated_at = $3
 		WHERE type = $4 AND id = $5`, rowcodec.UnixArg(at), progress, unixtime.Seconds(at), typ, id)
 		n = tag.RowsAffected()
 		return err
@@ -430,8 +446,8 @@ func (s *Store) RecordExit(ctx context.Context, typ, id string, pid int, x state
 		return false, err
 	}
 	var n int64
-	err = s.writeTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE entities SET exit_code = @code::bigint, exit_signal = @signal::bigint, exit_at = @at
+	err = s.writeOne(ctx, func(q querier) error {
+		tag, err := q.Exec(ctx, `UPDATE entities SET exit_code = @code::bigint, exit_signal = @signal::bigint, exit_at = @at
 		WHERE type = @type AND id = @id AND NOT terminal AND lifecycle IS NOT NULL AND pid = @pid
 		  AND (exit_at IS NULL OR exit_code IS DISTINCT FROM @code::bigint OR exit_signal IS DISTINCT FROM @signal::bigint)`,
 			pgx.NamedArgs{"code": code, "signal": signal, "at": unixtime.Seconds(x.At), "type": typ, "id": id, "pid": int64(pid)})
