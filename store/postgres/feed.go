@@ -65,6 +65,55 @@ func (s *Store) runListener(ctx context.Context, conn *pgx.Conn) {
 	}
 }
 
+// committed is told of each commit of this store's own: DataVersion moves
+// at once (a read after a write sees it) and the other stores listening
+// are told (tell).
+func (s *Store) committed() {
+	s.bump()
+	s.tell()
+}
+
+// tell has the notifier send one notification on watchdog_changes soon.
+// The writes do not notify themselves (migration 0004 dropped the
+// triggers that did): a transaction that notifies takes a lock that
+// PostgreSQL holds from before its commit until after it (notifications
+// are queued in commit order), so every notifying writer of the cluster
+// would commit one at a time, each through its own WAL flush, as under
+// the old feed lock. The notifier's own statement writes no WAL and
+// commits without a flush; commits made while it runs are told by its
+// next one, so a burst costs a notification or two, not one per write.
+func (s *Store) tell() {
+	s.untold.Store(true)
+	select {
+	case s.tellWake <- struct{}{}:
+	default:
+	}
+}
+
+// runNotifier sends the notifications tell asks for until ctx ends.
+func (s *Store) runNotifier(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.tellWake:
+		}
+		s.notify(ctx)
+	}
+}
+
+// notify sends one notification if a commit is untold. A failure leaves
+// it untold for the next commit or Close; the listeners' own safety nets
+// (the view's quiet period, DataVersion's feed head) cover the gap.
+func (s *Store) notify(ctx context.Context) {
+	if !s.untold.Swap(false) {
+		return
+	}
+	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+notifyChannel+"', '')"); err != nil {
+		s.untold.Store(true)
+	}
+}
+
 // bump moves DataVersion and wakes the reader of Changes.
 func (s *Store) bump() {
 	s.version.Add(1)

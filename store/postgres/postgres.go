@@ -48,6 +48,15 @@ func init() {
 // 0004; ADR-0053.)
 const migrateLockKey int64 = 7015713420150000
 
+// poolMaxConns is the pool's least size when the DSN does not set
+// pool_max_conns (pgxpool's own default is max(4, CPUs)). Writers no
+// longer wait for one another (ADR-0053), so a write holds a connection
+// only for its round trips, and the API's concurrent writers each need
+// one to overlap their commits: on two CPUs pgxpool's 4 left eight
+// clients queueing for them. Connections open only as the load asks and
+// close after half an hour idle.
+const poolMaxConns = 12
+
 // notifyChannel is the channel migration 0001's triggers notify.
 const notifyChannel = "watchdog_changes"
 
@@ -80,6 +89,10 @@ type Store struct {
 	// followWake tells it of a new one (follow).
 	behind     atomic.Int64
 	followWake chan struct{}
+	// untold is set by a commit the other stores have not been told of,
+	// and tellWake wakes the notifier (tell).
+	untold   atomic.Bool
+	tellWake chan struct{}
 	// writes records the write transactions' outcomes (WriteHealth).
 	writes writewatch.Watch
 }
@@ -96,11 +109,14 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", name, err)
 	}
 	guard(cfg.ConnConfig)
+	if !strings.Contains(dsn, "pool_max_conns") { // the DSN's own choice wins
+		cfg.MaxConns = max(cfg.MaxConns, poolMaxConns)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", name, err)
 	}
-	s := &Store{pool: pool, dsn: dsn, changed: make(chan struct{}, 1), followWake: make(chan struct{}, 1)}
+	s := &Store{pool: pool, dsn: dsn, changed: make(chan struct{}, 1), followWake: make(chan struct{}, 1), tellWake: make(chan struct{}, 1)}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", name, err)
@@ -114,16 +130,21 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	s.stop = stop
 	s.listener.Go(func() { s.runListener(lctx, conn) })
 	s.listener.Go(func() { s.runFollower(lctx) })
+	s.listener.Go(func() { s.runNotifier(lctx) })
 	return s, nil
 }
 
 // Path is the database URL without its password.
 func (s *Store) Path() string { return store.RedactDSN(s.dsn) }
 
-// Close stops the listener and closes the pool.
+// Close stops the listener, tells the other stores of a commit not yet
+// told (a CLI's write, just before it exits) and closes the pool.
 func (s *Store) Close() error {
 	s.stop()
 	s.listener.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	s.notify(ctx)
+	cancel()
 	s.pool.Close()
 	return nil
 }
@@ -371,7 +392,7 @@ func (s *Store) writeTxOnce(ctx context.Context, fn func(tx pgx.Tx) error) error
 	if err := tx.Commit(ctx); err != nil {
 		return commitFailed(err)
 	}
-	s.bump()
+	s.committed()
 	return nil
 }
 
@@ -396,7 +417,7 @@ func (s *Store) writeOne(ctx context.Context, fn func(q querier) error) (err err
 	if err != nil {
 		return statementFailed(err)
 	}
-	s.bump()
+	s.committed()
 	return nil
 }
 

@@ -33,6 +33,15 @@ END $$;
 
 DROP FUNCTION watchdog_feed_lock();
 
+-- The writes of entities and audit rows no longer notify: a transaction
+-- that notifies takes a lock PostgreSQL holds until after its commit
+-- (notifications queue in commit order), which would make every writer
+-- commit one at a time again. The store sends one notification after its
+-- commits instead, coalesced (store/postgres: tell). Dismissals, rare,
+-- keep their trigger.
+DROP TRIGGER entities_notify ON entities;
+DROP TRIGGER transitions_notify ON transitions;
+
 -- A transition in one statement (one round trip, committed on its own):
 -- the compare-and-set on the revision the caller decided on (any write of
 -- the row since, an observation's too, moves it: the caller reads again
