@@ -206,6 +206,7 @@ func (s *Store) tryTransition(ctx context.Context, typ, id string, decide store.
 		from = *cur.Lifecycle
 	}
 	err = s.writeOne(ctx, func(q querier) error {
+		written = false // an attempt writeOne retries starts afresh
 		rows, err := q.Query(ctx, "SELECT "+rowcodec.EntityColumns+` FROM watchdog_apply_transition(
 			@type, @id, @revision, @from, @to, @reason_code, @message, @evidence, @actor, @trigger, @at,
 			@terminal, @reason, @ended_at, @started_at, @timeout_seconds, @timeout_elapsed, @delivery, @reasons)`,

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -40,14 +42,17 @@ func (s *Store) runListener(ctx context.Context, conn *pgx.Conn) {
 	backoff := 100 * time.Millisecond
 	for {
 		for conn != nil {
-			if _, err := conn.WaitForNotification(ctx); err != nil {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
 				s.listening.Store(false)
 				s.bump()
 				conn.Close(context.Background())
 				conn = nil
 				break
 			}
-			s.bump()
+			if n.Payload != s.self { // its own commits moved the version already
+				s.bump()
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -109,9 +114,18 @@ func (s *Store) notify(ctx context.Context) {
 	if !s.untold.Swap(false) {
 		return
 	}
-	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+notifyChannel+"', '')"); err != nil {
+	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+notifyChannel+"', $1)", s.self); err != nil {
 		s.untold.Store(true)
 	}
+}
+
+// newSelf is a store's name in its notifications' payload: the listener
+// skips its own (the commit moved the version already), which would
+// otherwise wake the view once more per burst.
+func newSelf() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
 }
 
 // bump moves DataVersion and wakes the reader of Changes.

@@ -93,6 +93,8 @@ type Store struct {
 	// and tellWake wakes the notifier (tell).
 	untold   atomic.Bool
 	tellWake chan struct{}
+	// self names this store in its notifications (newSelf).
+	self string
 	// writes records the write transactions' outcomes (WriteHealth).
 	writes writewatch.Watch
 }
@@ -116,7 +118,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", name, err)
 	}
-	s := &Store{pool: pool, dsn: dsn, changed: make(chan struct{}, 1), followWake: make(chan struct{}, 1), tellWake: make(chan struct{}, 1)}
+	s := &Store{pool: pool, dsn: dsn, changed: make(chan struct{}, 1), followWake: make(chan struct{}, 1), tellWake: make(chan struct{}, 1), self: newSelf()}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", name, err)
