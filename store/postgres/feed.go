@@ -207,9 +207,13 @@ func (s *Store) settle(ctx context.Context, st feedState) (feedState, error) {
 		return st, nil
 	}
 	deadline := time.Now().Add(settleCeiling)
-	for pause := 500 * time.Microsecond; ; pause = min(2*pause, 16*time.Millisecond) {
+	xmin := st.xmin
+	// The horizon alone is polled (no index read), the heads once it has
+	// passed; a commit takes a millisecond or more, so the first look is
+	// after one.
+	for pause := time.Millisecond; ; pause = min(2*pause, 16*time.Millisecond) {
 		if time.Now().After(deadline) {
-			s.stuck.Store(st.xmin)
+			s.stuck.Store(xmin)
 			s.follow(target)
 			return st, nil
 		}
@@ -220,15 +224,24 @@ func (s *Store) settle(ctx context.Context, st feedState) (feedState, error) {
 			return feedState{}, ctx.Err()
 		case <-t.C:
 		}
-		next, err := s.feedState(ctx)
-		if err != nil {
+		var err error
+		if xmin, err = s.horizon(ctx); err != nil {
 			return feedState{}, err
 		}
-		if next.xmin >= target {
-			return next, nil
+		if xmin >= target {
+			return s.feedState(ctx)
 		}
-		st = next
 	}
+}
+
+// horizon is the visibility horizon now: every transaction below it has
+// ended.
+func (s *Store) horizon(ctx context.Context) (int64, error) {
+	var xmin int64
+	if err := s.pool.QueryRow(ctx, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint").Scan(&xmin); err != nil {
+		return 0, fmt.Errorf("read the visibility horizon: %w", classify(err))
+	}
+	return xmin, nil
 }
 
 // follow asks the horizon watcher to move the version once the horizon
@@ -266,8 +279,8 @@ func (s *Store) runFollower(ctx context.Context) {
 				return
 			case <-time.After(followPeriod):
 			}
-			var xmin int64
-			if err := s.pool.QueryRow(ctx, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint").Scan(&xmin); err != nil {
+			xmin, err := s.horizon(ctx)
+			if err != nil {
 				continue // the store is failing: the listener's loss moves the version
 			}
 			if target := s.behind.Load(); xmin >= target && s.behind.CompareAndSwap(target, 0) {

@@ -57,7 +57,8 @@ const migrateLockKey int64 = 7015713420150000
 // close after half an hour idle.
 const poolMaxConns = 12
 
-// notifyChannel is the channel migration 0001's triggers notify.
+// notifyChannel is the channel the store's notifier (tell) and migration
+// 0001's trigger on attention_dismissals notify.
 const notifyChannel = "watchdog_changes"
 
 //go:embed migrations/*.sql
