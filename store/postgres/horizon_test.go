@@ -39,7 +39,7 @@ func TestHorizonHeldByAnotherTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	defer tx.Rollback(ctx)                                                 //nolint:errcheck // committed below
 	if _, err := tx.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil { // takes an xid: holds the horizon
 		t.Fatal(err)
 	}
