@@ -39,8 +39,9 @@ func TestHorizonHeldByAnotherTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)                                                 //nolint:errcheck // committed below
-	if _, err := tx.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil { // takes an xid: holds the horizon
+	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	// An xid of its own: the transaction holds the horizon.
+	if _, err := tx.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
 		t.Fatal(err)
 	}
 
