@@ -301,7 +301,7 @@ func (v *View) Sync(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("live view: %w", err)
 		}
-		v.cursor, v.started = store.Cursor{Seq: head.Seq}, true
+		v.cursor, v.started = head.AuditOnly(), true
 	}
 	var changed []string // "type/id" of each entity applied, for the subscribers
 	for {
