@@ -87,7 +87,7 @@ func armPacer() {
 // scavenger keeps about 10% over the heap goal, twice the live heap):
 // a daemon that settled at 10,000 entities held 3 to 4 times its live
 // heap as anonymous memory for minutes. Once no collection has come for
-// quietAfter (the daemon allocates little: the burst is over) and more
+// quietAfter (5 s) (the daemon allocates little: the burst is over) and more
 // than releaseAtLeast of the heap is mapped but free, the daemon returns
 // it all at once (debug.FreeOSMemory: one collection and a scavenge).
 // Its own collection re-arms the timer, which then finds nothing to give
@@ -95,8 +95,10 @@ func armPacer() {
 // timer back) nor while idle (the timer is armed by a collection: the
 // runtime's forced one every two minutes at most).
 const (
-	// quietAfter is how long without a collection counts as quiet.
-	quietAfter = 10 * time.Second
+	// quietAfter is how long without a collection counts as quiet: with
+	// 10 s the heap a sweep's list grew (every minute, 1.3 KB an entity
+	// decoded from the store) stayed mapped for a sixth of each minute.
+	quietAfter = 5 * time.Second
 	// releaseAtLeast is the least free heap worth a collection to give
 	// back; the share of the live heap (releaseShare) raises it for a
 	// large heap, so an idle daemon's small garbage never buys a full
