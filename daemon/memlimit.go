@@ -87,7 +87,7 @@ func armPacer() {
 // scavenger keeps about 10% over the heap goal, twice the live heap):
 // a daemon that settled at 10,000 entities held 3 to 4 times its live
 // heap as anonymous memory for minutes. Once no collection has come for
-// quietAfter (5 s) (the daemon allocates little: the burst is over) and more
+// quietAfter (5 s: the daemon allocates little, the burst is over) and more
 // than releaseAtLeast of the heap is mapped but free, the daemon returns
 // it all at once (debug.FreeOSMemory: one collection and a scavenge).
 // Its own collection re-arms the timer, which then finds nothing to give
@@ -145,23 +145,19 @@ func worthReleasing(free, live uint64) bool {
 	return free > max(releaseAtLeast, uint64(float64(live)*releaseShare))
 }
 
-// heapSamples are the figures quiet reads.
-var heapSamples = []metrics.Sample{
-	{Name: "/memory/classes/heap/free:bytes"},
-	{Name: "/gc/heap/live:bytes"},
-}
-
 // heapFree is the heap mapped and holding nothing (free pages: what a
 // scavenge can give back; not the unused parts of spans that hold live
 // objects, which it cannot, or the timer would release again and again
 // for nothing), and the live heap.
+// Its samples are its own: two timer callbacks may overlap.
 func heapFree() (free, live uint64) {
-	metrics.Read(heapSamples)
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	metrics.Read(samples)
 	v := func(i int) uint64 {
-		if heapSamples[i].Value.Kind() != metrics.KindUint64 {
+		if samples[i].Value.Kind() != metrics.KindUint64 {
 			return 0
 		}
-		return heapSamples[i].Value.Uint64()
+		return samples[i].Value.Uint64()
 	}
 	return v(0), v(1)
 }
