@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -108,4 +109,17 @@ func TestReleaseOnceQuiet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHeapFreeReadsTheRuntime: after a collection the runtime reports a
+// live heap, and what is free is read (not the zero of a missing metric).
+func TestHeapFreeReadsTheRuntime(t *testing.T) {
+	keep := make([]byte, 1<<20)
+	runtime.GC()
+	free, live := heapFree()
+	if live < 1<<20 {
+		t.Errorf("live heap %d B after a collection holding 1 MB", live)
+	}
+	t.Logf("free %d B, live %d B", free, live)
+	runtime.KeepAlive(keep)
 }
