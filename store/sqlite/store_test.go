@@ -36,12 +36,13 @@ func TestOpenAppliesPragmasAndMigrations(t *testing.T) {
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode %q %v", mode, err)
 	}
-	var fk, timeout, sync int
+	var fk, timeout, sync, cache int
 	db.QueryRow("PRAGMA foreign_keys").Scan(&fk)
 	db.QueryRow("PRAGMA busy_timeout").Scan(&timeout)
 	db.QueryRow("PRAGMA synchronous").Scan(&sync)
-	if fk != 1 || timeout != BusyTimeoutMS || sync != 2 {
-		t.Errorf("foreign_keys=%d busy_timeout=%d synchronous=%d", fk, timeout, sync)
+	db.QueryRow("PRAGMA cache_size").Scan(&cache)
+	if fk != 1 || timeout != BusyTimeoutMS || sync != 2 || cache != -CacheKiB {
+		t.Errorf("foreign_keys=%d busy_timeout=%d synchronous=%d cache_size=%d", fk, timeout, sync, cache)
 	}
 	var version int
 	db.QueryRow("SELECT MAX(version) FROM schema_migrations").Scan(&version)
