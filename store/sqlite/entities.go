@@ -199,6 +199,10 @@ func (s *Store) lostOr(err error) error {
 	return err
 }
 
+// listPrealloc bounds what a page's slice is made with before its rows
+// are read: a large Limit on a small host allocates no more than this.
+const listPrealloc = 1024
+
 // List reads the entities a filter selects, ordered by type and id.
 func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error) {
 	var where []string
@@ -240,16 +244,28 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error
 	if f.DeadOnly {
 		where = append(where, "dead_since IS NOT NULL")
 	}
+	if f.After.Type != "" {
+		// A row value: SQLite walks the primary key from the key on.
+		where = append(where, "(type, id) > (?, ?)")
+		args = append(args, f.After.Type, f.After.ID)
+	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY type, id"
+	if f.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list entities: %w", err)
 	}
 	defer rows.Close()
 	var out []store.Entity
+	if f.Limit > 0 {
+		out = make([]store.Entity, 0, min(f.Limit, listPrealloc))
+	}
 	var scan rowcodec.EntityScanner
 	for rows.Next() {
 		e, err := scan.Scan(rows)
