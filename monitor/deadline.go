@@ -64,7 +64,7 @@ type tracked struct {
 	// or the pidfd's, whichever came first): never recorded twice.
 	exitPID int32
 	index   int32 // in the heap; -1 when not in it
-	mode  mode
+	mode    mode
 	// rewatch: polled for want of a file descriptor (the watcher's cap,
 	// EMFILE, an identity check that could not open /proc), so each poll
 	// offers it to the watcher again: a slot freed by a death goes to a
