@@ -43,7 +43,10 @@ func newFixture(t *testing.T) *fixture {
 	settings := DefaultSettings
 	settings.TerminalGrace = 30 * time.Second
 	settings.PhantomAfter = time.Hour
-	r := &Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: settings, Now: c.Now}
+	// Pages of two: every job that reads the host a page at a time (the
+	// sweep, reap_phantoms) crosses pages in every test with more than
+	// two entities.
+	r := &Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: settings, Now: c.Now, sweepPage: 2}
 	return &fixture{t: t, st: st, w: w, r: r, host: host, clock: c}
 }
 

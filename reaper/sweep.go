@@ -232,14 +232,23 @@ type sweepPager struct {
 	done             bool
 }
 
+// sweepPages walks f from past the sweep's resume cursor round to it.
 func (r *Reaper) sweepPages(f store.Filter) *sweepPager {
-	p := &sweepPager{st: r.Store, f: f, limit: r.sweepPage}
+	until, resumed := r.resume.get()
+	return r.pagesFrom(f, until, resumed)
+}
+
+// pages walks f from the start to the end, a page at a time: a job that
+// reads every open entity of the host holds a page, not the host.
+func (r *Reaper) pages(f store.Filter) *sweepPager { return r.pagesFrom(f, store.Key{}, false) }
+
+func (r *Reaper) pagesFrom(f store.Filter, until store.Key, resumed bool) *sweepPager {
+	p := &sweepPager{st: r.Store, f: f, limit: r.sweepPage, until: until, resumed: resumed}
 	if p.limit <= 0 {
 		p.limit = DefaultSweepPage
 	}
-	p.until, p.resumed = r.resume.get()
 	p.f.Limit = p.limit
-	p.f.After = p.until // the zero key, from the start, without a cursor
+	p.f.After = until // the zero key, from the start, without a cursor
 	return p
 }
 
