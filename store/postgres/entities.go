@@ -285,9 +285,6 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error
 	}
 	defer rows.Close()
 	var out []store.Entity
-	if f.Limit > 0 {
-		out = make([]store.Entity, 0, min(f.Limit, 1024))
-	}
 	var sc rowcodec.EntityScanner
 	for rows.Next() {
 		e, err := sc.Scan(rows)

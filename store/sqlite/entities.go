@@ -199,10 +199,6 @@ func (s *Store) lostOr(err error) error {
 	return err
 }
 
-// listPrealloc bounds what a page's slice is made with before its rows
-// are read: a large Limit on a small host allocates no more than this.
-const listPrealloc = 1024
-
 // List reads the entities a filter selects, ordered by type and id.
 func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error) {
 	var where []string
@@ -263,9 +259,6 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error
 	}
 	defer rows.Close()
 	var out []store.Entity
-	if f.Limit > 0 {
-		out = make([]store.Entity, 0, min(f.Limit, listPrealloc))
-	}
 	var scan rowcodec.EntityScanner
 	for rows.Next() {
 		e, err := scan.Scan(rows)
