@@ -454,14 +454,15 @@ func TestElsewhereIn(t *testing.T) {
 	}
 }
 
-// TestJobRuns: a job's runs are summed over every result, other jobs and
-// families left out.
+// TestJobRuns: a job's runs are summed over every result but skipped
+// (no run), other jobs and families left out.
 func TestJobRuns(t *testing.T) {
 	const exposition = `# HELP watchdog_job_runs_total scheduled job runs
 # TYPE watchdog_job_runs_total counter
 watchdog_job_runs_total{job="enforce_terminal",result="ok"} 9
 watchdog_job_runs_total{job="sweep",result="error"} 1
 watchdog_job_runs_total{job="sweep",result="ok"} 4
+watchdog_job_runs_total{job="sweep",result="skipped"} 30
 watchdog_job_runs_total{job="sweep",result="timeout"} 2
 watchdog_job_runs_total{job="sweeper",result="ok"} 100
 watchdog_job_duration_seconds_count{job="sweep"} 7

@@ -121,12 +121,13 @@ const (
 	quietCeiling = 6 * time.Minute
 )
 
-// jobRuns is the number of runs of job in a scrape, every result summed.
+// jobRuns is the number of runs of job in a scrape that ran (every
+// result but skipped: a fire that found the last run still going).
 func jobRuns(exposition []byte, job string) float64 {
 	prefix := `watchdog_job_runs_total{job="` + job + `"`
 	sum := 0.0
 	for _, line := range strings.Split(string(exposition), "\n") {
-		if rest, ok := strings.CutPrefix(line, prefix); ok {
+		if rest, ok := strings.CutPrefix(line, prefix); ok && !strings.HasPrefix(rest, `,result="skipped"`) {
 			if f := strings.Fields(rest); len(f) > 0 {
 				v, err := strconv.ParseFloat(f[len(f)-1], 64)
 				if err == nil {
@@ -281,7 +282,7 @@ func (res *results) printMemory(w io.Writer, o options) {
 		return
 	}
 	fmt.Fprintf(w, "\nmemory: RssAnon of watchdog serve on SQLite, empty (read from %s after start until settled: no reading 1%% lower for 10 s, the median of the last three)\n"+
-		"and after registering running sessions over the API (%d clients), once quiet: two sweeps finished after the registrations and no collection for %s\n"+
+		"and after registering running sessions over the API (%d clients), once quiet: two sweeps run after the registrations and no collection for %s\n"+
 		"(the median of three readings a second apart; \"not quiet\" past %s: read until settled instead); per entity = (RssAnon at n − empty) ÷ n; ×: this ÷ baseline\n",
 		o.settle, o.clients, quietGap, quietCeiling)
 	tw := newTable(w)
