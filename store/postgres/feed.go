@@ -118,11 +118,28 @@ func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 // The feed lock makes numbers commit in order, so a reader that applies
 // every batch misses nothing.
 func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (store.Batch, error) {
+	return s.ChangesFor(ctx, c, store.FeedFilter{Hosts: store.AllHosts()}, limit)
+}
+
+// ChangesFor is ChangesSince of the entities of f.Hosts only (by the
+// index on host and revision when it names the hosts; a leader's "all but"
+// reads by revision and skips the others' rows), and of no audit rows
+// with f.EntitiesOnly.
+func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilter, limit int) (store.Batch, error) {
 	if limit < 1 {
 		limit = 1000
 	}
 	b := store.Batch{Next: c}
-	rows, err := s.pool.Query(ctx, "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE revision > $1 ORDER BY revision LIMIT $2", c.Revision, limit)
+	hostClause := ""
+	args := []any{c.Revision, limit}
+	if !f.Hosts.Every() {
+		hostClause = " AND host_id = ANY($3)"
+		if f.Hosts.All {
+			hostClause = " AND host_id <> ALL($3)"
+		}
+		args = append(args, f.Hosts.List)
+	}
+	rows, err := s.pool.Query(ctx, "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE revision > $1"+hostClause+" ORDER BY revision LIMIT $2", args...)
 	if err != nil {
 		return store.Batch{}, fmt.Errorf("read changed entities: %w", classify(err))
 	}
@@ -139,6 +156,10 @@ func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (st
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return store.Batch{}, fmt.Errorf("read changed entities: %w", classify(err))
+	}
+	if f.EntitiesOnly {
+		b.More = len(b.Entities) == limit
+		return b, nil
 	}
 	audit, err := s.queryAudit(ctx, "SELECT "+rowcodec.AuditColumns+" FROM transitions WHERE seq > $1 ORDER BY seq LIMIT $2", c.Seq, limit)
 	if err != nil {
