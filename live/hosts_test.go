@@ -2,75 +2,75 @@ package live
 
 import (
 	"context"
+	"slices"
+	"sync/atomic"
 	"testing"
 
 	"watchdog/internal/testenv"
-	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
 )
 
-// TestCountsKeepTheHost: two hosts' entities and a host-less one in one
-// view. The groups, the active reasons and the queue's counts carry each
-// entity's host, so a daemon of a fleet can count what it owns; the
-// counts STATUS= and the queue read stay the whole view's.
-func TestCountsKeepTheHost(t *testing.T) {
+// TestViewHoldsItsHosts: a view with a selection of hosts holds those
+// hosts' entities only, from its load on and as the feed brings more; when
+// the selection moves it reads the hosts it gains and drops those it
+// loses, its counts and queue with them (ADR-0056).
+func TestViewHoldsItsHosts(t *testing.T) {
 	st, cli := twoStores(t)
 	ctx := context.Background()
 	clock := testenv.NewClock(testNow)
 	w := &transitions.Writer{Store: cli, Now: clock.Now}
-	for _, e := range []struct{ host, id string }{{"h1", "a"}, {"h1", "b"}, {"h2", "c"}, {"", "d"}} {
-		running := "running"
+	reg := func(host, id string) {
+		t.Helper()
+		lc := "running"
 		if _, err := w.Register(ctx, transitions.Registration{
-			Entity: store.Entity{Type: "session", ID: e.id, HostID: e.host, Lifecycle: &running}, Actor: transitions.ActorOrchestrator,
+			Entity: store.Entity{Type: "session", ID: id, Lifecycle: &lc, HostID: host}, Actor: transitions.ActorOrchestrator,
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.Transition(ctx, transitions.Request{Type: "session", ID: e.id, To: "failed", Actor: transitions.ActorOrchestrator,
-			Reason: &state.StateReason{Code: state.RunFailedExitNonzero}}); err != nil {
-			t.Fatal(err)
-		}
 	}
-	v := New(st, clock.Now, 0)
-	if err := v.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	now := clock.Now()
+	reg("a", "a-1")
+	reg("b", "b-1")
+	reg("", "hostless-1")
 
-	tests := []struct {
-		host                   string
-		groups, reasons, items int
+	var sel atomic.Pointer[store.Hosts]
+	set := func(h store.Hosts) { sel.Store(&h) }
+	set(store.Only("a"))
+	v := New(st, clock.Now, 0)
+	v.SetHosts(func() store.Hosts { return *sel.Load() })
+	held := func() []string {
+		var ids []string
+		v.Each("", func(e *Entry) { ids = append(ids, e.Entity.ID) })
+		slices.Sort(ids)
+		return ids
+	}
+	for _, step := range []struct {
+		name  string
+		do    func()
+		want  []string
+		holds map[string]bool // host (or "*": all) → Holds
 	}{
-		{"h1", 2, 2, 2},
-		{"h2", 1, 1, 1},
-		{"", 1, 1, 1},
-		{"h3", 0, 0, 0},
-	}
-	groups := map[string]int{}
-	v.Groups(func(g Group, n int) { groups[g.Host] += n })
-	reasons := map[string]int{}
-	for k, n := range v.ActiveReasons(now) {
-		if k.Code == state.RunFailedExitNonzero && k.Severity == state.SeverityCritical {
-			reasons[k.Host] += n
+		{"load", func() {}, []string{"a-1"}, map[string]bool{"a": true, "b": false, "": false, "*": false}},
+		{"a write of its host and one of another", func() { reg("a", "a-2"); reg("b", "b-2") }, []string{"a-1", "a-2"}, nil},
+		{"leads: all but b", func() { set(store.AllBut("b")) }, []string{"a-1", "a-2", "hostless-1"}, map[string]bool{"a": true, "": true, "b": false, "c": true, "*": false}},
+		{"a write of a host no daemon runs", func() { reg("c", "c-1") }, []string{"a-1", "a-2", "c-1", "hostless-1"}, nil},
+		{"b falls silent: everything", func() { set(store.AllHosts()) }, []string{"a-1", "a-2", "b-1", "b-2", "c-1", "hostless-1"}, map[string]bool{"*": true}},
+		{"no longer leads", func() { set(store.Only("a")) }, []string{"a-1", "a-2"}, map[string]bool{"a": true, "b": false, "*": false}},
+	} {
+		step.do()
+		if err := v.Sync(ctx); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
 		}
-	}
-	items := map[string]int{}
-	for k, n := range v.QueueItems(now) {
-		if k.Type != "session" || k.Severity != state.SeverityCritical {
-			t.Errorf("queue kind %+v: want critical session items only", k)
+		if got := held(); !slices.Equal(got, step.want) {
+			t.Errorf("%s: the view holds %v, want %v", step.name, got, step.want)
 		}
-		items[k.Host] += n
-	}
-	for _, tt := range tests {
-		if groups[tt.host] != tt.groups || reasons[tt.host] != tt.reasons || items[tt.host] != tt.items {
-			t.Errorf("host %q: %d entities, %d reasons, %d items; want %d, %d, %d", tt.host,
-				groups[tt.host], reasons[tt.host], items[tt.host], tt.groups, tt.reasons, tt.items)
+		if c := v.Counts(clock.Now()); c.Open != len(step.want) {
+			t.Errorf("%s: %d open counted, want %d", step.name, c.Open, len(step.want))
 		}
-	}
-	if c := v.Counts(now); c.Queue != 4 || c.QueueBySeverity[state.SeverityCritical] != 4 || c.Entities != 4 {
-		t.Errorf("the whole view's counts: %+v, want every host's 4 entities and items", c)
-	}
-	if q := v.Attention(attentionQuery(), now); q.Total != 4 {
-		t.Errorf("the queue shows %d items, want every host's 4", q.Total)
+		for h, want := range step.holds {
+			if got := v.Holds(h, h == "*"); got != want {
+				t.Errorf("%s: Holds(%q) %v, want %v", step.name, h, got, want)
+			}
+		}
 	}
 }

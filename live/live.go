@@ -69,6 +69,16 @@ type Source interface {
 	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
 }
 
+// HostSource is a Source that reads its feed by host (both stores): a
+// view given a host selection (SetHosts) reads only the entities of the
+// hosts it holds.
+type HostSource interface {
+	Source
+	// ChangesFor is ChangesSince narrowed to some hosts' entities, and
+	// with f.EntitiesOnly to no audit rows.
+	ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilter, limit int) (store.Batch, error)
+}
+
 // batchSize is how many rows of each kind one feed read carries.
 const batchSize = 2000
 
@@ -207,8 +217,16 @@ type View struct {
 	version int64
 	synced  bool // a Sync has completed
 	started bool // the cursor is set
+	// hosts, when set, is the selection of hosts the view holds, asked
+	// at each Sync (SetHosts); nil holds every host.
+	hosts func() store.Hosts
+	// kick wakes RunOn for a Sync without a commit: the selection moved.
+	kick chan struct{}
 
-	mu         sync.RWMutex
+	mu sync.RWMutex
+	// sel is the hosts whose entities the view holds now (read under mu,
+	// written under both locks).
+	sel        store.Hosts
 	entries    map[key]*record
 	idx        index
 	groups     map[Group]int
@@ -227,7 +245,8 @@ func New(src Source, now func() time.Time, window time.Duration) *View {
 	if now == nil {
 		now = time.Now
 	}
-	v := &View{src: src, now: now, entries: map[key]*record{}, words: newInterner(), idx: newIndex(), groups: map[Group]int{}}
+	v := &View{src: src, now: now, entries: map[key]*record{}, words: newInterner(), idx: newIndex(), groups: map[Group]int{},
+		sel: store.AllHosts(), kick: make(chan struct{}, 1)}
 	v.SetFailureWindow(window)
 	return v
 }
@@ -270,6 +289,47 @@ func (v *View) OnTransitions(fn func([]store.AuditRow)) {
 	v.hookMu.Unlock()
 }
 
+// SetHosts makes the view hold the entities of the hosts hosts selects
+// (asked at every Sync), not every host's: a daemon of a fleet holds what
+// it owns (ADR-0056). Call it before Load. A source that cannot read its
+// feed by host (not a HostSource) keeps every host's.
+func (v *View) SetHosts(hosts func() store.Hosts) {
+	if _, ok := v.src.(HostSource); !ok {
+		return
+	}
+	v.syncMu.Lock()
+	v.hosts = hosts
+	v.syncMu.Unlock()
+}
+
+// Kick asks RunOn for a Sync now: the selection of hosts may have moved
+// (a leadership, a host's liveness) without a commit to tell it.
+func (v *View) Kick() {
+	select {
+	case v.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Holds says whether the view holds every entity of host, "" meaning
+// every host's: what a reader asks before it answers from the view
+// rather than from the store. A view without a selection holds all.
+func (v *View) Holds(host string, all bool) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if all {
+		return v.sel.Every()
+	}
+	return v.sel.Has(host)
+}
+
+// Hosts is the selection of hosts the view holds now.
+func (v *View) Hosts() store.Hosts {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.sel
+}
+
 // Load reads every entity and the dismissals, and starts the audit rows
 // at the feed's head. It is Sync for a view never synced.
 func (v *View) Load(ctx context.Context) error { return v.Sync(ctx) }
@@ -286,6 +346,20 @@ func (v *View) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("live view: %w", err)
 	}
+	sel := store.AllHosts()
+	if v.hosts != nil {
+		sel = v.hosts()
+	}
+	if !v.started {
+		// The first load reads the selection from the start.
+		v.mu.Lock()
+		v.sel = sel
+		v.mu.Unlock()
+	} else if !sel.Equal(v.Hosts()) {
+		if err := v.reselect(ctx, sel); err != nil {
+			return fmt.Errorf("live view: %w", err)
+		}
+	}
 	if v.synced && ver == v.version {
 		return nil
 	}
@@ -299,7 +373,7 @@ func (v *View) Sync(ctx context.Context) error {
 		v.cursor, v.started = store.Cursor{Seq: head.Seq}, true
 	}
 	for {
-		b, err := v.src.ChangesSince(ctx, v.cursor, batchSize)
+		b, err := v.changes(ctx, v.cursor, store.FeedFilter{Hosts: v.Hosts()})
 		if err != nil {
 			return fmt.Errorf("live view: %w", err)
 		}
@@ -317,6 +391,62 @@ func (v *View) Sync(ctx context.Context) error {
 	v.dismissals = ds
 	v.mu.Unlock()
 	v.version, v.synced = ver, true
+	return nil
+}
+
+// changes reads one batch of the feed: of the selected hosts only when
+// the view has a selection.
+func (v *View) changes(ctx context.Context, c store.Cursor, f store.FeedFilter) (store.Batch, error) {
+	if hs, ok := v.src.(HostSource); ok && v.hosts != nil {
+		return hs.ChangesFor(ctx, c, f, batchSize)
+	}
+	return v.src.ChangesSince(ctx, c, batchSize)
+}
+
+// reselect moves the view's selection to sel: it drops the entities of
+// the hosts sel leaves out and reads those of the hosts it adds, from the
+// start of the feed, entities only (the view follows every audit row
+// already). The feed read that follows, from the view's cursor, brings
+// anything written since. An error leaves the old selection in place, to
+// be moved again at the next Sync (dropping and reading again are
+// idempotent).
+func (v *View) reselect(ctx context.Context, sel store.Hosts) error {
+	old := v.Hosts()
+	if drop := old.Minus(sel); !drop.None() {
+		var ed edit
+		v.mu.Lock()
+		for k, r := range v.entries {
+			if sel.Has(r.host) {
+				continue
+			}
+			delete(v.entries, k)
+			g := groupOf(r)
+			if v.groups[g]--; v.groups[g] == 0 {
+				delete(v.groups, g)
+			}
+			v.idx.change(r, -1, &ed)
+		}
+		v.idx.commit(&ed)
+		v.mu.Unlock()
+	}
+	if add := sel.Minus(old); !add.None() {
+		var c store.Cursor
+		for {
+			b, err := v.changes(ctx, c, store.FeedFilter{Hosts: add, EntitiesOnly: true})
+			if err != nil {
+				return err
+			}
+			b.Transitions = nil
+			v.apply(b)
+			c = b.Next
+			if !b.More {
+				break
+			}
+		}
+	}
+	v.mu.Lock()
+	v.sel = sel
+	v.mu.Unlock()
 	return nil
 }
 
@@ -427,6 +557,7 @@ func (v *View) RunOn(ctx context.Context, wake <-chan struct{}, every time.Durat
 				continue
 			}
 		case <-next.C:
+		case <-v.kick:
 		}
 		last = time.Now()
 		next.Set(every)
