@@ -733,3 +733,37 @@ func (v *View) Dismissal(fp string) (store.Dismissal, bool) {
 	d, ok := v.dismissals[fp]
 	return d, ok
 }
+
+// For is what answers a read of host's entities (all: every host's),
+// synced first: the view itself when it holds them, else (a daemon of a
+// fleet holds what it owns, ADR-0056) a view of those hosts read from the
+// store now, which the read uses and drops. Either way the entries are
+// Derive's over the store's rows, and a write acknowledged before the read
+// by any daemon is in the answer.
+func (v *View) For(ctx context.Context, host string, all bool) (*View, error) {
+	if err := v.Sync(ctx); err != nil {
+		return nil, err
+	}
+	if v.Holds(host, all) {
+		return v, nil
+	}
+	sel := store.Only(host)
+	if all {
+		sel = store.AllHosts()
+	}
+	o := New(v.src, v.now, v.FailureWindow())
+	o.hosts = func() store.Hosts { return sel }
+	if err := o.Load(ctx); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// EntryOf is the Entry of an entity the view does not hold (another
+// host's, read from the store), derived at now as the view derives its
+// own.
+func EntryOf(e store.Entity, now time.Time) Entry {
+	w := newInterner()
+	w.entity(&e)
+	return newRecord(&e, now, &w).entry(now)
+}

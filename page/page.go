@@ -388,25 +388,36 @@ func (h *Handler) frame(title string, now time.Time) layout {
 		Choices: SnoozeChoices, Default: SnoozeDefault}
 }
 
+// fleetView is what the page reads, synced: the live view when it holds
+// every host's entities (a lone daemon's), else (a daemon of a fleet holds
+// what it owns, ADR-0056) every host's read from the store now.
+func (h *Handler) fleetView(ctx context.Context) (LiveReader, error) {
+	if v, ok := h.o.View.(*live.View); ok {
+		return v.For(ctx, "", true)
+	}
+	return h.o.View, h.o.View.Sync(ctx)
+}
+
 func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
-	if err := h.o.View.Sync(r.Context()); err != nil {
+	view, err := h.fleetView(r.Context())
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	now := h.o.Now()
 	p := indexPage{layout: h.frame("watchdog", now)}
-	queue := h.o.View.Attention(attention.Query{Limit: QueueLimit}, now)
+	queue := view.Attention(attention.Query{Limit: QueueLimit}, now)
 	// The heartbeat each item's entity is judged by, found now, as the
 	// API's queue shows it.
 	queue.FillHeartbeats(func(typ, id string) *state.JudgedHeartbeat {
-		ent, ok := h.o.View.Get(typ, id, now)
+		ent, ok := view.Get(typ, id, now)
 		if !ok {
 			return nil
 		}
 		return h.o.Heartbeats.Of(&ent.Entity, now)
 	})
 	p.Queue = buildQueue(queue, now, h.todo)
-	p.Legacy = h.o.View.Counts(now).Legacy
+	p.Legacy = view.Counts(now).Legacy
 
 	q := r.URL.Query()
 	f := filterData{Type: q.Get("type"), Severity: q.Get("severity"), Host: q.Get("host"), Types: transitions.Types()}
@@ -434,7 +445,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	if p.FilterErr == "" {
 		// The rows the API's list would select (wire.EntityFilter).
 		sel := wire.EntityFilter{Type: f.Type, Severities: sev, Host: f.Host}
-		h.o.View.Each(f.Type, func(e *live.Entry) {
+		view.Each(f.Type, func(e *live.Entry) {
 			if e.Entity.HostID != "" {
 				hosts[e.Entity.HostID] = true
 			}
@@ -458,7 +469,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Shown = len(list)
 	for i := range list {
-		if ent, ok := h.o.View.Get(list[i].Type, list[i].ID, now); ok {
+		if ent, ok := view.Get(list[i].Type, list[i].ID, now); ok {
 			list[i].Heartbeat = h.o.Heartbeats.Of(&ent.Entity, now)
 		}
 	}
@@ -485,7 +496,19 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.o.Now()
-	ent, found := h.o.View.Get(typ, id, now)
+	var view LiveReader = h.o.View
+	ent, found := view.Get(typ, id, now)
+	if v, ok := h.o.View.(*live.View); ok && !found && !v.Holds("", true) {
+		// Another host's entity, which a daemon of a fleet does not hold
+		// (ADR-0056): read with the fleet's from the store.
+		fleet, err := h.fleetView(ctx)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		view = fleet
+		ent, found = view.Get(typ, id, now)
+	}
 	if !found {
 		h.notFound(w, r, "no entity "+typ+"/"+id)
 		return
@@ -500,7 +523,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	// The entity's items as the queue serves them: which reasons the
 	// page may snooze or dismiss, and which a dismissal hides now.
 	items := map[state.ReasonCode]attention.Item{}
-	for _, it := range h.o.View.EntityItems(typ, id, now) {
+	for _, it := range view.EntityItems(typ, id, now) {
 		items[it.Reason.Code] = it
 	}
 	for _, rs := range we.State.Reasons {
@@ -517,7 +540,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	// An item whose code is not among the reasons shown (a code of the
 	// entity's health or delivery value, or system.outcome.unexplained)
 	// still gets its row: the page must let every item be acted on.
-	for _, it := range h.o.View.EntityItems(typ, id, now) {
+	for _, it := range view.EntityItems(typ, id, now) {
 		if _, left := items[it.Reason.Code]; left {
 			p.Reasons = append(p.Reasons, reasonData{Code: string(it.Reason.Code), Message: it.Reason.Summary, Todo: h.todo(it.Reason.Code),
 				Fingerprint: it.Fingerprint, Hidden: hiddenText(it, now)})
