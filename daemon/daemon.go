@@ -158,6 +158,14 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	// What the view holds is what this daemon's memory and feed work
+	// follow (ADR-0056): its own host's entities, and while it leads the
+	// host-less and the silent hosts'.
+	if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "watchdog_view_entities",
+		Help: "The entities this daemon's live view holds: its own host's; while it leads, also the host-less ones and those of hosts with no daemon alive."},
+		func() float64 { return float64(view.Len()) })); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	pushMetrics, err := alertpush.NewMetrics(reg)
 	if err != nil {
 		return err
