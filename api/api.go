@@ -180,8 +180,9 @@ type Options struct {
 
 // PagePatterns are the routes the operator's page answers: GET / (the
 // queue and the entity table), the entity pages, the runbook's reason-code
-// sections and their assets.
-var PagePatterns = []string{"GET /{$}", "GET /entities/{type}/{id}", "GET /runbook", "GET /assets/"}
+// sections, the stream of the view's changes the page follows and their
+// assets.
+var PagePatterns = []string{"GET /{$}", "GET /entities/{type}/{id}", "GET /runbook", "GET /events", "GET /assets/"}
 
 type server struct {
 	Options

@@ -244,6 +244,16 @@ func Run(ctx context.Context, o Options) error {
 	}
 	srv, lim := newHTTPServer(d.api, maxConns, m.Shed)
 	m.Connections(lim.counts)
+	// The page's event streams each hold one of the cap's requests for
+	// their life: a quarter of the cap at most, so streams never starve
+	// the API (ADR-0051); the shutdown ends them first, as Shutdown
+	// would otherwise wait for them.
+	d.page.SetStreamCap(max(1, maxConns/4))
+	srv.RegisterOnShutdown(d.page.CloseStreams)
+	m.Streams(func() metrics.StreamCounts {
+		s := d.page.Streams()
+		return metrics.StreamCounts{Open: s.Open, Slow: s.Dropped, Refused: s.Refused}
+	})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lim.listener(ln)) }()
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()), zap.Int("max_connections", maxConns), zap.Int("max_connections_configured", cfg.HTTP.MaxConnections),

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"time"
 )
 
 // The collector's headroom (ADR-0042, third step). With the default GOGC
@@ -75,8 +76,90 @@ type pacerToken struct{ _ [16]byte }
 func armPacer() {
 	runtime.SetFinalizer(&pacerToken{}, func(*pacerToken) {
 		setSoftLimit()
+		releaser.collected()
 		armPacer()
 	})
+}
+
+// Giving the heap back once quiet (ADR-0052). After a burst (a fleet
+// registering, a load of the view) the runtime keeps the heap the burst
+// grew mapped and hands it back to the kernel a little at a time (its
+// scavenger keeps about 10% over the heap goal, twice the live heap):
+// a daemon that settled at 10,000 entities held 3 to 4 times its live
+// heap as anonymous memory for minutes. Once no collection has come for
+// quietAfter (5 s: the daemon allocates little, the burst is over) and more
+// than releaseAtLeast of the heap is mapped but free, the daemon returns
+// it all at once (debug.FreeOSMemory: one collection and a scavenge).
+// Its own collection re-arms the timer, which then finds nothing to give
+// back; no wake-up while the daemon is busy (each collection pushes the
+// timer back) nor while idle (the timer is armed by a collection: the
+// runtime's forced one every two minutes at most).
+const (
+	// quietAfter is how long without a collection counts as quiet: with
+	// 10 s the heap a sweep's list grew (every minute, 1.3 KB an entity
+	// decoded from the store) stayed mapped for a sixth of each minute.
+	quietAfter = 5 * time.Second
+	// releaseAtLeast is the least free heap worth a collection to give
+	// back; the share of the live heap (releaseShare) raises it for a
+	// large heap, so an idle daemon's small garbage never buys a full
+	// collection.
+	releaseAtLeast = 4 << 20
+	releaseShare   = 0.125
+)
+
+// heapRelease is the one-shot timer a collection pushes back.
+type heapRelease struct {
+	after time.Duration // quietAfter, but for tests
+	mu    sync.Mutex
+	timer *time.Timer
+	// free reads the heap's mapped free bytes and the live heap; give
+	// returns them (the runtime's, but for tests).
+	free func() (free, live uint64)
+	give func()
+}
+
+var releaser = &heapRelease{after: quietAfter, free: heapFree, give: debug.FreeOSMemory}
+
+// collected is called after every collection: the quiet begins again.
+func (h *heapRelease) collected() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.timer == nil {
+		h.timer = time.AfterFunc(h.after, h.quiet)
+		return
+	}
+	h.timer.Reset(h.after)
+}
+
+// quiet gives the free heap back when it is worth a collection.
+func (h *heapRelease) quiet() {
+	free, live := h.free()
+	if worthReleasing(free, live) {
+		h.give()
+	}
+}
+
+// worthReleasing is whether free bytes mapped beside a live heap are
+// worth a collection and a scavenge.
+func worthReleasing(free, live uint64) bool {
+	return free > max(releaseAtLeast, uint64(float64(live)*releaseShare))
+}
+
+// heapFree is the heap mapped and holding nothing (free pages: what a
+// scavenge can give back; not the unused parts of spans that hold live
+// objects, which it cannot, or the timer would release again and again
+// for nothing), and the live heap.
+// Its samples are its own: two timer callbacks may overlap.
+func heapFree() (free, live uint64) {
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	metrics.Read(samples)
+	v := func(i int) uint64 {
+		if samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return samples[i].Value.Uint64()
+	}
+	return v(0), v(1)
 }
 
 // setSoftLimit reads what the last collection found and sets the limit.

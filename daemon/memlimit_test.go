@@ -1,6 +1,10 @@
 package daemon
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+	"time"
+)
 
 // TestSoftLimit: the limit is the runtime's memory beside the heap, the
 // live heap and half of it over, never less than the floor over.
@@ -34,4 +38,88 @@ func TestPaceMemoryLeavesTheOperatorsChoice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWorthReleasing: the free heap is given back when it is more than
+// the floor and more than an eighth of the live heap.
+func TestWorthReleasing(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		name       string
+		free, live uint64
+		want       bool
+	}{
+		{"nothing free", 0, 10 * mb, false},
+		{"under the floor", 3 * mb, 2 * mb, false},
+		{"over the floor, a small heap", 5 * mb, 2 * mb, true},
+		{"over the floor, under an eighth of a large heap", 10 * mb, 100 * mb, false},
+		{"over an eighth of a large heap", 20 * mb, 100 * mb, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := worthReleasing(tc.free, tc.live); got != tc.want {
+				t.Errorf("worthReleasing(%d MB free, %d MB live) = %v, want %v", tc.free/mb, tc.live/mb, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReleaseOnceQuiet: a collection arms the timer; once it fires with
+// the free heap worth it the heap is given back, and not when it is not.
+func TestReleaseOnceQuiet(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		name string
+		free uint64
+		want bool
+	}{
+		{"a burst's heap free: given back", 64 * mb, true},
+		{"little free: kept", 1 * mb, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			given := make(chan struct{}, 1)
+			checked := make(chan struct{}, 1)
+			h := &heapRelease{
+				after: time.Millisecond,
+				free: func() (uint64, uint64) {
+					defer func() { checked <- struct{}{} }()
+					return tc.free, 8 * mb
+				},
+				give: func() { given <- struct{}{} },
+			}
+			h.collected()
+			select {
+			case <-checked:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("the timer never fired in 2 minutes")
+			}
+			select {
+			case <-given:
+				if !tc.want {
+					t.Errorf("%d MB free given back", tc.free/mb)
+				}
+			default:
+				if tc.want {
+					// quiet checks, then gives: wait for the give.
+					select {
+					case <-given:
+					case <-time.After(2 * time.Minute):
+						t.Errorf("%d MB free never given back", tc.free/mb)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestHeapFreeReadsTheRuntime: after a collection the runtime reports a
+// live heap, and what is free is read (not the zero of a missing metric).
+func TestHeapFreeReadsTheRuntime(t *testing.T) {
+	keep := make([]byte, 1<<20)
+	runtime.GC()
+	free, live := heapFree()
+	if live < 1<<20 {
+		t.Errorf("live heap %d B after a collection holding 1 MB", live)
+	}
+	t.Logf("free %d B, live %d B", free, live)
+	runtime.KeepAlive(keep)
 }

@@ -146,13 +146,27 @@ func (e *record) coded() bool { return len(e.codes) > 0 || len(e.items) > 0 }
 // turns into the finding or drops.
 func (e *record) leftovers() int {
 	n := 0
+	if x := e.body.rare; x != nil && x.wholeReasons {
+		for i := range x.reasons {
+			r := &x.reasons[i]
+			if r.Code != state.RunHealthLeftoverProcesses {
+				continue
+			}
+			for _, ev := range r.Evidence {
+				if strings.HasPrefix(ev.ID, "pid:") {
+					n++
+				}
+			}
+		}
+		return n
+	}
 	for i := range e.body.reasons {
 		r := &e.body.reasons[i]
-		if r.Code != state.RunHealthLeftoverProcesses {
+		if r.code != state.RunHealthLeftoverProcesses {
 			continue
 		}
-		for _, ev := range r.Evidence {
-			if strings.HasPrefix(ev.ID, "pid:") {
+		for _, ev := range r.evidence {
+			if ev.more != nil && strings.HasPrefix(ev.more.id, "pid:") {
 				n++
 			}
 		}

@@ -42,6 +42,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -236,6 +237,10 @@ type View struct {
 	hookMu        sync.Mutex
 	onChange      []func(prev, cur *store.Entity)
 	onTransitions []func([]store.AuditRow)
+
+	// subMu holds subs, the open subscriptions (Subscribe).
+	subMu sync.Mutex
+	subs  map[*Subscription]struct{}
 }
 
 // New makes an empty view of src; Load fills it. now is the clock (nil
@@ -370,14 +375,21 @@ func (v *View) Sync(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("live view: %w", err)
 		}
-		v.cursor, v.started = store.Cursor{Seq: head.Seq}, true
+		v.cursor, v.started = head.AuditOnly(), true
 	}
+	var changed []string // "type/id" of each entity applied, for the subscribers
 	for {
 		b, err := v.changes(ctx, v.cursor, store.FeedFilter{Hosts: v.Hosts()})
 		if err != nil {
 			return fmt.Errorf("live view: %w", err)
 		}
 		v.apply(b)
+		if v.synced {
+			// Load's rows are no news: a subscriber reads the view after.
+			for i := range b.Entities {
+				changed = append(changed, b.Entities[i].Type+"/"+b.Entities[i].ID)
+			}
+		}
 		v.cursor = b.Next
 		if !b.More {
 			break
@@ -388,9 +400,12 @@ func (v *View) Sync(ctx context.Context) error {
 		return fmt.Errorf("live view: %w", err)
 	}
 	v.mu.Lock()
+	dismissed := v.synced && !maps.Equal(v.dismissals, ds)
 	v.dismissals = ds
 	v.mu.Unlock()
 	v.version, v.synced = ver, true
+	// After the view holds the changes: a woken reader reads them.
+	v.publish(changed, dismissed)
 	return nil
 }
 

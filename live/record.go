@@ -82,9 +82,11 @@ type record struct {
 // body is the rest of an entity the view keeps compact: its times as Unix
 // microseconds, its rare fields behind one pointer (nil for most).
 type body struct {
-	label         string
-	transition    *state.StateReason
-	reasons       []state.StateReason
+	label      string
+	transition *state.StateReason
+	// reasons are the entity's findings, compact (reasonRec); rare keeps
+	// them whole instead when their times would not come back exactly.
+	reasons       []reasonRec
 	boot          string
 	heartbeatFile string
 	lastSeq       int64
@@ -151,6 +153,10 @@ type oddWords struct {
 // decoded), so nothing is rebuilt approximately.
 type rareFields struct {
 	whole *store.Entity
+	// reasons, when wholeReasons, are the entity's findings as decoded
+	// (times that microseconds would not give back).
+	reasons      []state.StateReason
+	wholeReasons bool
 
 	deadSince, supervisorStart, scheduleLastFired time.Time
 	supervisorPID                                 int
@@ -168,7 +174,7 @@ type rareFields struct {
 
 // empty reports whether r holds nothing: the entity needs no rareFields.
 func (r *rareFields) empty() bool {
-	return r.whole == nil && r.deadSince.IsZero() && r.supervisorStart.IsZero() && r.scheduleLastFired.IsZero() &&
+	return r.whole == nil && !r.wholeReasons && r.deadSince.IsZero() && r.supervisorStart.IsZero() && r.scheduleLastFired.IsZero() &&
 		r.supervisorPID == 0 && r.heartbeatProgress == "" && r.timeout == 0 && r.timeoutElapsed == 0 &&
 		r.artifactsRoot == "" && r.artifacts == nil && r.lockFiles == nil && r.parentType == "" && r.parentID == "" &&
 		r.dependsOn == nil && r.scheduleCron == "" && r.metadata == nil && r.exit == nil
@@ -208,7 +214,7 @@ func newRecord(e *store.Entity, at time.Time, words *interner) *record {
 // newBody is e's compact body.
 func newBody(e *store.Entity) body {
 	b := body{
-		label: e.Label, transition: e.TransitionReason, reasons: e.Reasons, boot: e.BootID,
+		label: e.Label, transition: e.TransitionReason, boot: e.BootID,
 		heartbeatFile: e.HeartbeatFile, lastSeq: e.LastSeq, revision: e.Revision, pid: e.PID, pidStartTicks: e.PIDStartTicks,
 		healthSince: microsOf(e.HealthSince), pidStart: microsOf(e.PIDStartTime), heartbeatAt: microsOf(e.HeartbeatAt),
 		startedAt: microsOf(e.StartedAt), endedAt: microsOf(e.EndedAt), lifecycleAt: microsOf(e.LifecycleAt),
@@ -219,6 +225,11 @@ func newBody(e *store.Entity) body {
 		supervisorPID: e.SupervisorPID, heartbeatProgress: e.HeartbeatProgress, timeout: e.Timeout, timeoutElapsed: e.TimeoutElapsed,
 		artifactsRoot: e.ArtifactsRoot, artifacts: e.Artifacts, lockFiles: e.LockFiles, parentType: e.ParentType, parentID: e.ParentID,
 		dependsOn: e.DependsOn, scheduleCron: e.ScheduleCron, exit: e.Exit,
+	}
+	if reasonsFit(e.Reasons) {
+		b.reasons = reasonsOf(e.Reasons)
+	} else {
+		rare.reasons, rare.wholeReasons = e.Reasons, true
 	}
 	switch {
 	case e.Metadata == nil:
@@ -245,7 +256,7 @@ func (r *record) entity() store.Entity {
 	}
 	e := store.Entity{
 		Type: r.typ, ID: r.id, Label: b.label, Lifecycle: r.lifecycle, Terminal: r.terminal, LastSeq: b.lastSeq,
-		TransitionReason: b.transition, Health: r.health, Delivery: r.delivery, Reasons: b.reasons,
+		TransitionReason: b.transition, Health: r.health, Delivery: r.delivery, Reasons: stateReasons(b.reasons),
 		HealthSince: b.healthSince.time(), HostID: r.host, BootID: b.boot, PID: b.pid, PIDStartTime: b.pidStart.time(),
 		PIDStartTicks: b.pidStartTicks, HeartbeatFile: b.heartbeatFile, HeartbeatAt: b.heartbeatAt.time(),
 		StartedAt: b.startedAt.time(), EndedAt: b.endedAt.time(), LifecycleAt: b.lifecycleAt.time(),
@@ -263,6 +274,9 @@ func (r *record) entity() store.Entity {
 		e.ScheduleCron, e.Exit = x.scheduleCron, x.exit
 		if x.metadata != nil {
 			e.Metadata = x.metadata
+		}
+		if x.wholeReasons {
+			e.Reasons = x.reasons
 		}
 	}
 	return e

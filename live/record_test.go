@@ -45,6 +45,24 @@ func TestRecordRebuilds(t *testing.T) {
 		{"a finding", func(e *store.Entity) {
 			e.Health, e.HealthSince, e.Reasons = state.HealthStalled, at.Add(time.Minute), []state.StateReason{stalled}
 		}, false},
+		{"findings with every evidence field, their times, none and empty", func(e *store.Entity) {
+			full := state.EvidenceRef{Kind: "file", ID: "i", SessionID: "s", MessageID: "m", ToolCallID: "t", ArtifactID: "a",
+				Path: "/p", URL: "u", Repo: "r", CommitSHA: "c", ContentHash: "h", Detail: "since 12:00", FetchedAt: unixtime.Of(at),
+				Times: []state.EvidenceTime{{Text: "12:00", At: unixtime.Of(at)}}}
+			e.Reasons = []state.StateReason{
+				{Code: "run.health.stalled", Message: "m", ClaimStatus: "observed", Confidence: 0.5, EntityType: "session", EntityID: "s-1",
+					Since: unixtime.Of(at), FirstSeen: unixtime.Of(at.Add(time.Second)), Evidence: []state.EvidenceRef{full, {Kind: "k", Times: []state.EvidenceTime{}}}},
+				{Code: "run.health.liveness_unknown", Evidence: []state.EvidenceRef{}},
+				{Code: "run.health.process_dead"},
+			}
+		}, false},
+		{"no findings, an empty list", func(e *store.Entity) { e.Reasons = []state.StateReason{} }, false},
+		{"a finding's time in another zone: kept whole", func(e *store.Entity) {
+			e.Reasons = []state.StateReason{{Code: "run.health.stalled", FirstSeen: unixtime.Of(at.UTC())}}
+		}, true},
+		{"an evidence time finer than the store keeps: kept whole", func(e *store.Entity) {
+			e.Reasons = []state.StateReason{{Code: "run.health.stalled", Evidence: []state.EvidenceRef{{Kind: "k", FetchedAt: unixtime.Of(testNow.Add(time.Nanosecond))}}}}
+		}, true},
 		{"legacy", func(e *store.Entity) { e.Lifecycle = nil }, false},
 		{"ended with a reason and an exit", func(e *store.Entity) {
 			e.Lifecycle, e.Terminal, e.EndedAt, e.TransitionReason = &completed, true, at.Add(3*time.Minute), &ended

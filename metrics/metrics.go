@@ -143,6 +143,8 @@ type Metrics struct {
 	// shed and conns are the HTTP server's bounds (conns.go).
 	shed  *prometheus.CounterVec
 	conns atomic.Pointer[func() (waiting, active int)]
+	// streams are the page's event streams (streams.go).
+	streams atomic.Pointer[func() StreamCounts]
 }
 
 // New registers every watchdog metric, the Go and process collectors on
@@ -223,7 +225,7 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 	m.collector = newStoreCollector(src, now, o.Owns)
 	for _, c := range []prometheus.Collector{
 		syncedCounters{src, []prometheus.Collector{m.transitions, m.reaped}}, m.rejected, m.jobRuns, m.jobDuration, m.lastSweep, buildInfo,
-		m.collector, watchingCollector{&m.watching}, overflowCollector{&m.overflows}, treeCollector{&m.tree}, leaderCollector{o.Leader}, m.shed, connsCollector{&m.conns},
+		m.collector, watchingCollector{&m.watching}, overflowCollector{&m.overflows}, treeCollector{&m.tree}, leaderCollector{o.Leader}, m.shed, connsCollector{&m.conns}, streamsCollector{&m.streams},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

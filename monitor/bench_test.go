@@ -73,7 +73,7 @@ func BenchmarkHeap(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		tr := all[i%n]
-		h.schedule(tr, tr.at.Add(time.Duration(n)*time.Second))
+		h.schedule(tr, tr.at.time().Add(time.Duration(n)*time.Second))
 		_ = h.peek()
 		i++
 	}

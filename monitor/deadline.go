@@ -45,22 +45,24 @@ type tracked struct {
 	// or the pidfd's, whichever came first): never recorded twice.
 	exitPID int
 	// checkAt is an explicit CheckEntity: a death just seen, a watch that
-	// found the process gone, or the next poll. Zero = none.
-	checkAt time.Time
+	// found the process gone, or the next poll. Zero = none. This and
+	// the times below are stamps (8 bytes where a time.Time is 24: the
+	// struct is 320 bytes where it was 416, ADR-0052).
+	checkAt stamp
 	// hbFile is the heartbeat file's mtime as last stat'ed (zero = not yet).
-	hbFile time.Time
+	hbFile stamp
 	// judged: every heartbeat boundary up to here has been looked at.
-	judged time.Time
+	judged stamp
 	// enforcedFor, phantomFor, scheduleFor: the dead_since, the last
 	// activity and the fire time whose deadline already fired.
 	// Stamps: compared, never computed with.
 	enforcedFor, phantomFor, scheduleFor stamp
 
-	index int // in the heap; -1 when not in it
-	at    time.Time
+	at stamp
 
 	// The small fields last, together (no padding between them).
-	mode mode
+	index int32 // in the heap; -1 when not in it
+	mode  mode
 	// rewatch: polled for want of a file descriptor (the watcher's cap,
 	// EMFILE, an identity check that could not open /proc), so each poll
 	// offers it to the watcher again: a slot freed by a death goes to a
@@ -90,8 +92,8 @@ const (
 // nextHeartbeat is the first heartbeat boundary after judged (zero: none).
 func nextHeartbeat(tr *tracked, e *store.Entity, s Settings) time.Time {
 	var next time.Time
-	for _, b := range judge.HeartbeatBoundaries(e, tr.hbFile, s.Settings) {
-		if !b.IsZero() && b.After(tr.judged) && (next.IsZero() || b.Before(next)) {
+	for _, b := range judge.HeartbeatBoundaries(e, tr.hbFile.time(), s.Settings) {
+		if !b.IsZero() && b.After(tr.judged.time()) && (next.IsZero() || b.Before(next)) {
 			next = b
 		}
 	}
@@ -100,8 +102,8 @@ func nextHeartbeat(tr *tracked, e *store.Entity, s Settings) time.Time {
 
 // crossed says whether a heartbeat boundary lies in (judged, now].
 func crossed(tr *tracked, e *store.Entity, s Settings, now time.Time) bool {
-	for _, b := range judge.HeartbeatBoundaries(e, tr.hbFile, s.Settings) {
-		if !b.IsZero() && b.After(tr.judged) && !b.After(now) {
+	for _, b := range judge.HeartbeatBoundaries(e, tr.hbFile.time(), s.Settings) {
+		if !b.IsZero() && b.After(tr.judged.time()) && !b.After(now) {
 			return true
 		}
 	}
@@ -127,18 +129,18 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 	if !judge.Open(&e) {
 		return time.Time{}, 0
 	}
-	consider(tr.checkAt, jobCheck)
+	consider(tr.checkAt.time(), jobCheck)
 	consider(nextHeartbeat(tr, &e, s), jobHeartbeat)
 	if h := e.Health; e.HeartbeatFile != "" && (h == state.HealthIdle || h == state.HealthStalled) {
 		// Judged idle or stalled by its file: only a stat tells when the
 		// file is fresh again, so the few such entities are looked at
 		// every poll interval (one stat each), not left to the sweep.
-		consider(tr.judged.Add(s.PollInterval), jobHeartbeat)
+		consider(tr.judged.time().Add(s.PollInterval), jobHeartbeat)
 	}
 	if ds := e.DeadSince; !ds.IsZero() && stampOf(ds) != tr.enforcedFor {
 		consider(judge.GraceEnds(&e, s.Settings), jobEnforce)
 	}
-	if at := judge.PhantomAt(&e, tr.hbFile, s.Settings); !at.IsZero() && stampOf(judge.LastActivity(&e, tr.hbFile)) != tr.phantomFor {
+	if at := judge.PhantomAt(&e, tr.hbFile.time(), s.Settings); !at.IsZero() && stampOf(judge.LastActivity(&e, tr.hbFile.time())) != tr.phantomFor {
 		consider(at, jobPhantom)
 	}
 	if fire, at := judge.MisfireAt(&e, s.Settings); stampOf(fire) != tr.scheduleFor {
@@ -152,16 +154,16 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 type deadlineHeap []*tracked
 
 func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].at < h[j].at }
 func (h deadlineHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
+	h[i].index, h[j].index = int32(i), int32(j)
 }
 
 // Push implements heap.Interface.
 func (h *deadlineHeap) Push(x any) {
 	tr := x.(*tracked)
-	tr.index = len(*h)
+	tr.index = int32(len(*h))
 	*h = append(*h, tr)
 }
 
@@ -180,13 +182,13 @@ func (h *deadlineHeap) Pop() any {
 func (h *deadlineHeap) schedule(tr *tracked, at time.Time) {
 	switch {
 	case at.IsZero() && tr.index >= 0:
-		heap.Remove(h, tr.index)
+		heap.Remove(h, int(tr.index))
 	case at.IsZero():
 	case tr.index >= 0:
-		tr.at = at
-		heap.Fix(h, tr.index)
+		tr.at = stampOf(at)
+		heap.Fix(h, int(tr.index))
 	default:
-		tr.at = at
+		tr.at = stampOf(at)
 		heap.Push(h, tr)
 	}
 }

@@ -277,9 +277,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 				alarm.Stop()
 				armed = time.Time{}
 			}
-		} else if !next.at.Equal(armed) {
-			alarm.Set(max(next.at.Sub(m.opt.Now()), 0))
-			armed = next.at
+		} else if at := next.at.time(); !at.Equal(armed) {
+			alarm.Set(max(at.Sub(m.opt.Now()), 0))
+			armed = at
 		}
 		select {
 		case <-ctx.Done():
@@ -373,18 +373,18 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 	tr := m.ents[key]
 	fresh := tr == nil
 	if fresh {
-		tr = &tracked{key: key, index: -1, judged: now}
+		tr = &tracked{key: key, index: -1, judged: stampOf(now)}
 		m.ents[key] = tr
 		if e.Health == state.HealthUnknown {
 			// Never judged (just registered, by any writer): its first
 			// health is read now rather than at the next sweep, so a new
 			// entity does not read "unknown" for a minute.
-			tr.checkAt = now
+			tr.checkAt = stampOf(now)
 		}
 	} else if tr.f.heartbeatAt.time().Before(e.HeartbeatAt) && (e.Health == state.HealthIdle || e.Health == state.HealthStalled) {
 		// A heartbeat posted to an idle or stalled entity: judge it now,
 		// not at its next threshold.
-		tr.checkAt = now
+		tr.checkAt = stampOf(now)
 	} else if otherProcess(&tr.f, e) || (e.LastSeq != tr.f.lastSeq && tr.diedPID != 0 && e.DeadSince.IsZero()) {
 		// Another process, or a lifecycle write over a death not yet
 		// recorded: judge it now. A check made on the copy from before a
@@ -395,10 +395,10 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 		// process_dead (which also keeps it from being watched) until
 		// then. Other transitions bring no check: each would be one more
 		// durable write beside the transition's own.
-		tr.checkAt = now
+		tr.checkAt = stampOf(now)
 	}
 	if fresh || tr.f.heartbeatFile != e.HeartbeatFile {
-		tr.hbFile = time.Time{}
+		tr.hbFile = 0
 	}
 	tr.f, tr.localExit, tr.localDead = factsOf(e), false, false
 	if m.opt.Entity == nil {
@@ -439,7 +439,7 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 		// Without a recorded identity a pidfd could be the pid's next
 		// owner's: such a process is polled, never watched.
 		m.setMode(tr, polled)
-		tr.checkAt = now.Add(m.s.PollInterval)
+		tr.checkAt = stampOf(now.Add(m.s.PollInterval))
 		return
 	}
 	subj := probe.PIDSubject{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID}
@@ -459,11 +459,11 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 		// no pidfd either, so it is polled, and counted as polled.
 		m.setMode(tr, polled)
 		tr.rewatch = true
-		tr.checkAt = now.Add(m.s.PollInterval)
+		tr.checkAt = stampOf(now.Add(m.s.PollInterval))
 	case errors.Is(err, pidwatch.ErrNotSame), errors.Is(err, pidwatch.ErrGone):
 		// The recorded process is not there: the probe says so now.
 		m.setMode(tr, unwatched)
-		tr.checkAt = now
+		tr.checkAt = stampOf(now)
 	default:
 		switch {
 		case errors.Is(err, pidwatch.ErrBudget):
@@ -479,7 +479,7 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 		}
 		m.setMode(tr, polled)
 		tr.rewatch = errors.Is(err, pidwatch.ErrNoFD)
-		tr.checkAt = now.Add(m.s.PollInterval)
+		tr.checkAt = stampOf(now.Add(m.s.PollInterval))
 	}
 }
 
@@ -507,7 +507,7 @@ func (m *Monitor) unwatch(tr *tracked) {
 		m.opt.Watcher.Forget(tr.key)
 	}
 	if tr.mode == polled {
-		tr.checkAt = time.Time{}
+		tr.checkAt = 0
 	}
 	m.setMode(tr, unwatched)
 	tr.watchedPID, tr.rewatch = 0, false
@@ -613,7 +613,7 @@ func (m *Monitor) resync(ctx context.Context) {
 			m.death(ctx, pidwatch.Death{Key: tr.key, PID: e.PID, At: now})
 		case probe.Unknown:
 			unread++
-			tr.checkAt = now
+			tr.checkAt = stampOf(now)
 			m.reschedule(tr)
 		}
 	}
@@ -687,10 +687,10 @@ func (m *Monitor) Resyncs() int { return int(m.nResyncs.Load()) }
 
 // check runs CheckEntity now; a failure is retried at the next poll.
 func (m *Monitor) check(ctx context.Context, tr *tracked) {
-	tr.checkAt = time.Time{}
+	tr.checkAt = 0
 	if _, err := m.guard("check", tr, func() (bool, error) { return m.step(ctx, tr, m.opt.Reaper.CheckEntity) }); err != nil {
 		m.warn("check failed; retrying", tr, err)
-		tr.checkAt = m.opt.Now().Add(m.s.PollInterval)
+		tr.checkAt = stampOf(m.opt.Now().Add(m.s.PollInterval))
 	}
 }
 
@@ -700,7 +700,7 @@ func (m *Monitor) fireDue(ctx context.Context) {
 	for {
 		tr := m.h.peek()
 		now := m.opt.Now()
-		if tr == nil || tr.at.After(now) || ctx.Err() != nil {
+		if tr == nil || tr.at.time().After(now) || ctx.Err() != nil {
 			return
 		}
 		m.fire(ctx, tr, now)
@@ -720,8 +720,8 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 			done := m.busy()
 			mt, err := m.opt.StatMtime(e.HeartbeatFile)
 			done()
-			if err == nil && mt.After(tr.hbFile) {
-				tr.hbFile = mt
+			if err == nil && mt.After(tr.hbFile.time()) {
+				tr.hbFile = stampOf(mt)
 				if h := e.Health; h == state.HealthIdle || h == state.HealthStalled {
 					// Fresh again: an idle or stalled verdict is
 					// re-judged now, not left for the sweep.
@@ -732,7 +732,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 		if crossed(tr, &e, m.s, now) {
 			due |= jobCheck
 		}
-		tr.judged = now
+		tr.judged = stampOf(now)
 	}
 	if due&jobCheck != 0 {
 		m.check(ctx, tr)
@@ -748,8 +748,8 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 				tr.checkAt = retry
 			}
 		}
-		if tr.mode == polled && tr.checkAt.IsZero() {
-			tr.checkAt = now.Add(m.s.PollInterval)
+		if tr.mode == polled && tr.checkAt == 0 {
+			tr.checkAt = stampOf(now.Add(m.s.PollInterval))
 		}
 	}
 	// Phantom before enforcement: when both are due at once (a process
@@ -758,7 +758,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	// a no-op. With the defaults (grace 30s, phantom 1h) enforcement
 	// nearly always comes first on its own.
 	if due&jobPhantom != 0 {
-		tr.phantomFor = stampOf(judge.LastActivity(&e, tr.hbFile))
+		tr.phantomFor = stampOf(judge.LastActivity(&e, tr.hbFile.time()))
 		m.act(ctx, tr, "reap phantom", m.opt.Reaper.ReapPhantomEntity)
 	}
 	if due&jobEnforce != 0 {

@@ -47,33 +47,33 @@ func TestDeadlines(t *testing.T) {
 		next time.Time
 		due  job
 	}{
-		{name: "fresh start: idle after idle_after from the start", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: t0}, now: t0,
+		{name: "fresh start: idle after idle_after from the start", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: stampOf(t0)}, now: t0,
 			next: t0.Add(10 * time.Minute)},
-		{name: "posted heartbeat moves idle on", tr: tracked{f: factsOf(ptr(posted)), judged: t0}, now: t0,
+		{name: "posted heartbeat moves idle on", tr: tracked{f: factsOf(ptr(posted)), judged: stampOf(t0)}, now: t0,
 			next: t0.Add(40 * time.Minute)},
-		{name: "a heartbeat file seen later moves it further", tr: tracked{f: factsOf(ptr(posted)), judged: t0, hbFile: t0.Add(35 * time.Minute)}, now: t0,
+		{name: "a heartbeat file seen later moves it further", tr: tracked{f: factsOf(ptr(posted)), judged: stampOf(t0), hbFile: stampOf(t0.Add(35 * time.Minute))}, now: t0,
 			next: t0.Add(45 * time.Minute)},
-		{name: "after idle was judged, stalled is next", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: t0.Add(10 * time.Minute)}, now: t0.Add(10 * time.Minute),
+		{name: "after idle was judged, stalled is next", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: stampOf(t0.Add(10 * time.Minute))}, now: t0.Add(10 * time.Minute),
 			next: t0.Add(60 * time.Minute)},
-		{name: "slow's start and stalled coincide: one deadline", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: t0.Add(11 * time.Minute)}, now: t0.Add(61 * time.Minute),
+		{name: "slow's start and stalled coincide: one deadline", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: stampOf(t0.Add(11 * time.Minute))}, now: t0.Add(61 * time.Minute),
 			next: t0.Add(60 * time.Minute), due: jobHeartbeat},
-		{name: "slow_until is the last heartbeat boundary", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: t0.Add(61 * time.Minute)}, now: t0.Add(61 * time.Minute),
+		{name: "slow_until is the last heartbeat boundary", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: stampOf(t0.Add(61 * time.Minute))}, now: t0.Add(61 * time.Minute),
 			next: t0.Add(3 * time.Hour)},
-		{name: "dead: enforcement at dead_since + terminal_grace", tr: tracked{f: factsOf(ptr(dead)), judged: t0}, now: dead.DeadSince,
+		{name: "dead: enforcement at dead_since + terminal_grace", tr: tracked{f: factsOf(ptr(dead)), judged: stampOf(t0)}, now: dead.DeadSince,
 			next: dead.DeadSince.Add(30 * time.Second)},
-		{name: "dead and quiet: enforcement and the phantom both due", tr: tracked{f: factsOf(ptr(dead)), judged: t0}, now: t0.Add(2 * time.Hour),
+		{name: "dead and quiet: enforcement and the phantom both due", tr: tracked{f: factsOf(ptr(dead)), judged: stampOf(t0)}, now: t0.Add(2 * time.Hour),
 			next: dead.DeadSince.Add(30 * time.Second), due: jobEnforce | jobPhantom},
-		{name: "enforced once: only the phantom remains", tr: tracked{f: factsOf(ptr(enforced)), judged: t0, enforcedFor: stampOf(enforced.DeadSince)}, now: dead.DeadSince,
+		{name: "enforced once: only the phantom remains", tr: tracked{f: factsOf(ptr(enforced)), judged: stampOf(t0), enforcedFor: stampOf(enforced.DeadSince)}, now: dead.DeadSince,
 			next: t0.Add(110 * time.Minute)},
-		{name: "an explicit check comes first", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: t0, checkAt: t0.Add(time.Second)}, now: t0.Add(time.Second),
+		{name: "an explicit check comes first", tr: tracked{f: factsOf(ptr(session("a", 42))), judged: stampOf(t0), checkAt: stampOf(t0.Add(time.Second))}, now: t0.Add(time.Second),
 			next: t0.Add(time.Second), due: jobCheck},
-		{name: "schedule: next fire + misfire_grace", tr: tracked{f: factsOf(ptr(schedule)), judged: t0}, now: t0,
+		{name: "schedule: next fire + misfire_grace", tr: tracked{f: factsOf(ptr(schedule)), judged: stampOf(t0)}, now: t0,
 			next: judge.NextFire(&schedule).Add(5 * time.Minute)},
-		{name: "schedule judged for that fire: nothing", tr: tracked{f: factsOf(ptr(schedule)), judged: t0, scheduleFor: stampOf(judge.NextFire(&schedule))}, now: t0},
-		{name: "waiting, not working: no heartbeat deadline", tr: tracked{f: factsOf(ptr(waiting)), judged: t0}, now: t0.Add(2 * time.Hour)},
-		{name: "a new state ages the heartbeat from its start", tr: tracked{f: factsOf(ptr(restarted)), judged: t0.Add(2 * time.Hour)}, now: t0.Add(2 * time.Hour),
+		{name: "schedule judged for that fire: nothing", tr: tracked{f: factsOf(ptr(schedule)), judged: stampOf(t0), scheduleFor: stampOf(judge.NextFire(&schedule))}, now: t0},
+		{name: "waiting, not working: no heartbeat deadline", tr: tracked{f: factsOf(ptr(waiting)), judged: stampOf(t0)}, now: t0.Add(2 * time.Hour)},
+		{name: "a new state ages the heartbeat from its start", tr: tracked{f: factsOf(ptr(restarted)), judged: stampOf(t0.Add(2 * time.Hour))}, now: t0.Add(2 * time.Hour),
 			next: t0.Add(2*time.Hour + 10*time.Minute)},
-		{name: "ended: nothing", tr: tracked{f: factsOf(ptr(ended)), judged: t0, checkAt: t0}, now: t0},
+		{name: "ended: nothing", tr: tracked{f: factsOf(ptr(ended)), judged: stampOf(t0), checkAt: stampOf(t0)}, now: t0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			next, due := deadlines(&tc.tr, s, tc.now)
@@ -107,7 +107,7 @@ func TestHeapOrder(t *testing.T) {
 	}
 	var got []time.Time
 	for h.Len() > 0 {
-		got = append(got, heap.Pop(&h).(*tracked).at)
+		got = append(got, heap.Pop(&h).(*tracked).at.time())
 	}
 	if len(got) != 170 {
 		t.Fatalf("%d entries came out, want 170", len(got))
@@ -309,18 +309,18 @@ func TestUpdateReschedules(t *testing.T) {
 	e := session("s", 42)
 	h.update(e)
 	h.step()
-	if at := h.m.h.peek().at; !at.Equal(t0.Add(10 * time.Minute)) {
+	if at := h.m.h.peek().at.time(); !at.Equal(t0.Add(10 * time.Minute)) {
 		t.Fatalf("first deadline %v", at.Sub(t0))
 	}
 	e.HeartbeatAt = t0.Add(5 * time.Minute)
 	h.update(e)
 	h.step()
-	if at := h.m.h.peek().at; !at.Equal(t0.Add(15 * time.Minute)) {
+	if at := h.m.h.peek().at.time(); !at.Equal(t0.Add(15 * time.Minute)) {
 		t.Errorf("after a heartbeat: deadline %v, want +15m", at.Sub(t0))
 	}
 	h.m.SetSettings(Settings{Settings: judge.Settings{Probe: probe.Thresholds{IdleAfter: time.Minute, StalledAfter: 2 * time.Minute}}})
 	h.step()
-	if at := h.m.h.peek().at; !at.Equal(t0.Add(6 * time.Minute)) {
+	if at := h.m.h.peek().at.time(); !at.Equal(t0.Add(6 * time.Minute)) {
 		t.Errorf("after a reload: deadline %v, want +6m", at.Sub(t0))
 	}
 	e.PID = 43
@@ -368,7 +368,7 @@ func TestHeartbeatFileLearnedAtDeadline(t *testing.T) {
 	if got := whats(h.advance(10 * time.Minute)); len(got) != 0 {
 		t.Errorf("a fresh file still brought %v", got)
 	}
-	if at := h.m.h.peek().at; !at.Equal(t0.Add(18 * time.Minute)) {
+	if at := h.m.h.peek().at.time(); !at.Equal(t0.Add(18 * time.Minute)) {
 		t.Errorf("next deadline %v, want +18m (the mtime + idle_after)", at.Sub(t0))
 	}
 	if got := whats(h.advance(8 * time.Minute)); !reflect.DeepEqual(got, []string{"check session/s"}) {

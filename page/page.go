@@ -1,11 +1,14 @@
 // Package page is the operator's page (README, "The operator's page"): the attention queue, the
 // entity table and the entity pages, server-rendered with html/template
 // from embedded files over the daemon's live view, the same view the JSON
-// API reads (the same queue as GET /api/attention, the same entities as
-// GET /api/v1/entities). One small embedded script polls the page every
-// 10 s while the tab is visible and sends snooze and dismiss through the
-// API's own endpoints, under the API's auth and origin rules: the page
-// adds no write endpoint. No CDN, no build step.
+// API reads (the same queue as GET /api/attention, the same entities,
+// selection and order as GET /api/v1/entities, a page of the table at a
+// time). GET /events streams the view's changes (server-sent events over
+// a live.Subscription); one small embedded script follows it while the
+// tab is visible, re-fetching what it shows when that changed (ADR-0051),
+// and sends snooze and dismiss through the API's own endpoints, under the
+// API's auth and origin rules: the page adds no write endpoint. No CDN,
+// no build step.
 //
 // The DOM carries data-testid attributes the browser tests select by
 // (ADR-0031, "page-operator-page"); they are a contract: renaming one
@@ -19,6 +22,7 @@ import (
 	"encoding/json"
 	"html/template"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -52,6 +56,8 @@ type LiveReader interface {
 	Attention(q attention.Query, now time.Time) attention.Queue
 	Counts(now time.Time) live.Counts
 	EntityItems(typ, id string, now time.Time) []attention.Item
+	// Subscribe wakes the page's streams (GET /events) after changes.
+	Subscribe() *live.Subscription
 }
 
 // Store is the part of the store the entity page reads: the transitions
@@ -89,23 +95,30 @@ type Options struct {
 	// the queue and the entity pages point (docs.Link); "" links the
 	// daemon's own /runbook. SetRunbookURL changes it on reload.
 	RunbookURL string
+	// StreamGap and StreamWriteWait are the stream's (0: the constants
+	// of the same names); a test or a benchmark shortens them.
+	StreamGap, StreamWriteWait time.Duration
 }
 
 // Limits of what one page shows.
 const (
-	// QueueLimit is how many queue items the page lists (the API's
-	// largest page); the counts above it cover the whole queue.
+	// QueueShown is how many queue items the page lists at first; its
+	// "more" link lists more (?queue=N), up to QueueLimit. The counts
+	// above them cover the whole queue.
+	QueueShown = 50
+	// QueueLimit is the most queue items the page lists (the API's
+	// largest page).
 	QueueLimit = attention.MaxLimit
-	// TableLimit is how many entities the table lists, most severe first.
-	TableLimit = 500
+	// TablePage is how many entities one page of the table lists; its
+	// Next link (?after=) pages on.
+	TablePage = 50
 	// TimelinePage is how many transitions an entity page lists.
 	TimelinePage = 50
-	// PollSeconds is how often the script refreshes a visible page.
-	PollSeconds = 10
 )
 
 // Handler serves the page: GET / (queue and entity table), GET
-// /entities/{type}/{id} (one entity) and GET /assets/ (the stylesheet and
+// /entities/{type}/{id} (one entity), GET /events (the stream of the
+// view's changes the script follows) and GET /assets/ (the stylesheet and
 // the script): api.PagePatterns, which the API's mux mounts behind its
 // Host guard.
 type Handler struct {
@@ -113,6 +126,9 @@ type Handler struct {
 	tmpl    *template.Template
 	mux     *http.ServeMux
 	runbook atomic.Pointer[string]
+
+	streams        streams
+	gap, writeWait time.Duration
 }
 
 // SetRunbookURL makes the runbook links point at base (the reloaded
@@ -138,7 +154,8 @@ func New(o Options) *Handler {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
-	h := &Handler{o: o, mux: http.NewServeMux()}
+	h := &Handler{o: o, mux: http.NewServeMux(), gap: cmp.Or(o.StreamGap, StreamGap), writeWait: cmp.Or(o.StreamWriteWait, StreamWriteWait)}
+	h.streams.done = make(chan struct{})
 	h.SetRunbookURL(o.RunbookURL)
 	h.tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 		"upper": strings.ToUpper,
@@ -147,6 +164,7 @@ func New(o Options) *Handler {
 	h.mux.HandleFunc("GET /{$}", h.index)
 	h.mux.HandleFunc("GET /entities/{type}/{id}", h.entity)
 	h.mux.HandleFunc("GET /runbook", h.runbookPage)
+	h.mux.HandleFunc("GET /events", h.events)
 	h.mux.Handle("GET /assets/", http.StripPrefix("/assets/", noStore(http.FileServerFS(assets))))
 	return h
 }
@@ -169,7 +187,6 @@ type layout struct {
 	Title       string
 	Auth        bool
 	TokenFile   string
-	PollSeconds int
 	GeneratedAt string
 	// Choices and Default are the snooze durations the page offers.
 	Choices []snoozeChoice
@@ -179,18 +196,29 @@ type layout struct {
 // indexPage is GET /.
 type indexPage struct {
 	layout
-	Queue     queueData
-	Filter    filterData
-	Entities  []entityRow
-	Shown     int
-	Total     int
-	Legacy    int
-	FilterErr string
+	Queue    queueData
+	Filter   filterData
+	Entities []entityRow
+	// Shown is how many rows this page of the table lists, First the
+	// position of its first row (from 1), Total how many rows the
+	// filters select.
+	Shown, First, Total int
+	// Next is the link to the table's next page, "" on the last;
+	// FirstPage the link back to its first page, "" on it.
+	Next, FirstPage string
+	Legacy          int
+	FilterErr       string
 }
+
+// Last is the position of the page's last row.
+func (p indexPage) Last() int { return p.First + p.Shown - 1 }
 
 type queueData struct {
 	Total    int
 	Sections []severitySection
+	// More is the link that lists more of the queue, "" when every item
+	// is listed (or QueueLimit are).
+	More string
 }
 
 type severitySection struct {
@@ -258,9 +286,12 @@ type itemData struct {
 
 type filterData struct {
 	Type, Severity, Host string
-	Types                []string
-	Severities           []string
-	Hosts                []hostOption
+	// Order is the table's order (Orders).
+	Order      string
+	Types      []string
+	Severities []string
+	Orders     []string
+	Hosts      []hostOption
 }
 
 // hostOption is a host the filter offers: its id (what the filter takes)
@@ -383,8 +414,11 @@ type timelineRow struct {
 	Trigger string
 }
 
+// stamp is the page's "as of" moment, which a fragment sends as a header.
+func (l layout) stamp() string { return l.GeneratedAt }
+
 func (h *Handler) frame(title string, now time.Time) layout {
-	return layout{Title: title, Auth: h.o.Auth, TokenFile: h.o.TokenFile, PollSeconds: PollSeconds, GeneratedAt: now.UTC().Format(time.RFC3339),
+	return layout{Title: title, Auth: h.o.Auth, TokenFile: h.o.TokenFile, GeneratedAt: now.UTC().Format(time.RFC3339),
 		Choices: SnoozeChoices, Default: SnoozeDefault}
 }
 
@@ -399,14 +433,67 @@ func (h *Handler) fleetView(ctx context.Context) (LiveReader, error) {
 }
 
 func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	p := indexPage{}
+	// The parameters are checked before anything is read: a bad one is
+	// one message and a 400, with the page's frame and the queue.
+	f := filterData{Type: q.Get("type"), Severity: q.Get("severity"), Host: q.Get("host"), Order: q.Get("order"), Types: transitions.Types(), Orders: Orders}
+	for _, s := range state.Severities {
+		f.Severities = append(f.Severities, string(s))
+	}
+	var sev []state.Severity
+	fail := func(msg string) {
+		if p.FilterErr == "" {
+			p.FilterErr = msg
+		}
+	}
+	if f.Type != "" {
+		canon, ok := transitions.CanonicalType(f.Type)
+		if !ok {
+			fail("type " + strconv.Quote(f.Type) + " is not an entity type")
+		}
+		f.Type = canon
+	}
+	if f.Severity != "" {
+		s, err := state.ParseSeverities(f.Severity, state.Severities)
+		if err != nil {
+			fail("severity " + err.Error())
+		}
+		sev = s
+	}
+	order := cmp.Or(f.Order, orderSeverity)
+	if !slices.Contains(Orders, order) {
+		fail("order " + strconv.Quote(f.Order) + " is not one of " + strings.Join(Orders, ", "))
+		order = orderSeverity
+	}
+	f.Order = order
+	var after *rowKey
+	if c := q.Get("after"); c != "" && p.FilterErr == "" {
+		k, err := decodeCursor(c, order)
+		if err != nil {
+			fail(err.Error())
+		} else {
+			after = &k
+		}
+	}
+	queueShown := QueueShown
+	if v := q.Get("queue"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > QueueLimit {
+			fail("queue " + strconv.Quote(v) + " is not a number of items from 1 to " + strconv.Itoa(QueueLimit))
+		} else {
+			queueShown = n
+		}
+	}
+
 	view, err := h.fleetView(r.Context())
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	now := h.o.Now()
-	p := indexPage{layout: h.frame("watchdog", now)}
-	queue := view.Attention(attention.Query{Limit: QueueLimit}, now)
+	p.layout = h.frame("watchdog", now)
+	queue := view.Attention(attention.Query{Limit: queueShown}, now)
 	// The heartbeat each item's entity is judged by, found now, as the
 	// API's queue shows it.
 	queue.FillHeartbeats(func(typ, id string) *state.JudgedHeartbeat {
@@ -417,34 +504,20 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		return h.o.Heartbeats.Of(&ent.Entity, now)
 	})
 	p.Queue = buildQueue(queue, now, h.todo)
+	if len(queue.Items) < queue.Total && queueShown < QueueLimit {
+		more := maps.Clone(q)
+		more.Set("queue", strconv.Itoa(min(QueueLimit, 4*queueShown)))
+		p.Queue.More = "/?" + more.Encode()
+	}
 	p.Legacy = view.Counts(now).Legacy
-
-	q := r.URL.Query()
-	f := filterData{Type: q.Get("type"), Severity: q.Get("severity"), Host: q.Get("host"), Types: transitions.Types()}
-	for _, s := range state.Severities {
-		f.Severities = append(f.Severities, string(s))
-	}
-	var sev []state.Severity
-	if f.Type != "" {
-		canon, ok := transitions.CanonicalType(f.Type)
-		if !ok {
-			p.FilterErr = "type " + strconv.Quote(f.Type) + " is not an entity type"
-		}
-		f.Type = canon
-	}
-	if f.Severity != "" {
-		s, err := state.ParseSeverities(f.Severity, state.Severities)
-		if err != nil {
-			p.FilterErr = "severity " + err.Error()
-		}
-		sev = s
-	}
 	p.Filter = f
+
 	hosts := map[string]bool{}
-	var list []wire.Entity
 	if p.FilterErr == "" {
-		// The rows the API's list would select (wire.EntityFilter).
+		// The rows the API's list would select (wire.EntityFilter), in
+		// its order, one page of them kept as the view is walked.
 		sel := wire.EntityFilter{Type: f.Type, Severities: sev, Host: f.Host}
+		pg := pageOf{limit: TablePage, after: after}
 		view.Each(f.Type, func(e *live.Entry) {
 			if e.Entity.HostID != "" {
 				hosts[e.Entity.HostID] = true
@@ -452,29 +525,40 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 			if !sel.Keeps(&e.Entity, e.State) {
 				return
 			}
-			// No heartbeat file is read here, under the view's lock: only
-			// the rows shown get theirs, below.
-			list = append(list, wire.FromDerived(e.Entity, e.State, nil, nil, now))
+			pg.add(row{key: keyOf(order, e.State, e.Entity.UpdatedAt, e.Entity.Type, e.Entity.ID), ref: e.Ref(), ns: e.State})
 		})
-	}
-	names := h.hostNames(r.Context())
-	for host := range hosts {
-		p.Filter.Hosts = append(p.Filter.Hosts, hostOption{ID: host, Name: names[host]})
-	}
-	slices.SortFunc(p.Filter.Hosts, func(a, b hostOption) int { return cmp.Compare(a.ID, b.ID) })
-	wire.SortEntities(list)
-	p.Total = len(list)
-	if len(list) > TableLimit {
-		list = list[:TableLimit]
-	}
-	p.Shown = len(list)
-	for i := range list {
-		if ent, ok := view.Get(list[i].Type, list[i].ID, now); ok {
-			list[i].Heartbeat = h.o.Heartbeats.Of(&ent.Entity, now)
+		rows, next := pg.page()
+		p.Total, p.First = pg.total, pg.before+1
+		names := h.hostNames(r.Context())
+		for host := range hosts {
+			p.Filter.Hosts = append(p.Filter.Hosts, hostOption{ID: host, Name: names[host]})
 		}
-	}
-	for i := range list {
-		p.Entities = append(p.Entities, rowOf(&list[i], names, now))
+		slices.SortFunc(p.Filter.Hosts, func(a, b hostOption) int { return cmp.Compare(a.ID, b.ID) })
+		for _, rw := range rows {
+			// Only the page's rows are rebuilt whole, and only theirs get
+			// their heartbeat file read: never under the view's lock.
+			ent := rw.ref.Entity()
+			ns := rw.ns
+			ns.EvaluatedAt.Time = now
+			we := wire.FromDerived(ent, ns, nil, h.o.Heartbeats, now)
+			p.Entities = append(p.Entities, rowOf(&we, names, now))
+		}
+		p.Shown = len(p.Entities)
+		if next != "" {
+			nq := maps.Clone(q)
+			nq.Set("after", next)
+			nq.Del("queue")
+			p.Next = "/?" + nq.Encode()
+		}
+		if after != nil {
+			fq := maps.Clone(q)
+			fq.Del("after")
+			fq.Del("queue")
+			p.FirstPage = "/"
+			if len(fq) > 0 {
+				p.FirstPage += "?" + fq.Encode()
+			}
+		}
 	}
 	status := http.StatusOK
 	if p.FilterErr != "" {
@@ -802,7 +886,20 @@ func evidenceOf(ev state.EvidenceRef, now time.Time) evidenceLine {
 	return line
 }
 
+// FragmentHeader is the request header by which the script asks for a
+// page's <main> alone (its value "main"): what it swaps in when the
+// stream says something changed, without the frame around it.
+const FragmentHeader = "X-Watchdog-Fragment"
+
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	if r.Header.Get(FragmentHeader) == "main" {
+		if t := h.tmpl.Lookup(strings.TrimSuffix(name, ".html") + "-main"); t != nil {
+			name = t.Name()
+			if l, ok := data.(interface{ stamp() string }); ok {
+				w.Header().Set("X-Watchdog-Generated-At", l.stamp())
+			}
+		}
+	}
 	var b strings.Builder
 	if err := h.tmpl.ExecuteTemplate(&b, name, data); err != nil {
 		h.fail(w, r, err)

@@ -26,7 +26,7 @@ import (
 // env is the daemon's front end as serve wires it: a SQLite store, its
 // live view, the write path, and the API with the page mounted.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	st    *sqlite.Store
 	w     *transitions.Writer
 	view  *live.View
@@ -34,14 +34,14 @@ type env struct {
 	srv   *httptest.Server
 }
 
-func newEnv(t *testing.T, token string) *env {
+func newEnv(t testing.TB, token string) *env {
 	t.Helper()
 	return newEnvWith(t, token, nil)
 }
 
 // newEnvWith is newEnv whose page and API read heartbeat files as hb says
 // (the daemon's wiring gives both this host's wire.Heartbeats).
-func newEnvWith(t *testing.T, token string, hb *wire.Heartbeats) *env {
+func newEnvWith(t testing.TB, token string, hb *wire.Heartbeats) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "watchdog.db"))

@@ -1,9 +1,12 @@
-// watchdog's operator page: polls the page every data-poll-seconds while
-// the tab is visible (re-fetching the server-rendered HTML and swapping
-// <main>), folds and unfolds clusters, and sends Snooze and Dismiss to the
-// API's own endpoints (POST, application/json): an item's advertised
-// body; a whole cluster's listed fingerprints in one request (all or
-// none) for the duration chosen beside its button; an entity page
+// watchdog's operator page: follows the daemon's stream of changes
+// (GET /events, server-sent events) while the tab is visible and, when
+// something it shows changed, re-fetches this page's <main> alone
+// (X-Watchdog-Fragment: main) and swaps it in: no reload, no clock. A
+// hidden tab holds no stream; shown again, it reopens it and catches up
+// with one fetch. It folds and unfolds clusters, and sends Snooze and
+// Dismiss to the API's own endpoints (POST, application/json): an item's
+// advertised body; a whole cluster's listed fingerprints in one request
+// (all or none) for the duration chosen beside its button; an entity page
 // reason's fingerprint likewise. With auth on (data-auth="token") it asks
 // for the token once per tab in a small form on the page that names the
 // file holding it, and keeps it in sessionStorage under "watchdog-token".
@@ -12,10 +15,11 @@
   "use strict";
   var TOKEN_KEY = "watchdog-token";
   var body = document.body;
-  var pollMs = (parseInt(body.getAttribute("data-poll-seconds"), 10) || 10) * 1000;
+  var streamURL = body.getAttribute("data-stream");
   var expanded = {}; // cluster ids the operator unfolded, kept across refreshes
   var chosen = {}; // snooze durations chosen, by cluster id or fingerprint, kept across refreshes
   var inflight = null; // the refresh under way, if any
+  var again = false; // a change arrived while a refresh ran: one more follows it
 
   function setStatus(msg) {
     var el = document.querySelector('[data-testid="status"]');
@@ -73,34 +77,86 @@
     return JSON.stringify(doc);
   }
 
-  // refresh re-fetches this page and swaps <main>: the server renders
-  // the same queue and table as on load.
-  // A refresh asked for while one runs (an action's) runs after it, so
-  // it reads the action's effect.
+  // refresh re-fetches this page's <main> (the server renders the same
+  // queue and table as on load) and swaps it in. Changes that arrive
+  // while one runs make one more after it, so it reads their effect.
   function refresh() {
-    if (inflight) return inflight.then(refresh);
-    inflight = fetch(location.href, { headers: { Accept: "text/html" }, credentials: "same-origin", cache: "no-store" })
+    if (inflight) {
+      again = true;
+      return inflight;
+    }
+    var stamp = null;
+    inflight = fetch(location.href, {
+      headers: { Accept: "text/html", "X-Watchdog-Fragment": "main" }, credentials: "same-origin", cache: "no-store"
+    })
       .then(function (r) {
         if (!r.ok && r.status !== 400) throw new Error("refresh: HTTP " + r.status);
+        stamp = r.headers.get("X-Watchdog-Generated-At");
         return r.text();
       })
       .then(function (html) {
-        var doc = new DOMParser().parseFromString(html, "text/html");
-        var next = doc.getElementById("live");
+        var t = document.createElement("template");
+        t.innerHTML = html;
+        var next = document.createElement("main");
+        next.id = "live";
+        next.appendChild(t.content);
         var cur = document.getElementById("live");
-        if (next && cur) {
+        if (cur) {
           restore(next);
           localTimes(next);
-          cur.replaceWith(document.adoptNode(next));
+          cur.replaceWith(next);
         }
-        var stamp = doc.querySelector('[data-testid="generated-at"]');
         var mine = document.querySelector('[data-testid="generated-at"]');
-        if (stamp && mine) mine.textContent = stamp.textContent;
+        if (stamp && mine) mine.textContent = "as of " + stamp;
         setStatus("");
       })
       .catch(function (err) { setStatus("cannot reach the daemon: " + err.message); })
-      .finally(function () { inflight = null; });
+      .finally(function () {
+        inflight = null;
+        if (again) {
+          again = false;
+          refresh();
+        }
+      });
     return inflight;
+  }
+
+  // shows says whether a change event concerns this page: an entity page
+  // shows one entity (and its queue items), the index everything.
+  function shows(data) {
+    var ent = document.querySelector('[data-testid="entity-page"]');
+    if (!ent) return true;
+    if (data.more || data.dismissals) return true;
+    var key = ent.getAttribute("data-type") + "/" + ent.getAttribute("data-id");
+    return (data.entities || []).indexOf(key) >= 0;
+  }
+
+  // The stream: open while the tab is visible. EventSource reconnects by
+  // itself after a network error; a refusal (503: too many streams, or
+  // the daemon stopping) closes it for good, so the page retries later.
+  var stream = null;
+  var retry = null;
+  function openStream() {
+    if (stream || !streamURL || !window.EventSource || document.hidden) return;
+    stream = new EventSource(streamURL);
+    stream.addEventListener("change", function (ev) {
+      var data = {};
+      try { data = JSON.parse(ev.data); } catch (e) { data = { more: true }; }
+      if (shows(data)) refresh();
+    });
+    stream.onopen = function () { setStatus(""); };
+    stream.onerror = function () {
+      setStatus("live updates interrupted; reconnecting");
+      if (stream && stream.readyState === EventSource.CLOSED) {
+        stream = null;
+        if (!retry) retry = setTimeout(function () { retry = null; if (openStream()) refresh(); }, 5000);
+      }
+    };
+    return true;
+  }
+  function closeStream() {
+    if (retry) { clearTimeout(retry); retry = null; }
+    if (stream) { stream.close(); stream = null; }
   }
 
   // The token form (data-testid="token-form", outside <main> so that a
@@ -233,6 +289,19 @@
   if (cancel) cancel.addEventListener("click", function () { answer(null); });
   localTimes(document);
 
-  setInterval(function () { if (!document.hidden && !inflight) refresh(); }, pollMs);
-  document.addEventListener("visibilitychange", function () { if (!document.hidden) refresh(); });
+  // A hidden tab holds no stream; shown again it reopens it and catches
+  // up with one fetch (what changed meanwhile was not heard).
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden) {
+      closeStream();
+      return;
+    }
+    openStream();
+    refresh();
+  });
+  window.addEventListener("pagehide", closeStream);
+  window.addEventListener("pageshow", function (ev) {
+    if (ev.persisted) { openStream(); refresh(); } // back from the back-forward cache
+  });
+  openStream();
 })();

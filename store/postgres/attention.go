@@ -164,10 +164,9 @@ func (s *Store) VacuumDismissals(ctx context.Context, now time.Time) (int, error
 }
 
 // MarkDaemon records that a daemon of hostID swept at at (an upsert that
-// never moves seen_at back). It is not a feed write, so it does not take
-// the feed lock: presence every few seconds from every host must not
-// queue behind transitions. It is a write all the same: its outcome is
-// recorded for WriteHealth.
+// never moves seen_at back). It is not a feed write: presence every few
+// seconds from every host is one statement of its own. It is a write all
+// the same: its outcome is recorded for WriteHealth.
 func (s *Store) MarkDaemon(ctx context.Context, hostID string, at time.Time) (err error) {
 	s.writes.Start()
 	defer func() { s.writes.Done(err) }()

@@ -38,6 +38,30 @@ func TestConformance(t *testing.T) {
 			_, err = conn.Exec(ctx, "UPDATE entities SET lifecycle = $1 WHERE type = $2 AND id = $3", lifecycle, typ, id)
 			return err
 		},
+		HoldWrite: func(t *testing.T, dsn, typ, id, progress string) func() {
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { conn.Close(ctx) })
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, "UPDATE entities SET heartbeat_progress = $1 WHERE type = $2 AND id = $3", progress, typ, id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO transitions (seq, entity_type, entity_id, from_lifecycle, to_lifecycle, message, actor, at)
+				SELECT 0, type, id, lifecycle, lifecycle, $1, 'operator', 0 FROM entities WHERE type = $2 AND id = $3`, progress, typ, id); err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if err := tx.Commit(ctx); err != nil {
+					t.Fatalf("commit the held write: %v", err)
+				}
+			}
+		},
 	})
 }
 

@@ -41,12 +41,6 @@ func (s *Store) Register(ctx context.Context, e store.Entity, actor string, at t
 }
 
 func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Registration, actor string, at time.Time) (bool, error) {
-	var exists int
-	switch err := tx.QueryRow(ctx, "SELECT 1 FROM entities WHERE type = $1 AND id = $2", e.Type, e.ID).Scan(&exists); {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
-		return false, err
-	}
 	args := pgx.NamedArgs{
 		"type": e.Type, "id": e.ID, "label": e.Label, "host_id": e.HostID, "boot_id": e.BootID,
 		"pid": rowcodec.NullInt(int64(e.PID)), "pid_start_time": rowcodec.UnixArg(e.PIDStartTime), "pid_start_ticks": rowcodec.NullInt(int64(e.PIDStartTicks)),
@@ -56,7 +50,10 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 		"schedule_cron": e.ScheduleCron, "schedule_last_fired_at": rowcodec.UnixArg(e.ScheduleLastFiredAt),
 		"started_at": rowcodec.UnixArg(e.StartedAt), "at": unixtime.Seconds(at),
 	}
-	if exists == 0 {
+	// The insert is tried first (ON CONFLICT DO NOTHING), the update only
+	// when the entity exists: no read to tell them apart, one round trip
+	// fewer.
+	{
 		var lifecycle, lifecycleAt any
 		if e.Lifecycle != nil {
 			lifecycle, lifecycleAt = *e.Lifecycle, rowcodec.UnixArg(at)
@@ -65,7 +62,7 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 		args["health"], args["delivery"] = string(reg.Health), string(reg.Delivery)
 		args["artifacts"], args["lock_files"], args["depends_on"] = reg.Artifacts, reg.LockFiles, reg.DependsOn
 		args["metadata"], args["ended_at"], args["lifecycle_at"] = reg.Metadata, rowcodec.UnixArg(e.EndedAt), lifecycleAt
-		_, err := tx.Exec(ctx, `INSERT INTO entities (type, id, label, lifecycle, terminal,
+		tag, err := tx.Exec(ctx, `INSERT INTO entities (type, id, label, lifecycle, terminal,
 			health, delivery, host_id, boot_id, pid, pid_start_time, pid_start_ticks, supervisor_pid,
 			heartbeat_file, timeout_seconds, artifacts_root, artifacts, lock_files,
 			parent_type, parent_id, depends_on, schedule_cron, schedule_last_fired_at, metadata,
@@ -74,23 +71,27 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 			@health, @delivery, @host_id, @boot_id, @pid, @pid_start_time, @pid_start_ticks, @supervisor_pid,
 			@heartbeat_file, @timeout_seconds, @artifacts_root, @artifacts, @lock_files,
 			@parent_type, @parent_id, @depends_on, @schedule_cron, @schedule_last_fired_at, @metadata,
-			@started_at, @ended_at, @lifecycle_at, @at, @at, @supervisor_start_time)`, args)
+			@started_at, @ended_at, @lifecycle_at, @at, @at, @supervisor_start_time)
+			ON CONFLICT (type, id) DO NOTHING`, args)
 		if err != nil {
 			return false, fmt.Errorf("insert: %w", err)
 		}
-		if e.Lifecycle != nil {
-			seq, err := insertAudit(ctx, tx, store.AuditRow{
-				EntityType: e.Type, EntityID: e.ID, To: *e.Lifecycle,
-				Message: "registered", Actor: actor, At: at,
-			})
-			if err != nil {
-				return false, err
+		if tag.RowsAffected() == 1 {
+			if e.Lifecycle != nil {
+				// The first audit row and the entity's link to it in one
+				// statement (the link changes no lifecycle: the audit
+				// guard does not fire).
+				// No evidence: '[]', as rowcodec.JSONList writes a nil list.
+				_, err = tx.Exec(ctx, `WITH a AS (INSERT INTO transitions (seq, entity_type, entity_id, from_lifecycle, to_lifecycle,
+					reason_code, message, evidence, actor, trigger_name, at) VALUES (0, $1, $2, NULL, $3, '', 'registered', '[]', $4, '', $5) RETURNING seq)
+					UPDATE entities SET last_seq = (SELECT seq FROM a) WHERE type = $1 AND id = $2`,
+					e.Type, e.ID, *e.Lifecycle, actor, unixtime.Seconds(at))
+				if err != nil {
+					return false, fmt.Errorf("append and link the audit row: %w", err)
+				}
 			}
-			if _, err := tx.Exec(ctx, "UPDATE entities SET last_seq = $1 WHERE type = $2 AND id = $3", seq, e.Type, e.ID); err != nil {
-				return false, fmt.Errorf("link audit row: %w", err)
-			}
+			return true, nil
 		}
-		return true, nil
 	}
 	keep := func(isNil bool, text string) any {
 		if isNil {
@@ -129,94 +130,91 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 	return false, nil
 }
 
-// insertAudit appends an audit row; the trigger draws its seq.
-func insertAudit(ctx context.Context, tx pgx.Tx, r store.AuditRow) (int64, error) {
-	evidence, err := rowcodec.JSONList(r.Evidence)
-	if err != nil {
-		return 0, fmt.Errorf("encode evidence: %w", err)
-	}
-	var from any
-	if r.From != nil {
-		from = *r.From
-	}
-	var seq int64
-	err = tx.QueryRow(ctx, `INSERT INTO transitions (seq, entity_type, entity_id, from_lifecycle, to_lifecycle,
-		reason_code, message, evidence, actor, trigger_name, at) VALUES (0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq`,
-		r.EntityType, r.EntityID, from, r.To, r.ReasonCode, r.Message, evidence, r.Actor, r.Trigger, unixtime.Seconds(r.At)).Scan(&seq)
-	if err != nil {
-		return 0, fmt.Errorf("append audit row: %w", err)
-	}
-	return seq, nil
-}
-
-// ApplyTransition is the store half of the one write path, as
-// sqlite.Store.ApplyTransition: in one transaction it reads the entity,
-// lets decide validate the change against that row, appends the audit
-// row, and updates the lifecycle with a compare-and-set on the lifecycle
-// and audit seq it read. Each call is its own transaction and its own
-// answer; the server's WAL batches the commits.
+// ApplyTransition is the store half of the one write path, with
+// sqlite.Store.ApplyTransition's outcome: decide is validated against the
+// entity as stored at the moment of writing, and the audit row and the new
+// lifecycle are written together or not at all. It takes two round trips
+// and holds no lock between them: it reads the entity, lets decide judge
+// it, then writes with one call of watchdog_apply_transition (migration
+// 0004), its own transaction, a compare-and-set on the revision it read.
+// Any write of the row in between (another transition, an observation, a
+// heartbeat) moves the revision and fails the compare-and-set, which
+// wrote nothing: it reads and decides again, as if it had come after that
+// write (a caller racing to the same end then meets its refusal or
+// conflict from decide, as on SQLite).
 func (s *Store) ApplyTransition(ctx context.Context, typ, id string, decide store.Decider) (before, after store.Entity, err error) {
-	err = s.writeTx(ctx, func(tx pgx.Tx) error {
-		var e error
-		before, after, e = applyTransition(ctx, tx, typ, id, decide)
-		return e
-	})
-	if err != nil {
-		return before, store.Entity{}, err
+	for attempt := 1; ; attempt++ {
+		var written bool
+		before, after, written, err = s.tryTransition(ctx, typ, id, decide)
+		if err != nil || written {
+			return before, after, err
+		}
+		if attempt == maxTransitionAttempts {
+			return before, store.Entity{}, fmt.Errorf("transition %s/%s: the entity changed under each of %d attempts: %w", typ, id, attempt, store.ErrConflict)
+		}
 	}
-	return before, after, nil
 }
 
-func applyTransition(ctx context.Context, tx pgx.Tx, typ, id string, decide store.Decider) (store.Entity, store.Entity, error) {
-	cur, err := rowcodec.ScanEntity(tx.QueryRow(ctx, selectEntity, typ, id))
+// maxTransitionAttempts bounds ApplyTransition's read-decide-write rounds
+// on an entity written under it each time (a heartbeat flood): each lost
+// round means another write landed, so the store is making progress.
+const maxTransitionAttempts = 100
+
+// tryTransition is one round of ApplyTransition; written is false (and err
+// nil) when the compare-and-set found the entity changed since the read.
+func (s *Store) tryTransition(ctx context.Context, typ, id string, decide store.Decider) (before, after store.Entity, written bool, err error) {
+	cur, err := rowcodec.ScanEntity(s.pool.QueryRow(ctx, selectEntity, typ, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Entity{}, store.Entity{}, fmt.Errorf("entity %s/%s: %w", typ, id, store.ErrNotFound)
+		return store.Entity{}, store.Entity{}, false, fmt.Errorf("entity %s/%s: %w", typ, id, store.ErrNotFound)
 	}
 	if err != nil {
-		return store.Entity{}, store.Entity{}, fmt.Errorf("transition %s/%s: read: %w", typ, id, err)
+		return store.Entity{}, store.Entity{}, false, fmt.Errorf("transition %s/%s: read: %w", typ, id, classify(err))
 	}
 	ch, err := decide(cur)
 	if err != nil {
-		return cur, store.Entity{}, err
+		return cur, store.Entity{}, false, err
 	}
 	plan, err := rowcodec.PlanTransition(cur, ch)
 	if err != nil {
-		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
+		return cur, store.Entity{}, false, fmt.Errorf("transition %s/%s: %w", typ, id, err)
 	}
-	seq, err := insertAudit(ctx, tx, plan.Audit)
+	evidence, err := rowcodec.JSONList(plan.Audit.Evidence)
 	if err != nil {
-		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
+		return cur, store.Entity{}, false, fmt.Errorf("transition %s/%s: encode evidence: %w", typ, id, err)
 	}
 	var from any
 	if cur.Lifecycle != nil {
 		from = *cur.Lifecycle
 	}
-	tag, err := tx.Exec(ctx, `UPDATE entities SET lifecycle = @to, terminal = @terminal, last_seq = @seq,
-		transition_reason = @reason::text, lifecycle_at = @at, ended_at = @ended_at::double precision,
-		started_at = COALESCE(started_at, @started_at::double precision),
-		timeout_seconds = COALESCE(@timeout_seconds::double precision, timeout_seconds),
-		timeout_elapsed = COALESCE(@timeout_elapsed::double precision, timeout_elapsed),
-		dead_since = CASE WHEN @terminal THEN dead_since ELSE NULL END,
-		delivery = COALESCE(@delivery::text, delivery), reasons = COALESCE(@reasons::text, reasons), updated_at = @at
-		WHERE type = @type AND id = @id AND lifecycle IS NOT DISTINCT FROM @from::text AND last_seq = @last_seq`,
-		pgx.NamedArgs{
-			"to": ch.To, "terminal": ch.Terminal, "seq": seq, "reason": plan.Reason, "at": unixtime.Seconds(ch.At),
-			"ended_at": plan.EndedAt, "started_at": plan.StartedAt,
-			"timeout_seconds": rowcodec.SecondsArg(ch.Timeout), "timeout_elapsed": rowcodec.SecondsArg(ch.TimeoutElapsed),
-			"delivery": plan.Delivery, "reasons": plan.Reasons,
-			"type": typ, "id": id, "from": from, "last_seq": cur.LastSeq,
-		})
+	err = s.writeOne(ctx, func(q querier) error {
+		written = false // an attempt writeOne retries starts afresh
+		rows, err := q.Query(ctx, "SELECT "+rowcodec.EntityColumns+` FROM watchdog_apply_transition(
+			@type, @id, @revision, @from, @to, @reason_code, @message, @evidence, @actor, @trigger, @at,
+			@terminal, @reason, @ended_at, @started_at, @timeout_seconds, @timeout_elapsed, @delivery, @reasons)`,
+			pgx.NamedArgs{
+				"type": typ, "id": id, "revision": cur.Revision,
+				"from": from, "to": ch.To, "reason_code": plan.Audit.ReasonCode, "message": plan.Audit.Message,
+				"evidence": evidence, "actor": plan.Audit.Actor, "trigger": plan.Audit.Trigger, "at": unixtime.Seconds(ch.At),
+				"terminal": ch.Terminal, "reason": plan.Reason, "ended_at": plan.EndedAt, "started_at": plan.StartedAt,
+				"timeout_seconds": rowcodec.SecondsArg(ch.Timeout), "timeout_elapsed": rowcodec.SecondsArg(ch.TimeoutElapsed),
+				"delivery": plan.Delivery, "reasons": plan.Reasons,
+			})
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if after, err = rowcodec.ScanEntity(rows); err != nil {
+				return err
+			}
+			written = true
+		}
+		return rows.Err()
+	})
 	if err != nil {
-		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: update: %w", typ, id, err)
+		return cur, store.Entity{}, false, fmt.Errorf("transition %s/%s: %w", typ, id, err)
 	}
-	if tag.RowsAffected() != 1 {
-		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: lifecycle changed underneath: %w", typ, id, store.ErrConflict)
-	}
-	after, err := rowcodec.ScanEntity(tx.QueryRow(ctx, selectEntity, typ, id))
-	if err != nil {
-		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: re-read: %w", typ, id, err)
-	}
-	return cur, after, nil
+	return cur, after, written, nil
 }
 
 // Get reads one entity.
@@ -384,8 +382,8 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 		return false, fmt.Errorf("record observation %s/%s: encode reasons: %w", typ, id, err)
 	}
 	var n int64
-	err = s.writeTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
+	err = s.writeOne(ctx, func(q querier) error {
+		tag, err := q.Exec(ctx, `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
 		health_since = @health_since::double precision, dead_since = @dead_since::double precision, updated_at = @at
 		WHERE type = @type AND id = @id AND last_seq = @seen_seq
 		  AND (health IS DISTINCT FROM @health OR delivery IS DISTINCT FROM @delivery OR reasons IS DISTINCT FROM @reasons
@@ -407,8 +405,8 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 // RecordHeartbeat stores a posted heartbeat with its optional progress note.
 func (s *Store) RecordHeartbeat(ctx context.Context, typ, id string, at time.Time, progress string) error {
 	var n int64
-	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE entities SET heartbeat_at = $1, heartbeat_progress = $2, updated_at = $3
+	err := s.writeOne(ctx, func(q querier) error {
+		tag, err := q.Exec(ctx, `UPDATE entities SET heartbeat_at = $1, heartbeat_progress = $2, updated_at = $3
 		WHERE type = $4 AND id = $5`, rowcodec.UnixArg(at), progress, unixtime.Seconds(at), typ, id)
 		n = tag.RowsAffected()
 		return err
@@ -430,8 +428,8 @@ func (s *Store) RecordExit(ctx context.Context, typ, id string, pid int, x state
 		return false, err
 	}
 	var n int64
-	err = s.writeTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE entities SET exit_code = @code::bigint, exit_signal = @signal::bigint, exit_at = @at
+	err = s.writeOne(ctx, func(q querier) error {
+		tag, err := q.Exec(ctx, `UPDATE entities SET exit_code = @code::bigint, exit_signal = @signal::bigint, exit_at = @at
 		WHERE type = @type AND id = @id AND NOT terminal AND lifecycle IS NOT NULL AND pid = @pid
 		  AND (exit_at IS NULL OR exit_code IS DISTINCT FROM @code::bigint OR exit_signal IS DISTINCT FROM @signal::bigint)`,
 			pgx.NamedArgs{"code": code, "signal": signal, "at": unixtime.Seconds(x.At), "type": typ, "id": id, "pid": int64(pid)})

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -40,14 +42,17 @@ func (s *Store) runListener(ctx context.Context, conn *pgx.Conn) {
 	backoff := 100 * time.Millisecond
 	for {
 		for conn != nil {
-			if _, err := conn.WaitForNotification(ctx); err != nil {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
 				s.listening.Store(false)
 				s.bump()
 				conn.Close(context.Background())
 				conn = nil
 				break
 			}
-			s.bump()
+			if n.Payload != s.self { // its own commits moved the version already
+				s.bump()
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -63,6 +68,64 @@ func (s *Store) runListener(ctx context.Context, conn *pgx.Conn) {
 		conn = c
 		s.bump()
 	}
+}
+
+// committed is told of each commit of this store's own: DataVersion moves
+// at once (a read after a write sees it) and the other stores listening
+// are told (tell).
+func (s *Store) committed() {
+	s.bump()
+	s.tell()
+}
+
+// tell has the notifier send one notification on watchdog_changes soon.
+// The writes do not notify themselves (migration 0004 dropped the
+// triggers that did): a transaction that notifies takes a lock that
+// PostgreSQL holds from before its commit until after it (notifications
+// are queued in commit order), so every notifying writer of the cluster
+// would commit one at a time, each through its own WAL flush, as under
+// the old feed lock. The notifier's own statement writes no WAL and
+// commits without a flush; commits made while it runs are told by its
+// next one, so a burst costs a notification or two, not one per write.
+func (s *Store) tell() {
+	s.untold.Store(true)
+	select {
+	case s.tellWake <- struct{}{}:
+	default:
+	}
+}
+
+// runNotifier sends the notifications tell asks for until ctx ends.
+func (s *Store) runNotifier(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.tellWake:
+		}
+		s.notify(ctx)
+	}
+}
+
+// notify sends one notification if a commit is untold. A failure leaves
+// it untold for the next commit or Close; the listeners' own safety nets
+// (the view's quiet period, DataVersion's feed head) cover the gap.
+func (s *Store) notify(ctx context.Context) {
+	if !s.untold.Swap(false) {
+		return
+	}
+	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+notifyChannel+"', $1)", s.self); err != nil {
+		s.untold.Store(true)
+	}
+}
+
+// newSelf is a store's name in its notifications' payload: the listener
+// skips its own (the commit moved the version already), which would
+// otherwise wake the view once more per burst.
+func newSelf() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
 }
 
 // bump moves DataVersion and wakes the reader of Changes.
@@ -89,13 +152,20 @@ func (s *Store) Changes() <-chan struct{} { return s.changed }
 // read moves it again. While the listener has no connection it moves on
 // every call. The value itself means nothing.
 //
-// It also folds in the feed's head, read now (one query): a notification
-// arrives after the commit it tells of, so a read on this daemon right
-// after a write acknowledged by another daemon of the fleet would find
-// the version unmoved and answer from before the write (a team registered
-// through one daemon read as 404 from another). With the head, every
-// write acknowledged before the read is seen by it: read your writes
-// across the fleet.
+// It also folds in the feed's head, read now: a notification arrives
+// after the commit it tells of, so a read on this daemon right after a
+// write acknowledged by another daemon of the fleet would find the
+// version unmoved and answer from before the write (a team registered
+// through one daemon read as 404 from another). The feed holds back the
+// rows of transactions above the visibility horizon (ChangesSince), so
+// the head is only a promise once every transaction that had ended when
+// the call began is below it: DataVersion waits for the horizon to pass
+// them (settle), which takes the commits in flight beside it, a few
+// milliseconds. Every write acknowledged before the read is then seen by
+// it: read your writes across the fleet. A transaction left open holds
+// the horizon (docs/fleet.md): then the wait gives up after settleCeiling,
+// is not waited again for the same transaction, and the store moves the
+// version by itself once the horizon passes (follow).
 func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -104,19 +174,161 @@ func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 		return s.version.Add(1), nil
 	}
 	v := s.version.Load()
-	head, err := s.FeedHead(ctx)
+	st, err := s.feedState(ctx)
 	if err != nil {
 		return 0, err
 	}
-	// All three only grow, so their sum moves whenever any of them does.
-	return v + head.Revision + head.Seq, nil
+	if st.xmin < st.xmax {
+		if st, err = s.settle(ctx, st); err != nil {
+			return 0, err
+		}
+	}
+	// The version and the heads' transactions only grow, and a head's
+	// transaction grows whenever rows come below the horizon (they are of
+	// transactions above every row read before), so the sum moves
+	// whenever anything readable does.
+	return v + st.head.RevisionTx + st.head.SeqTx, nil
 }
 
-// ChangesSince reads the change feed as sqlite.Store.ChangesSince does:
-// entities whose revision is greater than c.Revision and audit rows whose
-// seq is greater than c.Seq, at most limit of each (limit < 1 means 1000).
-// The feed lock makes numbers commit in order, so a reader that applies
-// every batch misses nothing.
+// settleCeiling bounds DataVersion's wait for the visibility horizon: a
+// transaction open longer than this is not one of the store's (a single
+// statement, or a registration's few), and the read answers with what is
+// below the horizon rather than wait for it.
+const settleCeiling = 500 * time.Millisecond
+
+// settle waits until the horizon passes every transaction that had ended
+// when st was read (its xmax), and returns the state read then; or, past
+// settleCeiling or when the horizon is the very one a wait gave up on
+// before, st as it stands, with follow to tell the view when it passes.
+func (s *Store) settle(ctx context.Context, st feedState) (feedState, error) {
+	target := st.xmax
+	if s.stuck.Load() == st.xmin {
+		s.follow(target)
+		return st, nil
+	}
+	deadline := time.Now().Add(settleCeiling)
+	xmin := st.xmin
+	// The horizon alone is polled (no index read), the heads once it has
+	// passed; a commit takes a millisecond or more, so the first look is
+	// after one.
+	for pause := time.Millisecond; ; pause = min(2*pause, 16*time.Millisecond) {
+		if time.Now().After(deadline) {
+			s.stuck.Store(xmin)
+			s.follow(target)
+			return st, nil
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return feedState{}, ctx.Err()
+		case <-t.C:
+		}
+		var err error
+		if xmin, err = s.horizon(ctx); err != nil {
+			return feedState{}, err
+		}
+		if xmin >= target {
+			return s.feedState(ctx)
+		}
+	}
+}
+
+// horizon is the visibility horizon now: every transaction below it has
+// ended.
+func (s *Store) horizon(ctx context.Context) (int64, error) {
+	var xmin int64
+	if err := s.pool.QueryRow(ctx, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint").Scan(&xmin); err != nil {
+		return 0, fmt.Errorf("read the visibility horizon: %w", classify(err))
+	}
+	return xmin, nil
+}
+
+// follow asks the horizon watcher to move the version once the horizon
+// reaches target: rows held back behind a long transaction are then read
+// without waiting for the next commit's notification.
+func (s *Store) follow(target int64) {
+	for {
+		cur := s.behind.Load()
+		if cur >= target || s.behind.CompareAndSwap(cur, target) {
+			break
+		}
+	}
+	select {
+	case s.followWake <- struct{}{}:
+	default:
+	}
+}
+
+// followPeriod is how often the horizon watcher looks while rows are
+// held back.
+const followPeriod = 50 * time.Millisecond
+
+// runFollower is the horizon watcher (follow) until ctx ends: one small
+// query per followPeriod while a target is pending, none otherwise.
+func (s *Store) runFollower(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.followWake:
+		}
+		for s.behind.Load() > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(followPeriod):
+			}
+			xmin, err := s.horizon(ctx)
+			if err != nil {
+				continue // the store is failing: the listener's loss moves the version
+			}
+			if target := s.behind.Load(); xmin >= target && s.behind.CompareAndSwap(target, 0) {
+				s.bump()
+			}
+		}
+	}
+}
+
+// feedState is the feed's head and the visibility horizon of one snapshot.
+type feedState struct {
+	head store.Cursor
+	// xmin is the snapshot's horizon: every transaction below it has
+	// ended, so rows below it are final; xmax is one past the newest
+	// transaction that had ended.
+	xmin, xmax int64
+}
+
+// feedStateQuery reads, in one snapshot, the horizon and the newest row of
+// each table below it, in feed order (the feed indexes of migration 0004).
+const feedStateQuery = `SELECT pg_snapshot_xmin(snap.s)::text::bigint, pg_snapshot_xmax(snap.s)::text::bigint,
+	COALESCE(e.xid::text::bigint, 0), COALESCE(e.revision, 0), COALESCE(t.xid::text::bigint, 0), COALESCE(t.seq, 0)
+	FROM (SELECT pg_current_snapshot() AS s) snap
+	LEFT JOIN LATERAL (SELECT xid, revision FROM entities WHERE xid < pg_snapshot_xmin(snap.s)
+		ORDER BY xid DESC, revision DESC LIMIT 1) e ON true
+	LEFT JOIN LATERAL (SELECT xid, seq FROM transitions WHERE xid < pg_snapshot_xmin(snap.s)
+		ORDER BY xid DESC, seq DESC LIMIT 1) t ON true`
+
+func (s *Store) feedState(ctx context.Context) (feedState, error) {
+	var st feedState
+	err := s.pool.QueryRow(ctx, feedStateQuery).Scan(&st.xmin, &st.xmax,
+		&st.head.RevisionTx, &st.head.Revision, &st.head.SeqTx, &st.head.Seq)
+	if err != nil {
+		return feedState{}, fmt.Errorf("read the change feed's head: %w", classify(err))
+	}
+	return st, nil
+}
+
+// ChangesSince reads the change feed: entities whose (transaction,
+// revision) comes after the cursor's and audit rows whose (transaction,
+// seq) does, at most limit of each (limit < 1 means 1000), only of
+// transactions below the reader's visibility horizon
+// (pg_snapshot_xmin), in that order. Writers commit in parallel, so a
+// revision drawn early may commit late; but below the horizon every
+// transaction has ended, and any later commit is of a transaction at or
+// above it, hence after every row this read returns: a reader that
+// applies every batch misses nothing and sees each row once (ADR-0053).
+// Rows of transactions at or above the horizon wait for the next read.
 func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (store.Batch, error) {
 	return s.ChangesFor(ctx, c, store.FeedFilter{Hosts: store.AllHosts()}, limit)
 }
@@ -131,27 +343,30 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 	}
 	b := store.Batch{Next: c}
 	hostClause := ""
-	args := []any{c.Revision, limit}
+	args := []any{c.RevisionTx, c.Revision, limit}
 	if !f.Hosts.Every() {
-		hostClause = " AND host_id = ANY($3)"
+		hostClause = " AND host_id = ANY($4)"
 		if f.Hosts.All {
-			hostClause = " AND host_id <> ALL($3)"
+			hostClause = " AND host_id <> ALL($4)"
 		}
 		args = append(args, f.Hosts.List)
 	}
-	rows, err := s.pool.Query(ctx, "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE revision > $1"+hostClause+" ORDER BY revision LIMIT $2", args...)
+	rows, err := s.pool.Query(ctx, "SELECT xid::text::bigint, "+rowcodec.EntityColumns+` FROM entities
+		WHERE xid < pg_snapshot_xmin(pg_current_snapshot()) AND (xid, revision) > ($1::bigint::text::xid8, $2)`+hostClause+`
+		ORDER BY xid, revision LIMIT $3`, args...)
 	if err != nil {
 		return store.Batch{}, fmt.Errorf("read changed entities: %w", classify(err))
 	}
 	var sc rowcodec.EntityScanner
 	for rows.Next() {
-		e, err := sc.Scan(rows)
+		var xid int64
+		e, err := sc.Scan(withXid{rows, &xid})
 		if err != nil {
 			rows.Close()
 			return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
 		}
 		b.Entities = append(b.Entities, e)
-		b.Next.Revision = e.Revision
+		b.Next.Revision, b.Next.RevisionTx = e.Revision, xid
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -161,28 +376,51 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 		b.More = len(b.Entities) == limit
 		return b, nil
 	}
-	audit, err := s.queryAudit(ctx, "SELECT "+rowcodec.AuditColumns+" FROM transitions WHERE seq > $1 ORDER BY seq LIMIT $2", c.Seq, limit)
+	rows, err = s.pool.Query(ctx, "SELECT xid::text::bigint, "+rowcodec.AuditColumns+` FROM transitions
+		WHERE xid < pg_snapshot_xmin(pg_current_snapshot()) AND (xid, seq) > ($1::bigint::text::xid8, $2)
+		ORDER BY xid, seq LIMIT $3`, c.SeqTx, c.Seq, limit)
 	if err != nil {
-		return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
+		return store.Batch{}, fmt.Errorf("read new transitions: %w", classify(err))
 	}
-	b.Transitions = audit
-	if n := len(audit); n > 0 {
-		b.Next.Seq = audit[n-1].Seq
+	b.Transitions = []store.AuditRow{}
+	for rows.Next() {
+		var xid int64
+		r, err := rowcodec.ScanAudit(withXid{rows, &xid})
+		if err != nil {
+			rows.Close()
+			return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
+		}
+		b.Transitions = append(b.Transitions, r)
+		b.Next.Seq, b.Next.SeqTx = r.Seq, xid
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return store.Batch{}, fmt.Errorf("read new transitions: %w", classify(err))
 	}
 	b.More = len(b.Entities) == limit || len(b.Transitions) == limit
 	return b, nil
 }
 
-// FeedHead is the cursor of the newest committed change. It reads the
-// rows, not the sequences: a sequence's last value may be a number an
-// uncommitted (or rolled back) writer holds, and a reader starting past it
-// would miss that write.
+// withXid scans a row whose first column is the writing transaction, then
+// the columns a rowcodec scanner reads.
+type withXid struct {
+	rows pgx.Rows
+	xid  *int64
+}
+
+func (w withXid) Scan(dest ...any) error {
+	return w.rows.Scan(append([]any{w.xid}, dest...)...)
+}
+
+// FeedHead is the cursor of the newest change below the visibility
+// horizon: a reader that starts there sees every change after it, those
+// held back by a transaction still open included. It reads the rows, not
+// the sequences: a sequence's last value may be a number an uncommitted
+// (or rolled back) writer holds.
 func (s *Store) FeedHead(ctx context.Context) (store.Cursor, error) {
-	var c store.Cursor
-	err := s.pool.QueryRow(ctx, `SELECT COALESCE((SELECT MAX(revision) FROM entities), 0),
-		COALESCE((SELECT MAX(seq) FROM transitions), 0)`).Scan(&c.Revision, &c.Seq)
+	st, err := s.feedState(ctx)
 	if err != nil {
-		return store.Cursor{}, fmt.Errorf("read the change feed's head: %w", classify(err))
+		return store.Cursor{}, err
 	}
-	return c, nil
+	return st.head, nil
 }

@@ -42,18 +42,23 @@ func init() {
 	}})
 }
 
-// Advisory lock keys. Session- and transaction-level advisory locks share
-// one key space per database; these are watchdog's.
-const (
-	// migrateLockKey serialises migrations: two daemons starting together
-	// against a fresh database apply them once.
-	migrateLockKey int64 = 7015713420150000
-	// feedLockKey is migration 0001's watchdog_feed_lock(): every write
-	// transaction takes it first (see writeTx).
-	feedLockKey int64 = 7015713420150001
-)
+// migrateLockKey is the advisory lock that serialises migrations: two
+// daemons starting together against a fresh database apply them once.
+// (7015713420150001 was the feed lock every write took until migration
+// 0004; ADR-0053.)
+const migrateLockKey int64 = 7015713420150000
 
-// notifyChannel is the channel migration 0001's triggers notify.
+// poolMaxConns is the pool's least size when the DSN does not set
+// pool_max_conns (pgxpool's own default is max(4, CPUs)). Writers no
+// longer wait for one another (ADR-0053), so a write holds a connection
+// only for its round trips, and the API's concurrent writers each need
+// one to overlap their commits: on two CPUs pgxpool's 4 left eight
+// clients queueing for them. Connections open only as the load asks and
+// close after half an hour idle.
+const poolMaxConns = 12
+
+// notifyChannel is the channel the store's notifier (tell) and migration
+// 0001's trigger on attention_dismissals notify.
 const notifyChannel = "watchdog_changes"
 
 //go:embed migrations/*.sql
@@ -78,6 +83,19 @@ type Store struct {
 	listening atomic.Bool
 	stop      context.CancelFunc
 	listener  sync.WaitGroup
+	// stuck is the visibility horizon a DataVersion gave up waiting on
+	// (settle): not waited on again.
+	stuck atomic.Int64
+	// behind is the horizon the follower waits for (0: none), and
+	// followWake tells it of a new one (follow).
+	behind     atomic.Int64
+	followWake chan struct{}
+	// untold is set by a commit the other stores have not been told of,
+	// and tellWake wakes the notifier (tell).
+	untold   atomic.Bool
+	tellWake chan struct{}
+	// self names this store in its notifications (newSelf).
+	self string
 	// writes records the write transactions' outcomes (WriteHealth).
 	writes writewatch.Watch
 }
@@ -94,11 +112,14 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", name, err)
 	}
 	guard(cfg.ConnConfig)
+	if !strings.Contains(dsn, "pool_max_conns") { // the DSN's own choice wins
+		cfg.MaxConns = max(cfg.MaxConns, poolMaxConns)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", name, err)
 	}
-	s := &Store{pool: pool, dsn: dsn, changed: make(chan struct{}, 1)}
+	s := &Store{pool: pool, dsn: dsn, changed: make(chan struct{}, 1), followWake: make(chan struct{}, 1), tellWake: make(chan struct{}, 1), self: newSelf()}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", name, err)
@@ -111,16 +132,22 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
 	s.listener.Go(func() { s.runListener(lctx, conn) })
+	s.listener.Go(func() { s.runFollower(lctx) })
+	s.listener.Go(func() { s.runNotifier(lctx) })
 	return s, nil
 }
 
 // Path is the database URL without its password.
 func (s *Store) Path() string { return store.RedactDSN(s.dsn) }
 
-// Close stops the listener and closes the pool.
+// Close stops the listener, tells the other stores of a commit not yet
+// told (a CLI's write, just before it exits) and closes the pool.
 func (s *Store) Close() error {
 	s.stop()
 	s.listener.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	s.notify(ctx)
+	cancel()
 	s.pool.Close()
 	return nil
 }
@@ -140,8 +167,8 @@ func (s *Store) CheckWrite(ctx context.Context) error {
 	if err := s.Check(ctx); err != nil {
 		return err
 	}
-	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "UPDATE health_probe SET at = $1 WHERE id = 1", unixtime.Seconds(time.Now()))
+	err := s.writeOne(ctx, func(q querier) error {
+		_, err := q.Exec(ctx, "UPDATE health_probe SET at = $1 WHERE id = 1", unixtime.Seconds(time.Now()))
 		return err
 	})
 	if err != nil {
@@ -330,26 +357,29 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// writeTx runs fn in one write transaction that first takes the feed lock
-// (migration 0001): the store's writers then commit one at a time, in the
-// order of the revisions and seqs their triggers draw, so a feed reader
-// never sees a later number before an earlier one. Taken before fn touches
-// a row, the lock is always the first thing a writer waits for, so two
-// writers never deadlock over it and a row. A commit moves DataVersion at
-// once, before the notification comes back: a read after a write sees it.
+// writeTx runs fn in one write transaction. Writers run side by side:
+// the change feed orders rows by the transaction that wrote them and reads
+// only below the visibility horizon (ADR-0053), so no lock orders their
+// commits. A commit moves DataVersion at once, before the notification
+// comes back: a read after a write sees it.
 func (s *Store) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
 	s.writes.Start()
 	defer func() { s.writes.Done(err) }()
 	err = s.writeTxOnce(ctx, fn)
-	// A deadlock or serialization failure can only come from a writer
-	// outside watchdog (psql, an old binary's migration) that took a row
-	// lock before the feed lock its trigger takes; the server rolled this
-	// transaction back whole, so running it once more is safe.
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") {
+	// A deadlock or serialization failure rolled this transaction back
+	// whole (two writers taking rows in opposite orders, a writer outside
+	// watchdog), so running it once more is safe.
+	if retryable(err) {
 		err = s.writeTxOnce(ctx, fn)
 	}
 	return err
+}
+
+// retryable reports a failure the server rolled back for another
+// writer's sake: a deadlock or a serialization failure.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
 // writeTxOnce is one attempt of writeTx.
@@ -359,17 +389,62 @@ func (s *Store) writeTxOnce(ctx context.Context, fn func(tx pgx.Tx) error) error
 		return classify(fmt.Errorf("begin: %w", err))
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", feedLockKey); err != nil {
-		return beforeCommit(tx, fmt.Errorf("take the feed lock: %w", err))
-	}
 	if err := fn(tx); err != nil {
 		return beforeCommit(tx, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return commitFailed(err)
 	}
-	s.bump()
+	s.committed()
 	return nil
+}
+
+// writeOne runs fn, a single statement, as a transaction of its own
+// (autocommit): one round trip instead of BEGIN, the statement and COMMIT.
+// The server commits when the statement ends, before it answers, so an
+// answer is a durable write. A failure is classified as a COMMIT's
+// (commitFailed): an ERROR the server answered rolled the statement back
+// (nothing written), nothing sent is nothing written, and anything else
+// (the connection lost while the statement ran, a FATAL, the caller gone)
+// leaves the outcome unknown. It moves DataVersion like writeTx.
+func (s *Store) writeOne(ctx context.Context, fn func(q querier) error) (err error) {
+	s.writes.Start()
+	defer func() { s.writes.Done(err) }()
+	for attempt := 0; ; attempt++ {
+		err = fn(s.pool)
+		if attempt == 0 && retryable(err) {
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return statementFailed(err)
+	}
+	s.committed()
+	return nil
+}
+
+// querier is what a single statement runs on: the pool, or a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// statementFailed classifies the failure of a statement run on its own
+// (writeOne): the statement's own commit failed with it.
+func statementFailed(err error) error {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConflict) {
+		return err // the caller's finding, not the server's
+	}
+	var pe *pgconn.PgError
+	switch {
+	case pgconn.SafeToRetry(err):
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	case errors.As(err, &pe) && (pe.SeverityUnlocalized == "ERROR" || pe.SeverityUnlocalized == "" && pe.Severity == "ERROR"):
+		return classify(err)
+	}
+	return fmt.Errorf("%w: the connection failed while the statement ran: %w", store.ErrOutcomeUnknown, err)
 }
 
 // beforeCommit classifies a write's failure before its COMMIT: nothing
@@ -390,8 +465,9 @@ func beforeCommit(tx pgx.Tx, err error) error {
 // guard sets what keeps one stalled client from stalling the fleet: a
 // session idle inside a transaction (its host lost its network between
 // BEGIN and COMMIT, its VM paused) is ended by the server after 15 s
-// instead of holding the feed lock, and every writer behind it, until the
-// kernel's keepalive gives up hours later; dead peers are noticed in
+// instead of holding its row locks, and the change feed's visibility
+// horizon with every reader behind it (ADR-0053), until the kernel's
+// keepalive gives up hours later; dead peers are noticed in
 // about half a minute on TCP (the keepalive and user-timeout settings are
 // ignored on a unix socket, where a dead peer closes at once). It is used
 // for every connection the store opens, pooled or dedicated.

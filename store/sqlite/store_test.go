@@ -36,12 +36,13 @@ func TestOpenAppliesPragmasAndMigrations(t *testing.T) {
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode %q %v", mode, err)
 	}
-	var fk, timeout, sync int
+	var fk, timeout, sync, cache int
 	db.QueryRow("PRAGMA foreign_keys").Scan(&fk)
 	db.QueryRow("PRAGMA busy_timeout").Scan(&timeout)
 	db.QueryRow("PRAGMA synchronous").Scan(&sync)
-	if fk != 1 || timeout != BusyTimeoutMS || sync != 2 {
-		t.Errorf("foreign_keys=%d busy_timeout=%d synchronous=%d", fk, timeout, sync)
+	db.QueryRow("PRAGMA cache_size").Scan(&cache)
+	if fk != 1 || timeout != BusyTimeoutMS || sync != 2 || cache != -CacheKiB {
+		t.Errorf("foreign_keys=%d busy_timeout=%d synchronous=%d cache_size=%d", fk, timeout, sync, cache)
 	}
 	var version int
 	db.QueryRow("SELECT MAX(version) FROM schema_migrations").Scan(&version)
@@ -99,9 +100,11 @@ func TestDSN(t *testing.T) {
 func TestLifecycleWrittenOnlyByWritePath(t *testing.T) {
 	root := filepath.Join("..", "..")
 	update := regexp.MustCompile(`(?is)UPDATE\s+entities\s+SET\s[^;` + "`" + `"]*?\blifecycle\s*=`)
-	// The write path of each backend: SQLite's and PostgreSQL's
-	// ApplyTransition.
-	allowed := map[string]int{filepath.Join("store", "sqlite", "transition.go"): 1, filepath.Join("store", "postgres", "entities.go"): 1}
+	// The write path of each backend: SQLite's ApplyTransition, and
+	// PostgreSQL's watchdog_apply_transition, which only its
+	// ApplyTransition calls (ADR-0053).
+	pgWritePath := filepath.Join("store", "postgres", "migrations", "0004_feed_by_transaction.sql")
+	allowed := map[string]int{filepath.Join("store", "sqlite", "transition.go"): 1, pgWritePath: 1}
 	seen := map[string]int{}
 	scanned := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -133,10 +136,10 @@ func TestLifecycleWrittenOnlyByWritePath(t *testing.T) {
 	}
 	for f, n := range seen {
 		if allowed[f] != n {
-			t.Errorf("%s updates the lifecycle column %d time(s); only the write path (store/sqlite/transition.go, store/postgres/entities.go) may", f, n)
+			t.Errorf("%s updates the lifecycle column %d time(s); only the write path (store/sqlite/transition.go, %s) may", f, n, pgWritePath)
 		}
 	}
-	if seen[filepath.Join("store", "sqlite", "transition.go")] != 1 || seen[filepath.Join("store", "postgres", "entities.go")] != 1 {
+	if seen[filepath.Join("store", "sqlite", "transition.go")] != 1 || seen[pgWritePath] != 1 {
 		t.Errorf("the scan did not find the write path's own UPDATE: the pattern is broken")
 	}
 }

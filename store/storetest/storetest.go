@@ -33,6 +33,12 @@ type Harness struct {
 	// UPDATE beside the store, bypassing the write path; the audit guard
 	// must refuse it (the error is what the backend answered).
 	BareLifecycleUpdate func(t *testing.T, dsn, typ, id, lifecycle string) error
+	// HoldWrite, when the backend lets writers run beside an open write
+	// transaction (PostgreSQL), opens one beside the store that sets the
+	// entity's heartbeat progress to progress and appends an audit row
+	// whose message is progress, and leaves it open; commit commits it.
+	// Nil for SQLite, whose one writer would block every other.
+	HoldWrite func(t *testing.T, dsn, typ, id, progress string) (commit func())
 }
 
 // Run runs the whole suite against h's backend.
@@ -57,6 +63,7 @@ func Run(t *testing.T, h Harness) {
 		{"FeedAcrossHandles", testFeed},
 		{"FeedByHost", testFeedByHost},
 		{"DataVersionMovesOnAnotherHandlesCommit", testDataVersion},
+		{"FeedMissesNothingUnderConcurrentWriters", testFeedConcurrent},
 		{"ConcurrentTerminationsOneWinner", testRace},
 		{"CrashAtAnyInstant", testCrash},
 	} {
@@ -689,7 +696,9 @@ func testDaemons(t *testing.T, h Harness) {
 }
 
 // testFeed reads the feed on one handle while another writes: every
-// entity at its latest content in revision order, every audit row once.
+// entity at its latest content in revision order (the writes are one
+// after another, so the feed's order is the revisions'), every audit row
+// once.
 func testFeed(t *testing.T, h Harness) {
 	ctx := context.Background()
 	dsn := h.New(t)
@@ -835,6 +844,188 @@ func testDataVersion(t *testing.T, h Harness) {
 	register(t, reader, "session", "s2", strp("running"), nil)
 	if v, err := reader.DataVersion(ctx); err != nil || v == v2 {
 		t.Errorf("the handle's own commit did not move its version at once: %d %v", v, err)
+	}
+}
+
+// testFeedConcurrent: many writers on several handles commit side by side
+// (registrations, transitions, heartbeats, one entity every writer
+// heartbeats) while a reader follows the feed the way the live view does
+// (DataVersion first, then every batch from its cursor); where the backend
+// allows it, a write transaction opened before the writers start stays
+// open until they have all committed. The reader must end with every
+// audit row exactly once, every entity at its stored revision, each
+// entity's revisions and audit seqs rising, and the held write's rows.
+func testFeedConcurrent(t *testing.T, h Harness) {
+	ctx := context.Background()
+	dsn := h.New(t)
+	const handles, lanes, perLane = 3, 3, 25
+	writers := make([]store.Backend, handles)
+	for i := range writers {
+		writers[i] = open(t, h, dsn)
+	}
+	reader := open(t, h, dsn)
+	register(t, writers[0], "session", "hot", strp("running"), nil)
+	register(t, writers[0], "session", "held", strp("running"), nil)
+	var commitHeld func()
+	if h.HoldWrite != nil {
+		commitHeld = h.HoldWrite(t, dsn, "session", "held", "held open")
+	}
+
+	// The reader: its own goroutine until the test ends, its findings
+	// under mu.
+	var (
+		mu       sync.Mutex
+		seenSeq  = map[int64]int{}
+		lastSeq  = map[string]int64{} // entity → last audit seq seen
+		entities = map[string]store.Entity{}
+		problems []string
+		reads    int
+	)
+	stop := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		var (
+			c       store.Cursor
+			version int64 = -1
+		)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v, err := reader.DataVersion(ctx)
+			if err != nil {
+				mu.Lock()
+				problems = append(problems, "data version: "+err.Error())
+				mu.Unlock()
+				return
+			}
+			if v == version {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			version = v
+			for {
+				b, err := reader.ChangesSince(ctx, c, 50)
+				if err != nil {
+					mu.Lock()
+					problems = append(problems, "changes: "+err.Error())
+					mu.Unlock()
+					return
+				}
+				mu.Lock()
+				reads++
+				for _, e := range b.Entities {
+					if was, ok := entities[e.ID]; ok && e.Revision <= was.Revision {
+						problems = append(problems, fmt.Sprintf("%s at revision %d after %d", e.ID, e.Revision, was.Revision))
+					}
+					entities[e.ID] = e
+				}
+				for _, r := range b.Transitions {
+					seenSeq[r.Seq]++
+					if r.Seq <= lastSeq[r.EntityID] {
+						problems = append(problems, fmt.Sprintf("%s: audit seq %d after %d", r.EntityID, r.Seq, lastSeq[r.EntityID]))
+					}
+					lastSeq[r.EntityID] = r.Seq
+				}
+				mu.Unlock()
+				c = b.Next
+				if !b.More {
+					break
+				}
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-readerDone
+	}()
+
+	var wg sync.WaitGroup
+	for hi, w := range writers {
+		for lane := range lanes {
+			wg.Go(func() {
+				for i := range perLane {
+					id := fmt.Sprintf("w%d-%d-%d", hi, lane, i)
+					if _, err := w.Register(ctx, store.Entity{Type: "session", ID: id, Lifecycle: strp("pending")}, "orchestrator", t0); err != nil {
+						t.Errorf("register %s: %v", id, err)
+						return
+					}
+					for _, to := range []string{"running", "completed"} {
+						if _, _, err := move(w, "session", id, to, to == "completed", t0); err != nil {
+							t.Errorf("move %s to %s: %v", id, to, err)
+							return
+						}
+					}
+					if err := w.RecordHeartbeat(ctx, "session", "hot", t0, id); err != nil {
+						t.Errorf("heartbeat: %v", err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if commitHeld != nil {
+		commitHeld()
+	}
+
+	// What the store holds now is what the reader must come to.
+	list, err := writers[0].List(ctx, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int64
+	for _, e := range list {
+		rows, err := writers[0].Transitions(ctx, e.Type, e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			want = append(want, r.Seq)
+		}
+	}
+	if n := 2 + handles*lanes*perLane; len(list) != n {
+		t.Fatalf("%d entities stored, want %d", len(list), n)
+	}
+	testenv.Eventually(t, "the reader to see every committed change", 2*time.Minute, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(problems) > 0 {
+			return true, ""
+		}
+		missing := 0
+		for _, seq := range want {
+			if seenSeq[seq] == 0 {
+				missing++
+			}
+		}
+		stale := 0
+		for _, e := range list {
+			if entities[e.ID].Revision != e.Revision {
+				stale++
+			}
+		}
+		return missing == 0 && stale == 0, fmt.Sprintf("%d of %d audit rows not seen, %d of %d entities not at their stored revision, after %d reads",
+			missing, len(want), stale, len(list), reads)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range problems {
+		t.Error(p)
+	}
+	for seq, n := range seenSeq {
+		if n != 1 {
+			t.Errorf("audit row %d seen %d times", seq, n)
+		}
+	}
+	if len(seenSeq) != len(want) {
+		t.Errorf("the reader saw %d audit rows, the store holds %d", len(seenSeq), len(want))
+	}
+	if commitHeld != nil && entities["held"].HeartbeatProgress != "held open" {
+		t.Errorf("the write held open while the others committed was missed: %+v", entities["held"])
 	}
 }
 

@@ -681,24 +681,34 @@ func TestPageEntities(t *testing.T) {
 		}
 	})
 
-	t.Run("polling", func(t *testing.T) {
-		// The page refreshes itself every 10 s while it is seen, and not
-		// while the tab is hidden: document.hidden is forced here, as a
-		// background tab has it.
+	t.Run("live updates", func(t *testing.T) {
+		// The page follows the daemon's stream of changes while it is
+		// seen, and holds no stream while the tab is hidden:
+		// document.hidden is forced here and visibilitychange sent, as a
+		// browser does for a background tab. Shown again, it reopens the
+		// stream and catches up with one fetch.
 		b.open(t, d, "/", `[data-testid="entities"]`)
+		pbEval[bool](t, b, `(window.wdMarker = "kept", true)`)
 		row := func(id string) string {
 			return fmt.Sprintf(`document.querySelectorAll('[data-testid="entity"][data-id=%q]').length === 1`, id)
 		}
-		pbEval[bool](t, b, `(Object.defineProperty(document, "hidden", {configurable: true, get: () => true}), true)`)
+		pbStreamsAre(t, d, 1)
+		pbSetHidden(t, b, true)
+		pbStreamsAre(t, d, 0)
 		pbWrite(t, d, "/api/v1/entities", `{"type":"session","id":"poll-hidden","lifecycle":"running"}`)
-		time.Sleep(12 * time.Second) // more than one polling period
+		d.must(t, "session", "poll-hidden")
+		pbStreamsAre(t, d, 0) // still none: nothing could tell the hidden tab
 		if pbEval[bool](t, b, row("poll-hidden")) {
 			t.Fatal("a hidden tab refreshed the page")
 		}
-		pbEval[bool](t, b, `(Object.defineProperty(document, "hidden", {configurable: true, get: () => false}), document.dispatchEvent(new Event("visibilitychange")), true)`)
-		b.until(t, "the page refreshed once seen again", row("poll-hidden"), `document.querySelector('[data-testid="entities"]').innerText`)
+		pbSetHidden(t, b, false)
+		b.until(t, "the page caught up once seen again", row("poll-hidden"), `document.querySelector('[data-testid="entities"]').innerText`)
+		pbStreamsAre(t, d, 1)
 		pbWrite(t, d, "/api/v1/entities", `{"type":"session","id":"poll-seen","lifecycle":"running"}`)
-		b.until(t, "the page's own refresh shows a new entity", row("poll-seen"), `document.querySelector('[data-testid="entities"]').innerText`)
+		b.until(t, "the stream brings a new entity", row("poll-seen"), `document.querySelector('[data-testid="entities"]').innerText`)
+		if got := pbEval[string](t, b, `String(window.wdMarker) + " " + performance.getEntriesByType("navigation").length`); got != "kept 1" {
+			t.Fatalf("the page navigated (marker and navigations: %q): it must patch itself, not reload", got)
+		}
 	})
 
 	t.Run("phone", func(t *testing.T) {

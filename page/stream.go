@@ -1,0 +1,177 @@
+package page
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// The stream's bounds (GET /events, ADR-0051).
+const (
+	// StreamKeepAlive is how often an idle stream sends a comment: well
+	// inside the daemon's idle (30 s) and request (30 s) timeouts and any
+	// proxy's, so nothing between takes a quiet stream for a dead one.
+	StreamKeepAlive = 15 * time.Second
+	// StreamGap is the least time between two change events of a
+	// stream: a burst of changes (a thousand heartbeats a second) is one
+	// event per gap, each saying what changed since the last.
+	StreamGap = 250 * time.Millisecond
+	// StreamWriteWait is how long one write to a stream may take: a
+	// client that has not read what was sent by then (its socket's
+	// buffers full) is dropped and counted.
+	StreamWriteWait = 10 * time.Second
+	// StreamRetry is the reconnection delay the stream tells the browser
+	// (EventSource's retry), after a drop, a refusal or a restart.
+	StreamRetry = 3 * time.Second
+)
+
+// streams counts the open streams and the dropped ones, and ends them at
+// shutdown.
+type streams struct {
+	open    atomic.Int64
+	dropped atomic.Uint64
+	refused atomic.Uint64
+	max     atomic.Int64 // 0: no cap
+
+	once sync.Once
+	done chan struct{}
+}
+
+// StreamStats is what the metrics read of the page's streams.
+type StreamStats struct {
+	// Open is how many streams are open now.
+	Open int
+	// Dropped counts the streams ended because the client did not read
+	// (a write that did not complete within StreamWriteWait).
+	Dropped uint64
+	// Refused counts the streams refused at the cap (SetStreamCap).
+	Refused uint64
+}
+
+// Streams reads the page's stream counts.
+func (h *Handler) Streams() StreamStats {
+	return StreamStats{Open: int(h.streams.open.Load()), Dropped: h.streams.dropped.Load(), Refused: h.streams.refused.Load()}
+}
+
+// SetStreamCap bounds how many streams may be open at once (each holds
+// one of the server's http.max_connections requests for its life); n ≤ 0
+// means no cap. One more is answered 503 and its browser retries.
+func (h *Handler) SetStreamCap(n int) { h.streams.max.Store(int64(max(n, 0))) }
+
+// CloseStreams ends every stream now and refuses new ones: the daemon's
+// shutdown (http.Server.Shutdown waits for its requests, and a stream
+// would otherwise keep it waiting until its deadline).
+func (h *Handler) CloseStreams() { h.streams.once.Do(func() { close(h.streams.done) }) }
+
+// change is one event's data: what changed since the last event (the
+// live view's Changes).
+type change struct {
+	Entities   []string `json:"entities,omitempty"`
+	More       bool     `json:"more,omitempty"`
+	Dismissals bool     `json:"dismissals,omitempty"`
+}
+
+// events is GET /events: a server-sent-events stream of the view's
+// changes, one "change" event per StreamGap at most, with a comment every
+// StreamKeepAlive while nothing changes. What a client holds on the
+// daemon is bounded: one coalescing subscription (a set of at most
+// live.MaxChangedKeys keys and a wake flag), whatever it reads.
+func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-h.streams.done:
+		http.Error(w, "the daemon is stopping", http.StatusServiceUnavailable)
+		return
+	default:
+	}
+	n := h.streams.open.Add(1)
+	defer h.streams.open.Add(-1)
+	if m := h.streams.max.Load(); m > 0 && n > m {
+		h.streams.refused.Add(1)
+		w.Header().Set("Retry-After", strconv.Itoa(int(StreamRetry/time.Second)))
+		http.Error(w, "too many open page streams ("+strconv.FormatInt(m, 10)+"); retry shortly", http.StatusServiceUnavailable)
+		return
+	}
+	rc := http.NewResponseController(w)
+	// The server's read timeout would end the request's context (its
+	// background read fails) and its write timeout the stream: each
+	// write sets its own deadline instead.
+	_ = rc.SetReadDeadline(time.Time{}) // a writer without deadlines (a test's recorder) has nothing to lift
+	sub := h.o.View.Subscribe()
+	defer sub.Close()
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	send := func(msg string) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(h.writeWait))
+		if _, err := w.Write([]byte(msg)); err != nil {
+			return h.drop(r, err)
+		}
+		if err := rc.Flush(); err != nil {
+			return h.drop(r, err)
+		}
+		return true
+	}
+	if !send("retry: " + strconv.Itoa(int(StreamRetry/time.Millisecond)) + "\n: open\n\n") {
+		return
+	}
+	keep := time.NewTicker(StreamKeepAlive)
+	defer keep.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-h.streams.done:
+			return
+		case <-keep.C:
+			if !send(": keep-alive\n\n") {
+				return
+			}
+		case <-sub.C():
+			if wait := h.gap - time.Since(last); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-r.Context().Done():
+					t.Stop()
+					return
+				case <-h.streams.done:
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
+			c := sub.Take()
+			if c.Empty() {
+				continue
+			}
+			b, _ := json.Marshal(change(c)) // strings and booleans: cannot fail
+			last = time.Now()
+			if !send("event: change\ndata: " + string(b) + "\n\n") {
+				return
+			}
+			keep.Reset(StreamKeepAlive)
+		}
+	}
+}
+
+// drop ends a stream whose write failed: counted as dropped when the
+// write timed out (the client is there but did not read within the write
+// wait); a client that went away is no drop.
+func (h *Handler) drop(r *http.Request, err error) bool {
+	var ne net.Error
+	if errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		h.streams.dropped.Add(1)
+		h.o.Log.Info("page stream dropped: the client did not read", zap.String("remote", r.RemoteAddr), zap.Error(err))
+	}
+	return false
+}
