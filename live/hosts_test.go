@@ -2,10 +2,15 @@ package live
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"watchdog/attention"
 	"watchdog/internal/testenv"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -72,5 +77,64 @@ func TestViewHoldsItsHosts(t *testing.T) {
 				t.Errorf("%s: Holds(%q) %v, want %v", step.name, h, got, want)
 			}
 		}
+	}
+}
+
+// TestOwnViewAgreesWithTheStoresAnswer: one host's entities as its own
+// daemon's view holds them and as another daemon reads them from the
+// store (For, which that daemon's view does not hold) are the same
+// entries, the same queue and the same counts: one Derive over the same
+// rows (ADR-0056).
+func TestOwnViewAgreesWithTheStoresAnswer(t *testing.T) {
+	st, cli := twoStores(t)
+	ctx := context.Background()
+	db := testenv.SQL(t, cli.Path())
+	r := rand.New(rand.NewPCG(27, 1))
+	seed(t, db, r, 0, 600)
+	if _, err := db.Exec("UPDATE entities SET host_id = 'h' || (rowid % 3)"); err != nil {
+		t.Fatal(err)
+	}
+	now := func() time.Time { return testNow }
+	view := func(host string) *View {
+		v := New(st, now, 0)
+		v.SetHosts(func() store.Hosts { return store.Only(host) })
+		if err := v.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	own, other := view("h1"), view("h0")
+	read, err := other.For(ctx, "h1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read == other || read == own {
+		t.Fatal("For answered from a view, not from the store")
+	}
+	entries := func(v *View) []string {
+		var out []string
+		v.Each("", func(e *Entry) {
+			b, _ := json.Marshal(struct {
+				E store.Entity
+				D Derived
+			}{e.Entity, e.Derived})
+			out = append(out, string(b))
+		})
+		slices.Sort(out)
+		return out
+	}
+	mine, theirs := entries(own), entries(read)
+	if len(mine) < 150 || !slices.Equal(mine, theirs) {
+		t.Errorf("h1's entries: own view %d, the store's answer %d, or they differ", len(mine), len(theirs))
+	}
+	q := attention.Query{Limit: attention.MaxLimit, Host: "h1", IncludeDismissed: true}
+	a, b := own.Attention(q, testNow), read.Attention(q, testNow)
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if a.Total == 0 || string(ja) != string(jb) {
+		t.Errorf("h1's queue: own view %d items, the store's answer %d, or they differ", a.Total, b.Total)
+	}
+	if ca, cb := own.Counts(testNow), read.Counts(testNow); fmt.Sprint(ca) != fmt.Sprint(cb) {
+		t.Errorf("h1's counts: own view %+v, the store's answer %+v", ca, cb)
 	}
 }
