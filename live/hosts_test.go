@@ -43,6 +43,10 @@ func TestViewHoldsItsHosts(t *testing.T) {
 	set(store.Only("a"))
 	v := New(st, clock.Now, 0)
 	v.SetHosts(func() store.Hosts { return *sel.Load() })
+	// The hooks hear changes of what the view holds, not the load of a
+	// host it gains.
+	var heard []string
+	v.OnChange(func(_, cur *store.Entity) { heard = append(heard, cur.ID) })
 	held := func() []string {
 		var ids []string
 		v.Each("", func(e *Entry) { ids = append(ids, e.Entity.ID) })
@@ -54,14 +58,16 @@ func TestViewHoldsItsHosts(t *testing.T) {
 		do    func()
 		want  []string
 		holds map[string]bool // host (or "*": all) → Holds
+		heard []string        // what OnChange hears at the step's Sync
 	}{
-		{"load", func() {}, []string{"a-1"}, map[string]bool{"a": true, "b": false, "": false, "*": false}},
-		{"a write of its host and one of another", func() { reg("a", "a-2"); reg("b", "b-2") }, []string{"a-1", "a-2"}, nil},
-		{"leads: all but b", func() { set(store.AllBut("b")) }, []string{"a-1", "a-2", "hostless-1"}, map[string]bool{"a": true, "": true, "b": false, "c": true, "*": false}},
-		{"a write of a host no daemon runs", func() { reg("c", "c-1") }, []string{"a-1", "a-2", "c-1", "hostless-1"}, nil},
-		{"b falls silent: everything", func() { set(store.AllHosts()) }, []string{"a-1", "a-2", "b-1", "b-2", "c-1", "hostless-1"}, map[string]bool{"*": true}},
-		{"no longer leads", func() { set(store.Only("a")) }, []string{"a-1", "a-2"}, map[string]bool{"a": true, "b": false, "*": false}},
+		{"load", func() {}, []string{"a-1"}, map[string]bool{"a": true, "b": false, "": false, "*": false}, []string{"a-1"}},
+		{"a write of its host and one of another", func() { reg("a", "a-2"); reg("b", "b-2") }, []string{"a-1", "a-2"}, nil, []string{"a-2"}},
+		{"leads: all but b", func() { set(store.AllBut("b")) }, []string{"a-1", "a-2", "hostless-1"}, map[string]bool{"a": true, "": true, "b": false, "c": true, "*": false}, nil},
+		{"a write of a host no daemon runs", func() { reg("c", "c-1") }, []string{"a-1", "a-2", "c-1", "hostless-1"}, nil, []string{"c-1"}},
+		{"b falls silent: everything", func() { set(store.AllHosts()) }, []string{"a-1", "a-2", "b-1", "b-2", "c-1", "hostless-1"}, map[string]bool{"*": true}, nil},
+		{"no longer leads", func() { set(store.Only("a")) }, []string{"a-1", "a-2"}, map[string]bool{"a": true, "b": false, "*": false}, nil},
 	} {
+		heard = nil
 		step.do()
 		if err := v.Sync(ctx); err != nil {
 			t.Fatalf("%s: %v", step.name, err)

@@ -383,7 +383,7 @@ func (v *View) Sync(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("live view: %w", err)
 		}
-		v.apply(b)
+		v.apply(b, true)
 		if v.synced {
 			// Load's rows are no news: a subscriber reads the view after.
 			for i := range b.Entities {
@@ -452,7 +452,10 @@ func (v *View) reselect(ctx context.Context, sel store.Hosts) error {
 				return err
 			}
 			b.Transitions = nil
-			v.apply(b)
+			// A host gained is no change of its entities: the hooks
+			// (the severity log, the push, the monitor of its own
+			// host) hear its later changes, not its load.
+			v.apply(b, false)
 			c = b.Next
 			if !b.More {
 				break
@@ -465,8 +468,8 @@ func (v *View) reselect(ctx context.Context, sel store.Hosts) error {
 	return nil
 }
 
-// apply installs one batch and calls the hooks.
-func (v *View) apply(b store.Batch) {
+// apply installs one batch and, with hooks, calls the hooks.
+func (v *View) apply(b store.Batch, hooks bool) {
 	at := v.now()
 	type change struct {
 		prev, rec *record
@@ -514,6 +517,9 @@ func (v *View) apply(b store.Batch) {
 	v.idx.commit(&ed)
 	v.mu.Unlock()
 
+	if !hooks {
+		return
+	}
 	if len(onChange) > 0 {
 		for _, c := range changes {
 			// The hooks get the entity before as it was: rebuilt from
