@@ -82,6 +82,7 @@ carries the same facts in "judge": nothing in it has been judged since.`,
 				if set, to.DB, err = localSettings(cmd, db); err != nil {
 					return err
 				}
+				to.RunbookURL = set.cfg.Alertmanager.RunbookURL
 				if !cmd.Flags().Changed("failure-window") {
 					window = time.Duration(set.cfg.Thresholds.FailureWindow)
 					q.FailureWindow = window

@@ -24,6 +24,10 @@ type Choice struct {
 	// ConfigFlag says --config was given (status, attention, snooze and
 	// dismiss): it names the daemon's database and settings on this host.
 	ConfigFlag bool
+	// RunbookURL is the config's alertmanager.runbook_url: a local
+	// queue's items link their runbook sections as the daemon's do
+	// ("" links the daemon's own /runbook).
+	RunbookURL string
 }
 
 // Remote decides whether the command goes through the daemon (true) or

@@ -86,6 +86,7 @@ func (c Choice) Open(ctx context.Context, create, run bool) (Target, error) {
 	}
 	l := NewLocal(st, c.Host)
 	l.db = c.DB
+	l.runbook = c.RunbookURL
 	return l, nil
 }
 

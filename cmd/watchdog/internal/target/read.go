@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"watchdog/attention"
+	"watchdog/docs"
 	"watchdog/internal/unixtime"
 	"watchdog/live"
 	"watchdog/state"
@@ -82,6 +83,12 @@ func (l *Local) Queue(ctx context.Context, q attention.Query) (attention.Queue, 
 	if err := l.fillHeartbeats(ctx, &queue, now); err != nil {
 		return attention.Queue{}, err
 	}
+	// The daemon's rule for what to do and where to read more (docs.For),
+	// so the two queues print the same items.
+	queue.FillRunbook(func(code state.ReasonCode) (string, string, bool) {
+		td, ok := docs.For(l.runbook, string(code))
+		return td.Link, td.Do, ok
+	})
 	return queue, nil
 }
 

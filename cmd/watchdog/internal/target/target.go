@@ -87,6 +87,9 @@ type Local struct {
 	// db is where st was opened ("" when not known): whether a daemon
 	// holds its lock says whether one serves it (Judged).
 	db string
+	// runbook is the base of the queue items' runbook links (Choice's
+	// RunbookURL).
+	runbook string
 }
 
 // NewLocal writes into st, identifying this host's processes through
