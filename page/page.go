@@ -20,6 +20,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"html/template"
 	"io/fs"
 	"maps"
@@ -584,13 +585,28 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	ent, found := view.Get(typ, id, now)
 	if v, ok := h.o.View.(*live.View); ok && !found && !v.Holds("", true) {
 		// Another host's entity, which a daemon of a fleet does not hold
-		// (ADR-0056): read with the fleet's from the store.
-		fleet, err := h.fleetView(ctx)
+		// (ADR-0056): read with its host's from the store (every host's
+		// when the store cannot say which host it is of).
+		var other *live.View
+		var err error
+		if g, ok := h.o.Store.(interface {
+			Get(ctx context.Context, typ, id string) (store.Entity, error)
+		}); ok {
+			var e store.Entity
+			if e, err = g.Get(ctx, typ, id); err == nil {
+				other, err = v.For(ctx, e.HostID, false)
+			} else if errors.Is(err, store.ErrNotFound) {
+				h.notFound(w, r, "no entity "+typ+"/"+id)
+				return
+			}
+		} else {
+			other, err = v.For(ctx, "", true)
+		}
 		if err != nil {
 			h.fail(w, r, err)
 			return
 		}
-		view = fleet
+		view = other
 		ent, found = view.Get(typ, id, now)
 	}
 	if !found {

@@ -142,6 +142,14 @@ func TestFleetEachDaemonHoldsItsOwnHost(t *testing.T) {
 		if e := d.must(t, "session", other.host+"-00"); e.HostID != other.host || e.State.Lifecycle != "failed" {
 			t.Errorf("%s reads %s-00 as %s on %q", d.host, other.host, e.State.Lifecycle, e.HostID)
 		}
+		// The page: another host's entity page, and every host's rows in
+		// the table.
+		if code, body := d.do(t, "GET", "/entities/session/"+other.host+"-00", ""); code != http.StatusOK || !strings.Contains(body, "run.failed.exit_nonzero") {
+			t.Errorf("%s's page of %s-00: %d\n%s", d.host, other.host, code, body)
+		}
+		if code, body := d.do(t, "GET", "/", ""); code != http.StatusOK || !strings.Contains(body, "host-a-05") || !strings.Contains(body, "host-c-05") || !strings.Contains(body, "show-1") {
+			t.Errorf("%s's page: %d, not every host's rows", d.host, code)
+		}
 		// The queue: every host's failure, and one host's by ?host=.
 		if q := d.queue(t, ""); q.Total != len(hosts) {
 			t.Errorf("%s's queue: %d items, want %d", d.host, q.Total, len(hosts))
