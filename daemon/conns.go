@@ -12,6 +12,7 @@ import (
 
 	"watchdog/api"
 	"watchdog/metrics"
+	"watchdog/page"
 )
 
 // The HTTP server's bounds (ADR-0034). The cap is http.max_connections;
@@ -57,6 +58,7 @@ func newHTTPServer(h http.Handler, maxConns int, shed func(reason string)) (*htt
 	srv := &http.Server{
 		Handler:           lim.handler(h),
 		ConnState:         lim.track,
+		ConnContext:       page.ConnContext,
 		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

@@ -1,6 +1,7 @@
 package page
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -28,6 +29,12 @@ const (
 	// client that has not read what was sent by then (its socket's
 	// buffers full) is dropped and counted.
 	StreamWriteWait = 10 * time.Second
+	// StreamSendBuffer is a stream socket's send buffer (SO_SNDBUF, which
+	// the kernel doubles): fixed small, so that a client that stops
+	// reading fills it within seconds and meets StreamWriteWait, instead
+	// of the kernel growing the buffer to megabytes first (minutes of
+	// events at a few KB a second). Needs ConnContext on the server.
+	StreamSendBuffer = 16 << 10
 	// StreamRetry is the reconnection delay the stream tells the browser
 	// (EventSource's retry), after a drop, a refusal or a restart.
 	StreamRetry = 3 * time.Second
@@ -71,6 +78,17 @@ func (h *Handler) SetStreamCap(n int) { h.streams.max.Store(int64(max(n, 0))) }
 // would otherwise keep it waiting until its deadline).
 func (h *Handler) CloseStreams() { h.streams.once.Do(func() { close(h.streams.done) }) }
 
+// connKey is the request context's key of its connection (ConnContext).
+type connKey struct{}
+
+// ConnContext is the http.Server's ConnContext under which a stream can
+// reach its connection to fix its send buffer (StreamSendBuffer); without
+// it a stream works but a client that stops reading is dropped only once
+// the kernel's grown buffers are full.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
 // change is one event's data: what changed since the last event (the
 // live view's Changes).
 type change struct {
@@ -104,6 +122,9 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	// background read fails) and its write timeout the stream: each
 	// write sets its own deadline instead.
 	_ = rc.SetReadDeadline(time.Time{}) // a writer without deadlines (a test's recorder) has nothing to lift
+	if c, ok := r.Context().Value(connKey{}).(interface{ SetWriteBuffer(int) error }); ok {
+		_ = c.SetWriteBuffer(StreamSendBuffer) // best effort: the write deadline still bounds a stalled client
+	}
 	sub := h.o.View.Subscribe()
 	defer sub.Close()
 

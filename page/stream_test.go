@@ -22,7 +22,9 @@ func streamEnv(t *testing.T) (*env, *Handler) {
 	t.Helper()
 	e := newEnv(t, "")
 	pg := New(Options{View: e.view, Store: e.st, Now: e.clock.Now, StreamGap: time.Millisecond, StreamWriteWait: 200 * time.Millisecond})
-	srv := httptest.NewServer(api.New(api.Options{Store: e.st, Writer: e.w, Now: e.clock.Now, View: e.view, Page: pg}))
+	srv := httptest.NewUnstartedServer(api.New(api.Options{Store: e.st, Writer: e.w, Now: e.clock.Now, View: e.view, Page: pg}))
+	srv.Config.ConnContext = ConnContext // as the daemon's server: a stream fixes its send buffer
+	srv.Start()
 	t.Cleanup(srv.Close)
 	e.srv = srv
 	return e, pg
