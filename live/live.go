@@ -28,8 +28,10 @@
 //     hides now, its own or one carried over from a finding its reason
 //     subsumes (attention.Acknowledgement); its severity is its entity's.
 //
-// The view holds every entity of the store, whichever host recorded it
-// (in a fleet, the whole fleet). The counts the gauges read (Groups,
+// The view holds every entity of the store, whichever host recorded it,
+// unless given a selection of hosts (SetHosts): a daemon of a fleet holds
+// what it owns, and reads the rest from the store when asked (For,
+// EntryOf; ADR-0056). The counts the gauges read (Groups,
 // ActiveReasons, QueueItems) carry each entity's host, so a daemon counts
 // only what it owns; Counts and Attention are the whole view's.
 //
