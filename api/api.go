@@ -510,6 +510,24 @@ func quote(s string) string {
 	return string(b)
 }
 
+// readerFor is what answers a read of host's entities ("": every
+// host's), synced: the live view when it holds them; else (a daemon of a
+// fleet holds what it owns, ADR-0056) a view of them read from the store
+// now (live.View.For).
+func (s *server) readerFor(ctx context.Context, host string) (LiveReader, error) {
+	if v, ok := s.View.(*live.View); ok {
+		return v.For(ctx, host, host == "")
+	}
+	return s.View, s.View.Sync(ctx)
+}
+
+// holdsAll says whether the live view holds every host's entities: a
+// lone daemon's does; a daemon of a fleet holds what it owns.
+func (s *server) holdsAll() bool {
+	v, ok := s.View.(*live.View)
+	return !ok || v.Holds("", true)
+}
+
 // noView stands in for a view when the store cannot feed one: every read
 // that needs it fails with errNoView, a programming error made visible.
 type noView struct{}

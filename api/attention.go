@@ -83,17 +83,18 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 	q.FailureWindow = s.failureWindow()
 	// The queue is the live view's items, dismissals applied at now: the
 	// same rule, the same items as watchdog_attention_items and STATUS=.
-	if err := s.View.Sync(r.Context()); err != nil {
+	view, err := s.readerFor(r.Context(), q.Host)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	now := s.Now()
-	queue := s.View.Attention(q, now)
+	queue := view.Attention(q, now)
 	// Each item's heartbeat is the one its entity is judged by, found
 	// now (a heartbeat file of this host's is stat'ed), as the entity
 	// read shows it.
 	queue.FillHeartbeats(func(typ, id string) *state.JudgedHeartbeat {
-		ent, ok := s.View.Get(typ, id, now)
+		ent, ok := view.Get(typ, id, now)
 		if !ok {
 			return nil
 		}
@@ -181,11 +182,12 @@ func (s *server) triage(w http.ResponseWriter, r *http.Request, fp string, fps [
 			return
 		}
 		// The cluster is what the daemon's queue shows now: the live view.
-		if err := s.View.Sync(r.Context()); err != nil {
+		view, err := s.readerFor(r.Context(), "")
+		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		if fps, err = attention.ClusterMembers(s.View.Attention(attention.ClusterQuery(s.failureWindow()), now), id); err != nil {
+		if fps, err = attention.ClusterMembers(view.Attention(attention.ClusterQuery(s.failureWindow()), now), id); err != nil {
 			writeError(w, http.StatusNotFound, transitions.CauseNotFound, err.Error())
 			return
 		}

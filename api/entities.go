@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"watchdog/internal/unixtime"
+	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
@@ -77,6 +78,16 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.Now()
 	ent, ok := s.View.Get(typ, id, now)
+	if !ok && !s.holdsAll() {
+		// Another host's entity, which a daemon of a fleet does not hold
+		// (ADR-0056): the store's row, derived as the view derives.
+		e, err := s.Store.Get(ctx, typ, id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			s.fail(w, r, err)
+			return
+		}
+		ent, ok = live.EntryOf(e, now), err == nil
+	}
 	if !ok {
 		s.fail(w, r, fmt.Errorf("entity %s/%s: %w", typ, id, store.ErrNotFound))
 		return
@@ -199,12 +210,13 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		}
 		after = &k
 	}
-	if err := s.View.Sync(r.Context()); err != nil {
+	view, err := s.readerFor(r.Context(), q.Get("host"))
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	now := s.Now()
-	items := selectListed(s.View, wire.EntityFilter{Type: typ, Severities: want, Host: q.Get("host")}, now)
+	items := selectListed(view, wire.EntityFilter{Type: typ, Severities: want, Host: q.Get("host")}, now)
 	out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: len(items)}
 	pg, next := page(items, order, after, int(limit))
 	out.Items, out.Next = make([]wire.Entity, 0, len(pg)), next

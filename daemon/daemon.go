@@ -133,7 +133,10 @@ func Run(ctx context.Context, o Options) error {
 	// it leads or what it owns: the gauges (each daemon counts what it
 	// owns, so sum() across a fleet is the fleet), the reaper and the
 	// monitor's steps (lv.run), the pusher.
-	fl := &fleet{self: host.HostID(), elector: newElector(st, host.HostID(), log.Named("leader")), poke: make(chan struct{}, 1)}
+	fl := &fleet{self: host.HostID(), elector: newElector(st, host.HostID(), log.Named("leader"), view.Kick), poke: make(chan struct{}, 1)}
+	// The view holds what this daemon owns; reads of other hosts go to
+	// the store (ADR-0056).
+	view.SetHosts(fl.Hosts)
 	// The store's commit events feed the view, the pusher (a snooze or a
 	// dismissal changes the queue without an entity change) and, on
 	// SQLite, the fleet: a daemon alone with its file looks at the lock
@@ -153,6 +156,14 @@ func Run(ctx context.Context, o Options) error {
 	}
 	m, err := metrics.New(reg, view, o.Version, time.Now, metrics.Options{Owns: fl.Owns, Leader: fl.Leader})
 	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	// What the view holds is what this daemon's memory and feed work
+	// follow (ADR-0056): its own host's entities, and while it leads the
+	// host-less and the silent hosts'.
+	if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "watchdog_view_entities",
+		Help: "The entities this daemon's live view holds: its own host's; while it leads, also the host-less ones and those of hosts with no daemon alive."},
+		func() float64 { return float64(view.Len()) })); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	pushMetrics, err := alertpush.NewMetrics(reg)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,6 +134,29 @@ func (f *fleet) aliveHost(host string) bool {
 // daemons then counts each entity once.
 func (f *fleet) Owns(host string) bool {
 	return host == f.self || (f.Leader() && (host == "" || !f.aliveHost(host)))
+}
+
+// Hosts is the selection of hosts whose entities this daemon owns, which
+// its live view holds (ADR-0056): its own host; while it leads, also the
+// host-less entities and those of every host whose daemon is not alive
+// (before the first presence tick every host counts as alive: its own and
+// the host-less ones). Owns is true of exactly the hosts it selects.
+func (f *fleet) Hosts() store.Hosts {
+	if !f.Leader() {
+		return store.Only(f.self)
+	}
+	m := f.alive.Load()
+	if m == nil {
+		return store.Only(f.self, "")
+	}
+	var others []string
+	for h, alive := range *m {
+		if alive && h != f.self && h != "" {
+			others = append(others, h)
+		}
+	}
+	sort.Strings(others)
+	return store.AllBut(others...)
 }
 
 // presenceEvery is how often a daemon records its presence in the store
@@ -332,6 +356,8 @@ func (d *daemon) presence(ctx context.Context, mark bool) {
 	}
 	d.fleet.alive.Store(&alive)
 	d.fleet.seen.Store(&seen)
+	// Who is alive decides what this daemon owns: its view follows.
+	d.view.Kick()
 	if !d.fleet.Leader() {
 		return
 	}
@@ -375,15 +401,18 @@ const (
 // newElector elects this daemon's part in the fleet sharing st: PostgreSQL's
 // session advisory lock where the store has one, else a lease row
 // (SQLite) with the leader package's defaults.
-func newElector(st store.Backend, holder string, log *zap.Logger) *leader.Elector {
+func newElector(st store.Backend, holder string, log *zap.Logger, kick func()) *leader.Elector {
+	// A change of leadership changes what this daemon owns: its view
+	// follows at once (kick), not at the next commit.
+	on := func(bool) { kick() }
 	if pg, ok := st.(*postgres.Store); ok {
 		return leader.New(&advisoryLock{lock: pg.LeaderLock(leaderLockKey, "watchdog leader "+holder), settle: pgLeaderTrust},
-			leader.Options{Every: pgLeaderEvery, Trust: pgLeaderTrust, Log: log})
+			leader.Options{Every: pgLeaderEvery, Trust: pgLeaderTrust, Log: log, OnChange: on})
 	}
 	if ls, ok := st.(leader.LeaseStore); ok {
-		return leader.New(leader.Lease{Store: ls, Holder: holder}, leader.Options{Log: log})
+		return leader.New(leader.Lease{Store: ls, Holder: holder}, leader.Options{Log: log, OnChange: on})
 	}
-	return leader.New(leader.Always{}, leader.Options{Log: log})
+	return leader.New(leader.Always{}, leader.Options{Log: log, OnChange: on})
 }
 
 // leaderLockKey is the advisory lock key the daemons of one PostgreSQL

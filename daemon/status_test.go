@@ -164,6 +164,7 @@ func TestOwnership(t *testing.T) {
 		{"fleet leader", true, []string{"h1", "h2"}, map[string]bool{"h1": true, "h2": false, "": true, "h3-no-daemon": true}, true},
 		{"fleet follower", false, []string{"h1", "h2"}, map[string]bool{"h1": true, "h2": false, "": false, "h3-no-daemon": false}, false},
 		{"before the first presence tick, not leading", false, nil, map[string]bool{"h1": true, "h2": false, "": false}, false},
+		{"before the first presence tick, leading", true, nil, map[string]bool{"h1": true, "h2": false, "": true}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,6 +179,10 @@ func TestOwnership(t *testing.T) {
 			for host, want := range tt.owns {
 				if got := f.Owns(host); got != want {
 					t.Errorf("owns %q = %v, want %v", host, got, want)
+				}
+				// The view holds exactly what the daemon owns (ADR-0056).
+				if got := f.Hosts().Has(host); got != want {
+					t.Errorf("hosts %+v has %q = %v, want %v", f.Hosts(), host, got, want)
 				}
 			}
 			if got := f.Leader(); got != tt.lead {

@@ -93,9 +93,9 @@ func runView(ctx context.Context, v *live.View, wake <-chan struct{}, m *metrics
 // statusLine is systemd's STATUS=: the open entities by severity, how many
 // ended within the failure window, and the queue's items, by the
 // definitions of package live that `watchdog status`, the metrics and GET
-// /api/attention share. It reads the live view after a Sync. It counts the
-// whole view, every host's entities in a fleet, as the API does; only the
-// metric gauges count what this daemon owns.
+// /api/attention share. It reads the live view after a Sync: what the
+// daemon holds, every entity for a daemon alone, its own share in a fleet
+// (ADR-0056; the fleet's whole is the API's, read from the store).
 //
 // While the store fails (the store watch's checks, or the view's
 // Sync) it says so first, since when and why, then the last counts read:

@@ -61,7 +61,7 @@ var prometheusSynthesized = map[string]bool{"up": true}
 // the fleet's leader gauge (docs/fleet.md), the Alertmanager push's counters
 // (README, "Push alerts to Alertmanager") and the pidfd watcher's overflow
 // counter (ADR-0039) and the process tree's mode and overflows and the
-// leftover processes (ADR-0044). TestMetricNamesAreExported checks them against a real scrape
+// leftover processes (ADR-0044), and what the live view holds (ADR-0056). TestMetricNamesAreExported checks them against a real scrape
 // like the others; the dashboard need not show them.
 var exporterExtras = map[string]string{
 	"watchdog_scrape_collector_success":          "gauge",
@@ -73,6 +73,7 @@ var exporterExtras = map[string]string{
 	"watchdog_process_tree_mode":                 "gauge",
 	"watchdog_process_tree_overflow_total":       "counter",
 	"watchdog_leftover_processes":                "gauge",
+	"watchdog_view_entities":                     "gauge",
 }
 
 // --- Example config ----------------------------------------------------------

@@ -28,8 +28,10 @@
 //     hides now, its own or one carried over from a finding its reason
 //     subsumes (attention.Acknowledgement); its severity is its entity's.
 //
-// The view holds every entity of the store, whichever host recorded it
-// (in a fleet, the whole fleet). The counts the gauges read (Groups,
+// The view holds every entity of the store, whichever host recorded it,
+// unless given a selection of hosts (SetHosts): a daemon of a fleet holds
+// what it owns, and reads the rest from the store when asked (For,
+// EntryOf; ADR-0056). The counts the gauges read (Groups,
 // ActiveReasons, QueueItems) carry each entity's host, so a daemon counts
 // only what it owns; Counts and Attention are the whole view's.
 //
@@ -68,6 +70,16 @@ type Source interface {
 	DataVersion(ctx context.Context) (int64, error)
 	// Dismissals reads the whole (small) dismissals table.
 	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
+}
+
+// HostSource is a Source that reads its feed by host (both stores): a
+// view given a host selection (SetHosts) reads only the entities of the
+// hosts it holds.
+type HostSource interface {
+	Source
+	// ChangesFor is ChangesSince narrowed to some hosts' entities, and
+	// with f.EntitiesOnly to no audit rows.
+	ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilter, limit int) (store.Batch, error)
 }
 
 // batchSize is how many rows of each kind one feed read carries.
@@ -208,8 +220,16 @@ type View struct {
 	version int64
 	synced  bool // a Sync has completed
 	started bool // the cursor is set
+	// hosts, when set, is the selection of hosts the view holds, asked
+	// at each Sync (SetHosts); nil holds every host.
+	hosts func() store.Hosts
+	// kick wakes RunOn for a Sync without a commit: the selection moved.
+	kick chan struct{}
 
-	mu         sync.RWMutex
+	mu sync.RWMutex
+	// sel is the hosts whose entities the view holds now (read under mu,
+	// written under both locks).
+	sel        store.Hosts
 	entries    map[key]*record
 	idx        index
 	groups     map[Group]int
@@ -232,7 +252,8 @@ func New(src Source, now func() time.Time, window time.Duration) *View {
 	if now == nil {
 		now = time.Now
 	}
-	v := &View{src: src, now: now, entries: map[key]*record{}, words: newInterner(), idx: newIndex(), groups: map[Group]int{}}
+	v := &View{src: src, now: now, entries: map[key]*record{}, words: newInterner(), idx: newIndex(), groups: map[Group]int{},
+		sel: store.AllHosts(), kick: make(chan struct{}, 1)}
 	v.SetFailureWindow(window)
 	return v
 }
@@ -275,6 +296,47 @@ func (v *View) OnTransitions(fn func([]store.AuditRow)) {
 	v.hookMu.Unlock()
 }
 
+// SetHosts makes the view hold the entities of the hosts hosts selects
+// (asked at every Sync), not every host's: a daemon of a fleet holds what
+// it owns (ADR-0056). Call it before Load. A source that cannot read its
+// feed by host (not a HostSource) keeps every host's.
+func (v *View) SetHosts(hosts func() store.Hosts) {
+	if _, ok := v.src.(HostSource); !ok {
+		return
+	}
+	v.syncMu.Lock()
+	v.hosts = hosts
+	v.syncMu.Unlock()
+}
+
+// Kick asks RunOn for a Sync now: the selection of hosts may have moved
+// (a leadership, a host's liveness) without a commit to tell it.
+func (v *View) Kick() {
+	select {
+	case v.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Holds says whether the view holds every entity of host, "" meaning
+// every host's: what a reader asks before it answers from the view
+// rather than from the store. A view without a selection holds all.
+func (v *View) Holds(host string, all bool) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if all {
+		return v.sel.Every()
+	}
+	return v.sel.Has(host)
+}
+
+// Hosts is the selection of hosts the view holds now.
+func (v *View) Hosts() store.Hosts {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.sel
+}
+
 // Load reads every entity and the dismissals, and starts the audit rows
 // at the feed's head. It is Sync for a view never synced.
 func (v *View) Load(ctx context.Context) error { return v.Sync(ctx) }
@@ -291,6 +353,20 @@ func (v *View) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("live view: %w", err)
 	}
+	sel := store.AllHosts()
+	if v.hosts != nil {
+		sel = v.hosts()
+	}
+	if !v.started {
+		// The first load reads the selection from the start.
+		v.mu.Lock()
+		v.sel = sel
+		v.mu.Unlock()
+	} else if !sel.Equal(v.Hosts()) {
+		if err := v.reselect(ctx, sel); err != nil {
+			return fmt.Errorf("live view: %w", err)
+		}
+	}
 	if v.synced && ver == v.version {
 		return nil
 	}
@@ -305,11 +381,11 @@ func (v *View) Sync(ctx context.Context) error {
 	}
 	var changed []string // "type/id" of each entity applied, for the subscribers
 	for {
-		b, err := v.src.ChangesSince(ctx, v.cursor, batchSize)
+		b, err := v.changes(ctx, v.cursor, store.FeedFilter{Hosts: v.Hosts()})
 		if err != nil {
 			return fmt.Errorf("live view: %w", err)
 		}
-		v.apply(b)
+		v.apply(b, true)
 		if v.synced {
 			// Load's rows are no news: a subscriber reads the view after.
 			for i := range b.Entities {
@@ -335,8 +411,67 @@ func (v *View) Sync(ctx context.Context) error {
 	return nil
 }
 
-// apply installs one batch and calls the hooks.
-func (v *View) apply(b store.Batch) {
+// changes reads one batch of the feed: of the selected hosts only when
+// the view has a selection.
+func (v *View) changes(ctx context.Context, c store.Cursor, f store.FeedFilter) (store.Batch, error) {
+	if hs, ok := v.src.(HostSource); ok && v.hosts != nil {
+		return hs.ChangesFor(ctx, c, f, batchSize)
+	}
+	return v.src.ChangesSince(ctx, c, batchSize)
+}
+
+// reselect moves the view's selection to sel: it drops the entities of
+// the hosts sel leaves out and reads those of the hosts it adds, from the
+// start of the feed, entities only (the view follows every audit row
+// already). The feed read that follows, from the view's cursor, brings
+// anything written since. An error leaves the old selection in place, to
+// be moved again at the next Sync (dropping and reading again are
+// idempotent).
+func (v *View) reselect(ctx context.Context, sel store.Hosts) error {
+	old := v.Hosts()
+	if drop := old.Minus(sel); !drop.None() {
+		var ed edit
+		v.mu.Lock()
+		for k, r := range v.entries {
+			if sel.Has(r.host) {
+				continue
+			}
+			delete(v.entries, k)
+			g := groupOf(r)
+			if v.groups[g]--; v.groups[g] == 0 {
+				delete(v.groups, g)
+			}
+			v.idx.change(r, -1, &ed)
+		}
+		v.idx.commit(&ed)
+		v.mu.Unlock()
+	}
+	if add := sel.Minus(old); !add.None() {
+		var c store.Cursor
+		for {
+			b, err := v.changes(ctx, c, store.FeedFilter{Hosts: add, EntitiesOnly: true})
+			if err != nil {
+				return err
+			}
+			b.Transitions = nil
+			// A host gained is no change of its entities: the hooks
+			// (the severity log, the push, the monitor of its own
+			// host) hear its later changes, not its load.
+			v.apply(b, false)
+			c = b.Next
+			if !b.More {
+				break
+			}
+		}
+	}
+	v.mu.Lock()
+	v.sel = sel
+	v.mu.Unlock()
+	return nil
+}
+
+// apply installs one batch and, with hooks, calls the hooks.
+func (v *View) apply(b store.Batch, hooks bool) {
 	at := v.now()
 	type change struct {
 		prev, rec *record
@@ -384,6 +519,9 @@ func (v *View) apply(b store.Batch) {
 	v.idx.commit(&ed)
 	v.mu.Unlock()
 
+	if !hooks {
+		return
+	}
 	if len(onChange) > 0 {
 		for _, c := range changes {
 			// The hooks get the entity before as it was: rebuilt from
@@ -442,6 +580,7 @@ func (v *View) RunOn(ctx context.Context, wake <-chan struct{}, every time.Durat
 				continue
 			}
 		case <-next.C:
+		case <-v.kick:
 		}
 		last = time.Now()
 		next.Set(every)
@@ -616,4 +755,38 @@ func (v *View) Dismissal(fp string) (store.Dismissal, bool) {
 	defer v.mu.RUnlock()
 	d, ok := v.dismissals[fp]
 	return d, ok
+}
+
+// For is what answers a read of host's entities (all: every host's),
+// synced first: the view itself when it holds them, else (a daemon of a
+// fleet holds what it owns, ADR-0056) a view of those hosts read from the
+// store now, which the read uses and drops. Either way the entries are
+// Derive's over the store's rows, and a write acknowledged before the read
+// by any daemon is in the answer.
+func (v *View) For(ctx context.Context, host string, all bool) (*View, error) {
+	if err := v.Sync(ctx); err != nil {
+		return nil, err
+	}
+	if v.Holds(host, all) {
+		return v, nil
+	}
+	sel := store.Only(host)
+	if all {
+		sel = store.AllHosts()
+	}
+	o := New(v.src, v.now, v.FailureWindow())
+	o.hosts = func() store.Hosts { return sel }
+	if err := o.Load(ctx); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// EntryOf is the Entry of an entity the view does not hold (another
+// host's, read from the store), derived at now as the view derives its
+// own.
+func EntryOf(e store.Entity, now time.Time) Entry {
+	w := newInterner()
+	w.entity(&e)
+	return newRecord(&e, now, &w).entry(now)
 }

@@ -20,6 +20,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"html/template"
 	"io/fs"
 	"maps"
@@ -422,6 +423,16 @@ func (h *Handler) frame(title string, now time.Time) layout {
 		Choices: SnoozeChoices, Default: SnoozeDefault}
 }
 
+// fleetView is what the page reads, synced: the live view when it holds
+// every host's entities (a lone daemon's), else (a daemon of a fleet holds
+// what it owns, ADR-0056) every host's read from the store now.
+func (h *Handler) fleetView(ctx context.Context) (LiveReader, error) {
+	if v, ok := h.o.View.(*live.View); ok {
+		return v.For(ctx, "", true)
+	}
+	return h.o.View, h.o.View.Sync(ctx)
+}
+
 func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := indexPage{}
@@ -476,17 +487,18 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	if err := h.o.View.Sync(r.Context()); err != nil {
+	view, err := h.fleetView(r.Context())
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	now := h.o.Now()
 	p.layout = h.frame("watchdog", now)
-	queue := h.o.View.Attention(attention.Query{Limit: queueShown}, now)
+	queue := view.Attention(attention.Query{Limit: queueShown}, now)
 	// The heartbeat each item's entity is judged by, found now, as the
 	// API's queue shows it.
 	queue.FillHeartbeats(func(typ, id string) *state.JudgedHeartbeat {
-		ent, ok := h.o.View.Get(typ, id, now)
+		ent, ok := view.Get(typ, id, now)
 		if !ok {
 			return nil
 		}
@@ -498,7 +510,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		more.Set("queue", strconv.Itoa(min(QueueLimit, 4*queueShown)))
 		p.Queue.More = "/?" + more.Encode()
 	}
-	p.Legacy = h.o.View.Counts(now).Legacy
+	p.Legacy = view.Counts(now).Legacy
 	p.Filter = f
 
 	hosts := map[string]bool{}
@@ -507,7 +519,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		// its order, one page of them kept as the view is walked.
 		sel := wire.EntityFilter{Type: f.Type, Severities: sev, Host: f.Host}
 		pg := pageOf{limit: TablePage, after: after}
-		h.o.View.Each(f.Type, func(e *live.Entry) {
+		view.Each(f.Type, func(e *live.Entry) {
 			if e.Entity.HostID != "" {
 				hosts[e.Entity.HostID] = true
 			}
@@ -569,7 +581,34 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.o.Now()
-	ent, found := h.o.View.Get(typ, id, now)
+	var view LiveReader = h.o.View
+	ent, found := view.Get(typ, id, now)
+	if v, ok := h.o.View.(*live.View); ok && !found && !v.Holds("", true) {
+		// Another host's entity, which a daemon of a fleet does not hold
+		// (ADR-0056): read with its host's from the store (every host's
+		// when the store cannot say which host it is of).
+		var other *live.View
+		var err error
+		if g, ok := h.o.Store.(interface {
+			Get(ctx context.Context, typ, id string) (store.Entity, error)
+		}); ok {
+			var e store.Entity
+			if e, err = g.Get(ctx, typ, id); err == nil {
+				other, err = v.For(ctx, e.HostID, false)
+			} else if errors.Is(err, store.ErrNotFound) {
+				h.notFound(w, r, "no entity "+typ+"/"+id)
+				return
+			}
+		} else {
+			other, err = v.For(ctx, "", true)
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		view = other
+		ent, found = view.Get(typ, id, now)
+	}
 	if !found {
 		h.notFound(w, r, "no entity "+typ+"/"+id)
 		return
@@ -584,7 +623,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	// The entity's items as the queue serves them: which reasons the
 	// page may snooze or dismiss, and which a dismissal hides now.
 	items := map[state.ReasonCode]attention.Item{}
-	for _, it := range h.o.View.EntityItems(typ, id, now) {
+	for _, it := range view.EntityItems(typ, id, now) {
 		items[it.Reason.Code] = it
 	}
 	for _, rs := range we.State.Reasons {
@@ -601,7 +640,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	// An item whose code is not among the reasons shown (a code of the
 	// entity's health or delivery value, or system.outcome.unexplained)
 	// still gets its row: the page must let every item be acted on.
-	for _, it := range h.o.View.EntityItems(typ, id, now) {
+	for _, it := range view.EntityItems(typ, id, now) {
 		if _, left := items[it.Reason.Code]; left {
 			p.Reasons = append(p.Reasons, reasonData{Code: string(it.Reason.Code), Message: it.Reason.Summary, Todo: h.todo(it.Reason.Code),
 				Fingerprint: it.Fingerprint, Hidden: hiddenText(it, now)})

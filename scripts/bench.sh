@@ -32,6 +32,13 @@
 #               one killed and seen dead, /readyz 503 after the store's
 #               tmpfs fills (as root) and after its database is deleted
 #               (under a minute)
+#   fleet       issue 27: 20 daemons with distinct host ids on one
+#               throwaway PostgreSQL, 2,000 sessions each: what each view
+#               holds, each daemon's anonymous RSS against a lone daemon's
+#               with 2,000, the others' CPU under a burst of 10,000
+#               transitions on one host, fleet-wide list and queue reads
+#               from a daemon that holds its own host only, a restart to
+#               ready at 3,000 own entities (`-run fleet`; ADR-0056)
 #
 # Every argument goes to the driver: `scripts/bench.sh -run deaths -n 200`,
 # `scripts/bench.sh -h` lists them. About 15 minutes at the defaults on a

@@ -71,6 +71,10 @@ type Backend interface {
 
 	// The change feed.
 	ChangesSince(ctx context.Context, c Cursor, limit int) (Batch, error)
+	// ChangesFor is ChangesSince narrowed by f: the entities of some
+	// hosts only (a fleet's daemon reads what it owns, ADR-0056), and
+	// with f.EntitiesOnly no audit rows.
+	ChangesFor(ctx context.Context, c Cursor, f FeedFilter, limit int) (Batch, error)
 	FeedHead(ctx context.Context) (Cursor, error)
 	DataVersion(ctx context.Context) (int64, error)
 

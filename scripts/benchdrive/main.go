@@ -26,6 +26,13 @@
 //	memory      the daemon's anonymous RSS empty and after registering
 //	            each size of -memory-n running sessions, per added entity,
 //	            beside -memory-baseline's (memory.go)
+//	fleet       -fleet-daemons daemons with distinct host ids on one
+//	            PostgreSQL, -fleet-n sessions each: each one's anonymous RSS
+//	            against a lone daemon's with the same -fleet-n, the others'
+//	            CPU under a burst of -fleet-burst transitions on one host,
+//	            fleet-wide list and queue reads from a daemon that does not
+//	            hold them, a restart to ready at -fleet-restart-n own
+//	            entities (fleetview.go)
 //	fdlimit     the daemon under prlimit --nofile=-fdlimit-nofile given
 //	            -fdlimit-n live processes: registration errors, /readyz,
 //	            pidfd against polled, every one killed and seen dead, the
@@ -82,10 +89,12 @@ type options struct {
 	memoryBaseline string
 	// The fdlimit part (fdlimit.go).
 	fdlimitN, fdlimitNofile int
+	// The fleet part (fleetview.go).
+	fleetDaemons, fleetN, fleetBurst, fleetRestartN int
 }
 
 // allParts are the values of -run, in the order they run.
-var allParts = []string{"idle", "deaths", "scale", "throughput", "stores", "flood", "memory", "fdlimit"}
+var allParts = []string{"idle", "deaths", "scale", "throughput", "stores", "flood", "memory", "fleet", "fdlimit"}
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -115,6 +124,7 @@ func parseFlags(args []string) (options, error) {
 	var memoryN string
 	memoryFlags(fs, &o, &memoryN)
 	fdlimitFlags(fs, &o)
+	fleetFlags(fs, &o)
 	// One line for a bad flag (run prints it); the full list only for -h.
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
@@ -312,6 +322,11 @@ func (r *runner) all(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.o.parts["fleet"] {
+		if err := r.fleetView(ctx); err != nil {
+			return err
+		}
+	}
 	if r.o.parts["fdlimit"] {
 		if err := r.fdlimit(ctx); err != nil {
 			return err
@@ -323,6 +338,7 @@ func (r *runner) all(ctx context.Context) error {
 	}
 	r.res.printFlood(os.Stdout, r.o)
 	r.res.printMemory(os.Stdout, r.o)
+	r.res.printFleet(os.Stdout, r.o)
 	r.res.printFdlimit(os.Stdout, r.o)
 	return nil
 }

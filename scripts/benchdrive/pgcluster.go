@@ -111,12 +111,14 @@ func startPG(ctx context.Context, dsn string, timeout time.Duration) (*pgServer,
 	}
 	// fsync on (the default, said aloud): a commit is durable, as on the
 	// SQLite side (synchronous=FULL).
+	// 400 connections: the fleet part's 20 daemons hold up to 15 each (a
+	// pool of 12, the listener, the leader's and the host's locks).
 	// SIGQUIT if the driver dies first: the postmaster then stops its
 	// backends at once.
 	attr := &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
 	srv, err := startChildAs("postgres", filepath.Join(dir, "server.log"), attr, dir,
 		filepath.Join(bin, "postgres"), "-D", data, "-c", "listen_addresses=", "-c", "unix_socket_directories="+dir,
-		"-c", "fsync=on", "-c", "max_connections=100")
+		"-c", "fsync=on", "-c", "max_connections=400")
 	if err != nil {
 		p.stop()
 		return nil, err

@@ -24,6 +24,7 @@ type results struct {
 	flood               []floodFigures
 	memory              []memFigures
 	fdlimit             *fdlimitFigures
+	fleet               *fleetFigures
 }
 
 // header says what ran where, so a table pasted elsewhere keeps its context.

@@ -29,6 +29,8 @@ type watchdogd struct {
 // (SQLite), dsn "" a watchdog.db in the daemon's directory.
 type storeConf struct {
 	driver, dsn string
+	// hostID is the daemon's host_id ("": the machine's).
+	hostID string
 }
 
 // watchdogConfig is the daemon's config: its own database and a random
@@ -39,7 +41,11 @@ func watchdogConfig(st storeConf) string {
 	if st.driver != "" {
 		driver = fmt.Sprintf("  driver: %s\n", st.driver)
 	}
-	return fmt.Sprintf("store:\n%s  dsn: %q\nlisten: 127.0.0.1:0\nauth: none\nlog:\n  format: json\n", driver, st.dsn)
+	host := ""
+	if st.hostID != "" {
+		host = fmt.Sprintf("host_id: %s\n", st.hostID)
+	}
+	return fmt.Sprintf("%sstore:\n%s  dsn: %q\nlisten: 127.0.0.1:0\nauth: none\nlog:\n  format: json\n", host, driver, st.dsn)
 }
 
 // startWatchdog starts `bin serve` in dir on a new SQLite file there and

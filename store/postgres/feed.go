@@ -330,13 +330,30 @@ func (s *Store) feedState(ctx context.Context) (feedState, error) {
 // applies every batch misses nothing and sees each row once (ADR-0053).
 // Rows of transactions at or above the horizon wait for the next read.
 func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (store.Batch, error) {
+	return s.ChangesFor(ctx, c, store.FeedFilter{Hosts: store.AllHosts()}, limit)
+}
+
+// ChangesFor is ChangesSince of the entities of f.Hosts only (by the
+// index on host and revision when it names the hosts; a leader's "all but"
+// reads by revision and skips the others' rows), and of no audit rows
+// with f.EntitiesOnly.
+func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilter, limit int) (store.Batch, error) {
 	if limit < 1 {
 		limit = 1000
 	}
 	b := store.Batch{Next: c}
+	hostClause := ""
+	args := []any{c.RevisionTx, c.Revision, limit}
+	if !f.Hosts.Every() {
+		hostClause = " AND host_id = ANY($4)"
+		if f.Hosts.All {
+			hostClause = " AND host_id <> ALL($4)"
+		}
+		args = append(args, f.Hosts.List)
+	}
 	rows, err := s.pool.Query(ctx, "SELECT xid::text::bigint, "+rowcodec.EntityColumns+` FROM entities
-		WHERE xid < pg_snapshot_xmin(pg_current_snapshot()) AND (xid, revision) > ($1::bigint::text::xid8, $2)
-		ORDER BY xid, revision LIMIT $3`, c.RevisionTx, c.Revision, limit)
+		WHERE xid < pg_snapshot_xmin(pg_current_snapshot()) AND (xid, revision) > ($1::bigint::text::xid8, $2)`+hostClause+`
+		ORDER BY xid, revision LIMIT $3`, args...)
 	if err != nil {
 		return store.Batch{}, fmt.Errorf("read changed entities: %w", classify(err))
 	}
@@ -354,6 +371,10 @@ func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (st
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return store.Batch{}, fmt.Errorf("read changed entities: %w", classify(err))
+	}
+	if f.EntitiesOnly {
+		b.More = len(b.Entities) == limit
+		return b, nil
 	}
 	rows, err = s.pool.Query(ctx, "SELECT xid::text::bigint, "+rowcodec.AuditColumns+` FROM transitions
 		WHERE xid < pg_snapshot_xmin(pg_current_snapshot()) AND (xid, seq) > ($1::bigint::text::xid8, $2)

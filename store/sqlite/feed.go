@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
+
 	"watchdog/store"
 	"watchdog/store/internal/rowcodec"
 )
@@ -19,15 +21,43 @@ import (
 // snapshot: an audit row may arrive a batch before (or after) the entity
 // row it changed, and a reader must not rely on their pairing.
 func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (store.Batch, error) {
+	return s.ChangesFor(ctx, c, store.FeedFilter{Hosts: store.AllHosts()}, limit)
+}
+
+// ChangesFor is ChangesSince of the entities of f.Hosts only (by the
+// index on host and revision when it names the hosts; a leader's "all but"
+// reads by revision and skips the others' rows), and of no audit rows
+// with f.EntitiesOnly.
+func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilter, limit int) (store.Batch, error) {
 	if limit < 1 {
 		limit = 1000
 	}
 	b := store.Batch{Next: c}
-	st, err := s.prepared(ctx, "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE revision > ? ORDER BY revision LIMIT ?")
-	if err != nil {
-		return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if f.Hosts.Every() {
+		var st *sql.Stmt
+		st, err = s.prepared(ctx, "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE revision > ? ORDER BY revision LIMIT ?")
+		if err != nil {
+			return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
+		}
+		rows, err = st.QueryContext(ctx, c.Revision, limit)
+	} else {
+		in := "IN"
+		if f.Hosts.All {
+			in = "NOT IN"
+		}
+		args := []any{c.Revision}
+		marks := make([]string, len(f.Hosts.List))
+		for i, h := range f.Hosts.List {
+			marks[i] = "?"
+			args = append(args, h)
+		}
+		args = append(args, limit)
+		rows, err = s.db.QueryContext(ctx, "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE revision > ? AND host_id "+in+" ("+strings.Join(marks, ",")+") ORDER BY revision LIMIT ?", args...)
 	}
-	rows, err := st.QueryContext(ctx, c.Revision, limit)
 	if err != nil {
 		return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
 	}
@@ -47,7 +77,11 @@ func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (st
 		return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
 	}
 
-	st, err = s.prepared(ctx, "SELECT "+rowcodec.AuditColumns+" FROM transitions WHERE seq > ? ORDER BY seq LIMIT ?")
+	if f.EntitiesOnly {
+		b.More = len(b.Entities) == limit
+		return b, nil
+	}
+	st, err := s.prepared(ctx, "SELECT "+rowcodec.AuditColumns+" FROM transitions WHERE seq > ? ORDER BY seq LIMIT ?")
 	if err != nil {
 		return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
 	}

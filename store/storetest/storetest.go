@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 		{"TriageLogNewestFirstAndVacuum", testTriagePagesAndVacuum},
 		{"DaemonPresence", testDaemons},
 		{"FeedAcrossHandles", testFeed},
+		{"FeedByHost", testFeedByHost},
 		{"DataVersionMovesOnAnotherHandlesCommit", testDataVersion},
 		{"FeedMissesNothingUnderConcurrentWriters", testFeedConcurrent},
 		{"ConcurrentTerminationsOneWinner", testRace},
@@ -785,6 +788,64 @@ func testFeed(t *testing.T, h Harness) {
 	}
 	if b, err := reader.ChangesSince(ctx, head, 10); err != nil || len(b.Entities)+len(b.Transitions) != 0 || b.More {
 		t.Errorf("read from the head: %+v %v", b, err)
+	}
+}
+
+// testFeedByHost: ChangesFor reads the entities of the hosts it is asked
+// for, every one of them at its latest content, and with EntitiesOnly no
+// audit rows; "" is the host-less entities.
+func testFeedByHost(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	for _, host := range []string{"a", "b", "c", ""} {
+		for i := range 3 {
+			register(t, s, "session", fmt.Sprintf("%s-%d", host, i), strp("running"), func(e *store.Entity) { e.HostID = host })
+		}
+	}
+	if _, _, err := move(s, "session", "b-1", "completed", true, t0); err != nil {
+		t.Fatal(err)
+	}
+	read := func(f store.FeedFilter) (ids []string, audit int) {
+		t.Helper()
+		var c store.Cursor
+		for {
+			b, err := s.ChangesFor(ctx, c, f, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range b.Entities {
+				ids = append(ids, e.ID)
+				if e.ID == "b-1" && e.LifecycleOr("") != "completed" {
+					t.Errorf("b-1 read as %s", e.LifecycleOr(""))
+				}
+			}
+			audit += len(b.Transitions)
+			c = b.Next
+			if !b.More {
+				break
+			}
+		}
+		sort.Strings(ids)
+		return ids, audit
+	}
+	for _, tc := range []struct {
+		name string
+		f    store.FeedFilter
+		want string
+		// audit is how many audit rows the read carries: 12
+		// registrations and one transition, or none.
+		audit int
+	}{
+		{"one host", store.FeedFilter{Hosts: store.Only("b")}, "b-0 b-1 b-2", 13},
+		{"host-less and one", store.FeedFilter{Hosts: store.Only("", "a")}, "-0 -1 -2 a-0 a-1 a-2", 13},
+		{"all but two", store.FeedFilter{Hosts: store.AllBut("a", "c")}, "-0 -1 -2 b-0 b-1 b-2", 13},
+		{"entities only", store.FeedFilter{Hosts: store.Only("c"), EntitiesOnly: true}, "c-0 c-1 c-2", 0},
+		{"no host", store.FeedFilter{Hosts: store.Only()}, "", 13},
+	} {
+		ids, audit := read(tc.f)
+		if got := strings.Join(ids, " "); got != tc.want || audit != tc.audit {
+			t.Errorf("%s: read %q and %d audit rows, want %q and %d", tc.name, got, audit, tc.want, tc.audit)
+		}
 	}
 }
 
