@@ -79,15 +79,17 @@ var migrationFS embed.FS
 const BusyTimeoutMS = 10000
 
 // CacheKiB is each connection's page cache, in KiB (PRAGMA cache_size).
-const CacheKiB = 256
+const CacheKiB = 64
 
 // DSN turns a path (or a file: URI) into the driver DSN with watchdog's
 // pragmas. synchronous=FULL because a transition that was acknowledged must
 // survive a power cut: losing an audit row is losing state. cache_size is
-// 256 KiB a connection (CacheKiB), not SQLite's 2 MB: the pool keeps
-// eight connections, each cache filled as the database grows, and 16 MB
-// of them was a fifth of the daemon's memory at 10,000 entities
-// (ADR-0052); a page missed is read back from the kernel's page cache.
+// 64 KiB a connection (CacheKiB; 16 pages), not SQLite's 2 MB: the pool
+// keeps eight connections, each cache filled as the database grows, and
+// the driver's allocator keeps what SQLite frees mapped; at 256 KiB they
+// were a tenth of the daemon's memory at 10,000 entities (ADR-0052). A
+// page missed is read back from the kernel's page cache (one pread); the
+// queue, the counts and the lists read the view, not SQLite.
 func DSN(path string) string {
 	base, query := path, ""
 	if strings.HasPrefix(path, "file:") {
