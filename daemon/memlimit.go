@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"slices"
 	"sync"
 	"time"
 )
@@ -114,14 +113,12 @@ type heapRelease struct {
 	mu    sync.Mutex
 	timer *time.Timer
 	// free reads the heap's mapped free bytes and the live heap; give
-	// returns them; tighten sets the quiet limit (the runtime's, but for
-	// tests).
-	free    func() (free, live uint64)
-	give    func()
-	tighten func()
+	// returns them (the runtime's, but for tests).
+	free func() (free, live uint64)
+	give func()
 }
 
-var releaser = &heapRelease{after: quietAfter, free: heapFree, give: debug.FreeOSMemory, tighten: setQuietLimit}
+var releaser = &heapRelease{after: quietAfter, free: heapFree, give: debug.FreeOSMemory}
 
 // collected is called after every collection: the quiet begins again.
 func (h *heapRelease) collected() {
@@ -134,18 +131,12 @@ func (h *heapRelease) collected() {
 	h.timer.Reset(h.after)
 }
 
-// quiet gives the free heap back when it is worth a collection, and
-// otherwise narrows the headroom to the quiet one. Not both: the
-// release's own collection sets the busy limit again (the pacer's
-// finalizer, which may run after this returns) and re-arms the timer,
-// whose next turn narrows it.
+// quiet gives the free heap back when it is worth a collection.
 func (h *heapRelease) quiet() {
 	free, live := h.free()
 	if worthReleasing(free, live) {
 		h.give()
-		return
 	}
-	h.tighten()
 }
 
 // worthReleasing is whether free bytes mapped beside a live heap are
@@ -171,65 +162,19 @@ func heapFree() (free, live uint64) {
 	return v(0), v(1)
 }
 
-// The quiet headroom (ADR-0052, third step). Between two collections an
-// idle daemon's garbage (a scrape, a sweep's pages, the runtime's forced
-// collection every two minutes) may grow to the busy pacing's goal, twice
-// the live heap up to 16 MB live, and the runtime keeps the pages it
-// touched: at 10,000 entities that was 11 MB of a 26 MB daemon between
-// two sweeps. Once quiet (the release's timer: no collection for
-// quietAfter) the limit is narrowed to what the heap holds now (the live
-// heap and the unused parts of its spans, which no collection frees)
-// plus an eighth of the live heap, never less than 4 MB; the scavenger
-// hands back what is mapped over it. The next collection, whatever
-// brings it, sets the busy limit again, and the quiet one comes back
-// quietAfter after the last collection: a daemon that starts working pays
-// at most one early collection, and a quiet daemon a collection per 4 MB
-// (or eighth) of what it allocates.
-const (
-	quietShare = 0.125
-	quietFloor = 4 << 20
-)
-
-// quietLimit is the memory limit of a quiet daemon: the runtime's memory
-// beside the heap, the heap's live objects and its spans' unused parts,
-// and the quiet headroom.
-func quietLimit(live, total, objects, unused, free, released uint64) int64 {
-	other := int64(total) - int64(objects+unused+free+released)
-	other = max(other, 0)
-	head := max(int64(float64(live)*quietShare), quietFloor)
-	return other + int64(unused) + int64(live) + head
-}
-
-// readLimitSamples reads the runtime's figures the limits are made of,
-// in memLimitSamples' order.
-func readLimitSamples(samples []metrics.Sample) (live, total, objects, unused, free, released uint64) {
-	metrics.Read(samples)
-	v := func(i int) uint64 {
-		if samples[i].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return samples[i].Value.Uint64()
-	}
-	return v(0), v(1), v(2), v(3), v(4), v(5)
-}
-
 // setSoftLimit reads what the last collection found and sets the limit.
 func setSoftLimit() {
-	live, total, objects, unused, free, released := readLimitSamples(memLimitSamples)
+	metrics.Read(memLimitSamples)
+	v := func(i int) uint64 {
+		if memLimitSamples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return memLimitSamples[i].Value.Uint64()
+	}
+	live := v(0)
 	if live == 0 {
 		debug.SetMemoryLimit(math.MaxInt64)
 		return
 	}
-	debug.SetMemoryLimit(softLimit(live, total, objects, unused, free, released))
-}
-
-// setQuietLimit narrows the limit to the quiet headroom. Its samples are
-// its own: it runs on the release's timer, beside the finalizer's.
-func setQuietLimit() {
-	samples := slices.Clone(memLimitSamples)
-	live, total, objects, unused, free, released := readLimitSamples(samples)
-	if live == 0 {
-		return
-	}
-	debug.SetMemoryLimit(quietLimit(live, total, objects, unused, free, released))
+	debug.SetMemoryLimit(softLimit(live, v(1), v(2), v(3), v(4), v(5)))
 }

@@ -1,9 +1,7 @@
 package daemon
 
 import (
-	"math"
 	"runtime"
-	"runtime/debug"
 	"testing"
 	"time"
 )
@@ -24,33 +22,6 @@ func TestSoftLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := softLimit(tc.live, tc.total, tc.objects, tc.unused, tc.free, tc.relsd); got != tc.want {
 				t.Errorf("softLimit = %d MB, want %d MB", got/mb, tc.want/mb)
-			}
-		})
-	}
-}
-
-// TestQuietLimit: a quiet daemon's limit is what the heap holds now
-// (live objects and the unused parts of their spans) and the runtime
-// beside it, plus an eighth of the live heap, never less than the floor.
-func TestQuietLimit(t *testing.T) {
-	const mb = 1 << 20
-	for _, tc := range []struct {
-		name                                      string
-		live, total, objects, unused, free, relsd uint64
-		want                                      int64
-	}{
-		{"a small heap: the floor", 2 * mb, 20 * mb, 3 * mb, 1 * mb, 2 * mb, 4 * mb, (20-3-1-2-4)*mb + 1*mb + 2*mb + quietFloor},
-		{"10,000 entities: the floor over the heap as it lies", 12 * mb, 50 * mb, 14 * mb, 4 * mb, 1 * mb, 25 * mb, (50-14-4-1-25)*mb + 4*mb + 12*mb + quietFloor},
-		{"a large heap: an eighth over", 100 * mb, 300 * mb, 120 * mb, 10 * mb, 50 * mb, 100 * mb, (300-120-10-50-100)*mb + 10*mb + 100*mb + 100*mb/8},
-		{"figures that do not add up: no negative share", 40 * mb, 10 * mb, 20 * mb, 0, 0, 0, 40*mb + 5*mb},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := quietLimit(tc.live, tc.total, tc.objects, tc.unused, tc.free, tc.relsd)
-			if got != tc.want {
-				t.Errorf("quietLimit = %d B, want %d B", got, tc.want)
-			}
-			if busy := softLimit(tc.live, tc.total, tc.objects, tc.unused, tc.free, tc.relsd); got > busy+int64(tc.unused) {
-				t.Errorf("quietLimit %d B over the busy limit's %d B and the unused %d B", got, busy, tc.unused)
 			}
 		})
 	}
@@ -93,8 +64,7 @@ func TestWorthReleasing(t *testing.T) {
 }
 
 // TestReleaseOnceQuiet: a collection arms the timer; once it fires with
-// the free heap worth it the heap is given back, and when it is not the
-// limit is narrowed to the quiet headroom instead.
+// the free heap worth it the heap is given back, and not when it is not.
 func TestReleaseOnceQuiet(t *testing.T) {
 	const mb = 1 << 20
 	for _, tc := range []struct {
@@ -108,15 +78,13 @@ func TestReleaseOnceQuiet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			given := make(chan struct{}, 1)
 			checked := make(chan struct{}, 1)
-			tightened := make(chan struct{}, 1)
 			h := &heapRelease{
 				after: time.Millisecond,
 				free: func() (uint64, uint64) {
 					defer func() { checked <- struct{}{} }()
 					return tc.free, 8 * mb
 				},
-				give:    func() { given <- struct{}{} },
-				tighten: func() { tightened <- struct{}{} },
+				give: func() { given <- struct{}{} },
 			}
 			h.collected()
 			select {
@@ -139,19 +107,6 @@ func TestReleaseOnceQuiet(t *testing.T) {
 					}
 				}
 			}
-			if tc.want {
-				select {
-				case <-tightened:
-					t.Errorf("%d MB free given back and the limit narrowed too", tc.free/mb)
-				default:
-				}
-				return
-			}
-			select {
-			case <-tightened:
-			case <-time.After(2 * time.Minute):
-				t.Errorf("%d MB free kept and the limit never narrowed", tc.free/mb)
-			}
 		})
 	}
 }
@@ -166,22 +121,5 @@ func TestHeapFreeReadsTheRuntime(t *testing.T) {
 		t.Errorf("live heap %d B after a collection holding 1 MB", live)
 	}
 	t.Logf("free %d B, live %d B", free, live)
-	runtime.KeepAlive(keep)
-}
-
-// TestSetQuietLimitReadsTheRuntime: after a collection the quiet limit is
-// set from the runtime's figures, over the live heap (a limit under it
-// would collect continuously).
-func TestSetQuietLimitReadsTheRuntime(t *testing.T) {
-	prev := debug.SetMemoryLimit(-1)
-	defer debug.SetMemoryLimit(prev)
-	keep := make([]byte, 8<<20)
-	runtime.GC()
-	_, live := heapFree()
-	setQuietLimit()
-	got := debug.SetMemoryLimit(-1)
-	if got == math.MaxInt64 || got < int64(live)+quietFloor {
-		t.Errorf("quiet limit %d B with %d B live: want at least the live heap and the floor", got, live)
-	}
 	runtime.KeepAlive(keep)
 }
