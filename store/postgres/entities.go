@@ -82,8 +82,10 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 				// statement (the link changes no lifecycle: the audit
 				// guard does not fire).
 				// No evidence: '[]', as rowcodec.JSONList writes a nil list.
+				// The row's host is the entity's, as inserted above.
 				_, err = tx.Exec(ctx, `WITH a AS (INSERT INTO transitions (seq, entity_type, entity_id, from_lifecycle, to_lifecycle,
-					reason_code, message, evidence, actor, trigger_name, at) VALUES (0, $1, $2, NULL, $3, '', 'registered', '[]', $4, '', $5) RETURNING seq)
+					reason_code, message, evidence, actor, trigger_name, at, host_id) VALUES (0, $1, $2, NULL, $3, '', 'registered', '[]', $4, '', $5,
+					COALESCE((SELECT host_id FROM entities WHERE type = $1 AND id = $2), '')) RETURNING seq)
 					UPDATE entities SET last_seq = (SELECT seq FROM a) WHERE type = $1 AND id = $2`,
 					e.Type, e.ID, *e.Lifecycle, actor, unixtime.Seconds(at))
 				if err != nil {

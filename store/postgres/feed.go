@@ -333,10 +333,10 @@ func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (st
 	return s.ChangesFor(ctx, c, store.FeedFilter{Hosts: store.AllHosts()}, limit)
 }
 
-// ChangesFor is ChangesSince of the entities of f.Hosts only (by the
-// index on host and revision when it names the hosts; a leader's "all but"
-// reads by revision and skips the others' rows), and of no audit rows
-// with f.EntitiesOnly.
+// ChangesFor is ChangesSince of the entities and audit rows of f.Hosts
+// only (by the indexes on host and feed order when it names the hosts; a
+// leader's "all but" reads in feed order and skips the others' rows), and
+// of no audit rows with f.EntitiesOnly.
 func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilter, limit int) (store.Batch, error) {
 	if limit < 1 {
 		limit = 1000
@@ -376,9 +376,12 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 		b.More = len(b.Entities) == limit
 		return b, nil
 	}
+	// The audit rows of the same hosts (the index on host, xid and seq of
+	// migration 0006).
+	args[0], args[1] = c.SeqTx, c.Seq
 	rows, err = s.pool.Query(ctx, "SELECT xid::text::bigint, "+rowcodec.AuditColumns+` FROM transitions
-		WHERE xid < pg_snapshot_xmin(pg_current_snapshot()) AND (xid, seq) > ($1::bigint::text::xid8, $2)
-		ORDER BY xid, seq LIMIT $3`, c.SeqTx, c.Seq, limit)
+		WHERE xid < pg_snapshot_xmin(pg_current_snapshot()) AND (xid, seq) > ($1::bigint::text::xid8, $2)`+hostClause+`
+		ORDER BY xid, seq LIMIT $3`, args...)
 	if err != nil {
 		return store.Batch{}, fmt.Errorf("read new transitions: %w", classify(err))
 	}

@@ -757,8 +757,9 @@ func testFeed(t *testing.T, h Harness) {
 }
 
 // testFeedByHost: ChangesFor reads the entities of the hosts it is asked
-// for, every one of them at its latest content, and with EntitiesOnly no
-// audit rows; "" is the host-less entities.
+// for, every one of them at its latest content, and their audit rows
+// (each stamped with its entity's host by the write path), or with
+// EntitiesOnly no audit rows; "" is the host-less entities.
 func testFeedByHost(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := open(t, h, h.New(t))
@@ -785,6 +786,13 @@ func testFeedByHost(t *testing.T, h Harness) {
 				}
 			}
 			audit += len(b.Transitions)
+			for _, r := range b.Transitions {
+				// The write path stamped each row with its entity's
+				// host, and the read kept the selected hosts' only.
+				if host, _, _ := strings.Cut(r.EntityID, "-"); r.HostID != host || !f.Hosts.Has(r.HostID) {
+					t.Errorf("audit row %d of %s has host %q (selected: %+v)", r.Seq, r.EntityID, r.HostID, f.Hosts)
+				}
+			}
 			c = b.Next
 			if !b.More {
 				break
@@ -797,15 +805,16 @@ func testFeedByHost(t *testing.T, h Harness) {
 		name string
 		f    store.FeedFilter
 		want string
-		// audit is how many audit rows the read carries: 12
-		// registrations and one transition, or none.
+		// audit is how many audit rows the read carries: the selected
+		// hosts' registrations and b-1's transition, or none.
 		audit int
 	}{
-		{"one host", store.FeedFilter{Hosts: store.Only("b")}, "b-0 b-1 b-2", 13},
-		{"host-less and one", store.FeedFilter{Hosts: store.Only("", "a")}, "-0 -1 -2 a-0 a-1 a-2", 13},
-		{"all but two", store.FeedFilter{Hosts: store.AllBut("a", "c")}, "-0 -1 -2 b-0 b-1 b-2", 13},
+		{"every host", store.FeedFilter{Hosts: store.AllHosts()}, "-0 -1 -2 a-0 a-1 a-2 b-0 b-1 b-2 c-0 c-1 c-2", 13},
+		{"one host", store.FeedFilter{Hosts: store.Only("b")}, "b-0 b-1 b-2", 4},
+		{"host-less and one", store.FeedFilter{Hosts: store.Only("", "a")}, "-0 -1 -2 a-0 a-1 a-2", 6},
+		{"all but two", store.FeedFilter{Hosts: store.AllBut("a", "c")}, "-0 -1 -2 b-0 b-1 b-2", 7},
 		{"entities only", store.FeedFilter{Hosts: store.Only("c"), EntitiesOnly: true}, "c-0 c-1 c-2", 0},
-		{"no host", store.FeedFilter{Hosts: store.Only()}, "", 13},
+		{"no host", store.FeedFilter{Hosts: store.Only()}, "", 0},
 	} {
 		ids, audit := read(tc.f)
 		if got := strings.Join(ids, " "); got != tc.want || audit != tc.audit {
