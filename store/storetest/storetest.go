@@ -825,11 +825,16 @@ func testFeedByHost(t *testing.T, h Harness) {
 
 // testDataVersion: another handle's commit moves the version, and so does
 // the handle's own; a reader that reads the version before the rows sees
-// everything by the time the version stops moving.
+// everything by the time the version stops moving. A reader whose wake-ups
+// are narrowed to a host (PostgreSQL's WakeFor) still sees its version
+// move on another host's commit: read your writes across the fleet.
 func testDataVersion(t *testing.T, h Harness) {
 	ctx := context.Background()
 	dsn := h.New(t)
 	reader, writer := open(t, h, dsn), open(t, h, dsn)
+	if w, ok := reader.(interface{ WakeFor(store.Hosts) }); ok {
+		w.WakeFor(store.Only("elsewhere"))
+	}
 	register(t, writer, "session", "s0", strp("running"), nil)
 	v0, err := reader.DataVersion(ctx)
 	if err != nil {
