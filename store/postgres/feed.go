@@ -477,6 +477,21 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 		limit = 1000
 	}
 	b := store.Batch{Next: c}
+	// A read of every host but some scans the feed in order and skips
+	// the others' rows; a cursor left at the last row kept would scan
+	// them again at every read, as many as the others wrote since. The
+	// head below the horizon, read first, is where such a read that
+	// reached the end may go on from: every row up to it was below the
+	// horizon then, so final and seen by the reads that follow.
+	var head store.Cursor
+	skips := f.Hosts.All && !f.Hosts.Every()
+	if skips {
+		st, err := s.feedState(ctx)
+		if err != nil {
+			return store.Batch{}, err
+		}
+		head = st.head
+	}
 	hostClause := ""
 	args := []any{c.RevisionTx, c.Revision, limit}
 	if !f.Hosts.Every() {
@@ -507,6 +522,9 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 	if err := rows.Err(); err != nil {
 		return store.Batch{}, fmt.Errorf("read changed entities: %w", classify(err))
 	}
+	if skips && len(b.Entities) < limit && feedAfter(head.RevisionTx, head.Revision, b.Next.RevisionTx, b.Next.Revision) {
+		b.Next.RevisionTx, b.Next.Revision = head.RevisionTx, head.Revision
+	}
 	if f.EntitiesOnly {
 		b.More = len(b.Entities) == limit
 		return b, nil
@@ -535,8 +553,17 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 	if err := rows.Err(); err != nil {
 		return store.Batch{}, fmt.Errorf("read new transitions: %w", classify(err))
 	}
+	if skips && len(b.Transitions) < limit && feedAfter(head.SeqTx, head.Seq, b.Next.SeqTx, b.Next.Seq) {
+		b.Next.SeqTx, b.Next.Seq = head.SeqTx, head.Seq
+	}
 	b.More = len(b.Entities) == limit || len(b.Transitions) == limit
 	return b, nil
+}
+
+// feedAfter says whether the feed position (tx, n) comes after (tx0, n0):
+// by transaction, then by number.
+func feedAfter(tx, n, tx0, n0 int64) bool {
+	return tx > tx0 || tx == tx0 && n > n0
 }
 
 // withXid scans a row whose first column is the writing transaction, then

@@ -33,6 +33,20 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 		limit = 1000
 	}
 	b := store.Batch{Next: c}
+	// A read of every host but some scans the feed in order and skips
+	// the others' rows; a cursor left at the last row kept would scan
+	// them again at every read, as many as the others wrote since. The
+	// head, read first, is where such a read that reached the end may
+	// go on from: every row up to it was committed before the rows were
+	// read (one writer, numbers in commit order).
+	var head store.Cursor
+	skips := f.Hosts.All && !f.Hosts.Every()
+	if skips {
+		var err error
+		if head, err = s.FeedHead(ctx); err != nil {
+			return store.Batch{}, err
+		}
+	}
 	var (
 		rows *sql.Rows
 		err  error
@@ -67,6 +81,9 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 		return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
 	}
 
+	if skips && len(b.Entities) < limit {
+		b.Next.Revision = max(b.Next.Revision, head.Revision)
+	}
 	if f.EntitiesOnly {
 		b.More = len(b.Entities) == limit
 		return b, nil
@@ -112,6 +129,9 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 	}
 	if err := arows.Err(); err != nil {
 		return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
+	}
+	if skips && len(b.Transitions) < limit {
+		b.Next.Seq = max(b.Next.Seq, head.Seq)
 	}
 	b.More = len(b.Entities) == limit || len(b.Transitions) == limit
 	return b, nil

@@ -771,9 +771,12 @@ func testFeedByHost(t *testing.T, h Harness) {
 	if _, _, err := move(s, "session", "b-1", "completed", true, t0); err != nil {
 		t.Fatal(err)
 	}
-	read := func(f store.FeedFilter) (ids []string, audit int) {
+	// The feed ends with a row of a, which "all but a and c" skips.
+	if _, _, err := move(s, "session", "a-2", "completed", true, t0); err != nil {
+		t.Fatal(err)
+	}
+	read := func(f store.FeedFilter) (ids []string, audit int, c store.Cursor) {
 		t.Helper()
-		var c store.Cursor
 		for {
 			b, err := s.ChangesFor(ctx, c, f, 2)
 			if err != nil {
@@ -799,26 +802,35 @@ func testFeedByHost(t *testing.T, h Harness) {
 			}
 		}
 		sort.Strings(ids)
-		return ids, audit
+		return ids, audit, c
+	}
+	head, err := s.FeedHead(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name string
 		f    store.FeedFilter
 		want string
 		// audit is how many audit rows the read carries: the selected
-		// hosts' registrations and b-1's transition, or none.
+		// hosts' registrations and b-1's and a-2's transitions, or none.
 		audit int
 	}{
-		{"every host", store.FeedFilter{Hosts: store.AllHosts()}, "-0 -1 -2 a-0 a-1 a-2 b-0 b-1 b-2 c-0 c-1 c-2", 13},
+		{"every host", store.FeedFilter{Hosts: store.AllHosts()}, "-0 -1 -2 a-0 a-1 a-2 b-0 b-1 b-2 c-0 c-1 c-2", 14},
 		{"one host", store.FeedFilter{Hosts: store.Only("b")}, "b-0 b-1 b-2", 4},
-		{"host-less and one", store.FeedFilter{Hosts: store.Only("", "a")}, "-0 -1 -2 a-0 a-1 a-2", 6},
+		{"host-less and one", store.FeedFilter{Hosts: store.Only("", "a")}, "-0 -1 -2 a-0 a-1 a-2", 7},
 		{"all but two", store.FeedFilter{Hosts: store.AllBut("a", "c")}, "-0 -1 -2 b-0 b-1 b-2", 7},
 		{"entities only", store.FeedFilter{Hosts: store.Only("c"), EntitiesOnly: true}, "c-0 c-1 c-2", 0},
 		{"no host", store.FeedFilter{Hosts: store.Only()}, "", 0},
 	} {
-		ids, audit := read(tc.f)
+		ids, audit, c := read(tc.f)
 		if got := strings.Join(ids, " "); got != tc.want || audit != tc.audit {
 			t.Errorf("%s: read %q and %d audit rows, want %q and %d", tc.name, got, audit, tc.want, tc.audit)
+		}
+		// A read of every host but some that reached the end goes on
+		// from the head: the others' rows are not scanned again.
+		if tc.f.Hosts.All && c != head {
+			t.Errorf("%s: read to %+v, want the head %+v", tc.name, c, head)
 		}
 	}
 }
