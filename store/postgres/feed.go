@@ -152,9 +152,6 @@ func (s *Store) WakeFor(h store.Hosts) {
 // wakes says whether a notification's payload moves DataVersion: not its
 // own (the commit moved it already), and one of the hosts WakeFor selects.
 func (s *Store) wakes(payload string) bool {
-	if payload == s.self {
-		return false // an older build's form of its own name; never sent now
-	}
 	var n notice
 	if json.Unmarshal([]byte(payload), &n) != nil || n.From == "" {
 		return true
