@@ -1,0 +1,127 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"watchdog/attention"
+	"watchdog/store"
+)
+
+// Columns are the derived columns of e's row that the fleet-wide reads
+// select and order by (store.Derived, ADR-0058): from Derive, the one
+// derivation every surface reads, so the store's answer and the view's
+// agree by construction. None depends on the time of a read.
+func Columns(e store.Entity) store.Derived {
+	d := Derive(e, e.UpdatedAt)
+	c := store.Derived{Type: e.Type, ID: e.ID, Revision: e.Revision, Rank: d.State.ListRank(), Items: len(d.Items)}
+	if !d.State.Legacy() {
+		c.Severity = d.State.Severity
+	}
+	if d.State.Outcome != "" && !attention.Lingers(d.State.Outcome, e.Health) {
+		c.Expires = attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt)
+	}
+	return c
+}
+
+// staleBatch is how many stale rows one round of freshen derives.
+const staleBatch = 1000
+
+// freshen derives again the rows of hs whose derived columns are stale
+// (written by a binary that does not derive, or upgraded to the columns)
+// and writes them back, so the indexed read that follows sees every row
+// as Derive sees it.
+func freshen(ctx context.Context, fr store.FleetReader, hs store.Hosts) error {
+	for {
+		es, err := fr.StaleDerived(ctx, hs, staleBatch)
+		if err != nil {
+			return err
+		}
+		ds := make([]store.Derived, len(es))
+		for i := range es {
+			ds[i] = Columns(es[i])
+		}
+		if err := fr.SetDerived(ctx, ds); err != nil {
+			return err
+		}
+		if len(es) < staleBatch {
+			return nil
+		}
+	}
+}
+
+// fleetReader is the view's source as a store.FleetReader, when it is one
+// and the view does not hold host's entities (all: every host's): the
+// reads that would otherwise make a view of the whole scope.
+func (v *View) fleetReader(ctx context.Context, host string, all bool) (store.FleetReader, store.Hosts, bool, error) {
+	if err := v.Sync(ctx); err != nil {
+		return nil, store.Hosts{}, false, err
+	}
+	fr, ok := v.src.(store.FleetReader)
+	if !ok || v.Holds(host, all) {
+		return nil, store.Hosts{}, false, nil
+	}
+	sel := store.Only(host)
+	if all {
+		sel = store.AllHosts()
+	}
+	if err := freshen(ctx, fr, sel); err != nil {
+		return nil, store.Hosts{}, false, fmt.Errorf("fleet read: derive stale rows: %w", err)
+	}
+	return fr, sel, true, nil
+}
+
+// ListPage is a page of the list of host's entities (all: every host's)
+// in the severity order, read by index from the store when the view does
+// not hold them (ADR-0058): q's page (limit+1 entries at most: the extra
+// one says a page follows), each derived at now as the view derives its
+// own, and how many entities q's filter selects. ok is false when the
+// view holds them or its store has no such read: the caller reads For's
+// view instead.
+func (v *View) ListPage(ctx context.Context, host string, all bool, q store.ListQuery, now time.Time) (page []Entry, total int, ok bool, err error) {
+	fr, sel, ok, err := v.fleetReader(ctx, host, all)
+	if err != nil || !ok {
+		return nil, 0, false, err
+	}
+	q.Hosts = sel
+	es, total, err := fr.ListPage(ctx, q)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("fleet read: %w", err)
+	}
+	page = make([]Entry, len(es))
+	for i := range es {
+		page[i] = EntryOf(es[i], now)
+	}
+	return page, total, true, nil
+}
+
+// ForQueue is For for a read of the attention queue (View.Attention,
+// Get and EntityItems of its items): when the view does not hold host's
+// entities and its store reads by index, a view of the queue's
+// candidates only (the rows with items not aged out at now), read and
+// derived now, which the read uses and drops (never Sync it); else For.
+func (v *View) ForQueue(ctx context.Context, host string, all bool, now time.Time) (*View, error) {
+	fr, sel, ok, err := v.fleetReader(ctx, host, all)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return v.For(ctx, host, all)
+	}
+	// The window as the reader reads it: a later now only drops more.
+	es, err := fr.QueueCandidates(ctx, sel, attention.Since(now, v.FailureWindow()))
+	if err != nil {
+		return nil, fmt.Errorf("fleet read: %w", err)
+	}
+	o := New(v.src, v.now, v.FailureWindow())
+	o.hosts = func() store.Hosts { return sel }
+	o.apply(store.Batch{Entities: es}, false)
+	v.mu.RLock()
+	ds := v.dismissals
+	v.mu.RUnlock()
+	o.mu.Lock()
+	o.sel, o.dismissals = sel, ds
+	o.mu.Unlock()
+	return o, nil
+}

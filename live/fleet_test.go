@@ -1,0 +1,156 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"watchdog/attention"
+	"watchdog/internal/testenv"
+	"watchdog/state"
+	"watchdog/store"
+	"watchdog/wire"
+)
+
+// TestFleetReadsAgreeWithTheView: the fleet-wide reads by index
+// (ListPage, ForQueue: the store's derived columns, ADR-0058) answer for
+// a host exactly what that host's own daemon's view answers, and for every
+// host what a view of every host answers: the list walked page by page in
+// the severity order (with and without a severity filter), and the queue.
+// The rows are written by raw SQL, as an older binary or a database
+// upgraded to the columns leaves them (stale), so the first read derives
+// them; a later change makes a row stale again and the next read sees it.
+func TestFleetReadsAgreeWithTheView(t *testing.T) {
+	st, cli := twoStores(t)
+	ctx := context.Background()
+	db := testenv.SQL(t, cli.Path())
+	r := rand.New(rand.NewPCG(58, 1))
+	seed(t, db, r, 0, 600)
+	if _, err := db.Exec("UPDATE entities SET host_id = 'h' || (rowid % 3)"); err != nil {
+		t.Fatal(err)
+	}
+	// Some ended entities whose process lives on: their items never age out.
+	if _, err := db.Exec("UPDATE entities SET health = 'orphaned' WHERE terminal = 1 AND rowid % 5 = 0"); err != nil {
+		t.Fatal(err)
+	}
+	now := func() time.Time { return testNow }
+	view := func(hs store.Hosts) *View {
+		v := New(st, now, 0)
+		v.SetHosts(func() store.Hosts { return hs })
+		if err := v.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	other := view(store.Only("h0"))
+
+	check := func(t *testing.T, own *View, host string, all bool) {
+		t.Helper()
+		headBefore, err := st.FeedHead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sev := range [][]state.Severity{nil, {state.SeverityWarning, state.SeverityCritical}} {
+			var want []wire.Entity
+			own.Each("", func(e *Entry) {
+				if (wire.EntityFilter{Severities: sev}).Keeps(&e.Entity, e.State) {
+					want = append(want, wire.FromDerived(e.Entity, e.State, nil, nil, testNow))
+				}
+			})
+			wire.SortEntities(want)
+			var got []wire.Entity
+			q := store.ListQuery{Severities: sev, Limit: 37}
+			for pages := 0; ; pages++ {
+				pg, total, ok, err := other.ListPage(ctx, host, all, q, testNow)
+				if err != nil || !ok {
+					t.Fatalf("ListPage: ok %v, %v", ok, err)
+				}
+				if total != len(want) {
+					t.Fatalf("severities %v: total %d, the view has %d", sev, total, len(want))
+				}
+				more := len(pg) > q.Limit
+				if more {
+					pg = pg[:q.Limit]
+				}
+				for i := range pg {
+					got = append(got, wire.FromDerived(pg[i].Entity, pg[i].State, nil, nil, testNow))
+				}
+				if !more {
+					break
+				}
+				last := pg[len(pg)-1]
+				k := wire.SeverityKeyOf(last.State, last.Entity.UpdatedAt, last.Entity.Type, last.Entity.ID)
+				q.After = &store.ListKey{Rank: k.Rank, Updated: k.Updated, Type: k.Type, ID: k.ID}
+				if pages > 100 {
+					t.Fatal("the walk does not end")
+				}
+			}
+			if len(want) < 50 || jsonString(t, got) != jsonString(t, want) {
+				t.Errorf("severities %v: the list by index (%d) differs from the view's (%d)", sev, len(got), len(want))
+			}
+		}
+		qv, err := other.ForQueue(ctx, host, all, testNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if qv == other || qv == own {
+			t.Fatal("ForQueue answered from a view, not from the store")
+		}
+		for _, q := range []attention.Query{{Limit: attention.MaxLimit, Host: host, IncludeDismissed: true}, {Limit: 10, Host: host}} {
+			a, b := own.Attention(q, testNow), qv.Attention(q, testNow)
+			if a.Total == 0 || jsonString(t, a) != jsonString(t, b) {
+				t.Errorf("queue %+v: own view %d items, the store's answer %d, or they differ", q, a.Total, b.Total)
+			}
+		}
+		// Writing the derived columns is no change of an entity.
+		headAfter, err := st.FeedHead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if headAfter != headBefore {
+			t.Errorf("the fleet read moved the feed: %+v, then %+v", headBefore, headAfter)
+		}
+	}
+	t.Run("one host", func(t *testing.T) { check(t, view(store.Only("h1")), "h1", false) })
+	t.Run("every host", func(t *testing.T) { check(t, view(store.AllHosts()), "", true) })
+	// A change by a writer that does not derive: the row is stale, and
+	// the next read derives it again.
+	if _, err := db.Exec(`UPDATE entities SET health = 'stalled', reasons = ? WHERE terminal = 0 AND health = 'running' AND host_id = 'h1' AND rowid % 2 = 0`, stalledJSON); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("after a change", func(t *testing.T) { check(t, view(store.Only("h1")), "h1", false) })
+}
+
+func jsonString(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestColumnsAreDerives: the stored columns are Derive's severity, rank
+// and items, whatever the entity.
+func TestColumnsAreDerives(t *testing.T) {
+	st, cli := twoStores(t)
+	ctx := context.Background()
+	seed(t, testenv.SQL(t, cli.Path()), rand.New(rand.NewPCG(58, 2)), 0, 200)
+	es, err := st.List(ctx, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		d, c := Derive(e, testNow), Columns(e)
+		if c.Rank != wire.SeverityKeyOf(d.State, e.UpdatedAt, e.Type, e.ID).Rank || c.Items != len(d.Items) ||
+			(c.Severity == "") != d.State.Legacy() || (!d.State.Legacy() && c.Severity != d.State.Severity) {
+			t.Errorf("%s/%s: columns %+v, Derive %v %v with %d items", e.Type, e.ID, c, d.State.Severity, d.State.Legacy(), len(d.Items))
+		}
+		if aged := !c.Expires.IsZero() && c.Expires.Before(attention.Since(testNow, 0)); aged != (&Entry{Entity: e, Derived: d,
+			arrived: attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt), lingers: attention.Lingers(d.State.Outcome, e.Health)}).AgedOut(testNow, 0) && len(d.Items) > 0 {
+			t.Errorf("%s/%s: the columns age out %v, the view's rule says otherwise", e.Type, e.ID, aged)
+		}
+	}
+}
