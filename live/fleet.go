@@ -125,3 +125,7 @@ func (v *View) ForQueue(ctx context.Context, host string, all bool, now time.Tim
 	o.mu.Unlock()
 	return o, nil
 }
+
+// The drivers derive each written row's columns with Columns, in the
+// write's own transaction (ADR-0058).
+func init() { store.SetDerivation(Columns) }

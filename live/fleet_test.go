@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/transitions"
 	"watchdog/wire"
 )
 
@@ -153,4 +155,87 @@ func TestColumnsAreDerives(t *testing.T) {
 			t.Errorf("%s/%s: the columns age out %v, the view's rule says otherwise", e.Type, e.ID, aged)
 		}
 	}
+}
+
+// TestWritesStoreTheirColumns: each write of the write path (a
+// registration, a transition, an observation, a heartbeat) leaves its row
+// with fresh derived columns, Columns of the row as written, in the
+// write's own transaction: a fleet-wide read finds nothing stale to
+// derive. A heartbeat carries the columns to its new revision; a write
+// beside the write path (raw SQL) leaves the row stale.
+func TestWritesStoreTheirColumns(t *testing.T) {
+	_, cli := twoStores(t)
+	ctx := context.Background()
+	db := testenv.SQL(t, cli.Path())
+	clock := testenv.NewClock(testNow)
+	w := &transitions.Writer{Store: cli, Now: clock.Now}
+	type stored struct {
+		rev, derivedRev sql.NullInt64
+		d               store.Derived
+		expires         sql.NullFloat64
+	}
+	check := func(t *testing.T, step string, wantFresh bool) {
+		t.Helper()
+		e, err := cli.Get(ctx, "session", "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s stored
+		var sev string
+		if err := db.QueryRow(`SELECT revision, derived_rev, sev_rank, severity, queue_items, queue_expires FROM entities WHERE type = 'session' AND id = 'a'`).
+			Scan(&s.rev, &s.derivedRev, &s.d.Rank, &sev, &s.d.Items, &s.expires); err != nil {
+			t.Fatal(err)
+		}
+		fresh := s.derivedRev.Valid && s.derivedRev.Int64 == s.rev.Int64
+		if fresh != wantFresh {
+			t.Fatalf("%s: derived_rev %v at revision %v: fresh %v, want %v", step, s.derivedRev, s.rev, fresh, wantFresh)
+		}
+		if !fresh {
+			return
+		}
+		c := Columns(e)
+		if s.d.Rank != c.Rank || state.Severity(sev) != c.Severity || s.d.Items != c.Items || s.expires.Valid != !c.Expires.IsZero() {
+			t.Errorf("%s: stored %+v %q %v, Columns %+v", step, s.d, sev, s.expires, c)
+		}
+	}
+	running := "running"
+	if _, err := w.Register(ctx, transitions.Registration{
+		Entity: store.Entity{Type: "session", ID: "a", HostID: "h1", Lifecycle: &running}, Actor: transitions.ActorOrchestrator,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "registered", true)
+	if _, err := cli.RecordObservation(ctx, "session", "a", store.Observation{Health: state.HealthStalled, Delivery: state.DeliveryNotExpected,
+		Reasons: []state.StateReason{{Code: state.RunHealthStalled, Message: "no heartbeat"}}, HealthSince: clock.Now(), At: clock.Now(), SeenSeq: mustGet(t, cli, "a").LastSeq}); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "observed", true)
+	if err := cli.RecordHeartbeat(ctx, "session", "a", clock.Now(), "step 2"); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "heartbeat", true)
+	if _, err := w.Transition(ctx, transitions.Request{Type: "session", ID: "a", To: "failed", Actor: transitions.ActorOrchestrator,
+		Reason: &state.StateReason{Code: state.RunFailedExitNonzero}}); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "failed", true)
+	if _, err := db.Exec(`UPDATE entities SET health = 'ok' WHERE type = 'session' AND id = 'a'`); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "written beside the write path", false)
+	if err := cli.RecordHeartbeat(ctx, "session", "a", clock.Now(), "step 3"); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "a heartbeat on a stale row", false)
+}
+
+func mustGet(t *testing.T, st interface {
+	Get(context.Context, string, string) (store.Entity, error)
+}, id string) store.Entity {
+	t.Helper()
+	e, err := st.Get(context.Background(), "session", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"watchdog/state"
@@ -78,4 +79,24 @@ type FleetReader interface {
 	// window): every entity the queue at a now whose window starts at
 	// cut or later can show.
 	QueueCandidates(ctx context.Context, hs Hosts, cut time.Time) ([]Entity, error)
+}
+
+// derivation is the function the drivers derive a written row's columns
+// with (SetDerivation).
+var derivation atomic.Pointer[func(Entity) Derived]
+
+// SetDerivation gives the drivers the function that derives an entity's
+// columns (live.Columns, registered by the live package when it is
+// linked, as database/sql's drivers register themselves): each write of
+// an entity then writes its columns in the same transaction. A binary
+// without it (nothing that serves or reads the fleet links none) leaves
+// the rows it writes stale, and the fleet-wide reader derives them.
+func SetDerivation(fn func(Entity) Derived) { derivation.Store(&fn) }
+
+// Derivation is the function SetDerivation gave, or nil.
+func Derivation() func(Entity) Derived {
+	if p := derivation.Load(); p != nil {
+		return *p
+	}
+	return nil
 }

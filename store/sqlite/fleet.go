@@ -69,10 +69,8 @@ func (s *Store) SetDerived(ctx context.Context, ds []store.Derived) error {
 	}
 	return s.groupWrite(ctx, "derived columns", func(ctx context.Context, tx *sql.Tx) error {
 		for _, d := range ds {
-			if _, err := s.txExec(ctx, tx, `UPDATE entities SET sev_rank = ?, severity = ?, queue_items = ?, queue_expires = ?,
-				derived_rev = revision WHERE type = ? AND id = ? AND revision = ?`,
-				d.Rank, string(d.Severity), d.Items, rowcodec.UnixArg(d.Expires), d.Type, d.ID, d.Revision); err != nil {
-				return fmt.Errorf("write derived columns of %s/%s: %w", d.Type, d.ID, err)
+			if err := s.setDerived(ctx, tx, d); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -130,4 +128,41 @@ func (s *Store) QueueCandidates(ctx context.Context, hs store.Hosts, cut time.Ti
 	return s.queryEntities(ctx, "queue candidates", "SELECT "+rowcodec.EntityColumns+
 		" FROM entities WHERE queue_items > 0 AND (queue_expires IS NULL OR queue_expires >= ?) AND "+w,
 		append([]any{unixSeconds(cut)}, args...)...)
+}
+
+// setDerivedSQL writes a row's derived columns while it is at the
+// revision they were derived from and they are stale (a write of them
+// over fresh ones would take a new revision: migration 0012's trigger).
+const setDerivedSQL = `UPDATE entities SET sev_rank = ?, severity = ?, queue_items = ?, queue_expires = ?,
+	derived_rev = revision WHERE type = ? AND id = ? AND revision = ? AND derived_rev IS NOT revision`
+
+// setDerived writes d inside tx.
+func (s *Store) setDerived(ctx context.Context, tx *sql.Tx, d store.Derived) error {
+	if _, err := s.txExec(ctx, tx, setDerivedSQL, d.Rank, string(d.Severity), d.Items, rowcodec.UnixArg(d.Expires), d.Type, d.ID, d.Revision); err != nil {
+		return fmt.Errorf("write derived columns of %s/%s: %w", d.Type, d.ID, err)
+	}
+	return nil
+}
+
+// derive writes the derived columns of typ/id, as tx's write left it, in
+// tx: the write path's half of ADR-0058, when a derivation is registered
+// (store.SetDerivation). after, when not nil, is the row as tx reads it
+// already.
+func (s *Store) derive(ctx context.Context, tx *sql.Tx, typ, id string, after *store.Entity) error {
+	fn := store.Derivation()
+	if fn == nil {
+		return nil
+	}
+	if after == nil {
+		row, err := s.txQueryRow(ctx, tx, selectEntity, typ, id)
+		if err != nil {
+			return fmt.Errorf("derive %s/%s: %w", typ, id, err)
+		}
+		e, err := rowcodec.ScanEntity(row)
+		if err != nil {
+			return fmt.Errorf("derive %s/%s: read: %w", typ, id, err)
+		}
+		after = &e
+	}
+	return s.setDerived(ctx, tx, fn(*after))
 }

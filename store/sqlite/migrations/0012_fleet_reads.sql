@@ -13,15 +13,19 @@ ALTER TABLE entities ADD COLUMN severity TEXT NOT NULL DEFAULT '';
 ALTER TABLE entities ADD COLUMN queue_items INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE entities ADD COLUMN queue_expires REAL;
 
--- Writing the derived columns (which sets derived_rev) is no change of
--- the entity: no new revision, so nothing on the feed and no reader of it
--- derives the row again. Every other write still takes one.
+-- Writing the derived columns (which sets derived_rev to the row's
+-- revision) is no change of the entity: no new revision, so nothing on
+-- the feed and no reader of it derives the row again. A write that sets
+-- derived_rev to -1 says it leaves the derived columns as they are (a
+-- heartbeat): it takes a new revision, and derived_rev follows it. Every
+-- other write takes a new revision and leaves the columns stale.
 DROP TRIGGER entities_revision_update;
 CREATE TRIGGER entities_revision_update AFTER UPDATE ON entities
-WHEN NEW.revision IS OLD.revision AND NEW.derived_rev IS OLD.derived_rev
+WHEN NEW.revision IS OLD.revision AND (NEW.derived_rev IS OLD.derived_rev OR NEW.derived_rev = -1)
 BEGIN
     UPDATE store_revision SET revision = revision + 1 WHERE id = 1;
-    UPDATE entities SET revision = (SELECT revision FROM store_revision WHERE id = 1)
+    UPDATE entities SET revision = (SELECT revision FROM store_revision WHERE id = 1),
+        derived_rev = CASE WHEN NEW.derived_rev = -1 THEN (SELECT revision FROM store_revision WHERE id = 1) ELSE NEW.derived_rev END
      WHERE rowid = NEW.rowid;
 END;
 
