@@ -28,7 +28,7 @@ type Group struct {
 func groupOf(e *record) Group {
 	return Group{
 		Host: e.host, Type: e.typ, Lifecycle: e.lifecycleOr(""), Legacy: e.legacy(), Open: e.open(),
-		Health: e.health, Delivery: e.delivery, Severity: e.severity(), Tone: e.toneOf(),
+		Health: e.healthOf(), Delivery: e.deliveryOf(), Severity: e.severity(), Tone: e.toneOf(),
 	}
 }
 

@@ -119,8 +119,8 @@ func compareRefs(a, b itemRef) int {
 
 // compareArrivals orders entries by arrival, then key.
 func compareArrivals(a, b *record) int {
-	if a.arrived != b.arrived {
-		if a.arrived < b.arrived {
+	if aa, ba := a.arrivedAt(), b.arrivedAt(); aa != ba {
+		if aa < ba {
 			return -1
 		}
 		return 1
@@ -338,4 +338,4 @@ func (e *record) agedOut(cut time.Time) bool {
 // expires reports whether the failure window applies to e: it has an
 // outcome, and its condition is not one that lasts past it (lingers). The
 // others are counted like open entities, kept as they change.
-func (e *record) expires() bool { return e.outcome != "" && !e.lingers }
+func (e *record) expires() bool { return e.ended && !e.lingers }

@@ -37,7 +37,7 @@ func memInsert(tb testing.TB, st *sqlite.Store, n int) {
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO entities (type, id, label, lifecycle, terminal, health, delivery,
 		reasons, health_since, host_id, boot_id, pid, pid_start_time, pid_start_ticks, heartbeat_file, heartbeat_at,
 		artifacts_root, artifacts, metadata, started_at, lifecycle_at, created_at, updated_at)
-		VALUES (?, ?, ?, 'running', 0, ?, 'expected', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (?, ?, ?, 'running', 0, ?, 'unknown', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -48,17 +48,15 @@ type record struct {
 	// What the index and the counts read of the entity itself.
 	typ, id, host string
 	lifecycle     *string
-	health        state.Health
-	delivery      state.Delivery
 
 	// The rest of the entity, compact.
 	body body
-	// odd holds a severity or tone none of the known ones (sev, tone).
+	// odd holds a health, delivery, severity or tone none of the known
+	// ones (health, delivery, sev, tone).
 	odd *oddWords
 
 	// The derived state's parts the view reads (the rest, Normalize's
-	// state, is rebuilt by a read). The words are interned.
-	outcome string
+	// state, is rebuilt by a read). The display is interned.
 	display string
 	// items are the entity's attention items, bare (Item.Bare); codes
 	// its reason codes (Derived.Codes), each with the index's number of
@@ -66,13 +64,17 @@ type record struct {
 	// see the record.
 	items []attention.Item
 	codes []codeRef
-	// arrived is attention.Arrived of the entity: the failure window's
-	// rule is one comparison.
-	arrived micros
-	// sev and tone are the state's severity and tone, as their places
-	// in state.Severities and state.Tones.
-	sev, tone uint8
-	terminal  bool
+	// The small fields last, together (no padding between them): the
+	// record is 320 bytes, a size class, where it was 384 (ADR-0052).
+	//
+	// health and delivery are the entity's, sev and tone the state's
+	// severity and tone, as their places in state.Healths,
+	// state.Deliveries, state.Severities and state.Tones.
+	health, delivery, sev, tone uint8
+	terminal                    bool
+	// ended is whether the derived state has an outcome (the entity
+	// ended): all the view reads of it.
+	ended bool
 	// lingers is attention.Lingers: an outcome that never ages out while
 	// it lasts (an orphan whose process lives), counted like an open
 	// entity's items.
@@ -91,13 +93,15 @@ type body struct {
 	heartbeatFile string
 	lastSeq       int64
 	revision      int64
-	pid           int
 	pidStartTicks uint64
 
 	healthSince, pidStart, heartbeatAt                micros
 	startedAt, endedAt, lifecycleAt, createdAt, updAt micros
 
 	rare *rareFields
+	// pid is the entity's: a Linux pid fits 32 bits (pid_max is at most
+	// 2^22); one that does not keeps the entity whole (rare.whole).
+	pid int32
 	// noMetadata is a nil Metadata; any other is "{}" (the shared
 	// emptyMetadata) unless rare holds it.
 	noMetadata bool
@@ -125,6 +129,22 @@ func place[T comparable](list []T, v T) uint8 {
 	return odd
 }
 
+// healthOf is the entity's health.
+func (r *record) healthOf() state.Health {
+	if r.health == odd {
+		return r.odd.health
+	}
+	return state.Healths[r.health]
+}
+
+// deliveryOf is the entity's delivery.
+func (r *record) deliveryOf() state.Delivery {
+	if r.delivery == odd {
+		return r.odd.delivery
+	}
+	return state.Deliveries[r.delivery]
+}
+
 // severity is the entity's severity.
 func (r *record) severity() state.Severity {
 	if r.sev == odd {
@@ -141,8 +161,11 @@ func (r *record) toneOf() state.Tone {
 	return state.Tones[r.tone]
 }
 
-// oddWords are a severity and a tone none of the known ones.
+// oddWords are a health, delivery, severity or tone none of the known
+// ones (a hand-edited row, a newer daemon's word): each kept as it is.
 type oddWords struct {
+	health   state.Health
+	delivery state.Delivery
 	severity state.Severity
 	tone     state.Tone
 }
@@ -189,14 +212,14 @@ var emptyMetadata = json.RawMessage("{}")
 func newRecord(e *store.Entity, at time.Time, words *interner) *record {
 	d := Derive(*e, at)
 	r := &record{
-		typ: e.Type, id: e.ID, host: e.HostID, lifecycle: e.Lifecycle, health: e.Health, delivery: e.Delivery,
+		typ: e.Type, id: e.ID, host: e.HostID, lifecycle: e.Lifecycle,
+		health: place(state.Healths, e.Health), delivery: place(state.Deliveries, e.Delivery),
 		sev: place(state.Severities, d.State.Severity), tone: place(state.Tones, d.State.Tone),
-		outcome: words.word(d.State.Outcome), display: words.word(d.Display), items: d.Items, terminal: e.Terminal,
-		arrived: microsOf(attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt)),
+		ended: d.State.Outcome != "", display: words.word(d.Display), items: d.Items, terminal: e.Terminal,
 		lingers: attention.Lingers(d.State.Outcome, e.Health),
 	}
-	if r.sev == odd || r.tone == odd {
-		r.odd = &oddWords{severity: d.State.Severity, tone: d.State.Tone}
+	if r.health == odd || r.delivery == odd || r.sev == odd || r.tone == odd {
+		r.odd = &oddWords{health: e.Health, delivery: e.Delivery, severity: d.State.Severity, tone: d.State.Tone}
 	}
 	if len(d.Codes) > 0 {
 		r.codes = make([]codeRef, len(d.Codes))
@@ -215,7 +238,7 @@ func newRecord(e *store.Entity, at time.Time, words *interner) *record {
 func newBody(e *store.Entity) body {
 	b := body{
 		label: e.Label, transition: e.TransitionReason, boot: e.BootID,
-		heartbeatFile: e.HeartbeatFile, lastSeq: e.LastSeq, revision: e.Revision, pid: e.PID, pidStartTicks: e.PIDStartTicks,
+		heartbeatFile: e.HeartbeatFile, lastSeq: e.LastSeq, revision: e.Revision, pid: int32(e.PID), pidStartTicks: e.PIDStartTicks,
 		healthSince: microsOf(e.HealthSince), pidStart: microsOf(e.PIDStartTime), heartbeatAt: microsOf(e.HeartbeatAt),
 		startedAt: microsOf(e.StartedAt), endedAt: microsOf(e.EndedAt), lifecycleAt: microsOf(e.LifecycleAt),
 		createdAt: microsOf(e.CreatedAt), updAt: microsOf(e.UpdatedAt),
@@ -238,7 +261,7 @@ func newBody(e *store.Entity) body {
 		rare.metadata = e.Metadata
 	}
 	if !(fits(e.HealthSince) && fits(e.PIDStartTime) && fits(e.HeartbeatAt) && fits(e.StartedAt) && fits(e.EndedAt) &&
-		fits(e.LifecycleAt) && fits(e.CreatedAt) && fits(e.UpdatedAt)) {
+		fits(e.LifecycleAt) && fits(e.CreatedAt) && fits(e.UpdatedAt)) || int(b.pid) != e.PID {
 		whole := *e
 		rare.whole = &whole
 	}
@@ -256,8 +279,8 @@ func (r *record) entity() store.Entity {
 	}
 	e := store.Entity{
 		Type: r.typ, ID: r.id, Label: b.label, Lifecycle: r.lifecycle, Terminal: r.terminal, LastSeq: b.lastSeq,
-		TransitionReason: b.transition, Health: r.health, Delivery: r.delivery, Reasons: stateReasons(b.reasons),
-		HealthSince: b.healthSince.time(), HostID: r.host, BootID: b.boot, PID: b.pid, PIDStartTime: b.pidStart.time(),
+		TransitionReason: b.transition, Health: r.healthOf(), Delivery: r.deliveryOf(), Reasons: stateReasons(b.reasons),
+		HealthSince: b.healthSince.time(), HostID: r.host, BootID: b.boot, PID: int(b.pid), PIDStartTime: b.pidStart.time(),
 		PIDStartTicks: b.pidStartTicks, HeartbeatFile: b.heartbeatFile, HeartbeatAt: b.heartbeatAt.time(),
 		StartedAt: b.startedAt.time(), EndedAt: b.endedAt.time(), LifecycleAt: b.lifecycleAt.time(),
 		CreatedAt: b.createdAt.time(), UpdatedAt: b.updAt.time(), Revision: b.revision,
@@ -299,7 +322,7 @@ func (r *record) entry(now time.Time) Entry {
 	return Entry{
 		Entity:  e,
 		Derived: Derived{State: ns, Display: r.display, Items: r.items, Codes: codes},
-		arrived: r.arrived.time(), lingers: r.lingers, rec: r,
+		arrived: r.arrival(), lingers: r.lingers, rec: r,
 	}
 }
 
@@ -310,7 +333,26 @@ func (r *record) legacy() bool { return r.lifecycle == nil }
 func (r *record) open() bool { return !r.legacy() && !r.terminal }
 
 // arrival is attention.Arrived of the entity.
-func (r *record) arrival() time.Time { return r.arrived.time() }
+func (r *record) arrival() time.Time { return r.arrivedAt().time() }
+
+// arrivedAt is attention.Arrived of the entity, from its body's times:
+// the failure window's rule is one comparison, and a record keeps no
+// copy of it. An entity kept whole has its times there (its body's may
+// not be exact).
+func (r *record) arrivedAt() micros {
+	b := &r.body
+	if b.rare != nil && b.rare.whole != nil {
+		w := b.rare.whole
+		return microsOf(attention.Arrived(w.EndedAt, w.LifecycleAt, w.UpdatedAt))
+	}
+	switch {
+	case b.endedAt != 0:
+		return b.endedAt
+	case b.lifecycleAt != 0:
+		return b.lifecycleAt
+	}
+	return b.updAt
+}
 
 // lifecycleOr is store.Entity.LifecycleOr.
 func (r *record) lifecycleOr(def string) string {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/attention"
 	"watchdog/internal/testenv"
 	"watchdog/internal/unixtime"
 	"watchdog/state"
@@ -78,6 +79,15 @@ func TestRecordRebuilds(t *testing.T) {
 		}, true},
 		{"a time finer than the store keeps", func(e *store.Entity) { e.UpdatedAt = testNow.Add(time.Nanosecond) }, true},
 		{"a time in another zone", func(e *store.Entity) { e.StartedAt = at.UTC() }, true},
+		{"a health and a delivery none of the known ones", func(e *store.Entity) {
+			e.Health, e.Delivery = state.Health("hand_edited"), state.Delivery("newer_word")
+		}, false},
+		{"no health or delivery recorded", func(e *store.Entity) { e.Health, e.Delivery = "", "" }, false},
+		{"a pid past 32 bits: kept whole", func(e *store.Entity) { e.PID = 1 << 40 }, true},
+		{"a negative pid", func(e *store.Entity) { e.PID = -5 }, false},
+		{"ended, no lifecycle time: arrived when updated", func(e *store.Entity) {
+			e.Lifecycle, e.Terminal, e.LifecycleAt = &completed, true, time.Time{}
+		}, false},
 	}
 	words := newInterner()
 	for _, tt := range tests {
@@ -105,6 +115,9 @@ func TestRecordRebuilds(t *testing.T) {
 				if got.Legacy() != (e.Lifecycle == nil) || got.Open() != (e.Lifecycle != nil && !e.Terminal) {
 					t.Errorf("Legacy %v, Open %v of %+v", got.Legacy(), got.Open(), e)
 				}
+				if a := attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt); !r.arrival().Equal(a) {
+					t.Errorf("arrival %v, want %v", r.arrival(), a)
+				}
 				if ref := got.Ref().Entity(); !reflect.DeepEqual(ref, e) {
 					t.Errorf("Ref's entity differs:\n got %+v\nwant %+v", ref, e)
 				}
@@ -113,13 +126,19 @@ func TestRecordRebuilds(t *testing.T) {
 	}
 }
 
-// TestPlaceOdd: a severity or tone none of the known ones is kept as it
-// is, not lost.
+// TestPlaceOdd: a health, delivery, severity or tone none of the known
+// ones is kept as it is, not lost.
 func TestPlaceOdd(t *testing.T) {
 	r := &record{sev: place(state.Severities, state.Severity("bogus")), tone: place(state.Tones, state.Tone("odd")),
-		odd: &oddWords{severity: "bogus", tone: "odd"}}
-	if r.severity() != "bogus" || r.toneOf() != "odd" {
-		t.Errorf("severity %q tone %q", r.severity(), r.toneOf())
+		health: place(state.Healths, state.Health("h")), delivery: place(state.Deliveries, state.Delivery("d")),
+		odd: &oddWords{severity: "bogus", tone: "odd", health: "h", delivery: "d"}}
+	if r.severity() != "bogus" || r.toneOf() != "odd" || r.healthOf() != "h" || r.deliveryOf() != "d" {
+		t.Errorf("severity %q tone %q health %q delivery %q", r.severity(), r.toneOf(), r.healthOf(), r.deliveryOf())
+	}
+	for i, h := range state.Healths {
+		if p := place(state.Healths, h); int(p) != i || (&record{health: p}).healthOf() != h {
+			t.Errorf("place(%s) = %d", h, p)
+		}
 	}
 	for i, s := range state.Severities {
 		if p := place(state.Severities, s); int(p) != i {

@@ -24,7 +24,6 @@ const (
 // *For fields), so a deadline that fired and changed nothing is not fired
 // again until the entity changes.
 type tracked struct {
-	key string
 	// f is what the monitor keeps of the entity as last handed in:
 	// everything the deadlines and the watch read (facts).
 	f facts
@@ -32,18 +31,16 @@ type tracked struct {
 	// with no Options.Entity to read it from (and, for its last check,
 	// by an entity that has just ended); never written through.
 	whole *store.Entity
-	// watchedPID (with mode, below): what is watched for it now.
-	watchedPID int
+	// watchedPID (with mode, below): what is watched for it now. The
+	// pids are 32 bits, as f.pid (pid32).
+	watchedPID int32
 	// diedPID is the pid whose death the watch reported: never watched
 	// again (its pid may already be another process's).
-	diedPID int
+	diedPID int32
 	// treeRoot is the root kept in the process tree for it (zero: none):
 	// kept past its death, for the leftovers, until it is dropped or
 	// names another process.
 	treeRoot proctree.Root
-	// exitPID is the pid whose exit status was recorded (the connector's
-	// or the pidfd's, whichever came first): never recorded twice.
-	exitPID int
 	// checkAt is an explicit CheckEntity: a death just seen, a watch that
 	// found the process gone, or the next poll. Zero = none. This and
 	// the times below are stamps (8 bytes where a time.Time is 24: the
@@ -60,9 +57,14 @@ type tracked struct {
 
 	at stamp
 
-	// The small fields last, together (no padding between them).
-	index int32 // in the heap; -1 when not in it
-	mode  mode
+	// The small fields last, together (no padding between them): the
+	// struct is 288 bytes, a size class, where it was 352 (ADR-0052).
+	//
+	// exitPID is the pid whose exit status was recorded (the connector's
+	// or the pidfd's, whichever came first): never recorded twice.
+	exitPID int32
+	index   int32 // in the heap; -1 when not in it
+	mode    mode
 	// rewatch: polled for want of a file descriptor (the watcher's cap,
 	// EMFILE, an identity check that could not open /proc), so each poll
 	// offers it to the watcher again: a slot freed by a death goes to a

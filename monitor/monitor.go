@@ -354,7 +354,7 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 			// (a short job on a busy host: the feed brings only its
 			// newest state), so never judged: judged once now, as below,
 			// rather than read "unknown" until the next sweep.
-			tr = &tracked{key: key, index: -1}
+			tr = &tracked{f: facts{key: key, typLen: int32(len(e.Type))}, index: -1}
 		}
 		if tr != nil && m.local(*e) && e.Lifecycle != nil {
 			// It has just ended (its owner's transition, exec's, the
@@ -363,7 +363,7 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 			// not left at what it was while it ran ("Completed · Process
 			// dead" when the exit was seen a moment before the owner's
 			// end, "Completed · Alive" when not) until the next sweep.
-			tr.f, tr.whole, tr.localExit, tr.localDead = factsOf(e), e, false, false
+			tr.f, tr.whole, tr.localExit, tr.localDead = factsOf(key, e), e, false, false
 			m.check(ctx, tr)
 		}
 		m.drop(key)
@@ -373,7 +373,7 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 	tr := m.ents[key]
 	fresh := tr == nil
 	if fresh {
-		tr = &tracked{key: key, index: -1, judged: stampOf(now)}
+		tr = &tracked{f: facts{key: key, typLen: int32(len(e.Type))}, index: -1, judged: stampOf(now)}
 		m.ents[key] = tr
 		if e.Health == state.HealthUnknown {
 			// Never judged (just registered, by any writer): its first
@@ -400,7 +400,7 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 	if fresh || tr.f.heartbeatFile != e.HeartbeatFile {
 		tr.hbFile = 0
 	}
-	tr.f, tr.localExit, tr.localDead = factsOf(e), false, false
+	tr.f, tr.localExit, tr.localDead = factsOf(key, e), false, false
 	if m.opt.Entity == nil {
 		tr.whole = e
 	}
@@ -410,7 +410,7 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 
 // otherProcess says whether cur names another process than prev.
 func otherProcess(prev *facts, cur *store.Entity) bool {
-	return cur.PID != prev.pid || cur.PIDStartTicks != prev.pidStartTicks || !cur.PIDStartTime.Equal(prev.pidStart.time())
+	return pid32(cur.PID) != prev.pid || cur.PIDStartTicks != prev.pidStartTicks || !cur.PIDStartTime.Equal(prev.pidStart.time())
 }
 
 // wantsWatch says whether the entity has a live process of its own to
@@ -425,15 +425,15 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 	if tr.treeRoot.PID != 0 && tr.treeRoot != rootOf(&tr.f) {
 		m.forgetTree(tr) // another process now: its predecessor's tree is not its own
 	}
-	if !wantsWatch(e) || e.PID == tr.diedPID {
+	if !wantsWatch(e) || pid32(e.PID) == tr.diedPID {
 		m.unwatch(tr)
 		return
 	}
-	if tr.mode != unwatched && tr.watchedPID == e.PID {
+	if tr.mode != unwatched && tr.watchedPID == pid32(e.PID) {
 		return // the same process, still watched
 	}
 	m.unwatch(tr)
-	tr.watchedPID = e.PID
+	tr.watchedPID = pid32(e.PID)
 	identified := !e.PIDStartTime.IsZero() || e.PIDStartTicks != 0
 	if m.opt.Watcher == nil || m.opt.Prober == nil || !identified {
 		// Without a recorded identity a pidfd could be the pid's next
@@ -445,7 +445,7 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 	subj := probe.PIDSubject{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID}
 	var seen probe.PIDObservation
 	asked := false
-	err := m.opt.Watcher.Watch(tr.key, e.PID, func() bool {
+	err := m.opt.Watcher.Watch(tr.f.key, e.PID, func() bool {
 		seen, asked = m.opt.Prober.CheckPID(subj), true
 		return seen.IdentityVerified()
 	})
@@ -470,12 +470,12 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 			if !m.budgetSaid {
 				m.budgetSaid = true
 				m.opt.Logger.Warn("pidfd cap reached: processes beyond it are polled every poll interval (watchdog_watched_processes{mode=\"poll\"}); a slot freed by a death goes to a polled process",
-					zap.String("entity", tr.key), zap.Duration("poll_interval", m.s.PollInterval), zap.Error(err))
+					zap.String("entity", tr.f.key), zap.Duration("poll_interval", m.s.PollInterval), zap.Error(err))
 			}
 		case errors.Is(err, pidwatch.ErrNoFD):
 		case errors.Is(err, pidwatch.ErrUnsupported):
 		default:
-			m.opt.Logger.Warn("pidfd watch failed; polling instead", zap.String("entity", tr.key), zap.Error(err))
+			m.opt.Logger.Warn("pidfd watch failed; polling instead", zap.String("entity", tr.f.key), zap.Error(err))
 		}
 		m.setMode(tr, polled)
 		tr.rewatch = errors.Is(err, pidwatch.ErrNoFD)
@@ -504,7 +504,7 @@ func (m *Monitor) setMode(tr *tracked, md mode) {
 
 func (m *Monitor) unwatch(tr *tracked) {
 	if tr.mode == byPidfd {
-		m.opt.Watcher.Forget(tr.key)
+		m.opt.Watcher.Forget(tr.f.key)
 	}
 	if tr.mode == polled {
 		tr.checkAt = 0
@@ -540,20 +540,20 @@ func (m *Monitor) reschedule(tr *tracked) {
 // dead_since; enforcement follows at dead_since + terminal_grace.
 func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 	tr := m.ents[d.Key]
-	if tr == nil || tr.f.pid != d.PID {
+	if tr == nil || tr.f.pid != pid32(d.PID) {
 		return // forgotten, or re-registered to another process meanwhile
 	}
-	if d.Exit.Known && tr.exitPID != d.PID {
+	if d.Exit.Known && tr.exitPID != pid32(d.PID) {
 		// The first source to say wins: the connector's exit event (at
 		// the exit, reaped or not) or the pidfd's PIDFD_INFO_EXIT (once
 		// reaped); the second says the same and is not recorded again.
-		tr.exitPID = d.PID
+		tr.exitPID = pid32(d.PID)
 		x := state.ExitStatus{Code: d.Exit.Code, Signal: int(d.Exit.Signal), At: d.At}
 		if d.Exit.Signal != 0 {
 			x.Code = 0
 		}
 		if m.opt.Exits != nil {
-			if _, err := m.opt.Exits.RecordExit(ctx, tr.f.typ, tr.f.id, d.PID, x); err != nil {
+			if _, err := m.opt.Exits.RecordExit(ctx, tr.f.typ(), tr.f.id(), d.PID, x); err != nil {
 				m.warn("cannot record exit status", tr, err)
 			}
 		}
@@ -562,7 +562,7 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 	// The watch is over on the monitor's side. Not Forget: pidwatch ends
 	// it itself after the last Death, and a second Death with the exit
 	// status may still come (pidwatch.ExitWait).
-	tr.diedPID = d.PID
+	tr.diedPID = pid32(d.PID)
 	if tr.mode == byPidfd {
 		m.setMode(tr, unwatched)
 		tr.watchedPID = 0
@@ -610,7 +610,7 @@ func (m *Monitor) resync(ctx context.Context) {
 		switch seen.Liveness {
 		case probe.Dead:
 			dead++
-			m.death(ctx, pidwatch.Death{Key: tr.key, PID: e.PID, At: now})
+			m.death(ctx, pidwatch.Death{Key: tr.f.key, PID: e.PID, At: now})
 		case probe.Unknown:
 			unread++
 			tr.checkAt = stampOf(now)
@@ -628,18 +628,18 @@ func (m *Monitor) resync(ctx context.Context) {
 // before or after finds it done, its status not recorded twice).
 func (m *Monitor) treeExit(ctx context.Context, x proctree.Exit) {
 	tr := m.roots[x.Root]
-	if tr == nil || x.PID != x.Root.PID || tr.f.pid != x.PID {
+	if tr == nil || x.PID != x.Root.PID || tr.f.pid != pid32(x.PID) {
 		return // a root forgotten since, or a descendant's exit
 	}
-	if tr.diedPID == x.PID && tr.exitPID == x.PID {
+	if tr.diedPID == pid32(x.PID) && tr.exitPID == pid32(x.PID) {
 		return // the pidfd said it all already
 	}
-	m.death(ctx, pidwatch.Death{Key: tr.key, PID: x.PID, At: x.At, Exit: pidwatch.Exit{Known: true, Code: x.Code, Signal: x.Signal}})
+	m.death(ctx, pidwatch.Death{Key: tr.f.key, PID: x.PID, At: x.At, Exit: pidwatch.Exit{Known: true, Code: x.Code, Signal: x.Signal}})
 }
 
 // rootOf is the tree root naming f's process.
 func rootOf(f *facts) proctree.Root {
-	return proctree.Root{PID: f.pid, StartTicks: f.pidStartTicks}
+	return proctree.Root{PID: int(f.pid), StartTicks: f.pidStartTicks}
 }
 
 // watchTree keeps tr's process in the tree beside its pidfd. A root the
@@ -659,7 +659,7 @@ func (m *Monitor) watchTree(tr *tracked) {
 	done()
 	if err != nil {
 		if !errors.Is(err, proctree.ErrGone) && !errors.Is(err, proctree.ErrNotSame) {
-			m.opt.Logger.Debug("process tree watch failed", zap.String("entity", tr.key), zap.Error(err))
+			m.opt.Logger.Debug("process tree watch failed", zap.String("entity", tr.f.key), zap.Error(err))
 		}
 		return
 	}
@@ -704,7 +704,7 @@ func (m *Monitor) fireDue(ctx context.Context) {
 			return
 		}
 		m.fire(ctx, tr, now)
-		if m.ents[tr.key] == tr {
+		if m.ents[tr.f.key] == tr {
 			m.reschedule(tr)
 		}
 	}
@@ -736,7 +736,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	}
 	if due&jobCheck != 0 {
 		m.check(ctx, tr)
-		if tr.mode == polled && tr.rewatch && m.ents[tr.key] == tr {
+		if tr.mode == polled && tr.rewatch && m.ents[tr.f.key] == tr {
 			// Polled for want of an fd: offered to the watcher again
 			// (a refusal at the cap costs no syscall). A death the check
 			// just recorded comes back through Update, which unwatches.
@@ -791,7 +791,7 @@ func (m *Monitor) step(ctx context.Context, tr *tracked, f func(context.Context,
 		e = *tr.whole
 	case m.opt.Entity != nil:
 		var ok bool
-		if e, ok = m.opt.Entity(tr.f.typ, tr.f.id); !ok {
+		if e, ok = m.opt.Entity(tr.f.typ(), tr.f.id()); !ok {
 			return false, nil
 		}
 	default:
@@ -815,10 +815,10 @@ func (m *Monitor) step(ctx context.Context, tr *tracked, f func(context.Context,
 // retried (a check) or reconciled by the sweep (an act) all the same.
 func (m *Monitor) warn(msg string, tr *tracked, err error) {
 	if store.Classify(err) == store.FailureNotWritten {
-		m.opt.Logger.Debug(msg+" (the store cannot take writes now)", zap.String("entity", tr.key), zap.Error(err))
+		m.opt.Logger.Debug(msg+" (the store cannot take writes now)", zap.String("entity", tr.f.key), zap.Error(err))
 		return
 	}
-	m.opt.Logger.Warn(msg, zap.String("entity", tr.key), zap.Error(err))
+	m.opt.Logger.Warn(msg, zap.String("entity", tr.f.key), zap.Error(err))
 }
 
 // guard runs one reaper step and turns a panic in it into an error: one
@@ -828,7 +828,7 @@ func (m *Monitor) guard(what string, tr *tracked, f func() (bool, error)) (ok bo
 	defer m.busy()()
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%s %s: panic: %v", what, tr.key, p)
+			err = fmt.Errorf("%s %s: panic: %v", what, tr.f.key, p)
 		}
 	}()
 	return f()

@@ -68,13 +68,24 @@ type Watcher struct {
 // watch is one key's pidfd. Its id, not the fd number, is the epoll
 // event's data: a forgotten fd's number can be handed out again at once,
 // and an event already returned for the old one must not land on the new.
+//
+// A live process's watch is 48 bytes, a size class, where it was 96: pid
+// and fd are 32 bits (a Linux pid and a descriptor number are), and what
+// only a death needs is behind one pointer, nil until then (ADR-0052).
 type watch struct {
-	key   string
-	pid   int
-	fd    int
-	id    uint64
-	dead  bool      // the pidfd turned readable; the exit status may follow
-	at    time.Time // when it did
+	key string
+	pid int32
+	fd  int32
+	id  uint64
+	// died is set when the pidfd turned readable; the exit status may
+	// follow.
+	died *dying
+}
+
+// dying is what a watch keeps from its process's death until its exit
+// status is read or ExitWait has passed.
+type dying struct {
+	at    time.Time // when the pidfd turned readable
 	tries int       // exit status reads after the first
 	timer *deadline.Alarm
 }
@@ -202,7 +213,7 @@ func (w *Watcher) Watch(key string, pid int, same func() bool) error {
 		return fmt.Errorf("watch pid %d: watcher stopped: %w", pid, w.failed)
 	}
 	w.nextID++
-	wt := &watch{key: key, pid: pid, fd: fd, id: w.nextID}
+	wt := &watch{key: key, pid: int32(pid), fd: int32(fd), id: w.nextID}
 	// One-shot: a dead pidfd stays readable while it is kept for the exit
 	// status, and must not wake the loop again.
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT}
@@ -386,12 +397,12 @@ func (w *Watcher) loop() {
 // it, and otherwise the status is looked for again on a timer.
 func (w *Watcher) diedLocked(id uint64, at time.Time) {
 	wt := w.byID[id]
-	if wt == nil || wt.dead { // forgotten after epoll_wait returned
+	if wt == nil || wt.died != nil { // forgotten after epoll_wait returned
 		return
 	}
-	wt.dead, wt.at = true, at
-	exit, again := readExit(wt.fd)
-	w.queueLocked(Death{Key: wt.key, PID: wt.pid, At: at, Exit: exit})
+	wt.died = &dying{at: at}
+	exit, again := readExit(int(wt.fd))
+	w.queueLocked(Death{Key: wt.key, PID: int(wt.pid), At: at, Exit: exit})
 	if exit.Known || !again {
 		w.dropLocked(wt)
 		return
@@ -402,17 +413,18 @@ func (w *Watcher) diedLocked(id uint64, at time.Time) {
 // retryLocked arms wt's next exit status read, or drops wt when ExitWait
 // has passed.
 func (w *Watcher) retryLocked(wt *watch) {
-	if wt.tries >= len(exitChecks) {
+	d := wt.died
+	if d.tries >= len(exitChecks) {
 		w.dropLocked(wt)
 		return
 	}
-	wait := max(time.Until(wt.at.Add(exitChecks[wt.tries])), 0)
+	wait := max(time.Until(d.at.Add(exitChecks[d.tries])), 0)
 	// An alarm on the process's one timer (ADR-0055), made once per
 	// watch and set again for each try.
-	if wt.timer == nil {
-		wt.timer = deadline.Shared().Func(func() { w.recheck(wt) })
+	if d.timer == nil {
+		d.timer = deadline.Shared().Func(func() { w.recheck(wt) })
 	}
-	wt.timer.Set(wait)
+	d.timer.Set(wait)
 }
 
 // recheck reads a dead watch's exit status again, off the epoll goroutine.
@@ -424,10 +436,10 @@ func (w *Watcher) recheck(wt *watch) {
 	if w.closed || w.byID[wt.id] != wt {
 		return
 	}
-	wt.tries++
-	exit, again := readExit(wt.fd)
+	wt.died.tries++
+	exit, again := readExit(int(wt.fd))
 	if exit.Known {
-		w.queueLocked(Death{Key: wt.key, PID: wt.pid, At: wt.at, Exit: exit})
+		w.queueLocked(Death{Key: wt.key, PID: int(wt.pid), At: wt.died.at, Exit: exit})
 		w.dropLocked(wt)
 		return
 	}
@@ -467,10 +479,10 @@ func (w *Watcher) forgetLocked(key string) {
 // dropLocked ends wt: its timer stopped, its fd closed (which also takes
 // it out of the epoll set, as no other fd refers to it).
 func (w *Watcher) dropLocked(wt *watch) {
-	if wt.timer != nil {
-		wt.timer.Stop()
+	if wt.died != nil && wt.died.timer != nil {
+		wt.died.timer.Stop()
 	}
-	_ = unix.Close(wt.fd)
+	_ = unix.Close(int(wt.fd))
 	delete(w.byID, wt.id)
 	if w.byKey[wt.key] == wt {
 		delete(w.byKey, wt.key)

@@ -18,42 +18,58 @@ import (
 // critical-path play failed.
 func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 	rep := Report{Job: JobReapPhantoms, DryRun: r.Settings.DryRun}
-	list, err := r.openOnHost(ctx)
-	if err != nil {
-		return rep, fmt.Errorf("reap_phantoms: %w", err)
-	}
+	// Read a page at a time, as the sweep reads (ADR-0052): a page read
+	// after this run's own writes sees them, as a later run would.
+	pages := r.pages(store.Filter{HostID: r.HostID, OpenOnly: true, AlsoHostless: r.leads()})
 	parents := newParentCache(ctx, r.Store)
 	// Orphans this run ended are signalled together at its end: one
 	// kill_grace for the lot, not one per orphan holding the job.
 	var kill []store.Entity
 	defer func() { r.killOrphans(ctx, kill) }()
+	for {
+		list, err := pages.next(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("reap_phantoms: %w", err)
+		}
+		if len(list) == 0 {
+			return rep, nil
+		}
+		if done, err := r.reapPage(ctx, &rep, list, parents, &kill); done || err != nil {
+			return rep, err
+		}
+	}
+}
+
+// reapPage is ReapPhantoms over one page; done says the run is over (the
+// lease lapsed, or the run's bound was reached).
+func (r *Reaper) reapPage(ctx context.Context, rep *Report, list []store.Entity, parents parentCache, kill *[]store.Entity) (done bool, err error) {
 	for _, e := range list {
 		rep.Checked++
 		if e.HostID == "" && !r.leads() {
 			// Checked at each host-less write, not once per fire: a lease
 			// that lapsed mid-run hands the rest to the new leader.
-			return rep, nil
+			return true, nil
 		}
 		a, reason, trigger, ok, err := r.decideReap(ctx, e, parents)
 		if err != nil {
-			return rep, err
+			return true, err
 		}
 		if !ok {
 			continue
 		}
 		if len(rep.Actions) >= r.maxPerRun() {
 			rep.Truncated = true
-			return rep, nil
+			return true, nil
 		}
 		if err := r.apply(ctx, &a, reason, trigger); err != nil {
-			return rep, err
+			return true, err
 		}
 		rep.Actions = append(rep.Actions, a)
 		if r.killAfter(a) {
-			kill = append(kill, e)
+			*kill = append(*kill, e)
 		}
 	}
-	return rep, nil
+	return false, nil
 }
 
 // ReapPhantomEntity is reap_phantoms' rule for one entity: a process

@@ -142,12 +142,16 @@ type Reaper struct {
 	// starts after it, so on a host too big for one budget every entity
 	// still gets its turn instead of the first ones only.
 	resume sweepCursor
+	// sweepPage is how many entities a sweep reads at a time; 0 means
+	// DefaultSweepPage (tests set it small to cross pages).
+	sweepPage int
 }
 
+// sweepCursor is the key of the last entity an unfinished sweep reached.
 type sweepCursor struct {
-	mu      sync.Mutex
-	typ, id string
-	valid   bool
+	mu    sync.Mutex
+	key   store.Key
+	valid bool
 }
 
 // now is the clock at the store's precision (unixtime.Precision), so an

@@ -43,7 +43,10 @@ func newFixture(t *testing.T) *fixture {
 	settings := DefaultSettings
 	settings.TerminalGrace = 30 * time.Second
 	settings.PhantomAfter = time.Hour
-	r := &Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: settings, Now: c.Now}
+	// Pages of two: every job that reads the host a page at a time (the
+	// sweep, reap_phantoms) crosses pages in every test with more than
+	// two entities.
+	r := &Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: settings, Now: c.Now, sweepPage: 2}
 	return &fixture{t: t, st: st, w: w, r: r, host: host, clock: c}
 }
 
@@ -824,43 +827,114 @@ func TestSchedules(t *testing.T) {
 
 // TestSweepOverBudgetResumesWhereItStopped: on a host too big for one
 // sweep's budget, each sweep starts after the entity where the previous
-// one stopped, so every entity gets probed instead of the first ones only.
+// one stopped, so every entity gets probed instead of the first ones only;
+// the same whether the store is read in one page or in many (the cursor
+// is a key, the pages wrap round to it).
 func TestSweepOverBudgetResumesWhereItStopped(t *testing.T) {
-	f := newFixture(t)
-	dead := testenv.DeadPID(t)
-	const n = 200
-	for i := range n {
-		f.register(store.Entity{Type: "session", ID: fmt.Sprintf("s-%03d", i), PID: dead})
+	for _, page := range []int{0, 1, 7, 64, 200} {
+		t.Run(fmt.Sprintf("page %d", page), func(t *testing.T) {
+			f := newFixture(t)
+			f.r.sweepPage = page
+			dead := testenv.DeadPID(t)
+			const n = 200
+			for i := range n {
+				f.register(store.Entity{Type: "session", ID: fmt.Sprintf("s-%03d", i), PID: dead})
+			}
+			f.r.Settings.SweepBudget = time.Nanosecond
+			probed := func() int {
+				t.Helper()
+				list, err := f.st.List(context.Background(), store.Filter{Type: "session"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				k := 0
+				for _, e := range list {
+					if e.Health != state.HealthUnknown {
+						k++
+					}
+				}
+				return k
+			}
+			for i, want := range []int{64, 128, 192, n} {
+				rep, err := f.r.Sweep(context.Background())
+				if i < 3 && !errors.Is(err, ErrSweepOverBudget) {
+					t.Fatalf("sweep %d: %v, want over budget", i+1, err)
+				}
+				if got := probed(); got != want {
+					t.Fatalf("after sweep %d (%+v): %d entities probed, want %d", i+1, rep, got, want)
+				}
+			}
+			// The fourth sweep wrapped around to the start: still over
+			// budget, nothing new to find, and nothing starved.
+			f.r.Settings.SweepBudget = time.Hour
+			if rep, err := f.r.Sweep(context.Background()); err != nil || rep.Checked != n || rep.Written != 0 {
+				t.Errorf("a full sweep after the rotation: %+v %v", rep, err)
+			}
+			// A full sweep cleared the cursor: the next reads from the
+			// start, every entity once.
+			if rep, err := f.r.Sweep(context.Background()); err != nil || rep.Checked != n {
+				t.Errorf("the sweep after a full one: %+v %v", rep, err)
+			}
+		})
 	}
-	f.r.Settings.SweepBudget = time.Nanosecond
-	probed := func() int {
-		t.Helper()
-		list, err := f.st.List(context.Background(), store.Filter{Type: "session"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := 0
-		for _, e := range list {
-			if e.Health != state.HealthUnknown {
-				k++
+}
+
+// TestSweepPagerWrapsRoundTheCursor: a sweep resumed after a key reads
+// every entity once, those past the key first, whatever the page size and
+// wherever the key falls (on an entity, between two, past the last).
+func TestSweepPagerWrapsRoundTheCursor(t *testing.T) {
+	f := newFixture(t)
+	for i := range 10 {
+		f.register(store.Entity{Type: "session", ID: fmt.Sprintf("s-%d", i)})
+	}
+	f.register(store.Entity{Type: "play", ID: "p"})
+	all := "play/p s-0 s-1 s-2 s-3 s-4 s-5 s-6 s-7 s-8 s-9"
+	for _, tc := range []struct {
+		name   string
+		cursor *store.Key
+		want   string
+	}{
+		{"no cursor", nil, all},
+		{"on an entity", &store.Key{Type: "session", ID: "s-3"}, "s-4 s-5 s-6 s-7 s-8 s-9 play/p s-0 s-1 s-2 s-3"},
+		{"between two", &store.Key{Type: "session", ID: "s-35"}, "s-4 s-5 s-6 s-7 s-8 s-9 play/p s-0 s-1 s-2 s-3"},
+		{"on the last", &store.Key{Type: "session", ID: "s-9"}, all},
+		{"past the last", &store.Key{Type: "zz"}, all},
+		{"before the first", &store.Key{Type: "a"}, all},
+	} {
+		for _, page := range []int{1, 2, 3, 10, 11, 100} {
+			f.r.sweepPage = page
+			f.r.resume.clear()
+			if tc.cursor != nil {
+				f.r.resume.set(*tc.cursor)
+			}
+			p := f.r.sweepPages(store.Filter{})
+			var got []string
+			for reads := 0; ; reads++ {
+				if reads > 30 {
+					t.Fatalf("%s, page %d: no end (%v)", tc.name, page, got)
+				}
+				list, err := p.next(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(list) == 0 {
+					break
+				}
+				if len(list) > page {
+					t.Fatalf("%s, page %d: a page of %d", tc.name, page, len(list))
+				}
+				for _, e := range list {
+					if e.Type == "session" {
+						got = append(got, e.ID)
+					} else {
+						got = append(got, e.Type+"/"+e.ID)
+					}
+				}
+			}
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Errorf("%s, page %d: %s, want %s", tc.name, page, g, tc.want)
 			}
 		}
-		return k
-	}
-	for i, want := range []int{64, 128, 192, n} {
-		rep, err := f.r.Sweep(context.Background())
-		if i < 3 && !errors.Is(err, ErrSweepOverBudget) {
-			t.Fatalf("sweep %d: %v, want over budget", i+1, err)
-		}
-		if got := probed(); got != want {
-			t.Fatalf("after sweep %d (%+v): %d entities probed, want %d", i+1, rep, got, want)
-		}
-	}
-	// The fourth sweep wrapped around to the start: still over budget,
-	// nothing new to find, and nothing starved.
-	f.r.Settings.SweepBudget = time.Hour
-	if rep, err := f.r.Sweep(context.Background()); err != nil || rep.Checked != n || rep.Written != 0 {
-		t.Errorf("a full sweep after the rotation: %+v %v", rep, err)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"time"
 
 	"go.uber.org/zap"
@@ -47,11 +46,7 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	// Other hosts' live entities and host-less ones are the leader's to
 	// judge (one verdict per entity in a fleet); a lone daemon leads.
 	leads := r.leads()
-	list, err := r.Store.List(ctx, store.Filter{HostID: r.HostID, AlsoRemoteLive: leads, AlsoHostless: leads, OpenOnly: true, EndedSince: start.Add(-r.window())})
-	if err != nil {
-		return rep, fmt.Errorf("sweep: %w", err)
-	}
-	list = r.dropHostsWithDaemons(ctx, list, start)
+	f := store.Filter{HostID: r.HostID, AlsoRemoteLive: leads, AlsoHostless: leads, OpenOnly: true, EndedSince: start.Add(-r.window())}
 	if r.Trees != nil && r.Trees.Mode() == proctree.ModeWalk {
 		// The reduced mode's sets follow the processes by walks: one per
 		// sweep (and one per death, the monitor's), ADR-0043.
@@ -60,35 +55,54 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 		}
 	}
 	parents := newParentCache(ctx, r.Store)
-	first := r.resume.after(list)
-	overBudget := func(done int, last store.Entity) error {
+	// The host is read a page at a time, from past where the last sweep
+	// stopped round to it: a sweep holds a page of entities, not the host
+	// (ADR-0052).
+	pages := r.sweepPages(f)
+	var hosts daemonHosts
+	overBudget := func(done int, last store.Key) error {
 		r.resume.set(last)
-		err := fmt.Errorf("%w: probed %d of %d entities in %s; the next sweep starts where this one stopped", ErrSweepOverBudget, done, len(list), budget)
+		err := fmt.Errorf("%w: probed %d entities in %s; the next sweep starts where this one stopped", ErrSweepOverBudget, done, budget)
 		r.log().Error("sweep incomplete", zap.Error(err))
 		return err
 	}
 
-	// Pass 1: liveness. Artifact work is set aside, in sweep order.
-	var deferred []store.Entity
-	for n := range len(list) {
-		e := list[(first+n)%len(list)]
-		// Checked every 64 entities and never before the first 64, so
-		// even a sweep whose store read ate the budget makes progress.
-		if n > 0 && n%64 == 0 && time.Now().After(deadline) {
-			return rep, overBudget(rep.Checked, list[(first+n-1)%len(list)])
+	// Pass 1: liveness. Artifact work is set aside, in sweep order, by key
+	// (read again when its turn comes).
+	var deferred []store.Key
+	var last store.Key
+	n := 0
+	for {
+		page, err := pages.next(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("sweep: %w", err)
 		}
-		if err := ctx.Err(); err != nil {
-			return rep, fmt.Errorf("sweep interrupted after %d of %d entities: %w", rep.Checked, len(list), err)
+		if len(page) == 0 {
+			break
 		}
-		if judge.ByCron(&e) {
-			continue // check_schedules judges schedules
-		}
-		if r.artifactsDue(e) {
-			deferred = append(deferred, e)
-			continue
-		}
-		if err := r.sweepOne(ctx, &rep, e, parents); err != nil {
-			return rep, err
+		page = r.dropHostsWithDaemons(ctx, page, &hosts)
+		for i := range page {
+			e := page[i]
+			// Checked every 64 entities and never before the first 64, so
+			// even a sweep whose store read ate the budget makes progress.
+			if n > 0 && n%64 == 0 && time.Now().After(deadline) {
+				return rep, overBudget(rep.Checked, last)
+			}
+			if err := ctx.Err(); err != nil {
+				return rep, fmt.Errorf("sweep interrupted after %d entities: %w", rep.Checked, err)
+			}
+			n++
+			last = store.KeyOf(&e)
+			if judge.ByCron(&e) {
+				continue // check_schedules judges schedules
+			}
+			if r.artifactsDue(e) {
+				deferred = append(deferred, last)
+				continue
+			}
+			if err := r.sweepOne(ctx, &rep, e, parents); err != nil {
+				return rep, err
+			}
 		}
 	}
 
@@ -98,7 +112,7 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	if len(deferred) > 0 {
 		budgetCtx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
-		for i, e := range deferred {
+		for i, k := range deferred {
 			actx := budgetCtx
 			if i == 0 {
 				actx = ctx
@@ -106,7 +120,14 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 				return rep, overBudget(rep.Checked, deferred[i-1])
 			}
 			if err := ctx.Err(); err != nil {
-				return rep, fmt.Errorf("sweep interrupted after %d of %d entities: %w", rep.Checked, len(list), err)
+				return rep, fmt.Errorf("sweep interrupted after %d entities: %w", rep.Checked, err)
+			}
+			e, err := r.Store.Get(ctx, k.Type, k.ID)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // gone since its page was read
+			}
+			if err != nil {
+				return rep, fmt.Errorf("sweep: %w", err)
 			}
 			rep.Checked++
 			s, err := r.checkEntity(actx, e, parents)
@@ -116,7 +137,7 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 			if s.interrupted {
 				rep.Checked--
 				if err := ctx.Err(); err != nil {
-					return rep, fmt.Errorf("sweep interrupted after %d of %d entities: %w", rep.Checked, len(list), err)
+					return rep, fmt.Errorf("sweep interrupted after %d entities: %w", rep.Checked, err)
 				}
 				if i == 0 {
 					continue // cannot happen without ctx done; nothing recorded
@@ -190,27 +211,89 @@ func (r *Reaper) artifactsDue(e store.Entity) bool {
 	return e.Terminal && len(e.Artifacts) > 0 && e.HostID == r.HostID && judge.Probed(&e)
 }
 
-// after returns the index in list (ordered by type, id, as the store
-// returns it) of the first entity past the cursor, or 0 with no cursor.
-func (c *sweepCursor) after(list []store.Entity) int {
+// DefaultSweepPage is how many entities a sweep reads from the store at
+// a time: about 1.3 MB of decoded entities held at once, where the whole
+// list of a host of 100,000 was 132 MB (ADR-0052), for a query per
+// thousand entities.
+const DefaultSweepPage = 1000
+
+// sweepPager reads a sweep's filter a page at a time in key order, from
+// past the resume cursor to the end, then from the start up to and
+// including the cursor: every entity once, the ones after where the last
+// sweep stopped first.
+type sweepPager struct {
+	st    Store
+	f     store.Filter
+	limit int
+	// until is the cursor the walk wraps round to; wrapped says the walk
+	// is past the end; done that it is over.
+	until            store.Key
+	resumed, wrapped bool
+	done             bool
+}
+
+// sweepPages walks f from past the sweep's resume cursor round to it.
+func (r *Reaper) sweepPages(f store.Filter) *sweepPager {
+	until, resumed := r.resume.get()
+	return r.pagesFrom(f, until, resumed)
+}
+
+// pages walks f from the start to the end, a page at a time: a job that
+// reads every open entity of the host holds a page, not the host.
+func (r *Reaper) pages(f store.Filter) *sweepPager { return r.pagesFrom(f, store.Key{}, false) }
+
+func (r *Reaper) pagesFrom(f store.Filter, until store.Key, resumed bool) *sweepPager {
+	p := &sweepPager{st: r.Store, f: f, limit: r.sweepPage, until: until, resumed: resumed}
+	if p.limit <= 0 {
+		p.limit = DefaultSweepPage
+	}
+	p.f.Limit = p.limit
+	p.f.After = until // the zero key, from the start, without a cursor
+	return p
+}
+
+// next reads the next page; an empty one says the walk is over.
+func (p *sweepPager) next(ctx context.Context) ([]store.Entity, error) {
+	for !p.done {
+		page, err := p.st.List(ctx, p.f)
+		if err != nil {
+			return nil, err
+		}
+		if p.wrapped {
+			// Round to the cursor: what is past it was read first.
+			if i := slices.IndexFunc(page, func(e store.Entity) bool { return p.until.Less(store.KeyOf(&e)) }); i >= 0 {
+				page, p.done = page[:i], true
+			}
+		}
+		switch {
+		case len(page) == p.limit && !p.done:
+			p.f.After = store.KeyOf(&page[len(page)-1])
+		case p.resumed && !p.wrapped:
+			// The end, after a resumed start: round from the start.
+			p.wrapped, p.f.After = true, store.Key{}
+		default:
+			p.done = true
+		}
+		if len(page) > 0 {
+			return page, nil
+		}
+	}
+	return nil, nil
+}
+
+// get is the cursor, or the zero key and false without one.
+func (c *sweepCursor) get() (store.Key, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.valid {
-		return 0
+		return store.Key{}, false
 	}
-	i := sort.Search(len(list), func(i int) bool {
-		e := list[i]
-		return e.Type > c.typ || (e.Type == c.typ && e.ID > c.id)
-	})
-	if i == len(list) {
-		return 0
-	}
-	return i
+	return c.key, true
 }
 
-func (c *sweepCursor) set(e store.Entity) {
+func (c *sweepCursor) set(k store.Key) {
 	c.mu.Lock()
-	c.typ, c.id, c.valid = e.Type, e.ID, true
+	c.key, c.valid = k, true
 	c.mu.Unlock()
 }
 
@@ -352,7 +435,10 @@ func (r *Reaper) judgeOne(ctx context.Context, e store.Entity, parentTerminal, r
 // falls silent the leader reads its entities disconnected, then lost
 // (JudgeHosts), never by heartbeat here. When the store cannot say which
 // hosts have one, no remote entity is judged this sweep.
-func (r *Reaper) dropHostsWithDaemons(ctx context.Context, list []store.Entity, _ time.Time) []store.Entity {
+//
+// hosts keeps the store's answer for the rest of the sweep's pages: one
+// query a sweep.
+func (r *Reaper) dropHostsWithDaemons(ctx context.Context, list []store.Entity, hosts *daemonHosts) []store.Entity {
 	remote := false
 	for _, e := range list {
 		if e.HostID != r.HostID && e.HostID != "" {
@@ -363,18 +449,30 @@ func (r *Reaper) dropHostsWithDaemons(ctx context.Context, list []store.Entity, 
 	if !remote {
 		return list // the common single-host case: no query
 	}
-	hosts, err := r.Store.DaemonHosts(ctx, time.Time{})
-	if err != nil {
-		r.log().Warn("cannot tell which hosts have a daemon; not judging other hosts' entities this sweep", errField(err))
-		hosts = nil
+	if !hosts.read {
+		hosts.read = true
+		var err error
+		hosts.m, err = r.Store.DaemonHosts(ctx, time.Time{})
+		if err != nil {
+			r.log().Warn("cannot tell which hosts have a daemon; not judging other hosts' entities this sweep", errField(err))
+			hosts.m = nil
+		}
 	}
 	kept := list[:0]
 	for _, e := range list {
-		if e.HostID == r.HostID || e.HostID == "" || (hosts != nil && !hosts[e.HostID]) {
+		if e.HostID == r.HostID || e.HostID == "" || (hosts.m != nil && !hosts.m[e.HostID]) {
 			kept = append(kept, e)
 		}
 	}
 	return kept
+}
+
+// daemonHosts is the store's set of hosts with a daemon, read once a
+// sweep, at the first page that holds another host's entity; nil when it
+// could not be read.
+type daemonHosts struct {
+	m    map[string]bool
+	read bool
 }
 
 // remoteSubject keeps of a subject what can be judged from here for an

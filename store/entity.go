@@ -126,4 +126,29 @@ type Filter struct {
 	// enforcement looks at, filtered in SQL so that its reconciling run
 	// does not decode every open row of a big host twice a minute.
 	DeadOnly bool
+	// After, when its Type is set, keeps the entities past this key in the
+	// list's order (type, then id, in byte order): the next page after the
+	// last entity of the one before.
+	After Key
+	// Limit, when positive, reads at most this many entities: a page. A
+	// page shorter than Limit is the last one. A reader that walks a whole
+	// host a page at a time (the sweep) holds a page, not the host
+	// (ADR-0052).
+	Limit int
+}
+
+// Key names one entity: its type and id, the store's primary key and the
+// order List returns entities in.
+type Key struct {
+	Type string
+	ID   string
+}
+
+// KeyOf is e's key.
+func KeyOf(e *Entity) Key { return Key{Type: e.Type, ID: e.ID} }
+
+// Less says whether k comes before o in List's order (byte order of the
+// type, then of the id).
+func (k Key) Less(o Key) bool {
+	return k.Type < o.Type || (k.Type == o.Type && k.ID < o.ID)
 }

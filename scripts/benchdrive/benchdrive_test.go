@@ -453,3 +453,30 @@ func TestElsewhereIn(t *testing.T) {
 		t.Errorf("hostOf(0), hostOf(19) = %q, %q; want the daemon's own, then %q", hostOf(0), hostOf(19), elsewhere)
 	}
 }
+
+// TestJobRuns: a job's runs are summed over every result but skipped
+// (no run), other jobs and families left out.
+func TestJobRuns(t *testing.T) {
+	const exposition = `# HELP watchdog_job_runs_total scheduled job runs
+# TYPE watchdog_job_runs_total counter
+watchdog_job_runs_total{job="enforce_terminal",result="ok"} 9
+watchdog_job_runs_total{job="sweep",result="error"} 1
+watchdog_job_runs_total{job="sweep",result="ok"} 4
+watchdog_job_runs_total{job="sweep",result="skipped"} 30
+watchdog_job_runs_total{job="sweep",result="timeout"} 2
+watchdog_job_runs_total{job="sweeper",result="ok"} 100
+watchdog_job_duration_seconds_count{job="sweep"} 7
+`
+	for _, tc := range []struct {
+		job  string
+		want float64
+	}{
+		{"sweep", 7},
+		{"enforce_terminal", 9},
+		{"vacuum", 0},
+	} {
+		if got := jobRuns([]byte(exposition), tc.job); got != tc.want {
+			t.Errorf("jobRuns(%s) = %v, want %v", tc.job, got, tc.want)
+		}
+	}
+}

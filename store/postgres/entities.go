@@ -267,11 +267,18 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error
 	if f.DeadOnly {
 		where = append(where, "dead_since IS NOT NULL")
 	}
+	if f.After.Type != "" {
+		// In the order's collation: byte order, as SQLite's.
+		where = append(where, `(type COLLATE "C", id COLLATE "C") > (`+arg(f.After.Type)+", "+arg(f.After.ID)+")")
+	}
 	q := "SELECT " + rowcodec.EntityColumns + " FROM entities"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY type COLLATE "C", id COLLATE "C"`
+	if f.Limit > 0 {
+		q += " LIMIT " + arg(f.Limit)
+	}
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list entities: %w", classify(err))

@@ -327,9 +327,44 @@ func testListFilters(t *testing.T, h Harness) {
 		{"ended before the window", store.Filter{Type: "session", OpenOnly: true, EndedSince: t0.Add(2 * time.Hour)}, "session/B session/a session/b "},
 		{"parent", store.Filter{ParentType: "show", ParentID: "x"}, "play/p "},
 		{"dead only", store.Filter{DeadOnly: true}, ""},
+		{"a page", store.Filter{Limit: 2}, "play/p session/B "},
+		{"after a key", store.Filter{After: store.Key{Type: "session", ID: "B"}}, "session/a session/b session/done session/old "},
+		{"after a key no row has", store.Filter{After: store.Key{Type: "session", ID: "Ba"}}, "session/a session/b session/done session/old "},
+		{"after a type alone", store.Filter{After: store.Key{Type: "play"}}, "play/p session/B session/a session/b session/done session/old "},
+		{"after the last", store.Filter{After: store.Key{Type: "session", ID: "old"}}, ""},
+		{"a page after a key", store.Filter{After: store.Key{Type: "play", ID: "p"}, Limit: 2}, "session/B session/a "},
+		{"a page of a selection", store.Filter{HostID: "h1", AlsoRemoteLive: true, OpenOnly: true, After: store.Key{Type: "session", ID: "a"}, Limit: 1}, "session/b "},
 	} {
 		if got := ids(tc.f); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	// Walked a page at a time, each page after the last key of the one
+	// before, the pages are the whole list once.
+	for _, limit := range []int{1, 2, 5, 6, 7} {
+		got := ""
+		f := store.Filter{Limit: limit}
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatalf("limit %d: more than 10 pages (%q so far)", limit, got)
+			}
+			list, err := s.List(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) > limit {
+				t.Fatalf("limit %d: a page of %d", limit, len(list))
+			}
+			for _, e := range list {
+				got += e.Type + "/" + e.ID + " "
+			}
+			if len(list) < limit {
+				break
+			}
+			f.After = store.KeyOf(&list[len(list)-1])
+		}
+		if want := ids(store.Filter{}); got != want {
+			t.Errorf("limit %d: paged %q, want %q", limit, got, want)
 		}
 	}
 	cands, err := s.AttentionCandidates(ctx, t0.Add(2*time.Hour))
