@@ -210,35 +210,33 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		}
 		after = &k
 	}
-	if order == orderSeverity {
-		// On a daemon of a fleet, a scope it does not hold is read by
-		// index (ADR-0058).
-		if lv, ok := s.View.(*live.View); ok {
-			host := q.Get("host")
-			sq := store.ListQuery{Type: typ, Severities: want, Limit: int(limit)}
-			if after != nil {
-				sq.After = &store.ListKey{Rank: after.Rank, Updated: after.Updated.Time, Type: after.Type, ID: after.ID}
+	// On a daemon of a fleet, a scope it does not hold is read by
+	// index (ADR-0058).
+	if lv, ok := s.View.(*live.View); ok {
+		host := q.Get("host")
+		sq := store.ListQuery{ByID: order == orderID, Type: typ, Severities: want, Limit: int(limit)}
+		if after != nil {
+			sq.After = &store.ListKey{Rank: after.Rank, Updated: after.Updated.Time, Type: after.Type, ID: after.ID}
+		}
+		now := s.Now()
+		pg, total, ok, err := lv.ListPage(r.Context(), host, host == "", sq, now)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if ok {
+			out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: total}
+			if len(pg) > int(limit) {
+				pg = pg[:limit]
+				last := &pg[len(pg)-1]
+				out.Next = encodeCursor(keyOf(listed{typ: last.Entity.Type, id: last.Entity.ID, updated: last.Entity.UpdatedAt, ns: last.State}, order))
 			}
-			now := s.Now()
-			pg, total, ok, err := lv.ListPage(r.Context(), host, host == "", sq, now)
-			if err != nil {
-				s.fail(w, r, err)
-				return
+			out.Items = make([]wire.Entity, 0, len(pg))
+			for i := range pg {
+				out.Items = append(out.Items, s.listItem(pg[i].Entity, pg[i].State, withProcess))
 			}
-			if ok {
-				out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: total}
-				if len(pg) > int(limit) {
-					pg = pg[:limit]
-					last := &pg[len(pg)-1]
-					out.Next = encodeCursor(keyOf(listed{typ: last.Entity.Type, id: last.Entity.ID, updated: last.Entity.UpdatedAt, ns: last.State}, order))
-				}
-				out.Items = make([]wire.Entity, 0, len(pg))
-				for i := range pg {
-					out.Items = append(out.Items, s.listItem(pg[i].Entity, pg[i].State, withProcess))
-				}
-				writeJSON(w, http.StatusOK, out)
-				return
-			}
+			writeJSON(w, http.StatusOK, out)
+			return
 		}
 	}
 	view, err := s.readerFor(r.Context(), q.Get("host"))

@@ -36,8 +36,11 @@ type Derived struct {
 }
 
 // ListQuery selects a page of the fleet-wide list in the severity order
-// (wire.SeverityKey: rank, most recently updated, type, id).
+// (wire.SeverityKey: rank, most recently updated, type, id), or with ByID
+// by type and id.
 type ListQuery struct {
+	// ByID orders by type and id (the key's Type and ID only).
+	ByID bool
 	// Hosts are the hosts whose entities are listed.
 	Hosts Hosts
 	// Type, when not "", keeps that type only.

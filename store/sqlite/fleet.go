@@ -103,13 +103,21 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) ([]store.Entity
 	}
 	page := filter
 	pargs := append([]any(nil), args...)
-	if a := q.After; a != nil {
+	order := "sev_rank, updated_at DESC, type, id"
+	switch a := q.After; {
+	case q.ByID:
+		order = "type, id"
+		if a != nil {
+			page += ` AND (type > ? OR (type = ? AND id > ?))`
+			pargs = append(pargs, a.Type, a.Type, a.ID)
+		}
+	case a != nil:
 		u := unixSeconds(a.Updated)
 		page += ` AND (sev_rank > ? OR (sev_rank = ? AND (updated_at < ? OR (updated_at = ? AND (type > ? OR (type = ? AND id > ?))))))`
 		pargs = append(pargs, a.Rank, a.Rank, u, u, a.Type, a.Type, a.ID)
 	}
 	out, err := s.queryEntities(ctx, "list a page", "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE "+page+
-		" ORDER BY sev_rank, updated_at DESC, type, id LIMIT ?", append(pargs, q.Limit+1)...)
+		" ORDER BY "+order+" LIMIT ?", append(pargs, q.Limit+1)...)
 	return out, total, err
 }
 
