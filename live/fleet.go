@@ -32,28 +32,49 @@ const staleBatch = 1000
 // (written by a binary that does not derive, or upgraded to the columns)
 // and writes them back, so the indexed read that follows sees every row
 // as Derive sees it.
-func freshen(ctx context.Context, fr store.FleetReader, hs store.Hosts) error {
+func freshen(ctx context.Context, fr store.FleetReader, hs store.Hosts) (int, error) {
+	n := 0
 	for {
 		es, err := fr.StaleDerived(ctx, hs, staleBatch)
 		if err != nil {
-			return err
+			return n, err
 		}
 		ds := make([]store.Derived, len(es))
 		for i := range es {
 			ds[i] = Columns(es[i])
 		}
 		if err := fr.SetDerived(ctx, ds); err != nil {
-			return err
+			return n, err
 		}
+		n += len(es)
 		if len(es) < staleBatch {
-			return nil
+			return n, nil
 		}
 	}
 }
 
+// FillColumns derives every stale row of the store (every row of a
+// database just upgraded to the derived columns, ADR-0058) and reports
+// how many: what the daemon runs once at its start, in the background,
+// so the first fleet-wide read does not pay for it. Nothing to do for a
+// source without the columns.
+func (v *View) FillColumns(ctx context.Context) (int, error) {
+	fr, ok := v.src.(store.FleetReader)
+	if !ok {
+		return 0, nil
+	}
+	n, err := freshen(ctx, fr, store.AllHosts())
+	if err != nil {
+		return n, fmt.Errorf("fill the derived columns: %w", err)
+	}
+	return n, nil
+}
+
 // fleetReader is the view's source as a store.FleetReader, when it is one
 // and the view does not hold host's entities (all: every host's): the
-// reads that would otherwise make a view of the whole scope.
+// reads that would otherwise make a view of the whole scope. Its stale
+// rows are derived first; when they cannot be written back, ok is false
+// and the caller reads the scope into a view (For), as before ADR-0058.
 func (v *View) fleetReader(ctx context.Context, host string, all bool) (store.FleetReader, store.Hosts, bool, error) {
 	if err := v.Sync(ctx); err != nil {
 		return nil, store.Hosts{}, false, err
@@ -66,8 +87,10 @@ func (v *View) fleetReader(ctx context.Context, host string, all bool) (store.Fl
 	if all {
 		sel = store.AllHosts()
 	}
-	if err := freshen(ctx, fr, sel); err != nil {
-		return nil, store.Hosts{}, false, fmt.Errorf("fleet read: derive stale rows: %w", err)
+	if _, err := freshen(ctx, fr, sel); err != nil {
+		// The store refuses the write back (a disk at its reserve, a
+		// read-only file): the read is still owed, the slow way.
+		return nil, store.Hosts{}, false, nil
 	}
 	return fr, sel, true, nil
 }

@@ -248,3 +248,21 @@ func mustGet(t *testing.T, st interface {
 	}
 	return e
 }
+
+// TestFillColumns: the daemon's fill at its start derives every stale row
+// once (a database upgraded to the columns: every row), and finds
+// nothing the second time.
+func TestFillColumns(t *testing.T) {
+	st, cli := twoStores(t)
+	ctx := context.Background()
+	seed(t, testenv.SQL(t, cli.Path()), rand.New(rand.NewPCG(58, 4)), 0, 2500)
+	v := New(st, nil, 0)
+	for i, want := range []int{2500, 0} {
+		if n, err := v.FillColumns(ctx); err != nil || n != want {
+			t.Fatalf("fill %d: %d rows (%v), want %d", i+1, n, err, want)
+		}
+	}
+	if es, err := st.StaleDerived(ctx, store.AllHosts(), 10); err != nil || len(es) != 0 {
+		t.Errorf("%d rows still stale (%v)", len(es), err)
+	}
+}
