@@ -6,7 +6,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 	"watchdog/wire"
 )
@@ -264,5 +268,90 @@ func TestFillColumns(t *testing.T) {
 	}
 	if es, err := st.StaleDerived(ctx, store.AllHosts(), 10); err != nil || len(es) != 0 {
 		t.Errorf("%d rows still stale (%v)", len(es), err)
+	}
+}
+
+// TestUpgradeToDerivedColumns: an SQLite database at the schema before
+// the derived columns (migration 0011), with entities written as the old
+// store wrote them, opens with this build (0012 adds the columns, every
+// row stale); the fleet-wide reads then answer as a view of every host,
+// deriving the rows on the way, without moving the feed, and the daemon's
+// fill finds nothing left.
+func TestUpgradeToDerivedColumns(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "watchdog.db")
+	db := testenv.SQL(t, path)
+	files, err := filepath.Glob(filepath.Join("..", "store", "sqlite", "migrations", "*.sql"))
+	if err != nil || len(files) != sqlite.SchemaVersion() || !strings.HasPrefix(filepath.Base(files[11]), "0012_") {
+		t.Fatalf("migrations %v %v", files, err)
+	}
+	if _, err := db.Exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (datetime('now')))`); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files[:11] {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(string(body)); err != nil {
+			t.Fatalf("apply %s: %v", f, err)
+		}
+		if _, err := db.Exec("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", i+1, filepath.Base(f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seed(t, db, rand.New(rand.NewPCG(58, 5)), 0, 300)
+	if _, err := db.Exec("UPDATE entities SET host_id = 'h' || (rowid % 3)"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("open the old database: %v", err)
+	}
+	defer st.Close()
+	if es, err := st.StaleDerived(ctx, store.AllHosts(), 1000); err != nil || len(es) != 300 {
+		t.Fatalf("after the upgrade %d rows stale (%v), want every one", len(es), err)
+	}
+	now := func() time.Time { return testNow }
+	all := New(st, now, 0)
+	if err := all.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	one := New(st, now, 0)
+	one.SetHosts(func() store.Hosts { return store.Only("h0") })
+	if err := one.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	head, err := st.FeedHead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []wire.Entity
+	all.Each("", func(e *Entry) { want = append(want, wire.FromDerived(e.Entity, e.State, nil, nil, testNow)) })
+	wire.SortEntities(want)
+	pg, total, ok, err := one.ListPage(ctx, "", true, store.ListQuery{Limit: 1000}, testNow)
+	if err != nil || !ok || total != 300 {
+		t.Fatalf("ListPage: %d, %v, %v", total, ok, err)
+	}
+	got := make([]wire.Entity, len(pg))
+	for i := range pg {
+		got[i] = wire.FromDerived(pg[i].Entity, pg[i].State, nil, nil, testNow)
+	}
+	if jsonString(t, got) != jsonString(t, want) {
+		t.Error("the upgraded store's list by index differs from the view's")
+	}
+	qv, err := one.ForQueue(ctx, "", true, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aq := attention.Query{Limit: attention.MaxLimit, IncludeDismissed: true}
+	if a, b := all.Attention(aq, testNow), qv.Attention(aq, testNow); a.Total == 0 || jsonString(t, a) != jsonString(t, b) {
+		t.Errorf("the upgraded store's queue by index (%d) differs from the view's (%d)", b.Total, a.Total)
+	}
+	if after, err := st.FeedHead(ctx); err != nil || after != head {
+		t.Errorf("deriving the upgraded rows moved the feed: %+v, then %+v (%v)", head, after, err)
+	}
+	if n, err := one.FillColumns(ctx); err != nil || n != 0 {
+		t.Errorf("the fill after the reads derived %d rows (%v), want none", n, err)
 	}
 }
