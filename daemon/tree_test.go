@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"watchdog/config"
 	"watchdog/internal/testenv"
@@ -43,7 +44,9 @@ func TestDaemonFindsALeftoverAtTheRootsDeath(t *testing.T) {
 	cfg.Jobs = config.Jobs{Sweep: "@every 1h", EnforceTerminal: "@every 1h", ReapPhantoms: "@every 1h", CheckSchedules: "@every 1h", Vacuum: "@every 1h"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, Options{Config: cfg, Log: zap.NewNop(), Version: "test"}) }()
+	go func() {
+		done <- Run(ctx, Options{Config: cfg, Log: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), Version: "test"})
+	}() // its log shown when the test fails (a missed exit says why)
 	defer func() {
 		cancel()
 		<-done

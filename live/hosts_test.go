@@ -13,6 +13,7 @@ import (
 	"watchdog/internal/testenv"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
@@ -207,5 +208,53 @@ func TestOwnViewAgreesWithTheStoresAnswer(t *testing.T) {
 	}
 	if ca, cb := own.Counts(testNow), read.Counts(testNow); fmt.Sprint(ca) != fmt.Sprint(cb) {
 		t.Errorf("h1's counts: own view %+v, the store's answer %+v", ca, cb)
+	}
+}
+
+// wakeRecorder is a store that narrows its wake-ups (a HostWaker, as the
+// PostgreSQL store is): it records the selection it was told and the one
+// in force at each DataVersion.
+type wakeRecorder struct {
+	*sqlite.Store
+	told      *store.Hosts
+	atVersion []string
+}
+
+func (w *wakeRecorder) WakeFor(h store.Hosts) { w.told = &h }
+
+func (w *wakeRecorder) DataVersion(ctx context.Context) (int64, error) {
+	w.atVersion = append(w.atVersion, fmt.Sprintf("%+v", w.told))
+	return w.Store.DataVersion(ctx)
+}
+
+// TestViewTellsTheStoreItsHosts: a view with a selection tells a
+// HostWaker its selection before each Sync reads the version, so a commit
+// of a host it has just gained wakes it; a view without one tells nothing
+// (its store wakes for every host).
+func TestViewTellsTheStoreItsHosts(t *testing.T) {
+	st, _ := twoStores(t)
+	ctx := context.Background()
+	w := &wakeRecorder{Store: st}
+	sel := store.Only("a")
+	v := New(w, nil, 0)
+	v.SetHosts(func() store.Hosts { return sel })
+	if err := v.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sel = store.AllBut("b")
+	if err := v.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{fmt.Sprintf("%+v", &store.Hosts{List: []string{"a"}}), fmt.Sprintf("%+v", &store.Hosts{All: true, List: []string{"b"}})}
+	if !slices.Equal(w.atVersion, want) {
+		t.Errorf("the selection in force at each version read: %v, want %v", w.atVersion, want)
+	}
+
+	lone := &wakeRecorder{Store: st}
+	if err := New(lone, nil, 0).Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lone.told != nil {
+		t.Errorf("a view without a selection told its store %+v", *lone.told)
 	}
 }

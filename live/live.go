@@ -82,6 +82,17 @@ type HostSource interface {
 	ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilter, limit int) (store.Batch, error)
 }
 
+// HostWaker is a Source whose change signal can be narrowed to the
+// commits of some hosts (the PostgreSQL store: each commit's notification
+// names its hosts). A view with a selection of hosts tells it its
+// selection before each Sync reads the version, so a burst on a host it
+// does not hold does not wake it; the version still moves with every
+// commit when read (the feed's head), so a read that syncs first still
+// reflects every write.
+type HostWaker interface {
+	WakeFor(store.Hosts)
+}
+
 // batchSize is how many rows of each kind one feed read carries.
 const batchSize = 2000
 
@@ -347,15 +358,20 @@ func (v *View) Load(ctx context.Context) error { return v.Sync(ctx) }
 func (v *View) Sync(ctx context.Context) error {
 	v.syncMu.Lock()
 	defer v.syncMu.Unlock()
+	sel := store.AllHosts()
+	if v.hosts != nil {
+		sel = v.hosts()
+		// Before the version is read: a commit of a host gained after
+		// this wakes the view; one before it is read below.
+		if w, ok := v.src.(HostWaker); ok {
+			w.WakeFor(sel)
+		}
+	}
 	// The version is read before the rows: a commit after this read moves
 	// it again, so the next Sync reads what this one may have missed.
 	ver, err := v.src.DataVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("live view: %w", err)
-	}
-	sel := store.AllHosts()
-	if v.hosts != nil {
-		sel = v.hosts()
 	}
 	if !v.started {
 		// The first load reads the selection from the start.

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -182,5 +183,66 @@ func TestLeaderGauge(t *testing.T) {
 				t.Errorf("watchdog_leader = %v, want %v", v, tt.want)
 			}
 		})
+	}
+}
+
+// TestCountersCountWhatTheViewHolds: the counters follow the view's feed,
+// which reads the audit rows of the hosts the view holds (each row carries
+// its entity's host), so each daemon of a fleet counts the transitions of
+// what it owns and the fleet's daemons sum to what a lone daemon counts.
+func TestCountersCountWhatTheViewHolds(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	clock := func() time.Time { return testNow }
+	type daemon struct {
+		name  string
+		hosts *store.Hosts // nil: a lone daemon's view, every host
+		want  float64
+		reg   *prometheus.Registry
+		view  *live.View
+	}
+	h1, h2, rest := store.Only("h1"), store.Only("h2"), store.AllBut("h1", "h2")
+	ds := []*daemon{{name: "lone", want: 4}, {name: "h1", hosts: &h1, want: 1}, {name: "h2", hosts: &h2, want: 2}, {name: "the leader's share", hosts: &rest, want: 1}}
+	for _, d := range ds {
+		d.reg, d.view = prometheus.NewRegistry(), live.New(f.st, clock, 0)
+		if d.hosts != nil {
+			sel := *d.hosts
+			d.view.SetHosts(func() store.Hosts { return sel })
+		}
+		m, err := New(d.reg, d.view, "v", clock, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Follow(d.view)
+		if err := d.view.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, host := range []string{"h1", "h2", "h2", ""} {
+		id := fmt.Sprintf("s%d", i)
+		f.registerOn(host, "session", id, "running")
+		f.move("session", id, "failed", state.RunFailedExitNonzero)
+	}
+	const series = "actor=orchestrator,entity_type=session,from=running,to=failed"
+	var sum float64
+	for _, d := range ds {
+		if err := d.view.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := -1.0
+		for _, m := range gather(t, d.reg)["watchdog_transitions_total"].GetMetric() {
+			if labels(m) == series {
+				got = m.GetCounter().GetValue()
+			}
+		}
+		if got != d.want {
+			t.Errorf("%s: watchdog_transitions_total{%s} = %v, want %v", d.name, series, got, d.want)
+		}
+		if d.hosts != nil {
+			sum += got
+		}
+	}
+	if sum != ds[0].want {
+		t.Errorf("the fleet's daemons count %v transitions, the lone daemon %v", sum, ds[0].want)
 	}
 }

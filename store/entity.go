@@ -97,6 +97,10 @@ type AuditRow struct {
 	Actor      string
 	Trigger    string
 	At         time.Time
+	// HostID is the host of the entity when the row was written ("" for a
+	// host-less one), stamped by the write path: a daemon of a fleet reads
+	// and counts the audit rows of the hosts it owns (ChangesFor).
+	HostID string
 }
 
 // Filter selects entities for List. Zero fields do not filter.

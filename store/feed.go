@@ -97,7 +97,8 @@ func filterHosts(list []string, keep func(string) bool) []string {
 
 // FeedFilter narrows a read of the change feed (ChangesFor).
 type FeedFilter struct {
-	// Hosts are the hosts whose entities are read.
+	// Hosts are the hosts whose entities and audit rows are read (an
+	// audit row's host is its entity's when it was written).
 	Hosts Hosts
 	// EntitiesOnly reads no audit rows: a reader loading the entities of
 	// a host it has just come to own, whose audit rows it follows

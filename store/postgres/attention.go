@@ -33,7 +33,7 @@ func (s *Store) UpsertDismissals(ctx context.Context, ds []store.Dismissal) (str
 	if err != nil {
 		return "", err
 	}
-	err = s.writeTx(ctx, func(tx pgx.Tx) error {
+	err = s.writeTx(ctx, &told{}, func(tx pgx.Tx) error { // the dismissals trigger notifies
 		for _, d := range ds {
 			if _, err := tx.Exec(ctx, `INSERT INTO attention_dismissals (id, fingerprint, entity_type, entity_id,
 			reason_code, status_at_dismissal, snoozed_until, dismissed_at, dismissed_by, clear_on_status_change, created_at, occurrence_at)
@@ -106,7 +106,7 @@ func (s *Store) triageLog(ctx context.Context, query string, seq int64, limit in
 // at) and reports how many (sqlite.Store.VacuumTriage's rule).
 func (s *Store) VacuumTriage(ctx context.Context, before time.Time) (int, error) {
 	var n int64
-	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, &told{}, func(tx pgx.Tx) error { // no view holds the triage log
 		tag, err := tx.Exec(ctx, `DELETE FROM attention_triage WHERE at < $1`, unixtime.Seconds(before))
 		n = tag.RowsAffected()
 		return err
@@ -143,7 +143,7 @@ func (s *Store) Dismissals(ctx context.Context) (map[string]store.Dismissal, err
 // escalation's item kept) and reports how many.
 func (s *Store) VacuumDismissals(ctx context.Context, now time.Time) (int, error) {
 	var n int64
-	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, &told{}, func(tx pgx.Tx) error { // the dismissals trigger notifies
 		tag, err := tx.Exec(ctx, `DELETE FROM attention_dismissals d
 			WHERE (d.snoozed_until IS NOT NULL AND d.snoozed_until <= $1)
 			   OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.type = d.entity_type AND e.id = d.entity_id)

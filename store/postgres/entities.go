@@ -29,10 +29,19 @@ func (s *Store) Register(ctx context.Context, e store.Entity, actor string, at t
 	if err != nil {
 		return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
 	}
-	err = s.writeTx(ctx, func(tx pgx.Tx) error {
+	// The commit tells the entity's host: the one registered, which an
+	// update keeps when none is given (then every host is told, the
+	// stored one unread).
+	t := &told{}
+	err = s.writeTx(ctx, t, func(tx pgx.Tx) error {
 		var e2 error
 		if created, e2 = register(ctx, tx, e, reg, actor, at); e2 != nil {
 			return e2
+		}
+		if created || e.HostID != "" {
+			t.add(e.HostID)
+		} else {
+			t.all = true
 		}
 		return deriveTx(ctx, tx, e.Type, e.ID)
 	})
@@ -84,8 +93,10 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 				// statement (the link changes no lifecycle: the audit
 				// guard does not fire).
 				// No evidence: '[]', as rowcodec.JSONList writes a nil list.
+				// The row's host is the entity's, as inserted above.
 				_, err = tx.Exec(ctx, `WITH a AS (INSERT INTO transitions (seq, entity_type, entity_id, from_lifecycle, to_lifecycle,
-					reason_code, message, evidence, actor, trigger_name, at) VALUES (0, $1, $2, NULL, $3, '', 'registered', '[]', $4, '', $5) RETURNING seq)
+					reason_code, message, evidence, actor, trigger_name, at, host_id) VALUES (0, $1, $2, NULL, $3, '', 'registered', '[]', $4, '', $5,
+					COALESCE((SELECT host_id FROM entities WHERE type = $1 AND id = $2), '')) RETURNING seq)
 					UPDATE entities SET last_seq = (SELECT seq FROM a) WHERE type = $1 AND id = $2`,
 					e.Type, e.ID, *e.Lifecycle, actor, unixtime.Seconds(at))
 				if err != nil {
@@ -191,7 +202,8 @@ func (s *Store) tryTransition(ctx context.Context, typ, id string, decide store.
 	if cur.Lifecycle != nil {
 		from = *cur.Lifecycle
 	}
-	err = s.writeOne(ctx, func(q querier) error {
+	// A transition never moves its entity to another host.
+	err = s.writeOne(ctx, &told{hosts: []string{cur.HostID}}, func(q querier) error {
 		written = false // an attempt writeOne retries starts afresh
 		rows, err := q.Query(ctx, "SELECT "+rowcodec.EntityColumns+` FROM watchdog_apply_transition(
 			@type, @id, @revision, @from, @to, @reason_code, @message, @evidence, @actor, @trigger, @at,
@@ -394,8 +406,10 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 		return false, fmt.Errorf("record observation %s/%s: encode reasons: %w", typ, id, err)
 	}
 	var n int64
-	err = s.writeOne(ctx, func(q querier) error {
-		tag, err := q.Exec(ctx, `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
+	t := &told{}
+	err = s.writeOne(ctx, t, func(q querier) error {
+		var err error
+		n, err = execTold(ctx, q, t, `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
 		health_since = @health_since::double precision, dead_since = @dead_since::double precision, updated_at = @at
 		WHERE type = @type AND id = @id AND last_seq = @seen_seq
 		  AND (health IS DISTINCT FROM @health OR delivery IS DISTINCT FROM @delivery OR reasons IS DISTINCT FROM @reasons
@@ -405,7 +419,6 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 				"health_since": rowcodec.UnixArg(o.HealthSince), "dead_since": rowcodec.UnixArg(o.DeadSince),
 				"at": unixtime.Seconds(o.At), "type": typ, "id": id, "seen_seq": o.SeenSeq,
 			})
-		n = tag.RowsAffected()
 		return err
 	})
 	if err != nil {
@@ -424,14 +437,15 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 // RecordHeartbeat stores a posted heartbeat with its optional progress note.
 func (s *Store) RecordHeartbeat(ctx context.Context, typ, id string, at time.Time, progress string) error {
 	var n int64
-	err := s.writeOne(ctx, func(q querier) error {
+	t := &told{}
+	err := s.writeOne(ctx, t, func(q querier) error {
 		// A heartbeat leaves the derived columns as they are, unless the
 		// items would age out from updated_at: -1 carries fresh columns
 		// to the new revision (migration 0007), a stale row stays stale.
-		tag, err := q.Exec(ctx, `UPDATE entities SET heartbeat_at = $1, heartbeat_progress = $2, updated_at = $3,
+		var err error
+		n, err = execTold(ctx, q, t, `UPDATE entities SET heartbeat_at = $1, heartbeat_progress = $2, updated_at = $3,
 		derived_rev = CASE WHEN derived_rev IS NOT DISTINCT FROM revision AND (ended_at IS NOT NULL OR lifecycle_at IS NOT NULL) THEN -1 ELSE derived_rev END
 		WHERE type = $4 AND id = $5`, rowcodec.UnixArg(at), progress, unixtime.Seconds(at), typ, id)
-		n = tag.RowsAffected()
 		return err
 	})
 	if err != nil {
@@ -451,12 +465,13 @@ func (s *Store) RecordExit(ctx context.Context, typ, id string, pid int, x state
 		return false, err
 	}
 	var n int64
-	err = s.writeOne(ctx, func(q querier) error {
-		tag, err := q.Exec(ctx, `UPDATE entities SET exit_code = @code::bigint, exit_signal = @signal::bigint, exit_at = @at
+	t := &told{}
+	err = s.writeOne(ctx, t, func(q querier) error {
+		var err error
+		n, err = execTold(ctx, q, t, `UPDATE entities SET exit_code = @code::bigint, exit_signal = @signal::bigint, exit_at = @at
 		WHERE type = @type AND id = @id AND NOT terminal AND lifecycle IS NOT NULL AND pid = @pid
 		  AND (exit_at IS NULL OR exit_code IS DISTINCT FROM @code::bigint OR exit_signal IS DISTINCT FROM @signal::bigint)`,
 			pgx.NamedArgs{"code": code, "signal": signal, "at": unixtime.Seconds(x.At), "type": typ, "id": id, "pid": int64(pid)})
-		n = tag.RowsAffected()
 		return err
 	})
 	if err != nil {

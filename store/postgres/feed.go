@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,7 +52,7 @@ func (s *Store) runListener(ctx context.Context, conn *pgx.Conn) {
 				conn = nil
 				break
 			}
-			if n.Payload != s.self { // its own commits moved the version already
+			if s.wakes(n.Payload) {
 				s.bump()
 			}
 		}
@@ -72,13 +74,104 @@ func (s *Store) runListener(ctx context.Context, conn *pgx.Conn) {
 
 // committed is told of each commit of this store's own: DataVersion moves
 // at once (a read after a write sees it) and the other stores listening
-// are told (tell).
-func (s *Store) committed() {
+// are told of t's hosts (tell).
+func (s *Store) committed(t *told) {
 	s.bump()
-	s.tell()
+	s.tell(t)
 }
 
-// tell has the notifier send one notification on watchdog_changes soon.
+// told is what a commit tells the other stores: the hosts whose entities
+// and audit rows it wrote ("" the host-less ones), or every host (all: a
+// dismissal, which every view reads, or a write whose hosts are not
+// known). A nil *told tells every host.
+type told struct {
+	all   bool
+	hosts []string
+}
+
+// add records that host's rows were written.
+func (t *told) add(host string) {
+	if !slices.Contains(t.hosts, host) {
+		t.hosts = append(t.hosts, host)
+	}
+}
+
+// execTold runs query, an UPDATE of entities, with RETURNING host_id, adds
+// the hosts of the rows it wrote to t, and says how many it wrote.
+func execTold(ctx context.Context, q querier, t *told, query string, args ...any) (int64, error) {
+	rows, err := q.Query(ctx, query+" RETURNING host_id", args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var n int64
+	for rows.Next() {
+		var host string
+		if err := rows.Scan(&host); err != nil {
+			return n, err
+		}
+		t.add(host)
+		n++
+	}
+	return n, rows.Err()
+}
+
+// notice is a notification's payload: the store that sends it (its own
+// listener skips it) and the hosts its commits wrote, or all. A payload
+// that is not one (a dismissal's trigger sends an empty one; an older
+// watchdog, its name alone) wakes every listener.
+type notice struct {
+	From  string   `json:"from"`
+	All   bool     `json:"all,omitempty"`
+	Hosts []string `json:"hosts,omitempty"`
+}
+
+// maxNoticeHosts bounds the hosts one notification names (PostgreSQL's
+// payload is under 8,000 bytes): a commit burst across more hosts tells
+// every host instead.
+const maxNoticeHosts = 64
+
+// WakeFor narrows what moves DataVersion (and Changes) among the other
+// stores' commits to those of the hosts h selects: the live view of a
+// fleet's daemon, which holds only those hosts (ADR-0056), is not woken by
+// a burst on another host. A notification that names no hosts (a
+// dismissal, an older writer) still moves it, and so does everything that
+// moved it before (this store's own commits, the listener's loss, the
+// horizon's follower). DataVersion still folds in the feed's head, so a
+// read that syncs first reflects every write acknowledged before it.
+func (s *Store) WakeFor(h store.Hosts) {
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
+	if s.wakeOn != nil && s.wakeOn.Equal(h) {
+		return
+	}
+	h.List = slices.Clone(h.List)
+	s.wakeOn = &h
+}
+
+// wakes says whether a notification's payload moves DataVersion: not its
+// own (the commit moved it already), and one of the hosts WakeFor selects.
+func (s *Store) wakes(payload string) bool {
+	var n notice
+	if json.Unmarshal([]byte(payload), &n) != nil || n.From == "" {
+		return true
+	}
+	if n.From == s.self {
+		return false
+	}
+	if n.All {
+		return true
+	}
+	s.wakeMu.RLock()
+	defer s.wakeMu.RUnlock()
+	if s.wakeOn == nil {
+		return true
+	}
+	return slices.ContainsFunc(n.Hosts, s.wakeOn.Has)
+}
+
+// tell has the notifier send one notification on watchdog_changes soon,
+// naming t's hosts.
 // The writes do not notify themselves (migration 0004 dropped the
 // triggers that did): a transaction that notifies takes a lock that
 // PostgreSQL holds from before its commit until after it (notifications
@@ -87,12 +180,32 @@ func (s *Store) committed() {
 // the old feed lock. The notifier's own statement writes no WAL and
 // commits without a flush; commits made while it runs are told by its
 // next one, so a burst costs a notification or two, not one per write.
-func (s *Store) tell() {
-	s.untold.Store(true)
+func (s *Store) tell(t *told) {
+	if !s.keepUntold(t) {
+		return // nothing the others read
+	}
 	select {
 	case s.tellWake <- struct{}{}:
 	default:
 	}
+}
+
+// keepUntold adds t to what is untold, and says whether t has anything
+// to tell.
+func (s *Store) keepUntold(t *told) bool {
+	s.untoldMu.Lock()
+	defer s.untoldMu.Unlock()
+	switch {
+	case t == nil || t.all:
+		s.untold.all = true
+	case len(t.hosts) == 0:
+		return false
+	default:
+		for _, h := range t.hosts {
+			s.untold.add(h)
+		}
+	}
+	return true
 }
 
 // runNotifier sends the notifications tell asks for until ctx ends.
@@ -107,15 +220,34 @@ func (s *Store) runNotifier(ctx context.Context) {
 	}
 }
 
-// notify sends one notification if a commit is untold. A failure leaves
-// it untold for the next commit or Close; the listeners' own safety nets
-// (the view's quiet period, DataVersion's feed head) cover the gap.
+// notify sends one notification if a commit is untold, naming the hosts
+// the commits since the last one wrote (a payload, not a channel per host:
+// a leader's view holds every host but some, which no set of channels it
+// could LISTEN to names, and a host-less write is a host of its own). A
+// failure leaves them untold for the next commit or Close; the listeners'
+// own safety nets (the view's quiet period, DataVersion's feed head) cover
+// the gap.
 func (s *Store) notify(ctx context.Context) {
-	if !s.untold.Swap(false) {
+	s.untoldMu.Lock()
+	t := s.untold
+	s.untold = told{}
+	s.untoldMu.Unlock()
+	if !t.all && len(t.hosts) == 0 {
 		return
 	}
-	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+notifyChannel+"', $1)", s.self); err != nil {
-		s.untold.Store(true)
+	n := notice{From: s.self, All: t.all || len(t.hosts) > maxNoticeHosts}
+	if !n.All {
+		n.Hosts = t.hosts
+	}
+	payload, err := json.Marshal(n)
+	if err == nil && len(payload) > 7000 { // long host names
+		payload, err = json.Marshal(notice{From: s.self, All: true})
+	}
+	if err == nil {
+		_, err = s.pool.Exec(ctx, "SELECT pg_notify('"+notifyChannel+"', $1)", string(payload))
+	}
+	if err != nil {
+		s.keepUntold(&t) // told by the next commit's notification, or Close's
 	}
 }
 
@@ -333,15 +465,30 @@ func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (st
 	return s.ChangesFor(ctx, c, store.FeedFilter{Hosts: store.AllHosts()}, limit)
 }
 
-// ChangesFor is ChangesSince of the entities of f.Hosts only (by the
-// index on host and revision when it names the hosts; a leader's "all but"
-// reads by revision and skips the others' rows), and of no audit rows
-// with f.EntitiesOnly.
+// ChangesFor is ChangesSince of the entities and audit rows of f.Hosts
+// only (by the indexes on host and feed order when it names the hosts; a
+// leader's "all but" reads in feed order and skips the others' rows), and
+// of no audit rows with f.EntitiesOnly.
 func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilter, limit int) (store.Batch, error) {
 	if limit < 1 {
 		limit = 1000
 	}
 	b := store.Batch{Next: c}
+	// A read of every host but some scans the feed in order and skips
+	// the others' rows; a cursor left at the last row kept would scan
+	// them again at every read, as many as the others wrote since. The
+	// head below the horizon, read first, is where such a read that
+	// reached the end may go on from: every row up to it was below the
+	// horizon then, so final and seen by the reads that follow.
+	var head store.Cursor
+	skips := f.Hosts.All && !f.Hosts.Every()
+	if skips {
+		st, err := s.feedState(ctx)
+		if err != nil {
+			return store.Batch{}, err
+		}
+		head = st.head
+	}
 	hostClause := ""
 	args := []any{c.RevisionTx, c.Revision, limit}
 	if !f.Hosts.Every() {
@@ -372,13 +519,19 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 	if err := rows.Err(); err != nil {
 		return store.Batch{}, fmt.Errorf("read changed entities: %w", classify(err))
 	}
+	if skips && len(b.Entities) < limit && feedAfter(head.RevisionTx, head.Revision, b.Next.RevisionTx, b.Next.Revision) {
+		b.Next.RevisionTx, b.Next.Revision = head.RevisionTx, head.Revision
+	}
 	if f.EntitiesOnly {
 		b.More = len(b.Entities) == limit
 		return b, nil
 	}
+	// The audit rows of the same hosts (the index on host, xid and seq of
+	// migration 0006).
+	args[0], args[1] = c.SeqTx, c.Seq
 	rows, err = s.pool.Query(ctx, "SELECT xid::text::bigint, "+rowcodec.AuditColumns+` FROM transitions
-		WHERE xid < pg_snapshot_xmin(pg_current_snapshot()) AND (xid, seq) > ($1::bigint::text::xid8, $2)
-		ORDER BY xid, seq LIMIT $3`, c.SeqTx, c.Seq, limit)
+		WHERE xid < pg_snapshot_xmin(pg_current_snapshot()) AND (xid, seq) > ($1::bigint::text::xid8, $2)`+hostClause+`
+		ORDER BY xid, seq LIMIT $3`, args...)
 	if err != nil {
 		return store.Batch{}, fmt.Errorf("read new transitions: %w", classify(err))
 	}
@@ -397,8 +550,17 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 	if err := rows.Err(); err != nil {
 		return store.Batch{}, fmt.Errorf("read new transitions: %w", classify(err))
 	}
+	if skips && len(b.Transitions) < limit && feedAfter(head.SeqTx, head.Seq, b.Next.SeqTx, b.Next.Seq) {
+		b.Next.SeqTx, b.Next.Seq = head.SeqTx, head.Seq
+	}
 	b.More = len(b.Entities) == limit || len(b.Transitions) == limit
 	return b, nil
+}
+
+// feedAfter says whether the feed position (tx, n) comes after (tx0, n0):
+// by transaction, then by number.
+func feedAfter(tx, n, tx0, n0 int64) bool {
+	return tx > tx0 || tx == tx0 && n > n0
 }
 
 // withXid scans a row whose first column is the writing transaction, then

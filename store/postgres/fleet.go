@@ -85,7 +85,8 @@ func (s *Store) SetDerived(ctx context.Context, ds []store.Derived) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	return s.writeTx(ctx, func(tx pgx.Tx) error {
+	// No change of an entity: nothing to tell the others (an empty told).
+	return s.writeTx(ctx, &told{}, func(tx pgx.Tx) error {
 		var b pgx.Batch
 		for _, d := range ds {
 			b.Queue(setDerivedSQL, setDerivedArgs(d)...)
@@ -107,7 +108,7 @@ func (s *Store) derived(ctx context.Context, after store.Entity) {
 	if fn == nil {
 		return
 	}
-	_ = s.writeOne(ctx, func(q querier) error {
+	_ = s.writeOne(ctx, &told{}, func(q querier) error {
 		_, err := q.Exec(ctx, setDerivedSQL, setDerivedArgs(fn(after))...)
 		return err
 	})

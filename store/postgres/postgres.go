@@ -90,10 +90,15 @@ type Store struct {
 	// followWake tells it of a new one (follow).
 	behind     atomic.Int64
 	followWake chan struct{}
-	// untold is set by a commit the other stores have not been told of,
-	// and tellWake wakes the notifier (tell).
-	untold   atomic.Bool
+	// untold is what this store's commits have not yet told the other
+	// stores (under untoldMu), and tellWake wakes the notifier (tell).
+	untoldMu sync.Mutex
+	untold   told
 	tellWake chan struct{}
+	// wakeMu holds wakeOn, the hosts whose commits by other stores move
+	// DataVersion (WakeFor); nil: every host's.
+	wakeMu sync.RWMutex
+	wakeOn *store.Hosts
 	// self names this store in its notifications (newSelf).
 	self string
 	// writes records the write transactions' outcomes (WriteHealth).
@@ -167,7 +172,8 @@ func (s *Store) CheckWrite(ctx context.Context) error {
 	if err := s.Check(ctx); err != nil {
 		return err
 	}
-	err := s.writeOne(ctx, func(q querier) error {
+	// Nobody reads the probe's row: the commit tells no host.
+	err := s.writeOne(ctx, &told{}, func(q querier) error {
 		_, err := q.Exec(ctx, "UPDATE health_probe SET at = $1 WHERE id = 1", unixtime.Seconds(time.Now()))
 		return err
 	})
@@ -362,15 +368,18 @@ func (s *Store) migrate(ctx context.Context) error {
 // only below the visibility horizon (ADR-0053), so no lock orders their
 // commits. A commit moves DataVersion at once, before the notification
 // comes back: a read after a write sees it.
-func (s *Store) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
+//
+// t is what the commit tells the other stores (told): the hosts fn wrote,
+// filled as it writes; nil tells every host.
+func (s *Store) writeTx(ctx context.Context, t *told, fn func(tx pgx.Tx) error) (err error) {
 	s.writes.Start()
 	defer func() { s.writes.Done(err) }()
-	err = s.writeTxOnce(ctx, fn)
+	err = s.writeTxOnce(ctx, t, fn)
 	// A deadlock or serialization failure rolled this transaction back
 	// whole (two writers taking rows in opposite orders, a writer outside
 	// watchdog), so running it once more is safe.
 	if retryable(err) {
-		err = s.writeTxOnce(ctx, fn)
+		err = s.writeTxOnce(ctx, t, fn)
 	}
 	return err
 }
@@ -383,7 +392,7 @@ func retryable(err error) bool {
 }
 
 // writeTxOnce is one attempt of writeTx.
-func (s *Store) writeTxOnce(ctx context.Context, fn func(tx pgx.Tx) error) error {
+func (s *Store) writeTxOnce(ctx context.Context, t *told, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return classify(fmt.Errorf("begin: %w", err))
@@ -395,7 +404,7 @@ func (s *Store) writeTxOnce(ctx context.Context, fn func(tx pgx.Tx) error) error
 	if err := tx.Commit(ctx); err != nil {
 		return commitFailed(err)
 	}
-	s.committed()
+	s.committed(t)
 	return nil
 }
 
@@ -406,8 +415,9 @@ func (s *Store) writeTxOnce(ctx context.Context, fn func(tx pgx.Tx) error) error
 // (commitFailed): an ERROR the server answered rolled the statement back
 // (nothing written), nothing sent is nothing written, and anything else
 // (the connection lost while the statement ran, a FATAL, the caller gone)
-// leaves the outcome unknown. It moves DataVersion like writeTx.
-func (s *Store) writeOne(ctx context.Context, fn func(q querier) error) (err error) {
+// leaves the outcome unknown. It moves DataVersion and tells t like
+// writeTx.
+func (s *Store) writeOne(ctx context.Context, t *told, fn func(q querier) error) (err error) {
 	s.writes.Start()
 	defer func() { s.writes.Done(err) }()
 	for attempt := 0; ; attempt++ {
@@ -420,7 +430,7 @@ func (s *Store) writeOne(ctx context.Context, fn func(q querier) error) (err err
 	if err != nil {
 		return statementFailed(err)
 	}
-	s.committed()
+	s.committed(t)
 	return nil
 }
 

@@ -49,7 +49,7 @@ func (s *Store) queryAudit(ctx context.Context, typ, id, query string, args ...a
 		var r store.AuditRow
 		var from sql.NullString
 		var evidence string
-		if err := rows.Scan(&r.Seq, &r.EntityType, &r.EntityID, &from, &r.To, &r.ReasonCode, &r.Message, &evidence, &r.Actor, &r.Trigger, rowcodec.ScanUnix(&r.At)); err != nil {
+		if err := rows.Scan(&r.Seq, &r.EntityType, &r.EntityID, &from, &r.To, &r.ReasonCode, &r.Message, &evidence, &r.Actor, &r.Trigger, rowcodec.ScanUnix(&r.At), &r.HostID); err != nil {
 			return nil, fmt.Errorf("read transitions of %s/%s: %w", typ, id, err)
 		}
 		if from.Valid {

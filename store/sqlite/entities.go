@@ -308,8 +308,11 @@ func (s *Store) insertAudit(ctx context.Context, tx *sql.Tx, r store.AuditRow) (
 	if r.From != nil {
 		from = *r.From
 	}
+	// The row's host is its entity's, read by the same statement: a
+	// registration inserts the entity first, a transition reads it first.
 	res, err := s.txExec(ctx, tx, `INSERT INTO transitions (entity_type, entity_id, from_lifecycle, to_lifecycle,
-		reason_code, message, evidence, actor, trigger_name, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		reason_code, message, evidence, actor, trigger_name, at, host_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
+		IFNULL((SELECT host_id FROM entities WHERE type = ?1 AND id = ?2), ''))`,
 		r.EntityType, r.EntityID, from, r.To, r.ReasonCode, r.Message, evidence, r.Actor, r.Trigger, unixtime.Seconds(r.At))
 	if err != nil {
 		return 0, fmt.Errorf("append audit row: %w", err)

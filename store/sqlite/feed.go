@@ -24,15 +24,29 @@ func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (st
 	return s.ChangesFor(ctx, c, store.FeedFilter{Hosts: store.AllHosts()}, limit)
 }
 
-// ChangesFor is ChangesSince of the entities of f.Hosts only (by the
-// index on host and revision when it names the hosts; a leader's "all but"
-// reads by revision and skips the others' rows), and of no audit rows
-// with f.EntitiesOnly.
+// ChangesFor is ChangesSince of the entities and audit rows of f.Hosts
+// only (by the indexes on host and revision, host and seq, when it names
+// the hosts; a leader's "all but" reads in feed order and skips the
+// others' rows), and of no audit rows with f.EntitiesOnly.
 func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilter, limit int) (store.Batch, error) {
 	if limit < 1 {
 		limit = 1000
 	}
 	b := store.Batch{Next: c}
+	// A read of every host but some scans the feed in order and skips
+	// the others' rows; a cursor left at the last row kept would scan
+	// them again at every read, as many as the others wrote since. The
+	// head, read first, is where such a read that reached the end may
+	// go on from: every row up to it was committed before the rows were
+	// read (one writer, numbers in commit order).
+	var head store.Cursor
+	skips := f.Hosts.All && !f.Hosts.Every()
+	if skips {
+		var err error
+		if head, err = s.FeedHead(ctx); err != nil {
+			return store.Batch{}, err
+		}
+	}
 	var (
 		rows *sql.Rows
 		err  error
@@ -45,18 +59,8 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 		}
 		rows, err = st.QueryContext(ctx, c.Revision, limit)
 	} else {
-		in := "IN"
-		if f.Hosts.All {
-			in = "NOT IN"
-		}
-		args := []any{c.Revision}
-		marks := make([]string, len(f.Hosts.List))
-		for i, h := range f.Hosts.List {
-			marks[i] = "?"
-			args = append(args, h)
-		}
-		args = append(args, limit)
-		rows, err = s.db.QueryContext(ctx, "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE revision > ? AND host_id "+in+" ("+strings.Join(marks, ",")+") ORDER BY revision LIMIT ?", args...)
+		where, args := hostsWhere(f.Hosts, c.Revision, limit)
+		rows, err = s.db.QueryContext(ctx, "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE revision > ?"+where+" ORDER BY revision LIMIT ?", args...)
 	}
 	if err != nil {
 		return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
@@ -77,15 +81,27 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 		return store.Batch{}, fmt.Errorf("read changed entities: %w", err)
 	}
 
+	if skips && len(b.Entities) < limit {
+		b.Next.Revision = max(b.Next.Revision, head.Revision)
+	}
 	if f.EntitiesOnly {
 		b.More = len(b.Entities) == limit
 		return b, nil
 	}
-	st, err := s.prepared(ctx, "SELECT "+rowcodec.AuditColumns+" FROM transitions WHERE seq > ? ORDER BY seq LIMIT ?")
-	if err != nil {
-		return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
+	var arows *sql.Rows
+	if f.Hosts.Every() {
+		var st *sql.Stmt
+		st, err = s.prepared(ctx, "SELECT "+rowcodec.AuditColumns+" FROM transitions WHERE seq > ? ORDER BY seq LIMIT ?")
+		if err != nil {
+			return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
+		}
+		arows, err = st.QueryContext(ctx, c.Seq, limit)
+	} else {
+		// The audit rows of the same hosts, by the index on host and seq
+		// (migration 0011).
+		where, args := hostsWhere(f.Hosts, c.Seq, limit)
+		arows, err = s.db.QueryContext(ctx, "SELECT "+rowcodec.AuditColumns+" FROM transitions WHERE seq > ?"+where+" ORDER BY seq LIMIT ?", args...)
 	}
-	arows, err := st.QueryContext(ctx, c.Seq, limit)
 	if err != nil {
 		return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
 	}
@@ -96,7 +112,7 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 			from     sql.NullString
 			evidence string
 		)
-		if err := arows.Scan(&r.Seq, &r.EntityType, &r.EntityID, &from, &r.To, &r.ReasonCode, &r.Message, &evidence, &r.Actor, &r.Trigger, rowcodec.ScanUnix(&r.At)); err != nil {
+		if err := arows.Scan(&r.Seq, &r.EntityType, &r.EntityID, &from, &r.To, &r.ReasonCode, &r.Message, &evidence, &r.Actor, &r.Trigger, rowcodec.ScanUnix(&r.At), &r.HostID); err != nil {
 			return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
 		}
 		if from.Valid {
@@ -114,8 +130,27 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 	if err := arows.Err(); err != nil {
 		return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
 	}
+	if skips && len(b.Transitions) < limit {
+		b.Next.Seq = max(b.Next.Seq, head.Seq)
+	}
 	b.More = len(b.Entities) == limit || len(b.Transitions) == limit
 	return b, nil
+}
+
+// hostsWhere is the clause that keeps the rows of hosts (not Every), and
+// the arguments of a feed read with it: after, the hosts, limit.
+func hostsWhere(hosts store.Hosts, after int64, limit int) (string, []any) {
+	in := "IN"
+	if hosts.All {
+		in = "NOT IN"
+	}
+	args := []any{after}
+	marks := make([]string, len(hosts.List))
+	for i, h := range hosts.List {
+		marks[i] = "?"
+		args = append(args, h)
+	}
+	return " AND host_id " + in + " (" + strings.Join(marks, ",") + ")", append(args, limit)
 }
 
 // FeedHead is the cursor of the newest change: the store revision and the

@@ -13,8 +13,8 @@ import (
 
 var _ store.FleetReader = (*Store)(nil)
 
-// hostsWhere is the SQL condition of a host selection (and its args).
-func hostsWhere(hs store.Hosts) (string, []any) {
+// hostsCond is the SQL condition of a host selection (and its args).
+func hostsCond(hs store.Hosts) (string, []any) {
 	if hs.Every() {
 		return "1", nil
 	}
@@ -57,7 +57,7 @@ func (s *Store) queryEntities(ctx context.Context, what, q string, args ...any) 
 // StaleDerived implements store.FleetReader, by the partial index of
 // stale rows.
 func (s *Store) StaleDerived(ctx context.Context, hs store.Hosts, limit int) ([]store.Entity, error) {
-	w, args := hostsWhere(hs)
+	w, args := hostsCond(hs)
 	return s.queryEntities(ctx, "stale derived columns", "SELECT "+rowcodec.EntityColumns+
 		" FROM entities INDEXED BY idx_entities_stale WHERE derived_rev IS NOT revision AND "+w+" LIMIT ?", append(args, limit)...)
 }
@@ -80,7 +80,7 @@ func (s *Store) SetDerived(ctx context.Context, ds []store.Derived) error {
 // ListPage implements store.FleetReader: the page by the severity order's
 // index (of every host, or by host), then the count.
 func (s *Store) ListPage(ctx context.Context, q store.ListQuery) ([]store.Entity, int, error) {
-	w, args := hostsWhere(q.Hosts)
+	w, args := hostsCond(q.Hosts)
 	where := []string{w}
 	if q.Type != "" {
 		where = append(where, "type = ?")
@@ -132,7 +132,7 @@ func unixSeconds(t time.Time) any {
 // QueueCandidates implements store.FleetReader, by the partial index of
 // the rows with items.
 func (s *Store) QueueCandidates(ctx context.Context, hs store.Hosts, cut time.Time) ([]store.Entity, error) {
-	w, args := hostsWhere(hs)
+	w, args := hostsCond(hs)
 	return s.queryEntities(ctx, "queue candidates", "SELECT "+rowcodec.EntityColumns+
 		" FROM entities WHERE queue_items > 0 AND (queue_expires IS NULL OR queue_expires >= ?) AND "+w,
 		append([]any{unixSeconds(cut)}, args...)...)

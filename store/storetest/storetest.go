@@ -797,8 +797,9 @@ func testFeed(t *testing.T, h Harness) {
 }
 
 // testFeedByHost: ChangesFor reads the entities of the hosts it is asked
-// for, every one of them at its latest content, and with EntitiesOnly no
-// audit rows; "" is the host-less entities.
+// for, every one of them at its latest content, and their audit rows
+// (each stamped with its entity's host by the write path), or with
+// EntitiesOnly no audit rows; "" is the host-less entities.
 func testFeedByHost(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := open(t, h, h.New(t))
@@ -810,9 +811,12 @@ func testFeedByHost(t *testing.T, h Harness) {
 	if _, _, err := move(s, "session", "b-1", "completed", true, t0); err != nil {
 		t.Fatal(err)
 	}
-	read := func(f store.FeedFilter) (ids []string, audit int) {
+	// The feed ends with a row of a, which "all but a and c" skips.
+	if _, _, err := move(s, "session", "a-2", "completed", true, t0); err != nil {
+		t.Fatal(err)
+	}
+	read := func(f store.FeedFilter) (ids []string, audit int, c store.Cursor) {
 		t.Helper()
-		var c store.Cursor
 		for {
 			b, err := s.ChangesFor(ctx, c, f, 2)
 			if err != nil {
@@ -825,42 +829,64 @@ func testFeedByHost(t *testing.T, h Harness) {
 				}
 			}
 			audit += len(b.Transitions)
+			for _, r := range b.Transitions {
+				// The write path stamped each row with its entity's
+				// host, and the read kept the selected hosts' only.
+				if host, _, _ := strings.Cut(r.EntityID, "-"); r.HostID != host || !f.Hosts.Has(r.HostID) {
+					t.Errorf("audit row %d of %s has host %q (selected: %+v)", r.Seq, r.EntityID, r.HostID, f.Hosts)
+				}
+			}
 			c = b.Next
 			if !b.More {
 				break
 			}
 		}
 		sort.Strings(ids)
-		return ids, audit
+		return ids, audit, c
+	}
+	head, err := s.FeedHead(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name string
 		f    store.FeedFilter
 		want string
-		// audit is how many audit rows the read carries: 12
-		// registrations and one transition, or none.
+		// audit is how many audit rows the read carries: the selected
+		// hosts' registrations and b-1's and a-2's transitions, or none.
 		audit int
 	}{
-		{"one host", store.FeedFilter{Hosts: store.Only("b")}, "b-0 b-1 b-2", 13},
-		{"host-less and one", store.FeedFilter{Hosts: store.Only("", "a")}, "-0 -1 -2 a-0 a-1 a-2", 13},
-		{"all but two", store.FeedFilter{Hosts: store.AllBut("a", "c")}, "-0 -1 -2 b-0 b-1 b-2", 13},
+		{"every host", store.FeedFilter{Hosts: store.AllHosts()}, "-0 -1 -2 a-0 a-1 a-2 b-0 b-1 b-2 c-0 c-1 c-2", 14},
+		{"one host", store.FeedFilter{Hosts: store.Only("b")}, "b-0 b-1 b-2", 4},
+		{"host-less and one", store.FeedFilter{Hosts: store.Only("", "a")}, "-0 -1 -2 a-0 a-1 a-2", 7},
+		{"all but two", store.FeedFilter{Hosts: store.AllBut("a", "c")}, "-0 -1 -2 b-0 b-1 b-2", 7},
 		{"entities only", store.FeedFilter{Hosts: store.Only("c"), EntitiesOnly: true}, "c-0 c-1 c-2", 0},
-		{"no host", store.FeedFilter{Hosts: store.Only()}, "", 13},
+		{"no host", store.FeedFilter{Hosts: store.Only()}, "", 0},
 	} {
-		ids, audit := read(tc.f)
+		ids, audit, c := read(tc.f)
 		if got := strings.Join(ids, " "); got != tc.want || audit != tc.audit {
 			t.Errorf("%s: read %q and %d audit rows, want %q and %d", tc.name, got, audit, tc.want, tc.audit)
+		}
+		// A read of every host but some that reached the end goes on
+		// from the head: the others' rows are not scanned again.
+		if tc.f.Hosts.All && c != head {
+			t.Errorf("%s: read to %+v, want the head %+v", tc.name, c, head)
 		}
 	}
 }
 
 // testDataVersion: another handle's commit moves the version, and so does
 // the handle's own; a reader that reads the version before the rows sees
-// everything by the time the version stops moving.
+// everything by the time the version stops moving. A reader whose wake-ups
+// are narrowed to a host (PostgreSQL's WakeFor) still sees its version
+// move on another host's commit: read your writes across the fleet.
 func testDataVersion(t *testing.T, h Harness) {
 	ctx := context.Background()
 	dsn := h.New(t)
 	reader, writer := open(t, h, dsn), open(t, h, dsn)
+	if w, ok := reader.(interface{ WakeFor(store.Hosts) }); ok {
+		w.WakeFor(store.Only("elsewhere"))
+	}
 	register(t, writer, "session", "s0", strp("running"), nil)
 	v0, err := reader.DataVersion(ctx)
 	if err != nil {

@@ -40,7 +40,7 @@ const EntityColumns = `type, id, label, lifecycle, terminal, last_seq, transitio
 
 // AuditColumns are the columns ScanAudit reads.
 const AuditColumns = `seq, entity_type, entity_id, from_lifecycle, to_lifecycle,
-	reason_code, message, evidence, actor, trigger_name, at`
+	reason_code, message, evidence, actor, trigger_name, at, host_id`
 
 // AttentionColumns are the entity columns the attention queue reads
 // (ScanAttention): the dimensions, the reasons with their evidence, the
@@ -150,7 +150,7 @@ func ScanAudit(r RowScanner) (store.AuditRow, error) {
 		from     sql.NullString
 		evidence string
 	)
-	if err := r.Scan(&a.Seq, &a.EntityType, &a.EntityID, &from, &a.To, &a.ReasonCode, &a.Message, &evidence, &a.Actor, &a.Trigger, ScanUnix(&a.At)); err != nil {
+	if err := r.Scan(&a.Seq, &a.EntityType, &a.EntityID, &from, &a.To, &a.ReasonCode, &a.Message, &evidence, &a.Actor, &a.Trigger, ScanUnix(&a.At), &a.HostID); err != nil {
 		return store.AuditRow{}, err
 	}
 	if from.Valid {

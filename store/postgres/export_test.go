@@ -1,0 +1,5 @@
+package postgres
+
+// Woken is how often DataVersion's counter moved: the commits of its
+// own and the notifications it heard that it did not skip.
+func (s *Store) Woken() int64 { return s.version.Load() }
