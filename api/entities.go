@@ -219,13 +219,14 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 			sq.After = &store.ListKey{Rank: after.Rank, Updated: after.Updated.Time, Type: after.Type, ID: after.ID}
 		}
 		now := s.Now()
-		pg, total, ok, err := lv.ListPage(r.Context(), host, host == "", sq, now)
+		res, ok, err := lv.ListPage(r.Context(), host, host == "", sq, now)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		if ok {
-			out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: total}
+			pg := res.Entries
+			out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: res.Total}
 			if len(pg) > int(limit) {
 				pg = pg[:limit]
 				last := &pg[len(pg)-1]

@@ -95,28 +95,51 @@ func (v *View) fleetReader(ctx context.Context, host string, all bool) (store.Fl
 	return fr, sel, true, nil
 }
 
-// ListPage is a page of the list of host's entities (all: every host's)
-// in the severity order, read by index from the store when the view does
-// not hold them (ADR-0058): q's page (limit+1 entries at most: the extra
-// one says a page follows), each derived at now as the view derives its
-// own, and how many entities q's filter selects. ok is false when the
-// view holds them or its store has no such read: the caller reads For's
-// view instead.
-func (v *View) ListPage(ctx context.Context, host string, all bool, q store.ListQuery, now time.Time) (page []Entry, total int, ok bool, err error) {
+// ListResult is a page of a list read by index: its entries (limit+1 at
+// most: the extra one says a page follows), each derived at the read's
+// now as the view derives its own, how many entities the filter selects,
+// and how many of them come before the page.
+type ListResult struct {
+	Entries       []Entry
+	Total, Before int
+}
+
+// ListPage is a page of the list of host's entities (all: every host's),
+// read by index from the store when the view does not hold them
+// (ADR-0058). ok is false when the view holds them or its store has no
+// such read: the caller reads For's view instead.
+func (v *View) ListPage(ctx context.Context, host string, all bool, q store.ListQuery, now time.Time) (res ListResult, ok bool, err error) {
 	fr, sel, ok, err := v.fleetReader(ctx, host, all)
+	if err != nil || !ok {
+		return ListResult{}, false, err
+	}
+	q.Hosts = sel
+	pg, err := fr.ListPage(ctx, q)
+	if err != nil {
+		return ListResult{}, false, fmt.Errorf("fleet read: %w", err)
+	}
+	res = ListResult{Entries: make([]Entry, len(pg.Rows)), Total: pg.Total, Before: pg.Before}
+	for i := range pg.Rows {
+		res.Entries[i] = EntryOf(pg.Rows[i], now)
+	}
+	return res, true, nil
+}
+
+// Scope is what the operator's page shows of every host's entities
+// besides its table, read from the store when the view does not hold
+// them (ADR-0058): the hosts of the entities of type typ (every type when
+// "") and how many entities are legacy. ok is false when the view holds
+// every host's, or its store has no such read.
+func (v *View) Scope(ctx context.Context, typ string) (hosts []string, legacy int, ok bool, err error) {
+	fr, sel, ok, err := v.fleetReader(ctx, "", true)
 	if err != nil || !ok {
 		return nil, 0, false, err
 	}
-	q.Hosts = sel
-	es, total, err := fr.ListPage(ctx, q)
+	hosts, legacy, err = fr.Scope(ctx, sel, typ)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("fleet read: %w", err)
 	}
-	page = make([]Entry, len(es))
-	for i := range es {
-		page[i] = EntryOf(es[i], now)
-	}
-	return page, total, true, nil
+	return hosts, legacy, true, nil
 }
 
 // ForQueue is For for a read of the attention queue (View.Attention,

@@ -78,7 +78,11 @@ func TestFleetReadsAgreeWithTheView(t *testing.T) {
 			var got []wire.Entity
 			q := store.ListQuery{ByID: byID, Severities: sev, Limit: 37}
 			for pages := 0; ; pages++ {
-				pg, total, ok, err := other.ListPage(ctx, host, all, q, testNow)
+				res, ok, err := other.ListPage(ctx, host, all, q, testNow)
+				pg, total := res.Entries, res.Total
+				if res.Before != len(got) {
+					t.Fatalf("page %d: %d before it, the walk has read %d", pages, res.Before, len(got))
+				}
 				if err != nil || !ok {
 					t.Fatalf("ListPage: ok %v, %v", ok, err)
 				}
@@ -104,6 +108,30 @@ func TestFleetReadsAgreeWithTheView(t *testing.T) {
 			}
 			if len(want) < 20 || jsonString(t, got) != jsonString(t, want) {
 				t.Errorf("by id %v, severities %v: the list by index (%d) differs from the view's (%d), or too few to tell", byID, sev, len(got), len(want))
+			}
+		}
+		if all {
+			// The page's host menu and legacy count.
+			for _, typ := range []string{"", "session"} {
+				want := map[string]bool{}
+				legacy := 0
+				own.Each("", func(e *Entry) {
+					if e.Entity.HostID != "" && (typ == "" || e.Entity.Type == typ) {
+						want[e.Entity.HostID] = true
+					}
+					if e.Legacy() {
+						legacy++
+					}
+				})
+				hosts, n, ok, err := other.Scope(ctx, typ)
+				if err != nil || !ok || n != legacy || n == 0 || len(hosts) != len(want) {
+					t.Errorf("type %q: scope %v, %d legacy (%v, %v); the view: %v, %d", typ, hosts, n, ok, err, want, legacy)
+				}
+				for _, h := range hosts {
+					if !want[h] {
+						t.Errorf("type %q: host %s is not the view's", typ, h)
+					}
+				}
 			}
 		}
 		qv, err := other.ForQueue(ctx, host, all, testNow)
@@ -329,7 +357,8 @@ func TestUpgradeToDerivedColumns(t *testing.T) {
 	var want []wire.Entity
 	all.Each("", func(e *Entry) { want = append(want, wire.FromDerived(e.Entity, e.State, nil, nil, testNow)) })
 	wire.SortEntities(want)
-	pg, total, ok, err := one.ListPage(ctx, "", true, store.ListQuery{Limit: 1000}, testNow)
+	res, ok, err := one.ListPage(ctx, "", true, store.ListQuery{Limit: 1000}, testNow)
+	pg, total := res.Entries, res.Total
 	if err != nil || !ok || total != 300 {
 		t.Fatalf("ListPage: %d, %v, %v", total, ok, err)
 	}

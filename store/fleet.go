@@ -53,6 +53,14 @@ type ListQuery struct {
 	Limit int
 }
 
+// Page is a page of a list: limit+1 rows at most (the extra one says a
+// page follows), how many rows the filter selects in all, and how many of
+// them come before the page (0 without After).
+type Page struct {
+	Rows          []Entity
+	Total, Before int
+}
+
 // ListKey is a place in the severity order.
 type ListKey struct {
 	Rank     int
@@ -73,10 +81,13 @@ type FleetReader interface {
 	// the revision it was derived from; the write is no change of the
 	// entity (no new revision, nothing on the feed).
 	SetDerived(ctx context.Context, ds []Derived) error
-	// ListPage returns the page q selects, limit+1 rows at most (the
-	// extra one says a page follows), and how many rows q's filter
-	// selects in all.
-	ListPage(ctx context.Context, q ListQuery) ([]Entity, int, error)
+	// ListPage returns the page q selects.
+	ListPage(ctx context.Context, q ListQuery) (Page, error)
+	// Scope says which hosts the entities of the hosts hs selects are of
+	// (of type typ only, when not ""; the host-less ones left out), and
+	// how many of them (every type) are legacy: the operator's page's host
+	// menu and legacy count.
+	Scope(ctx context.Context, hs Hosts, typ string) (hosts []string, legacy int, err error)
 	// QueueCandidates returns the rows of the hosts hs selects that have
 	// attention items not aged out at cut (the start of the failure
 	// window): every entity the queue at a now whose window starts at

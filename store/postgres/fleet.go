@@ -132,8 +132,8 @@ func deriveTx(ctx context.Context, tx pgx.Tx, typ, id string) error {
 }
 
 // ListPage implements store.FleetReader: the page by the severity order's
-// index (of every host, or by host), then the count.
-func (s *Store) ListPage(ctx context.Context, q store.ListQuery) ([]store.Entity, int, error) {
+// index (of every host, or by host) or the primary key, then the counts.
+func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, error) {
 	var args sqlArgs
 	where := []string{hostsWhere(q.Hosts, &args)}
 	if q.Type != "" {
@@ -147,9 +147,9 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) ([]store.Entity
 		where = append(where, "severity = ANY("+args.add(sev)+")")
 	}
 	filter := strings.Join(where, " AND ")
-	var total int
-	if err := s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM entities WHERE "+filter, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count the list: %w", classify(err))
+	var pg store.Page
+	if err := s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM entities WHERE "+filter, args...).Scan(&pg.Total); err != nil {
+		return store.Page{}, fmt.Errorf("count the list: %w", classify(err))
 	}
 	page := filter
 	order := "sev_rank, updated_at DESC, type, id"
@@ -165,9 +165,40 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) ([]store.Entity
 		page += ` AND (sev_rank > ` + r + ` OR (sev_rank = ` + r + ` AND (updated_at < ` + u + ` OR (updated_at = ` + u +
 			` AND (type > ` + t + ` OR (type = ` + t + ` AND id > ` + i + `))))))`
 	}
-	out, err := s.queryEntities(ctx, "list a page", "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE "+page+
+	if q.After != nil {
+		var after int
+		if err := s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM entities WHERE "+page, args...).Scan(&after); err != nil {
+			return store.Page{}, fmt.Errorf("count the list: %w", classify(err))
+		}
+		pg.Before = pg.Total - after
+	}
+	var err error
+	pg.Rows, err = s.queryEntities(ctx, "list a page", "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE "+page+
 		" ORDER BY "+order+" LIMIT "+args.add(q.Limit+1), args...)
-	return out, total, err
+	return pg, err
+}
+
+// Scope implements store.FleetReader.
+func (s *Store) Scope(ctx context.Context, hs store.Hosts, typ string) ([]string, int, error) {
+	var args sqlArgs
+	w := hostsWhere(hs, &args)
+	var legacy int
+	if err := s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM entities WHERE lifecycle IS NULL AND "+w, args...).Scan(&legacy); err != nil {
+		return nil, 0, fmt.Errorf("count legacy entities: %w", classify(err))
+	}
+	q := "SELECT DISTINCT host_id FROM entities WHERE host_id <> '' AND " + w
+	if typ != "" {
+		q += " AND type = " + args.add(typ)
+	}
+	rows, err := s.pool.Query(ctx, q+" ORDER BY host_id", args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the hosts: %w", classify(err))
+	}
+	hosts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the hosts: %w", classify(err))
+	}
+	return hosts, legacy, nil
 }
 
 // unixSeconds is how updated_at stores t.

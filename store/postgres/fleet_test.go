@@ -99,7 +99,8 @@ func TestFleetReadsByIndex(t *testing.T) {
 	var got []wire.Entity
 	q := store.ListQuery{Limit: 7}
 	for {
-		pg, total, ok, err := one.ListPage(ctx, "", true, q, now)
+		res, ok, err := one.ListPage(ctx, "", true, q, now)
+		pg, total := res.Entries, res.Total
 		if err != nil || !ok || total != len(want) {
 			t.Fatalf("ListPage: ok %v, total %d of %d, %v", ok, total, len(want), err)
 		}

@@ -78,8 +78,8 @@ func (s *Store) SetDerived(ctx context.Context, ds []store.Derived) error {
 }
 
 // ListPage implements store.FleetReader: the page by the severity order's
-// index (of every host, or by host), then the count.
-func (s *Store) ListPage(ctx context.Context, q store.ListQuery) ([]store.Entity, int, error) {
+// index (of every host, or by host) or the primary key, then the counts.
+func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, error) {
 	w, args := hostsCond(q.Hosts)
 	where := []string{w}
 	if q.Type != "" {
@@ -97,9 +97,9 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) ([]store.Entity
 		}
 	}
 	filter := strings.Join(where, " AND ")
-	var total int
-	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM entities WHERE "+filter, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count the list: %w", err)
+	var pg store.Page
+	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM entities WHERE "+filter, args...).Scan(&pg.Total); err != nil {
+		return store.Page{}, fmt.Errorf("count the list: %w", err)
 	}
 	page := filter
 	pargs := append([]any(nil), args...)
@@ -116,9 +116,48 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) ([]store.Entity
 		page += ` AND (sev_rank > ? OR (sev_rank = ? AND (updated_at < ? OR (updated_at = ? AND (type > ? OR (type = ? AND id > ?))))))`
 		pargs = append(pargs, a.Rank, a.Rank, u, u, a.Type, a.Type, a.ID)
 	}
-	out, err := s.queryEntities(ctx, "list a page", "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE "+page+
+	if q.After != nil {
+		var after int
+		if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM entities WHERE "+page, pargs...).Scan(&after); err != nil {
+			return store.Page{}, fmt.Errorf("count the list: %w", err)
+		}
+		pg.Before = pg.Total - after
+	}
+	var err error
+	pg.Rows, err = s.queryEntities(ctx, "list a page", "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE "+page+
 		" ORDER BY "+order+" LIMIT ?", append(pargs, q.Limit+1)...)
-	return out, total, err
+	return pg, err
+}
+
+// Scope implements store.FleetReader.
+func (s *Store) Scope(ctx context.Context, hs store.Hosts, typ string) ([]string, int, error) {
+	w, args := hostsCond(hs)
+	var legacy int
+	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM entities WHERE lifecycle IS NULL AND "+w, args...).Scan(&legacy); err != nil {
+		return nil, 0, fmt.Errorf("count legacy entities: %w", err)
+	}
+	q := "SELECT DISTINCT host_id FROM entities WHERE host_id != '' AND " + w
+	if typ != "" {
+		q += " AND type = ?"
+		args = append(args, typ)
+	}
+	rows, err := s.db.QueryContext(ctx, q+" ORDER BY host_id", args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the hosts: %w", err)
+	}
+	defer rows.Close()
+	var hosts []string
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, 0, fmt.Errorf("read the hosts: %w", err)
+		}
+		hosts = append(hosts, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("read the hosts: %w", err)
+	}
+	return hosts, legacy, nil
 }
 
 // unixSeconds is how updated_at stores t.
