@@ -101,6 +101,9 @@ func TestFleetReadsByIndex(t *testing.T) {
 	for {
 		res, ok, err := one.ListPage(ctx, "", true, q, now)
 		pg, total := res.Entries, res.Total
+		if res.Before != len(got) {
+			t.Fatalf("%d before the page, the walk has read %d", res.Before, len(got))
+		}
 		if err != nil || !ok || total != len(want) {
 			t.Fatalf("ListPage: ok %v, total %d of %d, %v", ok, total, len(want), err)
 		}
@@ -120,6 +123,10 @@ func TestFleetReadsByIndex(t *testing.T) {
 	}
 	if js(t, got) != js(t, want) {
 		t.Errorf("the list by index differs from the view's:\n%s\n%s", js(t, got), js(t, want))
+	}
+	hosts, legacy, ok, err := one.Scope(ctx, "session")
+	if err != nil || !ok || legacy != 0 || fmt.Sprint(hosts) != "[h0 h1 h2]" {
+		t.Errorf("scope: %v, %d legacy (%v, %v)", hosts, legacy, ok, err)
 	}
 	qv, err := one.ForQueue(ctx, "", true, now)
 	if err != nil {
