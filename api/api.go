@@ -521,6 +521,16 @@ func (s *server) readerFor(ctx context.Context, host string) (LiveReader, error)
 	return s.View, s.View.Sync(ctx)
 }
 
+// queueReaderFor is readerFor for a read of the attention queue: on a
+// daemon of a fleet, a view of the queue's candidates only, read by index
+// (live.View.ForQueue, ADR-0058).
+func (s *server) queueReaderFor(ctx context.Context, host string) (LiveReader, error) {
+	if v, ok := s.View.(*live.View); ok {
+		return v.ForQueue(ctx, host, host == "", s.Now())
+	}
+	return s.View, s.View.Sync(ctx)
+}
+
 // holdsAll says whether the live view holds every host's entities: a
 // lone daemon's does; a daemon of a fleet holds what it owns.
 func (s *server) holdsAll() bool {

@@ -83,7 +83,7 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 	q.FailureWindow = s.failureWindow()
 	// The queue is the live view's items, dismissals applied at now: the
 	// same rule, the same items as watchdog_attention_items and STATUS=.
-	view, err := s.readerFor(r.Context(), q.Host)
+	view, err := s.queueReaderFor(r.Context(), q.Host)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -182,7 +182,7 @@ func (s *server) triage(w http.ResponseWriter, r *http.Request, fp string, fps [
 			return
 		}
 		// The cluster is what the daemon's queue shows now: the live view.
-		view, err := s.readerFor(r.Context(), "")
+		view, err := s.queueReaderFor(r.Context(), "")
 		if err != nil {
 			s.fail(w, r, err)
 			return

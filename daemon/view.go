@@ -68,6 +68,19 @@ func runView(ctx context.Context, v *live.View, wake <-chan struct{}, m *metrics
 				loaded = true
 			}
 		}
+		// Rows whose derived columns are stale (all of them after the
+		// upgrade that added the columns) are derived once, beside the
+		// sync, so no fleet-wide read pays for them (ADR-0058).
+		wg.Go(func() {
+			start := time.Now()
+			if n, err := v.FillColumns(runCtx); err != nil {
+				if runCtx.Err() == nil {
+					log.Warn("derived columns not filled; the fleet-wide reads fill them as they go", zap.Int("filled", n), zap.Error(err))
+				}
+			} else if n > 0 {
+				log.Info("derived columns filled", zap.Int("rows", n), zap.Duration("took", time.Since(start)))
+			}
+		})
 		// The store tells its commits (inotify on SQLite's file and WAL,
 		// LISTEN/NOTIFY on PostgreSQL): the view syncs on them, with a
 		// slow tick as the net; without events it polls as before.

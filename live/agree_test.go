@@ -23,7 +23,7 @@ func attentionQuery() attention.Query { return attention.Query{Limit: attention.
 // apart (open and stalled, failed inside and outside the window, ended
 // fine, legacy), at times spread over three days before testNow, straight
 // through SQL as another writer would.
-func seed(t *testing.T, db *sql.DB, r *rand.Rand, from, n int) {
+func seed(t testing.TB, db *sql.DB, r *rand.Rand, from, n int) {
 	t.Helper()
 	tx, err := db.Begin()
 	if err != nil {

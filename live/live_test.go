@@ -22,7 +22,7 @@ var testNow = time.Date(2026, 5, 24, 12, 0, 0, 0, time.UTC)
 // twoStores opens one database file twice: the daemon's store, which the
 // view reads, and a second writer standing for `watchdog ... --db` in
 // another process.
-func twoStores(t *testing.T) (daemon, cli *sqlite.Store) {
+func twoStores(t testing.TB) (daemon, cli *sqlite.Store) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "watchdog.db")
 	ctx := context.Background()

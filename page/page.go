@@ -487,10 +487,39 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	view, err := h.fleetView(r.Context())
-	if err != nil {
-		h.fail(w, r, err)
-		return
+	// On a daemon of a fleet, every host's entities are read by index
+	// (ADR-0058): the queue's candidates, the table's page, the host menu
+	// and the legacy count; else the view (the daemon's own, or one read
+	// from the store for this request).
+	var (
+		view       LiveReader
+		byIndex    *live.View
+		scopeHosts []string
+		legacy     int
+	)
+	if v, ok := h.o.View.(*live.View); ok && !v.Holds("", true) {
+		hs, n, ok, err := v.Scope(r.Context(), f.Type)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		if ok {
+			qv, err := v.ForQueue(r.Context(), "", true, h.o.Now())
+			if err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			view, byIndex, scopeHosts, legacy = qv, v, hs, n
+		}
+	}
+	if view == nil {
+		v, err := h.fleetView(r.Context())
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		view = v
+		legacy = v.Counts(h.o.Now()).Legacy
 	}
 	now := h.o.Now()
 	p.layout = h.frame("watchdog", now)
@@ -510,11 +539,44 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		more.Set("queue", strconv.Itoa(min(QueueLimit, 4*queueShown)))
 		p.Queue.More = "/?" + more.Encode()
 	}
-	p.Legacy = view.Counts(now).Legacy
+	p.Legacy = legacy
 	p.Filter = f
 
 	hosts := map[string]bool{}
-	if p.FilterErr == "" {
+	if p.FilterErr == "" && byIndex != nil {
+		sq := store.ListQuery{ByID: order == orderID, Type: f.Type, Severities: sev, Limit: TablePage}
+		if after != nil {
+			sq.After = &store.ListKey{Rank: after.Rank, Updated: after.Updated.Time, Type: after.Type, ID: after.ID}
+		}
+		res, ok, err := byIndex.ListPage(r.Context(), f.Host, f.Host == "", sq, now)
+		if err == nil && !ok {
+			err = errors.New("page: the store stopped answering the fleet's reads by index")
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		next := ""
+		if len(res.Entries) > TablePage {
+			res.Entries = res.Entries[:TablePage]
+			l := &res.Entries[TablePage-1]
+			next = encodeCursor(keyOf(order, l.State, l.Entity.UpdatedAt, l.Entity.Type, l.Entity.ID))
+		}
+		p.Total, p.First = res.Total, res.Before+1
+		names := h.hostNames(r.Context())
+		for _, host := range scopeHosts {
+			p.Filter.Hosts = append(p.Filter.Hosts, hostOption{ID: host, Name: names[host]})
+		}
+		for i := range res.Entries {
+			e := &res.Entries[i]
+			ns := e.State
+			ns.EvaluatedAt.Time = now
+			we := wire.FromDerived(e.Entity, ns, nil, h.o.Heartbeats, now)
+			p.Entities = append(p.Entities, rowOf(&we, names, now))
+		}
+		p.Shown = len(p.Entities)
+		h.links(&p, q, next, after != nil)
+	} else if p.FilterErr == "" {
 		// The rows the API's list would select (wire.EntityFilter), in
 		// its order, one page of them kept as the view is walked.
 		sel := wire.EntityFilter{Type: f.Type, Severities: sev, Host: f.Host}
@@ -545,27 +607,33 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 			p.Entities = append(p.Entities, rowOf(&we, names, now))
 		}
 		p.Shown = len(p.Entities)
-		if next != "" {
-			nq := maps.Clone(q)
-			nq.Set("after", next)
-			nq.Del("queue")
-			p.Next = "/?" + nq.Encode()
-		}
-		if after != nil {
-			fq := maps.Clone(q)
-			fq.Del("after")
-			fq.Del("queue")
-			p.FirstPage = "/"
-			if len(fq) > 0 {
-				p.FirstPage += "?" + fq.Encode()
-			}
-		}
+		h.links(&p, q, next, after != nil)
 	}
 	status := http.StatusOK
 	if p.FilterErr != "" {
 		status = http.StatusBadRequest
 	}
 	h.render(w, r, status, "index.html", p)
+}
+
+// links sets the table's links: to the next page (next, its cursor: ""
+// when none follows) and, past the first page, to the first.
+func (h *Handler) links(p *indexPage, q url.Values, next string, paged bool) {
+	if next != "" {
+		nq := maps.Clone(q)
+		nq.Set("after", next)
+		nq.Del("queue")
+		p.Next = "/?" + nq.Encode()
+	}
+	if paged {
+		fq := maps.Clone(q)
+		fq.Del("after")
+		fq.Del("queue")
+		p.FirstPage = "/"
+		if len(fq) > 0 {
+			p.FirstPage += "?" + fq.Encode()
+		}
+	}
 }
 
 func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {

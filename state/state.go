@@ -267,6 +267,16 @@ type NormalizedState struct {
 // kept out of severity metrics, failure counts and the attention queue.
 func (s NormalizedState) Legacy() bool { return s.Lifecycle == LifecycleLegacy }
 
+// ListRank is the state's place in the lists' severity order
+// (wire.SeverityKey, and the store's sev_rank column): its severity's
+// rank, legacy after every severity.
+func (s NormalizedState) ListRank() int {
+	if s.Legacy() {
+		return len(Severities) + 1
+	}
+	return s.Severity.Rank()
+}
+
 // Normalize fills in the derived fields (severity, tone) and the policy
 // stamps. Outcome is the terminal lifecycle value or "" while non-terminal;
 // callers that know the entity's graph supply it.

@@ -182,11 +182,7 @@ type SeverityKey struct {
 
 // SeverityKeyOf is the key of an entity with state ns.
 func SeverityKeyOf(ns state.NormalizedState, updated time.Time, typ, id string) SeverityKey {
-	rank := len(state.Severities) + 1
-	if !ns.Legacy() {
-		rank = ns.Severity.Rank()
-	}
-	return SeverityKey{Rank: rank, Updated: updated, Type: typ, ID: id}
+	return SeverityKey{Rank: ns.ListRank(), Updated: updated, Type: typ, ID: id}
 }
 
 // Less says a comes before b.

@@ -2,8 +2,10 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -37,6 +39,22 @@ func TestConformance(t *testing.T) {
 			defer conn.Close(ctx)
 			_, err = conn.Exec(ctx, "UPDATE entities SET lifecycle = $1 WHERE type = $2 AND id = $3", lifecycle, typ, id)
 			return err
+		},
+		Quiesce: func(t *testing.T, dsn string) {
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			testenv.Eventually(t, "the killed writer's sessions to end", 5*time.Minute, func() (bool, string) {
+				var n int
+				if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
+					return false, err.Error()
+				}
+				return n == 0, fmt.Sprintf("%d other sessions", n)
+			})
 		},
 		HoldWrite: func(t *testing.T, dsn, typ, id, progress string) func() {
 			ctx := context.Background()

@@ -35,13 +35,15 @@ func (s *Store) Register(ctx context.Context, e store.Entity, actor string, at t
 	t := &told{}
 	err = s.writeTx(ctx, t, func(tx pgx.Tx) error {
 		var e2 error
-		created, e2 = register(ctx, tx, e, reg, actor, at)
+		if created, e2 = register(ctx, tx, e, reg, actor, at); e2 != nil {
+			return e2
+		}
 		if created || e.HostID != "" {
 			t.add(e.HostID)
 		} else {
 			t.all = true
 		}
-		return e2
+		return deriveTx(ctx, tx, e.Type, e.ID)
 	})
 	if err != nil {
 		return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
@@ -157,6 +159,9 @@ func (s *Store) ApplyTransition(ctx context.Context, typ, id string, decide stor
 	for attempt := 1; ; attempt++ {
 		var written bool
 		before, after, written, err = s.tryTransition(ctx, typ, id, decide)
+		if err == nil && written {
+			s.derived(ctx, after)
+		}
 		if err != nil || written {
 			return before, after, err
 		}
@@ -419,6 +424,13 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 	if err != nil {
 		return false, fmt.Errorf("record observation %s/%s: %w", typ, id, err)
 	}
+	if n > 0 && store.Derivation() != nil {
+		// The row as it is now (a later write's, maybe: its columns are
+		// derived from that row, at its revision).
+		if e, err := s.Get(ctx, typ, id); err == nil {
+			s.derived(ctx, e)
+		}
+	}
 	return n > 0, nil
 }
 
@@ -427,8 +439,12 @@ func (s *Store) RecordHeartbeat(ctx context.Context, typ, id string, at time.Tim
 	var n int64
 	t := &told{}
 	err := s.writeOne(ctx, t, func(q querier) error {
+		// A heartbeat leaves the derived columns as they are, unless the
+		// items would age out from updated_at: -1 carries fresh columns
+		// to the new revision (migration 0007), a stale row stays stale.
 		var err error
-		n, err = execTold(ctx, q, t, `UPDATE entities SET heartbeat_at = $1, heartbeat_progress = $2, updated_at = $3
+		n, err = execTold(ctx, q, t, `UPDATE entities SET heartbeat_at = $1, heartbeat_progress = $2, updated_at = $3,
+		derived_rev = CASE WHEN derived_rev IS NOT DISTINCT FROM revision AND (ended_at IS NOT NULL OR lifecycle_at IS NOT NULL) THEN -1 ELSE derived_rev END
 		WHERE type = $4 AND id = $5`, rowcodec.UnixArg(at), progress, unixtime.Seconds(at), typ, id)
 		return err
 	})

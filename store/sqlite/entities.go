@@ -158,6 +158,9 @@ func (s *Store) register(ctx context.Context, tx *sql.Tx, e store.Entity, actor 
 			return false, fmt.Errorf("register %s/%s: update: %w", e.Type, e.ID, err)
 		}
 	}
+	if err := s.derive(ctx, tx, e.Type, e.ID, nil); err != nil {
+		return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
+	}
 	return created, nil
 }
 

@@ -36,8 +36,10 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return s.derive(ctx, tx, typ, id, nil)
 	})
 	if err != nil {
 		return false, fmt.Errorf("record observation %s/%s: %w", typ, id, err)
@@ -50,7 +52,13 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 func (s *Store) RecordHeartbeat(ctx context.Context, typ, id string, at time.Time, progress string) error {
 	var n int64
 	err := s.writeTx(ctx, func() error {
-		res, err := s.exec(ctx, `UPDATE entities SET heartbeat_at = ?, heartbeat_progress = ?, updated_at = ?
+		// A heartbeat leaves the derived columns as they are (the
+		// severity, the items and their age-out do not read it), unless
+		// the items would age out from updated_at (no ended_at nor
+		// lifecycle_at): -1 carries fresh columns to the new revision
+		// (migration 0012), and a row left stale stays stale.
+		res, err := s.exec(ctx, `UPDATE entities SET heartbeat_at = ?, heartbeat_progress = ?, updated_at = ?,
+		derived_rev = CASE WHEN derived_rev IS revision AND (ended_at IS NOT NULL OR lifecycle_at IS NOT NULL) THEN -1 ELSE derived_rev END
 		WHERE type = ? AND id = ?`, rowcodec.UnixArg(at), progress, unixtime.Seconds(at), typ, id)
 		if err != nil {
 			return err

@@ -94,5 +94,8 @@ func (s *Store) applyTransition(ctx context.Context, tx *sql.Tx, typ, id string,
 	if err != nil {
 		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: re-read: %w", typ, id, err)
 	}
+	if err := s.derive(ctx, tx, typ, id, &after); err != nil {
+		return cur, store.Entity{}, fmt.Errorf("transition %s/%s: %w", typ, id, err)
+	}
 	return cur, after, nil
 }

@@ -72,6 +72,9 @@ func testCrash(t *testing.T, h Harness) {
 			t.Fatalf("round %d: the writer ended on its own after %d writes", round, n)
 		}
 	}
+	if h.Quiesce != nil {
+		h.Quiesce(t, dsn)
+	}
 	// A fresh handle, as a restarted daemon would open it.
 	st := open(t, h, dsn)
 	list, err := st.List(ctx, store.Filter{Type: "session"})

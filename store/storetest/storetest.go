@@ -39,6 +39,11 @@ type Harness struct {
 	// whose message is progress, and leaves it open; commit commits it.
 	// Nil for SQLite, whose one writer would block every other.
 	HoldWrite func(t *testing.T, dsn, typ, id, progress string) (commit func())
+	// Quiesce, when not nil, waits until no statement a killed writer
+	// sent still runs on the server (PostgreSQL finishes, and commits, a
+	// statement in flight when its client died): the crash test's check
+	// then reads a store at rest, not one that moves between its reads.
+	Quiesce func(t *testing.T, dsn string)
 }
 
 // Run runs the whole suite against h's backend.
