@@ -192,7 +192,16 @@ type layout struct {
 	// Choices and Default are the snooze durations the page offers.
 	Choices []snoozeChoice
 	Default string
+	// Poll is how often (ms) a visible tab re-fetches besides the stream;
+	// 0 but on a fleet's daemon (FleetPoll).
+	Poll int
 }
+
+// FleetPoll is how often a visible page served by a fleet's daemon
+// re-fetches besides its stream: the stream tells the changes of what the
+// daemon's view holds (its own host's, ADR-0056), and the page shows
+// every host's, whose changes reach it only so.
+const FleetPoll = 10 * time.Second
 
 // indexPage is GET /.
 type indexPage struct {
@@ -419,8 +428,12 @@ type timelineRow struct {
 func (l layout) stamp() string { return l.GeneratedAt }
 
 func (h *Handler) frame(title string, now time.Time) layout {
-	return layout{Title: title, Auth: h.o.Auth, TokenFile: h.o.TokenFile, GeneratedAt: now.UTC().Format(time.RFC3339),
+	l := layout{Title: title, Auth: h.o.Auth, TokenFile: h.o.TokenFile, GeneratedAt: now.UTC().Format(time.RFC3339),
 		Choices: SnoozeChoices, Default: SnoozeDefault}
+	if v, ok := h.o.View.(*live.View); ok && !v.Holds("", true) {
+		l.Poll = int(FleetPoll / time.Millisecond)
+	}
+	return l
 }
 
 // fleetView is what the page reads, synced: the live view when it holds

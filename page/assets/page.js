@@ -1,7 +1,8 @@
 // watchdog's operator page: follows the daemon's stream of changes
 // (GET /events, server-sent events) while the tab is visible and, when
 // something it shows changed, re-fetches this page's <main> alone
-// (X-Watchdog-Fragment: main) and swaps it in: no reload, no clock. A
+// (X-Watchdog-Fragment: main) and swaps it in: no reload, no clock (but
+// on a fleet's daemon, data-poll: below). A
 // hidden tab holds no stream; shown again, it reopens it and catches up
 // with one fetch. It folds and unfolds clusters, and sends Snooze and
 // Dismiss to the API's own endpoints (POST, application/json): an item's
@@ -304,4 +305,9 @@
     if (ev.persisted) { openStream(); refresh(); } // back from the back-forward cache
   });
   openStream();
+  // A fleet's daemon streams its own host's changes only (data-poll > 0):
+  // the other hosts' rows the page shows are re-fetched on a clock while
+  // the tab is visible.
+  var pollMs = parseInt(body.getAttribute("data-poll") || "0", 10);
+  if (pollMs > 0) setInterval(function () { if (!document.hidden) refresh(); }, pollMs);
 })();
