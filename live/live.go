@@ -35,10 +35,16 @@
 // ActiveReasons, QueueItems) carry each entity's host, so a daemon counts
 // only what it owns; Counts and Attention are the whole view's.
 //
-// Blind spot: the view holds every entity in memory, about 1 KB each: a
-// compact record (record.go) with its repeated words interned, from
-// which a read rebuilds the Entry (BenchmarkViewMemory, ADR-0042); a
-// store of millions of entities wants a view of the open ones only.
+// The daemon's view (EvictAgedOut) drops the ended entities that aged out
+// of the failure window at their age-out, keeping only the group each
+// counts in (evicted.go, ADR-0060): Holds then still means every current
+// entity, and Complete says whether it holds every one, as a read that
+// may list aged-out ones asks.
+//
+// Blind spot: the view holds every current entity in memory, about 1 KB
+// each: a compact record (record.go) with its repeated words interned,
+// from which a read rebuilds the Entry (BenchmarkViewMemory, ADR-0042);
+// each dropped one costs about 40 bytes more, for good.
 package live
 
 import (
@@ -843,8 +849,9 @@ func (v *View) Dismissal(fp string) (store.Dismissal, bool) {
 }
 
 // For is what answers a read of host's entities (all: every host's),
-// synced first: the view itself when it holds every one (Complete), else (a daemon of a
-// fleet holds what it owns, ADR-0056) a view of those hosts read from the
+// synced first: the view itself when it holds every one (Complete), else
+// (a daemon of a fleet holds what it owns, ADR-0056; the daemon's view
+// drops what aged out, ADR-0060) a view of those hosts read from the
 // store now, which the read uses and drops. Either way the entries are
 // Derive's over the store's rows, and a write acknowledged before the read
 // by any daemon is in the answer.
