@@ -44,7 +44,7 @@
 // Blind spot: the view holds every current entity in memory, about 1 KB
 // each: a compact record (record.go) with its repeated words interned,
 // from which a read rebuilds the Entry (BenchmarkViewMemory, ADR-0042);
-// each dropped one costs about 40 bytes more, for good.
+// each dropped one costs about 45 bytes more, for good.
 package live
 
 import (
