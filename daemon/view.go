@@ -36,7 +36,7 @@ func runView(ctx context.Context, v *live.View, wake <-chan struct{}, m *metrics
 	if err := v.Load(ctx); err != nil {
 		log.Warn("live view not loaded yet; retrying", zap.Error(err))
 	} else {
-		log.Info("live view loaded", zap.Int("entities", v.Len()), zap.Duration("took", time.Since(start)))
+		log.Info("live view loaded", zap.Int("held", v.Len()), zap.Int("entities", v.Counts(time.Now()).Entities), zap.Duration("took", time.Since(start)))
 		sev.loaded(v.Counts(time.Now()))
 		loaded = true
 	}
@@ -63,7 +63,7 @@ func runView(ctx context.Context, v *live.View, wake <-chan struct{}, m *metrics
 					}
 					continue
 				}
-				log.Info("live view loaded", zap.Int("entities", v.Len()), zap.Duration("took", time.Since(start)))
+				log.Info("live view loaded", zap.Int("held", v.Len()), zap.Int("entities", v.Counts(time.Now()).Entities), zap.Duration("took", time.Since(start)))
 				sev.loaded(v.Counts(time.Now()))
 				loaded = true
 			}

@@ -53,6 +53,15 @@ func (g *gone) len() int { return len(g.keys) }
 // has says whether an entity of host was dropped.
 func (g *gone) has(host string) bool { return g.hosts[host] > 0 }
 
+// holds says whether k was dropped.
+func (g *gone) holds(k key) bool {
+	if len(g.keys) == 0 {
+		return false
+	}
+	_, ok := g.keys[g.hashKey(k)]
+	return ok
+}
+
 // put records k, dropped, counted in grp.
 func (g *gone) put(k key, grp Group) {
 	if g.keys == nil {
@@ -184,12 +193,19 @@ func (v *View) dropAgedOut() int {
 }
 
 // armAgeOut sets the age-out alarm at the earliest age-out of an entity
-// the view holds (not before soonest), or stops it when none will.
+// the view holds (not before soonest), or stops it when none will. It
+// sets the alarm under mu, so an arming computed from an older state
+// (the alarm's own goroutine racing a Sync's apply) never overrides a
+// newer one; the clock runs its functions outside its own lock, so
+// there is no lock-order edge back to mu. The time is rounded up to the
+// next step (a minute; a quarter of a shorter window) so that entities
+// ending close together age out at one wake, not one each: a drop a
+// little late changes no answer, only when the memory goes.
 func (v *View) armAgeOut(soonest time.Time) {
-	v.mu.RLock()
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	alarm := v.ageOut
 	if alarm == nil {
-		v.mu.RUnlock()
 		return
 	}
 	cut := attention.Since(v.now(), v.window)
@@ -204,7 +220,9 @@ func (v *View) armAgeOut(soonest time.Time) {
 			break
 		}
 	}
-	v.mu.RUnlock()
+	if !at.IsZero() {
+		at = roundUp(at, min(time.Minute, v.window/4))
+	}
 	switch {
 	case at.IsZero():
 		alarm.Stop()
@@ -213,6 +231,17 @@ func (v *View) armAgeOut(soonest time.Time) {
 	default:
 		alarm.SetAt(at)
 	}
+}
+
+// roundUp is t rounded up to a multiple of step (from the zero time).
+func roundUp(t time.Time, step time.Duration) time.Time {
+	if step <= 0 {
+		return t
+	}
+	if r := t.Truncate(step); !r.Equal(t) {
+		return r.Add(step)
+	}
+	return t
 }
 
 // AgeOutAt says when the age-out alarm fires next, if it is armed: a
@@ -229,14 +258,14 @@ func (v *View) AgeOutAt() (time.Time, bool) {
 
 // readBack, after a longer failure window, reads back from the store the
 // dropped entities it brings inside the window again: the feed's entities
-// from the start (those the view holds, or that are still aged out,
+// from the start (only those it dropped; those still aged out
 // skipped), without the hooks (no entity changed). A Sync runs it; an
 // error leaves it asked for the next.
 func (v *View) readBack(ctx context.Context) error {
 	v.mu.RLock()
-	want := v.refill
+	gen, done := v.refill, v.refilled
 	v.mu.RUnlock()
-	if !want {
+	if gen == done {
 		return nil
 	}
 	if v.started {
@@ -253,7 +282,10 @@ func (v *View) readBack(ctx context.Context) error {
 			cut := attention.Since(v.now(), v.window)
 			back := b.Entities[:0]
 			for _, e := range b.Entities {
-				if _, held := v.entries[key{e.Type, e.ID}]; held {
+				// Only what the view dropped: a row it never held is
+				// new, and the feed read after this one brings it to
+				// the hooks as new.
+				if !v.gone.holds(key{e.Type, e.ID}) {
 					continue
 				}
 				if e.Terminal && attention.Arrived(e.EndedAt, e.LifecycleAt, e.UpdatedAt).Before(cut) {
@@ -269,7 +301,9 @@ func (v *View) readBack(ctx context.Context) error {
 		}
 	}
 	v.mu.Lock()
-	v.refill = false
+	// A reload while this ran lengthened the window again: its
+	// generation is left for the next Sync.
+	v.refilled = gen
 	v.mu.Unlock()
 	return nil
 }

@@ -260,10 +260,12 @@ type View struct {
 	evict bool
 	gone  gone
 	// ageOut is the alarm at the earliest age-out (nil until
-	// EvictAgedOut); refill asks the next Sync to read back what a
-	// longer window brings inside it again (under mu).
-	ageOut *deadline.Alarm
-	refill bool
+	// EvictAgedOut). refill counts the reloads that lengthened the
+	// window and refilled those a Sync has read back after (readBack):
+	// a reload during a read-back is read back again (under mu).
+	ageOut   *deadline.Alarm
+	refill   uint64
+	refilled uint64
 
 	hookMu        sync.Mutex
 	onChange      []func(prev, cur *store.Entity)
@@ -301,7 +303,7 @@ func (v *View) SetFailureWindow(d time.Duration) {
 	v.window = d
 	evict := v.evict
 	if evict && longer && v.gone.len() > 0 {
-		v.refill = true
+		v.refill++
 	}
 	v.mu.Unlock()
 	if evict {

@@ -88,8 +88,11 @@ const CacheKiB = 64
 // more than four at 10,000 entities (ADR-0052). Four is enough: one is
 // pinned (health.go), the writes take one at a time (group commit: one
 // leader, plus one to prepare a statement the first time), and the
-// queue, the counts and the lists read the view, not SQLite; a read
-// beyond them waits for a connection rather than failing.
+// queue, the counts and one entity's read answer from the view. The
+// list and the page's table read SQLite by index once the view has
+// dropped an aged-out entity (ADR-0060), which on a daemon that has run
+// a failure window is always; a read beyond four connections waits for
+// one rather than failing.
 const MaxConns = 4
 
 // DSN turns a path (or a file: URI) into the driver DSN with watchdog's
@@ -100,7 +103,8 @@ const MaxConns = 4
 // the driver's allocator keeps what SQLite frees mapped; at 256 KiB they
 // were a tenth of the daemon's memory at 10,000 entities (ADR-0052). A
 // page missed is read back from the kernel's page cache (one pread); the
-// queue, the counts and the lists read the view, not SQLite.
+// queue and the counts read the view, not SQLite, and the list's page
+// (ADR-0060) is an index walk of a few pages.
 func DSN(path string) string {
 	base, query := path, ""
 	if strings.HasPrefix(path, "file:") {
