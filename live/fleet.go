@@ -72,27 +72,23 @@ func (v *View) FillColumns(ctx context.Context) (int, error) {
 
 // fleetReader is the view's source as a store.FleetReader, when it is one
 // and the view does not hold host's entities (all: every host's): the
-// reads that would otherwise make a view of the whole scope. Its stale
-// rows are derived first; when they cannot be written back, ok is false
-// and the caller reads the scope into a view (For), as before ADR-0058.
-func (v *View) fleetReader(ctx context.Context, host string, all bool) (store.FleetReader, store.Hosts, bool, error) {
-	if err := v.Sync(ctx); err != nil {
-		return nil, store.Hosts{}, false, err
-	}
+// reads that would otherwise make a view of the whole scope, and the
+// selection they read. It does not Sync the view: a read by index goes to
+// the store, whose every statement sees each write committed before it
+// (so every write acknowledged before the read, by any daemon), and the
+// view's own rows are not read. Whether the view holds the scope is its
+// selection as last synced: when that is out of date the read is
+// answered either way, by the store, or by For, which syncs first.
+func (v *View) fleetReader(host string, all bool) (store.FleetReader, store.Hosts, bool) {
 	fr, ok := v.src.(store.FleetReader)
 	if !ok || v.Holds(host, all) {
-		return nil, store.Hosts{}, false, nil
+		return nil, store.Hosts{}, false
 	}
 	sel := store.Only(host)
 	if all {
 		sel = store.AllHosts()
 	}
-	if _, err := freshen(ctx, fr, sel); err != nil {
-		// The store refuses the write back (a disk at its reserve, a
-		// read-only file): the read is still owed, the slow way.
-		return nil, store.Hosts{}, false, nil
-	}
-	return fr, sel, true, nil
+	return fr, sel, true
 }
 
 // ListResult is a page of a list read by index: its entries (limit+1 at
@@ -109,14 +105,27 @@ type ListResult struct {
 // (ADR-0058). ok is false when the view holds them or its store has no
 // such read: the caller reads For's view instead.
 func (v *View) ListPage(ctx context.Context, host string, all bool, q store.ListQuery, now time.Time) (res ListResult, ok bool, err error) {
-	fr, sel, ok, err := v.fleetReader(ctx, host, all)
-	if err != nil || !ok {
-		return ListResult{}, false, err
+	fr, sel, ok := v.fleetReader(host, all)
+	if !ok {
+		return ListResult{}, false, nil
 	}
 	q.Hosts = sel
 	pg, err := fr.ListPage(ctx, q)
 	if err != nil {
 		return ListResult{}, false, fmt.Errorf("fleet read: %w", err)
+	}
+	if pg.Stale {
+		// Rows the page may have placed by stale columns: derived and
+		// written back, then the page read again (a row made stale after
+		// that is of a write not acknowledged before this read).
+		if _, err := freshen(ctx, fr, sel); err != nil {
+			// The store refuses the write back (a disk at its reserve, a
+			// read-only file): the read is still owed, the slow way.
+			return ListResult{}, false, nil
+		}
+		if pg, err = fr.ListPage(ctx, q); err != nil {
+			return ListResult{}, false, fmt.Errorf("fleet read: %w", err)
+		}
 	}
 	res = ListResult{Entries: make([]Entry, len(pg.Rows)), Total: pg.Total, Before: pg.Before}
 	for i := range pg.Rows {
@@ -131,9 +140,11 @@ func (v *View) ListPage(ctx context.Context, host string, all bool, q store.List
 // "") and how many entities are legacy. ok is false when the view holds
 // every host's, or its store has no such read.
 func (v *View) Scope(ctx context.Context, typ string) (hosts []string, legacy int, ok bool, err error) {
-	fr, sel, ok, err := v.fleetReader(ctx, "", true)
-	if err != nil || !ok {
-		return nil, 0, false, err
+	// Neither the hosts nor the legacy count read a derived column:
+	// nothing to freshen.
+	fr, sel, ok := v.fleetReader("", true)
+	if !ok {
+		return nil, 0, false, nil
 	}
 	hosts, legacy, err = fr.Scope(ctx, sel, typ)
 	if err != nil {
@@ -148,9 +159,12 @@ func (v *View) Scope(ctx context.Context, typ string) (hosts []string, legacy in
 // candidates only (the rows with items not aged out at now), read and
 // derived now, which the read uses and drops (never Sync it); else For.
 func (v *View) ForQueue(ctx context.Context, host string, all bool, now time.Time) (*View, error) {
-	fr, sel, ok, err := v.fleetReader(ctx, host, all)
-	if err != nil {
-		return nil, err
+	fr, sel, ok := v.fleetReader(host, all)
+	if ok {
+		if _, err := freshen(ctx, fr, sel); err != nil {
+			// The store refuses the write back: the slow way (For).
+			ok = false
+		}
 	}
 	if !ok {
 		return v.For(ctx, host, all)
@@ -160,12 +174,16 @@ func (v *View) ForQueue(ctx context.Context, host string, all bool, now time.Tim
 	if err != nil {
 		return nil, fmt.Errorf("fleet read: %w", err)
 	}
+	// The dismissals from the store, read after the candidates: every
+	// one acknowledged before this read, without a Sync of the view
+	// (which waits for the feed's horizon and reads its own host's rows).
+	ds, err := v.src.Dismissals(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fleet read: %w", err)
+	}
 	o := New(v.src, v.now, v.FailureWindow())
 	o.hosts = func() store.Hosts { return sel }
 	o.apply(store.Batch{Entities: es}, false)
-	v.mu.RLock()
-	ds := v.dismissals
-	v.mu.RUnlock()
 	o.mu.Lock()
 	o.sel, o.dismissals = sel, ds
 	o.mu.Unlock()
