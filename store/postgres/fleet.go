@@ -200,7 +200,7 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, er
 		return store.Page{}, fmt.Errorf("list a page: %w", classify(err))
 	}
 	defer rows.Close()
-	lead := leadScanner{rows: rows, lead: []any{&pg.Stale, &cnt}}
+	lead := &leadScanner{rows: rows, lead: []any{&pg.Stale, &cnt}}
 	for rows.Next() {
 		e, err := scan.Scan(lead)
 		if err != nil {
@@ -228,16 +228,23 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, er
 	return pg, nil
 }
 
-// leadScanner scans a row's leading columns into lead and hands the rest
-// to the caller's destinations (an entity scanner's).
+// leadScanner scans the first row's leading columns into lead and hands
+// the rest of each row to the caller's destinations (an entity
+// scanner's). The leading columns are the same in every row (InitPlans):
+// the later rows' are skipped, not decoded again (pgx skips a nil
+// destination).
 type leadScanner struct {
 	rows pgx.Rows
 	lead []any
 }
 
 // Scan implements rowcodec.RowScanner.
-func (l leadScanner) Scan(dest ...any) error {
-	return l.rows.Scan(append(l.lead[:len(l.lead):len(l.lead)], dest...)...)
+func (l *leadScanner) Scan(dest ...any) error {
+	err := l.rows.Scan(append(l.lead[:len(l.lead):len(l.lead)], dest...)...)
+	for i := range l.lead {
+		l.lead[i] = nil
+	}
+	return err
 }
 
 // Scope implements store.FleetReader.
