@@ -117,14 +117,24 @@ func (v *View) ListPage(ctx context.Context, host string, all bool, q store.List
 	if pg.Stale {
 		// Rows the page may have placed by stale columns: derived and
 		// written back, then the page read again (a row made stale after
-		// that is of a write not acknowledged before this read).
+		// that is of a write not acknowledged before this read). In a
+		// busy fleet that is common (a row between an observation's
+		// commit and its columns' statement), so the second read skips
+		// the counts when no derived column decides them: the total
+		// without a severity filter, and what comes before the first
+		// page or an id-ordered one.
 		if _, err := freshen(ctx, fr, sel); err != nil {
 			// The store refuses the write back (a disk at its reserve, a
 			// read-only file): the read is still owed, the slow way.
 			return ListResult{}, false, nil
 		}
+		first := pg
+		q.NoCounts = q.Severities == nil && (q.After == nil || q.ByID)
 		if pg, err = fr.ListPage(ctx, q); err != nil {
 			return ListResult{}, false, fmt.Errorf("fleet read: %w", err)
+		}
+		if q.NoCounts {
+			pg.Total, pg.Before = first.Total, first.Before
 		}
 	}
 	res = ListResult{Entries: make([]Entry, len(pg.Rows)), Total: pg.Total, Before: pg.Before}

@@ -51,6 +51,9 @@ type ListQuery struct {
 	After *ListKey
 	// Limit is the page's size.
 	Limit int
+	// NoCounts leaves the page's Total and Before (and Stale) unread:
+	// a second read of a page whose counts the first one read.
+	NoCounts bool
 }
 
 // Page is a page of a list: limit+1 rows at most (the extra one says a

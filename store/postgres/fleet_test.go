@@ -129,6 +129,9 @@ func TestFleetReadsByIndex(t *testing.T) {
 	if js(t, got) != js(t, want) {
 		t.Errorf("the list by index differs from the view's:\n%s\n%s", js(t, got), js(t, want))
 	}
+	if after, err := st.FeedHead(ctx); err != nil || after != head {
+		t.Errorf("the fleet read moved the feed: %+v, then %+v (%v)", head, after, err)
+	}
 	// Each order and filter, walked in pages of 7: every page's counts
 	// and rows as a view of every host answers them (the counts ride
 	// with the page; a walk's end, and a filter that selects nothing,
@@ -146,6 +149,19 @@ func TestFleetReadsByIndex(t *testing.T) {
 		{"another type", store.ListQuery{Type: "workflow"}, func(e *live.Entry) bool { return e.Entity.Type == "workflow" }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// A row stale again (written beside the write path): the
+			// first page derives it and reads again, with the counts or
+			// without (ADR-0058).
+			if _, err := conn.Exec(ctx, "UPDATE entities SET label = $1 WHERE id = 's00'", c.name); err != nil {
+				t.Fatal(err)
+			}
+			if err := all.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			before, err := st.FeedHead(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var want []wire.Entity
 			all.Each("", func(e *live.Entry) {
 				if c.keep(e) {
@@ -189,7 +205,13 @@ func TestFleetReadsByIndex(t *testing.T) {
 			if js(t, got) != js(t, want) {
 				t.Errorf("the list by index differs from the view's:\n%s\n%s", js(t, got), js(t, want))
 			}
+			if after, err := st.FeedHead(ctx); err != nil || after != before {
+				t.Errorf("the fleet read moved the feed: %+v, then %+v (%v)", before, after, err)
+			}
 		})
+	}
+	if head, err = st.FeedHead(ctx); err != nil {
+		t.Fatal(err)
 	}
 	hosts, legacy, ok, err := one.Scope(ctx, "session")
 	if err != nil || !ok || legacy != 0 || fmt.Sprint(hosts) != "[h0 h1 h2]" {
