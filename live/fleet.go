@@ -71,17 +71,18 @@ func (v *View) FillColumns(ctx context.Context) (int, error) {
 }
 
 // fleetReader is the view's source as a store.FleetReader, when it is one
-// and the view does not hold host's entities (all: every host's): the
-// reads that would otherwise make a view of the whole scope, and the
-// selection they read. It does not Sync the view: a read by index goes to
-// the store, whose every statement sees each write committed before it
-// (so every write acknowledged before the read, by any daemon), and the
-// view's own rows are not read. Whether the view holds the scope is its
-// selection as last synced: when that is out of date the read is
-// answered either way, by the store, or by For, which syncs first.
+// and the view does not hold every entity of host (all: every host's;
+// Complete: another host's, or its own when it dropped the aged-out ones,
+// ADR-0060): the reads that would otherwise make a view of the whole
+// scope, and the selection they read. It does not Sync the view: a read
+// by index goes to the store, whose every statement sees each write
+// committed before it (so every write acknowledged before the read, by any
+// daemon), and the view's own rows are not read. Whether the view holds
+// the scope is its selection as last synced: when that is out of date the
+// read is answered either way, by the store, or by For, which syncs first.
 func (v *View) fleetReader(host string, all bool) (store.FleetReader, store.Hosts, bool) {
 	fr, ok := v.src.(store.FleetReader)
-	if !ok || v.Holds(host, all) {
+	if !ok || v.Complete(host, all) {
 		return nil, store.Hosts{}, false
 	}
 	sel := store.Only(host)
@@ -168,16 +169,24 @@ func (v *View) Scope(ctx context.Context, typ string) (hosts []string, legacy in
 // entities and its store reads by index, a view of the queue's
 // candidates only (the rows with items not aged out at now), read and
 // derived now, which the read uses and drops (never Sync it); else For.
+//
+// A view that dropped the aged-out entities (EvictAgedOut) still holds
+// every candidate of its hosts: it answers itself.
 func (v *View) ForQueue(ctx context.Context, host string, all bool, now time.Time) (*View, error) {
+	if v.Holds(host, all) {
+		// Its own view answers, synced (forRead syncs, and reads the
+		// store if the view no longer holds the scope after).
+		return v.forRead(ctx, host, all, v.Holds)
+	}
 	fr, sel, ok := v.fleetReader(host, all)
 	if ok {
 		if _, err := freshen(ctx, fr, sel); err != nil {
-			// The store refuses the write back: the slow way (For).
+			// The store refuses the write back: the slow way.
 			ok = false
 		}
 	}
 	if !ok {
-		return v.For(ctx, host, all)
+		return v.forRead(ctx, host, all, v.Holds)
 	}
 	// The window as the reader reads it: a later now only drops more.
 	es, err := fr.QueueCandidates(ctx, sel, attention.Since(now, v.FailureWindow()))
