@@ -74,27 +74,22 @@ func (v *View) FillColumns(ctx context.Context) (int, error) {
 // and the view does not hold every entity of host (all: every host's;
 // Complete: another host's, or its own when it dropped the aged-out ones,
 // ADR-0060): the reads that would otherwise make a view of the whole
-// scope. Its stale
-// rows are derived first; when they cannot be written back, ok is false
-// and the caller reads the scope into a view (For), as before ADR-0058.
-func (v *View) fleetReader(ctx context.Context, host string, all bool) (store.FleetReader, store.Hosts, bool, error) {
-	if err := v.Sync(ctx); err != nil {
-		return nil, store.Hosts{}, false, err
-	}
+// scope, and the selection they read. It does not Sync the view: a read
+// by index goes to the store, whose every statement sees each write
+// committed before it (so every write acknowledged before the read, by any
+// daemon), and the view's own rows are not read. Whether the view holds
+// the scope is its selection as last synced: when that is out of date the
+// read is answered either way, by the store, or by For, which syncs first.
+func (v *View) fleetReader(host string, all bool) (store.FleetReader, store.Hosts, bool) {
 	fr, ok := v.src.(store.FleetReader)
 	if !ok || v.Complete(host, all) {
-		return nil, store.Hosts{}, false, nil
+		return nil, store.Hosts{}, false
 	}
 	sel := store.Only(host)
 	if all {
 		sel = store.AllHosts()
 	}
-	if _, err := freshen(ctx, fr, sel); err != nil {
-		// The store refuses the write back (a disk at its reserve, a
-		// read-only file): the read is still owed, the slow way.
-		return nil, store.Hosts{}, false, nil
-	}
-	return fr, sel, true, nil
+	return fr, sel, true
 }
 
 // ListResult is a page of a list read by index: its entries (limit+1 at
@@ -111,14 +106,37 @@ type ListResult struct {
 // (ADR-0058). ok is false when the view holds them or its store has no
 // such read: the caller reads For's view instead.
 func (v *View) ListPage(ctx context.Context, host string, all bool, q store.ListQuery, now time.Time) (res ListResult, ok bool, err error) {
-	fr, sel, ok, err := v.fleetReader(ctx, host, all)
-	if err != nil || !ok {
-		return ListResult{}, false, err
+	fr, sel, ok := v.fleetReader(host, all)
+	if !ok {
+		return ListResult{}, false, nil
 	}
 	q.Hosts = sel
 	pg, err := fr.ListPage(ctx, q)
 	if err != nil {
 		return ListResult{}, false, fmt.Errorf("fleet read: %w", err)
+	}
+	if pg.Stale {
+		// Rows the page may have placed by stale columns: derived and
+		// written back, then the page read again (a row made stale after
+		// that is of a write not acknowledged before this read). In a
+		// busy fleet that is common (a row between an observation's
+		// commit and its columns' statement), so the second read skips
+		// the counts when no derived column decides them: the total
+		// without a severity filter, and what comes before the first
+		// page or an id-ordered one.
+		if _, err := freshen(ctx, fr, sel); err != nil {
+			// The store refuses the write back (a disk at its reserve, a
+			// read-only file): the read is still owed, the slow way.
+			return ListResult{}, false, nil
+		}
+		first := pg
+		q.NoCounts = q.Severities == nil && (q.After == nil || q.ByID)
+		if pg, err = fr.ListPage(ctx, q); err != nil {
+			return ListResult{}, false, fmt.Errorf("fleet read: %w", err)
+		}
+		if q.NoCounts {
+			pg.Total, pg.Before = first.Total, first.Before
+		}
 	}
 	res = ListResult{Entries: make([]Entry, len(pg.Rows)), Total: pg.Total, Before: pg.Before}
 	for i := range pg.Rows {
@@ -133,9 +151,11 @@ func (v *View) ListPage(ctx context.Context, host string, all bool, q store.List
 // "") and how many entities are legacy. ok is false when the view holds
 // every host's, or its store has no such read.
 func (v *View) Scope(ctx context.Context, typ string) (hosts []string, legacy int, ok bool, err error) {
-	fr, sel, ok, err := v.fleetReader(ctx, "", true)
-	if err != nil || !ok {
-		return nil, 0, false, err
+	// Neither the hosts nor the legacy count read a derived column:
+	// nothing to freshen.
+	fr, sel, ok := v.fleetReader("", true)
+	if !ok {
+		return nil, 0, false, nil
 	}
 	hosts, legacy, err = fr.Scope(ctx, sel, typ)
 	if err != nil {
@@ -153,15 +173,17 @@ func (v *View) Scope(ctx context.Context, typ string) (hosts []string, legacy in
 // A view that dropped the aged-out entities (EvictAgedOut) still holds
 // every candidate of its hosts: it answers itself.
 func (v *View) ForQueue(ctx context.Context, host string, all bool, now time.Time) (*View, error) {
-	if err := v.Sync(ctx); err != nil {
-		return nil, err
-	}
 	if v.Holds(host, all) {
-		return v, nil
+		// Its own view answers, synced (forRead syncs, and reads the
+		// store if the view no longer holds the scope after).
+		return v.forRead(ctx, host, all, v.Holds)
 	}
-	fr, sel, ok, err := v.fleetReader(ctx, host, all)
-	if err != nil {
-		return nil, err
+	fr, sel, ok := v.fleetReader(host, all)
+	if ok {
+		if _, err := freshen(ctx, fr, sel); err != nil {
+			// The store refuses the write back: the slow way.
+			ok = false
+		}
 	}
 	if !ok {
 		return v.forRead(ctx, host, all, v.Holds)
@@ -171,12 +193,16 @@ func (v *View) ForQueue(ctx context.Context, host string, all bool, now time.Tim
 	if err != nil {
 		return nil, fmt.Errorf("fleet read: %w", err)
 	}
+	// The dismissals from the store, read after the candidates: every
+	// one acknowledged before this read, without a Sync of the view
+	// (which waits for the feed's horizon and reads its own host's rows).
+	ds, err := v.src.Dismissals(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fleet read: %w", err)
+	}
 	o := New(v.src, v.now, v.FailureWindow())
 	o.hosts = func() store.Hosts { return sel }
 	o.apply(store.Batch{Entities: es}, false)
-	v.mu.RLock()
-	ds := v.dismissals
-	v.mu.RUnlock()
 	o.mu.Lock()
 	o.sel, o.dismissals = sel, ds
 	o.mu.Unlock()

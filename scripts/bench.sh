@@ -38,7 +38,9 @@
 #               with 2,000, the others' CPU under a burst of 10,000
 #               transitions on one host, fleet-wide list and queue reads
 #               from a daemon that holds its own host only, a restart to
-#               ready at 3,000 own entities (`-run fleet`; ADR-0056)
+#               ready at 3,000 own entities (`-run fleet`; ADR-0056);
+#               -fleet-baseline BIN times BIN's fleet-wide reads beside
+#               this one's, alternately, from a daemon of each
 #
 # Every argument goes to the driver: `scripts/bench.sh -run deaths -n 200`,
 # `scripts/bench.sh -h` lists them. About 15 minutes at the defaults on a

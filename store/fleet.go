@@ -51,14 +51,22 @@ type ListQuery struct {
 	After *ListKey
 	// Limit is the page's size.
 	Limit int
+	// NoCounts leaves the page's Total and Before (and Stale) unread:
+	// a second read of a page whose counts the first one read.
+	NoCounts bool
 }
 
 // Page is a page of a list: limit+1 rows at most (the extra one says a
 // page follows), how many rows the filter selects in all, and how many of
-// them come before the page (0 without After).
+// them come before the page (0 without After). Stale says the hosts the
+// query selects had rows whose derived columns were stale when it read
+// them (StaleDerived would return some): the page may be out of order, and
+// the reader derives them and asks again (ADR-0058). The check rides with
+// the page, so a read that finds none, the rule, is one query.
 type Page struct {
 	Rows          []Entity
 	Total, Before int
+	Stale         bool
 }
 
 // ListKey is a place in the severity order.
@@ -81,7 +89,9 @@ type FleetReader interface {
 	// the revision it was derived from; the write is no change of the
 	// entity (no new revision, nothing on the feed).
 	SetDerived(ctx context.Context, ds []Derived) error
-	// ListPage returns the page q selects.
+	// ListPage returns the page q selects, its counts and whether the
+	// hosts q selects have stale rows (Page.Stale), all as one read
+	// sees them.
 	ListPage(ctx context.Context, q ListQuery) (Page, error)
 	// Scope says which hosts the entities of the hosts hs selects are of
 	// (of type typ only, when not ""; the host-less ones left out), and

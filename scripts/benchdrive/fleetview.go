@@ -8,7 +8,9 @@ package main
 // burst of -fleet-burst transitions on one host and the CPU it costs the
 // others against the writer; the fleet-wide list and queue read from a
 // daemon that does not hold them; and a daemon restarted with
-// -fleet-restart-n own entities, from exec to /readyz 200.
+// -fleet-restart-n own entities, from exec to /readyz 200. With
+// -fleet-baseline BIN, the fleet-wide reads of this binary and of BIN side
+// by side (fleetSideBySide).
 
 import (
 	"context"
@@ -16,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -29,6 +32,7 @@ func fleetFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.fleetN, "fleet-n", 2000, "sessions of each host in the fleet part")
 	fs.IntVar(&o.fleetBurst, "fleet-burst", 10000, "transitions of the fleet part's burst on one host")
 	fs.IntVar(&o.fleetRestartN, "fleet-restart-n", 3000, "own entities of the daemon the fleet part restarts (at least -fleet-n)")
+	fs.StringVar(&o.fleetBaseline, "fleet-baseline", "", "a second watchdog binary (the one before a change) whose fleet-wide reads the fleet part times beside this one's, alternately, each from a daemon of its own joined to the fleet")
 }
 
 // fleetFigures are the fleet part's figures.
@@ -42,6 +46,10 @@ type fleetFigures struct {
 	burstRate                   float64 // transitions/s
 	list, queue, hostList       time.Duration
 	restart                     time.Duration
+	// With -fleet-baseline: the fleet-wide list and queue read
+	// alternately from two daemons joined to the fleet, one of each
+	// binary, each of an empty host of its own.
+	sideList, sideQueue [2]time.Duration // this binary's, the baseline's
 }
 
 func fleetHost(k int) string { return fmt.Sprintf("bench-h%02d", k) }
@@ -51,6 +59,11 @@ func (r *runner) fleetView(ctx context.Context) error {
 	o := r.o
 	if o.fleetDaemons < 3 || o.fleetN < 1 || o.fleetBurst < 1 || o.fleetRestartN < o.fleetN {
 		return errors.New("fleet: -fleet-daemons at least 3, -fleet-n and -fleet-burst positive, -fleet-restart-n at least -fleet-n")
+	}
+	if o.fleetBaseline != "" {
+		if _, err := os.Stat(o.fleetBaseline); err != nil {
+			return fmt.Errorf("fleet: -fleet-baseline: %w", err)
+		}
 	}
 	if r.pg == nil {
 		say("fleet: starting a throwaway PostgreSQL cluster")
@@ -192,6 +205,12 @@ func (r *runner) fleetView(ctx context.Context) error {
 		return fmt.Errorf("fleet, host list: %w", err)
 	}
 
+	if o.fleetBaseline != "" {
+		if err := r.fleetSideBySide(ctx, f, conf, o.samples); err != nil {
+			return fmt.Errorf("fleet, baseline: %w", err)
+		}
+	}
+
 	// A restart with -fleet-restart-n own entities.
 	k := 4
 	more := o.fleetRestartN - o.fleetN
@@ -209,6 +228,51 @@ func (r *runner) fleetView(ctx context.Context) error {
 	f.restart = time.Since(start)
 	r.live = append(r.live, w.child)
 	ws[k] = w
+	return nil
+}
+
+// fleetSideBySide joins a daemon of this binary and one of
+// -fleet-baseline to the fleet, each with a host of its own and no
+// entities, and times the fleet-wide list and queue from each, the two
+// alternating request by request (which goes first alternating too), so
+// both see the same database and the same load: the medians' ratio is
+// the change's.
+func (r *runner) fleetSideBySide(ctx context.Context, f *fleetFigures, conf func(int) storeConf, samples int) error {
+	bins := [2]string{r.o.watchdog, r.o.fleetBaseline}
+	var ws [2]*watchdogd
+	for i, bin := range bins {
+		tag := [2]string{"this", "baseline"}[i]
+		c := conf(0)
+		c.hostID = "bench-reader-" + tag
+		say("fleet: a reading daemon of the %s binary", tag)
+		w, err := startWatchdogOn(ctx, bin, filepath.Join(r.dir, "fleet-reader-"+tag), c, 2*time.Minute)
+		if err != nil {
+			return err
+		}
+		r.live = append(r.live, w.child)
+		defer w.stop(10 * time.Second)
+		ws[i] = w
+	}
+	for _, read := range []struct {
+		path string
+		into *[2]time.Duration
+	}{{"/api/v1/entities?limit=500", &f.sideList}, {"/api/attention", &f.sideQueue}} {
+		var ds [2][]time.Duration
+		for k := range 2 * samples {
+			for j := range 2 {
+				i := (k + j) % 2
+				t := time.Now()
+				if _, err := ws[i].get(ctx, read.path); err != nil {
+					return err
+				}
+				ds[i] = append(ds[i], time.Since(t))
+			}
+		}
+		for i := range ds {
+			slices.Sort(ds[i])
+			read.into[i] = ds[i][len(ds[i])/2]
+		}
+	}
 	return nil
 }
 
@@ -266,6 +330,15 @@ func (res *results) printFleet(w io.Writer, o options) {
 	fmt.Fprintf(tw, "fleet-wide queue (median)\t%s\t≤ 50ms\t%v\n", f.queue.Round(time.Millisecond), f.queue <= 50*time.Millisecond)
 	fmt.Fprintf(tw, "another host's list (median)\t%s\t\t\n", f.hostList.Round(time.Millisecond))
 	fmt.Fprintf(tw, "restart to ready, %d own entities\t%s\t≤ 2s\t%v\n", f.restartN, f.restart.Round(10*time.Millisecond), f.restart <= 2*time.Second)
+	if o.fleetBaseline != "" {
+		for _, s := range []struct {
+			what string
+			d    [2]time.Duration
+		}{{"list, first page of 500", f.sideList}, {"queue", f.sideQueue}} {
+			fmt.Fprintf(tw, "fleet-wide %s side by side: baseline ÷ this (medians %s, %s)\t%.2f\t\t\n", s.what,
+				s.d[1].Round(100*time.Microsecond), s.d[0].Round(100*time.Microsecond), float64(s.d[1])/float64(s.d[0]))
+		}
+	}
 	tw.Flush()
 }
 

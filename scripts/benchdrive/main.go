@@ -32,7 +32,8 @@
 //	            CPU under a burst of -fleet-burst transitions on one host,
 //	            fleet-wide list and queue reads from a daemon that does not
 //	            hold them, a restart to ready at -fleet-restart-n own
-//	            entities (fleetview.go)
+//	            entities; -fleet-baseline BIN: the fleet-wide reads of
+//	            BIN's daemon and this one's alternately (fleetview.go)
 //	fdlimit     the daemon under prlimit --nofile=-fdlimit-nofile given
 //	            -fdlimit-n live processes: registration errors, /readyz,
 //	            pidfd against polled, every one killed and seen dead, the
@@ -91,6 +92,7 @@ type options struct {
 	fdlimitN, fdlimitNofile int
 	// The fleet part (fleetview.go).
 	fleetDaemons, fleetN, fleetBurst, fleetRestartN int
+	fleetBaseline                                   string
 }
 
 // allParts are the values of -run, in the order they run.

@@ -60,13 +60,29 @@ func (s *Store) queryEntities(ctx context.Context, what, q string, args ...any) 
 	return out, nil
 }
 
-// StaleDerived implements store.FleetReader, by the partial index of
-// stale rows.
+// staleCond selects the stale rows (of the hosts hosts selects, a
+// hostsWhere).
+const staleCond = "derived_rev IS DISTINCT FROM revision AND "
+
+// staleProbe is an SQL condition, true when the rows hosts selects (a
+// hostsWhere) have a stale one: the first entry of the partial index of
+// stale rows, which holds none as a rule. Asked as EXISTS, or without the
+// order and the limit, the planner, which cannot estimate a comparison of
+// two columns, reckons a good share of the table stale and scans it whole
+// (a millisecond per 5,000 rows) to find none; ordered by the index's key
+// and limited to one, it reads the index's first entry.
+func staleProbe(hosts string) string {
+	return "(SELECT host_id FROM entities WHERE " + staleCond + hosts + " ORDER BY host_id LIMIT 1) IS NOT NULL"
+}
+
+// StaleDerived implements store.FleetReader: the rows, once the probe of
+// the partial index of stale rows found one (a condition the planner
+// evaluates once, before the scan, which it skips when false).
 func (s *Store) StaleDerived(ctx context.Context, hs store.Hosts, limit int) ([]store.Entity, error) {
 	var args sqlArgs
 	w := hostsWhere(hs, &args)
 	return s.queryEntities(ctx, "stale derived columns", "SELECT "+rowcodec.EntityColumns+
-		" FROM entities WHERE derived_rev IS DISTINCT FROM revision AND "+w+" LIMIT "+args.add(limit), args...)
+		" FROM entities WHERE "+staleProbe(w)+" AND "+staleCond+w+" LIMIT "+args.add(limit), args...)
 }
 
 // setDerivedSQL writes a row's derived columns while it is at the
@@ -131,11 +147,15 @@ func deriveTx(ctx context.Context, tx pgx.Tx, typ, id string) error {
 	return nil
 }
 
-// ListPage implements store.FleetReader: the page by the severity order's
-// index (of every host, or by host) or the primary key, then the counts.
+// ListPage implements store.FleetReader in one statement, so one round
+// trip and one snapshot: the page by the severity order's index (of every
+// host, or by host) or the primary key, with the stale check and the
+// counts as subqueries PostgreSQL runs once (InitPlans) beside it. Only a
+// page with no rows asks again for the check and the counts alone.
 func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, error) {
 	var args sqlArgs
-	where := []string{hostsWhere(q.Hosts, &args)}
+	hosts := hostsWhere(q.Hosts, &args)
+	where := []string{hosts}
 	if q.Type != "" {
 		where = append(where, "type = "+args.add(q.Type))
 	}
@@ -147,35 +167,90 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, er
 		where = append(where, "severity = ANY("+args.add(sev)+")")
 	}
 	filter := strings.Join(where, " AND ")
-	var pg store.Page
-	if err := s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM entities WHERE "+filter, args...).Scan(&pg.Total); err != nil {
-		return store.Page{}, fmt.Errorf("count the list: %w", classify(err))
-	}
-	page := filter
 	order := "sev_rank, updated_at DESC, type, id"
+	after := "" // the rows past the cursor, of those filter selects
 	switch a := q.After; {
 	case q.ByID:
 		order = "type, id"
 		if a != nil {
 			t, i := args.add(a.Type), args.add(a.ID)
-			page += ` AND (type > ` + t + ` OR (type = ` + t + ` AND id > ` + i + `))`
+			after = `(type > ` + t + ` OR (type = ` + t + ` AND id > ` + i + `))`
 		}
 	case a != nil:
 		r, u, t, i := args.add(a.Rank), args.add(unixSeconds(a.Updated)), args.add(a.Type), args.add(a.ID)
-		page += ` AND (sev_rank > ` + r + ` OR (sev_rank = ` + r + ` AND (updated_at < ` + u + ` OR (updated_at = ` + u +
+		after = `(sev_rank > ` + r + ` OR (sev_rank = ` + r + ` AND (updated_at < ` + u + ` OR (updated_at = ` + u +
 			` AND (type > ` + t + ` OR (type = ` + t + ` AND id > ` + i + `))))))`
 	}
-	if q.After != nil {
-		var after int
-		if err := s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM entities WHERE "+page, args...).Scan(&after); err != nil {
+	counts := "COUNT(*), 0"
+	page := filter
+	if after != "" {
+		// One scan counts both: the total and the rows past the cursor.
+		counts = "COUNT(*), COUNT(*) FILTER (WHERE " + after + ")"
+		page += " AND " + after
+	}
+	head := "SELECT " + staleProbe(hosts) + ", (SELECT ARRAY[" + counts + "] FROM entities WHERE " + filter + ")"
+	if q.NoCounts {
+		head = "SELECT false, ARRAY[0, 0]::bigint[]"
+	}
+	var (
+		pg   store.Page
+		cnt  []int64
+		scan rowcodec.EntityScanner
+	)
+	rows, err := s.pool.Query(ctx, head+", "+rowcodec.EntityColumns+" FROM entities WHERE "+page+
+		" ORDER BY "+order+" LIMIT "+args.add(q.Limit+1), args...)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("list a page: %w", classify(err))
+	}
+	defer rows.Close()
+	lead := &leadScanner{rows: rows, lead: []any{&pg.Stale, &cnt}}
+	for rows.Next() {
+		e, err := scan.Scan(lead)
+		if err != nil {
+			return store.Page{}, fmt.Errorf("list a page: %w", err)
+		}
+		pg.Rows = append(pg.Rows, e)
+	}
+	if err := rows.Err(); err != nil {
+		return store.Page{}, fmt.Errorf("list a page: %w", classify(err))
+	}
+	if len(pg.Rows) == 0 && !q.NoCounts {
+		// No row carried the check and the counts: past the end, or
+		// nothing selected.
+		if err := s.pool.QueryRow(ctx, head, args[:len(args)-1]...).Scan(&pg.Stale, &cnt); err != nil {
 			return store.Page{}, fmt.Errorf("count the list: %w", classify(err))
 		}
-		pg.Before = pg.Total - after
 	}
-	var err error
-	pg.Rows, err = s.queryEntities(ctx, "list a page", "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE "+page+
-		" ORDER BY "+order+" LIMIT "+args.add(q.Limit+1), args...)
-	return pg, err
+	if q.NoCounts {
+		return pg, nil
+	}
+	if len(cnt) != 2 {
+		return store.Page{}, fmt.Errorf("count the list: %d counts, want 2", len(cnt))
+	}
+	pg.Total = int(cnt[0])
+	if after != "" {
+		pg.Before = pg.Total - int(cnt[1])
+	}
+	return pg, nil
+}
+
+// leadScanner scans the first row's leading columns into lead and hands
+// the rest of each row to the caller's destinations (an entity
+// scanner's). The leading columns are the same in every row (InitPlans):
+// the later rows' are skipped, not decoded again (pgx skips a nil
+// destination).
+type leadScanner struct {
+	rows pgx.Rows
+	lead []any
+}
+
+// Scan implements rowcodec.RowScanner.
+func (l *leadScanner) Scan(dest ...any) error {
+	err := l.rows.Scan(append(l.lead[:len(l.lead):len(l.lead)], dest...)...)
+	for i := range l.lead {
+		l.lead[i] = nil
+	}
+	return err
 }
 
 // Scope implements store.FleetReader.

@@ -77,8 +77,9 @@ func (s *Store) SetDerived(ctx context.Context, ds []store.Derived) error {
 	})
 }
 
-// ListPage implements store.FleetReader: the page by the severity order's
-// index (of every host, or by host) or the primary key, then the counts.
+// ListPage implements store.FleetReader: the stale check (by the partial
+// index of stale rows), the counts, then the page by the severity order's
+// index (of every host, or by host) or the primary key.
 func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, error) {
 	w, args := hostsCond(q.Hosts)
 	where := []string{w}
@@ -98,8 +99,15 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, er
 	}
 	filter := strings.Join(where, " AND ")
 	var pg store.Page
-	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM entities WHERE "+filter, args...).Scan(&pg.Total); err != nil {
-		return store.Page{}, fmt.Errorf("count the list: %w", err)
+	hw, hargs := hostsCond(q.Hosts)
+	if !q.NoCounts {
+		if err := s.db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM entities INDEXED BY idx_entities_stale WHERE derived_rev IS NOT revision AND "+hw+")",
+			hargs...).Scan(&pg.Stale); err != nil {
+			return store.Page{}, fmt.Errorf("look for stale rows: %w", err)
+		}
+		if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM entities WHERE "+filter, args...).Scan(&pg.Total); err != nil {
+			return store.Page{}, fmt.Errorf("count the list: %w", err)
+		}
 	}
 	page := filter
 	pargs := append([]any(nil), args...)
@@ -116,7 +124,7 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, er
 		page += ` AND (sev_rank > ? OR (sev_rank = ? AND (updated_at < ? OR (updated_at = ? AND (type > ? OR (type = ? AND id > ?))))))`
 		pargs = append(pargs, a.Rank, a.Rank, u, u, a.Type, a.Type, a.ID)
 	}
-	if q.After != nil {
+	if q.After != nil && !q.NoCounts {
 		var after int
 		if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM entities WHERE "+page, pargs...).Scan(&after); err != nil {
 			return store.Page{}, fmt.Errorf("count the list: %w", err)
