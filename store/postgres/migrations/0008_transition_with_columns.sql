@@ -47,3 +47,9 @@ BEGIN
         WHERE type = p_type AND id = p_id
         RETURNING *;
 END $$;
+
+-- Two indexes of migration 0001 that no query reads (the severity, now a
+-- derived column with its own indexes, and the recent ends, read by
+-- nothing): each write of an entity updated them too.
+DROP INDEX idx_entities_severity;
+DROP INDEX idx_entities_recent;
