@@ -532,10 +532,12 @@ func (s *server) queueReaderFor(ctx context.Context, host string) (LiveReader, e
 }
 
 // holdsAll says whether the live view holds every host's entities: a
-// lone daemon's does; a daemon of a fleet holds what it owns.
+// lone daemon's does, but for the ended ones it dropped once they aged
+// out of the failure window (ADR-0060); a daemon of a fleet holds what it
+// owns.
 func (s *server) holdsAll() bool {
 	v, ok := s.View.(*live.View)
-	return !ok || v.Holds("", true)
+	return !ok || v.Complete("", true)
 }
 
 // noView stands in for a view when the store cannot feed one: every read

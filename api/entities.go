@@ -80,7 +80,9 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 	ent, ok := s.View.Get(typ, id, now)
 	if !ok && !s.holdsAll() {
 		// Another host's entity, which a daemon of a fleet does not hold
-		// (ADR-0056): the store's row, derived as the view derives.
+		// (ADR-0056), or one that aged out of the failure window, which
+		// the view dropped (ADR-0060): the store's row, derived as the
+		// view derives.
 		e, err := s.Store.Get(ctx, typ, id)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			s.fail(w, r, err)

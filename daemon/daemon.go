@@ -137,6 +137,9 @@ func Run(ctx context.Context, o Options) error {
 	// The view holds what this daemon owns; reads of other hosts go to
 	// the store (ADR-0056).
 	view.SetHosts(fl.Hosts)
+	// Nor does it keep the ended entities that aged out of the failure
+	// window: what reads them reads the store (ADR-0060).
+	view.EvictAgedOut()
 	// The store's commit events feed the view, the pusher (a snooze or a
 	// dismissal changes the queue without an entity change) and, on
 	// SQLite, the fleet: a daemon alone with its file looks at the lock

@@ -15,9 +15,10 @@ import (
 //
 //   - fdReserveOwn for its own files: stdio (3), the Go runtime's netpoller
 //     (2), the listener, the lock file, the sd_notify socket, the pid
-//     watcher's epoll and eventfd (2), the store (SQLite: 8 pooled
-//     connections, each holding the database and its WAL, and the shared
-//     -shm: 17; a PostgreSQL pool: one socket a connection), a pusher's
+//     watcher's epoll and eventfd (2), the store (SQLite: 4 pooled
+//     connections, sqlite.MaxConns, each holding the database and its
+//     WAL, and the shared -shm: 9; a PostgreSQL pool: one socket a
+//     connection), a pusher's
 //     connection per Alertmanager, and the transient ones: a probe's /proc
 //     read or an artifact walk (the monitor's, the sweep's and each
 //     request's: a few each), the metrics scrape's /proc/self reads;

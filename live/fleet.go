@@ -71,8 +71,10 @@ func (v *View) FillColumns(ctx context.Context) (int, error) {
 }
 
 // fleetReader is the view's source as a store.FleetReader, when it is one
-// and the view does not hold host's entities (all: every host's): the
-// reads that would otherwise make a view of the whole scope. Its stale
+// and the view does not hold every entity of host (all: every host's;
+// Complete: another host's, or its own when it dropped the aged-out ones,
+// ADR-0060): the reads that would otherwise make a view of the whole
+// scope. Its stale
 // rows are derived first; when they cannot be written back, ok is false
 // and the caller reads the scope into a view (For), as before ADR-0058.
 func (v *View) fleetReader(ctx context.Context, host string, all bool) (store.FleetReader, store.Hosts, bool, error) {
@@ -80,7 +82,7 @@ func (v *View) fleetReader(ctx context.Context, host string, all bool) (store.Fl
 		return nil, store.Hosts{}, false, err
 	}
 	fr, ok := v.src.(store.FleetReader)
-	if !ok || v.Holds(host, all) {
+	if !ok || v.Complete(host, all) {
 		return nil, store.Hosts{}, false, nil
 	}
 	sel := store.Only(host)
@@ -147,13 +149,22 @@ func (v *View) Scope(ctx context.Context, typ string) (hosts []string, legacy in
 // entities and its store reads by index, a view of the queue's
 // candidates only (the rows with items not aged out at now), read and
 // derived now, which the read uses and drops (never Sync it); else For.
+//
+// A view that dropped the aged-out entities (EvictAgedOut) still holds
+// every candidate of its hosts: it answers itself.
 func (v *View) ForQueue(ctx context.Context, host string, all bool, now time.Time) (*View, error) {
+	if err := v.Sync(ctx); err != nil {
+		return nil, err
+	}
+	if v.Holds(host, all) {
+		return v, nil
+	}
 	fr, sel, ok, err := v.fleetReader(ctx, host, all)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return v.For(ctx, host, all)
+		return v.forRead(ctx, host, all, v.Holds)
 	}
 	// The window as the reader reads it: a later now only drops more.
 	es, err := fr.QueueCandidates(ctx, sel, attention.Since(now, v.FailureWindow()))

@@ -35,15 +35,22 @@
 // ActiveReasons, QueueItems) carry each entity's host, so a daemon counts
 // only what it owns; Counts and Attention are the whole view's.
 //
-// Blind spot: the view holds every entity in memory, about 1 KB each: a
-// compact record (record.go) with its repeated words interned, from
-// which a read rebuilds the Entry (BenchmarkViewMemory, ADR-0042); a
-// store of millions of entities wants a view of the open ones only.
+// The daemon's view (EvictAgedOut) drops the ended entities that aged out
+// of the failure window at their age-out, keeping only the group each
+// counts in (evicted.go, ADR-0060): Holds then still means every current
+// entity, and Complete says whether it holds every one, as a read that
+// may list aged-out ones asks.
+//
+// Blind spot: the view holds every current entity in memory, about 1 KB
+// each: a compact record (record.go) with its repeated words interned,
+// from which a read rebuilds the Entry (BenchmarkViewMemory, ADR-0042);
+// each dropped one costs about 45 bytes more, for good.
 package live
 
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"sync"
@@ -247,6 +254,17 @@ type View struct {
 	dismissals map[string]store.Dismissal
 	window     time.Duration
 
+	// evict is whether the view drops the entities that aged out of the
+	// failure window (EvictAgedOut); gone is what it keeps of each
+	// (evicted.go). Both under mu.
+	evict bool
+	gone  gone
+	// ageOut is the alarm at the earliest age-out (nil until
+	// EvictAgedOut); refill asks the next Sync to read back what a
+	// longer window brings inside it again (under mu).
+	ageOut *deadline.Alarm
+	refill bool
+
 	hookMu        sync.Mutex
 	onChange      []func(prev, cur *store.Entity)
 	onTransitions []func([]store.AuditRow)
@@ -264,20 +282,35 @@ func New(src Source, now func() time.Time, window time.Duration) *View {
 		now = time.Now
 	}
 	v := &View{src: src, now: now, entries: map[key]*record{}, words: newInterner(), idx: newIndex(), groups: map[Group]int{},
-		sel: store.AllHosts(), kick: make(chan struct{}, 1)}
+		sel: store.AllHosts(), kick: make(chan struct{}, 1), gone: gone{seed: maphash.MakeSeed()}}
 	v.SetFailureWindow(window)
 	return v
 }
 
 // SetFailureWindow changes the failure window (0 means
-// attention.DefaultFailureWindow): a config reload.
+// attention.DefaultFailureWindow): a config reload. A view that drops
+// aged-out entities (EvictAgedOut) drops at once those a shorter window
+// ages out, and reads back from the store at its next Sync those a longer
+// one brings inside it again.
 func (v *View) SetFailureWindow(d time.Duration) {
 	if d <= 0 {
 		d = attention.DefaultFailureWindow
 	}
 	v.mu.Lock()
+	longer := d > v.window && v.window > 0
 	v.window = d
+	evict := v.evict
+	if evict && longer && v.gone.len() > 0 {
+		v.refill = true
+	}
 	v.mu.Unlock()
+	if evict {
+		v.dropAgedOut()
+		v.armAgeOut(time.Time{})
+		if longer {
+			v.Kick()
+		}
+	}
 }
 
 // FailureWindow is the failure window in force.
@@ -329,9 +362,11 @@ func (v *View) Kick() {
 	}
 }
 
-// Holds says whether the view holds every entity of host, "" meaning
-// every host's: what a reader asks before it answers from the view
-// rather than from the store. A view without a selection holds all.
+// Holds says whether the view holds every current entity of host (open,
+// or ended inside the failure window), "" meaning every host's: what a
+// reader of the queue asks before it answers from the view rather than
+// from the store (a read that may list aged-out ones asks Complete). A
+// view without a selection holds all.
 func (v *View) Holds(host string, all bool) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -339,6 +374,22 @@ func (v *View) Holds(host string, all bool) bool {
 		return v.sel.Every()
 	}
 	return v.sel.Has(host)
+}
+
+// Complete says whether the view holds every entity of host ("" with
+// all: every host's), those aged out of the failure window included: what
+// a read that may list them (the entity list, one entity's read, the
+// page's table) asks before it answers from the view rather than from the
+// store. Holds is enough for a read of what counts now (the queue, the
+// counts in the window), which a view that drops aged-out entities
+// (EvictAgedOut) still holds whole.
+func (v *View) Complete(host string, all bool) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if all {
+		return v.sel.Every() && v.gone.len() == 0
+	}
+	return v.sel.Has(host) && !v.gone.has(host)
 }
 
 // Hosts is the selection of hosts the view holds now.
@@ -382,6 +433,9 @@ func (v *View) Sync(ctx context.Context) error {
 		if err := v.reselect(ctx, sel); err != nil {
 			return fmt.Errorf("live view: %w", err)
 		}
+	}
+	if err := v.readBack(ctx); err != nil {
+		return fmt.Errorf("live view: %w", err)
 	}
 	if v.synced && ver == v.version {
 		return nil
@@ -460,6 +514,7 @@ func (v *View) reselect(ctx context.Context, sel store.Hosts) error {
 			v.idx.change(r, -1, &ed)
 		}
 		v.idx.commit(&ed)
+		v.gone.dropHosts(sel, v.ungroup)
 		v.mu.Unlock()
 	}
 	if add := sel.Minus(old); !add.None() {
@@ -508,32 +563,52 @@ func (v *View) apply(b store.Batch, hooks bool) {
 	var ed edit
 	// The store sends each entity once per batch; should a source repeat
 	// one, the index hears only its last version, as the map keeps.
+	// replaced holds it (nil when dropped: aged out, EvictAgedOut).
 	replaced := map[key]*record{}
 	v.mu.Lock()
+	cut := attention.Since(at, v.window)
 	for i, n := range fresh {
 		k := key{n.typ, n.id}
 		old := v.entries[k]
+		_, again := replaced[k]
 		if old != nil {
-			v.groups[groupOf(old)]--
-			if v.groups[groupOf(old)] == 0 {
-				delete(v.groups, groupOf(old))
-			}
-		}
-		v.entries[k] = n
-		v.groups[groupOf(n)]++
-		if old != nil {
-			if _, again := replaced[k]; !again {
+			v.ungroup(groupOf(old))
+			if !again {
 				v.idx.change(old, -1, &ed)
 			}
+		} else if g, ok := v.gone.take(k); ok {
+			// It aged out and was dropped: what it counted in goes.
+			v.ungroup(g)
 		}
-		replaced[k] = n
+		v.groups[groupOf(n)]++
+		if v.evict && n.evictable(cut) {
+			// Aged out already (a Load of old rows, a late write to an
+			// ended entity): counted, never held. A change that leaves it
+			// aged out is no change of what the view holds: the hooks
+			// hear it only if the view held it before.
+			delete(v.entries, k)
+			v.gone.put(k, groupOf(n))
+			replaced[k] = nil
+			if old == nil {
+				continue
+			}
+		} else {
+			v.entries[k] = n
+			replaced[k] = n
+		}
 		changes = append(changes, change{old, n, &b.Entities[i]})
 	}
 	for _, n := range replaced {
-		v.idx.change(n, 1, &ed)
+		if n != nil {
+			v.idx.change(n, 1, &ed)
+		}
 	}
 	v.idx.commit(&ed)
+	evict := v.evict
 	v.mu.Unlock()
+	if evict {
+		v.armAgeOut(time.Time{})
+	}
 
 	if !hooks {
 		return
@@ -774,16 +849,23 @@ func (v *View) Dismissal(fp string) (store.Dismissal, bool) {
 }
 
 // For is what answers a read of host's entities (all: every host's),
-// synced first: the view itself when it holds them, else (a daemon of a
-// fleet holds what it owns, ADR-0056) a view of those hosts read from the
+// synced first: the view itself when it holds every one (Complete), else
+// (a daemon of a fleet holds what it owns, ADR-0056; the daemon's view
+// drops what aged out, ADR-0060) a view of those hosts read from the
 // store now, which the read uses and drops. Either way the entries are
 // Derive's over the store's rows, and a write acknowledged before the read
 // by any daemon is in the answer.
 func (v *View) For(ctx context.Context, host string, all bool) (*View, error) {
+	return v.forRead(ctx, host, all, v.Complete)
+}
+
+// forRead is For, answering from the view when holds says it holds
+// host's entities (Complete for a list, Holds for the queue).
+func (v *View) forRead(ctx context.Context, host string, all bool, holds func(string, bool) bool) (*View, error) {
 	if err := v.Sync(ctx); err != nil {
 		return nil, err
 	}
-	if v.Holds(host, all) {
+	if holds(host, all) {
 		return v, nil
 	}
 	sel := store.Only(host)

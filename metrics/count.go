@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"watchdog/live"
@@ -34,6 +35,13 @@ type counts struct {
 	legacy    int
 	// leftovers counts leftover processes by entity type.
 	leftovers map[string]int
+}
+
+// same is whether o counts exactly what n counts: the gauges made of
+// either are the same.
+func (n *counts) same(o *counts) bool {
+	return n.legacy == o.legacy && maps.Equal(n.entities, o.entities) && maps.Equal(n.states, o.states) &&
+		maps.Equal(n.reasons, o.reasons) && maps.Equal(n.attention, o.attention) && maps.Equal(n.leftovers, o.leftovers)
 }
 
 // count syncs the live view and derives every entity gauge from it: the

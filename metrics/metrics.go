@@ -359,6 +359,15 @@ type storeCollector struct {
 	// since start, so a series that empties reports 0 instead of
 	// vanishing. Bounded by the vocabularies (see the package doc).
 	seenStates map[stateKey]struct{}
+	// last and lastGauges are the counts of the last scrape and the
+	// gauges made of them, sent again while the counts stay the same (an
+	// idle daemon's every scrape): a const metric is built afresh each
+	// time otherwise, about 140 KB of garbage a scrape for its 300-odd
+	// pre-seeded series, which an idle daemon's heap carries until the
+	// next collection (ADR-0052). A const metric is immutable, so two
+	// scrapes may send the same ones.
+	last       *counts
+	lastGauges []prometheus.Metric
 
 	entities, entityStates, reasons, attention, legacy *prometheus.Desc
 	leftovers                                          *prometheus.Desc
@@ -414,18 +423,35 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ok := 0.0
 	if err == nil {
 		ok = 1
-		c.emit(ch, counts)
+		for _, m := range c.gaugesFor(counts) {
+			ch <- m
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.success, prometheus.GaugeValue, ok, "store")
 	ch <- prometheus.MustNewConstMetric(c.duration, prometheus.GaugeValue, time.Since(start).Seconds(), "store")
 }
 
-func (c *storeCollector) emit(ch chan<- prometheus.Metric, n *counts) {
+// gaugesFor is gauges(n), or the last scrape's when n counts the same.
+func (c *storeCollector) gaugesFor(n *counts) []prometheus.Metric {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last != nil && c.last.same(n) {
+		return c.lastGauges
+	}
+	c.last, c.lastGauges = n, c.gauges(n)
+	return c.lastGauges
+}
+
+// gauges are the collector's gauges for n, c.seenStates updated with
+// n's. Called with c.mu held.
+func (c *storeCollector) gauges(n *counts) []prometheus.Metric {
+	var out []prometheus.Metric
+	add := func(m prometheus.Metric) { out = append(out, m) }
 	for _, typ := range transitions.Types() {
 		for _, sev := range state.Severities {
 			for _, tone := range state.SeverityTones[sev] {
-				ch <- prometheus.MustNewConstMetric(c.entities, prometheus.GaugeValue,
-					float64(n.entities[entityKey{typ, sev, tone}]), typ, string(sev), string(tone))
+				add(prometheus.MustNewConstMetric(c.entities, prometheus.GaugeValue,
+					float64(n.entities[entityKey{typ, sev, tone}]), typ, string(sev), string(tone)))
 			}
 		}
 	}
@@ -434,33 +460,31 @@ func (c *storeCollector) emit(ch chan<- prometheus.Metric, n *counts) {
 	// than lose it.
 	for k, v := range n.entities {
 		if !slices.Contains(state.SeverityTones[k.severity], k.tone) || k.typ == unknown {
-			ch <- prometheus.MustNewConstMetric(c.entities, prometheus.GaugeValue, float64(v), k.typ, string(k.severity), string(k.tone))
+			add(prometheus.MustNewConstMetric(c.entities, prometheus.GaugeValue, float64(v), k.typ, string(k.severity), string(k.tone)))
 		}
 	}
 
-	c.mu.Lock()
 	for k := range n.states {
 		c.seenStates[k] = struct{}{}
 	}
 	for k := range c.seenStates {
-		ch <- prometheus.MustNewConstMetric(c.entityStates, prometheus.GaugeValue, float64(n.states[k]), k.typ, k.lifecycle, k.health, k.delivery)
+		add(prometheus.MustNewConstMetric(c.entityStates, prometheus.GaugeValue, float64(n.states[k]), k.typ, k.lifecycle, k.health, k.delivery))
 	}
-	c.mu.Unlock()
 
 	for _, r := range state.Reasons() {
 		for _, sev := range state.Severities {
-			ch <- prometheus.MustNewConstMetric(c.reasons, prometheus.GaugeValue,
-				float64(n.reasons[reasonKey{r.Code, sev}]), string(r.Code), string(sev))
+			add(prometheus.MustNewConstMetric(c.reasons, prometheus.GaugeValue,
+				float64(n.reasons[reasonKey{r.Code, sev}]), string(r.Code), string(sev)))
 		}
 	}
 	for k, v := range n.reasons {
 		if k.code == unknown {
-			ch <- prometheus.MustNewConstMetric(c.reasons, prometheus.GaugeValue, float64(v), unknown, string(k.severity))
+			add(prometheus.MustNewConstMetric(c.reasons, prometheus.GaugeValue, float64(v), unknown, string(k.severity)))
 		}
 	}
 	for _, typ := range transitions.Types() {
 		for _, sev := range attentionSeverities {
-			ch <- prometheus.MustNewConstMetric(c.attention, prometheus.GaugeValue, float64(n.attention[itemKey{sev, typ}]), string(sev), typ)
+			add(prometheus.MustNewConstMetric(c.attention, prometheus.GaugeValue, float64(n.attention[itemKey{sev, typ}]), string(sev), typ))
 		}
 	}
 	// An item of an unknown type (a hand-edited row), or of a severity
@@ -468,19 +492,20 @@ func (c *storeCollector) emit(ch chan<- prometheus.Metric, n *counts) {
 	// lost.
 	for k, v := range n.attention {
 		if k.typ == unknown || !slices.Contains(attentionSeverities, k.severity) {
-			ch <- prometheus.MustNewConstMetric(c.attention, prometheus.GaugeValue, float64(v), string(k.severity), k.typ)
+			add(prometheus.MustNewConstMetric(c.attention, prometheus.GaugeValue, float64(v), string(k.severity), k.typ))
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(c.legacy, prometheus.GaugeValue, float64(n.legacy))
+	add(prometheus.MustNewConstMetric(c.legacy, prometheus.GaugeValue, float64(n.legacy)))
 	// One series per type, pre-seeded at 0 (an alert on > 0 sees the
 	// first), and unknown for a type no graph has: bounded by the graphs
 	// (ADR-0008), never a pid or a command.
 	for _, typ := range transitions.Types() {
-		ch <- prometheus.MustNewConstMetric(c.leftovers, prometheus.GaugeValue, float64(n.leftovers[typ]), typ)
+		add(prometheus.MustNewConstMetric(c.leftovers, prometheus.GaugeValue, float64(n.leftovers[typ]), typ))
 	}
 	if v, ok := n.leftovers[unknown]; ok {
-		ch <- prometheus.MustNewConstMetric(c.leftovers, prometheus.GaugeValue, float64(v), unknown)
+		add(prometheus.MustNewConstMetric(c.leftovers, prometheus.GaugeValue, float64(v), unknown))
 	}
+	return out
 }
 
 var attentionSeverities = []state.Severity{state.SeverityCritical, state.SeverityWarning, state.SeverityInfo}

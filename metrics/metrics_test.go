@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -612,4 +613,58 @@ func TestUnknownTypeIsCountedNotLost(t *testing.T) {
 	if total != 1 || !unknownSeen {
 		t.Errorf("watchdog_entities sums to %v, unknown type seen %v; want 1 under entity_type=unknown", total, unknownSeen)
 	}
+}
+
+// TestGaugesSentAgainWhileCountsStay: the collector sends its last
+// gauges again while the counts stay the same (ADR-0052) and new ones as
+// soon as any count changes; each scrape reads as a fresh collector's
+// would.
+func TestGaugesSentAgainWhileCountsStay(t *testing.T) {
+	f := newFixture(t)
+	f.register("session", "s-1", "running")
+	_, reg := newMetrics(t, f.st)
+	steps := []struct {
+		name   string
+		change func()
+		want   string
+	}{
+		{"first", func() {}, `watchdog_entities{entity_type="session",severity="neutral",tone="neutral"} 1`},
+		{"nothing changed", func() {}, `watchdog_entities{entity_type="session",severity="neutral",tone="neutral"} 1`},
+		{"registered", func() { f.register("session", "s-2", "running") }, `watchdog_entities{entity_type="session",severity="neutral",tone="neutral"} 2`},
+		{"stalled", func() { f.observe("session", "s-2", state.HealthStalled, "", state.RunHealthStalled) }, `watchdog_reasons_active{reason_code="run.health.stalled",severity="critical"} 1`},
+		{"ended", func() { f.move("session", "s-1", "completed", "") }, `watchdog_entities{entity_type="session",severity="neutral",tone="success"} 1`},
+		{"nothing changed again", func() {}, `watchdog_entities{entity_type="session",severity="neutral",tone="success"} 1`},
+	}
+	for _, s := range steps {
+		s.change()
+		got := stable(scrapeText(t, reg))
+		if !strings.Contains(got, s.want+"\n") {
+			t.Fatalf("%s: want %s in\n%s", s.name, s.want, got)
+		}
+		_, fresh := newMetrics(t, f.st)
+		if want := stable(scrapeText(t, fresh)); got != want {
+			t.Errorf("%s: the scrape differs from a fresh collector's:\n%s\nwant\n%s", s.name, got, want)
+		}
+	}
+}
+
+// stable is an exposition's entity gauges, sorted, but for the states at
+// 0: without the lines
+// that differ from one scrape or one registry to the next (durations, the
+// process's own figures), in an order that does not depend on the order
+// the collector sent them in.
+func stable(expo string) string {
+	var out []string
+	for _, l := range strings.Split(expo, "\n") {
+		if strings.HasPrefix(l, "watchdog_entity_states") && strings.HasSuffix(l, " 0") {
+			continue // a state seen once stays at 0 (TestEntityStatesSeriesStay); a fresh collector never saw it
+		}
+		if strings.HasPrefix(l, "watchdog_entities") || strings.HasPrefix(l, "watchdog_entity_states") ||
+			strings.HasPrefix(l, "watchdog_reasons_active") || strings.HasPrefix(l, "watchdog_attention_items") ||
+			strings.HasPrefix(l, "watchdog_legacy_entities") || strings.HasPrefix(l, "watchdog_leftover_processes") {
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n") + "\n"
 }

@@ -510,7 +510,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		scopeHosts []string
 		legacy     int
 	)
-	if v, ok := h.o.View.(*live.View); ok && !v.Holds("", true) {
+	if v, ok := h.o.View.(*live.View); ok && !v.Complete("", true) {
 		hs, n, ok, err := v.Scope(r.Context(), f.Type)
 		if err != nil {
 			h.fail(w, r, err)
@@ -664,17 +664,22 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	now := h.o.Now()
 	var view LiveReader = h.o.View
 	ent, found := view.Get(typ, id, now)
-	if v, ok := h.o.View.(*live.View); ok && !found && !v.Holds("", true) {
+	if v, ok := h.o.View.(*live.View); ok && !found && !v.Complete("", true) {
 		// Another host's entity, which a daemon of a fleet does not hold
 		// (ADR-0056): read with its host's from the store (every host's
-		// when the store cannot say which host it is of).
+		// when the store cannot say which host it is of). Or one of a
+		// host the view holds, which it dropped once it aged out of the
+		// failure window (ADR-0060): the store's row, derived as the view
+		// derives, and no items (aged out, it has none in the queue).
 		var other *live.View
 		var err error
 		if g, ok := h.o.Store.(interface {
 			Get(ctx context.Context, typ, id string) (store.Entity, error)
 		}); ok {
 			var e store.Entity
-			if e, err = g.Get(ctx, typ, id); err == nil {
+			if e, err = g.Get(ctx, typ, id); err == nil && v.Holds(e.HostID, false) {
+				ent, found = live.EntryOf(e, now), true
+			} else if err == nil {
 				other, err = v.For(ctx, e.HostID, false)
 			} else if errors.Is(err, store.ErrNotFound) {
 				h.notFound(w, r, "no entity "+typ+"/"+id)
@@ -687,8 +692,10 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, err)
 			return
 		}
-		view = other
-		ent, found = view.Get(typ, id, now)
+		if other != nil {
+			view = other
+			ent, found = view.Get(typ, id, now)
+		}
 	}
 	if !found {
 		h.notFound(w, r, "no entity "+typ+"/"+id)

@@ -81,11 +81,22 @@ const BusyTimeoutMS = 10000
 // CacheKiB is each connection's page cache, in KiB (PRAGMA cache_size).
 const CacheKiB = 64
 
+// MaxConns is how many connections the pool opens and keeps. Each costs
+// about 480 KB once used (SQLite's own per-connection memory: the parsed
+// schema, each prepared statement's program, lookaside, the page cache),
+// and the driver's allocator keeps it mapped: eight were about 1.9 MB
+// more than four at 10,000 entities (ADR-0052). Four is enough: one is
+// pinned (health.go), the writes take one at a time (group commit: one
+// leader, plus one to prepare a statement the first time), and the
+// queue, the counts and the lists read the view, not SQLite; a read
+// beyond them waits for a connection rather than failing.
+const MaxConns = 4
+
 // DSN turns a path (or a file: URI) into the driver DSN with watchdog's
 // pragmas. synchronous=FULL because a transition that was acknowledged must
 // survive a power cut: losing an audit row is losing state. cache_size is
 // 64 KiB a connection (CacheKiB; 16 pages), not SQLite's 2 MB: the pool
-// keeps eight connections, each cache filled as the database grows, and
+// keeps its connections (MaxConns), each cache filled as the database grows, and
 // the driver's allocator keeps what SQLite frees mapped; at 256 KiB they
 // were a tenth of the daemon's memory at 10,000 entities (ADR-0052). A
 // page missed is read back from the kernel's page cache (one pread); the
@@ -137,15 +148,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(8)
+	db.SetMaxOpenConns(MaxConns)
 	// Every connection stays open: database/sql would close all but two
 	// idle ones after each burst and open new ones for the next, and a
 	// connection opened after the file was replaced (see watchIdentity)
 	// recovers the old WAL into the new file, corrupting what the pinned
-	// connection still reads for the rescue. Eight are opened at most
+	// connection still reads for the rescue. MaxConns are opened at most
 	// anyway; keeping them costs their descriptors (the fd budget counts
-	// all eight) and no churn.
-	db.SetMaxIdleConns(8)
+	// them all) and no churn.
+	db.SetMaxIdleConns(MaxConns)
 	s := &Store{db: db, path: path}
 	s.writes.DatabaseError = databaseError
 	if err := s.migrate(ctx); err != nil {
