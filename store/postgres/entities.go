@@ -18,6 +18,21 @@ import (
 
 const selectEntity = "SELECT " + rowcodec.EntityColumns + " FROM entities WHERE type = $1 AND id = $2"
 
+// applyTransitionSQL is the one call of a transition (migration 0008),
+// with positional parameters: the statement's text is the same on every
+// call, so pgx prepares it once per connection and no named-argument
+// rewriting runs per call.
+const applyTransitionSQL = "SELECT " + rowcodec.EntityColumns + ` FROM watchdog_apply_transition_derived(
+	$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+	$20, $21, $22, $23, $24::double precision)`
+
+// sameColumns reports whether a and b are the same derived columns (the
+// revision aside: the trigger stamps the written row's).
+func sameColumns(a, b store.Derived) bool {
+	return a.Type == b.Type && a.ID == b.ID && a.Rank == b.Rank && a.Severity == b.Severity &&
+		a.Items == b.Items && a.Expires.Equal(b.Expires)
+}
+
 // Register inserts a new entity, or updates the registered (non-lifecycle)
 // fields of an existing one, with sqlite.Store.Register's rules: a
 // re-registration never changes a lifecycle, a field left out keeps its
@@ -148,8 +163,10 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 // entity as stored at the moment of writing, and the audit row and the new
 // lifecycle are written together or not at all. It takes two round trips
 // and holds no lock between them: it reads the entity, lets decide judge
-// it, then writes with one call of watchdog_apply_transition (migration
-// 0004), its own transaction, a compare-and-set on the revision it read.
+// it, then writes with one call of watchdog_apply_transition_derived
+// (migration 0008), its own transaction, a compare-and-set on the
+// revision it read, which writes the row's derived columns too (derived
+// from the row as the call will leave it, ADR-0059).
 // Any write of the row in between (another transition, an observation, a
 // heartbeat) moves the revision and fails the compare-and-set, which
 // wrote nothing: it reads and decides again, as if it had come after that
@@ -159,9 +176,6 @@ func (s *Store) ApplyTransition(ctx context.Context, typ, id string, decide stor
 	for attempt := 1; ; attempt++ {
 		var written bool
 		before, after, written, err = s.tryTransition(ctx, typ, id, decide)
-		if err == nil && written {
-			s.derived(ctx, after)
-		}
 		if err != nil || written {
 			return before, after, err
 		}
@@ -202,20 +216,28 @@ func (s *Store) tryTransition(ctx context.Context, typ, id string, decide store.
 	if cur.Lifecycle != nil {
 		from = *cur.Lifecycle
 	}
+	// The derived columns of the row as the call will leave it: the
+	// compare-and-set writes over exactly cur, so they are known before
+	// the write, and one statement writes both (ADR-0059).
+	fn := store.Derivation()
+	var cols store.Derived
+	withCols := false
+	if fn != nil {
+		if next, err := plan.Applied(cur, ch); err == nil {
+			cols, withCols = fn(next), true
+		}
+	}
 	// A transition never moves its entity to another host.
 	err = s.writeOne(ctx, &told{hosts: []string{cur.HostID}}, func(q querier) error {
 		written = false // an attempt writeOne retries starts afresh
-		rows, err := q.Query(ctx, "SELECT "+rowcodec.EntityColumns+` FROM watchdog_apply_transition(
-			@type, @id, @revision, @from, @to, @reason_code, @message, @evidence, @actor, @trigger, @at,
-			@terminal, @reason, @ended_at, @started_at, @timeout_seconds, @timeout_elapsed, @delivery, @reasons)`,
-			pgx.NamedArgs{
-				"type": typ, "id": id, "revision": cur.Revision,
-				"from": from, "to": ch.To, "reason_code": plan.Audit.ReasonCode, "message": plan.Audit.Message,
-				"evidence": evidence, "actor": plan.Audit.Actor, "trigger": plan.Audit.Trigger, "at": unixtime.Seconds(ch.At),
-				"terminal": ch.Terminal, "reason": plan.Reason, "ended_at": plan.EndedAt, "started_at": plan.StartedAt,
-				"timeout_seconds": rowcodec.SecondsArg(ch.Timeout), "timeout_elapsed": rowcodec.SecondsArg(ch.TimeoutElapsed),
-				"delivery": plan.Delivery, "reasons": plan.Reasons,
-			})
+		rows, err := q.Query(ctx, applyTransitionSQL,
+			typ, id, cur.Revision,
+			from, ch.To, plan.Audit.ReasonCode, plan.Audit.Message,
+			evidence, plan.Audit.Actor, plan.Audit.Trigger, unixtime.Seconds(ch.At),
+			ch.Terminal, plan.Reason, plan.EndedAt, plan.StartedAt,
+			rowcodec.SecondsArg(ch.Timeout), rowcodec.SecondsArg(ch.TimeoutElapsed),
+			plan.Delivery, plan.Reasons,
+			withCols, cols.Rank, string(cols.Severity), cols.Items, rowcodec.UnixArg(cols.Expires))
 		if err != nil {
 			return err
 		}
@@ -228,6 +250,17 @@ func (s *Store) tryTransition(ctx context.Context, typ, id string, decide store.
 		}
 		return rows.Err()
 	})
+	if err == nil && written && fn != nil {
+		// The row as written is the judge of the columns written with it:
+		// when they differ (Applied drifted from the function), they are
+		// written again, a statement more, as before migration 0008.
+		switch got := fn(after); {
+		case !withCols:
+			s.derived(ctx, after) // the row is stale: written as before
+		case !sameColumns(got, cols):
+			s.rederived(ctx, got)
+		}
+	}
 	if err != nil {
 		return cur, store.Entity{}, false, fmt.Errorf("transition %s/%s: %w", typ, id, err)
 	}
@@ -405,31 +438,48 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 	if err != nil {
 		return false, fmt.Errorf("record observation %s/%s: encode reasons: %w", typ, id, err)
 	}
-	var n int64
-	t := &told{}
-	err = s.writeOne(ctx, t, func(q querier) error {
-		var err error
-		n, err = execTold(ctx, q, t, `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
+	const update = `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
 		health_since = @health_since::double precision, dead_since = @dead_since::double precision, updated_at = @at
 		WHERE type = @type AND id = @id AND last_seq = @seen_seq
 		  AND (health IS DISTINCT FROM @health OR delivery IS DISTINCT FROM @delivery OR reasons IS DISTINCT FROM @reasons
-		       OR health_since IS DISTINCT FROM @health_since::double precision OR dead_since IS DISTINCT FROM @dead_since::double precision)`,
-			pgx.NamedArgs{
-				"health": string(o.Health), "delivery": string(o.Delivery), "reasons": reasons,
-				"health_since": rowcodec.UnixArg(o.HealthSince), "dead_since": rowcodec.UnixArg(o.DeadSince),
-				"at": unixtime.Seconds(o.At), "type": typ, "id": id, "seen_seq": o.SeenSeq,
-			})
-		return err
+		       OR health_since IS DISTINCT FROM @health_since::double precision OR dead_since IS DISTINCT FROM @dead_since::double precision)`
+	args := pgx.NamedArgs{
+		"health": string(o.Health), "delivery": string(o.Delivery), "reasons": reasons,
+		"health_since": rowcodec.UnixArg(o.HealthSince), "dead_since": rowcodec.UnixArg(o.DeadSince),
+		"at": unixtime.Seconds(o.At), "type": typ, "id": id, "seen_seq": o.SeenSeq,
+	}
+	fn := store.Derivation()
+	var n int64
+	var after store.Entity
+	t := &told{}
+	err = s.writeOne(ctx, t, func(q querier) error {
+		if fn == nil {
+			var err error
+			n, err = execTold(ctx, q, t, update, args)
+			return err
+		}
+		// The row as this write left it, to derive its columns from: no
+		// read after the write (ADR-0059).
+		n = 0
+		rows, err := q.Query(ctx, update+" RETURNING "+rowcodec.EntityColumns, args)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if after, err = rowcodec.ScanEntity(rows); err != nil {
+				return err
+			}
+			t.add(after.HostID)
+			n++
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return false, fmt.Errorf("record observation %s/%s: %w", typ, id, err)
 	}
-	if n > 0 && store.Derivation() != nil {
-		// The row as it is now (a later write's, maybe: its columns are
-		// derived from that row, at its revision).
-		if e, err := s.Get(ctx, typ, id); err == nil {
-			s.derived(ctx, e)
-		}
+	if n > 0 && fn != nil {
+		s.derived(ctx, after)
 	}
 	return n > 0, nil
 }

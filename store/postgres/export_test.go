@@ -3,3 +3,7 @@ package postgres
 // Woken is how often DataVersion's counter moved: the commits of its
 // own and the notifications it heard that it did not skip.
 func (s *Store) Woken() int64 { return s.version.Load() }
+
+// ColumnFixes is how many transitions' derived columns were written
+// again after the transition (rederived).
+func (s *Store) ColumnFixes() int64 { return s.columnFixes.Load() }

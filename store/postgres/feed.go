@@ -208,7 +208,8 @@ func (s *Store) keepUntold(t *told) bool {
 	return true
 }
 
-// runNotifier sends the notifications tell asks for until ctx ends.
+// runNotifier sends the notifications tell asks for until ctx ends, at
+// most one per notifyGap: the commits of a burst are told together.
 func (s *Store) runNotifier(ctx context.Context) {
 	for {
 		select {
@@ -217,8 +218,22 @@ func (s *Store) runNotifier(ctx context.Context) {
 		case <-s.tellWake:
 		}
 		s.notify(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(notifyGap):
+		}
 	}
 }
+
+// notifyGap is the least time between two notifications of one store.
+// Each costs a round trip, a transaction on the server and a wake-up of
+// every listening daemon; sent after every commit, a burst of 2,000
+// transitions a second sent one for every second transition (ADR-0059).
+// The others' views learn of a write up to this much later; a read on
+// another daemon still sees it at once (DataVersion reads the feed's
+// head, ADR-0053).
+const notifyGap = 5 * time.Millisecond
 
 // notify sends one notification if a commit is untold, naming the hosts
 // the commits since the last one wrote (a payload, not a channel per host:

@@ -68,6 +68,9 @@ var migrationFS embed.FS
 // number of daemons and CLI processes may share the database.
 type Store struct {
 	pool *pgxpool.Pool
+	// columnFixes counts the transitions whose derived columns, written
+	// with them, had to be written again (rederived): none expected.
+	columnFixes atomic.Int64
 	// dsn is the URL it was opened with; Path shows it without password.
 	dsn string
 

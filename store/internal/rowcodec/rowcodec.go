@@ -477,3 +477,55 @@ func withoutFlags(reasons []state.StateReason) (kept []state.StateReason, answer
 	}
 	return kept, answered
 }
+
+// Applied is the row a transition's write leaves of cur, as a store reads
+// it back (times to the microsecond, the JSON columns decoded), but for
+// the numbers the store draws (LastSeq, Revision: cur's): what a driver
+// derives the row's columns from before the write, so that the write that
+// changes the lifecycle writes them too (ADR-0059). It follows the
+// PostgreSQL function's UPDATE (migration 0008); a driver checks it
+// against the row it reads back and writes the columns again when they
+// differ, so a drift of the two costs a statement, never a wrong column.
+func (p TransitionPlan) Applied(cur store.Entity, ch store.Change) (store.Entity, error) {
+	e := cur
+	to := ch.To
+	e.Lifecycle, e.Terminal = &to, ch.Terminal
+	e.TransitionReason = nil
+	if s, ok := p.Reason.(string); ok && s != "" {
+		var r state.StateReason
+		if err := json.Unmarshal([]byte(s), &r); err != nil {
+			return store.Entity{}, fmt.Errorf("decode reason: %w", err)
+		}
+		e.TransitionReason = &r
+	}
+	at := unixtime.FromSeconds(unixtime.Seconds(ch.At))
+	e.LifecycleAt, e.UpdatedAt = at, at
+	e.EndedAt = time.Time{}
+	if p.EndedAt != nil {
+		e.EndedAt = at
+	}
+	if e.StartedAt.IsZero() && p.StartedAt != nil {
+		e.StartedAt = at
+	}
+	if ch.Timeout != 0 {
+		e.Timeout = unixtime.Duration(ch.Timeout.Seconds())
+	}
+	if ch.TimeoutElapsed != 0 {
+		e.TimeoutElapsed = unixtime.Duration(ch.TimeoutElapsed.Seconds())
+	}
+	if !ch.Terminal {
+		e.DeadSince = time.Time{}
+	}
+	if d, ok := p.Delivery.(string); ok {
+		e.Delivery = state.Delivery(d)
+	}
+	if s, ok := p.Reasons.(string); ok {
+		e.Reasons = nil
+		if s != "[]" {
+			if err := json.Unmarshal([]byte(s), &e.Reasons); err != nil {
+				return store.Entity{}, fmt.Errorf("decode reasons: %w", err)
+			}
+		}
+	}
+	return e, nil
+}
