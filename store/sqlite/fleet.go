@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"strings"
 	"time"
@@ -32,9 +33,21 @@ func hostsCond(hs store.Hosts) (string, []any) {
 	return "host_id IN (" + marks + ")", args
 }
 
+// querier is what queryEntities reads through: the pool, or one
+// connection inside a read transaction (ListPage).
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // queryEntities reads the entity rows of q.
 func (s *Store) queryEntities(ctx context.Context, what, q string, args ...any) ([]store.Entity, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	return queryEntities(ctx, s.db, what, q, args...)
+}
+
+// queryEntities reads the entity rows of q through db.
+func queryEntities(ctx context.Context, db querier, what, q string, args ...any) ([]store.Entity, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -79,8 +92,37 @@ func (s *Store) SetDerived(ctx context.Context, ds []store.Derived) error {
 
 // ListPage implements store.FleetReader: the stale check (by the partial
 // index of stale rows), the counts, then the page by the severity order's
-// index (of every host, or by host) or the primary key.
-func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, error) {
+// index (of every host, or by host) or the primary key, all in one read
+// transaction on one connection, so the counts are those of the rows the
+// page was cut from while writers commit beside it (WAL: a reader's
+// snapshot is fixed by its first read).
+func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (pg store.Page, err error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("list a page: %w", err)
+	}
+	defer conn.Close()
+	// BEGIN DEFERRED takes no lock until the first read, and then only a
+	// reader's (the pool's own BeginTx is IMMEDIATE: a writer's).
+	if _, err := conn.ExecContext(ctx, "BEGIN DEFERRED"); err != nil {
+		return store.Page{}, fmt.Errorf("list a page: begin: %w", err)
+	}
+	defer func() {
+		// A read transaction commits nothing; it must end before the
+		// connection goes back to the pool, or the pool's next user
+		// would find it open. One that cannot end is discarded.
+		if _, rerr := conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			if err == nil {
+				err = fmt.Errorf("list a page: end the read: %w", rerr)
+			}
+		}
+	}()
+	return listPage(ctx, conn, q)
+}
+
+// listPage is ListPage's reads, through db.
+func listPage(ctx context.Context, db querier, q store.ListQuery) (store.Page, error) {
 	w, args := hostsCond(q.Hosts)
 	where := []string{w}
 	if q.Type != "" {
@@ -101,11 +143,11 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, er
 	var pg store.Page
 	hw, hargs := hostsCond(q.Hosts)
 	if !q.NoCounts {
-		if err := s.db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM entities INDEXED BY idx_entities_stale WHERE derived_rev IS NOT revision AND "+hw+")",
+		if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM entities INDEXED BY idx_entities_stale WHERE derived_rev IS NOT revision AND "+hw+")",
 			hargs...).Scan(&pg.Stale); err != nil {
 			return store.Page{}, fmt.Errorf("look for stale rows: %w", err)
 		}
-		if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM entities WHERE "+filter, args...).Scan(&pg.Total); err != nil {
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM entities WHERE "+filter, args...).Scan(&pg.Total); err != nil {
 			return store.Page{}, fmt.Errorf("count the list: %w", err)
 		}
 	}
@@ -126,13 +168,13 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, er
 	}
 	if q.After != nil && !q.NoCounts {
 		var after int
-		if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM entities WHERE "+page, pargs...).Scan(&after); err != nil {
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM entities WHERE "+page, pargs...).Scan(&after); err != nil {
 			return store.Page{}, fmt.Errorf("count the list: %w", err)
 		}
 		pg.Before = pg.Total - after
 	}
 	var err error
-	pg.Rows, err = s.queryEntities(ctx, "list a page", "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE "+page+
+	pg.Rows, err = queryEntities(ctx, db, "list a page", "SELECT "+rowcodec.EntityColumns+" FROM entities WHERE "+page+
 		" ORDER BY "+order+" LIMIT ?", append(pargs, q.Limit+1)...)
 	return pg, err
 }
