@@ -83,28 +83,13 @@ func TestDroppedAgedOutByIndex(t *testing.T) {
 				}
 			})
 			wire.SortEntities(want)
-			var got []wire.Entity
-			q := store.ListQuery{Limit: 7}
-			for {
+			got := walkList(t, store.ListQuery{Limit: 7}, now, func(q store.ListQuery, _ int) live.ListResult {
 				res, ok, err := dropped.ListPage(ctx, host, host == "", q, now)
 				if err != nil || !ok || res.Total != len(want) {
 					t.Fatalf("%s: ListPage(%q): ok %v, total %d of %d, %v", stage, host, ok, res.Total, len(want), err)
 				}
-				pg := res.Entries
-				more := len(pg) > q.Limit
-				if more {
-					pg = pg[:q.Limit]
-				}
-				for i := range pg {
-					got = append(got, wire.FromDerived(pg[i].Entity, pg[i].State, nil, nil, now))
-				}
-				if !more {
-					break
-				}
-				l := pg[len(pg)-1]
-				k := wire.SeverityKeyOf(l.State, l.Entity.UpdatedAt, l.Entity.Type, l.Entity.ID)
-				q.After = &store.ListKey{Rank: k.Rank, Updated: k.Updated, Type: k.Type, ID: k.ID}
-			}
+				return res
+			})
 			if js(t, got) != js(t, want) {
 				t.Errorf("%s: host %q: the list by index differs from the view that keeps:\n%s\n%s", stage, host, js(t, got), js(t, want))
 			}

@@ -98,34 +98,16 @@ func TestFleetReadsByIndex(t *testing.T) {
 	var want []wire.Entity
 	all.Each("", func(e *live.Entry) { want = append(want, wire.FromDerived(e.Entity, e.State, nil, nil, now)) })
 	wire.SortEntities(want)
-	var got []wire.Entity
-	q := store.ListQuery{Limit: 7}
-	for {
+	got := walkList(t, store.ListQuery{Limit: 7}, now, func(q store.ListQuery, read int) live.ListResult {
 		res, ok, err := one.ListPage(ctx, "", true, q, now)
-		pg, total := res.Entries, res.Total
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || !ok || res.Total != len(want) {
+			t.Fatalf("ListPage: ok %v, total %d of %d, %v", ok, res.Total, len(want), err)
 		}
-		if res.Before != len(got) {
-			t.Fatalf("%d before the page, the walk has read %d", res.Before, len(got))
+		if res.Before != read {
+			t.Fatalf("%d before the page, the walk has read %d", res.Before, read)
 		}
-		if err != nil || !ok || total != len(want) {
-			t.Fatalf("ListPage: ok %v, total %d of %d, %v", ok, total, len(want), err)
-		}
-		more := len(pg) > q.Limit
-		if more {
-			pg = pg[:q.Limit]
-		}
-		for i := range pg {
-			got = append(got, wire.FromDerived(pg[i].Entity, pg[i].State, nil, nil, now))
-		}
-		if !more {
-			break
-		}
-		l := pg[len(pg)-1]
-		k := wire.SeverityKeyOf(l.State, l.Entity.UpdatedAt, l.Entity.Type, l.Entity.ID)
-		q.After = &store.ListKey{Rank: k.Rank, Updated: k.Updated, Type: k.Type, ID: k.ID}
-	}
+		return res
+	})
 	if js(t, got) != js(t, want) {
 		t.Errorf("the list by index differs from the view's:\n%s\n%s", js(t, got), js(t, want))
 	}
@@ -178,30 +160,16 @@ func TestFleetReadsByIndex(t *testing.T) {
 			}
 			q := c.q
 			q.Limit = 7
-			var got []wire.Entity
-			for {
+			got := walkList(t, q, now, func(q store.ListQuery, read int) live.ListResult {
 				res, ok, err := one.ListPage(ctx, "", true, q, now)
 				if err != nil || !ok {
 					t.Fatalf("ListPage: ok %v, %v", ok, err)
 				}
-				if res.Total != len(want) || res.Before != len(got) {
-					t.Fatalf("total %d, %d before the page; want %d, %d", res.Total, res.Before, len(want), len(got))
+				if res.Total != len(want) || res.Before != read {
+					t.Fatalf("total %d, %d before the page; want %d, %d", res.Total, res.Before, len(want), read)
 				}
-				pg := res.Entries
-				more := len(pg) > q.Limit
-				if more {
-					pg = pg[:q.Limit]
-				}
-				for i := range pg {
-					got = append(got, wire.FromDerived(pg[i].Entity, pg[i].State, nil, nil, now))
-				}
-				if !more {
-					break
-				}
-				l := pg[len(pg)-1]
-				k := wire.SeverityKeyOf(l.State, l.Entity.UpdatedAt, l.Entity.Type, l.Entity.ID)
-				q.After = &store.ListKey{Rank: k.Rank, Updated: k.Updated, Type: k.Type, ID: k.ID}
-			}
+				return res
+			})
 			if js(t, got) != js(t, want) {
 				t.Errorf("the list by index differs from the view's:\n%s\n%s", js(t, got), js(t, want))
 			}
@@ -237,4 +205,29 @@ func js(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// walkList walks a list by index in pages of q.Limit from its start, as
+// a client follows its cursors: read reads one page (the caller checks
+// its counts against read, how many rows came before it) and the
+// entities come back in the wire's shape, in the order read.
+func walkList(t *testing.T, q store.ListQuery, now time.Time, read func(q store.ListQuery, read int) live.ListResult) []wire.Entity {
+	t.Helper()
+	var got []wire.Entity
+	for {
+		pg := read(q, len(got)).Entries
+		more := len(pg) > q.Limit
+		if more {
+			pg = pg[:q.Limit]
+		}
+		for i := range pg {
+			got = append(got, wire.FromDerived(pg[i].Entity, pg[i].State, nil, nil, now))
+		}
+		if !more {
+			return got
+		}
+		l := pg[len(pg)-1]
+		k := wire.SeverityKeyOf(l.State, l.Entity.UpdatedAt, l.Entity.Type, l.Entity.ID)
+		q.After = &store.ListKey{Rank: k.Rank, Updated: k.Updated, Type: k.Type, ID: k.ID}
+	}
 }
