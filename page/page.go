@@ -507,6 +507,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	var (
 		view       LiveReader
 		byIndex    *live.View
+		listed     live.ListResult
 		scopeHosts []string
 		legacy     int
 	)
@@ -515,6 +516,21 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			h.fail(w, r, err)
 			return
+		}
+		if ok && p.FilterErr == "" {
+			// The table's page first: when its stale rows cannot be
+			// derived and written back (a full or read-only store), the
+			// whole page is read from a view of the store, as when the
+			// scope cannot be read by index, not refused.
+			sq := store.ListQuery{ByID: order == orderID, Type: f.Type, Severities: sev, Limit: TablePage}
+			if after != nil {
+				sq.After = &store.ListKey{Rank: after.Rank, Updated: after.Updated.Time, Type: after.Type, ID: after.ID}
+			}
+			listed, ok, err = v.ListPage(r.Context(), f.Host, f.Host == "", sq, h.o.Now())
+			if err != nil {
+				h.fail(w, r, err)
+				return
+			}
 		}
 		if ok {
 			qv, err := v.ForQueue(r.Context(), "", true, h.o.Now())
@@ -557,18 +573,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 
 	hosts := map[string]bool{}
 	if p.FilterErr == "" && byIndex != nil {
-		sq := store.ListQuery{ByID: order == orderID, Type: f.Type, Severities: sev, Limit: TablePage}
-		if after != nil {
-			sq.After = &store.ListKey{Rank: after.Rank, Updated: after.Updated.Time, Type: after.Type, ID: after.ID}
-		}
-		res, ok, err := byIndex.ListPage(r.Context(), f.Host, f.Host == "", sq, now)
-		if err == nil && !ok {
-			err = errors.New("page: the store stopped answering the fleet's reads by index")
-		}
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
+		res := listed
 		next := ""
 		if len(res.Entries) > TablePage {
 			res.Entries = res.Entries[:TablePage]

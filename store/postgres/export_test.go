@@ -1,5 +1,11 @@
 package postgres
 
+import (
+	"context"
+
+	"watchdog/store"
+)
+
 // Woken is how often DataVersion's counter moved: the commits of its
 // own and the notifications it heard that it did not skip.
 func (s *Store) Woken() int64 { return s.version.Load() }
@@ -7,3 +13,9 @@ func (s *Store) Woken() int64 { return s.version.Load() }
 // ColumnFixes is how many transitions' derived columns were written
 // again after the transition (rederived).
 func (s *Store) ColumnFixes() int64 { return s.columnFixes.Load() }
+
+// Rederive runs what a transition runs when the columns it wrote are not
+// those of the row it left (rederived).
+func (s *Store) Rederive(ctx context.Context, typ, id string) {
+	s.rederived(ctx, store.Derived{Type: typ, ID: id})
+}

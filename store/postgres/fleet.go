@@ -130,18 +130,23 @@ func (s *Store) derived(ctx context.Context, after store.Entity) {
 	})
 }
 
-// rederived writes d over columns the transition that made d's revision
-// wrote fresh but wrong (rowcodec's Applied drifted from migration 0008's
-// function): marked fresh, the row would keep them, so they are written
-// with derived_rev -1, which takes a new revision (the row moves on the
-// feed once more, unchanged) and carries them to it. A failure leaves the
-// wrong columns until the row's next write. Counted, for the tests: none
-// is expected.
+// rederived is for columns the transition that made d's revision wrote
+// fresh but wrong (rowcodec's Applied drifted from migration 0008's
+// function). Marked fresh, the row would keep them, and a heartbeat
+// carries fresh columns to its own revision, so writing d again only
+// while the row is at d's revision could miss. Instead the row is marked
+// stale, whatever its revision, while its columns are marked fresh: a
+// write of derived_rev NULL takes a new revision (the row moves on the
+// feed once more, unchanged) and leaves it stale, and every reader by
+// index derives a stale row before it answers (freshen). It runs even
+// when the request was cancelled (the client gone, a shutdown), within a
+// few seconds. Counted, for the tests: none is expected.
 func (s *Store) rederived(ctx context.Context, d store.Derived) {
 	s.columnFixes.Add(1)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	_ = s.writeOne(ctx, &told{}, func(q querier) error {
-		_, err := q.Exec(ctx, `UPDATE entities SET sev_rank = $1, severity = $2, queue_items = $3, queue_expires = $4::double precision,
-			derived_rev = -1 WHERE type = $5 AND id = $6 AND revision = $7`, setDerivedArgs(d)...)
+		_, err := q.Exec(ctx, `UPDATE entities SET derived_rev = NULL WHERE type = $1 AND id = $2 AND derived_rev = revision`, d.Type, d.ID)
 		return err
 	})
 }

@@ -128,4 +128,25 @@ func TestTransitionWritesItsColumns(t *testing.T) {
 	if n := st.ColumnFixes(); n != 0 {
 		t.Errorf("%d transitions' columns were written again: rowcodec's Applied drifted from migration 0008", n)
 	}
+
+	// Columns found wrong after the call are not written again at a
+	// revision a heartbeat may have left: the row is marked stale, even
+	// when the request that wrote it was cancelled, and a reader by index
+	// derives it.
+	register(t, "s-drifted")
+	move(t, "s-drifted", "running", nil, 0)
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	st.Rederive(gone, "session", "s-drifted")
+	var stale bool
+	if err := conn.QueryRow(ctx, "SELECT derived_rev IS DISTINCT FROM revision FROM entities WHERE type = 'session' AND id = 's-drifted'").Scan(&stale); err != nil {
+		t.Fatal(err)
+	}
+	if !stale {
+		t.Error("a row whose columns were found wrong is not marked stale")
+	}
+	rows, err := st.StaleDerived(ctx, store.AllHosts(), 10)
+	if err != nil || len(rows) != 1 || rows[0].ID != "s-drifted" {
+		t.Errorf("StaleDerived: %d rows (%v), want s-drifted alone", len(rows), err)
+	}
 }

@@ -484,8 +484,9 @@ func withoutFlags(reasons []state.StateReason) (kept []state.StateReason, answer
 // derives the row's columns from before the write, so that the write that
 // changes the lifecycle writes them too (ADR-0059). It follows the
 // PostgreSQL function's UPDATE (migration 0008); a driver checks it
-// against the row it reads back and writes the columns again when they
-// differ, so a drift of the two costs a statement, never a wrong column.
+// against the row it reads back and marks the row stale when they
+// differ, so a drift of the two costs a statement and a reader's
+// derivation, never a wrong answer.
 func (p TransitionPlan) Applied(cur store.Entity, ch store.Change) (store.Entity, error) {
 	e := cur
 	to := ch.To
