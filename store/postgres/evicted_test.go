@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"watchdog/internal/testenv"
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/store/postgres"
 	"watchdog/transitions"
 	"watchdog/wire"
 )
@@ -23,14 +21,7 @@ import (
 // view does not hold) leaves it dropped and counted once.
 func TestDroppedAgedOutByIndex(t *testing.T) {
 	ctx := context.Background()
-	b, err := store.Open(ctx, store.DriverPostgres, testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	st := b.(*postgres.Store)
-	clock := testenv.NewClock(time.Unix(1_800_000_000, 0))
-	w := &transitions.Writer{Store: st, Now: clock.Now}
+	st, w, clock, _ := writerOn(t, time.Unix(1_800_000_000, 0))
 	running := "running"
 	add := func(i int) {
 		id := fmt.Sprintf("s%02d", i)

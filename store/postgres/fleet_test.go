@@ -27,15 +27,7 @@ import (
 // (live.View.ListPage, ForQueue) are what a view of every host answers.
 func TestFleetReadsByIndex(t *testing.T) {
 	ctx := context.Background()
-	dsn := testenv.Postgres(t)
-	b, err := store.Open(ctx, store.DriverPostgres, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	st := b.(*postgres.Store)
-	clock := testenv.NewClock(time.Unix(1_800_000_000, 0))
-	w := &transitions.Writer{Store: st, Now: clock.Now}
+	st, w, clock, dsn := writerOn(t, time.Unix(1_800_000_000, 0))
 	running := "running"
 	for i := range 60 {
 		id := fmt.Sprintf("s%02d", i)
@@ -230,4 +222,20 @@ func walkList(t *testing.T, q store.ListQuery, now time.Time, read func(q store.
 		k := wire.SeverityKeyOf(l.State, l.Entity.UpdatedAt, l.Entity.Type, l.Entity.ID)
 		q.After = &store.ListKey{Rank: k.Rank, Updated: k.Updated, Type: k.Type, ID: k.ID}
 	}
+}
+
+// writerOn opens a store on a new PostgreSQL database (closed when the
+// test ends) and a write path on it whose clock starts at start; dsn
+// names the database, for a test's own connection.
+func writerOn(t *testing.T, start time.Time) (st *postgres.Store, w *transitions.Writer, clock *testenv.Clock, dsn string) {
+	t.Helper()
+	dsn = testenv.Postgres(t)
+	b, err := store.Open(context.Background(), store.DriverPostgres, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	st = b.(*postgres.Store)
+	clock = testenv.NewClock(start)
+	return st, &transitions.Writer{Store: st, Now: clock.Now}, clock, dsn
 }

@@ -8,12 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"watchdog/internal/testenv"
 	"watchdog/internal/unixtime"
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/store/postgres"
 	"watchdog/transitions"
 )
 
@@ -26,15 +24,7 @@ import (
 // state (dead_since cleared). None had to be written again.
 func TestTransitionWritesItsColumns(t *testing.T) {
 	ctx := context.Background()
-	dsn := testenv.Postgres(t)
-	b, err := store.Open(ctx, store.DriverPostgres, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	st := b.(*postgres.Store)
-	clock := testenv.NewClock(time.Unix(1_800_000_000, 123_456_789))
-	w := &transitions.Writer{Store: st, Now: clock.Now}
+	st, w, clock, dsn := writerOn(t, time.Unix(1_800_000_000, 123_456_789))
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
