@@ -232,7 +232,7 @@ func TestAgeOutByAlarm(t *testing.T) {
 			t.Fatalf("the alarm: %v at %v, want armed within a step after %v (the first end and the window)", armed, at, end)
 		}
 	}
-	waitFor(t, "the ended sessions dropped", func() (bool, string) {
+	testenv.Eventually(t, "the ended sessions dropped", 3*time.Minute, func() (bool, string) {
 		return v.Len() == 1, fmt.Sprintf("%d held", v.Len())
 	})
 	if _, armed := v.AgeOutAt(); armed {
@@ -240,23 +240,6 @@ func TestAgeOutByAlarm(t *testing.T) {
 	}
 	if c := v.Counts(time.Now()); c.Entities != 6 || c.Open != 1 || c.InWindow != 0 {
 		t.Errorf("counts %+v: want 6 entities, 1 open, none in the window", c)
-	}
-}
-
-// waitFor waits until cond holds, with a ceiling of minutes (a loaded
-// machine is slow, never wrong), saying what it last saw.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 3 min; last seen: %s", what, seen)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

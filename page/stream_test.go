@@ -57,22 +57,6 @@ func until(t *testing.T, r *bufio.Reader, want string) {
 	}
 }
 
-// waitFor polls cond with a generous ceiling, reporting what was last seen.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 2m; last seen %s", what, seen)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestStreamTellsWhatChanged: a stream opens with its retry and a
 // comment, says which entity changed after a write (the view synced by a
 // reader, as the daemon's loop does), is counted while open, and ends at
@@ -107,7 +91,7 @@ func TestStreamTellsWhatChanged(t *testing.T) {
 			t.Fatal("the stream did not end at CloseStreams")
 		}
 	}
-	waitFor(t, "streams closed", func() (bool, string) { n := pg.Streams().Open; return n == 0, fmt.Sprint(n) })
+	testenv.Eventually(t, "streams closed", 2*time.Minute, func() (bool, string) { n := pg.Streams().Open; return n == 0, fmt.Sprint(n) })
 	if status, _ := e.get("/events"); status != http.StatusServiceUnavailable {
 		t.Fatalf("a stream after CloseStreams: %d, want 503", status)
 	}
@@ -129,7 +113,7 @@ func TestStreamCap(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	waitFor(t, "the first stream's end", func() (bool, string) { n := pg.Streams().Open; return n == 0, fmt.Sprint(n) })
+	testenv.Eventually(t, "the first stream's end", 2*time.Minute, func() (bool, string) { n := pg.Streams().Open; return n == 0, fmt.Sprint(n) })
 	resp, r = e.events(context.Background())
 	defer resp.Body.Close()
 	until(t, r, ": open")
@@ -162,11 +146,11 @@ func TestStreamDropsAClientThatDoesNotRead(t *testing.T) {
 	if _, err := fmt.Fprintf(conn, "GET /events HTTP/1.1\r\nHost: %s\r\n\r\n", strings.TrimPrefix(e.srv.URL, "http://")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the stream open", func() (bool, string) { n := pg.Streams().Open; return n == 1, fmt.Sprint(n) })
+	testenv.Eventually(t, "the stream open", 2*time.Minute, func() (bool, string) { n := pg.Streams().Open; return n == 1, fmt.Sprint(n) })
 	// Every change names a hundred entities: each event is about 2 KB.
 	db := testenv.SQL(t, e.st.Path())
 	i := 0
-	waitFor(t, "the reader dropped", func() (bool, string) {
+	testenv.Eventually(t, "the reader dropped", 2*time.Minute, func() (bool, string) {
 		i++
 		if _, err := db.Exec(`UPDATE entities SET updated_at = updated_at + 1`); err != nil {
 			t.Fatal(err)
