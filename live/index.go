@@ -162,14 +162,14 @@ func (e *record) leftovers() int {
 	}
 	for i := range e.body.reasons {
 		r := &e.body.reasons[i]
-		if r.code != state.RunHealthLeftoverProcesses {
+		if r.code() != state.RunHealthLeftoverProcesses {
 			continue
 		}
-		for _, ev := range r.evidence {
-			if ev.more != nil && strings.HasPrefix(ev.more.id, "pid:") {
+		r.eachMore(func(m *evidenceMore) {
+			if strings.HasPrefix(m.id, "pid:") {
 				n++
 			}
-		}
+		})
 	}
 	return n
 }

@@ -250,7 +250,7 @@ func newBody(e *store.Entity) body {
 		dependsOn: e.DependsOn, scheduleCron: e.ScheduleCron, exit: e.Exit,
 	}
 	if reasonsFit(e.Reasons) {
-		b.reasons = reasonsOf(e.Reasons)
+		b.reasons = reasonsOf(e.Reasons, e.ID)
 	} else {
 		rare.reasons, rare.wholeReasons = e.Reasons, true
 	}
@@ -279,7 +279,7 @@ func (r *record) entity() store.Entity {
 	}
 	e := store.Entity{
 		Type: r.typ, ID: r.id, Label: b.label, Lifecycle: r.lifecycle, Terminal: r.terminal, LastSeq: b.lastSeq,
-		TransitionReason: b.transition, Health: r.healthOf(), Delivery: r.deliveryOf(), Reasons: stateReasons(b.reasons),
+		TransitionReason: b.transition, Health: r.healthOf(), Delivery: r.deliveryOf(), Reasons: stateReasons(b.reasons, r.id),
 		HealthSince: b.healthSince.time(), HostID: r.host, BootID: b.boot, PID: int(b.pid), PIDStartTime: b.pidStart.time(),
 		PIDStartTicks: b.pidStartTicks, HeartbeatFile: b.heartbeatFile, HeartbeatAt: b.heartbeatAt.time(),
 		StartedAt: b.startedAt.time(), EndedAt: b.endedAt.time(), LifecycleAt: b.lifecycleAt.time(),

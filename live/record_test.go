@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -58,6 +59,41 @@ func TestRecordRebuilds(t *testing.T) {
 			}
 		}, false},
 		{"no findings, an empty list", func(e *store.Entity) { e.Reasons = []state.StateReason{} }, false},
+		{"the bench's finding: fetched when first seen, no moment", func(e *store.Entity) {
+			e.Health, e.Reasons = state.HealthUnknown, []state.StateReason{{Code: "run.health.liveness_unknown",
+				Message: "liveness could not be decided: no pid recorded yet", ClaimStatus: "observed", Confidence: 1,
+				Evidence:  []state.EvidenceRef{{Kind: state.EvidenceToolResult, Detail: "no pid recorded yet", FetchedAt: unixtime.Of(at)}},
+				FirstSeen: unixtime.Of(at)}}
+		}, false},
+		{"times that equal and differ: since, first seen, fetched", func(e *store.Entity) {
+			one := func(since, first, fetched time.Time) state.StateReason {
+				return state.StateReason{Code: "run.health.stalled", Message: "m", Since: unixtime.Of(since), FirstSeen: unixtime.Of(first),
+					Evidence: []state.EvidenceRef{{Kind: "k", Detail: "d", FetchedAt: unixtime.Of(fetched)}}}
+			}
+			var zero time.Time
+			s, f, x := at, at.Add(time.Second), at.Add(2*time.Second)
+			e.Reasons = []state.StateReason{one(s, f, f), one(s, f, x), one(s, f, s), one(zero, f, x), one(s, zero, x), one(s, zero, s),
+				one(zero, zero, x), one(zero, zero, zero), one(s, s, s), one(s, s, zero), one(zero, f, zero), one(s, f, zero)}
+		}, false},
+		{"several pieces of evidence, each its own time, one with more", func(e *store.Entity) {
+			e.Reasons = []state.StateReason{{Code: "run.health.stale_lock", Message: "m", FirstSeen: unixtime.Of(at),
+				Evidence: []state.EvidenceRef{{Kind: "file", Path: "/a.lock", Detail: "held", FetchedAt: unixtime.Of(at)},
+					{Kind: "file", Detail: "held too"}, {Kind: "k", FetchedAt: unixtime.Of(at.Add(time.Second))}}}}
+		}, false},
+		{"one piece of evidence with more, and a moment", func(e *store.Entity) {
+			e.Reasons = []state.StateReason{{Code: "run.health.stalled", Message: "no heartbeat since 12:00", ClaimStatus: "observed",
+				Since: unixtime.Of(at), FirstSeen: unixtime.Of(at.Add(time.Minute)), Evidence: []state.EvidenceRef{{Kind: "tool_result",
+					Path: "/run/hb", Detail: "not modified", FetchedAt: unixtime.Of(at.Add(time.Minute)),
+					Times: []state.EvidenceTime{{Text: "12:00", At: unixtime.Of(at)}}}}}}
+		}, false},
+		{"reasons about itself and about other entities", func(e *store.Entity) {
+			e.Reasons = []state.StateReason{
+				{Code: "run.health.orphaned", EntityType: "session", EntityID: "s-1"},
+				{Code: "run.health.orphaned", EntityType: "workflow", EntityID: "w-9"},
+				{Code: "run.health.orphaned", EntityType: "session", EntityID: "s-10"},
+				{Code: "run.health.orphaned", EntityID: "s-1"},
+			}
+		}, false},
 		{"a finding's time in another zone: kept whole", func(e *store.Entity) {
 			e.Reasons = []state.StateReason{{Code: "run.health.stalled", FirstSeen: unixtime.Of(at.UTC())}}
 		}, true},
@@ -178,6 +214,40 @@ func TestHooksGetTheirOwnCopy(t *testing.T) {
 		}
 		if h := got[id]; h == nil || !reflect.DeepEqual(*h, want) {
 			t.Errorf("%s: the hook's copy differs from the store's: %+v", id, h)
+		}
+	}
+}
+
+// TestReasonShapes: the same finding of two entities shares one shape and
+// needs no tail (its times are its own), the same finding about each
+// entity itself too (its entity id is given back from the record's), and
+// a confidence comes back bit for bit (-0 and NaN, which == on a float
+// would merge or never match).
+func TestReasonShapes(t *testing.T) {
+	at := stored(testNow)
+	finding := func(id string, seen time.Time, confidence float64) state.StateReason {
+		return state.StateReason{Code: "run.health.liveness_unknown", Message: "liveness could not be decided", ClaimStatus: "observed",
+			Confidence: confidence, EntityType: "session", EntityID: id, FirstSeen: unixtime.Of(seen),
+			Evidence: []state.EvidenceRef{{Kind: "tool_result", Detail: "no pid recorded yet", FetchedAt: unixtime.Of(seen)}}}
+	}
+	a, b := finding("s-1", at, 1), finding("s-2", at.Add(time.Hour), 1)
+	ra, rb := reasonOf(&a, "s-1"), reasonOf(&b, "s-2")
+	if ra.shape != rb.shape {
+		t.Errorf("the same finding of two entities has two shapes: %+v, %+v", ra.shape.Value(), rb.shape.Value())
+	}
+	if ra.tail != nil || rb.tail != nil {
+		t.Errorf("the common finding has a tail: %+v, %+v", ra.tail, rb.tail)
+	}
+	if got := rb.reason("s-2"); !reflect.DeepEqual(got, b) {
+		t.Errorf("rebuilt %+v, want %+v", got, b)
+	}
+	if other := reasonOf(&a, "s-3"); other.shape == ra.shape || other.reason("s-3").EntityID != "s-1" {
+		t.Errorf("a reason about another entity shares the shape of one about itself, or lost its id")
+	}
+	for _, c := range []float64{math.Copysign(0, -1), math.NaN(), 0, 0.25} {
+		r := finding("s-1", at, c)
+		if got := reasonOf(&r, "s-1"); math.Float64bits(got.reason("s-1").Confidence) != math.Float64bits(c) {
+			t.Errorf("confidence %v came back %v", c, got.reason("s-1").Confidence)
 		}
 	}
 }
