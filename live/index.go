@@ -160,8 +160,9 @@ func (e *record) leftovers() int {
 		}
 		return n
 	}
-	for i := range e.body.reasons {
-		r := &e.body.reasons[i]
+	fs := e.body.findings()
+	for i := range fs {
+		r := &fs[i]
 		if r.code() != state.RunHealthLeftoverProcesses {
 			continue
 		}

@@ -106,6 +106,28 @@ func TestRecordRebuilds(t *testing.T) {
 			e.Exit = &state.ExitStatus{Code: 1, At: at.Add(3 * time.Minute)}
 			e.DeadSince = at.Add(3 * time.Minute)
 		}, true},
+		{"a transition reason, findings nil", func(e *store.Entity) {
+			e.TransitionReason, e.Reasons = &state.StateReason{Code: "run.lifecycle.failed", Message: "exit 1", ClaimStatus: "reported",
+				EntityType: "session", EntityID: "s-1", Evidence: []state.EvidenceRef{}}, nil
+		}, false},
+		{"a transition reason, findings an empty list", func(e *store.Entity) {
+			e.TransitionReason, e.Reasons = &ended, []state.StateReason{}
+		}, false},
+		{"a transition reason about another entity, and findings", func(e *store.Entity) {
+			e.TransitionReason = &state.StateReason{Code: "run.lifecycle.cancelled", Message: "parent ended", EntityType: "workflow", EntityID: "w-1",
+				Since: unixtime.Of(at), Evidence: []state.EvidenceRef{{Kind: "k", FetchedAt: unixtime.Of(at)}, {Kind: "j", Path: "/x"}}}
+			e.Health, e.HealthSince, e.Reasons = state.HealthStalled, at.Add(time.Minute), []state.StateReason{stalled, {Code: "run.health.leftover_processes",
+				Evidence: []state.EvidenceRef{{Kind: "process", ID: "pid:7:9"}}}}
+		}, false},
+		{"a transition reason, findings whose times do not fit: kept whole", func(e *store.Entity) {
+			e.TransitionReason = &ended
+			e.Reasons = []state.StateReason{{Code: "run.health.stalled", FirstSeen: unixtime.Of(at.UTC())}}
+		}, true},
+		{"a transition reason whose time does not fit: kept whole", func(e *store.Entity) {
+			e.TransitionReason = &state.StateReason{Code: "run.lifecycle.failed", Since: unixtime.Of(testNow.Add(time.Nanosecond))}
+		}, true},
+		{"no label, no heartbeat file", func(e *store.Entity) { e.Label, e.HeartbeatFile = "", "" }, false},
+		{"a heartbeat file, no label", func(e *store.Entity) { e.Label = "" }, false},
 		{"every rare field", func(e *store.Entity) {
 			e.SupervisorPID, e.SupervisorStartTime, e.HeartbeatProgress = 1, at, "step 3"
 			e.Timeout, e.TimeoutElapsed = time.Hour, time.Minute
@@ -249,5 +271,45 @@ func TestReasonShapes(t *testing.T) {
 		if got := reasonOf(&r, "s-1"); math.Float64bits(got.reason("s-1").Confidence) != math.Float64bits(c) {
 			t.Errorf("confidence %v came back %v", c, got.reason("s-1").Confidence)
 		}
+	}
+}
+
+// TestLeftoversCounted: the leftover finding's processes are counted from
+// its evidence however the record keeps it (one piece, several, the
+// findings whole), and never from the transition reason's.
+func TestLeftoversCounted(t *testing.T) {
+	running := "running"
+	pid := func(id string) state.EvidenceRef { return state.EvidenceRef{Kind: "process", ID: id, Detail: "alive"} }
+	leftover := func(ev ...state.EvidenceRef) state.StateReason {
+		return state.StateReason{Code: state.RunHealthLeftoverProcesses, Message: "left over", Evidence: ev}
+	}
+	words := newInterner()
+	for _, tt := range []struct {
+		name string
+		edit func(*store.Entity)
+		want int
+	}{
+		{"none", func(*store.Entity) {}, 0},
+		{"one piece", func(e *store.Entity) { e.Reasons = []state.StateReason{leftover(pid("pid:1:2"))} }, 1},
+		{"several pieces, one not a process", func(e *store.Entity) {
+			e.Reasons = []state.StateReason{leftover(pid("pid:1:2"), pid("pid:3:4"), pid("other"))}
+		}, 2},
+		{"the transition's evidence is not counted", func(e *store.Entity) {
+			tr := leftover(pid("pid:5:6"))
+			e.TransitionReason, e.Reasons = &tr, []state.StateReason{leftover(pid("pid:1:2"))}
+		}, 1},
+		{"the findings whole", func(e *store.Entity) {
+			r := leftover(pid("pid:1:2"), pid("pid:3:4"))
+			r.FirstSeen = unixtime.Of(testNow.UTC())
+			e.Reasons = []state.StateReason{r}
+		}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := store.Entity{Type: "session", ID: "s-1", Lifecycle: &running, Health: state.HealthRunning}
+			tt.edit(&e)
+			if got := newRecord(&e, testNow, &words).leftovers(); got != tt.want {
+				t.Errorf("leftovers %d, want %d", got, tt.want)
+			}
+		})
 	}
 }
