@@ -192,7 +192,7 @@ func TestEndedEntityIsJudgedAtOnce(t *testing.T) {
 	if got := whats(h.step()); !slices.Equal(got, []string{"check session/s"}) {
 		t.Fatalf("at its end: %v, want one check", got)
 	}
-	if _, ok := h.m.ents["session/s"]; ok {
+	if _, ok := h.m.ents[key{"session", "s"}]; ok {
 		t.Fatal("the ended entity is still tracked")
 	}
 	h.update(e)
