@@ -111,7 +111,7 @@ func BenchmarkTrackedMemory(b *testing.B) {
 	const n = 10000
 	ents := make([]store.Entity, n)
 	for i := range ents {
-		ents[i] = session("s-"+strconv.Itoa(1_000_000+i), 0)
+		ents[i] = session("t"+strconv.Itoa(i+1), 0) // the bench's ids
 		ents[i].PIDStartTime, ents[i].PIDStartTicks = time.Time{}, 0
 		ents[i].Health = state.HealthUnknown
 	}
@@ -133,8 +133,8 @@ func BenchmarkTrackedMemory(b *testing.B) {
 		}
 		m.applyPending(ctx)
 		after := heap()
-		if len(m.ents) != n {
-			b.Fatalf("%d tracked", len(m.ents))
+		if m.ents.len() != n {
+			b.Fatalf("%d tracked", m.ents.len())
 		}
 		runtime.KeepAlive(m)
 		per = float64(int64(after)-int64(before)) / n

@@ -177,16 +177,16 @@ func TestKeyIsTheEntitysOwn(t *testing.T) {
 	next.HeartbeatAt = t0.Add(time.Minute)
 	h.update(next)
 	h.step()
-	if len(h.m.ents) != 1 {
-		t.Fatalf("%d tracked, want 1", len(h.m.ents))
+	if h.m.ents.len() != 1 {
+		t.Fatalf("%d tracked, want 1", h.m.ents.len())
 	}
-	for k, tr := range h.m.ents {
-		for _, s := range []string{k.id, tr.f.id} {
+	for k, tr := range h.m.ents.byID {
+		for _, s := range []string{k, tr.f.id} {
 			if unsafe.StringData(s) != unsafe.StringData(next.ID) {
 				t.Errorf("id %q kept in an older copy, not the one last handed in", s)
 			}
 		}
-		for _, s := range []string{k.typ, tr.f.typ} {
+		for _, s := range []string{tr.f.typ} {
 			if unsafe.StringData(s) != unsafe.StringData(next.Type) {
 				t.Errorf("type %q kept in an older copy, not the one last handed in", s)
 			}
@@ -199,7 +199,7 @@ func TestKeyIsTheEntitysOwn(t *testing.T) {
 func TestByName(t *testing.T) {
 	m := New(Options{Reaper: &recorder{}})
 	for _, k := range []key{{"session", "s"}, {"a/b", "c"}, {"job", ""}} {
-		m.ents[k] = &tracked{f: facts{typ: k.typ, id: k.id}}
+		m.ents.put(k, &tracked{f: facts{typ: k.typ, id: k.id}})
 	}
 	for _, tc := range []struct {
 		name string

@@ -165,7 +165,7 @@ type Monitor struct {
 
 	// Owned by Run's goroutine.
 	s    Settings
-	ents map[key]*tracked
+	ents table
 	h    deadlineHeap
 	// roots are the tracked entities by the root kept in the tree.
 	roots map[proctree.Root]*tracked
@@ -190,7 +190,7 @@ func New(opt Options) *Monitor {
 		pending: map[key]*store.Entity{},
 		wake:    make(chan struct{}, 1),
 		s:       opt.Settings.withDefaults(),
-		ents:    map[key]*tracked{},
+		ents:    newTable(),
 		roots:   map[proctree.Root]*tracked{},
 	}
 }
@@ -208,8 +208,8 @@ func statMtime(path string) (time.Time, error) {
 // keyed by the entity's own strings (key).
 func Key(typ, id string) string { return typ + "/" + id }
 
-// key is an entity's key in the monitor's maps: its type and id, the
-// strings handed in (the view's), so a key costs no string of its own.
+// key is an entity's key: its type and id, the strings handed in (the
+// view's), so a key costs no string of its own (table).
 type key struct{ typ, id string }
 
 // key is tr's key in the monitor's map.
@@ -227,7 +227,7 @@ func (m *Monitor) byName(name string) *tracked {
 		if name[i] != '/' {
 			continue
 		}
-		if tr := m.ents[key{name[:i], name[i+1:]}]; tr != nil {
+		if tr := m.ents.get(key{name[:i], name[i+1:]}); tr != nil {
 			return tr
 		}
 	}
@@ -355,7 +355,7 @@ func (m *Monitor) applyPending(ctx context.Context) {
 	m.mu.Unlock()
 	if s != nil {
 		m.s = *s
-		for _, tr := range m.ents {
+		for tr := range m.ents.all() {
 			m.reschedule(tr)
 		}
 	}
@@ -377,7 +377,7 @@ func (m *Monitor) local(e store.Entity) bool {
 // computes its deadline again.
 func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 	if !judge.Open(e) || !m.local(*e) {
-		tr := m.ents[k]
+		tr := m.ents.get(k)
 		if tr == nil && m.local(*e) && e.Lifecycle != nil && (e.Health == state.HealthUnknown || e.Health == "") && e.EndedAt.After(m.opt.Now().Add(-m.s.Window())) {
 			// Registered and ended between two of the monitor's looks
 			// (a short job on a busy host: the feed brings only its
@@ -400,11 +400,11 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 		return
 	}
 	now := m.opt.Now()
-	tr := m.ents[k]
+	tr := m.ents.get(k)
 	fresh := tr == nil
 	if fresh {
 		tr = &tracked{index: -1, judged: stampOf(now)}
-		m.ents[k] = tr
+		m.ents.put(k, tr)
 		if e.Health == state.HealthUnknown {
 			// Never judged (just registered, by any writer): its first
 			// health is read now rather than at the next sweep, so a new
@@ -429,11 +429,9 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 	}
 	if !fresh && (unsafe.StringData(tr.f.id) != unsafe.StringData(e.ID) || unsafe.StringData(tr.f.typ) != unsafe.StringData(e.Type)) {
 		// The same key in strings of its own (the view's, whose record
-		// this change replaced): the map's key is set to them again, as
-		// the facts are below, so the monitor keeps no older copy of the
-		// id beside the view's (a map keeps the key it was first given
-		// unless assigned again).
-		m.ents[k] = tr
+		// this change replaced): kept under them, as the facts are below,
+		// so the monitor keeps no older copy of the id beside the view's.
+		m.ents.put(k, tr)
 	}
 	if fresh || tr.r().heartbeatFile != e.HeartbeatFile {
 		if tr.rare != nil {
@@ -555,19 +553,19 @@ func (m *Monitor) unwatch(tr *tracked) {
 }
 
 func (m *Monitor) drop(k key) {
-	tr := m.ents[k]
+	tr := m.ents.get(k)
 	if tr == nil {
 		return
 	}
 	m.unwatch(tr)
 	m.forgetTree(tr)
 	m.h.schedule(tr, time.Time{})
-	delete(m.ents, k)
+	m.ents.del(k, tr)
 }
 
 func (m *Monitor) forgetAll() {
-	for k := range m.ents {
-		m.drop(k)
+	for tr := range m.ents.all() {
+		m.drop(tr.key())
 	}
 }
 
@@ -639,7 +637,7 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 func (m *Monitor) resync(ctx context.Context) {
 	now := m.opt.Now()
 	var dead, unread, watched int
-	for _, tr := range m.ents {
+	for tr := range m.ents.all() {
 		if tr.mode != byPidfd {
 			continue
 		}
@@ -747,7 +745,7 @@ func (m *Monitor) fireDue(ctx context.Context) {
 			return
 		}
 		m.fire(ctx, tr, now)
-		if m.ents[tr.key()] == tr {
+		if m.ents.get(tr.key()) == tr {
 			m.reschedule(tr)
 		}
 	}
@@ -779,7 +777,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	}
 	if due&jobCheck != 0 {
 		m.check(ctx, tr)
-		if tr.mode == polled && tr.rewatch && m.ents[tr.key()] == tr {
+		if tr.mode == polled && tr.rewatch && m.ents.get(tr.key()) == tr {
 			// Polled for want of an fd: offered to the watcher again
 			// (a refusal at the cap costs no syscall). A death the check
 			// just recorded comes back through Update, which unwatches.

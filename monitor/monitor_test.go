@@ -331,8 +331,8 @@ func TestUpdateReschedules(t *testing.T) {
 	}
 	h.m.Forget("session", "s")
 	h.step()
-	if h.m.h.Len() != 0 || len(h.m.ents) != 0 || len(h.w.watched) != 0 {
-		t.Errorf("after Forget: heap %d, entities %d, watched %v", h.m.h.Len(), len(h.m.ents), h.w.watched)
+	if h.m.h.Len() != 0 || h.m.ents.len() != 0 || len(h.w.watched) != 0 {
+		t.Errorf("after Forget: heap %d, entities %d, watched %v", h.m.h.Len(), h.m.ents.len(), h.w.watched)
 	}
 	if pidfd, polled := h.m.Watching(); pidfd != 0 || polled != 0 {
 		t.Errorf("after Forget: Watching = %d, %d", pidfd, polled)
@@ -581,7 +581,7 @@ func TestStepReadsTheEntityWhole(t *testing.T) {
 	e.Label, e.Reasons = "nightly", []state.StateReason{{Code: "x.y"}}
 	h.update(e)
 	first := h.step()
-	if tr := h.m.ents[key{"session", "s"}]; tr == nil || tr.r().whole != nil {
+	if tr := h.m.ents.get(key{"session", "s"}); tr == nil || tr.r().whole != nil {
 		t.Fatalf("tracked %+v: the entity kept whole beside Options.Entity", tr)
 	}
 	if len(first) != 0 {
@@ -601,7 +601,7 @@ func TestStepReadsTheEntityWhole(t *testing.T) {
 	next := session("s", 77)
 	next.PIDStartTicks = 2000
 	h.ents["session/s"] = next
-	tr := h.m.ents[key{"session", "s"}]
+	tr := h.m.ents.get(key{"session", "s"})
 	var seen store.Entity
 	if _, err := h.m.step(context.Background(), tr, func(_ context.Context, e store.Entity) (bool, error) { seen = e; return true, nil }); err != nil {
 		t.Fatal(err)
