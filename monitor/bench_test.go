@@ -141,3 +141,34 @@ func BenchmarkTrackedMemory(b *testing.B) {
 	}
 	b.ReportMetric(per, "B/entity")
 }
+
+// BenchmarkFireDue10000 is deadline firing at 10,000 entities: every
+// entity's idle threshold passes at once and fireDue runs each (the
+// heartbeat job, its check through the reaper, the next deadline placed),
+// per entity; the monitor and its entities are made outside the timing.
+func BenchmarkFireDue10000(b *testing.B) {
+	const n = 10000
+	ents := make([]store.Entity, n)
+	for i := range ents {
+		ents[i] = session("t"+strconv.Itoa(i+1), 0)
+		ents[i].PIDStartTime, ents[i].PIDStartTicks = time.Time{}, 0
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		now := t0
+		m := New(Options{Reaper: &recorder{}, HostID: "h1", Now: func() time.Time { return now },
+			Entity: func(typ, id string) (store.Entity, bool) { return store.Entity{Type: typ, ID: id}, true }})
+		for i := range ents {
+			m.Update(ents[i])
+		}
+		m.applyPending(ctx)
+		now = t0.Add(11 * time.Minute)
+		b.StartTimer()
+		m.fireDue(ctx)
+		if next := m.h.peek(); next == nil || !next.at.time().After(now) {
+			b.Fatal("deadlines left due")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/entity")
+}
