@@ -71,7 +71,7 @@ func TestEvictedReadsAgree(t *testing.T) {
 		if err := v.Load(ctx); err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(New(Options{Store: e.st, Writer: e.w, Gatherer: reg, Now: e.clock.Now, Metrics: m, View: v}))
+		srv := httptest.NewServer(New(Options{Store: e.st, Writer: e.w, Gatherer: m.Gatherer(reg), Now: e.clock.Now, Metrics: m, View: v}))
 		t.Cleanup(srv.Close)
 		return srv.URL, v
 	}

@@ -33,7 +33,7 @@ type env struct {
 	st    *sqlite.Store
 	w     *transitions.Writer
 	clock *testenv.Clock // shared by the write path, the API and metrics
-	reg   *prometheus.Registry
+	reg   prometheus.Gatherer
 	m     *metrics.Metrics
 	srv   *httptest.Server
 	logs  *observer.ObservedLogs
@@ -73,14 +73,14 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	}
 	w := &transitions.Writer{Store: st, Now: c.Now, Observer: m}
 	core, logs := observer.New(zapcore.DebugLevel)
-	o := Options{Store: st, Writer: w, Log: zap.New(core), Gatherer: reg, Now: c.Now, Metrics: m, View: view}
+	o := Options{Store: st, Writer: w, Log: zap.New(core), Gatherer: m.Gatherer(reg), Now: c.Now, Metrics: m, View: view}
 	for _, f := range opts {
 		f(&o)
 	}
 	h := New(o)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{t: t, st: st, w: w, clock: c, reg: reg, m: m, srv: srv, logs: logs, token: o.Token, h: h}
+	return &env{t: t, st: st, w: w, clock: c, reg: m.Gatherer(reg), m: m, srv: srv, logs: logs, token: o.Token, h: h}
 }
 
 // seconds is the clock's time as Unix seconds, to the millisecond.

@@ -93,7 +93,7 @@ func TestCountsAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(api.New(api.Options{Store: st, Writer: &transitions.Writer{Store: st, Now: clock, Observer: m},
-		Gatherer: reg, Now: clock, Metrics: m, View: view}))
+		Gatherer: m.Gatherer(reg), Now: clock, Metrics: m, View: view}))
 	defer srv.Close()
 
 	compare := func(stage string, want live.Counts) {
@@ -139,7 +139,7 @@ func TestCountsAgree(t *testing.T) {
 		}
 
 		// The scrape.
-		mfs, err := reg.Gather()
+		mfs, err := m.Gatherer(reg).Gather()
 		if err != nil {
 			t.Fatal(err)
 		}

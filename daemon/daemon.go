@@ -230,7 +230,7 @@ func Run(ctx context.Context, o Options) error {
 	d.page = page.New(page.Options{View: view, Store: st, Auth: token != "", TokenFile: tokenPath, Now: time.Now, Log: log.Named("page"), Heartbeats: beats, Processes: procs,
 		RunbookURL: cfg.Alertmanager.RunbookURL})
 	d.api = api.New(api.Options{
-		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: reg,
+		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: m.Gatherer(reg),
 		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m, View: view,
 		Page: d.page, Heartbeats: beats, Processes: procs, RunbookURL: cfg.Alertmanager.RunbookURL,
 	})

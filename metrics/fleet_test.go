@@ -81,10 +81,11 @@ func scrapeAs(t *testing.T, st *sqlite.Store, o Options) (map[string]float64, pr
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	clock := func() time.Time { return testNow }
-	if _, err := New(reg, live.New(st, clock, 0), "v", clock, o); err != nil {
+	m, err := New(reg, live.New(st, clock, 0), "v", clock, o)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return entityGauges(t, reg), reg
+	return entityGauges(t, m.Gatherer(reg)), m.Gatherer(reg)
 }
 
 // TestGaugesCountWhatTheDaemonOwns: each daemon of a fleet reads the
@@ -198,21 +199,23 @@ func TestCountersCountWhatTheViewHolds(t *testing.T) {
 		name  string
 		hosts *store.Hosts // nil: a lone daemon's view, every host
 		want  float64
-		reg   *prometheus.Registry
+		reg   prometheus.Gatherer
 		view  *live.View
 	}
 	h1, h2, rest := store.Only("h1"), store.Only("h2"), store.AllBut("h1", "h2")
 	ds := []*daemon{{name: "lone", want: 4}, {name: "h1", hosts: &h1, want: 1}, {name: "h2", hosts: &h2, want: 2}, {name: "the leader's share", hosts: &rest, want: 1}}
 	for _, d := range ds {
-		d.reg, d.view = prometheus.NewRegistry(), live.New(f.st, clock, 0)
+		reg := prometheus.NewRegistry()
+		d.view = live.New(f.st, clock, 0)
 		if d.hosts != nil {
 			sel := *d.hosts
 			d.view.SetHosts(func() store.Hosts { return sel })
 		}
-		m, err := New(d.reg, d.view, "v", clock, Options{})
+		m, err := New(reg, d.view, "v", clock, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		d.reg = m.Gatherer(reg)
 		m.Follow(d.view)
 		if err := d.view.Load(ctx); err != nil {
 			t.Fatal(err)

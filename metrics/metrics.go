@@ -126,6 +126,9 @@ type Metrics struct {
 	jobRuns     *prometheus.CounterVec
 	jobDuration *prometheus.HistogramVec
 	lastSweep   prometheus.Gauge
+	// counters gathers the five counters above (counters.go); lastSweep
+	// and the rest are registered on the caller's registry.
+	counters *cachedCounters
 
 	collector *storeCollector
 	// fromFeed: the counters of transitions and reaps follow the audit
@@ -222,9 +225,16 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 		m.jobDuration.WithLabelValues(j)
 	}
 
+	m.counters = &cachedCounters{reg: prometheus.NewRegistry(), src: src}
+	counters := []prometheus.Collector{m.transitions, m.reaped, m.rejected, m.jobRuns, m.jobDuration}
+	for _, c := range counters {
+		if err := m.counters.reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
 	m.collector = newStoreCollector(src, now, o.Owns)
 	for _, c := range []prometheus.Collector{
-		syncedCounters{src, []prometheus.Collector{m.transitions, m.reaped}}, m.rejected, m.jobRuns, m.jobDuration, m.lastSweep, buildInfo,
+		describedOnly(counters), m.lastSweep, buildInfo,
 		m.collector, watchingCollector{&m.watching}, overflowCollector{&m.overflows}, treeCollector{&m.tree}, leaderCollector{o.Leader}, m.shed, connsCollector{&m.conns}, streamsCollector{&m.streams},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -284,11 +294,13 @@ func (m *Metrics) Transitioned(entityType, from, to, actor string) {
 func (m *Metrics) countTransition(entityType, from, to, actor string) {
 	typ := knownType(entityType)
 	m.transitions.WithLabelValues(typ, knownState(typ, from), knownState(typ, to), oneOf(actor, transitions.Actors)).Inc()
+	m.counters.changed()
 }
 
 // Rejected counts a refused transition (transitions.Observer).
 func (m *Metrics) Rejected(entityType, cause string) {
 	m.rejected.WithLabelValues(knownType(entityType), oneOf(cause, transitions.Causes)).Inc()
+	m.counters.changed()
 }
 
 // Reaped counts one entity a reaper job moved (reaper.Observer), unless
@@ -306,6 +318,7 @@ func (m *Metrics) countReap(entityType, reasonCode string) {
 		code = unknown
 	}
 	m.reaped.WithLabelValues(knownType(entityType), code).Inc()
+	m.counters.changed()
 }
 
 // JobRun counts one job run and, unless it was skipped, observes its
@@ -316,6 +329,7 @@ func (m *Metrics) JobRun(job, result string, d time.Duration) {
 	if result != reaper.ResultSkipped {
 		m.jobDuration.WithLabelValues(job).Observe(d.Seconds())
 	}
+	m.counters.changed()
 }
 
 // SweepFinished records the end of a sweep (reaper.Observer).
@@ -529,30 +543,4 @@ func (c leaderCollector) Collect(ch chan<- prometheus.Metric) {
 		v = 0
 	}
 	ch <- prometheus.MustNewConstMetric(leaderDesc, prometheus.GaugeValue, v)
-}
-
-// syncedCounters collects the feed's counters after a Sync of the view, so
-// a scrape counts every audit row committed before it began, without
-// waiting for the background loop. A failed Sync leaves the counters as
-// they are (the store collector reports the failure).
-type syncedCounters struct {
-	src Source
-	cs  []prometheus.Collector
-}
-
-// Describe sends the counters' descriptors.
-func (s syncedCounters) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range s.cs {
-		c.Describe(ch)
-	}
-}
-
-// Collect syncs the view, then collects the counters.
-func (s syncedCounters) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
-	_ = s.src.Sync(ctx)
-	cancel()
-	for _, c := range s.cs {
-		c.Collect(ch)
-	}
 }

@@ -87,14 +87,14 @@ func (f *fixture) observe(typ, id string, h state.Health, d state.Delivery, code
 	}
 }
 
-func newMetrics(t testing.TB, st *sqlite.Store) (*Metrics, *prometheus.Registry) {
+func newMetrics(t testing.TB, st *sqlite.Store) (*Metrics, prometheus.Gatherer) {
 	t.Helper()
 	return newMetricsAt(t, st, testNow)
 }
 
 // newMetricsAt reads st through a live view, as the daemon does; the
 // view is not loaded, so the first scrape's Sync loads it.
-func newMetricsAt(t testing.TB, st *sqlite.Store, now time.Time) (*Metrics, *prometheus.Registry) {
+func newMetricsAt(t testing.TB, st *sqlite.Store, now time.Time) (*Metrics, prometheus.Gatherer) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	clock := func() time.Time { return now }
@@ -102,7 +102,7 @@ func newMetricsAt(t testing.TB, st *sqlite.Store, now time.Time) (*Metrics, *pro
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m, reg
+	return m, m.Gatherer(reg)
 }
 
 // entitiesBlock is watchdog_entities for a store with one running session

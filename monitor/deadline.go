@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"watchdog/judge"
-	"watchdog/proctree"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -25,41 +24,31 @@ const (
 // again until the entity changes.
 type tracked struct {
 	// f is what the monitor keeps of the entity as last handed in:
-	// everything the deadlines and the watch read (facts).
+	// everything the deadlines and the watch read (facts), with what few
+	// entities have in rare.
 	f facts
-	// whole is the entity as last handed in, kept only by a monitor
-	// with no Options.Entity to read it from (and, for its last check,
-	// by an entity that has just ended); never written through.
-	whole *store.Entity
+	// rare is what few entities have (rare): nil for most. Read through
+	// r, written through w.
+	rare *rare
+	// checkAt is an explicit CheckEntity: a death just seen, a watch that
+	// found the process gone, or the next poll. Zero = none. This and
+	// the times below are stamps (8 bytes where a time.Time is 24,
+	// ADR-0052).
+	checkAt stamp
+	// judged: every heartbeat boundary up to here has been looked at.
+	judged stamp
+
+	at stamp
+
+	// The small fields last, together (no padding between them): the
+	// struct is 176 bytes, a size class, where it was 288 (ADR-0052).
+	//
 	// watchedPID (with mode, below): what is watched for it now. The
 	// pids are 32 bits, as f.pid (pid32).
 	watchedPID int32
 	// diedPID is the pid whose death the watch reported: never watched
 	// again (its pid may already be another process's).
 	diedPID int32
-	// treeRoot is the root kept in the process tree for it (zero: none):
-	// kept past its death, for the leftovers, until it is dropped or
-	// names another process.
-	treeRoot proctree.Root
-	// checkAt is an explicit CheckEntity: a death just seen, a watch that
-	// found the process gone, or the next poll. Zero = none. This and
-	// the times below are stamps (8 bytes where a time.Time is 24: the
-	// struct is 320 bytes where it was 416, ADR-0052).
-	checkAt stamp
-	// hbFile is the heartbeat file's mtime as last stat'ed (zero = not yet).
-	hbFile stamp
-	// judged: every heartbeat boundary up to here has been looked at.
-	judged stamp
-	// enforcedFor, phantomFor, scheduleFor: the dead_since, the last
-	// activity and the fire time whose deadline already fired.
-	// Stamps: compared, never computed with.
-	enforcedFor, phantomFor, scheduleFor stamp
-
-	at stamp
-
-	// The small fields last, together (no padding between them): the
-	// struct is 288 bytes, a size class, where it was 352 (ADR-0052).
-	//
 	// exitPID is the pid whose exit status was recorded (the connector's
 	// or the pidfd's, whichever came first): never recorded twice.
 	exitPID int32
@@ -94,7 +83,7 @@ const (
 // nextHeartbeat is the first heartbeat boundary after judged (zero: none).
 func nextHeartbeat(tr *tracked, e *store.Entity, s Settings) time.Time {
 	var next time.Time
-	for _, b := range judge.HeartbeatBoundaries(e, tr.hbFile.time(), s.Settings) {
+	for _, b := range judge.HeartbeatBoundaries(e, tr.r().hbFile.time(), s.Settings) {
 		if !b.IsZero() && b.After(tr.judged.time()) && (next.IsZero() || b.Before(next)) {
 			next = b
 		}
@@ -104,7 +93,7 @@ func nextHeartbeat(tr *tracked, e *store.Entity, s Settings) time.Time {
 
 // crossed says whether a heartbeat boundary lies in (judged, now].
 func crossed(tr *tracked, e *store.Entity, s Settings, now time.Time) bool {
-	for _, b := range judge.HeartbeatBoundaries(e, tr.hbFile.time(), s.Settings) {
+	for _, b := range judge.HeartbeatBoundaries(e, tr.r().hbFile.time(), s.Settings) {
 		if !b.IsZero() && b.After(tr.judged.time()) && !b.After(now) {
 			return true
 		}
@@ -114,8 +103,9 @@ func crossed(tr *tracked, e *store.Entity, s Settings, now time.Time) bool {
 
 // deadlines returns the entity's earliest deadline and, for a now at or
 // past deadlines, the jobs due by now. A pure function of the tracked
-// entity, the settings and now: what the unit tests pin down.
-func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job) {
+// entity, the monitor's host id, the settings and now: what the unit
+// tests pin down.
+func deadlines(tr *tracked, host string, s Settings, now time.Time) (next time.Time, due job) {
 	consider := func(at time.Time, j job) {
 		if at.IsZero() {
 			return
@@ -127,7 +117,7 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 			next = at
 		}
 	}
-	e := tr.f.entity()
+	e, r := tr.entity(host), tr.r()
 	if !judge.Open(&e) {
 		return time.Time{}, 0
 	}
@@ -139,13 +129,13 @@ func deadlines(tr *tracked, s Settings, now time.Time) (next time.Time, due job)
 		// every poll interval (one stat each), not left to the sweep.
 		consider(tr.judged.time().Add(s.PollInterval), jobHeartbeat)
 	}
-	if ds := e.DeadSince; !ds.IsZero() && stampOf(ds) != tr.enforcedFor {
+	if ds := e.DeadSince; !ds.IsZero() && stampOf(ds) != r.enforcedFor {
 		consider(judge.GraceEnds(&e, s.Settings), jobEnforce)
 	}
-	if at := judge.PhantomAt(&e, tr.hbFile.time(), s.Settings); !at.IsZero() && stampOf(judge.LastActivity(&e, tr.hbFile.time())) != tr.phantomFor {
+	if at := judge.PhantomAt(&e, r.hbFile.time(), s.Settings); !at.IsZero() && stampOf(judge.LastActivity(&e, r.hbFile.time())) != r.phantomFor {
 		consider(at, jobPhantom)
 	}
-	if fire, at := judge.MisfireAt(&e, s.Settings); stampOf(fire) != tr.scheduleFor {
+	if fire, at := judge.MisfireAt(&e, s.Settings); stampOf(fire) != r.scheduleFor {
 		consider(at, jobSchedule)
 	}
 	return next, due

@@ -3,7 +3,9 @@ package monitor
 import (
 	"math"
 	"time"
+	"unique"
 
+	"watchdog/proctree"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -13,34 +15,76 @@ import (
 // its next change's comparison read, and nothing else (ADR-0042, third
 // step). A reaper step wants the entity whole: the monitor reads it then
 // (Options.Entity, the live view), so the daemon holds each entity once,
-// compact, in the view. Times are Unix nanoseconds (stamp): 184 bytes
-// where a store.Entity is 680, its reasons and evidence beside.
+// compact, in the view. Times are Unix nanoseconds (stamp). What most
+// entities lack (a heartbeat file, a schedule, an exit, a host id of
+// another host) is in the tracked entity's rare, nil for most; the
+// facts with it give the entity back (tracked.entity).
 type facts struct {
-	// key is the entity's key in the monitor's map (Key: its type, "/",
-	// its id), the very string the map holds: its type and id are sliced
-	// from it (typ, id), not kept beside it.
-	key            string
-	lifecycle      *string
-	hostID, bootID string
-	heartbeatFile  string
-	scheduleCron   string
-	exit           *state.ExitStatus
-	lastSeq        int64
-	pidStartTicks  uint64
+	// typ and id are the entity's own strings as last handed in (the
+	// view's: its interned type, its id), which the monitor's map key is
+	// made of too: no key string of the monitor's own per entity.
+	typ, id   string
+	lifecycle *string
+	// boot is the boot id, interned (package unique): the entities of
+	// one boot share one copy. The zero handle is "" (bootOf).
+	boot          unique.Handle[string]
+	lastSeq       int64
+	pidStartTicks uint64
 
-	pidStart, deadSince, heartbeatAt, scheduleLastFired, startedAt, lifecycleAt, createdAt stamp
+	pidStart, deadSince, heartbeatAt, startedAt, lifecycleAt, createdAt stamp
 
 	// The small fields last, together (no padding between them).
 	//
 	// pid is a Linux pid: 32 bits (pid_max is at most 2^22; pid32).
 	pid int32
-	// typLen is the type's length in key.
-	typLen int32
 	// health is the entity's, as its place in state.Healths (odd: none of
 	// them, healthOf).
 	health   uint8
 	terminal bool
+	// hostLocal: the host id is the monitor's own (Options.HostID, not
+	// ""): the one host id a tracked entity has but "" (local), save in a
+	// monitor with no host id of its own, which keeps any other in rare.
+	hostLocal bool
 }
+
+// rare is what few tracked entities have, behind one pointer (nil when
+// all of it is empty): the facts most entities lack, and the deadlines
+// that have fired (set once, near the end of an entity's life). With
+// them out of it, tracked is 176 bytes, a size class, where it was 288
+// (TestTrackedSize); rare is 120 (a 128-byte class), paid only by the
+// entities that have one.
+type rare struct {
+	// Of the entity as last handed in (facts).
+	//
+	// hostID is a host id neither "" nor the monitor's: only a monitor
+	// with no Options.HostID tracks such an entity.
+	hostID                      string
+	heartbeatFile, scheduleCron string
+	exit                        *state.ExitStatus
+	scheduleLastFired           stamp
+
+	// The monitor's own.
+	//
+	// whole is the entity as last handed in, kept only by a monitor
+	// with no Options.Entity to read it from (and, for its last check,
+	// by an entity that has just ended); never written through.
+	whole *store.Entity
+	// treeRoot is the root kept in the process tree for it (zero: none):
+	// kept past its death, for the leftovers, until it is dropped or
+	// names another process.
+	treeRoot proctree.Root
+	// hbFile is the heartbeat file's mtime as last stat'ed (zero = not
+	// yet).
+	hbFile stamp
+	// enforcedFor, phantomFor, scheduleFor: the dead_since, the last
+	// activity and the fire time whose deadline already fired.
+	// Stamps: compared, never computed with.
+	enforcedFor, phantomFor, scheduleFor stamp
+}
+
+// none is what a tracked entity without rare reads: every field empty.
+// Never written (tracked.r).
+var none rare
 
 // otherHealth is what the facts give back for a health that is none of
 // state.Healths: judge's timing rules and the watch compare health with
@@ -50,9 +94,6 @@ const otherHealth = state.Health("(other)")
 
 // odd is the place of a health none of state.Healths.
 const odd = 255
-
-func (f *facts) typ() string { return f.key[:f.typLen] }
-func (f *facts) id() string  { return f.key[f.typLen+1:] }
 
 // healthOf is the entity's health as the timing rules read it.
 func (f *facts) healthOf() state.Health {
@@ -119,26 +160,86 @@ func (s stamp) time() time.Time {
 	return time.Unix(0, int64(s))
 }
 
-// factsOf keeps what the monitor reads of e, whose key (Key) is key.
-func factsOf(key string, e *store.Entity) facts {
-	return facts{
-		key: key, typLen: int32(len(e.Type)), lifecycle: e.Lifecycle, health: placeOf(e.Health), hostID: e.HostID, bootID: e.BootID,
-		heartbeatFile: e.HeartbeatFile, scheduleCron: e.ScheduleCron, exit: e.Exit, lastSeq: e.LastSeq,
-		pid: pid32(e.PID), pidStartTicks: e.PIDStartTicks,
-		pidStart: stampOf(e.PIDStartTime), deadSince: stampOf(e.DeadSince), heartbeatAt: stampOf(e.HeartbeatAt),
-		scheduleLastFired: stampOf(e.ScheduleLastFiredAt), startedAt: stampOf(e.StartedAt),
-		lifecycleAt: stampOf(e.LifecycleAt), createdAt: stampOf(e.CreatedAt), terminal: e.Terminal,
+// bootOf is the boot id s interned, prev when it is that one already
+// (an entity's next change, most often the same boot), the zero handle
+// for "".
+func bootOf(prev unique.Handle[string], s string) unique.Handle[string] {
+	switch {
+	case s == "":
+		return unique.Handle[string]{}
+	case prev != unique.Handle[string]{} && prev.Value() == s:
+		return prev
+	}
+	return unique.Make(s)
+}
+
+func (f *facts) bootID() string {
+	if f.boot == (unique.Handle[string]{}) {
+		return ""
+	}
+	return f.boot.Value()
+}
+
+// r is tr's rare to read: none when it has none.
+func (tr *tracked) r() *rare {
+	if tr.rare == nil {
+		return &none
+	}
+	return tr.rare
+}
+
+// w is tr's rare to write, made when it has none.
+func (tr *tracked) w() *rare {
+	if tr.rare == nil {
+		tr.rare = new(rare)
+	}
+	return tr.rare
+}
+
+// tidy drops tr's rare once all of it is empty again.
+func (tr *tracked) tidy() {
+	if tr.rare != nil && *tr.rare == (rare{}) {
+		tr.rare = nil
 	}
 }
 
-// entity is the entity as far as the facts go: what judge's timing rules
-// and the watch read, every other field empty. Never a reaper step's.
-func (f *facts) entity() store.Entity {
+// setFacts keeps what the monitor reads of e, for a monitor whose host id
+// is host.
+func (tr *tracked) setFacts(e *store.Entity, host string) {
+	tr.f = facts{
+		typ: e.Type, id: e.ID, lifecycle: e.Lifecycle, health: placeOf(e.Health), boot: bootOf(tr.f.boot, e.BootID),
+		hostLocal: host != "" && e.HostID == host, lastSeq: e.LastSeq,
+		pid: pid32(e.PID), pidStartTicks: e.PIDStartTicks,
+		pidStart: stampOf(e.PIDStartTime), deadSince: stampOf(e.DeadSince), heartbeatAt: stampOf(e.HeartbeatAt),
+		startedAt: stampOf(e.StartedAt), lifecycleAt: stampOf(e.LifecycleAt), createdAt: stampOf(e.CreatedAt), terminal: e.Terminal,
+	}
+	other := ""
+	if !tr.f.hostLocal {
+		other = e.HostID
+	}
+	if tr.rare == nil && other == "" && e.HeartbeatFile == "" && e.ScheduleCron == "" && e.Exit == nil && e.ScheduleLastFiredAt.IsZero() {
+		return // most entities: nothing rare to keep
+	}
+	r := tr.w()
+	r.hostID, r.heartbeatFile, r.scheduleCron, r.exit = other, e.HeartbeatFile, e.ScheduleCron, e.Exit
+	r.scheduleLastFired = stampOf(e.ScheduleLastFiredAt)
+	tr.tidy()
+}
+
+// entity is the entity as far as the facts go, for a monitor whose host
+// id is host: what judge's timing rules and the watch read, every other
+// field empty. Never a reaper step's.
+func (tr *tracked) entity(host string) store.Entity {
+	f, r := &tr.f, tr.r()
+	hostID := r.hostID
+	if f.hostLocal {
+		hostID = host
+	}
 	return store.Entity{
-		Type: f.typ(), ID: f.id(), Lifecycle: f.lifecycle, Terminal: f.terminal, LastSeq: f.lastSeq, Health: f.healthOf(),
-		DeadSince: f.deadSince.time(), HostID: f.hostID, BootID: f.bootID, PID: int(f.pid), PIDStartTime: f.pidStart.time(),
-		PIDStartTicks: f.pidStartTicks, HeartbeatFile: f.heartbeatFile, HeartbeatAt: f.heartbeatAt.time(),
-		ScheduleCron: f.scheduleCron, ScheduleLastFiredAt: f.scheduleLastFired.time(), StartedAt: f.startedAt.time(),
-		LifecycleAt: f.lifecycleAt.time(), CreatedAt: f.createdAt.time(), Exit: f.exit,
+		Type: f.typ, ID: f.id, Lifecycle: f.lifecycle, Terminal: f.terminal, LastSeq: f.lastSeq, Health: f.healthOf(),
+		DeadSince: f.deadSince.time(), HostID: hostID, BootID: f.bootID(), PID: int(f.pid), PIDStartTime: f.pidStart.time(),
+		PIDStartTicks: f.pidStartTicks, HeartbeatFile: r.heartbeatFile, HeartbeatAt: f.heartbeatAt.time(),
+		ScheduleCron: r.scheduleCron, ScheduleLastFiredAt: r.scheduleLastFired.time(), StartedAt: f.startedAt.time(),
+		LifecycleAt: f.lifecycleAt.time(), CreatedAt: f.createdAt.time(), Exit: r.exit,
 	}
 }

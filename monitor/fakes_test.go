@@ -196,7 +196,7 @@ func (h *harness) advance(d time.Duration) []call {
 }
 
 func (h *harness) death(d pidwatch.Death) []call {
-	h.m.death(context.Background(), d)
+	h.m.death(context.Background(), h.m.byName(d.Key), d)
 	h.m.fireDue(context.Background())
 	return h.rec.take()
 }

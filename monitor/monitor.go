@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"go.uber.org/zap"
 
@@ -145,8 +146,8 @@ type Monitor struct {
 	opt Options
 
 	mu       sync.Mutex
-	pending  map[string]*store.Entity // latest change per key; nil = forget
-	settings *Settings                // a reload not yet applied
+	pending  map[key]*store.Entity // latest change per key; nil = forget
+	settings *Settings             // a reload not yet applied
 	wake     chan struct{}
 
 	nPidfd, nPolled atomic.Int64
@@ -164,7 +165,7 @@ type Monitor struct {
 
 	// Owned by Run's goroutine.
 	s    Settings
-	ents map[string]*tracked
+	ents table
 	h    deadlineHeap
 	// roots are the tracked entities by the root kept in the tree.
 	roots map[proctree.Root]*tracked
@@ -186,10 +187,10 @@ func New(opt Options) *Monitor {
 	}
 	return &Monitor{
 		opt:     opt,
-		pending: map[string]*store.Entity{},
+		pending: map[key]*store.Entity{},
 		wake:    make(chan struct{}, 1),
 		s:       opt.Settings.withDefaults(),
-		ents:    map[string]*tracked{},
+		ents:    newTable(),
 		roots:   map[proctree.Root]*tracked{},
 	}
 }
@@ -202,8 +203,36 @@ func statMtime(path string) (time.Time, error) {
 	return fi.ModTime(), nil
 }
 
-// Key is the watch key of an entity: "type/id".
+// Key is the watch key of an entity: "type/id". The monitor makes one
+// only for a watch (Watcher.Watch, Forget) and a log line: its map is
+// keyed by the entity's own strings (key).
 func Key(typ, id string) string { return typ + "/" + id }
+
+// key is an entity's key: its type and id, the strings handed in (the
+// view's), so a key costs no string of its own (table).
+type key struct{ typ, id string }
+
+// key is tr's key in the monitor's map.
+func (tr *tracked) key() key { return key{tr.f.typ, tr.f.id} }
+
+// name is tr's watch key (Key), for a watch and a log line.
+func (tr *tracked) name() string { return Key(tr.f.typ, tr.f.id) }
+
+// byName is the tracked entity whose watch key (Key) is name: a death's
+// (pidwatch.Death.Key). An id holds no "/" (transitions' id shape), but
+// a type is not checked here, so every split is tried, first "/" first:
+// nil when none is tracked.
+func (m *Monitor) byName(name string) *tracked {
+	for i := 0; i < len(name); i++ {
+		if name[i] != '/' {
+			continue
+		}
+		if tr := m.ents.get(key{name[:i], name[i+1:]}); tr != nil {
+			return tr
+		}
+	}
+	return nil
+}
 
 // Update hands the monitor an entity as it now is: at start for each open
 // entity (adoption), and on every change any writer made. An entity that
@@ -215,7 +244,7 @@ func (m *Monitor) Update(e store.Entity) { m.UpdateShared(&e) }
 // afterwards (the view hands each change its own copy).
 func (m *Monitor) UpdateShared(e *store.Entity) {
 	m.mu.Lock()
-	m.pending[Key(e.Type, e.ID)] = e
+	m.pending[key{e.Type, e.ID}] = e
 	m.mu.Unlock()
 	m.poke()
 }
@@ -223,7 +252,7 @@ func (m *Monitor) UpdateShared(e *store.Entity) {
 // Forget drops an entity (deleted, or no longer this host's).
 func (m *Monitor) Forget(typ, id string) {
 	m.mu.Lock()
-	m.pending[Key(typ, id)] = nil
+	m.pending[key{typ, id}] = nil
 	m.mu.Unlock()
 	m.poke()
 }
@@ -292,7 +321,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 				deaths = nil // the watcher closed: the polls and the sweep remain
 				continue
 			}
-			m.death(ctx, d)
+			m.death(ctx, m.byName(d.Key), d)
 		case <-resync:
 			m.resync(ctx)
 		case x := <-exits:
@@ -316,7 +345,7 @@ func (m *Monitor) applyPending(ctx context.Context) {
 		// A fresh small map, not one sized like the last batch: the
 		// load's thousands of entries would otherwise keep a map that
 		// size for the daemon's lifetime.
-		m.pending = map[string]*store.Entity{}
+		m.pending = map[key]*store.Entity{}
 	} else {
 		// Nothing taken: the map stays the one writers fill under the
 		// lock, so it must not be read below without it (even empty).
@@ -326,16 +355,16 @@ func (m *Monitor) applyPending(ctx context.Context) {
 	m.mu.Unlock()
 	if s != nil {
 		m.s = *s
-		for _, tr := range m.ents {
+		for tr := range m.ents.all() {
 			m.reschedule(tr)
 		}
 	}
-	for key, e := range pending {
+	for k, e := range pending {
 		if e == nil {
-			m.drop(key)
+			m.drop(k)
 			continue
 		}
-		m.apply(ctx, key, e)
+		m.apply(ctx, k, e)
 	}
 }
 
@@ -346,15 +375,15 @@ func (m *Monitor) local(e store.Entity) bool {
 
 // apply takes one entity's new state: (re)opens or drops its watch and
 // computes its deadline again.
-func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
+func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 	if !judge.Open(e) || !m.local(*e) {
-		tr := m.ents[key]
+		tr := m.ents.get(k)
 		if tr == nil && m.local(*e) && e.Lifecycle != nil && (e.Health == state.HealthUnknown || e.Health == "") && e.EndedAt.After(m.opt.Now().Add(-m.s.Window())) {
 			// Registered and ended between two of the monitor's looks
 			// (a short job on a busy host: the feed brings only its
 			// newest state), so never judged: judged once now, as below,
 			// rather than read "unknown" until the next sweep.
-			tr = &tracked{f: facts{key: key, typLen: int32(len(e.Type))}, index: -1}
+			tr = &tracked{index: -1}
 		}
 		if tr != nil && m.local(*e) && e.Lifecycle != nil {
 			// It has just ended (its owner's transition, exec's, the
@@ -363,18 +392,19 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 			// not left at what it was while it ran ("Completed · Process
 			// dead" when the exit was seen a moment before the owner's
 			// end, "Completed · Alive" when not) until the next sweep.
-			tr.f, tr.whole, tr.localExit, tr.localDead = factsOf(key, e), e, false, false
+			tr.setFacts(e, m.opt.HostID)
+			tr.w().whole, tr.localExit, tr.localDead = e, false, false
 			m.check(ctx, tr)
 		}
-		m.drop(key)
+		m.drop(k)
 		return
 	}
 	now := m.opt.Now()
-	tr := m.ents[key]
+	tr := m.ents.get(k)
 	fresh := tr == nil
 	if fresh {
-		tr = &tracked{f: facts{key: key, typLen: int32(len(e.Type))}, index: -1, judged: stampOf(now)}
-		m.ents[key] = tr
+		tr = &tracked{index: -1, judged: stampOf(now)}
+		m.ents.put(k, tr)
 		if e.Health == state.HealthUnknown {
 			// Never judged (just registered, by any writer): its first
 			// health is read now rather than at the next sweep, so a new
@@ -397,12 +427,21 @@ func (m *Monitor) apply(ctx context.Context, key string, e *store.Entity) {
 		// durable write beside the transition's own.
 		tr.checkAt = stampOf(now)
 	}
-	if fresh || tr.f.heartbeatFile != e.HeartbeatFile {
-		tr.hbFile = 0
+	if !fresh && (unsafe.StringData(tr.f.id) != unsafe.StringData(e.ID) || unsafe.StringData(tr.f.typ) != unsafe.StringData(e.Type)) {
+		// The same key in strings of its own (the view's, whose record
+		// this change replaced): kept under them, as the facts are below,
+		// so the monitor keeps no older copy of the id beside the view's.
+		m.ents.put(k, tr)
 	}
-	tr.f, tr.localExit, tr.localDead = factsOf(key, e), false, false
+	if fresh || tr.r().heartbeatFile != e.HeartbeatFile {
+		if tr.rare != nil {
+			tr.rare.hbFile = 0
+		}
+	}
+	tr.setFacts(e, m.opt.HostID)
+	tr.localExit, tr.localDead = false, false
 	if m.opt.Entity == nil {
-		tr.whole = e
+		tr.w().whole = e
 	}
 	m.watch(ctx, tr, now)
 	m.reschedule(tr)
@@ -421,8 +460,8 @@ func wantsWatch(e store.Entity) bool {
 
 // watch opens, keeps or drops the entity's watch to match its pid.
 func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
-	e := tr.f.entity()
-	if tr.treeRoot.PID != 0 && tr.treeRoot != rootOf(&tr.f) {
+	e := tr.entity(m.opt.HostID)
+	if root := tr.r().treeRoot; root.PID != 0 && root != rootOf(&tr.f) {
 		m.forgetTree(tr) // another process now: its predecessor's tree is not its own
 	}
 	if !wantsWatch(e) || pid32(e.PID) == tr.diedPID {
@@ -445,7 +484,7 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 	subj := probe.PIDSubject{PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID}
 	var seen probe.PIDObservation
 	asked := false
-	err := m.opt.Watcher.Watch(tr.f.key, e.PID, func() bool {
+	err := m.opt.Watcher.Watch(tr.name(), e.PID, func() bool {
 		seen, asked = m.opt.Prober.CheckPID(subj), true
 		return seen.IdentityVerified()
 	})
@@ -470,12 +509,12 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 			if !m.budgetSaid {
 				m.budgetSaid = true
 				m.opt.Logger.Warn("pidfd cap reached: processes beyond it are polled every poll interval (watchdog_watched_processes{mode=\"poll\"}); a slot freed by a death goes to a polled process",
-					zap.String("entity", tr.f.key), zap.Duration("poll_interval", m.s.PollInterval), zap.Error(err))
+					zap.String("entity", tr.name()), zap.Duration("poll_interval", m.s.PollInterval), zap.Error(err))
 			}
 		case errors.Is(err, pidwatch.ErrNoFD):
 		case errors.Is(err, pidwatch.ErrUnsupported):
 		default:
-			m.opt.Logger.Warn("pidfd watch failed; polling instead", zap.String("entity", tr.f.key), zap.Error(err))
+			m.opt.Logger.Warn("pidfd watch failed; polling instead", zap.String("entity", tr.name()), zap.Error(err))
 		}
 		m.setMode(tr, polled)
 		tr.rewatch = errors.Is(err, pidwatch.ErrNoFD)
@@ -504,7 +543,7 @@ func (m *Monitor) setMode(tr *tracked, md mode) {
 
 func (m *Monitor) unwatch(tr *tracked) {
 	if tr.mode == byPidfd {
-		m.opt.Watcher.Forget(tr.f.key)
+		m.opt.Watcher.Forget(tr.name())
 	}
 	if tr.mode == polled {
 		tr.checkAt = 0
@@ -513,33 +552,33 @@ func (m *Monitor) unwatch(tr *tracked) {
 	tr.watchedPID, tr.rewatch = 0, false
 }
 
-func (m *Monitor) drop(key string) {
-	tr := m.ents[key]
+func (m *Monitor) drop(k key) {
+	tr := m.ents.get(k)
 	if tr == nil {
 		return
 	}
 	m.unwatch(tr)
 	m.forgetTree(tr)
 	m.h.schedule(tr, time.Time{})
-	delete(m.ents, key)
+	m.ents.del(k, tr)
 }
 
 func (m *Monitor) forgetAll() {
-	for key := range m.ents {
-		m.drop(key)
+	for tr := range m.ents.all() {
+		m.drop(tr.key())
 	}
 }
 
 func (m *Monitor) reschedule(tr *tracked) {
-	next, _ := deadlines(tr, m.s, m.opt.Now())
+	next, _ := deadlines(tr, m.opt.HostID, m.s, m.opt.Now())
 	m.h.schedule(tr, next)
 }
 
 // death handles a pidwatch death: the exit status first, so the check's
 // evidence names it, then the check, which records process_dead with
 // dead_since; enforcement follows at dead_since + terminal_grace.
-func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
-	tr := m.ents[d.Key]
+// tr is the entity d.Key names (nil: none tracked).
+func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 	if tr == nil || tr.f.pid != pid32(d.PID) {
 		return // forgotten, or re-registered to another process meanwhile
 	}
@@ -553,11 +592,11 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 			x.Code = 0
 		}
 		if m.opt.Exits != nil {
-			if _, err := m.opt.Exits.RecordExit(ctx, tr.f.typ(), tr.f.id(), d.PID, x); err != nil {
+			if _, err := m.opt.Exits.RecordExit(ctx, tr.f.typ, tr.f.id, d.PID, x); err != nil {
 				m.warn("cannot record exit status", tr, err)
 			}
 		}
-		tr.f.exit, tr.localExit = &x, true
+		tr.w().exit, tr.localExit = &x, true
 	}
 	// The watch is over on the monitor's side. Not Forget: pidwatch ends
 	// it itself after the last Death, and a second Death with the exit
@@ -567,7 +606,7 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 		m.setMode(tr, unwatched)
 		tr.watchedPID = 0
 	}
-	if t := m.opt.Tree; t != nil && t.Mode() == proctree.ModeWalk && tr.treeRoot.PID != 0 {
+	if t := m.opt.Tree; t != nil && t.Mode() == proctree.ModeWalk && tr.r().treeRoot.PID != 0 {
 		// The reduced mode follows the processes by walks: this one
 		// finds the root gone and keeps what it left (ADR-0043).
 		done := m.busy()
@@ -598,19 +637,19 @@ func (m *Monitor) death(ctx context.Context, d pidwatch.Death) {
 func (m *Monitor) resync(ctx context.Context) {
 	now := m.opt.Now()
 	var dead, unread, watched int
-	for _, tr := range m.ents {
+	for tr := range m.ents.all() {
 		if tr.mode != byPidfd {
 			continue
 		}
 		watched++
-		e := tr.f.entity()
+		e := tr.entity(m.opt.HostID)
 		done := m.busy()
 		seen := m.opt.Prober.CheckPID(judge.PIDSubject(&e))
 		done()
 		switch seen.Liveness {
 		case probe.Dead:
 			dead++
-			m.death(ctx, pidwatch.Death{Key: tr.f.key, PID: e.PID, At: now})
+			m.death(ctx, tr, pidwatch.Death{Key: tr.name(), PID: e.PID, At: now})
 		case probe.Unknown:
 			unread++
 			tr.checkAt = stampOf(now)
@@ -634,7 +673,7 @@ func (m *Monitor) treeExit(ctx context.Context, x proctree.Exit) {
 	if tr.diedPID == pid32(x.PID) && tr.exitPID == pid32(x.PID) {
 		return // the pidfd said it all already
 	}
-	m.death(ctx, pidwatch.Death{Key: tr.f.key, PID: x.PID, At: x.At, Exit: pidwatch.Exit{Known: true, Code: x.Code, Signal: x.Signal}})
+	m.death(ctx, tr, pidwatch.Death{Key: tr.name(), PID: x.PID, At: x.At, Exit: pidwatch.Exit{Known: true, Code: x.Code, Signal: x.Signal}})
 }
 
 // rootOf is the tree root naming f's process.
@@ -647,7 +686,7 @@ func rootOf(f *facts) proctree.Root {
 // not kept: the pidfd and the probe say the rest.
 func (m *Monitor) watchTree(tr *tracked) {
 	t := m.opt.Tree
-	if t == nil || tr.treeRoot.PID != 0 {
+	if t == nil || tr.r().treeRoot.PID != 0 {
 		return
 	}
 	root := rootOf(&tr.f)
@@ -659,24 +698,26 @@ func (m *Monitor) watchTree(tr *tracked) {
 	done()
 	if err != nil {
 		if !errors.Is(err, proctree.ErrGone) && !errors.Is(err, proctree.ErrNotSame) {
-			m.opt.Logger.Debug("process tree watch failed", zap.String("entity", tr.f.key), zap.Error(err))
+			m.opt.Logger.Debug("process tree watch failed", zap.String("entity", tr.name()), zap.Error(err))
 		}
 		return
 	}
-	tr.treeRoot = root
+	tr.w().treeRoot = root
 	m.roots[root] = tr
 }
 
 // forgetTree stops keeping tr's root in the tree.
 func (m *Monitor) forgetTree(tr *tracked) {
-	if tr.treeRoot.PID == 0 {
+	root := tr.r().treeRoot
+	if root.PID == 0 {
 		return
 	}
-	m.opt.Tree.Forget(tr.treeRoot)
-	if m.roots[tr.treeRoot] == tr {
-		delete(m.roots, tr.treeRoot)
+	m.opt.Tree.Forget(root)
+	if m.roots[root] == tr {
+		delete(m.roots, root)
 	}
-	tr.treeRoot = proctree.Root{}
+	tr.rare.treeRoot = proctree.Root{}
+	tr.tidy()
 }
 
 // TreeResyncs counts the process tree's resyncs the monitor has heard.
@@ -704,15 +745,15 @@ func (m *Monitor) fireDue(ctx context.Context) {
 			return
 		}
 		m.fire(ctx, tr, now)
-		if m.ents[tr.f.key] == tr {
+		if m.ents.get(tr.key()) == tr {
 			m.reschedule(tr)
 		}
 	}
 }
 
 func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
-	_, due := deadlines(tr, m.s, now)
-	e := tr.f.entity()
+	_, due := deadlines(tr, m.opt.HostID, m.s, now)
+	e := tr.entity(m.opt.HostID)
 	if due&jobHeartbeat != 0 {
 		if e.HeartbeatFile != "" {
 			// The file's mtime is learned now, when it matters: it may
@@ -720,8 +761,8 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 			done := m.busy()
 			mt, err := m.opt.StatMtime(e.HeartbeatFile)
 			done()
-			if err == nil && mt.After(tr.hbFile.time()) {
-				tr.hbFile = stampOf(mt)
+			if err == nil && mt.After(tr.r().hbFile.time()) {
+				tr.w().hbFile = stampOf(mt)
 				if h := e.Health; h == state.HealthIdle || h == state.HealthStalled {
 					// Fresh again: an idle or stalled verdict is
 					// re-judged now, not left for the sweep.
@@ -736,7 +777,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	}
 	if due&jobCheck != 0 {
 		m.check(ctx, tr)
-		if tr.mode == polled && tr.rewatch && m.ents[tr.f.key] == tr {
+		if tr.mode == polled && tr.rewatch && m.ents.get(tr.key()) == tr {
 			// Polled for want of an fd: offered to the watcher again
 			// (a refusal at the cap costs no syscall). A death the check
 			// just recorded comes back through Update, which unwatches.
@@ -758,15 +799,15 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	// a no-op. With the defaults (grace 30s, phantom 1h) enforcement
 	// nearly always comes first on its own.
 	if due&jobPhantom != 0 {
-		tr.phantomFor = stampOf(judge.LastActivity(&e, tr.hbFile.time()))
+		tr.w().phantomFor = stampOf(judge.LastActivity(&e, tr.r().hbFile.time()))
 		m.act(ctx, tr, "reap phantom", m.opt.Reaper.ReapPhantomEntity)
 	}
 	if due&jobEnforce != 0 {
-		tr.enforcedFor = stampOf(e.DeadSince)
+		tr.w().enforcedFor = stampOf(e.DeadSince)
 		m.act(ctx, tr, "enforce", m.opt.Reaper.EnforceEntity)
 	}
 	if due&jobSchedule != 0 {
-		tr.scheduleFor = stampOf(judge.NextFire(&e))
+		tr.w().scheduleFor = stampOf(judge.NextFire(&e))
 		m.act(ctx, tr, "check schedule", m.opt.Reaper.CheckScheduleEntity)
 	}
 }
@@ -787,11 +828,11 @@ func (m *Monitor) act(ctx context.Context, tr *tracked, what string, f func(cont
 func (m *Monitor) step(ctx context.Context, tr *tracked, f func(context.Context, store.Entity) (bool, error)) (bool, error) {
 	var e store.Entity
 	switch {
-	case tr.whole != nil:
-		e = *tr.whole
+	case tr.r().whole != nil:
+		e = *tr.rare.whole
 	case m.opt.Entity != nil:
 		var ok bool
-		if e, ok = m.opt.Entity(tr.f.typ(), tr.f.id()); !ok {
+		if e, ok = m.opt.Entity(tr.f.typ, tr.f.id); !ok {
 			return false, nil
 		}
 	default:
@@ -799,7 +840,7 @@ func (m *Monitor) step(ctx context.Context, tr *tracked, f func(context.Context,
 	}
 	if (tr.localExit || tr.localDead) && !otherProcess(&tr.f, &e) {
 		if tr.localExit {
-			e.Exit = tr.f.exit
+			e.Exit = tr.r().exit
 		}
 		if tr.localDead && e.DeadSince.IsZero() {
 			e.DeadSince = tr.f.deadSince.time()
@@ -815,10 +856,10 @@ func (m *Monitor) step(ctx context.Context, tr *tracked, f func(context.Context,
 // retried (a check) or reconciled by the sweep (an act) all the same.
 func (m *Monitor) warn(msg string, tr *tracked, err error) {
 	if store.Classify(err) == store.FailureNotWritten {
-		m.opt.Logger.Debug(msg+" (the store cannot take writes now)", zap.String("entity", tr.f.key), zap.Error(err))
+		m.opt.Logger.Debug(msg+" (the store cannot take writes now)", zap.String("entity", tr.name()), zap.Error(err))
 		return
 	}
-	m.opt.Logger.Warn(msg, zap.String("entity", tr.f.key), zap.Error(err))
+	m.opt.Logger.Warn(msg, zap.String("entity", tr.name()), zap.Error(err))
 }
 
 // guard runs one reaper step and turns a panic in it into an error: one
@@ -828,7 +869,7 @@ func (m *Monitor) guard(what string, tr *tracked, f func() (bool, error)) (ok bo
 	defer m.busy()()
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%s %s: panic: %v", what, tr.f.key, p)
+			err = fmt.Errorf("%s %s: panic: %v", what, tr.name(), p)
 		}
 	}()
 	return f()

@@ -47,36 +47,36 @@ func TestDeadlines(t *testing.T) {
 		next time.Time
 		due  job
 	}{
-		{name: "fresh start: idle after idle_after from the start", tr: tracked{f: testFacts(ptr(session("a", 42))), judged: stampOf(t0)}, now: t0,
+		{name: "fresh start: idle after idle_after from the start", tr: testTracked(ptr(session("a", 42)), stampOf(t0)), now: t0,
 			next: t0.Add(10 * time.Minute)},
-		{name: "posted heartbeat moves idle on", tr: tracked{f: testFacts(ptr(posted)), judged: stampOf(t0)}, now: t0,
+		{name: "posted heartbeat moves idle on", tr: testTracked(ptr(posted), stampOf(t0)), now: t0,
 			next: t0.Add(40 * time.Minute)},
-		{name: "a heartbeat file seen later moves it further", tr: tracked{f: testFacts(ptr(posted)), judged: stampOf(t0), hbFile: stampOf(t0.Add(35 * time.Minute))}, now: t0,
+		{name: "a heartbeat file seen later moves it further", tr: testTracked(ptr(posted), stampOf(t0), func(tr *tracked) { tr.w().hbFile = stampOf(t0.Add(35 * time.Minute)) }), now: t0,
 			next: t0.Add(45 * time.Minute)},
-		{name: "after idle was judged, stalled is next", tr: tracked{f: testFacts(ptr(session("a", 42))), judged: stampOf(t0.Add(10 * time.Minute))}, now: t0.Add(10 * time.Minute),
+		{name: "after idle was judged, stalled is next", tr: testTracked(ptr(session("a", 42)), stampOf(t0.Add(10*time.Minute))), now: t0.Add(10 * time.Minute),
 			next: t0.Add(60 * time.Minute)},
-		{name: "slow's start and stalled coincide: one deadline", tr: tracked{f: testFacts(ptr(session("a", 42))), judged: stampOf(t0.Add(11 * time.Minute))}, now: t0.Add(61 * time.Minute),
+		{name: "slow's start and stalled coincide: one deadline", tr: testTracked(ptr(session("a", 42)), stampOf(t0.Add(11*time.Minute))), now: t0.Add(61 * time.Minute),
 			next: t0.Add(60 * time.Minute), due: jobHeartbeat},
-		{name: "slow_until is the last heartbeat boundary", tr: tracked{f: testFacts(ptr(session("a", 42))), judged: stampOf(t0.Add(61 * time.Minute))}, now: t0.Add(61 * time.Minute),
+		{name: "slow_until is the last heartbeat boundary", tr: testTracked(ptr(session("a", 42)), stampOf(t0.Add(61*time.Minute))), now: t0.Add(61 * time.Minute),
 			next: t0.Add(3 * time.Hour)},
-		{name: "dead: enforcement at dead_since + terminal_grace", tr: tracked{f: testFacts(ptr(dead)), judged: stampOf(t0)}, now: dead.DeadSince,
+		{name: "dead: enforcement at dead_since + terminal_grace", tr: testTracked(ptr(dead), stampOf(t0)), now: dead.DeadSince,
 			next: dead.DeadSince.Add(30 * time.Second)},
-		{name: "dead and quiet: enforcement and the phantom both due", tr: tracked{f: testFacts(ptr(dead)), judged: stampOf(t0)}, now: t0.Add(2 * time.Hour),
+		{name: "dead and quiet: enforcement and the phantom both due", tr: testTracked(ptr(dead), stampOf(t0)), now: t0.Add(2 * time.Hour),
 			next: dead.DeadSince.Add(30 * time.Second), due: jobEnforce | jobPhantom},
-		{name: "enforced once: only the phantom remains", tr: tracked{f: testFacts(ptr(enforced)), judged: stampOf(t0), enforcedFor: stampOf(enforced.DeadSince)}, now: dead.DeadSince,
+		{name: "enforced once: only the phantom remains", tr: testTracked(ptr(enforced), stampOf(t0), func(tr *tracked) { tr.w().enforcedFor = stampOf(enforced.DeadSince) }), now: dead.DeadSince,
 			next: t0.Add(110 * time.Minute)},
-		{name: "an explicit check comes first", tr: tracked{f: testFacts(ptr(session("a", 42))), judged: stampOf(t0), checkAt: stampOf(t0.Add(time.Second))}, now: t0.Add(time.Second),
+		{name: "an explicit check comes first", tr: testTracked(ptr(session("a", 42)), stampOf(t0), func(tr *tracked) { tr.checkAt = stampOf(t0.Add(time.Second)) }), now: t0.Add(time.Second),
 			next: t0.Add(time.Second), due: jobCheck},
-		{name: "schedule: next fire + misfire_grace", tr: tracked{f: testFacts(ptr(schedule)), judged: stampOf(t0)}, now: t0,
+		{name: "schedule: next fire + misfire_grace", tr: testTracked(ptr(schedule), stampOf(t0)), now: t0,
 			next: judge.NextFire(&schedule).Add(5 * time.Minute)},
-		{name: "schedule judged for that fire: nothing", tr: tracked{f: testFacts(ptr(schedule)), judged: stampOf(t0), scheduleFor: stampOf(judge.NextFire(&schedule))}, now: t0},
-		{name: "waiting, not working: no heartbeat deadline", tr: tracked{f: testFacts(ptr(waiting)), judged: stampOf(t0)}, now: t0.Add(2 * time.Hour)},
-		{name: "a new state ages the heartbeat from its start", tr: tracked{f: testFacts(ptr(restarted)), judged: stampOf(t0.Add(2 * time.Hour))}, now: t0.Add(2 * time.Hour),
+		{name: "schedule judged for that fire: nothing", tr: testTracked(ptr(schedule), stampOf(t0), func(tr *tracked) { tr.w().scheduleFor = stampOf(judge.NextFire(&schedule)) }), now: t0},
+		{name: "waiting, not working: no heartbeat deadline", tr: testTracked(ptr(waiting), stampOf(t0)), now: t0.Add(2 * time.Hour)},
+		{name: "a new state ages the heartbeat from its start", tr: testTracked(ptr(restarted), stampOf(t0.Add(2*time.Hour))), now: t0.Add(2 * time.Hour),
 			next: t0.Add(2*time.Hour + 10*time.Minute)},
-		{name: "ended: nothing", tr: tracked{f: testFacts(ptr(ended)), judged: stampOf(t0), checkAt: stampOf(t0)}, now: t0},
+		{name: "ended: nothing", tr: testTracked(ptr(ended), stampOf(t0), func(tr *tracked) { tr.checkAt = stampOf(t0) }), now: t0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			next, due := deadlines(&tc.tr, s, tc.now)
+			next, due := deadlines(&tc.tr, "h1", s, tc.now)
 			if !next.Equal(tc.next) || due != tc.due {
 				t.Errorf("deadlines = %v (+%v), due %b; want %v (+%v), due %b", next, next.Sub(t0), due, tc.next, tc.next.Sub(t0), tc.due)
 			}
@@ -93,7 +93,7 @@ func TestHeapOrder(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	all := make([]*tracked, 200)
 	for i := range all {
-		all[i] = &tracked{f: facts{key: string(rune('a' + i%26))}, index: -1}
+		all[i] = &tracked{f: facts{typ: "session", id: string(rune('a' + i%26))}, index: -1}
 		h.schedule(all[i], t0.Add(time.Duration(rng.Intn(1000))*time.Second))
 	}
 	for i := 0; i < 50; i++ { // move some
@@ -331,8 +331,8 @@ func TestUpdateReschedules(t *testing.T) {
 	}
 	h.m.Forget("session", "s")
 	h.step()
-	if h.m.h.Len() != 0 || len(h.m.ents) != 0 || len(h.w.watched) != 0 {
-		t.Errorf("after Forget: heap %d, entities %d, watched %v", h.m.h.Len(), len(h.m.ents), h.w.watched)
+	if h.m.h.Len() != 0 || h.m.ents.len() != 0 || len(h.w.watched) != 0 {
+		t.Errorf("after Forget: heap %d, entities %d, watched %v", h.m.h.Len(), h.m.ents.len(), h.w.watched)
 	}
 	if pidfd, polled := h.m.Watching(); pidfd != 0 || polled != 0 {
 		t.Errorf("after Forget: Watching = %d, %d", pidfd, polled)
@@ -581,7 +581,7 @@ func TestStepReadsTheEntityWhole(t *testing.T) {
 	e.Label, e.Reasons = "nightly", []state.StateReason{{Code: "x.y"}}
 	h.update(e)
 	first := h.step()
-	if tr := h.m.ents["session/s"]; tr == nil || tr.whole != nil {
+	if tr := h.m.ents.get(key{"session", "s"}); tr == nil || tr.r().whole != nil {
 		t.Fatalf("tracked %+v: the entity kept whole beside Options.Entity", tr)
 	}
 	if len(first) != 0 {
@@ -601,7 +601,7 @@ func TestStepReadsTheEntityWhole(t *testing.T) {
 	next := session("s", 77)
 	next.PIDStartTicks = 2000
 	h.ents["session/s"] = next
-	tr := h.m.ents["session/s"]
+	tr := h.m.ents.get(key{"session", "s"})
 	var seen store.Entity
 	if _, err := h.m.step(context.Background(), tr, func(_ context.Context, e store.Entity) (bool, error) { seen = e; return true, nil }); err != nil {
 		t.Fatal(err)
@@ -639,5 +639,13 @@ func TestStamps(t *testing.T) {
 	}
 }
 
-// testFacts are factsOf e under its key.
-func testFacts(e *store.Entity) facts { return factsOf(Key(e.Type, e.ID), e) }
+// testTracked is e tracked by a monitor of host h1, judged up to judged,
+// then each of sets applied.
+func testTracked(e *store.Entity, judged stamp, sets ...func(*tracked)) tracked {
+	tr := tracked{judged: judged, index: -1}
+	tr.setFacts(e, "h1")
+	for _, set := range sets {
+		set(&tr)
+	}
+	return tr
+}

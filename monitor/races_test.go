@@ -167,8 +167,8 @@ func TestUpdatesWhileAnEmptyTurnRuns(t *testing.T) {
 		select {
 		case <-done:
 			h.m.applyPending(ctx)
-			if len(h.m.ents) != 50 {
-				t.Fatalf("tracked %d entities, want 50", len(h.m.ents))
+			if h.m.ents.len() != 50 {
+				t.Fatalf("tracked %d entities, want 50", h.m.ents.len())
 			}
 			return
 		default:
@@ -192,7 +192,7 @@ func TestEndedEntityIsJudgedAtOnce(t *testing.T) {
 	if got := whats(h.step()); !slices.Equal(got, []string{"check session/s"}) {
 		t.Fatalf("at its end: %v, want one check", got)
 	}
-	if _, ok := h.m.ents["session/s"]; ok {
+	if h.m.ents.get(key{"session", "s"}) != nil {
 		t.Fatal("the ended entity is still tracked")
 	}
 	h.update(e)
