@@ -160,16 +160,17 @@ func (e *record) leftovers() int {
 		}
 		return n
 	}
-	for i := range e.body.reasons {
-		r := &e.body.reasons[i]
-		if r.code != state.RunHealthLeftoverProcesses {
+	fs := e.body.findings()
+	for i := range fs {
+		r := &fs[i]
+		if r.code() != state.RunHealthLeftoverProcesses {
 			continue
 		}
-		for _, ev := range r.evidence {
-			if ev.more != nil && strings.HasPrefix(ev.more.id, "pid:") {
+		r.eachMore(func(m *evidenceMore) {
+			if strings.HasPrefix(m.id, "pid:") {
 				n++
 			}
-		}
+		})
 	}
 	return n
 }

@@ -8,11 +8,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"watchdog/attention"
 	"watchdog/internal/testenv"
+	"watchdog/store"
 	"watchdog/store/sqlite"
 )
 
@@ -25,8 +28,11 @@ var memHosts = []string{"3f9a1c0d2b7e4f6a8c1d2e3f4a5b6c7d", "a1b2c3d4e5f60718293
 // take minutes at 100,000 and store the same rows): a pid and its start,
 // a host and a boot id, a heartbeat file, a stalled one in ten with a
 // finding and its evidence, one in five with an artifact contract and
-// metadata, one in twenty with two findings.
-func memInsert(tb testing.TB, st *sqlite.Store, n int) {
+// metadata, one in twenty with two findings. With unknown, every session
+// is instead as the bench registers it (scripts/bench.sh's memory part):
+// no pid, so each holds one finding, run.health.liveness_unknown, with
+// one piece of evidence fetched when it was first seen.
+func memInsert(tb testing.TB, st *sqlite.Store, n int, unknown bool) {
 	tb.Helper()
 	ctx := context.Background()
 	tx, err := testenv.SQL(tb, st.Path()).BeginTx(ctx, nil)
@@ -46,6 +52,7 @@ func memInsert(tb testing.TB, st *sqlite.Store, n int) {
 	stalled := `[{"code":"run.health.stalled","message":"no heartbeat since {since}","claim_status":"observed","confidence":1,"evidence":[{"kind":"tool_result","path":"/run/agents/%d/heartbeat","detail":"heartbeat file not modified"}],"since":%d,"first_seen":%d}]`
 	two := `[{"code":"run.health.stalled","message":"no heartbeat since {since}","claim_status":"observed","confidence":1,"evidence":[{"kind":"tool_result","path":"/run/agents/%d/heartbeat","detail":"heartbeat file not modified"}],"since":%d,"first_seen":%d},` +
 		`{"code":"artifact.missing","message":"required artifact out/report.md is missing","claim_status":"observed","confidence":1,"evidence":[{"kind":"artifact","path":"out/report.md"}],"first_seen":%d}]`
+	liveness := `[{"code":"run.health.liveness_unknown","message":"liveness could not be decided: no pid recorded yet","claim_status":"observed","confidence":1,"evidence":[{"kind":"tool_result","detail":"no pid recorded yet","fetched_at":%d}],"first_seen_at":%d}]`
 	arts := `[{"path":"out/report.md","required":true,"min_bytes":1,"kind":"report"},{"path":"out/patch.diff","required":false}]`
 	for i := 0; i < n; i++ {
 		health, reasons, since := "running", "[]", any(nil)
@@ -61,9 +68,16 @@ func memInsert(tb testing.TB, st *sqlite.Store, n int) {
 			metadata = fmt.Sprintf(`{"repo":"example/app","pr":%d,"model":"large"}`, i%5000)
 		}
 		host := memHosts[i%len(memHosts)]
+		pid, pidStart, ticks, hbFile, hbAt := any(10000+i), any(now-7000), any(123456+i), fmt.Sprintf("/run/agents/%d/heartbeat", i), any(now-float64(i%600))
+		if unknown {
+			seen := int(now) - 7000 + i%60
+			health, reasons, since = "unknown", fmt.Sprintf(liveness, seen, seen), now-7000
+			pid, pidStart, ticks, hbFile, hbAt = nil, nil, nil, "", nil
+			root, artifacts, metadata = "", "[]", "{}"
+		}
 		if _, err := ins.ExecContext(ctx, "session", fmt.Sprintf("sess-%08d", i), fmt.Sprintf("reviewer for PR %d", i%5000),
-			health, reasons, since, host, "6a1f4e2c-9b3d-4c5e-8f70-1a2b3c4d5e6f", 10000+i, now-7000, 123456+i,
-			fmt.Sprintf("/run/agents/%d/heartbeat", i), now-float64(i%600), root, artifacts, metadata,
+			health, reasons, since, host, "6a1f4e2c-9b3d-4c5e-8f70-1a2b3c4d5e6f", pid, pidStart, ticks,
+			hbFile, hbAt, root, artifacts, metadata,
 			now-7000, now-7000, now-7000, now-float64(i%3600)); err != nil {
 			tb.Fatal(err)
 		}
@@ -105,16 +119,25 @@ func heapInuse() uint64 {
 // holds per entity (HeapInuse after GC, with the view loaded, less
 // before it was made), then times a read of the queue's first page.
 // Run it with -benchtime=1x: the figure is the load's, not a loop's;
-// -memprofile shows what holds it.
+// -memprofile shows what holds it. The liveness_unknown case is the
+// bench's 10,000 sessions (memInsert's unknown): a finding on every one.
 func BenchmarkViewMemory(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
-		b.Run(fmt.Sprintf("entities=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n       int
+		unknown bool
+	}{{10_000, false}, {100_000, false}, {10_000, true}} {
+		n := c.n
+		name := fmt.Sprintf("entities=%d", n)
+		if c.unknown {
+			name += ",liveness_unknown"
+		}
+		b.Run(name, func(b *testing.B) {
 			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "watchdog.db"))
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			memInsert(b, st, n)
+			memInsert(b, st, n, c.unknown)
 			before := heapInuse()
 			v := New(st, func() time.Time { return testNow }, 0)
 			if err := v.Load(context.Background()); err != nil {
@@ -122,7 +145,7 @@ func BenchmarkViewMemory(b *testing.B) {
 			}
 			after := heapInuse()
 			if *viewHeap != "" {
-				writeHeapProfile(b, fmt.Sprintf("%s.%d", *viewHeap, n))
+				writeHeapProfile(b, fmt.Sprintf("%s.%s", *viewHeap, strings.TrimPrefix(name, "entities=")))
 			}
 			if v.Len() != n {
 				b.Fatalf("view holds %d entities, inserted %d", v.Len(), n)
@@ -130,7 +153,7 @@ func BenchmarkViewMemory(b *testing.B) {
 			perEntity := float64(int64(after)-int64(before)) / float64(n)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if q := v.Attention(attention.Query{}, testNow); q.Total == 0 {
+				if q := v.Attention(attention.Query{}, testNow); q.Total == 0 && !c.unknown { // a liveness_unknown is no item
 					b.Fatal("empty queue")
 				}
 			}
@@ -138,6 +161,66 @@ func BenchmarkViewMemory(b *testing.B) {
 			// After the loop: ResetTimer clears reported metrics.
 			b.ReportMetric(perEntity, "heap-B/entity")
 			runtime.KeepAlive(v)
+		})
+	}
+}
+
+// BenchmarkRecordCPU times what the compact record costs the view's apply
+// (interning and newRecord, as View.apply does them, for every entity of
+// memInsert's 10,000) and its readers (Get and Each, which rebuild each
+// entity and its state): per entity, with and without a finding on every
+// one. Compare two binaries side by side: the figures are the ratios.
+func BenchmarkRecordCPU(b *testing.B) {
+	for _, unknown := range []bool{false, true} {
+		ctx := context.Background()
+		st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "watchdog.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		const n = 10_000
+		memInsert(b, st, n, unknown)
+		v := New(st, func() time.Time { return testNow }, 0)
+		if err := v.Load(ctx); err != nil {
+			b.Fatal(err)
+		}
+		stored := make([]store.Entity, 0, n)
+		v.Each("", func(e *Entry) { stored = append(stored, e.Entity) })
+		name := "mixed"
+		if unknown {
+			name = "liveness_unknown"
+		}
+		b.Run("apply/"+name, func(b *testing.B) {
+			words := newInterner()
+			for i := 0; i < b.N; i++ {
+				for j := range stored {
+					e := stored[j]
+					e.Reasons = slices.Clone(e.Reasons)
+					words.entity(&e)
+					newRecord(&e, testNow, &words)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entity")
+		})
+		b.Run("get/"+name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				for j := range stored {
+					if _, ok := v.Get(stored[j].Type, stored[j].ID, testNow); !ok {
+						b.Fatal("not found")
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entity")
+		})
+		b.Run("each/"+name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				m := 0
+				v.Each("", func(*Entry) { m++ })
+				if m != n {
+					b.Fatalf("each saw %d", m)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entity")
 		})
 	}
 }

@@ -65,7 +65,7 @@ type record struct {
 	items []attention.Item
 	codes []codeRef
 	// The small fields last, together (no padding between them): the
-	// record is 320 bytes, a size class, where it was 384 (ADR-0052).
+	// record is 288 bytes, a size class, where it was 384 (ADR-0052).
 	//
 	// health and delivery are the entity's, sev and tone the state's
 	// severity and tone, as their places in state.Healths,
@@ -84,13 +84,15 @@ type record struct {
 // body is the rest of an entity the view keeps compact: its times as Unix
 // microseconds, its rare fields behind one pointer (nil for most).
 type body struct {
-	label      string
-	transition *state.StateReason
-	// reasons are the entity's findings, compact (reasonRec); rare keeps
-	// them whole instead when their times would not come back exactly.
+	// named holds the label and the heartbeat file, nil when the entity
+	// has neither (as the bench's sessions, and many a job).
+	named *named
+	// reasons are the entity's transition reason (first, when
+	// hasTransition) and its findings, compact (reasonRec); rare keeps the
+	// findings whole instead when their times would not come back exactly
+	// (the transition's then keep the entity whole).
 	reasons       []reasonRec
 	boot          string
-	heartbeatFile string
 	lastSeq       int64
 	revision      int64
 	pidStartTicks uint64
@@ -105,6 +107,17 @@ type body struct {
 	// noMetadata is a nil Metadata; any other is "{}" (the shared
 	// emptyMetadata) unless rare holds it.
 	noMetadata bool
+	// hasTransition: reasons[0] is the transition reason. findingsNil:
+	// the findings were nil, not an empty list (reasons alone cannot say
+	// so when it holds the transition).
+	hasTransition, findingsNil bool
+}
+
+// named is an entity's label and heartbeat file: 32 bytes for those that
+// have one, where both in the record made every record a size class
+// larger (ADR-0052).
+type named struct {
+	label, heartbeatFile string
 }
 
 // codeRef is a reason code the entity holds and the index's number of
@@ -237,8 +250,7 @@ func newRecord(e *store.Entity, at time.Time, words *interner) *record {
 // newBody is e's compact body.
 func newBody(e *store.Entity) body {
 	b := body{
-		label: e.Label, transition: e.TransitionReason, boot: e.BootID,
-		heartbeatFile: e.HeartbeatFile, lastSeq: e.LastSeq, revision: e.Revision, pid: int32(e.PID), pidStartTicks: e.PIDStartTicks,
+		boot: e.BootID, lastSeq: e.LastSeq, revision: e.Revision, pid: int32(e.PID), pidStartTicks: e.PIDStartTicks,
 		healthSince: microsOf(e.HealthSince), pidStart: microsOf(e.PIDStartTime), heartbeatAt: microsOf(e.HeartbeatAt),
 		startedAt: microsOf(e.StartedAt), endedAt: microsOf(e.EndedAt), lifecycleAt: microsOf(e.LifecycleAt),
 		createdAt: microsOf(e.CreatedAt), updAt: microsOf(e.UpdatedAt),
@@ -249,10 +261,30 @@ func newBody(e *store.Entity) body {
 		artifactsRoot: e.ArtifactsRoot, artifacts: e.Artifacts, lockFiles: e.LockFiles, parentType: e.ParentType, parentID: e.ParentID,
 		dependsOn: e.DependsOn, scheduleCron: e.ScheduleCron, exit: e.Exit,
 	}
-	if reasonsFit(e.Reasons) {
-		b.reasons = reasonsOf(e.Reasons)
-	} else {
+	if e.Label != "" || e.HeartbeatFile != "" {
+		b.named = &named{label: e.Label, heartbeatFile: e.HeartbeatFile}
+	}
+	findingsFit := reasonsFit(e.Reasons)
+	if !findingsFit {
 		rare.reasons, rare.wholeReasons = e.Reasons, true
+	}
+	if t := e.TransitionReason; t != nil {
+		// One slice for the transition and the findings: the transition's
+		// own pointer would cost every record 8 bytes.
+		b.hasTransition, b.findingsNil = true, e.Reasons == nil
+		n := 1
+		if findingsFit {
+			n += len(e.Reasons)
+		}
+		b.reasons = make([]reasonRec, 0, n)
+		b.reasons = append(b.reasons, reasonOf(t, e.ID))
+		if findingsFit {
+			for i := range e.Reasons {
+				b.reasons = append(b.reasons, reasonOf(&e.Reasons[i], e.ID))
+			}
+		}
+	} else if findingsFit {
+		b.reasons = reasonsOf(e.Reasons, e.ID)
 	}
 	switch {
 	case e.Metadata == nil:
@@ -261,7 +293,8 @@ func newBody(e *store.Entity) body {
 		rare.metadata = e.Metadata
 	}
 	if !(fits(e.HealthSince) && fits(e.PIDStartTime) && fits(e.HeartbeatAt) && fits(e.StartedAt) && fits(e.EndedAt) &&
-		fits(e.LifecycleAt) && fits(e.CreatedAt) && fits(e.UpdatedAt)) || int(b.pid) != e.PID {
+		fits(e.LifecycleAt) && fits(e.CreatedAt) && fits(e.UpdatedAt)) || int(b.pid) != e.PID ||
+		(e.TransitionReason != nil && !reasonsFit([]state.StateReason{*e.TransitionReason})) {
 		whole := *e
 		rare.whole = &whole
 	}
@@ -278,12 +311,19 @@ func (r *record) entity() store.Entity {
 		return *b.rare.whole
 	}
 	e := store.Entity{
-		Type: r.typ, ID: r.id, Label: b.label, Lifecycle: r.lifecycle, Terminal: r.terminal, LastSeq: b.lastSeq,
-		TransitionReason: b.transition, Health: r.healthOf(), Delivery: r.deliveryOf(), Reasons: stateReasons(b.reasons),
+		Type: r.typ, ID: r.id, Lifecycle: r.lifecycle, Terminal: r.terminal, LastSeq: b.lastSeq,
+		Health: r.healthOf(), Delivery: r.deliveryOf(), Reasons: stateReasons(b.findings(), r.id),
 		HealthSince: b.healthSince.time(), HostID: r.host, BootID: b.boot, PID: int(b.pid), PIDStartTime: b.pidStart.time(),
-		PIDStartTicks: b.pidStartTicks, HeartbeatFile: b.heartbeatFile, HeartbeatAt: b.heartbeatAt.time(),
+		PIDStartTicks: b.pidStartTicks, HeartbeatAt: b.heartbeatAt.time(),
 		StartedAt: b.startedAt.time(), EndedAt: b.endedAt.time(), LifecycleAt: b.lifecycleAt.time(),
 		CreatedAt: b.createdAt.time(), UpdatedAt: b.updAt.time(), Revision: b.revision,
+	}
+	if b.named != nil {
+		e.Label, e.HeartbeatFile = b.named.label, b.named.heartbeatFile
+	}
+	if b.hasTransition {
+		t := b.reasons[0].reason(r.id)
+		e.TransitionReason = &t
 	}
 	if !b.noMetadata {
 		// The one shared "{}", clipped: a reader's append copies.
@@ -303,6 +343,18 @@ func (r *record) entity() store.Entity {
 		}
 	}
 	return e
+}
+
+// findings are the entity's findings, compact (without the transition
+// reason): nil when they were nil, or when rare keeps them whole.
+func (b *body) findings() []reasonRec {
+	if !b.hasTransition {
+		return b.reasons
+	}
+	if b.findingsNil || (b.rare != nil && b.rare.wholeReasons) {
+		return nil
+	}
+	return b.reasons[1:]
 }
 
 // entry rebuilds the record's Entry, its state evaluated at now: what

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -58,6 +59,41 @@ func TestRecordRebuilds(t *testing.T) {
 			}
 		}, false},
 		{"no findings, an empty list", func(e *store.Entity) { e.Reasons = []state.StateReason{} }, false},
+		{"the bench's finding: fetched when first seen, no moment", func(e *store.Entity) {
+			e.Health, e.Reasons = state.HealthUnknown, []state.StateReason{{Code: "run.health.liveness_unknown",
+				Message: "liveness could not be decided: no pid recorded yet", ClaimStatus: "observed", Confidence: 1,
+				Evidence:  []state.EvidenceRef{{Kind: state.EvidenceToolResult, Detail: "no pid recorded yet", FetchedAt: unixtime.Of(at)}},
+				FirstSeen: unixtime.Of(at)}}
+		}, false},
+		{"times that equal and differ: since, first seen, fetched", func(e *store.Entity) {
+			one := func(since, first, fetched time.Time) state.StateReason {
+				return state.StateReason{Code: "run.health.stalled", Message: "m", Since: unixtime.Of(since), FirstSeen: unixtime.Of(first),
+					Evidence: []state.EvidenceRef{{Kind: "k", Detail: "d", FetchedAt: unixtime.Of(fetched)}}}
+			}
+			var zero time.Time
+			s, f, x := at, at.Add(time.Second), at.Add(2*time.Second)
+			e.Reasons = []state.StateReason{one(s, f, f), one(s, f, x), one(s, f, s), one(zero, f, x), one(s, zero, x), one(s, zero, s),
+				one(zero, zero, x), one(zero, zero, zero), one(s, s, s), one(s, s, zero), one(zero, f, zero), one(s, f, zero)}
+		}, false},
+		{"several pieces of evidence, each its own time, one with more", func(e *store.Entity) {
+			e.Reasons = []state.StateReason{{Code: "run.health.stale_lock", Message: "m", FirstSeen: unixtime.Of(at),
+				Evidence: []state.EvidenceRef{{Kind: "file", Path: "/a.lock", Detail: "held", FetchedAt: unixtime.Of(at)},
+					{Kind: "file", Detail: "held too"}, {Kind: "k", FetchedAt: unixtime.Of(at.Add(time.Second))}}}}
+		}, false},
+		{"one piece of evidence with more, and a moment", func(e *store.Entity) {
+			e.Reasons = []state.StateReason{{Code: "run.health.stalled", Message: "no heartbeat since 12:00", ClaimStatus: "observed",
+				Since: unixtime.Of(at), FirstSeen: unixtime.Of(at.Add(time.Minute)), Evidence: []state.EvidenceRef{{Kind: "tool_result",
+					Path: "/run/hb", Detail: "not modified", FetchedAt: unixtime.Of(at.Add(time.Minute)),
+					Times: []state.EvidenceTime{{Text: "12:00", At: unixtime.Of(at)}}}}}}
+		}, false},
+		{"reasons about itself and about other entities", func(e *store.Entity) {
+			e.Reasons = []state.StateReason{
+				{Code: "run.health.orphaned", EntityType: "session", EntityID: "s-1"},
+				{Code: "run.health.orphaned", EntityType: "workflow", EntityID: "w-9"},
+				{Code: "run.health.orphaned", EntityType: "session", EntityID: "s-10"},
+				{Code: "run.health.orphaned", EntityID: "s-1"},
+			}
+		}, false},
 		{"a finding's time in another zone: kept whole", func(e *store.Entity) {
 			e.Reasons = []state.StateReason{{Code: "run.health.stalled", FirstSeen: unixtime.Of(at.UTC())}}
 		}, true},
@@ -70,6 +106,28 @@ func TestRecordRebuilds(t *testing.T) {
 			e.Exit = &state.ExitStatus{Code: 1, At: at.Add(3 * time.Minute)}
 			e.DeadSince = at.Add(3 * time.Minute)
 		}, true},
+		{"a transition reason, findings nil", func(e *store.Entity) {
+			e.TransitionReason, e.Reasons = &state.StateReason{Code: "run.lifecycle.failed", Message: "exit 1", ClaimStatus: "reported",
+				EntityType: "session", EntityID: "s-1", Evidence: []state.EvidenceRef{}}, nil
+		}, false},
+		{"a transition reason, findings an empty list", func(e *store.Entity) {
+			e.TransitionReason, e.Reasons = &ended, []state.StateReason{}
+		}, false},
+		{"a transition reason about another entity, and findings", func(e *store.Entity) {
+			e.TransitionReason = &state.StateReason{Code: "run.lifecycle.cancelled", Message: "parent ended", EntityType: "workflow", EntityID: "w-1",
+				Since: unixtime.Of(at), Evidence: []state.EvidenceRef{{Kind: "k", FetchedAt: unixtime.Of(at)}, {Kind: "j", Path: "/x"}}}
+			e.Health, e.HealthSince, e.Reasons = state.HealthStalled, at.Add(time.Minute), []state.StateReason{stalled, {Code: "run.health.leftover_processes",
+				Evidence: []state.EvidenceRef{{Kind: "process", ID: "pid:7:9"}}}}
+		}, false},
+		{"a transition reason, findings whose times do not fit: kept whole", func(e *store.Entity) {
+			e.TransitionReason = &ended
+			e.Reasons = []state.StateReason{{Code: "run.health.stalled", FirstSeen: unixtime.Of(at.UTC())}}
+		}, true},
+		{"a transition reason whose time does not fit: kept whole", func(e *store.Entity) {
+			e.TransitionReason = &state.StateReason{Code: "run.lifecycle.failed", Since: unixtime.Of(testNow.Add(time.Nanosecond))}
+		}, true},
+		{"no label, no heartbeat file", func(e *store.Entity) { e.Label, e.HeartbeatFile = "", "" }, false},
+		{"a heartbeat file, no label", func(e *store.Entity) { e.Label = "" }, false},
 		{"every rare field", func(e *store.Entity) {
 			e.SupervisorPID, e.SupervisorStartTime, e.HeartbeatProgress = 1, at, "step 3"
 			e.Timeout, e.TimeoutElapsed = time.Hour, time.Minute
@@ -179,5 +237,79 @@ func TestHooksGetTheirOwnCopy(t *testing.T) {
 		if h := got[id]; h == nil || !reflect.DeepEqual(*h, want) {
 			t.Errorf("%s: the hook's copy differs from the store's: %+v", id, h)
 		}
+	}
+}
+
+// TestReasonShapes: the same finding of two entities shares one shape and
+// needs no tail (its times are its own), the same finding about each
+// entity itself too (its entity id is given back from the record's), and
+// a confidence comes back bit for bit (-0 and NaN, which == on a float
+// would merge or never match).
+func TestReasonShapes(t *testing.T) {
+	at := stored(testNow)
+	finding := func(id string, seen time.Time, confidence float64) state.StateReason {
+		return state.StateReason{Code: "run.health.liveness_unknown", Message: "liveness could not be decided", ClaimStatus: "observed",
+			Confidence: confidence, EntityType: "session", EntityID: id, FirstSeen: unixtime.Of(seen),
+			Evidence: []state.EvidenceRef{{Kind: "tool_result", Detail: "no pid recorded yet", FetchedAt: unixtime.Of(seen)}}}
+	}
+	a, b := finding("s-1", at, 1), finding("s-2", at.Add(time.Hour), 1)
+	ra, rb := reasonOf(&a, "s-1"), reasonOf(&b, "s-2")
+	if ra.shape != rb.shape {
+		t.Errorf("the same finding of two entities has two shapes: %+v, %+v", ra.shape.Value(), rb.shape.Value())
+	}
+	if ra.tail != nil || rb.tail != nil {
+		t.Errorf("the common finding has a tail: %+v, %+v", ra.tail, rb.tail)
+	}
+	if got := rb.reason("s-2"); !reflect.DeepEqual(got, b) {
+		t.Errorf("rebuilt %+v, want %+v", got, b)
+	}
+	if other := reasonOf(&a, "s-3"); other.shape == ra.shape || other.reason("s-3").EntityID != "s-1" {
+		t.Errorf("a reason about another entity shares the shape of one about itself, or lost its id")
+	}
+	for _, c := range []float64{math.Copysign(0, -1), math.NaN(), 0, 0.25} {
+		r := finding("s-1", at, c)
+		if got := reasonOf(&r, "s-1"); math.Float64bits(got.reason("s-1").Confidence) != math.Float64bits(c) {
+			t.Errorf("confidence %v came back %v", c, got.reason("s-1").Confidence)
+		}
+	}
+}
+
+// TestLeftoversCounted: the leftover finding's processes are counted from
+// its evidence however the record keeps it (one piece, several, the
+// findings whole), and never from the transition reason's.
+func TestLeftoversCounted(t *testing.T) {
+	running := "running"
+	pid := func(id string) state.EvidenceRef { return state.EvidenceRef{Kind: "process", ID: id, Detail: "alive"} }
+	leftover := func(ev ...state.EvidenceRef) state.StateReason {
+		return state.StateReason{Code: state.RunHealthLeftoverProcesses, Message: "left over", Evidence: ev}
+	}
+	words := newInterner()
+	for _, tt := range []struct {
+		name string
+		edit func(*store.Entity)
+		want int
+	}{
+		{"none", func(*store.Entity) {}, 0},
+		{"one piece", func(e *store.Entity) { e.Reasons = []state.StateReason{leftover(pid("pid:1:2"))} }, 1},
+		{"several pieces, one not a process", func(e *store.Entity) {
+			e.Reasons = []state.StateReason{leftover(pid("pid:1:2"), pid("pid:3:4"), pid("other"))}
+		}, 2},
+		{"the transition's evidence is not counted", func(e *store.Entity) {
+			tr := leftover(pid("pid:5:6"))
+			e.TransitionReason, e.Reasons = &tr, []state.StateReason{leftover(pid("pid:1:2"))}
+		}, 1},
+		{"the findings whole", func(e *store.Entity) {
+			r := leftover(pid("pid:1:2"), pid("pid:3:4"))
+			r.FirstSeen = unixtime.Of(testNow.UTC())
+			e.Reasons = []state.StateReason{r}
+		}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := store.Entity{Type: "session", ID: "s-1", Lifecycle: &running, Health: state.HealthRunning}
+			tt.edit(&e)
+			if got := newRecord(&e, testNow, &words).leftovers(); got != tt.want {
+				t.Errorf("leftovers %d, want %d", got, tt.want)
+			}
+		})
 	}
 }
