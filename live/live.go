@@ -58,6 +58,7 @@ import (
 
 	"watchdog/attention"
 	"watchdog/internal/deadline"
+	"watchdog/internal/entmap"
 	"watchdog/internal/unixtime"
 	"watchdog/state"
 	"watchdog/store"
@@ -247,8 +248,12 @@ type View struct {
 	mu sync.RWMutex
 	// sel is the hosts whose entities the view holds now (read under mu,
 	// written under both locks).
-	sel        store.Hosts
-	entries    map[key]*record
+	sel store.Hosts
+	// entries are the records it holds, keyed by the id alone (entmap).
+	entries entmap.Map[record]
+	// ids packs the ids of the entities it holds (ids.go); the feed's
+	// apply alone uses it.
+	ids        idArena
 	idx        index
 	groups     map[Group]int
 	dismissals map[string]store.Dismissal
@@ -283,7 +288,7 @@ func New(src Source, now func() time.Time, window time.Duration) *View {
 	if now == nil {
 		now = time.Now
 	}
-	v := &View{src: src, now: now, entries: map[key]*record{}, words: newInterner(), idx: newIndex(), groups: map[Group]int{},
+	v := &View{src: src, now: now, entries: entmap.New(func(r *record) string { return r.typ }), words: newInterner(), idx: newIndex(), groups: map[Group]int{},
 		sel: store.AllHosts(), kick: make(chan struct{}, 1), gone: gone{seed: maphash.MakeSeed()}}
 	v.SetFailureWindow(window)
 	return v
@@ -504,11 +509,11 @@ func (v *View) reselect(ctx context.Context, sel store.Hosts) error {
 	if drop := old.Minus(sel); !drop.None() {
 		var ed edit
 		v.mu.Lock()
-		for k, r := range v.entries {
+		for r := range v.entries.All() {
 			if sel.Has(r.host) {
 				continue
 			}
-			delete(v.entries, k)
+			v.entries.Delete(r.typ, r.id)
 			g := groupOf(r)
 			if v.groups[g]--; v.groups[g] == 0 {
 				delete(v.groups, g)
@@ -555,6 +560,7 @@ func (v *View) apply(b store.Batch, hooks bool) {
 	v.hookMu.Lock()
 	onChange, onTransitions := v.onChange, v.onTransitions
 	v.hookMu.Unlock()
+	v.canonIDs(b.Entities)
 	for i := range b.Entities {
 		// Deriving outside the lock keeps readers answering during a
 		// large Load. Interning needs no lock: one Sync at a time.
@@ -571,7 +577,7 @@ func (v *View) apply(b store.Batch, hooks bool) {
 	cut := attention.Since(at, v.window)
 	for i, n := range fresh {
 		k := key{n.typ, n.id}
-		old := v.entries[k]
+		old := v.entries.Get(k.typ, k.id)
 		_, again := replaced[k]
 		if old != nil {
 			v.ungroup(groupOf(old))
@@ -588,14 +594,14 @@ func (v *View) apply(b store.Batch, hooks bool) {
 			// ended entity): counted, never held. A change that leaves it
 			// aged out is no change of what the view holds: the hooks
 			// hear it only if the view held it before.
-			delete(v.entries, k)
+			v.entries.Delete(k.typ, k.id)
 			v.gone.put(k, groupOf(n))
 			replaced[k] = nil
 			if old == nil {
 				continue
 			}
 		} else {
-			v.entries[k] = n
+			v.entries.Put(k.typ, k.id, n)
 			replaced[k] = n
 		}
 		changes = append(changes, change{old, n, &b.Entities[i]})
@@ -686,9 +692,9 @@ func (v *View) RunOn(ctx context.Context, wake <-chan struct{}, every time.Durat
 // Get returns an entity's entry, its state stamped evaluated at now.
 func (v *View) Get(typ, id string, now time.Time) (Entry, bool) {
 	v.mu.RLock()
-	r, ok := v.entries[key{typ, id}]
+	r := v.entries.Get(typ, id)
 	v.mu.RUnlock()
-	if !ok {
+	if r == nil {
 		return Entry{}, false
 	}
 	// Records are never changed in place: rebuilt after the lock as it
@@ -701,9 +707,9 @@ func (v *View) Get(typ, id string, now time.Time) (Entry, bool) {
 // daemon's monitor, for a reaper step), at the cost of a copy.
 func (v *View) Entity(typ, id string) (store.Entity, bool) {
 	v.mu.RLock()
-	r, ok := v.entries[key{typ, id}]
+	r := v.entries.Get(typ, id)
 	v.mu.RUnlock()
-	if !ok {
+	if r == nil {
 		return store.Entity{}, false
 	}
 	return r.entity(), true
@@ -720,8 +726,8 @@ func (v *View) Each(typ string, fn func(*Entry)) {
 	var e Entry
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	for k, r := range v.entries {
-		if typ == "" || k.typ == typ {
+	for r := range v.entries.All() {
+		if typ == "" || r.typ == typ {
 			e = r.entry(now)
 			fn(&e)
 		}
@@ -732,7 +738,7 @@ func (v *View) Each(typ string, fn func(*Entry)) {
 func (v *View) Len() int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return len(v.entries)
+	return v.entries.Len()
 }
 
 // Attention builds the attention queue at now from the view's items and
@@ -827,8 +833,8 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 func (v *View) EntityItems(typ, id string, now time.Time) []attention.Item {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	e, ok := v.entries[key{typ, id}]
-	if !ok || len(e.items) == 0 || e.agedOut(attention.Since(now, v.window)) {
+	e := v.entries.Get(typ, id)
+	if e == nil || len(e.items) == 0 || e.agedOut(attention.Since(now, v.window)) {
 		return nil
 	}
 	out := make([]attention.Item, 0, len(e.items))

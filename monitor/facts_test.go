@@ -180,8 +180,9 @@ func TestKeyIsTheEntitysOwn(t *testing.T) {
 	if h.m.ents.len() != 1 {
 		t.Fatalf("%d tracked, want 1", h.m.ents.len())
 	}
-	for k, tr := range h.m.ents.byID {
-		for _, s := range []string{k, tr.f.id} {
+	// (That the map's key is the newest string too is entmap's test.)
+	for tr := range h.m.ents.all() {
+		for _, s := range []string{tr.f.id} {
 			if unsafe.StringData(s) != unsafe.StringData(next.ID) {
 				t.Errorf("id %q kept in an older copy, not the one last handed in", s)
 			}

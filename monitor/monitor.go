@@ -560,7 +560,7 @@ func (m *Monitor) drop(k key) {
 	m.unwatch(tr)
 	m.forgetTree(tr)
 	m.h.schedule(tr, time.Time{})
-	m.ents.del(k, tr)
+	m.ents.del(k)
 }
 
 func (m *Monitor) forgetAll() {
