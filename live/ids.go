@@ -17,16 +17,18 @@ import (
 // rest back. So the view keeps one copy of each id: the record's own
 // while the entity stays (the next version takes it over), and a new
 // entity's copied into a chunk of ids laid end to end (idChunk bytes,
-// about a hundred ids).
+// about a thousand ids).
 //
-// A chunk is freed when no id in it is referenced any more; an id that
-// stays keeps its chunk, at most idChunk bytes, as a live block kept its
-// 8 KB span before.
+// A chunk is one page of its own (8 KB, the runtime's size class for it):
+// smaller chunks (512 bytes were tried) share their spans with the
+// burst's other garbage of their size, as the blocks did. A chunk is
+// freed when no id in it is referenced any more; an id that stays keeps
+// its chunk, 8 KB at most, as a live block kept its span before.
 
 // idChunk is the size of a chunk of ids; idMax the longest id packed
 // (a longer one is copied on its own: it shares no small block).
 const (
-	idChunk = 512
+	idChunk = 8192
 	idMax   = 64
 )
 
