@@ -46,14 +46,8 @@ type tracked struct {
 	// watchedPID (with mode, below): what is watched for it now. The
 	// pids are 32 bits, as f.pid (pid32).
 	watchedPID int32
-	// diedPID is the pid whose death the watch reported: never watched
-	// again (its pid may already be another process's).
-	diedPID int32
-	// exitPID is the pid whose exit status was recorded (the connector's
-	// or the pidfd's, whichever came first): never recorded twice.
-	exitPID int32
-	index   int32 // in the heap; -1 when not in it
-	mode    mode
+	index      int32 // in the heap; -1 when not in it
+	mode       mode
 	// rewatch: polled for want of a file descriptor (the watcher's cap,
 	// EMFILE, an identity check that could not open /proc), so each poll
 	// offers it to the watcher again: a slot freed by a death goes to a

@@ -80,6 +80,13 @@ type rare struct {
 	// activity and the fire time whose deadline already fired.
 	// Stamps: compared, never computed with.
 	enforcedFor, phantomFor, scheduleFor stamp
+	// diedPID is the pid whose death the watch reported: never watched
+	// again (its pid may already be another process's). exitPID is the
+	// pid whose exit status was recorded (the connector's or the
+	// pidfd's, whichever came first): never recorded twice. Both are set
+	// at a death, late in an entity's life, so they are here rather than
+	// in every tracked entity.
+	diedPID, exitPID int32
 }
 
 // none is what a tracked entity without rare reads: every field empty.

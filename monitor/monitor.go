@@ -415,7 +415,7 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 		// A heartbeat posted to an idle or stalled entity: judge it now,
 		// not at its next threshold.
 		tr.checkAt = stampOf(now)
-	} else if otherProcess(&tr.f, e) || (e.LastSeq != tr.f.lastSeq && tr.diedPID != 0 && e.DeadSince.IsZero()) {
+	} else if otherProcess(&tr.f, e) || (e.LastSeq != tr.f.lastSeq && tr.r().diedPID != 0 && e.DeadSince.IsZero()) {
 		// Another process, or a lifecycle write over a death not yet
 		// recorded: judge it now. A check made on the copy from before a
 		// transition is refused by the store (an observation is written
@@ -464,7 +464,7 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 	if root := tr.r().treeRoot; root.PID != 0 && root != rootOf(&tr.f) {
 		m.forgetTree(tr) // another process now: its predecessor's tree is not its own
 	}
-	if !wantsWatch(e) || pid32(e.PID) == tr.diedPID {
+	if !wantsWatch(e) || pid32(e.PID) == tr.r().diedPID {
 		m.unwatch(tr)
 		return
 	}
@@ -582,11 +582,11 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 	if tr == nil || tr.f.pid != pid32(d.PID) {
 		return // forgotten, or re-registered to another process meanwhile
 	}
-	if d.Exit.Known && tr.exitPID != pid32(d.PID) {
+	if d.Exit.Known && tr.r().exitPID != pid32(d.PID) {
 		// The first source to say wins: the connector's exit event (at
 		// the exit, reaped or not) or the pidfd's PIDFD_INFO_EXIT (once
 		// reaped); the second says the same and is not recorded again.
-		tr.exitPID = pid32(d.PID)
+		tr.w().exitPID = pid32(d.PID)
 		x := state.ExitStatus{Code: d.Exit.Code, Signal: int(d.Exit.Signal), At: d.At}
 		if d.Exit.Signal != 0 {
 			x.Code = 0
@@ -601,7 +601,7 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 	// The watch is over on the monitor's side. Not Forget: pidwatch ends
 	// it itself after the last Death, and a second Death with the exit
 	// status may still come (pidwatch.ExitWait).
-	tr.diedPID = pid32(d.PID)
+	tr.w().diedPID = pid32(d.PID)
 	if tr.mode == byPidfd {
 		m.setMode(tr, unwatched)
 		tr.watchedPID = 0
@@ -670,7 +670,7 @@ func (m *Monitor) treeExit(ctx context.Context, x proctree.Exit) {
 	if tr == nil || x.PID != x.Root.PID || tr.f.pid != pid32(x.PID) {
 		return // a root forgotten since, or a descendant's exit
 	}
-	if tr.diedPID == pid32(x.PID) && tr.exitPID == pid32(x.PID) {
+	if r := tr.r(); r.diedPID == pid32(x.PID) && r.exitPID == pid32(x.PID) {
 		return // the pidfd said it all already
 	}
 	m.death(ctx, tr, pidwatch.Death{Key: tr.name(), PID: x.PID, At: x.At, Exit: pidwatch.Exit{Known: true, Code: x.Code, Signal: x.Signal}})
