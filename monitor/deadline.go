@@ -41,7 +41,7 @@ type tracked struct {
 	at stamp
 
 	// The small fields last, together (no padding between them): the
-	// struct is 176 bytes, a size class, where it was 288 (ADR-0052).
+	// struct is 152 bytes (the 160 class), where it was 176 (ADR-0052).
 	//
 	// watchedPID (with mode, below): what is watched for it now. The
 	// pids are 32 bits, as f.pid (pid32).

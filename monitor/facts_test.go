@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unique"
 	"unsafe"
 
 	"watchdog/state"
@@ -16,8 +17,8 @@ import (
 // costs every open entity a class (16 bytes here; ADR-0052). What few
 // entities have is behind tracked.rare.
 func TestTrackedSize(t *testing.T) {
-	if got := unsafe.Sizeof(tracked{}); got > 176 {
-		t.Errorf("tracked is %d bytes, past the 176 size class", got)
+	if got := unsafe.Sizeof(tracked{}); got > 160 {
+		t.Errorf("tracked is %d bytes, past the 160 size class", got)
 	}
 }
 
@@ -137,14 +138,25 @@ func TestFactsGiveBack(t *testing.T) {
 		})
 	}
 
-	// One boot id, one copy: two entities' facts share it.
+	// One type and boot id, one copy: two entities' facts share it,
+	// and one of another boot or type does not read theirs.
 	a, b := full(), full()
 	b.BootID = string([]byte("b1")) // a copy of its own, as another decode's
+	b.Type = string([]byte("schedule"))
 	var ta, tb tracked
 	ta.setFacts(&a, "h1")
 	tb.setFacts(&b, "h1")
-	if ta.f.boot != tb.f.boot || unsafe.StringData(ta.entity("h1").BootID) != unsafe.StringData(tb.entity("h1").BootID) {
-		t.Errorf("two entities of one boot keep two copies of its id")
+	if ta.f.tb != tb.f.tb || unsafe.StringData(ta.entity("h1").BootID) != unsafe.StringData(tb.entity("h1").BootID) ||
+		unsafe.StringData(ta.entity("h1").Type) != unsafe.StringData(tb.entity("h1").Type) {
+		t.Errorf("two entities of one type and boot keep two copies of them")
+	}
+	for _, c := range []struct{ typ, boot string }{{"schedule", "b2"}, {"session", "b1"}, {"", "b1"}, {"schedule", ""}, {"", ""}} {
+		e := full()
+		e.Type, e.BootID = c.typ, c.boot
+		tb.setFacts(&e, "h1")
+		if got := tb.entity("h1"); got.Type != c.typ || got.BootID != c.boot {
+			t.Errorf("handed in %q %q after %q %q, given back %q %q", c.typ, c.boot, a.Type, a.BootID, got.Type, got.BootID)
+		}
 	}
 }
 
@@ -163,10 +175,10 @@ func factsPart(e *store.Entity) store.Entity {
 		StartedAt: e.StartedAt, LifecycleAt: e.LifecycleAt, CreatedAt: e.CreatedAt, Exit: e.Exit}
 }
 
-// TestKeyIsTheEntitysOwn: the monitor's map is keyed by the strings
-// handed in, no key string of its own, and a change in strings of its
-// own (the view's next record) moves the key and the facts to them, so
-// no older copy of the id is kept beside the view's.
+// TestKeyIsTheEntitysOwn: the monitor's map is keyed by the id handed
+// in, no key string of its own, and a change in strings of its own (the
+// view's next record) moves the key and the facts to its id, so no older
+// copy of the id is kept beside the view's.
 func TestKeyIsTheEntitysOwn(t *testing.T) {
 	h := newHarness(t, Settings{})
 	first := session(string([]byte("s-1")), 0)
@@ -187,10 +199,10 @@ func TestKeyIsTheEntitysOwn(t *testing.T) {
 				t.Errorf("id %q kept in an older copy, not the one last handed in", s)
 			}
 		}
-		for _, s := range []string{tr.f.typ} {
-			if unsafe.StringData(s) != unsafe.StringData(next.Type) {
-				t.Errorf("type %q kept in an older copy, not the one last handed in", s)
-			}
+		// The type is no string of the entity's: the one copy the
+		// type's entities share (typeBootOf, TestFactsGiveBack).
+		if s := tr.f.typ(); s != next.Type {
+			t.Errorf("type %q, want %q", s, next.Type)
 		}
 	}
 }
@@ -200,7 +212,7 @@ func TestKeyIsTheEntitysOwn(t *testing.T) {
 func TestByName(t *testing.T) {
 	m := New(Options{Reaper: &recorder{}})
 	for _, k := range []key{{"session", "s"}, {"a/b", "c"}, {"job", ""}} {
-		m.ents.put(k, &tracked{f: facts{typ: k.typ, id: k.id}})
+		m.ents.put(k, &tracked{f: facts{tb: typeBootOf(unique.Handle[typeBoot]{}, k.typ, ""), id: k.id}})
 	}
 	for _, tc := range []struct {
 		name string

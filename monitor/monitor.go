@@ -213,10 +213,10 @@ func Key(typ, id string) string { return typ + "/" + id }
 type key struct{ typ, id string }
 
 // key is tr's key in the monitor's map.
-func (tr *tracked) key() key { return key{tr.f.typ, tr.f.id} }
+func (tr *tracked) key() key { return key{tr.f.typ(), tr.f.id} }
 
 // name is tr's watch key (Key), for a watch and a log line.
-func (tr *tracked) name() string { return Key(tr.f.typ, tr.f.id) }
+func (tr *tracked) name() string { return Key(tr.f.typ(), tr.f.id) }
 
 // byName is the tracked entity whose watch key (Key) is name: a death's
 // (pidwatch.Death.Key). An id holds no "/" (transitions' id shape), but
@@ -427,10 +427,11 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 		// durable write beside the transition's own.
 		tr.checkAt = stampOf(now)
 	}
-	if !fresh && (unsafe.StringData(tr.f.id) != unsafe.StringData(e.ID) || unsafe.StringData(tr.f.typ) != unsafe.StringData(e.Type)) {
-		// The same key in strings of its own (the view's, whose record
-		// this change replaced): kept under them, as the facts are below,
-		// so the monitor keeps no older copy of the id beside the view's.
+	if !fresh && unsafe.StringData(tr.f.id) != unsafe.StringData(e.ID) {
+		// The same key in an id string of its own (the view's, whose
+		// record this change replaced): kept under it, as the facts are
+		// below, so the monitor keeps no older copy of the id beside the
+		// view's. (The type is the facts' one shared copy, typeBootOf.)
 		m.ents.put(k, tr)
 	}
 	if fresh || tr.r().heartbeatFile != e.HeartbeatFile {
@@ -592,7 +593,7 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 			x.Code = 0
 		}
 		if m.opt.Exits != nil {
-			if _, err := m.opt.Exits.RecordExit(ctx, tr.f.typ, tr.f.id, d.PID, x); err != nil {
+			if _, err := m.opt.Exits.RecordExit(ctx, tr.f.typ(), tr.f.id, d.PID, x); err != nil {
 				m.warn("cannot record exit status", tr, err)
 			}
 		}
@@ -832,7 +833,7 @@ func (m *Monitor) step(ctx context.Context, tr *tracked, f func(context.Context,
 		e = *tr.rare.whole
 	case m.opt.Entity != nil:
 		var ok bool
-		if e, ok = m.opt.Entity(tr.f.typ, tr.f.id); !ok {
+		if e, ok = m.opt.Entity(tr.f.typ(), tr.f.id); !ok {
 			return false, nil
 		}
 	default:
