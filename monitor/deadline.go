@@ -41,7 +41,7 @@ type tracked struct {
 	at stamp
 
 	// The small fields last, together (no padding between them): the
-	// struct is 152 bytes (the 160 class), where it was 176 (ADR-0052).
+	// struct is 144 bytes, a size class, where it was 176 (ADR-0052).
 	//
 	// watchedPID (with mode, below): what is watched for it now. The
 	// pids are 32 bits, as f.pid (pid32).
@@ -54,7 +54,7 @@ type tracked struct {
 	// polled process within a poll interval.
 	rewatch bool
 	// localExit and localDead: the monitor's own news of a death (its
-	// exit status, its dead_since, in f) not yet back from the store: laid
+	// exit status, its dead_since, in rare) not yet back from the store: laid
 	// over the entity a reaper step gets, until the next Update.
 	localExit, localDead bool
 }

@@ -16,7 +16,7 @@ import (
 // step). A reaper step wants the entity whole: the monitor reads it then
 // (Options.Entity, the live view), so the daemon holds each entity once,
 // compact, in the view. Times are Unix nanoseconds (stamp). What most
-// entities lack (a heartbeat file, a schedule, an exit, a host id of
+// entities lack (a heartbeat file, a schedule, an exit, a dead_since, a host id of
 // another host) is in the tracked entity's rare, nil for most; the
 // facts with it give the entity back (tracked.entity).
 type facts struct {
@@ -34,7 +34,7 @@ type facts struct {
 	lastSeq       int64
 	pidStartTicks uint64
 
-	pidStart, deadSince, heartbeatAt, startedAt, lifecycleAt, createdAt stamp
+	pidStart, heartbeatAt, startedAt, lifecycleAt, createdAt stamp
 
 	// The small fields last, together (no padding between them).
 	//
@@ -52,10 +52,11 @@ type facts struct {
 
 // rare is what few tracked entities have, behind one pointer (nil when
 // all of it is empty): the facts most entities lack, and what the
-// monitor learns near the end of an entity's life (a death's pids, the
-// deadlines that have fired). With them out of it, tracked is 152 bytes
-// (the 160 class; TestTrackedSize); rare is 128 (a size class), paid
-// only by the entities that have one.
+// monitor learns near the end of an entity's life (dead_since, a
+// death's pids, the deadlines that have fired). With them out of it,
+// tracked is 144 bytes, a size class, where it was 176
+// (TestTrackedSize); rare is 136 (the 144 class), paid only by the
+// entities that have one.
 type rare struct {
 	// Of the entity as last handed in (facts).
 	//
@@ -65,6 +66,9 @@ type rare struct {
 	heartbeatFile, scheduleCron string
 	exit                        *state.ExitStatus
 	scheduleLastFired           stamp
+	// deadSince is the entity's dead_since, or the monitor's own news of
+	// it (tracked.localDead): set late in an entity's life.
+	deadSince stamp
 
 	// The monitor's own.
 	//
@@ -234,19 +238,19 @@ func (tr *tracked) setFacts(e *store.Entity, host string) {
 		tb: typeBootOf(tr.f.tb, e.Type, e.BootID), id: e.ID, lifecycle: e.Lifecycle, health: placeOf(e.Health),
 		hostLocal: host != "" && e.HostID == host, lastSeq: e.LastSeq,
 		pid: pid32(e.PID), pidStartTicks: e.PIDStartTicks,
-		pidStart: stampOf(e.PIDStartTime), deadSince: stampOf(e.DeadSince), heartbeatAt: stampOf(e.HeartbeatAt),
+		pidStart: stampOf(e.PIDStartTime), heartbeatAt: stampOf(e.HeartbeatAt),
 		startedAt: stampOf(e.StartedAt), lifecycleAt: stampOf(e.LifecycleAt), createdAt: stampOf(e.CreatedAt), terminal: e.Terminal,
 	}
 	other := ""
 	if !tr.f.hostLocal {
 		other = e.HostID
 	}
-	if tr.rare == nil && other == "" && e.HeartbeatFile == "" && e.ScheduleCron == "" && e.Exit == nil && e.ScheduleLastFiredAt.IsZero() {
+	if tr.rare == nil && other == "" && e.HeartbeatFile == "" && e.ScheduleCron == "" && e.Exit == nil && e.ScheduleLastFiredAt.IsZero() && e.DeadSince.IsZero() {
 		return // most entities: nothing rare to keep
 	}
 	r := tr.w()
 	r.hostID, r.heartbeatFile, r.scheduleCron, r.exit = other, e.HeartbeatFile, e.ScheduleCron, e.Exit
-	r.scheduleLastFired = stampOf(e.ScheduleLastFiredAt)
+	r.scheduleLastFired, r.deadSince = stampOf(e.ScheduleLastFiredAt), stampOf(e.DeadSince)
 	tr.tidy()
 }
 
@@ -261,7 +265,7 @@ func (tr *tracked) entity(host string) store.Entity {
 	}
 	return store.Entity{
 		Type: f.typ(), ID: f.id, Lifecycle: f.lifecycle, Terminal: f.terminal, LastSeq: f.lastSeq, Health: f.healthOf(),
-		DeadSince: f.deadSince.time(), HostID: hostID, BootID: f.bootID(), PID: int(f.pid), PIDStartTime: f.pidStart.time(),
+		DeadSince: r.deadSince.time(), HostID: hostID, BootID: f.bootID(), PID: int(f.pid), PIDStartTime: f.pidStart.time(),
 		PIDStartTicks: f.pidStartTicks, HeartbeatFile: r.heartbeatFile, HeartbeatAt: f.heartbeatAt.time(),
 		ScheduleCron: r.scheduleCron, ScheduleLastFiredAt: r.scheduleLastFired.time(), StartedAt: f.startedAt.time(),
 		LifecycleAt: f.lifecycleAt.time(), CreatedAt: f.createdAt.time(), Exit: r.exit,

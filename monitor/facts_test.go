@@ -17,8 +17,8 @@ import (
 // costs every open entity a class (16 bytes here; ADR-0052). What few
 // entities have is behind tracked.rare.
 func TestTrackedSize(t *testing.T) {
-	if got := unsafe.Sizeof(tracked{}); got > 160 {
-		t.Errorf("tracked is %d bytes, past the 160 size class", got)
+	if got := unsafe.Sizeof(tracked{}); got > 144 {
+		t.Errorf("tracked is %d bytes, past the 144 size class", got)
 	}
 }
 
@@ -69,6 +69,11 @@ func TestFactsGiveBack(t *testing.T) {
 			ScheduleCron: "0 3 * * *", ScheduleLastFiredAt: t0.Add(3 * time.Minute), StartedAt: t0.Add(4 * time.Minute),
 			LifecycleAt: t0.Add(5 * time.Minute), CreatedAt: t0.Add(-time.Hour), Exit: &state.ExitStatus{Code: 3, At: t0}}
 	}
+	// plain drops from e whatever rare keeps of an entity (the host id
+	// aside: that is rare only for a monitor with none of its own).
+	plain := func(e *store.Entity) {
+		e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit, e.DeadSince = "", "", time.Time{}, nil, time.Time{}
+	}
 	for _, tc := range []struct {
 		name     string
 		host     string // the monitor's
@@ -77,30 +82,19 @@ func TestFactsGiveBack(t *testing.T) {
 	}{
 		{"every field set", "h1", func(*store.Entity) {}, true},
 		{"every field empty", "h1", func(e *store.Entity) { *e = store.Entity{} }, false},
-		{"as the bench registers: nothing rare", "h1", func(e *store.Entity) {
-			e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit = "", "", time.Time{}, nil
-		}, false},
-		{"no host id", "h1", func(e *store.Entity) {
-			e.HostID, e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit = "", "", "", time.Time{}, nil
-		}, false},
-		{"no host id, a monitor with none", "", func(e *store.Entity) {
-			e.HostID, e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit = "", "", "", time.Time{}, nil
-		}, false},
-		{"another host's, a monitor with none", "", func(e *store.Entity) {
-			e.HostID, e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit = "h9", "", "", time.Time{}, nil
-		}, true},
+		{"as the bench registers: nothing rare", "h1", plain, false},
+		{"no host id", "h1", func(e *store.Entity) { plain(e); e.HostID = "" }, false},
+		{"no host id, a monitor with none", "", func(e *store.Entity) { plain(e); e.HostID = "" }, false},
+		{"another host's, a monitor with none", "", func(e *store.Entity) { plain(e); e.HostID = "h9" }, true},
 		{"no boot id", "h1", func(e *store.Entity) { e.BootID = "" }, true},
-		{"a heartbeat file alone", "h1", func(e *store.Entity) {
-			e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit = "", time.Time{}, nil
-		}, true},
-		{"a schedule alone", "h1", func(e *store.Entity) { e.HeartbeatFile, e.Exit = "", nil }, true},
-		{"a last fire alone", "h1", func(e *store.Entity) { e.HeartbeatFile, e.ScheduleCron, e.Exit = "", "", nil }, true},
-		{"an exit alone", "h1", func(e *store.Entity) {
-			e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt = "", "", time.Time{}
-		}, true},
-		{"an empty exit", "h1", func(e *store.Entity) {
-			e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit = "", "", time.Time{}, &state.ExitStatus{}
-		}, true},
+		{"no type", "h1", func(e *store.Entity) { plain(e); e.Type = "" }, false},
+		{"no type, no boot id", "h1", func(e *store.Entity) { plain(e); e.Type, e.BootID = "", "" }, false},
+		{"a heartbeat file alone", "h1", func(e *store.Entity) { f := e.HeartbeatFile; plain(e); e.HeartbeatFile = f }, true},
+		{"a schedule alone", "h1", func(e *store.Entity) { c := e.ScheduleCron; plain(e); e.ScheduleCron = c }, true},
+		{"a last fire alone", "h1", func(e *store.Entity) { l := e.ScheduleLastFiredAt; plain(e); e.ScheduleLastFiredAt = l }, true},
+		{"an exit alone", "h1", func(e *store.Entity) { x := e.Exit; plain(e); e.Exit = x }, true},
+		{"an empty exit", "h1", func(e *store.Entity) { plain(e); e.Exit = &state.ExitStatus{} }, true},
+		{"a dead_since alone", "h1", func(e *store.Entity) { d := e.DeadSince; plain(e); e.DeadSince = d }, true},
 		{"no lifecycle", "h1", func(e *store.Entity) { e.Lifecycle = nil }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,22 +112,37 @@ func TestFactsGiveBack(t *testing.T) {
 				t.Errorf("rare %+v, want one: %v", tr.rare, tc.wantRare)
 			}
 			// The next change without anything rare drops it; the
-			// monitor's own (a fired deadline) keeps it.
-			plain := full()
-			plain.HeartbeatFile, plain.ScheduleCron, plain.ScheduleLastFiredAt, plain.Exit = "", "", time.Time{}, nil
-			plain.HostID = tc.host
-			tr.setFacts(&plain, tc.host)
+			// monitor's own (a fired deadline, a death's pids) keeps it,
+			// and the entity given back is still the one handed in.
+			p := full()
+			plain(&p)
+			p.HostID = tc.host
+			tr.setFacts(&p, tc.host)
 			if tr.rare != nil {
 				t.Errorf("rare %+v kept with nothing rare left", tr.rare)
 			}
-			if got, want := tr.entity(tc.host), factsPart(&plain); !reflect.DeepEqual(got, want) {
+			if got, want := tr.entity(tc.host), factsPart(&p); !reflect.DeepEqual(got, want) {
 				t.Errorf("after a plain change, given back\n%+v\nwant\n%+v", got, want)
 			}
-			tr.w().enforcedFor = stampOf(t0)
-			tr.setFacts(&e, tc.host)
-			tr.setFacts(&plain, tc.host)
-			if tr.rare == nil || tr.rare.enforcedFor != stampOf(t0) {
-				t.Errorf("rare %+v: the fired deadline lost", tr.rare)
+			for _, own := range []struct {
+				name string
+				set  func(*rare)
+			}{
+				{"a fired deadline", func(r *rare) { r.enforcedFor = stampOf(t0) }},
+				{"a died pid", func(r *rare) { r.diedPID = 42 }},
+				{"an exit's pid", func(r *rare) { r.exitPID = 42 }},
+			} {
+				tr.rare = nil
+				own.set(tr.w())
+				want := *tr.rare
+				tr.setFacts(&e, tc.host)
+				tr.setFacts(&p, tc.host)
+				if tr.rare == nil || *tr.rare != want {
+					t.Errorf("rare %+v: %s lost", tr.rare, own.name)
+				}
+				if got, want := tr.entity(tc.host), factsPart(&p); !reflect.DeepEqual(got, want) {
+					t.Errorf("with %s, given back\n%+v\nwant\n%+v", own.name, got, want)
+				}
 			}
 		})
 	}

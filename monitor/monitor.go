@@ -617,10 +617,10 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 		done()
 	}
 	m.check(ctx, tr)
-	if tr.f.deadSince == 0 {
+	if tr.r().deadSince == 0 {
 		// What the check just recorded, until the change comes back
 		// through Update with the stored value.
-		tr.f.deadSince, tr.localDead = stampOf(d.At), true
+		tr.w().deadSince, tr.localDead = stampOf(d.At), true
 	}
 	m.reschedule(tr)
 }
@@ -844,7 +844,7 @@ func (m *Monitor) step(ctx context.Context, tr *tracked, f func(context.Context,
 			e.Exit = tr.r().exit
 		}
 		if tr.localDead && e.DeadSince.IsZero() {
-			e.DeadSince = tr.f.deadSince.time()
+			e.DeadSince = tr.r().deadSince.time()
 		}
 	}
 	return f(ctx, e)
