@@ -54,8 +54,8 @@ type tracked struct {
 	// polled process within a poll interval.
 	rewatch bool
 	// localExit and localDead: the monitor's own news of a death (its
-	// exit status, its dead_since, in rare) not yet back from the store: laid
-	// over the entity a reaper step gets, until the next Update.
+	// exit status, its dead_since, in rare) not yet back from the store:
+	// laid over the entity a reaper step gets, until the next Update.
 	localExit, localDead bool
 }
 

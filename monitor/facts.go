@@ -16,9 +16,9 @@ import (
 // step). A reaper step wants the entity whole: the monitor reads it then
 // (Options.Entity, the live view), so the daemon holds each entity once,
 // compact, in the view. Times are Unix nanoseconds (stamp). What most
-// entities lack (a heartbeat file, a schedule, an exit, a dead_since, a host id of
-// another host) is in the tracked entity's rare, nil for most; the
-// facts with it give the entity back (tracked.entity).
+// entities lack (a heartbeat file, a schedule, an exit, a dead_since, a
+// host id of another host) is in the tracked entity's rare, nil for
+// most; the facts with it give the entity back (tracked.entity).
 type facts struct {
 	// tb is the entity's type and boot id, interned together (package
 	// unique): the entities of one type and boot (a host's, of a few
