@@ -41,27 +41,21 @@ type tracked struct {
 	at stamp
 
 	// The small fields last, together (no padding between them): the
-	// struct is 176 bytes, a size class, where it was 288 (ADR-0052).
+	// struct is 144 bytes, a size class, where it was 176 (ADR-0052).
 	//
 	// watchedPID (with mode, below): what is watched for it now. The
 	// pids are 32 bits, as f.pid (pid32).
 	watchedPID int32
-	// diedPID is the pid whose death the watch reported: never watched
-	// again (its pid may already be another process's).
-	diedPID int32
-	// exitPID is the pid whose exit status was recorded (the connector's
-	// or the pidfd's, whichever came first): never recorded twice.
-	exitPID int32
-	index   int32 // in the heap; -1 when not in it
-	mode    mode
+	index      int32 // in the heap; -1 when not in it
+	mode       mode
 	// rewatch: polled for want of a file descriptor (the watcher's cap,
 	// EMFILE, an identity check that could not open /proc), so each poll
 	// offers it to the watcher again: a slot freed by a death goes to a
 	// polled process within a poll interval.
 	rewatch bool
 	// localExit and localDead: the monitor's own news of a death (its
-	// exit status, its dead_since, in f) not yet back from the store: laid
-	// over the entity a reaper step gets, until the next Update.
+	// exit status, its dead_since, in rare) not yet back from the store:
+	// laid over the entity a reaper step gets, until the next Update.
 	localExit, localDead bool
 }
 

@@ -16,22 +16,25 @@ import (
 // step). A reaper step wants the entity whole: the monitor reads it then
 // (Options.Entity, the live view), so the daemon holds each entity once,
 // compact, in the view. Times are Unix nanoseconds (stamp). What most
-// entities lack (a heartbeat file, a schedule, an exit, a host id of
-// another host) is in the tracked entity's rare, nil for most; the
-// facts with it give the entity back (tracked.entity).
+// entities lack (a heartbeat file, a schedule, an exit, a dead_since, a
+// host id of another host) is in the tracked entity's rare, nil for
+// most; the facts with it give the entity back (tracked.entity).
 type facts struct {
-	// typ and id are the entity's own strings as last handed in (the
-	// view's: its interned type, its id), which the monitor's map key is
-	// made of too: no key string of the monitor's own per entity.
-	typ, id   string
-	lifecycle *string
-	// boot is the boot id, interned (package unique): the entities of
-	// one boot share one copy. The zero handle is "" (bootOf).
-	boot          unique.Handle[string]
+	// tb is the entity's type and boot id, interned together (package
+	// unique): the entities of one type and boot (a host's, of a few
+	// types) share one copy of both, 8 bytes an entity where the type's
+	// string alone was 16 and the boot id's own handle 8. The zero handle
+	// is "" and "" (typeBootOf); read through typ and bootID.
+	tb unique.Handle[typeBoot]
+	// id is the entity's own string as last handed in (the view's), which
+	// the monitor's map key is too: no key string of the monitor's own
+	// per entity.
+	id            string
+	lifecycle     *string
 	lastSeq       int64
 	pidStartTicks uint64
 
-	pidStart, deadSince, heartbeatAt, startedAt, lifecycleAt, createdAt stamp
+	pidStart, heartbeatAt, startedAt, lifecycleAt, createdAt stamp
 
 	// The small fields last, together (no padding between them).
 	//
@@ -48,10 +51,11 @@ type facts struct {
 }
 
 // rare is what few tracked entities have, behind one pointer (nil when
-// all of it is empty): the facts most entities lack, and the deadlines
-// that have fired (set once, near the end of an entity's life). With
-// them out of it, tracked is 176 bytes, a size class, where it was 288
-// (TestTrackedSize); rare is 120 (a 128-byte class), paid only by the
+// all of it is empty): the facts most entities lack, and what the
+// monitor learns near the end of an entity's life (dead_since, a
+// death's pids, the deadlines that have fired). With them out of it,
+// tracked is 144 bytes, a size class, where it was 176
+// (TestTrackedSize); rare is 136 (the 144 class), paid only by the
 // entities that have one.
 type rare struct {
 	// Of the entity as last handed in (facts).
@@ -62,6 +66,9 @@ type rare struct {
 	heartbeatFile, scheduleCron string
 	exit                        *state.ExitStatus
 	scheduleLastFired           stamp
+	// deadSince is the entity's dead_since, or the monitor's own news of
+	// it (tracked.localDead): set late in an entity's life.
+	deadSince stamp
 
 	// The monitor's own.
 	//
@@ -80,6 +87,13 @@ type rare struct {
 	// activity and the fire time whose deadline already fired.
 	// Stamps: compared, never computed with.
 	enforcedFor, phantomFor, scheduleFor stamp
+	// diedPID is the pid whose death the watch reported: never watched
+	// again (its pid may already be another process's). exitPID is the
+	// pid whose exit status was recorded (the connector's or the
+	// pidfd's, whichever came first): never recorded twice. Both are set
+	// at a death, late in an entity's life, so they are here rather than
+	// in every tracked entity.
+	diedPID, exitPID int32
 }
 
 // none is what a tracked entity without rare reads: every field empty.
@@ -160,24 +174,38 @@ func (s stamp) time() time.Time {
 	return time.Unix(0, int64(s))
 }
 
-// bootOf is the boot id s interned, prev when it is that one already
-// (an entity's next change, most often the same boot), the zero handle
-// for "".
-func bootOf(prev unique.Handle[string], s string) unique.Handle[string] {
+// typeBoot is what the entities of a host have alike, interned as one
+// (facts.tb): their type and their boot id.
+type typeBoot struct{ typ, boot string }
+
+// typeBootOf is typ and boot interned, prev when it is those already (an
+// entity's next change, most often: one lookup saved, two string
+// comparisons paid), the zero handle for two empty strings.
+func typeBootOf(prev unique.Handle[typeBoot], typ, boot string) unique.Handle[typeBoot] {
 	switch {
-	case s == "":
-		return unique.Handle[string]{}
-	case prev != unique.Handle[string]{} && prev.Value() == s:
+	case prev != unique.Handle[typeBoot]{} && prev.Value() == typeBoot{typ, boot}:
 		return prev
+	case typ == "" && boot == "":
+		return unique.Handle[typeBoot]{}
 	}
-	return unique.Make(s)
+	return unique.Make(typeBoot{typ, boot})
 }
 
-func (f *facts) bootID() string {
-	if f.boot == (unique.Handle[string]{}) {
+// typ is the entity's type: the one copy its type and boot share
+// (typeBootOf), not the string handed in.
+func (f *facts) typ() string {
+	if f.tb == (unique.Handle[typeBoot]{}) {
 		return ""
 	}
-	return f.boot.Value()
+	return f.tb.Value().typ
+}
+
+// bootID is the entity's boot id, as typ.
+func (f *facts) bootID() string {
+	if f.tb == (unique.Handle[typeBoot]{}) {
+		return ""
+	}
+	return f.tb.Value().boot
 }
 
 // r is tr's rare to read: none when it has none.
@@ -207,22 +235,22 @@ func (tr *tracked) tidy() {
 // is host.
 func (tr *tracked) setFacts(e *store.Entity, host string) {
 	tr.f = facts{
-		typ: e.Type, id: e.ID, lifecycle: e.Lifecycle, health: placeOf(e.Health), boot: bootOf(tr.f.boot, e.BootID),
+		tb: typeBootOf(tr.f.tb, e.Type, e.BootID), id: e.ID, lifecycle: e.Lifecycle, health: placeOf(e.Health),
 		hostLocal: host != "" && e.HostID == host, lastSeq: e.LastSeq,
 		pid: pid32(e.PID), pidStartTicks: e.PIDStartTicks,
-		pidStart: stampOf(e.PIDStartTime), deadSince: stampOf(e.DeadSince), heartbeatAt: stampOf(e.HeartbeatAt),
+		pidStart: stampOf(e.PIDStartTime), heartbeatAt: stampOf(e.HeartbeatAt),
 		startedAt: stampOf(e.StartedAt), lifecycleAt: stampOf(e.LifecycleAt), createdAt: stampOf(e.CreatedAt), terminal: e.Terminal,
 	}
 	other := ""
 	if !tr.f.hostLocal {
 		other = e.HostID
 	}
-	if tr.rare == nil && other == "" && e.HeartbeatFile == "" && e.ScheduleCron == "" && e.Exit == nil && e.ScheduleLastFiredAt.IsZero() {
+	if tr.rare == nil && other == "" && e.HeartbeatFile == "" && e.ScheduleCron == "" && e.Exit == nil && e.ScheduleLastFiredAt.IsZero() && e.DeadSince.IsZero() {
 		return // most entities: nothing rare to keep
 	}
 	r := tr.w()
 	r.hostID, r.heartbeatFile, r.scheduleCron, r.exit = other, e.HeartbeatFile, e.ScheduleCron, e.Exit
-	r.scheduleLastFired = stampOf(e.ScheduleLastFiredAt)
+	r.scheduleLastFired, r.deadSince = stampOf(e.ScheduleLastFiredAt), stampOf(e.DeadSince)
 	tr.tidy()
 }
 
@@ -236,8 +264,8 @@ func (tr *tracked) entity(host string) store.Entity {
 		hostID = host
 	}
 	return store.Entity{
-		Type: f.typ, ID: f.id, Lifecycle: f.lifecycle, Terminal: f.terminal, LastSeq: f.lastSeq, Health: f.healthOf(),
-		DeadSince: f.deadSince.time(), HostID: hostID, BootID: f.bootID(), PID: int(f.pid), PIDStartTime: f.pidStart.time(),
+		Type: f.typ(), ID: f.id, Lifecycle: f.lifecycle, Terminal: f.terminal, LastSeq: f.lastSeq, Health: f.healthOf(),
+		DeadSince: r.deadSince.time(), HostID: hostID, BootID: f.bootID(), PID: int(f.pid), PIDStartTime: f.pidStart.time(),
 		PIDStartTicks: f.pidStartTicks, HeartbeatFile: r.heartbeatFile, HeartbeatAt: f.heartbeatAt.time(),
 		ScheduleCron: r.scheduleCron, ScheduleLastFiredAt: r.scheduleLastFired.time(), StartedAt: f.startedAt.time(),
 		LifecycleAt: f.lifecycleAt.time(), CreatedAt: f.createdAt.time(), Exit: r.exit,

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unique"
 	"unsafe"
 
 	"watchdog/state"
@@ -16,8 +17,8 @@ import (
 // costs every open entity a class (16 bytes here; ADR-0052). What few
 // entities have is behind tracked.rare.
 func TestTrackedSize(t *testing.T) {
-	if got := unsafe.Sizeof(tracked{}); got > 176 {
-		t.Errorf("tracked is %d bytes, past the 176 size class", got)
+	if got := unsafe.Sizeof(tracked{}); got > 144 {
+		t.Errorf("tracked is %d bytes, past the 144 size class", got)
 	}
 }
 
@@ -68,6 +69,11 @@ func TestFactsGiveBack(t *testing.T) {
 			ScheduleCron: "0 3 * * *", ScheduleLastFiredAt: t0.Add(3 * time.Minute), StartedAt: t0.Add(4 * time.Minute),
 			LifecycleAt: t0.Add(5 * time.Minute), CreatedAt: t0.Add(-time.Hour), Exit: &state.ExitStatus{Code: 3, At: t0}}
 	}
+	// plain drops from e whatever rare keeps of an entity (the host id
+	// aside: that is rare only for a monitor with none of its own).
+	plain := func(e *store.Entity) {
+		e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit, e.DeadSince = "", "", time.Time{}, nil, time.Time{}
+	}
 	for _, tc := range []struct {
 		name     string
 		host     string // the monitor's
@@ -76,30 +82,19 @@ func TestFactsGiveBack(t *testing.T) {
 	}{
 		{"every field set", "h1", func(*store.Entity) {}, true},
 		{"every field empty", "h1", func(e *store.Entity) { *e = store.Entity{} }, false},
-		{"as the bench registers: nothing rare", "h1", func(e *store.Entity) {
-			e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit = "", "", time.Time{}, nil
-		}, false},
-		{"no host id", "h1", func(e *store.Entity) {
-			e.HostID, e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit = "", "", "", time.Time{}, nil
-		}, false},
-		{"no host id, a monitor with none", "", func(e *store.Entity) {
-			e.HostID, e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit = "", "", "", time.Time{}, nil
-		}, false},
-		{"another host's, a monitor with none", "", func(e *store.Entity) {
-			e.HostID, e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit = "h9", "", "", time.Time{}, nil
-		}, true},
+		{"as the bench registers: nothing rare", "h1", plain, false},
+		{"no host id", "h1", func(e *store.Entity) { plain(e); e.HostID = "" }, false},
+		{"no host id, a monitor with none", "", func(e *store.Entity) { plain(e); e.HostID = "" }, false},
+		{"another host's, a monitor with none", "", func(e *store.Entity) { plain(e); e.HostID = "h9" }, true},
 		{"no boot id", "h1", func(e *store.Entity) { e.BootID = "" }, true},
-		{"a heartbeat file alone", "h1", func(e *store.Entity) {
-			e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit = "", time.Time{}, nil
-		}, true},
-		{"a schedule alone", "h1", func(e *store.Entity) { e.HeartbeatFile, e.Exit = "", nil }, true},
-		{"a last fire alone", "h1", func(e *store.Entity) { e.HeartbeatFile, e.ScheduleCron, e.Exit = "", "", nil }, true},
-		{"an exit alone", "h1", func(e *store.Entity) {
-			e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt = "", "", time.Time{}
-		}, true},
-		{"an empty exit", "h1", func(e *store.Entity) {
-			e.HeartbeatFile, e.ScheduleCron, e.ScheduleLastFiredAt, e.Exit = "", "", time.Time{}, &state.ExitStatus{}
-		}, true},
+		{"no type", "h1", func(e *store.Entity) { plain(e); e.Type = "" }, false},
+		{"no type, no boot id", "h1", func(e *store.Entity) { plain(e); e.Type, e.BootID = "", "" }, false},
+		{"a heartbeat file alone", "h1", func(e *store.Entity) { f := e.HeartbeatFile; plain(e); e.HeartbeatFile = f }, true},
+		{"a schedule alone", "h1", func(e *store.Entity) { c := e.ScheduleCron; plain(e); e.ScheduleCron = c }, true},
+		{"a last fire alone", "h1", func(e *store.Entity) { l := e.ScheduleLastFiredAt; plain(e); e.ScheduleLastFiredAt = l }, true},
+		{"an exit alone", "h1", func(e *store.Entity) { x := e.Exit; plain(e); e.Exit = x }, true},
+		{"an empty exit", "h1", func(e *store.Entity) { plain(e); e.Exit = &state.ExitStatus{} }, true},
+		{"a dead_since alone", "h1", func(e *store.Entity) { d := e.DeadSince; plain(e); e.DeadSince = d }, true},
 		{"no lifecycle", "h1", func(e *store.Entity) { e.Lifecycle = nil }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,34 +112,60 @@ func TestFactsGiveBack(t *testing.T) {
 				t.Errorf("rare %+v, want one: %v", tr.rare, tc.wantRare)
 			}
 			// The next change without anything rare drops it; the
-			// monitor's own (a fired deadline) keeps it.
-			plain := full()
-			plain.HeartbeatFile, plain.ScheduleCron, plain.ScheduleLastFiredAt, plain.Exit = "", "", time.Time{}, nil
-			plain.HostID = tc.host
-			tr.setFacts(&plain, tc.host)
+			// monitor's own (a fired deadline, a death's pids) keeps it,
+			// and the entity given back is still the one handed in.
+			p := full()
+			plain(&p)
+			p.HostID = tc.host
+			tr.setFacts(&p, tc.host)
 			if tr.rare != nil {
 				t.Errorf("rare %+v kept with nothing rare left", tr.rare)
 			}
-			if got, want := tr.entity(tc.host), factsPart(&plain); !reflect.DeepEqual(got, want) {
+			if got, want := tr.entity(tc.host), factsPart(&p); !reflect.DeepEqual(got, want) {
 				t.Errorf("after a plain change, given back\n%+v\nwant\n%+v", got, want)
 			}
-			tr.w().enforcedFor = stampOf(t0)
-			tr.setFacts(&e, tc.host)
-			tr.setFacts(&plain, tc.host)
-			if tr.rare == nil || tr.rare.enforcedFor != stampOf(t0) {
-				t.Errorf("rare %+v: the fired deadline lost", tr.rare)
+			for _, own := range []struct {
+				name string
+				set  func(*rare)
+			}{
+				{"a fired deadline", func(r *rare) { r.enforcedFor = stampOf(t0) }},
+				{"a died pid", func(r *rare) { r.diedPID = 42 }},
+				{"an exit's pid", func(r *rare) { r.exitPID = 42 }},
+			} {
+				tr.rare = nil
+				own.set(tr.w())
+				want := *tr.rare
+				tr.setFacts(&e, tc.host)
+				tr.setFacts(&p, tc.host)
+				if tr.rare == nil || *tr.rare != want {
+					t.Errorf("rare %+v: %s lost", tr.rare, own.name)
+				}
+				if got, want := tr.entity(tc.host), factsPart(&p); !reflect.DeepEqual(got, want) {
+					t.Errorf("with %s, given back\n%+v\nwant\n%+v", own.name, got, want)
+				}
 			}
 		})
 	}
 
-	// One boot id, one copy: two entities' facts share it.
+	// One type and boot id, one copy: two entities' facts share it,
+	// and one of another boot or type does not read theirs.
 	a, b := full(), full()
 	b.BootID = string([]byte("b1")) // a copy of its own, as another decode's
+	b.Type = string([]byte("schedule"))
 	var ta, tb tracked
 	ta.setFacts(&a, "h1")
 	tb.setFacts(&b, "h1")
-	if ta.f.boot != tb.f.boot || unsafe.StringData(ta.entity("h1").BootID) != unsafe.StringData(tb.entity("h1").BootID) {
-		t.Errorf("two entities of one boot keep two copies of its id")
+	if ta.f.tb != tb.f.tb || unsafe.StringData(ta.entity("h1").BootID) != unsafe.StringData(tb.entity("h1").BootID) ||
+		unsafe.StringData(ta.entity("h1").Type) != unsafe.StringData(tb.entity("h1").Type) {
+		t.Errorf("two entities of one type and boot keep two copies of them")
+	}
+	for _, c := range []struct{ typ, boot string }{{"schedule", "b2"}, {"session", "b1"}, {"", "b1"}, {"schedule", ""}, {"", ""}} {
+		e := full()
+		e.Type, e.BootID = c.typ, c.boot
+		tb.setFacts(&e, "h1")
+		if got := tb.entity("h1"); got.Type != c.typ || got.BootID != c.boot {
+			t.Errorf("handed in %q %q after %q %q, given back %q %q", c.typ, c.boot, a.Type, a.BootID, got.Type, got.BootID)
+		}
 	}
 }
 
@@ -163,10 +184,10 @@ func factsPart(e *store.Entity) store.Entity {
 		StartedAt: e.StartedAt, LifecycleAt: e.LifecycleAt, CreatedAt: e.CreatedAt, Exit: e.Exit}
 }
 
-// TestKeyIsTheEntitysOwn: the monitor's map is keyed by the strings
-// handed in, no key string of its own, and a change in strings of its
-// own (the view's next record) moves the key and the facts to them, so
-// no older copy of the id is kept beside the view's.
+// TestKeyIsTheEntitysOwn: the monitor's map is keyed by the id handed
+// in, no key string of its own, and a change in strings of its own (the
+// view's next record) moves the key and the facts to its id, so no older
+// copy of the id is kept beside the view's.
 func TestKeyIsTheEntitysOwn(t *testing.T) {
 	h := newHarness(t, Settings{})
 	first := session(string([]byte("s-1")), 0)
@@ -187,10 +208,10 @@ func TestKeyIsTheEntitysOwn(t *testing.T) {
 				t.Errorf("id %q kept in an older copy, not the one last handed in", s)
 			}
 		}
-		for _, s := range []string{tr.f.typ} {
-			if unsafe.StringData(s) != unsafe.StringData(next.Type) {
-				t.Errorf("type %q kept in an older copy, not the one last handed in", s)
-			}
+		// The type is no string of the entity's: the one copy the
+		// type's entities share (typeBootOf, TestFactsGiveBack).
+		if s := tr.f.typ(); s != next.Type {
+			t.Errorf("type %q, want %q", s, next.Type)
 		}
 	}
 }
@@ -200,7 +221,7 @@ func TestKeyIsTheEntitysOwn(t *testing.T) {
 func TestByName(t *testing.T) {
 	m := New(Options{Reaper: &recorder{}})
 	for _, k := range []key{{"session", "s"}, {"a/b", "c"}, {"job", ""}} {
-		m.ents.put(k, &tracked{f: facts{typ: k.typ, id: k.id}})
+		m.ents.put(k, &tracked{f: facts{tb: typeBootOf(unique.Handle[typeBoot]{}, k.typ, ""), id: k.id}})
 	}
 	for _, tc := range []struct {
 		name string

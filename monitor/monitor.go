@@ -213,10 +213,10 @@ func Key(typ, id string) string { return typ + "/" + id }
 type key struct{ typ, id string }
 
 // key is tr's key in the monitor's map.
-func (tr *tracked) key() key { return key{tr.f.typ, tr.f.id} }
+func (tr *tracked) key() key { return key{tr.f.typ(), tr.f.id} }
 
 // name is tr's watch key (Key), for a watch and a log line.
-func (tr *tracked) name() string { return Key(tr.f.typ, tr.f.id) }
+func (tr *tracked) name() string { return Key(tr.f.typ(), tr.f.id) }
 
 // byName is the tracked entity whose watch key (Key) is name: a death's
 // (pidwatch.Death.Key). An id holds no "/" (transitions' id shape), but
@@ -415,7 +415,7 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 		// A heartbeat posted to an idle or stalled entity: judge it now,
 		// not at its next threshold.
 		tr.checkAt = stampOf(now)
-	} else if otherProcess(&tr.f, e) || (e.LastSeq != tr.f.lastSeq && tr.diedPID != 0 && e.DeadSince.IsZero()) {
+	} else if otherProcess(&tr.f, e) || (e.LastSeq != tr.f.lastSeq && tr.r().diedPID != 0 && e.DeadSince.IsZero()) {
 		// Another process, or a lifecycle write over a death not yet
 		// recorded: judge it now. A check made on the copy from before a
 		// transition is refused by the store (an observation is written
@@ -427,10 +427,11 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 		// durable write beside the transition's own.
 		tr.checkAt = stampOf(now)
 	}
-	if !fresh && (unsafe.StringData(tr.f.id) != unsafe.StringData(e.ID) || unsafe.StringData(tr.f.typ) != unsafe.StringData(e.Type)) {
-		// The same key in strings of its own (the view's, whose record
-		// this change replaced): kept under them, as the facts are below,
-		// so the monitor keeps no older copy of the id beside the view's.
+	if !fresh && unsafe.StringData(tr.f.id) != unsafe.StringData(e.ID) {
+		// The same key in an id string of its own (the view's, whose
+		// record this change replaced): kept under it, as the facts are
+		// below, so the monitor keeps no older copy of the id beside the
+		// view's. (The type is the facts' one shared copy, typeBootOf.)
 		m.ents.put(k, tr)
 	}
 	if fresh || tr.r().heartbeatFile != e.HeartbeatFile {
@@ -464,7 +465,7 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 	if root := tr.r().treeRoot; root.PID != 0 && root != rootOf(&tr.f) {
 		m.forgetTree(tr) // another process now: its predecessor's tree is not its own
 	}
-	if !wantsWatch(e) || pid32(e.PID) == tr.diedPID {
+	if !wantsWatch(e) || pid32(e.PID) == tr.r().diedPID {
 		m.unwatch(tr)
 		return
 	}
@@ -582,17 +583,17 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 	if tr == nil || tr.f.pid != pid32(d.PID) {
 		return // forgotten, or re-registered to another process meanwhile
 	}
-	if d.Exit.Known && tr.exitPID != pid32(d.PID) {
+	if d.Exit.Known && tr.r().exitPID != pid32(d.PID) {
 		// The first source to say wins: the connector's exit event (at
 		// the exit, reaped or not) or the pidfd's PIDFD_INFO_EXIT (once
 		// reaped); the second says the same and is not recorded again.
-		tr.exitPID = pid32(d.PID)
+		tr.w().exitPID = pid32(d.PID)
 		x := state.ExitStatus{Code: d.Exit.Code, Signal: int(d.Exit.Signal), At: d.At}
 		if d.Exit.Signal != 0 {
 			x.Code = 0
 		}
 		if m.opt.Exits != nil {
-			if _, err := m.opt.Exits.RecordExit(ctx, tr.f.typ, tr.f.id, d.PID, x); err != nil {
+			if _, err := m.opt.Exits.RecordExit(ctx, tr.f.typ(), tr.f.id, d.PID, x); err != nil {
 				m.warn("cannot record exit status", tr, err)
 			}
 		}
@@ -601,7 +602,7 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 	// The watch is over on the monitor's side. Not Forget: pidwatch ends
 	// it itself after the last Death, and a second Death with the exit
 	// status may still come (pidwatch.ExitWait).
-	tr.diedPID = pid32(d.PID)
+	tr.w().diedPID = pid32(d.PID)
 	if tr.mode == byPidfd {
 		m.setMode(tr, unwatched)
 		tr.watchedPID = 0
@@ -616,10 +617,10 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 		done()
 	}
 	m.check(ctx, tr)
-	if tr.f.deadSince == 0 {
+	if tr.r().deadSince == 0 {
 		// What the check just recorded, until the change comes back
 		// through Update with the stored value.
-		tr.f.deadSince, tr.localDead = stampOf(d.At), true
+		tr.w().deadSince, tr.localDead = stampOf(d.At), true
 	}
 	m.reschedule(tr)
 }
@@ -670,7 +671,7 @@ func (m *Monitor) treeExit(ctx context.Context, x proctree.Exit) {
 	if tr == nil || x.PID != x.Root.PID || tr.f.pid != pid32(x.PID) {
 		return // a root forgotten since, or a descendant's exit
 	}
-	if tr.diedPID == pid32(x.PID) && tr.exitPID == pid32(x.PID) {
+	if r := tr.r(); r.diedPID == pid32(x.PID) && r.exitPID == pid32(x.PID) {
 		return // the pidfd said it all already
 	}
 	m.death(ctx, tr, pidwatch.Death{Key: tr.name(), PID: x.PID, At: x.At, Exit: pidwatch.Exit{Known: true, Code: x.Code, Signal: x.Signal}})
@@ -832,7 +833,7 @@ func (m *Monitor) step(ctx context.Context, tr *tracked, f func(context.Context,
 		e = *tr.rare.whole
 	case m.opt.Entity != nil:
 		var ok bool
-		if e, ok = m.opt.Entity(tr.f.typ, tr.f.id); !ok {
+		if e, ok = m.opt.Entity(tr.f.typ(), tr.f.id); !ok {
 			return false, nil
 		}
 	default:
@@ -843,7 +844,7 @@ func (m *Monitor) step(ctx context.Context, tr *tracked, f func(context.Context,
 			e.Exit = tr.r().exit
 		}
 		if tr.localDead && e.DeadSince.IsZero() {
-			e.DeadSince = tr.f.deadSince.time()
+			e.DeadSince = tr.r().deadSince.time()
 		}
 	}
 	return f(ctx, e)

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unique"
 
 	"watchdog/internal/testenv"
 	"watchdog/judge"
@@ -93,7 +94,7 @@ func TestHeapOrder(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	all := make([]*tracked, 200)
 	for i := range all {
-		all[i] = &tracked{f: facts{typ: "session", id: string(rune('a' + i%26))}, index: -1}
+		all[i] = &tracked{f: facts{tb: typeBootOf(unique.Handle[typeBoot]{}, "session", ""), id: string(rune('a' + i%26))}, index: -1}
 		h.schedule(all[i], t0.Add(time.Duration(rng.Intn(1000))*time.Second))
 	}
 	for i := 0; i < 50; i++ { // move some

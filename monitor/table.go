@@ -11,7 +11,7 @@ import "watchdog/internal/entmap"
 type table struct{ m entmap.Map[tracked] }
 
 func newTable() table {
-	return table{entmap.New(func(tr *tracked) string { return tr.f.typ })}
+	return table{entmap.New(func(tr *tracked) string { return tr.f.typ() })}
 }
 
 // get is the entity of k, nil for none.
