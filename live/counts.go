@@ -27,7 +27,7 @@ type Group struct {
 
 func groupOf(e *record) Group {
 	return Group{
-		Host: e.host, Type: e.typ, Lifecycle: e.lifecycleOr(""), Legacy: e.legacy(), Open: e.open(),
+		Host: e.host(), Type: e.typ(), Lifecycle: e.lifecycleOr(""), Legacy: e.legacy(), Open: e.open(),
 		Health: e.healthOf(), Delivery: e.deliveryOf(), Severity: e.severity(), Tone: e.toneOf(),
 	}
 }
@@ -84,7 +84,7 @@ func (v *View) Leftovers(now time.Time) map[LeftoverKey]int {
 	}
 	for _, e := range inWindow(v.idx.endedCoded, now, v.window) {
 		if n := e.leftovers(); n > 0 {
-			out[LeftoverKey{e.typ, e.host}] += n
+			out[LeftoverKey{e.typ(), e.host()}] += n
 		}
 	}
 	return out

@@ -183,7 +183,7 @@ func (v *View) dropAgedOut() int {
 	}
 	var ed edit
 	for _, r := range drop {
-		k := key{r.typ, r.id}
+		k := key{r.typ(), r.id}
 		v.entries.Delete(k.typ, k.id)
 		v.idx.change(r, -1, &ed)
 		v.gone.put(k, groupOf(r))

@@ -80,7 +80,7 @@ type LeftoverKey struct {
 
 // itemKeyOf is the ItemKey of it, an item of e.
 func itemKeyOf(e *record, it *attention.Item) ItemKey {
-	return ItemKey{Severity: it.Severity, Type: e.typ, Host: e.host}
+	return ItemKey{Severity: it.Severity, Type: e.typ(), Host: e.host()}
 }
 
 // itemRef is one item of an entry, with its place in the queue's order
@@ -129,7 +129,7 @@ func compareArrivals(a, b *record) int {
 }
 
 func compareKeys(a, b *record) int {
-	if c := strings.Compare(a.typ, b.typ); c != 0 {
+	if c := strings.Compare(a.typ(), b.typ()); c != 0 {
 		return c
 	}
 	return strings.Compare(a.id, b.id)
@@ -213,7 +213,7 @@ func (x *index) change(e *record, sign int, ed *edit) {
 	if sign > 0 {
 		for i := range e.codes {
 			if c := &e.codes[i]; c.id < 0 {
-				c.id = int32(x.reason(ReasonKey{c.code, e.severity(), e.host}))
+				c.id = int32(x.reason(ReasonKey{c.code, e.severity(), e.host()}))
 			}
 		}
 	}
@@ -233,13 +233,13 @@ func (x *index) change(e *record, sign int, ed *edit) {
 		return
 	}
 	for _, c := range e.codes {
-		k := ReasonKey{c.code, e.severity(), e.host}
+		k := ReasonKey{c.code, e.severity(), e.host()}
 		if x.openReasons[k] += sign; x.openReasons[k] == 0 {
 			delete(x.openReasons, k)
 		}
 	}
 	if n := e.leftovers(); n > 0 {
-		k := LeftoverKey{e.typ, e.host}
+		k := LeftoverKey{e.typ(), e.host()}
 		if x.leftovers[k] += sign * n; x.leftovers[k] == 0 {
 			delete(x.leftovers, k)
 		}

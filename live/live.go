@@ -288,7 +288,7 @@ func New(src Source, now func() time.Time, window time.Duration) *View {
 	if now == nil {
 		now = time.Now
 	}
-	v := &View{src: src, now: now, entries: entmap.New(func(r *record) string { return r.typ }), words: newInterner(), idx: newIndex(), groups: map[Group]int{},
+	v := &View{src: src, now: now, entries: entmap.New(func(r *record) string { return r.typ() }), words: newInterner(), idx: newIndex(), groups: map[Group]int{},
 		sel: store.AllHosts(), kick: make(chan struct{}, 1), gone: gone{seed: maphash.MakeSeed()}}
 	v.SetFailureWindow(window)
 	return v
@@ -510,10 +510,10 @@ func (v *View) reselect(ctx context.Context, sel store.Hosts) error {
 		var ed edit
 		v.mu.Lock()
 		for r := range v.entries.All() {
-			if sel.Has(r.host) {
+			if sel.Has(r.host()) {
 				continue
 			}
-			v.entries.Delete(r.typ, r.id)
+			v.entries.Delete(r.typ(), r.id)
 			g := groupOf(r)
 			if v.groups[g]--; v.groups[g] == 0 {
 				delete(v.groups, g)
@@ -566,7 +566,7 @@ func (v *View) apply(b store.Batch, hooks bool) {
 		// large Load. Interning needs no lock: one Sync at a time.
 		e := &b.Entities[i]
 		v.words.entity(e)
-		fresh[i] = newRecord(e, at, &v.words)
+		fresh[i] = newRecord(e, at)
 	}
 	var ed edit
 	// The store sends each entity once per batch; should a source repeat
@@ -576,7 +576,7 @@ func (v *View) apply(b store.Batch, hooks bool) {
 	v.mu.Lock()
 	cut := attention.Since(at, v.window)
 	for i, n := range fresh {
-		k := key{n.typ, n.id}
+		k := key{n.typ(), n.id}
 		old := v.entries.Get(k.typ, k.id)
 		_, again := replaced[k]
 		if old != nil {
@@ -727,7 +727,7 @@ func (v *View) Each(typ string, fn func(*Entry)) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	for r := range v.entries.All() {
-		if typ == "" || r.typ == typ {
+		if typ == "" || r.typ() == typ {
 			e = r.entry(now)
 			fn(&e)
 		}
@@ -780,7 +780,7 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 		if len(q.Severities) > 0 && !slices.Contains(q.Severities, r.severity) {
 			continue
 		}
-		if q.Host != "" && r.e.host != q.Host {
+		if q.Host != "" && r.e.host() != q.Host {
 			continue
 		}
 		var dismissal *store.Dismissal
@@ -894,5 +894,5 @@ func (v *View) forRead(ctx context.Context, host string, all bool, holds func(st
 func EntryOf(e store.Entity, now time.Time) Entry {
 	w := newInterner()
 	w.entity(&e)
-	return newRecord(&e, now, &w).entry(now)
+	return newRecord(&e, now).entry(now)
 }

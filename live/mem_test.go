@@ -197,7 +197,7 @@ func BenchmarkRecordCPU(b *testing.B) {
 					e := stored[j]
 					e.Reasons = slices.Clone(e.Reasons)
 					words.entity(&e)
-					newRecord(&e, testNow, &words)
+					newRecord(&e, testNow)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entity")

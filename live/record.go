@@ -3,6 +3,7 @@ package live
 import (
 	"encoding/json"
 	"time"
+	"unique"
 
 	"watchdog/attention"
 	"watchdog/state"
@@ -45,9 +46,17 @@ func fits(t time.Time) bool { return microsOf(t).time() == t }
 // compact state of its own and reads the entity from the view
 // (View.Entity).
 type record struct {
-	// What the index and the counts read of the entity itself.
-	typ, id, host string
-	lifecycle     *string
+	// What the index and the counts read of the entity itself: its id,
+	// its lifecycle (interned), and behind words its type and host (typ,
+	// host; display is the derived state's).
+	id        string
+	lifecycle *string
+	// words are the entity's type, host and boot and its display, one
+	// shared copy of each combination (unique.Make: 8 bytes where the four
+	// strings were 64; a combination no record holds any more is
+	// reclaimed, as a host's old boots are). The record is 232 bytes,
+	// in the 240 size class, where it was 288 (issue 25).
+	words unique.Handle[recWords]
 
 	// The rest of the entity, compact.
 	body body
@@ -56,16 +65,16 @@ type record struct {
 	odd *oddWords
 
 	// The derived state's parts the view reads (the rest, Normalize's
-	// state, is rebuilt by a read). The display is interned.
-	display string
+	// state, is rebuilt by a read); its display is in words.
+	//
 	// items are the entity's attention items, bare (Item.Bare); codes
 	// its reason codes (Derived.Codes), each with the index's number of
 	// its (code, severity, host), set by the index before any reader can
 	// see the record.
 	items []attention.Item
 	codes []codeRef
-	// The small fields last, together (no padding between them): the
-	// record is 288 bytes, a size class, where it was 384 (ADR-0052).
+	// The small fields last, together (no padding between them): each
+	// byte past the size class costs every entity a class (ADR-0052).
 	//
 	// health and delivery are the entity's, sev and tone the state's
 	// severity and tone, as their places in state.Healths,
@@ -81,6 +90,22 @@ type record struct {
 	lingers bool
 }
 
+// recWords are the words a record shares with many others: its entity's
+// type, host and boot id, and its derived display. Comparable, for
+// unique.Make.
+type recWords struct {
+	typ, host, boot, display string
+}
+
+// typ is the entity's type.
+func (r *record) typ() string { return r.words.Value().typ }
+
+// host is the entity's host.
+func (r *record) host() string { return r.words.Value().host }
+
+// display is the entity's display chain (Derived.Display).
+func (r *record) display() string { return r.words.Value().display }
+
 // body is the rest of an entity the view keeps compact: its times as Unix
 // microseconds, its rare fields behind one pointer (nil for most).
 type body struct {
@@ -92,7 +117,6 @@ type body struct {
 	// findings whole instead when their times would not come back exactly
 	// (the transition's then keep the entity whole).
 	reasons       []reasonRec
-	boot          string
 	lastSeq       int64
 	revision      int64
 	pidStartTicks uint64
@@ -222,13 +246,14 @@ var emptyMetadata = json.RawMessage("{}")
 
 // newRecord derives e's record at at (the time of the change): e is the
 // view's own copy, its words interned.
-func newRecord(e *store.Entity, at time.Time, words *interner) *record {
+func newRecord(e *store.Entity, at time.Time) *record {
 	d := Derive(*e, at)
 	r := &record{
-		typ: e.Type, id: e.ID, host: e.HostID, lifecycle: e.Lifecycle,
+		id: e.ID, lifecycle: e.Lifecycle,
+		words:  unique.Make(recWords{typ: e.Type, host: e.HostID, boot: e.BootID, display: d.Display}),
 		health: place(state.Healths, e.Health), delivery: place(state.Deliveries, e.Delivery),
 		sev: place(state.Severities, d.State.Severity), tone: place(state.Tones, d.State.Tone),
-		ended: d.State.Outcome != "", display: words.word(d.Display), items: d.Items, terminal: e.Terminal,
+		ended: d.State.Outcome != "", items: d.Items, terminal: e.Terminal,
 		lingers: attention.Lingers(d.State.Outcome, e.Health),
 	}
 	if r.health == odd || r.delivery == odd || r.sev == odd || r.tone == odd {
@@ -250,7 +275,7 @@ func newRecord(e *store.Entity, at time.Time, words *interner) *record {
 // newBody is e's compact body.
 func newBody(e *store.Entity) body {
 	b := body{
-		boot: e.BootID, lastSeq: e.LastSeq, revision: e.Revision, pid: int32(e.PID), pidStartTicks: e.PIDStartTicks,
+		lastSeq: e.LastSeq, revision: e.Revision, pid: int32(e.PID), pidStartTicks: e.PIDStartTicks,
 		healthSince: microsOf(e.HealthSince), pidStart: microsOf(e.PIDStartTime), heartbeatAt: microsOf(e.HeartbeatAt),
 		startedAt: microsOf(e.StartedAt), endedAt: microsOf(e.EndedAt), lifecycleAt: microsOf(e.LifecycleAt),
 		createdAt: microsOf(e.CreatedAt), updAt: microsOf(e.UpdatedAt),
@@ -310,10 +335,11 @@ func (r *record) entity() store.Entity {
 	if b.rare != nil && b.rare.whole != nil {
 		return *b.rare.whole
 	}
+	w := r.words.Value()
 	e := store.Entity{
-		Type: r.typ, ID: r.id, Lifecycle: r.lifecycle, Terminal: r.terminal, LastSeq: b.lastSeq,
+		Type: w.typ, ID: r.id, Lifecycle: r.lifecycle, Terminal: r.terminal, LastSeq: b.lastSeq,
 		Health: r.healthOf(), Delivery: r.deliveryOf(), Reasons: stateReasons(b.findings(), r.id),
-		HealthSince: b.healthSince.time(), HostID: r.host, BootID: b.boot, PID: int(b.pid), PIDStartTime: b.pidStart.time(),
+		HealthSince: b.healthSince.time(), HostID: w.host, BootID: w.boot, PID: int(b.pid), PIDStartTime: b.pidStart.time(),
 		PIDStartTicks: b.pidStartTicks, HeartbeatAt: b.heartbeatAt.time(),
 		StartedAt: b.startedAt.time(), EndedAt: b.endedAt.time(), LifecycleAt: b.lifecycleAt.time(),
 		CreatedAt: b.createdAt.time(), UpdatedAt: b.updAt.time(), Revision: b.revision,
@@ -373,7 +399,7 @@ func (r *record) entry(now time.Time) Entry {
 	}
 	return Entry{
 		Entity:  e,
-		Derived: Derived{State: ns, Display: r.display, Items: r.items, Codes: codes},
+		Derived: Derived{State: ns, Display: r.display(), Items: r.items, Codes: codes},
 		arrived: r.arrival(), lingers: r.lingers, rec: r,
 	}
 }

@@ -147,12 +147,11 @@ func TestRecordRebuilds(t *testing.T) {
 			e.Lifecycle, e.Terminal, e.LifecycleAt = &completed, true, time.Time{}
 		}, false},
 	}
-	words := newInterner()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := base()
 			tt.edit(&e)
-			compact := newRecord(&e, testNow, &words)
+			compact := newRecord(&e, testNow)
 			if (compact.body.rare != nil) != tt.rare {
 				t.Errorf("rare fields kept: %v, want %v", compact.body.rare != nil, tt.rare)
 			}
@@ -283,7 +282,6 @@ func TestLeftoversCounted(t *testing.T) {
 	leftover := func(ev ...state.EvidenceRef) state.StateReason {
 		return state.StateReason{Code: state.RunHealthLeftoverProcesses, Message: "left over", Evidence: ev}
 	}
-	words := newInterner()
 	for _, tt := range []struct {
 		name string
 		edit func(*store.Entity)
@@ -307,7 +305,7 @@ func TestLeftoversCounted(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := store.Entity{Type: "session", ID: "s-1", Lifecycle: &running, Health: state.HealthRunning}
 			tt.edit(&e)
-			if got := newRecord(&e, testNow, &words).leftovers(); got != tt.want {
+			if got := newRecord(&e, testNow).leftovers(); got != tt.want {
 				t.Errorf("leftovers %d, want %d", got, tt.want)
 			}
 		})

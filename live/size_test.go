@@ -9,8 +9,8 @@ import (
 // it, or a small one moved from beside the others, costs every entity a
 // class (32 bytes or more; ADR-0052).
 func TestRecordSize(t *testing.T) {
-	if got := unsafe.Sizeof(record{}); got > 288 {
-		t.Errorf("record is %d bytes, past the 288 size class", got)
+	if got := unsafe.Sizeof(record{}); got > 240 {
+		t.Errorf("record is %d bytes, past the 240 size class", got)
 	}
 }
 
