@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"watchdog/internal/testenv"
+	"watchdog/state"
 	"watchdog/store"
 	"watchdog/transitions"
 )
@@ -44,6 +45,23 @@ func TestOneCopyOfEachID(t *testing.T) {
 	// t1…t3 were new together: packed one after another in one chunk.
 	if held["t2"] != held["t1"]+2 || held["t3"] != held["t2"]+2 {
 		t.Errorf("new ids not laid end to end: t1 %#x, t2 %#x, t3 %#x", held["t1"], held["t2"], held["t3"])
+	}
+
+	// An item holds the same copy: a failed session's.
+	register(t, w, "session", "s1", "running")
+	if _, err := w.Transition(ctx, transitions.Request{Type: "session", ID: "s1", To: "failed", Actor: transitions.ActorOrchestrator,
+		Reason: &state.StateReason{Code: state.RunFailedExitNonzero}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	items := v.EntityItems("session", "s1", clock.Now())
+	if len(items) == 0 {
+		t.Fatal("the failed session has no item")
+	}
+	if r := v.entries.Get("session", "s1"); data(items[0].Entity.ID) != data(r.id) {
+		t.Error("the item holds another copy of the id than the record")
 	}
 
 	// A change of each: the same copy, in the record and for the hooks.

@@ -560,7 +560,6 @@ func (v *View) apply(b store.Batch, hooks bool) {
 	v.hookMu.Lock()
 	onChange, onTransitions := v.onChange, v.onTransitions
 	v.hookMu.Unlock()
-	v.canonIDs(b.Entities)
 	for i := range b.Entities {
 		// Deriving outside the lock keeps readers answering during a
 		// large Load. Interning needs no lock: one Sync at a time.
@@ -580,6 +579,8 @@ func (v *View) apply(b store.Batch, hooks bool) {
 		old := v.entries.Get(k.typ, k.id)
 		_, again := replaced[k]
 		if old != nil {
+			// The id copy the view holds already (ids.go).
+			holdID(n, &b.Entities[i], old.id)
 			v.ungroup(groupOf(old))
 			if !again {
 				v.idx.change(old, -1, &ed)
@@ -601,7 +602,11 @@ func (v *View) apply(b store.Batch, hooks bool) {
 				continue
 			}
 		} else {
-			v.entries.Put(k.typ, k.id, n)
+			if old == nil {
+				// Held from now on: its own copy of the id, packed.
+				holdID(n, &b.Entities[i], v.ids.clone(n.id))
+			}
+			v.entries.Put(k.typ, n.id, n)
 			replaced[k] = n
 		}
 		changes = append(changes, change{old, n, &b.Entities[i]})

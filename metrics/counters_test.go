@@ -74,6 +74,10 @@ func TestCountersAfterAKeptScrape(t *testing.T) {
 			if again := value(t, g, tt.want); again != before {
 				t.Fatalf("a scrape with nothing moved reads %v, the one before %v", again, before)
 			}
+			// Kept: a scrape with nothing moved serves the same family.
+			if a, b := gather(t, g)[tt.want.family], gather(t, g)[tt.want.family]; a != b {
+				t.Errorf("%s gathered anew with nothing moved", tt.want.family)
+			}
 			tt.move(m, f)
 			if got := value(t, g, tt.want); got != before+1 {
 				t.Errorf("after %s: %s{%s} = %v, want %v", tt.name, tt.want.family, tt.want.labels, got, before+1)
