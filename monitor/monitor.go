@@ -428,10 +428,12 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 		tr.checkAt = stampOf(now)
 	}
 	if !fresh && unsafe.StringData(tr.f.id) != unsafe.StringData(e.ID) {
-		// The same key in an id string of its own (the view's, whose
-		// record this change replaced): kept under it, as the facts are
-		// below, so the monitor keeps no older copy of the id beside the
-		// view's. (The type is the facts' one shared copy, typeBootOf.)
+		// The same key in an id string of its own: kept under it, as the
+		// facts are below, so the monitor keeps no older copy of the id
+		// beside its source's. The view hands every version of an entity
+		// the one copy it holds (live/ids.go), so from the view this is
+		// rare (an entity dropped and seen again). (The type is the
+		// facts' one shared copy, typeBootOf.)
 		m.ents.put(k, tr)
 	}
 	if fresh || tr.r().heartbeatFile != e.HeartbeatFile {
