@@ -80,7 +80,10 @@ func TestFactsOfAShellWithChildren(t *testing.T) {
 		if f.ProcessUsage == nil {
 			return false, "unavailable: " + f.Unavailable
 		}
-		return f.Descendants == 2, fmt.Sprintf("%+v", *f.ProcessUsage)
+		// A child read between its fork and its exec can show no memory
+		// of its own yet: wait for both sleeps to have some.
+		u := f.ProcessUsage
+		return f.Descendants == 2 && u.TreeRSSBytes > u.RSSBytes, fmt.Sprintf("%+v", *u)
 	})
 	u := f.ProcessUsage
 	if u.Tasks != 3 || u.TreeRSSBytes <= u.RSSBytes || u.DescendantsMore || u.DescendantsText() != "2" {
