@@ -245,6 +245,10 @@ func New(o Options) *Handler {
 			// error page: serve what was gathered.
 			ErrorHandling: promhttp.ContinueOnError,
 			ErrorLog:      zap.NewStdLog(o.Log.Named("metrics")),
+			// Uncompressed (ADR-0061): a gzip writer is about 1.5 MB of
+			// heap, which the handler's pool keeps while scrapes come,
+			// to save about 90 KB a scrape at 10,000 entities.
+			DisableCompression: true,
 		}))
 	}
 	m.HandleFunc("GET /healthz", s.healthz)

@@ -27,9 +27,14 @@ func TestHealthReadyMetrics(t *testing.T) {
 	if r := e.do("GET", "/readyz", ""); r.status != 503 || !strings.Contains(string(r.body), "no sweep has completed yet") {
 		t.Errorf("readyz not ready: %d %q", r.status, r.body)
 	}
-	r := e.do("GET", "/metrics", "")
+	// Uncompressed even to a scraper that takes gzip (ADR-0061): the
+	// header asked by hand, the client does not decompress for us.
+	r := e.do("GET", "/metrics", "", "Accept-Encoding", "gzip")
 	if r.status != 200 || !strings.Contains(string(r.body), "watchdog_build_info{") || !strings.Contains(string(r.body), "go_goroutines") {
 		t.Errorf("metrics: %d\n%s", r.status, r.body)
+	}
+	if enc := r.header.Get("Content-Encoding"); enc != "" {
+		t.Errorf("metrics to a scraper taking gzip: Content-Encoding %q, want none", enc)
 	}
 
 	// Unknown paths and wrong methods answer in JSON too.

@@ -129,6 +129,9 @@ func Run(ctx context.Context, o Options) error {
 
 	reg := prometheus.NewRegistry()
 	view := live.New(st, time.Now, time.Duration(cfg.Thresholds.FailureWindow))
+	// Once quiet, the view repacks the records a burst scattered
+	// (ADR-0061) before the heap is given back.
+	defer releaser.onQuiet(view.Compact)()
 	// This daemon's place in the fleet exists before anything asks whether
 	// it leads or what it owns: the gauges (each daemon counts what it
 	// owns, so sum() across a fleet is the fleet), the reaper and the

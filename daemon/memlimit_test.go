@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -41,7 +42,7 @@ func TestPaceMemoryLeavesTheOperatorsChoice(t *testing.T) {
 }
 
 // TestWorthReleasing: the free heap is given back when it is more than
-// the floor and more than an eighth of the live heap.
+// the floor (1 MB) and more than a sixteenth of the live heap.
 func TestWorthReleasing(t *testing.T) {
 	const mb = 1 << 20
 	for _, tc := range []struct {
@@ -50,10 +51,10 @@ func TestWorthReleasing(t *testing.T) {
 		want       bool
 	}{
 		{"nothing free", 0, 10 * mb, false},
-		{"under the floor", 3 * mb, 2 * mb, false},
-		{"over the floor, a small heap", 5 * mb, 2 * mb, true},
-		{"over the floor, under an eighth of a large heap", 10 * mb, 100 * mb, false},
-		{"over an eighth of a large heap", 20 * mb, 100 * mb, true},
+		{"under the floor", mb / 2, 2 * mb, false},
+		{"over the floor, a small heap", 2 * mb, 2 * mb, true},
+		{"over the floor, under a sixteenth of a large heap", 5 * mb, 100 * mb, false},
+		{"over a sixteenth of a large heap", 7 * mb, 100 * mb, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := worthReleasing(tc.free, tc.live); got != tc.want {
@@ -73,7 +74,7 @@ func TestReleaseOnceQuiet(t *testing.T) {
 		want bool
 	}{
 		{"a burst's heap free: given back", 64 * mb, true},
-		{"little free: kept", 1 * mb, false},
+		{"little free: kept", mb / 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			given := make(chan struct{}, 1)
@@ -122,4 +123,45 @@ func TestHeapFreeReadsTheRuntime(t *testing.T) {
 	}
 	t.Logf("free %d B, live %d B", free, live)
 	runtime.KeepAlive(keep)
+}
+
+// TestQuietCompactsFirst: the quiet release runs the views' compactions
+// before it weighs the free heap, and gives the heap back when one moved
+// anything even with little free (the old copies are garbage only a
+// collection frees); a removed compaction is not run.
+func TestQuietCompactsFirst(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		name  string
+		moved int
+		want  bool
+	}{
+		{"a compaction moved records: given back", 10000, true},
+		{"nothing moved, little free: kept", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var order []string
+			h := &heapRelease{
+				free: func() (uint64, uint64) { order = append(order, "free"); return mb / 2, 8 * mb },
+				give: func() { order = append(order, "give") },
+			}
+			remove := h.onQuiet(func() int { order = append(order, "compact"); return tc.moved })
+			gone := h.onQuiet(func() int { order = append(order, "removed"); return 1 })
+			gone()
+			h.quiet()
+			want := []string{"compact", "free"}
+			if tc.want {
+				want = append(want, "give")
+			}
+			if !slices.Equal(order, want) {
+				t.Errorf("quiet ran %v, want %v", order, want)
+			}
+			remove()
+			order = nil
+			h.quiet()
+			if !slices.Equal(order, []string{"free"}) {
+				t.Errorf("after its removal quiet ran %v, want [free]", order)
+			}
+		})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"watchdog/attention"
 	"watchdog/internal/testenv"
@@ -219,6 +220,41 @@ func TestViewAgreesWithStore(t *testing.T) {
 		}
 	}
 	compare("loaded")
+	// Repacked (compact.go): the same reads, from records in slabs; a
+	// Ref taken before still rebuilds its entity as it was.
+	var before Ref
+	var beforeEntity store.Entity
+	v.Each("", func(e *Entry) {
+		if e.Entity.ID == "e-00097" {
+			before, beforeEntity = e.Ref(), e.Entity
+		}
+	})
+	defer func(n int) { compactChunk = n }(compactChunk)
+	compactChunk = 7 // many chunks, one slab across several
+	repack := func(stage string) {
+		t.Helper()
+		n := v.Len()
+		if moved := v.compact(0); moved != n {
+			t.Fatalf("%s: compact moved %d of %d records", stage, moved, n)
+		}
+		if moved := v.compact(0); moved != 0 {
+			t.Errorf("%s: a second compact with nothing made since moved %d", stage, moved)
+		}
+		pages := map[uintptr]bool{}
+		v.mu.RLock()
+		for r := range v.entries.All() {
+			pages[uintptr(unsafe.Pointer(r))&^8191] = true
+		}
+		v.mu.RUnlock()
+		if most := (n + slabRecords - 1) / slabRecords; len(pages) > most {
+			t.Errorf("%s: %d records on %d pages after compact, want at most %d", stage, n, len(pages), most)
+		}
+		compare(stage)
+	}
+	repack("compacted")
+	if got := before.Entity(); jsonOf(t, got) != jsonOf(t, beforeEntity) {
+		t.Errorf("a Ref from before the compaction rebuilds %s, was %s", jsonOf(t, got), jsonOf(t, beforeEntity))
+	}
 
 	// A few entities change (the index's one-by-one path), then many
 	// (its merge), then new ones arrive beside changes.
@@ -247,6 +283,7 @@ func TestViewAgreesWithStore(t *testing.T) {
 	compare("three changed")
 	rewrite(r.Perm(600)[:250])
 	compare("250 changed")
+	repack("compacted again")
 	seed(t, db, r, 600, 150)
 	rewrite(r.Perm(600)[:40])
 	compare("150 new, 40 changed")

@@ -253,8 +253,11 @@ type View struct {
 	entries entmap.Map[record]
 	// ids packs the ids of the entities it holds (ids.go); the feed's
 	// apply alone uses it.
-	ids        idArena
-	idx        index
+	ids idArena
+	idx index
+	// loose counts the records the view has kept since its last
+	// compaction (compact.go): each one allocated alone.
+	loose      int
 	groups     map[Group]int
 	dismissals map[string]store.Dismissal
 	window     time.Duration
@@ -607,6 +610,7 @@ func (v *View) apply(b store.Batch, hooks bool) {
 				holdID(n, &b.Entities[i], v.ids.clone(n.id))
 			}
 			v.entries.Put(k.typ, n.id, n)
+			v.loose++
 			replaced[k] = n
 		}
 		changes = append(changes, change{old, n, &b.Entities[i]})

@@ -263,6 +263,20 @@ func TestConcurrentReadersRunAndWriter(t *testing.T) {
 			}
 		}
 	})
+	// Repacking a few records at a time (compact.go), between and beside
+	// the changes.
+	defer func(n int) { compactChunk = n }(compactChunk)
+	compactChunk = 3
+	wg.Go(func() {
+		for {
+			select {
+			case <-writerDone:
+				return
+			default:
+			}
+			v.compact(0)
+		}
+	})
 	for r := 0; r < 2; r++ {
 		wg.Go(func() {
 			for {
