@@ -246,7 +246,9 @@ func TestViewAgreesWithStore(t *testing.T) {
 			pages[uintptr(unsafe.Pointer(r))&^8191] = true
 		}
 		v.mu.RUnlock()
-		if most := (n + slabRecords - 1) / slabRecords; len(pages) > most {
+		// Full slabs fill a page each; the last, smaller one may straddle
+		// two (a size class of several pages).
+		if most := n/slabRecords + 2; len(pages) > most {
 			t.Errorf("%s: %d records on %d pages after compact, want at most %d", stage, n, len(pages), most)
 		}
 		compare(stage)
