@@ -263,21 +263,8 @@ func TestConcurrentReadersRunAndWriter(t *testing.T) {
 			}
 		}
 	})
-	// Repacking a few records at a time (compact.go), between and beside
-	// the changes.
-	defer func(n int) { compactChunk = n }(compactChunk)
-	compactChunk = 3
-	wg.Go(func() {
-		for {
-			select {
-			case <-writerDone:
-				return
-			default:
-			}
-			v.compact(0)
-		}
-	})
-	for r := 0; r < 2; r++ {
+	// untilWritten runs step over and over until the writer is done.
+	untilWritten := func(step func()) {
 		wg.Go(func() {
 			for {
 				select {
@@ -285,16 +272,26 @@ func TestConcurrentReadersRunAndWriter(t *testing.T) {
 					return
 				default:
 				}
-				now := time.Now()
-				_ = v.Sync(ctx)
-				v.Attention(attentionQuery(), now)
-				v.Counts(now)
-				v.ActiveReasons(now)
-				v.QueueBySeverity(now)
-				v.Get("agent", "a-00", now)
-				v.Each("agent", func(e *Entry) { _ = e.Open() })
-				v.Groups(func(Group, int) {})
+				step()
 			}
+		})
+	}
+	// Repacking a few records at a time (compact.go), between and beside
+	// the changes.
+	defer func(n int) { compactChunk = n }(compactChunk)
+	compactChunk = 3
+	untilWritten(func() { v.compact(0) })
+	for r := 0; r < 2; r++ {
+		untilWritten(func() {
+			now := time.Now()
+			_ = v.Sync(ctx)
+			v.Attention(attentionQuery(), now)
+			v.Counts(now)
+			v.ActiveReasons(now)
+			v.QueueBySeverity(now)
+			v.Get("agent", "a-00", now)
+			v.Each("agent", func(e *Entry) { _ = e.Open() })
+			v.Groups(func(Group, int) {})
 		})
 	}
 	<-writerDone
