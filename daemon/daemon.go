@@ -61,7 +61,7 @@ func Run(ctx context.Context, o Options) error {
 	cfg := o.Config
 	log := o.Log
 	if !paceMemory() {
-		log.Info("GOGC or GOMEMLIMIT set: the collector's pacing is the operator's, no soft memory limit of the daemon's own")
+		log.Info("GOGC or GOMEMLIMIT set: the collector's pacing is the operator's, no soft memory limit, quiet release or repacking of the daemon's own")
 	}
 	host := probe.NewHost()
 	if cfg.HostID != "" {

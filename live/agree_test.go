@@ -230,14 +230,14 @@ func TestViewAgreesWithStore(t *testing.T) {
 		}
 	})
 	defer func(n int) { compactChunk = n }(compactChunk)
-	compactChunk = 7 // many chunks, one slab across several
+	compactChunk = 7 // many chunks, each slab across several
 	repack := func(stage string) {
 		t.Helper()
 		n := v.Len()
-		if moved := v.compact(0); moved != n {
+		if moved := v.compact(0, 0); moved != n {
 			t.Fatalf("%s: compact moved %d of %d records", stage, moved, n)
 		}
-		if moved := v.compact(0); moved != 0 {
+		if moved := v.compact(0, 0); moved != 0 {
 			t.Errorf("%s: a second compact with nothing made since moved %d", stage, moved)
 		}
 		pages := map[uintptr]bool{}

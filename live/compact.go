@@ -1,6 +1,12 @@
 package live
 
-import "unsafe"
+import (
+	"slices"
+	"time"
+	"unsafe"
+
+	"watchdog/attention"
+)
 
 // Repacking the records after a burst (ADR-0061). Each change of an
 // entity makes a new record and the one it replaces becomes garbage, so
@@ -20,23 +26,27 @@ import "unsafe"
 // A record is immutable once made (a reader may hold one after the lock:
 // Ref), so the copy is a new snapshot equal to the old one; a reader's
 // old one stays valid and the collector frees it when the reader is done.
-// A slab stays alive while any record in it does, so changes after a
-// compaction leave dead slots in slabs: bounded by the changes since the
-// last compaction, which the next one (once they are an eighth of the
-// view: compactShare) repacks.
+// A slab stays alive while any record in it does, so the records let go
+// after a compaction (changed, dropped) leave dead slots in slabs; the
+// view counts them (dead) beside the records it holds outside slabs
+// (loose), and repacks again once together they are an eighth of the
+// view (compactShare). It repacks only a view no change reached for
+// compactQuiet: under a steady stream of changes new records fill the
+// holes the old ones leave, and a repack would be undone as it was made.
 
-// slabRecords is how many records a slab holds: as many as fill the
-// runtime's 8 KB size class (34 of 240 bytes, 32 bytes spare), so a slab
+// slabRecords is how many records a slab holds: as many as fit the
+// runtime's 8 KB size class (35 of 232 bytes, 72 bytes spare), so a slab
 // is one object on one page.
 const slabRecords = 8192 / int(unsafe.Sizeof(record{}))
 
-// compactShare and compactLeast say when a compaction is worth its copy:
-// the records made since the last one (v.loose) are at least an eighth
-// of those held, and at least compactLeast (a small view's holes are not
-// worth a collection's time).
+// When a compaction is worth its copy: the loose records and dead slots
+// are at least an eighth of the records held (compactShare) and at least
+// compactLeast (a small view's holes are not worth a collection's time),
+// and no change came for compactQuiet (the quiet release's own wait).
 const (
 	compactShare = 8
 	compactLeast = 1024
+	compactQuiet = 5 * time.Second
 )
 
 // compactChunk is how many records a compaction moves per hold of the
@@ -45,79 +55,113 @@ const (
 // few at a time to interleave chunks with changes.
 var compactChunk = 4096
 
-// Compact repacks the view's records into slabs when enough of them were
-// made since the last compaction (compactShare, compactLeast), and says
-// how many it moved (0: not worth it). It takes the view's lock a chunk
-// at a time (compactChunk).
-func (v *View) Compact() int { return v.compact(compactLeast) }
+// Compact repacks the view's records into slabs when it is worth it
+// (compactShare, compactLeast, compactQuiet) and says how many it moved
+// (0: not worth it). It takes the view's lock a chunk at a time
+// (compactChunk).
+func (v *View) Compact() int { return v.compact(compactLeast, compactQuiet) }
 
-// compact is Compact with least for compactLeast (tests repack small
-// views).
-func (v *View) compact(least int) int {
+// letGo counts a record the view no longer holds (under mu): a loose one
+// less, or a dead slot more.
+func (v *View) letGo(r *record) {
+	if r.packed {
+		v.dead++
+	} else {
+		v.loose--
+	}
+}
+
+// compact is Compact with least for compactLeast and quiet for
+// compactQuiet (tests repack small, busy views).
+func (v *View) compact(least int, quiet time.Duration) int {
 	v.mu.Lock()
 	n := v.entries.Len()
-	if n == 0 || v.loose < least || v.loose*compactShare < n {
+	waste := v.loose + v.dead
+	if n == 0 || waste < least || waste*compactShare < n || time.Since(v.lastApply) < quiet {
 		v.mu.Unlock()
 		return 0
 	}
-	v.loose = 0
+	// Every record moves, the packed ones too: the slabs of this
+	// compaction replace all of the last one's, dead slots and all.
+	v.dead = 0
 	old := make([]*record, 0, n)
 	for r := range v.entries.All() {
 		old = append(old, r)
 	}
 	v.mu.Unlock()
+	step := max(compactChunk, 1)
 	movedAll := 0
 	var slab []record
-	for len(old) > 0 {
-		chunk := old[:min(compactChunk, len(old))]
-		old = old[len(chunk):]
-		moved := make(map[*record]*record, len(chunk))
+	for from := 0; from < len(old); from += step {
+		chunk := old[from:min(from+step, len(old))]
 		v.mu.Lock()
 		for i, r := range chunk {
+			chunk[i] = nil // the original is garbage once moved
 			if v.entries.Get(r.typ(), r.id) != r {
-				continue // changed or dropped since: its new record is loose
+				continue // changed or dropped since: counted by apply
 			}
 			if len(slab) == cap(slab) {
-				slab = make([]record, 0, min(slabRecords, len(chunk)-i+len(old)))
+				slab = make([]record, 0, min(slabRecords, len(old)-from-i))
 			}
 			slab = append(slab, *r)
 			c := &slab[len(slab)-1]
-			moved[r] = c
+			c.packed = true
+			if !r.packed {
+				v.loose--
+			}
 			v.entries.Put(c.typ(), c.id, c)
+			v.idx.repoint(r, c)
+			movedAll++
 		}
-		v.idx.repoint(moved)
 		v.mu.Unlock()
-		movedAll += len(moved)
 	}
 	return movedAll
 }
 
-// repoint points every ref of the index at the record moved says its
-// record was moved to (Compact), keeping those it does not name.
-func (x *index) repoint(moved map[*record]*record) {
-	if len(moved) == 0 {
-		return
+// repoint points the index's refs to r at c, its copy (Compact): each
+// found as change found it, by its items' order and fingerprints and its
+// place among the ended, so a chunk costs its own records, not the
+// index.
+func (x *index) repoint(r, c *record) {
+	if r.legacy() {
+		return // never indexed
 	}
-	to := func(r *record) *record {
-		if c, ok := moved[r]; ok {
-			return c
-		}
-		return r
-	}
-	for i := range x.queue {
-		x.queue[i].e = to(x.queue[i].e)
-	}
-	for _, m := range [...]map[string]itemRef{x.byFP, x.bySubsumed} {
-		for k, r := range m {
-			if c, ok := moved[r.e]; ok {
-				r.e = c
-				m[k] = r
+	for i := range r.items {
+		it := &r.items[i]
+		probe := itemRef{key: attention.KeyOf(it), e: r}
+		at, _ := slices.BinarySearchFunc(x.queue, probe, compareRefs)
+		for ; at < len(x.queue) && compareRefs(x.queue[at], probe) == 0; at++ {
+			if x.queue[at].e == r {
+				x.queue[at].e = c
 			}
 		}
+		repointIn(x.byFP, it.Fingerprint, r, c)
+		for _, fp := range it.SubsumedFingerprints() {
+			repointIn(x.bySubsumed, fp, r, c)
+		}
 	}
-	for _, list := range [...][]*record{x.ended, x.endedCoded} {
-		for i := range list {
-			list[i] = to(list[i])
+	if r.expires() {
+		swapIn(x.ended, r, c)
+		if r.coded() {
+			swapIn(x.endedCoded, r, c)
+		}
+	}
+}
+
+// repointIn points m's ref under fp at c if it is r's.
+func repointIn(m map[string]itemRef, fp string, r, c *record) {
+	if cur, ok := m[fp]; ok && cur.e == r {
+		cur.e = c
+		m[fp] = cur
+	}
+}
+
+// swapIn puts c in r's place in list, sorted by compareArrivals.
+func swapIn(list []*record, r, c *record) {
+	at, _ := slices.BinarySearchFunc(list, r, compareArrivals)
+	for ; at < len(list) && compareArrivals(list[at], r) == 0; at++ {
+		if list[at] == r {
+			list[at] = c
 		}
 	}
 }

@@ -185,6 +185,7 @@ func (v *View) dropAgedOut() int {
 	for _, r := range drop {
 		k := key{r.typ(), r.id}
 		v.entries.Delete(k.typ, k.id)
+		v.letGo(r)
 		v.idx.change(r, -1, &ed)
 		v.gone.put(k, groupOf(r))
 	}

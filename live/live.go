@@ -255,12 +255,14 @@ type View struct {
 	// apply alone uses it.
 	ids idArena
 	idx index
-	// loose counts the records the view has kept since its last
-	// compaction (compact.go): each one allocated alone.
-	loose      int
-	groups     map[Group]int
-	dismissals map[string]store.Dismissal
-	window     time.Duration
+	// loose counts the records the view holds that are not in a slab,
+	// dead the slab slots whose records it let go since its last
+	// compaction, and lastApply is when a change last came (compact.go).
+	loose, dead int
+	lastApply   time.Time
+	groups      map[Group]int
+	dismissals  map[string]store.Dismissal
+	window      time.Duration
 
 	// evict is whether the view drops the entities that aged out of the
 	// failure window (EvictAgedOut); gone is what it keeps of each
@@ -517,6 +519,7 @@ func (v *View) reselect(ctx context.Context, sel store.Hosts) error {
 				continue
 			}
 			v.entries.Delete(r.typ(), r.id)
+			v.letGo(r)
 			g := groupOf(r)
 			if v.groups[g]--; v.groups[g] == 0 {
 				delete(v.groups, g)
@@ -584,6 +587,7 @@ func (v *View) apply(b store.Batch, hooks bool) {
 		if old != nil {
 			// The id copy the view holds already (ids.go).
 			holdID(n, &b.Entities[i], old.id)
+			v.letGo(old)
 			v.ungroup(groupOf(old))
 			if !again {
 				v.idx.change(old, -1, &ed)
@@ -621,6 +625,7 @@ func (v *View) apply(b store.Batch, hooks bool) {
 		}
 	}
 	v.idx.commit(&ed)
+	v.lastApply = time.Now()
 	evict := v.evict
 	v.mu.Unlock()
 	if evict {

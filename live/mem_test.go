@@ -226,13 +226,14 @@ func BenchmarkRecordCPU(b *testing.B) {
 }
 
 // BenchmarkCompact loads memInsert's sessions into a view, writes every
-// second one again (a second version, as the monitor's first judgement of
-// a registered entity makes one: the first records of those become holes
-// among the others'), and then repacks the view (compact.go). It reports the heap in
-// use per entity before and after the repacking (HeapInuse after two
-// collections, less before the view was made) and times one Compact of
-// every record (the view's lock is held that long). Run it with
-// -benchtime=1x for the heap figures of one repacking.
+// second one again (a second version, as the monitor's first judgement
+// of a registered entity makes one: the first records of those become
+// holes among the others'), and then repacks the view (compact.go). It
+// reports the heap in use per entity before and after the repacking
+// (HeapInuse after two collections, less before the view was made) and
+// times one Compact of every record (in chunks of compactChunk, a hold
+// of the view's lock each). Run it with -benchtime=1x for the heap
+// figures of one repacking.
 func BenchmarkCompact(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("entities=%d", n), func(b *testing.B) {
@@ -255,16 +256,16 @@ func BenchmarkCompact(b *testing.B) {
 				b.Fatal(err)
 			}
 			scattered := heapInuse()
-			if moved := v.Compact(); moved != n {
+			if moved := v.compact(compactLeast, 0); moved != n {
 				b.Fatalf("Compact moved %d of %d records", moved, n)
 			}
 			packed := heapInuse()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				v.mu.Lock()
-				v.loose = n
+				v.dead = n // as if every record changed since
 				v.mu.Unlock()
-				v.Compact()
+				v.compact(compactLeast, 0)
 			}
 			b.StopTimer()
 			per := func(h uint64) float64 { return float64(int64(h)-int64(base)) / float64(n) }

@@ -88,6 +88,9 @@ type record struct {
 	// it lasts (an orphan whose process lives), counted like an open
 	// entity's items.
 	lingers bool
+	// packed is whether the record is a copy in a slab (compact.go): its
+	// slot dies with it while the slab lives on.
+	packed bool
 }
 
 // recWords are the words a record shares with many others: its entity's
