@@ -91,8 +91,8 @@ func armPacer() {
 // than releaseAtLeast of the heap is mapped but free, the daemon returns
 // it all at once (debug.FreeOSMemory: one collection and a scavenge).
 // Its own collection re-arms the timer, which then finds nothing to give
-// back and nothing to repack (a repack waits for 5 s without a change of
-// the view, and for enough changed since the last: ADR-0061); no wake-up while the daemon is busy (each collection pushes the
+// back and nothing to repack (a repack waits for enough records changed
+// since the last: ADR-0061); no wake-up while the daemon is busy (each collection pushes the
 // timer back) nor while idle (the timer is armed by a collection: the
 // runtime's forced one every two minutes at most).
 const (

@@ -234,10 +234,10 @@ func TestViewAgreesWithStore(t *testing.T) {
 	repack := func(stage string) {
 		t.Helper()
 		n := v.Len()
-		if moved := v.compact(0, 0); moved != n {
+		if moved := v.compact(0); moved != n {
 			t.Fatalf("%s: compact moved %d of %d records", stage, moved, n)
 		}
-		if moved := v.compact(0, 0); moved != 0 {
+		if moved := v.compact(0); moved != 0 {
 			t.Errorf("%s: a second compact with nothing made since moved %d", stage, moved)
 		}
 		pages := map[uintptr]bool{}

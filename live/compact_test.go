@@ -11,9 +11,9 @@ import (
 )
 
 // TestCompactWhenWorthIt: a view repacks once what it holds outside slabs
-// and the slots it let go are an eighth of it and no change came for a
-// while; one entity changed over and over (a chatty one) never makes it
-// worth a repack, however many records it made; changes to many do.
+// and the slots it let go are an eighth of it; one entity changed over
+// and over (a chatty one) never makes it worth a repack, however many
+// records it made; changes to many do.
 func TestCompactWhenWorthIt(t *testing.T) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "watchdog.db"))
@@ -49,16 +49,13 @@ func TestCompactWhenWorthIt(t *testing.T) {
 	if loose, dead := counts(); loose != n || dead != 0 {
 		t.Fatalf("loaded: %d loose, %d dead; want %d, 0", loose, dead, n)
 	}
-	if moved := v.Compact(); moved != 0 {
-		t.Errorf("Compact right after a change moved %d records; a busy view waits", moved)
-	}
-	if moved := v.compact(compactLeast, 0); moved != n {
+	if moved := v.Compact(); moved != n {
 		t.Fatalf("compact moved %d of %d", moved, n)
 	}
 	if loose, dead := counts(); loose != 0 || dead != 0 {
 		t.Errorf("after compact: %d loose, %d dead; want 0, 0", loose, dead)
 	}
-	if moved := v.compact(0, 0); moved != 0 {
+	if moved := v.compact(0); moved != 0 {
 		t.Errorf("a second compact with nothing changed moved %d", moved)
 	}
 	for range 50 {
@@ -67,7 +64,7 @@ func TestCompactWhenWorthIt(t *testing.T) {
 	if loose, dead := counts(); loose != 1 || dead != 1 {
 		t.Errorf("one entity changed 50 times: %d loose, %d dead; want 1, 1", loose, dead)
 	}
-	if moved := v.compact(1, 0); moved != 0 {
+	if moved := v.compact(1); moved != 0 {
 		t.Errorf("one chatty entity made a repack worth it: moved %d", moved)
 	}
 	rewrite("rowid % 7 = 0") // 285 others, out of their slabs
@@ -75,7 +72,7 @@ func TestCompactWhenWorthIt(t *testing.T) {
 	if loose != n/7+1 || dead != n/7+1 {
 		t.Errorf("after %d others changed: %d loose, %d dead; want %d, %d", n/7, loose, dead, n/7+1, n/7+1)
 	}
-	if moved := v.compact(1, 0); moved != n {
+	if moved := v.compact(1); moved != n {
 		t.Errorf("an eighth changed: compact moved %d of %d", moved, n)
 	}
 }

@@ -257,9 +257,8 @@ type View struct {
 	idx index
 	// loose counts the records the view holds that are not in a slab,
 	// dead the slab slots whose records it let go since its last
-	// compaction, and lastApply is when a change last came (compact.go).
+	// compaction (compact.go).
 	loose, dead int
-	lastApply   time.Time
 	groups      map[Group]int
 	dismissals  map[string]store.Dismissal
 	window      time.Duration
@@ -625,7 +624,6 @@ func (v *View) apply(b store.Batch, hooks bool) {
 		}
 	}
 	v.idx.commit(&ed)
-	v.lastApply = time.Now()
 	evict := v.evict
 	v.mu.Unlock()
 	if evict {

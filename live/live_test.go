@@ -280,7 +280,7 @@ func TestConcurrentReadersRunAndWriter(t *testing.T) {
 	// the changes.
 	defer func(n int) { compactChunk = n }(compactChunk)
 	compactChunk = 3
-	untilWritten(func() { v.compact(0, 0) })
+	untilWritten(func() { v.compact(0) })
 	for r := 0; r < 2; r++ {
 		untilWritten(func() {
 			now := time.Now()

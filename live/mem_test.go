@@ -256,7 +256,7 @@ func BenchmarkCompact(b *testing.B) {
 				b.Fatal(err)
 			}
 			scattered := heapInuse()
-			if moved := v.compact(compactLeast, 0); moved != n {
+			if moved := v.compact(compactLeast); moved != n {
 				b.Fatalf("Compact moved %d of %d records", moved, n)
 			}
 			packed := heapInuse()
@@ -265,7 +265,7 @@ func BenchmarkCompact(b *testing.B) {
 				v.mu.Lock()
 				v.dead = n // as if every record changed since
 				v.mu.Unlock()
-				v.compact(compactLeast, 0)
+				v.compact(compactLeast)
 			}
 			b.StopTimer()
 			per := func(h uint64) float64 { return float64(int64(h)-int64(base)) / float64(n) }
