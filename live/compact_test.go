@@ -2,12 +2,9 @@ package live
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"watchdog/internal/testenv"
-	"watchdog/store/sqlite"
 )
 
 // TestCompactWhenWorthIt: a view repacks once what it holds outside slabs
@@ -16,18 +13,10 @@ import (
 // records it made; changes to many do.
 func TestCompactWhenWorthIt(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "watchdog.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	const n = 2000
-	memInsert(t, st, n, false)
+	st := memStore(t, n, false)
 	db := testenv.SQL(t, st.Path())
-	v := New(st, func() time.Time { return testNow }, 0)
-	if err := v.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	v := loadView(t, st)
 	counts := func() (int, int) {
 		v.mu.RLock()
 		defer v.mu.RUnlock()

@@ -87,6 +87,29 @@ func memInsert(tb testing.TB, st *sqlite.Store, n int, unknown bool) {
 	}
 }
 
+// memStore is a store in the test's directory filled with memInsert's n
+// sessions, closed with the test.
+func memStore(tb testing.TB, n int, unknown bool) *sqlite.Store {
+	tb.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "watchdog.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	memInsert(tb, st, n, unknown)
+	return st
+}
+
+// loadView is a view of st at testNow, loaded.
+func loadView(tb testing.TB, st *sqlite.Store) *View {
+	tb.Helper()
+	v := New(st, func() time.Time { return testNow }, 0)
+	if err := v.Load(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	return v
+}
+
 // viewHeap, when set, is where BenchmarkViewMemory writes a heap profile
 // taken with the view loaded (PATH.N for N entities): -memprofile's is
 // taken after the benchmark, when the view is gone.
@@ -132,17 +155,9 @@ func BenchmarkViewMemory(b *testing.B) {
 			name += ",liveness_unknown"
 		}
 		b.Run(name, func(b *testing.B) {
-			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "watchdog.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			memInsert(b, st, n, c.unknown)
+			st := memStore(b, n, c.unknown)
 			before := heapInuse()
-			v := New(st, func() time.Time { return testNow }, 0)
-			if err := v.Load(context.Background()); err != nil {
-				b.Fatal(err)
-			}
+			v := loadView(b, st)
 			after := heapInuse()
 			if *viewHeap != "" {
 				writeHeapProfile(b, fmt.Sprintf("%s.%s", *viewHeap, strings.TrimPrefix(name, "entities=")))
@@ -172,18 +187,8 @@ func BenchmarkViewMemory(b *testing.B) {
 // one. Compare two binaries side by side: the figures are the ratios.
 func BenchmarkRecordCPU(b *testing.B) {
 	for _, unknown := range []bool{false, true} {
-		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "watchdog.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
 		const n = 10_000
-		memInsert(b, st, n, unknown)
-		v := New(st, func() time.Time { return testNow }, 0)
-		if err := v.Load(ctx); err != nil {
-			b.Fatal(err)
-		}
+		v := loadView(b, memStore(b, n, unknown))
 		stored := make([]store.Entity, 0, n)
 		v.Each("", func(e *Entry) { stored = append(stored, e.Entity) })
 		name := "mixed"
@@ -238,17 +243,9 @@ func BenchmarkCompact(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("entities=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "watchdog.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			memInsert(b, st, n, true)
+			st := memStore(b, n, true)
 			base := heapInuse()
-			v := New(st, func() time.Time { return testNow }, 0)
-			if err := v.Load(ctx); err != nil {
-				b.Fatal(err)
-			}
+			v := loadView(b, st)
 			if _, err := testenv.SQL(b, st.Path()).ExecContext(ctx, `UPDATE entities SET updated_at = updated_at + 1, revision = revision + 1000000 WHERE rowid % 2 = 0`); err != nil {
 				b.Fatal(err)
 			}
