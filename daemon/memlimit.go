@@ -92,9 +92,9 @@ func armPacer() {
 // it all at once (debug.FreeOSMemory: one collection and a scavenge).
 // Its own collection re-arms the timer, which then finds nothing to give
 // back and nothing to repack (a repack waits for enough records changed
-// since the last: ADR-0061); no wake-up while the daemon is busy (each collection pushes the
-// timer back) nor while idle (the timer is armed by a collection: the
-// runtime's forced one every two minutes at most).
+// since the last: ADR-0061); no wake-up while the daemon is busy (each
+// collection pushes the timer back) nor while idle (the timer is armed
+// by a collection: the runtime's forced one every two minutes at most).
 const (
 	// quietAfter is how long without a collection counts as quiet: with
 	// 10 s the heap a sweep's list grew (every minute, 1.3 KB an entity

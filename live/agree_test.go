@@ -251,6 +251,28 @@ func TestViewAgreesWithStore(t *testing.T) {
 		if most := n/slabRecords + 2; len(pages) > most {
 			t.Errorf("%s: %d records on %d pages after compact, want at most %d", stage, n, len(pages), most)
 		}
+		// Every ref of the index is to the record the view holds: none
+		// keeps an original alive.
+		v.mu.RLock()
+		held := func(what string, r *record) {
+			if cur := v.entries.Get(r.typ(), r.id); cur != r {
+				t.Errorf("%s: the index's %s refers to %s/%s's record from before the compaction", stage, what, r.typ(), r.id)
+			}
+		}
+		for _, q := range v.idx.queue {
+			held("queue", q.e)
+		}
+		for _, m := range [...]map[string]itemRef{v.idx.byFP, v.idx.bySubsumed} {
+			for _, q := range m {
+				held("fingerprints", q.e)
+			}
+		}
+		for _, list := range [...][]*record{v.idx.ended, v.idx.endedCoded} {
+			for _, r := range list {
+				held("ended", r)
+			}
+		}
+		v.mu.RUnlock()
 		compare(stage)
 	}
 	repack("compacted")
