@@ -86,8 +86,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -137,8 +135,17 @@ type Options struct {
 	// Log receives the access log (debug) and store failures (error);
 	// nil discards.
 	Log *zap.Logger
-	// Token, when set, is required on every POST (see the package doc).
-	Token string
+	// Tokens are the bearer tokens accepted (see auth.go); nil is
+	// auth: none, loopback only: any local caller may do everything.
+	// Requests over the local socket (PeerContext) need none: the
+	// kernel names their uid.
+	Tokens *Tokens
+	// Login answers a page request that showed no credentials (the
+	// page's sign-in form, page.Login); nil answers 401 in JSON.
+	Login http.Handler
+	// PublicReads opens the reads to callers with no credentials
+	// (auth.public_reads).
+	PublicReads bool
 	// AllowedHosts are the names, besides IP addresses and localhost, a
 	// request's Host header may carry (config allowed_hosts).
 	AllowedHosts []string
@@ -186,9 +193,10 @@ var PagePatterns = []string{"GET /{$}", "GET /entities/{type}/{id}", "GET /runbo
 
 type server struct {
 	Options
-	mux     *http.ServeMux
-	window  atomic.Int64           // the failure window in nanoseconds; reloadable
-	runbook atomic.Pointer[string] // the runbook's base; reloadable
+	sessions sessions
+	mux      *http.ServeMux
+	window   atomic.Int64           // the failure window in nanoseconds; reloadable
+	runbook  atomic.Pointer[string] // the runbook's base; reloadable
 }
 
 // Handler is the API. SetFailureWindow changes the attention queue's
@@ -253,19 +261,21 @@ func New(o Options) *Handler {
 	}
 	m.HandleFunc("GET /healthz", s.healthz)
 	m.HandleFunc("GET /readyz", s.readyz)
-	m.HandleFunc("GET /api/v1/entities", s.listEntities)
-	m.HandleFunc("POST /api/v1/entities", s.mutating(s.register))
-	m.HandleFunc("GET /api/v1/entities/{type}/{id}", s.getEntity)
-	m.HandleFunc("POST /api/v1/entities/{type}/{id}/heartbeat", s.mutating(s.heartbeat))
-	m.HandleFunc("GET /api/v1/entities/{type}/{id}/transitions", s.getTransitions)
-	m.HandleFunc("POST /api/v1/entities/{type}/{id}/transitions", s.mutating(s.transition))
-	m.HandleFunc("GET /api/attention", s.attentionQueue)
-	m.HandleFunc("GET /api/attention/triage", s.triageLog)
-	m.HandleFunc("POST "+attention.SnoozePath, s.mutating(s.snooze))
-	m.HandleFunc("POST "+attention.DismissPath, s.mutating(s.dismiss))
+	read := func(h http.HandlerFunc) http.Handler { return s.needs(ScopeRead, h) }
+	m.Handle("GET /api/v1/entities", read(s.listEntities))
+	m.Handle("POST /api/v1/entities", s.mutating(ScopeReport, s.register))
+	m.Handle("GET /api/v1/entities/{type}/{id}", read(s.getEntity))
+	m.Handle("POST /api/v1/entities/{type}/{id}/heartbeat", s.mutating(ScopeReport, s.heartbeat))
+	m.Handle("GET /api/v1/entities/{type}/{id}/transitions", read(s.getTransitions))
+	m.Handle("POST /api/v1/entities/{type}/{id}/transitions", s.mutating(ScopeReport, s.transition))
+	m.Handle("GET /api/attention", read(s.attentionQueue))
+	m.Handle("GET /api/attention/triage", read(s.triageLog))
+	m.Handle("POST "+attention.SnoozePath, s.mutating(ScopeTriage, s.snooze))
+	m.Handle("POST "+attention.DismissPath, s.mutating(ScopeTriage, s.dismiss))
+	m.Handle("POST /api/session", s.mutating(0, s.login))
 	if o.Page != nil {
 		for _, p := range PagePatterns {
-			m.Handle(p, o.Page)
+			m.Handle(p, s.pageAccess(p, o.Page))
 		}
 	}
 	// The catch-all answers unknown paths and wrong methods in JSON; the
@@ -329,19 +339,6 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 				zap.String("remote", r.RemoteAddr))
 		}
 	})
-}
-
-func (s *server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	// Comparing digests keeps the comparison's time independent of the
-	// token's length too: ConstantTimeCompare returns at once on a length
-	// mismatch.
-	got, want := sha256.Sum256([]byte(strings.TrimSpace(tok))), sha256.Sum256([]byte(s.Token))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -448,7 +445,7 @@ func classify(err error) (int, string) {
 	case transitions.CauseConflict:
 		return http.StatusConflict, cause
 	case transitions.CauseInvalidTransition, transitions.CauseUnknownState,
-		transitions.CauseUnknownReason, transitions.CauseReasonRequired, transitions.CauseOverLimit:
+		transitions.CauseUnknownReason, transitions.CauseReasonRequired, transitions.CauseOverLimit, transitions.CausePIDRefused:
 		return http.StatusUnprocessableEntity, cause
 	case transitions.CauseForbidden:
 		return http.StatusForbidden, cause

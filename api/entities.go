@@ -29,6 +29,7 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	reg.Principal = CallerOf(r).Principal
 	ctx := r.Context()
 	created, err := s.Writer.Register(ctx, reg)
 	if err != nil {
@@ -286,6 +287,17 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	if p := CallerOf(r).Principal; !p.AnyUID() {
+		// The owner never changes once registered: checked, then written.
+		e, err := s.Store.Get(ctx, typ, id)
+		if err == nil && !p.MayActOn(&e) {
+			err = fmt.Errorf("%w: %s/%s is not one %s may heartbeat (its processes are another user's)", transitions.ErrForbidden, typ, id, p.Name)
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	at := s.Now()
 	if err := s.Store.RecordHeartbeat(ctx, typ, id, at, body.Progress); err != nil {
 		s.fail(w, r, err)
@@ -311,7 +323,8 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	actor, err := s.actorFor(body.Actor)
+	caller := CallerOf(r)
+	actor, err := s.actorFor(body.Actor, caller)
 	if err != nil {
 		s.rejected(typ, transitions.CauseForbidden)
 		s.fail(w, r, err)
@@ -323,6 +336,7 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	req.Principal = caller.Principal
 	// The write path validates everything else and counts its own
 	// rejections.
 	res, err := s.Writer.Transition(r.Context(), req)
@@ -342,19 +356,18 @@ func (s *server) rejected(typ, cause string) {
 }
 
 // actorFor decides a transition's actor from the one the body claims (see
-// the package doc): the reaper never over HTTP; with a token, the token's
-// principal (orchestrator, or exec for the exec wrapper); without one,
-// what the body says, orchestrator by default. An actor outside the
-// vocabulary is left to the write path, which refuses it as invalid input.
-func (s *server) actorFor(claimed string) (string, error) {
-	if claimed == transitions.ActorReaper {
+// the package doc): the reaper never over HTTP; admin only for a caller
+// with the admin scope; else what the body says, orchestrator by default.
+// An actor outside the vocabulary is left to the write path, which
+// refuses it as invalid input.
+func (s *server) actorFor(claimed string, c Caller) (string, error) {
+	switch {
+	case claimed == transitions.ActorReaper:
 		return "", fmt.Errorf("%w: actor reaper is reserved for the daemon's own jobs", transitions.ErrForbidden)
-	}
-	if claimed == "" {
+	case claimed == "":
 		return transitions.ActorOrchestrator, nil
-	}
-	if s.Token != "" && claimed == transitions.ActorAdmin {
-		return "", fmt.Errorf("%w: with auth on the token decides the actor, and this token acts as orchestrator, not admin", transitions.ErrForbidden)
+	case claimed == transitions.ActorAdmin && !c.Scopes.has(ScopeAdmin):
+		return "", fmt.Errorf("%w: actor admin needs the admin scope, which %s does not have", transitions.ErrForbidden, c.Principal.Name)
 	}
 	return claimed, nil
 }

@@ -103,22 +103,12 @@ func isJSON(contentType string) bool {
 
 // mutating guards a POST handler, before anything reads the body: a
 // cross-origin browser request is 403 (a page may not drive the API), a
-// missing or wrong token 401 (when auth is on), a body that does not say
-// application/json 415 (HTML forms and no-cors fetches can send only
-// text/plain, form and multipart bodies without a CORS preflight, which
-// this daemon never grants).
-func (s *server) mutating(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if ok, why := sameOrigin(r); !ok {
-			s.Log.Debug("cross-origin write refused", zap.String("path", r.URL.Path), zap.String("why", why))
-			writeError(w, http.StatusForbidden, causeCrossOrigin, "cross-origin request refused: "+why+"; web pages may not write to watchdog")
-			return
-		}
-		if s.Token != "" && !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="watchdog"`)
-			writeError(w, http.StatusUnauthorized, causeUnauthorized, "a valid bearer token is required (Authorization: Bearer <token>)")
-			return
-		}
+// caller without want 401 or 403 (needs; 0 wants nothing: the login), a
+// body that does not say application/json 415 (HTML forms and no-cors
+// fetches can send only text/plain, form and multipart bodies without a
+// CORS preflight, which this daemon never grants).
+func (s *server) mutating(want Scopes, h http.HandlerFunc) http.Handler {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 			if ct == "" {
 				ct = "none"
@@ -129,5 +119,17 @@ func (s *server) mutating(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		h(w, r)
+	})
+	var guarded http.Handler = inner
+	if want != 0 {
+		guarded = s.needs(want, inner)
 	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ok, why := sameOrigin(r); !ok {
+			s.Log.Debug("cross-origin write refused", zap.String("path", r.URL.Path), zap.String("why", why))
+			writeError(w, http.StatusForbidden, causeCrossOrigin, "cross-origin request refused: "+why+"; web pages may not write to watchdog")
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
 }

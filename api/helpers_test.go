@@ -43,7 +43,12 @@ type env struct {
 
 type envOption func(*Options)
 
-func withToken(tok string) envOption       { return func(o *Options) { o.Token = tok } }
+// withToken turns auth on with one admin token (auth.token_file's).
+func withToken(tok string) envOption {
+	return func(o *Options) {
+		o.Tokens = NewTokens([]Token{{Name: "admin", Secret: tok, Scopes: ScopeAdmin}})
+	}
+}
 func withReady(f func() error) envOption   { return func(o *Options) { o.Ready = f } }
 func withWindow(d time.Duration) envOption { return func(o *Options) { o.FailureWindow = d } }
 func withoutGatherer() envOption           { return func(o *Options) { o.Gatherer = nil } }
@@ -77,10 +82,14 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	for _, f := range opts {
 		f(&o)
 	}
+	token := ""
+	if ts := o.Tokens.list(); len(ts) > 0 {
+		token = ts[0].Secret
+	}
 	h := New(o)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{t: t, st: st, w: w, clock: c, reg: m.Gatherer(reg), m: m, srv: srv, logs: logs, token: o.Token, h: h}
+	return &env{t: t, st: st, w: w, clock: c, reg: m.Gatherer(reg), m: m, srv: srv, logs: logs, token: token, h: h}
 }
 
 // seconds is the clock's time as Unix seconds, to the millisecond.

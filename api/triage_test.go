@@ -12,7 +12,7 @@ import (
 
 // TestTriageLogRead: GET /api/attention/triage pages the triage log newest
 // first, by before and limit, each row as written (a bulk request's rows
-// sharing its batch); a read, so no token; bad parameters are one 400
+// sharing its batch); a read, with the read scope; bad parameters are one 400
 // naming the parameter.
 func TestTriageLogRead(t *testing.T) {
 	e := newEnv(t, withToken("sekrit"))
@@ -27,7 +27,7 @@ func TestTriageLogRead(t *testing.T) {
 
 	read := func(query string) wire.TriagePage {
 		t.Helper()
-		r := e.do("GET", "/api/attention/triage"+query, "", "Authorization", "")
+		r := e.do("GET", "/api/attention/triage"+query, "")
 		if r.status != 200 {
 			t.Fatalf("GET /api/attention/triage%s: %d %s", query, r.status, r.body)
 		}
@@ -41,7 +41,7 @@ func TestTriageLogRead(t *testing.T) {
 	}
 	dis, s2, s1 := all.Items[0], all.Items[1], all.Items[2]
 	if dis.Action != store.TriageDismiss || dis.Fingerprint != "session:s-3:run.health.stalled" || dis.SnoozedUntil != nil ||
-		dis.Actor != "operator" || dis.EntityType != "session" || dis.EntityID != "s-3" || dis.ReasonCode != "run.health.stalled" {
+		dis.Actor != "token:admin" || dis.EntityType != "session" || dis.EntityID != "s-3" || dis.ReasonCode != "run.health.stalled" {
 		t.Errorf("newest row: %+v", dis)
 	}
 	for _, r := range []wire.TriageEntry{s1, s2} {

@@ -15,7 +15,9 @@ import (
 	"net/url"
 	"os"
 	"os/user"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +37,13 @@ type Config struct {
 	// Listen is the host:port of the HTTP API and /metrics. A non-loopback
 	// address cannot have auth "none".
 	Listen string `yaml:"listen"`
+	// ListenUnix is the path of the local socket serving the same API,
+	// whose callers the kernel names by uid (SO_PEERCRED): no token, and
+	// each caller acts for its own processes only (docs/security.md).
+	// Empty means the default: watchdog.sock beside an SQLite database;
+	// "none" turns it off (a PostgreSQL store has no "beside": set a
+	// path).
+	ListenUnix string `yaml:"listen_unix"`
 	// AllowedHosts are the host names, besides localhost and IP
 	// addresses, that HTTP requests may name in their Host header (the
 	// API refuses any other: DNS rebinding). List the names Prometheus or
@@ -134,6 +143,86 @@ type Auth struct {
 	// creates watchdog.token beside the database (mode 0600) and reuses it
 	// across restarts. Must be empty with AuthNone.
 	TokenFile string `yaml:"token_file"`
+	// Tokens are scoped bearer tokens, each read from its own file (and
+	// re-read on SIGHUP): what each may do and for which uids. The
+	// token_file token (or the daemon's own) stays, with scope admin.
+	Tokens []Token `yaml:"tokens"`
+	// PublicReads opens the reads (entities, lists, the queue, the page)
+	// to callers with no token. Off by default: a read shows what the
+	// daemon saw of processes and files. /metrics, /healthz and /readyz
+	// are always open.
+	PublicReads bool `yaml:"public_reads"`
+}
+
+// Token is one scoped bearer token (auth.tokens).
+type Token struct {
+	// Name is what the audit rows say of its writes.
+	Name string `yaml:"name"`
+	// File holds the token (one line, as tokenfile reads it).
+	File string `yaml:"file"`
+	// Scopes are what it may do: read, report (register, heartbeat,
+	// transition), triage (snooze, dismiss), admin (all of these, and
+	// the admin actor).
+	Scopes []string `yaml:"scopes"`
+	// Users are the users (names or numeric uids) whose processes it may
+	// register and act on. Empty: any pid, but no uid is proven, so the
+	// reaper never signals what it registered.
+	Users []string `yaml:"uids"`
+}
+
+// The scopes of a token.
+const (
+	ScopeRead   = "read"
+	ScopeReport = "report"
+	ScopeTriage = "triage"
+	ScopeAdmin  = "admin"
+)
+
+// Scopes lists every scope.
+var Scopes = []string{ScopeRead, ScopeReport, ScopeTriage, ScopeAdmin}
+
+// UIDs resolves Users to uids.
+func (t Token) UIDs() ([]int, error) {
+	var uids []int
+	var errs []error
+	for i, name := range t.Users {
+		uid, err := lookupUID(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("uids[%d]: %w", i, err))
+			continue
+		}
+		uids = append(uids, uid)
+	}
+	return uids, errors.Join(errs...)
+}
+
+// ListenUnixNone turns the local socket off.
+const ListenUnixNone = "none"
+
+// SocketName is the default socket's name, beside an SQLite database.
+const SocketName = "watchdog.sock"
+
+// RuntimeSocketName is the default socket's name in systemd's
+// RuntimeDirectory= (the shipped unit's /run/watchdog/api.sock).
+const RuntimeSocketName = "api.sock"
+
+// UnixSocket is the local socket's path: listen_unix; else api.sock in
+// the unit's runtime directory (systemd's RUNTIME_DIRECTORY), else
+// watchdog.sock beside an SQLite database; "" when off (or with no place
+// for it).
+func (c *Config) UnixSocket() string {
+	switch {
+	case c.ListenUnix == ListenUnixNone:
+		return ""
+	case c.ListenUnix != "":
+		return c.ListenUnix
+	case os.Getenv("RUNTIME_DIRECTORY") != "":
+		dir, _, _ := strings.Cut(os.Getenv("RUNTIME_DIRECTORY"), ":")
+		return filepath.Join(dir, RuntimeSocketName)
+	case c.Store.Driver == "sqlite" || c.Store.Driver == "":
+		return filepath.Join(filepath.Dir(c.Store.DSN), SocketName)
+	}
+	return ""
 }
 
 // The values of auth.mode.
@@ -340,6 +429,7 @@ func Default() *Config {
 		Store:        DefaultStore,
 		Listen:       DefaultListen,
 		AllowedHosts: []string{},
+		Auth:         Auth{Tokens: []Token{}},
 		Thresholds:   DefaultThresholds,
 		Jobs:         DefaultJobs,
 		Reaper:       DefaultReaper,
@@ -407,6 +497,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Store.validate()...)
 	errs = append(errs, c.validateStoreAuth()...)
 	errs = append(errs, c.validateListen()...)
+	errs = append(errs, c.validateListenUnix()...)
 	errs = append(errs, c.validateAllowedHosts()...)
 	errs = append(errs, c.Auth.validate()...)
 	errs = append(errs, c.Thresholds.validate()...)
@@ -495,6 +586,51 @@ func (a Auth) validate() []error {
 		}
 	default:
 		return []error{fmt.Errorf("auth.mode: %q is not one of token, none", a.Mode)}
+	}
+	var errs []error
+	names := map[string]bool{}
+	for i, t := range a.Tokens {
+		at := fmt.Sprintf("auth.tokens[%d]", i)
+		switch {
+		case a.None():
+			errs = append(errs, fmt.Errorf("%s: tokens are set but auth.mode is none; remove one of them", at))
+		case !reTokenName.MatchString(t.Name):
+			errs = append(errs, fmt.Errorf("%s.name: %q must be 1-64 letters, digits and . _ - (the audit rows name it)", at, t.Name))
+		case names[t.Name]:
+			errs = append(errs, fmt.Errorf("%s.name: %q is given twice", at, t.Name))
+		}
+		names[t.Name] = true
+		if t.File == "" || !filepath.IsAbs(t.File) {
+			errs = append(errs, fmt.Errorf("%s.file: %q must be an absolute path", at, t.File))
+		}
+		if len(t.Scopes) == 0 {
+			errs = append(errs, fmt.Errorf("%s.scopes: give at least one of %s", at, strings.Join(Scopes, ", ")))
+		}
+		for j, sc := range t.Scopes {
+			if !slices.Contains(Scopes, sc) {
+				errs = append(errs, fmt.Errorf("%s.scopes[%d]: %q is not one of %s", at, j, sc, strings.Join(Scopes, ", ")))
+			}
+		}
+		if _, err := t.UIDs(); err != nil {
+			errs = append(errs, fmt.Errorf("%s.%w", at, err))
+		}
+	}
+	return errs
+}
+
+var reTokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// validateListenUnix wants an absolute socket path, or none.
+func (c *Config) validateListenUnix() []error {
+	p := c.ListenUnix
+	if p == "" || p == ListenUnixNone {
+		return nil
+	}
+	if !filepath.IsAbs(p) {
+		return []error{fmt.Errorf("listen_unix: %q must be an absolute path (or none)", p)}
+	}
+	if len(p) > 107 {
+		return []error{fmt.Errorf("listen_unix: %q is longer than a socket path may be (107 bytes)", p)}
 	}
 	return nil
 }

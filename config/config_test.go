@@ -19,7 +19,7 @@ var specDefaults = Config{
 	Store:        Store{Driver: "sqlite", DSN: "./watchdog.db"},
 	Listen:       "127.0.0.1:9715",
 	AllowedHosts: []string{},
-	Auth:         Auth{Mode: "", TokenFile: ""},
+	Auth:         Auth{Mode: "", TokenFile: "", Tokens: []Token{}},
 	Thresholds: Thresholds{
 		IdleAfter:       Duration(10 * time.Minute),
 		StalledAfter:    Duration(60 * time.Minute),
@@ -97,8 +97,10 @@ func TestLoadGood(t *testing.T) {
 		HostID:       "host-a",
 		Store:        Store{Driver: "sqlite", DSN: "/var/lib/watchdog/watchdog.db"},
 		Listen:       "0.0.0.0:9800",
+		ListenUnix:   "/run/watchdog/api.sock",
 		AllowedHosts: []string{"watchdog.example.org", "host-a"},
-		Auth:         Auth{Mode: "token", TokenFile: "/etc/watchdog/token"},
+		Auth: Auth{Mode: "token", TokenFile: "/etc/watchdog/token", PublicReads: true,
+			Tokens: []Token{{Name: "ci", File: "/etc/watchdog/tokens/ci", Scopes: []string{"report"}, Users: []string{"0"}}}},
 		Thresholds: Thresholds{
 			IdleAfter:       Duration(5 * time.Minute),
 			StalledAfter:    Duration(30 * time.Minute),
@@ -336,19 +338,19 @@ func TestAuthForms(t *testing.T) {
 		in   string
 		want Auth
 	}{
-		{"auth: none\n", Auth{Mode: AuthNone}},
-		{"auth: token\n", Auth{Mode: AuthToken}},
-		{"auth:\n  mode: none\n", Auth{Mode: AuthNone}},
-		{"auth: {mode: token, token_file: /t}\n", Auth{Mode: AuthToken, TokenFile: "/t"}},
-		{"auth:\n  token_file: /t\n", Auth{TokenFile: "/t"}},
-		{"auth:\n", Auth{}},
+		{"auth: none\n", Auth{Mode: AuthNone, Tokens: []Token{}}},
+		{"auth: token\n", Auth{Mode: AuthToken, Tokens: []Token{}}},
+		{"auth:\n  mode: none\n", Auth{Mode: AuthNone, Tokens: []Token{}}},
+		{"auth: {mode: token, token_file: /t}\n", Auth{Mode: AuthToken, TokenFile: "/t", Tokens: []Token{}}},
+		{"auth:\n  token_file: /t\n", Auth{TokenFile: "/t", Tokens: []Token{}}},
+		{"auth:\n", Auth{Tokens: []Token{}}},
 	} {
 		c, err := Parse([]byte(tt.in))
 		if err != nil {
 			t.Errorf("Parse(%q): %v", tt.in, err)
 			continue
 		}
-		if c.Auth != tt.want {
+		if !reflect.DeepEqual(c.Auth, tt.want) {
 			t.Errorf("Parse(%q).Auth = %+v, want %+v", tt.in, c.Auth, tt.want)
 		}
 		if c.Auth.None() != (tt.want.Mode == AuthNone) {
@@ -519,5 +521,37 @@ func TestInspectKeepsWhatDecoded(t *testing.T) {
 	}
 	if c.Listen != "0.0.0.0:9715" || c.Thresholds.IdleAfter != DefaultThresholds.IdleAfter {
 		t.Errorf("Inspect kept listen %q, idle_after %s", c.Listen, c.Thresholds.IdleAfter)
+	}
+}
+
+// TestTokensAndSocketValidated: every problem of auth.tokens and
+// listen_unix is one error naming the key.
+func TestTokensAndSocketValidated(t *testing.T) {
+	for _, tt := range []struct {
+		in, want string
+	}{
+		{"auth:\n  tokens:\n    - {name: ci, file: rel/token, scopes: [report]}\n", `auth.tokens[0].file: "rel/token" must be an absolute path`},
+		{"auth:\n  tokens:\n    - {name: ci, file: /t, scopes: [write]}\n", `auth.tokens[0].scopes[0]: "write" is not one of read, report, triage, admin`},
+		{"auth:\n  tokens:\n    - {name: ci, file: /t}\n", `auth.tokens[0].scopes: give at least one of`},
+		{"auth:\n  tokens:\n    - {name: \"has space\", file: /t, scopes: [read]}\n", `auth.tokens[0].name: "has space" must be`},
+		{"auth:\n  tokens:\n    - {name: ci, file: /t, scopes: [read]}\n    - {name: ci, file: /u, scopes: [read]}\n", `auth.tokens[1].name: "ci" is given twice`},
+		{"auth:\n  tokens:\n    - {name: ci, file: /t, scopes: [read], uids: [no-such-user-here]}\n", `auth.tokens[0].uids[0]: "no-such-user-here" is not a user`},
+		{"auth:\n  mode: none\n  tokens:\n    - {name: ci, file: /t, scopes: [read]}\n", `auth.tokens[0]: tokens are set but auth.mode is none`},
+		{"listen_unix: relative.sock\n", `listen_unix: "relative.sock" must be an absolute path`},
+	} {
+		_, err := Parse([]byte(tt.in))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, want an error with %q", tt.in, err, tt.want)
+		}
+	}
+	c, err := Parse([]byte("auth:\n  tokens:\n    - {name: ci-runner, file: /etc/watchdog/ci, scopes: [report, read], uids: [root, \"65534\"]}\nlisten_unix: none\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uids, err := c.Auth.Tokens[0].UIDs(); err != nil || len(uids) != 2 || uids[0] != 0 || uids[1] != 65534 {
+		t.Errorf("uids %v %v", uids, err)
+	}
+	if c.UnixSocket() != "" {
+		t.Errorf("listen_unix: none gives %q", c.UnixSocket())
 	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"container/list"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -56,9 +57,11 @@ func newHTTPServer(h http.Handler, maxConns int, shed func(reason string)) (*htt
 	}
 	lim := &connLimiter{max: maxConns, open: maxConns + connReserve, shed: shed, conns: map[net.Conn]*list.Element{}}
 	srv := &http.Server{
-		Handler:           lim.handler(h),
-		ConnState:         lim.track,
-		ConnContext:       page.ConnContext,
+		Handler:   lim.handler(h),
+		ConnState: lim.track,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return api.PeerContext(page.ConnContext(ctx, c), c)
+		},
 		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

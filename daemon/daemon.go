@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,9 +177,11 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host, Contracts: reaper.Contracts{Host: host}}
+	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host, Contracts: reaper.Contracts{Host: host},
+		PIDs: reaper.PIDGuard{Host: host, Daemon: os.Getpid()}}
+	hostname, _ := os.Hostname()
 	rp := &reaper.Reaper{
-		Store: st, Writer: writer, Prober: host, HostID: host.HostID(),
+		Store: st, Writer: writer, Prober: host, HostID: host.HostID(), Hostname: hostname,
 		Settings: ReaperSettings(cfg), Log: log.Named("reaper"), Observer: m,
 	}
 	rp.Leads = fl.Leader
@@ -226,14 +229,23 @@ func Run(ctx context.Context, o Options) error {
 	d.level = o.Level
 	// Every read shows the heartbeat the judgement takes: this host's
 	// heartbeat files are read at the request, never stored per sweep.
-	beats := &wire.Heartbeats{HostID: host.HostID(), Last: probe.LastHeartbeat}
+	beats := &wire.Heartbeats{HostID: host.HostID(), Last: reaper.LastHeartbeat}
 	// And an open entity's process facts, read from /proc at the request
 	// from the tree the monitor keeps (ADR-0048), never on a timer.
 	procs := &wire.Processes{HostID: host.HostID(), Read: reaper.ReadFacts(probe.NewFacts(host), lv.tree)}
 	d.page = page.New(page.Options{View: view, Store: st, Auth: token != "", TokenFile: tokenPath, Now: time.Now, Log: log.Named("page"), Heartbeats: beats, Processes: procs,
 		RunbookURL: cfg.Alertmanager.RunbookURL})
+	var tokens *api.Tokens
+	if !cfg.Auth.None() {
+		ts, err := readTokens(cfg.Auth, token)
+		if err != nil {
+			return err
+		}
+		tokens = api.NewTokens(ts)
+	}
+	d.tokens, d.adminToken, d.adminPath = tokens, token, tokenPath
 	d.api = api.New(api.Options{
-		Store: st, Writer: writer, Log: log.Named("api"), Token: token, AllowedHosts: cfg.AllowedHosts, Gatherer: m.Gatherer(reg),
+		Store: st, Writer: writer, Log: log.Named("api"), Tokens: tokens, PublicReads: cfg.Auth.PublicReads, Login: http.HandlerFunc(page.Login), AllowedHosts: cfg.AllowedHosts, Gatherer: m.Gatherer(reg),
 		Ready: d.ready, Now: time.Now, FailureWindow: time.Duration(cfg.Thresholds.FailureWindow), Metrics: m, View: view,
 		Page: d.page, Heartbeats: beats, Processes: procs, RunbookURL: cfg.Alertmanager.RunbookURL,
 	})
@@ -260,8 +272,22 @@ func Run(ctx context.Context, o Options) error {
 		s := d.page.Streams()
 		return metrics.StreamCounts{Open: s.Open, Slow: s.Dropped, Refused: s.Refused}
 	})
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(lim.listener(ln)) }()
+	if path := cfg.UnixSocket(); path != "" {
+		switch uln, err := listenUnix(path); {
+		case errors.Is(err, errSocketServed) && cfg.ListenUnix == "":
+			// The default place, taken by another daemon of a fleet on
+			// this SQLite file: this one serves TCP only.
+			log.Warn("no local socket: another daemon serves the default one; set listen_unix to give this one its own", zap.String("socket", path))
+		case err != nil:
+			srv.Close()
+			return err
+		default:
+			go func() { serveErr <- srv.Serve(lim.listener(uln)) }()
+			log.Info("listening on the local socket: callers known by their uid, no token", zap.String("socket", path))
+		}
+	}
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()), zap.Int("max_connections", maxConns), zap.Int("max_connections_configured", cfg.HTTP.MaxConnections),
 		zap.String("host_id", host.HostID()), zap.Bool("auth", token != ""), zap.Strings("allowed_hosts", cfg.AllowedHosts), zap.Bool("dry_run", cfg.Reaper.DryRun))
 
@@ -347,19 +373,23 @@ var (
 )
 
 type daemon struct {
-	cfg     *config.Config
-	page    *page.Handler // told of a reloaded runbook_url
-	st      store.Backend
-	rp      *reaper.Reaper
-	log     *zap.Logger
-	notify  *notifier
-	metrics *metrics.Metrics
-	view    *live.View
-	live    *liveness
-	sched   *Scheduler
-	table   []Job
-	api     *api.Handler
-	level   *zap.AtomicLevel
+	cfg *config.Config
+	// tokens are the API's, re-read on reload; adminPath is where the
+	// admin token was read (auth.token_file or the daemon's own).
+	tokens                *api.Tokens
+	adminToken, adminPath string
+	page                  *page.Handler // told of a reloaded runbook_url
+	st                    store.Backend
+	rp                    *reaper.Reaper
+	log                   *zap.Logger
+	notify                *notifier
+	metrics               *metrics.Metrics
+	view                  *live.View
+	live                  *liveness
+	sched                 *Scheduler
+	table                 []Job
+	api                   *api.Handler
+	level                 *zap.AtomicLevel
 	// fleet is this daemon's place among those sharing the store.
 	fleet *fleet
 	// pushMetrics outlive the pushers a reload replaces.
@@ -638,10 +668,12 @@ func (d *daemon) reload(ctx context.Context, path string) {
 		d.log.Error("reload refused, keeping the running config", zap.String("config", path), zap.String("error", strings.ReplaceAll(err.Error(), "\n", "; ")))
 		return
 	}
-	if next.Store != d.cfg.Store || next.Listen != d.cfg.Listen || next.Auth != d.cfg.Auth || !slices.Equal(next.AllowedHosts, d.cfg.AllowedHosts) ||
+	if next.Store != d.cfg.Store || next.Listen != d.cfg.Listen || next.ListenUnix != d.cfg.ListenUnix || next.Auth.Mode != d.cfg.Auth.Mode ||
+		next.Auth.TokenFile != d.cfg.Auth.TokenFile || next.Auth.PublicReads != d.cfg.Auth.PublicReads || !slices.Equal(next.AllowedHosts, d.cfg.AllowedHosts) ||
 		next.HostID != d.cfg.HostID || next.Log.Format != d.cfg.Log.Format || next.HTTP != d.cfg.HTTP || next.ProcessTree != d.cfg.ProcessTree {
-		d.log.Warn("store, listen, allowed_hosts, auth, host_id, log.format, http and process_tree changes need a restart; applying the rest")
+		d.log.Warn("store, listen, listen_unix, allowed_hosts, auth (but its tokens), host_id, log.format, http and process_tree changes need a restart; applying the rest")
 	}
+	d.reloadTokens(next.Auth)
 	// Running jobs finish before their settings change; one that does not
 	// within reloadJobWait (stuck) postpones the reload instead of
 	// blocking the main loop, and with it SIGTERM, indefinitely.
@@ -653,7 +685,8 @@ func (d *daemon) reload(ctx context.Context, path string) {
 	}
 	old := d.cfg
 	d.cfg = next
-	d.cfg.Store, d.cfg.Listen, d.cfg.Auth, d.cfg.HostID, d.cfg.AllowedHosts, d.cfg.HTTP = old.Store, old.Listen, old.Auth, old.HostID, old.AllowedHosts, old.HTTP
+	d.cfg.Store, d.cfg.Listen, d.cfg.ListenUnix, d.cfg.HostID, d.cfg.AllowedHosts, d.cfg.HTTP = old.Store, old.Listen, old.ListenUnix, old.HostID, old.AllowedHosts, old.HTTP
+	d.cfg.Auth.Mode, d.cfg.Auth.TokenFile, d.cfg.Auth.PublicReads = old.Auth.Mode, old.Auth.TokenFile, old.Auth.PublicReads
 	d.live.setSettings(d.rp, ReaperSettings(d.cfg))
 	if err := d.schedule(ctx); err != nil {
 		// Validated by config.Load, so this is not expected; keep running

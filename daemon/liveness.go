@@ -162,11 +162,11 @@ func (l *liveness) run(log *zap.Logger) (stop func()) {
 // without liveness (tests of other parts) just swaps them.
 func (l *liveness) setSettings(rp *reaper.Reaper, s reaper.Settings) {
 	if l == nil {
-		rp.Settings = s
+		rp.SetSettings(s)
 		return
 	}
 	l.steps.Lock()
-	rp.Settings = s
+	rp.SetSettings(s)
 	l.steps.Unlock()
 	l.mon.SetSettings(monitorSettings(s))
 }

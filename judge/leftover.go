@@ -32,10 +32,11 @@ type LeftoverRef struct {
 	StartTicks uint64
 }
 
-// Leftovers are the processes e's stored leftover finding names, and
-// those its end names by the same IDs: exec's end lists what its child
-// left behind (ADR-0047), which, reparented to exec and then to init once
-// exec exits, no walk from the dead root finds.
+// Leftovers are the processes e's stored leftover finding names: what the
+// daemon itself saw descend from e's root (its process tree, or its walk
+// from the verified root), with their start ticks. Evidence a client
+// supplied (an end's reason, exec's list of what its child left) is shown
+// and never read here: the reaper acts only on what it saw (issue 36).
 func Leftovers(e *store.Entity) []LeftoverRef {
 	var out []LeftoverRef
 	add := func(r *state.StateReason) {
@@ -49,9 +50,6 @@ func Leftovers(e *store.Entity) []LeftoverRef {
 		if e.Reasons[i].Code == state.RunHealthLeftoverProcesses {
 			add(&e.Reasons[i])
 		}
-	}
-	if e.Terminal && e.TransitionReason != nil {
-		add(e.TransitionReason)
 	}
 	return out
 }

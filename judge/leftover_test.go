@@ -71,29 +71,23 @@ func TestLeftoverFinding(t *testing.T) {
 	}
 }
 
-// TestLeftoversNamedByTheEnd: the processes an ended entity's end names
-// by a leftover ID (exec's end, ADR-0047) are looked at like those of a
-// stored finding; an open entity's reason, and evidence with other IDs,
-// name none.
-func TestLeftoversNamedByTheEnd(t *testing.T) {
+// TestLeftoversNeverFromClientEvidence: an end's evidence is the
+// client's (exec's list of what its child left, any orchestrator's
+// reason): it names no process the reaper looks at or signals, ended or
+// open, whatever its IDs say (issue 36). Only the stored finding does.
+func TestLeftoversNeverFromClientEvidence(t *testing.T) {
 	end := &state.StateReason{Code: state.RunCompletedExitZero, Evidence: []state.EvidenceRef{
-		{Kind: state.EvidenceToolResult, ID: "pid 4242", Detail: "exit status 0"},
-		{Kind: state.EvidenceToolResult, ID: "stderr", Detail: "pid:1:1"},
 		{Kind: state.EvidenceToolResult, ID: "pid:4243:77", Detail: "pid 4243 sleep, left by the command: left running (--kill-leftovers=false)"},
+		{Kind: state.EvidenceToolResult, ID: "pid:26666:151810"},
 	}}
-	for _, tc := range []struct {
-		name     string
-		terminal bool
-		want     []LeftoverRef
-	}{
-		{"ended", true, []LeftoverRef{{PID: 4243, StartTicks: 77}}},
-		{"open", false, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := Leftovers(&store.Entity{Terminal: tc.terminal, TransitionReason: end})
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("Leftovers %+v, want %+v", got, tc.want)
-			}
-		})
+	for _, terminal := range []bool{true, false} {
+		if got := Leftovers(&store.Entity{Terminal: terminal, TransitionReason: end}); len(got) != 0 {
+			t.Errorf("terminal %t: Leftovers %+v from the client's evidence, want none", terminal, got)
+		}
+	}
+	finding := state.StateReason{Code: state.RunHealthLeftoverProcesses, Evidence: []state.EvidenceRef{{Kind: state.EvidenceToolResult, ID: "pid:4243:77"}}}
+	got := Leftovers(&store.Entity{Terminal: true, TransitionReason: end, Reasons: []state.StateReason{finding}})
+	if !slices.Equal(got, []LeftoverRef{{PID: 4243, StartTicks: 77}}) {
+		t.Errorf("the stored finding: %+v", got)
 	}
 }

@@ -128,7 +128,14 @@ func Subject(e *store.Entity, parentTerminal bool) probe.Subject {
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, SkipArtifacts: !e.Terminal,
 		LockFiles:    e.LockFiles,
 		EndedByDeath: EndedByDeath(e), Waiting: transitions.Waiting(*e), StateSince: StateSince(e),
+		Owner: OwnerOf(e),
 	}
+}
+
+// OwnerOf is whose rights e's files are examined with: the uid its
+// registration proved, else nobody's (probe.Owner).
+func OwnerOf(e *store.Entity) probe.Owner {
+	return probe.Owner{UID: e.OwnerUID, Known: e.HasOwnerUID}
 }
 
 // PIDSubject is e's recorded process, as a pid check needs it.

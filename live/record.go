@@ -98,6 +98,11 @@ type record struct {
 // unique.Make.
 type recWords struct {
 	typ, host, boot, display string
+	// owner is the registering principal and its proven uid (issue 36):
+	// shared by an owner's entities, as the rest of the words are.
+	owner       string
+	ownerUID    int
+	hasOwnerUID bool
 }
 
 // typ is the entity's type.
@@ -253,7 +258,8 @@ func newRecord(e *store.Entity, at time.Time) *record {
 	d := Derive(*e, at)
 	r := &record{
 		id: e.ID, lifecycle: e.Lifecycle,
-		words:  unique.Make(recWords{typ: e.Type, host: e.HostID, boot: e.BootID, display: d.Display}),
+		words: unique.Make(recWords{typ: e.Type, host: e.HostID, boot: e.BootID, display: d.Display,
+			owner: e.Owner, ownerUID: e.OwnerUID, hasOwnerUID: e.HasOwnerUID}),
 		health: place(state.Healths, e.Health), delivery: place(state.Deliveries, e.Delivery),
 		sev: place(state.Severities, d.State.Severity), tone: place(state.Tones, d.State.Tone),
 		ended: d.State.Outcome != "", items: d.Items, terminal: e.Terminal,
@@ -346,6 +352,7 @@ func (r *record) entity() store.Entity {
 		PIDStartTicks: b.pidStartTicks, HeartbeatAt: b.heartbeatAt.time(),
 		StartedAt: b.startedAt.time(), EndedAt: b.endedAt.time(), LifecycleAt: b.lifecycleAt.time(),
 		CreatedAt: b.createdAt.time(), UpdatedAt: b.updAt.time(), Revision: b.revision,
+		Owner: w.owner, OwnerUID: w.ownerUID, HasOwnerUID: w.hasOwnerUID,
 	}
 	if b.named != nil {
 		e.Label, e.HeartbeatFile = b.named.label, b.named.heartbeatFile

@@ -164,7 +164,8 @@ func newHarness(t *testing.T, s Settings) *harness {
 			return e, ok
 		},
 		HostID: "h1", Settings: s, Now: h.clock.Now,
-		StatMtime: func(path string) (time.Time, error) {
+		StatMtime: func(e *store.Entity) (time.Time, error) {
+			path := e.HeartbeatFile
 			mt, ok := h.mtime[path]
 			if !ok {
 				return time.Time{}, fmt.Errorf("stat %s: %w", path, syscall.ENOENT)

@@ -134,9 +134,10 @@ type Options struct {
 	// deadline.Shared).
 	Clock *deadline.Clock
 	// Now and StatMtime stand in for the clock and the heartbeat file's
-	// stat in tests; nil means time.Now and os.Stat.
+	// stat in tests; nil means time.Now and os.Stat with the entity
+	// owner's rights (probe.AsOwner).
 	Now       func() time.Time
-	StatMtime func(path string) (time.Time, error)
+	StatMtime func(e *store.Entity) (time.Time, error)
 }
 
 // Monitor schedules every open local entity's judgements. Update, Forget
@@ -195,8 +196,10 @@ func New(opt Options) *Monitor {
 	}
 }
 
-func statMtime(path string) (time.Time, error) {
-	fi, err := os.Stat(path)
+func statMtime(e *store.Entity) (time.Time, error) {
+	var fi os.FileInfo
+	err := errors.New("the file could not be examined with its owner's rights")
+	probe.AsOwner(judge.OwnerOf(e), func() { fi, err = os.Stat(e.HeartbeatFile) })
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -762,7 +765,13 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 			// The file's mtime is learned now, when it matters: it may
 			// have moved every threshold later.
 			done := m.busy()
-			mt, err := m.opt.StatMtime(e.HeartbeatFile)
+			if m.opt.Entity != nil {
+				// Its owner, whose rights the file is looked at with.
+				if full, ok := m.opt.Entity(e.Type, e.ID); ok {
+					e.OwnerUID, e.HasOwnerUID = full.OwnerUID, full.HasOwnerUID
+				}
+			}
+			mt, err := m.opt.StatMtime(&e)
 			done()
 			if err == nil && mt.After(tr.r().hbFile.time()) {
 				tr.w().hbFile = stampOf(mt)

@@ -26,7 +26,9 @@ import (
 // newer than the posted one; the posted one when that is newer, or when
 // the entity is another host's. The API's entity read says the same.
 func TestHeartbeatShownIsJudged(t *testing.T) {
-	e := newEnvWith(t, "", &wire.Heartbeats{HostID: "here", Last: probe.LastHeartbeat})
+	e := newEnvWith(t, "", &wire.Heartbeats{HostID: "here", Last: func(e *store.Entity, now time.Time) (time.Time, bool) {
+		return probe.LastHeartbeat(probe.Owner{UID: os.Getuid(), Known: true}, e.HeartbeatFile, e.HeartbeatAt, now)
+	}})
 	ctx := context.Background()
 	hb := filepath.Join(t.TempDir(), "s.hb")
 	if err := os.WriteFile(hb, nil, 0o644); err != nil {
@@ -143,7 +145,9 @@ func TestClusterHeaderSpeaksForAll(t *testing.T) {
 // with neither. A touch of the file after the items were derived shows at
 // the next read: the cached items are not what carries it.
 func TestQueueHeartbeatShownIsJudged(t *testing.T) {
-	e := newEnvWith(t, "", &wire.Heartbeats{HostID: "here", Last: probe.LastHeartbeat})
+	e := newEnvWith(t, "", &wire.Heartbeats{HostID: "here", Last: func(e *store.Entity, now time.Time) (time.Time, bool) {
+		return probe.LastHeartbeat(probe.Owner{UID: os.Getuid(), Known: true}, e.HeartbeatFile, e.HeartbeatAt, now)
+	}})
 	ctx := context.Background()
 	hb := filepath.Join(t.TempDir(), "s.hb")
 	if err := os.WriteFile(hb, nil, 0o644); err != nil {

@@ -185,8 +185,10 @@ func noStore(next http.Handler) http.Handler {
 
 // layout is what every page's frame needs.
 type layout struct {
-	Title       string
-	Auth        bool
+	Title string
+	Auth  bool
+	// Login is the sign-in page: no stream, no poll.
+	Login       bool
 	TokenFile   string
 	GeneratedAt string
 	// Choices and Default are the snooze durations the page offers.
@@ -427,8 +429,8 @@ type timelineRow struct {
 // stamp is the page's "as of" moment, which a fragment sends as a header.
 func (l layout) stamp() string { return l.GeneratedAt }
 
-func (h *Handler) frame(title string, now time.Time) layout {
-	l := layout{Title: title, Auth: h.o.Auth, TokenFile: h.o.TokenFile, GeneratedAt: now.UTC().Format(time.RFC3339),
+func (h *Handler) frame(r *http.Request, title string, now time.Time) layout {
+	l := layout{Title: title, Auth: h.o.Auth && !sessionWrites(r.Context()), TokenFile: h.o.TokenFile, GeneratedAt: now.UTC().Format(time.RFC3339),
 		Choices: SnoozeChoices, Default: SnoozeDefault}
 	if v, ok := h.o.View.(*live.View); ok && !v.Holds("", true) {
 		l.Poll = int(FleetPoll / time.Millisecond)
@@ -551,7 +553,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		legacy = v.Counts(h.o.Now()).Legacy
 	}
 	now := h.o.Now()
-	p.layout = h.frame("watchdog", now)
+	p.layout = h.frame(r, "watchdog", now)
 	queue := view.Attention(attention.Query{Limit: queueShown}, now)
 	// The heartbeat each item's entity is judged by, found now, as the
 	// API's queue shows it.
@@ -707,7 +709,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	we := wire.FromDerived(ent.Entity, ent.State, nil, h.o.Heartbeats, now)
-	p := entityPage{layout: h.frame(labelOf(&we)+" · watchdog", now), Row: rowOf(&we, h.hostNames(ctx), now), Severity: string(we.State.Severity)}
+	p := entityPage{layout: h.frame(r, labelOf(&we)+" · watchdog", now), Row: rowOf(&we, h.hostNames(ctx), now), Severity: string(we.State.Severity)}
 	if we.State.Legacy() {
 		p.Severity = "legacy"
 	}
@@ -802,7 +804,7 @@ func (h *Handler) runbookPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "runbook.html", struct {
 		layout
 		Sections []docs.Section
-	}{h.frame("runbook · watchdog", h.o.Now()), docs.Sections()})
+	}{h.frame(r, "runbook · watchdog", h.o.Now()), docs.Sections()})
 }
 
 // buildQueue groups the queue's items (already in the queue's order: most
@@ -1027,7 +1029,7 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request, msg string) {
 	h.render(w, r, http.StatusNotFound, "notfound.html", struct {
 		layout
 		Message string
-	}{h.frame("not found · watchdog", h.o.Now()), msg})
+	}{h.frame(r, "not found · watchdog", h.o.Now()), msg})
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {

@@ -56,7 +56,8 @@ func newEnvWith(t testing.TB, token string, hb *wire.Heartbeats) *env {
 	}
 	w := &transitions.Writer{Store: st, Now: c.Now}
 	pg := New(Options{View: view, Store: st, Auth: token != "", TokenFile: "/etc/watchdog/token", Now: c.Now, Heartbeats: hb})
-	srv := httptest.NewServer(api.New(api.Options{Store: st, Writer: w, Now: c.Now, View: view, Token: token, Page: pg, Heartbeats: hb}))
+	srv := httptest.NewServer(api.New(api.Options{Store: st, Writer: w, Now: c.Now, View: view, Tokens: adminTokens(token), Page: pg, Heartbeats: hb,
+		Login: http.HandlerFunc(Login)}))
 	t.Cleanup(srv.Close)
 	return &env{t: t, st: st, w: w, view: view, clock: c, srv: srv}
 }
@@ -355,18 +356,59 @@ func TestEntityPage(t *testing.T) {
 // auth on it tells the script to ask for the token; the assets are served.
 func TestPageGuardsAndAuth(t *testing.T) {
 	e := newEnv(t, "secret")
-	body := e.page("/")
-	if !strings.Contains(body, `data-auth="token"`) || strings.Contains(body, "secret") {
-		t.Errorf("auth on: the page must ask for a token and never carry it")
+	// Without credentials the page is its sign-in form (401), which
+	// never carries the token, and the stream is refused.
+	status, login := e.get("/")
+	if status != http.StatusUnauthorized || !strings.Contains(login, `data-testid="login-form"`) || strings.Contains(login, "secret") ||
+		strings.Contains(login, `data-stream=`) {
+		t.Errorf("GET / without credentials: %d\n%s", status, login)
 	}
-	// The token is asked for in a form of the page (hidden until a write
-	// needs it) that names where it is; no window.prompt.
-	if !strings.Contains(body, `<form class="token-form" data-testid="token-form" hidden>`) ||
-		!strings.Contains(body, `<code data-testid="token-file">/etc/watchdog/token</code>`) {
-		t.Errorf("auth on: no token form naming the token file:\n%s", body)
+	if status, _ := e.get("/events"); status != http.StatusUnauthorized {
+		t.Errorf("GET /events without credentials: %d", status)
 	}
-	if js := e.page("/assets/page.js"); strings.Contains(js, "prompt(") {
-		t.Errorf("the script still asks for the token with window.prompt")
+	// The runbook and the assets stay open: documentation, no state.
+	if status, _ := e.get("/runbook"); status != http.StatusOK {
+		t.Errorf("GET /runbook: %d", status)
+	}
+	// A wrong token gets no session; the right one a cookie that is
+	// HttpOnly and SameSite=Strict and holds no token.
+	post := func(body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", e.srv.URL+"/api/session", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := post(`{"token":"nope"}`); resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) != 0 {
+		t.Errorf("a wrong token: %d %v", resp.StatusCode, resp.Cookies())
+	}
+	resp := post(`{"token":"secret"}`)
+	cs := resp.Cookies()
+	if resp.StatusCode != http.StatusNoContent || len(cs) != 1 || !cs[0].HttpOnly || cs[0].SameSite != http.SameSiteStrictMode || strings.Contains(cs[0].Value, "secret") {
+		t.Fatalf("sign-in: %d %+v", resp.StatusCode, cs)
+	}
+	withCookie := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+		req.AddCookie(cs[0])
+		resp, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	status, body := withCookie("/")
+	// The session may triage: the script asks for no token.
+	if status != http.StatusOK || !strings.Contains(body, `data-auth="none"`) || strings.Contains(body, `data-testid="token-form"`) || strings.Contains(body, "secret") {
+		t.Errorf("the page with a session: %d\n%s", status, body)
+	}
+	if status, _ := withCookie("/api/attention"); status != http.StatusOK {
+		t.Errorf("the API with a session: %d", status)
 	}
 	if strings.Contains(newEnv(t, "").page("/"), `data-testid="token-form"`) {
 		t.Errorf("auth off: a token form")
@@ -392,4 +434,13 @@ func TestPageGuardsAndAuth(t *testing.T) {
 			t.Errorf("the stylesheet lacks %s", tok)
 		}
 	}
+}
+
+// adminTokens is auth.token_file's one admin token; nil (auth: none)
+// without one.
+func adminTokens(tok string) *api.Tokens {
+	if tok == "" {
+		return nil
+	}
+	return api.NewTokens([]api.Token{{Name: "admin", Secret: tok, Scopes: api.ScopeAdmin}})
 }

@@ -83,6 +83,32 @@ type Subject struct {
 
 	// LockFiles are the declared lock files, checked once the entity ended.
 	LockFiles []string
+	// Owner is whose rights the heartbeat file, the lock files and the
+	// artifacts are examined with (AsOwner).
+	Owner Owner
+}
+
+// checkFiles is Probe's look at t's files: the heartbeat file while it
+// runs, the lock files once it ended, the artifact contract when due.
+func checkFiles(ctx context.Context, t *Subject, obs *Observations, started, now time.Time) {
+	if !t.Terminal {
+		if !t.NoHeartbeat {
+			obs.Heartbeat = CheckHeartbeat(t.HeartbeatFile, t.HeartbeatAt, started, now)
+			if obs.Heartbeat.Source == HeartbeatPosted {
+				obs.Heartbeat.Progress = t.HeartbeatProgress
+			}
+		}
+	} else if len(t.LockFiles) > 0 {
+		obs.Locks = CheckLocks(t.ArtifactsRoot, t.LockFiles)
+	}
+	switch {
+	case len(t.Artifacts) == 0:
+		// No contract: nothing is expected, running or not (docs/reference/state-model.md, Probing), and
+		// nothing to read.
+		obs.Artifacts = ArtifactResult{Delivery: state.DeliveryNotExpected}
+	case !t.SkipArtifacts:
+		obs.Artifacts = CheckArtifacts(ctx, t.ArtifactsRoot, t.Artifacts, started)
+	}
 }
 
 // Probe runs every check the Subject calls for and classifies the observations
@@ -119,22 +145,25 @@ func (h *Host) Probe(ctx context.Context, t Subject, th Thresholds, now time.Tim
 		if t.SupervisorPID > 0 && obs.PID.Liveness == Alive {
 			obs.Supervisor = h.checkPID(PIDSubject{PID: t.SupervisorPID, StartTime: t.SupervisorStartTime, HostID: t.HostID, BootID: t.BootID}, sc)
 		}
-		if !t.NoHeartbeat {
-			obs.Heartbeat = CheckHeartbeat(t.HeartbeatFile, t.HeartbeatAt, started, now)
-			if obs.Heartbeat.Source == HeartbeatPosted {
-				obs.Heartbeat.Progress = t.HeartbeatProgress
-			}
-		}
-	} else if len(t.LockFiles) > 0 {
-		obs.Locks = CheckLocks(t.ArtifactsRoot, t.LockFiles)
 	}
-	switch {
-	case len(t.Artifacts) == 0:
-		// No contract: nothing is expected, running or not (docs/reference/state-model.md, Probing), and
-		// nothing to read.
-		obs.Artifacts = ArtifactResult{Delivery: state.DeliveryNotExpected}
-	case !t.SkipArtifacts:
-		obs.Artifacts = CheckArtifacts(ctx, t.ArtifactsRoot, t.Artifacts, started)
+	// The files as their owner may see them, in one switch of identity
+	// (none for an entity with no file or no proven owner). The copies
+	// keep the common path free of allocations: only the switch's branch
+	// hands them to another goroutine.
+	files := t.HeartbeatFile != "" || (t.Terminal && len(t.LockFiles) > 0) || (len(t.Artifacts) > 0 && !t.SkipArtifacts)
+	if !files || !t.Owner.Known {
+		checkFiles(ctx, &t, &obs, started, now)
+	} else {
+		st, so := t, obs
+		if AsOwner(t.Owner, func() { checkFiles(ctx, &st, &so, started, now) }) {
+			obs = so
+		} else {
+			// Not examined: the posted heartbeat stands, as for a reader.
+			if !t.Terminal && !t.NoHeartbeat {
+				obs.Heartbeat = CheckHeartbeat("", t.HeartbeatAt, started, now)
+			}
+			obs.Artifacts = ArtifactResult{Delivery: state.DeliveryUnknown}
+		}
 	}
 	var r Result
 	r.classify(&obs, th, now)

@@ -14,8 +14,11 @@ import "time"
 // stats the file once. Only this host's files mean anything; a caller
 // passes file "" for an entity of another host, whose posted heartbeat is
 // then the one judged here too.
-func LastHeartbeat(file string, postedAt, now time.Time) (at time.Time, fromFile bool) {
-	o := CheckHeartbeat(file, postedAt, time.Time{}, now)
+func LastHeartbeat(owner Owner, file string, postedAt, now time.Time) (at time.Time, fromFile bool) {
+	var o HeartbeatObservation
+	if !AsOwner(owner, func() { o = CheckHeartbeat(file, postedAt, time.Time{}, now) }) {
+		return postedAt, false
+	}
 	if !o.Real() {
 		return time.Time{}, false
 	}

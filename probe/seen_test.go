@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestLastHeartbeat(t *testing.T) {
 		{"nothing", "", time.Time{}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			at, fromFile := LastHeartbeat(tc.file, tc.posted, now)
+			at, fromFile := LastHeartbeat(Owner{UID: os.Getuid(), Known: true}, tc.file, tc.posted, now)
 			if tc.none {
 				if !at.IsZero() || fromFile {
 					t.Fatalf("got %v (file %v), want none", at, fromFile)

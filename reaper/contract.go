@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -23,6 +24,13 @@ type Contracts struct {
 	Host interface{ HostID() string }
 }
 
+// LastHeartbeat is what a reader shows of e's heartbeat at now: its file
+// (examined with its owner's rights) or its posted one, as the
+// judgement takes it (probe.LastHeartbeat); wire.Heartbeats' Last.
+func LastHeartbeat(e *store.Entity, now time.Time) (time.Time, bool) {
+	return probe.LastHeartbeat(judge.OwnerOf(e), e.HeartbeatFile, e.HeartbeatAt, now)
+}
+
 // Judge checks e's contract under its root now.
 func (c Contracts) Judge(ctx context.Context, e store.Entity, now time.Time) (transitions.Verdict, bool) {
 	if len(e.Artifacts) == 0 || (c.Host != nil && e.HostID != "" && e.HostID != c.Host.HostID()) {
@@ -32,8 +40,8 @@ func (c Contracts) Judge(ctx context.Context, e store.Entity, now time.Time) (tr
 	if started.IsZero() {
 		started = e.PIDStartTime
 	}
-	res := probe.CheckArtifacts(ctx, e.ArtifactsRoot, e.Artifacts, started)
-	if res.Interrupted {
+	var res probe.ArtifactResult
+	if !probe.AsOwner(judge.OwnerOf(&e), func() { res = probe.CheckArtifacts(ctx, e.ArtifactsRoot, e.Artifacts, started) }) || res.Interrupted {
 		return transitions.Verdict{}, false
 	}
 	// Classify as an ended entity with nothing but its artifacts: its

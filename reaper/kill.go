@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,14 +24,11 @@ import (
 // (same start time): a reused pid is never signalled. A registration can
 // name any pid, so the target is also checked against what the reaper may
 // ever aim at (mayKill): never pid 1, the daemon or its ancestors, and only
-// processes of reaper.kill_users.
+// processes of reaper.kill_users; and it must run as the uid the entity's
+// registration proved (notOwners).
 func (r *Reaper) killOrphans(ctx context.Context, orphans []store.Entity) {
 	if len(orphans) == 0 {
 		return
-	}
-	send := r.Signal
-	if send == nil {
-		send = func(pid, sig int) error { return sysunix.Kill(pid, syscall.Signal(sig)) }
 	}
 	self := os.Getpid()
 	ancestors := r.Prober.Ancestors(self)
@@ -43,11 +41,15 @@ func (r *Reaper) killOrphans(ctx context.Context, orphans []store.Entity) {
 			}
 			return false
 		}
-		if why := r.mayKill(e.PID, self, ancestors); why != "" {
+		why := r.mayKill(e.PID, self, ancestors)
+		if why == "" {
+			why = r.notOwners(e.PID, e)
+		}
+		if why != "" {
 			log.Warn("not signalling orphan: "+why, zap.String("signal", sysunix.SignalName(sig)))
 			return false
 		}
-		if err := send(e.PID, int(sig)); err != nil {
+		if err := r.signalProcess(e.PID, e.PIDStartTicks, sig); err != nil {
 			log.Warn("signal orphan", zap.String("signal", sysunix.SignalName(sig)), zap.Error(err))
 			return false
 		}
@@ -79,6 +81,12 @@ func (r *Reaper) killOrphans(ctx context.Context, orphans []store.Entity) {
 // its way up), nor at a process whose real or effective owner is not one
 // of reaper.kill_users (by default every user but root).
 func (r *Reaper) mayKill(pid, self int, ancestors []int) string {
+	return mayKill(r.Prober, r.Settings.KillUIDs, pid, self, ancestors)
+}
+
+// mayKill is Reaper.mayKill with kill_users given (nil: every user but
+// root).
+func mayKill(pr Prober, killUIDs []int, pid, self int, ancestors []int) string {
 	switch {
 	case pid <= 1:
 		return "pid " + strconv.Itoa(pid) + " is never signalled"
@@ -87,18 +95,18 @@ func (r *Reaper) mayKill(pid, self int, ancestors []int) string {
 	case slices.Contains(ancestors, pid):
 		return "it is an ancestor of the watchdog"
 	}
-	o, err := r.Prober.Owner(pid)
+	o, err := pr.Owner(pid)
 	if err != nil {
 		return "its owner cannot be read (" + err.Error() + ")"
 	}
 	allowed := func(uid int) bool {
-		if r.Settings.KillUIDs == nil {
+		if killUIDs == nil {
 			return uid != 0
 		}
-		return slices.Contains(r.Settings.KillUIDs, uid)
+		return slices.Contains(killUIDs, uid)
 	}
 	if !allowed(o.RealUID) || !allowed(o.EffectiveUID) {
-		if r.Settings.KillUIDs == nil {
+		if killUIDs == nil {
 			return "it runs as root (uid " + strconv.Itoa(o.RealUID) + ", euid " + strconv.Itoa(o.EffectiveUID) + "), and reaper.kill_users is not set"
 		}
 		return "its owner (uid " + strconv.Itoa(o.RealUID) + ", euid " + strconv.Itoa(o.EffectiveUID) + ") is not in reaper.kill_users"
@@ -107,55 +115,180 @@ func (r *Reaper) mayKill(pid, self int, ancestors []int) string {
 }
 
 // killLeftovers acts on e's leftover finding (reaper.kill_leftovers), as
-// judged just now (reasons): once the finding is leftover_grace old, each
-// process it names gets SIGTERM, and once kill_grace more has passed, one
-// still there gets SIGKILL. It waits for nothing: the sweep after the
-// grace sends the one, the sweep after kill_grace more the other. Each
-// signal passes kill_orphans' guards first: the process is re-read with
-// the start ticks the finding recorded (a pid reused, or never identified,
-// is never signalled) and must pass mayKill (never pid 1, the daemon or
-// its ancestors; only reaper.kill_users). Each signal, and each refusal,
-// is logged with the entity, the pid and its command: the audit of what
-// the reaper did to processes, as for kill_orphans.
+// judged just now (reasons). Each process the finding names (only what
+// the daemon itself saw descend from e's verified root: the stored
+// finding, never a client's evidence) gets SIGTERM once the finding is
+// leftover_grace old, and SIGKILL kill_grace after that SIGTERM if it is
+// still there: two deadlines of its own, whatever the sweep's schedule
+// (a SIGTERM due now is sent now). Before each signal the process is
+// re-read with the start ticks the finding recorded (a pid reused, or
+// never identified, is never signalled), must still run as e's proven
+// owner (a root registered with no proven uid has its leftovers
+// reported, never signalled) and must pass mayKill. Each signal and each
+// refusal is logged with the entity, the pid and its command.
 func (r *Reaper) killLeftovers(e store.Entity, reasons []state.StateReason) {
 	i := slices.IndexFunc(reasons, func(x state.StateReason) bool { return x.Code == state.RunHealthLeftoverProcesses })
 	if i < 0 || reasons[i].FirstSeen.IsZero() {
 		return
 	}
-	age := r.now().Sub(reasons[i].FirstSeen.Time)
-	sig := syscall.SIGTERM
-	switch {
-	case age < r.Settings.LeftoverGrace:
+	refs := judge.Leftovers(&store.Entity{Reasons: reasons[i : i+1]})
+	r.refreshKill()
+	if !e.HasOwnerUID {
+		r.leftovers.once(e.Type+"/"+e.ID, func() {
+			r.log().Warn("not signalling leftovers: the entity's registration proved no uid (a token without uids), so they are reported, never signalled",
+				zap.String("entity", e.Type+"/"+e.ID), zap.Int("leftovers", len(refs)))
+		})
 		return
-	case age >= r.Settings.LeftoverGrace+r.Settings.KillGrace:
-		sig = syscall.SIGKILL
 	}
-	send := r.Signal
-	if send == nil {
-		send = func(pid, sig int) error { return sysunix.Kill(pid, syscall.Signal(sig)) }
+	termAt := reasons[i].FirstSeen.Time.Add(r.Settings.LeftoverGrace)
+	for _, ref := range refs {
+		if !r.leftovers.claim(ref) {
+			continue // its SIGTERM is sent or scheduled already
+		}
+		if wait := termAt.Sub(r.now()); wait > 0 {
+			r.after(wait, func() { r.termLeftover(e, ref) })
+			continue
+		}
+		r.termLeftover(e, ref)
 	}
-	self := os.Getpid()
-	ancestors := r.Prober.Ancestors(self)
-	for _, ref := range judge.Leftovers(&store.Entity{Reasons: reasons[i : i+1]}) {
-		log := r.log().With(zap.String("entity", e.Type+"/"+e.ID), zap.Int("pid", ref.PID), zap.String("signal", sysunix.SignalName(sig)))
-		if ref.StartTicks == 0 {
-			log.Warn("not signalling leftover: its start was never recorded, so its pid cannot be told from a reuse")
-			continue
-		}
-		p, err := r.Prober.Process(ref.PID, ref.StartTicks)
-		if err != nil {
-			log.Info("leftover gone or its pid reused, not signalling", zap.Error(err))
-			continue
-		}
-		log = log.With(zap.String("command", p.Comm))
-		if why := r.mayKill(ref.PID, self, ancestors); why != "" {
-			log.Warn("not signalling leftover: " + why)
-			continue
-		}
-		if err := send(ref.PID, int(sig)); err != nil {
-			log.Warn("signal leftover", zap.Error(err))
-			continue
-		}
-		log.Info("signalled leftover (reaper.kill_leftovers)", zap.Duration("finding_age", age))
+}
+
+// killSettings are what a leftover's deadlines read of the settings: a
+// copy, as the timers run beside the jobs and a reload (SetSettings).
+type killSettings struct {
+	on    bool
+	uids  []int
+	grace time.Duration
+}
+
+// refreshKill copies the settings the leftover deadlines read; called
+// where the settings may be read (a job's step, SetSettings).
+func (r *Reaper) refreshKill() {
+	r.kill.Store(&killSettings{on: r.Settings.KillLeftovers && !r.Settings.DryRun, uids: r.Settings.KillUIDs, grace: r.Settings.KillGrace})
+}
+
+// SetSettings replaces the settings (a reload), for the deadlines of the
+// leftovers being ended too: one turned off sends nothing more. The
+// caller holds whatever keeps the jobs from reading them meanwhile.
+func (r *Reaper) SetSettings(s Settings) {
+	r.Settings = s
+	r.refreshKill()
+}
+
+// termLeftover sends ref its SIGTERM and, if that went, schedules the
+// SIGKILL kill_grace later.
+func (r *Reaper) termLeftover(e store.Entity, ref judge.LeftoverRef) {
+	if !r.signalLeftover(e, ref, syscall.SIGTERM) {
+		r.leftovers.release(ref)
+		return
 	}
+	r.after(r.kill.Load().grace, func() {
+		r.signalLeftover(e, ref, syscall.SIGKILL)
+		r.leftovers.release(ref)
+	})
+}
+
+// after runs fn after d (Reaper.After, or a timer of its own).
+func (r *Reaper) after(d time.Duration, fn func()) {
+	if r.After != nil {
+		r.After(d, fn)
+		return
+	}
+	time.AfterFunc(d, fn)
+}
+
+// signalLeftover sends sig to ref, one of e's leftovers, after its
+// guards; it reports whether the signal went.
+func (r *Reaper) signalLeftover(e store.Entity, ref judge.LeftoverRef, sig syscall.Signal) bool {
+	log := r.log().With(zap.String("entity", e.Type+"/"+e.ID), zap.Int("pid", ref.PID), zap.String("signal", sysunix.SignalName(sig)))
+	if ref.StartTicks == 0 {
+		log.Warn("not signalling leftover: its start was never recorded, so its pid cannot be told from a reuse")
+		return false
+	}
+	p, err := r.Prober.Process(ref.PID, ref.StartTicks)
+	if err != nil {
+		log.Info("leftover gone or its pid reused, not signalling", zap.Error(err))
+		return false
+	}
+	log = log.With(zap.String("command", p.Comm))
+	ks := r.kill.Load()
+	if !ks.on {
+		log.Info("not signalling leftover: reaper.kill_leftovers is off now (or dry_run on)")
+		return false
+	}
+	if why := mayKill(r.Prober, ks.uids, ref.PID, os.Getpid(), r.Prober.Ancestors(os.Getpid())); why != "" {
+		log.Warn("not signalling leftover: " + why)
+		return false
+	}
+	if why := r.notOwners(ref.PID, e); why != "" {
+		log.Warn("not signalling leftover: " + why)
+		return false
+	}
+	if err := r.signalProcess(ref.PID, ref.StartTicks, sig); err != nil {
+		log.Warn("signal leftover", zap.Error(err))
+		return false
+	}
+	log.Info("signalled leftover (reaper.kill_leftovers)")
+	return true
+}
+
+// notOwners says why pid is not e's owner's to have signalled, or "":
+// e's registration must have proven a uid, and pid must run as it (real
+// and effective).
+func (r *Reaper) notOwners(pid int, e store.Entity) string {
+	if !e.HasOwnerUID {
+		return "the entity's registration proved no uid (a token without uids): its processes are reported, never signalled"
+	}
+	o, err := r.Prober.Owner(pid)
+	if err != nil {
+		return "its owner cannot be read (" + err.Error() + ")"
+	}
+	if o.RealUID != e.OwnerUID || o.EffectiveUID != e.OwnerUID {
+		return "it runs as uid " + strconv.Itoa(o.RealUID) + " (euid " + strconv.Itoa(o.EffectiveUID) + "), not as uid " + strconv.Itoa(e.OwnerUID) + ", who registered the entity"
+	}
+	return ""
+}
+
+// leftoverKills remembers the leftovers whose SIGTERM is sent or
+// scheduled, so that each gets one SIGTERM and one SIGKILL whatever
+// number of sweeps see it meanwhile; and the entities whose unproven
+// owner was already logged.
+type leftoverKills struct {
+	mu     sync.Mutex
+	claims map[judge.LeftoverRef]bool
+	logged map[string]bool
+}
+
+func (k *leftoverKills) claim(ref judge.LeftoverRef) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.claims[ref] {
+		return false
+	}
+	if k.claims == nil {
+		k.claims = map[judge.LeftoverRef]bool{}
+	}
+	k.claims[ref] = true
+	return true
+}
+
+func (k *leftoverKills) release(ref judge.LeftoverRef) {
+	k.mu.Lock()
+	delete(k.claims, ref)
+	k.mu.Unlock()
+}
+
+// once runs fn the first time key is seen (bounded: forgotten at 10,000).
+func (k *leftoverKills) once(key string, fn func()) {
+	k.mu.Lock()
+	if k.logged[key] {
+		k.mu.Unlock()
+		return
+	}
+	if k.logged == nil || len(k.logged) >= 10000 {
+		k.logged = map[string]bool{}
+	}
+	k.logged[key] = true
+	k.mu.Unlock()
+	fn()
 }

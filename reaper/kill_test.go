@@ -11,6 +11,7 @@ import (
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
+	"watchdog/transitions"
 )
 
 // nobodyUID is the uid of the unprivileged user the tests run processes
@@ -72,7 +73,9 @@ func TestMayKill(t *testing.T) {
 // client registers a live process it does not own under a dead supervisor
 // and waits for kill_orphans to SIGTERM it. With the default kill_users,
 // root's process is reaped as a phantom (the record ends) but never
-// signalled; nobody's orphan, registered the same way, is stopped.
+// signalled; nobody's orphan, registered by nobody (its uid proven), is
+// stopped. A process registered by another uid than its own is never
+// signalled either (TestKillOrphansOnlyTheOwners).
 func TestKillOrphansNeverAimsAtRoot(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: the victim is a root-owned process")
@@ -89,7 +92,7 @@ func TestKillOrphansNeverAimsAtRoot(t *testing.T) {
 		return syscall.Kill(pid, syscall.Signal(sig))
 	}
 	f.register(store.Entity{Type: "session", ID: "victim", PID: victim.Process.Pid, SupervisorPID: supervisor})
-	f.register(store.Entity{Type: "session", ID: "orphan", PID: orphan.Process.Pid, SupervisorPID: supervisor})
+	f.registerAs(store.Entity{Type: "session", ID: "orphan", PID: orphan.Process.Pid, SupervisorPID: supervisor}, transitions.PeerPrincipal(nobodyUID, "nobody"))
 	f.sweep()
 	f.clock.Advance(2 * time.Hour)
 	rep := f.reap()
@@ -115,5 +118,40 @@ func TestKillOrphansNeverAimsAtRoot(t *testing.T) {
 	case <-done:
 	case <-time.After(ceiling):
 		t.Fatalf("nobody's orphan still running %s after kill_orphans; last seen: %s", ceiling, procState(orphan.Process.Pid))
+	}
+}
+
+// TestKillOrphansOnlyTheOwners: kill_orphans signals a process only when
+// the entity's registration proved a uid and the process runs as it. An
+// orphan of nobody's registered by a token without uids (no uid proven)
+// or by another uid (root, say) is reaped as a phantom, never signalled.
+func TestKillOrphansOnlyTheOwners(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: to run a process as nobody")
+	}
+	for _, tc := range []struct {
+		name string
+		by   transitions.Principal
+	}{
+		{"a token without uids", transitions.Principal{Name: "token:ci"}},
+		{"another uid", transitions.PeerPrincipal(1000, "alice")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			orphan := testenv.SleepAs(t, nobodyUID)
+			f.r.Settings.KillOrphans, f.r.Settings.KillUIDs = true, []int{nobodyUID}
+			f.r.Settings.KillGrace = 10 * time.Millisecond
+			var signalled []int
+			f.r.Signal = func(pid, sig int) error { signalled = append(signalled, pid); return nil }
+			f.registerAs(store.Entity{Type: "session", ID: "orphan", PID: orphan.Process.Pid, SupervisorPID: testenv.DeadPID(t)}, tc.by)
+			f.sweep()
+			f.clock.Advance(2 * time.Hour)
+			if rep := f.reap(); len(rep.Actions) != 1 || rep.Actions[0].Reason != state.SystemReaperPhantomOrphaned {
+				t.Fatalf("reap: %+v", rep.Actions)
+			}
+			if len(signalled) != 0 || !alive(orphan.Process.Pid) {
+				t.Errorf("signalled %v: the registration did not prove nobody's uid", signalled)
+			}
+		})
 	}
 }

@@ -360,6 +360,8 @@ func TestKillLeftoversGuards(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.r.Trees = nil // the tree forgotten: only the stored finding names it
+		// A daemon started again: its deadlines were in memory.
+		f.timers, f.r.leftovers = nil, leftoverKills{}
 		f.clock.Advance(time.Hour)
 		f.sweep()
 		if len(sig.sent) != 0 {
@@ -369,4 +371,69 @@ func TestKillLeftoversGuards(t *testing.T) {
 			t.Error("a finding naming a process that is no longer there stays")
 		}
 	})
+}
+
+// TestKillLeftoversTermThenKillByDeadline: the two signals are deadlines
+// of their own, not sweeps: SIGTERM at leftover_grace, SIGKILL kill_grace
+// after it with no sweep between, each once however many sweeps come.
+func TestKillLeftoversTermThenKillByDeadline(t *testing.T) {
+	f := newFixture(t)
+	var sig signals
+	f.r.Signal = sig.send
+	f.r.Settings.KillLeftovers, f.r.Settings.LeftoverGrace, f.r.Settings.KillGrace = true, 30*time.Second, 10*time.Second
+	f.r.Settings.KillUIDs = []int{0, syscall.Getuid()}
+	sleep := leftoverSession(t, f, -1)
+	term, kill := fmt.Sprintf("%d terminated", sleep), fmt.Sprintf("%d killed", sleep)
+	f.clock.Advance(29 * time.Second)
+	f.sweep()
+	f.sweep()
+	if len(sig.sent) != 0 {
+		t.Fatalf("signalled within leftover_grace: %v", sig.sent)
+	}
+	f.clock.Advance(time.Second)
+	f.fire() // the deadline, no sweep
+	if !slices.Equal(sig.sent, []string{term}) {
+		t.Fatalf("at leftover_grace: %v, want [%s]", sig.sent, term)
+	}
+	f.sweep()
+	f.clock.Advance(9 * time.Second)
+	f.sweep()
+	if !slices.Equal(sig.sent, []string{term}) {
+		t.Fatalf("within kill_grace of the SIGTERM: %v", sig.sent)
+	}
+	f.clock.Advance(time.Second)
+	f.fire()
+	if !slices.Equal(sig.sent, []string{term, kill}) {
+		t.Fatalf("kill_grace after the SIGTERM: %v, want [%s %s]", sig.sent, term, kill)
+	}
+}
+
+// TestLeftoversOfAnUnprovenOwnerAreReported: a root registered by a
+// principal that proved no uid (a token without uids) keeps its leftover
+// finding, and nothing is signalled.
+func TestLeftoversOfAnUnprovenOwnerAreReported(t *testing.T) {
+	f := newFixture(t)
+	var sig signals
+	f.r.Signal = sig.send
+	f.r.Settings.KillLeftovers, f.r.Settings.LeftoverGrace = true, time.Second
+	f.r.Settings.KillUIDs = []int{0, syscall.Getuid()}
+	tr := newTree(t, false)
+	f.r.Trees = tr
+	sh := startShell(t, f, "sleep 303 & read x; exit 0")
+	f.registerAs(store.Entity{Type: "session", ID: "s", PID: sh.root.PID}, transitions.Principal{Name: "token:ci"})
+	if err := tr.Watch(sh.root); err != nil {
+		t.Fatal(err)
+	}
+	sleep := waitDescendant(t, tr, sh.root, "sleep")
+	sh.exit(t)
+	f.sweep()
+	f.clock.Advance(time.Hour)
+	f.sweep()
+	f.fire()
+	if len(sig.sent) != 0 {
+		t.Errorf("signalled %v: the registration proved no uid", sig.sent)
+	}
+	if r := leftover(f.get("session", "s")); r == nil || !names(r, sleep, "sleep") {
+		t.Errorf("the leftover is not reported")
+	}
 }

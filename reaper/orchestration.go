@@ -36,10 +36,17 @@ func reconciliation(e store.Entity) *transitions.Reconciliation {
 
 // orphanedTeam closes a team whose parent show or play is finished: it has
 // an outcome (a show completed, merged or failed counts, archived or not).
-func (r *Reaper) orphanedTeam(_ context.Context, e store.Entity, rec *transitions.Reconciliation, parents parentCache) (Action, state.StateReason, bool) {
+func (r *Reaper) orphanedTeam(ctx context.Context, e store.Entity, rec *transitions.Reconciliation, parents parentCache) (Action, state.StateReason, bool) {
 	to := rec.To
 	if e.ParentID == "" || !slices.Contains(rec.ParentTypes, e.ParentType) || !parents.terminal(e) {
 		return Action{}, state.StateReason{}, false
+	}
+	if e.HasOwnerUID && e.OwnerUID != 0 {
+		// A parent another user registered under the name this team
+		// gave does not close it.
+		if p, err := r.Store.Get(ctx, e.ParentType, e.ParentID); err != nil || !transitions.OwnersAgree(&e, &p) {
+			return Action{}, state.StateReason{}, false
+		}
 	}
 	detail := fmt.Sprintf("parent %s/%s is finished", e.ParentType, e.ParentID)
 	a := Action{Type: e.Type, ID: e.ID, From: e.LifecycleOr(""), To: to, Reason: state.TeamHealthOrphaned, Detail: detail}
@@ -92,7 +99,7 @@ func (r *Reaper) failedShow(ctx context.Context, e store.Entity, rec *transition
 		return Action{}, state.StateReason{}, false
 	}
 	for _, p := range plays {
-		if !judge.FailedFor(&p) || !criticalPath(p) {
+		if !judge.FailedFor(&p) || !criticalPath(p) || !transitions.OwnersAgree(&p, &e) {
 			continue
 		}
 		detail := fmt.Sprintf("critical-path play/%s ended %s", p.ID, p.LifecycleOr(""))

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -137,7 +138,18 @@ type Reaper struct {
 	// command), or a root it does not keep, means a /proc walk from the
 	// root, where only what its ppid chains show is found (ADR-0044).
 	Trees Trees
+	// Hostname names this daemon's host in the audit rows of its writes
+	// ("reaper@host-13"): in a fleet, which daemon ended an entity. ""
+	// uses HostID.
+	Hostname string
+	// After runs fn after d: the deadlines of a leftover's SIGTERM and
+	// SIGKILL; nil means time.AfterFunc.
+	After func(d time.Duration, fn func())
 
+	// leftovers are the leftover processes being ended (kill.go), and
+	// kill what their deadlines read of the settings.
+	leftovers leftoverKills
+	kill      atomic.Pointer[killSettings]
 	// resume is where the last sweep ran out of budget: the next sweep
 	// starts after it, so on a host too big for one budget every entity
 	// still gets its turn instead of the first ones only.
@@ -209,6 +221,16 @@ type Report struct {
 	DryRun    bool
 }
 
+// principal is who the reaper's writes are audited as: the reaper of
+// this host.
+func (r *Reaper) principal() transitions.Principal {
+	host := r.Hostname
+	if host == "" {
+		host = r.HostID
+	}
+	return transitions.Principal{Name: "reaper@" + host}
+}
+
 // apply sends one decided action through the write path. A conflict means
 // the owner (or another daemon) wrote first: its state wins, and that is
 // not an error.
@@ -220,6 +242,7 @@ func (r *Reaper) apply(ctx context.Context, a *Action, reason state.StateReason,
 	_, err := r.Writer.Transition(ctx, transitions.Request{
 		Type: a.Type, ID: a.ID, To: a.To, ExpectFrom: a.From,
 		Reason: &reason, Actor: transitions.ActorReaper, Trigger: trigger,
+		Principal: r.principal(),
 	})
 	switch {
 	case err == nil:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,27 @@ type fixture struct {
 	r     *Reaper
 	host  *probe.Host
 	clock *testenv.Clock
+	// timers are the reaper's deadlines (Reaper.After) on the test's
+	// clock: sweep runs those due first.
+	timers []fixtureTimer
+}
+
+type fixtureTimer struct {
+	at time.Time
+	fn func()
+}
+
+// fire runs the reaper's deadlines that are due on the test's clock.
+func (f *fixture) fire() {
+	for {
+		i := slices.IndexFunc(f.timers, func(t fixtureTimer) bool { return !t.at.After(f.clock.Now()) })
+		if i < 0 {
+			return
+		}
+		t := f.timers[i]
+		f.timers = slices.Delete(f.timers, i, i+1)
+		t.fn()
+	}
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -47,18 +69,31 @@ func newFixture(t *testing.T) *fixture {
 	// sweep, reap_phantoms) crosses pages in every test with more than
 	// two entities.
 	r := &Reaper{Store: st, Writer: w, Prober: host, HostID: host.HostID(), Settings: settings, Now: c.Now, sweepPage: 2}
-	return &fixture{t: t, st: st, w: w, r: r, host: host, clock: c}
+	f := &fixture{t: t, st: st, w: w, r: r, host: host, clock: c}
+	r.After = func(d time.Duration, fn func()) {
+		f.timers = append(f.timers, fixtureTimer{at: c.Now().Add(d), fn: fn})
+	}
+	return f
 }
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func (f *fixture) register(e store.Entity) {
 	f.t.Helper()
+	f.registerAs(e, transitions.PeerPrincipal(os.Getuid(), ""))
+}
+
+// registerAs registers e as p.
+func (f *fixture) registerAs(e store.Entity, p transitions.Principal) {
+	f.t.Helper()
 	if e.Lifecycle == nil {
 		l := "running"
 		e.Lifecycle = &l
 	}
-	if _, err := f.w.Register(context.Background(), transitions.Registration{Entity: e, Actor: transitions.ActorOrchestrator}); err != nil {
+	// As a caller the kernel names (the local socket) would: by
+	// default the test's own uid, the owner of its processes.
+	reg := transitions.Registration{Entity: e, Actor: transitions.ActorOrchestrator, Principal: p}
+	if _, err := f.w.Register(context.Background(), reg); err != nil {
 		f.t.Fatalf("register %s/%s: %v", e.Type, e.ID, err)
 	}
 }
@@ -74,6 +109,7 @@ func (f *fixture) get(typ, id string) store.Entity {
 
 func (f *fixture) sweep() Report {
 	f.t.Helper()
+	f.fire()
 	rep, err := f.r.Sweep(context.Background())
 	if err != nil {
 		f.t.Fatal(err)

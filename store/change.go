@@ -15,10 +15,12 @@ type Change struct {
 	Starts bool
 	// Reason is stored on the entity as the reason of its current
 	// lifecycle, and its code, message and evidence go to the audit row.
-	Reason  *state.StateReason
-	Actor   string
-	Trigger string
-	At      time.Time
+	Reason *state.StateReason
+	Actor  string
+	// Principal is who asked (the audit row's principal).
+	Principal string
+	Trigger   string
+	At        time.Time
 	// Timeout and TimeoutElapsed are recorded with a timed_out transition
 	// (zero leaves the stored value alone).
 	Timeout        time.Duration

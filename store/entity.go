@@ -69,6 +69,20 @@ type Entity struct {
 	// (RecordExit); nil while it runs, when it was not watched by pidfd, or
 	// on a kernel that does not keep it.
 	Exit *state.ExitStatus
+	// Owner is the principal that registered the entity ("uid:1000
+	// (alice)", a token's name; "" before issue 36). OwnerUID is its uid
+	// when the kernel proved one (HasOwnerUID): only then may the reaper
+	// signal the entity's processes, and its files are examined with that
+	// uid's rights (docs/security.md).
+	Owner       string
+	OwnerUID    int
+	HasOwnerUID bool
+	// OwnerGuard, on a registration (not stored), makes the upsert of an
+	// existing row apply only when its owner_uid is OwnerUID, checked in
+	// the write's own transaction (ErrNotOwner otherwise): a caller that
+	// may act only on its own entities cannot race another's
+	// registration of the same id.
+	OwnerGuard bool
 	// Revision is the store revision of the row's last write (migration
 	// 0005's triggers assign it, for every writer): where the change feed
 	// (ChangesSince) finds it. 0 for an entity built in memory.
@@ -95,8 +109,11 @@ type AuditRow struct {
 	Message    string
 	Evidence   []state.EvidenceRef
 	Actor      string
-	Trigger    string
-	At         time.Time
+	// Principal is who caused the row: a socket peer ("uid:1000
+	// (alice)"), a token's name, or a daemon's job ("reaper@host-13").
+	Principal string
+	Trigger   string
+	At        time.Time
 	// HostID is the host of the entity when the row was written ("" for a
 	// host-less one), stamped by the write path: a daemon of a fleet reads
 	// and counts the audit rows of the hosts it owns (ChangesFor).

@@ -9,6 +9,9 @@ var (
 	// ErrConflict: the stored lifecycle is no longer the one the decision
 	// was made on (a lost compare-and-set race).
 	ErrConflict = errors.New("conflict")
+	// ErrNotOwner: a registration guarded by its owner (Entity.OwnerGuard)
+	// met a row another uid owns: nothing was written.
+	ErrNotOwner = errors.New("the entity is another owner's")
 )
 
 // ErrUnavailable: the store cannot take writes now, and nothing of the

@@ -49,13 +49,14 @@ const (
 	CauseInvalidInput      = "invalid_input"
 	CauseOverLimit         = "over_limit"
 	CauseStoreError        = "store_error"
+	CausePIDRefused        = "pid_refused"
 )
 
 // Causes lists every rejection cause (for pre-seeding metrics).
 var Causes = []string{
 	CauseNotFound, CauseInvalidTransition, CauseConflict, CauseUnknownReason,
 	CauseReasonRequired, CauseForbidden, CauseUnknownType, CauseUnknownState,
-	CauseInvalidInput, CauseOverLimit, CauseStoreError,
+	CauseInvalidInput, CauseOverLimit, CauseStoreError, CausePIDRefused,
 }
 
 // Cause classifies a write-path error into its rejection cause.
@@ -81,6 +82,8 @@ func Cause(err error) string {
 		return CauseInvalidInput
 	case errors.Is(err, ErrOverLimit):
 		return CauseOverLimit
+	case errors.Is(err, ErrPIDRefused), errors.Is(err, ErrPIDGone):
+		return CausePIDRefused
 	}
 	return CauseStoreError
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -46,6 +47,10 @@ type Registration struct {
 	// older store); Entity.Lifecycle must then be nil.
 	Legacy bool
 	Actor  string
+	// Principal is who registers: it must speak for the pid's owner and,
+	// for an existing entity, may act on it; the entity records it as
+	// its owner (docs/security.md).
+	Principal Principal
 }
 
 // CheckRegistration runs every check Register makes before it touches the
@@ -103,6 +108,20 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 	// number. A new host needs the pid there too.
 	cur, err := w.Store.Get(ctx, e.Type, e.ID)
 	exists := err == nil
+	if exists && !reg.Principal.MayActOn(&cur) {
+		return false, forbidActOn(reg.Principal, &cur)
+	}
+	// A parent moves with its children (a show fails with a critical play,
+	// a team closes with its parent): only one's own may be named.
+	if e.ParentID != "" && !reg.Principal.AnyUID() {
+		parent, err := w.Store.Get(ctx, e.ParentType, e.ParentID)
+		switch {
+		case err == nil && !reg.Principal.MayActOn(&parent):
+			return false, fmt.Errorf("%w: parent %s/%s is another user's; %s may name only its own", ErrForbidden, e.ParentType, e.ParentID, reg.Principal.Name)
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return false, fmt.Errorf("register %s/%s: read parent: %w", e.Type, e.ID, err)
+		}
+	}
 	switch {
 	case exists:
 		if e.HostID == "" {
@@ -134,7 +153,59 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 	}
 	e.Health = state.HealthUnknown
 	w.fillIdentity(&e)
-	return w.Store.Register(ctx, e, reg.Actor, at)
+	if err := w.claim(&e, reg.Principal); err != nil {
+		return false, err
+	}
+	if exists {
+		// The owner is the registering principal's, kept by upserts.
+		e.Owner, e.OwnerUID, e.HasOwnerUID = cur.Owner, cur.OwnerUID, cur.HasOwnerUID
+	}
+	// The owner checked above, checked again in the write's transaction:
+	// another user's registration of the same id may land in between.
+	e.OwnerGuard = !reg.Principal.AnyUID()
+	created, err := w.Store.Register(ctx, e, reg.Actor, at)
+	if errors.Is(err, store.ErrNotOwner) {
+		return false, fmt.Errorf("%w: %s/%s was just registered by another user", ErrForbidden, e.Type, e.ID)
+	}
+	return created, err
+}
+
+// claim proves p's right to the pid e names and records p as e's owner:
+// the pid must be this host's, alive, not one no entity may have (pid 1,
+// a kernel thread, the daemon and its ancestors) and owned by a uid p
+// speaks for; the start ticks fillIdentity read are checked again with
+// the owner, so a pid reused in between fails.
+func (w *Writer) claim(e *store.Entity, p Principal) error {
+	e.Owner = p.Name
+	if w.Ident != nil && e.HostID != "" && e.HostID != w.Ident.HostID() && !p.AnyUID() {
+		// A uid proven here means nothing on another host.
+		return fmt.Errorf("%w: host %s is not this one: %s may register only this host's entities", ErrForbidden, e.HostID, p.Name)
+	}
+	pidUID := -1
+	if e.PID > 0 && w.PIDs != nil {
+		local := w.Ident == nil || e.HostID == w.Ident.HostID()
+		switch uid, err := w.PIDs.CheckPID(e.PID, e.PIDStartTicks); {
+		case !local:
+			if !p.AnyUID() {
+				return fmt.Errorf("%w: pid %d is on host %s, where this daemon cannot prove whose it is", ErrPIDRefused, e.PID, e.HostID)
+			}
+		case errors.Is(err, ErrPIDRefused):
+			return err
+		case err != nil:
+			if !p.AnyUID() {
+				return fmt.Errorf("%w: pid %d: %w", ErrPIDRefused, e.PID, err)
+			}
+		case !p.speaksFor(uid):
+			return fmt.Errorf("%w: pid %d runs as uid %d, not one %s may speak for", ErrForbidden, e.PID, uid, p.Name)
+		default:
+			pidUID = uid
+		}
+	}
+	e.OwnerUID, e.HasOwnerUID = p.owner(e.PID, pidUID)
+	if e.HasOwnerUID && e.OwnerUID < 0 {
+		e.OwnerUID, e.HasOwnerUID = 0, false // a pid whose owner could not be read proves none
+	}
+	return nil
 }
 
 // fillIdentity claims an entity registered without a host id for this
@@ -204,6 +275,12 @@ func validateFields(e *store.Entity) error {
 	}
 	if len(e.Artifacts) > 0 && e.ArtifactsRoot == "" {
 		return bad("artifacts need an artifacts_root")
+	}
+	// Relative to what? The daemon's working directory is no caller's.
+	for _, f := range []struct{ name, path string }{{"heartbeat_file", e.HeartbeatFile}, {"artifacts_root", e.ArtifactsRoot}} {
+		if f.path != "" && !filepath.IsAbs(f.path) {
+			return bad("%s %q must be an absolute path", f.name, f.path)
+		}
 	}
 	if err := validateContractLimits(e.Artifacts); err != nil {
 		return err

@@ -41,7 +41,10 @@ type Request struct {
 	// different stored lifecycle is a conflict.
 	ExpectFrom string
 	Actor      string
-	Trigger    string
+	// Principal is who asks (see Principal): the entity must be one it
+	// may act on, and the audit row names it.
+	Principal Principal
+	Trigger   string
 	// Timeout and Elapsed describe a timed_out transition; an unset
 	// timeout falls back to the registered timeout_seconds, an unset
 	// elapsed time to the time since the entity started.
@@ -77,6 +80,9 @@ type Writer struct {
 	// Ident fills in pid start time, host id and boot id at registration;
 	// nil leaves them as given.
 	Ident Identifier
+	// PIDs proves who a registered pid runs as, and refuses the pids no
+	// entity may have; nil checks nothing (a test of the graphs alone).
+	PIDs PIDChecker
 	// Contracts judges an artifact contract at every terminal transition
 	// of an entity that has one; nil leaves delivery to the probe's next
 	// look (and the full-completion guard to the stored delivery).
@@ -193,6 +199,9 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 		if cur.Lifecycle == nil {
 			return store.Change{}, fmt.Errorf("%w: %s/%s is a legacy entity with no lifecycle to move from", ErrInvalidTransition, g.Type, req.ID)
 		}
+		if !req.Principal.MayActOn(&cur) {
+			return store.Change{}, forbidActOn(req.Principal, &cur)
+		}
 		from := *cur.Lifecycle
 		if req.ExpectFrom != "" && from != req.ExpectFrom {
 			return store.Change{}, fmt.Errorf("%w: %s/%s is %s, not %s", ErrConflict, g.Type, req.ID, from, req.ExpectFrom)
@@ -214,7 +223,7 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 				return store.Change{}, fmt.Errorf("%w: %w", ErrInvalidTransition, err)
 			}
 		}
-		ch := store.Change{To: req.To, Terminal: g.IsTerminal(req.To), Starts: g.Starts(req.To), Reason: reason, Actor: req.Actor, Trigger: req.Trigger, At: at}
+		ch := store.Change{To: req.To, Terminal: g.IsTerminal(req.To), Starts: g.Starts(req.To), Reason: reason, Actor: req.Actor, Principal: req.Principal.Name, Trigger: req.Trigger, At: at}
 		if verdict != nil {
 			verdict.record(&ch)
 		}

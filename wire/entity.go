@@ -22,8 +22,11 @@ type AuditRow struct {
 	Message    string              `json:"message"`
 	Evidence   []state.EvidenceRef `json:"evidence"`
 	Actor      string              `json:"actor"`
-	Trigger    string              `json:"trigger"`
-	At         unixtime.Time       `json:"at"`
+	// Principal is who wrote the row: "uid:1000 (alice)", "token:ci",
+	// "reaper@host-13" ("" for a row from before issue 36).
+	Principal string        `json:"principal,omitempty"`
+	Trigger   string        `json:"trigger"`
+	At        unixtime.Time `json:"at"`
 }
 
 // Entity is the entity read shape: the registered fields, the normalized
@@ -39,7 +42,12 @@ type Entity struct {
 	BootID          string        `json:"boot_id,omitempty"`
 	SupervisorPID   int           `json:"supervisor_pid,omitempty"`
 	SupervisorStart unixtime.Time `json:"supervisor_start_time,omitzero"`
-	HeartbeatFile   string        `json:"heartbeat_file,omitempty"`
+	// Owner is the principal that registered the entity; OwnerUID the
+	// uid its registration proved (nil: none, so its processes are
+	// reported, never signalled; docs/security.md).
+	Owner         string `json:"owner,omitempty"`
+	OwnerUID      *int   `json:"owner_uid,omitempty"`
+	HeartbeatFile string `json:"heartbeat_file,omitempty"`
 	// HeartbeatAt is the latest posted heartbeat alone, as before
 	// Heartbeat was added; Heartbeat is the one the entity is judged by.
 	HeartbeatAt       unixtime.Time          `json:"heartbeat_at,omitzero"`
@@ -105,7 +113,7 @@ func FromDerived(e store.Entity, ns state.NormalizedState, rows []store.AuditRow
 	ns.Reasons = renderedAt(ns.Reasons, now)
 	out := Entity{
 		Type: e.Type, ID: e.ID, Label: e.Label, Lifecycle: e.Lifecycle,
-		PID: e.PID, PIDStartTime: unixtime.Of(e.PIDStartTime), HostID: e.HostID, BootID: e.BootID,
+		PID: e.PID, PIDStartTime: unixtime.Of(e.PIDStartTime), HostID: e.HostID, BootID: e.BootID, Owner: e.Owner,
 		SupervisorPID: e.SupervisorPID, SupervisorStart: unixtime.Of(e.SupervisorStartTime), HeartbeatFile: e.HeartbeatFile, HeartbeatAt: unixtime.Of(e.HeartbeatAt),
 		HeartbeatProgress: e.HeartbeatProgress, TimeoutSeconds: e.Timeout.Seconds(), TimeoutElapsed: e.TimeoutElapsed.Seconds(),
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, LockFiles: e.LockFiles, DependsOn: e.DependsOn,
@@ -115,6 +123,10 @@ func FromDerived(e store.Entity, ns state.NormalizedState, rows []store.AuditRow
 	}
 	if len(e.Metadata) > 0 && string(e.Metadata) != "{}" {
 		out.Metadata = e.Metadata
+	}
+	if e.HasOwnerUID {
+		uid := e.OwnerUID
+		out.OwnerUID = &uid
 	}
 	if e.ParentID != "" {
 		out.Parent = &Ref{Type: e.ParentType, ID: e.ParentID}
@@ -145,7 +157,7 @@ func FromAuditRows(rows []store.AuditRow) []AuditRow {
 		}
 		list = append(list, AuditRow{
 			Seq: r.Seq, From: r.From, To: r.To, ReasonCode: r.ReasonCode, Message: r.Message,
-			Evidence: ev, Actor: r.Actor, Trigger: r.Trigger, At: unixtime.Of(r.At),
+			Evidence: ev, Actor: r.Actor, Principal: r.Principal, Trigger: r.Trigger, At: unixtime.Of(r.At),
 		})
 	}
 	return list

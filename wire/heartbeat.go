@@ -21,9 +21,10 @@ type Heartbeats struct {
 	// are read, as only they are judged here (another host's path means
 	// nothing on this one).
 	HostID string
-	// Last is probe.LastHeartbeat: the later of the file's mtime and the
-	// posted heartbeat, as the judgement takes it; zero when neither.
-	Last func(file string, postedAt, now time.Time) (at time.Time, fromFile bool)
+	// Last is reaper.LastHeartbeat: the later of the file's mtime (the
+	// file examined with its owner's rights) and the posted heartbeat, as
+	// the judgement takes it; zero when neither.
+	Last func(e *store.Entity, now time.Time) (at time.Time, fromFile bool)
 }
 
 // Of is e's heartbeat at now, nil when it has none. A nil h (a reader
@@ -31,7 +32,7 @@ type Heartbeats struct {
 // only its posted heartbeat, which is then also the one judged.
 func (h *Heartbeats) Of(e *store.Entity, now time.Time) *state.JudgedHeartbeat {
 	if h != nil && h.Last != nil && e.HeartbeatFile != "" && h.HostID != "" && e.HostID == h.HostID {
-		at, fromFile := h.Last(e.HeartbeatFile, e.HeartbeatAt, now)
+		at, fromFile := h.Last(e, now)
 		switch {
 		case at.IsZero():
 			return nil

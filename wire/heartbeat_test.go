@@ -16,7 +16,8 @@ func TestHeartbeatsOf(t *testing.T) {
 	posted := now.Add(-4 * time.Minute)
 	touched := now.Add(-5 * time.Second)
 	var asked []string
-	hb := &Heartbeats{HostID: "here", Last: func(file string, p, _ time.Time) (time.Time, bool) {
+	hb := &Heartbeats{HostID: "here", Last: func(e *store.Entity, _ time.Time) (time.Time, bool) {
+		file, p := e.HeartbeatFile, e.HeartbeatAt
 		asked = append(asked, file)
 		if file == "/hb/fresh" && touched.After(p) {
 			return touched, true

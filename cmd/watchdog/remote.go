@@ -40,6 +40,9 @@ func resolveTarget(c *cobra.Command, db, server string) (target.Choice, error) {
 		DBFlag: c.Flags().Changed("db"), ServerFlag: c.Flags().Changed("server"),
 		EnvDB: os.Getenv("WATCHDOG_DB") != "", ConfigFlag: c.Flags().Changed("config"),
 	}
+	if server == "" && !to.DBFlag && !to.EnvDB && !to.ConfigFlag {
+		to.Socket = target.FindSocket(db)
+	}
 	if _, err := to.Remote(); err != nil {
 		return to, usageError("%v", err)
 	}

@@ -10,14 +10,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"watchdog/attention"
+	"watchdog/cmd/watchdog/internal/target"
 	"watchdog/internal/unixtime"
 	"watchdog/transitions"
 )
 
-// triageBy is who a dismissal made from this command line is recorded
-// as: the API records "operator" for its own, and a person at a terminal
-// is one.
-const triageBy = "operator"
+// triageBy is who a dismissal made from this command line on the
+// database is recorded as: the command's user, as the kernel names it
+// (target.Me); through a daemon, the daemon records its caller.
+var triageBy = target.Me().Name
 
 // newSnoozeCmd is `watchdog snooze FINGERPRINT... | --cluster KEY [--for 1d]`
 // (docs/reference/cli.md): hide attention items for a while.

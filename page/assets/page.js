@@ -204,6 +204,25 @@
     answer(t);
   });
 
+  // The sign-in form (data-testid="login-form", the page a read without
+  // credentials gets) trades the token for a session cookie, then loads
+  // the page again; the token itself is kept nowhere.
+  document.addEventListener("submit", function (ev) {
+    var form = document.querySelector('[data-testid="login-form"]');
+    if (ev.target !== form) return;
+    ev.preventDefault();
+    var err = form.querySelector('[data-testid="login-error"]');
+    var t = form.querySelector('[data-testid="login-input"]').value.trim();
+    function say(msg) { err.textContent = msg; err.hidden = false; }
+    if (!t) { say("Paste the token first."); return; }
+    fetch("/api/session", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ token: t }), credentials: "same-origin" })
+      .then(function (r) {
+        if (r.status === 204) { location.reload(); return; }
+        say(r.status === 401 ? "The daemon refused that token (401)." : "Sign-in failed: HTTP " + r.status);
+      }, function (e) { say("Sign-in failed: " + e.message); });
+  });
+
   function tokenFile() {
     var el = document.querySelector('[data-testid="token-file"]');
     return el ? el.textContent : "auth.token_file";

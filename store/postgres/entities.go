@@ -22,9 +22,9 @@ const selectEntity = "SELECT " + rowcodec.EntityColumns + " FROM entities WHERE 
 // with positional parameters: the statement's text is the same on every
 // call, so pgx prepares it once per connection and no named-argument
 // rewriting runs per call.
-const applyTransitionSQL = "SELECT " + rowcodec.EntityColumns + ` FROM watchdog_apply_transition_derived(
+const applyTransitionSQL = "SELECT " + rowcodec.EntityColumns + ` FROM watchdog_apply_transition_by(
 	$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-	$20, $21, $22, $23, $24::double precision)`
+	$20, $21, $22, $23, $24::double precision, $25)`
 
 // sameColumns reports whether a and b are the same derived columns (the
 // revision aside: the trigger stamps the written row's).
@@ -75,6 +75,7 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 		"parent_type": e.ParentType, "parent_id": e.ParentID,
 		"schedule_cron": e.ScheduleCron, "schedule_last_fired_at": rowcodec.UnixArg(e.ScheduleLastFiredAt),
 		"started_at": rowcodec.UnixArg(e.StartedAt), "at": unixtime.Seconds(at),
+		"owner": e.Owner, "owner_uid": rowcodec.OwnerUIDArg(&e),
 	}
 	// The insert is tried first (ON CONFLICT DO NOTHING), the update only
 	// when the entity exists: no read to tell them apart, one round trip
@@ -92,12 +93,12 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 			health, delivery, host_id, boot_id, pid, pid_start_time, pid_start_ticks, supervisor_pid,
 			heartbeat_file, timeout_seconds, artifacts_root, artifacts, lock_files,
 			parent_type, parent_id, depends_on, schedule_cron, schedule_last_fired_at, metadata,
-			started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time)
+			started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time, owner, owner_uid)
 			VALUES (@type, @id, @label, @lifecycle, @terminal,
 			@health, @delivery, @host_id, @boot_id, @pid, @pid_start_time, @pid_start_ticks, @supervisor_pid,
 			@heartbeat_file, @timeout_seconds, @artifacts_root, @artifacts, @lock_files,
 			@parent_type, @parent_id, @depends_on, @schedule_cron, @schedule_last_fired_at, @metadata,
-			@started_at, @ended_at, @lifecycle_at, @at, @at, @supervisor_start_time)
+			@started_at, @ended_at, @lifecycle_at, @at, @at, @supervisor_start_time, @owner, @owner_uid)
 			ON CONFLICT (type, id) DO NOTHING`, args)
 		if err != nil {
 			return false, fmt.Errorf("insert: %w", err)
@@ -110,10 +111,10 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 				// No evidence: '[]', as rowcodec.JSONList writes a nil list.
 				// The row's host is the entity's, as inserted above.
 				_, err = tx.Exec(ctx, `WITH a AS (INSERT INTO transitions (seq, entity_type, entity_id, from_lifecycle, to_lifecycle,
-					reason_code, message, evidence, actor, trigger_name, at, host_id) VALUES (0, $1, $2, NULL, $3, '', 'registered', '[]', $4, '', $5,
-					COALESCE((SELECT host_id FROM entities WHERE type = $1 AND id = $2), '')) RETURNING seq)
+					reason_code, message, evidence, actor, trigger_name, at, host_id, principal) VALUES (0, $1, $2, NULL, $3, '', 'registered', '[]', $4, '', $5,
+					COALESCE((SELECT host_id FROM entities WHERE type = $1 AND id = $2), ''), $6) RETURNING seq)
 					UPDATE entities SET last_seq = (SELECT seq FROM a) WHERE type = $1 AND id = $2`,
-					e.Type, e.ID, *e.Lifecycle, actor, unixtime.Seconds(at))
+					e.Type, e.ID, *e.Lifecycle, actor, unixtime.Seconds(at), e.Owner)
 				if err != nil {
 					return false, fmt.Errorf("append and link the audit row: %w", err)
 				}
@@ -135,7 +136,8 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 	args["depends_on"], args["metadata"] = keep(e.DependsOn == nil, reg.DependsOn), meta
 	// The casts name the parameters' types where PostgreSQL cannot infer
 	// them (a parameter only compared with NULL).
-	_, err := tx.Exec(ctx, `UPDATE entities SET label = COALESCE(NULLIF(@label::text, ''), label),
+	args["owner_guard"] = e.OwnerGuard
+	tag, err := tx.Exec(ctx, `UPDATE entities SET label = COALESCE(NULLIF(@label::text, ''), label),
 		host_id = COALESCE(NULLIF(@host_id::text, ''), host_id),
 		boot_id = CASE WHEN @pid::bigint IS NULL THEN boot_id ELSE @boot_id::text END,
 		pid_start_time = CASE WHEN @pid::bigint IS NULL THEN pid_start_time ELSE @pid_start_time::double precision END,
@@ -151,9 +153,12 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 		parent_type = COALESCE(NULLIF(@parent_type::text, ''), parent_type), parent_id = COALESCE(NULLIF(@parent_id::text, ''), parent_id), depends_on = COALESCE(@depends_on::text, depends_on),
 		schedule_cron = COALESCE(NULLIF(@schedule_cron::text, ''), schedule_cron), schedule_last_fired_at = COALESCE(@schedule_last_fired_at::double precision, schedule_last_fired_at),
 		metadata = COALESCE(@metadata::text, metadata), started_at = COALESCE(started_at, @started_at::double precision), updated_at = @at
-		WHERE type = @type AND id = @id`, args)
+		WHERE type = @type AND id = @id AND (NOT @owner_guard::boolean OR owner_uid IS NOT DISTINCT FROM @owner_uid::bigint)`, args)
 	if err != nil {
 		return false, fmt.Errorf("update: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return false, store.ErrNotOwner
 	}
 	return false, nil
 }
@@ -237,7 +242,7 @@ func (s *Store) tryTransition(ctx context.Context, typ, id string, decide store.
 			ch.Terminal, plan.Reason, plan.EndedAt, plan.StartedAt,
 			rowcodec.SecondsArg(ch.Timeout), rowcodec.SecondsArg(ch.TimeoutElapsed),
 			plan.Delivery, plan.Reasons,
-			withCols, cols.Rank, string(cols.Severity), cols.Items, rowcodec.UnixArg(cols.Expires))
+			withCols, cols.Rank, string(cols.Severity), cols.Items, rowcodec.UnixArg(cols.Expires), plan.Audit.Principal)
 		if err != nil {
 			return err
 		}

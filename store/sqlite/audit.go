@@ -2,10 +2,9 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
 	"slices"
+	"watchdog/state"
 	"watchdog/store"
 	"watchdog/store/internal/rowcodec"
 )
@@ -46,18 +45,12 @@ func (s *Store) queryAudit(ctx context.Context, typ, id, query string, args ...a
 	defer rows.Close()
 	out := []store.AuditRow{}
 	for rows.Next() {
-		var r store.AuditRow
-		var from sql.NullString
-		var evidence string
-		if err := rows.Scan(&r.Seq, &r.EntityType, &r.EntityID, &from, &r.To, &r.ReasonCode, &r.Message, &evidence, &r.Actor, &r.Trigger, rowcodec.ScanUnix(&r.At), &r.HostID); err != nil {
+		r, err := rowcodec.ScanAudit(rows)
+		if err != nil {
 			return nil, fmt.Errorf("read transitions of %s/%s: %w", typ, id, err)
 		}
-		if from.Valid {
-			f := from.String
-			r.From = &f
-		}
-		if err := json.Unmarshal([]byte(evidence), &r.Evidence); err != nil {
-			return nil, fmt.Errorf("read transitions of %s/%s: decode evidence of row %d: %w", typ, id, r.Seq, err)
+		if r.Evidence == nil {
+			r.Evidence = []state.EvidenceRef{}
 		}
 		out = append(out, r)
 	}

@@ -76,6 +76,7 @@ func (s *Store) register(ctx context.Context, tx *sql.Tx, e store.Entity, actor 
 		sql.Named("parent_type", e.ParentType), sql.Named("parent_id", e.ParentID),
 		sql.Named("schedule_cron", e.ScheduleCron), sql.Named("schedule_last_fired_at", rowcodec.UnixArg(e.ScheduleLastFiredAt)),
 		sql.Named("started_at", rowcodec.UnixArg(e.StartedAt)), sql.Named("at", unixtime.Seconds(at)),
+		sql.Named("owner", e.Owner), sql.Named("owner_uid", rowcodec.OwnerUIDArg(&e)),
 	}
 
 	if created {
@@ -91,19 +92,19 @@ func (s *Store) register(ctx context.Context, tx *sql.Tx, e store.Entity, actor 
 			health, delivery, host_id, boot_id, pid, pid_start_time, pid_start_ticks, supervisor_pid,
 			heartbeat_file, timeout_seconds, artifacts_root, artifacts, lock_files,
 			parent_type, parent_id, depends_on, schedule_cron, schedule_last_fired_at, metadata,
-			started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time)
+			started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time, owner, owner_uid)
 			VALUES (:type, :id, :label, :lifecycle, :terminal,
 			:health, :delivery, :host_id, :boot_id, :pid, :pid_start_time, :pid_start_ticks, :supervisor_pid,
 			:heartbeat_file, :timeout_seconds, :artifacts_root, :artifacts, :lock_files,
 			:parent_type, :parent_id, :depends_on, :schedule_cron, :schedule_last_fired_at, :metadata,
-			:started_at, :ended_at, :lifecycle_at, :at, :at, :supervisor_start_time)`, args...)
+			:started_at, :ended_at, :lifecycle_at, :at, :at, :supervisor_start_time, :owner, :owner_uid)`, args...)
 		if err != nil {
 			return false, fmt.Errorf("register %s/%s: insert: %w", e.Type, e.ID, err)
 		}
 		if e.Lifecycle != nil {
 			seq, err := s.insertAudit(ctx, tx, store.AuditRow{
 				EntityType: e.Type, EntityID: e.ID, To: *e.Lifecycle,
-				Message: "registered", Actor: actor, At: at,
+				Message: "registered", Actor: actor, Principal: e.Owner, At: at,
 			})
 			if err != nil {
 				return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, err)
@@ -137,7 +138,7 @@ func (s *Store) register(ctx context.Context, tx *sql.Tx, e store.Entity, actor 
 			sql.Named("lock_files", keepList(e.LockFiles == nil, lockFiles)),
 			sql.Named("depends_on", keepList(e.DependsOn == nil, dependsOn)),
 			sql.Named("metadata", meta))
-		_, err = s.txExec(ctx, tx, `UPDATE entities SET label = COALESCE(NULLIF(:label, ''), label),
+		res, err := s.txExec(ctx, tx, `UPDATE entities SET label = COALESCE(NULLIF(:label, ''), label),
 			host_id = COALESCE(NULLIF(:host_id, ''), host_id),
 			boot_id = CASE WHEN :pid IS NULL THEN boot_id ELSE :boot_id END,
 			pid_start_time = CASE WHEN :pid IS NULL THEN pid_start_time ELSE :pid_start_time END,
@@ -153,9 +154,12 @@ func (s *Store) register(ctx context.Context, tx *sql.Tx, e store.Entity, actor 
 			parent_type = COALESCE(NULLIF(:parent_type, ''), parent_type), parent_id = COALESCE(NULLIF(:parent_id, ''), parent_id), depends_on = COALESCE(:depends_on, depends_on),
 			schedule_cron = COALESCE(NULLIF(:schedule_cron, ''), schedule_cron), schedule_last_fired_at = COALESCE(:schedule_last_fired_at, schedule_last_fired_at),
 			metadata = COALESCE(:metadata, metadata), started_at = COALESCE(started_at, :started_at), updated_at = :at
-			WHERE type = :type AND id = :id`, args...)
+			WHERE type = :type AND id = :id AND (NOT :owner_guard OR owner_uid IS :owner_uid)`, append(args, sql.Named("owner_guard", e.OwnerGuard))...)
 		if err != nil {
 			return false, fmt.Errorf("register %s/%s: update: %w", e.Type, e.ID, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return false, fmt.Errorf("register %s/%s: %w", e.Type, e.ID, store.ErrNotOwner)
 		}
 	}
 	if err := s.derive(ctx, tx, e.Type, e.ID, nil); err != nil {
@@ -311,9 +315,9 @@ func (s *Store) insertAudit(ctx context.Context, tx *sql.Tx, r store.AuditRow) (
 	// The row's host is its entity's, read by the same statement: a
 	// registration inserts the entity first, a transition reads it first.
 	res, err := s.txExec(ctx, tx, `INSERT INTO transitions (entity_type, entity_id, from_lifecycle, to_lifecycle,
-		reason_code, message, evidence, actor, trigger_name, at, host_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
-		IFNULL((SELECT host_id FROM entities WHERE type = ?1 AND id = ?2), ''))`,
-		r.EntityType, r.EntityID, from, r.To, r.ReasonCode, r.Message, evidence, r.Actor, r.Trigger, unixtime.Seconds(r.At))
+		reason_code, message, evidence, actor, trigger_name, at, host_id, principal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
+		IFNULL((SELECT host_id FROM entities WHERE type = ?1 AND id = ?2), ''), ?11)`,
+		r.EntityType, r.EntityID, from, r.To, r.ReasonCode, r.Message, evidence, r.Actor, r.Trigger, unixtime.Seconds(r.At), r.Principal)
 	if err != nil {
 		return 0, fmt.Errorf("append audit row: %w", err)
 	}

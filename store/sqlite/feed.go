@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -107,22 +106,9 @@ func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilt
 	}
 	defer arows.Close()
 	for arows.Next() {
-		var (
-			r        store.AuditRow
-			from     sql.NullString
-			evidence string
-		)
-		if err := arows.Scan(&r.Seq, &r.EntityType, &r.EntityID, &from, &r.To, &r.ReasonCode, &r.Message, &evidence, &r.Actor, &r.Trigger, rowcodec.ScanUnix(&r.At), &r.HostID); err != nil {
+		r, err := rowcodec.ScanAudit(arows)
+		if err != nil {
 			return store.Batch{}, fmt.Errorf("read new transitions: %w", err)
-		}
-		if from.Valid {
-			f := from.String
-			r.From = &f
-		}
-		if evidence != "[]" {
-			if err := json.Unmarshal([]byte(evidence), &r.Evidence); err != nil {
-				return store.Batch{}, fmt.Errorf("read new transitions: decode evidence of row %d: %w", r.Seq, err)
-			}
 		}
 		b.Transitions = append(b.Transitions, r)
 		b.Next.Seq = r.Seq

@@ -282,3 +282,36 @@ func ReadDaemonLocks(path string) (DaemonLocks, error) {
 	}
 	return out, nil
 }
+
+// DaemonPID is the pid of the daemon of hostID serving the database at
+// path, as its lock file says while the lock is held; 0 when none holds
+// it, or when this process may not read the file (the daemon's, 0600).
+// The CLI on the store refuses that pid as an entity's, as the daemon
+// does (docs/security.md).
+func DaemonPID(path, hostID string) int {
+	file := FilePath(path)
+	if file == "" || store.IsPostgresDSN(path) {
+		return 0
+	}
+	locks, err := ReadDaemonLocks(path)
+	if err != nil {
+		return 0
+	}
+	for _, h := range []string{hostID, ""} {
+		if !locks.Holds(h) {
+			continue
+		}
+		name := file + LockSuffix
+		if h != "" {
+			name += "." + lockName(h)
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+			return pid
+		}
+	}
+	return 0
+}

@@ -53,6 +53,7 @@ func Run(t *testing.T, h Harness) {
 		fn   func(t *testing.T, h Harness)
 	}{
 		{"RegisterUpsert", testRegisterUpsert},
+		{"OwnersAndPrincipals", testOwners},
 		{"TransitionWritesAuditRowInSameTransaction", testTransitionAudit},
 		{"RefusedDecisionWritesNothing", testRefusedDecision},
 		{"AuditGuardRefusesBareUpdate", testAuditGuard},
@@ -1182,5 +1183,53 @@ func HelperMain(openStore func(ctx context.Context, dsn string) (store.Backend, 
 	if dsn := os.Getenv(crashEnv); dsn != "" {
 		crashWriter(dsn, openStore)
 		os.Exit(0)
+	}
+}
+
+// testOwners: an entity keeps its owner and proven uid, an audit row its
+// principal, through both drivers; an upsert guarded by another owner
+// changes nothing and says ErrNotOwner (issue 36).
+func testOwners(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	running := "running"
+	e := store.Entity{Type: "session", ID: "o", Lifecycle: &running, Label: "mine",
+		Owner: "uid:1000 (alice)", OwnerUID: 1000, HasOwnerUID: true}
+	if _, err := s.Register(ctx, e, "orchestrator", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "session", "o")
+	if err != nil || got.Owner != e.Owner || got.OwnerUID != 1000 || !got.HasOwnerUID {
+		t.Fatalf("owner read back: %q %d %t (%v)", got.Owner, got.OwnerUID, got.HasOwnerUID, err)
+	}
+	rows, _ := s.Transitions(ctx, "session", "o")
+	if len(rows) != 1 || rows[0].Principal != e.Owner {
+		t.Fatalf("registration row %+v, want principal %q", rows, e.Owner)
+	}
+	// bob's guarded upsert of alice's entity: refused, nothing changed.
+	bob := store.Entity{Type: "session", ID: "o", Label: "bob's now", Owner: "uid:1001 (bob)", OwnerUID: 1001, HasOwnerUID: true, OwnerGuard: true}
+	if _, err := s.Register(ctx, bob, "orchestrator", time.Now()); !errors.Is(err, store.ErrNotOwner) {
+		t.Errorf("another owner's guarded upsert: %v, want ErrNotOwner", err)
+	}
+	if got, _ := s.Get(ctx, "session", "o"); got.Label != "mine" || got.OwnerUID != 1000 {
+		t.Errorf("after the refused upsert: label %q owner %d", got.Label, got.OwnerUID)
+	}
+	// alice's own guarded upsert applies.
+	mine := store.Entity{Type: "session", ID: "o", Label: "renamed", OwnerUID: 1000, HasOwnerUID: true, OwnerGuard: true}
+	if _, err := s.Register(ctx, mine, "orchestrator", time.Now()); err != nil {
+		t.Errorf("the owner's guarded upsert: %v", err)
+	}
+	if got, _ := s.Get(ctx, "session", "o"); got.Label != "renamed" || got.Owner != e.Owner {
+		t.Errorf("after the owner's upsert: label %q owner %q", got.Label, got.Owner)
+	}
+	_, _, err = s.ApplyTransition(ctx, "session", "o", func(cur store.Entity) (store.Change, error) {
+		return store.Change{To: "completed", Terminal: true, Actor: "reaper", Principal: "reaper@host-13", At: time.Now()}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ = s.Transitions(ctx, "session", "o")
+	if last := rows[len(rows)-1]; last.Principal != "reaper@host-13" {
+		t.Errorf("the transition's row names %q, want reaper@host-13", last.Principal)
 	}
 }

@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,16 +34,17 @@ func triageLog(t *testing.T, path string) []store.TriageEntry {
 }
 
 // oneBatch checks that log holds exactly fps (in any order), all of
-// action by the operator, under one batch, and returns it.
-func oneBatch(t *testing.T, log []store.TriageEntry, action string, fps ...string) string {
+// action by by (the command's user on the store, the caller's principal
+// through a daemon), under one batch, and returns it.
+func oneBatch(t *testing.T, log []store.TriageEntry, action, by string, fps ...string) string {
 	t.Helper()
 	var got []string
 	batches := map[string]bool{}
 	for _, e := range log {
 		got = append(got, e.Fingerprint)
 		batches[e.Batch] = true
-		if e.Action != action || e.By != "operator" {
-			t.Errorf("triage entry %+v, want %s by operator", e, action)
+		if e.Action != action || e.By != by {
+			t.Errorf("triage entry %+v, want %s by %s", e, action, by)
 		}
 	}
 	slices.Sort(got)
@@ -104,7 +106,7 @@ func TestBulkTriageThroughTheDaemon(t *testing.T) {
 			t.Errorf("%s after snooze --for 4h: %+v", fp, it)
 		}
 	}
-	oneBatch(t, triageLog(t, d.db), store.TriageSnooze, fpA, fpB)
+	oneBatch(t, triageLog(t, d.db), store.TriageSnooze, "token:admin", fpA, fpB)
 
 	// Two fingerprints dismissed at once.
 	r = rmtRun(t, work, env, "", "dismiss", fpA, fpB)
@@ -114,7 +116,7 @@ func TestBulkTriageThroughTheDaemon(t *testing.T) {
 	if log := triageLog(t, d.db); len(log) != 4 {
 		t.Errorf("triage log after the dismissal: %+v", log)
 	} else {
-		oneBatch(t, log[2:], store.TriageDismiss, fpA, fpB)
+		oneBatch(t, log[2:], store.TriageDismiss, "token:admin", fpA, fpB)
 	}
 	assertEmptyDir(t, work)
 }
@@ -142,7 +144,7 @@ func TestBulkTriageOnTheDatabase(t *testing.T) {
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "snoozed 2 items until ") {
 		t.Fatalf("snooze two: %+v", r)
 	}
-	oneBatch(t, triageLog(t, db), store.TriageSnooze, fps[0], fps[1])
+	oneBatch(t, triageLog(t, db), store.TriageSnooze, localPrincipal(t), fps[0], fps[1])
 	// The cluster is what is left of it: the third.
 	r = wd(t, "", "dismiss", "--cluster", "run.failed.signal", "--db", db)
 	if r.code != 0 || r.stdout != "dismissed 1 item of run.failed.signal until each one's status changes:\n  "+fps[2]+"\n" {
@@ -151,4 +153,15 @@ func TestBulkTriageOnTheDatabase(t *testing.T) {
 	if r := wd(t, "", "attention", "--db", db); r.code != 0 || r.stdout != "attention queue is empty\n" {
 		t.Errorf("attention after the triage: %+v", r)
 	}
+}
+
+// localPrincipal is how the command line on the store names its user in
+// the audit: "uid:0 (root)".
+func localPrincipal(t *testing.T) string {
+	t.Helper()
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "uid:" + u.Uid + " (" + u.Username + ")"
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("WATCHDOG_TEST_SIGINT_COUNTER") != "" {
 		sigintCounter() // a child for the terminal test, not a test run
 	}
+	http.DefaultTransport = svAuthTransport{http.DefaultTransport}
 	var err error
 	if binPath, err = testenv.BuildBinary(); err != nil {
 		testenv.RemoveBinary()
@@ -51,7 +53,21 @@ func wd(t *testing.T, stdin string, args ...string) result {
 			env = append(env, kv)
 		}
 	}
+	for i, a := range args {
+		if a == "--server" && i+1 < len(args) {
+			if f, ok := svTokenFiles.Load(strings.TrimPrefix(args[i+1], "http://")); ok {
+				env = append(env, "WATCHDOG_TOKEN_FILE="+f.(string))
+			}
+		}
+	}
 	cmd.Env = env
+	return runCmd(t, cmd, stdin)
+}
+
+// runCmd runs cmd with stdin and returns its exit code and output; a
+// command that cannot start fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd, stdin string) result {
+	t.Helper()
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -60,7 +76,7 @@ func wd(t *testing.T, stdin string, args ...string) result {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("run %v: %v", args, err)
+		t.Fatalf("run %v: %v", cmd.Args, err)
 	}
 	return result{code, out.String(), errb.String()}
 }

@@ -133,6 +133,7 @@ func (f *fleetDaemon) start(t *testing.T) {
 			if resp, err := hc.Get(f.base + "/readyz"); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
+					svRememberToken(f.base, f.cfg)
 					return true, ""
 				}
 			}

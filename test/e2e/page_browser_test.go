@@ -96,6 +96,15 @@ func pbStart(t *testing.T, d *rmtDaemon, token string) *pbBrowser {
 	t.Cleanup(func() { tcancel(); cancel(); acancel() })
 
 	b := &pbBrowser{ctx: ctx, answer: token}
+	defer func() {
+		// Reads need a principal: a daemon with a token shows its sign-in
+		// form, which the tab passes once with the daemon's admin token
+		// for a session cookie (HttpOnly: the page's script never sees
+		// it); with auth.public_reads there is none to pass.
+		if tok, ok := svTokens.Load(strings.TrimPrefix(d.base, "http://")); ok {
+			b.signIn(t, d, tok.(string))
+		}
+	}()
 	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
 	go func() {
 		for ev, err := range dialogs {
@@ -113,6 +122,21 @@ func pbStart(t *testing.T, d *rmtDaemon, token string) *pbBrowser {
 		}
 	}()
 	return b
+}
+
+// signIn opens the page and, when it answers with its sign-in form,
+// signs in with tok.
+func (b *pbBrowser) signIn(t *testing.T, d *rmtDaemon, tok string) {
+	t.Helper()
+	b.do(t, "open /", chromedp.Navigate(d.base+"/"), chromedp.WaitReady("body"))
+	if !pbEval[bool](t, b, pbVisible(`[data-testid="login-form"]`)) {
+		return
+	}
+	b.do(t, "sign in", chromedp.SendKeys(chromedp.CSS(`[data-testid="login-input"]`), tok), chromedp.Click(chromedp.CSS(`[data-testid="login-submit"]`)))
+	b.until(t, "signed in", `!document.querySelector('[data-testid="login-form"]') && !!document.querySelector('[data-testid="generated-at"]')`, `document.body.innerText`)
+	if pbEval[bool](t, b, `document.cookie.includes("watchdog_session")`) {
+		t.Errorf("the session cookie is readable by the page's script: want HttpOnly")
+	}
 }
 
 // dialogsOf counts the dialogs of one type so far.
@@ -285,7 +309,8 @@ func pbCountVisible(sel string) string {
 // reload; a wrong one gives one message.
 func TestPageQueueClusterSnoozeDismiss(t *testing.T) {
 	pbChromium(t)
-	d := rmtStart(t, true)
+	// Reads public, writes behind the token: the per-tab token form.
+	d := rmtStartPublic(t)
 	const code = "run.failed.exit_nonzero"
 	fp := func(i int) string {
 		return attention.Fingerprint("session", fmt.Sprintf("f-%d", i), state.ReasonCode(code))

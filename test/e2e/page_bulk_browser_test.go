@@ -29,7 +29,7 @@ import (
 // snoozed session says so and dismisses it.
 func TestPageBulkSnoozeCluster(t *testing.T) {
 	pbChromium(t)
-	d := rmtStart(t, true)
+	d := rmtStartPublic(t)
 	const code = "run.failed.exit_nonzero"
 	var fps []string
 	for i := 1; i <= 6; i++ {
@@ -112,7 +112,7 @@ func TestPageBulkSnoozeCluster(t *testing.T) {
 	}
 	// One audit entry per item, with the actor, all of one action.
 	log := triageLog(t, d.db)
-	oneBatch(t, log, store.TriageSnooze, fps...)
+	oneBatch(t, log, store.TriageSnooze, "token:admin", fps...)
 	for _, e := range log {
 		if e.SnoozedUntil.Before(before.Add(4*time.Hour-time.Second)) || e.SnoozedUntil.After(after.Add(4*time.Hour+time.Second)) {
 			t.Errorf("triage entry %+v: want snoozed about 4h", e)

@@ -89,13 +89,31 @@ func rmtStart(t *testing.T, withAuth bool) *rmtDaemon {
 // is the journal.
 func rmtStartWith(t *testing.T, withAuth bool, sections string, env ...string) *rmtDaemon {
 	t.Helper()
+	return rmtStartAuth(t, withAuth, false, sections, env...)
+}
+
+// rmtStartPublic is rmtStart with auth and auth.public_reads: the page
+// and the reads open, writes behind the token.
+func rmtStartPublic(t *testing.T) *rmtDaemon {
+	t.Helper()
+	return rmtStartAuth(t, true, true, `jobs:
+  sweep: "@every 1h"
+  enforce_terminal: "@every 1h"
+  reap_phantoms: "@every 1h"
+  check_schedules: "@every 1h"
+  vacuum: "@daily"
+`)
+}
+
+func rmtStartAuth(t *testing.T, withAuth, publicReads bool, sections string, env ...string) *rmtDaemon {
+	t.Helper()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "watchdog.db")
 	auth := "auth: none\n"
 	var token string
 	if withAuth {
 		token = writeFile(t, dir, "token", rmtToken+"\n")
-		auth = fmt.Sprintf("auth:\n  token_file: %q\n", token)
+		auth = fmt.Sprintf("auth:\n  token_file: %q\n  public_reads: %t\n", token, publicReads)
 	}
 	cfg := writeFile(t, dir, "config.yaml", fmt.Sprintf(`store:
   dsn: %q
@@ -177,6 +195,7 @@ func rmtServe(t *testing.T, cfg, logPath string, env ...string) (d *rmtDaemon, s
 			if resp, err := hc.Get(d.base + "/readyz"); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
+					svRememberToken(d.base, cfg)
 					return true, ""
 				}
 			}
@@ -217,17 +236,7 @@ func rmtRun(t *testing.T, dir string, env []string, stdin string, args ...string
 	cmd := exec.Command(binPath, args...)
 	cmd.Dir = dir
 	cmd.Env = rmtEnv(env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run %v: %v", args, err)
-	}
-	return result{code, out.String(), errb.String()}
+	return runCmd(t, cmd, stdin)
 }
 
 // entity reads GET /api/v1/entities/{type}/{id}.
@@ -422,7 +431,6 @@ func TestRemoteRefusalsChangeNothing(t *testing.T) {
 		{"unknown reason code", good, "", []string{"transition", "session/s-1", "failed", "--reason", "run.failed.gremlins"}, 1, "unknown reason code", true},
 		{"unknown lifecycle", good, `{"type":"session","id":"s-3","lifecycle":"exploded"}`, []string{"register", "--json", "-"}, 1, `unknown lifecycle state "exploded"`, true},
 		{"unknown type checked before sending", good, `{"type":"widget","id":"w"}`, []string{"register", "--json", "-"}, 1, `unknown entity type "widget"`, true},
-		{"admin refused with auth on", good, "", append(abort, "--actor", "admin"), 1, "the token decides the actor", false},
 		{"--db and --server", good, "", append(abort, "--db", localDB, "--server", d.base), 2, "--db and --server both given", false},
 		{"bad server URL", good, "", append(abort, "--server", "ftp://127.0.0.1"), 2, `--server: "ftp://127.0.0.1" is not a daemon URL`, false},
 		{"both variables", append([]string{"WATCHDOG_DB=" + localDB, "WATCHDOG_SERVER=" + d.base}, good...), "", abort, 2, "WATCHDOG_DB and WATCHDOG_SERVER are both set", false},

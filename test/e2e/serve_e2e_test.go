@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ import (
 	"watchdog/internal/unixtime"
 	"watchdog/probe"
 	"watchdog/store/sqlite"
+	"watchdog/tokenfile"
 	"watchdog/transitions"
 )
 
@@ -166,6 +168,7 @@ func svLaunch(t *testing.T, cmd *exec.Cmd, cfg, db string) *svDaemon {
 				d.base = "http://" + addr
 			}
 			if l["msg"] == "ready" && d.base != "" {
+				svRememberToken(d.base, cfg)
 				return true, ""
 			}
 		}
@@ -302,6 +305,63 @@ func (e svEntity) String() string {
 // svHTTP's timeout is the ceiling: a loaded daemon answers late, never
 // wrongly.
 var svHTTP = &http.Client{Timeout: ceiling}
+
+// Reads need a principal (issue 36): the tests' requests to a daemon they
+// started carry its admin token unless they set an Authorization of
+// their own, or NoAuth to send none. Installed on http.DefaultTransport
+// by TestMain, so every client of the tests (svHTTP, http.Get) has it.
+var svTokens sync.Map // host:port → the daemon's admin token
+
+// svTokenFiles are the admin token's files, for the command line's
+// --server (WATCHDOG_TOKEN_FILE): wd gives a command the file of the
+// daemon it names.
+var svTokenFiles sync.Map // host:port → path
+
+// NoAuth is a request header the tests set to send no token: the
+// transport removes it and adds none.
+const NoAuth = "X-Test-No-Auth"
+
+type svAuthTransport struct{ next http.RoundTripper }
+
+func (a svAuthTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	switch {
+	case r.Header.Get(NoAuth) != "":
+		r = r.Clone(r.Context())
+		r.Header.Del(NoAuth)
+	case r.Header.Get("Authorization") == "":
+		if tok, ok := svTokens.Load(r.URL.Host); ok {
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer "+tok.(string))
+		}
+	}
+	return a.next.RoundTrip(r)
+}
+
+// svTokenFile is the admin token file of the daemon started with cfg on
+// db: auth.token_file when the config names one, else the daemon's own
+// beside the database.
+var (
+	svTokenFileRe = regexp.MustCompile(`(?m)^\s*token_file:\s*"?([^"\n]+?)"?\s*$`)
+	svDSNRe       = regexp.MustCompile(`(?m)^\s*dsn:\s*"?([^"\n]+?)"?\s*$`)
+)
+
+func svRememberToken(base, cfg string) {
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		return
+	}
+	path := ""
+	if m := svDSNRe.FindSubmatch(b); m != nil {
+		path = tokenfile.BesideDatabase(string(m[1]))
+	}
+	if m := svTokenFileRe.FindSubmatch(b); m != nil {
+		path = string(m[1])
+	}
+	if f, err := tokenfile.Read(path); err == nil {
+		svTokens.Store(strings.TrimPrefix(base, "http://"), f.Token)
+		svTokenFiles.Store(strings.TrimPrefix(base, "http://"), path)
+	}
+}
 
 // entity reads one entity over HTTP.
 func (d *svDaemon) entity(typ, id string) svEntity {

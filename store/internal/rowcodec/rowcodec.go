@@ -36,11 +36,12 @@ const EntityColumns = `type, id, label, lifecycle, terminal, last_seq, transitio
 	schedule_cron, schedule_last_fired_at, metadata,
 	started_at, ended_at, lifecycle_at, created_at, updated_at, supervisor_start_time,
 	exit_code, exit_signal, exit_at,
+	owner, owner_uid,
 	revision`
 
 // AuditColumns are the columns ScanAudit reads.
 const AuditColumns = `seq, entity_type, entity_id, from_lifecycle, to_lifecycle,
-	reason_code, message, evidence, actor, trigger_name, at, host_id`
+	reason_code, message, evidence, actor, trigger_name, at, host_id, principal`
 
 // AttentionColumns are the entity columns the attention queue reads
 // (ScanAttention): the dimensions, the reasons with their evidence, the
@@ -85,6 +86,7 @@ func scanEntity(r RowScanner, cache artifactCache) (store.Entity, error) {
 		lifecycle, transitionReason                        sql.NullString
 		reasons, artifacts, lockFiles, dependsOn, metadata string
 		pid, supervisor, ticks, exitCode, exitSignal       sql.NullInt64
+		ownerUID                                           sql.NullInt64
 		exitAt                                             time.Time
 		health, delivery                                   string
 	)
@@ -95,7 +97,7 @@ func scanEntity(r RowScanner, cache artifactCache) (store.Entity, error) {
 		&e.ArtifactsRoot, &artifacts, &lockFiles, &e.ParentType, &e.ParentID, &dependsOn,
 		&e.ScheduleCron, ScanUnix(&e.ScheduleLastFiredAt), &metadata,
 		ScanUnix(&e.StartedAt), ScanUnix(&e.EndedAt), ScanUnix(&e.LifecycleAt), ScanUnix(&e.CreatedAt), ScanUnix(&e.UpdatedAt), ScanUnix(&e.SupervisorStartTime),
-		&exitCode, &exitSignal, ScanUnix(&exitAt), &e.Revision)
+		&exitCode, &exitSignal, ScanUnix(&exitAt), &e.Owner, &ownerUID, &e.Revision)
 	if err != nil {
 		return store.Entity{}, err
 	}
@@ -106,6 +108,7 @@ func scanEntity(r RowScanner, cache artifactCache) (store.Entity, error) {
 	e.Health, e.Delivery = state.Health(health), state.Delivery(delivery)
 	e.PID, e.PIDStartTicks, e.SupervisorPID = int(pid.Int64), uint64(ticks.Int64), int(supervisor.Int64)
 	e.Metadata = json.RawMessage(metadata)
+	e.OwnerUID, e.HasOwnerUID = int(ownerUID.Int64), ownerUID.Valid
 	if !exitAt.IsZero() {
 		e.Exit = &state.ExitStatus{Code: int(exitCode.Int64), Signal: int(exitSignal.Int64), At: exitAt}
 	}
@@ -150,7 +153,7 @@ func ScanAudit(r RowScanner) (store.AuditRow, error) {
 		from     sql.NullString
 		evidence string
 	)
-	if err := r.Scan(&a.Seq, &a.EntityType, &a.EntityID, &from, &a.To, &a.ReasonCode, &a.Message, &evidence, &a.Actor, &a.Trigger, ScanUnix(&a.At), &a.HostID); err != nil {
+	if err := r.Scan(&a.Seq, &a.EntityType, &a.EntityID, &from, &a.To, &a.ReasonCode, &a.Message, &evidence, &a.Actor, &a.Trigger, ScanUnix(&a.At), &a.HostID, &a.Principal); err != nil {
 		return store.AuditRow{}, err
 	}
 	if from.Valid {
@@ -202,6 +205,14 @@ func ScanDismissal(r RowScanner) (store.Dismissal, error) {
 	err := r.Scan(&d.ID, &d.Fingerprint, &d.EntityType, &d.EntityID, &d.ReasonCode, &d.StatusAtDismissal,
 		ScanUnix(&d.SnoozedUntil), ScanUnix(&d.DismissedAt), &d.DismissedBy, &d.ClearOnStatusChange, ScanUnix(&d.CreatedAt), ScanUnix(&d.Occurrence))
 	return d, err
+}
+
+// OwnerUIDArg is e's owner_uid column: its proven uid, or NULL.
+func OwnerUIDArg(e *store.Entity) any {
+	if !e.HasOwnerUID {
+		return nil
+	}
+	return int64(e.OwnerUID)
 }
 
 // UnixArg is t as a time column holds it: Unix seconds (a double), or
@@ -403,7 +414,7 @@ type TransitionPlan struct {
 // reason, the end and start stamps, and the findings a transition answers
 // or a delivery verdict replaces.
 func PlanTransition(cur store.Entity, ch store.Change) (TransitionPlan, error) {
-	p := TransitionPlan{Audit: store.AuditRow{EntityType: cur.Type, EntityID: cur.ID, From: cur.Lifecycle, To: ch.To, Actor: ch.Actor, Trigger: ch.Trigger, At: ch.At}}
+	p := TransitionPlan{Audit: store.AuditRow{EntityType: cur.Type, EntityID: cur.ID, From: cur.Lifecycle, To: ch.To, Actor: ch.Actor, Principal: ch.Principal, Trigger: ch.Trigger, At: ch.At}}
 	if ch.Reason != nil {
 		p.Audit.ReasonCode, p.Audit.Message, p.Audit.Evidence = string(ch.Reason.Code), ch.Reason.Message, ch.Reason.Evidence
 		b, err := json.Marshal(ch.Reason)

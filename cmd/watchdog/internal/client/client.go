@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -55,6 +56,8 @@ type Client struct {
 	// listPage and rowsPage are the page sizes List and Transitions ask
 	// for (0: the API's largest); tests make them small to walk pages.
 	listPage, rowsPage int
+	// unix: the daemon's local socket (NewUnix).
+	unix bool
 }
 
 // New returns a client of the daemon at baseURL ("http://127.0.0.1:9715";
@@ -67,6 +70,22 @@ func New(baseURL, token string) *Client {
 	}
 	return &Client{base: base, token: token, HTTP: &http.Client{Timeout: DefaultTimeout}}
 }
+
+// NewUnix returns a client of the daemon's local socket at path: no
+// token, the kernel tells the daemon who calls (docs/security.md).
+func NewUnix(path string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+	}
+	// localhost: a name the daemon's Host guard accepts.
+	return &Client{base: "http://localhost", HTTP: &http.Client{Timeout: DefaultTimeout, Transport: tr}, unix: true}
+}
+
+// Unix says the client talks to the local socket.
+func (c *Client) Unix() bool { return c.unix }
 
 // HasToken reports whether the client sends a bearer token.
 func (c *Client) HasToken() bool { return c.token != "" }
@@ -102,6 +121,7 @@ var causeSentinels = map[string]error{
 	transitions.CauseUnknownState:      transitions.ErrUnknownState,
 	transitions.CauseInvalidInput:      transitions.ErrInvalidInput,
 	transitions.CauseOverLimit:         transitions.ErrOverLimit,
+	transitions.CausePIDRefused:        transitions.ErrPIDRefused,
 	"bad_request":                      wire.ErrBadInput,
 	"too_large":                        wire.ErrTooLarge,
 	"unauthorized":                     ErrUnauthorized,

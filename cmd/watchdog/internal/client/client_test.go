@@ -32,7 +32,7 @@ func newDaemon(t *testing.T, token string) *daemon {
 	}
 	t.Cleanup(func() { st.Close() })
 	w := &transitions.Writer{Store: st}
-	srv := httptest.NewServer(api.New(api.Options{Store: st, Writer: w, Token: token}))
+	srv := httptest.NewServer(api.New(api.Options{Store: st, Writer: w, Tokens: adminTokens(token)}))
 	t.Cleanup(srv.Close)
 	return &daemon{st: st, w: w, srv: srv}
 }
@@ -181,4 +181,13 @@ func TestTransportFailures(t *testing.T) {
 	if err := New("", "").Heartbeat(ctx, "session", "s-1", ""); err == nil || !strings.Contains(err.Error(), "WATCHDOG_SERVER") {
 		t.Errorf("no URL: %v", err)
 	}
+}
+
+// adminTokens is auth.token_file's one admin token; nil (auth: none)
+// without one.
+func adminTokens(tok string) *api.Tokens {
+	if tok == "" {
+		return nil
+	}
+	return api.NewTokens([]api.Token{{Name: "admin", Secret: tok, Scopes: api.ScopeAdmin}})
 }

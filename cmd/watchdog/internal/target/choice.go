@@ -3,9 +3,15 @@ package target
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
+	"watchdog/config"
 	"watchdog/probe"
 )
 
@@ -24,6 +30,9 @@ type Choice struct {
 	// ConfigFlag says --config was given (status, attention, snooze and
 	// dismiss): it names the daemon's database and settings on this host.
 	ConfigFlag bool
+	// Socket is the daemon's local socket this command talks to when
+	// neither a database nor a server is named (FindSocket); "" for none.
+	Socket string
 	// RunbookURL is the config's alertmanager.runbook_url: a local
 	// queue's items link their runbook sections as the daemon's do
 	// ("" links the daemon's own /runbook).
@@ -53,8 +62,13 @@ func (c Choice) Remote() (bool, error) {
 	return false, nil
 }
 
-// remote is Remote's rule for --db and --server.
+// remote is Remote's rule for --db and --server, and the socket: with
+// neither named (flag or environment), a daemon's local socket is used
+// when one answers.
 func (c Choice) remote() (bool, error) {
+	if c.viaSocket() {
+		return true, nil
+	}
 	if c.Server == "" {
 		return false, nil
 	}
@@ -91,11 +105,70 @@ func checkServerURL(server string) error {
 	return nil
 }
 
+// viaSocket says the command goes to the daemon's local socket: one was
+// found, and nothing names a database, a server or a config.
+func (c Choice) viaSocket() bool {
+	return c.Socket != "" && c.Server == "" && !c.DBFlag && !c.EnvDB && !c.ConfigFlag
+}
+
 // Where names what Remote chooses, as a command shows its source: the
-// daemon's URL or the database.
+// daemon's URL, its socket, or the database.
 func (c Choice) Where() string {
+	if c.viaSocket() {
+		return "unix:" + c.Socket
+	}
 	if remote, _ := c.Remote(); remote {
 		return c.Server
 	}
 	return c.DB
+}
+
+// trustedSocket says whether p is a socket a daemon of this host made:
+// owned by root, by this user, or by its directory's owner, in a
+// directory no other user may write to (a socket planted in /tmp by
+// another user is not a daemon's: a command would hand it its writes).
+func trustedSocket(p string) bool {
+	fi, err := os.Stat(p)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return false
+	}
+	di, err := os.Stat(filepath.Dir(p))
+	if err != nil || di.Mode().Perm()&0o002 != 0 {
+		return false
+	}
+	so, sok := fi.Sys().(*syscall.Stat_t)
+	do, dok := di.Sys().(*syscall.Stat_t)
+	if !sok || !dok {
+		return false
+	}
+	return so.Uid == 0 || int(so.Uid) == os.Getuid() || so.Uid == do.Uid
+}
+
+// EnvSocket names the daemon's local socket for the CLI.
+const EnvSocket = "WATCHDOG_SOCKET"
+
+// SystemSocket is the packaged daemon's socket (the unit's listen_unix).
+const SystemSocket = "/run/watchdog/api.sock"
+
+// FindSocket is the daemon's local socket a command on this host talks
+// to by default: WATCHDOG_SOCKET, else watchdog.sock beside db (a daemon
+// on its defaults), else SystemSocket; the first that a daemon answers
+// on, "" when none does (the command then opens the database).
+func FindSocket(db string) string {
+	cands := []string{filepath.Join(filepath.Dir(db), config.SocketName), SystemSocket}
+	if p := os.Getenv(EnvSocket); p != "" {
+		cands = []string{p}
+	}
+	for _, p := range cands {
+		if !trustedSocket(p) {
+			continue
+		}
+		c, err := net.DialTimeout("unix", p, time.Second)
+		if err != nil {
+			continue
+		}
+		c.Close()
+		return p
+	}
+	return ""
 }

@@ -10,9 +10,10 @@ import (
 
 	"watchdog/cmd/watchdog/internal/client"
 	"watchdog/probe"
+	"watchdog/reaper"
 	"watchdog/store"
 	_ "watchdog/store/postgres" // registers the postgres driver: --db postgres://…
-	_ "watchdog/store/sqlite"   // registers the sqlite driver: --db path
+	"watchdog/store/sqlite"     // registers the sqlite driver: --db path
 	"watchdog/tokenfile"
 )
 
@@ -70,8 +71,10 @@ func (c Choice) Open(ctx context.Context, create, run bool) (Target, error) {
 		return nil, err
 	}
 	if remote {
-		cl, err := Dial(c.Server)
-		if err != nil {
+		var cl *client.Client
+		if c.viaSocket() {
+			cl = client.NewUnix(c.Socket)
+		} else if cl, err = Dial(c.Server); err != nil {
 			return nil, err
 		}
 		var host *probe.Host
@@ -86,6 +89,10 @@ func (c Choice) Open(ctx context.Context, create, run bool) (Target, error) {
 	}
 	l := NewLocal(st, c.Host)
 	l.db = c.DB
+	if c.Host != nil {
+		// The daemon serving this file is no entity's (docs/security.md).
+		l.w.PIDs = reaper.PIDGuard{Host: c.Host, Daemon: sqlite.DaemonPID(c.DB, c.Host.HostID())}
+	}
 	l.runbook = c.RunbookURL
 	return l, nil
 }
@@ -102,10 +109,14 @@ func (c Choice) Explain(err error) error {
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		if ue.Timeout() {
-			return fmt.Errorf("daemon at %s did not answer in time: %w", c.Server, ue.Err)
+		at := c.Server
+		if c.viaSocket() {
+			at = "unix:" + c.Socket
 		}
-		return fmt.Errorf("cannot reach the daemon at %s: %w", c.Server, ue.Err)
+		if ue.Timeout() {
+			return fmt.Errorf("daemon at %s did not answer in time: %w", at, ue.Err)
+		}
+		return fmt.Errorf("cannot reach the daemon at %s: %w", at, ue.Err)
 	}
 	return err
 }

@@ -5,7 +5,10 @@ package target
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/user"
+	"strconv"
 	"sync"
 	"time"
 
@@ -90,13 +93,27 @@ type Local struct {
 	// runbook is the base of the queue items' runbook links (Choice's
 	// RunbookURL).
 	runbook string
+	// me is who the command's writes are made as.
+	me transitions.Principal
 }
 
 // NewLocal writes into st, identifying this host's processes through
 // host. Close closes st.
 func NewLocal(st store.Backend, host *probe.Host) *Local {
-	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host, Contracts: reaper.Contracts{Host: host}}
-	return &Local{st: st, w: w, host: host}
+	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host, Contracts: reaper.Contracts{Host: host}, PIDs: reaper.PIDGuard{Host: host}}
+	return &Local{st: st, w: w, host: host, me: Me()}
+}
+
+// Me is the principal of a command on this host: its own uid, as the
+// kernel gave it to this process (the CLI on the store is a door too,
+// docs/security.md).
+func Me() transitions.Principal {
+	uid := os.Getuid()
+	name := ""
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		name = u.Username
+	}
+	return transitions.PeerPrincipal(uid, name)
 }
 
 // Entity implements Target, without the audit rows.
@@ -115,6 +132,7 @@ func (l *Local) Register(ctx context.Context, r wire.Register, actor string) (wi
 	if err != nil {
 		return wire.Entity{}, false, err
 	}
+	reg.Principal = l.me
 	created, err := l.w.Register(ctx, reg)
 	if err != nil {
 		return wire.Entity{}, false, err
@@ -126,10 +144,17 @@ func (l *Local) Register(ctx context.Context, r wire.Register, actor string) (wi
 
 // Transition implements Target, answering as the API does.
 func (l *Local) Transition(ctx context.Context, typ, id string, t wire.Transition, defaultActor string) (wire.TransitionResult, error) {
+	if !l.me.AnyUID() && defaultActor == transitions.ActorAdmin && t.Actor == "" {
+		defaultActor = transitions.ActorOrchestrator // admin is root's, as on the socket
+	}
+	if !l.me.AnyUID() && t.Actor == transitions.ActorAdmin {
+		return wire.TransitionResult{}, fmt.Errorf("%w: actor admin is root's on this host; %s asks as orchestrator", transitions.ErrForbidden, l.me.Name)
+	}
 	req, err := t.Request(typ, id, defaultActor)
 	if err != nil {
 		return wire.TransitionResult{}, err
 	}
+	req.Principal = l.me
 	res, err := l.w.Transition(ctx, req)
 	if err != nil {
 		return wire.TransitionResult{}, err
@@ -141,7 +166,7 @@ func (l *Local) Transition(ctx context.Context, typ, id string, t wire.Transitio
 // judged by: its heartbeat file read here, for host's entities, by the
 // probe's rule (probe.LastHeartbeat); another host's posted heartbeat.
 func Heartbeats(host *probe.Host) *wire.Heartbeats {
-	return &wire.Heartbeats{HostID: host.HostID(), Last: probe.LastHeartbeat}
+	return &wire.Heartbeats{HostID: host.HostID(), Last: reaper.LastHeartbeat}
 }
 
 // Processes is how a reader on host reads an open entity's process
@@ -160,6 +185,15 @@ var factsByHost sync.Map
 
 // Heartbeat implements Target.
 func (l *Local) Heartbeat(ctx context.Context, typ, id, progress string) error {
+	if !l.me.AnyUID() {
+		e, err := l.st.Get(ctx, typ, id)
+		if err != nil {
+			return err
+		}
+		if !l.me.MayActOn(&e) {
+			return fmt.Errorf("%w: %s/%s is not one %s may heartbeat (its processes are another user's)", transitions.ErrForbidden, typ, id, l.me.Name)
+		}
+	}
 	return l.st.RecordHeartbeat(ctx, typ, id, time.Now(), progress)
 }
 
@@ -212,9 +246,11 @@ func (r *Remote) Register(ctx context.Context, reg wire.Register, _ string) (wir
 }
 
 // Transition implements Target. With a token the daemon records the
-// token's principal, so defaultActor is sent only without one (docs/reference/http-api.md, Transition).
+// token's principal, so defaultActor is sent only without one (docs/reference/http-api.md, Transition);
+// over the local socket admin is root's only, so another user's command
+// sends none (orchestrator).
 func (r *Remote) Transition(ctx context.Context, typ, id string, t wire.Transition, defaultActor string) (wire.TransitionResult, error) {
-	if t.Actor == "" && !r.c.HasToken() {
+	if t.Actor == "" && !r.c.HasToken() && (!r.c.Unix() || os.Getuid() == 0 || defaultActor != transitions.ActorAdmin) {
 		t.Actor = defaultActor
 	}
 	return r.c.Transition(ctx, typ, id, t)

@@ -1,0 +1,117 @@
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// self is this process's own file-system identity and whether it may
+// take another's (CAP_SETUID and CAP_SETGID in its effective set).
+var self = sync.OnceValue(func() struct {
+	c      cred
+	canSet bool
+} {
+	s := struct {
+		c      cred
+		canSet bool
+	}{c: cred{uid: os.Geteuid(), gid: os.Getegid()}}
+	s.c.groups, _ = os.Getgroups()
+	if s.c.uid != 0 {
+		// Only root's capabilities over files (CAP_DAC_OVERRIDE,
+		// CAP_DAC_READ_SEARCH) go when its fsuid leaves 0: a non-root
+		// process that switched would keep them, and examine as no one.
+		return s
+	}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return s
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if v, ok := bytes.CutPrefix(sc.Bytes(), []byte("CapEff:")); ok {
+			caps, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 16, 64)
+			s.canSet = err == nil && caps&(1<<unix.CAP_SETUID) != 0 && caps&(1<<unix.CAP_SETGID) != 0
+		}
+	}
+	return s
+})
+
+// asCred runs fn as c (see AsOwner). The switch is per thread: setfsuid,
+// setfsgid and setgroups as raw system calls change the calling thread
+// only (glibc's and the syscall package's setgroups change every thread),
+// and the goroutine stays locked to it. A thread whose identity could not
+// be restored is never handed back: its goroutine exits locked, and the
+// runtime ends the thread.
+func asCred(c cred, fn func()) bool {
+	me := self()
+	if !me.canSet || (c.uid == me.c.uid && c.gid == me.c.gid && slices.Equal(c.groups, me.c.groups)) {
+		fn()
+		return true
+	}
+	type outcome struct {
+		ok    bool
+		panic any
+	}
+	ran := make(chan outcome, 1)
+	go func() {
+		runtime.LockOSThread()
+		if !setCred(c) {
+			if setCred(me.c) {
+				runtime.UnlockOSThread()
+			}
+			ran <- outcome{}
+			return
+		}
+		defer func() {
+			// fn's panic is the caller's (an HTTP handler's recovers it),
+			// raised there once this thread is itself again.
+			p := recover()
+			if setCred(me.c) {
+				runtime.UnlockOSThread()
+			}
+			ran <- outcome{ok: p == nil, panic: p}
+		}()
+		fn()
+	}()
+	o := <-ran
+	if o.panic != nil {
+		panic(o.panic)
+	}
+	return o.ok
+}
+
+// setCred sets the calling thread's groups, fsgid and fsuid to c's and
+// reports whether each took (setfsuid and setfsgid say nothing of a
+// failure: a second call with -1, which changes nothing, reads them back).
+func setCred(c cred) bool {
+	groups := c.groups
+	if len(groups) == 0 {
+		groups = []int{}
+	}
+	gs := make([]uint32, len(groups))
+	for i, g := range groups {
+		gs[i] = uint32(g)
+	}
+	var p *uint32
+	if len(gs) > 0 {
+		p = &gs[0]
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gs)), uintptr(unsafe.Pointer(p)), 0); e != 0 {
+		return false
+	}
+	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(c.gid), 0, 0)
+	if g, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0); int(g) != c.gid {
+		return false
+	}
+	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(c.uid), 0, 0)
+	u, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
+	return int(u) == c.uid
+}

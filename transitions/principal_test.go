@@ -1,0 +1,116 @@
+package transitions
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"watchdog/store"
+)
+
+// uids is a PIDChecker of pids to owners (the real one, reaper.PIDGuard,
+// is tested on real processes there and end to end); pid 1 is refused.
+type uids map[int]int
+
+func (u uids) CheckPID(pid int, _ uint64) (int, error) {
+	if pid == 1 {
+		return 0, ErrPIDRefused
+	}
+	uid, ok := u[pid]
+	if !ok {
+		return 0, ErrPIDGone
+	}
+	return uid, nil
+}
+
+// TestPrincipalRights: who may register which pid, and act on which
+// entity, by the door's principal; a refusal stores nothing, and the
+// owner and the audit rows name who wrote.
+func TestPrincipalRights(t *testing.T) {
+	alice := PeerPrincipal(1000, "alice")
+	root := PeerPrincipal(0, "root")
+	ci := Principal{Name: "token:ci", UIDs: []int{1000}}
+	admin := Principal{Name: "token:admin"}
+	pids := uids{4000: 1000, 4001: 1001, 4002: 0}
+	for _, tc := range []struct {
+		name    string
+		by      Principal
+		pid     int
+		want    error
+		owner   int
+		ownerOK bool
+	}{
+		{"alice, her pid", alice, 4000, nil, 1000, true},
+		{"alice, bob's pid", alice, 4001, ErrForbidden, 0, false},
+		{"alice, root's pid", alice, 4002, ErrForbidden, 0, false},
+		{"alice, a gone pid", alice, 4999, ErrPIDRefused, 0, false},
+		{"alice, no pid", alice, 0, nil, 1000, true},
+		{"root, bob's pid: bob's", root, 4001, nil, 1001, true},
+		{"root, no pid", root, 0, nil, 0, true},
+		{"anyone, pid 1", root, 1, ErrPIDRefused, 0, false},
+		{"a token for alice, her pid", ci, 4000, nil, 1000, true},
+		{"a token for alice, bob's pid", ci, 4001, ErrForbidden, 0, false},
+		{"a token for alice, no pid", ci, 0, nil, 1000, true},
+		{"a token without uids, bob's pid", admin, 4001, nil, 0, false},
+		{"the admin token, pid 1", admin, 1, ErrPIDRefused, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := openTestStore(t)
+			w := &Writer{Store: st, PIDs: pids}
+			ctx := context.Background()
+			_, err := w.Register(ctx, Registration{Entity: store.Entity{Type: "session", ID: "s", PID: tc.pid}, Actor: ActorOrchestrator, Principal: tc.by})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("register: %v, want %v", err, tc.want)
+			}
+			e, gerr := st.Get(ctx, "session", "s")
+			if tc.want != nil {
+				if !errors.Is(gerr, store.ErrNotFound) {
+					t.Errorf("a refused registration stored %+v", e)
+				}
+				return
+			}
+			if e.Owner != tc.by.Name || e.HasOwnerUID != tc.ownerOK || (tc.ownerOK && e.OwnerUID != tc.owner) {
+				t.Errorf("owner %q uid %d (%t), want %q uid %d (%t)", e.Owner, e.OwnerUID, e.HasOwnerUID, tc.by.Name, tc.owner, tc.ownerOK)
+			}
+			rows, _ := st.Transitions(ctx, "session", "s")
+			if len(rows) != 1 || rows[0].Principal != tc.by.Name {
+				t.Errorf("registration row %+v, want principal %q", rows, tc.by.Name)
+			}
+		})
+	}
+}
+
+// TestPrincipalActsOnlyOnItsOwn: a transition or re-registration of an
+// entity another uid owns is 403 and changes nothing; the owner's, root's
+// and the admin token's pass, and the audit row names each.
+func TestPrincipalActsOnlyOnItsOwn(t *testing.T) {
+	st, _ := openTestStore(t)
+	w := &Writer{Store: st, PIDs: uids{4000: 1000}}
+	ctx := context.Background()
+	alice, bob := PeerPrincipal(1000, "alice"), PeerPrincipal(1001, "bob")
+	running := "running"
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := w.Register(ctx, Registration{Entity: store.Entity{Type: "session", ID: id, PID: 4000, Lifecycle: &running}, Actor: ActorOrchestrator, Principal: alice}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Register(ctx, Registration{Entity: store.Entity{Type: "session", ID: "a", Label: "mine now"}, Actor: ActorOrchestrator, Principal: bob}); !errors.Is(err, ErrForbidden) {
+		t.Errorf("bob re-registers alice's: %v", err)
+	}
+	if _, err := w.Transition(ctx, Request{Type: "session", ID: "a", To: "completed", Actor: ActorOrchestrator, Principal: bob}); !errors.Is(err, ErrForbidden) {
+		t.Errorf("bob ends alice's: %v", err)
+	}
+	if e, _ := st.Get(ctx, "session", "a"); e.LifecycleOr("") != "running" || e.Label != "" {
+		t.Errorf("a refused write changed %+v", e)
+	}
+	for id, p := range map[string]Principal{"a": alice, "b": PeerPrincipal(0, "root"), "c": {Name: "token:admin"}} {
+		if _, err := w.Transition(ctx, Request{Type: "session", ID: id, To: "completed", Actor: ActorOrchestrator, Principal: p}); err != nil {
+			t.Errorf("%s ends %s: %v", p.Name, id, err)
+			continue
+		}
+		rows, _ := st.Transitions(ctx, "session", id)
+		if got := rows[len(rows)-1].Principal; got != p.Name {
+			t.Errorf("%s's end is audited as %q", p.Name, got)
+		}
+	}
+}
