@@ -462,7 +462,7 @@ func TestTrustScopesAndFiles(t *testing.T) {
 	}
 	mine := testenv.SleepAs(t, nobody)
 	for id, doc := range map[string]string{
-		"etc": `"artifacts_root":"/etc","artifacts":[{"path":"shadow","kind":"json"}]`,
+		"etc":     `"artifacts_root":"/etc","artifacts":[{"path":"shadow","kind":"json"}]`,
 		"private": fmt.Sprintf(`"artifacts_root":%q,"artifacts":[{"path":"secret.json","kind":"json"},{"path":"*.key","min_bytes":100000}],"lock_files":[".lock"]`, private),
 	} {
 		reg := fmt.Sprintf(`{"type":"session","id":%q,"pid":%d,"lifecycle":"running",%s}`, id, mine.Process.Pid, doc)
