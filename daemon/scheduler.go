@@ -48,7 +48,7 @@ type Scheduler struct {
 // NewScheduler parses every job's spec with parser and schedules it. Job
 // bodies get ctx, which the caller should not cancel before Stop: a job that
 // is running at shutdown is let finish.
-func NewScheduler(ctx context.Context, parser cron.Parser, table []Job, log *zap.Logger, observer JobObserver) (*Scheduler, error) {
+func NewScheduler(ctx context.Context, parser cron.ScheduleParser, table []Job, log *zap.Logger, observer JobObserver) (*Scheduler, error) {
 	s := &Scheduler{cron: cron.New(cron.WithParser(parser)), log: log, observer: observer, ctx: ctx, runners: map[string]jobRunner{}}
 	for _, j := range table {
 		r := s.wrap(j)

@@ -114,3 +114,41 @@ func TestPrincipalActsOnlyOnItsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestTextAndParentsRefused: a label or a progress note with a control
+// character or invalid UTF-8, and an entity naming itself its parent, are
+// refused whole (issue 37); a plain label passes.
+func TestTextAndParentsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		ok         bool
+	}{
+		{"plain", "reviewer for PR 1064 — ✓", true},
+		{"a real U+FFFD", "odd \uFFFD sign", true},
+		{"ESC", "red \x1b[31m", false},
+		{"BEL", "ding \a", false},
+		{"OSC", "\x1b]8;;http://evil\x1b\\", false},
+		{"newline", "two\nlines", false},
+		{"DEL", "x\x7f", false},
+		{"C1", "x\u0085", false},
+		{"invalid UTF-8", "x\xffy", false},
+	} {
+		if err := CheckText("label", tc.text); (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidInput)) {
+			t.Errorf("%s: %v, want ok=%t", tc.name, err, tc.ok)
+		}
+	}
+	st, _ := openTestStore(t)
+	w := &Writer{Store: st}
+	ctx := context.Background()
+	for _, e := range []store.Entity{
+		{Type: "session", ID: "esc", Label: "\x1b]0;pwned\a"},
+		{Type: "play", ID: "p", ParentType: "play", ParentID: "p"},
+	} {
+		if _, err := w.Register(ctx, Registration{Entity: e, Actor: ActorOrchestrator}); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("register %s/%s: %v, want invalid input", e.Type, e.ID, err)
+		}
+		if _, err := st.Get(ctx, e.Type, e.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s/%s was stored", e.Type, e.ID)
+		}
+	}
+}

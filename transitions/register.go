@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"time"
 
 	"watchdog/internal/cronspec"
@@ -265,6 +266,9 @@ func validateFields(e *store.Entity) error {
 	if len(e.Label) > 1000 {
 		return bad("label is longer than 1000 characters")
 	}
+	if err := CheckText("label", e.Label); err != nil {
+		return err
+	}
 	if err := validateNumbers(e); err != nil {
 		return err
 	}
@@ -299,6 +303,9 @@ func validateFields(e *store.Entity) error {
 		if err := ValidateID(e.ParentID); err != nil {
 			return fmt.Errorf("parent.id: %w", err)
 		}
+		if pt == e.Type && e.ParentID == e.ID {
+			return bad("parent %s/%s is the entity itself", pt, e.ParentID)
+		}
 	}
 	for i, d := range e.DependsOn {
 		if err := ValidateID(d); err != nil {
@@ -312,6 +319,24 @@ func validateFields(e *store.Entity) error {
 	}
 	if e.Type == "schedule" && e.ScheduleCron == "" && !e.ScheduleLastFiredAt.IsZero() {
 		return bad("schedule.last_fired_at given without schedule.cron")
+	}
+	return nil
+}
+
+// CheckText refuses a label or a note that is not valid UTF-8 or holds a
+// control character (C0, DEL, C1): written raw to a terminal or a page,
+// ESC, BEL and OSC sequences would act there (issue 37). Refused, never
+// altered: what is stored is what was sent.
+func CheckText(field, s string) error {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			if _, size := utf8.DecodeRuneInString(s[i:]); size <= 1 {
+				return fmt.Errorf("%w: %s is not valid UTF-8 (at byte %d)", ErrInvalidInput, field, i)
+			}
+		case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+			return fmt.Errorf("%w: %s holds the control character U+%04X (at byte %d): labels and notes are plain text", ErrInvalidInput, field, r, i)
+		}
 	}
 	return nil
 }

@@ -57,7 +57,11 @@ func decode(r io.Reader, v any, allowEmpty bool, check func([]byte) error) error
 		}
 		return fmt.Errorf("%w: empty document, want a JSON object", ErrBadInput)
 	}
+	// The fields with ranges first: their refusal names the range.
 	if err := check(data); err != nil {
+		return err
+	}
+	if err := checkDocument(data); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -354,5 +358,5 @@ func (h Heartbeat) Check() error {
 	if len(h.Progress) > MaxProgress {
 		return fmt.Errorf("%w: progress is %d bytes; keep it to one line of at most %d", ErrBadInput, len(h.Progress), MaxProgress)
 	}
-	return nil
+	return transitions.CheckText("progress", h.Progress)
 }

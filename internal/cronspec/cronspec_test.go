@@ -10,7 +10,7 @@ func TestParser(t *testing.T) {
 			t.Errorf("Parser.Parse(%q): %v", spec, err)
 		}
 	}
-	for _, spec := range []string{"", "every 15s", "0 */5 * * * *", "@nightly"} {
+	for _, spec := range []string{"", "every 15s", "0 */5 * * * *", "@nightly", "@every -5s", "@every 0s", "@every 1ns", "@every 999ms", "@every 1.5s"} {
 		if _, err := Parser.Parse(spec); err == nil {
 			t.Errorf("Parser.Parse(%q) succeeded, want an error", spec)
 		}
