@@ -339,3 +339,49 @@ func BenchmarkProbe(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkProbeAsOwner is the price of examining a healthy entity's
+// heartbeat file with its owner's rights (issue 36): the same Probe with
+// no proven owner (the daemon's own rights, no switch), with its owner
+// the daemon's own uid (no switch either), and with another owner
+// (nobody: a locked thread, setgroups, setfsgid, setfsuid and back). As
+// root only: another process cannot switch.
+func BenchmarkProbeAsOwner(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root: only root switches identities")
+	}
+	h := NewHost()
+	now := time.Now()
+	// Not b.TempDir: its parent is 0700, which nobody cannot pass.
+	dir, err := os.MkdirTemp("", "watchdog-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	hb := filepath.Join(dir, "hb")
+	if err := os.WriteFile(hb, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	id, err := h.Identify(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := Subject{PID: id.PID, StartTime: id.StartTime, StartTicks: id.StartTicks, HostID: id.HostID, BootID: id.BootID, HeartbeatFile: hb, StartedAt: now.Add(-time.Minute)}
+	for _, bc := range []struct {
+		name  string
+		owner Owner
+	}{{"unowned", Owner{}}, {"self", Owner{UID: 0, Known: true}}, {"other", Owner{UID: Nobody, Known: true}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := base
+			s.Owner = bc.owner
+			for b.Loop() {
+				if r := h.Probe(b.Context(), s, DefaultThresholds, now); r.Heartbeat.Source != HeartbeatFile {
+					b.Fatalf("heartbeat %+v: the file was not seen", r.Heartbeat)
+				}
+			}
+		})
+	}
+}

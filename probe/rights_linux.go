@@ -44,48 +44,38 @@ var self = sync.OnceValue(func() struct {
 	return s
 })
 
-// asCred runs fn as c (see AsOwner). The switch is per thread: setfsuid,
-// setfsgid and setgroups as raw system calls change the calling thread
-// only (glibc's and the syscall package's setgroups change every thread),
-// and the goroutine stays locked to it. A thread whose identity could not
-// be restored is never handed back: its goroutine exits locked, and the
-// runtime ends the thread.
+// asCred runs fn as c (see AsOwner), on the calling goroutine's own
+// thread, locked to it for the look: setfsuid, setfsgid and setgroups as
+// raw system calls change the calling thread only (glibc's and the
+// syscall package's setgroups change every thread), and no other
+// goroutine runs on a locked thread. A few system calls a look, where a
+// thread of its own cost the handoff (BenchmarkProbeAsOwner). A thread
+// whose identity could not be given back is never handed back: the
+// process stops (root taking back its own identity cannot fail; if the
+// kernel ever says otherwise, going on would let other work read files as
+// someone else).
 func asCred(c cred, fn func()) bool {
 	me := self()
 	if !me.canSet || (c.uid == me.c.uid && c.gid == me.c.gid && slices.Equal(c.groups, me.c.groups)) {
 		fn()
 		return true
 	}
-	type outcome struct {
-		ok    bool
-		panic any
+	runtime.LockOSThread()
+	if !setCred(c) {
+		restore(me.c)
+		return false
 	}
-	ran := make(chan outcome, 1)
-	go func() {
-		runtime.LockOSThread()
-		if !setCred(c) {
-			if setCred(me.c) {
-				runtime.UnlockOSThread()
-			}
-			ran <- outcome{}
-			return
-		}
-		defer func() {
-			// fn's panic is the caller's (an HTTP handler's recovers it),
-			// raised there once this thread is itself again.
-			p := recover()
-			if setCred(me.c) {
-				runtime.UnlockOSThread()
-			}
-			ran <- outcome{ok: p == nil, panic: p}
-		}()
-		fn()
-	}()
-	o := <-ran
-	if o.panic != nil {
-		panic(o.panic)
+	defer restore(me.c) // fn's panic, if any, goes on to the caller's recover
+	fn()
+	return true
+}
+
+// restore gives the locked thread back its own identity and unlocks it.
+func restore(c cred) {
+	if !setCred(c) {
+		panic("probe: the thread's own file-system identity could not be restored after examining a file as its owner")
 	}
-	return o.ok
+	runtime.UnlockOSThread()
 }
 
 // setCred sets the calling thread's groups, fsgid and fsuid to c's and
