@@ -65,9 +65,9 @@ func credOf(o Owner) cred {
 }
 
 // AsOwner runs fn, which only opens, reads and stats files, with o's
-// file-system rights where this process can take them (root, or
-// CAP_SETUID and CAP_SETGID): on a thread of its own whose fsuid, fsgid
-// and groups are o's. A daemon that cannot (the shipped unit's watchdog
+// file-system rights where this process can take them (root): on the
+// caller's thread, locked to it, whose fsuid, fsgid and groups are o's
+// for the look. A daemon that cannot (the shipped unit's watchdog
 // user) runs fn with its own rights, which are then all a principal can
 // learn of (docs/security.md). ok is false when the switch was possible
 // and failed: fn did not run.
