@@ -6,10 +6,8 @@ import (
 	"crypto/subtle"
 	"net"
 	"net/http"
-	"os/user"
-	"strconv"
+	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -57,6 +55,8 @@ type Token struct {
 	Secret string
 	Scopes Scopes
 	UIDs   []int
+	// digest is Secret's SHA-256, made once by Set.
+	digest [sha256.Size]byte
 }
 
 // Tokens is the set of tokens a handler accepts; Set replaces it while it
@@ -71,7 +71,13 @@ func NewTokens(ts []Token) *Tokens {
 }
 
 // Set replaces the tokens.
-func (t *Tokens) Set(ts []Token) { t.p.Store(&ts) }
+func (t *Tokens) Set(ts []Token) {
+	ts = slices.Clone(ts)
+	for i := range ts {
+		ts[i].digest = sha256.Sum256([]byte(ts[i].Secret))
+	}
+	t.p.Store(&ts)
+}
 
 func (t *Tokens) list() []Token {
 	if t == nil {
@@ -87,8 +93,7 @@ func (t *Tokens) match(tok string) (Token, bool) {
 	var found Token
 	ok := false
 	for _, c := range t.list() {
-		want := sha256.Sum256([]byte(c.Secret))
-		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
+		if subtle.ConstantTimeCompare(got[:], c.digest[:]) == 1 {
 			found, ok = c, true
 		}
 	}
@@ -130,21 +135,6 @@ func peerOf(r *http.Request) (p *Peer, ok bool) {
 	return p, ok
 }
 
-// userNames caches uid → user name for the audit's "uid:1000 (alice)".
-var userNames sync.Map
-
-func userName(uid int) string {
-	if n, ok := userNames.Load(uid); ok {
-		return n.(string)
-	}
-	name := ""
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		name = u.Username
-	}
-	userNames.Store(uid, name)
-	return name
-}
-
 // Caller is who a request is, decided on its headers before any body is
 // read: the principal its writes are made and audited as, and its scopes.
 type Caller struct {
@@ -173,7 +163,7 @@ func (s *server) caller(r *http.Request) (Caller, bool) {
 		if p == nil {
 			return Caller{}, false
 		}
-		c := Caller{Principal: transitions.PeerPrincipal(p.UID, userName(p.UID)), Scopes: socketScopes}
+		c := Caller{Principal: transitions.PeerPrincipal(p.UID, ""), Scopes: socketScopes}
 		if p.UID == 0 {
 			c.Scopes = ScopeAdmin
 		}

@@ -54,7 +54,7 @@ func (ss *sessions) add(t Token, now time.Time) string {
 		}
 		delete(ss.m, oldest)
 	}
-	ss.m[id] = session{name: t.Name, digest: sha256.Sum256([]byte(t.Secret)), expires: now.Add(sessionTTL)}
+	ss.m[id] = session{name: t.Name, digest: t.digest, expires: now.Add(sessionTTL)}
 	return id
 }
 
@@ -75,8 +75,7 @@ func (ss *sessions) token(r *http.Request, ts *Tokens, now time.Time) (Token, bo
 		return Token{}, false
 	}
 	for _, t := range ts.list() {
-		d := sha256.Sum256([]byte(t.Secret))
-		if t.Name == se.name && subtle.ConstantTimeCompare(d[:], se.digest[:]) == 1 {
+		if t.Name == se.name && subtle.ConstantTimeCompare(t.digest[:], se.digest[:]) == 1 {
 			return t, true
 		}
 	}

@@ -83,6 +83,28 @@ func (d *daemon) reloadTokens(a config.Auth) {
 	d.log.Info("tokens reloaded", zap.Int("tokens", len(ts)))
 }
 
+// serveSocket opens the local socket the config names, if any, and hands
+// it to serve. The default place taken by another daemon (a fleet on one
+// SQLite file) leaves this one on TCP alone, said in the log; a socket
+// listen_unix names must open.
+func serveSocket(cfg *config.Config, serve func(net.Listener), log *zap.Logger) error {
+	path := cfg.UnixSocket()
+	if path == "" {
+		return nil
+	}
+	ln, err := listenUnix(path)
+	switch {
+	case errors.Is(err, errSocketServed) && cfg.ListenUnix == "":
+		log.Warn("no local socket: another daemon serves the default one; set listen_unix to give this one its own", zap.String("socket", path))
+		return nil
+	case err != nil:
+		return err
+	}
+	serve(ln)
+	log.Info("listening on the local socket: callers known by their uid, no token", zap.String("socket", path))
+	return nil
+}
+
 // errSocketServed: another process answers on the socket's path.
 var errSocketServed = errors.New("another process serves this socket")
 

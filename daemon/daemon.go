@@ -273,20 +273,11 @@ func Run(ctx context.Context, o Options) error {
 		return metrics.StreamCounts{Open: s.Open, Slow: s.Dropped, Refused: s.Refused}
 	})
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(lim.listener(ln)) }()
-	if path := cfg.UnixSocket(); path != "" {
-		switch uln, err := listenUnix(path); {
-		case errors.Is(err, errSocketServed) && cfg.ListenUnix == "":
-			// The default place, taken by another daemon of a fleet on
-			// this SQLite file: this one serves TCP only.
-			log.Warn("no local socket: another daemon serves the default one; set listen_unix to give this one its own", zap.String("socket", path))
-		case err != nil:
-			srv.Close()
-			return err
-		default:
-			go func() { serveErr <- srv.Serve(lim.listener(uln)) }()
-			log.Info("listening on the local socket: callers known by their uid, no token", zap.String("socket", path))
-		}
+	serve := func(ln net.Listener) { go func() { serveErr <- srv.Serve(lim.listener(ln)) }() }
+	serve(ln)
+	if err := serveSocket(cfg, serve, log); err != nil {
+		srv.Close()
+		return err
 	}
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()), zap.Int("max_connections", maxConns), zap.Int("max_connections_configured", cfg.HTTP.MaxConnections),
 		zap.String("host_id", host.HostID()), zap.Bool("auth", token != ""), zap.Strings("allowed_hosts", cfg.AllowedHosts), zap.Bool("dry_run", cfg.Reaper.DryRun))

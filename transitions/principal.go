@@ -3,8 +3,10 @@ package transitions
 import (
 	"errors"
 	"fmt"
+	"os/user"
 	"slices"
 	"strconv"
+	"sync"
 
 	"watchdog/store"
 )
@@ -29,13 +31,31 @@ type Principal struct {
 }
 
 // PeerPrincipal is a caller the kernel names by uid; name is the user's
-// name ("" when the uid has none).
+// name ("": looked up in the user database, once per uid).
 func PeerPrincipal(uid int, name string) Principal {
+	if name == "" {
+		name = userName(uid)
+	}
 	n := "uid:" + strconv.Itoa(uid)
 	if name != "" {
 		n += " (" + name + ")"
 	}
 	return Principal{Name: n, UID: uid, Kernel: true}
+}
+
+// userNames caches uid → user name ("" for a uid with none).
+var userNames sync.Map
+
+func userName(uid int) string {
+	if n, ok := userNames.Load(uid); ok {
+		return n.(string)
+	}
+	name := ""
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		name = u.Username
+	}
+	userNames.Store(uid, name)
+	return name
 }
 
 // AnyUID says whether p may speak for every uid: root by the kernel, a
@@ -108,7 +128,7 @@ func forbidActOn(p Principal, e *store.Entity) error {
 	if e.HasOwnerUID {
 		owner = "uid " + strconv.Itoa(e.OwnerUID)
 	}
-	return fmt.Errorf("%w: %s/%s belongs to %s, not to %s", ErrForbidden, e.Type, e.ID, owner, p.Name)
+	return fmt.Errorf("%w: %s/%s belongs to %s, not to %s: only its owner (or root, or a token that speaks for its uid) may change it", ErrForbidden, e.Type, e.ID, owner, p.Name)
 }
 
 // OwnersAgree says whether child's registrant could have acted on

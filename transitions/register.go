@@ -197,7 +197,7 @@ func (w *Writer) claim(e *store.Entity, p Principal) error {
 				return fmt.Errorf("%w: pid %d: %w", ErrPIDRefused, e.PID, err)
 			}
 		case !p.speaksFor(uid):
-			return fmt.Errorf("%w: pid %d runs as uid %d, not one %s may speak for", ErrForbidden, e.PID, uid, p.Name)
+			return fmt.Errorf("%w: pid %d runs as uid %d, not one %s may speak for: register one of your own processes, or ask root (or a token whose uids name %d) to register it", ErrForbidden, e.PID, uid, p.Name, uid)
 		default:
 			pidUID = uid
 		}
