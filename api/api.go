@@ -88,6 +88,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -285,17 +286,40 @@ func New(o Options) *Handler {
 	return h
 }
 
-// statusWriter remembers the status for the access log.
+// statusWriter remembers the status for the access log, and closes the
+// connection after an error answered before the request's body was read
+// (a refusal on the headers): net/http would otherwise read up to 256 KiB
+// more of the body, as slowly as the client sends it, even with
+// Connection: close; a read deadline already past ends that read at once.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	body   *readBody // nil: the request has none
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		if code >= 400 && w.body != nil && !w.body.ended {
+			w.Header().Set("Connection", "close")
+			_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now()) // a writer without deadlines (tests' recorders) has no connection to hold
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// readBody notes that its end was read.
+type readBody struct {
+	io.ReadCloser
+	ended bool
+}
+
+func (b *readBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.ended = true
+	}
+	return n, err
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
@@ -318,6 +342,10 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		start := time.Now()
 		r.Body = http.MaxBytesReader(w, r.Body, wire.MaxBody)
 		sw := &statusWriter{ResponseWriter: w}
+		if r.ContentLength != 0 {
+			sw.body = &readBody{ReadCloser: r.Body}
+			r.Body = sw.body
+		}
 		defer func() {
 			// A handler's panic is a bug: log it, and answer like any
 			// other internal error (JSON) instead of net/http's dropped

@@ -173,7 +173,7 @@ func (s *server) caller(r *http.Request) (Caller, bool) {
 		// auth: none, on loopback only: any local process, as before.
 		return Caller{Principal: transitions.Principal{Name: anonymous}, Scopes: ScopeAdmin}, true
 	}
-	if h := r.Header.Get("Authorization"); h != "" {
+	if h := r.Header.Get("Authorization"); h != "" && !isBasic(h) {
 		scheme, tok, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			return Caller{}, false
@@ -278,4 +278,16 @@ func (s *server) pageAccess(pattern string, h http.Handler) http.Handler {
 
 // viaBearer says whether r carried its own bearer token (then the page's
 // script keeps sending it, and needs nothing of the session).
-func viaBearer(r *http.Request) bool { return r.Header.Get("Authorization") != "" }
+func viaBearer(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	return h != "" && !isBasic(h)
+}
+
+// isBasic says whether an Authorization header is basic auth: the web
+// config's (exporter-toolkit checked it before the API saw the request),
+// a gate in front of the daemon and not a principal, so the caller is
+// still decided by its session or as anonymous (docs/security.md).
+func isBasic(h string) bool {
+	scheme, _, _ := strings.Cut(h, " ")
+	return strings.EqualFold(scheme, "Basic")
+}

@@ -43,9 +43,10 @@ func TestNumbersOutOfRangeAreRefused(t *testing.T) {
 		{"pid_start_time", "1716517000123", "Unix seconds from 946684800"}, // milliseconds
 		{"pid_start_time", "946684799.5", "Unix seconds from 946684800"},
 		{"supervisor_start_time", "1.0E+18", "Unix seconds from 946684800"},
-		{"timeout_seconds", "1e18", "seconds after 0 up to 31536000 (365 days), or 0 for none"},
-		{"timeout_seconds", "-5", "seconds after 0 up to 31536000"},
-		{"timeout_seconds", "31536000.001", "seconds after 0 up to 31536000"},
+		{"timeout_seconds", "1e18", "seconds from 1 to 31536000 (365 days), or 0 for none"},
+		{"timeout_seconds", "-5", "seconds from 1 to 31536000"},
+		{"timeout_seconds", "31536000.001", "seconds from 1 to 31536000"},
+		{"timeout_seconds", "1e-7", "seconds from 1 to 31536000"},
 	} {
 		cases = append(cases, tc{"register " + c.field + " " + c.sent, "/api/v1/entities", reg(`"` + c.field + `":` + c.sent), c.field, c.sent, c.rangeSays})
 	}
@@ -63,7 +64,7 @@ func TestNumbersOutOfRangeAreRefused(t *testing.T) {
 		tc{"register upper-case key", "/api/v1/entities", reg(`"PID_Start_Time":1e18`), "pid_start_time", "1e18", "Unix seconds"},
 		tc{"transition timeout_seconds", "/api/v1/entities/session/s-1/transitions",
 			`{"to":"timed_out","reason":{"code":"run.timed_out.deadline"},"timeout_seconds":1e18}`,
-			"timeout_seconds", "1e18", "seconds after 0 up to 31536000 (365 days)"},
+			"timeout_seconds", "1e18", "seconds from 1 to 31536000 (365 days)"},
 		tc{"transition elapsed_seconds", "/api/v1/entities/session/s-1/transitions",
 			`{"to":"timed_out","reason":{"code":"run.timed_out.deadline"},"timeout_seconds":60,"elapsed_seconds":-3}`,
 			"elapsed_seconds", "-3", "seconds after 0 up to 3155760000 (36525 days), or 0 for none"},

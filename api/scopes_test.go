@@ -2,7 +2,11 @@ package api
 
 import (
 	"context"
+	"io"
+	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"watchdog/state"
 )
@@ -82,5 +86,36 @@ func TestPublicReads(t *testing.T) {
 	}
 	if r := e.do("POST", "/api/v1/entities/session/s-1/heartbeat", "", "Authorization", ""); r.status != 401 {
 		t.Errorf("an anonymous write with public reads: %d", r.status)
+	}
+}
+
+// TestRefusedBeforeBody: a request refused on its headers is answered at
+// once and its connection closed, its body never waited for: a client
+// that sends a body slowly holds nothing for it.
+func TestRefusedBeforeBody(t *testing.T) {
+	e := newEnv(t, withToken("s3cret"))
+	for _, c := range []struct{ name, req, status string }{
+		{"no token", "POST /api/v1/entities HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200000\r\n\r\n{", "401"},
+		{"wrong token", "POST /api/v1/entities HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer nope\r\nContent-Length: 200000\r\n\r\n", "401"},
+		{"no such path", "POST /api/v1/nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s3cret\r\nContent-Length: 200000\r\n\r\n", "404"},
+	} {
+		conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Write([]byte(c.req)); err != nil {
+			t.Fatal(err)
+		}
+		// The test's bound only: the server closes at once, or never.
+		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Minute))
+		got, err := io.ReadAll(conn)
+		conn.Close()
+		if err != nil {
+			t.Errorf("%s: %v after %q (the connection was kept, waiting for the body)", c.name, err, got)
+			continue
+		}
+		if !strings.HasPrefix(string(got), "HTTP/1.1 "+c.status) || !strings.Contains(string(got), "Connection: close") {
+			t.Errorf("%s: answer %q, want %s with Connection: close", c.name, got, c.status)
+		}
 	}
 }

@@ -64,6 +64,8 @@ type Config struct {
 	Alertmanager Alertmanager `yaml:"alertmanager"`
 	// HTTP bounds the HTTP server's connections (ADR-0034).
 	HTTP HTTP `yaml:"http"`
+	// Web is the TCP port's TLS and basic auth (docs/security.md).
+	Web Web `yaml:"web"`
 	// ProcessTree is how the daemon keeps each watched process's
 	// descendants (ADR-0043, ADR-0045): ProcessTreeEvents, ProcessTreeWalk
 	// or ProcessTreeOff.
@@ -95,6 +97,24 @@ type HTTP struct {
 	// waiting for their request headers are closed, oldest first, to make
 	// room, so a flood of slow clients cannot keep the probes out.
 	MaxConnections int `yaml:"max_connections"`
+}
+
+// Web is the "web" section: the TCP port's transport security.
+type Web struct {
+	// ConfigFile is an absolute path to a web configuration file in
+	// prometheus/exporter-toolkit's format (tls_server_config,
+	// basic_auth_users with bcrypt hashes, ...), which the toolkit reads
+	// again for each connection and request: certificates and users
+	// change without a restart. With TLS in it, the port speaks HTTPS
+	// only. Empty: plain HTTP. The local socket is never affected.
+	ConfigFile string `yaml:"config_file"`
+}
+
+func (w Web) validate() []error {
+	if w.ConfigFile != "" && !filepath.IsAbs(w.ConfigFile) {
+		return []error{fmt.Errorf("web.config_file: %q must be an absolute path", w.ConfigFile)}
+	}
+	return nil
 }
 
 // MaxHTTPConnections is the largest http.max_connections: Linux's default
@@ -506,6 +526,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Log.validate()...)
 	errs = append(errs, c.Alertmanager.validate()...)
 	errs = append(errs, c.HTTP.validate()...)
+	errs = append(errs, c.Web.validate()...)
 	switch c.ProcessTree {
 	case ProcessTreeEvents, ProcessTreeWalk, ProcessTreeOff:
 	default:

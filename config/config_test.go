@@ -131,6 +131,7 @@ func TestLoadGood(t *testing.T) {
 			RunbookURL: "https://wiki.example.org/watchdog/reasons",
 		},
 		HTTP:        HTTP{MaxConnections: 256},
+		Web:         Web{ConfigFile: "/etc/watchdog/web.yml"},
 		ProcessTree: "walk",
 	}
 	if !reflect.DeepEqual(*got, want) {
@@ -538,6 +539,7 @@ func TestTokensAndSocketValidated(t *testing.T) {
 		{"auth:\n  tokens:\n    - {name: ci, file: /t, scopes: [read], uids: [no-such-user-here]}\n", `auth.tokens[0].uids[0]: "no-such-user-here" is not a user`},
 		{"auth:\n  mode: none\n  tokens:\n    - {name: ci, file: /t, scopes: [read]}\n", `auth.tokens[0]: tokens are set but auth.mode is none`},
 		{"listen_unix: relative.sock\n", `listen_unix: "relative.sock" must be an absolute path`},
+		{"web:\n  config_file: web.yml\n", `web.config_file: "web.yml" must be an absolute path`},
 	} {
 		_, err := Parse([]byte(tt.in))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

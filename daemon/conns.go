@@ -3,17 +3,25 @@ package daemon
 import (
 	"container/list"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/exporter-toolkit/web"
+	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
+
 	"watchdog/api"
 	"watchdog/metrics"
 	"watchdog/page"
+	"watchdog/wire"
 )
 
 // The HTTP server's bounds (ADR-0034). The cap is http.max_connections;
@@ -34,6 +42,12 @@ const (
 	// readTimeout bounds reading a whole request, body included (1 MiB at
 	// most).
 	readTimeout = 30 * time.Second
+	// bodyGrace and bodyMinRate bound a request body's arrival: it must
+	// be whole within bodyGrace plus its length at bodyMinRate (18 s for
+	// the 1 MiB most), or the connection is closed. A local or LAN client
+	// sends a body of a few KB in one segment.
+	bodyGrace   = 2 * time.Second
+	bodyMinRate = 64 << 10 // bytes a second
 	// writeTimeout bounds a request's handling and response.
 	writeTimeout = 60 * time.Second
 	// idleTimeout ends a keep-alive connection no request came on: longer
@@ -52,15 +66,27 @@ const (
 // through (limiter.listener). shed counts what the bounds shed (nil:
 // nothing counted).
 func newHTTPServer(h http.Handler, maxConns int, shed func(reason string)) (*http.Server, *connLimiter) {
+	lim := newConnLimiter(maxConns, shed)
+	return lim.server(h), lim
+}
+
+// newConnLimiter is a limiter of maxConns requests (connLimiter).
+func newConnLimiter(maxConns int, shed func(reason string)) *connLimiter {
 	if shed == nil {
 		shed = func(string) {}
 	}
-	lim := &connLimiter{max: maxConns, open: maxConns + connReserve, shed: shed, conns: map[net.Conn]*list.Element{}}
-	srv := &http.Server{
-		Handler:   lim.handler(h),
-		ConnState: lim.track,
+	return &connLimiter{max: maxConns, open: maxConns + connReserve, bodyGrace: bodyGrace, shed: shed, conns: map[net.Conn]*list.Element{}}
+}
+
+// server is an HTTP server over h with the daemon's timeouts, bounded by
+// l: the TCP port's and the local socket's share one limiter.
+func (l *connLimiter) server(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:   l.handler(h),
+		ConnState: func(c net.Conn, s http.ConnState) { l.track(rawConn(c), s) },
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return api.PeerContext(page.ConnContext(ctx, c), c)
+			c = rawConn(c)
+			return api.PeerContext(page.ConnContext(context.WithValue(ctx, connKey{}, c), c), c)
 		},
 		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       readTimeout,
@@ -68,7 +94,25 @@ func newHTTPServer(h http.Handler, maxConns int, shed func(reason string)) (*htt
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
-	return srv, lim
+}
+
+// serveTCP serves srv on ln: through exporter-toolkit's web.Serve when a
+// web config file is given (TLS, basic auth; the toolkit re-reads the
+// file for each connection and request), else plain HTTP.
+func serveTCP(srv *http.Server, ln net.Listener, webConfig string, log *zap.Logger) error {
+	if webConfig == "" {
+		return srv.Serve(ln)
+	}
+	return web.Serve(ln, srv, &web.FlagConfig{WebConfigFile: &webConfig}, slog.New(zapslog.NewHandler(log.Named("web").Core())))
+}
+
+// rawConn is the connection the listener accepted, under TLS's: the one
+// the limiter counts, and whose socket the page sizes.
+func rawConn(c net.Conn) net.Conn {
+	if tc, ok := c.(*tls.Conn); ok {
+		return tc.NetConn()
+	}
+	return c
 }
 
 // connLimiter bounds the HTTP server's connections so that the probes
@@ -82,7 +126,12 @@ func newHTTPServer(h http.Handler, maxConns int, shed func(reason string)) (*htt
 //   - at most max requests other than the probes are served at once;
 //     more are answered 503 at once. So at least connReserve connections
 //     are always waiting (evictable) or probes, and a probe on a new
-//     connection always gets in.
+//     connection always gets in;
+//   - a request whose body is still arriving is evictable too (after
+//     those waiting for headers, in the accept path), and a request over
+//     the cap evicts the longest such one before it is answered 503: a
+//     slow body holds a place only until someone needs it, and at most
+//     bodyGrace plus its length at bodyMinRate in any case.
 //
 // A connection cannot be judged by its request before the headers
 // arrive, which is why waiting connections are the ones given up: the
@@ -93,14 +142,17 @@ func newHTTPServer(h http.Handler, maxConns int, shed func(reason string)) (*htt
 // evicted. Its request is then served or, over max, answered 503.
 type connLimiter struct {
 	max, open int
+	bodyGrace time.Duration // bodyGrace; longer in tests
 	shed      func(reason string)
 
 	mu sync.Mutex
 	// conns holds every open connection: its element in waiting while it
 	// waits for a request's headers, nil while a request is served.
 	conns map[net.Conn]*list.Element
-	// waiting orders the waiting connections, the longest waiting first.
-	waiting list.List
+	// waiting orders the waiting connections (waiter), the longest
+	// waiting first; reading those whose request's body is still
+	// arriving. A connection's element is in one of them, or none.
+	waiting, reading list.List
 	// busy counts the general requests being served.
 	busy atomic.Int64
 }
@@ -137,30 +189,88 @@ func (l *connLimiter) admit(c net.Conn) bool {
 	l.mu.Lock()
 	var victim net.Conn
 	if len(l.conns) >= l.open {
-		oldest := l.waiting.Front()
-		if oldest == nil {
+		victim = l.evictLocked(&l.waiting, &l.reading)
+		if victim == nil {
 			l.mu.Unlock()
 			c.Close() //nolint:errcheck // refused; nothing to tell it
 			l.shed(metrics.ShedRefused)
 			return false
 		}
-		victim = oldest.Value.(net.Conn)
-		l.waiting.Remove(oldest)
-		delete(l.conns, victim)
 	}
 	if ready {
 		l.conns[c] = nil // not a slow client: never evicted
 	} else {
-		l.conns[c] = l.waiting.PushBack(c)
+		l.conns[c] = l.waiting.PushBack(waiter{c, time.Now()})
 	}
 	l.mu.Unlock()
 	if victim != nil {
-		// The server's goroutine for it sees the read fail and ends it;
-		// its StateClosed then finds it already forgotten.
-		victim.Close() //nolint:errcheck // evicted; nothing to tell it
-		l.shed(metrics.ShedEvicted)
+		l.close(victim)
 	}
 	return true
+}
+
+// evictLocked forgets the connection that has waited longest among the
+// fronts of lists, and returns it (nil: none); l.mu is held. A fresh
+// connection, a real client's under a flood, is thus the last given up,
+// whether the flood waits in its headers or in its bodies.
+func (l *connLimiter) evictLocked(lists ...*list.List) net.Conn {
+	var from *list.List
+	for _, ls := range lists {
+		if f := ls.Front(); f != nil && (from == nil || f.Value.(waiter).since.Before(from.Front().Value.(waiter).since)) {
+			from = ls
+		}
+	}
+	if from == nil {
+		return nil
+	}
+	victim := from.Remove(from.Front()).(waiter).c
+	delete(l.conns, victim)
+	return victim
+}
+
+// waiter is a connection in waiting or reading, and since when.
+type waiter struct {
+	c     net.Conn
+	since time.Time
+}
+
+// close ends an evicted connection: the server's goroutine for it sees
+// its read fail and ends it; its StateClosed then finds it already
+// forgotten.
+func (l *connLimiter) close(victim net.Conn) {
+	victim.Close() //nolint:errcheck // evicted; nothing to tell it
+	l.shed(metrics.ShedEvicted)
+}
+
+// evictReader closes the connection whose request body has been arriving
+// longest, making room for a request over the cap; false when none is.
+func (l *connLimiter) evictReader() bool {
+	l.mu.Lock()
+	victim := l.evictLocked(&l.reading)
+	l.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	l.close(victim)
+	return true
+}
+
+// setReading moves c into the reading list (on) or out of it.
+func (l *connLimiter) setReading(c net.Conn, on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.conns[c]
+	if !ok {
+		return // evicted meanwhile
+	}
+	if e != nil {
+		l.waiting.Remove(e)
+		l.reading.Remove(e)
+		l.conns[c] = nil
+	}
+	if on {
+		l.conns[c] = l.reading.PushBack(waiter{c, time.Now()})
+	}
 }
 
 // track follows the server's connection states: a connection waits
@@ -176,27 +286,30 @@ func (l *connLimiter) track(c net.Conn, s http.ConnState) {
 	switch s {
 	case http.StateIdle:
 		if e == nil {
-			l.conns[c] = l.waiting.PushBack(c)
+			l.conns[c] = l.waiting.PushBack(waiter{c, time.Now()})
 		}
 	case http.StateActive:
 		if e != nil {
 			l.waiting.Remove(e)
+			l.reading.Remove(e)
 			l.conns[c] = nil
 		}
 	case http.StateClosed, http.StateHijacked:
 		if e != nil {
 			l.waiting.Remove(e)
+			l.reading.Remove(e)
 		}
 		delete(l.conns, c)
 	}
 }
 
-// counts are the open connections, waiting and active
-// (watchdog_http_connections).
+// counts are the open connections, waiting (for headers or a body) and
+// active (watchdog_http_connections).
 func (l *connLimiter) counts() (waiting, active int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.waiting.Len(), len(l.conns) - l.waiting.Len()
+	w := l.waiting.Len() + l.reading.Len()
+	return w, len(l.conns) - w
 }
 
 // isProbe reports whether r is one of the requests the reserve is for:
@@ -213,8 +326,10 @@ func isProbe(r *http.Request) bool {
 }
 
 // handler serves the probes always and at most max other requests at
-// once; one more is answered 503 with Retry-After, and its connection
-// closed so that it frees its place.
+// once; one more first evicts the longest-arriving body (evictReader),
+// and failing that is answered 503 with Retry-After, its connection
+// closed so that it frees its place. A request's body must arrive at
+// bodyMinRate (gateBody), its connection evictable until it has.
 func (l *connLimiter) handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isProbe(r) {
@@ -222,9 +337,11 @@ func (l *connLimiter) handler(h http.Handler) http.Handler {
 			return
 		}
 		defer l.busy.Add(-1)
-		if l.busy.Add(1) > int64(l.max) {
+		if l.busy.Add(1) > int64(l.max) && !l.evictReader() {
 			l.shed(metrics.ShedBusy)
 			w.Header().Set("Connection", "close")
+			// net/http would read up to 256 KiB of an unread body first.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // only a foreign writer refuses
 			w.Header().Set("Retry-After", "1")
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Cache-Control", "no-store")
@@ -235,6 +352,55 @@ func (l *connLimiter) handler(h http.Handler) http.Handler {
 			})
 			return
 		}
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok && r.ContentLength != 0 {
+			g := l.gateBody(w, r, c)
+			defer g.done()
+		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// connKey carries a request's connection in its context (ConnContext).
+type connKey struct{}
+
+// gateBody bounds r's body: a read deadline of bodyGrace plus its length
+// at bodyMinRate (chunked: the largest body's), and c evictable until the
+// body's end is read. The deadline is lifted at the end, so that it
+// cannot end the request's handling (the server's background read would
+// cancel its context), and kept otherwise: net/http reads what a handler
+// left of a body before it answers, and the deadline bounds that too.
+func (l *connLimiter) gateBody(w http.ResponseWriter, r *http.Request, c net.Conn) *gatedBody {
+	n := r.ContentLength
+	if n < 0 || n > wire.MaxBody {
+		n = wire.MaxBody
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(l.bodyGrace + time.Duration(n)*time.Second/bodyMinRate)) // only a hijacked or foreign writer refuses; then unbounded but by readTimeout
+	l.setReading(c, true)
+	g := &gatedBody{ReadCloser: r.Body}
+	g.done = sync.OnceFunc(func() { l.setReading(c, false) })
+	g.ended = sync.OnceFunc(func() {
+		g.done()
+		_ = rc.SetReadDeadline(time.Time{}) // as above
+	})
+	r.Body = g
+	return g
+}
+
+// gatedBody is a request body that calls ended when its end is read,
+// and done on an error.
+type gatedBody struct {
+	io.ReadCloser
+	done, ended func()
+}
+
+func (g *gatedBody) Read(p []byte) (int, error) {
+	n, err := g.ReadCloser.Read(p)
+	switch {
+	case err == io.EOF:
+		g.ended()
+	case err != nil:
+		g.done()
+	}
+	return n, err
 }

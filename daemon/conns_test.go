@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,13 +32,17 @@ type limitedServer struct {
 	shed map[string]int
 }
 
-func startLimited(t *testing.T, maxConns int) *limitedServer {
+func startLimited(t *testing.T, maxConns int, opts ...func(*connLimiter)) *limitedServer {
 	t.Helper()
 	s := &limitedServer{t: t, release: make(chan struct{}), shed: map[string]int{}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Hold") != "" {
 			s.held.Done()
 			<-s.release
+		}
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
 		}
 		fmt.Fprintln(w, "ok")
 	})
@@ -47,6 +52,9 @@ func startLimited(t *testing.T, maxConns int) *limitedServer {
 		s.mu.Unlock()
 	})
 	s.lim = lim
+	for _, o := range opts {
+		o(lim)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +131,37 @@ func slowloris(t *testing.T, addr string, n int) {
 	}
 }
 
+// slowBodies opens n connections that send a POST's whole headers, then
+// one byte of a 200,000-byte body, and nothing more.
+func slowBodies(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	var cs []net.Conn
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dial %d: %v", n, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := c.Write([]byte("POST /api/v1/entities HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200000\r\n\r\n{")); err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// post makes one POST with a whole body on a new connection.
+func (s *limitedServer) post(path string) (int, error) {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: connDeadline}
+	resp, err := c.Post("http://"+s.addr+path, "application/json", strings.NewReader(`{"id":"x"}`))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
 func TestConnLimiter(t *testing.T) {
 	tests := []struct {
 		name string
@@ -143,6 +182,42 @@ func TestConnLimiter(t *testing.T) {
 			s.mustGet("/api/v1/entities", 200)
 			if n := s.shedCount(metrics.ShedRefused); n != 0 {
 				t.Errorf("%d connections refused, want none: a waiting one was there to evict", n)
+			}
+		}},
+		{"slow bodies are evicted for probes and for requests over the cap", func(t *testing.T) {
+			// 20 connections open, 4 requests served at most; the bodies'
+			// deadline far enough that only evictions close them.
+			s := startLimited(t, 4, func(l *connLimiter) { l.bodyGrace = time.Hour })
+			slowBodies(t, s.addr, 40)
+			// Each one over the cap evicts the longest arriving.
+			testenv.Eventually(t, "the slow bodies over the cap evicted", connDeadline, func() (bool, string) {
+				w, a := s.lim.counts()
+				n := s.shedCount(metrics.ShedEvicted)
+				return n == 36 && w+a == 4, fmt.Sprintf("%d evicted, %d waiting + %d active", n, w, a)
+			})
+			s.mustGet("/readyz", 200)
+			s.mustGet("/healthz", 200)
+			for i := range 10 {
+				if code, err := s.post("/api/v1/entities"); err != nil || code != 200 {
+					t.Errorf("POST %d among slow bodies: %d %v, want 200", i, code, err)
+				}
+			}
+			if n := s.shedCount(metrics.ShedBusy) + s.shedCount(metrics.ShedRefused); n != 0 {
+				t.Errorf("%d requests shed busy or refused, want none: a slow body was there to evict", n)
+			}
+		}},
+		{"a body that stops arriving ends its connection", func(t *testing.T) {
+			s := startLimited(t, 4)
+			c := slowBodies(t, s.addr, 1)[0]
+			// The deadline is bodyGrace plus 200,000 bytes at bodyMinRate:
+			// about 5 s; the read returns once the server closes.
+			_ = c.SetReadDeadline(time.Now().Add(connDeadline))
+			got, err := io.ReadAll(c)
+			if err != nil {
+				t.Fatalf("read: %v (the server kept the connection)", err)
+			}
+			if !strings.HasPrefix(string(got), "HTTP/1.1 400") {
+				t.Errorf("answer %q, want a 400 before the close", got)
 			}
 		}},
 		{"requests over the cap get 503, probes still answer", func(t *testing.T) {

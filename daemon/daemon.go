@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -53,6 +54,9 @@ type Options struct {
 	// Level, when set, is Log's level, which a reload changes to the new
 	// log.level.
 	Level *zap.AtomicLevel
+	// WebConfigFile, when set (serve --web.config.file, absolute),
+	// overrides web.config_file, at start and at each reload.
+	WebConfigFile string
 }
 
 // Run runs the daemon until ctx is cancelled (SIGTERM/SIGINT), then shuts
@@ -60,6 +64,9 @@ type Options struct {
 // close the store. It returns nil on a clean shutdown.
 func Run(ctx context.Context, o Options) error {
 	cfg := o.Config
+	if o.WebConfigFile != "" {
+		cfg.Web.ConfigFile = o.WebConfigFile
+	}
 	log := o.Log
 	if !paceMemory() {
 		log.Info("GOGC or GOMEMLIMIT set: the collector's pacing is the operator's, no soft memory limit, quiet release or repacking of the daemon's own")
@@ -260,26 +267,42 @@ func Run(ctx context.Context, o Options) error {
 		log.Warn("the fd limit leaves fewer connections than http.max_connections: the server's cap is lowered to fit; raise LimitNOFILE",
 			zap.Int("max_connections", maxConns), zap.Int("max_connections_configured", cfg.HTTP.MaxConnections), zap.Int("capped_at", maxConns), zap.Int("fd_limit", fds.Limit))
 	}
-	srv, lim := newHTTPServer(d.api, maxConns, m.Shed)
+	lim := newConnLimiter(maxConns, m.Shed)
 	m.Connections(lim.counts)
+	// One server for the TCP port, which web.Serve may give TLS and
+	// basic auth, and one for the local socket, which neither: its
+	// callers are known by the kernel. Both share the limiter.
+	srv, sockSrv := lim.server(d.api), lim.server(d.api)
+	// net/http's own complaints (a TLS handshake that failed, an accept
+	// error) in the daemon's log, not bare on stderr.
+	srv.ErrorLog = zap.NewStdLog(log.Named("http"))
+	sockSrv.ErrorLog = srv.ErrorLog
 	// The page's event streams each hold one of the cap's requests for
 	// their life: a quarter of the cap at most, so streams never starve
 	// the API (ADR-0051); the shutdown ends them first, as Shutdown
 	// would otherwise wait for them.
 	d.page.SetStreamCap(max(1, maxConns/4))
 	srv.RegisterOnShutdown(d.page.CloseStreams)
+	sockSrv.RegisterOnShutdown(d.page.CloseStreams)
 	m.Streams(func() metrics.StreamCounts {
 		s := d.page.Streams()
 		return metrics.StreamCounts{Open: s.Open, Slow: s.Dropped, Refused: s.Refused}
 	})
 	serveErr := make(chan error, 2)
-	serve := func(ln net.Listener) { go func() { serveErr <- srv.Serve(lim.listener(ln)) }() }
-	serve(ln)
-	if err := serveSocket(cfg, serve, log); err != nil {
-		srv.Close()
+	go func() { serveErr <- serveTCP(srv, lim.listener(ln), cfg.Web.ConfigFile, log) }()
+	closeAll := func() {
+		srv.Close()     //nolint:errcheck // failing start-up; the error that matters is returned
+		sockSrv.Close() //nolint:errcheck // as above
+	}
+	if err := serveSocket(cfg, func(ln net.Listener) { go func() { serveErr <- sockSrv.Serve(lim.listener(ln)) }() }, log); err != nil {
+		closeAll()
 		return err
 	}
-	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("db", st.Path()), zap.Int("max_connections", maxConns), zap.Int("max_connections_configured", cfg.HTTP.MaxConnections),
+	scheme := "http"
+	if cfg.Web.ConfigFile != "" {
+		scheme = "web.config_file"
+	}
+	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("transport", scheme), zap.String("db", st.Path()), zap.Int("max_connections", maxConns), zap.Int("max_connections_configured", cfg.HTTP.MaxConnections),
 		zap.String("host_id", host.HostID()), zap.Bool("auth", token != ""), zap.Strings("allowed_hosts", cfg.AllowedHosts), zap.Bool("dry_run", cfg.Reaper.DryRun))
 
 	// Jobs get a context that outlives the shutdown signal: a job running
@@ -287,7 +310,7 @@ func Run(ctx context.Context, o Options) error {
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
 	if err := d.schedule(jobCtx); err != nil {
-		srv.Close()
+		closeAll()
 		return err
 	}
 	// READY only once the store opened and a first sweep worked through
@@ -335,7 +358,7 @@ loop:
 			runErr = fmt.Errorf("http server: %w", err)
 			break loop
 		case <-o.Reload:
-			d.reload(jobCtx, o.ConfigPath)
+			d.reload(jobCtx, o.ConfigPath, o.WebConfigFile)
 		}
 	}
 
@@ -343,8 +366,10 @@ loop:
 	d.notify.stopping()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		log.Warn("http shutdown", zap.Error(err))
+	for _, s := range []*http.Server{srv, sockSrv} {
+		if err := s.Shutdown(shutdownCtx); err != nil {
+			log.Warn("http shutdown", zap.Error(err))
+		}
 	}
 	// A job stuck past the unit's stop timeout would have systemd kill us
 	// without a word: give up on it first, and say so. The store stays
@@ -649,9 +674,9 @@ func (d *daemon) ready() error {
 }
 
 // reload re-reads the config file. Thresholds, reaper settings, job
-// schedules and the alertmanager section take effect; store, listen address, auth and process_tree need a restart
+// schedules and the alertmanager section take effect; store, listen address, auth, web.config_file and process_tree need a restart
 // (said in the log). An invalid file changes nothing.
-func (d *daemon) reload(ctx context.Context, path string) {
+func (d *daemon) reload(ctx context.Context, path, webConfig string) {
 	d.notify.reloading()
 	defer d.notify.ready(d.statusLine())
 	next, err := config.Load(path)
@@ -659,10 +684,13 @@ func (d *daemon) reload(ctx context.Context, path string) {
 		d.log.Error("reload refused, keeping the running config", zap.String("config", path), zap.String("error", strings.ReplaceAll(err.Error(), "\n", "; ")))
 		return
 	}
+	if webConfig != "" {
+		next.Web.ConfigFile = webConfig
+	}
 	if next.Store != d.cfg.Store || next.Listen != d.cfg.Listen || next.ListenUnix != d.cfg.ListenUnix || next.Auth.Mode != d.cfg.Auth.Mode ||
 		next.Auth.TokenFile != d.cfg.Auth.TokenFile || next.Auth.PublicReads != d.cfg.Auth.PublicReads || !slices.Equal(next.AllowedHosts, d.cfg.AllowedHosts) ||
-		next.HostID != d.cfg.HostID || next.Log.Format != d.cfg.Log.Format || next.HTTP != d.cfg.HTTP || next.ProcessTree != d.cfg.ProcessTree {
-		d.log.Warn("store, listen, listen_unix, allowed_hosts, auth (but its tokens), host_id, log.format, http and process_tree changes need a restart; applying the rest")
+		next.HostID != d.cfg.HostID || next.Log.Format != d.cfg.Log.Format || next.HTTP != d.cfg.HTTP || next.Web != d.cfg.Web || next.ProcessTree != d.cfg.ProcessTree {
+		d.log.Warn("store, listen, listen_unix, allowed_hosts, auth (but its tokens), host_id, log.format, http, web.config_file (not the file's content, read for each connection) and process_tree changes need a restart; applying the rest")
 	}
 	d.reloadTokens(next.Auth)
 	// Running jobs finish before their settings change; one that does not
@@ -716,6 +744,14 @@ func Check(cfg *config.Config) error {
 // checkHost is Check, also returning the configured token file as read.
 func checkHost(cfg *config.Config) (tokenfile.File, error) {
 	f, err := configuredToken(cfg.Auth)
+	if cfg.Web.ConfigFile != "" {
+		// The toolkit's own check (its YAML, certificates and hashes),
+		// before the port opens: a web config that would refuse every
+		// connection is a start-up error.
+		if werr := web.Validate(cfg.Web.ConfigFile); werr != nil {
+			err = errors.Join(err, fmt.Errorf("web.config_file %s: %w", cfg.Web.ConfigFile, werr))
+		}
+	}
 	if cfg.Store.Driver == store.DriverPostgres {
 		return f, err // a server, not a file: nothing of it to check here
 	}

@@ -67,7 +67,7 @@ func TestReloadPostponedWhileAJobIsStuck(t *testing.T) {
 		if err := os.WriteFile(path, []byte("thresholds:\n  failure_window: 2h\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		d.reload(context.Background(), path)
+		d.reload(context.Background(), path, "")
 		if logs.FilterMessageSnippet("reload postponed").Len() != 1 {
 			t.Errorf("no postponement logged: %v", logs.All())
 		}

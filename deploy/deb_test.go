@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -132,6 +133,7 @@ func TestDebPackage(t *testing.T) {
 		{debExamples + "/kill-orphans.conf", 0o644, "root", "root"},
 		{debExamples + "/artifacts.conf", 0o644, "root", "root"},
 		{debExamples + "/remote-scrape.conf", 0o644, "root", "root"},
+		{path.Dir(debExamples) + "/web-config.example.yml", 0o644, "root", "root"},
 	}
 	debCheckFiles(t, "after install", installed)
 

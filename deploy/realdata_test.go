@@ -500,6 +500,16 @@ type promServer struct {
 // when the test ends.
 func startPrometheus(t *testing.T, bin, target string) *promServer {
 	t.Helper()
+	return startPrometheusWith(t, bin, fmt.Sprintf(`  - job_name: watchdog
+    static_configs:
+      - targets: [%q]
+`, target))
+}
+
+// startPrometheusWith is startPrometheus with scrapeConfigs (YAML list
+// items under scrape_configs) as its jobs.
+func startPrometheusWith(t *testing.T, bin, scrapeConfigs string) *promServer {
+	t.Helper()
 	dir := t.TempDir()
 	rules, err := filepath.Abs(alertsFile)
 	if err != nil {
@@ -513,10 +523,7 @@ func startPrometheus(t *testing.T, bin, target string) *promServer {
 rule_files:
   - %q
 scrape_configs:
-  - job_name: watchdog
-    static_configs:
-      - targets: [%q]
-`, iv, iv, rules, target)
+%s`, iv, iv, rules, scrapeConfigs)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

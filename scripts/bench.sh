@@ -19,7 +19,8 @@
 #               scrape and GET /api/attention times at 10,000 and 100,000
 #               entities, in a second table, PostgreSQL ÷ SQLite
 #   flood       the daemon (prlimit --nofile=4096) under 4,200 slow-header
-#               connections, held and re-opened, against no flood:
+#               connections, held and re-opened, then 1,100 slow-body
+#               ones (issue 37), against no flood:
 #               /readyz and registrations, ok/timeouts/p99 (ADR-0034);
 #               -flood-baseline BIN measures an older binary beside it
 #   memory      the daemon's anonymous RSS (RssAnon) with an empty store and

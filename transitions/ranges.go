@@ -163,10 +163,11 @@ func TimeRange(now time.Time) Range {
 	}
 }
 
-// TimeoutRange is the range of timeout_seconds: up to MaxTimeout, or 0
-// for no timeout.
+// TimeoutRange is the range of timeout_seconds: one second (the
+// enforcement's resolution; 1e-7 was accepted as a timeout no sweep could
+// keep) up to MaxTimeout, or 0 for no timeout.
 func TimeoutRange() Range {
-	return Range{Min: 0, MinOpen: true, Max: MaxTimeout.Seconds(), ZeroIsNone: true, Unit: "seconds", MaxNote: durationNote(MaxTimeout)}
+	return Range{Min: 1, Max: MaxTimeout.Seconds(), ZeroIsNone: true, Unit: "seconds", MaxNote: durationNote(MaxTimeout)}
 }
 
 // ElapsedRange is the range of a transition's elapsed_seconds: up to

@@ -27,16 +27,16 @@ type Identifier interface {
 	StartOf(pid int) (startTime time.Time, startTicks uint64, err error)
 }
 
-var idShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$`)
+var idShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,255}$`)
 
-// ValidateID checks an entity id's shape: 1 to 200 characters of letters,
+// ValidateID checks an entity id's shape: 1 to 256 (wire.MaxID) characters of letters,
 // digits and ._:@+- not starting with punctuation.
 func ValidateID(id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: id is required", ErrInvalidInput)
 	}
 	if !idShape.MatchString(id) {
-		return fmt.Errorf("%w: id %q must be 1-200 characters of letters, digits and . _ : @ + - (starting with a letter or digit)", ErrInvalidInput, id)
+		return fmt.Errorf("%w: id %q must be 1-256 characters of letters, digits and . _ : @ + - (starting with a letter or digit)", ErrInvalidInput, id)
 	}
 	return nil
 }

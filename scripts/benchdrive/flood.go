@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,7 @@ type floodFigures struct {
 type reqFigures struct {
 	n, ok, timeouts, failed int
 	lat                     []time.Duration // of the answered ones, any status
+	okLat                   []time.Duration // of the 2xx ones
 	firstErr                string
 }
 
@@ -64,7 +66,23 @@ func (f *reqFigures) add(d time.Duration, status int, err error, timeout time.Du
 	default:
 		f.ok++
 		f.lat = append(f.lat, d)
+		f.okLat = append(f.okLat, d)
 	}
+}
+
+// okWithin is the share of the requests answered 2xx within d, as a
+// percentage.
+func (f *reqFigures) okWithin(d time.Duration) string {
+	if f.n == 0 {
+		return "-"
+	}
+	n := 0
+	for _, l := range f.okLat {
+		if l <= d {
+			n++
+		}
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(f.n))
 }
 
 // flood runs the part: each binary without and with the flood.
@@ -74,8 +92,12 @@ func (r *runner) flood(ctx context.Context) error {
 		bins = append(bins, struct{ tag, bin string }{"baseline", r.o.floodBaseline})
 	}
 	for _, b := range bins {
-		for _, load := range []string{"none", "held", "flood"} {
-			say("flood: %s binary, load %s (%d slow connections, nofile %d, %s)", b.tag, load, r.o.floodN, r.o.floodNofile, r.o.floodFor)
+		for _, load := range strings.Split(r.o.floodLoads, ",") {
+			n := r.o.floodN
+			if load == "bodies" {
+				n = r.o.floodBodies
+			}
+			say("flood: %s binary, load %s (%d slow connections, nofile %d, %s)", b.tag, load, n, r.o.floodNofile, r.o.floodFor)
 			fig, err := r.floodOne(ctx, b.tag, b.bin, load)
 			if err != nil {
 				return err
@@ -113,16 +135,20 @@ func (r *runner) floodOne(ctx context.Context, tag, bin, load string) (floodFigu
 		// Opened before the clock starts, each goroutine holding one
 		// connection and opening another when the daemon closes it.
 		var opened sync.WaitGroup
-		opened.Add(r.o.floodN)
-		for range r.o.floodN {
-			slow.Go(func() { slowClient(fctx, u.Host, load == "flood", &opened, &connected) })
+		n := r.o.floodN
+		if load == "bodies" {
+			n = r.o.floodBodies
+		}
+		opened.Add(n)
+		for range n {
+			slow.Go(func() { slowClient(fctx, u.Host, load, &opened, &connected) })
 		}
 		waitCh := make(chan struct{})
 		go func() { opened.Wait(); close(waitCh) }()
 		select {
 		case <-waitCh:
 		case <-time.After(2 * time.Minute):
-			return fig, fmt.Errorf("flood: %d slow connections not all opened in 2m", r.o.floodN)
+			return fig, fmt.Errorf("flood: %d slow connections not all opened in 2m", n)
 		case <-ctx.Done():
 			return fig, ctx.Err()
 		}
@@ -171,11 +197,12 @@ func (r *runner) floodOne(ctx context.Context, tag, bin, load string) (floodFigu
 	return fig, nil
 }
 
-// slowClient holds one slow-header connection to addr until ctx ends,
-// opening a new one whenever the daemon closes it when reconnect (once
-// it is closed, it is done otherwise); opened is told once the first is
-// open.
-func slowClient(ctx context.Context, addr string, reconnect bool, opened *sync.WaitGroup, connected *atomic.Int64) {
+// slowClient holds one slow connection to addr until ctx ends: a
+// request's headers never finished (load held, flood), or a POST's whole
+// headers announcing a 200,000-byte body then sent a byte a second
+// (bodies, issue 37's attack). It opens a new one whenever the daemon
+// closes it, except when held; opened is told once the first is open.
+func slowClient(ctx context.Context, addr, load string, opened *sync.WaitGroup, connected *atomic.Int64) {
 	first := true
 	defer func() {
 		if first {
@@ -194,17 +221,31 @@ func slowClient(ctx context.Context, addr string, reconnect bool, opened *sync.W
 		}
 		connected.Add(1)
 		stop := context.AfterFunc(ctx, func() { c.Close() })
-		_, err = c.Write([]byte("POST /api/v1/entities HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "))
+		start := "POST /api/v1/entities HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+		if load == "bodies" {
+			start = "POST /api/v1/entities HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{"
+		}
+		_, err = c.Write([]byte(start))
 		if first {
 			first = false
 			opened.Done()
+		}
+		if err == nil && load == "bodies" {
+			go func() { // a byte a second until the write fails
+				for ctx.Err() == nil {
+					time.Sleep(time.Second)
+					if _, err := c.Write([]byte(" ")); err != nil {
+						return
+					}
+				}
+			}()
 		}
 		if err == nil {
 			_, _ = io.Copy(io.Discard, c) // until the daemon closes it
 		}
 		stop()
 		c.Close()
-		if !reconnect {
+		if load == "held" {
 			return
 		}
 	}
@@ -267,11 +308,11 @@ func (res *results) printFlood(w io.Writer, o options) {
 	if len(res.flood) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nflood: %d slow-header connections (held: opened once; flood: re-opened whenever closed), daemon under prlimit --nofile=%d, %s per row;\n"+
+	fmt.Fprintf(w, "\nflood: %d slow-header connections (held: opened once; flood: re-opened whenever closed), or %d slow-body ones (bodies: whole headers, Content-Length 200000, then a byte a second; re-opened whenever closed), daemon under prlimit --nofile=%d, %s per row;\n"+
 		"GET /readyz every 50 ms and POST /api/v1/entities from %d clients, each on a new connection, deadline %s\n",
-		o.floodN, o.floodNofile, o.floodFor, o.clients, o.floodTimeout)
+		o.floodN, o.floodBodies, o.floodNofile, o.floodFor, o.clients, o.floodTimeout)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "binary\tload\treadyz ok/n\ttimeouts\tfailed\tp50\tp99\twrites ok/n\ttimeouts\tfailed\tp50\tp99\tslow conns opened\tshed")
+	fmt.Fprintln(tw, "binary\tload\treadyz ok/n\t≤1 s\ttimeouts\tfailed\tp50\tp99\twrites ok/n\ttimeouts\tfailed\tp50\tp99\tslow conns opened\tshed")
 	var base [2]time.Duration // the "none" row's p99s of the binary before
 	for _, f := range res.flood {
 		rp, wp := percentile(f.readyz.lat, 0.99), percentile(f.writes.lat, 0.99)
@@ -284,8 +325,8 @@ func (res *results) printFlood(w io.Writer, o options) {
 			}
 			return fmt.Sprintf("%s (×%.1f)", ms(v), float64(v)/float64(b))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%d\t%s\n", f.bin, f.load,
-			f.readyz.ok, f.readyz.n, f.readyz.timeouts, f.readyz.failed, ms(percentile(f.readyz.lat, 0.5)), ratio(rp, base[0]),
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%d\t%d\t%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%d\t%s\n", f.bin, f.load,
+			f.readyz.ok, f.readyz.n, f.readyz.okWithin(time.Second), f.readyz.timeouts, f.readyz.failed, ms(percentile(f.readyz.lat, 0.5)), ratio(rp, base[0]),
 			f.writes.ok, f.writes.n, f.writes.timeouts, f.writes.failed, ms(percentile(f.writes.lat, 0.5)), ratio(wp, base[1]),
 			f.connected, f.shed)
 	}
@@ -310,6 +351,8 @@ func floodFlags(fs interface {
 	StringVar(p *string, name string, value string, usage string)
 }, o *options) {
 	fs.IntVar(&o.floodN, "flood-n", 4200, "slow-header connections of the flood part")
+	fs.StringVar(&o.floodLoads, "flood-loads", "none,held,flood,bodies", "the flood part's loads, comma-separated: none, held, flood, bodies")
+	fs.IntVar(&o.floodBodies, "flood-bodies", 1100, "slow-body connections of the flood part's bodies load")
 	fs.IntVar(&o.floodNofile, "flood-nofile", 4096, "the daemon's file-descriptor limit in the flood part (prlimit --nofile)")
 	fs.DurationVar(&o.floodFor, "flood-for", 20*time.Second, "how long the flood part measures each daemon under each load")
 	fs.DurationVar(&o.floodTimeout, "flood-timeout", 5*time.Second, "the deadline of one request of the flood part")
@@ -318,8 +361,13 @@ func floodFlags(fs interface {
 
 // checkFlood checks the flood part's flags.
 func checkFlood(o options) error {
-	if o.floodN < 1 || o.floodNofile < 64 || o.floodFor <= 0 || o.floodTimeout <= 0 {
-		return errors.New("-flood-n must be positive, -flood-nofile at least 64, -flood-for and -flood-timeout positive")
+	if o.floodN < 1 || o.floodBodies < 1 || o.floodNofile < 64 || o.floodFor <= 0 || o.floodTimeout <= 0 {
+		return errors.New("-flood-n and -flood-bodies must be positive, -flood-nofile at least 64, -flood-for and -flood-timeout positive")
+	}
+	for _, l := range strings.Split(o.floodLoads, ",") {
+		if !slices.Contains([]string{"none", "held", "flood", "bodies"}, l) {
+			return fmt.Errorf("-flood-loads: %q is not one of none, held, flood, bodies", l)
+		}
 	}
 	if o.floodBaseline != "" {
 		if _, err := os.Stat(o.floodBaseline); err != nil {

@@ -20,9 +20,10 @@
 //	            cluster it starts, or -pg-dsn): registrations/s and
 //	            transitions/s, then scrape and GET /api/attention times at
 //	            each size of -stores-n, side by side, with the ratios
-//	flood       the daemon under -flood-n slow-header connections (its
-//	            fds bounded by prlimit): /readyz and registrations, each
-//	            on a new connection, against no flood (flood.go)
+//	flood       the daemon under -flood-n slow-header connections, then
+//	            -flood-bodies slow-body ones (its fds bounded by
+//	            prlimit): /readyz and registrations, each on a new
+//	            connection, against no flood (flood.go)
 //	memory      the daemon's anonymous RSS empty and after registering
 //	            each size of -memory-n running sessions, per added entity,
 //	            beside -memory-baseline's (memory.go)
@@ -80,6 +81,8 @@ type options struct {
 	pgDSN           string // an existing PostgreSQL server; "" starts one
 	// The flood part (flood.go).
 	floodN, floodNofile    int
+	floodBodies            int
+	floodLoads             string
 	floodFor, floodTimeout time.Duration
 	floodBaseline          string
 	// The idle part's quiet figures (quiet.go).

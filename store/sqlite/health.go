@@ -27,6 +27,20 @@ import (
 // 1 MiB is 256 pages, a few hundred transitions.
 const minFreeBytes = 1 << 20
 
+// writeHeadroom is what one write transaction may take of the disk
+// beyond what it finds free, and so what must be free above the reserve
+// before it begins: the checkpoint its commit may run, which copies at
+// most walCheckpointPages frames into the database file (each possibly a
+// new page), and the transaction's own frames (a group of writes; 256
+// KiB is about a hundred registrations with full metadata). Checked
+// before every write, so that no write crosses the reserve (issue 37:
+// checked only after a failure, two fills drove free space to 0 bytes).
+const writeHeadroom = walCheckpointPages*4096 + 256<<10
+
+// shortBelow is the free space below which a write is refused: the
+// reserve and one write's headroom (2.25 MiB).
+const shortBelow = minFreeBytes + writeHeadroom
+
 // fileID is a file's identity: device and inode. A path that names another
 // (dev, ino) than at open is another file.
 type fileID struct{ dev, ino uint64 }
@@ -89,7 +103,7 @@ type health struct {
 	lost    error // latched by the first failed identity check
 	corrupt error // latched by the first SQLITE_CORRUPT/NOTADB of a write
 	// short: the disk went below its reserve (checkSpace); writes are
-	// refused until minFreeBytes+reserveMargin are free.
+	// refused until shortBelow+reserveMargin are free.
 	short bool
 	// free measures a directory's free space; nil is freeBytes (tests
 	// set their own).
@@ -274,7 +288,7 @@ func (s *Store) CheckWrite(ctx context.Context) error {
 	return nil
 }
 
-// reserveMargin is how much more than minFreeBytes must be free before a
+// reserveMargin is how much more than shortBelow must be free before a
 // store that ran short takes writes again. Without it a daemon ready at
 // 1 MiB + 1 byte would resume its background writes (observations,
 // presence, the probe), fall below 1 MiB within seconds, and go on eating
@@ -297,10 +311,11 @@ func freeBytes(dir string) (uint64, error) {
 }
 
 // checkSpace keeps the store's reserve (hysteresis): it goes short below
-// minFreeBytes free, or on a write failing with SQLITE_FULL, and stays
-// short until minFreeBytes+reserveMargin are free. While short every write
-// is refused (ErrShortOfSpace, wrapping store.ErrUnavailable): the API's, the
-// daemon's own and the write probe's.
+// shortBelow free (the reserve and one write's headroom), or on a write
+// failing with SQLITE_FULL, and stays short until shortBelow+reserveMargin
+// are free. While short every write is refused (ErrShortOfSpace, wrapping
+// store.ErrUnavailable): the API's, the daemon's own and the write
+// probe's.
 func (s *Store) checkSpace() error {
 	file := FilePath(s.path)
 	if file == "" {
@@ -318,7 +333,7 @@ func (s *Store) checkSpace() error {
 	h := &s.health
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	need := uint64(minFreeBytes)
+	need := uint64(shortBelow)
 	if h.short {
 		need += reserveMargin
 	}
@@ -327,7 +342,7 @@ func (s *Store) checkSpace() error {
 		return nil
 	}
 	h.short = true
-	if need > minFreeBytes {
+	if need > shortBelow {
 		return fmt.Errorf("%w: %w: the disk holding %s is full (%d bytes free; after running short watchdog writes nothing, its own background writes included, until %d are free): free some space; watchdog recovers by itself",
 			store.ErrUnavailable, ErrShortOfSpace, dir, free, need)
 	}
@@ -336,20 +351,15 @@ func (s *Store) checkSpace() error {
 }
 
 // writable is the check before every write transaction: the identity
-// (usable), and the reserve. A store short of space checks the space
-// again (one statfs, a few microseconds) so that it resumes as soon as
-// the space is back, daemon or not; otherwise the reserve costs nothing.
+// (usable), and the reserve, measured now (one statfs, a few
+// microseconds beside the commit's fsync): a write that could cross the
+// reserve is refused before it begins, and a store short of space resumes
+// as soon as the space is back, daemon or not.
 func (s *Store) writable() error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	s.health.mu.Lock()
-	short := s.health.short
-	s.health.mu.Unlock()
-	if short {
-		return s.checkSpace()
-	}
-	return nil
+	return s.checkSpace()
 }
 
 // QuickCheck runs PRAGMA quick_check over the whole database (every page

@@ -27,8 +27,9 @@ var (
 	_ store.Rescuer = (*Store)(nil)
 )
 
-// ErrShortOfSpace: the disk holding the store is below its reserve
-// (minFreeBytes, and once below, until reserveBytes is free again). Every
+// ErrShortOfSpace: the disk holding the store has less free than its
+// reserve and one write's headroom (shortBelow, measured before every
+// write; once below, until reserveMargin more is free again). Every
 // write is refused meanwhile, so the daemon's own background writes cannot
 // eat the space an operator frees. It is always wrapped with
 // store.ErrUnavailable.

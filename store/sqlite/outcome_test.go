@@ -149,9 +149,9 @@ func removeStore(path string) {
 	}
 }
 
-// TestReserveHysteresis: below minFreeBytes the store refuses every write
+// TestReserveHysteresis: below shortBelow the store refuses every write
 // (the probe's too), and it takes writes again only once
-// minFreeBytes+reserveMargin are free, so that its own writes cannot eat
+// shortBelow+reserveMargin are free, so that its own writes cannot eat
 // what an operator frees a little at a time. A write refused for space
 // wrote nothing.
 func TestReserveHysteresis(t *testing.T) {
@@ -170,12 +170,12 @@ func TestReserveHysteresis(t *testing.T) {
 		writable bool
 	}{
 		{"plenty", 10 << 20, true},
-		{"just above the threshold", minFreeBytes, true},
-		{"below the threshold", minFreeBytes - 1, false},
-		{"freed a little: above the threshold, under the margin", minFreeBytes + reserveMargin/2, false},
-		{"one byte short of threshold+margin", minFreeBytes + reserveMargin - 1, false},
-		{"threshold+margin", minFreeBytes + reserveMargin, true},
-		{"back between threshold and margin: writable (no longer short)", minFreeBytes + reserveMargin/2, true},
+		{"just above the threshold", shortBelow, true},
+		{"below the threshold", shortBelow - 1, false},
+		{"freed a little: above the threshold, under the margin", shortBelow + reserveMargin/2, false},
+		{"one byte short of threshold+margin", shortBelow + reserveMargin - 1, false},
+		{"threshold+margin", shortBelow + reserveMargin, true},
+		{"back between threshold and margin: writable (no longer short)", shortBelow + reserveMargin/2, true},
 	}
 	for i, st := range steps {
 		mu.Lock()

@@ -95,6 +95,14 @@ const CacheKiB = 64
 // one rather than failing.
 const MaxConns = 4
 
+// walCheckpointPages is how many WAL frames a commit lets accumulate
+// before it checkpoints them into the database file (SQLite's default is
+// 1,000): what a checkpoint may add to the file at once, and so what a
+// write must find free above the reserve (writeHeadroom). The WAL file is
+// truncated back to twice that after a checkpoint that let it grow more
+// (a reader held it), so it does not keep the space.
+const walCheckpointPages = 256
+
 // DSN turns a path (or a file: URI) into the driver DSN with watchdog's
 // pragmas. synchronous=FULL because a transition that was acknowledged must
 // survive a power cut: losing an audit row is losing state. cache_size is
@@ -120,6 +128,8 @@ func DSN(path string) string {
 	v.Add("_pragma", "foreign_keys(1)")
 	v.Add("_pragma", "synchronous(FULL)")
 	v.Add("_pragma", "cache_size(-"+strconv.Itoa(CacheKiB)+")")
+	v.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(walCheckpointPages)+")")
+	v.Add("_pragma", "journal_size_limit("+strconv.Itoa(walCheckpointPages*4096*2)+")")
 	v.Set("_txlock", "immediate")
 	return base + "?" + v.Encode()
 }

@@ -453,11 +453,13 @@ func TestServeDiskFull(t *testing.T) {
 	}
 }
 
-// The store's disk reserve (store.minFreeBytes and reserveMargin): not
-// ready below 1 MiB free, ready again from 2 MiB.
+// The store's disk reserve (sqlite's shortBelow, reserveMargin): not
+// ready, writes refused, below 2.25 MiB free (the 1 MiB reserve and one
+// write's headroom), ready again from 3.25 MiB.
 const (
-	reserveLow  = 1 << 20
-	reserveHigh = 2 << 20
+	reserveFloor = 1 << 20
+	reserveLow   = reserveFloor + 5<<18
+	reserveHigh  = reserveLow + 1<<20
 )
 
 // fillDisk fills the file system of dir with files of fillerSize bytes
@@ -507,6 +509,83 @@ func fileStamp(path string) string {
 		return "none"
 	}
 	return fmt.Sprintf("%d bytes, modified %s", fi.Size(), fi.ModTime().Format(time.RFC3339Nano))
+}
+
+// TestServeDiskFloor (issue 37): writers filling an 8 MiB tmpfs through
+// the API with full metadata from four clients at once, then again once
+// it is grown to 12 MiB, never drive the free space under half the
+// reserve: each write is measured against it before it begins. Every
+// acknowledged write is in the store after a restart.
+func TestServeDiskFloor(t *testing.T) {
+	t.Parallel()
+	mnt := mountOrSkip(t, "tmpfs", "tmpfs", "size=8m")
+	db := filepath.Join(mnt, "watchdog.db")
+	cfg := svWriteConfig(t, t.TempDir(), svConfig{}, db)
+	d := svStart(t, cfg, db)
+	d.waitReadyz("ready", svDeadline, func(code int, _ string) bool { return code == http.StatusOK })
+	meta := `{"blob":"` + strings.Repeat("x", 15<<10) + `"}`
+	var mu sync.Mutex
+	var acked []string
+	lowest := freeOn(t, mnt)
+	for fill := range 2 {
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				refused := 0
+				for i := 0; refused < 20; i++ {
+					id := fmt.Sprintf("fill%d-w%d-%d", fill, w, i)
+					code, body, err := d.stPost("/api/v1/entities", `{"type":"session","id":"`+id+`","lifecycle":"running","metadata":`+meta+`}`)
+					switch {
+					case err != nil:
+						t.Errorf("write %s: %v", id, err)
+						return
+					case code/100 == 2:
+						mu.Lock()
+						acked = append(acked, id)
+						mu.Unlock()
+						refused = 0
+					case code == http.StatusServiceUnavailable && strings.Contains(body, `"unavailable"`):
+						refused++
+					default:
+						t.Errorf("write %s: %d %s, want 2xx or 503 for the disk", id, code, body)
+						return
+					}
+					mu.Lock()
+					lowest = min(lowest, freeOn(t, mnt))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		free := freeOn(t, mnt)
+		t.Logf("fill %d: %d writes acknowledged in all, %d bytes free now, %d at the lowest seen", fill, len(acked), free, lowest)
+		if lowest < reserveFloor/2 {
+			t.Errorf("fill %d: free space went down to %d bytes, under half the %d-byte reserve", fill, lowest, reserveFloor)
+		}
+		if code, body := d.readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "is full") {
+			t.Errorf("fill %d: readyz %d %q after writes were turned away, want 503 saying the disk is full", fill, code, body)
+		}
+		// The daemon stops, the operator grows the file system (as freeing
+		// space would), and it starts again: for the second fill from where
+		// the first stopped, then to read every acknowledged write back.
+		d.signal(syscall.SIGTERM)
+		if code := d.wait(); code != 0 {
+			t.Fatalf("serve exited %d on SIGTERM", code)
+		}
+		if out, err := exec.Command("mount", "-o", fmt.Sprintf("remount,size=%dm", 12+4*fill), mnt).CombinedOutput(); err != nil {
+			t.Fatalf("grow the tmpfs: %v: %s", err, out)
+		}
+		d = svStart(t, cfg, db)
+		lowest = freeOn(t, mnt)
+	}
+	if len(acked) < 50 {
+		t.Fatalf("only %d writes acknowledged on an 8 MiB disk: the floor refused too early", len(acked))
+	}
+	for _, id := range acked {
+		if e := d.entity("session", id); e.ID != id {
+			t.Errorf("acknowledged write %s is not in the store after a restart", id)
+		}
+	}
 }
 
 // TestServeDiskReserve: once the disk ran short, freeing a little (more
