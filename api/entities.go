@@ -229,17 +229,16 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		}
 		if ok {
 			pg := res.Entries
-			out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: res.Total}
-			if len(pg) > int(limit) {
+			more := len(pg) > int(limit)
+			if more {
 				pg = pg[:limit]
-				last := &pg[len(pg)-1]
-				out.Next = encodeCursor(keyOf(listed{typ: last.Entity.Type, id: last.Entity.ID, updated: last.Entity.UpdatedAt, ns: last.State}, order))
 			}
-			out.Items = make([]wire.Entity, 0, len(pg))
-			for i := range pg {
-				out.Items = append(out.Items, s.listItem(pg[i].Entity, pg[i].State, withProcess))
-			}
-			writeJSON(w, http.StatusOK, out)
+			writeList(w, wire.EntityList{GeneratedAt: unixtime.Of(now), Total: res.Total}, len(pg), more,
+				func(i int) wire.Entity { return s.listItem(pg[i].Entity, pg[i].State, withProcess) },
+				func(i int) string {
+					e := &pg[i]
+					return encodeCursor(keyOf(listed{typ: e.Entity.Type, id: e.Entity.ID, updated: e.Entity.UpdatedAt, ns: e.State}, order))
+				})
 			return
 		}
 	}
@@ -252,11 +251,9 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 	items := selectListed(view, wire.EntityFilter{Type: typ, Severities: want, Host: q.Get("host")}, now)
 	out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: len(items)}
 	pg, next := page(items, order, after, int(limit))
-	out.Items, out.Next = make([]wire.Entity, 0, len(pg)), next
-	for _, l := range pg {
-		out.Items = append(out.Items, s.listItem(l.ref.Entity(), l.ns, withProcess))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(w, out, len(pg), next != "",
+		func(i int) wire.Entity { return s.listItem(pg[i].ref.Entity(), pg[i].ns, withProcess) },
+		func(i int) string { return encodeCursor(keyOf(pg[i], order)) })
 }
 
 // listItem is one entity of a list page in the wire shape.

@@ -294,3 +294,50 @@ func TestEntityListPages(t *testing.T) {
 		t.Errorf("a last page has no next: %v %s", err, raw["next"])
 	}
 }
+
+// TestListByteBudget: a list whose items would pass wire.MaxListBytes
+// ends early with a cursor, whatever the limit asked, and the pages
+// walked by their cursors hold every entity exactly once.
+func TestListByteBudget(t *testing.T) {
+	e := newEnv(t)
+	meta := `{"blob":"` + strings.Repeat("m", 15<<10) + `"}`
+	const n = 600 // about 9.4 MB of metadata: past the 8 MiB budget
+	for i := range n {
+		id := fmt.Sprintf("big-%04d", i)
+		if r := e.do("POST", "/api/v1/entities", `{"type":"session","id":"`+id+`","lifecycle":"running","metadata":`+meta+`}`); r.status != 201 {
+			t.Fatalf("register %s: %d %s", id, r.status, r.body)
+		}
+	}
+	seen := map[string]bool{}
+	pages, after := 0, ""
+	for {
+		r := e.do("GET", "/api/v1/entities?order=id&limit=5000"+after, "")
+		if r.status != 200 {
+			t.Fatalf("list: %d %s", r.status, r.body)
+		}
+		if len(r.body) > wire.MaxListBytes+4096 {
+			t.Errorf("page %d is %d bytes, over the %d-byte budget", pages, len(r.body), wire.MaxListBytes)
+		}
+		var l wire.EntityList
+		if err := json.Unmarshal([]byte(r.body), &l); err != nil {
+			t.Fatalf("page %d: %v", pages, err)
+		}
+		if l.Total != n {
+			t.Errorf("page %d: total %d, want %d", pages, l.Total, n)
+		}
+		for _, it := range l.Items {
+			if seen[it.ID] {
+				t.Errorf("%s listed twice", it.ID)
+			}
+			seen[it.ID] = true
+		}
+		pages++
+		if l.Next == "" {
+			break
+		}
+		after = "&after=" + l.Next
+	}
+	if len(seen) != n || pages < 2 {
+		t.Errorf("%d entities in %d pages, want all %d in at least 2", len(seen), pages, n)
+	}
+}

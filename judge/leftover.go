@@ -80,9 +80,19 @@ func parseLeftoverID(id string) (LeftoverRef, bool) {
 	return LeftoverRef{PID: pid, StartTicks: ticks}, true
 }
 
+// MaxLeftoverDetail is how many leftover processes the finding names in
+// detail (its evidence, and so what kill_leftovers may signal at once):
+// the first by pid. The message counts them all. 20,000 leftovers made a
+// 4.6 MB entity read and an 8.3 MB queue; the rest are named once the
+// first are gone.
+const MaxLeftoverDetail = 100
+
+// maxLeftoverNames is how many distinct commands the message names.
+const maxLeftoverNames = 8
+
 // leftoverFinding is the finding for e's live descendants procs (sorted by
 // pid), seen when its process was res.Liveness: one reason with one
-// evidence line per process. A process the stored finding named already
+// evidence line per process, the first MaxLeftoverDetail of them. A process the stored finding named already
 // keeps its stored line (its RSS as first seen), so an unchanged set of
 // leftovers writes nothing sweep after sweep.
 func leftoverFinding(e *store.Entity, res probe.Result, procs []probe.Process, now time.Time) state.StateReason {
@@ -94,8 +104,9 @@ func leftoverFinding(e *store.Entity, res probe.Result, procs []probe.Process, n
 			}
 		}
 	}
-	evidence := make([]state.EvidenceRef, 0, len(procs))
-	for _, p := range procs {
+	shown := procs[:min(len(procs), MaxLeftoverDetail)]
+	evidence := make([]state.EvidenceRef, 0, len(shown))
+	for _, p := range shown {
 		id := leftoverID(p)
 		if ev, ok := stored[id]; ok {
 			evidence = append(evidence, ev)
@@ -108,8 +119,19 @@ func leftoverFinding(e *store.Entity, res probe.Result, procs []probe.Process, n
 			Times:     []state.EvidenceTime{state.TimeOf(state.Stamp(p.StartTime), p.StartTime)},
 		})
 	}
+	if rest := len(procs) - len(shown); rest > 0 {
+		evidence = append(evidence, state.EvidenceRef{
+			Kind: state.EvidenceToolResult, ID: LeftoverMorePrefix + strconv.Itoa(rest),
+			Detail: fmt.Sprintf("%d more descendants, not listed: the first %d by pid are", rest, MaxLeftoverDetail),
+		})
+	}
 	return state.Observed(state.RunHealthLeftoverProcesses, leftoverMessage(e, res, procs), evidence...)
 }
+
+// LeftoverMorePrefix begins the ID of the evidence line that counts the
+// leftovers past MaxLeftoverDetail ("more:19900"): what the finding does
+// not name, counted in watchdog_leftover_processes, never signalled.
+const LeftoverMorePrefix = "more:"
 
 // leftoverMessage says what is left and of what: "pid 4242 exited with
 // status 0; 3 descendants still running (node, chrome ×2)".
@@ -130,6 +152,9 @@ func leftoverMessage(e *store.Entity, res probe.Result, procs []probe.Process) s
 		noun = "descendant"
 	}
 	fmt.Fprintf(&b, "%d %s still running (%s)", n, noun, commands(procs))
+	if n > MaxLeftoverDetail {
+		fmt.Fprintf(&b, "; the first %d by pid in the evidence", MaxLeftoverDetail)
+	}
 	return b.String()
 }
 
@@ -148,12 +173,19 @@ func commands(procs []probe.Process) string {
 		}
 		count[c]++
 	}
+	more := 0
+	if len(names) > maxLeftoverNames {
+		more, names = len(names)-maxLeftoverNames, names[:maxLeftoverNames]
+	}
 	parts := make([]string, len(names))
 	for i, c := range names {
 		parts[i] = c
 		if count[c] > 1 {
 			parts[i] += " ×" + strconv.Itoa(count[c])
 		}
+	}
+	if more > 0 {
+		parts = append(parts, strconv.Itoa(more)+" other commands")
 	}
 	return strings.Join(parts, ", ")
 }

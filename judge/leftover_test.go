@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -68,6 +69,46 @@ func TestLeftoverFinding(t *testing.T) {
 	ended := state.Normalize("completed", "completed", state.HealthOK, state.DeliveryNotExpected, []state.StateReason{*r}, now)
 	if open.Severity != state.SeverityWarning || ended.Severity != state.SeverityCritical {
 		t.Errorf("severity open %s, ended %s; want warning, critical", open.Severity, ended.Severity)
+	}
+}
+
+// TestLeftoverFindingBounded: 20,000 leftovers of 20,000 commands make a
+// finding of MaxLeftoverDetail evidence lines, the first by pid, and a
+// message that counts them all and names a few commands (issue 37: one
+// finding made a 4.6 MB entity read).
+func TestLeftoverFindingBounded(t *testing.T) {
+	e := store.Entity{Type: "session", ID: "s", Lifecycle: lc("running"), PID: 4242, PIDStartTime: t0, PIDStartTicks: 7, StartedAt: t0}
+	procs := make([]probe.Process, 20000)
+	for i := range procs {
+		procs[i] = probe.Process{PID: 10000 + i, StartTicks: 8, StartTime: t0, Comm: fmt.Sprintf("worker-%d", i%5000)}
+	}
+	now := t0.Add(time.Minute)
+	e.Exit = &state.ExitStatus{Code: 0, At: now}
+	s := seen(e, probe.Dead, time.Time{}, false, now)
+	s.Descendants = procs
+	v := Judge(e, s, DefaultSettings, now)
+	var r *state.StateReason
+	for i := range v.Observation.Reasons {
+		if v.Observation.Reasons[i].Code == state.RunHealthLeftoverProcesses {
+			r = &v.Observation.Reasons[i]
+		}
+	}
+	if r == nil {
+		t.Fatalf("no leftover finding: %+v", v.Observation.Reasons)
+	}
+	if len(r.Evidence) != MaxLeftoverDetail+1 || r.Evidence[0].ID != "pid:10000:8" || r.Evidence[MaxLeftoverDetail-1].ID != fmt.Sprintf("pid:%d:8", 10000+MaxLeftoverDetail-1) ||
+		r.Evidence[MaxLeftoverDetail].ID != "more:19900" {
+		t.Errorf("%d evidence lines from %s to %s, want the first %d by pid and more:19900", len(r.Evidence), r.Evidence[0].ID, r.Evidence[len(r.Evidence)-1].ID, MaxLeftoverDetail)
+	}
+	if got := Leftovers(&store.Entity{Reasons: v.Observation.Reasons}); len(got) != MaxLeftoverDetail {
+		t.Errorf("Leftovers names %d processes, want the %d in detail (the count is never signalled)", len(got), MaxLeftoverDetail)
+	}
+	want := "pid 4242 exited with status 0; 20000 descendants still running (worker-0 ×4, worker-1 ×4, worker-2 ×4, worker-3 ×4, worker-4 ×4, worker-5 ×4, worker-6 ×4, worker-7 ×4, 4992 other commands); the first 100 by pid in the evidence"
+	if r.Message != want {
+		t.Errorf("message %q, want %q", r.Message, want)
+	}
+	if len(r.Message) > 400 {
+		t.Errorf("message of %d bytes", len(r.Message))
 	}
 }
 

@@ -3,6 +3,7 @@ package live
 import (
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,7 +141,8 @@ func compareKeys(a, b *record) int {
 func (e *record) coded() bool { return len(e.codes) > 0 || len(e.items) > 0 }
 
 // leftovers counts the processes e's leftover finding names: one evidence
-// line each, identified "pid:<pid>:<start ticks>" (judge's leftoverID).
+// line each, identified "pid:<pid>:<start ticks>" (judge's leftoverID),
+// and those counted past the detail ("more:<n>").
 // Only the finding counts, what the last look saw, not an end's list of
 // what exec left behind (judge.Leftovers reads both), which the next look
 // turns into the finding or drops.
@@ -155,6 +157,12 @@ func (e *record) leftovers() int {
 			for _, ev := range r.Evidence {
 				if strings.HasPrefix(ev.ID, "pid:") {
 					n++
+				} else if rest, ok := strings.CutPrefix(ev.ID, "more:"); ok {
+					// Those past judge.MaxLeftoverDetail, counted in one
+					// line (judge.LeftoverMorePrefix).
+					if m, err := strconv.Atoi(rest); err == nil && m > 0 {
+						n += m
+					}
 				}
 			}
 		}

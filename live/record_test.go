@@ -296,6 +296,11 @@ func TestLeftoversCounted(t *testing.T) {
 			tr := leftover(pid("pid:5:6"))
 			e.TransitionReason, e.Reasons = &tr, []state.StateReason{leftover(pid("pid:1:2"))}
 		}, 1},
+		{"past the detail, counted in one line", func(e *store.Entity) {
+			r := leftover(pid("pid:1:2"), pid("pid:3:4"), pid("more:19998"), pid("more:x"))
+			r.FirstSeen = unixtime.Of(testNow.UTC())
+			e.Reasons = []state.StateReason{r}
+		}, 20000},
 		{"the findings whole", func(e *store.Entity) {
 			r := leftover(pid("pid:1:2"), pid("pid:3:4"))
 			r.FirstSeen = unixtime.Of(testNow.UTC())

@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
+	"io"
 	"io/fs"
 	"maps"
 	"net/http"
@@ -36,6 +37,7 @@ import (
 
 	"watchdog/attention"
 	"watchdog/docs"
+	"watchdog/internal/ctlesc"
 	"watchdog/live"
 	"watchdog/state"
 	"watchdog/store"
@@ -1022,7 +1024,9 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	// Scripts and styles only from this daemon; no frames of it elsewhere.
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 	w.WriteHeader(status)
-	_, _ = w.Write([]byte(b.String())) // the client went away; nothing left to tell it
+	// A reason's message or a command's stderr in evidence may hold ESC,
+	// BEL or OSC sequences: shown as text (\u001b), never sent raw.
+	_, _ = io.WriteString(w, ctlesc.String(b.String())) // the client went away; nothing left to tell it
 }
 
 func (h *Handler) notFound(w http.ResponseWriter, r *http.Request, msg string) {

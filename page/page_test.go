@@ -302,6 +302,30 @@ func TestLabelsAndMessagesAreEscaped(t *testing.T) {
 	}
 }
 
+// TestControlBytesNeverSent (issue 37): a message holding ESC, BEL and
+// OSC sequences (a command's stderr does) is shown escaped, and no page
+// sends a raw control byte.
+func TestControlBytesNeverSent(t *testing.T) {
+	e := newEnv(t, "")
+	e.register("session", "c", "plain", "running")
+	e.move("session", "c", "failed", state.RunFailedExitNonzero, "boom \x1b[31mRED\x07 \x1b]0;title\x07 \u009b2J del\x7f")
+	for _, path := range []string{"/", "/entities/session/c"} {
+		body := e.page(path)
+		for i := 0; i < len(body); i++ {
+			if c := body[i]; c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+				t.Errorf("%s sends the raw control byte %#x at %d: %q", path, c, i, body[max(0, i-20):min(len(body), i+20)])
+				break
+			}
+		}
+		if strings.Contains(body, "\u009b") {
+			t.Errorf("%s sends a raw C1 control (U+009B)", path)
+		}
+		if !strings.Contains(body, `boom \u001b[31mRED\u0007`) {
+			t.Errorf("%s does not show the message's control characters escaped", path)
+		}
+	}
+}
+
 // TestEntityPage: the chain, the pill, the reasons with their evidence,
 // and the transitions timeline, paged.
 func TestEntityPage(t *testing.T) {

@@ -23,6 +23,10 @@
 #               ones (issue 37), against no flood:
 #               /readyz and registrations, ok/timeouts/p99 (ADR-0034);
 #               -flood-baseline BIN measures an older binary beside it
+#   readers     8 connections that never read (SO_RCVBUF 4096), each asking
+#               for the largest list, against 300 entities of about 280 KB:
+#               VmRSS before, at the peak, and how soon it is back
+#               (issue 37); -readers-baseline BIN measures an older binary
 #   memory      the daemon's anonymous RSS (RssAnon) with an empty store and
 #               per entity after registering 10,000 and 100,000 running
 #               sessions over the API (about 5 minutes);

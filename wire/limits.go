@@ -63,6 +63,11 @@ const (
 	// limit of GET /api/v1/entities.
 	DefaultEntitiesPage = 500
 	MaxEntitiesPage     = 5000
+	// MaxListBytes is the byte budget of one GET /api/v1/entities answer:
+	// its items are encoded one at a time as they are written, and the
+	// page ends (with next) at the first item that would take it past
+	// the budget, whatever the limit; one item is always sent.
+	MaxListBytes = 8 << 20
 )
 
 // ErrOverLimit marks a field over one of the limits above; the message

@@ -334,3 +334,57 @@ func TestAttentionCommandHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// TestTextOutputNeverRawControl (issue 37): a reason's message holding
+// ESC, BEL and OSC sequences is printed escaped by attention and status,
+// text and JSON alike, and no raw control byte reaches the terminal.
+func TestTextOutputNeverRawControl(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "watchdog.db")
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &transitions.Writer{Store: st}
+	running := "running"
+	if _, err := w.Register(ctx, transitions.Registration{Entity: store.Entity{Type: "session", ID: "c", Lifecycle: &running}, Actor: transitions.ActorOrchestrator}); err != nil {
+		t.Fatal(err)
+	}
+	msg := "boom \x1b[31mRED\x07 \x1b]0;title\x07 \u009b2J del\x7f"
+	if _, err := w.Transition(ctx, transitions.Request{Type: "session", ID: "c", To: "failed", Actor: transitions.ActorOrchestrator,
+		Reason: &state.StateReason{Code: state.RunFailedExitNonzero, Message: msg, Evidence: []state.EvidenceRef{{Kind: state.EvidenceToolResult, Detail: "stderr \x1b[2J"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for _, args := range [][]string{
+		{"attention", "--db", path},
+		{"attention", "--db", path, "--json"},
+		{"status", "--db", path},
+		{"status", "--db", path, "--json"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d, %s", args, code, errb.String())
+		}
+		for _, b := range [][]byte{out.Bytes(), errb.Bytes()} {
+			for i, c := range b {
+				if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+					t.Errorf("%v: raw control byte %#x at %d: %q", args, c, i, b[max(0, i-20):min(len(b), i+20)])
+					break
+				}
+			}
+			if bytes.Contains(b, []byte("\u009b")) {
+				t.Errorf("%v: raw C1 control U+009B in %q", args, b)
+			}
+		}
+		if args[len(args)-1] == "--json" {
+			if !strings.Contains(out.String(), `\u001b[31mRED\u0007`) {
+				t.Errorf("%v: the message's escapes are not JSON's: %s", args, out.String())
+			}
+			continue
+		}
+		if args[0] == "attention" && !strings.Contains(out.String(), `boom \u001b[31mRED\u0007 \u001b]0;title\u0007 \u009b2J del\u007f`) {
+			t.Errorf("%v: the message is not shown escaped:\n%s", args, out.String())
+		}
+	}
+}

@@ -68,7 +68,7 @@ reached, the command still runs, unwatched, and exec says so on stderr.`,
 				return withCode(runner.ExitUsage, err)
 			}
 			open := func(ctx context.Context) (runner.Sink, error) { return to.Open(ctx, true, true) }
-			stdio := runner.Stdio{Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
+			stdio := runner.Stdio{Stdin: cmd.InOrStdin(), Stdout: rawWriter(cmd.OutOrStdout()), Stderr: rawWriter(cmd.ErrOrStderr())}
 			return runner.Run(cmd.Context(), o, args, open, stdio)
 		},
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"watchdog/internal/ctlesc"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -67,7 +69,12 @@ func usageError(format string, args ...any) error {
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
-	root.SetOut(stdout)
+	// Every text the command line prints passes through ctlesc: what a
+	// client or a process wrote (a reason, a command's stderr, a process
+	// name) may hold escape sequences that would act on the terminal.
+	// exec hands its child the writers beneath (rawWriter).
+	stderr = ctlesc.NewWriter(stderr)
+	root.SetOut(ctlesc.NewWriter(stdout))
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteC()
 	if err == nil {

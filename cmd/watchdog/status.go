@@ -217,7 +217,11 @@ func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList
 			}
 		}
 		if tty {
-			frame = "\x1b[H\x1b[2J" + frame
+			// The redraw's own sequence, the one control sequence this
+			// command line writes: past the escaping of the frame.
+			if err := writeRaw(w, "\x1b[H\x1b[2J"); err != nil {
+				return err
+			}
 		} else {
 			frame += "\n"
 		}
@@ -235,10 +239,26 @@ func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList
 // isTerminal reports whether w is a terminal, where a frame may clear the
 // screen.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := rawWriter(w).(*os.File)
 	if !ok {
 		return false
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// rawWriter is the writer under the command line's escaping (ctlesc),
+// or w itself.
+func rawWriter(w io.Writer) io.Writer {
+	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
+		return u.Unwrap()
+	}
+	return w
+}
+
+// writeRaw writes s past the escaping: a control sequence of the command
+// line's own.
+func writeRaw(w io.Writer, s string) error {
+	_, err := io.WriteString(rawWriter(w), s)
+	return err
 }

@@ -24,6 +24,10 @@
 //	            -flood-bodies slow-body ones (its fds bounded by
 //	            prlimit): /readyz and registrations, each on a new
 //	            connection, against no flood (flood.go)
+//	readers     -readers-conns connections that never read, each asking
+//	            for the largest list, against -readers-n entities of
+//	            about 280 KB: VmRSS before, at the peak and after
+//	            (readers.go)
 //	memory      the daemon's anonymous RSS empty and after registering
 //	            each size of -memory-n running sessions, per added entity,
 //	            beside -memory-baseline's (memory.go)
@@ -80,11 +84,15 @@ type options struct {
 	samples         int    // requests per read timing of the stores part
 	pgDSN           string // an existing PostgreSQL server; "" starts one
 	// The flood part (flood.go).
-	floodN, floodNofile    int
-	floodBodies            int
-	floodLoads             string
-	floodFor, floodTimeout time.Duration
-	floodBaseline          string
+	floodN, floodNofile int
+	floodBodies         int
+	// The readers part (readers.go).
+	readersN, readersConns     int
+	readersHold, readersSettle time.Duration
+	readersBaseline            string
+	floodLoads                 string
+	floodFor, floodTimeout     time.Duration
+	floodBaseline              string
 	// The idle part's quiet figures (quiet.go).
 	straceWindow time.Duration
 	baseline     string // a watchdog binary measured idle beside this one
@@ -99,7 +107,7 @@ type options struct {
 }
 
 // allParts are the values of -run, in the order they run.
-var allParts = []string{"idle", "deaths", "scale", "throughput", "stores", "flood", "memory", "fleet", "fdlimit"}
+var allParts = []string{"idle", "deaths", "scale", "throughput", "stores", "flood", "readers", "memory", "fleet", "fdlimit"}
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -126,6 +134,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.straceWindow, "strace-window", 20*time.Second, "after the idle window, how long strace counts fsyncs (0: not counted)")
 	fs.StringVar(&o.baseline, "baseline", "", "another watchdog binary (an older build) measured idle on the same processes right after this one: the quiet figures side by side")
 	floodFlags(fs, &o)
+	readersFlags(fs, &o)
 	var memoryN string
 	memoryFlags(fs, &o, &memoryN)
 	fdlimitFlags(fs, &o)
@@ -170,6 +179,11 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.parts["flood"] {
 		if err := checkFlood(o); err != nil {
+			return o, err
+		}
+	}
+	if o.parts["readers"] {
+		if err := checkReaders(o); err != nil {
 			return o, err
 		}
 	}
@@ -322,6 +336,11 @@ func (r *runner) all(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.o.parts["readers"] {
+		if err := r.readers(ctx); err != nil {
+			return err
+		}
+	}
 	if r.o.parts["memory"] {
 		if err := r.memory(ctx); err != nil {
 			return err
@@ -342,6 +361,7 @@ func (r *runner) all(ctx context.Context) error {
 		r.res.printStores(os.Stdout, r.o)
 	}
 	r.res.printFlood(os.Stdout, r.o)
+	r.res.printReaders(os.Stdout, r.o)
 	r.res.printMemory(os.Stdout, r.o)
 	r.res.printFleet(os.Stdout, r.o)
 	r.res.printFdlimit(os.Stdout, r.o)

@@ -22,6 +22,7 @@ type results struct {
 	sqlite, postgres    storeFigures // the stores part
 	pgVersion           string       // its server's version()
 	flood               []floodFigures
+	readers             []readerFigures
 	memory              []memFigures
 	fdlimit             *fdlimitFigures
 	fleet               *fleetFigures
