@@ -46,6 +46,8 @@ func TestOverLimitIs422AndChangesNothing(t *testing.T) {
 			"label: 300 bytes, over the 256-byte limit"},
 		{"long id", "/api/v1/entities", `{"type":"session","id":"` + strings.Repeat("i", 300) + `"}`, 422,
 			"id: 300 bytes, over the 256-byte limit"},
+		{"id one over", "/api/v1/entities", `{"type":"session","id":"` + strings.Repeat("i", wire.MaxID+1) + `"}`, 422,
+			"id: 257 bytes, over the 256-byte limit"},
 		{"65 lock files", "/api/v1/entities", `{"type":"session","id":"s-2","lock_files":["/l"` + strings.Repeat(`,"/l"`, 64) + `]}`, 422,
 			"lock_files: 65 items, over the 64-item limit"},
 		{"long heartbeat path", "/api/v1/entities", `{"type":"session","id":"s-2","heartbeat_file":"/` + strings.Repeat("h", 5000) + `"}`, 422,
@@ -292,6 +294,21 @@ func TestEntityListPages(t *testing.T) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(e.do("GET", "/api/v1/entities", "").body, &raw); err != nil || raw["next"] != nil {
 		t.Errorf("a last page has no next: %v %s", err, raw["next"])
+	}
+}
+
+// TestIDsUpToTheLimit: an id of 201 to 256 characters is taken, as the
+// reference's limit says (issue 37: the shape check stopped at 200).
+func TestIDsUpToTheLimit(t *testing.T) {
+	e := newEnv(t)
+	for _, n := range []int{200, 201, wire.MaxID} {
+		id := strings.Repeat("i", n)
+		if r := e.do("POST", "/api/v1/entities", `{"type":"session","id":"`+id+`","lifecycle":"running"}`); r.status != 201 {
+			t.Errorf("an id of %d characters: %d %s, want 201", n, r.status, r.body)
+		}
+		if r := e.do("GET", "/api/v1/entities/session/"+id, ""); r.status != 200 {
+			t.Errorf("read back the id of %d characters: %d", n, r.status)
+		}
 	}
 }
 

@@ -82,8 +82,13 @@ func newConnLimiter(maxConns int, shed func(reason string)) *connLimiter {
 // l: the TCP port's and the local socket's share one limiter.
 func (l *connLimiter) server(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:   l.handler(h),
-		ConnState: func(c net.Conn, s http.ConnState) { l.track(rawConn(c), s) },
+		// HTTP/1.1 only, TLS included (a non-nil empty map keeps net/http
+		// and exporter-toolkit from offering h2): one request at a time
+		// per connection is what the limiter counts, reads the body of
+		// and evicts (ADR-0063).
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		Handler:      l.handler(h),
+		ConnState:    func(c net.Conn, s http.ConnState) { l.track(rawConn(c), s) },
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			c = rawConn(c)
 			return api.PeerContext(page.ConnContext(context.WithValue(ctx, connKey{}, c), c), c)

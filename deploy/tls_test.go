@@ -124,6 +124,16 @@ func TestWebConfigTLSScrapedByPrometheus(t *testing.T) {
 	if a, err := do(tlsClient, "GET", base+"/metrics", "prom", "scrape-pass", ""); err != nil || a.code != 200 || !strings.Contains(a.body, "watchdog_entities") {
 		t.Errorf("/metrics over HTTPS with the password: %d %v", a.code, err)
 	}
+	// HTTP/1.1 only (ADR-0063): a client offering h2 is answered in 1.1.
+	h2 := &http.Client{Timeout: requestCeiling, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	if req, err := http.NewRequest("GET", base+"/healthz", nil); err == nil {
+		req.SetBasicAuth("prom", "scrape-pass")
+		if resp, err := h2.Do(req); err != nil || resp.ProtoMajor != 1 {
+			t.Errorf("a client offering h2: %v %v, want HTTP/1.1", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	}
 
 	// The page behind basic auth: the sign-in form, then the token traded
 	// for a Secure session cookie; the browser keeps sending basic auth.

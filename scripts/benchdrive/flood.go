@@ -33,10 +33,10 @@ import (
 
 // floodFigures are one daemon's figures under one load.
 type floodFigures struct {
-	bin, load      string
-	readyz, writes reqFigures
-	shed           string // watchdog_http_connections_shed_total after the run, "-" if absent
-	connected      int64  // slow connections opened (reconnections included)
+	bin, load               string
+	readyz, healthz, writes reqFigures
+	shed                    string // watchdog_http_connections_shed_total after the run, "-" if absent
+	connected               int64  // slow connections opened (reconnections included)
 }
 
 // reqFigures are the outcomes of one kind of request.
@@ -172,6 +172,10 @@ func (r *runner) floodOne(ctx context.Context, tag, bin, load string) (floodFigu
 			d, code, err := timedRequest(ctx, http.MethodGet, w.base+"/readyz", nil, r.o.floodTimeout)
 			mu.Lock()
 			fig.readyz.add(d, code, err, r.o.floodTimeout)
+			mu.Unlock()
+			d, code, err = timedRequest(ctx, http.MethodGet, w.base+"/healthz", nil, r.o.floodTimeout)
+			mu.Lock()
+			fig.healthz.add(d, code, err, r.o.floodTimeout)
 			mu.Unlock()
 		}
 	})
@@ -309,10 +313,10 @@ func (res *results) printFlood(w io.Writer, o options) {
 		return
 	}
 	fmt.Fprintf(w, "\nflood: %d slow-header connections (held: opened once; flood: re-opened whenever closed), or %d slow-body ones (bodies: whole headers, Content-Length 200000, then a byte a second; re-opened whenever closed), daemon under prlimit --nofile=%d, %s per row;\n"+
-		"GET /readyz every 50 ms and POST /api/v1/entities from %d clients, each on a new connection, deadline %s\n",
+		"GET /readyz then /healthz every 50 ms and POST /api/v1/entities from %d clients, each on a new connection, deadline %s\n",
 		o.floodN, o.floodBodies, o.floodNofile, o.floodFor, o.clients, o.floodTimeout)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "binary\tload\treadyz ok/n\t≤1 s\ttimeouts\tfailed\tp50\tp99\twrites ok/n\ttimeouts\tfailed\tp50\tp99\tslow conns opened\tshed")
+	fmt.Fprintln(tw, "binary\tload\treadyz ok/n\t≤1 s\ttimeouts\tfailed\tp50\tp99\thealthz ≤1 s\twrites ok/n\ttimeouts\tfailed\tp50\tp99\tslow conns opened\tshed")
 	var base [2]time.Duration // the "none" row's p99s of the binary before
 	for _, f := range res.flood {
 		rp, wp := percentile(f.readyz.lat, 0.99), percentile(f.writes.lat, 0.99)
@@ -325,8 +329,9 @@ func (res *results) printFlood(w io.Writer, o options) {
 			}
 			return fmt.Sprintf("%s (×%.1f)", ms(v), float64(v)/float64(b))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%d\t%d\t%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%d\t%s\n", f.bin, f.load,
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%d\t%d\t%s\t%s\t%s (%d)\t%d/%d\t%d\t%d\t%s\t%s\t%d\t%s\n", f.bin, f.load,
 			f.readyz.ok, f.readyz.n, f.readyz.okWithin(time.Second), f.readyz.timeouts, f.readyz.failed, ms(percentile(f.readyz.lat, 0.5)), ratio(rp, base[0]),
+			f.healthz.okWithin(time.Second), f.healthz.n,
 			f.writes.ok, f.writes.n, f.writes.timeouts, f.writes.failed, ms(percentile(f.writes.lat, 0.5)), ratio(wp, base[1]),
 			f.connected, f.shed)
 	}
@@ -335,7 +340,7 @@ func (res *results) printFlood(w io.Writer, o options) {
 		for _, e := range []struct {
 			what string
 			f    reqFigures
-		}{{"readyz", f.readyz}, {"writes", f.writes}} {
+		}{{"readyz", f.readyz}, {"healthz", f.healthz}, {"writes", f.writes}} {
 			if e.f.firstErr != "" {
 				fmt.Fprintf(w, "  %s %s %s: first failure: %s\n", f.bin, f.load, e.what, e.f.firstErr)
 			}

@@ -78,8 +78,8 @@ func TestExecExitMapping(t *testing.T) {
 		{"killed by SIGTERM", nil, []string{"sh", "-c", "kill -TERM $$"}, 143, "cancelled", "run.cancelled.sigterm"},
 		{"killed by SIGKILL", nil, []string{"sh", "-c", "kill -KILL $$"}, 137, "failed", "run.failed.signal"},
 		{"workflow killed by SIGTERM", []string{"--type", "workflow"}, []string{"sh", "-c", "kill -TERM $$"}, 143, "cancelled", "run.cancelled.sigterm"},
-		{"timeout", []string{"--timeout", "300ms"}, []string{"sleep", "30"}, 124, "timed_out", "run.timed_out.deadline"},
-		{"timeout, SIGTERM ignored, then SIGKILL", []string{"--timeout", "300ms", "--kill-after", "300ms"},
+		{"timeout", []string{"--timeout", "1s"}, []string{"sleep", "30"}, 124, "timed_out", "run.timed_out.deadline"},
+		{"timeout, SIGTERM ignored, then SIGKILL", []string{"--timeout", "1s", "--kill-after", "300ms"},
 			[]string{"sh", "-c", `trap "" TERM; exec sleep 30`}, 124, "timed_out", "run.timed_out.deadline"},
 	}
 	for i, c := range cases {

@@ -70,7 +70,7 @@ func TestNumbersOutOfRangeRefusedEndToEnd(t *testing.T) {
 			"pid_start_time: 9.3e18 is out of range"},
 		{"timeout_seconds 1e18", "/api/v1/entities",
 			`{"type":"session","id":"s-1","timeout_seconds":1e18}`,
-			"timeout_seconds: 1e18 is out of range: want seconds after 0 up to 31536000 (365 days), or 0 for none"},
+			"timeout_seconds: 1e18 is out of range: want seconds from 1 to 31536000 (365 days), or 0 for none"},
 		{"snooze until 1e300", "/api/attention/snooze",
 			`{"fingerprint":"session:s-1:run.health.stalled","until":1e300}`,
 			"until: 1e300 is out of range: want Unix seconds after "},
