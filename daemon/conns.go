@@ -132,11 +132,14 @@ func rawConn(c net.Conn) net.Conn {
 //     more are answered 503 at once. So at least connReserve connections
 //     are always waiting (evictable) or probes, and a probe on a new
 //     connection always gets in;
-//   - a request whose body is still arriving is evictable too (after
-//     those waiting for headers, in the accept path), and a request over
-//     the cap evicts the longest such one before it is answered 503: a
-//     slow body holds a place only until someone needs it, and at most
-//     bodyGrace plus its length at bodyMinRate in any case.
+//   - a request whose body is still arriving is evictable too, and so
+//     is one whose headers are read but which the handler has not taken
+//     yet (exporter-toolkit's basic auth answers some before it); the
+//     accept path evicts whichever has waited longest, and a request over
+//     the cap evicts the longest-arriving body before it is answered 503:
+//     a slow body holds a place only until someone needs it, and at most
+//     bodyGrace plus its length at bodyMinRate in any case. A probe or a
+//     GET with a body is answered and closed without reading it.
 //
 // A connection cannot be judged by its request before the headers
 // arrive, which is why waiting connections are the ones given up: the
@@ -155,9 +158,11 @@ type connLimiter struct {
 	// waits for a request's headers, nil while a request is served.
 	conns map[net.Conn]*list.Element
 	// waiting orders the waiting connections (waiter), the longest
-	// waiting first; reading those whose request's body is still
-	// arriving. A connection's element is in one of them, or none.
-	waiting, reading list.List
+	// waiting first; starting those whose request's headers are read but
+	// which the limiter's handler has not taken yet (no place of the cap
+	// held); reading those whose request's body is still arriving (a
+	// place held). A connection's element is in one of them, or none.
+	waiting, starting, reading list.List
 	// busy counts the general requests being served.
 	busy atomic.Int64
 }
@@ -194,7 +199,7 @@ func (l *connLimiter) admit(c net.Conn) bool {
 	l.mu.Lock()
 	var victim net.Conn
 	if len(l.conns) >= l.open {
-		victim = l.evictLocked(&l.waiting, &l.reading)
+		victim = l.evictLocked(&l.waiting, &l.starting, &l.reading)
 		if victim == nil {
 			l.mu.Unlock()
 			c.Close() //nolint:errcheck // refused; nothing to tell it
@@ -269,8 +274,7 @@ func (l *connLimiter) setReading(c net.Conn, on bool) {
 		return // evicted meanwhile
 	}
 	if e != nil {
-		l.waiting.Remove(e)
-		l.reading.Remove(e)
+		l.unlist(e)
 		l.conns[c] = nil
 	}
 	if on {
@@ -290,22 +294,33 @@ func (l *connLimiter) track(c net.Conn, s http.ConnState) {
 	}
 	switch s {
 	case http.StateIdle:
-		if e == nil {
-			l.conns[c] = l.waiting.PushBack(waiter{c, time.Now()})
-		}
-	case http.StateActive:
 		if e != nil {
-			l.waiting.Remove(e)
-			l.reading.Remove(e)
-			l.conns[c] = nil
+			l.unlist(e)
 		}
+		l.conns[c] = l.waiting.PushBack(waiter{c, time.Now()})
+	case http.StateActive:
+		// Its headers are read; until the limiter's handler takes it, it
+		// stays evictable (starting, from now): what answers it before
+		// that (exporter-toolkit's basic auth) may leave its body to be
+		// read as slowly as the client sends it.
+		if e != nil {
+			l.unlist(e)
+		}
+		l.conns[c] = l.starting.PushBack(waiter{c, time.Now()})
 	case http.StateClosed, http.StateHijacked:
 		if e != nil {
-			l.waiting.Remove(e)
-			l.reading.Remove(e)
+			l.unlist(e)
 		}
 		delete(l.conns, c)
 	}
+}
+
+// unlist takes e out of whichever list holds it (list.Remove of another
+// list's element does nothing); l.mu is held.
+func (l *connLimiter) unlist(e *list.Element) {
+	l.waiting.Remove(e)
+	l.starting.Remove(e)
+	l.reading.Remove(e)
 }
 
 // counts are the open connections, waiting (for headers or a body) and
@@ -313,7 +328,7 @@ func (l *connLimiter) track(c net.Conn, s http.ConnState) {
 func (l *connLimiter) counts() (waiting, active int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w := l.waiting.Len() + l.reading.Len()
+	w := l.waiting.Len() + l.starting.Len() + l.reading.Len()
 	return w, len(l.conns) - w
 }
 
@@ -337,16 +352,23 @@ func isProbe(r *http.Request) bool {
 // bodyMinRate (gateBody), its connection evictable until it has.
 func (l *connLimiter) handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := r.Context().Value(connKey{}).(net.Conn)
+		if c != nil {
+			l.setReading(c, false) // taken: not evicted for another
+		}
 		if isProbe(r) {
+			if r.ContentLength != 0 {
+				// A probe has no body to read: answered, and closed, not
+				// drained at the client's pace.
+				closeUnread(w)
+			}
 			h.ServeHTTP(w, r)
 			return
 		}
 		defer l.busy.Add(-1)
 		if l.busy.Add(1) > int64(l.max) && !l.evictReader() {
 			l.shed(metrics.ShedBusy)
-			w.Header().Set("Connection", "close")
-			// net/http would read up to 256 KiB of an unread body first.
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // only a foreign writer refuses
+			closeUnread(w)
 			w.Header().Set("Retry-After", "1")
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Cache-Control", "no-store")
@@ -357,12 +379,26 @@ func (l *connLimiter) handler(h http.Handler) http.Handler {
 			})
 			return
 		}
-		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok && r.ContentLength != 0 {
+		switch {
+		case r.ContentLength == 0:
+		case r.Method == http.MethodGet || r.Method == http.MethodHead:
+			// No GET reads a body: answered, and closed, not drained.
+			closeUnread(w)
+		case c != nil:
 			g := l.gateBody(w, r, c)
 			defer g.done()
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// closeUnread makes the answer close its connection without reading what
+// is left of the request's body: net/http would otherwise read up to 256
+// KiB of it first, as slowly as the client sends it, even with
+// Connection: close; a read deadline already past ends that read at once.
+func closeUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // only a foreign writer refuses; then bounded by readTimeout
 }
 
 // connKey carries a request's connection in its context (ConnContext).

@@ -81,10 +81,12 @@ func parseLeftoverID(id string) (LeftoverRef, bool) {
 }
 
 // MaxLeftoverDetail is how many leftover processes the finding names in
-// detail (its evidence, and so what kill_leftovers may signal at once):
-// the first by pid. The message counts them all. 20,000 leftovers made a
-// 4.6 MB entity read and an 8.3 MB queue; the rest are named once the
-// first are gone.
+// detail (its evidence, and so what kill_leftovers may signal): the first
+// by pid. The message and a "more:N" line count the rest. 20,000
+// leftovers made a 4.6 MB entity read and an 8.3 MB queue. Once the
+// entity has ended only the named ones are followed (the root's tree is
+// forgotten at the end): the rest drop out of the finding
+// (docs/reference/state-model.md says so).
 const MaxLeftoverDetail = 100
 
 // maxLeftoverNames is how many distinct commands the message names.

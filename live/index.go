@@ -155,15 +155,7 @@ func (e *record) leftovers() int {
 				continue
 			}
 			for _, ev := range r.Evidence {
-				if strings.HasPrefix(ev.ID, "pid:") {
-					n++
-				} else if rest, ok := strings.CutPrefix(ev.ID, "more:"); ok {
-					// Those past judge.MaxLeftoverDetail, counted in one
-					// line (judge.LeftoverMorePrefix).
-					if m, err := strconv.Atoi(rest); err == nil && m > 0 {
-						n += m
-					}
-				}
+				n += leftoversOf(ev.ID)
 			}
 		}
 		return n
@@ -174,13 +166,24 @@ func (e *record) leftovers() int {
 		if r.code() != state.RunHealthLeftoverProcesses {
 			continue
 		}
-		r.eachMore(func(m *evidenceMore) {
-			if strings.HasPrefix(m.id, "pid:") {
-				n++
-			}
-		})
+		r.eachMore(func(m *evidenceMore) { n += leftoversOf(m.id) })
 	}
 	return n
+}
+
+// leftoversOf is how many processes one evidence line of the finding
+// counts: one for "pid:…", n for "more:n" (those past
+// judge.MaxLeftoverDetail, judge.LeftoverMorePrefix), none otherwise.
+func leftoversOf(id string) int {
+	if strings.HasPrefix(id, "pid:") {
+		return 1
+	}
+	if rest, ok := strings.CutPrefix(id, "more:"); ok {
+		if m, err := strconv.Atoi(rest); err == nil && m > 0 {
+			return m
+		}
+	}
+	return 0
 }
 
 // edit is one batch's worth of changes to the index's sorted lists.

@@ -301,6 +301,9 @@ func TestLeftoversCounted(t *testing.T) {
 			r.FirstSeen = unixtime.Of(testNow.UTC())
 			e.Reasons = []state.StateReason{r}
 		}, 20000},
+		{"past the detail, in pieces (times to the microsecond)", func(e *store.Entity) {
+			e.Reasons = []state.StateReason{leftover(pid("pid:1:2"), pid("pid:3:4"), pid("more:19998"))}
+		}, 20000},
 		{"the findings whole", func(e *store.Entity) {
 			r := leftover(pid("pid:1:2"), pid("pid:3:4"))
 			r.FirstSeen = unixtime.Of(testNow.UTC())

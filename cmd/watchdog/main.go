@@ -73,8 +73,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// client or a process wrote (a reason, a command's stderr, a process
 	// name) may hold escape sequences that would act on the terminal.
 	// exec hands its child the writers beneath (rawWriter).
-	stderr = ctlesc.NewWriter(stderr)
-	root.SetOut(ctlesc.NewWriter(stdout))
+	out, errw := ctlesc.NewWriter(stdout), ctlesc.NewWriter(stderr)
+	defer out.Flush()  //nolint:errcheck // the reader went away: nothing left to tell it
+	defer errw.Flush() //nolint:errcheck // as above
+	stderr = errw
+	root.SetOut(out)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteC()
 	if err == nil {

@@ -94,6 +94,18 @@ func (e *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Flush writes a rune still cut short (its bytes \xNN: no more are
+// coming).
+func (e *Writer) Flush() error {
+	if len(e.pend) == 0 {
+		return nil
+	}
+	e.buf, _ = appendEscaped(e.buf[:0], e.pend, false)
+	e.pend = e.pend[:0]
+	_, err := e.w.Write(e.buf)
+	return err
+}
+
 // WriteRaw writes s as it is: the caller's own control sequences (a
 // redraw clearing the screen).
 func (e *Writer) WriteRaw(s string) error {

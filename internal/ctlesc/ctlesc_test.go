@@ -63,3 +63,19 @@ func TestJSONStaysJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestFlushWritesACutRune: bytes of a rune whose end never comes are
+// written escaped at Flush, not dropped.
+func TestFlushWritesACutRune(t *testing.T) {
+	var b bytes.Buffer
+	w := NewWriter(&b)
+	if _, err := w.Write([]byte("end \xe2\x9c")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != `end \xe2\x9c` {
+		t.Errorf("flushed %q", b.String())
+	}
+}

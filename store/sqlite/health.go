@@ -32,9 +32,10 @@ const minFreeBytes = 1 << 20
 // before it begins: the checkpoint its commit may run, which copies at
 // most walCheckpointPages frames into the database file (each possibly a
 // new page), and the transaction's own frames (a group of writes; 256
-// KiB is about a hundred registrations with full metadata). Checked
-// before every write, so that no write crosses the reserve (issue 37:
-// checked only after a failure, two fills drove free space to 0 bytes).
+// KiB is about a hundred registrations with full metadata; a group of
+// larger writes may take more). Checked before every write, so that
+// writes stop short of the reserve (issue 37: checked only after a
+// failure, two fills drove free space to 0 bytes).
 const writeHeadroom = walCheckpointPages*4096 + 256<<10
 
 // shortBelow is the free space below which a write is refused: the
