@@ -64,7 +64,7 @@ func (q Queue) Text() string {
 				}
 				if it.Dismissed {
 					if !it.SnoozedUntil.IsZero() {
-						summary += fmt.Sprintf(" [snoozed, %s left]", state.FormatAge(it.SnoozedUntil.Sub(now.Time)))
+						summary += fmt.Sprintf(" [snoozed, %s left]", state.FormatLeft(it.SnoozedUntil.Sub(now.Time)))
 					} else {
 						summary += " [dismissed]"
 					}

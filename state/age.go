@@ -28,3 +28,30 @@ func FormatAge(d time.Duration) string {
 	}
 	return strconv.FormatInt(n, 10) + unit
 }
+
+// FormatLeft is a time still to run as a person reads a countdown: two
+// units, rounded to the nearest of the smaller ("3h 59m", "4h" right
+// after a 4-hour snooze, "2d 3h", "45s"), where FormatAge's one unit
+// truncated would say "3h" for three hours and fifty-nine minutes.
+func FormatLeft(d time.Duration) string {
+	if d < time.Second {
+		return "0s"
+	}
+	units := []struct {
+		size time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}}
+	for i := 0; i < len(units)-1; i++ {
+		big, small := units[i], units[i+1]
+		if d+small.size/2 < big.size {
+			continue
+		}
+		d = d.Round(small.size)
+		n, rest := int64(d/big.size), int64(d%big.size/small.size)
+		if rest == 0 {
+			return strconv.FormatInt(n, 10) + big.name
+		}
+		return strconv.FormatInt(n, 10) + big.name + " " + strconv.FormatInt(rest, 10) + small.name
+	}
+	return strconv.FormatInt(int64(d.Round(time.Second)/time.Second), 10) + "s"
+}
