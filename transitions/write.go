@@ -50,6 +50,11 @@ type Request struct {
 	// elapsed time to the time since the entity started.
 	Timeout time.Duration
 	Elapsed time.Duration
+	// Exit is how the entity's process ended, as the caller saw it (exec,
+	// its parent): recorded on the entity before the transition, while
+	// it is open, shown on every surface and never acted on. nil: not
+	// told.
+	Exit *state.ExitStatus
 }
 
 // Result is an applied transition.
@@ -192,6 +197,11 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 	}
 
 	at := w.now()
+	if req.Exit != nil {
+		if err := w.recordExit(ctx, g, req, at); err != nil {
+			return Result{}, err
+		}
+	}
 	// The contract is judged before the transaction: file I/O must not
 	// hold the write lock.
 	verdict := w.judgeAtEnd(ctx, g, req, at)
@@ -263,4 +273,38 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	return Result{Before: before, After: after}, nil
+}
+
+// exitRecorder is the store's RecordExit (both drivers have it; a test's
+// fake store may not).
+type exitRecorder interface {
+	RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error)
+}
+
+// recordExit records req.Exit on the entity while it is still open, for
+// a caller that may act on it: the exit status its own parent saw (exec),
+// which the daemon's pidfd may never learn (issue 39). A second write
+// before the transition's: the exit is no lifecycle change, and a crash
+// between the two leaves an open entity whose death is known, which the
+// reaper ends as it would have.
+func (w *Writer) recordExit(ctx context.Context, g *Graph, req Request, at time.Time) error {
+	x := *req.Exit
+	if x.Code < 0 || x.Code > 255 || x.Signal < 0 || x.Signal > 64 {
+		return fmt.Errorf("%w: exit_status: code %d, signal %d: want a code from 0 to 255 or a signal from 1 to 64", ErrInvalidInput, x.Code, x.Signal)
+	}
+	if x.At.IsZero() || x.At.After(at) {
+		x.At = at
+	}
+	rx, ok := w.Store.(exitRecorder)
+	if !ok {
+		return nil
+	}
+	cur, err := w.Store.Get(ctx, g.Type, req.ID)
+	if err != nil || cur.PID <= 0 || cur.Terminal || cur.Lifecycle == nil || !req.Principal.MayActOn(&cur) {
+		return nil // the transition itself says what is wrong, if anything
+	}
+	if _, err := rx.RecordExit(ctx, g.Type, req.ID, cur.PID, x); err != nil {
+		return fmt.Errorf("record the exit status of %s/%s: %w", g.Type, req.ID, err)
+	}
+	return nil
 }

@@ -319,6 +319,10 @@ type Transition struct {
 	Trigger        string  `json:"trigger,omitempty"`
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
 	ElapsedSeconds float64 `json:"elapsed_seconds,omitempty"`
+	// ExitStatus is how the entity's process ended, as the caller saw it
+	// ({code} or {signal}, and at): recorded on the entity, shown, never
+	// acted on.
+	ExitStatus *state.ExitStatus `json:"exit_status,omitempty"`
 }
 
 // Request converts a decoded body into the write path's request. The
@@ -330,6 +334,7 @@ func (t Transition) Request(typ, id, defaultActor string) (transitions.Request, 
 	req := transitions.Request{
 		Type: typ, ID: id, To: t.To, ExpectFrom: t.ExpectFrom, Actor: t.Actor, Trigger: t.Trigger,
 		Timeout: unixtime.Duration(t.TimeoutSeconds), Elapsed: unixtime.Duration(t.ElapsedSeconds),
+		Exit: t.ExitStatus,
 	}
 	if req.Actor == "" {
 		req.Actor = defaultActor

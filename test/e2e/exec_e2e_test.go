@@ -106,6 +106,16 @@ func TestExecExitMapping(t *testing.T) {
 			if strings.HasPrefix(c.name, "killed by SIG") && !strings.Contains(last.Message, c.name) {
 				t.Errorf("message %q does not say %q", last.Message, c.name)
 			}
+			// The exit status exec saw is the entity's (issue 39: it was
+			// null), a code or the signal that killed the child.
+			switch {
+			case e.Exit == nil:
+				t.Errorf("no exit status on the entity, want the one exec saw")
+			case strings.HasPrefix(c.name, "killed by SIG") && !e.Exit.Killed():
+				t.Errorf("exit status %+v, want killed by a signal", *e.Exit)
+			case strings.HasPrefix(c.name, "exit ") && !strings.HasPrefix(c.name, "exit 124 with") && (e.Exit.Killed() || e.Exit.Code != c.wantCode):
+				t.Errorf("exit status %+v, want code %d", *e.Exit, c.wantCode)
+			}
 			if c.wantTo == "timed_out" {
 				// The configured timeout is recorded when exec was given
 				// one; the elapsed time always.

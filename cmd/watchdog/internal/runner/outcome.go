@@ -74,11 +74,18 @@ func (p plan) outcome(out transitions.ExitOutcome, end childEnd, started time.Ti
 	fit := state.StateReason{Message: msg, Evidence: ev}
 	wire.FitReason(&fit)
 	msg, ev = fit.Message, fit.Evidence
+	// How the child ended, as its parent saw it: the entity's exit status
+	// on every surface, which the daemon's pidfd may not learn (issue 39).
+	exit := &state.ExitStatus{Code: end.code, At: now}
+	if end.signal != 0 {
+		exit = &state.ExitStatus{Signal: int(end.signal), At: now}
+	}
 	t := wire.Transition{
 		To:         p.graph.Nearest("running", to),
 		ExpectFrom: "running",
 		Actor:      transitions.ActorExec,
 		Reason:     &wire.Reason{Code: string(code), Message: msg, Evidence: ev},
+		ExitStatus: exit,
 	}
 	if to == "timed_out" {
 		t.TimeoutSeconds = p.reg.TimeoutSeconds
