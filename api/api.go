@@ -301,11 +301,20 @@ func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 		if code >= 400 && w.body != nil && !w.body.ended {
-			w.Header().Set("Connection", "close")
-			_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now()) // a writer without deadlines (tests' recorders) has no connection to hold
+			CloseUnread(w.ResponseWriter)
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// CloseUnread makes the answer close its connection without reading what
+// is left of the request's body: net/http would otherwise read up to 256
+// KiB of it first, as slowly as the client sends it, even with
+// Connection: close; a read deadline already past ends that read at once.
+// The API's refusals and the daemon's connection limiter share it.
+func CloseUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // a writer without deadlines (a test's recorder) has no connection to hold
 }
 
 // readBody notes that its end was read.

@@ -360,7 +360,7 @@ func (l *connLimiter) handler(h http.Handler) http.Handler {
 			if r.ContentLength != 0 {
 				// A probe has no body to read: answered, and closed, not
 				// drained at the client's pace.
-				closeUnread(w)
+				api.CloseUnread(w)
 			}
 			h.ServeHTTP(w, r)
 			return
@@ -368,7 +368,7 @@ func (l *connLimiter) handler(h http.Handler) http.Handler {
 		defer l.busy.Add(-1)
 		if l.busy.Add(1) > int64(l.max) && !l.evictReader() {
 			l.shed(metrics.ShedBusy)
-			closeUnread(w)
+			api.CloseUnread(w)
 			w.Header().Set("Retry-After", "1")
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Cache-Control", "no-store")
@@ -383,22 +383,13 @@ func (l *connLimiter) handler(h http.Handler) http.Handler {
 		case r.ContentLength == 0:
 		case r.Method == http.MethodGet || r.Method == http.MethodHead:
 			// No GET reads a body: answered, and closed, not drained.
-			closeUnread(w)
+			api.CloseUnread(w)
 		case c != nil:
 			g := l.gateBody(w, r, c)
 			defer g.done()
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// closeUnread makes the answer close its connection without reading what
-// is left of the request's body: net/http would otherwise read up to 256
-// KiB of it first, as slowly as the client sends it, even with
-// Connection: close; a read deadline already past ends that read at once.
-func closeUnread(w http.ResponseWriter) {
-	w.Header().Set("Connection", "close")
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // only a foreign writer refuses; then bounded by readTimeout
 }
 
 // connKey carries a request's connection in its context (ConnContext).
