@@ -202,7 +202,7 @@ func TestViewAgreesWithStore(t *testing.T) {
 				}
 				if !aged {
 					for _, c := range d.Codes {
-						reasons[ReasonKey{c, d.State.Severity, e.Entity.HostID}]++
+						reasons[ReasonKey{c, state.ReasonSeverity(c, d.State.Severity, !e.Entity.Terminal), e.Entity.HostID}]++
 					}
 				}
 			})

@@ -224,7 +224,7 @@ func (x *index) change(e *record, sign int, ed *edit) {
 	if sign > 0 {
 		for i := range e.codes {
 			if c := &e.codes[i]; c.id < 0 {
-				c.id = int32(x.reason(ReasonKey{c.code, e.severity(), e.host()}))
+				c.id = int32(x.reason(ReasonKey{c.code, state.ReasonSeverity(c.code, e.severity(), e.open()), e.host()}))
 			}
 		}
 	}
@@ -244,7 +244,7 @@ func (x *index) change(e *record, sign int, ed *edit) {
 		return
 	}
 	for _, c := range e.codes {
-		k := ReasonKey{c.code, e.severity(), e.host()}
+		k := ReasonKey{c.code, state.ReasonSeverity(c.code, e.severity(), e.open()), e.host()}
 		if x.openReasons[k] += sign; x.openReasons[k] == 0 {
 			delete(x.openReasons, k)
 		}

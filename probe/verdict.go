@@ -81,18 +81,40 @@ func (v Verdict) Text() string {
 // (`watchdog probe --pid`). Without a recorded start time the pid cannot
 // be told from a newcomer, but its observed start still dates the
 // heartbeat that never came and newer_than_start.
-func (h *Host) Judge(ctx context.Context, t Subject, th Thresholds, now time.Time) Verdict {
+//
+// The artifacts are due when the run ends, as for the daemon: while the
+// process is alive, artifacts still to come (missing, partial) are "not
+// due yet", never a finding, unless ended (`--ended`: the caller knows
+// the run is over). A process that is gone has ended, and its artifacts
+// are judged. What is there is said either way: "review.md present", or
+// "invalid" for a file that is there and fails its check.
+func (h *Host) Judge(ctx context.Context, t Subject, th Thresholds, ended bool, now time.Time) Verdict {
 	if t.StartTime.IsZero() {
 		if id, err := h.Identify(t.PID); err == nil {
 			t.StartedAt = id.StartTime
 		}
 	}
 	r := h.Probe(ctx, t, th, now)
+	notDue := false
+	if !ended && len(t.Artifacts) > 0 && r.Liveness == Alive &&
+		(r.Delivery == state.DeliveryMissing || r.Delivery == state.DeliveryPartial) {
+		t.SkipArtifacts, notDue = true, true
+		r = h.Probe(ctx, t, th, now)
+	}
 	ns := state.Normalize("running", "", r.Health, r.Delivery, r.Reasons, now)
+	subject := state.ContractSubject(t.Artifacts)
+	display := state.DisplayChain(ns, subject, true) // a process is what it judged
+	if notDue {
+		what := subject
+		if what == "" {
+			what = "Artifacts"
+		}
+		display += state.Separator + what + " not due yet"
+	}
 	return Verdict{
 		State:     ns,
 		Undecided: r.Liveness == Unknown,
-		Display:   state.DisplayChain(ns, state.ContractSubject(t.Artifacts), true), // a process is what it judged
+		Display:   display,
 		Reasons:   r.Reasons,
 		Evidence:  r.Evidence(),
 	}

@@ -1,6 +1,9 @@
 package state
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Separator joins the segments of a display chain.
 const Separator = " · "
@@ -84,7 +87,10 @@ func DeliveryLabel(d Delivery, subject string) string {
 //     show, a team, a schedule, a play without a pid): "Infra OK" there
 //     would claim a check that was never made;
 //  3. delivery, omitted when not_expected, when not yet evaluated (unknown),
-//     and when passed on a terminal success.
+//     and when passed on a terminal success;
+//  4. each finding that sets a severity of its own (FindingSeverity), as
+//     its pill says it: "Completed · Leftover processes", so a chain never
+//     reads as a success on an entity its findings made critical.
 func DisplayChain(s NormalizedState, subject string, judged bool) string {
 	if s.Legacy() {
 		return "Legacy"
@@ -119,6 +125,13 @@ func DisplayChain(s NormalizedState, subject string, judged bool) string {
 	case s.Delivery == DeliveryPassed && isSuccess(s.Outcome):
 	default:
 		parts = append(parts, DeliveryLabel(s.Delivery, subject))
+	}
+	for _, r := range s.Reasons {
+		if _, _, ok := FindingSeverity(r.Code, !ended); ok {
+			if l := findingLabel(r.Code); !slices.Contains(parts, l) {
+				parts = append(parts, l)
+			}
+		}
 	}
 	return strings.Join(parts, Separator)
 }

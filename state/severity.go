@@ -1,5 +1,10 @@
 package state
 
+import (
+	"strings"
+	"time"
+)
+
 // DeriveSeverity is derive_severity of the Unified Entity State Model
 // design: a priority cascade over the
 // three dimensions, first match wins. It is total: any combination,
@@ -71,4 +76,24 @@ func raiseByFindings(sev Severity, tone Tone, open bool, reasons []StateReason) 
 		}
 	}
 	return sev, tone
+}
+
+// ReasonSeverity is the severity one reason carries on its own, held by
+// an entity of severity holder: the severity watchdog_reasons_active
+// counts it under. A finding's is its own (FindingSeverity); an
+// outcome's code (run.completed.exit_zero, run.failed.exit_nonzero) has
+// its outcome's alone, so a success is never critical, even on an entity
+// its leftovers made critical; a health, delivery, blocking, host or
+// reaper code has the holder's: it is what made the holder so.
+func ReasonSeverity(code ReasonCode, holder Severity, open bool) Severity {
+	if s, _, ok := FindingSeverity(code, open); ok {
+		return s
+	}
+	_, rest, _ := strings.Cut(string(code), ".")
+	dim, _, _ := strings.Cut(rest, ".")
+	switch dim {
+	case "health", "delivery", "blocked", "host", "reaper", "outcome":
+		return holder
+	}
+	return Normalize(dim, dim, HealthOK, DeliveryNotExpected, nil, time.Time{}).Severity
 }

@@ -195,6 +195,59 @@ func TestDisplayChainOmissions(t *testing.T) {
 	}
 }
 
+// A finding with a severity of its own is in the chain as in the pills:
+// a completed entity its leftovers made critical never reads "Completed"
+// alone.
+func TestDisplayChainFindings(t *testing.T) {
+	left := []StateReason{{Code: RunCompletedExitZero}, {Code: RunHealthLeftoverProcesses}}
+	tests := []struct {
+		lifecycle, outcome string
+		health             Health
+		want               string
+		sev                Severity
+	}{
+		{"completed", "completed", HealthOK, "Completed · Leftover processes", SeverityCritical},
+		{"running", "", HealthProcessDead, "Running · Process dead · Leftover processes", SeverityCritical},
+		{"running", "", HealthRunning, "Running · Alive · Leftover processes", SeverityWarning},
+	}
+	for _, tt := range tests {
+		s := Normalize(tt.lifecycle, tt.outcome, tt.health, DeliveryNotExpected, left, unixAt(0))
+		if got := DisplayChain(s, "", true); got != tt.want || s.Severity != tt.sev {
+			t.Errorf("%s/%s: %q %s, want %q %s", tt.lifecycle, tt.health, got, s.Severity, tt.want, tt.sev)
+		}
+	}
+}
+
+// Each reason is counted under its own severity: a success code never
+// under critical, whatever its holder's findings made the holder.
+func TestReasonSeverity(t *testing.T) {
+	tests := []struct {
+		code   ReasonCode
+		holder Severity
+		open   bool
+		want   Severity
+	}{
+		{RunCompletedExitZero, SeverityCritical, false, SeverityNeutral},
+		{AgentStoppedProcessExited, SeverityCritical, false, SeverityNeutral},
+		{RunCancelledSigterm, SeverityWarning, false, SeverityNeutral},
+		{RunFailedExitNonzero, SeverityCritical, false, SeverityCritical},
+		{RunTimedOutDeadline, SeverityCritical, false, SeverityWarning},
+		{WorkflowPartialOutcome, SeverityWarning, false, SeverityWarning},
+		{TurnPartialFailedProvider, SeverityCritical, false, SeverityCritical},
+		{RunHealthLeftoverProcesses, SeverityCritical, true, SeverityWarning},
+		{RunHealthLeftoverProcesses, SeverityNeutral, false, SeverityCritical},
+		{RunHealthStalled, SeverityCritical, true, SeverityCritical},
+		{RunDeliveryMissing, SeverityCritical, false, SeverityCritical},
+		{SystemReaperPhantomProcessDead, SeverityCritical, false, SeverityCritical},
+		{PlayBlockedDependencyFailed, SeverityWarning, true, SeverityWarning},
+	}
+	for _, tt := range tests {
+		if got := ReasonSeverity(tt.code, tt.holder, tt.open); got != tt.want {
+			t.Errorf("ReasonSeverity(%s, %s, open %v) = %s, want %s", tt.code, tt.holder, tt.open, got, tt.want)
+		}
+	}
+}
+
 func ExampleDisplayChain() {
 	s := Normalize("running", "", HealthStalled, DeliveryMissing, nil, unixAt(0))
 	fmt.Println(s.Severity, s.Tone, DisplayChain(s, "", true))

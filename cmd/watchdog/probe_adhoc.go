@@ -30,6 +30,7 @@ type probeOptions struct {
 	db            string
 	config        string
 	record        bool
+	ended         bool
 	asJSON        bool
 }
 
@@ -44,7 +45,10 @@ func newProbeCmd() *cobra.Command {
 		Use:   "probe --pid N [flags] | probe --entity TYPE/ID [--db FILE] [--config FILE] [--record] [--json]",
 		Short: "Probe a process (no database needed) or a registered entity now",
 		Long: `Probe a process now and classify it like the daemon would: liveness (with
-its start time as identity), heartbeat age, artifact contract.
+its start time as identity), heartbeat age, artifact contract. As for the
+daemon, the artifacts are due when the run ends: while the process is
+alive they are "not due yet" (--ended judges them now); once it is gone
+they are judged.
 
 With --entity, probe a registered entity of this host with what the store
 recorded about it (pid and start time, heartbeat, artifacts, lock files)
@@ -67,6 +71,7 @@ liveness unknown; with --entity: health unknown, an entity of another
 host, a legacy entity or a schedule).`,
 		Example: `  watchdog probe --pid 4242 --start-time 1716517000.12 --heartbeat /run/agents/s-42.hb
   watchdog probe --pid 4242 --artifacts-root /srv/runs/s-42 --artifact review.md --artifact 'logs/*.txt'
+  watchdog probe --pid 4242 --artifacts-root /srv/runs/s-42 --artifact review.md --ended
   watchdog probe --pid 4242 --contract contract.yaml --json
   watchdog probe --entity session/s-42 --db /var/lib/watchdog/watchdog.db
   watchdog probe --entity session/s-42 --record`,
@@ -108,6 +113,7 @@ host, a legacy entity or a schedule).`,
 	addConfigFlag(cmd, &o.config)
 	f.Lookup("config").Usage = "with --entity: " + f.Lookup("config").Usage
 	f.BoolVar(&o.record, "record", false, "with --entity: record the findings as the daemon's sweep would (default: read-only, nothing is written)")
+	f.BoolVar(&o.ended, "ended", false, "the run is over: judge the artifact contract now (by default the artifacts are due when the process is gone, as the daemon judges them at the run's end)")
 	f.BoolVar(&o.asJSON, "json", false, "print the normalized state as JSON")
 	return cmd
 }
@@ -116,8 +122,8 @@ host, a legacy entity or a schedule).`,
 // one that could not.
 func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 	if o.entity != "" {
-		if o.pid != "" || o.heartbeat != "" || o.startTime != "" || len(o.artifacts) > 0 || o.contract != "" || o.artifactsRoot != "" {
-			return 0, probeFail("--entity probes what the store recorded; it takes no --pid, --start-time, --heartbeat or artifact flags")
+		if o.pid != "" || o.heartbeat != "" || o.startTime != "" || len(o.artifacts) > 0 || o.contract != "" || o.artifactsRoot != "" || o.ended {
+			return 0, probeFail("--entity probes what the store recorded; it takes no --pid, --start-time, --heartbeat, --ended or artifact flags")
 		}
 		if o.idleAfter != "" || o.stalledAfter != "" {
 			// The findings are stored: thresholds other than the daemon's
@@ -134,7 +140,7 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	v := probe.NewHost().Judge(cmd.Context(), subj, th, time.Now())
+	v := probe.NewHost().Judge(cmd.Context(), subj, th, o.ended, time.Now())
 	return printVerdict(cmd.OutOrStdout(), v, o.asJSON, probeFail)
 }
 

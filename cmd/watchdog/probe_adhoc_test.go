@@ -94,6 +94,9 @@ func TestProbeCommand(t *testing.T) {
 		{"artifact present", []string{"--pid", p, "--artifacts-root", root, "--artifact", "review.md"}, 0, "INFO - Running · Alive · review.md present", []string{"evidence: review.md: 5 bytes"}},
 		{"artifact glob", []string{"--pid", p, "--artifacts-root", root, "--artifact", "*.md"}, 0, "INFO - Running · Alive · *.md present", nil},
 		{"JSON contract", []string{"--pid", p, "--artifacts-root", root, "--contract", jsonContract}, 0, "INFO - Running · Alive · review.md present", nil},
+		// Artifacts are due when the run ends, as for the daemon.
+		{"artifact missing, running", []string{"--pid", p, "--artifacts-root", root, "--artifact", "review.pdf"}, 0, "INFO - Running · Alive · review.pdf not due yet", nil},
+		{"some missing, running", []string{"--pid", p, "--artifacts-root", root, "--artifact", "review.md", "--artifact", "review.pdf"}, 0, "INFO - Running · Alive · Artifacts not due yet", nil},
 
 		// Warning: exit 1.
 		{"idle heartbeat", []string{"--pid", p, "--heartbeat", idle}, 1, "WARNING - Running · Idle", []string{"reason run.health.idle: idle after 10m without a heartbeat; none since ", ", 20m ago"}},
@@ -104,7 +107,8 @@ func TestProbeCommand(t *testing.T) {
 		{"dead pid", []string{"--pid", fmt.Sprint(dead)}, 2, "CRITICAL - Running · Process dead", []string{"reason run.health.process_dead: process is gone (no such process)"}},
 		{"pid reused", []string{"--pid", p, "--start-time", fmt.Sprintf("%.2f", start-3600)}, 2, "CRITICAL - Running · Process dead", []string{"reason run.health.pid_reused"}},
 		{"stalled", []string{"--pid", p, "--heartbeat", old, "--idle-after", "1m", "--stalled-after", "2m"}, 2, "CRITICAL - Running · Stalled", []string{"stalled after 2m without a heartbeat", "m ago"}},
-		{"artifact missing", []string{"--pid", p, "--artifacts-root", root, "--artifact", "review.pdf"}, 2, "CRITICAL - Running · Alive · No review.pdf produced", nil},
+		{"artifact missing, --ended", []string{"--pid", p, "--artifacts-root", root, "--artifact", "review.pdf", "--ended"}, 2, "CRITICAL - Running · Alive · No review.pdf produced", nil},
+		{"artifact missing, pid gone", []string{"--pid", fmt.Sprint(dead), "--artifacts-root", root, "--artifact", "review.pdf"}, 2, "CRITICAL - Running · Process dead · No review.pdf produced", nil},
 		{"escaping artifact", []string{"--pid", p, "--artifacts-root", root, "--artifact", "../contract.yaml"}, 1, "WARNING - Running · Alive · contract.yaml invalid", []string{"climbs out of the artifacts root"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -142,6 +142,10 @@ func TestExecEndsLeftovers(t *testing.T) {
 				if r.code != 3 {
 					t.Fatalf("exit %d, want the child's 3 (stderr %q)", r.code, r.stderr)
 				}
+				// Issue 39 #10: what exec ended is said on the terminal.
+				if want := "left processes behind: 1 leftover process ended by exec: sleep (" + c.signal + ")"; !strings.Contains(r.stderr, want) {
+					t.Errorf("exec's stderr %q does not say %q", r.stderr, want)
+				}
 				pid := leftoverPID(t, pidfile)
 				// exec has returned: the grandchild was ended (and reaped)
 				// before that, not merely signalled.

@@ -306,6 +306,11 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 		}
 	}
 	reapOrphans()
+	// Said on the terminal too: a process the user started, ended (or
+	// left) by exec, must not be learnt from the store alone.
+	if clause, _ := leftoverFates(end.leftovers, end.killLeftovers, time.Now()); clause != "" {
+		warn("%s left processes behind: %s", name(), clause)
+	}
 	// The output the child wrote before its end is all in the pipes:
 	// pass it on, keep its tail, and stop (a leftover may hold them open).
 	for _, c := range caps {
