@@ -34,7 +34,8 @@
 //   - watchdog_entities and watchdog_entity_states: every non-legacy
 //     entity, open or ended, however long ago;
 //   - watchdog_reasons_active: the codes held by open entities and by
-//     entities whose outcome is inside the failure window;
+//     entities whose outcome is inside the failure window,
+//     each under its own severity (state.ReasonSeverity);
 //   - watchdog_attention_items: the queue items no dismissal or snooze
 //     hides, by severity and entity type (summed over the types, GET
 //     /api/attention's by_severity on a daemon alone on its store).
