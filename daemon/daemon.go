@@ -144,7 +144,8 @@ func Run(ctx context.Context, o Options) error {
 	// it leads or what it owns: the gauges (each daemon counts what it
 	// owns, so sum() across a fleet is the fleet), the reaper and the
 	// monitor's steps (lv.run), the pusher.
-	fl := &fleet{self: host.HostID(), elector: newElector(st, host.HostID(), log.Named("leader"), view.Kick), poke: make(chan struct{}, 1)}
+	fl := &fleet{self: host.HostID(), log: log.Named("leader"), poke: make(chan struct{}, 1)}
+	fl.elector = newElector(st, host.HostID(), fl.log, func() { view.Kick(); fl.say() })
 	// The view holds what this daemon owns; reads of other hosts go to
 	// the store (ADR-0056).
 	view.SetHosts(fl.Hosts)

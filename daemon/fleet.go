@@ -42,6 +42,52 @@ type fleet struct {
 	poke chan struct{}
 	// lastLocks is the lock table's last reading (nil: none).
 	lastLocks atomic.Pointer[sqlite.DaemonLocks]
+
+	log *zap.Logger
+	// sayMu guards said, the part in the fleet last logged (say).
+	sayMu sync.Mutex
+	said  string
+}
+
+// say logs this daemon's part in the fleet when it changed since the
+// last line: leading alone, leading among others (elected), or following.
+// It is what watchdog_leader says (Leader), with why; the elector's own
+// lines bound each elected leadership in time.
+func (f *fleet) say() {
+	if f.log == nil {
+		return
+	}
+	leading, solo := f.Leader(), f.solo()
+	var peers []string
+	if m := f.alive.Load(); m != nil {
+		for h, alive := range *m {
+			if alive && h != f.self {
+				peers = append(peers, h)
+			}
+		}
+		sort.Strings(peers)
+	}
+	part := "following"
+	switch {
+	case leading && solo:
+		part = "alone"
+	case leading:
+		part = "elected"
+	}
+	f.sayMu.Lock()
+	defer f.sayMu.Unlock()
+	if part == f.said {
+		return
+	}
+	f.said = part
+	switch part {
+	case "alone":
+		f.log.Info("leadership: leading alone (no other daemon is alive on this store): this daemon does the host-less work")
+	case "elected":
+		f.log.Info("leadership: leading, elected among the daemons alive on this store", zap.Strings("peers", peers))
+	default:
+		f.log.Info("leadership: following: another daemon alive on this store does the host-less work", zap.Strings("peers", peers))
+	}
 }
 
 // alone says whether this daemon is alone with its store now: it can read
@@ -356,6 +402,7 @@ func (d *daemon) presence(ctx context.Context, mark bool) {
 	}
 	d.fleet.alive.Store(&alive)
 	d.fleet.seen.Store(&seen)
+	d.fleet.say()
 	// Who is alive decides what this daemon owns: its view follows.
 	d.view.Kick()
 	if !d.fleet.Leader() {
@@ -401,10 +448,10 @@ const (
 // newElector elects this daemon's part in the fleet sharing st: PostgreSQL's
 // session advisory lock where the store has one, else a lease row
 // (SQLite) with the leader package's defaults.
-func newElector(st store.Backend, holder string, log *zap.Logger, kick func()) *leader.Elector {
+func newElector(st store.Backend, holder string, log *zap.Logger, changed func()) *leader.Elector {
 	// A change of leadership changes what this daemon owns: its view
-	// follows at once (kick), not at the next commit.
-	on := func(bool) { kick() }
+	// follows at once (changed kicks it), not at the next commit.
+	on := func(bool) { changed() }
 	if pg, ok := st.(*postgres.Store); ok {
 		return leader.New(&advisoryLock{lock: pg.LeaderLock(leaderLockKey, "watchdog leader "+holder), settle: pgLeaderTrust},
 			leader.Options{Every: pgLeaderEvery, Trust: pgLeaderTrust, Log: log, OnChange: on})

@@ -244,6 +244,41 @@ func (f *fleetDaemon) leaderships(t *testing.T, killedAt time.Time) []leaderSpan
 	return spans
 }
 
+// leadershipLines is the daemon's "leadership: " log lines, in order.
+func (f *fleetDaemon) leadershipLines() []string {
+	var out []string
+	for _, line := range strings.Split(f.logs(), "\n") {
+		var l struct {
+			Msg string `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && strings.HasPrefix(l.Msg, "leadership: ") && !strings.Contains(l.Msg, "cannot") && !strings.Contains(l.Msg, "lost") {
+			out = append(out, l.Msg)
+		}
+	}
+	return out
+}
+
+// assertPartsLogged: every daemon's log says its part at each change
+// (issue 39 #8): the first, started alone, said it led alone, then what
+// it became once the others arrived; each one's last line says what
+// watchdog_leader says now.
+func assertPartsLogged(t *testing.T, ds []*fleetDaemon) {
+	t.Helper()
+	if lines := ds[0].leadershipLines(); len(lines) < 2 || !strings.HasPrefix(lines[0], "leadership: leading alone") {
+		t.Errorf("%s, started alone, logged %q; want leading alone, then its part among the others", ds[0].host, lines)
+	}
+	for _, d := range ds {
+		testenv.Eventually(t, d.host+"'s last leadership line says what watchdog_leader says", rmtDeadline, func() (bool, string) {
+			lines := d.leadershipLines()
+			if len(lines) == 0 {
+				return false, "no leadership line"
+			}
+			last := lines[len(lines)-1]
+			return strings.HasPrefix(last, "leadership: leading, elected") == d.leads() && !strings.Contains(last, "alone"), last
+		})
+	}
+}
+
 // assertOneLeaderAtATime fails when two daemons' leaderships overlap.
 func assertOneLeaderAtATime(t *testing.T, ds []*fleetDaemon, killed map[*fleetDaemon]time.Time) {
 	t.Helper()
@@ -406,6 +441,7 @@ func fleetScenario(t *testing.T, fs fleetStore) {
 
 	// Exactly one leader, and the gauges' sum is the fleet.
 	assertFleetCounted(t, ds)
+	assertPartsLogged(t, ds)
 	leaderOf := func(ds []*fleetDaemon) *fleetDaemon {
 		var leader *fleetDaemon
 		testenv.Eventually(t, "one leader", rmtDeadline, func() (bool, string) {
