@@ -119,6 +119,7 @@ type Store interface {
 	UpsertDismissal(ctx context.Context, d store.Dismissal) error
 	UpsertDismissals(ctx context.Context, ds []store.Dismissal) (string, error)
 	TriageLogBefore(ctx context.Context, before int64, limit int) ([]store.TriageEntry, error)
+	HostNames(ctx context.Context) (map[string]string, error)
 }
 
 // LiveReader is what the reads answer from: the live view; *live.View is one.
@@ -198,6 +199,7 @@ type server struct {
 	mux      *http.ServeMux
 	window   atomic.Int64           // the failure window in nanoseconds; reloadable
 	runbook  atomic.Pointer[string] // the runbook's base; reloadable
+	hosts    hostNameCache
 }
 
 // Handler is the API. SetFailureWindow changes the attention queue's

@@ -82,6 +82,11 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.FailureWindow = s.failureWindow()
+	host, ok := s.resolveHost(w, r, q.Host)
+	if !ok {
+		return
+	}
+	q.Host = host
 	// The queue is the live view's items, dismissals applied at now: the
 	// same rule, the same items as watchdog_attention_items and STATUS=.
 	view, err := s.queueReaderFor(r.Context(), q.Host)

@@ -101,6 +101,7 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := wire.FromDerived(ent.Entity, ent.State, rows, s.Heartbeats, s.Now())
+	out.HostName = s.hostNames(ctx)[out.HostID]
 	out.TransitionsTotal = &total
 	out.Process = s.Processes.Of(&ent.Entity, s.Now())
 	writeJSON(w, http.StatusOK, out)
@@ -213,10 +214,14 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		}
 		after = &k
 	}
+	host, ok := s.resolveHost(w, r, q.Get("host"))
+	if !ok {
+		return
+	}
+	names := s.hostNames(r.Context())
 	// On a daemon of a fleet, a scope it does not hold is read by
 	// index (ADR-0058).
 	if lv, ok := s.View.(*live.View); ok {
-		host := q.Get("host")
 		sq := store.ListQuery{ByID: order == orderID, Type: typ, Severities: want, Limit: int(limit)}
 		if after != nil {
 			sq.After = &store.ListKey{Rank: after.Rank, Updated: after.Updated.Time, Type: after.Type, ID: after.ID}
@@ -234,7 +239,7 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 				pg = pg[:limit]
 			}
 			writeList(w, wire.EntityList{GeneratedAt: unixtime.Of(now), Total: res.Total}, len(pg), more,
-				func(i int) wire.Entity { return s.listItem(pg[i].Entity, pg[i].State, withProcess) },
+				func(i int) wire.Entity { return s.listItem(pg[i].Entity, pg[i].State, withProcess, names) },
 				func(i int) string {
 					e := &pg[i]
 					return encodeCursor(keyOf(listed{typ: e.Entity.Type, id: e.Entity.ID, updated: e.Entity.UpdatedAt, ns: e.State}, order))
@@ -242,23 +247,25 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	view, err := s.readerFor(r.Context(), q.Get("host"))
+	view, err := s.readerFor(r.Context(), host)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	now := s.Now()
-	items := selectListed(view, wire.EntityFilter{Type: typ, Severities: want, Host: q.Get("host")}, now)
+	items := selectListed(view, wire.EntityFilter{Type: typ, Severities: want, Host: host}, now)
 	out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: len(items)}
 	pg, next := page(items, order, after, int(limit))
 	writeList(w, out, len(pg), next != "",
-		func(i int) wire.Entity { return s.listItem(pg[i].ref.Entity(), pg[i].ns, withProcess) },
+		func(i int) wire.Entity { return s.listItem(pg[i].ref.Entity(), pg[i].ns, withProcess, names) },
 		func(i int) string { return encodeCursor(keyOf(pg[i], order)) })
 }
 
-// listItem is one entity of a list page in the wire shape.
-func (s *server) listItem(e store.Entity, ns state.NormalizedState, withProcess bool) wire.Entity {
+// listItem is one entity of a list page in the wire shape, its host
+// named from names.
+func (s *server) listItem(e store.Entity, ns state.NormalizedState, withProcess bool, names map[string]string) wire.Entity {
 	item := wire.FromDerived(e, ns, nil, s.Heartbeats, s.Now())
+	item.HostName = names[item.HostID]
 	if withProcess {
 		item.Process = s.Processes.Of(&e, s.Now())
 	}

@@ -504,6 +504,15 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	if f.Host != "" {
+		// A host by its name or its id, as the table shows it.
+		id, err := wire.ResolveHost(f.Host, h.hostNames(r.Context()))
+		if err != nil {
+			fail("host: " + err.Error())
+		}
+		f.Host = cmp.Or(id, f.Host)
+	}
+
 	// On a daemon of a fleet, every host's entities are read by index
 	// (ADR-0058): the queue's candidates, the table's page, the host menu
 	// and the legacy count; else the view (the daemon's own, or one read

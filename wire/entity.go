@@ -32,13 +32,17 @@ type AuditRow struct {
 // Entity is the entity read shape: the registered fields, the normalized
 // state, the display chain and (for a single-entity read) the audit rows.
 type Entity struct {
-	Type            string        `json:"type"`
-	ID              string        `json:"id"`
-	Label           string        `json:"label"`
-	Lifecycle       *string       `json:"lifecycle"`
-	PID             int           `json:"pid,omitempty"`
-	PIDStartTime    unixtime.Time `json:"pid_start_time,omitzero"`
-	HostID          string        `json:"host_id,omitempty"`
+	Type         string        `json:"type"`
+	ID           string        `json:"id"`
+	Label        string        `json:"label"`
+	Lifecycle    *string       `json:"lifecycle"`
+	PID          int           `json:"pid,omitempty"`
+	PIDStartTime unixtime.Time `json:"pid_start_time,omitzero"`
+	HostID       string        `json:"host_id,omitempty"`
+	// HostName is the hostname the host's daemon recorded at its start
+	// (absent when none did): what a person calls the host, shown beside
+	// the id, which stays the key.
+	HostName        string        `json:"host_name,omitempty"`
 	BootID          string        `json:"boot_id,omitempty"`
 	SupervisorPID   int           `json:"supervisor_pid,omitempty"`
 	SupervisorStart unixtime.Time `json:"supervisor_start_time,omitzero"`

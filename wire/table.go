@@ -56,7 +56,7 @@ func (l EntityList) table(wide bool) string {
 		if e.PID > 0 {
 			pid = strconv.Itoa(e.PID)
 		}
-		host := cmp.Or(e.HostID, "-")
+		host := cmp.Or(e.HostName, e.HostID, "-")
 		since := e.StartedAt
 		if since.IsZero() {
 			since = e.CreatedAt

@@ -120,7 +120,7 @@ carries the same facts in "judge": nothing in it has been judged since.`,
 	f.DurationVar(&window, "failure-window", attention.DefaultFailureWindow, "how long ended failures stay in the queue (the daemon's thresholds.failure_window)")
 	addConfigFlag(c, &configPath)
 	f.Lookup("config").Usage += "; not with --server"
-	f.StringVar(&host, "host", "", "only the items of entities recorded on this host id (a fleet's daemons share one store)")
+	f.StringVar(&host, "host", "", "only the items of entities recorded on this host: its hostname or its id (a fleet's daemons share one store)")
 	addReadFlags(c, &db, &server)
 	return c
 }

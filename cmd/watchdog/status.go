@@ -61,7 +61,7 @@ judges: no such line.`,
   watchdog status --open --severity critical,warning
   watchdog status --open --watch
   watchdog status --open --wide
-  watchdog status --server http://127.0.0.1:9715 --host "$(cat /etc/machine-id)"
+  watchdog status --server http://127.0.0.1:9715 --host web-1
   WATCHDOG_SERVER=http://10.0.0.5:9715 WATCHDOG_TOKEN_FILE=~/.watchdog.token watchdog status --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -132,7 +132,7 @@ judges: no such line.`,
 	fl.DurationVar(&every, "every", 2*time.Second, "how often --watch reads again")
 	fl.StringVar(&typ, "type", "", "only this entity type")
 	fl.StringVar(&severities, "severity", "", "only these severities, comma separated (critical,warning,info,neutral)")
-	fl.StringVar(&host, "host", "", "only the entities recorded on this host id (the HOST column; a fleet's daemons share one store)")
+	fl.StringVar(&host, "host", "", "only the entities recorded on this host: its hostname (the HOST column) or its id (a fleet's daemons share one store; a name several hosts bear is refused, listing their ids)")
 	fl.BoolVar(&open, "open", false, "only open entities: not ended (terminal) and not legacy")
 	fl.BoolVar(&asJSON, "json", false, "print the entity read shape as JSON, each entity with its audit rows and its process facts")
 	fl.BoolVar(&wide, "wide", false, "add the process facts of open entities (CPU%, RSS, UPTIME, TASKS, DESC), read from /proc on their host")

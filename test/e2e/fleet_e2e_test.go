@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -436,6 +437,16 @@ func fleetScenario(t *testing.T, fs fleetStore) {
 			if e.HostID != h {
 				t.Errorf("?host=%s listed %s/%s of %q", h, e.Type, e.ID, e.HostID)
 			}
+		}
+	}
+
+	// The three daemons run on one machine: one hostname, three hosts.
+	// By that name the host is ambiguous, and the answer lists the ids
+	// (issue 39 #4).
+	if name, err := os.Hostname(); err == nil && name != "" {
+		code, body := ds[2].do(t, "GET", "/api/v1/entities?host="+url.QueryEscape(name), "")
+		if code != http.StatusBadRequest || !strings.Contains(body, "host-a, host-b, host-c") {
+			t.Errorf("?host=%s, a name three hosts bear: %d %s; want 400 listing their ids", name, code, body)
 		}
 	}
 

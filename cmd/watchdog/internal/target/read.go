@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"watchdog/attention"
@@ -39,6 +40,13 @@ type Judged struct {
 // files are read here, as the daemon's own reads do; so are this host's
 // open entities' processes with o.Process.
 func (l *Local) List(ctx context.Context, f wire.EntityFilter, o ListOptions) (wire.EntityList, error) {
+	names, err := l.hostNames(ctx)
+	if err != nil {
+		return wire.EntityList{}, err
+	}
+	if f.Host, err = wire.ResolveHost(f.Host, names); err != nil {
+		return wire.EntityList{}, err
+	}
 	list, err := l.st.List(ctx, store.Filter{Type: f.Type, HostID: f.Host})
 	if err != nil {
 		return wire.EntityList{}, err
@@ -62,6 +70,7 @@ func (l *Local) List(ctx context.Context, f wire.EntityFilter, o ListOptions) (w
 			}
 		}
 		item := wire.FromDerived(e, ns, rows, hb, now)
+		item.HostName = names[item.HostID]
 		item.Process = procs.Of(&e, now)
 		items = append(items, item)
 	}
@@ -71,6 +80,13 @@ func (l *Local) List(ctx context.Context, f wire.EntityFilter, o ListOptions) (w
 // Queue implements Target: the queue built from the store under q's
 // failure window, each item with the heartbeat its entity is judged by.
 func (l *Local) Queue(ctx context.Context, q attention.Query) (attention.Queue, error) {
+	names, err := l.hostNames(ctx)
+	if err != nil {
+		return attention.Queue{}, err
+	}
+	if q.Host, err = wire.ResolveHost(q.Host, names); err != nil {
+		return attention.Queue{}, err
+	}
 	var src attention.Source = l.st
 	if q.Host != "" {
 		src = hostSource{Backend: l.st, host: q.Host}
@@ -90,6 +106,25 @@ func (l *Local) Queue(ctx context.Context, q attention.Query) (attention.Queue, 
 		return td.Link, td.Do, ok
 	})
 	return queue, nil
+}
+
+// hostNames is the hostname each host's daemon recorded, and this host's
+// own where no daemon of it did: what --host accepts besides an id, and
+// what the HOST column shows.
+func (l *Local) hostNames(ctx context.Context) (map[string]string, error) {
+	names, err := l.st.HostNames(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the hosts' names: %w", err)
+	}
+	if names == nil {
+		names = map[string]string{}
+	}
+	if id := l.host.HostID(); names[id] == "" {
+		if name, err := os.Hostname(); err == nil {
+			names[id] = name
+		}
+	}
+	return names, nil
 }
 
 // hostSource is the queue's source for a host's items on a database: the

@@ -113,7 +113,11 @@ func (l *Local) Entity(ctx context.Context, typ, id string) (wire.Entity, error)
 	if err != nil {
 		return wire.Entity{}, err
 	}
-	return wire.FromEntity(e, nil, Heartbeats(l.host), time.Now()), nil
+	out := wire.FromEntity(e, nil, Heartbeats(l.host), time.Now())
+	if names, err := l.hostNames(ctx); err == nil {
+		out.HostName = names[out.HostID]
+	}
+	return out, nil
 }
 
 // Register implements Target; the write path completes a local pid's

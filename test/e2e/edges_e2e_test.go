@@ -1,0 +1,146 @@
+package e2e
+
+// Issue 39's findings, replayed against the built binary with real
+// processes: what the on-call person reads at the edges is true.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"watchdog/internal/testenv"
+	"watchdog/state"
+	"watchdog/wire"
+)
+
+// #2: `probe --pid` applies the daemon's delivery rule. A running job's
+// missing artifact is not due yet (exit 0, not a page); --ended, or the
+// process gone, judges it as due.
+func TestEdgesProbeArtifactsDueAtTheEnd(t *testing.T) {
+	pid, _ := adhocSleep(t)
+	root := t.TempDir()
+	args := []string{"probe", "--pid", fmt.Sprint(pid), "--artifacts-root", root, "--artifact", "report.md"}
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		pid   int
+		code  int
+		first string
+	}{
+		{"running", nil, pid, 0, "INFO - Running · Alive · report.md not due yet"},
+		{"--ended", []string{"--ended"}, pid, 2, "CRITICAL - Running · Alive · No report.md produced"},
+		{"gone", nil, testenv.DeadPID(t), 2, "CRITICAL - Running · Process dead · No report.md produced"},
+	} {
+		a := append([]string{}, args...)
+		a[2] = fmt.Sprint(tc.pid)
+		r := wd(t, "", append(a, tc.extra...)...)
+		first, _, _ := strings.Cut(r.stdout, "\n")
+		if r.code != tc.code || first != tc.first {
+			t.Errorf("%s: exit %d, %q; want %d, %q\n%s%s", tc.name, r.code, first, tc.code, tc.first, r.stdout, r.stderr)
+		}
+	}
+	// With the file there, the running job's contract is said as met.
+	writeFile(t, root, "report.md", "done\n")
+	if r := wd(t, "", args...); r.code != 0 || !strings.HasPrefix(r.stdout, "INFO - Running · Alive · report.md present\n") {
+		t.Errorf("with the artifact: exit %d, %q", r.code, r.stdout)
+	}
+}
+
+// #3: a completed job whose child outlives it is critical, and says why
+// on every surface; the success code itself is counted neutral.
+func TestEdgesSuccessNeverCritical(t *testing.T) {
+	d := truthStart(t, strings.Replace(truthSections, "failure_window: 4s", "failure_window: 1h", 1))
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	root := exec.Command("sh", "-c", `sleep 300 & echo $! > "$PIDFILE"; read x`)
+	root.Env = append(os.Environ(), "PIDFILE="+pidfile)
+	in, err := root.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := root.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = root.Process.Kill(); _ = root.Wait() })
+	testenv.Eventually(t, "the child started", ceiling, func() (bool, string) {
+		b, _ := os.ReadFile(pidfile)
+		return len(b) > 0, "no pid yet"
+	})
+	left := leftoverPID(t, pidfile)
+	t.Cleanup(func() { _ = syscall.Kill(left, syscall.SIGKILL) })
+	d.register(t, fmt.Sprintf(`{"type":"session","id":"done-left","lifecycle":"running","pid":%d}`, root.Process.Pid))
+	// The daemon watches the root (and so keeps its tree) before it ends:
+	// what it never watched, it cannot know the children of.
+	testenv.Eventually(t, "the root watched", ceiling, func() (bool, string) {
+		_, m := d.do(t, "GET", "/metrics", "")
+		return strings.Contains(m, `watchdog_watched_processes{mode="pidfd"} 1`), "not yet"
+	})
+	if code, body := d.transition(t, "session", "done-left", `{"to":"completed","reason":{"code":"run.completed.exit_zero"}}`); code != http.StatusOK {
+		t.Fatalf("completed: %d %s", code, body)
+	}
+	_ = in.Close()
+	_ = root.Wait()
+	var e wire.Entity
+	testenv.Eventually(t, "the leftover found on the completed session", ceiling, func() (bool, string) {
+		e = d.must(t, "session", "done-left")
+		return reason(e, state.RunHealthLeftoverProcesses) != nil, e.Display
+	})
+	if e.State.Severity != state.SeverityCritical || e.Display != "Completed · Leftover processes" {
+		t.Errorf("the entity reads %s %q; want critical \"Completed · Leftover processes\"", e.State.Severity, e.Display)
+	}
+	st := wd(t, "", "status", "--db", d.db)
+	if !strings.Contains(st.stdout, "Completed · Leftover processes") {
+		t.Errorf("status does not say why the success is critical:\n%s", st.stdout)
+	}
+	_, metrics := d.do(t, "GET", "/metrics", "")
+	for _, want := range []string{
+		`watchdog_reasons_active{reason_code="run.completed.exit_zero",severity="neutral"} 1`,
+		`watchdog_reasons_active{reason_code="run.completed.exit_zero",severity="critical"} 0`,
+		`watchdog_reasons_active{reason_code="run.health.leftover_processes",severity="critical"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// #4: hosts by their names. The daemon records its hostname; the entity
+// read, the API list, status and the page show it and accept it.
+func TestEdgesHostsByName(t *testing.T) {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		t.Skipf("no hostname: %v", err)
+	}
+	d := truthStart(t, "")
+	p := testenv.Sleep(t)
+	d.register(t, fmt.Sprintf(`{"type":"session","id":"named","lifecycle":"running","pid":%d}`, p.Process.Pid))
+	e := d.must(t, "session", "named")
+	if e.HostName != name || e.HostID == "" || e.HostID == name {
+		t.Fatalf("host_id %q, host_name %q; want the id and %q", e.HostID, e.HostName, name)
+	}
+	for _, v := range []string{name, e.HostID} {
+		code, body := d.do(t, "GET", "/api/v1/entities?host="+url.QueryEscape(v), "")
+		var l wire.EntityList
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &l) != nil || l.Total != 1 || l.Items[0].HostName != name {
+			t.Errorf("?host=%s: %d %s", v, code, body)
+		}
+		st := wd(t, "", "status", "--db", d.db, "--host", v)
+		if st.code != 0 || !strings.Contains(st.stdout, "named") {
+			t.Errorf("status --host %s: exit %d\n%s%s", v, st.code, st.stdout, st.stderr)
+		}
+		code, page := d.do(t, "GET", "/?host="+url.QueryEscape(v), "")
+		if code != http.StatusOK || !strings.Contains(page, "named") {
+			t.Errorf("/?host=%s: %d", v, code)
+		}
+	}
+	st := wd(t, "", "status", "--db", d.db)
+	if lines := strings.Split(st.stdout, "\n"); len(lines) < 2 || !strings.Contains(lines[1], " "+name+" ") {
+		t.Errorf("status's HOST column does not show %q:\n%s", name, st.stdout)
+	}
+}
