@@ -21,9 +21,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"watchdog/internal/cronspec"
 
 	"go.yaml.in/yaml/v3"
+
+	"watchdog/internal/cronspec"
+	"watchdog/transitions"
 )
 
 // Config is the whole configuration file. The zero value is not useful: start
@@ -302,6 +304,11 @@ type Thresholds struct {
 	// HostLostAfter is how long before they read lost (critical); it must
 	// exceed HostDisconnectedAfter. No other host ever ends them.
 	HostLostAfter Duration `yaml:"host_lost_after"`
+	// RequireHeartbeat are the entity types expected to heartbeat from
+	// their start: one that has sent none ages from its start (idle, then
+	// stalled). Any other type's entity with no heartbeat source (no
+	// file, none posted yet) is judged on liveness alone.
+	RequireHeartbeat []string `yaml:"require_heartbeat"`
 }
 
 // Jobs is the "jobs" section: one cron spec per scheduled job, in the syntax
@@ -420,6 +427,7 @@ var (
 
 		HostDisconnectedAfter: Duration(time.Minute),
 		HostLostAfter:         Duration(15 * time.Minute),
+		RequireHeartbeat:      []string{},
 	}
 	// DefaultJobs are the default job schedules.
 	DefaultJobs = Jobs{
@@ -709,6 +717,11 @@ func (t Thresholds) validate() []error {
 	}
 	if t.HostDisconnectedAfter >= t.HostLostAfter {
 		errs = append(errs, fmt.Errorf("thresholds: host_disconnected_after (%s) must be less than host_lost_after (%s)", t.HostDisconnectedAfter, t.HostLostAfter))
+	}
+	for _, typ := range t.RequireHeartbeat {
+		if _, ok := transitions.CanonicalType(typ); !ok {
+			errs = append(errs, fmt.Errorf("thresholds: require_heartbeat: %q is not an entity type (known: %s)", typ, strings.Join(transitions.Types(), ", ")))
+		}
 	}
 	return errs
 }

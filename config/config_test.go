@@ -33,6 +33,7 @@ var specDefaults = Config{
 
 		HostDisconnectedAfter: Duration(time.Minute),
 		HostLostAfter:         Duration(15 * time.Minute),
+		RequireHeartbeat:      []string{},
 	},
 	Jobs: Jobs{
 		Sweep:           "@every 1m",
@@ -114,6 +115,7 @@ func TestLoadGood(t *testing.T) {
 
 			HostDisconnectedAfter: Duration(2 * time.Minute),
 			HostLostAfter:         Duration(30 * time.Minute),
+			RequireHeartbeat:      []string{"session", "invocation"},
 		},
 		Jobs: Jobs{
 			Sweep:           "@every 10s",
@@ -197,6 +199,7 @@ func TestLoadBadConfigs(t *testing.T) {
 			`thresholds.idle_after: "soon" is not a duration (try 10m)` + "\n" +
 			`line 5: unknown key "thresholds.stalled_afer" (did you mean "thresholds.stalled_after"?)`},
 		// Values (validation)
+		{"invalid-require-heartbeat.yaml", `thresholds: require_heartbeat: "sesion" is not an entity type (known: agent, invocation, play, schedule, session, show, subagent, team, turn, workflow)`},
 		{"invalid-driver.yaml", `store.driver: "mysql" is not supported (sqlite or postgres)`},
 		{"invalid-driver-postgres-path.yaml", `store.dsn: with store.driver: postgres, must be a postgres:// (or postgresql://) URL`},
 		{"invalid-driver-sqlite-url.yaml", `store.dsn: a postgres:// URL needs store.driver: postgres`},

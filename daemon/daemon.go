@@ -237,7 +237,10 @@ func Run(ctx context.Context, o Options) error {
 	d.level = o.Level
 	// Every read shows the heartbeat the judgement takes: this host's
 	// heartbeat files are read at the request, never stored per sweep.
-	beats := &wire.Heartbeats{HostID: host.HostID(), Last: reaper.LastHeartbeat}
+	d.requireHB.Store(&rp.Settings.Probe.RequireHeartbeat)
+	beats := &wire.Heartbeats{HostID: host.HostID(), Last: reaper.LastHeartbeat, Required: func(typ string) bool {
+		return slices.Contains(*d.requireHB.Load(), typ)
+	}}
 	// And an open entity's process facts, read from /proc at the request
 	// from the tree the monitor keeps (ADR-0048), never on a timer.
 	procs := &wire.Processes{HostID: host.HostID(), Read: reaper.ReadFacts(probe.NewFacts(host), lv.tree)}
@@ -391,6 +394,9 @@ var (
 
 type daemon struct {
 	cfg *config.Config
+	// requireHB is the config's require_heartbeat (canonical types), read
+	// by the entity reads' hang_detection while a reload may swap it.
+	requireHB atomic.Pointer[[]string]
 	// tokens are the API's, re-read on reload; adminPath is where the
 	// admin token was read (auth.token_file or the daemon's own).
 	tokens                *api.Tokens
@@ -707,13 +713,17 @@ func (d *daemon) reload(ctx context.Context, path, webConfig string) {
 	d.cfg = next
 	d.cfg.Store, d.cfg.Listen, d.cfg.ListenUnix, d.cfg.HostID, d.cfg.AllowedHosts, d.cfg.HTTP = old.Store, old.Listen, old.ListenUnix, old.HostID, old.AllowedHosts, old.HTTP
 	d.cfg.Auth.Mode, d.cfg.Auth.TokenFile, d.cfg.Auth.PublicReads = old.Auth.Mode, old.Auth.TokenFile, old.Auth.PublicReads
-	d.live.setSettings(d.rp, ReaperSettings(d.cfg))
+	rs := ReaperSettings(d.cfg)
+	d.live.setSettings(d.rp, rs)
+	d.requireHB.Store(&rs.Probe.RequireHeartbeat)
 	if err := d.schedule(ctx); err != nil {
 		// Validated by config.Load, so this is not expected; keep running
 		// on the old schedule rather than on none.
 		d.log.Error("reschedule failed, restoring the old config", zap.Error(err))
 		d.cfg = old
-		d.live.setSettings(d.rp, ReaperSettings(old))
+		rs := ReaperSettings(old)
+		d.live.setSettings(d.rp, rs)
+		d.requireHB.Store(&rs.Probe.RequireHeartbeat)
 		if err := d.schedule(ctx); err != nil {
 			d.log.Error("restore failed", zap.Error(err))
 			return

@@ -8,6 +8,7 @@ import (
 	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/reaper"
+	"watchdog/transitions"
 )
 
 // ReaperSettings maps a config's thresholds and reaper section onto the
@@ -27,6 +28,7 @@ func ReaperSettings(cfg *config.Config) reaper.Settings {
 			Probe: probe.Thresholds{
 				IdleAfter: time.Duration(t.IdleAfter), StalledAfter: time.Duration(t.StalledAfter),
 				SlowAfter: time.Duration(t.SlowAfter), SlowUntil: time.Duration(t.SlowUntil),
+				RequireHeartbeat: canonicalTypes(t.RequireHeartbeat),
 			},
 			TerminalGrace: time.Duration(t.TerminalGrace),
 			PhantomAfter:  time.Duration(t.PhantomAfter),
@@ -58,4 +60,16 @@ func specInterval(spec string) time.Duration {
 	}
 	a := s.Next(time.Now())
 	return s.Next(a).Sub(a)
+}
+
+// canonicalTypes are the config's type names as the store spells them
+// (an alias such as run is session); the config checked every name.
+func canonicalTypes(types []string) []string {
+	var out []string
+	for _, t := range types {
+		if c, ok := transitions.CanonicalType(t); ok {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -68,6 +68,7 @@ func TestJudge(t *testing.T) {
 	waitingAgent := proc("agent", "idle")
 	restarted := proc("agent", "busy")
 	restarted.LifecycleAt = t0.Add(3 * time.Hour) // a transition began its state
+	restarted.HeartbeatAt = t0.Add(time.Hour)     // its last posted heartbeat, before
 	orphan := proc("session", "running")
 	orphan.Health = state.HealthOrphaned
 	endedByDeath := proc("session", "aborted")
@@ -121,9 +122,11 @@ func TestJudge(t *testing.T) {
 		{name: "invocation dead past terminal_grace: its own dead-process end",
 			e: dead(proc("invocation", "running"), t0.Add(min)), seen: seen(dead(proc("invocation", "running"), t0.Add(min)), probe.Dead, time.Time{}, false, t0.Add(2*min)), now: t0.Add(2 * min),
 			health: state.HealthProcessDead, act: ActEnforce, to: "failed", next: t0.Add(time.Hour)},
+		// With no heartbeat source it is judged on liveness alone: the
+		// next moment is slow_after's, not idle_after's.
 		{name: "recorded dead but alive now: cleared, never ended",
-			e: dead(proc("session", "running"), t0.Add(min)), seen: seen(dead(proc("session", "running"), t0.Add(min)), probe.Alive, t0.Add(2*min), false, t0.Add(2*min)), now: t0.Add(2 * min),
-			health: state.HealthRunning, next: t0.Add(10 * min)},
+			e: dead(proc("session", "running"), t0.Add(min)), seen: seen(dead(proc("session", "running"), t0.Add(min)), probe.Alive, time.Time{}, false, t0.Add(2*min)), now: t0.Add(2 * min),
+			health: state.HealthRunning, next: t0.Add(time.Hour)},
 		{name: "recorded dead, liveness unknown now: never ended",
 			e: dead(proc("session", "running"), t0.Add(min)), seen: seen(dead(proc("session", "running"), t0.Add(min)), probe.Unknown, time.Time{}, false, t0.Add(2*min)), now: t0.Add(2 * min),
 			health: state.HealthUnknown, code: state.RunHealthLivenessUnknown},

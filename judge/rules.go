@@ -74,6 +74,15 @@ func JudgedByHeartbeat(e *store.Entity) bool {
 		!transitions.Waiting(*e)
 }
 
+// ExpectsHeartbeat says whether e's heartbeat ages: it has a heartbeat
+// source (a declared file, or a heartbeat posted once), or its type is
+// required to heartbeat from its start (thresholds.require_heartbeat).
+// An entity with none is judged on liveness alone: hangs are not
+// detected (wire.Entity's hang_detection says so).
+func ExpectsHeartbeat(e *store.Entity, s Settings) bool {
+	return e.HeartbeatFile != "" || !e.HeartbeatAt.IsZero() || s.Probe.Requires(e.Type)
+}
+
 // HeartbeatBoundaries are the moments at which e's heartbeat judgement
 // changes: idle, stalled, and the slow window's two ends (zero: none).
 func HeartbeatBoundaries(e *store.Entity, file time.Time, s Settings) [4]time.Time {
@@ -82,7 +91,7 @@ func HeartbeatBoundaries(e *store.Entity, file time.Time, s Settings) [4]time.Ti
 		return b
 	}
 	th := s.Probe.WithDefaults()
-	if base := HeartbeatBase(e, file); !base.IsZero() {
+	if base := HeartbeatBase(e, file); !base.IsZero() && (ExpectsHeartbeat(e, s) || !file.IsZero()) {
 		b[0], b[1] = base.Add(th.IdleAfter), base.Add(th.StalledAfter)
 	}
 	if st := Started(e); !st.IsZero() {

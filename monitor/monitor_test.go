@@ -41,6 +41,8 @@ func TestDeadlines(t *testing.T) {
 	ended.Terminal = true
 	posted := session("p", 42)
 	posted.HeartbeatAt = t0.Add(30 * time.Minute)
+	withFile := session("a", 42)
+	withFile.HeartbeatFile = "/run/a.hb" // a source: ageing from the start
 	for _, tc := range []struct {
 		name string
 		tr   tracked
@@ -48,8 +50,10 @@ func TestDeadlines(t *testing.T) {
 		next time.Time
 		due  job
 	}{
-		{name: "fresh start: idle after idle_after from the start", tr: testTracked(ptr(session("a", 42)), stampOf(t0)), now: t0,
+		{name: "fresh start: idle after idle_after from the start", tr: testTracked(ptr(withFile), stampOf(t0)), now: t0,
 			next: t0.Add(10 * time.Minute)},
+		{name: "no heartbeat source: liveness alone, slow_after next", tr: testTracked(ptr(session("a", 42)), stampOf(t0)), now: t0,
+			next: t0.Add(time.Hour)},
 		{name: "posted heartbeat moves idle on", tr: testTracked(ptr(posted), stampOf(t0)), now: t0,
 			next: t0.Add(40 * time.Minute)},
 		{name: "a heartbeat file seen later moves it further", tr: testTracked(ptr(posted), stampOf(t0), func(tr *tracked) { tr.w().hbFile = stampOf(t0.Add(35 * time.Minute)) }), now: t0,
@@ -310,8 +314,9 @@ func TestUpdateReschedules(t *testing.T) {
 	e := session("s", 42)
 	h.update(e)
 	h.step()
-	if at := h.m.h.peek().at.time(); !at.Equal(t0.Add(10 * time.Minute)) {
-		t.Fatalf("first deadline %v", at.Sub(t0))
+	// No heartbeat source: judged on liveness alone, slow_after is next.
+	if at := h.m.h.peek().at.time(); !at.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("first deadline %v, want +1h (no heartbeat source: no idle deadline)", at.Sub(t0))
 	}
 	e.HeartbeatAt = t0.Add(5 * time.Minute)
 	h.update(e)

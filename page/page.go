@@ -355,6 +355,9 @@ type entityPage struct {
 	Paging    bool
 	Heartbeat string
 	Progress  string
+	// HangDetection is the entity read's hang_detection: why a hang would
+	// not be seen ("" when it would).
+	HangDetection string
 	// Process is the open entity's process facts, read for this page; nil
 	// when it has none (ended, another host, no pid).
 	Process *processData
@@ -720,7 +723,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	we := wire.FromDerived(ent.Entity, ent.State, nil, h.o.Heartbeats, now)
-	p := entityPage{layout: h.frame(r, labelOf(&we)+" · watchdog", now), Row: rowOf(&we, h.hostNames(ctx), now), Severity: string(we.State.Severity)}
+	p := entityPage{layout: h.frame(r, labelOf(&we)+" · watchdog", now), Row: rowOf(&we, h.hostNames(ctx), now), Severity: string(we.State.Severity), HangDetection: we.HangDetection}
 	if we.State.Legacy() {
 		p.Severity = "legacy"
 	}

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"watchdog/internal/unixtime"
@@ -20,7 +21,16 @@ type Thresholds struct {
 	// informational reason run.health.slow.
 	SlowAfter time.Duration
 	SlowUntil time.Duration
+	// RequireHeartbeat are the entity types expected to heartbeat from
+	// their start (thresholds.require_heartbeat): one with no heartbeat
+	// source yet ages from its start. Any other type's entity with none
+	// (no file, nothing posted) is judged on liveness alone.
+	RequireHeartbeat []string
 }
+
+// Requires says whether entities of typ are expected to heartbeat from
+// their start.
+func (t Thresholds) Requires(typ string) bool { return slices.Contains(t.RequireHeartbeat, typ) }
 
 // DefaultThresholds are the config's defaults (docs/reference/config.md): idle after 10m, stalled after
 // 60m, slow from 60m until 3h. A zero field of the Thresholds passed to

@@ -55,9 +55,15 @@ type Subject struct {
 	HeartbeatAt       time.Time
 	HeartbeatProgress string
 	// NoHeartbeat says the entity has no heartbeat at all, so its staleness
-	// is not judged (an ad-hoc probe of a bare pid). Without it an entity
-	// that never sent a heartbeat ages from its start (docs/reference/state-model.md, Probing).
+	// is not judged (an ad-hoc probe of a bare pid).
 	NoHeartbeat bool
+	// HeartbeatRequired says the entity is expected to heartbeat from its
+	// start (its type is in thresholds.require_heartbeat): with no source
+	// yet it ages from its start. Otherwise only a heartbeat file or a
+	// posted heartbeat turns ageing on: an entity with neither is judged
+	// on liveness alone, as nothing could have heartbeated for it
+	// (docs/reference/state-model.md, Probing).
+	HeartbeatRequired bool
 
 	// StartedAt is when the entity started; zero falls back to StartTime.
 	StartedAt time.Time
@@ -93,7 +99,11 @@ type Subject struct {
 func checkFiles(ctx context.Context, t *Subject, obs *Observations, started, now time.Time) {
 	if !t.Terminal {
 		if !t.NoHeartbeat {
-			obs.Heartbeat = CheckHeartbeat(t.HeartbeatFile, t.HeartbeatAt, started, now)
+			from := started // the heartbeat that never came ages from the start
+			if t.HeartbeatFile == "" && !t.HeartbeatRequired {
+				from = time.Time{}
+			}
+			obs.Heartbeat = CheckHeartbeat(t.HeartbeatFile, t.HeartbeatAt, from, now)
 			if obs.Heartbeat.Source == HeartbeatPosted {
 				obs.Heartbeat.Progress = t.HeartbeatProgress
 			}
@@ -160,7 +170,7 @@ func (h *Host) Probe(ctx context.Context, t Subject, th Thresholds, now time.Tim
 		} else {
 			// Not examined: the posted heartbeat stands, as for a reader.
 			if !t.Terminal && !t.NoHeartbeat {
-				obs.Heartbeat = CheckHeartbeat("", t.HeartbeatAt, started, now)
+				obs.Heartbeat = CheckHeartbeat("", t.HeartbeatAt, started, now) // a file declared: ageing is on
 			}
 			obs.Artifacts = ArtifactResult{Delivery: state.DeliveryUnknown}
 		}

@@ -328,6 +328,7 @@ func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, n
 		return judge.Seen{}
 	}
 	t := judge.Subject(&e, parentTerminal)
+	t.HeartbeatRequired = r.Settings.Probe.Requires(e.Type)
 	if e.HostID != r.HostID {
 		t = remoteSubject(t)
 	}

@@ -57,18 +57,21 @@ type Entity struct {
 	HeartbeatAt       unixtime.Time          `json:"heartbeat_at,omitzero"`
 	Heartbeat         *state.JudgedHeartbeat `json:"heartbeat,omitempty"`
 	HeartbeatProgress string                 `json:"heartbeat_progress,omitempty"`
-	TimeoutSeconds    float64                `json:"timeout_seconds,omitempty"`
-	TimeoutElapsed    float64                `json:"timeout_elapsed,omitempty"`
-	ArtifactsRoot     string                 `json:"artifacts_root,omitempty"`
-	Artifacts         []state.ArtifactSpec   `json:"artifacts,omitempty"`
-	LockFiles         []string               `json:"lock_files,omitempty"`
-	Parent            *Ref                   `json:"parent,omitempty"`
-	DependsOn         []string               `json:"depends_on,omitempty"`
-	Schedule          *Schedule              `json:"schedule,omitempty"`
-	Metadata          json.RawMessage        `json:"metadata,omitempty"`
-	StartedAt         unixtime.Time          `json:"started_at,omitzero"`
-	EndedAt           unixtime.Time          `json:"ended_at,omitzero"`
-	HealthSince       unixtime.Time          `json:"health_since,omitzero"`
+	// HangDetection is NoHangDetection for an open entity judged on
+	// liveness alone (no heartbeat source): a hang would not be seen.
+	HangDetection  string               `json:"hang_detection,omitempty"`
+	TimeoutSeconds float64              `json:"timeout_seconds,omitempty"`
+	TimeoutElapsed float64              `json:"timeout_elapsed,omitempty"`
+	ArtifactsRoot  string               `json:"artifacts_root,omitempty"`
+	Artifacts      []state.ArtifactSpec `json:"artifacts,omitempty"`
+	LockFiles      []string             `json:"lock_files,omitempty"`
+	Parent         *Ref                 `json:"parent,omitempty"`
+	DependsOn      []string             `json:"depends_on,omitempty"`
+	Schedule       *Schedule            `json:"schedule,omitempty"`
+	Metadata       json.RawMessage      `json:"metadata,omitempty"`
+	StartedAt      unixtime.Time        `json:"started_at,omitzero"`
+	EndedAt        unixtime.Time        `json:"ended_at,omitzero"`
+	HealthSince    unixtime.Time        `json:"health_since,omitzero"`
 	// ExitStatus is how the entity's process ended, when the kernel said
 	// so: {"code": 3, "signal": null, "at": ...}. Absent while unknown.
 	ExitStatus *state.ExitStatus `json:"exit_status,omitempty"`
@@ -123,7 +126,7 @@ func FromDerived(e store.Entity, ns state.NormalizedState, rows []store.AuditRow
 		ArtifactsRoot: e.ArtifactsRoot, Artifacts: e.Artifacts, LockFiles: e.LockFiles, DependsOn: e.DependsOn,
 		StartedAt: unixtime.Of(e.StartedAt), EndedAt: unixtime.Of(e.EndedAt), HealthSince: unixtime.Of(e.HealthSince),
 		CreatedAt: unixtime.Of(e.CreatedAt), UpdatedAt: unixtime.Of(e.UpdatedAt), ExitStatus: e.Exit,
-		State: ns, Display: transitions.Display(e, ns), Heartbeat: hb.Of(&e, now),
+		State: ns, Display: transitions.Display(e, ns), Heartbeat: hb.Of(&e, now), HangDetection: hb.hangDetection(&e),
 	}
 	if len(e.Metadata) > 0 && string(e.Metadata) != "{}" {
 		out.Metadata = e.Metadata

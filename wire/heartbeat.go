@@ -25,6 +25,26 @@ type Heartbeats struct {
 	// file examined with its owner's rights) and the posted heartbeat, as
 	// the judgement takes it; zero when neither.
 	Last func(e *store.Entity, now time.Time) (at time.Time, fromFile bool)
+	// Required says whether entities of a type are expected to heartbeat
+	// from their start (thresholds.require_heartbeat); nil: none are.
+	Required func(typ string) bool
+}
+
+// NoHangDetection is an open entity's hang_detection when it has no
+// heartbeat source: no file, none posted yet, and its type not required
+// to heartbeat. It is judged on liveness alone.
+const NoHangDetection = "hangs are not detected: no heartbeat source"
+
+// hangDetection is e's hang_detection: NoHangDetection for an open entity
+// with a process and no heartbeat source, "" otherwise.
+func (h *Heartbeats) hangDetection(e *store.Entity) string {
+	if e.Terminal || e.Lifecycle == nil || e.PID <= 0 || e.HeartbeatFile != "" || !e.HeartbeatAt.IsZero() || e.ScheduleCron != "" {
+		return ""
+	}
+	if h != nil && h.Required != nil && h.Required(e.Type) {
+		return ""
+	}
+	return NoHangDetection
 }
 
 // Of is e's heartbeat at now, nil when it has none. A nil h (a reader

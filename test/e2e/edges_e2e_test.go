@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"watchdog/internal/testenv"
 	"watchdog/state"
@@ -143,4 +144,47 @@ func TestEdgesHostsByName(t *testing.T) {
 	if lines := strings.Split(st.stdout, "\n"); len(lines) < 2 || !strings.Contains(lines[1], " "+name+" ") {
 		t.Errorf("status's HOST column does not show %q:\n%s", name, st.stdout)
 	}
+}
+
+// #5: processes with no heartbeat source are judged on liveness alone and
+// say so; a first posted heartbeat or a declared file turns ageing on; a
+// type the config requires to heartbeat ages from its start.
+func TestEdgesNoHeartbeatSourceNoStall(t *testing.T) {
+	d := truthStart(t, strings.Replace(truthSections, "jobs:", "  require_heartbeat: [invocation]\njobs:", 1))
+	hb := filepath.Join(t.TempDir(), "never-written.hb")
+	for _, reg := range []string{
+		`{"type":"session","id":"quiet","lifecycle":"running","pid":%d}`,
+		`{"type":"session","id":"posts","lifecycle":"running","pid":%d}`,
+		`{"type":"session","id":"file","lifecycle":"running","pid":%d,"heartbeat_file":"` + hb + `"}`,
+		`{"type":"invocation","id":"required","lifecycle":"running","pid":%d}`,
+	} {
+		d.register(t, fmt.Sprintf(reg, testenv.Sleep(t).Process.Pid))
+	}
+	if code, body := d.do(t, "POST", "/api/v1/entities/session/posts/heartbeat", "{}"); code != http.StatusOK {
+		t.Fatalf("heartbeat: %d %s", code, body)
+	}
+	// Well past stalled_after (2s), through real sweeps.
+	d.holds(t, "sweep", 4, 3*time.Second, func() {})
+	for id, want := range map[string]state.Health{"quiet": state.HealthRunning, "posts": state.HealthStalled, "file": state.HealthStalled} {
+		e := d.must(t, "session", id)
+		if e.State.Health != want {
+			t.Errorf("session/%s: %s (%s), want %s", id, e.State.Health, e.Display, want)
+		}
+		if hang := e.HangDetection; (id == "quiet") != (hang == wire.NoHangDetection) {
+			t.Errorf("session/%s: hang_detection %q", id, hang)
+		}
+	}
+	if e := d.must(t, "invocation", "required"); e.State.Health != state.HealthStalled || e.HangDetection != "" {
+		t.Errorf("invocation/required (require_heartbeat): %s, hang_detection %q; want stalled from its start", e.State.Health, e.HangDetection)
+	}
+	code, page := d.do(t, "GET", "/entities/session/quiet", "")
+	if code != http.StatusOK || !strings.Contains(page, wire.NoHangDetection) {
+		t.Errorf("the entity page does not say hangs are not detected (%d)", code)
+	}
+	// A first posted heartbeat turns ageing on for the quiet one too.
+	d.do(t, "POST", "/api/v1/entities/session/quiet/heartbeat", "{}")
+	testenv.Eventually(t, "session/quiet stalled once it heartbeated and fell silent", ceiling, func() (bool, string) {
+		e := d.must(t, "session", "quiet")
+		return e.State.Health == state.HealthStalled && e.HangDetection == "", e.Display
+	})
 }
