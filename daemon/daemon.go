@@ -215,6 +215,9 @@ func Run(ctx context.Context, o Options) error {
 	})
 	defer d.stopPush()
 
+	// The settings its judgement uses, where the commands on the same
+	// database find them.
+	d.recordSettings(ctx, o.ConfigPath)
 	// Leadership and presence run from before the first sweep (which
 	// then already knows whether it judges host-less work) to after the
 	// last job; stopping hands the lease over.
@@ -683,6 +686,28 @@ func (d *daemon) ready() error {
 // reload re-reads the config file. Thresholds, reaper settings, job
 // schedules and the alertmanager section take effect; store, listen address, auth, web.config_file and process_tree need a restart
 // (said in the log). An invalid file changes nothing.
+// recordSettings records in the store the thresholds this daemon judges
+// with and the file they came from (path, "" for the defaults), at its
+// start and at each reload: `watchdog status`, `attention`, `reap` and
+// `probe --entity` on this database judge with them (issue 39). A failed
+// write is logged; the commands then fall back to the config they find.
+func (d *daemon) recordSettings(ctx context.Context, path string) {
+	doc, err := d.cfg.Thresholds.ThresholdsYAML()
+	if err == nil {
+		if path != "" {
+			if abs, aerr := filepath.Abs(path); aerr == nil {
+				path = abs
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		err = d.st.RecordSettings(rctx, d.rp.HostID, store.DaemonSettings{YAML: doc, Source: path, At: time.Now()})
+	}
+	if err != nil {
+		d.log.Warn("recording the settings for the commands on this database; they judge with the config they find", zap.Error(err))
+	}
+}
+
 func (d *daemon) reload(ctx context.Context, path, webConfig string) {
 	d.notify.reloading()
 	defer d.notify.ready(d.statusLine())
@@ -729,6 +754,7 @@ func (d *daemon) reload(ctx context.Context, path, webConfig string) {
 			return
 		}
 	}
+	d.recordSettings(ctx, path)
 	d.api.SetFailureWindow(time.Duration(d.cfg.Thresholds.FailureWindow))
 	d.page.SetRunbookURL(d.cfg.Alertmanager.RunbookURL)
 	d.api.SetRunbookURL(d.cfg.Alertmanager.RunbookURL)

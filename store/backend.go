@@ -66,6 +66,13 @@ type Backend interface {
 	// HostNames returns the hostname each host's daemon recorded at its
 	// last start; a host without one is absent.
 	HostNames(ctx context.Context) (map[string]string, error)
+	// RecordSettings records the settings a host's daemon judges with
+	// (its thresholds section, as YAML) and the config file they came
+	// from ("" for the defaults), at its start and at each reload.
+	RecordSettings(ctx context.Context, hostID string, s DaemonSettings) error
+	// Settings returns what each host's daemon recorded last; a host
+	// whose daemon recorded none is absent.
+	Settings(ctx context.Context) (map[string]DaemonSettings, error)
 	DaemonHosts(ctx context.Context, since time.Time) (map[string]bool, error)
 	DaemonsSeen(ctx context.Context) (map[string]time.Time, error)
 

@@ -28,9 +28,12 @@ type judgedBy struct {
 	// the database (null: no daemon ever did), and LastJudgedBy its host.
 	LastJudgedAt *unixtime.Time `json:"last_judged_at"`
 	LastJudgedBy string         `json:"last_judged_by,omitempty"`
-	// Config is the daemon config the command judged with ("": none was
-	// found, the defaults).
+	// Config is the daemon config the command found ("": none, the
+	// defaults).
 	Config string `json:"config"`
+	// Settings, when the database holds them, are whose recorded
+	// thresholds the command judged with instead (issue 39).
+	Settings *recordedSettings `json:"settings,omitempty"`
 }
 
 // localEntityList is `status --json` from a database: the list as
@@ -59,7 +62,7 @@ func judgeOf(ctx context.Context, t target.Target, set settings) (*judgedBy, err
 	if err != nil || got == nil {
 		return nil, err
 	}
-	j := judgedBy{DaemonServing: got.DaemonServing, LastJudgedBy: got.LastBy, Config: set.path}
+	j := judgedBy{DaemonServing: got.DaemonServing, LastJudgedBy: got.LastBy, Config: set.path, Settings: set.recorded}
 	if !got.LastAt.IsZero() {
 		at := unixtime.Of(got.LastAt)
 		j.LastJudgedAt = &at

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"watchdog/cmd/watchdog/internal/target"
 	"watchdog/config"
+	"watchdog/internal/unixtime"
+	"watchdog/state"
 )
 
 // defaultConfigPath is where a command on the daemon's host finds the
@@ -37,6 +42,19 @@ type settings struct {
 	// from is what named path: "--config", configEnv or "the default
 	// path".
 	from string
+	// recorded, when the database holds them, are the settings its daemon
+	// recorded (adoptRecorded): cfg's thresholds are those.
+	recorded *recordedSettings
+}
+
+// recordedSettings say whose recorded settings a command judges with.
+type recordedSettings struct {
+	Host   string        `json:"host"`
+	Source string        `json:"source"` // the daemon's config file, "" for the defaults
+	At     unixtime.Time `json:"recorded_at"`
+	// Differs names the keys where the config the command found itself
+	// differs ("idle_after 5m≠10m", the command's value first).
+	Differs []string `json:"differs,omitempty"`
 }
 
 // resolveConfig is the one rule by which a command finds the daemon's
@@ -78,6 +96,20 @@ func resolveConfig(flagPath, envPath, defPath string) (settings, error) {
 // config and judges with the defaults ("" when it found one): whoever
 // reads its output must know it may not be the daemon's judgement.
 func (s settings) note() string {
+	if r := s.recorded; r != nil {
+		if s.path != "" && len(r.Differs) == 0 {
+			return "" // the command's config says what the daemon's does
+		}
+		from := "its defaults"
+		if r.Source != "" {
+			from = "from " + r.Source
+		}
+		line := fmt.Sprintf("watchdog: judging with the settings the daemon of host %s recorded at %s (%s)", r.Host, state.Stamp(r.At.Time), from)
+		if len(r.Differs) > 0 {
+			line += fmt.Sprintf("; the config %s (%s) differs: %s", s.path, s.from, strings.Join(r.Differs, ", "))
+		}
+		return line + "\n"
+	}
 	if s.path != "" {
 		return ""
 	}
@@ -106,7 +138,51 @@ func localSettings(cmd *cobra.Command, db string) (settings, string, error) {
 	if err != nil {
 		return s, "", err
 	}
-	return s, configDB(cmd, db, s.cfg), nil
+	db = configDB(cmd, db, s.cfg)
+	s.adoptRecorded(cmd.Context(), db)
+	return s, db, nil
+}
+
+// adoptRecorded makes the thresholds of s those its database's daemon
+// recorded (store.DaemonSettings), so that a command judges as the
+// daemon does whatever config it found: this host's daemon's, else the
+// newest. Nothing changes when the database cannot be opened (the
+// command's own open says why), holds none, or holds a section that no
+// longer reads.
+func (s *settings) adoptRecorded(ctx context.Context, db string) {
+	if db == "" {
+		return
+	}
+	st, err := target.OpenStore(ctx, db, false)
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	all, err := st.Settings(ctx)
+	if err != nil || len(all) == 0 {
+		return
+	}
+	self := cmp.Or(s.cfg.HostID, localHost().HostID())
+	host, ds := self, all[self]
+	if _, ok := all[self]; !ok {
+		host = ""
+		for h, d := range all {
+			if host == "" || d.At.After(ds.At) || (d.At.Equal(ds.At) && h < host) {
+				host, ds = h, d
+			}
+		}
+	}
+	th, err := config.ParseThresholds(ds.YAML)
+	if err != nil {
+		return
+	}
+	r := &recordedSettings{Host: host, Source: ds.Source, At: unixtime.Of(ds.At)}
+	if s.path != "" {
+		r.Differs = config.ThresholdsDiff(s.cfg.Thresholds, th)
+	}
+	cfg := *s.cfg
+	cfg.Thresholds = th
+	s.cfg, s.recorded = &cfg, r
 }
 
 // addConfigFlag gives a command that reads or judges this host's store

@@ -255,3 +255,40 @@ func (s *Store) DaemonsSeen(ctx context.Context) (map[string]time.Time, error) {
 	}
 	return out, nil
 }
+
+// RecordSettings records the settings hostID's daemon judges with.
+func (s *Store) RecordSettings(ctx context.Context, hostID string, ds store.DaemonSettings) (err error) {
+	s.writes.Start()
+	defer func() { s.writes.Done(err) }()
+	_, err = s.pool.Exec(ctx, `INSERT INTO daemons (host_id, seen_at, settings, settings_source, settings_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (host_id) DO UPDATE SET settings = excluded.settings, settings_source = excluded.settings_source, settings_at = excluded.settings_at`,
+		hostID, unixtime.Seconds(ds.At), ds.YAML, ds.Source, unixtime.Seconds(ds.At))
+	if err != nil {
+		return fmt.Errorf("record daemon %s's settings: %w", hostID, classify(err))
+	}
+	return nil
+}
+
+// Settings returns the settings each host's daemon recorded last.
+func (s *Store) Settings(ctx context.Context) (map[string]store.DaemonSettings, error) {
+	rows, err := s.pool.Query(ctx, "SELECT host_id, settings, settings_source, settings_at FROM daemons WHERE settings <> ''")
+	if err != nil {
+		return nil, fmt.Errorf("read the daemons' settings: %w", classify(err))
+	}
+	defer rows.Close()
+	out := map[string]store.DaemonSettings{}
+	for rows.Next() {
+		var h string
+		var ds store.DaemonSettings
+		var at float64
+		if err := rows.Scan(&h, &ds.YAML, &ds.Source, &at); err != nil {
+			return nil, fmt.Errorf("read the daemons' settings: %w", err)
+		}
+		ds.At = unixtime.FromSeconds(at)
+		out[h] = ds
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the daemons' settings: %w", classify(err))
+	}
+	return out, nil
+}

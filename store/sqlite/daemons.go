@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"watchdog/internal/unixtime"
+	"watchdog/store"
 )
 
 // MarkDaemon records that a daemon of hostID was alive at at (an upsert;
@@ -90,6 +91,41 @@ func (s *Store) DaemonsSeen(ctx context.Context) (map[string]time.Time, error) {
 			return nil, fmt.Errorf("list daemons: %w", err)
 		}
 		out[h] = unixtime.FromSeconds(at)
+	}
+	return out, rows.Err()
+}
+
+// RecordSettings records the settings hostID's daemon judges with.
+func (s *Store) RecordSettings(ctx context.Context, hostID string, ds store.DaemonSettings) error {
+	err := s.writeTx(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, `INSERT INTO daemons (host_id, seen_at, settings, settings_source, settings_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (host_id) DO UPDATE SET settings = excluded.settings, settings_source = excluded.settings_source, settings_at = excluded.settings_at`,
+			hostID, unixtime.Seconds(ds.At), ds.YAML, ds.Source, unixtime.Seconds(ds.At))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record daemon %s's settings: %w", hostID, err)
+	}
+	return nil
+}
+
+// Settings returns the settings each host's daemon recorded last.
+func (s *Store) Settings(ctx context.Context) (map[string]store.DaemonSettings, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT host_id, settings, settings_source, settings_at FROM daemons WHERE settings <> ''")
+	if err != nil {
+		return nil, fmt.Errorf("read the daemons' settings: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]store.DaemonSettings{}
+	for rows.Next() {
+		var h string
+		var ds store.DaemonSettings
+		var at float64
+		if err := rows.Scan(&h, &ds.YAML, &ds.Source, &at); err != nil {
+			return nil, fmt.Errorf("read the daemons' settings: %w", err)
+		}
+		ds.At = unixtime.FromSeconds(at)
+		out[h] = ds
 	}
 	return out, rows.Err()
 }

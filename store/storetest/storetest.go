@@ -734,6 +734,29 @@ func testDaemons(t *testing.T, h Harness) {
 	if err != nil || !seen["h2"].Equal(t0.Add(3*time.Minute)) || !seen["h3"].Equal(t0) || !seen["h1"].Equal(t0.Add(time.Minute)) {
 		t.Errorf("daemons seen %v %v, want h1 at +1m, h2 at +3m, h3 at t0", seen, err)
 	}
+
+	// Each daemon's settings: recorded at its start and reload, the last
+	// one kept, with where they came from; presence unmoved.
+	if got, err := s.Settings(ctx); err != nil || len(got) != 0 {
+		t.Errorf("settings before any were recorded: %v %v", got, err)
+	}
+	first := store.DaemonSettings{YAML: "thresholds:\n  idle_after: 5m\n", Source: "/etc/watchdog/config.yaml", At: t0.Add(4 * time.Minute)}
+	reload := store.DaemonSettings{YAML: "thresholds:\n  idle_after: 7m\n", Source: "/etc/watchdog/config.yaml", At: t0.Add(5 * time.Minute)}
+	for _, ds := range []store.DaemonSettings{first, reload} {
+		if err := s.RecordSettings(ctx, "h2", ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordSettings(ctx, "h4", store.DaemonSettings{YAML: "thresholds: {}\n", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	recorded, err := s.Settings(ctx)
+	if got := recorded; err != nil || len(got) != 2 || got["h2"].YAML != reload.YAML || got["h2"].Source != reload.Source || !got["h2"].At.Equal(reload.At) || got["h4"].Source != "" {
+		t.Errorf("settings %+v %v, want h2's reload and h4's defaults", recorded, err)
+	}
+	if seen, err := s.DaemonsSeen(ctx); err != nil || !seen["h2"].Equal(t0.Add(3*time.Minute)) {
+		t.Errorf("recording settings moved h2's presence: %v %v", seen["h2"], err)
+	}
 }
 
 // testFeed reads the feed on one handle while another writes: every

@@ -56,4 +56,9 @@ type judgedBy struct {
 	LastJudgedAt  *unixtime.Time `json:"last_judged_at"`
 	LastJudgedBy  string         `json:"last_judged_by,omitempty"`
 	Config        string         `json:"config"`
+	Settings      *struct {
+		Host    string   `json:"host"`
+		Source  string   `json:"source"`
+		Differs []string `json:"differs"`
+	} `json:"settings"`
 }

@@ -112,6 +112,24 @@ func TestJudgeSettingsObs5OneQueueOnTheDaemonsHost(t *testing.T) {
 	if l, s := withoutMoments(viaEnv.stdout), withoutMoments(server.stdout); l != s {
 		t.Errorf("the local queue and the daemon's differ:\nlocal:\n%s\nserver:\n%s", l, s)
 	}
+	// Issue 39 #6: the settings travel with the database. With no config
+	// of its own, a command on it judges with the daemon's recorded
+	// thresholds and names them; with a config that differs, it says so
+	// and still judges as the daemon does.
+	bare := rmtRun(t, work, nil, "", "attention", "--json", "--db", db)
+	if got := attentionTotal(t, bare); got != 1 || strings.Count(bare.stderr, "\n") != 1 ||
+		!strings.Contains(bare.stderr, "judging with the settings the daemon of host ") || !strings.Contains(bare.stderr, "(from "+cfg+")") {
+		t.Errorf("no config, the daemon's database: %d items (want the daemon's 1), stderr %q", got, bare.stderr)
+	}
+	other := writeFile(t, dir, "other.yaml", "thresholds:\n  failure_window: 48h\n  idle_after: 5m\n")
+	mine := rmtRun(t, work, nil, "", "attention", "--json", "--db", db, "--config", other)
+	if got := attentionTotal(t, mine); got != 1 || !strings.Contains(mine.stderr, "the config "+other+" (--config) differs: idle_after 5m≠10m, failure_window 48h≠3m") {
+		t.Errorf("a config that differs: %d items (want the daemon's 1), stderr %q", got, mine.stderr)
+	}
+	if j := statusJudge(t, rmtRun(t, work, nil, "", "status", "--json", "--db", db)); j.Settings == nil || j.Settings.Source != cfg {
+		t.Errorf("status --json's judge does not name the recorded settings: %+v", j)
+	}
+
 	local := rmtRun(t, work, env, "", "attention")
 	remote := rmtRun(t, work, nil, "", "attention", "--server", d.base)
 	if local.stdout != remote.stdout || !strings.Contains(local.stdout, "session:s5:run.failed.exit_nonzero") || strings.Contains(local.stdout, "session:s1:") {
