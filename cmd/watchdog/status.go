@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"watchdog/cmd/watchdog/internal/target"
+	"watchdog/daemon"
 	"watchdog/state"
 	"watchdog/transitions"
 	"watchdog/wire"
@@ -88,6 +89,7 @@ judges: no such line.`,
 				if set, to.DB, err = localSettings(cmd, db); err != nil {
 					return err
 				}
+				to.RequireHeartbeat = daemon.ReaperSettings(set.cfg).Probe.RequireHeartbeat
 			}
 			// read reads the list once, and from a database who judged it
 			// (nil through a daemon, which is the judge).

@@ -181,6 +181,18 @@ func TestEdgesNoHeartbeatSourceNoStall(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(page, wire.NoHangDetection) {
 		t.Errorf("the entity page does not say hangs are not detected (%d)", code)
 	}
+	// The CLI on the database says the same, with the daemon's recorded
+	// require_heartbeat (it has no config of its own).
+	st := wd(t, "", "status", "--json", "--db", d.db)
+	var l wire.EntityList
+	if err := json.Unmarshal([]byte(st.stdout), &l); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, st.stdout)
+	}
+	for _, e := range l.Items {
+		if want := map[string]string{"quiet": wire.NoHangDetection}[e.ID]; e.HangDetection != want {
+			t.Errorf("status --json: %s/%s hang_detection %q, want %q", e.Type, e.ID, e.HangDetection, want)
+		}
+	}
 	// A first posted heartbeat turns ageing on for the quiet one too.
 	d.do(t, "POST", "/api/v1/entities/session/quiet/heartbeat", "{}")
 	testenv.Eventually(t, "session/quiet stalled once it heartbeated and fell silent", ceiling, func() (bool, string) {

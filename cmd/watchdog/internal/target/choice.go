@@ -37,6 +37,10 @@ type Choice struct {
 	// queue's items link their runbook sections as the daemon's do
 	// ("" links the daemon's own /runbook).
 	RunbookURL string
+	// RequireHeartbeat are the types expected to heartbeat from their
+	// start (thresholds.require_heartbeat, canonical): a local read says
+	// hangs are not detected only of the others (wire.Heartbeats).
+	RequireHeartbeat []string
 }
 
 // Remote decides whether the command goes through the daemon (true) or

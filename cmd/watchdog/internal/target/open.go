@@ -93,7 +93,7 @@ func (c Choice) Open(ctx context.Context, create, run bool) (Target, error) {
 		// The daemon serving this file is no entity's (docs/security.md).
 		l.w.PIDs = reaper.PIDGuard{Host: c.Host, Daemon: sqlite.DaemonPID(c.DB, c.Host.HostID())}
 	}
-	l.runbook = c.RunbookURL
+	l.runbook, l.requireHB = c.RunbookURL, c.RequireHeartbeat
 	return l, nil
 }
 

@@ -52,7 +52,7 @@ func (l *Local) List(ctx context.Context, f wire.EntityFilter, o ListOptions) (w
 		return wire.EntityList{}, err
 	}
 	now := time.Now()
-	hb := Heartbeats(l.host)
+	hb := l.beats()
 	var procs *wire.Processes
 	if o.Process {
 		procs = Processes(l.host)
@@ -148,7 +148,7 @@ func (h hostSource) AttentionCandidates(ctx context.Context, _ time.Time) ([]sto
 // one (at most the query's limit). An entity gone since the queue was
 // read has none.
 func (l *Local) fillHeartbeats(ctx context.Context, queue *attention.Queue, now time.Time) error {
-	beats := Heartbeats(l.host)
+	beats := l.beats()
 	var failed error
 	queue.FillHeartbeats(func(typ, id string) *state.JudgedHeartbeat {
 		if failed != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -93,6 +94,16 @@ type Local struct {
 	runbook string
 	// me is who the command's writes are made as.
 	me transitions.Principal
+	// requireHB are the types expected to heartbeat from their start
+	// (Choice's RequireHeartbeat).
+	requireHB []string
+}
+
+// beats is Heartbeats on l's host, with the types required to heartbeat.
+func (l *Local) beats() *wire.Heartbeats {
+	hb := Heartbeats(l.host)
+	hb.Required = func(typ string) bool { return slices.Contains(l.requireHB, typ) }
+	return hb
 }
 
 // NewLocal writes into st, identifying this host's processes through
@@ -113,7 +124,7 @@ func (l *Local) Entity(ctx context.Context, typ, id string) (wire.Entity, error)
 	if err != nil {
 		return wire.Entity{}, err
 	}
-	out := wire.FromEntity(e, nil, Heartbeats(l.host), time.Now())
+	out := wire.FromEntity(e, nil, l.beats(), time.Now())
 	if names, err := l.hostNames(ctx); err == nil {
 		out.HostName = names[out.HostID]
 	}
@@ -154,7 +165,7 @@ func (l *Local) Transition(ctx context.Context, typ, id string, t wire.Transitio
 	if err != nil {
 		return wire.TransitionResult{}, err
 	}
-	return wire.TransitionResult{Entity: wire.FromEntity(res.After, nil, Heartbeats(l.host), time.Now()), From: res.Before.LifecycleOr("")}, nil
+	return wire.TransitionResult{Entity: wire.FromEntity(res.After, nil, l.beats(), time.Now()), From: res.Before.LifecycleOr("")}, nil
 }
 
 // Heartbeats is how a reader on host shows the heartbeat an entity is
