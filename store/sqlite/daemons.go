@@ -129,3 +129,24 @@ func (s *Store) Settings(ctx context.Context) (map[string]store.DaemonSettings, 
 	}
 	return out, rows.Err()
 }
+
+// LastObserved returns, for each host, when a judgement last wrote one of
+// its entities (an observation's time): with the presence records, when
+// its daemon last judged, though it died without recording its stop.
+func (s *Store) LastObserved(ctx context.Context) (map[string]time.Time, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT host_id, MAX(observed_at) FROM entities WHERE observed_at IS NOT NULL GROUP BY host_id")
+	if err != nil {
+		return nil, fmt.Errorf("read the last observations: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var h string
+		var at float64
+		if err := rows.Scan(&h, &at); err != nil {
+			return nil, fmt.Errorf("read the last observations: %w", err)
+		}
+		out[h] = unixtime.FromSeconds(at)
+	}
+	return out, rows.Err()
+}

@@ -26,7 +26,7 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 	// throughput.
 	err = s.groupWrite(ctx, "record observation "+typ+"/"+id, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := s.txExec(ctx, tx, `UPDATE entities SET health = :health, delivery = :delivery, reasons = :reasons,
-		health_since = :health_since, dead_since = :dead_since, updated_at = :at
+		health_since = :health_since, dead_since = :dead_since, updated_at = :at, observed_at = :at
 		WHERE type = :type AND id = :id AND last_seq = :seen_seq
 		  AND (health IS NOT :health OR delivery IS NOT :delivery OR reasons IS NOT :reasons
 		       OR health_since IS NOT :health_since OR dead_since IS NOT :dead_since)`,

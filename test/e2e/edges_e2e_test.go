@@ -200,3 +200,58 @@ func TestEdgesNoHeartbeatSourceNoStall(t *testing.T) {
 		return e.State.Health == state.HealthStalled && e.HangDetection == "", e.Display
 	})
 }
+
+// serverPID is the pid of the `watchdog serve --config cfg` running.
+func serverPID(t *testing.T, cfg string) int {
+	t.Helper()
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range dirs {
+		b, err := os.ReadFile(dir + "/cmdline")
+		if err != nil {
+			continue
+		}
+		if args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"); len(args) == 4 && args[1] == "serve" && args[3] == cfg {
+			var pid int
+			fmt.Sscan(filepath.Base(dir), &pid)
+			return pid
+		}
+	}
+	t.Fatalf("no serve --config %s running", cfg)
+	return 0
+}
+
+// #7: "last judged" after a daemon's crash is its last judgement, not its
+// start: the last observation it wrote says when it last looked.
+func TestEdgesLastJudgedAfterACrash(t *testing.T) {
+	d := truthStart(t, "")
+	p := testenv.Sleep(t)
+	d.register(t, fmt.Sprintf(`{"type":"session","id":"judged","lifecycle":"running","pid":%d}`, p.Process.Pid))
+	testenv.Eventually(t, "judged alive", ceiling, func() (bool, string) {
+		e := d.must(t, "session", "judged")
+		return e.State.Health == state.HealthRunning, e.Display
+	})
+	d.waitRuns(t, "sweep", 2) // the start's presence is now well behind
+	killed := time.Now()
+	if err := p.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the death judged", ceiling, func() (bool, string) {
+		e := d.must(t, "session", "judged")
+		return e.State.Health == state.HealthProcessDead, e.Display
+	})
+	if err := syscall.Kill(serverPID(t, filepath.Join(filepath.Dir(d.db), "config.yaml")), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var j judgedBy
+	testenv.Eventually(t, "the database unserved", ceiling, func() (bool, string) {
+		j = statusJudge(t, wd(t, "", "status", "--json", "--db", d.db))
+		return !j.DaemonServing, "still served"
+	})
+	if j.LastJudgedAt == nil || j.LastJudgedAt.Before(killed.Add(-time.Millisecond)) {
+		t.Errorf("last judged %v, want the death's judgement, at or after %s (the daemon started before)", j.LastJudgedAt, killed.Format(time.RFC3339Nano))
+	}
+	r := wd(t, "", "status", "--db", d.db)
+	if !strings.Contains(r.stderr, "no watchdog daemon is serving this database; last judged ") {
+		t.Errorf("status after the crash: stderr %q", r.stderr)
+	}
+}

@@ -127,6 +127,13 @@ func (l *Local) hostNames(ctx context.Context) (map[string]string, error) {
 	return names, nil
 }
 
+// observedReader is a store that keeps when a judgement last wrote each
+// host's entities (an SQLite file: its lone daemon records no presence
+// while it runs).
+type observedReader interface {
+	LastObserved(ctx context.Context) (map[string]time.Time, error)
+}
+
 // hostSource is the queue's source for a host's items on a database: the
 // host's entities, whole. The store's AttentionCandidates reads only the
 // columns an item needs, without host_id, so the queue could not tell
@@ -178,18 +185,30 @@ func (l *Local) fillHeartbeats(ctx context.Context, queue *attention.Queue, now 
 // the fleet's leader itself calls a host disconnected).
 //
 // When it last judged: now, on an SQLite file whose lock a daemon of a
-// recorded host holds; else the newest presence record. A daemon marks
-// its presence at its start and its stop (and every few seconds while it
-// shares the store), while it watches every death and runs every timed
-// judgement, so that is the last moment its view was current. The newest observation would
-// not do: a daemon records one only when something changed, and a quiet
-// host's newest can be days old while the daemon judged it all along.
+// recorded host holds; else the later of the newest presence record and
+// the newest observation a host's judgement wrote (observedReader). A
+// daemon marks its presence at its start and its stop (and every few
+// seconds while it shares the store); one killed records no stop, and
+// its last observation is then the last moment known of its judgement,
+// where its start alone would say hours too early. Neither is an idle
+// write: the observation's own time is kept with it.
 func (l *Local) Judged(ctx context.Context, disconnectedAfter time.Duration, now time.Time) (*Judged, error) {
 	seen, err := l.st.DaemonsSeen(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the daemons' presence: %w", err)
 	}
 	var j Judged
+	if or, ok := l.st.(observedReader); ok {
+		last, err := or.LastObserved(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for host, at := range last {
+			if _, daemon := seen[host]; daemon && at.After(seen[host]) {
+				seen[host] = at
+			}
+		}
+	}
 	for host, at := range seen {
 		if at.After(j.LastAt) || (at.Equal(j.LastAt) && host < j.LastBy) {
 			j.LastAt, j.LastBy = at, host
