@@ -104,6 +104,7 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 	out.HostName = s.hostNames(ctx)[out.HostID]
 	out.TransitionsTotal = &total
 	out.Process = s.Processes.Of(&ent.Entity, s.Now())
+	out.Leftovers = s.Processes.LeftoversOf(&ent.Entity, s.Now())
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -268,6 +269,7 @@ func (s *server) listItem(e store.Entity, ns state.NormalizedState, withProcess 
 	item.HostName = names[item.HostID]
 	if withProcess {
 		item.Process = s.Processes.Of(&e, s.Now())
+		item.Leftovers = s.Processes.LeftoversOf(&e, s.Now())
 	}
 	return item
 }

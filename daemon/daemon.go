@@ -246,7 +246,8 @@ func Run(ctx context.Context, o Options) error {
 	}}
 	// And an open entity's process facts, read from /proc at the request
 	// from the tree the monitor keeps (ADR-0048), never on a timer.
-	procs := &wire.Processes{HostID: host.HostID(), Read: reaper.ReadFacts(probe.NewFacts(host), lv.tree)}
+	facts := probe.NewFacts(host)
+	procs := &wire.Processes{HostID: host.HostID(), Read: reaper.ReadFacts(facts, lv.tree), Leftovers: reaper.ReadLeftovers(facts)}
 	d.page = page.New(page.Options{View: view, Store: st, Auth: token != "", TokenFile: tokenPath, Now: time.Now, Log: log.Named("page"), Heartbeats: beats, Processes: procs,
 		RunbookURL: cfg.Alertmanager.RunbookURL})
 	var tokens *api.Tokens

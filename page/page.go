@@ -358,6 +358,8 @@ type entityPage struct {
 	// HangDetection is the entity read's hang_detection: why a hang would
 	// not be seen ("" when it would).
 	HangDetection string
+	// Leftovers is what the named leftovers still running are doing.
+	Leftovers *leftoverData
 	// Process is the open entity's process facts, read for this page; nil
 	// when it has none (ended, another host, no pid).
 	Process *processData
@@ -371,6 +373,21 @@ type processData struct {
 }
 
 // processDataOf is f as the page shows it.
+// leftoverData is the entity page's line on the leftovers still running.
+type leftoverData struct {
+	Running int
+	CPU     string // "49.0%", their sum
+	RSS     string
+}
+
+// leftoverDataOf is f as the page shows it; nil when none runs.
+func leftoverDataOf(f *state.LeftoverFacts) *leftoverData {
+	if f == nil || f.Running == 0 {
+		return nil
+	}
+	return &leftoverData{Running: f.Running, CPU: strconv.FormatFloat(f.CPUPercent, 'f', 1, 64) + "%", RSS: state.FormatBytes(f.RSSBytes)}
+}
+
 func processDataOf(f *state.ProcessFacts) *processData {
 	if f == nil {
 		return nil
@@ -729,6 +746,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Progress = we.HeartbeatProgress
 	p.Process = processDataOf(h.o.Processes.Of(&ent.Entity, now))
+	p.Leftovers = leftoverDataOf(h.o.Processes.LeftoversOf(&ent.Entity, now))
 	// The entity's items as the queue serves them: which reasons the
 	// page may snooze or dismiss, and which a dismissal hides now.
 	items := map[state.ReasonCode]attention.Item{}

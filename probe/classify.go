@@ -3,6 +3,7 @@ package probe
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"watchdog/internal/unixtime"
@@ -416,29 +417,44 @@ func (r *Result) evidence(on cites) []state.EvidenceRef {
 }
 
 // deliveryMessage counts the contract's artifacts for a delivery finding
-// (missing, partial or invalid).
+// (missing, partial or invalid), and names the ones at fault, as the
+// display chain names a contract's one artifact ("No report.md produced").
 func (a ArtifactResult) deliveryMessage(d state.Delivery) string {
-	var required, valid, invalid int
+	var required, valid int
+	var absent, bad []string
 	for _, c := range a.Checks {
 		if c.Spec.Required {
 			required++
 			if c.Status == ArtifactValid {
 				valid++
+			} else if c.Status != ArtifactInvalid {
+				absent = append(absent, c.Spec.Path)
 			}
 		}
 		if c.Status == ArtifactInvalid {
-			invalid++
+			bad = append(bad, c.Spec.Path)
 		}
 	}
 	switch {
-	case d == state.DeliveryMissing && required == 1:
-		return "the required artifact is not present"
+	case d == state.DeliveryMissing && required == 1 && len(absent) == 1:
+		return "the required artifact " + absent[0] + " is not present"
 	case d == state.DeliveryMissing:
-		return fmt.Sprintf("none of the %d required artifacts is present", required)
+		return fmt.Sprintf("none of the %d required artifacts is present (%s)", required, nameFew(absent))
+	case d == state.DeliveryPartial && len(absent) > 0:
+		return fmt.Sprintf("%d of %d required artifacts valid; not present: %s", valid, required, nameFew(absent))
 	case d == state.DeliveryPartial:
 		return fmt.Sprintf("%d of %d required artifacts valid", valid, required)
 	}
-	return fmt.Sprintf("%d artifact(s) present but invalid", invalid)
+	return fmt.Sprintf("%d artifact(s) present but invalid (%s)", len(bad), nameFew(bad))
+}
+
+// nameFew lists up to three names, then how many more.
+func nameFew(names []string) string {
+	const show = 3
+	if len(names) <= show {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:show], ", "), len(names)-show)
 }
 
 // addDeath adds the finding of a dead process, with the time of death

@@ -3,6 +3,7 @@ package reaper
 import (
 	"time"
 
+	"watchdog/internal/unixtime"
 	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/proctree"
@@ -22,5 +23,30 @@ func ReadFacts(f *probe.Facts, t *proctree.Tree) func(e *store.Entity, now time.
 			members[i] = probe.TreeMember{PID: m.PID, StartTicks: m.StartTicks}
 		}
 		return f.Read(judge.PIDSubject(e), members, mode, now)
+	}
+}
+
+// ReadLeftovers is how a reader on this host reads what the processes e's
+// leftover finding names are doing (judge.Leftovers: the ones the daemon
+// itself saw, pid and start ticks), each read as a root of its own so its
+// CPU% is its own; nil when the finding names none.
+func ReadLeftovers(f *probe.Facts) func(e *store.Entity, now time.Time) *state.LeftoverFacts {
+	return func(e *store.Entity, now time.Time) *state.LeftoverFacts {
+		refs := judge.Leftovers(e)
+		if len(refs) == 0 {
+			return nil
+		}
+		out := &state.LeftoverFacts{ReadAt: unixtime.Of(now), Processes: []state.LeftoverProcess{}}
+		for _, ref := range refs {
+			pf := f.Read(probe.PIDSubject{PID: ref.PID, StartTicks: ref.StartTicks, BootID: e.BootID}, nil, "leftover", now)
+			if pf.ProcessUsage == nil {
+				continue // gone, or its pid reused
+			}
+			out.Running++
+			out.CPUPercent += pf.CPUPercent
+			out.RSSBytes += pf.RSSBytes
+			out.Processes = append(out.Processes, state.LeftoverProcess{PID: ref.PID, CPUPercent: pf.CPUPercent, RSSBytes: pf.RSSBytes})
+		}
+		return out
 	}
 }

@@ -98,3 +98,26 @@ func FormatBytes(n uint64) string {
 	}
 	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
 }
+
+// LeftoverFacts are what the processes an entity's leftover finding names
+// (run.health.leftover_processes) are doing, read from /proc at the read
+// on their host, as ProcessFacts are for an open entity's own process: a
+// leftover python3 at 49% of a core is seen, not only counted.
+type LeftoverFacts struct {
+	ReadAt unixtime.Time `json:"read_at"`
+	// Running counts the named processes still running with the identity
+	// the finding recorded; Processes are their facts, by pid.
+	Running   int               `json:"running"`
+	Processes []LeftoverProcess `json:"processes"`
+	// CPUPercent and RSSBytes sum theirs (CPUPercent in percent of one
+	// core, as ProcessUsage's).
+	CPUPercent float64 `json:"cpu_percent"`
+	RSSBytes   uint64  `json:"rss_bytes"`
+}
+
+// LeftoverProcess is one named leftover's facts.
+type LeftoverProcess struct {
+	PID        int     `json:"pid"`
+	CPUPercent float64 `json:"cpu_percent"`
+	RSSBytes   uint64  `json:"rss_bytes"`
+}

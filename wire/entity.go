@@ -78,9 +78,12 @@ type Entity struct {
 	// Process is what the open entity's process and its tree are doing,
 	// read from /proc at this read on the process's host (Processes);
 	// absent elsewhere, and on a list unless asked for.
-	Process   *state.ProcessFacts `json:"process,omitempty"`
-	CreatedAt unixtime.Time       `json:"created_at"`
-	UpdatedAt unixtime.Time       `json:"updated_at"`
+	Process *state.ProcessFacts `json:"process,omitempty"`
+	// Leftovers is what the processes its leftover finding names are
+	// doing, read like Process (absent without such a finding).
+	Leftovers *state.LeftoverFacts `json:"leftover_processes,omitempty"`
+	CreatedAt unixtime.Time        `json:"created_at"`
+	UpdatedAt unixtime.Time        `json:"updated_at"`
 	// AgentStatus and ActivityState are the agent type's legacy mappings.
 	AgentStatus   string                `json:"agent_status,omitempty"`
 	ActivityState string                `json:"activity_state,omitempty"`

@@ -20,6 +20,20 @@ type Processes struct {
 	// Read reads the facts of e's process (its pid and recorded
 	// identity) and its tree at now.
 	Read func(e *store.Entity, now time.Time) state.ProcessFacts
+	// Leftovers reads what the processes e's leftover finding names are
+	// doing at now (nil: none named); nil reads none.
+	Leftovers func(e *store.Entity, now time.Time) *state.LeftoverFacts
+}
+
+// LeftoversOf is what e's named leftovers are doing at now, nil when there
+// is nothing to read: a nil p, an entity of another host, or no leftover
+// finding (open or ended: an ended entity's leftovers are the ones nobody
+// is left to stop).
+func (p *Processes) LeftoversOf(e *store.Entity, now time.Time) *state.LeftoverFacts {
+	if p == nil || p.Leftovers == nil || p.HostID == "" || e.HostID != p.HostID {
+		return nil
+	}
+	return p.Leftovers(e, now)
 }
 
 // Of is e's process facts at now, nil when there are none to read: a nil

@@ -68,7 +68,7 @@ func (l EntityList) table(wide bool) string {
 			beat = l.ago(at)
 		}
 		if wide {
-			pid += "\t" + processColumns(e.Process)
+			pid += "\t" + processColumns(e.Process, e.Leftovers)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sev, e.Type, e.ID, e.Display, reason,
 			pid, host, l.ago(since), beat, l.ago(e.UpdatedAt))
@@ -91,9 +91,13 @@ func ago(d time.Duration) string {
 }
 
 // processColumns are the wide table's CPU%, RSS, UPTIME, TASKS and DESC
-// cells of p, tab separated.
-func processColumns(p *state.ProcessFacts) string {
+// cells of p, tab separated; with no process of its own, those of the
+// leftovers still running ("49.0 left", "2 left"): a leftover at work
+// shows its CPU.
+func processColumns(p *state.ProcessFacts, left *state.LeftoverFacts) string {
 	switch {
+	case p == nil && left != nil && left.Running > 0:
+		return strconv.FormatFloat(left.CPUPercent, 'f', 1, 64) + " left\t" + state.FormatBytes(left.RSSBytes) + "\t-\t-\t" + strconv.Itoa(left.Running) + " left"
 	case p == nil:
 		return "-\t-\t-\t-\t-"
 	case p.ProcessUsage == nil:

@@ -59,7 +59,8 @@ func TestEdgesProbeArtifactsDueAtTheEnd(t *testing.T) {
 func TestEdgesSuccessNeverCritical(t *testing.T) {
 	d := truthStart(t, strings.Replace(truthSections, "failure_window: 4s", "failure_window: 1h", 1))
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	root := exec.Command("sh", "-c", `sleep 300 & echo $! > "$PIDFILE"; read x`)
+	// The child left behind works: a busy loop, whose CPU must be seen.
+	root := exec.Command("sh", "-c", `sh -c 'while :; do :; done' & echo $! > "$PIDFILE"; read x`)
 	root.Env = append(os.Environ(), "PIDFILE="+pidfile)
 	in, err := root.StdinPipe()
 	if err != nil {
@@ -88,9 +89,9 @@ func TestEdgesSuccessNeverCritical(t *testing.T) {
 	_ = in.Close()
 	_ = root.Wait()
 	var e wire.Entity
-	testenv.Eventually(t, "the leftover found on the completed session", ceiling, func() (bool, string) {
+	testenv.Eventually(t, "the leftover found on the completed session, its root gone", ceiling, func() (bool, string) {
 		e = d.must(t, "session", "done-left")
-		return reason(e, state.RunHealthLeftoverProcesses) != nil, e.Display
+		return reason(e, state.RunHealthLeftoverProcesses) != nil && e.State.Health == state.HealthOK, e.Display
 	})
 	if e.State.Severity != state.SeverityCritical || e.Display != "Completed · Leftover processes" {
 		t.Errorf("the entity reads %s %q; want critical \"Completed · Leftover processes\"", e.State.Severity, e.Display)
@@ -98,6 +99,19 @@ func TestEdgesSuccessNeverCritical(t *testing.T) {
 	st := wd(t, "", "status", "--db", d.db)
 	if !strings.Contains(st.stdout, "Completed · Leftover processes") {
 		t.Errorf("status does not say why the success is critical:\n%s", st.stdout)
+	}
+	// #10: the leftover's CPU on the entity read, status --wide and the
+	// page (a busy loop: well above 10% of a core once measured over a
+	// second, whatever else the machine runs).
+	testenv.Eventually(t, "the leftover's CPU seen", ceiling, func() (bool, string) {
+		l := d.must(t, "session", "done-left").Leftovers
+		return l != nil && l.Running == 1 && len(l.Processes) == 1 && l.Processes[0].PID == left && l.CPUPercent >= 10, fmt.Sprintf("%+v", l)
+	})
+	if wide := wd(t, "", "status", "--wide", "--db", d.db); !strings.Contains(wide.stdout, " left") {
+		t.Errorf("status --wide does not show the leftover's CPU:\n%s", wide.stdout)
+	}
+	if _, page := d.do(t, "GET", "/entities/session/done-left", ""); !strings.Contains(page, `data-testid="leftovers-cpu"`) {
+		t.Error("the entity page does not show the leftover's CPU")
 	}
 	_, metrics := d.do(t, "GET", "/metrics", "")
 	for _, want := range []string{

@@ -72,6 +72,7 @@ func (l *Local) List(ctx context.Context, f wire.EntityFilter, o ListOptions) (w
 		item := wire.FromDerived(e, ns, rows, hb, now)
 		item.HostName = names[item.HostID]
 		item.Process = procs.Of(&e, now)
+		item.Leftovers = procs.LeftoversOf(&e, now)
 		items = append(items, item)
 	}
 	return wire.EntityList{GeneratedAt: unixtime.Of(now), Items: items, Total: len(items)}, nil

@@ -182,7 +182,7 @@ func Heartbeats(host *probe.Host) *wire.Heartbeats {
 // used between two frames, not a lifetime average.
 func Processes(host *probe.Host) *wire.Processes {
 	f, _ := factsByHost.LoadOrStore(host, probe.NewFacts(host))
-	return &wire.Processes{HostID: host.HostID(), Read: reaper.ReadFacts(f.(*probe.Facts), nil)}
+	return &wire.Processes{HostID: host.HostID(), Read: reaper.ReadFacts(f.(*probe.Facts), nil), Leftovers: reaper.ReadLeftovers(f.(*probe.Facts))}
 }
 
 // factsByHost keeps each host's facts reader (*probe.Facts) for the
