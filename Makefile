@@ -3,7 +3,7 @@ GO            ?= go
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 STATICCHECK   := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
-APT_PACKAGES  := gcc libc6-dev postgresql prometheus prometheus-alertmanager chromium systemd
+APT_PACKAGES  := gcc libc6-dev postgresql prometheus prometheus-alertmanager chromium systemd lintian
 # This checkout's version (scripts/version.sh: git describe, as a Debian
 # version), stamped into every binary the Makefile builds; `make deb
 # VERSION=1.2.3` overrides it.
@@ -20,7 +20,8 @@ test: deps tools fmt-check vet staticcheck deploy-check deb-test unit fuzz
 # deploy-check runs; prometheus-alertmanager, which
 # deploy/alerting_doc_test.go runs with docs/alerting.md's configuration;
 # chromium, the headless browser of test/e2e/page_browser_test.go;
-# systemd, whose systemd-analyze deploy-check and deb-test run),
+# systemd, whose systemd-analyze deploy-check and deb-test run; lintian,
+# Debian's package checker, which deb-test runs),
 # installed only when missing. A policy-rc.d that says
 # no keeps the packages' maintainer scripts from starting their services
 # (the tests start their own), only if the host has none.
@@ -120,6 +121,9 @@ deb:
 	grep -q '^ExecStart=/usr/bin/watchdog ' dist/deb/watchdog.service || { echo "deploy/systemd/watchdog.service: no 'ExecStart=$(UNIT_BINARY) ' line to point at /usr/bin/watchdog"; exit 1; }
 	sed 's|^  dsn: ./watchdog.db$$|  dsn: /var/lib/watchdog/watchdog.db|' deploy/config.example.yaml >dist/deb/config.yaml
 	grep -q '^  dsn: /var/lib/watchdog/watchdog.db$$' dist/deb/config.yaml || { echo "deploy/config.example.yaml: no '  dsn: ./watchdog.db' line to make absolute"; exit 1; }
+	./scripts/deb-copyright.sh dist/deb/watchdog >dist/deb/copyright
+	SOURCE_DATE_EPOCH="$$(git log -1 --format=%ct 2>/dev/null || date +%s)" \
+		./scripts/deb-changelog.sh '$(VERSION)' "$$(sed -n 's/^maintainer: //p' deploy/deb/nfpm.yaml)" | gzip -9n >dist/deb/changelog.gz
 	VERSION='$(VERSION)' DEB_ARCH='$(DEB_ARCH)' SOURCE_DATE_EPOCH="$$(git log -1 --format=%ct 2>/dev/null || date +%s)" \
 		$(NFPM) package --config deploy/deb/nfpm.yaml --packager deb --target $(DEB)
 

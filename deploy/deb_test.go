@@ -51,7 +51,7 @@ func TestDebPackage(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: dpkg -i installs the package for the whole host; run `make deb-test` as root")
 	}
-	for _, tool := range []string{"dpkg", "dpkg-deb", "dpkg-query", "dpkg-statoverride", "systemd-analyze", "getent", "runuser", "userdel", "groupdel"} {
+	for _, tool := range []string{"dpkg", "dpkg-deb", "dpkg-query", "dpkg-statoverride", "systemd-analyze", "getent", "runuser", "userdel", "groupdel", "lintian"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s not found: the package test needs it (systemd-analyze is in the Debian package systemd, which `make deps` installs)", tool)
 		}
@@ -70,6 +70,7 @@ func TestDebPackage(t *testing.T) {
 			t.Errorf("control field %s = %q, want %q", c.field, control[c.field], c.want)
 		}
 	}
+	debLintian(t, deb)
 	debRefuseInstalledHost(t, pkg)
 
 	_, userErr := debGetent("passwd", debUser)
@@ -417,4 +418,33 @@ func debStderr(err error) error {
 		return errors.New(err.Error() + ": " + strings.TrimSpace(string(ee.Stderr)))
 	}
 	return err
+}
+
+// debLintian runs Debian's own checker on the package: no error or
+// warning but the ones deploy/deb/lintian-overrides justifies (issue 39),
+// and the copyright and changelog Debian's policy asks of every package.
+func debLintian(t *testing.T, deb string) {
+	t.Helper()
+	out, err := exec.Command("lintian", "--tag-display-limit", "0", deb).CombinedOutput()
+	var tags []string
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if len(line) > 2 && line[1] == ':' && strings.ContainsRune("EWI", rune(line[0])) {
+			tags = append(tags, line)
+		}
+	}
+	if err != nil && len(tags) == 0 {
+		t.Fatalf("lintian %s: %v\n%s", deb, err, out)
+	}
+	if len(tags) > 0 {
+		t.Errorf("lintian: %d tags not justified in deploy/deb/lintian-overrides:\n%s", len(tags), strings.Join(tags, "\n"))
+	}
+	list, err := exec.Command("dpkg-deb", "-c", deb).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"./usr/share/doc/watchdog-sidecar/copyright", "./usr/share/doc/watchdog-sidecar/changelog.gz", "./usr/share/lintian/overrides/watchdog-sidecar"} {
+		if !strings.Contains(string(list), f+"\n") {
+			t.Errorf("the package has no %s", f)
+		}
+	}
 }
