@@ -6,11 +6,13 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -267,5 +269,69 @@ func TestEdgesLastJudgedAfterACrash(t *testing.T) {
 	r := wd(t, "", "status", "--db", d.db)
 	if !strings.Contains(r.stderr, "no watchdog daemon is serving this database; last judged ") {
 		t.Errorf("status after the crash: stderr %q", r.stderr)
+	}
+}
+
+// #9: every command a "What to do" names, as the daemon's /runbook serves
+// it, is a command of the built binary: `watchdog CMD --help` runs, and
+// the flags it gives are that command's.
+func TestEdgesRunbookCommandsRun(t *testing.T) {
+	d := truthStart(t, "")
+	code, page := d.do(t, "GET", "/runbook", "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /runbook: %d", code)
+	}
+	todo := regexp.MustCompile(`(?s)<p class="todo" data-testid="todo"><strong>Do\.</strong>(.*?)</p>`)
+	cmdRe := regexp.MustCompile("`((?:watchdog|wd) [^`]+)`")
+	n := 0
+	for _, m := range todo.FindAllStringSubmatch(page, -1) {
+		for _, c := range cmdRe.FindAllStringSubmatch(m[1], -1) {
+			n++
+			words := strings.Fields(html.UnescapeString(c[1]))
+			if words[0] != "watchdog" {
+				t.Errorf("a What to do names %q, not a watchdog command", c[1])
+				continue
+			}
+			// The command's words up to its first argument or flag.
+			var path []string
+			for _, w := range words[1:] {
+				if strings.HasPrefix(w, "-") || strings.ContainsAny(w, "/:<>.") {
+					break
+				}
+				path = append(path, w)
+			}
+			r := wd(t, "", append(path, "--help")...)
+			if r.code != 0 || !strings.Contains(r.stdout, "Usage:") {
+				t.Errorf("%q: watchdog %s --help exits %d: %s", c[1], strings.Join(path, " "), r.code, r.stderr)
+				continue
+			}
+			for _, w := range words[1:] {
+				if flag, _, _ := strings.Cut(w, "="); strings.HasPrefix(flag, "--") && !strings.Contains(r.stdout, flag) {
+					t.Errorf("%q: watchdog %s takes no %s", c[1], strings.Join(path, " "), flag)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no command in any What to do of /runbook: the test reads nothing")
+	}
+}
+
+// #10: a snooze's time left reads as set, two units, rounded: "4h" right
+// after `--for 4h`, never "3h".
+func TestEdgesSnoozeCountdown(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "w.db")
+	if r := wd(t, `{"type":"session","id":"s-3","lifecycle":"running"}`, "register", "--db", db, "--json", "-"); r.code != 0 {
+		t.Fatalf("register: %+v", r)
+	}
+	if r := wd(t, "", "transition", "session/s-3", "failed", "--reason", "run.failed.exit_nonzero", "--db", db); r.code != 0 {
+		t.Fatalf("fail: %+v", r)
+	}
+	if r := wd(t, "", "snooze", "session:s-3:run.failed.exit_nonzero", "--for", "4h", "--db", db); r.code != 0 {
+		t.Fatalf("snooze: %+v", r)
+	}
+	r := wd(t, "", "attention", "--include-dismissed", "--db", db)
+	if !strings.Contains(r.stdout, "[snoozed, 4h left]") && !strings.Contains(r.stdout, "[snoozed, 3h 59m left]") {
+		t.Errorf("attention after --for 4h:\n%s", r.stdout)
 	}
 }

@@ -40,11 +40,13 @@ func TestJudgeObs1ProbeEntityIsReadOnly(t *testing.T) {
 	if r.code != 2 || !strings.HasPrefix(r.stdout, "CRITICAL - Running · Stalled") {
 		t.Fatalf("probe with the daemon's config: %+v", r)
 	}
-	// With no config (the CLI's defaults, 10m/60m, said on stderr): its
-	// verdict differs, and still nothing is written.
+	// With no config of its own: the settings the daemon recorded in the
+	// database (issue 39), named on stderr, so the same verdict; and still
+	// nothing is written.
 	r = wd(t, "", "probe", "--entity", "session/s9", "--db", d.db)
-	if !strings.Contains(r.stdout, "not recorded: a read-only probe") || strings.Contains(strings.ReplaceAll(r.stdout, "not recorded:", ""), "recorded:") {
-		t.Fatalf("a probe without --record recorded, or did not say it did not: %+v", r)
+	if r.code != 2 || !strings.HasPrefix(r.stdout, "CRITICAL - Running · Stalled") || !strings.Contains(r.stderr, "judging with the settings the daemon of host ") ||
+		strings.Contains(strings.ReplaceAll(r.stdout, "not recorded:", ""), "recorded:") {
+		t.Fatalf("a probe on the database with no config: %+v", r)
 	}
 	// Several sweeps later the daemon's own verdict stands, the dismissal
 	// holds, and the row is the one before the probes: three more runs,

@@ -29,7 +29,10 @@ import (
 // the very same document, each stays stalled with the same started_at
 // and health_since.
 func TestTruthObs2ReRegistrationKeepsTheAge(t *testing.T) {
-	d := truthStart(t, "")
+	// Sessions are required to heartbeat from their start here: one that
+	// never did ages from its start (issue 39: without the requirement it
+	// is judged on liveness alone).
+	d := truthStart(t, strings.Replace(truthSections, "jobs:", "  require_heartbeat: [session]\njobs:", 1))
 	p := testenv.Sleep(t).Process.Pid
 	hb := filepath.Join(t.TempDir(), "s.hb")
 	if err := os.WriteFile(hb, nil, 0o644); err != nil {
