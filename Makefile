@@ -10,7 +10,7 @@ APT_PACKAGES  := gcc libc6-dev postgresql prometheus prometheus-alertmanager chr
 VERSION       := $(shell ./scripts/version.sh)
 LDFLAGS_VERSION := -X main.version=$(VERSION)
 
-.PHONY: test tools deps fmt-check vet staticcheck deploy-check deb deb-test unit e2e fuzz build bench bench-pg
+.PHONY: test tools deps fmt-check vet staticcheck deploy-check deb deb-test unit e2e fuzz build bench bench-pg openapi
 
 test: deps tools fmt-check vet staticcheck deploy-check deb-test unit fuzz
 
@@ -96,6 +96,12 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 		fi; \
 	done
+
+# The OpenAPI document, written from the code (internal/openapidoc); its
+# test fails until this is run after a route or a wire type changed.
+openapi:
+	$(GO) test ./internal/openapidoc -run TestDocumentIsTheCodes -update -count=1
+	$(GO) test ./internal/openapidoc -count=1
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS_VERSION)' -o bin/watchdog ./cmd/watchdog

@@ -90,6 +90,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -99,6 +100,7 @@ import (
 	"go.uber.org/zap"
 
 	"watchdog/attention"
+	"watchdog/docs"
 	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/store"
@@ -200,6 +202,22 @@ type server struct {
 	window   atomic.Int64           // the failure window in nanoseconds; reloadable
 	runbook  atomic.Pointer[string] // the runbook's base; reloadable
 	hosts    hostNameCache
+	patterns []string // every route New registered
+}
+
+// Patterns are the routes of the API's router (with /metrics and the
+// page's): what docs/reference/openapi.json must name, no more, no less.
+func Patterns() []string {
+	h := New(Options{Gatherer: prometheus.NewRegistry(), Page: http.NotFoundHandler()})
+	return slices.Clone(h.s.patterns)
+}
+
+// openapi is GET /api/openapi.json: the API's OpenAPI 3.1 document, open
+// to every caller as /metrics is (a contract is no secret).
+func (s *server) openapi(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	_, _ = w.Write(docs.OpenAPI)
 }
 
 // Handler is the API. SetFailureWindow changes the attention queue's
@@ -250,8 +268,14 @@ func New(o Options) *Handler {
 	h.SetFailureWindow(o.FailureWindow)
 	h.SetRunbookURL(o.RunbookURL)
 	m := s.mux
+	// Every route is registered here, and recorded: Patterns lists them
+	// for the OpenAPI document's test.
+	handle := func(pattern string, h http.Handler) {
+		m.Handle(pattern, h)
+		s.patterns = append(s.patterns, pattern)
+	}
 	if o.Gatherer != nil {
-		m.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
+		handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
 			// A collector's failure must not turn the whole scrape into an
 			// error page: serve what was gathered.
 			ErrorHandling: promhttp.ContinueOnError,
@@ -262,23 +286,24 @@ func New(o Options) *Handler {
 			DisableCompression: true,
 		}))
 	}
-	m.HandleFunc("GET /healthz", s.healthz)
-	m.HandleFunc("GET /readyz", s.readyz)
+	handle("GET /healthz", http.HandlerFunc(s.healthz))
+	handle("GET /readyz", http.HandlerFunc(s.readyz))
+	handle("GET /api/openapi.json", http.HandlerFunc(s.openapi))
 	read := func(h http.HandlerFunc) http.Handler { return s.needs(ScopeRead, h) }
-	m.Handle("GET /api/v1/entities", read(s.listEntities))
-	m.Handle("POST /api/v1/entities", s.mutating(ScopeReport, s.register))
-	m.Handle("GET /api/v1/entities/{type}/{id}", read(s.getEntity))
-	m.Handle("POST /api/v1/entities/{type}/{id}/heartbeat", s.mutating(ScopeReport, s.heartbeat))
-	m.Handle("GET /api/v1/entities/{type}/{id}/transitions", read(s.getTransitions))
-	m.Handle("POST /api/v1/entities/{type}/{id}/transitions", s.mutating(ScopeReport, s.transition))
-	m.Handle("GET /api/attention", read(s.attentionQueue))
-	m.Handle("GET /api/attention/triage", read(s.triageLog))
-	m.Handle("POST "+attention.SnoozePath, s.mutating(ScopeTriage, s.snooze))
-	m.Handle("POST "+attention.DismissPath, s.mutating(ScopeTriage, s.dismiss))
-	m.Handle("POST /api/session", s.mutating(0, s.login))
+	handle("GET /api/v1/entities", read(s.listEntities))
+	handle("POST /api/v1/entities", s.mutating(ScopeReport, s.register))
+	handle("GET /api/v1/entities/{type}/{id}", read(s.getEntity))
+	handle("POST /api/v1/entities/{type}/{id}/heartbeat", s.mutating(ScopeReport, s.heartbeat))
+	handle("GET /api/v1/entities/{type}/{id}/transitions", read(s.getTransitions))
+	handle("POST /api/v1/entities/{type}/{id}/transitions", s.mutating(ScopeReport, s.transition))
+	handle("GET /api/attention", read(s.attentionQueue))
+	handle("GET /api/attention/triage", read(s.triageLog))
+	handle("POST "+attention.SnoozePath, s.mutating(ScopeTriage, s.snooze))
+	handle("POST "+attention.DismissPath, s.mutating(ScopeTriage, s.dismiss))
+	handle("POST /api/session", s.mutating(0, s.login))
 	if o.Page != nil {
 		for _, p := range PagePatterns {
-			m.Handle(p, s.pageAccess(p, o.Page))
+			handle(p, s.pageAccess(p, o.Page))
 		}
 	}
 	// The catch-all answers unknown paths and wrong methods in JSON; the

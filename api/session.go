@@ -19,7 +19,8 @@ import (
 // ends when its token is removed or rotated (the digest kept no longer
 // matches).
 const (
-	sessionCookie = "watchdog_session"
+	// SessionCookie names the page's session cookie (POST /api/session).
+	SessionCookie = "watchdog_session"
 	sessionTTL    = 12 * time.Hour
 	// maxSessions bounds the table: the oldest session goes first.
 	maxSessions = 1024
@@ -60,7 +61,7 @@ func (ss *sessions) add(t Token, now time.Time) string {
 
 // token is the token r's session cookie names, while it is valid.
 func (ss *sessions) token(r *http.Request, ts *Tokens, now time.Time) (Token, bool) {
-	c, err := r.Cookie(sessionCookie)
+	c, err := r.Cookie(SessionCookie)
 	if err != nil || len(c.Value) != 64 {
 		return Token{}, false
 	}
@@ -105,7 +106,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: s.sessions.add(t, s.Now()), Path: "/",
+		Name: SessionCookie, Value: s.sessions.add(t, s.Now()), Path: "/",
 		MaxAge: int(sessionTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
 	w.Header().Set("Cache-Control", "no-store")
