@@ -158,7 +158,7 @@ type op struct {
 	method, path, id, summary string
 	tags                      []string
 	params                    []*openapi3.Parameter
-	body                      any    // the request body's Go value, nil for none
+	body                      any // the request body's Go value, nil for none
 	bodyRequired              bool
 	ok                        int    // the success status
 	okBody                    any    // the success body's Go value (nil: none)
