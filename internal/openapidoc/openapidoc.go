@@ -45,7 +45,6 @@ func Build() (*openapi3.T, error) {
 				"reasons and evidence), the write path's transitions and heartbeats, the attention queue and its triage. " +
 				"Every time is Unix seconds as a number. Over TCP a bearer token (auth.token_file, auth.tokens); on the local " +
 				"socket (listen_unix) no token: the kernel names the caller. See docs/reference/http-api.md.",
-			License: &openapi3.License{Name: "No license published yet", URL: "https://example.invalid/watchdog/license"},
 		},
 		Servers: openapi3.Servers{{URL: "http://127.0.0.1:9715", Description: "the default listen address"}},
 		Paths:   openapi3.NewPaths(),
@@ -113,9 +112,50 @@ func typeName(t reflect.Type) string {
 	return name
 }
 
-// customize gives the wire's own encodings their JSON shapes: a moment is
-// Unix seconds as a number, raw JSON any value.
+// requestTypes are the bodies clients send: a field they leave out takes
+// its default, so none is required by its tag alone (the handler says
+// which are, with a 400).
+var requestTypes = map[reflect.Type]bool{
+	reflect.TypeFor[wire.Register](): true, reflect.TypeFor[wire.Transition](): true, reflect.TypeFor[wire.Heartbeat](): true,
+	reflect.TypeFor[wire.Artifact](): true, reflect.TypeFor[wire.Ref](): true, reflect.TypeFor[wire.Reason](): true,
+	reflect.TypeFor[wire.Schedule](): true, reflect.TypeFor[api.Snooze](): true, reflect.TypeFor[api.Dismiss](): true,
+	reflect.TypeFor[api.Session](): true,
+}
+
+// required are the JSON names of t's fields always written: those without
+// omitempty or omitzero (a response's, which the handler encodes whole).
+func required(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		switch {
+		case !f.IsExported() || name == "-":
+		case f.Anonymous && name == "":
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				continue // an embedded pointer may be nil: none of its fields
+			}
+			out = append(out, required(ft)...)
+		case strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero"):
+		default:
+			if name == "" {
+				name = f.Name
+			}
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// customize gives the wire's own encodings their JSON shapes (a moment is
+// Unix seconds as a number, raw JSON any value), and a response's fields
+// that are always written their "required".
 func customize(_ string, t reflect.Type, _ reflect.StructTag, s *openapi3.Schema) error {
+	if t.Kind() == reflect.Struct && !requestTypes[t] && s.Type != nil && s.Type.Is("object") {
+		s.Required = required(t)
+	}
 	switch t {
 	case reflect.TypeFor[unixtime.Time]():
 		*s = openapi3.Schema{Type: &openapi3.Types{"number"}, Description: "Unix seconds (a fraction allowed)", Nullable: s.Nullable}
@@ -159,6 +199,7 @@ type op struct {
 	tags                      []string
 	params                    []*openapi3.Parameter
 	body                      any // the request body's Go value, nil for none
+	example                   any // a valid request body, as a client sends it
 	bodyRequired              bool
 	ok                        int    // the success status
 	okBody                    any    // the success body's Go value (nil: none)
@@ -175,7 +216,11 @@ func (b *builder) add(o op) {
 		operation.Parameters = append(operation.Parameters, &openapi3.ParameterRef{Value: p})
 	}
 	if o.body != nil {
-		operation.RequestBody = &openapi3.RequestBodyRef{Value: &openapi3.RequestBody{Required: o.bodyRequired, Content: b.jsonBody(o.body)}}
+		content := b.jsonBody(o.body)
+		if o.example != nil {
+			content.Get("application/json").Example = o.example
+		}
+		operation.RequestBody = &openapi3.RequestBodyRef{Value: &openapi3.RequestBody{Required: o.bodyRequired, Content: content}}
 	}
 	okDesc := "OK"
 	if o.ok == 201 {
@@ -227,7 +272,7 @@ func scopes(s string) []string {
 var errorNames = map[int]string{
 	400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
 	409: "Conflict", 413: "TooLarge", 415: "UnsupportedMediaType", 422: "Unprocessable",
-	429: "TooManyRequests", 500: "Internal", 503: "Unavailable", 504: "OutcomeUnknown",
+	500: "Internal", 503: "Unavailable", 504: "OutcomeUnknown",
 }
 
 func errorName(code int) string { return errorNames[code] }
@@ -235,19 +280,18 @@ func errorName(code int) string { return errorNames[code] }
 // errorDescriptions say what each error status means and which causes
 // its body carries.
 var errorDescriptions = map[int]string{
-	400: "The request is malformed: a body that does not decode, an unknown field, a value out of range, a bad parameter (cause bad_request), or a reason code that is not registered or not the type's.",
-	401: "No credentials, or a token the daemon does not accept (cause unauthorized).",
-	403: "A scope the token lacks, a Host header not allowed (host_not_allowed), a cross-origin write (cross_origin), or an act on a process or entity that is not the caller's (forbidden).",
-	404: "No such entity, item or path (not_found).",
+	400: "The request is malformed: a body that does not decode or has an unknown field, a value out of range, a bad parameter, an ambiguous host name (cause bad_request, invalid_input).",
+	401: "No credentials, or a token the daemon does not accept (cause unauthorized); WWW-Authenticate says Bearer.",
+	403: "A Host header that is not this daemon's (host_not_allowed), a cross-origin write (cross_origin), a scope the token lacks, or an act on a process or entity that is not the caller's (forbidden).",
+	404: "No such entity or item (not_found), an unknown entity type (unknown_type), or no such path (not_found).",
 	405: "The path exists under another method (method_not_allowed); Allow names it.",
-	409: "The write path refused: an illegal transition, a terminal entity, or expect_from that is not the current lifecycle (conflict, illegal_transition, terminal, …).",
-	413: "The body is larger than 1 MiB, or a list longer than the limits (too_large, over_limit).",
+	409: "expect_from is not the entity's current lifecycle (conflict): read it and decide again.",
+	413: "The body is larger than the limit, 1 MiB (too_large).",
 	415: "A body that is not application/json (unsupported_media_type).",
-	422: "The request decoded but cannot be applied (invalid).",
-	429: "Too many requests at once.",
-	500: "The daemon failed (internal): the log says why.",
-	503: "The store cannot take writes now (unavailable, not_ready): retry later; Retry-After says when.",
-	504: "The write's commit was attempted and its result lost (outcome_unknown): read before retrying.",
+	422: "The write path refused what decoded: a transition the type's graph does not have (invalid_transition), a state it does not know (unknown_state), a reason code not registered or not the type's (unknown_reason), a terminal transition without a reason (reason_required), a list over its limit (over_limit), a pid the caller may not name (pid_refused).",
+	500: "The daemon failed (internal): its log says why.",
+	503: "The store cannot take writes now (unavailable), or the daemon is not ready (not_ready): nothing was written; retry after Retry-After.",
+	504: "The write's commit was attempted and its result lost (outcome_unknown): read the entity before retrying.",
 }
 
 func (b *builder) errorResponse(code int) {
@@ -287,15 +331,16 @@ func (b *builder) routes() error {
 		severities = append(severities, string(s))
 	}
 	read := []int{400, 401, 403, 405, 413, 500, 503}
-	write := []int{400, 401, 403, 404, 405, 409, 413, 415, 500, 503, 504}
+	write := []int{400, 401, 403, 404, 405, 409, 413, 415, 422, 500, 503, 504}
 
-	b.add(op{method: "GET", path: "/healthz", id: "healthz", summary: "The process is up", tags: []string{"probes"}, ok: 200, okContent: "text/plain", public: true})
-	b.add(op{method: "GET", path: "/readyz", id: "readyz", summary: "The store takes writes and the last sweep is recent", tags: []string{"probes"}, ok: 200, okContent: "text/plain", errors: []int{503}, public: true})
-	b.add(op{method: "GET", path: "/metrics", id: "metrics", summary: "Prometheus exposition (docs/reference/metrics.md)", tags: []string{"probes"}, ok: 200, okContent: "text/plain", public: true})
-	b.add(op{method: "GET", path: "/api/openapi.json", id: "openapi", summary: "This document", tags: []string{"probes"}, ok: 200, okContent: "application/json", public: true})
+	b.add(op{method: "GET", path: "/healthz", id: "healthz", summary: "The process is up", tags: []string{"probes"}, ok: 200, okContent: "text/plain", errors: []int{403}, public: true})
+	b.add(op{method: "GET", path: "/readyz", id: "readyz", summary: "The store takes writes and the last sweep is recent", tags: []string{"probes"}, ok: 200, okContent: "text/plain", errors: []int{403, 503}, public: true})
+	b.add(op{method: "GET", path: "/metrics", id: "metrics", summary: "Prometheus exposition (docs/reference/metrics.md)", tags: []string{"probes"}, ok: 200, okContent: "text/plain", errors: []int{403}, public: true})
+	b.add(op{method: "GET", path: "/api/openapi.json", id: "openapi", summary: "This document", tags: []string{"probes"}, ok: 200, okContent: "application/json", errors: []int{403}, public: true})
 
 	b.add(op{method: "POST", path: "/api/v1/entities", id: "register", summary: "Register an entity, or update an existing id", tags: []string{"entities"},
-		body: wire.Register{}, bodyRequired: true, ok: 201, okBody: wire.Entity{}, errors: write, scope: "report"})
+		body: wire.Register{}, bodyRequired: true, example: map[string]any{"type": "session", "id": "s-42", "label": "reviewer for PR 1064", "lifecycle": "running", "timeout_seconds": 900},
+		ok: 201, okBody: wire.Entity{}, errors: write, scope: "report"})
 	b.add(op{method: "GET", path: "/api/v1/entities", id: "listEntities", summary: "List entities, paginated", tags: []string{"entities"},
 		params: []*openapi3.Parameter{
 			queryParam("type", typeDesc, openapi3.NewStringSchema()),
@@ -315,9 +360,11 @@ func (b *builder) routes() error {
 			queryParam("limit", "the page's size", intRange(1, float64(wire.MaxTransitionsPage))),
 		}, ok: 200, okBody: wire.TransitionPage{}, errors: append([]int{404}, read...), scope: "read"})
 	b.add(op{method: "POST", path: "/api/v1/entities/{type}/{id}/heartbeat", id: "heartbeat", summary: "Record a heartbeat", tags: []string{"entities"},
-		params: []*openapi3.Parameter{typ, id}, body: wire.Heartbeat{}, ok: 200, okBody: wire.Entity{}, errors: write, scope: "report"})
+		params: []*openapi3.Parameter{typ, id}, body: wire.Heartbeat{}, example: map[string]any{"progress": "3 of 7 files reviewed"}, ok: 200, okBody: wire.Entity{}, errors: write, scope: "report"})
 	b.add(op{method: "POST", path: "/api/v1/entities/{type}/{id}/transitions", id: "transition", summary: "Change the lifecycle through the write path", tags: []string{"entities"},
-		params: []*openapi3.Parameter{typ, id}, body: wire.Transition{}, bodyRequired: true, ok: 200, okBody: wire.TransitionResult{}, errors: write, scope: "report"})
+		params: []*openapi3.Parameter{typ, id}, body: wire.Transition{}, bodyRequired: true,
+		example: map[string]any{"to": "completed", "expect_from": "running", "reason": map[string]any{"code": "run.completed.exit_zero", "message": "review posted"}},
+		ok:      200, okBody: wire.TransitionResult{}, errors: write, scope: "report"})
 
 	b.add(op{method: "GET", path: "/api/attention", id: "attentionQueue", summary: "The attention queue", tags: []string{"attention"},
 		params: []*openapi3.Parameter{
@@ -327,9 +374,9 @@ func (b *builder) routes() error {
 			queryParam("include_dismissed", "also the dismissed and snoozed items, marked", openapi3.NewBoolSchema()),
 		}, ok: 200, okBody: attention.Queue{}, errors: read, scope: "read"})
 	b.add(op{method: "POST", path: attention.SnoozePath, id: "snooze", summary: "Snooze a queue item, several, or a cluster", tags: []string{"attention"},
-		body: api.Snooze{}, bodyRequired: true, ok: 200, oneOf: []any{api.Dismissal{}, api.Triaged{}}, errors: write, scope: "triage"})
+		body: api.Snooze{}, bodyRequired: true, example: map[string]any{"fingerprint": "session:s-42:run.failed.exit_nonzero", "for": 3600}, ok: 200, oneOf: []any{api.Dismissal{}, api.Triaged{}}, errors: write, scope: "triage"})
 	b.add(op{method: "POST", path: attention.DismissPath, id: "dismiss", summary: "Dismiss a queue item, several, or a cluster", tags: []string{"attention"},
-		body: api.Dismiss{}, bodyRequired: true, ok: 200, oneOf: []any{api.Dismissal{}, api.Triaged{}}, errors: write, scope: "triage"})
+		body: api.Dismiss{}, bodyRequired: true, example: map[string]any{"fingerprint": "session:s-42:run.failed.exit_nonzero"}, ok: 200, oneOf: []any{api.Dismissal{}, api.Triaged{}}, errors: write, scope: "triage"})
 	b.add(op{method: "GET", path: "/api/attention/triage", id: "triageLog", summary: "The triage log, newest first", tags: []string{"attention"},
 		params: []*openapi3.Parameter{
 			queryParam("before", "a sequence: the previous page's next_before", openapi3.NewIntegerSchema().WithMin(0)),
@@ -337,13 +384,13 @@ func (b *builder) routes() error {
 		}, ok: 200, okBody: wire.TriagePage{}, errors: read, scope: "read"})
 
 	b.add(op{method: "POST", path: "/api/session", id: "login", summary: "The page's sign-in: a session cookie for a token", tags: []string{"page"},
-		body: api.Session{}, bodyRequired: true, ok: 204, errors: []int{400, 401, 403, 413, 415}, public: true})
+		body: api.Session{}, bodyRequired: true, example: map[string]any{"token": "the token of auth.token_file"}, ok: 204, errors: []int{400, 401, 403, 413, 415}, public: true})
 	b.add(op{method: "GET", path: "/events", id: "events", summary: "The page's stream of the view's changes", tags: []string{"page"},
 		ok: 200, okContent: "text/event-stream", errors: []int{401, 503}})
 	b.add(op{method: "GET", path: "/", id: "page", summary: "The operator's page: the queue and the entities", tags: []string{"page"}, ok: 200, okContent: "text/html", errors: []int{400}})
 	b.add(op{method: "GET", path: "/entities/{type}/{id}", id: "entityPage", summary: "The operator's page of one entity", tags: []string{"page"},
 		params: []*openapi3.Parameter{typ, id}, ok: 200, okContent: "text/html", errors: []int{404}})
-	b.add(op{method: "GET", path: "/runbook", id: "runbook", summary: "The runbook's reason-code sections", tags: []string{"page"}, ok: 200, okContent: "text/html", public: true})
+	b.add(op{method: "GET", path: "/runbook", id: "runbook", summary: "The runbook's reason-code sections", tags: []string{"page"}, ok: 200, okContent: "text/html", errors: []int{403}, public: true})
 	return b.err
 }
 
