@@ -4,15 +4,25 @@ GOBIN         := $(shell $(GO) env GOPATH)/bin
 STATICCHECK   := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 APT_PACKAGES  := gcc libc6-dev postgresql prometheus prometheus-alertmanager chromium systemd lintian
+# The API contract's outside checkers (issue 40), from the npm registry,
+# pinned: Redocly's linter and Stoplight's Prism (5.14.2, its last release
+# that runs on the Node.js 20 of this machine kind). Installed under
+# .tools/ once per version pair; `make test` lints the OpenAPI document
+# with the one and runs test/e2e's proxy test (WATCHDOG_PRISM) with the other.
+REDOCLY_VERSION := 2.77.0
+PRISM_VERSION   := 5.14.2
+NODE_TOOLS      := $(CURDIR)/.tools/node-redocly-$(REDOCLY_VERSION)-prism-$(PRISM_VERSION)
+REDOCLY         := $(NODE_TOOLS)/node_modules/.bin/redocly
+PRISM           := $(NODE_TOOLS)/node_modules/.bin/prism
 # This checkout's version (scripts/version.sh: git describe, as a Debian
 # version), stamped into every binary the Makefile builds; `make deb
 # VERSION=1.2.3` overrides it.
 VERSION       := $(shell ./scripts/version.sh)
 LDFLAGS_VERSION := -X main.version=$(VERSION)
 
-.PHONY: test tools deps fmt-check vet staticcheck deploy-check deb deb-test unit e2e fuzz build bench bench-pg openapi
+.PHONY: node-tools openapi-check test tools deps fmt-check vet staticcheck deploy-check deb deb-test unit e2e fuzz build bench bench-pg openapi
 
-test: deps tools fmt-check vet staticcheck deploy-check deb-test unit fuzz
+test: deps tools node-tools fmt-check vet staticcheck openapi-check deploy-check deb-test unit fuzz
 
 # Debian packages the tests use (gcc for the race detector; postgresql,
 # whose initdb and server internal/testenv starts for store/postgres; prometheus,
@@ -38,6 +48,16 @@ deps:
 	fi
 
 # Go tools, pinned.
+node-tools: $(REDOCLY)
+$(REDOCLY):
+	@command -v npm >/dev/null 2>&1 || { echo "installing: nodejs npm"; apt-get install -y -qq nodejs npm; }
+	REDOCLY_TELEMETRY=off npm install --no-audit --no-fund --loglevel=error --prefix $(NODE_TOOLS) @redocly/cli@$(REDOCLY_VERSION) @stoplight/prism-cli@$(PRISM_VERSION)
+
+# The OpenAPI document linted by Redocly's recommended rules: no error
+# (the one warning left is info-license: no license is published yet).
+openapi-check: node-tools
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint --format=stylish docs/reference/openapi.json
+
 tools: $(STATICCHECK)
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -65,13 +85,13 @@ deploy-check:
 # a budget a passing run comes near.
 TESTTIMEOUT ?= 45m
 unit:
-	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) ./...
+	WATCHDOG_PRISM='$(PRISM)' $(GO) test -race -count=1 -timeout $(TESTTIMEOUT) ./...
 	$(GO) test -count=1 -run 'Allocat' ./probe/
 
 # The end-to-end tests alone (test/e2e), without the race detector;
 # cmd/watchdog's own tests are the CLI's unit tests, in-process.
 e2e:
-	$(GO) test -count=1 -timeout $(TESTTIMEOUT) ./test/e2e/
+	WATCHDOG_PRISM='$(PRISM)' $(GO) test -count=1 -timeout $(TESTTIMEOUT) ./test/e2e/
 
 # Each fuzz target for a bounded time (FUZZTIME), on top of its seed
 # corpus, which `unit` already runs as plain tests. A failure leaves its

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -61,7 +62,6 @@ func Build() (*openapi3.T, error) {
 					Description: "The operator's page's session, from POST /api/session.",
 				}},
 			},
-			Responses: openapi3.ResponseBodies{},
 		},
 	}
 	b.doc = doc
@@ -208,6 +208,7 @@ type op struct {
 	public                    bool   // no credentials needed
 	scope                     string // the token scope it needs
 	oneOf                     []any  // the success body is one of these
+	htmlErrors                []int  // error statuses answered as a page (text/html), not JSON
 }
 
 func (b *builder) add(o op) {
@@ -228,6 +229,8 @@ func (b *builder) add(o op) {
 	}
 	resp := &openapi3.Response{Description: &okDesc}
 	switch {
+	case o.okContent == "application/json":
+		resp.Content = openapi3.NewContentWithJSONSchema(&openapi3.Schema{Type: &openapi3.Types{"object"}, Description: "an OpenAPI 3.1 document"})
 	case o.okContent != "":
 		resp.Content = openapi3.Content{o.okContent: &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{"string"}})}}
 	case len(o.oneOf) > 0:
@@ -249,8 +252,15 @@ func (b *builder) add(o op) {
 		operation.Responses.Set("200", &openapi3.ResponseRef{Value: &openapi3.Response{Description: &d, Content: b.jsonBody(wire.Entity{})}})
 	}
 	for _, code := range o.errors {
-		operation.Responses.Set(fmt.Sprint(code), &openapi3.ResponseRef{Ref: "#/components/responses/" + errorName(code)})
-		b.errorResponse(code)
+		// Written in each operation, not as a $ref: Prism looks for a
+		// 401 among an operation's own responses.
+		desc := errorDescriptions[code]
+		content := b.jsonBody(api.Error{})
+		if slices.Contains(o.htmlErrors, code) {
+			desc = pageErrors[code]
+			content = openapi3.Content{"text/html": &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{"string"}})}}
+		}
+		operation.Responses.Set(fmt.Sprint(code), &openapi3.ResponseRef{Value: &openapi3.Response{Description: &desc, Content: content}})
 	}
 	if o.public {
 		operation.Security = &openapi3.SecurityRequirements{}
@@ -268,14 +278,12 @@ func scopes(s string) []string {
 	return []string{s}
 }
 
-// errorNames are the shared error responses, by status.
-var errorNames = map[int]string{
-	400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
-	409: "Conflict", 413: "TooLarge", 415: "UnsupportedMediaType", 422: "Unprocessable",
-	500: "Internal", 503: "Unavailable", 504: "OutcomeUnknown",
+// pageErrors say what the page's own error pages mean.
+var pageErrors = map[int]string{
+	400: "A parameter the page cannot use: the page, with one message saying which.",
+	401: "No credentials: the page's sign-in form (it posts the token to /api/session).",
+	404: "No such entity: the page saying so.",
 }
-
-func errorName(code int) string { return errorNames[code] }
 
 // errorDescriptions say what each error status means and which causes
 // its body carries.
@@ -292,15 +300,6 @@ var errorDescriptions = map[int]string{
 	500: "The daemon failed (internal): its log says why.",
 	503: "The store cannot take writes now (unavailable), or the daemon is not ready (not_ready): nothing was written; retry after Retry-After.",
 	504: "The write's commit was attempted and its result lost (outcome_unknown): read the entity before retrying.",
-}
-
-func (b *builder) errorResponse(code int) {
-	name := errorName(code)
-	if _, ok := b.doc.Components.Responses[name]; ok {
-		return
-	}
-	desc := errorDescriptions[code]
-	b.doc.Components.Responses[name] = &openapi3.ResponseRef{Value: &openapi3.Response{Description: &desc, Content: b.jsonBody(api.Error{})}}
 }
 
 func pathParam(name, desc string) *openapi3.Parameter {
@@ -387,9 +386,9 @@ func (b *builder) routes() error {
 		body: api.Session{}, bodyRequired: true, example: map[string]any{"token": "the token of auth.token_file"}, ok: 204, errors: []int{400, 401, 403, 413, 415}, public: true})
 	b.add(op{method: "GET", path: "/events", id: "events", summary: "The page's stream of the view's changes", tags: []string{"page"},
 		ok: 200, okContent: "text/event-stream", errors: []int{401, 503}})
-	b.add(op{method: "GET", path: "/", id: "page", summary: "The operator's page: the queue and the entities", tags: []string{"page"}, ok: 200, okContent: "text/html", errors: []int{400}})
+	b.add(op{method: "GET", path: "/", id: "page", summary: "The operator's page: the queue and the entities", tags: []string{"page"}, ok: 200, okContent: "text/html", errors: []int{400, 401, 403}, htmlErrors: []int{400, 401}})
 	b.add(op{method: "GET", path: "/entities/{type}/{id}", id: "entityPage", summary: "The operator's page of one entity", tags: []string{"page"},
-		params: []*openapi3.Parameter{typ, id}, ok: 200, okContent: "text/html", errors: []int{404}})
+		params: []*openapi3.Parameter{typ, id}, ok: 200, okContent: "text/html", errors: []int{401, 403, 404}, htmlErrors: []int{401, 404}})
 	b.add(op{method: "GET", path: "/runbook", id: "runbook", summary: "The runbook's reason-code sections", tags: []string{"page"}, ok: 200, okContent: "text/html", errors: []int{403}, public: true})
 	return b.err
 }

@@ -67,6 +67,9 @@ func (d *rmtDaemon) do(t *testing.T, method, path, body string) (int, string) {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if d.token != "" {
+		req.Header.Set("Authorization", "Bearer "+rmtToken)
+	}
 	resp, err := (&http.Client{Timeout: ceiling}).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
