@@ -25,13 +25,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv("WATCHDOG_TEST_SIGINT_COUNTER") != "" {
 		sigintCounter() // a child for the terminal test, not a test run
 	}
-	http.DefaultTransport = svAuthTransport{http.DefaultTransport}
+	http.DefaultTransport = contractTransport{svAuthTransport{http.DefaultTransport}}
 	var err error
 	if binPath, err = testenv.BuildBinary(); err != nil {
 		testenv.RemoveBinary()
 		panic("build watchdog: " + err.Error())
 	}
 	code := m.Run()
+	if !contractReport() && code == 0 {
+		code = 1
+	}
 	testenv.RemoveBinary()
 	testenv.StopPostgres() // the throwaway cluster, if a test started one
 	os.Exit(code)

@@ -1,19 +1,19 @@
 package e2e
 
-// Every request the end-to-end tests send through rmtDaemon.do, and its
-// answer, is checked against the OpenAPI document the daemon serves
-// (docs/reference/openapi.json) by kin-openapi's validator (issue 40): a
-// body, a parameter or a status the document does not allow fails the
-// test that met it.
+// Every request the end-to-end tests send through http.DefaultTransport,
+// and its answer, is checked against the OpenAPI document the daemon
+// serves (docs/reference/openapi.json) by kin-openapi's validator (issue
+// 40): a body, a parameter or a status the document does not allow fails
+// the run (TestMain prints each).
 
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -54,30 +54,29 @@ func contract() (routers.Router, error) {
 	return contractRouter, contractErr
 }
 
-// checkContract validates one exchange: the request (reqBody its body)
-// and the response (respBody its body) against the document. A request
-// the document does not describe (a path it does not have, which tests
-// send on purpose) is not checked; a request it calls invalid must have
-// been refused (4xx), and the refusal must be one it describes.
-func checkContract(t *testing.T, req *http.Request, reqBody string, resp *http.Response, respBody []byte) {
-	t.Helper()
+// contractViolation validates one exchange: the request (reqBody its
+// body) and the response (respBody its body) against the document; nil
+// when they match. A request the document does not describe (a path it
+// does not have, which tests send on purpose) is not checked; a request
+// it calls invalid must have been refused (4xx), and the refusal must be
+// one it describes.
+func contractViolation(req *http.Request, reqBody []byte, resp *http.Response, respBody []byte) error {
 	router, err := contract()
 	if err != nil {
-		t.Fatalf("the OpenAPI document: %v", err)
+		return fmt.Errorf("the OpenAPI document: %w", err)
 	}
 	r := req.Clone(context.Background())
-	r.Body = io.NopCloser(strings.NewReader(reqBody))
+	r.Body = io.NopCloser(bytes.NewReader(reqBody))
 	route, params, err := router.FindRoute(r)
 	if err != nil {
-		return
+		return nil
 	}
 	in := &openapi3filter.RequestValidationInput{
 		Request: r, PathParams: params, Route: route,
 		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true},
 	}
-	reqErr := openapi3filter.ValidateRequest(context.Background(), in)
-	if reqErr != nil && resp.StatusCode < 400 {
-		t.Errorf("OpenAPI: %s %s answered %d to a request the document calls invalid: %v", req.Method, req.URL.RequestURI(), resp.StatusCode, reqErr)
+	if reqErr := openapi3filter.ValidateRequest(context.Background(), in); reqErr != nil && resp.StatusCode < 400 {
+		return fmt.Errorf("%s %s answered %d to a request the document calls invalid: %v", req.Method, req.URL.RequestURI(), resp.StatusCode, reqErr)
 	}
 	out := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: in, Status: resp.StatusCode, Header: resp.Header,
@@ -85,6 +84,63 @@ func checkContract(t *testing.T, req *http.Request, reqBody string, resp *http.R
 		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
 	}
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-		t.Errorf("OpenAPI: %s %s → %d does not match the document: %v\nbody: %.400s", req.Method, req.URL.RequestURI(), resp.StatusCode, err, respBody)
+		return fmt.Errorf("%s %s → %d does not match the document: %v\nbody: %.400s", req.Method, req.URL.RequestURI(), resp.StatusCode, err, respBody)
 	}
+	return nil
+}
+
+// contractTransport checks every exchange a test makes through
+// http.DefaultTransport (every http.Client without a transport of its
+// own: rmtDaemon.do, the fleet's, the page's reads) against the
+// document; a stream (text/event-stream) is passed through unchecked.
+// What it finds is kept in contractViolations and fails the run.
+type contractTransport struct{ base http.RoundTripper }
+
+var (
+	contractMu         sync.Mutex
+	contractViolations []string
+	contractChecked    int
+)
+
+func (c contractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var reqBody []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		reqBody = b
+		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	resp, err := c.base.RoundTrip(req)
+	if err != nil || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, err
+	}
+	respBody, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(respBody))
+	if err != nil {
+		return resp, nil // the test reading the body meets the cut itself
+	}
+	v := contractViolation(req, reqBody, resp, respBody)
+	contractMu.Lock()
+	defer contractMu.Unlock()
+	contractChecked++
+	if v != nil {
+		contractViolations = append(contractViolations, v.Error())
+	}
+	return resp, nil
+}
+
+// contractReport says what the transport found; false when a violation
+// was.
+func contractReport() bool {
+	contractMu.Lock()
+	defer contractMu.Unlock()
+	fmt.Printf("OpenAPI: %d exchanges checked against docs/reference/openapi.json, %d violations\n", contractChecked, len(contractViolations))
+	for _, v := range contractViolations {
+		fmt.Println("OpenAPI violation:", v)
+	}
+	return len(contractViolations) == 0
 }
