@@ -68,8 +68,45 @@ func Build() (*openapi3.T, error) {
 	if err := b.routes(); err != nil {
 		return nil, err
 	}
+	if err := b.limits(); err != nil {
+		return nil, err
+	}
 	toOpenAPI31(doc)
 	return doc, nil
+}
+
+// limits writes the write path's limits (package wire's, the ones a
+// request over is refused for with 422 over_limit) into the request
+// schemas' descriptions, from the same constants: a byte count is no
+// JSON Schema keyword (maxLength counts characters).
+func (b *builder) limits() error {
+	bytesOf := func(n int) string { return fmt.Sprintf("At most %d bytes (422 over_limit beyond).", n) }
+	for _, l := range []struct {
+		schema, field, say string
+	}{
+		{"Register", "id", bytesOf(wire.MaxID)},
+		{"Register", "label", bytesOf(wire.MaxLabel)},
+		{"Register", "host_id", bytesOf(wire.MaxID)},
+		{"Register", "boot_id", bytesOf(wire.MaxID)},
+		{"Register", "heartbeat_file", bytesOf(wire.MaxPath)},
+		{"Register", "artifacts_root", bytesOf(wire.MaxPath)},
+		{"Register", "lock_files", fmt.Sprintf("At most %d paths of %d bytes each.", wire.MaxListItems, wire.MaxPath)},
+		{"Register", "depends_on", fmt.Sprintf("At most %d ids of %d bytes each.", wire.MaxListItems, wire.MaxID)},
+		{"Register", "metadata", fmt.Sprintf("An object of at most %d bytes as sent, nested at most %d deep.", wire.MaxMetadata, wire.MaxMetadataDepth)},
+		{"Reason", "message", bytesOf(wire.MaxMessage)},
+		{"Reason", "evidence", fmt.Sprintf("At most %d items, each text field at most %d bytes; the whole reason at most %d bytes.", wire.MaxEvidence, wire.MaxEvidenceField, wire.MaxReasonBytes)},
+		{"Heartbeat", "progress", fmt.Sprintf("At most %d bytes (400 beyond).", wire.MaxProgress)},
+	} {
+		s, ok := b.schemas[l.schema]
+		if !ok || s.Value == nil || s.Value.Properties[l.field] == nil {
+			return fmt.Errorf("limits: %s has no field %s", l.schema, l.field)
+		}
+		p := s.Value.Properties[l.field]
+		v := *p.Value // shared schemas (a string's) must not take another field's words
+		v.Description = strings.TrimSpace(v.Description + " " + l.say)
+		s.Value.Properties[l.field] = openapi3.NewSchemaRef("", &v)
+	}
+	return nil
 }
 
 // JSON is the document as docs/reference/openapi.json holds it.

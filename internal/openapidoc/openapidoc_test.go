@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -79,5 +80,40 @@ func TestDocumentNamesEveryRoute(t *testing.T) {
 	sort.Strings(inRouter)
 	if !slices.Equal(inDoc, inRouter) {
 		t.Errorf("the document's operations\n  %q\nare not the router's\n  %q", inDoc, inRouter)
+	}
+}
+
+// Every route the reference's endpoint table names (docs/reference/
+// http-api.md) is an operation of the document, /api/ paths first among
+// them: the prose and the contract name the same API.
+func TestDocumentNamesTheReferencesRoutes(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(docs.OpenAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := os.ReadFile("../../docs/reference/http-api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := regexp.MustCompile("`(GET|POST|PUT|DELETE) (/[^`\\[? ]*)")
+	n, api := 0, 0
+	for line := range strings.SplitSeq(string(ref), "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cell, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+		for _, m := range route.FindAllStringSubmatch(cell, -1) {
+			n++
+			if strings.HasPrefix(m[2], "/api/") {
+				api++
+			}
+			item := doc.Paths.Find(m[2])
+			if item == nil || item.GetOperation(m[1]) == nil {
+				t.Errorf("the reference names %s %s; the document has no such operation", m[1], m[2])
+			}
+		}
+	}
+	if api < 10 {
+		t.Fatalf("found %d routes (%d under /api/) in the reference's table: the test reads too little", n, api)
 	}
 }
