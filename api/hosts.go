@@ -29,8 +29,12 @@ func (s *server) hostNames(ctx context.Context) map[string]string {
 	c := &s.hosts
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if now := time.Now(); c.names == nil || now.Sub(c.at) >= hostNamesFresh {
-		names, err := s.Store.HostNames(ctx)
+	if now := time.Now(); c.at.IsZero() || now.Sub(c.at) >= hostNamesFresh {
+		// Not the request's context: a client that goes away must not
+		// fail the read for the requests waiting on it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		names, err := s.Store.HostNames(rctx)
 		if err != nil {
 			s.Log.Debug("reading the hosts' names", zap.Error(err))
 			return c.names

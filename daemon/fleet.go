@@ -57,16 +57,23 @@ func (f *fleet) say() {
 	if f.log == nil {
 		return
 	}
+	// Read and logged under the lock: the elector's callback and the
+	// presence tick may both call, and the later reading must be the one
+	// logged last.
+	f.sayMu.Lock()
+	defer f.sayMu.Unlock()
+	m := f.alive.Load()
+	if m == nil {
+		return // no presence look yet: who else is here is not known
+	}
 	leading, solo := f.Leader(), f.solo()
 	var peers []string
-	if m := f.alive.Load(); m != nil {
-		for h, alive := range *m {
-			if alive && h != f.self {
-				peers = append(peers, h)
-			}
+	for h, alive := range *m {
+		if alive && h != f.self {
+			peers = append(peers, h)
 		}
-		sort.Strings(peers)
 	}
+	sort.Strings(peers)
 	part := "following"
 	switch {
 	case leading && solo:
@@ -74,8 +81,6 @@ func (f *fleet) say() {
 	case leading:
 		part = "elected"
 	}
-	f.sayMu.Lock()
-	defer f.sayMu.Unlock()
 	if part == f.said {
 		return
 	}

@@ -97,9 +97,13 @@ func (h *Host) Judge(ctx context.Context, t Subject, th Thresholds, ended bool, 
 	r := h.Probe(ctx, t, th, now)
 	notDue := false
 	if !ended && len(t.Artifacts) > 0 && r.Liveness == Alive &&
-		(r.Delivery == state.DeliveryMissing || r.Delivery == state.DeliveryPartial) {
+		(r.Delivery == state.DeliveryMissing || r.Delivery == state.DeliveryPartial) && !anyInvalid(r.Artifacts) {
 		t.SkipArtifacts, notDue = true, true
-		r = h.Probe(ctx, t, th, now)
+		if r = h.Probe(ctx, t, th, now); r.Liveness != Alive {
+			// It ended between the two looks: its artifacts are due.
+			t.SkipArtifacts, notDue = false, false
+			r = h.Probe(ctx, t, th, now)
+		}
 	}
 	ns := state.Normalize("running", "", r.Health, r.Delivery, r.Reasons, now)
 	subject := state.ContractSubject(t.Artifacts)
@@ -118,4 +122,15 @@ func (h *Host) Judge(ctx context.Context, t Subject, th Thresholds, ended bool, 
 		Reasons:   r.Reasons,
 		Evidence:  r.Evidence(),
 	}
+}
+
+// anyInvalid says whether a file of the contract is there and fails its
+// check: said even while the run goes on.
+func anyInvalid(a ArtifactResult) bool {
+	for _, c := range a.Checks {
+		if c.Status == ArtifactInvalid {
+			return true
+		}
+	}
+	return false
 }

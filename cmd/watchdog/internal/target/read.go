@@ -199,6 +199,14 @@ func (l *Local) Judged(ctx context.Context, disconnectedAfter time.Duration, now
 		return nil, fmt.Errorf("read the daemons' presence: %w", err)
 	}
 	var j Judged
+	// Presence alone says whether a daemon serves the store (where its
+	// lock cannot be read): an observation may be a one-shot command's.
+	var present time.Time
+	for _, at := range seen {
+		if at.After(present) {
+			present = at
+		}
+	}
 	if or, ok := l.st.(observedReader); ok {
 		last, err := or.LastObserved(ctx)
 		if err != nil {
@@ -231,7 +239,7 @@ func (l *Local) Judged(ctx context.Context, disconnectedAfter time.Duration, now
 			}
 		}
 	} else {
-		j.DaemonServing = !j.LastAt.IsZero() && now.Sub(j.LastAt) < disconnectedAfter
+		j.DaemonServing = !present.IsZero() && now.Sub(present) < disconnectedAfter
 	}
 	return &j, nil
 }
