@@ -194,66 +194,24 @@ func (s *Store) MarkDaemonStart(ctx context.Context, hostID, hostname string, at
 // HostNames returns the hostname each host's daemon recorded at its last
 // start; a host without one is absent.
 func (s *Store) HostNames(ctx context.Context) (map[string]string, error) {
-	rows, err := s.pool.Query(ctx, "SELECT host_id, hostname FROM daemons WHERE hostname <> ''")
-	if err != nil {
-		return nil, fmt.Errorf("list hostnames: %w", classify(err))
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var h, name string
-		if err := rows.Scan(&h, &name); err != nil {
-			return nil, fmt.Errorf("list hostnames: %w", err)
-		}
-		out[h] = name
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list hostnames: %w", classify(err))
-	}
-	return out, nil
+	return byHost(ctx, s, "list hostnames", "SELECT host_id, hostname FROM daemons WHERE hostname <> ''",
+		func(rows pgx.Rows, h *string) (name string, err error) { return name, rows.Scan(h, &name) })
 }
 
 // DaemonHosts returns the hosts whose daemon was seen at or after since.
 func (s *Store) DaemonHosts(ctx context.Context, since time.Time) (map[string]bool, error) {
-	rows, err := s.pool.Query(ctx, "SELECT host_id FROM daemons WHERE seen_at >= $1", unixtime.Seconds(since))
-	if err != nil {
-		return nil, fmt.Errorf("list daemons: %w", classify(err))
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var h string
-		if err := rows.Scan(&h); err != nil {
-			return nil, fmt.Errorf("list daemons: %w", err)
-		}
-		out[h] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list daemons: %w", classify(err))
-	}
-	return out, nil
+	return byHost(ctx, s, "list daemons", "SELECT host_id FROM daemons WHERE seen_at >= $1",
+		func(rows pgx.Rows, h *string) (bool, error) { return true, rows.Scan(h) }, unixtime.Seconds(since))
 }
 
 // DaemonsSeen returns when each host's daemon last recorded its presence.
 func (s *Store) DaemonsSeen(ctx context.Context) (map[string]time.Time, error) {
-	rows, err := s.pool.Query(ctx, "SELECT host_id, seen_at FROM daemons")
-	if err != nil {
-		return nil, fmt.Errorf("list daemons: %w", classify(err))
-	}
-	defer rows.Close()
-	out := map[string]time.Time{}
-	for rows.Next() {
-		var h string
-		var at float64
-		if err := rows.Scan(&h, &at); err != nil {
-			return nil, fmt.Errorf("list daemons: %w", err)
-		}
-		out[h] = unixtime.FromSeconds(at)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list daemons: %w", classify(err))
-	}
-	return out, nil
+	return byHost(ctx, s, "list daemons", "SELECT host_id, seen_at FROM daemons",
+		func(rows pgx.Rows, h *string) (time.Time, error) {
+			var at float64
+			err := rows.Scan(h, &at)
+			return unixtime.FromSeconds(at), err
+		})
 }
 
 // RecordSettings records the settings hostID's daemon judges with.
@@ -271,24 +229,34 @@ func (s *Store) RecordSettings(ctx context.Context, hostID string, ds store.Daem
 
 // Settings returns the settings each host's daemon recorded last.
 func (s *Store) Settings(ctx context.Context) (map[string]store.DaemonSettings, error) {
-	rows, err := s.pool.Query(ctx, "SELECT host_id, settings, settings_source, settings_at FROM daemons WHERE settings <> ''")
+	return byHost(ctx, s, "read the daemons' settings", "SELECT host_id, settings, settings_source, settings_at FROM daemons WHERE settings <> ''",
+		func(rows pgx.Rows, h *string) (ds store.DaemonSettings, err error) {
+			var at float64
+			err = rows.Scan(h, &ds.YAML, &ds.Source, &at)
+			ds.At = unixtime.FromSeconds(at)
+			return ds, err
+		})
+}
+
+// byHost runs query, whose rows begin with a host id, and maps each host
+// to what scan makes of its row; what names the read in its errors.
+func byHost[T any](ctx context.Context, s *Store, what, query string, scan func(pgx.Rows, *string) (T, error), args ...any) (map[string]T, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read the daemons' settings: %w", classify(err))
+		return nil, fmt.Errorf("%s: %w", what, classify(err))
 	}
 	defer rows.Close()
-	out := map[string]store.DaemonSettings{}
+	out := map[string]T{}
 	for rows.Next() {
 		var h string
-		var ds store.DaemonSettings
-		var at float64
-		if err := rows.Scan(&h, &ds.YAML, &ds.Source, &at); err != nil {
-			return nil, fmt.Errorf("read the daemons' settings: %w", err)
+		v, err := scan(rows, &h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-		ds.At = unixtime.FromSeconds(at)
-		out[h] = ds
+		out[h] = v
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the daemons' settings: %w", classify(err))
+		return nil, fmt.Errorf("%s: %w", what, classify(err))
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -40,59 +41,21 @@ func (s *Store) MarkDaemonStart(ctx context.Context, hostID, hostname string, at
 // HostNames returns the hostname each host's daemon recorded at its last
 // start; a host without one is absent.
 func (s *Store) HostNames(ctx context.Context) (map[string]string, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT host_id, hostname FROM daemons WHERE hostname <> ''")
-	if err != nil {
-		return nil, fmt.Errorf("list hostnames: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var h, name string
-		if err := rows.Scan(&h, &name); err != nil {
-			return nil, fmt.Errorf("list hostnames: %w", err)
-		}
-		out[h] = name
-	}
-	return out, rows.Err()
+	return byHost(ctx, s, "list hostnames", "SELECT host_id, hostname FROM daemons WHERE hostname <> ''",
+		func(rows *sql.Rows, h *string) (name string, err error) { return name, rows.Scan(h, &name) })
 }
 
 // DaemonHosts returns the hosts whose daemon was seen at or after since.
 func (s *Store) DaemonHosts(ctx context.Context, since time.Time) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT host_id FROM daemons WHERE seen_at >= ?", unixtime.Seconds(since))
-	if err != nil {
-		return nil, fmt.Errorf("list daemons: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var h string
-		if err := rows.Scan(&h); err != nil {
-			return nil, fmt.Errorf("list daemons: %w", err)
-		}
-		out[h] = true
-	}
-	return out, rows.Err()
+	return byHost(ctx, s, "list daemons", "SELECT host_id FROM daemons WHERE seen_at >= ?",
+		func(rows *sql.Rows, h *string) (bool, error) { return true, rows.Scan(h) }, unixtime.Seconds(since))
 }
 
 // DaemonsSeen returns every host that ever had a daemon mark its presence
 // in this store, with when it last did: what the leader reads to judge
 // silent hosts (disconnected, then lost).
 func (s *Store) DaemonsSeen(ctx context.Context) (map[string]time.Time, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT host_id, seen_at FROM daemons")
-	if err != nil {
-		return nil, fmt.Errorf("list daemons: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]time.Time{}
-	for rows.Next() {
-		var h string
-		var at float64
-		if err := rows.Scan(&h, &at); err != nil {
-			return nil, fmt.Errorf("list daemons: %w", err)
-		}
-		out[h] = unixtime.FromSeconds(at)
-	}
-	return out, rows.Err()
+	return byHost(ctx, s, "list daemons", "SELECT host_id, seen_at FROM daemons", scanTime)
 }
 
 // RecordSettings records the settings hostID's daemon judges with.
@@ -111,42 +74,49 @@ func (s *Store) RecordSettings(ctx context.Context, hostID string, ds store.Daem
 
 // Settings returns the settings each host's daemon recorded last.
 func (s *Store) Settings(ctx context.Context) (map[string]store.DaemonSettings, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT host_id, settings, settings_source, settings_at FROM daemons WHERE settings <> ''")
-	if err != nil {
-		return nil, fmt.Errorf("read the daemons' settings: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]store.DaemonSettings{}
-	for rows.Next() {
-		var h string
-		var ds store.DaemonSettings
-		var at float64
-		if err := rows.Scan(&h, &ds.YAML, &ds.Source, &at); err != nil {
-			return nil, fmt.Errorf("read the daemons' settings: %w", err)
-		}
-		ds.At = unixtime.FromSeconds(at)
-		out[h] = ds
-	}
-	return out, rows.Err()
+	return byHost(ctx, s, "read the daemons' settings", "SELECT host_id, settings, settings_source, settings_at FROM daemons WHERE settings <> ''",
+		func(rows *sql.Rows, h *string) (ds store.DaemonSettings, err error) {
+			var at float64
+			err = rows.Scan(h, &ds.YAML, &ds.Source, &at)
+			ds.At = unixtime.FromSeconds(at)
+			return ds, err
+		})
 }
 
 // LastObserved returns, for each host, when a judgement last wrote one of
 // its entities (an observation's time): with the presence records, when
 // its daemon last judged, though it died without recording its stop.
 func (s *Store) LastObserved(ctx context.Context) (map[string]time.Time, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT host_id, MAX(observed_at) FROM entities WHERE observed_at IS NOT NULL GROUP BY host_id")
+	return byHost(ctx, s, "read the last observations",
+		"SELECT host_id, MAX(observed_at) FROM entities WHERE observed_at IS NOT NULL GROUP BY host_id", scanTime)
+}
+
+// byHost runs query, whose rows begin with a host id, and maps each host
+// to what scan makes of its row; what names the read in its errors.
+func byHost[T any](ctx context.Context, s *Store, what, query string, scan func(*sql.Rows, *string) (T, error), args ...any) (map[string]T, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read the last observations: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
-	out := map[string]time.Time{}
+	out := map[string]T{}
 	for rows.Next() {
 		var h string
-		var at float64
-		if err := rows.Scan(&h, &at); err != nil {
-			return nil, fmt.Errorf("read the last observations: %w", err)
+		v, err := scan(rows, &h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-		out[h] = unixtime.FromSeconds(at)
+		out[h] = v
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
+
+// scanTime scans a host id and a time in Unix seconds.
+func scanTime(rows *sql.Rows, h *string) (time.Time, error) {
+	var at float64
+	err := rows.Scan(h, &at)
+	return unixtime.FromSeconds(at), err
 }

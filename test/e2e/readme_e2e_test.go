@@ -24,24 +24,7 @@ import (
 // readmeBlocks are README.md's ```sh blocks, in order.
 func readmeBlocks(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var blocks []string
-	var cur *strings.Builder
-	for line := range strings.SplitSeq(string(b), "\n") {
-		switch {
-		case cur == nil && line == "```sh":
-			cur = &strings.Builder{}
-		case cur != nil && line == "```":
-			blocks = append(blocks, cur.String())
-			cur = nil
-		case cur != nil:
-			cur.WriteString(line + "\n")
-		}
-	}
-	return blocks
+	return docBlocks(t, "../../README.md", "sh")
 }
 
 // readmeSkipped are the blocks not run here, by their first command, and
