@@ -116,8 +116,8 @@ func TestReadyReadsTheHeadroom(t *testing.T) {
 }
 
 // TestUnitLimitMatchesTheDocs: the unit's LimitNOFILE, shared by
-// budgetFor, gives the pidfd count the unit's comment and the READMEs
-// state.
+// budgetFor, gives the pidfd count the unit's comment, its README and the
+// operator's guide state.
 func TestUnitLimitMatchesTheDocs(t *testing.T) {
 	read := func(path string) string {
 		b, err := os.ReadFile(path)
@@ -138,7 +138,7 @@ func TestUnitLimitMatchesTheDocs(t *testing.T) {
 	for path, want := range map[string]string{
 		"../deploy/systemd/watchdog.service": plain + " processes",
 		"../deploy/systemd/README.md":        grouped + " watched processes",
-		"../README.md":                       grouped + " processes by pidfd",
+		"../docs/guide.md":                   grouped + " processes by pidfd",
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(read(path)), " "), want) {
 			t.Errorf("%s does not say %q (LimitNOFILE=%d leaves %+v)", path, want, limit, b)
