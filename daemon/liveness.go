@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"watchdog/config"
+	"watchdog/judge"
 	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/monitor"
@@ -51,7 +52,7 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 		log.Warn("pidfd watcher failed to start: every watched process is polled", zap.Error(err))
 	}
 	opt := monitor.Options{
-		Reaper: entitySteps{rp, &l.steps}, Prober: host, Exits: st, HostID: host.HostID(),
+		Reaper: entitySteps{rp, &l.steps}, Prober: host, HostID: host.HostID(),
 		Settings: monitorSettings(s), Logger: log,
 	}
 	if l.watcher != nil {
@@ -82,6 +83,7 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 		l.mon.UpdateShared(cur) // the change's own copy: the monitor keeps none of it
 	})
 	m.Watching(l.mon.Watching)
+	m.Judging(rp.Counts)
 	if w := l.watcher; w != nil {
 		m.PidwatchOverflows(w.Overflows)
 	}
@@ -184,16 +186,16 @@ type entitySteps struct {
 	mu *sync.RWMutex
 }
 
-func (s entitySteps) CheckEntity(ctx context.Context, e store.Entity) (bool, error) {
+func (s entitySteps) Observe(ctx context.Context, e store.Entity, ev judge.Event) (bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.r.CheckEntity(ctx, e)
+	return s.r.Observe(ctx, e, ev)
 }
 
-func (s entitySteps) EnforceEntity(ctx context.Context, e store.Entity) (bool, error) {
+func (s entitySteps) EnforceEntity(ctx context.Context, e store.Entity, ev judge.Event) (bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	a, ok, err := s.r.EnforceEntity(ctx, e)
+	a, ok, err := s.r.EnforceEntity(ctx, e, ev)
 	return ok && a.Applied, err
 }
 

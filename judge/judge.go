@@ -89,6 +89,21 @@ type Seen struct {
 	// pid, looked for only when LeftoversDue: with any, Judge records the
 	// leftover finding (run.health.leftover_processes).
 	Descendants []probe.Process
+	// Event is what happened, when a judgement follows one (the
+	// monitor's); zero for a look with no news (the sweep, a command).
+	Event Event
+}
+
+// Event is what the kernel told of the entity's process: an input of the
+// judgement beside what was seen, never found again by reading /proc.
+type Event struct {
+	// Died: the recorded process's exit was reported (its pidfd, the
+	// process connector), which is final.
+	Died bool
+	// Exit is the exit status reported with it; nil: not known (yet).
+	Exit *state.ExitStatus
+	// At is when it died.
+	At time.Time
 }
 
 // ActKind is the kind of lifecycle change a judgement calls for.
@@ -168,6 +183,9 @@ func (v Verdict) First(kinds ...ActKind) (Act, bool) {
 // apply sets the observation's fields on e, as the store would.
 func apply(e *store.Entity, o store.Observation) {
 	e.Health, e.Delivery, e.Reasons, e.HealthSince, e.DeadSince = o.Health, o.Delivery, o.Reasons, o.HealthSince, o.DeadSince
+	if o.Exit != nil {
+		e.Exit = o.Exit
+	}
 }
 
 // Recorded is e as the store holds it once o is recorded (a dry run
@@ -237,6 +255,13 @@ func observe(e store.Entity, seen Seen, s Settings, now time.Time) (store.Observ
 		obs.HealthSince = now
 	}
 	obs.DeadSince = deadSince(e.DeadSince, res.Liveness, now)
+	if ev := seen.Event; ev.Died && e.DeadSince.IsZero() && !ev.At.IsZero() && ev.At.Before(now) {
+		obs.DeadSince = ev.At // the kernel's moment, not the look's
+	}
+	if x := seen.Event.Exit; x != nil && !state.SameExit(x, e.Exit) {
+		obs.Exit = x // recorded in the death's one write
+		e.Exit = x   // and cited by the findings below
+	}
 	if f, ok := unownedDeath(e, res, obs.DeadSince, s, now); ok {
 		obs.Reasons = flagUnowned(obs.Reasons, f)
 	}
@@ -267,7 +292,7 @@ func deadSince(recorded time.Time, l probe.Liveness, now time.Time) time.Time {
 // changed says whether obs differs from what e holds: a sweep over an
 // unchanged host writes nothing.
 func changed(e store.Entity, obs store.Observation) bool {
-	return obs.Health != e.Health || obs.Delivery != e.Delivery || !obs.DeadSince.Equal(e.DeadSince) ||
+	return obs.Exit != nil || obs.Health != e.Health || obs.Delivery != e.Delivery || !obs.DeadSince.Equal(e.DeadSince) ||
 		!obs.HealthSince.Equal(e.HealthSince) || !state.SameFindings(obs.Reasons, e.Reasons)
 }
 

@@ -235,3 +235,34 @@ func TestStateSince(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeTakesTheDeathEvent: a death the kernel reported is one
+// observation holding process_dead, the kernel's moment as dead_since and
+// the exit status; told again, it changes nothing.
+func TestJudgeTakesTheDeathEvent(t *testing.T) {
+	e := proc("session", "running")
+	died := t0.Add(5 * time.Minute)
+	now := died.Add(3 * time.Millisecond)
+	x := &state.ExitStatus{Signal: 9, At: died}
+	ev := Event{Died: true, Exit: x, At: died}
+	t.Run("first", func(t *testing.T) {
+		s := seen(e, probe.Dead, time.Time{}, false, now)
+		s.Event = ev
+		v := Judge(e, s, DefaultSettings, now)
+		o := v.Observation
+		if !v.Changed || o.Health != state.HealthProcessDead || !o.DeadSince.Equal(died) || o.Exit != x {
+			t.Fatalf("changed %v health %s dead_since %v exit %+v: want process_dead since the death, with its status", v.Changed, o.Health, o.DeadSince, o.Exit)
+		}
+		again := Judge(v.Applied(e), s, DefaultSettings, now.Add(time.Second))
+		if again.Changed || again.Observation.Exit != nil {
+			t.Errorf("the same death judged again: changed %v, exit %+v", again.Changed, again.Observation.Exit)
+		}
+	})
+	t.Run("no status", func(t *testing.T) {
+		s := seen(e, probe.Dead, time.Time{}, false, now)
+		s.Event = Event{Died: true, At: died}
+		if o := Judge(e, s, DefaultSettings, now).Observation; o.Exit != nil || !o.DeadSince.Equal(died) {
+			t.Errorf("exit %+v dead_since %v: want none, since the death", o.Exit, o.DeadSince)
+		}
+	})
+}

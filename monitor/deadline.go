@@ -53,10 +53,10 @@ type tracked struct {
 	// offers it to the watcher again: a slot freed by a death goes to a
 	// polled process within a poll interval.
 	rewatch bool
-	// localExit and localDead: the monitor's own news of a death (its
-	// exit status, its dead_since, in rare) not yet back from the store:
-	// laid over the entity a reaper step gets, until the next Update.
-	localExit, localDead bool
+	// localDead: the monitor's own news of a death (its dead_since, in
+	// rare) not yet back from the store: laid over the entity a reaper
+	// step gets, until the next Update.
+	localDead bool
 }
 
 // job is one thing due for an entity.

@@ -94,6 +94,10 @@ type rare struct {
 	// at a death, late in an entity's life, so they are here rather than
 	// in every tracked entity.
 	diedPID, exitPID int32
+	// diedAt is when diedPID died; awaitExit: its judgement waits a
+	// moment for the connector's exit status (exitWait).
+	diedAt    stamp
+	awaitExit bool
 }
 
 // none is what a tracked entity without rare reads: every field empty.

@@ -10,21 +10,21 @@ import (
 	"time"
 
 	"watchdog/internal/testenv"
+	"watchdog/judge"
 	"watchdog/pidwatch"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
 )
 
-// The fakes stand in for the parts other branches deliver (the reaper's
-// per-entity entry points, pidwatch) and for the store's RecordExit; the
-// real ones are joined in the daemon and tested there.
+// The fakes stand in for the reaper's per-entity entry points and
+// pidwatch; the real ones are joined in the daemon and tested there.
 
 type call struct {
-	what string // check, enforce, phantom, schedule, exit
+	what string // check, enforce, phantom, schedule
 	key  string
 	e    store.Entity
-	exit state.ExitStatus
+	ev   judge.Event
 }
 
 type recorder struct {
@@ -53,13 +53,13 @@ func (r *recorder) seen() []call {
 	return slices.Clone(r.calls)
 }
 
-func (r *recorder) CheckEntity(_ context.Context, e store.Entity) (bool, error) {
-	r.add(call{what: "check", key: Key(e.Type, e.ID), e: e})
+func (r *recorder) Observe(_ context.Context, e store.Entity, ev judge.Event) (bool, error) {
+	r.add(call{what: "check", key: Key(e.Type, e.ID), e: e, ev: ev})
 	return true, r.err
 }
 
-func (r *recorder) EnforceEntity(_ context.Context, e store.Entity) (bool, error) {
-	r.add(call{what: "enforce", key: Key(e.Type, e.ID), e: e})
+func (r *recorder) EnforceEntity(_ context.Context, e store.Entity, ev judge.Event) (bool, error) {
+	r.add(call{what: "enforce", key: Key(e.Type, e.ID), e: e, ev: ev})
 	return true, nil
 }
 
@@ -70,11 +70,6 @@ func (r *recorder) ReapPhantomEntity(_ context.Context, e store.Entity) (bool, e
 
 func (r *recorder) CheckScheduleEntity(_ context.Context, e store.Entity) (bool, error) {
 	r.add(call{what: "schedule", key: Key(e.Type, e.ID), e: e})
-	return true, nil
-}
-
-func (r *recorder) RecordExit(_ context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error) {
-	r.add(call{what: "exit", key: Key(typ, id), exit: x})
 	return true, nil
 }
 
@@ -158,7 +153,7 @@ func newHarness(t *testing.T, s Settings) *harness {
 	t.Helper()
 	h := &harness{rec: &recorder{}, w: newFakeWatcher(), clock: testenv.NewClock(t0), mtime: map[string]time.Time{}, unreadable: map[int]bool{}, ents: map[string]store.Entity{}}
 	h.m = New(Options{
-		Reaper: h.rec, Watcher: h.w, Prober: aliveProber{unreadable: h.unreadable}, Exits: h.rec,
+		Reaper: h.rec, Watcher: h.w, Prober: aliveProber{unreadable: h.unreadable},
 		Entity: func(typ, id string) (store.Entity, bool) {
 			e, ok := h.ents[Key(typ, id)]
 			return e, ok

@@ -39,9 +39,11 @@ import (
 
 // Reaper is the reaper's per-entity entry points: each judges or acts on
 // one entity as its job would, re-reading what it must.
+// A death the monitor saw comes with the event (judge.Event): not looked
+// for again, its exit status written with it.
 type Reaper interface {
-	CheckEntity(ctx context.Context, e store.Entity) (written bool, err error)
-	EnforceEntity(ctx context.Context, e store.Entity) (acted bool, err error)
+	Observe(ctx context.Context, e store.Entity, ev judge.Event) (written bool, err error)
+	EnforceEntity(ctx context.Context, e store.Entity, ev judge.Event) (acted bool, err error)
 	ReapPhantomEntity(ctx context.Context, e store.Entity) (bool, error)
 	CheckScheduleEntity(ctx context.Context, e store.Entity) (bool, error)
 }
@@ -68,11 +70,6 @@ type Tree interface {
 	Resync() <-chan struct{}
 	Refresh() error
 	Mode() proctree.Mode
-}
-
-// ExitRecorder stores how a process ended (sqlite.Store.RecordExit).
-type ExitRecorder interface {
-	RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error)
 }
 
 // Prober checks a recorded pid's identity (probe.Host.CheckPID): a watch
@@ -112,13 +109,11 @@ func (s Settings) withDefaults() Settings {
 
 // Options are what a Monitor works with. Reaper is required; the rest
 // may be nil: without Watcher every process is polled, without Prober no
-// watch is opened (nothing could verify it), without Exits no exit status
-// is recorded.
+// watch is opened (nothing could verify it).
 type Options struct {
 	Reaper  Reaper
 	Watcher Watcher
 	Prober  Prober
-	Exits   ExitRecorder
 	// Tree keeps the watched roots' descendants; nil: none kept.
 	Tree Tree
 	// Entity reads an entity whole for a reaper step (the live view's,
@@ -388,6 +383,11 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 			// rather than read "unknown" until the next sweep.
 			tr = &tracked{index: -1}
 		}
+		if tr != nil && tr.r().diedPID != 0 && tr.r().diedPID == pid32(e.PID) && judge.EndedByDeath(e) && len(e.LockFiles) == 0 && len(e.Artifacts) == 0 {
+			// Ended for the death the monitor saw: judged at the death,
+			// with nothing at the end to look at.
+			tr = nil
+		}
 		if tr != nil && m.local(*e) && e.Lifecycle != nil {
 			// It has just ended (its owner's transition, exec's, the
 			// reaper's): its health is judged now as an ended entity's
@@ -396,7 +396,7 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 			// dead" when the exit was seen a moment before the owner's
 			// end, "Completed · Alive" when not) until the next sweep.
 			tr.setFacts(e, m.opt.HostID)
-			tr.w().whole, tr.localExit, tr.localDead = e, false, false
+			tr.w().whole, tr.localDead = e, false
 			m.check(ctx, tr)
 		}
 		m.drop(k)
@@ -445,7 +445,7 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 		}
 	}
 	tr.setFacts(e, m.opt.HostID)
-	tr.localExit, tr.localDead = false, false
+	tr.localDead = false
 	if m.opt.Entity == nil {
 		tr.w().whole = e
 	}
@@ -580,34 +580,43 @@ func (m *Monitor) reschedule(tr *tracked) {
 	m.h.schedule(tr, next)
 }
 
-// death handles a pidwatch death: the exit status first, so the check's
-// evidence names it, then the check, which records process_dead with
-// dead_since; enforcement follows at dead_since + terminal_grace.
+// exitWait is how long a death the pidfd reported without its exit
+// status waits for the process connector's, which has it at the exit:
+// the death is then written once, with its status.
+const exitWait = 50 * time.Millisecond
+
+// death handles a death the kernel reported (the pidfd, the process
+// connector): one judgement per death, with the exit status in it
+// (Reaper.Observe records process_dead, dead_since and the status in one
+// write); enforcement follows at dead_since + terminal_grace. The same
+// death told again (the connector, then the pidfd, then its status once
+// reaped) brings nothing more, unless it brings the status first.
 // tr is the entity d.Key names (nil: none tracked).
 func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
-	if tr == nil || tr.f.pid != pid32(d.PID) {
+	pid := pid32(d.PID)
+	if tr == nil || tr.f.pid != pid {
 		return // forgotten, or re-registered to another process meanwhile
 	}
-	if d.Exit.Known && tr.r().exitPID != pid32(d.PID) {
-		// The first source to say wins: the connector's exit event (at
-		// the exit, reaped or not) or the pidfd's PIDFD_INFO_EXIT (once
-		// reaped); the second says the same and is not recorded again.
-		tr.w().exitPID = pid32(d.PID)
+	news := false
+	if d.Exit.Known && tr.r().exitPID != pid {
+		tr.w().exitPID = pid
 		x := state.ExitStatus{Code: d.Exit.Code, Signal: int(d.Exit.Signal), At: d.At}
 		if d.Exit.Signal != 0 {
 			x.Code = 0
 		}
-		if m.opt.Exits != nil {
-			if _, err := m.opt.Exits.RecordExit(ctx, tr.f.typ(), tr.f.id, d.PID, x); err != nil {
-				m.warn("cannot record exit status", tr, err)
-			}
+		tr.w().exit, news = &x, true
+	}
+	if tr.r().diedPID == pid {
+		if news {
+			// The status after the death: now, if the death was waiting
+			// for it; else (a pidfd alone, reaped late) a second write.
+			m.check(ctx, tr)
 		}
-		tr.w().exit, tr.localExit = &x, true
+		return
 	}
 	// The watch is over on the monitor's side. Not Forget: pidwatch ends
-	// it itself after the last Death, and a second Death with the exit
-	// status may still come (pidwatch.ExitWait).
-	tr.w().diedPID = pid32(d.PID)
+	// it itself after the last Death.
+	tr.w().diedPID, tr.rare.diedAt = pid, stampOf(d.At)
 	if tr.mode == byPidfd {
 		m.setMode(tr, unwatched)
 		tr.watchedPID = 0
@@ -621,13 +630,31 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 		}
 		done()
 	}
-	m.check(ctx, tr)
-	if tr.r().deadSince == 0 {
-		// What the check just recorded, until the change comes back
-		// through Update with the stored value.
-		tr.w().deadSince, tr.localDead = stampOf(d.At), true
+	if !news && tr.r().treeRoot.PID != 0 && m.opt.Tree.Mode() == proctree.ModeEvents {
+		// The connector has the status at the exit, the pidfd only once
+		// reaped: a moment's wait for it.
+		tr.rare.awaitExit = true
+		tr.checkAt = stampOf(m.opt.Now().Add(exitWait))
+		m.reschedule(tr)
+		return
 	}
+	m.check(ctx, tr)
 	m.reschedule(tr)
+}
+
+// event is what the monitor knows of tr's process for a step on e: the
+// death the kernel reported, and its exit status while the store does
+// not hold it.
+func (m *Monitor) event(tr *tracked, e *store.Entity) judge.Event {
+	r := tr.r()
+	if r.diedPID == 0 || r.diedPID != tr.f.pid || otherProcess(&tr.f, e) {
+		return judge.Event{}
+	}
+	ev := judge.Event{Died: true, At: r.diedAt.time()}
+	if e.Exit == nil && r.exitPID == r.diedPID {
+		ev.Exit = r.exit
+	}
+	return ev
 }
 
 // resync answers the watcher's Resync: deaths were dropped at its full
@@ -655,6 +682,13 @@ func (m *Monitor) resync(ctx context.Context) {
 		switch seen.Liveness {
 		case probe.Dead:
 			dead++
+			if tr.r().treeRoot.PID != 0 && m.opt.Tree.Mode() == proctree.ModeEvents {
+				// The connector may have it with its status: a look,
+				// not the kernel's word (its pidfd's news was dropped).
+				tr.checkAt = stampOf(now)
+				m.reschedule(tr)
+				continue
+			}
 			m.death(ctx, tr, pidwatch.Death{Key: tr.name(), PID: e.PID, At: now})
 		case probe.Unknown:
 			unread++
@@ -675,9 +709,6 @@ func (m *Monitor) treeExit(ctx context.Context, x proctree.Exit) {
 	tr := m.roots[x.Root]
 	if tr == nil || x.PID != x.Root.PID || tr.f.pid != pid32(x.PID) {
 		return // a root forgotten since, or a descendant's exit
-	}
-	if r := tr.r(); r.diedPID == pid32(x.PID) && r.exitPID == pid32(x.PID) {
-		return // the pidfd said it all already
 	}
 	m.death(ctx, tr, pidwatch.Death{Key: tr.name(), PID: x.PID, At: x.At, Exit: pidwatch.Exit{Known: true, Code: x.Code, Signal: x.Signal}})
 }
@@ -735,7 +766,17 @@ func (m *Monitor) Resyncs() int { return int(m.nResyncs.Load()) }
 // check runs CheckEntity now; a failure is retried at the next poll.
 func (m *Monitor) check(ctx context.Context, tr *tracked) {
 	tr.checkAt = 0
-	if _, err := m.guard("check", tr, func() (bool, error) { return m.step(ctx, tr, m.opt.Reaper.CheckEntity) }); err != nil {
+	if tr.rare != nil {
+		tr.rare.awaitExit = false
+	}
+	defer func() {
+		if r := tr.r(); r.diedPID != 0 && r.diedPID == tr.f.pid && r.deadSince == 0 {
+			// The death this check recorded, until the change comes back
+			// through Update with the stored value.
+			tr.w().deadSince, tr.localDead = r.diedAt, true
+		}
+	}()
+	if _, err := m.guard("check", tr, func() (bool, error) { return m.step(ctx, tr, m.opt.Reaper.Observe) }); err != nil {
 		m.warn("check failed; retrying", tr, err)
 		tr.checkAt = stampOf(m.opt.Now().Add(m.s.PollInterval))
 	}
@@ -812,7 +853,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	// nearly always comes first on its own.
 	if due&jobPhantom != 0 {
 		tr.w().phantomFor = stampOf(judge.LastActivity(&e, tr.r().hbFile.time()))
-		m.act(ctx, tr, "reap phantom", m.opt.Reaper.ReapPhantomEntity)
+		m.act(ctx, tr, "reap phantom", noEvent(m.opt.Reaper.ReapPhantomEntity))
 	}
 	if due&jobEnforce != 0 {
 		tr.w().enforcedFor = stampOf(e.DeadSince)
@@ -820,24 +861,32 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	}
 	if due&jobSchedule != 0 {
 		tr.w().scheduleFor = stampOf(judge.NextFire(&e))
-		m.act(ctx, tr, "check schedule", m.opt.Reaper.CheckScheduleEntity)
+		m.act(ctx, tr, "check schedule", noEvent(m.opt.Reaper.CheckScheduleEntity))
 	}
 }
 
 // act runs one of the reaper's acting entry points. It is not retried on
 // its own: the sweep reconciles what an error left.
-func (m *Monitor) act(ctx context.Context, tr *tracked, what string, f func(context.Context, store.Entity) (bool, error)) {
+func (m *Monitor) act(ctx context.Context, tr *tracked, what string, f stepFunc) {
 	if _, err := m.guard(what, tr, func() (bool, error) { return m.step(ctx, tr, f) }); err != nil {
 		m.warn(what+" failed", tr, err)
 	}
 }
 
+// stepFunc is a reaper step, with what the monitor knows of the event.
+type stepFunc func(context.Context, store.Entity, judge.Event) (bool, error)
+
+// noEvent is a step that takes no event.
+func noEvent(f func(context.Context, store.Entity) (bool, error)) stepFunc {
+	return func(ctx context.Context, e store.Entity, _ judge.Event) (bool, error) { return f(ctx, e) }
+}
+
 // step runs one reaper step on tr's entity whole: the one kept (whole),
-// else the one read from Options.Entity, with the monitor's own news of
-// its process's death laid over it while the store has not brought it
+// else the one read from Options.Entity, with the death it saw (event)
+// and its dead_since laid over it while the store has not brought it
 // back (not over another process's). An entity no longer there (its
 // deletion on its way here) is skipped.
-func (m *Monitor) step(ctx context.Context, tr *tracked, f func(context.Context, store.Entity) (bool, error)) (bool, error) {
+func (m *Monitor) step(ctx context.Context, tr *tracked, f stepFunc) (bool, error) {
 	var e store.Entity
 	switch {
 	case tr.r().whole != nil:
@@ -850,15 +899,10 @@ func (m *Monitor) step(ctx context.Context, tr *tracked, f func(context.Context,
 	default:
 		return false, nil
 	}
-	if (tr.localExit || tr.localDead) && !otherProcess(&tr.f, &e) {
-		if tr.localExit {
-			e.Exit = tr.r().exit
-		}
-		if tr.localDead && e.DeadSince.IsZero() {
-			e.DeadSince = tr.r().deadSince.time()
-		}
+	if tr.localDead && e.DeadSince.IsZero() && !otherProcess(&tr.f, &e) {
+		e.DeadSince = tr.r().deadSince.time()
 	}
-	return f(ctx, e)
+	return f(ctx, e, m.event(tr, &e))
 }
 
 // warn logs a step's failure: a warning, except when the store could not

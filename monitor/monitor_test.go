@@ -246,20 +246,17 @@ func TestSameAsksTheProbe(t *testing.T) {
 	}
 }
 
-// TestDeathThenEnforcement: a death records the exit status, checks at
-// once with the status on the entity, and enforces once at dead_since +
-// terminal_grace.
+// TestDeathThenEnforcement: a death is one check, the event carrying the
+// exit status, and one enforcement at dead_since + terminal_grace, told
+// the death so it does not look for it again.
 func TestDeathThenEnforcement(t *testing.T) {
 	h := newHarness(t, Settings{})
 	h.update(session("s", 42))
 	h.step()
 	at := h.clock.Now()
 	got := h.death(pidwatch.Death{Key: "session/s", PID: 42, At: at, Exit: pidwatch.Exit{Known: true, Code: 3}})
-	if whats(got)[0] != "exit session/s" || got[0].exit != (state.ExitStatus{Code: 3, At: at}) {
-		t.Fatalf("first call %+v, want the exit status 3 recorded", got[0])
-	}
-	if len(got) != 2 || got[1].what != "check" || got[1].e.Exit == nil || got[1].e.Exit.Code != 3 {
-		t.Fatalf("calls %v, want a check of the entity carrying its exit", whats(got))
+	if len(got) != 1 || got[0].what != "check" || !got[0].ev.Died || !got[0].ev.At.Equal(at) || got[0].ev.Exit == nil || *got[0].ev.Exit != (state.ExitStatus{Code: 3, At: at}) {
+		t.Fatalf("calls %v (%+v), want one check told the death and its exit status 3", whats(got), got)
 	}
 	if pidfd, _ := h.m.Watching(); pidfd != 0 {
 		t.Errorf("a dead process still counts as watched")
@@ -271,8 +268,8 @@ func TestDeathThenEnforcement(t *testing.T) {
 	if got := whats(h.advance(29 * time.Second)); len(got) != 0 {
 		t.Errorf("before terminal_grace: %v", got)
 	}
-	if got := whats(h.advance(time.Second)); !reflect.DeepEqual(got, []string{"enforce session/s"}) {
-		t.Errorf("at terminal_grace: %v, want one enforcement", got)
+	if got := h.advance(time.Second); !reflect.DeepEqual(whats(got), []string{"enforce session/s"}) || !got[0].ev.Died {
+		t.Errorf("at terminal_grace: %v (%+v), want one enforcement told the death", whats(got), got)
 	}
 	if got := whats(h.advance(10 * time.Minute)); len(got) != 0 {
 		t.Errorf("enforcement fired again: %v", got)
@@ -283,8 +280,8 @@ func TestDeathThenEnforcement(t *testing.T) {
 }
 
 // TestDeathExitLater: the first Death without a status, the second with
-// it: both are checked, the second records the status, and the pid is not
-// watched again in between.
+// it (a pidfd alone, its process reaped late): both are checked, the
+// second told the status, and the pid is not watched again in between.
 func TestDeathExitLater(t *testing.T) {
 	h := newHarness(t, Settings{})
 	h.update(session("s", 42))
@@ -298,8 +295,11 @@ func TestDeathExitLater(t *testing.T) {
 		t.Errorf("the dead pid was watched again (%d identity checks), calls %v", h.w.sames, got)
 	}
 	got := h.death(pidwatch.Death{Key: "session/s", PID: 42, At: at.Add(time.Second), Exit: pidwatch.Exit{Known: true, Signal: syscall.SIGKILL}})
-	if !reflect.DeepEqual(whats(got), []string{"exit session/s", "check session/s"}) || got[0].exit.Signal != 9 || got[0].exit.Code != 0 {
+	if !reflect.DeepEqual(whats(got), []string{"check session/s"}) || got[0].ev.Exit == nil || got[0].ev.Exit.Signal != 9 || got[0].ev.Exit.Code != 0 {
 		t.Errorf("second death: %v %+v", whats(got), got)
+	}
+	if got := whats(h.death(pidwatch.Death{Key: "session/s", PID: 42, At: at.Add(time.Second), Exit: pidwatch.Exit{Known: true, Signal: syscall.SIGKILL}})); len(got) != 0 {
+		t.Errorf("the same death told again acted: %v", got)
 	}
 	if got := whats(h.death(pidwatch.Death{Key: "session/t", PID: 43, At: at})); len(got) != 0 {
 		t.Errorf("a death of an unknown key acted: %v", got)
@@ -420,7 +420,7 @@ func TestCheckErrorRetries(t *testing.T) {
 // context.
 func TestRunFiresOnRealTime(t *testing.T) {
 	rec, w := &recorder{}, newFakeWatcher()
-	m := New(Options{Reaper: rec, Watcher: w, Prober: aliveProber{}, Exits: rec, HostID: "h1"})
+	m := New(Options{Reaper: rec, Watcher: w, Prober: aliveProber{}, HostID: "h1"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -517,7 +517,7 @@ func TestResync(t *testing.T) {
 // TestRunAnswersResync: Run's loop takes the watcher's resync signal.
 func TestRunAnswersResync(t *testing.T) {
 	rec, w := &recorder{}, newFakeWatcher()
-	m := New(Options{Reaper: rec, Watcher: w, Prober: aliveProber{}, Exits: rec, HostID: "h1"})
+	m := New(Options{Reaper: rec, Watcher: w, Prober: aliveProber{}, HostID: "h1"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -579,8 +579,9 @@ func TestEndedBeforeSeenIsJudgedOnce(t *testing.T) {
 // TestStepReadsTheEntityWhole: with Options.Entity the monitor keeps only
 // its facts of an entity, and a reaper step gets the entity whole as the
 // view holds it then (fields the facts leave out, a newer version), with
-// the monitor's own news of its process's death laid over it, never over
-// another process's; an entity the view no longer holds is skipped.
+// the monitor's own news of its process's death beside it (the event),
+// never over another process's; an entity the view no longer holds is
+// skipped.
 func TestStepReadsTheEntityWhole(t *testing.T) {
 	h := newHarness(t, Settings{})
 	e := session("s", 42)
@@ -595,12 +596,11 @@ func TestStepReadsTheEntityWhole(t *testing.T) {
 	}
 	at := h.clock.Now()
 	got := h.death(pidwatch.Death{Key: "session/s", PID: 42, At: at, Exit: pidwatch.Exit{Known: true, Code: 3}})
-	if len(got) != 2 || got[1].what != "check" {
-		t.Fatalf("calls %v, want the exit and a check", whats(got))
+	if len(got) != 1 || got[0].what != "check" {
+		t.Fatalf("calls %v, want one check", whats(got))
 	}
-	c := got[1].e
-	if c.Label != "nightly" || len(c.Reasons) != 1 || c.Exit == nil || c.Exit.Code != 3 {
-		t.Errorf("the check got %+v: want the whole entity with the exit status laid over it", c)
+	if c := got[0].e; c.Label != "nightly" || len(c.Reasons) != 1 || got[0].ev.Exit == nil || got[0].ev.Exit.Code != 3 {
+		t.Errorf("the check got %+v, %+v: want the whole entity and the exit status beside it", c, got[0].ev)
 	}
 	// The view now holds another process (its Update not applied yet):
 	// the step reads it, without the first process's death over it.
@@ -609,15 +609,19 @@ func TestStepReadsTheEntityWhole(t *testing.T) {
 	h.ents["session/s"] = next
 	tr := h.m.ents.get(key{"session", "s"})
 	var seen store.Entity
-	if _, err := h.m.step(context.Background(), tr, func(_ context.Context, e store.Entity) (bool, error) { seen = e; return true, nil }); err != nil {
+	var told judge.Event
+	if _, err := h.m.step(context.Background(), tr, func(_ context.Context, e store.Entity, ev judge.Event) (bool, error) {
+		seen, told = e, ev
+		return true, nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if seen.PID != 77 || seen.Exit != nil || !seen.DeadSince.IsZero() {
-		t.Errorf("step got pid %d exit %+v dead_since %v: another process's entity must not carry the first's death", seen.PID, seen.Exit, seen.DeadSince)
+	if seen.PID != 77 || told.Died || told.Exit != nil || !seen.DeadSince.IsZero() {
+		t.Errorf("step got pid %d event %+v dead_since %v: another process's entity must not carry the first's death", seen.PID, told, seen.DeadSince)
 	}
 	delete(h.ents, "session/s")
 	ran := false
-	if ok, err := h.m.step(context.Background(), tr, func(context.Context, store.Entity) (bool, error) { ran = true; return true, nil }); ok || err != nil || ran {
+	if ok, err := h.m.step(context.Background(), tr, func(context.Context, store.Entity, judge.Event) (bool, error) { ran = true; return true, nil }); ok || err != nil || ran {
 		t.Errorf("a step on an entity the view no longer holds ran (%v, %v, %v)", ran, ok, err)
 	}
 }

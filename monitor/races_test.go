@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"watchdog/judge"
 	"watchdog/pidwatch"
 	"watchdog/state"
 	"watchdog/store"
@@ -19,8 +20,8 @@ type casLoser struct {
 	lose int
 }
 
-func (c *casLoser) CheckEntity(_ context.Context, e store.Entity) (bool, error) {
-	c.add(call{what: "check", key: Key(e.Type, e.ID), e: e})
+func (c *casLoser) Observe(_ context.Context, e store.Entity, ev judge.Event) (bool, error) {
+	c.add(call{what: "check", key: Key(e.Type, e.ID), e: e, ev: ev})
 	if c.lose > 0 {
 		c.lose--
 		return false, nil
@@ -111,10 +112,10 @@ type blockingReaper struct {
 	release chan struct{}
 }
 
-func (b *blockingReaper) CheckEntity(ctx context.Context, e store.Entity) (bool, error) {
+func (b *blockingReaper) Observe(ctx context.Context, e store.Entity, ev judge.Event) (bool, error) {
 	close(b.entered)
 	<-b.release
-	return b.recorder.CheckEntity(ctx, e)
+	return b.recorder.Observe(ctx, e, ev)
 }
 
 // A step that does not return shows in Stuck, which the daemon reads

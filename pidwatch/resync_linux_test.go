@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"watchdog/internal/testenv"
+	"watchdog/judge"
 	"watchdog/monitor"
 	"watchdog/pidwatch"
 	"watchdog/probe"
@@ -47,7 +48,7 @@ type judgeSteps struct {
 	dead    map[string]bool // keys the probe found dead
 }
 
-func (j *judgeSteps) CheckEntity(_ context.Context, e store.Entity) (bool, error) {
+func (j *judgeSteps) Observe(_ context.Context, e store.Entity, _ judge.Event) (bool, error) {
 	key := monitor.Key(e.Type, e.ID)
 	j.mu.Lock()
 	j.waiting++
@@ -70,7 +71,9 @@ func (j *judgeSteps) CheckEntity(_ context.Context, e store.Entity) (bool, error
 	return dead, nil
 }
 
-func (j *judgeSteps) EnforceEntity(context.Context, store.Entity) (bool, error) { return false, nil }
+func (j *judgeSteps) EnforceEntity(context.Context, store.Entity, judge.Event) (bool, error) {
+	return false, nil
+}
 func (j *judgeSteps) ReapPhantomEntity(context.Context, store.Entity) (bool, error) {
 	return false, nil
 }

@@ -58,6 +58,7 @@ const (
 	CauseZombie        // exited, not yet reaped by its parent (state Z or X)
 	CausePIDReused     // the pid belongs to another process now
 	CauseHostRebooted  // the recorded boot id is not the current one
+	CauseReported      // the kernel reported its exit (pidfd, process connector): not looked at again
 )
 
 var causeNames = [...]string{
@@ -74,6 +75,7 @@ var causeNames = [...]string{
 	CauseZombie:        "zombie",
 	CausePIDReused:     "pid reused",
 	CauseHostRebooted:  "host rebooted",
+	CauseReported:      "exit reported by the kernel",
 }
 
 // String is a short human phrase for the cause.
@@ -272,6 +274,17 @@ type PIDSubject struct {
 	// watch recorded it); nil = not known. Only a Dead observation's
 	// evidence cites it: "pid 4242 exited with status 3".
 	Exit *state.ExitStatus
+	// Died: the kernel reported this very process's exit (its pidfd, the
+	// process connector), which is final: the check answers Dead without
+	// reading /proc.
+	Died bool
+}
+
+// Reported is the check of a process whose exit the kernel reported
+// (Died): Dead, with no read of /proc.
+func Reported(t PIDSubject) PIDObservation {
+	t.Died = true
+	return PIDObservation{Subject: t, Liveness: Dead, Cause: CauseReported}
 }
 
 // PIDObservation is the result of one PID check, with what was seen. It is
@@ -345,6 +358,9 @@ func (h *Host) checkPID(t PIDSubject, sc *scratch) PIDObservation {
 	if t.PID <= 0 {
 		o.Cause = CauseNoPID
 		return o
+	}
+	if t.Died {
+		return Reported(t)
 	}
 	if t.HostID != "" {
 		if self := h.HostID(); self != "" && self != t.HostID {

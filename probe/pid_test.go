@@ -13,6 +13,7 @@ import (
 
 	"watchdog/internal/testenv"
 	"watchdog/internal/unixtime"
+	"watchdog/state"
 )
 
 func identify(t *testing.T, h *Host, pid int) Identity {
@@ -361,5 +362,18 @@ func TestCheckPIDHealthyAllocatesNothing(t *testing.T) {
 	subj := PIDSubject{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, HostID: id.HostID, BootID: id.BootID}
 	if n := testing.AllocsPerRun(100, func() { h.CheckPID(subj) }); n != 0 {
 		t.Errorf("CheckPID of a live pid allocates %v times", n)
+	}
+}
+
+// TestReportedDeathReadsNothing: a death the kernel reported is Dead
+// without a look at /proc, and says so.
+func TestReportedDeathReadsNothing(t *testing.T) {
+	h := &Host{ProcRoot: "/nonexistent"}
+	o := h.CheckPID(PIDSubject{PID: 4242, Died: true, Exit: &state.ExitStatus{Code: 3}})
+	if o.Liveness != Dead || o.Cause != CauseReported || o.Err != nil {
+		t.Fatalf("liveness %v cause %v err %v: want Dead, reported, no read", o.Liveness, o.Cause, o.Err)
+	}
+	if d := o.Detail(); d != "pid 4242 exited with status 3 (exit reported by the kernel)" {
+		t.Errorf("detail %q", d)
 	}
 }

@@ -42,6 +42,8 @@ type Subject struct {
 	// Exit is how the process ended when the kernel said so (nil = not
 	// known): the evidence of a dead process names it.
 	Exit *state.ExitStatus
+	// Died: the kernel reported the process's exit (PIDSubject.Died).
+	Died bool
 	// SupervisorPID is the process watching this one (an orchestrator, a
 	// `watchdog exec`); 0 = none. SupervisorStartTime, when known, tells it
 	// from a newcomer reusing its pid.
@@ -92,6 +94,22 @@ type Subject struct {
 	// Owner is whose rights the heartbeat file, the lock files and the
 	// artifacts are examined with (AsOwner).
 	Owner Owner
+}
+
+// readsFiles says whether probing t reads a file: a heartbeat file while
+// it runs, lock files once it ended, an artifact contract when due.
+func (t *Subject) readsFiles() bool {
+	return t.HeartbeatFile != "" || (t.Terminal && len(t.LockFiles) > 0) || (len(t.Artifacts) > 0 && !t.SkipArtifacts)
+}
+
+// Unread is what Probe would return for t when it has nothing to read:
+// its process reported dead by the kernel (Died) and no file due. ok is
+// false when t needs a look (Probe).
+func Unread(t Subject, th Thresholds, now time.Time) (r Result, ok bool) {
+	if !t.Died || t.PID <= 0 || t.readsFiles() {
+		return Result{}, false
+	}
+	return (&Host{}).Probe(context.Background(), t, th, now), true
 }
 
 // checkFiles is Probe's look at t's files: the heartbeat file while it
@@ -150,7 +168,7 @@ func (h *Host) Probe(ctx context.Context, t Subject, th Thresholds, now time.Tim
 		StartedAt:      started,
 		EndedAt:        t.EndedAt,
 	}
-	obs.PID = h.checkPID(PIDSubject{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID, Exit: t.Exit}, sc)
+	obs.PID = h.checkPID(PIDSubject{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID, Exit: t.Exit, Died: t.Died}, sc)
 	if !t.Terminal {
 		if t.SupervisorPID > 0 && obs.PID.Liveness == Alive {
 			obs.Supervisor = h.checkPID(PIDSubject{PID: t.SupervisorPID, StartTime: t.SupervisorStartTime, HostID: t.HostID, BootID: t.BootID}, sc)
@@ -160,7 +178,7 @@ func (h *Host) Probe(ctx context.Context, t Subject, th Thresholds, now time.Tim
 	// (none for an entity with no file or no proven owner). The copies
 	// keep the common path free of allocations: only the switch's branch
 	// hands them to another goroutine.
-	files := t.HeartbeatFile != "" || (t.Terminal && len(t.LockFiles) > 0) || (len(t.Artifacts) > 0 && !t.SkipArtifacts)
+	files := t.readsFiles()
 	if !files || !t.Owner.Known {
 		checkFiles(ctx, &t, &obs, started, now)
 	} else {

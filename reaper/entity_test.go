@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"watchdog/internal/testenv"
+	"watchdog/judge"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -139,7 +140,7 @@ func TestEnforceEntityIsEnforceTerminalsStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			one, job, typ, id := twins(t, tc.setup)
 			one.r.Settings.DryRun, job.r.Settings.DryRun = tc.dryRun, tc.dryRun
-			a, ok, err := one.r.EnforceEntity(ctx, one.get(typ, id))
+			a, ok, err := one.r.EnforceEntity(ctx, one.get(typ, id), judge.Event{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +172,7 @@ func TestEnforceEntityJudgesOnlyThisHost(t *testing.T) {
 	f.clock.Advance(time.Hour)
 	e := f.get("session", "s")
 	e.HostID = "elsewhere"
-	if a, ok, err := f.r.EnforceEntity(context.Background(), e); ok || err != nil {
+	if a, ok, err := f.r.EnforceEntity(context.Background(), e, judge.Event{}); ok || err != nil {
 		t.Fatalf("another host's entity: %+v %v %v", a, ok, err)
 	}
 	if l := f.get("session", "s").LifecycleOr(""); l != "running" {

@@ -122,7 +122,7 @@ func (r *Reaper) probeOnce(ctx context.Context, typ, id string, record bool) (Pr
 	}
 
 	parents := newParentCache(ctx, r.Store)
-	s, err := r.judgeOne(ctx, e, parents.terminal(e), record)
+	s, err := r.judgeOne(ctx, e, parents.terminal(e), record, judge.Event{})
 	if err != nil {
 		return Probed{}, false, fmt.Errorf("probe %s: %w", name, err)
 	}

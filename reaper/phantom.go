@@ -109,7 +109,7 @@ func (r *Reaper) decideReap(ctx context.Context, e store.Entity, parents parentC
 	if !judge.PhantomDue(&e, time.Time{}, r.Settings.Settings, r.now()) {
 		return Action{}, state.StateReason{}, "", false, nil
 	}
-	return r.decide(ctx, e, parents, judge.ActPhantom)
+	return r.decide(ctx, e, parents, judge.Event{}, judge.ActPhantom)
 }
 
 // killAfter says whether an applied reap is an orphan to signal. Only an

@@ -157,7 +157,15 @@ type Reaper struct {
 	// sweepPage is how many entities a sweep reads at a time; 0 means
 	// DefaultSweepPage (tests set it small to cross pages).
 	sweepPage int
+	// probes and written count the entities probed (a look, or a death
+	// the kernel reported taken as seen) and the observations stored:
+	// what judging costs (Counts).
+	probes, written atomic.Uint64
 }
+
+// Counts are the probes made (a look at an entity's process and files)
+// and the observations written since the reaper was made.
+func (r *Reaper) Counts() (probes, written uint64) { return r.probes.Load(), r.written.Load() }
 
 // sweepCursor is the key of the last entity an unfinished sweep reached.
 type sweepCursor struct {

@@ -61,7 +61,7 @@ func (r *Reaper) checkSchedule(ctx context.Context, e store.Entity) (bool, error
 	if err := judge.CheckCron(e); err != nil {
 		return false, err
 	}
-	s, err := r.judgeOne(ctx, e, false, false)
+	s, err := r.judgeOne(ctx, e, false, false, judge.Event{})
 	if err != nil {
 		return false, err
 	}

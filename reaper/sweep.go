@@ -130,7 +130,7 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 				return rep, fmt.Errorf("sweep: %w", err)
 			}
 			rep.Checked++
-			s, err := r.checkEntity(actx, e, parents)
+			s, err := r.checkEntity(actx, e, parents, judge.Event{})
 			if err != nil {
 				return rep, fmt.Errorf("sweep: %w", err)
 			}
@@ -159,7 +159,7 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 // sweepOne probes and records one entity of the liveness pass.
 func (r *Reaper) sweepOne(ctx context.Context, rep *Report, e store.Entity, parents parentCache) error {
 	rep.Checked++
-	s, err := r.checkEntity(ctx, e, parents)
+	s, err := r.checkEntity(ctx, e, parents, judge.Event{})
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
@@ -179,13 +179,21 @@ func (r *Reaper) sweepOne(ctx context.Context, rep *Report, e store.Entity, pare
 // lifecycle). An artifact check that ctx cuts short records nothing and
 // returns ctx's error.
 func (r *Reaper) CheckEntity(ctx context.Context, e store.Entity) (written bool, err error) {
+	return r.Observe(ctx, e, judge.Event{})
+}
+
+// Observe is CheckEntity after an event (the monitor's: a death the
+// kernel reported, with its exit status), which Judge takes as an input:
+// a reported death is not looked for again, and its exit status is
+// written in the same observation.
+func (r *Reaper) Observe(ctx context.Context, e store.Entity, ev judge.Event) (written bool, err error) {
 	if judge.ByCron(&e) {
 		return r.CheckScheduleEntity(ctx, e)
 	}
 	if e.HostID == "" && !r.leads() {
 		return false, nil // host-less: the leader judges it
 	}
-	s, err := r.checkEntity(ctx, e, newParentCache(ctx, r.Store))
+	s, err := r.checkEntity(ctx, e, newParentCache(ctx, r.Store), ev)
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("check %s/%s: %w", e.Type, e.ID, err)
@@ -197,8 +205,8 @@ func (r *Reaper) CheckEntity(ctx context.Context, e store.Entity) (written bool,
 
 // checkEntity is the one step both of the sweep's passes and CheckEntity
 // take for an entity.
-func (r *Reaper) checkEntity(ctx context.Context, e store.Entity, parents parentCache) (step, error) {
-	s, err := r.judgeOne(ctx, e, parents.terminal(e), true)
+func (r *Reaper) checkEntity(ctx context.Context, e store.Entity, parents parentCache, ev judge.Event) (step, error) {
+	s, err := r.judgeOne(ctx, e, parents.terminal(e), true, ev)
 	if err == nil && !s.interrupted && r.Settings.KillLeftovers && !r.Settings.DryRun && e.HostID == r.HostID {
 		r.killLeftovers(e, s.v.Observation.Reasons)
 	}
@@ -321,18 +329,30 @@ type step struct {
 // see probes e now, as its rules name (judge.Probed, judge.Subject), or
 // not at all when it has nothing of its own to probe. An entity of
 // another host is seen only by what can be judged from here.
-func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, now time.Time) judge.Seen {
+func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, now time.Time, ev judge.Event) judge.Seen {
 	if !judge.Probed(&e) || r.Prober == nil {
 		// Nothing of its own to probe, or a reaper with no prober (a test
 		// of the cron alone): judged on its row.
-		return judge.Seen{}
+		return judge.Seen{Event: ev}
 	}
 	t := judge.Subject(&e, parentTerminal)
 	t.HeartbeatRequired = r.Settings.Probe.Requires(e.Type)
 	if e.HostID != r.HostID {
 		t = remoteSubject(t)
+	} else if ev.Died {
+		// The kernel told of the death: final, not looked for again.
+		t.Died = true
+		if t.Exit == nil {
+			t.Exit = ev.Exit
+		}
 	}
-	seen := judge.Seen{Probed: true, Result: r.Prober.Probe(ctx, t, r.Settings.Probe, now)}
+	seen := judge.Seen{Probed: true, Event: ev}
+	r.probes.Add(1)
+	if res, ok := probe.Unread(t, r.Settings.Probe, now); ok {
+		seen.Result = res // nothing left to read but the descendants
+	} else {
+		seen.Result = r.Prober.Probe(ctx, t, r.Settings.Probe, now)
+	}
 	if hb := seen.Result.Heartbeat; hb.Source == probe.HeartbeatFile {
 		seen.HeartbeatFile = hb.At
 	}
@@ -398,10 +418,10 @@ func walkDescendants(rt proctree.Root) []proctree.Proc {
 // observation when it changed. It is every per-entity path's one step:
 // the sweep's, CheckEntity's, ProbeOne's and the acting jobs' (which act
 // on the verdict's Acts and record nothing).
-func (r *Reaper) judgeOne(ctx context.Context, e store.Entity, parentTerminal, record bool) (step, error) {
+func (r *Reaper) judgeOne(ctx context.Context, e store.Entity, parentTerminal, record bool, ev judge.Event) (step, error) {
 	now := r.now()
 	var s step
-	s.seen = r.see(ctx, e, parentTerminal, now)
+	s.seen = r.see(ctx, e, parentTerminal, now, ev)
 	if s.seen.Result.Artifacts.Interrupted {
 		// The caller ran out of time or is shutting down: the check says
 		// nothing about the entity, and recording "unknown" would only
@@ -419,6 +439,7 @@ func (r *Reaper) judgeOne(ctx context.Context, e store.Entity, parentTerminal, r
 	}
 	s.written = wrote
 	if wrote {
+		r.written.Add(1)
 		r.logFlag(e, s.v.Observation)
 	}
 	return s, nil

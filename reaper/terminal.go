@@ -40,7 +40,7 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 			rep.Truncated = true
 			break
 		}
-		a, ok, err := r.act(ctx, e, newParentCache(ctx, r.Store), judge.ActEnforce)
+		a, ok, err := r.act(ctx, e, newParentCache(ctx, r.Store), judge.Event{}, judge.ActEnforce)
 		if err != nil {
 			return rep, err
 		}
@@ -58,8 +58,9 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 // dry_run is honoured (the action comes back skipped). ok says an action
 // was decided; a.Applied says it was written. An entity of another host,
 // one not recorded dead, within its grace, or whose death is not
-// confirmed now is left alone (ok false, nil).
-func (r *Reaper) EnforceEntity(ctx context.Context, e store.Entity) (a Action, ok bool, err error) {
+// confirmed now is left alone (ok false, nil). A death the kernel
+// reported (ev.Died) is confirmed already: it is not looked for again.
+func (r *Reaper) EnforceEntity(ctx context.Context, e store.Entity, ev judge.Event) (a Action, ok bool, err error) {
 	if !r.owns(e) || e.Terminal || !judge.GraceOver(&e, r.Settings.Settings, r.now()) {
 		return Action{}, false, nil
 	}
@@ -67,17 +68,17 @@ func (r *Reaper) EnforceEntity(ctx context.Context, e store.Entity) (a Action, o
 		// No end for a dead process (a play, a show, a team, a schedule):
 		// its fate is the flag for the operator, which the judgement
 		// records now that the grace is over, not at the next sweep.
-		_, err := r.CheckEntity(ctx, e)
+		_, err := r.Observe(ctx, e, ev)
 		return Action{}, false, err
 	}
-	return r.act(ctx, e, newParentCache(ctx, r.Store), judge.ActEnforce)
+	return r.act(ctx, e, newParentCache(ctx, r.Store), ev, judge.ActEnforce)
 }
 
 // act sees and judges e, then makes the first act of the kinds given
 // that the verdict calls for, through the write path. ok says an act was
 // decided; a.Applied says it was written.
-func (r *Reaper) act(ctx context.Context, e store.Entity, parents parentCache, kinds ...judge.ActKind) (Action, bool, error) {
-	a, reason, trigger, ok, err := r.decide(ctx, e, parents, kinds...)
+func (r *Reaper) act(ctx context.Context, e store.Entity, parents parentCache, ev judge.Event, kinds ...judge.ActKind) (Action, bool, error) {
+	a, reason, trigger, ok, err := r.decide(ctx, e, parents, ev, kinds...)
 	if err != nil || !ok {
 		return Action{}, false, err
 	}
@@ -90,8 +91,17 @@ func (r *Reaper) act(ctx context.Context, e store.Entity, parents parentCache, k
 // decide sees and judges e, and returns the first act of the kinds given
 // that the verdict calls for, as an Action and its reason; ok false for
 // none.
-func (r *Reaper) decide(ctx context.Context, e store.Entity, parents parentCache, kinds ...judge.ActKind) (Action, state.StateReason, string, bool, error) {
-	s, err := r.judgeOne(ctx, e, parents.terminal(e), false)
+func (r *Reaper) decide(ctx context.Context, e store.Entity, parents parentCache, ev judge.Event, kinds ...judge.ActKind) (Action, state.StateReason, string, bool, error) {
+	var s step
+	var err error
+	if ev.Died && e.HostID == r.HostID && len(kinds) == 1 && kinds[0] == judge.ActEnforce {
+		// Enforcement needs the death alone, which the kernel told.
+		pid := probe.Reported(judge.PIDSubject(&e))
+		s.seen = judge.Seen{Probed: true, Event: ev, Result: probe.Result{Liveness: probe.Dead, PID: pid}}
+		s.v = judge.Judge(e, s.seen, r.Settings.Settings, r.now())
+	} else {
+		s, err = r.judgeOne(ctx, e, parents.terminal(e), false, ev)
+	}
 	if err != nil {
 		return Action{}, state.StateReason{}, "", false, err
 	}

@@ -148,3 +148,12 @@ func (x *ExitStatus) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// SameExit says whether a and b record the same end (code and signal;
+// the moment is the first report's).
+func SameExit(a, b *ExitStatus) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Code == b.Code && a.Signal == b.Signal
+}

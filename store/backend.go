@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"watchdog/state"
 )
 
 // Backend is the one store interface: every method of a store that code
@@ -34,7 +32,6 @@ type Backend interface {
 	// Writes that never change a lifecycle.
 	RecordObservation(ctx context.Context, typ, id string, o Observation) (bool, error)
 	RecordHeartbeat(ctx context.Context, typ, id string, at time.Time, progress string) error
-	RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error)
 
 	// Attention dismissals.
 	UpsertDismissal(ctx context.Context, d Dismissal) error

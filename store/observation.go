@@ -21,4 +21,7 @@ type Observation struct {
 	// the new lifecycle).
 	SeenSeq int64
 	At      time.Time
+	// Exit is the exit status the kernel reported with the death, written
+	// with it; nil leaves the stored one.
+	Exit *state.ExitStatus
 }

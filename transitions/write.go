@@ -275,18 +275,18 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 	return Result{Before: before, After: after}, nil
 }
 
-// exitRecorder is the store's RecordExit (both drivers have it; a test's
-// fake store may not).
-type exitRecorder interface {
-	RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error)
+// observer is the store's RecordObservation (both drivers have it; a
+// test's fake store may not).
+type observer interface {
+	RecordObservation(ctx context.Context, typ, id string, o store.Observation) (bool, error)
 }
 
 // recordExit records req.Exit on the entity while it is still open, for
 // a caller that may act on it: the exit status its own parent saw (exec),
-// which the daemon's pidfd may never learn (issue 39). A second write
-// before the transition's: the exit is no lifecycle change, and a crash
-// between the two leaves an open entity whose death is known, which the
-// reaper ends as it would have.
+// which the daemon's pidfd may never learn (issue 39). It is an
+// observation written before the transition (the exit is no lifecycle
+// change); a crash between the two leaves an open entity whose death is
+// known, which the reaper ends as it would have.
 func (w *Writer) recordExit(ctx context.Context, g *Graph, req Request, at time.Time) error {
 	x := *req.Exit
 	if x.Code < 0 || x.Code > 255 || x.Signal < 0 || x.Signal > 64 {
@@ -295,15 +295,20 @@ func (w *Writer) recordExit(ctx context.Context, g *Graph, req Request, at time.
 	if x.At.IsZero() || x.At.After(at) {
 		x.At = at
 	}
-	rx, ok := w.Store.(exitRecorder)
-	if !ok {
-		return nil
-	}
 	cur, err := w.Store.Get(ctx, g.Type, req.ID)
 	if err != nil || cur.PID <= 0 || cur.Terminal || cur.Lifecycle == nil || !req.Principal.MayActOn(&cur) {
 		return nil // the transition itself says what is wrong, if anything
 	}
-	if _, err := rx.RecordExit(ctx, g.Type, req.ID, cur.PID, x); err != nil {
+	if state.SameExit(cur.Exit, &x) {
+		return nil
+	}
+	o := store.Observation{Health: cur.Health, Delivery: cur.Delivery, Reasons: cur.Reasons, HealthSince: cur.HealthSince,
+		DeadSince: cur.DeadSince, SeenSeq: cur.LastSeq, At: at, Exit: &x}
+	rx, ok := w.Store.(observer)
+	if !ok {
+		return nil
+	}
+	if _, err := rx.RecordObservation(ctx, g.Type, req.ID, o); err != nil {
 		return fmt.Errorf("record the exit status of %s/%s: %w", g.Type, req.ID, err)
 	}
 	return nil

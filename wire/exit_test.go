@@ -40,7 +40,13 @@ func TestEntityExitStatus(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	at := now.Add(time.Second).Truncate(unixtime.Precision)
-	if _, err := st.RecordExit(ctx, "session", "killed", pid, state.ExitStatus{Signal: int(syscall.SIGKILL), At: at}); err != nil {
+	killed, err := st.Get(ctx, "session", "killed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := store.Observation{Health: state.HealthProcessDead, HealthSince: at, DeadSince: at, SeenSeq: killed.LastSeq, At: at,
+		Exit: &state.ExitStatus{Signal: int(syscall.SIGKILL), At: at}}
+	if _, err := st.RecordObservation(ctx, "session", "killed", o); err != nil {
 		t.Fatal(err)
 	}
 

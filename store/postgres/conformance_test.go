@@ -10,12 +10,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"watchdog/internal/testenv"
+	"watchdog/live"
 	"watchdog/store"
 	"watchdog/store/postgres"
 	"watchdog/store/storetest"
 )
 
 func TestMain(m *testing.M) {
+	// The derivation the daemon and the CLI give the drivers before they
+	// open a store: the tests' writes leave fresh columns.
+	store.SetDerivation(live.Columns)
 	storetest.HelperMain(openPostgres)
 	os.Exit(testenv.PostgresMain(m))
 }

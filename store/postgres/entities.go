@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"watchdog/internal/unixtime"
-	"watchdog/state"
 	"watchdog/store"
 	"watchdog/store/internal/rowcodec"
 )
@@ -443,16 +442,23 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 	if err != nil {
 		return false, fmt.Errorf("record observation %s/%s: encode reasons: %w", typ, id, err)
 	}
-	const update = `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
-		health_since = @health_since::double precision, dead_since = @dead_since::double precision, updated_at = @at
-		WHERE type = @type AND id = @id AND last_seq = @seen_seq
-		  AND (health IS DISTINCT FROM @health OR delivery IS DISTINCT FROM @delivery OR reasons IS DISTINCT FROM @reasons
-		       OR health_since IS DISTINCT FROM @health_since::double precision OR dead_since IS DISTINCT FROM @dead_since::double precision)`
+	set, differs := "", ""
 	args := pgx.NamedArgs{
 		"health": string(o.Health), "delivery": string(o.Delivery), "reasons": reasons,
 		"health_since": rowcodec.UnixArg(o.HealthSince), "dead_since": rowcodec.UnixArg(o.DeadSince),
 		"at": unixtime.Seconds(o.At), "type": typ, "id": id, "seen_seq": o.SeenSeq,
 	}
+	if o.Exit != nil {
+		args["code"], args["signal"] = rowcodec.ExitColumns(*o.Exit)
+		args["exit_at"] = unixtime.Seconds(o.Exit.At)
+		set = ", exit_code = @code::bigint, exit_signal = @signal::bigint, exit_at = @exit_at"
+		differs = " OR exit_at IS NULL OR exit_code IS DISTINCT FROM @code::bigint OR exit_signal IS DISTINCT FROM @signal::bigint"
+	}
+	update := `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
+		health_since = @health_since::double precision, dead_since = @dead_since::double precision, updated_at = @at` + set + `
+		WHERE type = @type AND id = @id AND last_seq = @seen_seq
+		  AND (health IS DISTINCT FROM @health OR delivery IS DISTINCT FROM @delivery OR reasons IS DISTINCT FROM @reasons
+		       OR health_since IS DISTINCT FROM @health_since::double precision OR dead_since IS DISTINCT FROM @dead_since::double precision` + differs + `)`
 	fn := store.Derivation()
 	var n int64
 	var after store.Entity
@@ -510,27 +516,4 @@ func (s *Store) RecordHeartbeat(ctx context.Context, typ, id string, at time.Tim
 		return fmt.Errorf("entity %s/%s: %w", typ, id, store.ErrNotFound)
 	}
 	return nil
-}
-
-// RecordExit stores how an entity's process ended, with
-// sqlite.Store.RecordExit's rules (open entity, same pid, changed status).
-func (s *Store) RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error) {
-	code, signal, err := rowcodec.ExitArgs(typ, id, pid, x)
-	if err != nil {
-		return false, err
-	}
-	var n int64
-	t := &told{}
-	err = s.writeOne(ctx, t, func(q querier) error {
-		var err error
-		n, err = execTold(ctx, q, t, `UPDATE entities SET exit_code = @code::bigint, exit_signal = @signal::bigint, exit_at = @at
-		WHERE type = @type AND id = @id AND NOT terminal AND lifecycle IS NOT NULL AND pid = @pid
-		  AND (exit_at IS NULL OR exit_code IS DISTINCT FROM @code::bigint OR exit_signal IS DISTINCT FROM @signal::bigint)`,
-			pgx.NamedArgs{"code": code, "signal": signal, "at": unixtime.Seconds(x.At), "type": typ, "id": id, "pid": int64(pid)})
-		return err
-	})
-	if err != nil {
-		return false, fmt.Errorf("record exit %s/%s: %w", typ, id, err)
-	}
-	return n > 0, nil
 }

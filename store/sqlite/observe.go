@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"watchdog/internal/unixtime"
-	"watchdog/state"
 	"watchdog/store"
 	"watchdog/store/internal/rowcodec"
 )
@@ -25,14 +24,21 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 	// and sharing their commit (one fsync) keeps it from halving their
 	// throughput.
 	err = s.groupWrite(ctx, "record observation "+typ+"/"+id, func(ctx context.Context, tx *sql.Tx) error {
+		set, differs := "", ""
+		args := []any{sql.Named("health", o.Health), sql.Named("delivery", o.Delivery), sql.Named("reasons", reasons),
+			sql.Named("health_since", rowcodec.UnixArg(o.HealthSince)), sql.Named("dead_since", rowcodec.UnixArg(o.DeadSince)),
+			sql.Named("at", unixtime.Seconds(o.At)), sql.Named("type", typ), sql.Named("id", id), sql.Named("seen_seq", o.SeenSeq)}
+		if o.Exit != nil {
+			code, signal := rowcodec.ExitColumns(*o.Exit)
+			set = ", exit_code = :code, exit_signal = :signal, exit_at = :exit_at"
+			differs = " OR exit_at IS NULL OR exit_code IS NOT :code OR exit_signal IS NOT :signal"
+			args = append(args, sql.Named("code", code), sql.Named("signal", signal), sql.Named("exit_at", unixtime.Seconds(o.Exit.At)))
+		}
 		res, err := s.txExec(ctx, tx, `UPDATE entities SET health = :health, delivery = :delivery, reasons = :reasons,
-		health_since = :health_since, dead_since = :dead_since, updated_at = :at, observed_at = :at
+		health_since = :health_since, dead_since = :dead_since, updated_at = :at, observed_at = :at`+set+`
 		WHERE type = :type AND id = :id AND last_seq = :seen_seq
 		  AND (health IS NOT :health OR delivery IS NOT :delivery OR reasons IS NOT :reasons
-		       OR health_since IS NOT :health_since OR dead_since IS NOT :dead_since)`,
-			sql.Named("health", o.Health), sql.Named("delivery", o.Delivery), sql.Named("reasons", reasons),
-			sql.Named("health_since", rowcodec.UnixArg(o.HealthSince)), sql.Named("dead_since", rowcodec.UnixArg(o.DeadSince)),
-			sql.Named("at", unixtime.Seconds(o.At)), sql.Named("type", typ), sql.Named("id", id), sql.Named("seen_seq", o.SeenSeq))
+		       OR health_since IS NOT :health_since OR dead_since IS NOT :dead_since`+differs+`)`, args...)
 		if err != nil {
 			return err
 		}
@@ -73,35 +79,4 @@ func (s *Store) RecordHeartbeat(ctx context.Context, typ, id string, at time.Tim
 		return fmt.Errorf("entity %s/%s: %w", typ, id, store.ErrNotFound)
 	}
 	return nil
-}
-
-// RecordExit stores how an entity's process ended (state.ExitStatus), as
-// evidence for the probe and enforcement to cite. It is one UPDATE and
-// never a lifecycle change, and it writes only while the entity is open and
-// its recorded pid is still pid: a status that arrives after the entity
-// ended, or after a re-registration moved it to another process, belongs to
-// nobody's current record. It reports whether a row changed (false also
-// when the same status is already stored).
-func (s *Store) RecordExit(ctx context.Context, typ, id string, pid int, x state.ExitStatus) (bool, error) {
-	code, signal, err := rowcodec.ExitArgs(typ, id, pid, x)
-	if err != nil {
-		return false, err
-	}
-	var n int64
-	err = s.writeTx(ctx, func() error {
-		res, err := s.exec(ctx, `UPDATE entities SET exit_code = :code, exit_signal = :signal, exit_at = :at
-		WHERE type = :type AND id = :id AND terminal = 0 AND lifecycle IS NOT NULL AND pid = :pid
-		  AND (exit_at IS NULL OR exit_code IS NOT :code OR exit_signal IS NOT :signal)`,
-			sql.Named("code", code), sql.Named("signal", signal), sql.Named("at", unixtime.Seconds(x.At)),
-			sql.Named("type", typ), sql.Named("id", id), sql.Named("pid", pid))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	if err != nil {
-		return false, fmt.Errorf("record exit %s/%s: %w", typ, id, err)
-	}
-	return n > 0, nil
 }

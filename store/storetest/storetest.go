@@ -124,7 +124,8 @@ func testRegisterUpsert(t *testing.T, h Harness) {
 	if err != nil || len(rows) != 1 || rows[0].From != nil || rows[0].To != "running" || rows[0].Message != "registered" {
 		t.Fatalf("registration audit: %+v %v", rows, err)
 	}
-	if x, err := s.RecordExit(ctx, "session", "s1", 42, state.ExitStatus{Code: 3, At: t0.Add(time.Second)}); err != nil || !x {
+	if x, err := s.RecordObservation(ctx, "session", "s1", store.Observation{Health: state.HealthProcessDead, SeenSeq: rows[0].Seq, At: t0.Add(time.Second),
+		Exit: &state.ExitStatus{Code: 3, At: t0.Add(time.Second)}}); err != nil || !x {
 		t.Fatalf("record exit: %v %v", x, err)
 	}
 	// A re-registration that only renames keeps everything it leaves out,
@@ -274,21 +275,26 @@ func testHeartbeatExit(t *testing.T, h Harness) {
 	if err := s.RecordHeartbeat(ctx, "session", "nope", t0, ""); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("heartbeat of a missing entity: %v", err)
 	}
+	cur, err := s.Get(ctx, "session", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The exit status is written with the death's observation, once.
+	o := store.Observation{Health: state.HealthProcessDead, HealthSince: t0, DeadSince: t0, SeenSeq: cur.LastSeq, At: t0}
 	for _, tc := range []struct {
-		pid  int
-		x    state.ExitStatus
+		seq  int64
+		x    *state.ExitStatus
 		want bool
 	}{
-		{8, state.ExitStatus{Code: 1, At: t0}, false}, // not its pid
-		{7, state.ExitStatus{Signal: 9, At: t0}, true},
-		{7, state.ExitStatus{Signal: 9, At: t0}, false}, // the same again
+		{cur.LastSeq + 1, &state.ExitStatus{Code: 1, At: t0}, false}, // not the lifecycle judged
+		{cur.LastSeq, &state.ExitStatus{Signal: 9, At: t0}, true},
+		{cur.LastSeq, &state.ExitStatus{Signal: 9, At: t0}, false}, // the same again
+		{cur.LastSeq, nil, false},                                  // nil leaves it
 	} {
-		if got, err := s.RecordExit(ctx, "session", "s1", tc.pid, tc.x); err != nil || got != tc.want {
-			t.Errorf("record exit pid %d %+v: %v %v, want %v", tc.pid, tc.x, got, err, tc.want)
+		o.SeenSeq, o.Exit = tc.seq, tc.x
+		if got, err := s.RecordObservation(ctx, "session", "s1", o); err != nil || got != tc.want {
+			t.Errorf("record exit seq %d %+v: %v %v, want %v", tc.seq, tc.x, got, err, tc.want)
 		}
-	}
-	if _, err := s.RecordExit(ctx, "session", "s1", 0, state.ExitStatus{At: t0}); err == nil {
-		t.Error("pid 0 accepted")
 	}
 	got, _ := s.Get(ctx, "session", "s1")
 	if !got.HeartbeatAt.Equal(t0.Add(time.Second)) || got.HeartbeatProgress != "half" || got.Exit == nil || got.Exit.Signal != 9 {

@@ -444,20 +444,13 @@ func PlanTransition(cur store.Entity, ch store.Change) (TransitionPlan, error) {
 	return p, nil
 }
 
-// ExitArgs checks an exit status a backend is asked to record (RecordExit)
-// and gives its columns: exit_code, or exit_signal for a death by signal
-// (the other NULL). Both backends share the rule, and its errors.
-func ExitArgs(typ, id string, pid int, x state.ExitStatus) (code, signal any, err error) {
-	if pid <= 0 {
-		return nil, nil, fmt.Errorf("record exit %s/%s: pid %d is not a process id", typ, id, pid)
-	}
-	if x.At.IsZero() {
-		return nil, nil, fmt.Errorf("record exit %s/%s: no time of death", typ, id)
-	}
+// ExitColumns are an exit status's columns: exit_code, or exit_signal
+// for a death by signal (the other NULL). Both backends share the rule.
+func ExitColumns(x state.ExitStatus) (code, signal any) {
 	if x.Signal != 0 {
-		return nil, int64(x.Signal), nil
+		return nil, int64(x.Signal)
 	}
-	return int64(x.Code), nil, nil
+	return int64(x.Code), nil
 }
 
 // withDelivery is reasons with its delivery findings replaced by d's.
