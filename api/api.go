@@ -44,7 +44,7 @@
 // Reads are bounded: the entity read carries the latest 100 audit rows and
 // transitions_total; GET …/{type}/{id}/transitions?after=SEQ&limit=N pages
 // the history by seq; GET /api/v1/entities pages by an opaque cursor
-// (listOrder in list.go says which order walks every entity exactly once).
+// (wire.ListOrder says which order walks every entity exactly once).
 //
 // # Web pages (ADR-0011)
 //
@@ -132,6 +132,16 @@ type LiveReader interface {
 	Attention(q attention.Query, now time.Time) attention.Queue
 }
 
+// fleetReader is a LiveReader that may not hold every entity (a daemon
+// of a fleet, ended entities aged out: ADR-0056, ADR-0060) and reads the
+// rest from the store; *live.View is one.
+type fleetReader interface {
+	Complete(host string, all bool) bool
+	For(ctx context.Context, host string, all bool) (*live.View, error)
+	ForQueue(ctx context.Context, host string, all bool, now time.Time) (*live.View, error)
+	ListPage(ctx context.Context, host string, all bool, q store.ListQuery, now time.Time) (live.ListResult, bool, error)
+}
+
 // Options configure the handler. Store and Writer are required.
 type Options struct {
 	Store  Store
@@ -202,7 +212,8 @@ type server struct {
 	window   atomic.Int64           // the failure window in nanoseconds; reloadable
 	runbook  atomic.Pointer[string] // the runbook's base; reloadable
 	hosts    hostNameCache
-	patterns []string // every route New registered
+	patterns []string    // every route New registered
+	fleet    fleetReader // View, when it reads beyond what it holds
 }
 
 // Patterns are the routes of the API's router (with /metrics and the
@@ -264,6 +275,7 @@ func New(o Options) *Handler {
 		}
 	}
 	s := &server{Options: o, mux: http.NewServeMux()}
+	s.fleet, _ = o.View.(fleetReader)
 	h := &Handler{s: s}
 	h.SetFailureWindow(o.FailureWindow)
 	h.SetRunbookURL(o.RunbookURL)
@@ -580,8 +592,8 @@ func quote(s string) string {
 // fleet holds what it owns, ADR-0056) a view of them read from the store
 // now (live.View.For).
 func (s *server) readerFor(ctx context.Context, host string) (LiveReader, error) {
-	if v, ok := s.View.(*live.View); ok {
-		return v.For(ctx, host, host == "")
+	if s.fleet != nil {
+		return s.fleet.For(ctx, host, host == "")
 	}
 	return s.View, s.View.Sync(ctx)
 }
@@ -590,8 +602,8 @@ func (s *server) readerFor(ctx context.Context, host string) (LiveReader, error)
 // daemon of a fleet, a view of the queue's candidates only, read by index
 // (live.View.ForQueue, ADR-0058).
 func (s *server) queueReaderFor(ctx context.Context, host string) (LiveReader, error) {
-	if v, ok := s.View.(*live.View); ok {
-		return v.ForQueue(ctx, host, host == "", s.Now())
+	if s.fleet != nil {
+		return s.fleet.ForQueue(ctx, host, host == "", s.Now())
 	}
 	return s.View, s.View.Sync(ctx)
 }
@@ -601,8 +613,7 @@ func (s *server) queueReaderFor(ctx context.Context, host string) (LiveReader, e
 // out of the failure window (ADR-0060); a daemon of a fleet holds what it
 // owns.
 func (s *server) holdsAll() bool {
-	v, ok := s.View.(*live.View)
-	return !ok || v.Complete("", true)
+	return s.fleet == nil || s.fleet.Complete("", true)
 }
 
 // noView stands in for a view when the store cannot feed one: every read

@@ -170,7 +170,7 @@ func queryInt(v, name string, def, lo, hi int64) (int64, error) {
 // wire.DefaultEntitiesPage, at most wire.MaxEntitiesPage), total counting
 // all pages and next the cursor of the following one. A severity filter
 // leaves legacy entities out, as they have no severity of their own. See
-// listOrder for the two orders. With process=true each open entity of
+// wire.ListOrder for the two orders. With process=true each open entity of
 // this host carries its process facts (`status --wide`), read now: the
 // page's cost, so it is asked for, not given to every poll.
 func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
@@ -189,7 +189,7 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, causeBadRequest, "severity "+err.Error())
 		return
 	}
-	order, err := parseOrder(q.Get("order"))
+	order, err := wire.ParseOrder(q.Get("order"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
 		return
@@ -206,9 +206,9 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var after *listKey
+	var after *wire.ListKey
 	if c := q.Get("after"); c != "" {
-		k, err := decodeCursor(c, order)
+		k, err := wire.ParseCursor(c, order)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
 			return
@@ -222,13 +222,13 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 	names := s.hostNames(r.Context())
 	// On a daemon of a fleet, a scope it does not hold is read by
 	// index (ADR-0058).
-	if lv, ok := s.View.(*live.View); ok {
-		sq := store.ListQuery{ByID: order == orderID, Type: typ, Severities: want, Limit: int(limit)}
+	if s.fleet != nil {
+		sq := store.ListQuery{ByID: order == wire.OrderID, Type: typ, Severities: want, Limit: int(limit)}
 		if after != nil {
-			sq.After = &store.ListKey{Rank: after.Rank, Updated: after.Updated.Time, Type: after.Type, ID: after.ID}
+			sq.After = after.Store()
 		}
 		now := s.Now()
-		res, ok, err := lv.ListPage(r.Context(), host, host == "", sq, now)
+		res, ok, err := s.fleet.ListPage(r.Context(), host, host == "", sq, now)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -242,8 +242,7 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 			writeList(w, wire.EntityList{GeneratedAt: unixtime.Of(now), Total: res.Total}, len(pg), more,
 				func(i int) wire.Entity { return s.listItem(pg[i].Entity, pg[i].State, withProcess, names) },
 				func(i int) string {
-					e := &pg[i]
-					return encodeCursor(keyOf(listed{typ: e.Entity.Type, id: e.Entity.ID, updated: e.Entity.UpdatedAt, ns: e.State}, order))
+					return wire.ListKeyOf(order, pg[i].State, pg[i].Entity.UpdatedAt, pg[i].Entity.Type, pg[i].Entity.ID).Cursor()
 				})
 			return
 		}
@@ -254,12 +253,12 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.Now()
-	items := selectListed(view, wire.EntityFilter{Type: typ, Severities: want, Host: host}, now)
+	items := selectListed(view, wire.EntityFilter{Type: typ, Severities: want, Host: host}, order, now)
 	out := wire.EntityList{GeneratedAt: unixtime.Of(now), Total: len(items)}
-	pg, next := page(items, order, after, int(limit))
+	pg, next := page(items, after, int(limit))
 	writeList(w, out, len(pg), next != "",
 		func(i int) wire.Entity { return s.listItem(pg[i].ref.Entity(), pg[i].ns, withProcess, names) },
-		func(i int) string { return encodeCursor(keyOf(pg[i], order)) })
+		func(i int) string { return pg[i].key.Cursor() })
 }
 
 // listItem is one entity of a list page in the wire shape, its host

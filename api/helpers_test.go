@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -42,6 +43,13 @@ type env struct {
 }
 
 type envOption func(*Options)
+
+// TestMain gives the drivers the view's derivation, as the daemon does
+// before it opens a store: the tests' writes leave fresh columns.
+func TestMain(m *testing.M) {
+	store.SetDerivation(live.Columns)
+	os.Exit(m.Run())
+}
 
 // withToken turns auth on with one admin token (auth.token_file's).
 func withToken(tok string) envOption {

@@ -106,6 +106,9 @@ func Run(ctx context.Context, o Options) error {
 		defer lock.Release() //nolint:errcheck // the kernel drops it at exit anyway
 	}
 
+	// Every row the store writes carries the columns the fleet-wide reads
+	// order by, derived as the view derives them (ADR-0058).
+	store.SetDerivation(live.Columns)
 	st, err := store.Open(ctx, cfg.Store.Driver, cfg.Store.DSN)
 	if err != nil {
 		return err

@@ -12,7 +12,8 @@ import (
 // Columns are the derived columns of e's row that the fleet-wide reads
 // select and order by (store.Derived, ADR-0058): from Derive, the one
 // derivation every surface reads, so the store's answer and the view's
-// agree by construction. None depends on the time of a read.
+// agree by construction. None depends on the time of a read. The
+// drivers write them with each row once given to store.SetDerivation.
 func Columns(e store.Entity) store.Derived {
 	d := Derive(e, e.UpdatedAt)
 	c := store.Derived{Type: e.Type, ID: e.ID, Revision: e.Revision, Rank: d.State.ListRank(), Items: len(d.Items)}
@@ -208,7 +209,3 @@ func (v *View) ForQueue(ctx context.Context, host string, all bool, now time.Tim
 	o.mu.Unlock()
 	return o, nil
 }
-
-// The drivers derive each written row's columns with Columns, in the
-// write's own transaction (ADR-0058).
-func init() { store.SetDerivation(Columns) }

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -18,6 +19,13 @@ import (
 )
 
 var testNow = time.Date(2026, 5, 24, 12, 0, 0, 0, time.UTC)
+
+// TestMain gives the drivers the view's derivation, as the daemon and the
+// CLI do before they open a store: the tests' writes leave fresh columns.
+func TestMain(m *testing.M) {
+	store.SetDerivation(Columns)
+	os.Exit(m.Run())
+}
 
 // twoStores opens one database file twice: the daemon's store, which the
 // view reads, and a second writer standing for `watchdog ... --db` in

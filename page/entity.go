@@ -138,7 +138,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	now := h.o.Now()
 	var view LiveReader = h.o.View
 	ent, found := view.Get(typ, id, now)
-	if v, ok := h.o.View.(*live.View); ok && !found && !v.Complete("", true) {
+	if v := h.fleet; v != nil && !found && !v.Complete("", true) {
 		// Another host's entity, which a daemon of a fleet does not hold
 		// (ADR-0056): read with its host's from the store (every host's
 		// when the store cannot say which host it is of). Or one of a

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 
 	"watchdog/attention"
 	"watchdog/live"
@@ -40,11 +39,11 @@ func (p indexPage) Last() int { return p.First + p.Shown - 1 }
 
 type filterData struct {
 	Type, Severity, Host string
-	// Order is the table's order (Orders).
+	// Order is the table's order (one of Orders).
 	Order      string
 	Types      []string
 	Severities []string
-	Orders     []string
+	Orders     []wire.ListOrder
 	Hosts      []hostOption
 }
 
@@ -59,8 +58,8 @@ func (f filterData) Active() bool { return f.Type != "" || f.Severity != "" || f
 // every host's entities (a lone daemon's), else (a daemon of a fleet holds
 // what it owns, ADR-0056) every host's read from the store now.
 func (h *Handler) fleetView(ctx context.Context) (LiveReader, error) {
-	if v, ok := h.o.View.(*live.View); ok {
-		return v.For(ctx, "", true)
+	if h.fleet != nil {
+		return h.fleet.For(ctx, "", true)
 	}
 	return h.o.View, h.o.View.Sync(ctx)
 }
@@ -70,7 +69,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	p := indexPage{}
 	// The parameters are checked before anything is read: a bad one is
 	// one message and a 400, with the page's frame and the queue.
-	f := filterData{Type: q.Get("type"), Severity: q.Get("severity"), Host: q.Get("host"), Order: q.Get("order"), Types: transitions.Types(), Orders: Orders}
+	f := filterData{Type: q.Get("type"), Severity: q.Get("severity"), Host: q.Get("host"), Order: q.Get("order"), Types: transitions.Types(), Orders: wire.ListOrders}
 	for _, s := range state.Severities {
 		f.Severities = append(f.Severities, string(s))
 	}
@@ -94,15 +93,15 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		}
 		sev = s
 	}
-	order := cmp.Or(f.Order, orderSeverity)
-	if !slices.Contains(Orders, order) {
-		fail("order " + strconv.Quote(f.Order) + " is not one of " + strings.Join(Orders, ", "))
-		order = orderSeverity
+	order, err := wire.ParseOrder(f.Order)
+	if err != nil {
+		fail(err.Error())
+		order = wire.OrderSeverity
 	}
-	f.Order = order
-	var after *rowKey
+	f.Order = string(order)
+	var after *wire.ListKey
 	if c := q.Get("after"); c != "" && p.FilterErr == "" {
-		k, err := decodeCursor(c, order)
+		k, err := wire.ParseCursor(c, order)
 		if err != nil {
 			fail(err.Error())
 		} else {
@@ -134,12 +133,12 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	// from the store for this request).
 	var (
 		view       LiveReader
-		byIndex    *live.View
+		byIndex    bool
 		listed     live.ListResult
 		scopeHosts []string
 		legacy     int
 	)
-	if v, ok := h.o.View.(*live.View); ok && !v.Complete("", true) {
+	if v := h.fleet; v != nil && !v.Complete("", true) {
 		hs, n, ok, err := v.Scope(r.Context(), f.Type)
 		if err != nil {
 			h.fail(w, r, err)
@@ -150,9 +149,9 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 			// derived and written back (a full or read-only store), the
 			// whole page is read from a view of the store, as when the
 			// scope cannot be read by index, not refused.
-			sq := store.ListQuery{ByID: order == orderID, Type: f.Type, Severities: sev, Limit: TablePage}
+			sq := store.ListQuery{ByID: order == wire.OrderID, Type: f.Type, Severities: sev, Limit: TablePage}
 			if after != nil {
-				sq.After = &store.ListKey{Rank: after.Rank, Updated: after.Updated.Time, Type: after.Type, ID: after.ID}
+				sq.After = after.Store()
 			}
 			listed, ok, err = v.ListPage(r.Context(), f.Host, f.Host == "", sq, h.o.Now())
 			if err != nil {
@@ -166,7 +165,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 				h.fail(w, r, err)
 				return
 			}
-			view, byIndex, scopeHosts, legacy = qv, v, hs, n
+			view, byIndex, scopeHosts, legacy = qv, true, hs, n
 		}
 	}
 	if view == nil {
@@ -200,13 +199,13 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	p.Filter = f
 
 	hosts := map[string]bool{}
-	if p.FilterErr == "" && byIndex != nil {
+	if p.FilterErr == "" && byIndex {
 		res := listed
 		next := ""
 		if len(res.Entries) > TablePage {
 			res.Entries = res.Entries[:TablePage]
 			l := &res.Entries[TablePage-1]
-			next = encodeCursor(keyOf(order, l.State, l.Entity.UpdatedAt, l.Entity.Type, l.Entity.ID))
+			next = wire.ListKeyOf(order, l.State, l.Entity.UpdatedAt, l.Entity.Type, l.Entity.ID).Cursor()
 		}
 		p.Total, p.First = res.Total, res.Before+1
 		names := h.hostNames(r.Context())
@@ -234,7 +233,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 			if !sel.Keeps(&e.Entity, e.State) {
 				return
 			}
-			pg.add(row{key: keyOf(order, e.State, e.Entity.UpdatedAt, e.Entity.Type, e.Entity.ID), ref: e.Ref(), ns: e.State})
+			pg.add(row{key: wire.ListKeyOf(order, e.State, e.Entity.UpdatedAt, e.Entity.Type, e.Entity.ID), ref: e.Ref(), ns: e.State})
 		})
 		rows, next := pg.page()
 		p.Total, p.First = pg.total, pg.before+1

@@ -120,8 +120,8 @@ func TestTableBadParameters(t *testing.T) {
 	e.register("session", "s-1", "", "running")
 	tests := []struct{ path, want string }{
 		{"/?order=newest", `order &#34;newest&#34; is not one of severity, id`},
-		{"/?after=garbage", `is not a link this page wrote`},
-		{"/?after=eyJvIjoic2V2ZXJpdHkiLCJ0Ijoic2Vzc2lvbiIsImkiOiJzLTEifQ&order=id", `the link belongs to order=severity`},
+		{"/?after=garbage", `is not a cursor this list wrote`},
+		{"/?after=eyJvIjoic2V2ZXJpdHkiLCJ0Ijoic2Vzc2lvbiIsImkiOiJzLTEifQ&order=id", `the cursor belongs to order=severity`},
 		{"/?queue=0", `queue &#34;0&#34; is not a number of items from 1 to 500`},
 		{"/?type=nope", `type &#34;nope&#34; is not an entity type`},
 	}

@@ -56,6 +56,18 @@ type LiveReader interface {
 	Subscribe() *live.Subscription
 }
 
+// fleetReader is a LiveReader that may not hold every entity (a daemon
+// of a fleet, ended entities aged out: ADR-0056, ADR-0060) and reads the
+// rest from the store, by index where it can; *live.View is one.
+type fleetReader interface {
+	Holds(host string, all bool) bool
+	Complete(host string, all bool) bool
+	For(ctx context.Context, host string, all bool) (*live.View, error)
+	ForQueue(ctx context.Context, host string, all bool, now time.Time) (*live.View, error)
+	ListPage(ctx context.Context, host string, all bool, q store.ListQuery, now time.Time) (live.ListResult, bool, error)
+	Scope(ctx context.Context, typ string) (hosts []string, legacy int, ok bool, err error)
+}
+
 // Store is the part of the store the entity page reads: the transitions
 // timeline; *sqlite.Store is one.
 type Store interface {
@@ -119,6 +131,7 @@ const (
 // Host guard.
 type Handler struct {
 	o       Options
+	fleet   fleetReader // o.View, when it reads beyond what it holds
 	tmpl    *template.Template
 	mux     *http.ServeMux
 	runbook atomic.Pointer[string]
@@ -151,6 +164,7 @@ func New(o Options) *Handler {
 		o.Log = zap.NewNop()
 	}
 	h := &Handler{o: o, mux: http.NewServeMux(), gap: cmp.Or(o.StreamGap, StreamGap), writeWait: cmp.Or(o.StreamWriteWait, StreamWriteWait)}
+	h.fleet, _ = o.View.(fleetReader)
 	h.streams.done = make(chan struct{})
 	h.SetRunbookURL(o.RunbookURL)
 	h.tmpl = template.Must(template.New("").Funcs(template.FuncMap{
@@ -224,7 +238,7 @@ func (l layout) stamp() string { return l.GeneratedAt }
 func (h *Handler) frame(r *http.Request, title string, now time.Time) layout {
 	l := layout{Title: title, Auth: h.o.Auth && !sessionWrites(r.Context()), TokenFile: h.o.TokenFile, GeneratedAt: now.UTC().Format(time.RFC3339),
 		Choices: SnoozeChoices, Default: SnoozeDefault}
-	if v, ok := h.o.View.(*live.View); ok && !v.Holds("", true) {
+	if h.fleet != nil && !h.fleet.Holds("", true) {
 		l.Poll = int(FleetPoll / time.Millisecond)
 	}
 	return l

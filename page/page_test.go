@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -32,6 +33,13 @@ type env struct {
 	view  *live.View
 	clock *testenv.Clock
 	srv   *httptest.Server
+}
+
+// TestMain gives the drivers the view's derivation, as the daemon does
+// before it opens a store: the tests' writes leave fresh columns.
+func TestMain(m *testing.M) {
+	store.SetDerivation(live.Columns)
+	os.Exit(m.Run())
 }
 
 func newEnv(t testing.TB, token string) *env {

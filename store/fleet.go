@@ -110,11 +110,10 @@ type FleetReader interface {
 var derivation atomic.Pointer[func(Entity) Derived]
 
 // SetDerivation gives the drivers the function that derives an entity's
-// columns (live.Columns, registered by the live package when it is
-// linked, as database/sql's drivers register themselves): each write of
-// an entity then writes its columns in the same transaction. A binary
-// without it (nothing that serves or reads the fleet links none) leaves
-// the rows it writes stale, and the fleet-wide reader derives them.
+// columns (live.Columns, set by whoever opens the store: the daemon and
+// the CLI): each write of an entity then writes its columns in the same
+// transaction. Without it the rows written stay stale, and the fleet-wide
+// reader derives them.
 func SetDerivation(fn func(Entity) Derived) { derivation.Store(&fn) }
 
 // Derivation is the function SetDerivation gave, or nil.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"watchdog/cmd/watchdog/internal/client"
+	"watchdog/live"
 	"watchdog/probe"
 	"watchdog/reaper"
 	"watchdog/store"
@@ -27,6 +28,9 @@ const DefaultDB = "./watchdog.db"
 // than created empty: a mistyped --db must say so, not report an empty
 // host.
 func OpenStore(ctx context.Context, path string, create bool) (store.Backend, error) {
+	// A command's writes keep the rows' derived columns fresh, as the
+	// daemon's do (ADR-0058).
+	store.SetDerivation(live.Columns)
 	if store.IsPostgresDSN(path) {
 		return store.Open(ctx, store.DriverPostgres, path)
 	}
