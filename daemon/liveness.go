@@ -84,6 +84,7 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 	})
 	m.Watching(l.mon.Watching)
 	m.Judging(rp.Counts)
+	m.HeartbeatFiles(l.mon.HeartbeatFiles)
 	if w := l.watcher; w != nil {
 		m.PidwatchOverflows(w.Overflows)
 	}

@@ -24,7 +24,10 @@ type judgingCollector struct {
 	src *atomic.Pointer[func() (probes, written uint64)]
 }
 
-func (c judgingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- probesDesc; ch <- observationsDesc }
+func (c judgingCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- probesDesc
+	ch <- observationsDesc
+}
 
 func (c judgingCollector) Collect(ch chan<- prometheus.Metric) {
 	var probes, written uint64

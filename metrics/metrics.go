@@ -143,6 +143,8 @@ type Metrics struct {
 	overflows atomic.Pointer[func() uint64]
 	// judging is the source of the probe and write counters (Judging).
 	judging atomic.Pointer[func() (probes, written uint64)]
+	// files is the source of watchdog_heartbeat_files (HeartbeatFiles).
+	files atomic.Pointer[func() (watched, polled int)]
 	// tree is the source of watchdog_process_tree_mode and
 	// watchdog_process_tree_overflow_total (ProcessTree).
 	tree atomic.Pointer[TreeSource]
@@ -238,7 +240,7 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 	m.collector = newStoreCollector(src, now, o.Owns)
 	for _, c := range []prometheus.Collector{
 		describedOnly(counters), m.lastSweep, buildInfo,
-		m.collector, watchingCollector{&m.watching}, overflowCollector{&m.overflows}, judgingCollector{&m.judging}, treeCollector{&m.tree}, leaderCollector{o.Leader}, m.shed, connsCollector{&m.conns}, streamsCollector{&m.streams},
+		m.collector, watchingCollector{&m.watching}, overflowCollector{&m.overflows}, judgingCollector{&m.judging}, heartbeatFilesCollector{&m.files}, treeCollector{&m.tree}, leaderCollector{o.Leader}, m.shed, connsCollector{&m.conns}, streamsCollector{&m.streams},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

@@ -65,3 +65,30 @@ func (c overflowCollector) Collect(ch chan<- prometheus.Metric) {
 // PidwatchOverflows sets where watchdog_pidwatch_overflow_total reads its
 // count (the pidfd watcher's Overflows).
 func (m *Metrics) PidwatchOverflows(fn func() uint64) { m.overflows.Store(&fn) }
+
+// heartbeatFilesDesc is watchdog_heartbeat_files: how the daemon learns of
+// a touch of an open entity's heartbeat file. "inotify" ones are judged
+// when touched; "poll" ones (beyond monitor.MaxFileDirs directories, or
+// no inotify) only at their deadlines and by the sweep.
+var heartbeatFilesDesc = prometheus.NewDesc("watchdog_heartbeat_files",
+	"Heartbeat files of open local entities, by how a touch is learned: inotify (at once) or poll (at the next deadline or sweep).",
+	[]string{"mode"}, nil)
+
+type heartbeatFilesCollector struct {
+	src *atomic.Pointer[func() (watched, polled int)]
+}
+
+func (c heartbeatFilesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- heartbeatFilesDesc }
+
+func (c heartbeatFilesCollector) Collect(ch chan<- prometheus.Metric) {
+	var watched, polled int
+	if fn := c.src.Load(); fn != nil {
+		watched, polled = (*fn)()
+	}
+	ch <- prometheus.MustNewConstMetric(heartbeatFilesDesc, prometheus.GaugeValue, float64(watched), "inotify")
+	ch <- prometheus.MustNewConstMetric(heartbeatFilesDesc, prometheus.GaugeValue, float64(polled), "poll")
+}
+
+// HeartbeatFiles sets where watchdog_heartbeat_files reads its counts
+// (the monitor's HeartbeatFiles).
+func (m *Metrics) HeartbeatFiles(fn func() (watched, polled int)) { m.files.Store(&fn) }

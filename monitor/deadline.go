@@ -117,10 +117,10 @@ func deadlines(tr *tracked, host string, s Settings, now time.Time) (next time.T
 	}
 	consider(tr.checkAt.time(), jobCheck)
 	consider(nextHeartbeat(tr, &e, s), jobHeartbeat)
-	if h := e.Health; e.HeartbeatFile != "" && (h == state.HealthIdle || h == state.HealthStalled) {
-		// Judged idle or stalled by its file: only a stat tells when the
-		// file is fresh again, so the few such entities are looked at
-		// every poll interval (one stat each), not left to the sweep.
+	if h := e.Health; e.HeartbeatFile != "" && !r.hbWatched && (h == state.HealthIdle || h == state.HealthStalled) {
+		// Judged idle or stalled by a file inotify does not watch: only a
+		// stat tells when it is fresh again, so the few such entities are
+		// looked at every poll interval (one stat each).
 		consider(tr.judged.time().Add(s.PollInterval), jobHeartbeat)
 	}
 	if ds := e.DeadSince; !ds.IsZero() && stampOf(ds) != r.enforcedFor {

@@ -98,6 +98,10 @@ type rare struct {
 	// moment for the connector's exit status (exitWait).
 	diedAt    stamp
 	awaitExit bool
+	// hbWatch is the heartbeat file watched for it ("" none), hbWatched
+	// whether by inotify (else polled).
+	hbWatch   string
+	hbWatched bool
 }
 
 // none is what a tracked entity without rare reads: every field empty.

@@ -26,6 +26,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
 
 	"watchdog/internal/deadline"
@@ -158,6 +159,8 @@ type Monitor struct {
 
 	// nTreeResyncs counts the tree's resyncs (TreeResyncs).
 	nTreeResyncs atomic.Int64
+	// nFiles and nFilesPolled count the heartbeat files (HeartbeatFiles).
+	nFiles, nFilesPolled atomic.Int64
 
 	// Owned by Run's goroutine.
 	s    Settings
@@ -165,6 +168,8 @@ type Monitor struct {
 	h    deadlineHeap
 	// roots are the tracked entities by the root kept in the tree.
 	roots map[proctree.Root]*tracked
+	// fw watches the heartbeat files' directories (nil until one is).
+	fw *files
 }
 
 // New returns a Monitor; Run starts it.
@@ -295,7 +300,18 @@ func (m *Monitor) Run(ctx context.Context) error {
 	alarm := m.opt.Clock.Signal()
 	defer alarm.Stop()
 	var armed time.Time
+	defer func() {
+		if m.fw != nil {
+			m.fw.close()
+		}
+	}()
 	defer m.forgetAll()
+	files := func() chan fsnotify.Event {
+		if m.fw == nil {
+			return nil
+		}
+		return m.fw.events()
+	}
 	for {
 		m.applyPending(ctx)
 		m.fireDue(ctx)
@@ -312,6 +328,8 @@ func (m *Monitor) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-m.wake:
+		case ev := <-files():
+			m.fileChanged(ctx, ev.Name)
 		case <-alarm.C:
 			armed = time.Time{} // fired: the next turn arms it again
 		case d, ok := <-deaths:
@@ -450,6 +468,7 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 		tr.w().whole = e
 	}
 	m.watch(ctx, tr, now)
+	m.watchFile(tr)
 	m.reschedule(tr)
 }
 
@@ -565,6 +584,7 @@ func (m *Monitor) drop(k key) {
 	}
 	m.unwatch(tr)
 	m.forgetTree(tr)
+	m.unwatchFile(tr)
 	m.h.schedule(tr, time.Time{})
 	m.ents.del(k)
 }
@@ -802,26 +822,10 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	_, due := deadlines(tr, m.opt.HostID, m.s, now)
 	e := tr.entity(m.opt.HostID)
 	if due&jobHeartbeat != 0 {
-		if e.HeartbeatFile != "" {
-			// The file's mtime is learned now, when it matters: it may
-			// have moved every threshold later.
-			done := m.busy()
-			if m.opt.Entity != nil {
-				// Its owner, whose rights the file is looked at with.
-				if full, ok := m.opt.Entity(e.Type, e.ID); ok {
-					e.OwnerUID, e.HasOwnerUID = full.OwnerUID, full.HasOwnerUID
-				}
-			}
-			mt, err := m.opt.StatMtime(&e)
-			done()
-			if err == nil && mt.After(tr.r().hbFile.time()) {
-				tr.w().hbFile = stampOf(mt)
-				if h := e.Health; h == state.HealthIdle || h == state.HealthStalled {
-					// Fresh again: an idle or stalled verdict is
-					// re-judged now, not left for the sweep.
-					due |= jobCheck
-				}
-			}
+		// The file's mtime is learned now, when it matters: it may have
+		// moved every threshold later.
+		if m.freshFile(tr, &e) {
+			due |= jobCheck
 		}
 		if crossed(tr, &e, m.s, now) {
 			due |= jobCheck
@@ -863,6 +867,83 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 		tr.w().scheduleFor = stampOf(judge.NextFire(&e))
 		m.act(ctx, tr, "check schedule", noEvent(m.opt.Reaper.CheckScheduleEntity))
 	}
+}
+
+// freshFile stats tr's heartbeat file (with its owner's rights) and
+// says whether a newer mtime makes an idle or stalled verdict worth
+// judging again now.
+func (m *Monitor) freshFile(tr *tracked, e *store.Entity) bool {
+	if e.HeartbeatFile == "" {
+		return false
+	}
+	done := m.busy()
+	if m.opt.Entity != nil {
+		if full, ok := m.opt.Entity(e.Type, e.ID); ok {
+			e.OwnerUID, e.HasOwnerUID = full.OwnerUID, full.HasOwnerUID
+		}
+	}
+	mt, err := m.opt.StatMtime(e)
+	done()
+	if err != nil || !mt.After(tr.r().hbFile.time()) {
+		return false
+	}
+	tr.w().hbFile = stampOf(mt)
+	return e.Health == state.HealthIdle || e.Health == state.HealthStalled
+}
+
+// fileChanged takes an inotify event in a heartbeat file's directory: an
+// entity judged idle or stalled whose file it names is judged again now
+// (a touch clears it at once); any other waits for its deadline, which
+// stats the file then.
+func (m *Monitor) fileChanged(ctx context.Context, name string) {
+	for tr := range m.fw.touched(name) {
+		if h := tr.f.healthOf(); h != state.HealthIdle && h != state.HealthStalled {
+			continue
+		}
+		e := tr.entity(m.opt.HostID)
+		if m.freshFile(tr, &e) {
+			m.check(ctx, tr)
+			m.reschedule(tr)
+		}
+	}
+}
+
+// watchFile keeps tr's heartbeat file watched (files) while it is open
+// and local; unwatchFile lets it go.
+func (m *Monitor) watchFile(tr *tracked) {
+	want := tr.r().heartbeatFile
+	if want == tr.r().hbWatch {
+		return
+	}
+	m.unwatchFile(tr)
+	if want == "" {
+		return
+	}
+	if m.fw == nil {
+		m.fw = newFiles(MaxFileDirs)
+	}
+	tr.w().hbWatch, tr.rare.hbWatched = want, m.fw.add(tr, want)
+	m.countFiles()
+}
+
+func (m *Monitor) unwatchFile(tr *tracked) {
+	if r := tr.r(); r.hbWatch != "" {
+		m.fw.remove(tr, r.hbWatch, r.hbWatched)
+		tr.rare.hbWatch, tr.rare.hbWatched = "", false
+		m.countFiles()
+	}
+}
+
+func (m *Monitor) countFiles() {
+	m.nFiles.Store(int64(len(m.fw.paths)))
+	m.nFilesPolled.Store(int64(m.fw.polled))
+}
+
+// HeartbeatFiles counts the heartbeat files of open local entities: those
+// watched by inotify, and those polled (at their deadlines and by the
+// sweep) for want of a watch.
+func (m *Monitor) HeartbeatFiles() (watched, polled int) {
+	return int(m.nFiles.Load()), int(m.nFilesPolled.Load())
 }
 
 // act runs one of the reaper's acting entry points. It is not retried on

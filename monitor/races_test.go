@@ -3,6 +3,8 @@ package monitor
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -75,13 +77,14 @@ func TestRestartedProcessIsJudgedAndWatched(t *testing.T) {
 	}
 }
 
-// An entity judged idle by its heartbeat file is re-judged as soon as a
-// deadline finds the file fresh again, not at the next sweep.
+// An entity judged idle by a heartbeat file inotify cannot watch (here:
+// its directory does not exist) is re-judged as soon as a poll finds the
+// file fresh again, not at the next sweep.
 func TestHeartbeatFileFreshAgainIsRejudged(t *testing.T) {
 	h := newHarness(t, Settings{})
 	e := session("s", 42)
-	e.HeartbeatFile = "/run/s.hb"
-	h.mtime["/run/s.hb"] = t0
+	e.HeartbeatFile = "/nonexistent-dir/s.hb"
+	h.mtime[e.HeartbeatFile] = t0
 	h.update(e)
 	h.step()
 	h.advance(DefaultSettings.Probe.IdleAfter)
@@ -90,7 +93,7 @@ func TestHeartbeatFileFreshAgainIsRejudged(t *testing.T) {
 	h.step()
 	checks := 0
 	for range 4 {
-		h.mtime["/run/s.hb"] = h.clock.Now() // touched every 30 s from now on
+		h.mtime[e.HeartbeatFile] = h.clock.Now() // touched every 30 s from now on
 		for _, c := range h.advance(30 * time.Second) {
 			if c.what == "check" {
 				checks++
@@ -199,5 +202,38 @@ func TestEndedEntityIsJudgedAtOnce(t *testing.T) {
 	h.update(e)
 	if got := whats(h.step()); len(got) != 0 {
 		t.Fatalf("an ended entity seen again: %v, want nothing", got)
+	}
+}
+
+// A heartbeat file in a directory inotify watches: counted as watched,
+// not polled; an event naming it re-judges an idle entity at once, one
+// naming another file does nothing; the watch goes with the entity.
+func TestHeartbeatFileEventRejudges(t *testing.T) {
+	h := newHarness(t, Settings{})
+	e := session("s", 42)
+	e.HeartbeatFile = filepath.Join(t.TempDir(), "s.hb")
+	h.mtime[e.HeartbeatFile] = t0
+	h.update(e)
+	h.step()
+	if w, p := h.m.HeartbeatFiles(); w != 1 || p != 0 {
+		t.Fatalf("heartbeat files: %d watched, %d polled; want 1, 0", w, p)
+	}
+	h.advance(DefaultSettings.Probe.IdleAfter)
+	e.Health = state.HealthIdle
+	h.update(e)
+	h.step()
+	h.mtime[e.HeartbeatFile] = h.clock.Now()
+	h.m.fileChanged(context.Background(), filepath.Join(filepath.Dir(e.HeartbeatFile), "other"))
+	if got := whats(h.rec.take()); len(got) != 0 {
+		t.Errorf("an event for another file: %v", got)
+	}
+	h.m.fileChanged(context.Background(), e.HeartbeatFile)
+	if got := whats(h.rec.take()); !reflect.DeepEqual(got, []string{"check session/s"}) {
+		t.Errorf("a touch of an idle entity's file: %v, want one check", got)
+	}
+	h.m.Forget("session", "s")
+	h.step()
+	if w, p := h.m.HeartbeatFiles(); w != 0 || p != 0 {
+		t.Errorf("after the entity went: %d watched, %d polled", w, p)
 	}
 }
