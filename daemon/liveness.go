@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"watchdog/config"
-	"watchdog/judge"
 	"watchdog/live"
 	"watchdog/metrics"
 	"watchdog/monitor"
@@ -29,11 +28,6 @@ type liveness struct {
 	// leftover finding) and reports its exit at once (ADR-0043, 0044);
 	// nil only when it could not be made at all.
 	tree *proctree.Tree
-	// steps is held (read) by every reaper step the monitor runs and
-	// (write) by a reload swapping the reaper's settings: the monitor
-	// runs beside the scheduler, which a reload stops, so without it a
-	// step could read half-swapped settings.
-	steps sync.RWMutex
 }
 
 // newLiveness builds the monitor and hooks it to the view. It must run
@@ -52,7 +46,7 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 		log.Warn("pidfd watcher failed to start: every watched process is polled", zap.Error(err))
 	}
 	opt := monitor.Options{
-		Reaper: entitySteps{rp, &l.steps}, Prober: host, HostID: host.HostID(),
+		Reaper: rp, Prober: host, HostID: host.HostID(),
 		Settings: monitorSettings(s), Logger: log,
 	}
 	if l.watcher != nil {
@@ -160,55 +154,19 @@ func (l *liveness) run(log *zap.Logger) (stop func()) {
 	}
 }
 
-// setSettings swaps the reaper's settings between two of the monitor's
-// steps and applies them to the monitor's deadlines. A daemon built
-// without liveness (tests of other parts) just swaps them.
+// setSettings swaps the reaper's settings (between two of the monitor's
+// steps: SetSettings waits for the one running) and applies them to the
+// monitor's deadlines. A daemon built without liveness (tests of other
+// parts) just swaps them.
 func (l *liveness) setSettings(rp *reaper.Reaper, s reaper.Settings) {
-	if l == nil {
-		rp.SetSettings(s)
-		return
-	}
-	l.steps.Lock()
 	rp.SetSettings(s)
-	l.steps.Unlock()
-	l.mon.SetSettings(monitorSettings(s))
+	if l != nil {
+		l.mon.SetSettings(monitorSettings(s))
+	}
 }
 
 // monitorSettings are the monitor's share of the reaper's settings: the
 // same thresholds, so a deadline comes exactly when the job would judge.
 func monitorSettings(s reaper.Settings) monitor.Settings {
 	return monitor.Settings{Settings: s.Settings, PollInterval: monitor.DefaultSettings.PollInterval}
-}
-
-// entitySteps adapts the reaper's per-entity steps to the monitor, which
-// only needs to know whether something was done.
-type entitySteps struct {
-	r  *reaper.Reaper
-	mu *sync.RWMutex
-}
-
-func (s entitySteps) Observe(ctx context.Context, e store.Entity, ev judge.Event) (bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.r.Observe(ctx, e, ev)
-}
-
-func (s entitySteps) EnforceEntity(ctx context.Context, e store.Entity, ev judge.Event) (bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	a, ok, err := s.r.EnforceEntity(ctx, e, ev)
-	return ok && a.Applied, err
-}
-
-func (s entitySteps) ReapPhantomEntity(ctx context.Context, e store.Entity) (bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	a, ok, err := s.r.ReapPhantomEntity(ctx, e)
-	return ok && a.Applied, err
-}
-
-func (s entitySteps) CheckScheduleEntity(ctx context.Context, e store.Entity) (bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.r.CheckScheduleEntity(ctx, e)
 }

@@ -140,7 +140,7 @@ func TestEnforceEntityIsEnforceTerminalsStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			one, job, typ, id := twins(t, tc.setup)
 			one.r.Settings.DryRun, job.r.Settings.DryRun = tc.dryRun, tc.dryRun
-			a, ok, err := one.r.EnforceEntity(ctx, one.get(typ, id), judge.Event{})
+			a, ok, err := one.r.enforceEntity(ctx, one.get(typ, id), judge.Event{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +172,7 @@ func TestEnforceEntityJudgesOnlyThisHost(t *testing.T) {
 	f.clock.Advance(time.Hour)
 	e := f.get("session", "s")
 	e.HostID = "elsewhere"
-	if a, ok, err := f.r.EnforceEntity(context.Background(), e, judge.Event{}); ok || err != nil {
+	if a, ok, err := f.r.enforceEntity(context.Background(), e, judge.Event{}); ok || err != nil {
 		t.Fatalf("another host's entity: %+v %v %v", a, ok, err)
 	}
 	if l := f.get("session", "s").LifecycleOr(""); l != "running" {
@@ -230,7 +230,7 @@ func TestReapPhantomEntityIsReapPhantomsStep(t *testing.T) {
 				f.r.Settings.KillUIDs = []int{os.Getuid()} // this test's own processes
 				f.r.Settings.KillGrace = 100 * time.Millisecond
 			}
-			a, ok, err := one.r.ReapPhantomEntity(ctx, one.get(typ, id))
+			a, ok, err := one.r.reapPhantomEntity(ctx, one.get(typ, id))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -168,9 +168,12 @@ func (r *Reaper) refreshKill() {
 }
 
 // SetSettings replaces the settings (a reload), for the deadlines of the
-// leftovers being ended too: one turned off sends nothing more. The
-// caller holds whatever keeps the jobs from reading them meanwhile.
+// leftovers being ended too: one turned off sends nothing more. It waits
+// for the per-entity step running (the monitor's, beside a reload); the
+// caller keeps the scheduled jobs from reading them meanwhile.
 func (r *Reaper) SetSettings(s Settings) {
+	r.steps.Lock()
+	defer r.steps.Unlock()
 	r.Settings = s
 	r.refreshKill()
 }

@@ -79,8 +79,16 @@ func (r *Reaper) reapPage(ctx context.Context, rep *Report, list []store.Entity,
 // the write path (dry_run honoured); an orphan it ended is signalled when
 // reaper.kill_orphans is on, which holds the call for up to kill_grace.
 // ok says an action was decided; a.Applied says it was written. An entity
-// of another host or already ended is left alone (ok false, nil).
-func (r *Reaper) ReapPhantomEntity(ctx context.Context, e store.Entity) (a Action, ok bool, err error) {
+// of another host or already ended is left alone; acted says an end was
+// written.
+func (r *Reaper) ReapPhantomEntity(ctx context.Context, e store.Entity) (acted bool, err error) {
+	r.steps.RLock()
+	defer r.steps.RUnlock()
+	a, ok, err := r.reapPhantomEntity(ctx, e)
+	return ok && a.Applied, err
+}
+
+func (r *Reaper) reapPhantomEntity(ctx context.Context, e store.Entity) (a Action, ok bool, err error) {
 	if !r.owns(e) || e.Terminal {
 		return Action{}, false, nil
 	}

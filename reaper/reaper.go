@@ -157,6 +157,10 @@ type Reaper struct {
 	// sweepPage is how many entities a sweep reads at a time; 0 means
 	// DefaultSweepPage (tests set it small to cross pages).
 	sweepPage int
+	// steps is held (read) by each per-entity step the monitor runs and
+	// (write) by SetSettings, so a reload never swaps the settings
+	// under a step.
+	steps sync.RWMutex
 	// probes and written count the entities probed (a look, or a death
 	// the kernel reported taken as seen) and the observations stored:
 	// what judging costs (Counts).

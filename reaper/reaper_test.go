@@ -601,7 +601,7 @@ func TestHostlessWorkOnlyOnTheLeader(t *testing.T) {
 	if _, err := f.r.CheckSchedules(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if a, ok, err := f.r.ReapPhantomEntity(ctx, f.get("team", "t1")); ok || err != nil {
+	if a, ok, err := f.r.reapPhantomEntity(ctx, f.get("team", "t1")); ok || err != nil {
 		t.Errorf("ReapPhantomEntity on a follower: %+v %v %v", a, ok, err)
 	}
 	if rows() != 0 || f.get("team", "t1").LifecycleOr("") != "active" {

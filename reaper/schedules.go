@@ -44,6 +44,12 @@ func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
 // entity that is not a schedule; a schedule of another host or ended is
 // left alone (false, nil).
 func (r *Reaper) CheckScheduleEntity(ctx context.Context, e store.Entity) (written bool, err error) {
+	r.steps.RLock()
+	defer r.steps.RUnlock()
+	return r.checkScheduleEntity(ctx, e)
+}
+
+func (r *Reaper) checkScheduleEntity(ctx context.Context, e store.Entity) (bool, error) {
 	switch {
 	case !judge.ByCron(&e):
 		return false, fmt.Errorf("%s/%s: not a schedule", e.Type, e.ID)

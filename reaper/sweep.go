@@ -187,8 +187,14 @@ func (r *Reaper) CheckEntity(ctx context.Context, e store.Entity) (written bool,
 // a reported death is not looked for again, and its exit status is
 // written in the same observation.
 func (r *Reaper) Observe(ctx context.Context, e store.Entity, ev judge.Event) (written bool, err error) {
+	r.steps.RLock()
+	defer r.steps.RUnlock()
+	return r.observe(ctx, e, ev)
+}
+
+func (r *Reaper) observe(ctx context.Context, e store.Entity, ev judge.Event) (written bool, err error) {
 	if judge.ByCron(&e) {
-		return r.CheckScheduleEntity(ctx, e)
+		return r.checkScheduleEntity(ctx, e)
 	}
 	if e.HostID == "" && !r.leads() {
 		return false, nil // host-less: the leader judges it

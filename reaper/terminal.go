@@ -60,7 +60,15 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 // one not recorded dead, within its grace, or whose death is not
 // confirmed now is left alone (ok false, nil). A death the kernel
 // reported (ev.Died) is confirmed already: it is not looked for again.
-func (r *Reaper) EnforceEntity(ctx context.Context, e store.Entity, ev judge.Event) (a Action, ok bool, err error) {
+// acted says an end was written.
+func (r *Reaper) EnforceEntity(ctx context.Context, e store.Entity, ev judge.Event) (acted bool, err error) {
+	r.steps.RLock()
+	defer r.steps.RUnlock()
+	a, ok, err := r.enforceEntity(ctx, e, ev)
+	return ok && a.Applied, err
+}
+
+func (r *Reaper) enforceEntity(ctx context.Context, e store.Entity, ev judge.Event) (a Action, ok bool, err error) {
 	if !r.owns(e) || e.Terminal || !judge.GraceOver(&e, r.Settings.Settings, r.now()) {
 		return Action{}, false, nil
 	}
@@ -68,7 +76,7 @@ func (r *Reaper) EnforceEntity(ctx context.Context, e store.Entity, ev judge.Eve
 		// No end for a dead process (a play, a show, a team, a schedule):
 		// its fate is the flag for the operator, which the judgement
 		// records now that the grace is over, not at the next sweep.
-		_, err := r.Observe(ctx, e, ev)
+		_, err := r.observe(ctx, e, ev)
 		return Action{}, false, err
 	}
 	return r.act(ctx, e, newParentCache(ctx, r.Store), ev, judge.ActEnforce)
