@@ -1,7 +1,10 @@
 package monitor
 
 import (
+	"context"
 	"path/filepath"
+
+	"watchdog/state"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -93,4 +96,59 @@ func (f *files) close() {
 	if f.w != nil {
 		_ = f.w.Close()
 	}
+}
+
+// fileChanged takes an inotify event in a heartbeat file's directory: an
+// entity judged idle or stalled whose file it names is judged again now
+// (a touch clears it at once); any other waits for its deadline, which
+// stats the file then.
+func (m *Monitor) fileChanged(ctx context.Context, name string) {
+	for tr := range m.fw.touched(name) {
+		if h := tr.f.healthOf(); h != state.HealthIdle && h != state.HealthStalled {
+			continue
+		}
+		e := tr.entity(m.opt.HostID)
+		if m.freshFile(tr, &e) {
+			m.check(ctx, tr)
+			m.reschedule(tr)
+		}
+	}
+}
+
+// watchFile keeps tr's heartbeat file watched (files) while it is open
+// and local; unwatchFile lets it go.
+func (m *Monitor) watchFile(tr *tracked) {
+	want := tr.r().heartbeatFile
+	if want == tr.r().hbWatch {
+		return
+	}
+	m.unwatchFile(tr)
+	if want == "" {
+		return
+	}
+	if m.fw == nil {
+		m.fw = newFiles(MaxFileDirs)
+	}
+	tr.w().hbWatch, tr.rare.hbWatched = want, m.fw.add(tr, want)
+	m.countFiles()
+}
+
+func (m *Monitor) unwatchFile(tr *tracked) {
+	if r := tr.r(); r.hbWatch != "" {
+		m.fw.remove(tr, r.hbWatch, r.hbWatched)
+		tr.rare.hbWatch, tr.rare.hbWatched = "", false
+		m.countFiles()
+	}
+}
+
+func (m *Monitor) countFiles() {
+	m.nFiles.Store(int64(len(m.fw.paths)))
+	m.nFilesPolled.Store(int64(m.fw.polled))
+}
+
+// HeartbeatFiles counts the heartbeat files of open local entities: those
+// watched by inotify, and those polled (at their deadlines and by the
+// sweep) for want of a watch.
+func (m *Monitor) HeartbeatFiles() (watched, polled int) {
+	return int(m.nFiles.Load()), int(m.nFilesPolled.Load())
 }
