@@ -207,7 +207,7 @@ func (v Verdict) Applied(e store.Entity) store.Entity {
 // judgement may change with nothing new seen (file: the heartbeat file's
 // mtime as known). Zero when none lies ahead.
 func Next(e *store.Entity, file time.Time, s Settings, now time.Time) time.Time {
-	if !Open(e) {
+	if !e.Open() {
 		return time.Time{}
 	}
 	var next time.Time

@@ -13,12 +13,6 @@ import (
 // The rules below are each written once: the monitor asks them when to
 // look, the reaper's jobs which entities are due, Judge what it means.
 
-// Open says e has a lifecycle that has not ended (its terminal flag, set
-// by the write path from its graph): what the monitor watches and the
-// jobs act on, as the store's Filter.OpenOnly and the live view's
-// Entry.Open read it.
-func Open(e *store.Entity) bool { return e.Lifecycle != nil && !e.Terminal }
-
 // ByCron says e is judged by its cron spec (a schedule), not by a probe.
 func ByCron(e *store.Entity) bool { return transitions.ByCron(e.Type) }
 
@@ -70,7 +64,7 @@ func HeartbeatBase(e *store.Entity, file time.Time) time.Time {
 // age: open, working in its type's graph, not judged by a cron spec, not
 // already dead.
 func JudgedByHeartbeat(e *store.Entity) bool {
-	return Open(e) && e.ScheduleCron == "" && e.DeadSince.IsZero() && e.Health != state.HealthProcessDead &&
+	return e.Open() && e.ScheduleCron == "" && e.DeadSince.IsZero() && e.Health != state.HealthProcessDead &&
 		!transitions.Waiting(*e)
 }
 
@@ -146,7 +140,7 @@ func GraceOver(e *store.Entity, s Settings, now time.Time) bool {
 // PhantomCandidate says e may be reaped as a phantom: open, with a process
 // of its type's own recorded dead or orphaned, and an end to reach.
 func PhantomCandidate(e *store.Entity) bool {
-	return Open(e) && (e.Health == state.HealthProcessDead || e.Health == state.HealthOrphaned) && DeadTarget(e) != ""
+	return e.Open() && (e.Health == state.HealthProcessDead || e.Health == state.HealthOrphaned) && DeadTarget(e) != ""
 }
 
 // PhantomAt is when e, a phantom candidate, may be reaped at the

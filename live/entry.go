@@ -67,7 +67,7 @@ func (r Ref) Entity() store.Entity {
 func (e *Entry) Legacy() bool { return e.Entity.Lifecycle == nil }
 
 // Open reports whether the entity is open: not legacy, not terminal.
-func (e *Entry) Open() bool { return !e.Legacy() && !e.Entity.Terminal }
+func (e *Entry) Open() bool { return e.Entity.Open() }
 
 // AgedOut reports whether the entity reached its outcome before the
 // failure window that ends at now began (attention.AgedOut).

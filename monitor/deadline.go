@@ -112,7 +112,7 @@ func deadlines(tr *tracked, host string, s Settings, now time.Time) (next time.T
 		}
 	}
 	e, r := tr.entity(host), tr.r()
-	if !judge.Open(&e) {
+	if !e.Open() {
 		return time.Time{}, 0
 	}
 	consider(tr.checkAt.time(), jobCheck)

@@ -391,7 +391,7 @@ func (m *Monitor) local(e store.Entity) bool {
 // apply takes one entity's new state: (re)opens or drops its watch and
 // computes its deadline again.
 func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
-	if !judge.Open(e) || !m.local(*e) {
+	if !e.Open() || !m.local(*e) {
 		tr := m.ents.get(k)
 		if tr == nil && m.local(*e) && e.Lifecycle != nil && (e.Health == state.HealthUnknown || e.Health == "") && e.EndedAt.After(m.opt.Now().Add(-m.s.Window())) {
 			// Registered and ended between two of the monitor's looks

@@ -7,6 +7,11 @@ import (
 	"watchdog/state"
 )
 
+// Open says e has a lifecycle that has not ended (its terminal flag, set
+// by the write path from its graph): the one rule of "open", which the
+// drivers' Filter.OpenOnly writes in SQL.
+func (e *Entity) Open() bool { return e.Lifecycle != nil && !e.Terminal }
+
 // Entity is one stored row: the registered fields, the persisted dimensions
 // (lifecycle, health, delivery, reasons) and timestamps. Zero numbers,
 // times and durations mean "not recorded" and are stored as NULL.

@@ -38,7 +38,7 @@ const NoHangDetection = "hangs are not detected: no heartbeat source"
 // hangDetection is e's hang_detection: NoHangDetection for an open entity
 // with a process and no heartbeat source, "" otherwise.
 func (h *Heartbeats) hangDetection(e *store.Entity) string {
-	if !Open(e) || e.PID <= 0 || e.HeartbeatFile != "" || !e.HeartbeatAt.IsZero() || e.ScheduleCron != "" {
+	if !e.Open() || e.PID <= 0 || e.HeartbeatFile != "" || !e.HeartbeatAt.IsZero() || e.ScheduleCron != "" {
 		return ""
 	}
 	if h != nil && h.Required != nil && h.Required(e.Type) {

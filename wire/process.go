@@ -5,7 +5,6 @@ import (
 
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/transitions"
 )
 
 // Processes is how a reader finds an entity's process facts (the entity
@@ -41,19 +40,9 @@ func (p *Processes) LeftoversOf(e *store.Entity, now time.Time) *state.LeftoverF
 // another host, without a pid, legacy, or ended (its type's terminal
 // lifecycle; an ended entity's leftovers are its finding's, ADR-0044).
 func (p *Processes) Of(e *store.Entity, now time.Time) *state.ProcessFacts {
-	if p == nil || p.Read == nil || p.HostID == "" || e.HostID != p.HostID || e.PID <= 0 || !Open(e) {
+	if p == nil || p.Read == nil || p.HostID == "" || e.HostID != p.HostID || e.PID <= 0 || !e.Open() {
 		return nil
 	}
 	f := p.Read(e, now)
 	return &f
-}
-
-// Open says whether e is open: it has a lifecycle, not one of its type's
-// terminal states. The rule `status --open` applies to the wire shape.
-func Open(e *store.Entity) bool {
-	if e.Lifecycle == nil {
-		return false
-	}
-	g, err := transitions.Lookup(e.Type)
-	return err == nil && !g.IsTerminal(*e.Lifecycle)
 }
