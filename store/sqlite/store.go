@@ -120,7 +120,10 @@ func DSN(path string) string {
 			base, query = path[:i], path[i+1:]
 		}
 	} else {
-		base = "file:" + path
+		// A URI's path: '?' would start its query and '#' its fragment,
+		// and SQLite decodes %HH (a path "/tmp/x#y/w.db" must not open
+		// /tmp/x).
+		base = "file:" + uriPath.Replace(path)
 	}
 	v, _ := url.ParseQuery(query)
 	v.Add("_pragma", "busy_timeout("+strconv.Itoa(BusyTimeoutMS)+")")
@@ -133,6 +136,8 @@ func DSN(path string) string {
 	v.Set("_txlock", "immediate")
 	return base + "?" + v.Encode()
 }
+
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 
 // Open opens (creating if needed) the SQLite database at path and applies
 // pending migrations.
