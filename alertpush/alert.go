@@ -1,5 +1,5 @@
 // Package alertpush pushes the attention queue's critical and warning
-// items to Alertmanager (README, "Push alerts to Alertmanager"), one alert per item, through
+// items to Alertmanager (docs/alerting.md, "Push alerts to Alertmanager"), one alert per item, through
 // Alertmanager's v2 API (POST /api/v2/alerts), the way Prometheus does:
 // every firing alert is sent again every resend interval with an endsAt
 // four intervals ahead, so that the alerts resolve by themselves when the

@@ -33,7 +33,7 @@ type Web struct {
 // ceiling of open files per process (fs.nr_open), which no cap can pass.
 const MaxHTTPConnections = 1 << 20
 
-// Alertmanager is the "alertmanager" section (README, "Push alerts to Alertmanager").
+// Alertmanager is the "alertmanager" section (docs/alerting.md, "Push alerts to Alertmanager").
 type Alertmanager struct {
 	// URLs are the Alertmanager instances (http or https base URLs, such
 	// as http://127.0.0.1:9093); each gets every alert, as Prometheus

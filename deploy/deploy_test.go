@@ -59,7 +59,7 @@ var prometheusSynthesized = map[string]bool{"up": true}
 // exporterExtras are metrics the exporter adds beyond the original contract's table:
 // node_exporter's convention for a scrape-time collector that can fail,
 // the fleet's leader gauge (docs/fleet.md), the Alertmanager push's counters
-// (README, "Push alerts to Alertmanager") and the pidfd watcher's overflow
+// (docs/alerting.md, "Push alerts to Alertmanager") and the pidfd watcher's overflow
 // counter (ADR-0039) and the process tree's mode and overflows and the
 // leftover processes (ADR-0044), and what the live view holds (ADR-0056). TestMetricNamesAreExported checks them against a real scrape
 // like the others; the dashboard need not show them.

@@ -1,4 +1,4 @@
-// Package page is the operator's page (README, "The operator's page"): the attention queue, the
+// Package page is the operator's page (docs/guide.md, "The operator's page"): the attention queue, the
 // entity table and the entity pages, server-rendered with html/template
 // from embedded files over the daemon's live view, the same view the JSON
 // API reads (the same queue as GET /api/attention, the same entities,

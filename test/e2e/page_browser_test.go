@@ -1,6 +1,6 @@
 package e2e
 
-// Issue 17's browser tests: the operator's page (README, "The operator's page") served by the
+// Issue 17's browser tests: the operator's page (docs/guide.md, "The operator's page") served by the
 // built daemon, driven in headless Chromium through chromedp. They select
 // by the page's DOM contract (data-testid, data-fingerprint, data-tone, …)
 // and check what the browser shows against the JSON API. Screenshots in
