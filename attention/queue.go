@@ -3,6 +3,7 @@ package attention
 import (
 	"cmp"
 	"context"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -61,54 +62,67 @@ func (k Key) Compare(o Key) int {
 	return strings.Compare(k.fingerprint, o.fingerprint)
 }
 
-// Assemble is Build from the items already found (ItemsOf, or the live
-// view's ItemsFor of the entities inside the failure window): the query's
-// severity filter and the dismissals applied, sorted, counted and cut to
-// the limit. all is not modified.
+// Assemble is Build from the items already found (ItemsOf): sorted into
+// the queue's order (KeyOf), then AssembleOrdered. all is not modified.
 func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now time.Time) Queue {
+	order := make([]int, len(all))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return KeyOf(&all[a]).Compare(KeyOf(&all[b])) })
+	return AssembleOrdered(func(yield func(*Item) bool) {
+		for _, i := range order {
+			if !yield(&all[i]) {
+				return
+			}
+		}
+	}, dismissals, q, now)
+}
+
+// AssembleOrdered is the queue's one assembly, over items handed in the
+// queue's order (the live view keeps them so, and sorts nothing): the
+// query's severity filter and the dismissals applied, the total,
+// by_severity and cluster sizes counted over the whole selection, the
+// page cut at the limit and stamped at now.
+func AssembleOrdered(items iter.Seq[*Item], dismissals map[string]store.Dismissal, q Query, now time.Time) Queue {
 	out := Queue{GeneratedAt: unixtime.Of(now), BySeverity: map[state.Severity]int{}, Items: []Item{}}
 	for _, s := range Severities {
 		out.BySeverity[s] = 0
 	}
-	// The selection is sorted by index: items are large, and only the
-	// page is copied out.
-	type sel struct {
-		i         int
-		key       Key
-		dismissal *store.Dismissal
-	}
-	picked := make([]sel, 0, len(all))
-	clusters := map[string]int{}
-	for i := range all {
-		it := &all[i]
-		if len(q.Severities) > 0 && !slices.Contains(q.Severities, it.Severity) {
-			continue
-		}
-		s := sel{i: i, key: KeyOf(it)}
-		if d, ok := Acknowledgement(dismissals, it, now); ok {
-			if !q.IncludeDismissed {
-				continue
-			}
-			s.dismissal = &d
-		}
-		picked = append(picked, s)
-		clusters[it.ClusterID]++
-		out.BySeverity[it.Severity]++
-	}
-	slices.SortFunc(picked, func(a, b sel) int { return a.key.Compare(b.key) })
-	out.Total = len(picked)
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	if len(picked) > limit {
-		picked = picked[:limit]
+	type pick struct {
+		it        *Item
+		dismissal *store.Dismissal
 	}
-	for _, s := range picked {
-		it := all[s.i].At(now)
+	page := make([]pick, 0, min(limit, 64))
+	clusters := map[string]int{}
+	for it := range items {
+		if len(q.Severities) > 0 && !slices.Contains(q.Severities, it.Severity) {
+			continue
+		}
+		var dismissal *store.Dismissal
+		if d, ok := Acknowledgement(dismissals, it, now); ok {
+			if !q.IncludeDismissed {
+				continue
+			}
+			dismissal = &d
+		}
+		out.Total++
+		out.BySeverity[it.Severity]++
+		clusters[it.ClusterID]++
+		if len(page) < limit {
+			page = append(page, pick{it, dismissal})
+		}
+	}
+	out.Items = make([]Item, 0, len(page))
+	for _, p := range page {
+		it := p.it.At(now)
 		it.ClusterSize = clusters[it.ClusterID]
-		if s.dismissal != nil {
-			it.MarkDismissed(*s.dismissal)
+		if p.dismissal != nil {
+			it.MarkDismissed(*p.dismissal)
 		}
 		out.Items = append(out.Items, it)
 	}

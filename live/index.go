@@ -45,10 +45,8 @@ type index struct {
 	// leftovers counts the processes the leftover findings of the same
 	// entries name (those of the ended ones inside the window are read).
 	leftovers map[LeftoverKey]int
-	// clusters interns cluster ids and reasonIDs (code, severity) pairs,
-	// so a read counts them in a slice.
-	clusters   map[string]int
-	clusterIDs []string
+	// reasonIDs interns (code, severity) pairs, so a read counts them in
+	// a slice.
 	reasonIDs  map[ReasonKey]int
 	reasonKeys []ReasonKey
 }
@@ -91,7 +89,6 @@ type itemRef struct {
 	key      attention.Key
 	e        *record
 	i        int32
-	cluster  int32
 	severity state.Severity
 	// ended and arrived are the entry's outcome (set or not) and arrival:
 	// the failure window's rule.
@@ -105,7 +102,7 @@ func (r *itemRef) agedOut(cut time.Time) bool { return r.ended && r.arrived.Befo
 func (r itemRef) item() *attention.Item { return &r.e.items[r.i] }
 
 func newIndex() index {
-	return index{byFP: map[string]itemRef{}, bySubsumed: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[ItemKey]int{}, leftovers: map[LeftoverKey]int{}, clusters: map[string]int{}, reasonIDs: map[ReasonKey]int{}}
+	return index{byFP: map[string]itemRef{}, bySubsumed: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[ItemKey]int{}, leftovers: map[LeftoverKey]int{}, reasonIDs: map[ReasonKey]int{}}
 }
 
 // compareRefs is the queue's order, then the entity's key: fingerprints
@@ -201,7 +198,7 @@ func (x *index) change(e *record, sign int, ed *edit) {
 	}
 	for i := range e.items {
 		it := &e.items[i]
-		r := itemRef{key: attention.KeyOf(it), e: e, i: int32(i), cluster: int32(x.cluster(it.ClusterID)),
+		r := itemRef{key: attention.KeyOf(it), e: e, i: int32(i),
 			severity: it.Severity, ended: e.expires(), arrived: e.arrival()}
 		if sign > 0 {
 			ed.addQueue = append(ed.addQueue, r)
@@ -268,16 +265,6 @@ func (x *index) commit(ed *edit) {
 	x.queue = update(x.queue, ed.rmQueue, ed.addQueue, compareRefs)
 	x.ended = update(x.ended, ed.rmEnded, ed.addEnded, compareArrivals)
 	x.endedCoded = update(x.endedCoded, ed.rmCoded, ed.addCoded, compareArrivals)
-}
-
-func (x *index) cluster(id string) int {
-	n, ok := x.clusters[id]
-	if !ok {
-		n = len(x.clusterIDs)
-		x.clusters[id] = n
-		x.clusterIDs = append(x.clusterIDs, id)
-	}
-	return n
 }
 
 func (x *index) reason(k ReasonKey) int {
