@@ -188,20 +188,8 @@ func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (store.Page, er
 		where = append(where, "severity = ANY("+args.add(sev)+")")
 	}
 	filter := strings.Join(where, " AND ")
-	order := "sev_rank, updated_at DESC, type, id"
-	after := "" // the rows past the cursor, of those filter selects
-	switch a := q.After; {
-	case q.ByID:
-		order = "type, id"
-		if a != nil {
-			t, i := args.add(a.Type), args.add(a.ID)
-			after = `(type > ` + t + ` OR (type = ` + t + ` AND id > ` + i + `))`
-		}
-	case a != nil:
-		r, u, t, i := args.add(a.Rank), args.add(unixSeconds(a.Updated)), args.add(a.Type), args.add(a.ID)
-		after = `(sev_rank > ` + r + ` OR (sev_rank = ` + r + ` AND (updated_at < ` + u + ` OR (updated_at = ` + u +
-			` AND (type > ` + t + ` OR (type = ` + t + ` AND id > ` + i + `))))))`
-	}
+	// after: the rows past the cursor, of those filter selects.
+	order, after := rowcodec.ListKeyset(&q, args.add)
 	counts := "COUNT(*), 0"
 	page := filter
 	if after != "" {

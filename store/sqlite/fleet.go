@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -153,18 +154,13 @@ func listPage(ctx context.Context, db querier, q store.ListQuery) (store.Page, e
 	}
 	page := filter
 	pargs := append([]any(nil), args...)
-	order := "sev_rank, updated_at DESC, type, id"
-	switch a := q.After; {
-	case q.ByID:
-		order = "type, id"
-		if a != nil {
-			page += ` AND (type > ? OR (type = ? AND id > ?))`
-			pargs = append(pargs, a.Type, a.Type, a.ID)
-		}
-	case a != nil:
-		u := unixSeconds(a.Updated)
-		page += ` AND (sev_rank > ? OR (sev_rank = ? AND (updated_at < ? OR (updated_at = ? AND (type > ? OR (type = ? AND id > ?))))))`
-		pargs = append(pargs, a.Rank, a.Rank, u, u, a.Type, a.Type, a.ID)
+	// Numbered parameters: the keyset names each of its values twice.
+	order, after := rowcodec.ListKeyset(&q, func(v any) string {
+		pargs = append(pargs, v)
+		return "?" + strconv.Itoa(len(pargs))
+	})
+	if after != "" {
+		page += " AND " + after
 	}
 	if q.After != nil && !q.NoCounts {
 		var after int
