@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"runtime"
 	"slices"
 	"syscall"
 	"testing"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/cilium/ebpf"
 
 	"watchdog/internal/testenv"
 )
@@ -142,18 +140,12 @@ func inFilter(t *testing.T, tr *Tree, pid int) bool {
 	if tr.conn.filt == nil {
 		t.Fatalf("the filter was given up: %v", tr.conn.filterErr)
 	}
-	key, value := uint32(pid), uint32(0)
-	attr := &struct {
-		mapFD, _          uint32
-		key, value, flags uint64
-	}{mapFD: uint32(tr.conn.filt.m), key: uint64(uintptr(unsafe.Pointer(&key))), value: uint64(uintptr(unsafe.Pointer(&value)))}
-	_, err := bpf(unix.BPF_MAP_LOOKUP_ELEM, unsafe.Pointer(attr), unsafe.Sizeof(*attr))
-	runtime.KeepAlive(&key)
-	runtime.KeepAlive(&value)
+	var value uint32
+	err := tr.conn.filt.m.Lookup(uint32(pid), &value)
 	switch {
 	case err == nil:
 		return true
-	case errors.Is(err, unix.ENOENT):
+	case errors.Is(err, ebpf.ErrKeyNotExist):
 		return false
 	}
 	t.Fatalf("look pid %d up in the filter's map: %v", pid, err)
