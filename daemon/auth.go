@@ -3,9 +3,6 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -83,58 +80,34 @@ func (d *daemon) reloadTokens(a config.Auth) {
 	d.log.Info("tokens reloaded", zap.Int("tokens", len(ts)))
 }
 
-// serveSocket opens the local socket the config names, if any, and hands
-// it to serve. The default place taken by another daemon (a fleet on one
-// SQLite file) leaves this one on TCP alone, said in the log; a socket
-// listen_unix names must open.
-func serveSocket(cfg *config.Config, serve func(net.Listener), log *zap.Logger) error {
-	path := cfg.UnixSocket()
-	if path == "" {
-		return nil
+// configuredToken reads auth.token_file; the zero File when none is
+// configured (the daemon's own token, or auth: none).
+func configuredToken(a config.Auth) (tokenfile.File, error) {
+	if a.TokenFile == "" || a.None() {
+		return tokenfile.File{}, nil
 	}
-	ln, err := listenUnix(path)
-	switch {
-	case errors.Is(err, errSocketServed) && cfg.ListenUnix == "":
-		log.Warn("no local socket: another daemon serves the default one; set listen_unix to give this one its own", zap.String("socket", path))
-		return nil
-	case err != nil:
-		return err
+	f, err := tokenfile.Read(a.TokenFile)
+	if err != nil {
+		return tokenfile.File{}, fmt.Errorf("auth.token_file: %w", err)
 	}
-	serve(ln)
-	log.Info("listening on the local socket: callers known by their uid, no token", zap.String("socket", path))
-	return nil
+	return f, nil
 }
 
-// errSocketServed: another process answers on the socket's path.
-var errSocketServed = errors.New("another process serves this socket")
-
-// listenUnix opens the local socket at path, mode 0666: anyone on the
-// host may connect, and the kernel names each caller's uid, which decides
-// what it may do. A socket file left by a daemon that died is replaced;
-// one another process serves is an error.
-func listenUnix(path string) (net.Listener, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("listen_unix %s: exists and is not a socket", path)
-		}
-		if c, err := net.Dial("unix", path); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("listen_unix %s: %w", path, errSocketServed)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("listen_unix %s: remove the stale socket: %w", path, err)
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("listen_unix %s: %w", path, err)
-	}
-	ln, err := net.Listen("unix", path)
+// ownToken returns the daemon's own token, in tokenfile.Name beside the
+// database, creating it on the first start (writes need a token by default:
+// docs/reference/http-api.md, Authentication). The path is logged so an operator knows where to read it;
+// the token itself never is.
+func ownToken(dsn string, log *zap.Logger) (string, error) {
+	path := tokenfile.BesideDatabase(dsn)
+	f, created, err := tokenfile.Ensure(path)
 	if err != nil {
-		return nil, fmt.Errorf("listen_unix %s: %w", path, err)
+		return "", fmt.Errorf("the API token (no auth.token_file configured, so it lives beside the database; set auth.token_file, or auth: none on loopback): %w", err)
 	}
-	if err := os.Chmod(path, 0o666); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("listen_unix %s: %w", path, err)
+	if f.Loose() {
+		log.Warn("the API token file is readable by group or others; chmod 600 it", zap.String("path", f.Path))
 	}
-	return ln, nil
+	if created {
+		log.Info("created the API token; clients send it as Authorization: Bearer", zap.String("token_file", path))
+	}
+	return f.Token, nil
 }

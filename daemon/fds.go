@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,6 +60,19 @@ func budgetFor(limit uint64, conns int) fdBudget {
 	b.Conns = max(min(conns, rest/2), 0)
 	b.Pidfds = rest - b.Conns
 	return b
+}
+
+// fdBudgetOf shares the fd limit once, at the start: the daemon's own
+// files, the listener's connections (maxConns, and the probes' reserve),
+// the watcher's pidfds (ADR-0037). No budget, said in the log, when the
+// limit cannot be read.
+func fdBudgetOf(maxConns int, log *zap.Logger) fdBudget {
+	limit, err := nofile()
+	if err != nil {
+		log.Warn("cannot read the fd limit: pidfds and connections are not capped by it", zap.Error(err))
+		return fdBudget{}
+	}
+	return budgetFor(limit, maxConns+connReserve)
 }
 
 // nofile is RLIMIT_NOFILE's soft limit, the one open(2) obeys. Go raises

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"sort"
 	"sync"
@@ -16,8 +15,6 @@ import (
 	"watchdog/leader"
 	"watchdog/reaper"
 	"watchdog/store"
-	"watchdog/store/postgres"
-	"watchdog/store/sqlite"
 )
 
 // fleet is this daemon's place among the daemons sharing its store: the
@@ -36,12 +33,12 @@ type fleet struct {
 	seen atomic.Pointer[map[string]time.Time]
 	// locks reads which daemons hold a lock of the SQLite file (nil:
 	// none can be read, or the store tells no commits: always a fleet).
-	locks func() (sqlite.DaemonLocks, error)
+	locks func() (store.HostLocks, error)
 	// poke is told on every commit the store tells (while alone, a
 	// newcomer's presence is one).
 	poke chan struct{}
 	// lastLocks is the lock table's last reading (nil: none).
-	lastLocks atomic.Pointer[sqlite.DaemonLocks]
+	lastLocks atomic.Pointer[store.HostLocks]
 
 	log *zap.Logger
 	// sayMu guards said, the part in the fleet last logged (say).
@@ -112,7 +109,12 @@ func (f *fleet) alone() bool {
 }
 
 // held is the last reading of the lock table (nil: none).
-func (f *fleet) held() *sqlite.DaemonLocks { return f.lastLocks.Load() }
+func (f *fleet) held() store.HostLocks {
+	if l := f.lastLocks.Load(); l != nil {
+		return *l
+	}
+	return nil
+}
 
 // nextHostDeadline is the next moment a silent host's judgement changes
 // (host_disconnected_after or host_lost_after past its last presence),
@@ -450,6 +452,20 @@ const (
 	pgLeaderTrust = 750 * time.Millisecond
 )
 
+// lockTable is a store whose daemons each hold a lock file of it (SQLite):
+// the locks held say who serves it now, without a write.
+type lockTable interface {
+	HostLocks() (store.HostLocks, error)
+}
+
+// sessionLocker is a store whose daemons lock by database sessions of
+// their own (PostgreSQL): the fleet's leadership, and one daemon per host
+// (holdHost). Asserted as this small interface, not as the driver's type,
+// so that the daemon links no driver of its own.
+type sessionLocker interface {
+	LeaderLock(key int64, name string) store.SessionLock
+}
+
 // newElector elects this daemon's part in the fleet sharing st: PostgreSQL's
 // session advisory lock where the store has one, else a lease row
 // (SQLite) with the leader package's defaults.
@@ -457,8 +473,8 @@ func newElector(st store.Backend, holder string, log *zap.Logger, changed func()
 	// A change of leadership changes what this daemon owns: its view
 	// follows at once (changed kicks it), not at the next commit.
 	on := func(bool) { changed() }
-	if pg, ok := st.(*postgres.Store); ok {
-		return leader.New(&advisoryLock{lock: pg.LeaderLock(leaderLockKey, "watchdog leader "+holder), settle: pgLeaderTrust},
+	if sl, ok := st.(sessionLocker); ok {
+		return leader.New(&advisoryLock{lock: sl.LeaderLock(leaderLockKey, "watchdog leader "+holder), settle: pgLeaderTrust},
 			leader.Options{Every: pgLeaderEvery, Trust: pgLeaderTrust, Log: log, OnChange: on})
 	}
 	if ls, ok := st.(leader.LeaseStore); ok {
@@ -471,19 +487,13 @@ func newElector(st store.Backend, holder string, log *zap.Logger, changed func()
 // store contend for ("watchdog" in ASCII).
 const leaderLockKey int64 = 0x7761746368646f67
 
-// lockTryer is the part of postgres.LeaderLock an advisoryLock drives.
-type lockTryer interface {
-	Try(ctx context.Context) (held, fresh bool, err error)
-	Release(ctx context.Context) error
-}
-
 // advisoryLock is a leader.Backend over the PostgreSQL store's session advisory lock.
 // Taking the lock is not yet leading: another daemon could take it the
 // moment the previous holder's connection died, while that holder still
 // trusts its last proof for up to one Trust, so a fresh holder answers
 // false (as if another led) until settle has passed since it took it.
 type advisoryLock struct {
-	lock   lockTryer
+	lock   store.SessionLock
 	settle time.Duration
 	now    func() time.Time // nil: time.Now
 
@@ -526,25 +536,4 @@ func (a *advisoryLock) Unlock(ctx context.Context) error {
 	defer a.mu.Unlock()
 	a.since = time.Time{}
 	return a.lock.Release(ctx)
-}
-
-// hostLockBase offsets the per-host session locks from the leader's key.
-const hostLockBase int64 = 0x7764680000000000 // "wdh" and a hash
-
-// holdHost takes the session lock of hostID on a PostgreSQL store, or says
-// which daemon is in the way: the lock's connection is named after the
-// host (pg_stat_activity shows it).
-func holdHost(ctx context.Context, pg *postgres.Store, hostID string) (release func(), err error) {
-	h := fnv.New64a()
-	h.Write([]byte(hostID)) //nolint:errcheck // a hash.Hash never fails
-	key := hostLockBase | int64(h.Sum64()&0xffffffffff)
-	lock := pg.LeaderLock(key, "watchdog host "+hostID)
-	held, _, err := lock.Try(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("take this host's lock on the store: %w", err)
-	}
-	if !held {
-		return nil, fmt.Errorf("another watchdog daemon of host %q already serves this store (its connection is named %q in pg_stat_activity): stop it first, or give this one another host_id", hostID, "watchdog host "+hostID)
-	}
-	return func() { lock.Release(context.WithoutCancel(ctx)) }, nil //nolint:errcheck // closing the session frees it anyway
 }

@@ -275,6 +275,26 @@ func changesOf(st any) <-chan struct{} {
 	return nil
 }
 
+// followCommits is where the store's commit events go: the view (changes),
+// the pusher (pushPoke: a snooze or a dismissal changes the queue without
+// an entity change) and, on SQLite, the fleet: a daemon alone with its
+// file looks at the lock table on them. Both are nil for a store that
+// tells no commits; stop ends the fan-out.
+func followCommits(st store.Backend, fl *fleet) (changes <-chan struct{}, pushPoke chan struct{}, stop func()) {
+	changes = changesOf(st)
+	if changes == nil {
+		return nil, nil, func() {}
+	}
+	if lt, ok := st.(lockTable); ok {
+		if _, err := lt.HostLocks(); err == nil {
+			fl.locks = lt.HostLocks
+		}
+	}
+	pushPoke = make(chan struct{}, 1)
+	changes, stop = tee(changes, fl.poke, pushPoke)
+	return changes, pushPoke, stop
+}
+
 // tee passes every signal of in on to the returned channel and to each
 // of also, every one a one-slot signal that never blocks the sender,
 // until stop.

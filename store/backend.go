@@ -109,6 +109,10 @@ type Backend interface {
 // that way, so it is not part of Backend.
 type Rescuer interface {
 	Rescue(ctx context.Context, now time.Time) (string, error)
+	// File is the lost database's file, where a rescued copy goes back:
+	// what the daemon's one line about the loss tells an operator to
+	// replace.
+	File() string
 }
 
 // The store drivers store.driver names.
@@ -127,6 +131,16 @@ type Driver struct {
 	// and nothing was written (Classify). Nil when the driver marks every
 	// such error itself.
 	Unavailable func(err error) bool
+	// Check reports what would keep a store at dsn from opening that can
+	// be seen without opening it (SQLite: the database's directory), for
+	// check-config and the daemon's start. Nil: nothing to check.
+	Check func(dsn string) error
+	// LockHost takes, before the store opens, the lock that lets one
+	// daemon of hostID serve the store at dsn (SQLite: a lock file beside
+	// the database), so that a refused daemon does not even migrate. Nil:
+	// the driver keeps the daemons of a host apart otherwise (PostgreSQL:
+	// a SessionLock, once open).
+	LockHost func(dsn, hostID string) (release func() error, err error)
 }
 
 var (
@@ -192,13 +206,22 @@ func Open(ctx context.Context, driver, dsn string) (Backend, error) {
 	if driver == DriverSQLite && IsPostgresDSN(dsn) {
 		return nil, fmt.Errorf("open store: %s is a PostgreSQL URL: set store.driver: postgres", RedactDSN(dsn))
 	}
-	driversMu.Lock()
-	d, ok := drivers[driver]
-	driversMu.Unlock()
+	d, ok := lookup(driver)
 	if !ok {
 		return nil, fmt.Errorf("open store: driver %q is not built in", driver)
 	}
 	return d.Open(ctx, dsn)
+}
+
+// lookup is the driver registered under driver ("" is sqlite).
+func lookup(driver string) (Driver, bool) {
+	if driver == "" {
+		driver = DriverSQLite
+	}
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	d, ok := drivers[driver]
+	return d, ok
 }
 
 // RedactDSN is dsn fit for a log line: a URL's password is replaced by

@@ -35,6 +35,13 @@ var ErrUnavailable = errors.New("store unavailable")
 // never wraps ErrUnavailable: that one means nothing was written.
 var ErrOutcomeUnknown = errors.New("store: the write's outcome is unknown")
 
+// ErrShortOfSpace: the disk holding the store has less free than its
+// reserve and one write's headroom (SQLite's reserve: once below, until
+// its margin more is free again). Every write is refused meanwhile, so the
+// daemon's own background writes cannot eat the space an operator frees.
+// It is always wrapped with ErrUnavailable.
+var ErrShortOfSpace = errors.New("the disk holding the store is short of space")
+
 // Failure is what a failed store call means for a write that was part of
 // it: the one answer both drivers give, which the HTTP API turns into its
 // status (Classify).

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"watchdog/store"
 )
 
 // LeaderLock contends for a session advisory lock on a connection of its
@@ -24,8 +26,9 @@ type LeaderLock struct {
 
 // LeaderLock returns the contender for the advisory lock key; it connects
 // at its first Try, as application_name name (what an operator sees in
-// pg_stat_activity beside the lock in pg_locks).
-func (s *Store) LeaderLock(key int64, name string) *LeaderLock {
+// pg_stat_activity beside the lock in pg_locks). A store.SessionLock, so
+// that the daemon takes it without naming this driver.
+func (s *Store) LeaderLock(key int64, name string) store.SessionLock {
 	return &LeaderLock{s: s, key: key, name: name}
 }
 

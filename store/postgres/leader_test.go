@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"watchdog/internal/testenv"
+	"watchdog/store"
 	"watchdog/store/postgres"
 )
 
@@ -36,7 +37,7 @@ func TestLeaderLock(t *testing.T) {
 
 	steps := []struct {
 		name        string
-		l           *postgres.LeaderLock
+		l           store.SessionLock
 		held, fresh bool
 		wantErr     bool
 		before      func()

@@ -314,7 +314,7 @@ func freeBytes(dir string) (uint64, error) {
 // checkSpace keeps the store's reserve (hysteresis): it goes short below
 // shortBelow free (the reserve and one write's headroom), or on a write
 // failing with SQLITE_FULL, and stays short until shortBelow+reserveMargin
-// are free. While short every write is refused (ErrShortOfSpace, wrapping
+// are free. While short every write is refused (store.ErrShortOfSpace, wrapping
 // store.ErrUnavailable): the API's, the daemon's own and the write
 // probe's.
 func (s *Store) checkSpace() error {
@@ -345,10 +345,10 @@ func (s *Store) checkSpace() error {
 	h.short = true
 	if need > shortBelow {
 		return fmt.Errorf("%w: %w: the disk holding %s is full (%d bytes free; after running short watchdog writes nothing, its own background writes included, until %d are free): free some space; watchdog recovers by itself",
-			store.ErrUnavailable, ErrShortOfSpace, dir, free, need)
+			store.ErrUnavailable, store.ErrShortOfSpace, dir, free, need)
 	}
 	return fmt.Errorf("%w: %w: the disk holding %s is full (%d bytes free, at least %d needed): free some space; watchdog recovers by itself",
-		store.ErrUnavailable, ErrShortOfSpace, dir, free, need)
+		store.ErrUnavailable, store.ErrShortOfSpace, dir, free, need)
 }
 
 // writable is the check before every write transaction: the identity
@@ -419,6 +419,9 @@ func (s *Store) Rescue(ctx context.Context, now time.Time) (string, error) {
 	}
 	return dst, nil
 }
+
+// File is the database file, where a rescued copy goes back.
+func (s *Store) File() string { return FilePath(s.path) }
 
 // HealthEvents returns a channel told whenever the store's health may have
 // changed: a write failing for the store's sake after none did, the first

@@ -283,6 +283,16 @@ func ReadDaemonLocks(path string) (DaemonLocks, error) {
 	return out, nil
 }
 
+// HostLocks reads which daemon locks of this store's file are held
+// (ReadDaemonLocks): how a daemon sees, without a write, who else serves it.
+func (s *Store) HostLocks() (store.HostLocks, error) {
+	l, err := ReadDaemonLocks(s.path)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
 // DaemonPID is the pid of the daemon of hostID serving the database at
 // path, as its lock file says while the lock is held; 0 when none holds
 // it, or when this process may not read the file (the daemon's, 0600).

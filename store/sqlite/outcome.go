@@ -19,6 +19,14 @@ func init() {
 			return s, nil
 		},
 		Unavailable: unavailable,
+		Check:       CheckDir,
+		LockHost: func(dsn, hostID string) (func() error, error) {
+			l, err := LockDaemonHost(dsn, hostID)
+			if err != nil {
+				return nil, err
+			}
+			return l.Release, nil
+		},
 	})
 }
 
@@ -26,14 +34,6 @@ var (
 	_ store.Backend = (*Store)(nil)
 	_ store.Rescuer = (*Store)(nil)
 )
-
-// ErrShortOfSpace: the disk holding the store has less free than its
-// reserve and one write's headroom (shortBelow, measured before every
-// write; once below, until reserveMargin more is free again). Every
-// write is refused meanwhile, so the daemon's own background writes cannot
-// eat the space an operator frees. It is always wrapped with
-// store.ErrUnavailable.
-var ErrShortOfSpace = errors.New("the disk holding the store is short of space")
 
 // unavailable is the driver's answer to store.Classify for an error a
 // read returned unmarked: SQLite's result code says the store cannot be

@@ -190,10 +190,10 @@ func TestReserveHysteresis(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(perr, ErrShortOfSpace) || store.Classify(perr) != store.FailureNotWritten {
+		if !errors.Is(perr, store.ErrShortOfSpace) || store.Classify(perr) != store.FailureNotWritten {
 			t.Fatalf("%s (%d free): probe %v, want ErrShortOfSpace, not written", st.name, st.free, perr)
 		}
-		if !errors.Is(werr, ErrShortOfSpace) || store.Classify(werr) != store.FailureNotWritten {
+		if !errors.Is(werr, store.ErrShortOfSpace) || store.Classify(werr) != store.FailureNotWritten {
 			t.Fatalf("%s (%d free): write %v, want ErrShortOfSpace, not written", st.name, st.free, werr)
 		}
 		if _, err := s.Get(ctx, "session", id); !errors.Is(err, store.ErrNotFound) {

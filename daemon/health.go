@@ -1,0 +1,140 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"watchdog/reaper"
+)
+
+// statusEvery is how soon after a change the main loop refreshes
+// systemd's STATUS= from the live view (changes within it share one
+// refresh); statusSlow is how often it does with no change.
+const (
+	statusEvery = 5 * time.Second
+	statusSlow  = time.Minute
+)
+
+// statusSoon asks for a STATUS= refresh within statusEvery (under
+// systemd only).
+func (d *daemon) statusSoon() {
+	if d.statusOn {
+		d.statusAlarm.Earlier(time.Now().Add(statusEvery))
+	}
+}
+
+// refreshStatus sends STATUS= when the live view's counts changed since
+// the last line sent, or always when force (after a sweep, as before the
+// live view: a reconcile is worth restating).
+func (d *daemon) refreshStatus(force bool) {
+	line := d.statusLine()
+	d.mu.Lock()
+	changed := line != d.lastStatus
+	d.lastStatus = line
+	d.mu.Unlock()
+	if changed || force {
+		d.notify.status(line)
+	}
+}
+
+// afterSweep runs after every sweep that read the store and probed, even
+// one out of budget. /readyz still wants a complete sweep. The first one
+// also feeds systemd's watchdog before READY, when the daemon's loop does
+// not run yet.
+func (d *daemon) afterSweep() {
+	d.mu.Lock()
+	d.swept = true
+	d.mu.Unlock()
+	d.feedWatchdog()
+	d.refreshStatus(true)
+}
+
+// monitorWedgedAfter is how long one of the monitor's steps may run before
+// the daemon counts as wedged: far past any step's own bounds (an artifact
+// check's time limit, kill_grace, the store's busy timeout).
+const monitorWedgedAfter = 2 * time.Minute
+
+// sweepWedgedAfter is how long past its budget a sweep may run before the
+// daemon counts it stuck and stops feeding systemd's watchdog: a sweep
+// checks its budget as it goes and returns soon after it runs out, so one
+// still running long after is blocked (a store that never answers, say),
+// and a restart is the cure.
+const sweepWedgedAfter = time.Minute
+
+// feedWatchdog pings systemd's watchdog (notify.watchdog, which keeps the
+// pace) when the daemon is healthy by what it can check cheaply: the
+// store watch found the store writable within storeCheckStale (no write
+// stuck for longer either: see assessStore), and no sweep has
+// run for more than its budget plus sweepWedgedAfter. It does not wait for
+// a sweep to finish, so the ping does not depend on jobs.sweep's schedule
+// (a minute by default): a slow reconciler is not a dead daemon.
+func (d *daemon) feedWatchdog() {
+	d.askStore(storeAskFresh, storeAskWait)
+	if why := d.unhealthy(time.Now()); why != "" {
+		d.log.Debug("not feeding systemd's watchdog", zap.String("why", why))
+		return
+	}
+	d.notify.watchdog()
+}
+
+// unhealthy says why the daemon should not tell systemd it is alive, or
+// "" when it may.
+func (d *daemon) unhealthy(now time.Time) string {
+	d.mu.Lock()
+	storeErr, checked, checking, started := d.storeErr, d.storeChecked, d.checkStart, d.sweepStart
+	d.mu.Unlock()
+	budget := d.rp.Settings.SweepBudget
+	if budget <= 0 {
+		budget = reaper.DefaultSettings.SweepBudget
+	}
+	switch {
+	case storeErr != nil:
+		return "the store cannot be written: " + oneLine(storeErr.Error())
+	case checked.IsZero() || !checking.IsZero() && now.Sub(checking) > storeCheckStale:
+		return "the store watch's check has not finished lately"
+	case !started.IsZero() && now.Sub(started) > budget+sweepWedgedAfter:
+		return fmt.Sprintf("a sweep has run for %s (budget %s)", now.Sub(started).Round(time.Second), budget)
+	case d.live != nil && d.live.mon.Stuck(now) > monitorWedgedAfter:
+		return fmt.Sprintf("a monitor step has run for %s: every death and deadline waits behind it", d.live.mon.Stuck(now).Round(time.Second))
+	}
+	return ""
+}
+
+// ready is /readyz: the store check passed (its cheap checks, the real
+// writes' outcomes, and a write probe only when those cannot tell:
+// ADR-0038), made at this request unless one finished within
+// storeAskFresh (ADR-0055: no check runs for nobody), with fds enough
+// free for the store to open its files (never short because of the pid
+// watcher: its cap leaves the reserve), and the last sweep is recent
+// (three sweep intervals, at least a minute). It waits at most
+// storeAskWait for the check, then answers from the last finding, so it
+// answers within that whatever state the disk is in; a check running for
+// over storeCheckStale is a stuck store.
+func (d *daemon) ready() error {
+	d.askStore(storeAskFresh, storeAskWait)
+	d.mu.Lock()
+	last, gap := d.lastSweep, d.sweepGap
+	storeErr, checked, checking, fdErr := d.storeErr, d.storeChecked, d.checkStart, d.fdErr
+	d.mu.Unlock()
+	switch {
+	case storeErr != nil:
+		return storeErr
+	case fdErr != nil:
+		return fdErr
+	case checked.IsZero():
+		return errors.New("the store has not been checked yet")
+	case !checking.IsZero() && time.Since(checking) > storeCheckStale:
+		return fmt.Errorf("the store's check has not finished for %s (a hung disk, or another process holding the database's write lock)", time.Since(checking).Round(time.Second))
+	}
+	limit := max(3*gap, time.Minute)
+	if last.IsZero() {
+		return errors.New("no sweep has completed yet")
+	}
+	if age := time.Since(last); age > limit {
+		return fmt.Errorf("last sweep %s ago (limit %s)", age.Round(time.Second), limit)
+	}
+	return nil
+}
