@@ -132,6 +132,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.samples, "samples", 20, "requests per read timing of the stores part")
 	fs.StringVar(&o.pgDSN, "pg-dsn", "", "the stores part's PostgreSQL: a postgres:// URL whose user may CREATE DATABASE (default: a throwaway cluster the driver starts)")
 	fs.DurationVar(&o.straceWindow, "strace-window", 20*time.Second, "after the idle window, how long strace counts fsyncs (0: not counted)")
+	fs.StringVar(&jobsEvery, "jobs-every", "", "run sweep, enforce_terminal and reap_phantoms @every this duration (e.g. 1s, as often as monit looks; default: the config's schedule)")
 	fs.StringVar(&o.baseline, "baseline", "", "another watchdog binary (an older build) measured idle on the same processes right after this one: the quiet figures side by side")
 	floodFlags(fs, &o)
 	readersFlags(fs, &o)

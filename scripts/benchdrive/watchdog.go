@@ -45,8 +45,17 @@ func watchdogConfig(st storeConf) string {
 	if st.hostID != "" {
 		host = fmt.Sprintf("host_id: %s\n", st.hostID)
 	}
-	return fmt.Sprintf("%sstore:\n%s  dsn: %q\nlisten: 127.0.0.1:0\nauth: none\nlog:\n  format: json\n", host, driver, st.dsn)
+	jobs := ""
+	if jobsEvery != "" {
+		// The reconcilers as often as monit looks (-jobs-every 1s, issue 38).
+		jobs = fmt.Sprintf("jobs:\n  sweep: \"@every %[1]s\"\n  enforce_terminal: \"@every %[1]s\"\n  reap_phantoms: \"@every %[1]s\"\n", jobsEvery)
+	}
+	return fmt.Sprintf("%sstore:\n%s  dsn: %q\nlisten: 127.0.0.1:0\nauth: none\nlog:\n  format: json\n%s", host, driver, st.dsn, jobs)
 }
+
+// jobsEvery is -jobs-every: the schedule of sweep, enforce_terminal and
+// reap_phantoms ("": the defaults).
+var jobsEvery string
 
 // startWatchdog starts `bin serve` in dir on a new SQLite file there and
 // waits until /readyz answers 200.
