@@ -109,13 +109,13 @@ func TestCodes(t *testing.T) {
 func TestAgedOutAndHides(t *testing.T) {
 	const now = 100000.0
 	day := 24 * time.Hour
-	if AgedOut("", unixAt(1), unixAt(1), unixAt(1), unixAt(now), day) {
+	if AgedOut("", "", unixAt(1), unixAt(1), unixAt(1), unixAt(now), day) {
 		t.Error("an open entity aged out")
 	}
-	if !AgedOut("failed", unixAt(now-86401), unixAt(0), unixAt(now), unixAt(now), day) || AgedOut("failed", unixAt(now-86400), unixAt(0), unixAt(0), unixAt(now), day) {
+	if !AgedOut("failed", "", unixAt(now-86401), unixAt(0), unixAt(now), unixAt(now), day) || AgedOut("failed", "", unixAt(now-86400), unixAt(0), unixAt(0), unixAt(now), day) {
 		t.Error("the window edge is wrong")
 	}
-	if !AgedOut("failed", unixAt(0), unixAt(now-90000), unixAt(now), unixAt(now), 0) {
+	if !AgedOut("failed", "", unixAt(0), unixAt(now-90000), unixAt(now), unixAt(now), 0) {
 		t.Error("lifecycle_at is the fallback, and 0 means the default window")
 	}
 	d := store.Dismissal{StatusAtDismissal: "running", ClearOnStatusChange: true}

@@ -129,7 +129,7 @@ func capitalize(s string) string {
 // fingerprint against.
 func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
 	ns := transitions.Normalize(e, now)
-	if !Lingers(ns.Outcome, e.Health) && AgedOut(ns.Outcome, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
+	if AgedOut(ns.Outcome, e.Health, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
 		return nil
 	}
 	return ItemsFor(e, ns)

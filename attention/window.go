@@ -8,15 +8,15 @@ import (
 
 // AgedOut is the failure window's rule, stated once: an entity with an
 // outcome that got there before the window began (Since) has aged out,
-// and its items have left the queue. When it got there is the first
-// non-zero of endedAt, lifecycleAt and updatedAt. An entity without an
-// outcome (still open) never ages out.
+// and its items have left the queue, unless it lingers (Lingers: h). When
+// it got there is the first non-zero of endedAt, lifecycleAt and
+// updatedAt. An entity without an outcome (still open) never ages out.
 //
 // The store applies the same rule in SQL, taking Since's cut-off as its
 // parameter: AttentionCandidates reads only what may still be inside the
 // window (COALESCE(ended_at, lifecycle_at, updated_at) >= since).
-func AgedOut(outcome string, endedAt, lifecycleAt, updatedAt, now time.Time, window time.Duration) bool {
-	if outcome == "" {
+func AgedOut(outcome string, h state.Health, endedAt, lifecycleAt, updatedAt, now time.Time, window time.Duration) bool {
+	if outcome == "" || Lingers(outcome, h) {
 		return false
 	}
 	return Arrived(endedAt, lifecycleAt, updatedAt).Before(Since(now, window))

@@ -29,7 +29,7 @@ var windowCases = []struct {
 func TestFailureWindowRule(t *testing.T) {
 	now := unixAt(100_000)
 	for _, c := range windowCases {
-		got := AgedOut(c.outcome, unixAt(c.ended), unixAt(c.lifecycle), unixAt(c.updated), now, c.window)
+		got := AgedOut(c.outcome, "", unixAt(c.ended), unixAt(c.lifecycle), unixAt(c.updated), now, c.window)
 		if got != c.agedOut {
 			t.Errorf("%s: AgedOut = %v, want %v", c.name, got, c.agedOut)
 		}

@@ -122,7 +122,7 @@ func TestCountsAgree(t *testing.T) {
 				open++
 				openSev[e.State.Severity]++
 			}
-			if e.State.Outcome != "" && !attention.AgedOut(e.State.Outcome, e.EndedAt.Time, time.Time{}, e.UpdatedAt.Time, now, 0) {
+			if e.State.Outcome != "" && !attention.AgedOut(e.State.Outcome, e.State.Health, e.EndedAt.Time, time.Time{}, e.UpdatedAt.Time, now, 0) {
 				inWindow++
 			}
 		}

@@ -38,7 +38,7 @@ func TestFailureWindowSQLFollowsAgedOut(t *testing.T) {
 		if _, err := s.Register(ctx, e, "orchestrator", at); err != nil {
 			t.Fatal(err)
 		}
-		want[id] = !attention.AgedOut("failed", e.EndedAt, at, at, now, window)
+		want[id] = !attention.AgedOut("failed", "", e.EndedAt, at, at, now, window)
 	}
 	since := attention.Since(now, window)
 	list, err := s.AttentionCandidates(ctx, since)
