@@ -1,25 +1,8 @@
-// Package alertpush pushes the attention queue's critical and warning
-// items to Alertmanager (docs/alerting.md, "Push alerts to Alertmanager"), one alert per item, through
-// Alertmanager's v2 API (POST /api/v2/alerts), the way Prometheus does:
-// every firing alert is sent again every resend interval with an endsAt
-// four intervals ahead, so that the alerts resolve by themselves when the
-// daemon is gone; an item that leaves the queue (cleared, snoozed or
-// dismissed) is sent once more with endsAt now, until Alertmanager took
-// it.
-//
-// An alert's identity in Alertmanager is its label set: alertname
-// WatchdogEntity, entity_type, entity_id, reason_code, severity and host.
-// Its startsAt is the item's first_seen_at, which the store keeps, so a
-// restarted daemon sends the very same alerts again (no duplicate, nothing
-// lost); at start it also reads Alertmanager's active WatchdogEntity alerts
-// of its host and resolves those its queue no longer holds (they cleared
-// while it was down).
-//
-// Pushing never blocks the daemon: the queue is read from the live view in
-// the pusher's own goroutine, and each Alertmanager has a sender of its own
-// holding only the newest state (a state not yet sent when a newer one
-// comes is dropped and counted), retrying with exponential backoff and
-// jitter, each request bounded by a timeout.
+// Package alertpush pushes the attention queue's critical and warning items
+// to Alertmanager's v2 API the way Prometheus does (docs/alerting.md,
+// ADR-0030): resent with an endsAt ahead, so alerts resolve by themselves
+// when the daemon is gone, and keyed by labels and the stored first_seen_at,
+// so a restarted daemon sends the very same alerts.
 package alertpush
 
 import (
@@ -37,8 +20,7 @@ import (
 // AlertName is the alertname label of every pushed alert.
 const AlertName = "WatchdogEntity"
 
-// Alert is one alert in Alertmanager's v2 JSON (postableAlert, and the
-// fields of gettableAlert this package reads back).
+// Alert is one alert in Alertmanager's v2 JSON (postableAlert, gettableAlert).
 type Alert struct {
 	Labels       map[string]string `json:"labels"`
 	Annotations  map[string]string `json:"annotations,omitempty"`
@@ -68,16 +50,13 @@ func (a Alert) Key() string {
 	return b.String()
 }
 
-// Pushed reports whether severity s is pushed: critical and warning; info
-// items are for the queue, not for a pager.
+// Pushed reports whether severity s is pushed: info is for the queue, not a pager.
 func Pushed(s state.Severity) bool {
 	return s == state.SeverityCritical || s == state.SeverityWarning
 }
 
-// AlertOf is the firing alert of an item read at now (attention.Item.At,
-// so its summary is rendered at push time) of entry, labelled with host
-// when the entity has no host of its own. runbook, when set, is the base
-// of the runbook_url annotation. EndsAt is left for the sender to set.
+// AlertOf is the firing alert of an item read at now, labelled with host
+// when the entity has none; EndsAt is left for the sender.
 func AlertOf(it attention.Item, e live.Entry, host, runbook string) Alert {
 	if e.Entity.HostID != "" {
 		host = e.Entity.HostID
@@ -98,8 +77,7 @@ func AlertOf(it attention.Item, e live.Entry, host, runbook string) Alert {
 		},
 		StartsAt: it.FirstSeenAt.Time,
 	}
-	// Only a published runbook is linked: the daemon's own /runbook is
-	// no address a receiver of the alert can open.
+	// The daemon's own /runbook is no address a receiver can open.
 	if runbook != "" {
 		if td, ok := docs.For(runbook, code); ok {
 			a.Annotations["runbook_url"] = td.Link
@@ -108,9 +86,7 @@ func AlertOf(it attention.Item, e live.Entry, host, runbook string) Alert {
 	return a
 }
 
-// summary names the entity and says where it stands: "session/s-42
-// (reviewer for PR 1064): Running · Process dead". The label is left out
-// when the entity has none of its own (the queue then shows type/id).
+// summary is "session/s-42 (reviewer for PR 1064): Running · Process dead".
 func summary(it attention.Item, display string) string {
 	name := it.Entity.Type + "/" + it.Entity.ID
 	if l := it.Entity.Label; l != "" && l != name {
@@ -122,8 +98,7 @@ func summary(it attention.Item, display string) string {
 	return name + ": " + display
 }
 
-// description is the reason's message as rendered for the read, then the
-// evidence's details, so the person paged reads what was seen.
+// description is the reason's message, then the evidence's details.
 func description(it attention.Item) string {
 	parts := []string{it.Reason.Summary}
 	for _, ev := range it.Reason.EvidenceRefs {

@@ -18,11 +18,9 @@ import (
 )
 
 // alertmanager is one Alertmanager and its sender. The producer (offer) and
-// the sender (run) share its state under mu; the producer never waits
-// for the network.
+// the sender (run) share its state under mu; the producer never waits for the network.
 type alertmanager struct {
-	// base is the URL requests go to; shown is it for logs and errors,
-	// its password redacted.
+	// base is the URL requests go to; shown is it with the password redacted.
 	base        string
 	shown       string
 	client      *http.Client
@@ -33,14 +31,12 @@ type alertmanager struct {
 	wake        chan struct{}
 
 	mu sync.Mutex
-	// firing is the newest state's firing alerts; pending says it was
-	// not taken by the sender yet.
+	// firing is the newest state's firing alerts; pending: not yet taken.
 	firing  []Alert
 	pending bool
 	// resolving are the resolutions not yet accepted, by key.
 	resolving map[string]Alert
-	// reconciled is set once the alerts Alertmanager held at start were
-	// read and those no longer firing were queued for resolution.
+	// reconciled is set once the alerts held at start were read (reconcile).
 	reconciled bool
 	// failing keeps an outage to one log line, and its end to another.
 	failing bool
@@ -53,9 +49,7 @@ func newAlertmanager(base string, cfg Config, m *Metrics, log *zap.Logger) *aler
 	}
 }
 
-// offer replaces the state to send by firing and adds resolved to the
-// resolutions waiting; a resolution whose alert fires again is dropped,
-// the firing alert supersedes it.
+// offer replaces the state to send (newest wins) and queues resolved.
 func (t *alertmanager) offer(firing, resolved []Alert) {
 	t.mu.Lock()
 	if t.pending {
@@ -88,9 +82,8 @@ func (t *alertmanager) addResolving(resolved []Alert) {
 	t.metrics.drop(DropOverflow, over)
 }
 
-// take is what to send now: the newest firing alerts, their endsAt four
-// resend intervals from now, and every resolution waiting; nothing when
-// the newest state was sent already and no resolution waits.
+// take is what to send now: the firing alerts, endsAt four resend intervals
+// ahead, and every waiting resolution.
 func (t *alertmanager) take(now time.Time) (batch []Alert, resolving map[string]Alert) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -111,8 +104,7 @@ func (t *alertmanager) take(now time.Time) (batch []Alert, resolving map[string]
 	return batch, resolving
 }
 
-// accepted drops the resolutions Alertmanager took (unless a newer one of
-// the same alert came meanwhile).
+// accepted drops the resolutions taken, unless a newer one came meanwhile.
 func (t *alertmanager) accepted(sent map[string]Alert) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -123,10 +115,8 @@ func (t *alertmanager) accepted(sent map[string]Alert) {
 	}
 }
 
-// run sends each state offered, retrying a failed one with backoff
-// (each retry sends the newest state) until it is accepted, ctx ends, or
-// Alertmanager refused it as malformed (4xx: the next resend tries
-// again).
+// run sends each state offered, retrying with backoff until accepted, ctx
+// ends, or a 4xx refusal (the next resend tries again).
 func (t *alertmanager) run(ctx context.Context) {
 	for {
 		select {
@@ -157,8 +147,8 @@ func (t *alertmanager) run(ctx context.Context) {
 	}
 }
 
-// attempt reconciles once, then posts the newest state if one is
-// waiting; sent says a request was made.
+// attempt reconciles once, then posts the newest state if one waits; sent
+// says a request was made.
 func (t *alertmanager) attempt(ctx context.Context) (sent bool, err error) {
 	if err := t.reconcile(ctx); err != nil {
 		return true, err
@@ -177,8 +167,7 @@ func (t *alertmanager) attempt(ctx context.Context) (sent bool, err error) {
 	return true, nil
 }
 
-// note counts a request's result and logs the start and the end of an
-// outage, not every retry.
+// note counts a request's result and logs an outage's start and end only.
 func (t *alertmanager) note(err error) {
 	t.mu.Lock()
 	was := t.failing
@@ -197,9 +186,8 @@ func (t *alertmanager) note(err error) {
 	}
 }
 
-// Backoff is the wait before retry attempt+1: backoffMin doubled per
-// attempt up to backoffMax, less a random part of up to half (rnd gives
-// [0,1)), so that daemons restarted together do not retry in step.
+// Backoff is the wait before retry attempt+1: doubling up to backoffMax, less
+// up to half at random (rnd in [0,1)) so restarted daemons do not retry in step.
 func Backoff(attempt int, rnd func() float64) time.Duration {
 	d := backoffMin
 	for i := 0; i < attempt && d < backoffMax; i++ {
@@ -230,9 +218,8 @@ func (t *alertmanager) post(ctx context.Context, alerts []Alert) error {
 	return err
 }
 
-// reconcile, the first time it succeeds, reads the WatchdogEntity alerts
-// of this host that Alertmanager holds as active and queues for
-// resolution those not firing here: they cleared while no daemon pushed.
+// reconcile, until it first succeeds, queues for resolution this host's
+// active alerts that do not fire here: they cleared while no daemon pushed.
 func (t *alertmanager) reconcile(ctx context.Context) error {
 	t.mu.Lock()
 	done := t.reconciled
@@ -280,8 +267,7 @@ func (t *alertmanager) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// do sends req and reads the answer; a status other than 2xx is an
-// error, a 4xx a refusedError.
+// do sends req and reads the answer; non-2xx is an error, 4xx a refusedError.
 func (t *alertmanager) do(req *http.Request) ([]byte, error) {
 	resp, err := t.client.Do(req)
 	if err != nil {

@@ -6,35 +6,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Results of one request to one Alertmanager: the result label of
-// watchdog_alertmanager_pushes_total.
+// Results of one request to one Alertmanager, pushes_total's label.
 const (
 	ResultSuccess = "success"
 	ResultError   = "error"
 )
 
-// Why alerts were dropped unsent: the reason label of
-// watchdog_alertmanager_alerts_dropped_total.
+// Why alerts were dropped unsent, alerts_dropped_total's label.
 const (
-	// DropSuperseded counts the alerts of a state that a newer state
-	// replaced before it was sent (newest state wins; the newer one
-	// carries every firing alert again and every resolution).
+	// DropSuperseded: a newer state replaced an unsent one, carrying its alerts again.
 	DropSuperseded = "superseded"
-	// DropOverflow counts what a bound cut: items past the most alerts
-	// one state carries, resolutions past the most one Alertmanager
-	// keeps waiting.
+	// DropOverflow: past the most alerts a state carries or resolutions waiting.
 	DropOverflow = "overflow"
 )
 
-// Metrics are the pusher's counters, registered once by the daemon (a
-// reload replaces the pusher, not its counters).
+// Metrics are the pusher's counters, registered once: a reload replaces the pusher only.
 type Metrics struct {
 	pushes  *prometheus.CounterVec
 	dropped *prometheus.CounterVec
 }
 
-// NewMetrics makes the counters and registers them on reg, every label
-// value pre-seeded so each series exists from the first scrape.
+// NewMetrics makes the counters, every label value pre-seeded, on reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -18,10 +18,9 @@ import (
 
 // Source is what the pusher reads: the live view (*live.View is one).
 type Source interface {
-	// Attention is the queue as the API serves it, dismissals and
-	// snoozes applied.
+	// Attention is the queue as the API serves it.
 	Attention(q attention.Query, now time.Time) attention.Queue
-	// Get is one entity with its derived state (host, display chain).
+	// Get is one entity with its derived state.
 	Get(typ, id string, now time.Time) (live.Entry, bool)
 }
 
@@ -29,26 +28,18 @@ type Source interface {
 type Config struct {
 	// URLs are the Alertmanager base URLs; each gets every alert.
 	URLs []string
-	// ResendEvery is how often firing alerts are sent again (and a
-	// quarter of how long each says it lasts). 0 means DefaultResendEvery.
+	// ResendEvery is how often firing alerts are resent; 0 means DefaultResendEvery.
 	ResendEvery time.Duration
 	// Timeout bounds one request. 0 means DefaultTimeout.
 	Timeout time.Duration
-	// RunbookURL is the base of the runbook_url annotation; empty leaves
-	// it out.
+	// RunbookURL is the runbook_url annotation's base; empty leaves it out.
 	RunbookURL string
-	// Host labels the alerts of entities without a host_id, and selects
-	// the alerts this daemon resolves at start.
+	// Host labels host-less entities' alerts and selects those resolved at start.
 	Host string
-	// Owns, when set, keeps the entities this daemon speaks for (a fleet
-	// sharing a store: its host's, and host-less ones on the leader);
-	// nil pushes every item.
+	// Owns keeps the entities this daemon speaks for in a fleet; nil pushes all.
 	Owns func(store.Entity) bool
-	// CheckEvery, when positive, is how often the queue is compared with
-	// what was last offered besides the kicks. A daemon whose store tells
-	// its commits kicks on each (a snooze or a dismissal changes the
-	// queue without an entity change) and leaves it zero: an idle pusher
-	// then wakes only to resend.
+	// CheckEvery, when positive, is how often the queue is compared besides the
+	// kicks; zero when the store reports each commit, so an idle pusher only resends.
 	CheckEvery time.Duration
 }
 
@@ -62,17 +53,15 @@ const (
 var (
 	// maxAlerts is the most firing alerts one state carries.
 	maxAlerts = 10000
-	// maxResolving is the most resolutions one Alertmanager keeps
-	// waiting for acceptance.
+	// maxResolving is the most resolutions one Alertmanager keeps waiting.
 	maxResolving = 10000
-	// backoffMin and backoffMax bound the retry delay, which doubles
-	// from backoffMin and is jittered by up to half of itself.
+	// backoffMin and backoffMax bound the jittered, doubling retry delay.
 	backoffMin = 500 * time.Millisecond
 	backoffMax = 30 * time.Second
 )
 
-// Pusher pushes the queue's critical and warning items to every
-// configured Alertmanager. Run it in a goroutine of its own.
+// Pusher pushes the queue's critical and warning items to every configured
+// Alertmanager. Run it in a goroutine of its own.
 type Pusher struct {
 	cfg           Config
 	src           Source
@@ -86,8 +75,7 @@ type Pusher struct {
 	firing map[string]Alert
 }
 
-// New makes a pusher of cfg reading src. metrics may be nil (not
-// counted); log may be nil (nothing logged).
+// New makes a pusher of cfg reading src; metrics and log may be nil.
 func New(cfg Config, src Source, metrics *Metrics, log *zap.Logger) *Pusher {
 	if cfg.ResendEvery <= 0 {
 		cfg.ResendEvery = DefaultResendEvery
@@ -105,8 +93,7 @@ func New(cfg Config, src Source, metrics *Metrics, log *zap.Logger) *Pusher {
 	return p
 }
 
-// Kick asks for a prompt look at the queue; it never blocks. It is the
-// live view's OnChange hook (through a closure).
+// Kick asks for a prompt look at the queue; it never blocks.
 func (p *Pusher) Kick() {
 	select {
 	case p.kick <- struct{}{}:
@@ -114,20 +101,15 @@ func (p *Pusher) Kick() {
 	}
 }
 
-// Run pushes until ctx ends: at once, on every Kick that finds the queue
-// changed (and each Config.CheckEvery, if set), and every ResendEvery in
-// any case.
-// It returns once every sender stopped. Alerts are not resolved at
-// shutdown: a restarted daemon sends the same ones, and a daemon that
-// stays down lets them end by their endsAt.
+// Run pushes until ctx ends: at once, on a Kick that changed the queue, and
+// every ResendEvery. Nothing is resolved at shutdown: endsAt ends them.
 func (p *Pusher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, t := range p.alertmanagers {
 		wg.Go(func() { t.run(ctx) })
 	}
 	defer wg.Wait()
-	// Both are alarms on the process's shared clock (ADR-0055); check
-	// is armed only with CheckEvery.
+	// Alarms on the shared clock (ADR-0055); check only with CheckEvery.
 	check, resend := deadline.Shared().Signal(), deadline.Shared().Signal()
 	defer check.Stop()
 	defer resend.Stop()
@@ -152,9 +134,7 @@ func (p *Pusher) Run(ctx context.Context) {
 	}
 }
 
-// offer reads the queue and hands the senders its firing alerts and the
-// resolutions of those that left it, when that differs from the last
-// offer or when force (a resend).
+// offer hands the senders the firing and resolved alerts, when changed or forced.
 func (p *Pusher) offer(force bool) {
 	now := p.now()
 	firing, over := p.Snapshot(now)
@@ -185,8 +165,8 @@ func (p *Pusher) offer(force bool) {
 	}
 }
 
-// Snapshot is the firing alerts of the queue at now, by key, and how
-// many items past maxAlerts were left out.
+// Snapshot is the queue's firing alerts at now, by key, and how many items
+// past maxAlerts were left out.
 func (p *Pusher) Snapshot(now time.Time) (map[string]Alert, int) {
 	q := p.src.Attention(attention.Query{Severities: []state.Severity{state.SeverityCritical, state.SeverityWarning}, Limit: maxAlerts}, now)
 	out := make(map[string]Alert, len(q.Items))
@@ -204,9 +184,7 @@ func (p *Pusher) Snapshot(now time.Time) (map[string]Alert, int) {
 	return out, max(q.Total-len(q.Items), 0)
 }
 
-// Redacted is raw with the password of its user info, if any, replaced by
-// "xxxxx": Alertmanager URLs may carry basic auth, which logs and errors
-// must not show.
+// Redacted is raw with its password replaced by "xxxxx": logs must not show basic auth.
 func Redacted(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -19,32 +19,25 @@ import (
 )
 
 // Snooze is the body of POST /api/attention/snooze: exactly one of
-// fingerprint (one item, answered with its Dismissal), fingerprints
-// (several, all or none) and cluster (every item of a cluster the queue
-// shows now and no dismissal hides; a cluster_id or its reason code), and
-// exactly one of until and for.
+// fingerprint, fingerprints and cluster, and one of until and for.
 type Snooze struct {
 	Fingerprint  string   `json:"fingerprint,omitempty"`
 	Fingerprints []string `json:"fingerprints,omitempty"`
 	Cluster      string   `json:"cluster,omitempty"`
 	// Until must be in the future.
 	Until *unixtime.Time `json:"until,omitempty"`
-	// For is the snooze's length in seconds from the server's now: a
-	// browser's clock need not agree with the daemon's.
+	// For is seconds from the server's now: a browser's clock may disagree.
 	For *float64 `json:"for,omitempty"`
-	// ClearOnStatusChange defaults to true: a status change shows the
-	// item again before the snooze ends.
+	// ClearOnStatusChange defaults to true.
 	ClearOnStatusChange *bool `json:"clear_on_status_change,omitempty"`
 }
 
-// Dismiss is the body of POST /api/attention/dismiss: exactly one of
-// fingerprint, fingerprints and cluster, as Snooze's.
+// Dismiss is the body of POST /api/attention/dismiss, targeted as Snooze's.
 type Dismiss struct {
 	Fingerprint  string   `json:"fingerprint,omitempty"`
 	Fingerprints []string `json:"fingerprints,omitempty"`
 	Cluster      string   `json:"cluster,omitempty"`
-	// ClearOnStatusChange defaults to true; false dismisses the item for
-	// as long as the entity exists.
+	// ClearOnStatusChange defaults to true; false dismisses for the entity's life.
 	ClearOnStatusChange *bool `json:"clear_on_status_change,omitempty"`
 }
 
@@ -60,14 +53,12 @@ type Dismissal struct {
 	DismissedAt         unixtime.Time  `json:"dismissed_at"`
 	DismissedBy         string         `json:"dismissed_by"`
 	ClearOnStatusChange bool           `json:"clear_on_status_change"`
-	// FirstSeenAt is the occurrence the dismissal covers (the item's
-	// first_seen_at): a recurrence is a new item it does not hide.
+	// FirstSeenAt is the occurrence covered: a recurrence is a new item.
 	FirstSeenAt unixtime.Time `json:"first_seen_at"`
 }
 
-// Triaged is the response of a snooze or dismiss of fingerprints or a
-// cluster: every row written, in the order asked, and the batch their
-// triage log entries share.
+// Triaged is the response of a bulk snooze or dismiss: every row written
+// and the batch their triage log entries share.
 type Triaged struct {
 	Batch      string      `json:"batch"`
 	Count      int         `json:"count"`
@@ -87,8 +78,7 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.Host = host
-	// The queue is the live view's items, dismissals applied at now: the
-	// same rule, the same items as watchdog_attention_items and STATUS=.
+	// The same items as watchdog_attention_items and STATUS=.
 	view, err := s.queueReaderFor(r.Context(), q.Host)
 	if err != nil {
 		s.fail(w, r, err)
@@ -96,9 +86,7 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.Now()
 	queue := view.Attention(q, now)
-	// Each item's heartbeat is the one its entity is judged by, found
-	// now (a heartbeat file of this host's is stat'ed), as the entity
-	// read shows it.
+	// Each item's heartbeat is the one its entity is judged by.
 	queue.FillHeartbeats(func(typ, id string) *state.JudgedHeartbeat {
 		ent, ok := view.Get(typ, id, now)
 		if !ok {
@@ -106,8 +94,6 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 		}
 		return s.Heartbeats.Of(&ent.Entity, now)
 	})
-	// What to do and where to read more: the page's and the pushed
-	// alerts' one rule (docs.For).
 	base := *s.runbook.Load()
 	queue.FillRunbook(func(code state.ReasonCode) (string, string, bool) {
 		td, ok := docs.For(base, string(code))
@@ -116,8 +102,7 @@ func (s *server) attentionQueue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, queue)
 }
 
-// Bounds implements wire.Bounded: until is after now and at most
-// transitions.MaxSnooze ahead; for is positive and at most as long.
+// Bounds implements wire.Bounded: until and for within transitions.MaxSnooze.
 func (*Snooze) Bounds() []wire.Bound {
 	return []wire.Bound{
 		{Path: "until", Range: transitions.SnoozeRange},
@@ -125,9 +110,8 @@ func (*Snooze) Bounds() []wire.Bound {
 	}
 }
 
-// triageBy is who a snooze or dismissal is recorded as: the caller's
-// principal (a socket peer's uid, a token's name).
-// With auth: none, the operator on the daemon's host, as before.
+// triageBy is who a triage is recorded as: the caller's principal, or
+// "operator" with auth: none.
 func triageBy(r *http.Request) string {
 	if n := CallerOf(r).Principal.Name; n != "" && n != anonymous {
 		return n
@@ -168,9 +152,8 @@ func (s *server) dismiss(w http.ResponseWriter, r *http.Request) {
 	s.triage(w, r, body.Fingerprint, body.Fingerprints, body.Cluster, time.Time{}, body.ClearOnStatusChange, s.Now())
 }
 
-// triage records a snooze (until set) or a dismissal of the one item fp
-// names (upsertDismissal, answered as before bulk triage existed), or of
-// every item fps or cluster names, all or none (attention.DismissAll).
+// triage records a snooze (until set) or dismissal of fp's item, or of
+// every item fps or cluster names, all or none.
 func (s *server) triage(w http.ResponseWriter, r *http.Request, fp string, fps []string, cluster string, until time.Time, clear *bool, now time.Time) {
 	given := 0
 	for _, set := range []bool{fp != "", fps != nil, cluster != ""} {
@@ -195,7 +178,6 @@ func (s *server) triage(w http.ResponseWriter, r *http.Request, fp string, fps [
 			writeError(w, http.StatusBadRequest, causeBadRequest, err.Error())
 			return
 		}
-		// The cluster is what the daemon's queue shows now: the live view.
 		view, err := s.queueReaderFor(r.Context(), "")
 		if err != nil {
 			s.fail(w, r, err)
@@ -229,9 +211,7 @@ func (s *server) triage(w http.ResponseWriter, r *http.Request, fp string, fps [
 }
 
 // notTheirs answers 403 and reports true when an item of fps is of an
-// entity the caller may not act on: a socket peer or a token with uids
-// triages its own entities' items only (docs/security.md); nothing is
-// written. A malformed fingerprint is left to the triage's own answer.
+// entity the caller may not act on (docs/security.md); nothing is written.
 func (s *server) notTheirs(w http.ResponseWriter, r *http.Request, fps []string) bool {
 	p := CallerOf(r).Principal
 	if p.AnyUID() {
@@ -271,9 +251,7 @@ func (s *server) triageFailed(w http.ResponseWriter, r *http.Request, err error)
 	return true
 }
 
-// upsertDismissal records a snooze (until set) or a dismissal by
-// attention.Dismiss, the rule `watchdog snooze` and `dismiss` share: the
-// fingerprint must name an item in the queue now, else 404.
+// upsertDismissal triages one item by attention.Dismiss, the CLI's rule.
 func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp string, until time.Time, clear *bool, now time.Time) {
 	d, err := attention.Dismiss(r.Context(), s.Store, attention.Dismissing{
 		Fingerprint: fp, Until: until, ClearOnStatusChange: clear == nil || *clear, By: triageBy(r),
@@ -284,11 +262,7 @@ func (s *server) upsertDismissal(w http.ResponseWriter, r *http.Request, fp stri
 	writeJSON(w, http.StatusOK, dismissalOf(d))
 }
 
-// triageLog is GET /api/attention/triage[?before=SEQ][&limit=N]: the
-// triage log's rows with seq < before (absent or 0: from the newest),
-// newest first, at most limit (default wire.DefaultTriagePage, at most
-// wire.MaxTriagePage), and the cursor of the next, older page. A read
-// like the others: no token.
+// triageLog is GET /api/attention/triage, newest first, paged by seq.
 func (s *server) triageLog(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	before, err := queryInt(q.Get("before"), "before", 0, 0, math.MaxInt64)

@@ -19,9 +19,8 @@ import (
 // Scopes are what a caller may do (docs/security.md).
 type Scopes uint8
 
-// The scopes: read the entities, the queue and the page; report
-// (register, heartbeat, transition); triage (snooze, dismiss); admin (all,
-// and the admin actor).
+// The scopes: read; report (register, heartbeat, transition); triage
+// (snooze, dismiss); admin (all, and the admin actor).
 const (
 	ScopeRead Scopes = 1 << iota
 	ScopeReport
@@ -47,20 +46,18 @@ func ParseScope(name string) (Scopes, bool) {
 	return 0, false
 }
 
-// Token is one bearer token the daemon accepts: its secret, the name its
-// writes are audited under, what it may do, and the uids it speaks for
-// (none: any pid, no uid proven).
+// Token is one accepted bearer token: its secret, its audit name, its
+// scopes, and the uids it speaks for (none: any pid, no uid proven).
 type Token struct {
 	Name   string
 	Secret string
 	Scopes Scopes
 	UIDs   []int
-	// digest is Secret's SHA-256, made once by Set.
 	digest [sha256.Size]byte
 }
 
 // Tokens is the set of tokens a handler accepts; Set replaces it while it
-// serves (SIGHUP re-reads the files).
+// serves (SIGHUP).
 type Tokens struct{ p atomic.Pointer[[]Token] }
 
 // NewTokens holds ts.
@@ -86,8 +83,7 @@ func (t *Tokens) list() []Token {
 	return *t.p.Load()
 }
 
-// match is the token whose secret is tok, compared in constant time per
-// token, digests of both so that the length leaks nothing either.
+// match compares SHA-256 digests in constant time: not even the length leaks.
 func (t *Tokens) match(tok string) (Token, bool) {
 	got := sha256.Sum256([]byte(tok))
 	var found Token
@@ -105,9 +101,8 @@ type Peer struct{ UID, GID, PID int }
 
 type peerKey struct{}
 
-// PeerContext is the http.Server's ConnContext for a unix socket: the
-// peer's credentials, read from the kernel once per connection, ride in
-// the context of each request on it. Any other connection is left as is.
+// PeerContext is the http.Server's ConnContext: a unix socket peer's
+// credentials, read once per connection, ride in each request's context.
 func PeerContext(ctx context.Context, c net.Conn) context.Context {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
@@ -122,14 +117,13 @@ func PeerContext(ctx context.Context, c net.Conn) context.Context {
 	if err := raw.Control(func(fd uintptr) {
 		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil || credErr != nil {
-		// A socket connection whose peer cannot be named is nobody's.
+		// A peer the kernel cannot name is nobody's.
 		return context.WithValue(ctx, peerKey{}, (*Peer)(nil))
 	}
 	return context.WithValue(ctx, peerKey{}, &Peer{UID: int(cred.Uid), GID: int(cred.Gid), PID: int(cred.Pid)})
 }
 
-// peerOf is the request's socket peer: ok when it came over the socket,
-// p nil when the kernel did not name it.
+// peerOf is the request's socket peer: ok over the socket, p nil if unnamed.
 func peerOf(r *http.Request) (p *Peer, ok bool) {
 	p, ok = r.Context().Value(peerKey{}).(*Peer)
 	return p, ok
@@ -144,20 +138,18 @@ type Caller struct {
 
 type callerKey struct{}
 
-// CallerOf is the caller the API decided for r (the page reads it too);
-// the zero Caller, with no scope, when none was.
+// CallerOf is the caller the API decided for r; the zero Caller if none.
 func CallerOf(r *http.Request) Caller {
 	c, _ := r.Context().Value(callerKey{}).(Caller)
 	return c
 }
 
-// socketScopes are a local socket peer's: it may read, report on its own
-// processes and triage; root may do all.
+// socketScopes are a socket peer's (its own processes only); root's are admin.
 const socketScopes = ScopeRead | ScopeReport | ScopeTriage
 
-// caller decides who r is: a socket peer by its uid; else a bearer
-// token, or the page's session cookie; else anonymous, which reads only
-// with auth.public_reads and does everything only with auth: none.
+// caller decides who r is: a socket peer by its uid; else a bearer token or
+// the page's session cookie; else anonymous, which reads only with
+// auth.public_reads and does everything only with auth: none.
 func (s *server) caller(r *http.Request) (Caller, bool) {
 	if p, ok := peerOf(r); ok {
 		if p == nil {
@@ -170,7 +162,7 @@ func (s *server) caller(r *http.Request) (Caller, bool) {
 		return c, true
 	}
 	if s.Tokens == nil {
-		// auth: none, on loopback only: any local process, as before.
+		// auth: none, loopback only: any local process.
 		return Caller{Principal: transitions.Principal{Name: anonymous}, Scopes: ScopeAdmin}, true
 	}
 	if h := r.Header.Get("Authorization"); h != "" && !isBasic(h) {
@@ -201,9 +193,8 @@ func tokenCaller(t Token) Caller {
 	return Caller{Principal: transitions.Principal{Name: "token:" + t.Name, UIDs: t.UIDs}, Scopes: t.Scopes}
 }
 
-// needs wraps h so that it runs only for a caller with want: a request
-// with a wrong token, or none where one is needed, is 401 with
-// WWW-Authenticate; a caller without the scope 403.
+// needs runs h only for a caller with want: bad or missing credentials
+// are 401, a missing scope 403.
 func (s *server) needs(want Scopes, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, ok := s.caller(r)
@@ -248,11 +239,9 @@ func scopeVerb(s Scopes) string {
 	return "do that"
 }
 
-// pageAccess guards one of the page's routes: its assets and the runbook
-// are open; the stream needs the read scope; the queue and the entity
-// pages, for a caller without it, answer the login form (401), and tell
-// the page whether the caller's own session may triage (its script then
-// asks for no token).
+// pageAccess guards a page route: assets and the runbook are open, the
+// stream needs read, and the other pages answer the login form without it.
+// It tells the page whether the caller's session may triage.
 func (s *server) pageAccess(pattern string, h http.Handler) http.Handler {
 	switch pattern {
 	case "GET /assets/", "GET /runbook":
@@ -276,17 +265,14 @@ func (s *server) pageAccess(pattern string, h http.Handler) http.Handler {
 	})
 }
 
-// viaBearer says whether r carried its own bearer token (then the page's
-// script keeps sending it, and needs nothing of the session).
+// viaBearer says whether r carried its own bearer token.
 func viaBearer(r *http.Request) bool {
 	h := r.Header.Get("Authorization")
 	return h != "" && !isBasic(h)
 }
 
-// isBasic says whether an Authorization header is basic auth: the web
-// config's (exporter-toolkit checked it before the API saw the request),
-// a gate in front of the daemon and not a principal, so the caller is
-// still decided by its session or as anonymous (docs/security.md).
+// isBasic says whether an Authorization header is the web config's basic
+// auth: a gate in front of the daemon, not a principal (docs/security.md).
 func isBasic(h string) bool {
 	scheme, _, _ := strings.Cut(h, " ")
 	return strings.EqualFold(scheme, "Basic")

@@ -16,8 +16,7 @@ import (
 	"watchdog/wire"
 )
 
-// register is POST /api/v1/entities: 201 with the entity when it was
-// created, 200 when an existing one was updated (its lifecycle unchanged).
+// register is POST /api/v1/entities: 201 created, 200 updated (lifecycle unchanged).
 func (s *server) register(w http.ResponseWriter, r *http.Request) {
 	var body wire.Register
 	if err := wire.DecodeAt(r.Body, &body, false, s.Now()); err != nil {
@@ -34,8 +33,7 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 	created, err := s.Writer.Register(ctx, reg)
 	if err != nil {
 		if errors.Is(err, transitions.ErrUnknownType) {
-			// The type is a field of the document here, not a path: the
-			// document is invalid, no resource is missing.
+			// The type is a field of the document, not a path: 422, not 404.
 			writeError(w, http.StatusUnprocessableEntity, transitions.CauseUnknownType, err.Error())
 			return
 		}
@@ -58,10 +56,7 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, wire.FromEntity(e, nil, s.Heartbeats, s.Now()))
 }
 
-// getEntity is GET /api/v1/entities/{type}/{id}: the entity read shape
-// with its latest wire.TransitionsInEntity audit rows, oldest first, and
-// their total; …/transitions pages the rest. The response stays bounded
-// however long the history: each row is bounded by wire's limits.
+// getEntity is GET /api/v1/entities/{type}/{id}, with its latest audit rows only.
 func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 	typ, err := canonicalType(r.PathValue("type"))
 	if err != nil {
@@ -70,9 +65,7 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	ctx := r.Context()
-	// The state comes from the live view, synced first so that a write
-	// just acknowledged (by this daemon or by a CLI) is read back; the
-	// audit rows are the store's.
+	// Synced first so that a write just acknowledged, by anyone, is read back.
 	if err := s.View.Sync(ctx); err != nil {
 		s.fail(w, r, err)
 		return
@@ -80,10 +73,7 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 	now := s.Now()
 	ent, ok := s.View.Get(typ, id, now)
 	if !ok && !s.holdsAll() {
-		// Another host's entity, which a daemon of a fleet does not hold
-		// (ADR-0056), or one that aged out of the failure window, which
-		// the view dropped (ADR-0060): the store's row, derived as the
-		// view derives.
+		// Not held by a fleet daemon (ADR-0056) or aged out (ADR-0060): the store's row.
 		e, err := s.Store.Get(ctx, typ, id)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			s.fail(w, r, err)
@@ -108,11 +98,7 @@ func (s *server) getEntity(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// getTransitions is GET /api/v1/entities/{type}/{id}/transitions
-// [?after=SEQ][&limit=N]: the entity's audit rows with seq > after (0:
-// from the first), oldest first, at most limit (default
-// wire.DefaultTransitionsPage, at most wire.MaxTransitionsPage), and the
-// cursor of the next page.
+// getTransitions is GET …/{type}/{id}/transitions: audit rows after a seq, paged.
 func (s *server) getTransitions(w http.ResponseWriter, r *http.Request) {
 	typ, err := canonicalType(r.PathValue("type"))
 	if err != nil {
@@ -164,15 +150,8 @@ func queryInt(v, name string, def, lo, hi int64) (int64, error) {
 	return n, nil
 }
 
-// listEntities is GET /api/v1/entities[?type=T][&severity=S,...]
-// [&order=severity|id][&limit=N][&after=CURSOR][&process=true]: the
-// entities (without audit rows) in pages of limit (default
-// wire.DefaultEntitiesPage, at most wire.MaxEntitiesPage), total counting
-// all pages and next the cursor of the following one. A severity filter
-// leaves legacy entities out, as they have no severity of their own. See
-// wire.ListOrder for the two orders. With process=true each open entity of
-// this host carries its process facts (`status --wide`), read now: the
-// page's cost, so it is asked for, not given to every poll.
+// listEntities is GET /api/v1/entities, paged by cursor (wire.ListOrder).
+// process=true reads process facts now: that costs, so it is asked for.
 func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	typ := q.Get("type")
@@ -220,8 +199,7 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	names := s.hostNames(r.Context())
-	// On a daemon of a fleet, a scope it does not hold is read by
-	// index (ADR-0058).
+	// A fleet daemon reads a scope it does not hold by index (ADR-0058).
 	if s.fleet != nil {
 		sq := store.ListQuery{ByID: order == wire.OrderID, Type: typ, Severities: want, Limit: int(limit)}
 		if after != nil {
@@ -261,8 +239,7 @@ func (s *server) listEntities(w http.ResponseWriter, r *http.Request) {
 		func(i int) string { return pg[i].key.Cursor() })
 }
 
-// listItem is one entity of a list page in the wire shape, its host
-// named from names.
+// listItem is one entity of a list page in the wire shape.
 func (s *server) listItem(e store.Entity, ns state.NormalizedState, withProcess bool, names map[string]string) wire.Entity {
 	item := wire.FromDerived(e, ns, nil, s.Heartbeats, s.Now())
 	item.HostName = names[item.HostID]
@@ -273,8 +250,7 @@ func (s *server) listItem(e store.Entity, ns state.NormalizedState, withProcess 
 	return item
 }
 
-// heartbeat is POST …/{type}/{id}/heartbeat with an empty body or
-// {"progress": "..."}: 200 with the entity.
+// heartbeat is POST …/{type}/{id}/heartbeat: 200 with the entity.
 func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 	typ, err := canonicalType(r.PathValue("type"))
 	if err != nil {
@@ -317,9 +293,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, wire.FromEntity(e, nil, s.Heartbeats, s.Now()))
 }
 
-// transition is POST …/{type}/{id}/transitions: 200 with the entity as it
-// is after the transition (audit rows are on GET) and the lifecycle it
-// left, "from".
+// transition is POST …/{type}/{id}/transitions: the entity after it and "from".
 func (s *server) transition(w http.ResponseWriter, r *http.Request) {
 	typ, id := r.PathValue("type"), r.PathValue("id")
 	var body wire.Transition
@@ -342,8 +316,7 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Principal = caller.Principal
-	// The write path validates everything else and counts its own
-	// rejections.
+	// The write path validates the rest and counts its own rejections.
 	res, err := s.Writer.Transition(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, err)
@@ -352,19 +325,16 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, wire.TransitionResult{Entity: wire.FromEntity(res.After, nil, s.Heartbeats, s.Now()), From: res.Before.LifecycleOr("")})
 }
 
-// rejected counts a transition the API refused before the write path saw
-// it, so watchdog_transitions_rejected_total covers every refusal.
+// rejected counts a transition refused before the write path saw it.
 func (s *server) rejected(typ, cause string) {
 	if s.Metrics != nil {
 		s.Metrics.Rejected(typ, cause)
 	}
 }
 
-// actorFor decides a transition's actor from the one the body claims (see
-// the package doc): the reaper never over HTTP; admin only for a caller
-// with the admin scope; else what the body says, orchestrator by default.
-// An actor outside the vocabulary is left to the write path, which
-// refuses it as invalid input.
+// actorFor decides a transition's actor: never the reaper over HTTP (an
+// audit row saying reaper must be true); admin only with the admin scope;
+// else what the body says. An unknown actor is left to the write path.
 func (s *server) actorFor(claimed string, c Caller) (string, error) {
 	switch {
 	case claimed == transitions.ActorReaper:

@@ -11,24 +11,17 @@ import (
 	"go.uber.org/zap"
 )
 
-// Causes of the browser-facing refusals (see the package doc).
+// Causes of the browser-facing refusals (ADR-0011).
 const (
 	causeHostNotAllowed  = "host_not_allowed"
 	causeCrossOrigin     = "cross_origin"
 	causeUnsupportedType = "unsupported_media_type"
 )
 
-// hostAllowed reports whether a request's Host header names this daemon
-// in a way no other web site can make a browser send (DNS rebinding: a
-// page of attacker.example whose name is re-pointed at 127.0.0.1 reaches
-// the daemon with Host: attacker.example). Allowed are an IP literal (a
-// browser sends the page's own host, so an IP Host means the page was
-// loaded from that IP, i.e. from this daemon, or the client is no browser
-// at all), localhost and its subdomains (resolved on the host, never by
-// an attacker's DNS), and the configured allowed_hosts. A missing Host
-// (HTTP/1.0) comes from no browser and passes. The port is not compared:
-// behind a proxy or a port mapping it differs legitimately, and a
-// rebinding attacker controls names, not ports.
+// hostAllowed reports whether a Host header names this daemon in a way no
+// other site can make a browser send (DNS rebinding): an IP literal,
+// localhost and its subdomains, or allowed_hosts. No Host (HTTP/1.0) passes;
+// the port is not compared, since attackers control names, not ports (ADR-0011).
 func (s *server) hostAllowed(hostport string) bool {
 	if hostport == "" {
 		return true
@@ -53,9 +46,8 @@ func (s *server) hostAllowed(hostport string) bool {
 	return false
 }
 
-// guardHost refuses, on every endpoint, a request whose Host names another
-// site: with DNS rebinding a page could otherwise read the API (GET) as
-// well as write it.
+// guardHost refuses a foreign Host on every endpoint: with DNS rebinding a
+// page could read the API as well as write it.
 func (s *server) guardHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hostAllowed(r.Host) {
@@ -67,13 +59,9 @@ func (s *server) guardHost(next http.Handler) http.Handler {
 	})
 }
 
-// sameOrigin reports whether a mutating request may come from where its
-// browser headers say it does: no Origin (curl, the Go client, Python's
-// urllib: not a browser) or an Origin whose host:port is the request's
-// own Host (a page this daemon served), and a Sec-Fetch-Site, when sent,
-// of same-origin or none (typed by the user). Anything else is a web page
-// of another origin, which may not write here even from localhost: another
-// port is another origin.
+// sameOrigin reports whether a write may come from where its browser headers
+// say: no Origin (not a browser) or the request's own Host, and Sec-Fetch-Site,
+// if sent, same-origin or none. Another local port is another origin.
 func sameOrigin(r *http.Request) (bool, string) {
 	switch site := r.Header.Get("Sec-Fetch-Site"); site {
 	case "", "same-origin", "none":
@@ -94,19 +82,15 @@ func sameOrigin(r *http.Request) (bool, string) {
 	return true, ""
 }
 
-// isJSON reports whether a Content-Type is application/json, parameters
-// (charset) allowed.
+// isJSON reports whether a Content-Type is application/json, parameters allowed.
 func isJSON(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "application/json"
 }
 
-// mutating guards a POST handler, before anything reads the body: a
-// cross-origin browser request is 403 (a page may not drive the API), a
-// caller without want 401 or 403 (needs; 0 wants nothing: the login), a
-// body that does not say application/json 415 (HTML forms and no-cors
-// fetches can send only text/plain, form and multipart bodies without a
-// CORS preflight, which this daemon never grants).
+// mutating guards a POST before its body is read: cross-origin is 403, a
+// caller without want 401 or 403 (0: the login), and a non-JSON body 415,
+// which no form or no-cors fetch can send without a CORS preflight.
 func (s *server) mutating(want Scopes, h http.HandlerFunc) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ct := r.Header.Get("Content-Type"); !isJSON(ct) {

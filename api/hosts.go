@@ -11,27 +11,23 @@ import (
 	"watchdog/wire"
 )
 
-// hostNamesFresh is how long the hosts' names are read once for: they
-// change only when a daemon starts, and a list must not cost a query.
+// hostNamesFresh is how long the hosts' names are cached: they change only
+// when a daemon starts, and a list must not cost a query.
 const hostNamesFresh = 5 * time.Second
 
-// hostNameCache holds the last reading of the hosts' names.
 type hostNameCache struct {
 	mu    sync.Mutex
 	at    time.Time
 	names map[string]string
 }
 
-// hostNames is the hostname each host's daemon recorded (store.HostNames),
-// read at most every hostNamesFresh; nil when the store has none or could
-// not be read (the ids are shown then, and logged at debug).
+// hostNames is each host's recorded hostname, cached; nil when unreadable.
 func (s *server) hostNames(ctx context.Context) map[string]string {
 	c := &s.hosts
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if now := time.Now(); c.at.IsZero() || now.Sub(c.at) >= hostNamesFresh {
-		// Not the request's context: a client that goes away must not
-		// fail the read for the requests waiting on it.
+		// Not the request's context: a client leaving must not fail the waiters.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		names, err := s.Store.HostNames(rctx)
@@ -44,8 +40,7 @@ func (s *server) hostNames(ctx context.Context) map[string]string {
 	return c.names
 }
 
-// resolveHost is the host id of a ?host= value, a name or an id
-// (wire.ResolveHost); false when it answered 400 for an ambiguous name.
+// resolveHost is the host id of a ?host= name or id; false when it answered 400.
 func (s *server) resolveHost(w http.ResponseWriter, r *http.Request, v string) (string, bool) {
 	if v == "" {
 		return "", true

@@ -13,17 +13,14 @@ import (
 	"watchdog/wire"
 )
 
-// listed is one entity of a list with its derived state: from the live
-// view (its entity rebuilt from ref for the page only), and its key.
+// listed is one entity of a list, rebuilt from its live.Ref for the page only.
 type listed struct {
 	ref live.Ref
 	key wire.ListKey
 	ns  state.NormalizedState
 }
 
-// page sorts items by key and returns the limit of them that follow after
-// (nil: from the first), and the cursor of the next page ("" when none
-// follows). Only the page is turned into the wire shape, by the caller.
+// page sorts items and returns up to limit after after, and the next cursor.
 func page(items []listed, after *wire.ListKey, limit int) ([]listed, string) {
 	sort.SliceStable(items, func(i, j int) bool { return items[i].key.Less(items[j].key) })
 	if after != nil {
@@ -37,13 +34,8 @@ func page(items []listed, after *wire.ListKey, limit int) ([]listed, string) {
 	return items, next
 }
 
-// writeList answers a list as a stream (200): head's fields, then the n
-// items made and encoded one at a time as they are written, so that a
-// reader holds at most one item and the writer's buffer of the daemon's
-// memory, however slowly it reads. The page ends early at the first item
-// that would take it past wire.MaxListBytes (one item is always sent);
-// next is then the cursor of the last item sent (cursor), as it is when
-// more follow the n.
+// writeList streams a list one item at a time, so a slow reader costs one
+// item of memory, ending the page early before wire.MaxListBytes.
 func writeList(w http.ResponseWriter, head wire.EntityList, n int, more bool, item func(int) wire.Entity, cursor func(int) string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -75,8 +67,7 @@ func writeList(w http.ResponseWriter, head wire.EntityList, n int, more bool, it
 	io.WriteString(w, "]}\n") //nolint:errcheck // the client went away; nothing left to tell it
 }
 
-// mustJSON encodes v as the API does (no HTML escaping); v is one of the
-// wire shapes, which always encode.
+// mustJSON encodes v as the API does (no HTML escaping).
 func mustJSON(v any) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -7,10 +7,7 @@ import (
 	"watchdog/wire"
 )
 
-// selectListed is the list's selection from the live view (after a
-// Sync), each entity with the state the view derived at its last change,
-// stamped evaluated at now, and its key in order o. Each entity is kept as
-// a live.Ref: only a page's are rebuilt whole.
+// selectListed is the list's selection from a synced live view, keyed in order o.
 func selectListed(v LiveReader, f wire.EntityFilter, o wire.ListOrder, now time.Time) []listed {
 	var out []listed
 	v.Each(f.Type, func(e *live.Entry) {

@@ -12,12 +12,9 @@ import (
 	"watchdog/wire"
 )
 
-// The page's session: a browser cannot send a bearer token when it
-// navigates, so the page's token form trades the token for a cookie
-// (HttpOnly, SameSite=Strict, Secure over TLS) that names the token for
-// sessionTTL. The cookie holds a random id, never the token; a session
-// ends when its token is removed or rotated (the digest kept no longer
-// matches).
+// The page's session trades a token for a cookie, since a navigating browser
+// cannot send a bearer token. The cookie holds a random id, never the token,
+// and ends when its token is removed or rotated (docs/security.md).
 const (
 	// SessionCookie names the page's session cookie (POST /api/session).
 	SessionCookie = "watchdog_session"
@@ -88,8 +85,7 @@ type Session struct {
 	Token string `json:"token"`
 }
 
-// login is POST /api/session {"token": "..."}: 204 with the session
-// cookie for a token the daemon accepts, 401 otherwise.
+// login is POST /api/session: 204 with a session cookie for an accepted token.
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	var body Session
 	if err := wire.Decode(r.Body, &body, false); err != nil {

@@ -6,33 +6,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Why the HTTP server shed a connection or a request at its bounds
-// (watchdog_http_connections_shed_total{reason}; ADR-0034).
+// Why the HTTP server shed a connection or request (shed_total's reason; ADR-0034).
 const (
-	// ShedEvicted: a connection still waiting for its request headers (a
-	// new one, or an idle keep-alive one) closed to make room for a new
-	// connection once every connection was in use.
+	// ShedEvicted: a connection still waiting for headers, closed to make room.
 	ShedEvicted = "evicted"
-	// ShedRefused: a new connection closed at once, every open one busy
-	// with a request.
+	// ShedRefused: a new connection closed at once, every open one busy.
 	ShedRefused = "refused"
-	// ShedBusy: a request other than /healthz, /readyz and /metrics
-	// answered 503, http.max_connections requests being served already.
+	// ShedBusy: a request other than the probes and /metrics answered 503.
 	ShedBusy = "busy"
 )
 
-// ShedReasons are the values of watchdog_http_connections_shed_total's
-// reason label, every one pre-seeded at 0.
+// ShedReasons are watchdog_http_connections_shed_total's reasons, pre-seeded.
 var ShedReasons = []string{ShedEvicted, ShedRefused, ShedBusy}
 
-// connsDesc is watchdog_http_connections: the HTTP server's open
-// connections by whether a request is being served on them.
 var connsDesc = prometheus.NewDesc("watchdog_http_connections",
 	"Open HTTP connections: waiting (for a request's headers, new or idle keep-alive) or active (a request being served).",
 	[]string{"state"}, nil)
 
-// connsCollector reads the counts at scrape time; both read 0 until the
-// daemon sets the source (Connections).
+// connsCollector reads the counts at scrape time; 0 until Connections.
 type connsCollector struct {
 	src *atomic.Pointer[func() (waiting, active int)]
 }
@@ -59,8 +50,8 @@ func newShedCounter() *prometheus.CounterVec {
 	return c
 }
 
-// Shed counts one connection or request shed at the HTTP server's bounds;
-// reason is one of ShedReasons (anything else counts as "unknown").
+// Shed counts one connection or request shed at the HTTP server's bounds
+// (reason one of ShedReasons, else "unknown").
 func (m *Metrics) Shed(reason string) {
 	switch reason {
 	case ShedEvicted, ShedRefused, ShedBusy:
@@ -70,6 +61,5 @@ func (m *Metrics) Shed(reason string) {
 	m.shed.WithLabelValues(reason).Inc()
 }
 
-// Connections sets where watchdog_http_connections reads its counts (the
-// daemon's connection limiter).
+// Connections sets where watchdog_http_connections reads its counts.
 func (m *Metrics) Connections(fn func() (waiting, active int)) { m.conns.Store(&fn) }

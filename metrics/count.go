@@ -37,20 +37,14 @@ type counts struct {
 	leftovers map[string]int
 }
 
-// same is whether o counts exactly what n counts: the gauges made of
-// either are the same.
+// same is whether o counts exactly what n counts.
 func (n *counts) same(o *counts) bool {
 	return n.legacy == o.legacy && maps.Equal(n.entities, o.entities) && maps.Equal(n.states, o.states) &&
 		maps.Equal(n.reasons, o.reasons) && maps.Equal(n.attention, o.attention) && maps.Equal(n.leftovers, o.leftovers)
 }
 
-// count syncs the live view and derives every entity gauge from it: the
-// group sizes the view keeps as entities change (entities, states,
-// legacy), the reasons of the entities that count now, and the queue's
-// counts by the view's own definition (live.Counts), so the gauges count
-// exactly what `watchdog status` and GET /api/attention show. Only the
-// entities of the hosts owns accepts are counted (nil: all): in a fleet,
-// every daemon views the whole store but counts only what it owns.
+// count syncs the live view and derives every entity gauge by the view's own
+// definitions, for the hosts owns accepts (nil: all).
 func count(ctx context.Context, src Source, now time.Time, owns func(host string) bool) (*counts, error) {
 	if err := src.Sync(ctx); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
@@ -62,8 +56,7 @@ func count(ctx context.Context, src Source, now time.Time, owns func(host string
 		attention: map[itemKey]int{},
 		leftovers: map[string]int{},
 	}
-	// Hosts are few and a scrape asks about each several times: ask owns
-	// once per host.
+	// A scrape asks about each host several times: ask owns once per host.
 	owned := map[string]bool{}
 	mine := func(host string) bool {
 		if owns == nil {

@@ -12,23 +12,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// The counters' gathering, kept between scrapes (ADR-0052, fifth step).
-// The counters are pre-seeded at 0 for every edge, actor, cause, outcome
-// and job (about 600 of a scrape's 1,000 series, package comment), and a
-// registry's Gather makes every series anew at every scrape: about 200 KB
-// of garbage a scrape at 10,000 entities, nearly half of it, which a
-// quiet daemon scraped every few seconds carries as resident memory until
-// its next collection. Only Metrics' own methods move these counters, so
-// each bumps a generation; a scrape gathers them again only when the
-// generation moved since the last, and otherwise serves the families it
-// kept (read-only: the encoders never write to them).
+// The counters' gathering is kept between scrapes (ADR-0052): Metrics' methods
+// bump a generation, and an unmoved one serves the kept, read-only families.
 
-// cachedCounters is the counters' own registry and the families its last
-// Gather made.
+// cachedCounters is the counters' own registry and its last Gather's families.
 type cachedCounters struct {
 	reg *prometheus.Registry
-	// src is synced before each gather: the feed's counters (Follow) then
-	// count every audit row committed before the scrape began.
+	// src is synced before each gather, so every row committed before the scrape counts.
 	src Source
 	gen atomic.Uint64
 
@@ -42,13 +32,11 @@ func (c *cachedCounters) changed() { c.gen.Add(1) }
 
 // Gather implements prometheus.Gatherer.
 func (c *cachedCounters) Gather() ([]*dto.MetricFamily, error) {
-	// A failed Sync leaves the counters as they are (the store collector
-	// reports the failure).
+	// A failed Sync leaves the counters as they are.
 	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
 	_ = c.src.Sync(ctx)
 	cancel()
-	// Loaded before the gather: a counter moved during it is gathered
-	// again at the next scrape, never left out.
+	// Loaded before the gather: a counter moved during it is gathered next time.
 	g := c.gen.Load()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -63,10 +51,8 @@ func (c *cachedCounters) Gather() ([]*dto.MetricFamily, error) {
 	return mfs, nil
 }
 
-// describedOnly describes the counters on the caller's registry and
-// collects nothing there (the counters are gathered by cachedCounters):
-// a second registration of the same names on that registry still fails,
-// as it did when the counters were registered on it.
+// describedOnly describes the counters on the caller's registry, collecting
+// nothing, so a second registration of their names still fails.
 type describedOnly []prometheus.Collector
 
 // Describe sends the counters' descriptors.
@@ -79,15 +65,12 @@ func (d describedOnly) Describe(ch chan<- *prometheus.Desc) {
 // Collect sends nothing: cachedCounters gathers the counters.
 func (describedOnly) Collect(chan<- prometheus.Metric) {}
 
-// Gatherer is what /metrics serves: g (the registry New registered on)
-// and the counters, in one list sorted by name as a registry's is.
+// Gatherer is what /metrics serves: g and the counters, sorted by name.
 func (m *Metrics) Gatherer(g prometheus.Gatherer) prometheus.Gatherer {
 	return merged{g, m.counters}
 }
 
-// merged is a Gatherer of two with no name in common (New registers the
-// counters' descriptors on the first, which refuses any other collector
-// of those names).
+// merged is a Gatherer of two with no name in common.
 type merged struct {
 	a prometheus.Gatherer
 	b *cachedCounters

@@ -6,9 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// What judging costs: a death is one probe and one write (issue 38), an
-// unchanged host neither; a rise without deaths or changes says the
-// daemon looks or writes more than it learns.
+// A rise without deaths or changes says the daemon looks or writes more than it learns.
 var (
 	probesDesc = prometheus.NewDesc("watchdog_probes_total",
 		"Looks at an entity's process and files (a probe), by every path that judges: the sweep, the monitor's deaths and deadlines, the one-shot steps.",
@@ -18,8 +16,7 @@ var (
 		nil, nil)
 )
 
-// judgingCollector reads the reaper's counts at scrape time: 0 until the
-// daemon sets the source.
+// judgingCollector reads the reaper's counts at scrape time; 0 until Judging.
 type judgingCollector struct {
 	src *atomic.Pointer[func() (probes, written uint64)]
 }
@@ -38,6 +35,5 @@ func (c judgingCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(observationsDesc, prometheus.CounterValue, float64(written))
 }
 
-// Judging sets where watchdog_probes_total and
-// watchdog_observations_written_total read their counts (reaper.Counts).
+// Judging sets where the probe and observation counters read (reaper.Counts).
 func (m *Metrics) Judging(fn func() (probes, written uint64)) { m.judging.Store(&fn) }

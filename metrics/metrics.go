@@ -1,61 +1,8 @@
-// Package metrics exports watchdog's Prometheus metrics (docs/reference/metrics.md).
-//
-// Gauges about entities are computed at scrape time from the daemon's live
-// view (package live): the group sizes it keeps as entities change, the
-// reasons of the entities that count now and the queue's counts, after a
-// Sync, so they are never stale and read the same view as the API, the
-// queue and STATUS=. Counters of transitions and reaps come from the audit
-// log through the view's feed (Follow), so a `watchdog transition --db`
-// or an exec wrapper's write counts as much as the daemon's own; the
-// rejection counter and the job histogram are updated by the callers
-// through Metrics' methods: *Metrics is the transitions.Observer of the
-// write path (rejections are not recorded anywhere else) and the observer
-// of the reaper and its scheduler.
-//
-// Series never vanish while the process runs:
-//   - watchdog_entities is pre-seeded at 0 for every entity type, every
-//     severity and the tones that severity can have;
-//   - watchdog_reasons_active for every registered code and severity;
-//   - watchdog_attention_items for every entity type and critical,
-//     warning and info;
-//   - watchdog_entity_states is not pre-seeded: the product of types,
-//     lifecycles, health and delivery values is thousands of series, most
-//     of which never occur. A combination appears when first seen and then
-//     stays (at 0 when empty) until the process restarts;
-//   - watchdog_transitions_rejected_total for every type and cause, and
-//     watchdog_job_runs_total and watchdog_job_duration_seconds for every
-//     job (docs/reference/state-model.md, Scheduled jobs), start at 0;
-//   - watchdog_transitions_total for every edge of every graph and every
-//     actor, and watchdog_reaped_total for every reaper outcome
-//     (reaper.Outcomes), start at 0.
-//
-// What the gauges count (the definitions of package live, shared with
-// STATUS=, `watchdog status` and GET /api/attention):
-//   - watchdog_entities and watchdog_entity_states: every non-legacy
-//     entity, open or ended, however long ago;
-//   - watchdog_reasons_active: the codes held by open entities and by
-//     entities whose outcome is inside the failure window,
-//     each under its own severity (state.ReasonSeverity);
-//   - watchdog_attention_items: the queue items no dismissal or snooze
-//     hides, by severity and entity type (summed over the types, GET
-//     /api/attention's by_severity on a daemon alone on its store).
-//
-// In a fleet (several daemons on one store) every daemon's view, API and
-// STATUS= show the whole fleet, but its entity gauges count only what it
-// owns (Options.Owns: the entities of its own host, plus the host-less
-// ones while it is the leader), so sum() across the daemons is the fleet
-// with no entity counted twice. watchdog_leader says which daemon counts
-// the host-less entities.
-//
-// Label values come only from closed vocabularies (entity types, lifecycle
-// graphs, health and delivery values, registered reason codes, actors,
-// causes, job names and results). A value outside them, which only a
-// hand-edited database or a programming error can produce, is reported as
-// "unknown", never under its own string, so cardinality stays bounded.
-//
-// A view that cannot sync does not fail the scrape: the entity gauges are
-// left out and watchdog_scrape_collector_success{collector="store"} is 0
-// (node_exporter's convention), which is what to alert on.
+// Package metrics exports watchdog's Prometheus metrics
+// (docs/reference/metrics.md, ADR-0008, ADR-0027): entity gauges computed at
+// scrape time from the live view for what this daemon owns, and counters
+// following the audit log's feed, so every writer counts. Label values come
+// only from closed vocabularies ("unknown" otherwise).
 package metrics
 
 import (
@@ -87,21 +34,12 @@ type Source interface {
 	SetFailureWindow(d time.Duration)
 }
 
-// Options say what this daemon owns in a fleet. The zero Options own
-// everything: one daemon per store, today's behaviour.
+// Options say what this daemon owns in a fleet; the zero Options own everything.
 type Options struct {
-	// Owns reports whether the entities recorded on host ("" for
-	// host-less ones) are this daemon's to count: its own host, plus the
-	// host-less entities while it is the leader. The entity gauges
-	// (watchdog_entities, watchdog_entity_states, watchdog_reasons_active,
-	// watchdog_attention_items, watchdog_legacy_entities,
-	// watchdog_leftover_processes) count only the
-	// entities it owns, so sum() across the daemons of a fleet counts each
-	// entity once. nil owns every host. It is called at every scrape, a few
-	// times per host.
+	// Owns reports whether host's entities ("" for host-less) are this daemon's
+	// to count, so sum() across a fleet counts each once; nil owns every host.
 	Owns func(host string) bool
-	// Leader reports whether this daemon runs the host-less jobs:
-	// watchdog_leader. nil means always (a daemon alone on its store).
+	// Leader reports whether this daemon runs the host-less jobs; nil means always.
 	Leader func() bool
 }
 
@@ -110,9 +48,7 @@ type Feed interface {
 	OnTransitions(fn func([]store.AuditRow))
 }
 
-// ScrapeTimeout bounds the store queries of one scrape. Prometheus' own
-// default scrape timeout is 10s; a store slower than this reports
-// success 0 rather than making the whole scrape time out.
+// ScrapeTimeout bounds one scrape's store queries, under Prometheus' 10s default.
 const ScrapeTimeout = 5 * time.Second
 
 // unknown is the label value for anything outside a vocabulary.
@@ -127,26 +63,21 @@ type Metrics struct {
 	jobRuns     *prometheus.CounterVec
 	jobDuration *prometheus.HistogramVec
 	lastSweep   prometheus.Gauge
-	// counters gathers the five counters above (counters.go); lastSweep
-	// and the rest are registered on the caller's registry.
+	// counters gathers the five counters above (counters.go).
 	counters *cachedCounters
 
 	collector *storeCollector
-	// fromFeed: the counters of transitions and reaps follow the audit
-	// log (Follow), and the write path's and reaper's own calls are not
-	// counted again.
+	// fromFeed: the counters follow the audit log, so direct calls are not counted again.
 	fromFeed atomic.Bool
 	// watching is the source of watchdog_watched_processes (Watching).
 	watching atomic.Pointer[func() (pidfd, polled int)]
-	// overflows is the source of watchdog_pidwatch_overflow_total
-	// (PidwatchOverflows).
+	// overflows is the source of watchdog_pidwatch_overflow_total.
 	overflows atomic.Pointer[func() uint64]
 	// judging is the source of the probe and write counters (Judging).
 	judging atomic.Pointer[func() (probes, written uint64)]
 	// files is the source of watchdog_heartbeat_files (HeartbeatFiles).
 	files atomic.Pointer[func() (watched, polled int)]
-	// tree is the source of watchdog_process_tree_mode and
-	// watchdog_process_tree_overflow_total (ProcessTree).
+	// tree is the source of the process tree metrics (ProcessTree).
 	tree atomic.Pointer[TreeSource]
 	// shed and conns are the HTTP server's bounds (conns.go).
 	shed  *prometheus.CounterVec
@@ -155,10 +86,8 @@ type Metrics struct {
 	streams atomic.Pointer[func() StreamCounts]
 }
 
-// New registers every watchdog metric, the Go and process collectors on
-// reg (never the global registry) and returns the handle the callers
-// update. now is the clock of the failure window (nil means time.Now); o
-// says what this daemon owns in a fleet.
+// New registers every watchdog metric, with the Go and process collectors, on
+// reg (never the global registry); now is the failure window's clock (nil: time.Now).
 func New(reg prometheus.Registerer, src Source, version string, now func() time.Time, o Options) (*Metrics, error) {
 	if now == nil {
 		now = time.Now
@@ -183,9 +112,7 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 		jobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "watchdog_job_duration_seconds",
 			Help: "Duration of scheduled job runs that ran (skipped runs are not observed).",
-			// From a sweep of an idle host (milliseconds) to a reaper run at
-			// its max_per_run bound; 10 and 15 bracket the default sweep
-			// interval that the WatchdogSweepSlow alert compares against.
+			// 10 and 15 bracket the default sweep interval WatchdogSweepSlow compares against.
 			Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60, 120},
 		}, []string{"job"}),
 		lastSweep: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -205,9 +132,7 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 			m.rejected.WithLabelValues(t, c)
 		}
 	}
-	// Every edge of every graph by every actor (about 400 series) and every
-	// reaper outcome: an alert on increase() must see the first event, and a
-	// counter that appears at 1 has no increase to see.
+	// Every edge, actor and outcome at 0: an alert on increase() must see the first event.
 	for _, t := range transitions.Types() {
 		g, _ := transitions.Lookup(t)
 		for from, tos := range g.Edges {
@@ -251,30 +176,21 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 	return m, nil
 }
 
-// SetFailureWindow sets how long entities with an outcome count as
-// attention items and active reasons (config thresholds.failure_window;
-// default 24h), so the gauges count the same queue as GET /api/attention.
-// It is the view's window: every reader of the view sees the change.
+// SetFailureWindow sets the view's failure window: the gauges count the API's queue.
 func (m *Metrics) SetFailureWindow(d time.Duration) { m.collector.src.SetFailureWindow(d) }
 
-// Follow counts transitions and reaps from the audit rows f delivers from
-// now on (the view's feed, which starts at the log's head when the daemon
-// starts): every lifecycle change by any writer, the CLI's and exec's
-// included. After Follow, Transitioned and Reaped count nothing, as the
-// feed brings the same rows.
+// Follow counts transitions and reaps from the audit rows f delivers, whoever
+// wrote them; after it Transitioned and Reaped count nothing.
 func (m *Metrics) Follow(f Feed) {
 	m.fromFeed.Store(true)
 	f.OnTransitions(m.countRows)
 }
 
-// actorReaper is transitions.ActorReaper, spelled here because metrics
-// reads only transitions' vocabularies (internal/archtest); a test holds
-// the two equal.
+// actorReaper is transitions.ActorReaper, spelled here because metrics reads
+// only transitions' vocabularies (internal/archtest); a test holds them equal.
 const actorReaper = "reaper"
 
-// countRows counts audit rows: each row with a from (a registration has
-// none) is a transition; one by the reaper is also a reap, under its
-// reason code.
+// countRows counts rows with a from as transitions, the reaper's also as reaps.
 func (m *Metrics) countRows(rows []store.AuditRow) {
 	for _, r := range rows {
 		if r.From == nil {
@@ -287,8 +203,7 @@ func (m *Metrics) countRows(rows []store.AuditRow) {
 	}
 }
 
-// Transitioned counts an applied transition (transitions.Observer), unless
-// the counters follow the feed.
+// Transitioned counts an applied transition (transitions.Observer), unless following the feed.
 func (m *Metrics) Transitioned(entityType, from, to, actor string) {
 	if m.fromFeed.Load() {
 		return
@@ -308,8 +223,7 @@ func (m *Metrics) Rejected(entityType, cause string) {
 	m.counters.changed()
 }
 
-// Reaped counts one entity a reaper job moved (reaper.Observer), unless
-// the counters follow the feed.
+// Reaped counts one entity a reaper job moved (reaper.Observer), unless following the feed.
 func (m *Metrics) Reaped(entityType, reasonCode string) {
 	if m.fromFeed.Load() {
 		return
@@ -326,8 +240,7 @@ func (m *Metrics) countReap(entityType, reasonCode string) {
 	m.counters.changed()
 }
 
-// JobRun counts one job run and, unless it was skipped, observes its
-// duration (daemon.JobObserver).
+// JobRun counts one job run and, unless skipped, observes its duration.
 func (m *Metrics) JobRun(job, result string, d time.Duration) {
 	job = oneOf(job, reaper.JobNames)
 	m.jobRuns.WithLabelValues(job, oneOf(result, reaper.JobResults)).Inc()
@@ -374,17 +287,10 @@ type storeCollector struct {
 	owns func(host string) bool // nil: every host
 
 	mu sync.Mutex
-	// seenStates remembers every watchdog_entity_states combination seen
-	// since start, so a series that empties reports 0 instead of
-	// vanishing. Bounded by the vocabularies (see the package doc).
+	// seenStates keeps every combination seen, so an emptied series reports 0.
 	seenStates map[stateKey]struct{}
-	// last and lastGauges are the counts of the last scrape and the
-	// gauges made of them, sent again while the counts stay the same (an
-	// idle daemon's every scrape): a const metric is built afresh each
-	// time otherwise, about 140 KB of garbage a scrape for its 300-odd
-	// pre-seeded series, which an idle daemon's heap carries until the
-	// next collection (ADR-0052). A const metric is immutable, so two
-	// scrapes may send the same ones.
+	// last and lastGauges are the last scrape's counts and gauges, sent again
+	// while the counts stay the same: immutable, and no garbage (ADR-0052).
 	last       *counts
 	lastGauges []prometheus.Metric
 
@@ -432,8 +338,7 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect runs the store queries and emits the gauges, or only
-// success 0 when a query fails.
+// Collect emits the gauges, or only success 0 when the view cannot sync.
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
@@ -461,8 +366,7 @@ func (c *storeCollector) gaugesFor(n *counts) []prometheus.Metric {
 	return c.lastGauges
 }
 
-// gauges are the collector's gauges for n, c.seenStates updated with
-// n's. Called with c.mu held.
+// gauges are the collector's gauges for n, updating c.seenStates; c.mu held.
 func (c *storeCollector) gauges(n *counts) []prometheus.Metric {
 	var out []prometheus.Metric
 	add := func(m prometheus.Metric) { out = append(out, m) }
@@ -474,9 +378,7 @@ func (c *storeCollector) gauges(n *counts) []prometheus.Metric {
 			}
 		}
 	}
-	// A (type, severity, tone) outside the pre-seeded set can only come
-	// from a severity rule this table does not know yet; report it rather
-	// than lose it.
+	// A (type, severity, tone) outside the pre-seeded set is reported, not lost.
 	for k, v := range n.entities {
 		if !slices.Contains(state.SeverityTones[k.severity], k.tone) || k.typ == unknown {
 			add(prometheus.MustNewConstMetric(c.entities, prometheus.GaugeValue, float64(v), k.typ, string(k.severity), string(k.tone)))
@@ -506,18 +408,14 @@ func (c *storeCollector) gauges(n *counts) []prometheus.Metric {
 			add(prometheus.MustNewConstMetric(c.attention, prometheus.GaugeValue, float64(n.attention[itemKey{sev, typ}]), string(sev), typ))
 		}
 	}
-	// An item of an unknown type (a hand-edited row), or of a severity
-	// that produces no items by the queue's rules, is reported rather than
-	// lost.
+	// An item of an unknown type or an itemless severity is reported, not lost.
 	for k, v := range n.attention {
 		if k.typ == unknown || !slices.Contains(attentionSeverities, k.severity) {
 			add(prometheus.MustNewConstMetric(c.attention, prometheus.GaugeValue, float64(v), string(k.severity), k.typ))
 		}
 	}
 	add(prometheus.MustNewConstMetric(c.legacy, prometheus.GaugeValue, float64(n.legacy)))
-	// One series per type, pre-seeded at 0 (an alert on > 0 sees the
-	// first), and unknown for a type no graph has: bounded by the graphs
-	// (ADR-0008), never a pid or a command.
+	// One series per type at 0, so an alert on > 0 sees the first (ADR-0008).
 	for _, typ := range transitions.Types() {
 		add(prometheus.MustNewConstMetric(c.leftovers, prometheus.GaugeValue, float64(n.leftovers[typ]), typ))
 	}
@@ -529,8 +427,7 @@ func (c *storeCollector) gauges(n *counts) []prometheus.Metric {
 
 var attentionSeverities = []state.Severity{state.SeverityCritical, state.SeverityWarning, state.SeverityInfo}
 
-// leaderDesc is watchdog_leader: whether this daemon runs the host-less
-// jobs, and so counts the host-less entities in its gauges.
+// leaderDesc is watchdog_leader.
 var leaderDesc = prometheus.NewDesc("watchdog_leader",
 	"1 when this daemon is the leader of its store: it runs the host-less jobs and its gauges count the host-less entities; 0 otherwise.",
 	nil, nil)

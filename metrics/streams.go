@@ -6,23 +6,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// StreamCounts are the operator page's event streams (GET /events) as the
-// page counts them.
+// StreamCounts are the operator page's event stream counts.
 type StreamCounts struct {
 	// Open is how many streams are open now.
 	Open int
-	// Slow counts the streams dropped because the client did not read
-	// what was sent within the write wait.
+	// Slow counts streams dropped because the client did not read in time.
 	Slow uint64
 	// Refused counts the streams refused at the stream cap.
 	Refused uint64
 }
 
-// Why a page stream was dropped (watchdog_page_streams_dropped_total's
-// reason label).
+// Why a page stream was dropped: watchdog_page_streams_dropped_total's reason.
 const (
-	// StreamDropSlow: the client did not read (a write blocked past the
-	// stream's write wait).
+	// StreamDropSlow: the client did not read in time.
 	StreamDropSlow = "slow"
 	// StreamDropRefused: the stream was refused at the cap (503).
 	StreamDropRefused = "refused"
@@ -37,8 +33,7 @@ var (
 		[]string{"reason"}, nil)
 )
 
-// streamsCollector reads the page's stream counts at scrape time; every
-// one reads 0 until the daemon sets the source (Streams).
+// streamsCollector reads the stream counts at scrape time; 0 until Streams.
 type streamsCollector struct {
 	src *atomic.Pointer[func() StreamCounts]
 }
@@ -58,6 +53,5 @@ func (c streamsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(streamsDroppedDesc, prometheus.CounterValue, float64(n.Refused), StreamDropRefused)
 }
 
-// Streams sets where the page's stream metrics read their counts (the
-// page handler).
+// Streams sets where the page's stream metrics read their counts.
 func (m *Metrics) Streams(fn func() StreamCounts) { m.streams.Store(&fn) }

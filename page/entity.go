@@ -30,13 +30,11 @@ type entityPage struct {
 	Paging    bool
 	Heartbeat string
 	Progress  string
-	// HangDetection is the entity read's hang_detection: why a hang would
-	// not be seen ("" when it would).
+	// HangDetection says why a hang would not be seen ("" when it would).
 	HangDetection string
 	// Leftovers is what the named leftovers still running are doing.
 	Leftovers *leftoverData
-	// Process is the open entity's process facts, read for this page; nil
-	// when it has none (ended, another host, no pid).
+	// Process is the open entity's process facts; nil when it has none.
 	Process *processData
 }
 
@@ -62,7 +60,6 @@ func leftoverDataOf(f *state.LeftoverFacts) *leftoverData {
 	return &leftoverData{Running: f.Running, CPU: strconv.FormatFloat(f.CPUPercent, 'f', 1, 64) + "%", RSS: state.FormatBytes(f.RSSBytes)}
 }
 
-// processDataOf is f as the page shows it.
 func processDataOf(f *state.ProcessFacts) *processData {
 	if f == nil {
 		return nil
@@ -89,25 +86,19 @@ type reasonData struct {
 	Message  string
 	Evidence []evidenceLine
 	Todo     todoData
-	// Fingerprint is set when the reason is an attention item in the
-	// queue now: the entity page's Snooze and Dismiss act on it.
+	// Fingerprint is the reason's queue item now, which Snooze and Dismiss act on.
 	Fingerprint string
-	// Hidden says how a dismissal hides the item now ("snoozed until
-	// 18:02:11Z", "dismissed"), "" when it shows.
+	// Hidden says how a dismissal hides the item now, "" when it shows.
 	Hidden string
 }
 
-// evidenceLine is one line of a reason's evidence, cut where it writes a
-// moment (state.EvidenceRef.Times): the moments are shown as date-times
-// with their age, never as the raw Unix seconds the detail may write.
+// evidenceLine is a line of evidence cut at its moments, shown as date-times, not seconds.
 type evidenceLine []evidencePart
 
 // evidencePart is text, or a moment when At is set.
 type evidencePart struct {
 	Text string
-	// At is the moment (RFC 3339, UTC) for <time datetime>, which the
-	// script shows in the browser's zone; Text is then its UTC form and
-	// Age its age.
+	// At is the moment (RFC 3339) the script shows in the browser's zone.
 	At, Age string
 }
 
@@ -139,12 +130,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	var view LiveReader = h.o.View
 	ent, found := view.Get(typ, id, now)
 	if v := h.fleet; v != nil && !found && !v.Complete("", true) {
-		// Another host's entity, which a daemon of a fleet does not hold
-		// (ADR-0056): read with its host's from the store (every host's
-		// when the store cannot say which host it is of). Or one of a
-		// host the view holds, which it dropped once it aged out of the
-		// failure window (ADR-0060): the store's row, derived as the view
-		// derives, and no items (aged out, it has none in the queue).
+		// Not held by a fleet daemon (ADR-0056), or aged out (ADR-0060): from the store.
 		var other *live.View
 		var err error
 		if g, ok := h.o.Store.(interface {
@@ -183,8 +169,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 	p.Progress = we.HeartbeatProgress
 	p.Process = processDataOf(h.o.Processes.Of(&ent.Entity, now))
 	p.Leftovers = leftoverDataOf(h.o.Processes.LeftoversOf(&ent.Entity, now))
-	// The entity's items as the queue serves them: which reasons the
-	// page may snooze or dismiss, and which a dismissal hides now.
+	// The entity's queue items: which reasons may be triaged, which are hidden.
 	items := map[state.ReasonCode]attention.Item{}
 	for _, it := range view.EntityItems(typ, id, now) {
 		items[it.Reason.Code] = it
@@ -200,9 +185,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Reasons = append(p.Reasons, rv)
 	}
-	// An item whose code is not among the reasons shown (a code of the
-	// entity's health or delivery value, or system.outcome.unexplained)
-	// still gets its row: the page must let every item be acted on.
+	// An item whose code is no shown reason still gets a row: all are actionable.
 	for _, it := range view.EntityItems(typ, id, now) {
 		if _, left := items[it.Reason.Code]; left {
 			p.Reasons = append(p.Reasons, reasonData{Code: string(it.Reason.Code), Message: it.Reason.Summary, Todo: h.todo(it.Reason.Code),
@@ -210,8 +193,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	// The timeline: the latest TimelinePage transitions by default, or,
-	// with ?after=SEQ, the API's paging from the oldest (seq > after).
+	// The latest transitions, or with ?after=SEQ the API's paging.
 	var rows []store.AuditRow
 	base := entityHref(typ, id)
 	if a := r.URL.Query().Get("after"); a != "" {
@@ -241,7 +223,7 @@ func (h *Handler) entity(w http.ResponseWriter, r *http.Request) {
 			p.Older = base + "?after=0"
 		}
 	}
-	// Newest first: what happened last is what an operator reads first.
+	// Newest first: what happened last is read first.
 	for i := len(rows) - 1; i >= 0; i-- {
 		a := rows[i]
 		tr := timelineRow{Seq: a.Seq, At: a.At.UTC().Format("2006-01-02 15:04:05Z"), Age: ago(now, a.At), To: a.To,
@@ -266,8 +248,7 @@ func hiddenText(it attention.Item, now time.Time) string {
 	}
 }
 
-// evidenceOf is one line of a reason's evidence: its kind and whatever
-// names it, the detail last, cut at the moments it writes.
+// evidenceOf is one line of a reason's evidence, the detail last, cut at its moments.
 func evidenceOf(ev state.EvidenceRef, now time.Time) evidenceLine {
 	parts := []string{ev.Kind}
 	for _, s := range []string{ev.ID, ev.Path, ev.URL, ev.Repo, ev.CommitSHA, ev.SessionID, ev.MessageID, ev.ToolCallID, ev.ArtifactID, ev.ContentHash} {

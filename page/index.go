@@ -23,12 +23,9 @@ type indexPage struct {
 	Queue    queueData
 	Filter   filterData
 	Entities []entityRow
-	// Shown is how many rows this page of the table lists, First the
-	// position of its first row (from 1), Total how many rows the
-	// filters select.
+	// Shown is this page's row count, First its first row's position, Total the selection's.
 	Shown, First, Total int
-	// Next is the link to the table's next page, "" on the last;
-	// FirstPage the link back to its first page, "" on it.
+	// Next and FirstPage link the table's next and first pages ("" when none).
 	Next, FirstPage string
 	Legacy          int
 	FilterErr       string
@@ -47,16 +44,14 @@ type filterData struct {
 	Hosts      []hostOption
 }
 
-// hostOption is a host the filter offers: its id (what the filter takes)
-// and its name.
+// hostOption is a host the filter offers: its id and its name.
 type hostOption struct{ ID, Name string }
 
 // Active reports whether any filter is set.
 func (f filterData) Active() bool { return f.Type != "" || f.Severity != "" || f.Host != "" }
 
-// fleetView is what the page reads, synced: the live view when it holds
-// every host's entities (a lone daemon's), else (a daemon of a fleet holds
-// what it owns, ADR-0056) every host's read from the store now.
+// fleetView is what the page reads, synced: the live view, or on a fleet
+// daemon every host's read from the store now (ADR-0056).
 func (h *Handler) fleetView(ctx context.Context) (LiveReader, error) {
 	if h.fleet != nil {
 		return h.fleet.For(ctx, "", true)
@@ -67,8 +62,7 @@ func (h *Handler) fleetView(ctx context.Context) (LiveReader, error) {
 func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := indexPage{}
-	// The parameters are checked before anything is read: a bad one is
-	// one message and a 400, with the page's frame and the queue.
+	// Parameters are checked before anything is read: a bad one is a 400.
 	f := filterData{Type: q.Get("type"), Severity: q.Get("severity"), Host: q.Get("host"), Order: q.Get("order"), Types: transitions.Types(), Orders: wire.ListOrders}
 	for _, s := range state.Severities {
 		f.Severities = append(f.Severities, string(s))
@@ -119,7 +113,6 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if f.Host != "" {
-		// A host by its name or its id, as the table shows it.
 		id, err := wire.ResolveHost(f.Host, h.hostNames(r.Context()))
 		if err != nil {
 			fail("host: " + err.Error())
@@ -127,10 +120,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		f.Host = cmp.Or(id, f.Host)
 	}
 
-	// On a daemon of a fleet, every host's entities are read by index
-	// (ADR-0058): the queue's candidates, the table's page, the host menu
-	// and the legacy count; else the view (the daemon's own, or one read
-	// from the store for this request).
+	// A fleet daemon reads every host's entities by index (ADR-0058).
 	var (
 		view       LiveReader
 		byIndex    bool
@@ -145,10 +135,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if ok && p.FilterErr == "" {
-			// The table's page first: when its stale rows cannot be
-			// derived and written back (a full or read-only store), the
-			// whole page is read from a view of the store, as when the
-			// scope cannot be read by index, not refused.
+			// Stale rows that cannot be written back (a full store) fall back to a view.
 			sq := store.ListQuery{ByID: order == wire.OrderID, Type: f.Type, Severities: sev, Limit: TablePage}
 			if after != nil {
 				sq.After = after.Store()
@@ -180,8 +167,6 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	now := h.o.Now()
 	p.layout = h.frame(r, "watchdog", now)
 	queue := view.Attention(attention.Query{Limit: queueShown}, now)
-	// The heartbeat each item's entity is judged by, found now, as the
-	// API's queue shows it.
 	queue.FillHeartbeats(func(typ, id string) *state.JudgedHeartbeat {
 		ent, ok := view.Get(typ, id, now)
 		if !ok {
@@ -222,8 +207,6 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		p.Shown = len(p.Entities)
 		h.links(&p, q, next, after != nil)
 	} else if p.FilterErr == "" {
-		// The rows the API's list would select (wire.EntityFilter), in
-		// its order, one page of them kept as the view is walked.
 		sel := wire.EntityFilter{Type: f.Type, Severities: sev, Host: f.Host}
 		pg := pageOf{limit: TablePage, after: after}
 		view.Each(f.Type, func(e *live.Entry) {
@@ -243,8 +226,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		}
 		slices.SortFunc(p.Filter.Hosts, func(a, b hostOption) int { return cmp.Compare(a.ID, b.ID) })
 		for _, rw := range rows {
-			// Only the page's rows are rebuilt whole, and only theirs get
-			// their heartbeat file read: never under the view's lock.
+			// Only the page's rows are rebuilt and stat'ed, never under the view's lock.
 			ent := rw.ref.Entity()
 			ns := rw.ns
 			ns.EvaluatedAt.Time = now
@@ -261,8 +243,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, status, "index.html", p)
 }
 
-// links sets the table's links: to the next page (next, its cursor: ""
-// when none follows) and, past the first page, to the first.
+// links sets the table's links to the next page and, past the first, to the first.
 func (h *Handler) links(p *indexPage, q url.Values, next string, paged bool) {
 	if next != "" {
 		nq := maps.Clone(q)

@@ -8,19 +8,15 @@ import (
 	"watchdog/wire"
 )
 
-// row is one selected entity: its key and the view's record of it, rebuilt
-// only when it is on the page.
+// row is one selected entity: its key and the view's record, rebuilt only on the page.
 type row struct {
 	key wire.ListKey
 	ref live.Ref
 	ns  state.NormalizedState
 }
 
-// pageOf is the selection's page of at most limit rows that follow after
-// (nil: the first page), in key order, without sorting the selection: one
-// pass keeping the limit+1 smallest keys (so a page at 100,000 entities
-// costs a walk, not a sort). before counts the selected rows ahead of the
-// page; more says a page follows.
+// pageOf keeps the page of at most limit rows after after in one pass (the
+// limit+1 smallest keys: a walk, not a sort); before counts rows ahead of it.
 type pageOf struct {
 	limit  int
 	after  *wire.ListKey

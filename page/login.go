@@ -10,17 +10,12 @@ import (
 	"watchdog/wire"
 )
 
-// sessionWrites says whether the request's own session may snooze and
-// dismiss (wire.WithSessionWrites, set by the API): the page's script
-// then asks for no token before a write.
+// sessionWrites says whether the request's own session may triage (no token asked).
 func sessionWrites(ctx context.Context) bool { return wire.SessionWrites(ctx) }
 
 var loginTmpl = template.Must(template.New("").ParseFS(templateFS, "templates/layout.html", "templates/login.html"))
 
-// Login answers a page request that showed no credentials with the token
-// form (401): the script trades the token for a session cookie (POST
-// /api/session) and loads the page again. The API serves it
-// (api.Options.Login).
+// Login answers a page request without credentials with the token form (401).
 func Login(w http.ResponseWriter, _ *http.Request) {
 	status := http.StatusUnauthorized
 	var b strings.Builder

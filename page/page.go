@@ -1,18 +1,7 @@
-// Package page is the operator's page (docs/guide.md, "The operator's page"): the attention queue, the
-// entity table and the entity pages, server-rendered with html/template
-// from embedded files over the daemon's live view, the same view the JSON
-// API reads (the same queue as GET /api/attention, the same entities,
-// selection and order as GET /api/v1/entities, a page of the table at a
-// time). GET /events streams the view's changes (server-sent events over
-// a live.Subscription); one small embedded script follows it while the
-// tab is visible, re-fetching what it shows when that changed (ADR-0051),
-// and sends snooze and dismiss through the API's own endpoints, under the
-// API's auth and origin rules: the page adds no write endpoint. No CDN,
-// no build step.
-//
-// The DOM carries data-testid attributes the browser tests select by
-// (ADR-0031, "page-operator-page"); they are a contract: renaming one
-// breaks the tests on purpose.
+// Package page is the operator's page (docs/guide.md, ADR-0031, ADR-0051),
+// server-rendered over the same live view the API reads; its script writes
+// only through the API's endpoints. Its data-testid attributes are a
+// contract with the browser tests.
 package page
 
 import (
@@ -56,9 +45,8 @@ type LiveReader interface {
 	Subscribe() *live.Subscription
 }
 
-// fleetReader is a LiveReader that may not hold every entity (a daemon
-// of a fleet, ended entities aged out: ADR-0056, ADR-0060) and reads the
-// rest from the store, by index where it can; *live.View is one.
+// fleetReader is a LiveReader that may not hold every entity and reads the
+// rest from the store (ADR-0056, ADR-0060); *live.View is one.
 type fleetReader interface {
 	Holds(host string, all bool) bool
 	Complete(host string, all bool) bool
@@ -68,13 +56,11 @@ type fleetReader interface {
 	Scope(ctx context.Context, typ string) (hosts []string, legacy int, ok bool, err error)
 }
 
-// Store is the part of the store the entity page reads: the transitions
-// timeline; *sqlite.Store is one.
+// Store is what the entity page reads of the store; *sqlite.Store is one.
 type Store interface {
 	LatestTransitions(ctx context.Context, typ, id string, n int) ([]store.AuditRow, int, error)
 	TransitionsAfter(ctx context.Context, typ, id string, after int64, limit int) ([]store.AuditRow, error)
-	// HostNames names the hosts by the hostname their daemon recorded
-	// at its start: the page shows a host by it, its id on hover.
+	// HostNames maps host ids to the hostnames their daemons recorded.
 	HostNames(ctx context.Context) (map[string]string, error)
 }
 
@@ -82,53 +68,37 @@ type Store interface {
 type Options struct {
 	View  LiveReader
 	Store Store
-	// Auth tells the script that writes need a token, so it asks for one
-	// (once per tab) before the first snooze or dismiss.
+	// Auth tells the script that writes need a token, so it asks for one.
 	Auth bool
-	// TokenFile is where the token is read from (auth.token_file, or the
-	// daemon's own beside the database): the token form names it.
+	// TokenFile is where the token is read from; the token form names it.
 	TokenFile string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Log receives render failures; nil discards.
 	Log *zap.Logger
-	// Heartbeats finds the heartbeat an entity shows: the one the
-	// judgement takes, as the API's entity read does (wire.Heartbeats);
-	// nil shows the posted one.
+	// Heartbeats finds the heartbeat an entity shows; nil shows the posted one.
 	Heartbeats *wire.Heartbeats
-	// Processes reads an open entity's process facts for its page, as the
-	// API's entity read does (wire.Processes, ADR-0048); nil shows none.
+	// Processes reads an open entity's process facts (ADR-0048); nil shows none.
 	Processes *wire.Processes
-	// RunbookURL is alertmanager.runbook_url: where the runbook links of
-	// the queue and the entity pages point (docs.Link); "" links the
-	// daemon's own /runbook. SetRunbookURL changes it on reload.
+	// RunbookURL is the base of the runbook links; "" links /runbook.
 	RunbookURL string
-	// StreamGap and StreamWriteWait are the stream's (0: the constants
-	// of the same names); a test or a benchmark shortens them.
+	// StreamGap and StreamWriteWait override the constants (0: the constants).
 	StreamGap, StreamWriteWait time.Duration
 }
 
 // Limits of what one page shows.
 const (
-	// QueueShown is how many queue items the page lists at first; its
-	// "more" link lists more (?queue=N), up to QueueLimit. The counts
-	// above them cover the whole queue.
+	// QueueShown is how many queue items the page lists before "more" (?queue=N).
 	QueueShown = 50
-	// QueueLimit is the most queue items the page lists (the API's
-	// largest page).
+	// QueueLimit is the most queue items the page lists.
 	QueueLimit = attention.MaxLimit
-	// TablePage is how many entities one page of the table lists; its
-	// Next link (?after=) pages on.
+	// TablePage is how many entities one page of the table lists.
 	TablePage = 50
 	// TimelinePage is how many transitions an entity page lists.
 	TimelinePage = 50
 )
 
-// Handler serves the page: GET / (queue and entity table), GET
-// /entities/{type}/{id} (one entity), GET /events (the stream of the
-// view's changes the script follows) and GET /assets/ (the stylesheet and
-// the script): api.PagePatterns, which the API's mux mounts behind its
-// Host guard.
+// Handler serves api.PagePatterns, mounted behind the API's Host guard.
 type Handler struct {
 	o       Options
 	fleet   fleetReader // o.View, when it reads beyond what it holds
@@ -140,13 +110,10 @@ type Handler struct {
 	gap, writeWait time.Duration
 }
 
-// SetRunbookURL makes the runbook links point at base (the reloaded
-// alertmanager.runbook_url; "" for the daemon's own /runbook).
+// SetRunbookURL makes the runbook links point at base ("" for /runbook).
 func (h *Handler) SetRunbookURL(base string) { h.runbook.Store(&base) }
 
-// todo is what the page says to do about a reason code: its runbook
-// section's Do line and the link to the section; zero when the runbook
-// has none.
+// todo is a reason code's runbook Do line and link; zero when none.
 func (h *Handler) todo(code state.ReasonCode) todoData {
 	td, ok := docs.For(*h.runbook.Load(), string(code))
 	if !ok {
@@ -182,9 +149,8 @@ func New(o Options) *Handler {
 // ServeHTTP serves the page.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
-// noStore keeps browsers from caching the assets across daemon upgrades
-// (they are a few kilobytes; the embedded files carry no modification
-// time to revalidate against).
+// noStore keeps browsers from caching the assets across upgrades: embedded
+// files have no modification time to revalidate.
 func noStore(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
@@ -203,15 +169,12 @@ type layout struct {
 	// Choices and Default are the snooze durations the page offers.
 	Choices []snoozeChoice
 	Default string
-	// Poll is how often (ms) a visible tab re-fetches besides the stream;
-	// 0 but on a fleet's daemon (FleetPoll).
+	// Poll is how often (ms) a visible tab re-fetches besides the stream; 0 unless fleet.
 	Poll int
 }
 
-// FleetPoll is how often a visible page served by a fleet's daemon
-// re-fetches besides its stream: the stream tells the changes of what the
-// daemon's view holds (its own host's, ADR-0056), and the page shows
-// every host's, whose changes reach it only so.
+// FleetPoll is how often a fleet daemon's visible page re-fetches besides
+// its stream, which tells only its own host's changes (ADR-0056).
 const FleetPoll = 10 * time.Second
 
 // todoData is a reason code's line of what to do and its runbook link.
@@ -219,12 +182,10 @@ type todoData struct {
 	Do, Href string
 }
 
-// SnoozeChoices are the page's snooze durations, in seconds (the API's
-// "for"), the shortest first; SnoozeDefault is the one selected.
+// SnoozeChoices are the page's snooze durations in seconds, shortest first.
 var SnoozeChoices = []snoozeChoice{{"1h", 3600}, {"4h", 4 * 3600}, {"1d", 24 * 3600}, {"1w", 7 * 24 * 3600}}
 
-// SnoozeDefault is the choice selected at first: a day, as the item's own
-// Snooze action.
+// SnoozeDefault is the snooze choice selected at first.
 const SnoozeDefault = "1d"
 
 type snoozeChoice struct {
@@ -244,8 +205,7 @@ func (h *Handler) frame(r *http.Request, title string, now time.Time) layout {
 	return l
 }
 
-// runbookPage is GET /runbook: the runbook's reason-code sections, each
-// under the anchors of its codes, as the page's links reach them.
+// runbookPage is GET /runbook: the runbook's reason-code sections.
 func (h *Handler) runbookPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "runbook.html", struct {
 		layout
@@ -253,8 +213,7 @@ func (h *Handler) runbookPage(w http.ResponseWriter, r *http.Request) {
 	}{h.frame(r, "runbook · watchdog", h.o.Now()), docs.Sections()})
 }
 
-// hostNames reads the hosts' names; a failed read shows the ids (and is
-// logged): a name is a convenience, not worth failing the page for.
+// hostNames reads the hosts' names; a failure shows the ids, not an error.
 func (h *Handler) hostNames(ctx context.Context) map[string]string {
 	names, err := h.o.Store.HostNames(ctx)
 	if err != nil && ctx.Err() == nil {
@@ -263,9 +222,7 @@ func (h *Handler) hostNames(ctx context.Context) map[string]string {
 	return names
 }
 
-// FragmentHeader is the request header by which the script asks for a
-// page's <main> alone (its value "main"): what it swaps in when the
-// stream says something changed, without the frame around it.
+// FragmentHeader asks for a page's <main> alone (value "main"), swapped in on a change.
 const FragmentHeader = "X-Watchdog-Fragment"
 
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
@@ -288,8 +245,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	// Scripts and styles only from this daemon; no frames of it elsewhere.
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 	w.WriteHeader(status)
-	// A reason's message or a command's stderr in evidence may hold ESC,
-	// BEL or OSC sequences: shown as text (\u001b), never sent raw.
+	// Evidence may hold ESC, BEL or OSC sequences: shown escaped, never raw.
 	_, _ = io.WriteString(w, ctlesc.String(b.String())) // the client went away; nothing left to tell it
 }
 

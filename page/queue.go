@@ -12,8 +12,7 @@ import (
 type queueData struct {
 	Total    int
 	Sections []severitySection
-	// More is the link that lists more of the queue, "" when every item
-	// is listed (or QueueLimit are).
+	// More links to more of the queue, "" when all (or QueueLimit) are listed.
 	More string
 }
 
@@ -25,16 +24,11 @@ type severitySection struct {
 
 type clusterData struct {
 	ID string
-	// Todo is what to do about the cluster's reason code (one per
-	// cluster: a cluster is one code).
+	// Todo is what to do about the cluster's one reason code.
 	Todo todoData
-	// Fingerprints are the listed items' fingerprints as a JSON list:
-	// what the cluster's Snooze and Dismiss act on, exactly what the
-	// operator sees (a newer item is not swept up unseen).
+	// Fingerprints (JSON) are exactly the items shown: none swept up unseen.
 	Fingerprints string
-	// Header speaks for all the cluster's items (attention.ClusterOf):
-	// the reason's registered summary, the range of their onsets and
-	// their entities, never one item's message.
+	// Header speaks for all the cluster's items, never one item's message.
 	Header string
 	Items  []itemData
 	items  []attention.Item
@@ -53,18 +47,14 @@ type itemData struct {
 	Age         string
 	Summary     string
 	Status      string
-	// Heartbeat is the item's heartbeat part, as `watchdog attention`
-	// prints it ("last heartbeat 4s ago (file)"), "" when its reason does
-	// not call for it (attention.Item.HeartbeatText).
+	// Heartbeat is the item's heartbeat text, "" when its reason needs none.
 	Heartbeat   string
 	Href        string
 	SnoozeBody  string
 	DismissBody string
 }
 
-// buildQueue groups the queue's items (already in the queue's order: most
-// severe first) by severity, then by cluster in order of first
-// appearance; todo says what to do about a code.
+// buildQueue groups the items by severity, then by cluster in order of appearance.
 func buildQueue(q attention.Queue, now time.Time, todo func(state.ReasonCode) todoData) queueData {
 	out := queueData{Total: q.Total}
 	for _, sev := range attention.Severities {

@@ -17,31 +17,19 @@ import (
 
 // The stream's bounds (GET /events, ADR-0051).
 const (
-	// StreamKeepAlive is how often an idle stream sends a comment: well
-	// inside the daemon's idle (30 s) and request (30 s) timeouts and any
-	// proxy's, so nothing between takes a quiet stream for a dead one.
+	// StreamKeepAlive is how often an idle stream sends a comment, inside idle timeouts.
 	StreamKeepAlive = 15 * time.Second
-	// StreamGap is the least time between two change events of a
-	// stream: a burst of changes (a thousand heartbeats a second) is one
-	// event per gap, each saying what changed since the last.
+	// StreamGap is the least time between two change events: a burst is one event.
 	StreamGap = 250 * time.Millisecond
-	// StreamWriteWait is how long one write to a stream may take: a
-	// client that has not read what was sent by then (its socket's
-	// buffers full) is dropped and counted.
+	// StreamWriteWait is how long one write may take before a client is dropped.
 	StreamWriteWait = 10 * time.Second
-	// StreamSendBuffer is a stream socket's send buffer (SO_SNDBUF, which
-	// the kernel doubles): fixed small, so that a client that stops
-	// reading fills it within seconds and meets StreamWriteWait, instead
-	// of the kernel growing the buffer to megabytes first (minutes of
-	// events at a few KB a second). Needs ConnContext on the server.
+	// StreamSendBuffer is a fixed small SO_SNDBUF: a stalled client meets StreamWriteWait soon.
 	StreamSendBuffer = 16 << 10
-	// StreamRetry is the reconnection delay the stream tells the browser
-	// (EventSource's retry), after a drop, a refusal or a restart.
+	// StreamRetry is the reconnection delay the stream tells the browser.
 	StreamRetry = 3 * time.Second
 )
 
-// streams counts the open streams and the dropped ones, and ends them at
-// shutdown.
+// streams counts the open, dropped and refused streams and ends them at shutdown.
 type streams struct {
 	open    atomic.Int64
 	dropped atomic.Uint64
@@ -56,8 +44,7 @@ type streams struct {
 type StreamStats struct {
 	// Open is how many streams are open now.
 	Open int
-	// Dropped counts the streams ended because the client did not read
-	// (a write that did not complete within StreamWriteWait).
+	// Dropped counts streams ended because the client did not read in time.
 	Dropped uint64
 	// Refused counts the streams refused at the cap (SetStreamCap).
 	Refused uint64
@@ -68,40 +55,29 @@ func (h *Handler) Streams() StreamStats {
 	return StreamStats{Open: int(h.streams.open.Load()), Dropped: h.streams.dropped.Load(), Refused: h.streams.refused.Load()}
 }
 
-// SetStreamCap bounds how many streams may be open at once (each holds
-// one of the server's http.max_connections requests for its life); n ≤ 0
-// means no cap. One more is answered 503 and its browser retries.
+// SetStreamCap bounds the open streams (each holds a connection); n ≤ 0: no cap.
 func (h *Handler) SetStreamCap(n int) { h.streams.max.Store(int64(max(n, 0))) }
 
-// CloseStreams ends every stream now and refuses new ones: the daemon's
-// shutdown (http.Server.Shutdown waits for its requests, and a stream
-// would otherwise keep it waiting until its deadline).
+// CloseStreams ends every stream and refuses new ones, so shutdown need not wait.
 func (h *Handler) CloseStreams() { h.streams.once.Do(func() { close(h.streams.done) }) }
 
 // connKey is the request context's key of its connection (ConnContext).
 type connKey struct{}
 
-// ConnContext is the http.Server's ConnContext under which a stream can
-// reach its connection to fix its send buffer (StreamSendBuffer); without
-// it a stream works but a client that stops reading is dropped only once
-// the kernel's grown buffers are full.
+// ConnContext is the http.Server's ConnContext, so a stream can fix its send buffer.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
 
-// change is one event's data: what changed since the last event (the
-// live view's Changes).
+// change is one event's data: what changed since the last event.
 type change struct {
 	Entities   []string `json:"entities,omitempty"`
 	More       bool     `json:"more,omitempty"`
 	Dismissals bool     `json:"dismissals,omitempty"`
 }
 
-// events is GET /events: a server-sent-events stream of the view's
-// changes, one "change" event per StreamGap at most, with a comment every
-// StreamKeepAlive while nothing changes. What a client holds on the
-// daemon is bounded: one coalescing subscription (a set of at most
-// live.MaxChangedKeys keys and a wake flag), whatever it reads.
+// events is GET /events, a server-sent-events stream of the view's changes
+// (ADR-0051); a client holds one bounded, coalescing subscription.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-h.streams.done:
@@ -118,9 +94,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	// The server's read timeout would end the request's context (its
-	// background read fails) and its write timeout the stream: each
-	// write sets its own deadline instead.
+	// Per-write deadlines instead of the server's timeouts, which would end the stream.
 	_ = rc.SetReadDeadline(time.Time{}) // a writer without deadlines (a test's recorder) has nothing to lift
 	if c, ok := r.Context().Value(connKey{}).(interface{ SetWriteBuffer(int) error }); ok {
 		_ = c.SetWriteBuffer(StreamSendBuffer) // best effort: the write deadline still bounds a stalled client
@@ -185,9 +159,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// drop ends a stream whose write failed: counted as dropped when the
-// write timed out (the client is there but did not read within the write
-// wait); a client that went away is no drop.
+// drop ends a stream whose write failed; only a timeout counts as dropped.
 func (h *Handler) drop(r *http.Request, err error) bool {
 	var ne net.Error
 	if errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {

@@ -14,8 +14,7 @@ import (
 // pill is one pill of the compound state (state.StatePills).
 type pill struct {
 	Tone, Text, Title string
-	// Dimension is the state.StatePill's (lifecycle, health, delivery,
-	// finding).
+	// Dimension is the pill's: lifecycle, health, delivery or finding.
 	Dimension string
 	Icon      template.HTML
 }
@@ -23,8 +22,7 @@ type pill struct {
 type entityRow struct {
 	Type, ID, Label, Href string
 	Chain                 string
-	// Pills are the compound state: the lifecycle's, then one per
-	// problem (state.StatePills).
+	// Pills are the compound state: the lifecycle's, then one per problem.
 	Pills     []pill
 	PID       string
 	Since     string
@@ -32,18 +30,11 @@ type entityRow struct {
 	// HeartbeatSource is where Heartbeat came from: "file" or "posted".
 	HeartbeatSource string
 	Exit            string
-	// Host is the host's name (the hostname its daemon recorded), else
-	// its id; HostID is the id, shown on hover.
+	// Host is the host's name, else its id; HostID is shown on hover.
 	Host, HostID string
 }
 
-// icons are the pills' icons, inline SVG drawn in the pill's colour
-// (currentColor): no glyph a font may lack (⧗ was an empty box in
-// Chromium with Debian's fonts). The pill never says anything by colour
-// alone (the Session Status Vocabulary design: colour, icon and text
-// together); its icons are the design's: an activity line for work in
-// progress, a check, an x-circle, an hourglass, a stop square, a slash
-// for cancelled, a dash for legacy.
+// icons are inline SVG in currentColor: no glyph a font may lack (ADR-0050).
 var icons = map[string]template.HTML{
 	"info":      svgIcon(`<path d="M1.5 8h3l2-5 3 10 2-5h3"/>`),
 	"success":   svgIcon(`<path d="M3 8.5l3.2 3.2L13 4.8"/>`),
@@ -58,8 +49,7 @@ func svgIcon(paths string) template.HTML {
 	return template.HTML(`<svg class="pill-icon" data-testid="pill-icon" viewBox="0 0 16 16" width="11" height="11" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true" focusable="false">` + paths + `</svg>`) //nolint:gosec // constant markup
 }
 
-// pillsOf is the entity's compound state as the page's pills: the
-// labels and tones are state's (state.StatePills), never re-derived here.
+// pillsOf is the entity's compound state as pills, from state.StatePills.
 func pillsOf(e *wire.Entity) []pill {
 	var out []pill
 	for _, sp := range state.StatePills(e.State, state.ContractSubject(e.Artifacts)) {
@@ -93,8 +83,7 @@ func rowOf(e *wire.Entity, hostNames map[string]string, now time.Time) entityRow
 		since = e.CreatedAt.Time
 	}
 	r.Since = ago(now, since)
-	// The heartbeat the judgement takes, file or posted: the page must not
-	// read "–" above evidence naming a heartbeat file's fresh mtime.
+	// The judged heartbeat, file or posted.
 	r.Heartbeat = ago(now, e.LastHeartbeat().Time)
 	if e.Heartbeat != nil {
 		r.HeartbeatSource = e.Heartbeat.Source

@@ -18,14 +18,13 @@ import (
 // maxContractBytes bounds a contract file: a contract is a short list.
 const maxContractBytes = 1 << 20
 
-// contractFile is a contract file (exec's and probe's --contract): the
-// `artifacts` list of the registration shape, nothing else.
+// contractFile is a --contract file: the registration's `artifacts` list only.
 type contractFile struct {
 	Artifacts []Artifact `json:"artifacts" yaml:"artifacts"`
 }
 
-// ReadContract reads a JSON or YAML artifact contract file (JSON when it
-// starts with "{"), rejecting unknown fields. Its errors are one line.
+// ReadContract reads a JSON (starting with "{") or YAML artifact contract
+// file, rejecting unknown fields. Its errors are one line.
 func ReadContract(path string) ([]state.ArtifactSpec, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -70,11 +69,8 @@ func ReadContract(path string) ([]state.ArtifactSpec, error) {
 	return specs, nil
 }
 
-// ContractFromFlags is the artifact contract of a command line (exec's and
-// probe's): each of artifacts a required, non-empty file, then the
-// contract file's artifacts (contract "" for none), every spec checked;
-// root (default the current directory) made absolute when there is a
-// contract. Errors name the flag to fix.
+// ContractFromFlags is exec's and probe's artifact contract: --artifact
+// files, then the contract file's, checked, root made absolute.
 func ContractFromFlags(artifacts []string, contract, root string) ([]state.ArtifactSpec, string, error) {
 	var specs []state.ArtifactSpec
 	for _, a := range artifacts {

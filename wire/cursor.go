@@ -12,16 +12,9 @@ import (
 	"watchdog/store"
 )
 
-// ListOrder is an order of the entity list (GET /api/v1/entities and the
-// page's table, ?order=).
-//
-//   - OrderSeverity (the default) is SeverityKey's: what a person or a
-//     dashboard reads top-down. It is live: an entity whose severity or
-//     updated_at changes during a walk (a heartbeat updates it) can move
-//     across the cursor and be seen twice or not at all.
-//   - OrderID is by type, then id: every entity that exists throughout a
-//     walk is returned exactly once, whatever changes meanwhile. A client
-//     that needs the complete list walks this order.
+// ListOrder is an order of the entity list (?order=). OrderSeverity, the
+// default, is live: an entity changing during a walk may be seen twice or
+// not at all; OrderID returns every entity exactly once.
 type ListOrder string
 
 // The list's orders.
@@ -44,9 +37,7 @@ func ParseOrder(v string) (ListOrder, error) {
 	return "", fmt.Errorf("order %q is not one of %s, %s", v, OrderSeverity, OrderID)
 }
 
-// ListKey is an entity's place in a ListOrder; a cursor (?after=) is the
-// key of the last entity of a page, written by Cursor, read by
-// ParseCursor: the one codec of the API's list and the page's table.
+// ListKey is an entity's place in a ListOrder; a cursor (?after=) is a page's last key.
 type ListKey struct {
 	Order   ListOrder     `json:"o"`
 	Rank    int           `json:"r,omitempty"`
@@ -59,8 +50,7 @@ type ListKey struct {
 func ListKeyOf(o ListOrder, ns state.NormalizedState, updated time.Time, typ, id string) ListKey {
 	k := ListKey{Order: o, Type: typ, ID: id}
 	if o == OrderSeverity {
-		// To the microsecond, as a cursor carries it and the store's
-		// column compares it: the key compared is the one a cursor reads.
+		// To the microsecond, as a cursor and the store's column carry it.
 		k.Rank, k.Updated = ns.ListRank(), unixtime.Of(updated.Truncate(unixtime.Precision))
 	}
 	return k

@@ -11,9 +11,7 @@ import (
 	"watchdog/transitions"
 )
 
-// AuditRow is one transition of an entity's history on the wire. Seq is
-// its place in the whole audit log (growing, not contiguous per entity):
-// the cursor of GET …/transitions?after=SEQ.
+// AuditRow is one transition on the wire; Seq is its place in the whole audit log.
 type AuditRow struct {
 	Seq        int64               `json:"seq"`
 	From       *string             `json:"from"`
@@ -22,8 +20,7 @@ type AuditRow struct {
 	Message    string              `json:"message"`
 	Evidence   []state.EvidenceRef `json:"evidence"`
 	Actor      string              `json:"actor"`
-	// Principal is who wrote the row: "uid:1000 (alice)", "token:ci",
-	// "reaper@host-13" ("" for a row from before issue 36).
+	// Principal is who wrote the row: "uid:1000 (alice)", "token:ci", ….
 	Principal string        `json:"principal,omitempty"`
 	Trigger   string        `json:"trigger"`
 	At        unixtime.Time `json:"at"`
@@ -39,26 +36,20 @@ type Entity struct {
 	PID          int           `json:"pid,omitempty"`
 	PIDStartTime unixtime.Time `json:"pid_start_time,omitzero"`
 	HostID       string        `json:"host_id,omitempty"`
-	// HostName is the hostname the host's daemon recorded at its start
-	// (absent when none did): what a person calls the host, shown beside
-	// the id, which stays the key.
+	// HostName is the hostname the host's daemon recorded; the id stays the key.
 	HostName        string        `json:"host_name,omitempty"`
 	BootID          string        `json:"boot_id,omitempty"`
 	SupervisorPID   int           `json:"supervisor_pid,omitempty"`
 	SupervisorStart unixtime.Time `json:"supervisor_start_time,omitzero"`
-	// Owner is the principal that registered the entity; OwnerUID the
-	// uid its registration proved (nil: none, so its processes are
-	// reported, never signalled; docs/security.md).
+	// Owner registered the entity; OwnerUID is the uid it proved (nil: never signalled).
 	Owner         string `json:"owner,omitempty"`
 	OwnerUID      *int   `json:"owner_uid,omitempty"`
 	HeartbeatFile string `json:"heartbeat_file,omitempty"`
-	// HeartbeatAt is the latest posted heartbeat alone, as before
-	// Heartbeat was added; Heartbeat is the one the entity is judged by.
+	// HeartbeatAt is the latest posted heartbeat; Heartbeat the one judged.
 	HeartbeatAt       unixtime.Time          `json:"heartbeat_at,omitzero"`
 	Heartbeat         *state.JudgedHeartbeat `json:"heartbeat,omitempty"`
 	HeartbeatProgress string                 `json:"heartbeat_progress,omitempty"`
-	// HangDetection is NoHangDetection for an open entity judged on
-	// liveness alone (no heartbeat source): a hang would not be seen.
+	// HangDetection is NoHangDetection when a hang would not be seen.
 	HangDetection  string               `json:"hang_detection,omitempty"`
 	TimeoutSeconds float64              `json:"timeout_seconds,omitempty"`
 	TimeoutElapsed float64              `json:"timeout_elapsed,omitempty"`
@@ -72,15 +63,11 @@ type Entity struct {
 	StartedAt      unixtime.Time        `json:"started_at,omitzero"`
 	EndedAt        unixtime.Time        `json:"ended_at,omitzero"`
 	HealthSince    unixtime.Time        `json:"health_since,omitzero"`
-	// ExitStatus is how the entity's process ended, when the kernel said
-	// so: {"code": 3, "signal": null, "at": ...}. Absent while unknown.
+	// ExitStatus is how the entity's process ended; absent while unknown.
 	ExitStatus *state.ExitStatus `json:"exit_status,omitempty"`
-	// Process is what the open entity's process and its tree are doing,
-	// read from /proc at this read on the process's host (Processes);
-	// absent elsewhere, and on a list unless asked for.
+	// Process is the open entity's process facts, read at this read on its host.
 	Process *state.ProcessFacts `json:"process,omitempty"`
-	// Leftovers is what the processes its leftover finding names are
-	// doing, read like Process (absent without such a finding).
+	// Leftovers is what the processes its leftover finding names are doing.
 	Leftovers *state.LeftoverFacts `json:"leftover_processes,omitempty"`
 	CreatedAt unixtime.Time        `json:"created_at"`
 	UpdatedAt unixtime.Time        `json:"updated_at"`
@@ -89,16 +76,12 @@ type Entity struct {
 	ActivityState string                `json:"activity_state,omitempty"`
 	State         state.NormalizedState `json:"state"`
 	Display       string                `json:"display"`
-	// Transitions are the latest TransitionsInEntity audit rows, oldest
-	// first, on a single-entity read; TransitionsTotal counts them all
-	// (the rest are paged by GET …/transitions).
+	// Transitions are a single-entity read's latest audit rows; TransitionsTotal counts all.
 	Transitions      *[]AuditRow `json:"transitions,omitempty"`
 	TransitionsTotal *int        `json:"transitions_total,omitempty"`
 }
 
-// renderedAt is state.Rendered, sparing the copy when no reason speaks of
-// a moment (the common case: the live view's slices are shared, and a list
-// of healthy entities has nothing to render).
+// renderedAt is state.Rendered, sparing the copy of shared slices when no reason has a moment.
 func renderedAt(reasons []state.StateReason, now time.Time) []state.StateReason {
 	for _, r := range reasons {
 		if !r.Since.IsZero() {
@@ -109,16 +92,12 @@ func renderedAt(reasons []state.StateReason, now time.Time) []state.StateReason 
 }
 
 // FromEntity builds the read shape; rows may be nil (lists omit history).
-// hb finds the heartbeat shown (nil: the posted one; see Heartbeats).
 func FromEntity(e store.Entity, rows []store.AuditRow, hb *Heartbeats, now time.Time) Entity {
 	return FromDerived(e, transitions.Normalize(e, now), rows, hb, now)
 }
 
-// FromDerived is FromEntity for an entity whose state was derived already
-// (the live view derives it once per change, live.Derive). The reasons'
-// messages are rendered as read at now (state.Render: "…, 12m ago"): the
-// stored ones carry moments, never ages. The heartbeat shown is the one
-// the judgement takes, found by hb at now (Heartbeats.Of).
+// FromDerived is FromEntity for an already derived state. Messages are
+// rendered at now: the stored ones carry moments, not ages.
 func FromDerived(e store.Entity, ns state.NormalizedState, rows []store.AuditRow, hb *Heartbeats, now time.Time) Entity {
 	ns.Reasons = renderedAt(ns.Reasons, now)
 	out := Entity{
@@ -173,17 +152,13 @@ func FromAuditRows(rows []store.AuditRow) []AuditRow {
 	return list
 }
 
-// TransitionPage is the body of GET …/{type}/{id}/transitions: audit rows
-// oldest first with seq greater than the request's after, and NextAfter,
-// the seq to ask after for the next page, or 0 when this page is the last.
+// TransitionPage is the body of GET …/transitions; NextAfter is 0 on the last page.
 type TransitionPage struct {
 	Items     []AuditRow `json:"items"`
 	NextAfter int64      `json:"next_after,omitempty"`
 }
 
-// EntityList is the body of GET /api/v1/entities and `status --json`.
-// Total counts every entity the filters select, on all pages; Next, when
-// set, is the cursor of the following page (?after=NEXT).
+// EntityList is the body of GET /api/v1/entities and `status --json`; Total counts every page.
 type EntityList struct {
 	GeneratedAt unixtime.Time `json:"generated_at"`
 	Total       int           `json:"total"`
@@ -191,10 +166,8 @@ type EntityList struct {
 	Next        string        `json:"next,omitempty"`
 }
 
-// SeverityKey is an entity's place in the severity order: by severity
-// (legacy last), then most recently updated, then type and id. It is the
-// order of `watchdog status` and of GET /api/v1/entities (whose cursor
-// carries it), top-down by urgency: written once, here.
+// SeverityKey is an entity's place in the severity order: severity (legacy
+// last), most recently updated, then type and id.
 type SeverityKey struct {
 	Rank    int
 	Updated time.Time

@@ -7,22 +7,13 @@ import (
 	"watchdog/store"
 )
 
-// EntityFilter selects the entities of a list: the parameters of
-// GET /api/v1/entities (?type=, ?severity=, ?host=), which the API applies
-// to the live view, the operator's page to its entity table, and
-// `watchdog status` to a database it reads (or sends to a daemon). It
-// lives beside the list's order (SortEntities) so that every list selects
-// and orders by the same rule. Empty fields select everything.
+// EntityFilter selects the entities of every list; empty fields select everything.
 type EntityFilter struct {
-	// Type is a canonical entity type; "" selects every type. (A client
-	// may send an alias: the API resolves it before selecting.)
+	// Type is a canonical entity type; "" selects every type.
 	Type string
-	// Severities keeps the entities of these severities; nil keeps all.
-	// Legacy entities have no severity of their own: any filter leaves
-	// them out.
+	// Severities keeps these severities (nil: all); legacy entities have none.
 	Severities []state.Severity
-	// Host keeps the entities recorded on that host (`?host=`); "" keeps
-	// every host's and the host-less ones.
+	// Host keeps that host's entities; "" keeps all, host-less ones too.
 	Host string
 }
 

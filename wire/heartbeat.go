@@ -9,34 +9,21 @@ import (
 )
 
 // Heartbeats is how a reader finds the heartbeat an entity is judged by.
-// The daemon does not store a heartbeat file's mtime (an agent touching
-// its file every 5 s would cost a write per sweep), so a read on the
-// file's own host stats the file, once, by the probe's rule.
-//
-// It is injected rather than called from here so that wire stays a
-// package of shapes: building a document never touches the file system
-// unless its reader says which host it is and how to look.
+// A heartbeat file's mtime is not stored (a write per sweep), so a read on
+// its own host stats it; injected so wire stays a package of shapes.
 type Heartbeats struct {
-	// HostID is this host's id: only the heartbeat files of its entities
-	// are read, as only they are judged here (another host's path means
-	// nothing on this one).
+	// HostID is this host's id: only its entities' heartbeat files are read.
 	HostID string
-	// Last is reaper.LastHeartbeat: the later of the file's mtime (the
-	// file examined with its owner's rights) and the posted heartbeat, as
-	// the judgement takes it; zero when neither.
+	// Last is reaper.LastHeartbeat: the later of the file's mtime and the posted heartbeat.
 	Last func(e *store.Entity, now time.Time) (at time.Time, fromFile bool)
-	// Required says whether entities of a type are expected to heartbeat
-	// from their start (thresholds.require_heartbeat); nil: none are.
+	// Required says whether a type must heartbeat from its start; nil: none.
 	Required func(typ string) bool
 }
 
-// NoHangDetection is an open entity's hang_detection when it has no
-// heartbeat source: no file, none posted yet, and its type not required
-// to heartbeat. It is judged on liveness alone.
+// NoHangDetection is an open entity's hang_detection with no heartbeat source.
 const NoHangDetection = "hangs are not detected: no heartbeat source"
 
-// hangDetection is e's hang_detection: NoHangDetection for an open entity
-// with a process and no heartbeat source, "" otherwise.
+// hangDetection is e's hang_detection, "" when a hang would be seen.
 func (h *Heartbeats) hangDetection(e *store.Entity) string {
 	if !e.Open() || e.PID <= 0 || e.HeartbeatFile != "" || !e.HeartbeatAt.IsZero() || e.ScheduleCron != "" {
 		return ""
@@ -47,9 +34,7 @@ func (h *Heartbeats) hangDetection(e *store.Entity) string {
 	return NoHangDetection
 }
 
-// Of is e's heartbeat at now, nil when it has none. A nil h (a reader
-// that cannot see this host's files), or an entity of another host, has
-// only its posted heartbeat, which is then also the one judged.
+// Of is e's heartbeat at now, nil when none; without h, or on another host, the posted one.
 func (h *Heartbeats) Of(e *store.Entity, now time.Time) *state.JudgedHeartbeat {
 	if h != nil && h.Last != nil && e.HeartbeatFile != "" && h.HostID != "" && e.HostID == h.HostID {
 		at, fromFile := h.Last(e, now)
@@ -67,8 +52,7 @@ func (h *Heartbeats) Of(e *store.Entity, now time.Time) *state.JudgedHeartbeat {
 	return &state.JudgedHeartbeat{At: unixtime.Of(e.HeartbeatAt), Source: state.HeartbeatSourcePosted}
 }
 
-// LastHeartbeat is the time of the heartbeat shown for e: its `heartbeat`
-// object, or, from a daemon that predates it, its posted `heartbeat_at`.
+// LastHeartbeat is the heartbeat shown for e, else heartbeat_at from an older daemon.
 func (e *Entity) LastHeartbeat() unixtime.Time {
 	if e.Heartbeat != nil {
 		return e.Heartbeat.At

@@ -7,17 +7,12 @@ import (
 	"strings"
 )
 
-// ErrAmbiguousHost is returned by ResolveHost for a name that several
-// hosts' daemons recorded.
+// ErrAmbiguousHost is returned by ResolveHost for a name several hosts bear.
 var ErrAmbiguousHost = errors.New("ambiguous host name")
 
-// ResolveHost is the host id a --host or ?host= value means: an id as
-// given (a key of names, or any value no daemon recorded as a name, so
-// an id with no daemon, e.g. one exec recorded, still selects), else the
-// one host whose recorded hostname is v, first exactly and then by its
-// short form ("web-1" for "web-1.example.org"), case aside. A name that
-// several hosts bear is an error listing their ids: the caller picks one.
-// names maps host ids to the hostnames their daemons recorded.
+// ResolveHost is the host id a --host or ?host= value means: an id as given
+// (or any value not recorded as a name), else the one host whose hostname
+// is v, exactly and then by short form, case aside.
 func ResolveHost(v string, names map[string]string) (string, error) {
 	if v == "" {
 		return "", nil

@@ -10,28 +10,18 @@ import (
 	"watchdog/transitions"
 )
 
-// Limits on what one request may carry (docs/reference/http-api.md, Limits:
-// each named in the error). They keep one entity's read, and the audit
-// trail behind it, proportionate: a reason message is a sentence, not a
-// log; evidence points at things, it does not contain them. A request over
-// a limit is refused whole (ErrOverLimit, HTTP 422) and changes nothing;
-// a body over MaxBody is refused before it is decoded (ErrTooLarge, 413).
+// Limits on what one request may carry (docs/reference/http-api.md, Limits):
+// a reason is a sentence, evidence points at things; over a limit is refused whole.
 const (
 	// MaxMessage bounds a reason's message, in bytes.
 	MaxMessage = 4096
 	// MaxEvidence bounds the evidence items of one reason.
 	MaxEvidence = 32
-	// MaxEvidenceField bounds each text field of an evidence item (detail,
-	// path, url, ids), in bytes.
+	// MaxEvidenceField bounds each text field of an evidence item, in bytes.
 	MaxEvidenceField = 2048
-	// MaxReasonBytes bounds a whole reason: its message plus every text
-	// field of its evidence. The per-field limits alone would let one
-	// reason carry 32 × 11 × 2 KiB; this keeps an audit row, and so the
-	// entity read (100 rows) and a transitions page (MaxTransitionsPage
-	// rows), to a few MB.
+	// MaxReasonBytes bounds a reason's message and evidence text together.
 	MaxReasonBytes = 16 << 10
-	// MaxPath bounds a registered path (heartbeat_file, artifacts_root,
-	// each lock file), in bytes: PATH_MAX.
+	// MaxPath bounds a registered path, in bytes: PATH_MAX.
 	MaxPath = 4096
 	// MaxListItems bounds the registered lists (lock_files, depends_on).
 	MaxListItems = 64
@@ -41,39 +31,27 @@ const (
 	MaxID = 256
 	// MaxMetadata bounds an entity's metadata object as sent, in bytes.
 	MaxMetadata = 16 << 10
-	// MaxMetadataDepth bounds the nesting of metadata: the object itself
-	// is depth 1.
+	// MaxMetadataDepth bounds the nesting of metadata (the object is depth 1).
 	MaxMetadataDepth = 8
-	// MaxProgress bounds a heartbeat's progress note: it is shown as
-	// evidence, one short line, not a log. (Over it is a 400, as before
-	// these limits had a name of their own.)
+	// MaxProgress bounds a heartbeat's progress note, one line of evidence.
 	MaxProgress = 1000
 )
 
 // Paging of the entity read and of the lists (docs/reference/http-api.md, Paging).
 const (
-	// TransitionsInEntity is how many audit rows the entity read carries:
-	// the latest ones, oldest first; …/transitions pages the rest.
+	// TransitionsInEntity is how many of the latest audit rows the entity read carries.
 	TransitionsInEntity = 100
-	// DefaultTransitionsPage and MaxTransitionsPage are the default and
-	// largest limit of GET …/transitions.
+	// DefaultTransitionsPage and MaxTransitionsPage are GET …/transitions' limits.
 	DefaultTransitionsPage = 100
 	MaxTransitionsPage     = 200
-	// DefaultEntitiesPage and MaxEntitiesPage are the default and largest
-	// limit of GET /api/v1/entities.
+	// DefaultEntitiesPage and MaxEntitiesPage are GET /api/v1/entities' limits.
 	DefaultEntitiesPage = 500
 	MaxEntitiesPage     = 5000
-	// MaxListBytes is the byte budget of one GET /api/v1/entities answer:
-	// its items are encoded one at a time as they are written, and the
-	// page ends (with next) at the first item that would take it past
-	// the budget, whatever the limit; one item is always sent.
+	// MaxListBytes is one list answer's byte budget (one item is always sent).
 	MaxListBytes = 8 << 20
 )
 
-// ErrOverLimit marks a field over one of the limits above; the message
-// names the field, its size and the limit. It is the write path's own
-// sentinel, so a limit refused here or there (an artifact contract) is one
-// cause, over_limit, to every caller.
+// ErrOverLimit marks a field over a limit: the write path's own sentinel, one cause.
 var ErrOverLimit = transitions.ErrOverLimit
 
 func overLimit(field string, n, limit int, unit string) error {
@@ -90,9 +68,7 @@ func singular(unit string) string {
 	return unit
 }
 
-// CheckReason refuses a reason over the message and evidence limits. The
-// HTTP API and the command line both apply it, so a transition is bounded
-// whichever way it comes.
+// CheckReason refuses a reason over the message and evidence limits.
 func CheckReason(r *state.StateReason) error {
 	if r == nil {
 		return nil
@@ -120,11 +96,8 @@ func CheckReason(r *state.StateReason) error {
 	return nil
 }
 
-// FitReason trims a reason the program builds itself (exec's account of a
-// child's end, which names every failing artifact) to the limits
-// CheckReason enforces, saying what was left out, so that the record of
-// an end is never refused for its length. The first evidence items are
-// kept: they are the most specific.
+// FitReason trims a reason the program builds itself (exec's) to the limits,
+// saying what was left out, so an end is never refused; the first evidence is kept.
 func FitReason(r *state.StateReason) {
 	if r == nil {
 		return
@@ -159,8 +132,7 @@ func FitReason(r *state.StateReason) {
 	}
 }
 
-// reasonBytes is what MaxReasonBytes counts: the message and every text
-// field of the evidence.
+// reasonBytes is what MaxReasonBytes counts.
 func reasonBytes(msg string, evidence []state.EvidenceRef) int {
 	total := len(msg)
 	for _, ev := range evidence {
@@ -174,8 +146,7 @@ func reasonBytes(msg string, evidence []state.EvidenceRef) int {
 	return total
 }
 
-// clip shortens s to at most limit bytes on a UTF-8 boundary, marking the
-// cut.
+// clip shortens s to at most limit bytes on a UTF-8 boundary, marking the cut.
 func clip(s string, limit int) string {
 	if len(s) <= limit {
 		return s
@@ -201,10 +172,8 @@ func jsonName(f reflect.StructField) string {
 	return tag
 }
 
-// checkMetadata refuses metadata over MaxMetadata bytes or nested deeper
-// than MaxMetadataDepth. The depth is counted on the raw bytes, after the
-// size check, so the work is bounded by MaxMetadata whatever was sent
-// (9,000 levels of nesting cost one pass over 18 KB, then a refusal).
+// checkMetadata refuses metadata over MaxMetadata or MaxMetadataDepth,
+// sizing first so the depth count is bounded.
 func checkMetadata(raw []byte) error {
 	if len(raw) > MaxMetadata {
 		return overLimit("metadata", len(raw), MaxMetadata, "bytes")
@@ -215,9 +184,7 @@ func checkMetadata(raw []byte) error {
 	return nil
 }
 
-// jsonDepth is the deepest nesting of objects and arrays in a JSON text
-// (strings skipped, escapes honoured). The input was decoded already, so
-// it is well formed.
+// jsonDepth is the deepest nesting in well-formed JSON, strings skipped.
 func jsonDepth(raw []byte) int {
 	depth, deepest := 0, 0
 	inString, escaped := false, false

@@ -12,22 +12,18 @@ import (
 	"watchdog/transitions"
 )
 
-// ErrOutOfRange marks a number outside its range (transitions/ranges.go):
-// it is also ErrOverLimit, HTTP 422 over_limit.
+// ErrOutOfRange marks a number outside its range; it is also ErrOverLimit.
 var ErrOutOfRange = transitions.ErrOutOfRange
 
 // Bound is one number of a document and the range it must fall in.
 type Bound struct {
-	// Path is the field as the document spells it, dotted, with [] after
-	// a list whose every element holds the field:
-	// "artifacts[].min_bytes".
+	// Path is the field, dotted, with [] after a list: "artifacts[].min_bytes".
 	Path string
 	// Range is the field's range at now.
 	Range func(now time.Time) transitions.Range
 }
 
-// Bounded is a document whose numbers DecodeAt checks against their
-// ranges before it decodes them, on the literal as sent.
+// Bounded is a document whose numbers DecodeAt checks before decoding.
 type Bounded interface {
 	Bounds() []Bound
 }
@@ -59,13 +55,8 @@ func timeoutRange(time.Time) transitions.Range { return transitions.TimeoutRange
 func bytesRange(time.Time) transitions.Range   { return transitions.BytesRange() }
 func elapsedRange(time.Time) transitions.Range { return transitions.ElapsedRange() }
 
-// DecodeAt is Decode checking, when v is Bounded, each of its numbers
-// against its range at now first: one outside it is refused with
-// ErrOutOfRange naming the field and the range and quoting the number
-// exactly as sent (the JSON literal: 1e18 stays 1e18), before the
-// decoding could change it (a float64 keeps 1e18 only approximately, an
-// int field refuses it as a type error, a time beyond ±292,000 years
-// wraps). Nothing is decoded into v then.
+// DecodeAt is Decode checking, when v is Bounded, each number against its
+// range on the literal as sent, before decoding could change it (1e18 in a float64).
 func DecodeAt(r io.Reader, v any, allowEmpty bool, now time.Time) error {
 	return decode(r, v, allowEmpty, func(data []byte) error {
 		b, ok := v.(Bounded)
@@ -76,14 +67,10 @@ func DecodeAt(r io.Reader, v any, allowEmpty bool, now time.Time) error {
 	})
 }
 
-// CheckBounds checks the numbers of the JSON document data that bounds
-// name against their ranges at now. A field absent, null or not a number
-// is left to the decoding, which says what is wrong with it. Object keys
-// match as encoding/json matches them, case-insensitively; every
-// duplicate is checked, so the one the decoding keeps is.
+// CheckBounds checks the numbers bounds name in data; others are left to the
+// decoding. Keys match case-insensitively, every duplicate checked.
 func CheckBounds(data []byte, bounds []Bound, now time.Time) error {
-	// The top-level object is parsed once for every bound: a body may be
-	// a MiB of lock files and metadata.
+	// Parsed once for every bound: a body may be a MiB.
 	var top map[string]json.RawMessage
 	if json.Unmarshal(data, &top) != nil {
 		return nil // not an object: the decoding says so
@@ -93,7 +80,7 @@ func CheckBounds(data []byte, bounds []Bound, now time.Time) error {
 		err := visitObject(top, strings.Split(b.Path, "."), "", func(field, lit string) error {
 			v, err := strconv.ParseFloat(lit, 64)
 			if err != nil && v == 0 {
-				// Not a number ParseFloat reads; the decoding refuses it.
+				// The decoding refuses it.
 				return nil
 			}
 			// Past float64 (1e400) ParseFloat gives ±Inf, out of any range.
@@ -106,8 +93,7 @@ func CheckBounds(data []byte, bounds []Bound, now time.Time) error {
 	return nil
 }
 
-// visitNumbers calls visit with the name and literal of each number at
-// path under raw.
+// visitNumbers calls visit with each number at path under raw.
 func visitNumbers(raw []byte, path []string, name string, visit func(field, lit string) error) error {
 	raw = bytes.TrimSpace(raw)
 	if len(path) == 0 {

@@ -1,9 +1,7 @@
 package wire
 
-// TransitionResult is the answer to POST …/{type}/{id}/transitions: the
-// entity as it is after the transition, and From, the lifecycle it left,
-// so a caller can say "FROM -> TO" without a read that races with other
-// writers.
+// TransitionResult is the answer to POST …/transitions: the entity after it
+// and From, the lifecycle it left, without a racy read.
 type TransitionResult struct {
 	Entity
 	From string `json:"from"`

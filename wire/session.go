@@ -4,9 +4,7 @@ import "context"
 
 type sessionWritesKey struct{}
 
-// WithSessionWrites marks a page request whose own session (the cookie
-// the API's POST /api/session set) may snooze and dismiss: the page then
-// asks for no token before a write.
+// WithSessionWrites marks a page request whose own session cookie may triage.
 func WithSessionWrites(ctx context.Context, ok bool) context.Context {
 	return context.WithValue(ctx, sessionWritesKey{}, ok)
 }

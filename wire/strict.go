@@ -12,12 +12,8 @@ import (
 	"unicode/utf8"
 )
 
-// checkDocument refuses what encoding/json would accept by altering it
-// (issue 37): a key given twice in one object (it keeps the last; keys
-// that differ only in case count, as it matches them so), a string that
-// is not valid UTF-8 (it stores U+FFFD instead), and a number no float64
-// holds (1e400, read back as infinity). Each is one error naming the
-// field; a document that is not JSON is left to the decoding.
+// checkDocument refuses what encoding/json would alter: a key given twice
+// (case aside), invalid UTF-8 and a number no float64 holds.
 func checkDocument(data []byte) error {
 	bad := invalidUTF8(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -129,8 +125,7 @@ func (w *walker) close() {
 	w.next()
 }
 
-// next moves past a value: an object to its next key, an array to its
-// next index.
+// next moves past a value: to an object's next key or an array's next index.
 func (w *walker) next() {
 	if len(w.stack) == 0 {
 		return
@@ -150,9 +145,7 @@ func join(name, key string) string {
 	return name + "." + key
 }
 
-// invalidUTF8 is the offset of the first byte of data that is not valid
-// UTF-8, or of a \u escape of a lone surrogate (which decodes to U+FFFD);
-// -1 when there is none.
+// invalidUTF8 is the offset of the first invalid UTF-8 or lone-surrogate escape, or -1.
 func invalidUTF8(data []byte) int {
 	for i := 0; i < len(data); {
 		r, size := utf8.DecodeRune(data[i:])

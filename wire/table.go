@@ -12,20 +12,10 @@ import (
 	"watchdog/state"
 )
 
-// Table is the list as `watchdog status` prints it: one row per entity,
-// most severe first as Items are ordered, ages counted from GeneratedAt.
-// Beside the state it has what an on-call person reaches for next: the
-// process (PID), the host it runs on (what --host takes), since when it
-// runs (started_at, else its registration) and how old its last
-// heartbeat is (the one judged: Entity.LastHeartbeat); "-" where the entity has none.
+// Table is the list as `watchdog status` prints it, ages from GeneratedAt.
 func (l EntityList) Table() string { return l.table(false) }
 
-// WideTable is `watchdog status --wide`: Table with the process facts
-// after PID (each entity's `process`, ADR-0048): CPU% (recent, of one
-// core), RSS (the root's), UPTIME, TASKS (the tree's threads) and DESC
-// (its live descendants; "256+" beyond what one read reads). "-" where
-// there are none (not open, another host, no pid); the root's state
-// ("no such process", "pid reused") where they could not be read.
+// WideTable is `watchdog status --wide`: Table with the process facts (ADR-0048).
 func (l EntityList) WideTable() string { return l.table(true) }
 
 func (l EntityList) table(wide bool) string {
@@ -61,8 +51,7 @@ func (l EntityList) table(wide bool) string {
 		if since.IsZero() {
 			since = e.CreatedAt
 		}
-		// The heartbeat the judgement takes (a heartbeat file's mtime or a
-		// posted one), not only the posted one.
+		// The judged heartbeat, file or posted.
 		beat := "-"
 		if at := e.LastHeartbeat(); !at.IsZero() {
 			beat = l.ago(at)
@@ -90,10 +79,7 @@ func ago(d time.Duration) string {
 	return state.FormatAge(d) + " ago"
 }
 
-// processColumns are the wide table's CPU%, RSS, UPTIME, TASKS and DESC
-// cells of p, tab separated; with no process of its own, those of the
-// leftovers still running ("49.0 left", "2 left"): a leftover at work
-// shows its CPU.
+// processColumns are the wide table's process cells, else the running leftovers'.
 func processColumns(p *state.ProcessFacts, left *state.LeftoverFacts) string {
 	switch {
 	case p == nil && left != nil && left.Running > 0:

@@ -7,15 +7,12 @@ import (
 
 // Paging of GET /api/attention/triage.
 const (
-	// DefaultTriagePage and MaxTriagePage are the default and largest
-	// limit of a triage log page.
+	// DefaultTriagePage and MaxTriagePage are a triage log page's limits.
 	DefaultTriagePage = 100
 	MaxTriagePage     = 1000
 )
 
-// TriageEntry is one row of the triage log (store.TriageEntry): one item
-// snoozed or dismissed by one request, the items of a bulk request
-// sharing its batch.
+// TriageEntry is one row of the triage log; a bulk request's rows share a batch.
 type TriageEntry struct {
 	Seq         int64         `json:"seq"`
 	Batch       string        `json:"batch"`
@@ -27,13 +24,11 @@ type TriageEntry struct {
 	ReasonCode  string        `json:"reason_code"`
 	// SnoozedUntil is a snooze's end; null for a dismissal.
 	SnoozedUntil *unixtime.Time `json:"snoozed_until"`
-	// Actor is who acted: operator over HTTP (ADR-0007).
+	// Actor is the principal who acted.
 	Actor string `json:"actor"`
 }
 
-// TriagePage is the body of GET /api/attention/triage: the log newest
-// first with seq below the request's before, and NextBefore, the seq to
-// ask before for the next (older) page, or 0 when this page is the last.
+// TriagePage is the body of GET /api/attention/triage; NextBefore is 0 on the last page.
 type TriagePage struct {
 	Items      []TriageEntry `json:"items"`
 	NextBefore int64         `json:"next_before,omitempty"`

@@ -1,6 +1,5 @@
-// Package wire holds the JSON shapes of docs/reference/http-api.md (register, transition,
-// heartbeat, entity read) and their strict decoding, shared by the HTTP API
-// and the CLI so both accept and print exactly the same documents.
+// Package wire holds the JSON shapes of docs/reference/http-api.md and their
+// strict decoding, shared by the HTTP API and the CLI.
 package wire
 
 import (
@@ -22,23 +21,20 @@ import (
 // MaxBody is the largest request document accepted (1 MiB).
 const MaxBody = 1 << 20
 
-// ErrBadInput marks a document that could not be decoded; the message
-// names the problem.
+// ErrBadInput marks a document that could not be decoded.
 var ErrBadInput = errors.New("bad input")
 
 // ErrTooLarge marks a document over MaxBody.
 var ErrTooLarge = errors.New("request body too large")
 
 // Decode reads exactly one JSON value from r into v, refusing unknown
-// fields, trailing data and documents over MaxBody, and, for a Bounded
-// document, a number outside its range at the wall clock's now (DecodeAt).
-// An empty document is an error unless allowEmpty.
+// fields, trailing data, oversized and out-of-range documents (DecodeAt).
+// Empty is an error unless allowEmpty.
 func Decode(r io.Reader, v any, allowEmpty bool) error {
 	return DecodeAt(r, v, allowEmpty, time.Now())
 }
 
-// decode is Decode with check run on the document's bytes before they are
-// decoded into v.
+// decode is Decode with check run on the raw bytes first.
 func decode(r io.Reader, v any, allowEmpty bool, check func([]byte) error) error {
 	data, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
 	if err != nil {
@@ -116,9 +112,7 @@ func typeName(kind string) string {
 	return kind
 }
 
-// OptString is a JSON string that remembers whether it was present and
-// whether it was null, so `"lifecycle": null` (legacy) differs from an
-// omitted lifecycle (the type's initial state).
+// OptString is a JSON string that tells null (legacy) from omitted.
 type OptString struct {
 	Set   bool
 	Null  bool
@@ -135,8 +129,7 @@ func (o *OptString) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &o.Value)
 }
 
-// MarshalJSON writes null for Null and the string otherwise; with the
-// field's `omitzero` tag an unset OptString is left out entirely.
+// MarshalJSON writes null for Null and the string otherwise.
 func (o OptString) MarshalJSON() ([]byte, error) {
 	if o.Null {
 		return []byte("null"), nil
@@ -188,8 +181,7 @@ type Register struct {
 	HostID        string        `json:"host_id,omitempty"`
 	BootID        string        `json:"boot_id,omitempty"`
 	SupervisorPID int           `json:"supervisor_pid,omitempty"`
-	// SupervisorStartTime identifies the supervisor like pid_start_time
-	// the pid; filled in for a local supervisor when absent.
+	// SupervisorStartTime identifies the supervisor; filled in when local.
 	SupervisorStartTime unixtime.Time   `json:"supervisor_start_time,omitzero"`
 	HeartbeatFile       string          `json:"heartbeat_file,omitempty"`
 	TimeoutSeconds      float64         `json:"timeout_seconds,omitempty"`
@@ -203,7 +195,7 @@ type Register struct {
 }
 
 // Registration converts a decoded body into the write path's request,
-// checking what the decoder cannot (required fields, metadata shape).
+// checking what the decoder cannot.
 func (r Register) Registration(actor string) (transitions.Registration, error) {
 	if strings.TrimSpace(r.Type) == "" {
 		return transitions.Registration{}, fmt.Errorf("%w: field \"type\" is required", ErrBadInput)
@@ -225,8 +217,7 @@ func (r Register) Registration(actor string) (transitions.Registration, error) {
 		Metadata: r.Metadata,
 	}
 	if r.Artifacts != nil {
-		// An explicit [] clears the contract on a re-registration; an
-		// absent list leaves it as it was.
+		// An explicit [] clears the contract on re-registration; absent keeps it.
 		e.Artifacts = make([]state.ArtifactSpec, 0, len(r.Artifacts))
 	}
 	for _, a := range r.Artifacts {
@@ -289,8 +280,7 @@ func (r Register) checkLimits() error {
 	return checkMetadata(r.Metadata)
 }
 
-// checkList refuses a list of more than MaxListItems entries, or one with
-// an entry over limit bytes.
+// checkList refuses over MaxListItems entries or an entry over limit bytes.
 func checkList(field string, items []string, limit int) error {
 	if len(items) > MaxListItems {
 		return overLimit(field, len(items), MaxListItems, "items")
@@ -319,14 +309,11 @@ type Transition struct {
 	Trigger        string  `json:"trigger,omitempty"`
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
 	ElapsedSeconds float64 `json:"elapsed_seconds,omitempty"`
-	// ExitStatus is how the entity's process ended, as the caller saw it
-	// ({code} or {signal}, and at): recorded on the entity, shown, never
-	// acted on.
+	// ExitStatus is how the process ended as the caller saw it: shown, never acted on.
 	ExitStatus *state.ExitStatus `json:"exit_status,omitempty"`
 }
 
-// Request converts a decoded body into the write path's request. The
-// caller decides the actor when the body has none (or when auth decides).
+// Request converts a decoded body into the write path's request.
 func (t Transition) Request(typ, id, defaultActor string) (transitions.Request, error) {
 	if strings.TrimSpace(t.To) == "" {
 		return transitions.Request{}, fmt.Errorf("%w: field \"to\" is required", ErrBadInput)
@@ -357,8 +344,7 @@ type Heartbeat struct {
 	Progress string `json:"progress,omitempty"`
 }
 
-// Check refuses a progress note longer than MaxProgress, the same way over
-// HTTP and on the command line.
+// Check refuses a progress note over MaxProgress, on HTTP and the CLI alike.
 func (h Heartbeat) Check() error {
 	if len(h.Progress) > MaxProgress {
 		return fmt.Errorf("%w: progress is %d bytes; keep it to one line of at most %d", ErrBadInput, len(h.Progress), MaxProgress)
