@@ -13,13 +13,11 @@ import (
 	"watchdog/store"
 )
 
-// MaxBulk is how many fingerprints one bulk snooze or dismissal may list.
-// A cluster key is not bounded by it: it names the cluster's items,
-// however many.
+// MaxBulk is how many fingerprints one bulk snooze or dismissal may list;
+// a cluster key is not bounded by it.
 const MaxBulk = 1000
 
-// ErrTooMany is returned by DismissAll for more than MaxBulk
-// fingerprints.
+// ErrTooMany is returned by DismissAll for more than MaxBulk fingerprints.
 var ErrTooMany = errors.New("too many fingerprints")
 
 // ErrBadCluster is returned for a cluster key that names no reason code.
@@ -31,8 +29,7 @@ type BulkStore interface {
 	UpsertDismissals(ctx context.Context, ds []store.Dismissal) (string, error)
 }
 
-// Bulk is one bulk snooze or dismissal asked for: several items, one
-// action.
+// Bulk is one bulk snooze or dismissal: several items, one action.
 type Bulk struct {
 	// Fingerprints are the items; duplicates count once.
 	Fingerprints []string
@@ -52,15 +49,9 @@ type Bulked struct {
 }
 
 // DismissAll snoozes (b.Until set) or dismisses every item b.Fingerprints
-// names, by Dismiss's rule for each (the item must be in the queue at now
-// under window, or be a finding an item there subsumes), all or none: a
-// malformed fingerprint is ErrBadFingerprint and one naming no item is
-// ErrNoItem, each error naming every such fingerprint, and nothing is
-// written; otherwise every row and one triage log entry per row are
-// written in one transaction (store.Backend.UpsertDismissals).
-//
-// The API's bulk snooze and dismiss and `watchdog snooze|dismiss` with
-// several fingerprints or --cluster with --db all call it.
+// names by Dismiss's rule, all or none: any bad or missing fingerprint is
+// an error naming every such one, and nothing is written; else all rows and
+// their triage log entries are written in one transaction.
 func DismissAll(ctx context.Context, st BulkStore, b Bulk, now time.Time, window time.Duration) (Bulked, error) {
 	fps := dedupe(b.Fingerprints)
 	if len(fps) == 0 {
@@ -80,7 +71,7 @@ func DismissAll(ctx context.Context, st BulkStore, b Bulk, now time.Time, window
 		return Bulked{}, &kindError{kind: ErrBadFingerprint,
 			err: fmt.Errorf("%s not <entity_type>:<entity_id>:<reason_code>: nothing was snoozed or dismissed", names(bad, "is", "are"))}
 	}
-	// One read of each entity, however many of its items are named.
+	// One read per entity, however many of its items are named.
 	type key struct{ typ, id string }
 	items := map[key][]Item{}
 	ds := make([]store.Dismissal, 0, len(fps))
@@ -123,9 +114,8 @@ func DismissAll(ctx context.Context, st BulkStore, b Bulk, now time.Time, window
 	return Bulked{Batch: batch, Dismissals: ds}, nil
 }
 
-// ParseCluster reads a cluster key: a queue's cluster_id
-// ("cluster_run.health.stalled") or its bare reason code, which must be
-// registered. It returns the cluster_id.
+// ParseCluster reads a cluster key (a cluster_id or its bare, registered
+// reason code) and returns the cluster_id.
 func ParseCluster(key string) (string, error) {
 	code := strings.TrimPrefix(strings.TrimSpace(key), "cluster_")
 	if err := state.CheckCode(code); err != nil {
@@ -135,16 +125,14 @@ func ParseCluster(key string) (string, error) {
 	return ClusterID(state.ReasonCode(code)), nil
 }
 
-// ClusterQuery is the query whose queue holds every item a cluster
-// action covers: all of them (no limit), none a dismissal already hides
-// (a dismissed item stays dismissed; a snoozed one keeps its snooze).
+// ClusterQuery is the query whose queue holds every item a cluster action
+// covers: no limit, none a dismissal already hides.
 func ClusterQuery(window time.Duration) Query {
 	return Query{Limit: math.MaxInt32, FailureWindow: window}
 }
 
-// ClusterMembers are the fingerprints of q's items in cluster id (a
-// ParseCluster answer), in the queue's order; a cluster with none is
-// ErrNoItem.
+// ClusterMembers are the fingerprints of q's items in cluster id, in queue
+// order; a cluster with none is ErrNoItem.
 func ClusterMembers(q Queue, id string) ([]string, error) {
 	var out []string
 	for i := range q.Items {
@@ -172,8 +160,7 @@ func dedupe(fps []string) []string {
 	return out
 }
 
-// names lists quoted fingerprints with the verb agreeing: `"a" is`, `"a",
-// "b" are`.
+// names lists quoted fingerprints with the verb agreeing.
 func names(q []string, one, many string) string {
 	if len(q) == 1 {
 		return q[0] + " " + one

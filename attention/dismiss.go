@@ -36,23 +36,9 @@ type Dismissing struct {
 	By string
 }
 
-// Dismiss records a snooze (Until set) or a dismissal of the item
-// r.Fingerprint names, which must be in the queue at now under the failure
-// window (dismissed or not), or be a finding an item in the queue
-// subsumes (its end escalated it since the queue was read; the row then
-// records the finding's onset and carries over, Carries): a fingerprint of a condition that cleared,
-// aged out or never existed is ErrNoItem, so a typo cannot silence a
-// future item. The entity's current lifecycle becomes
-// status_at_dismissal and the item's first_seen_at the occurrence the row
-// covers: a recurrence is a new item it does not hide. If the entity
-// changes between this read and the write, the recorded status is the
-// older one and a clear_on_status_change dismissal simply does not hide:
-// the race fails visible.
-//
-// The API's POST /api/attention/snooze and /dismiss and `watchdog snooze`
-// and `dismiss` with --db both call it, so the rule is the same either
-// way. A malformed fingerprint is ErrBadFingerprint; the store's errors
-// pass as they are.
+// Dismiss records a snooze (Until set) or dismissal of the item
+// r.Fingerprint names, which must be in the queue now (or subsumed there):
+// else ErrNoItem, so a typo cannot silence a future item.
 func Dismiss(ctx context.Context, st DismissStore, r Dismissing, now time.Time, window time.Duration) (store.Dismissal, error) {
 	typ, id, code, err := ParseFingerprint(r.Fingerprint)
 	if err != nil {
@@ -84,13 +70,8 @@ func Dismiss(ctx context.Context, st DismissStore, r Dismissing, now time.Time, 
 	return d, nil
 }
 
-// find returns the item of items a dismissal of fp hides and the
-// occurrence the dismissal records: the item of that fingerprint and its
-// first_seen_at; else the item whose reason subsumes the finding fp names
-// and the finding's onset, so an acknowledgement sent just after the end
-// that escalated it (the operator read the queue a moment before) is
-// recorded on the occurrence it was meant for and carries over (Carries).
-// nil when neither exists.
+// find returns the item a dismissal of fp hides and the occurrence to
+// record: fp's own item, else the one subsuming fp's finding (Carries).
 func find(items []Item, fp string) (*Item, time.Time) {
 	for i := range items {
 		if items[i].Fingerprint == fp {

@@ -14,29 +14,19 @@ import (
 	"watchdog/transitions"
 )
 
-// Codes lists the reason codes of an entity's items, each once, in order:
-// the transition's reason first, then the probe's findings that it does
-// not subsume (state.Subsumes: one item per cause). The
-// transition's reason is left out when the entity's outcome is itself
-// harmless (succeeded, completed, merged, cancelled): a completed run
-// whose artifacts are missing needs attention for the missing artifacts,
-// not for "exited with code 0". With no code left, it falls back to the
-// entity's own health or delivery code when one is registered (see the
-// package doc).
+// Codes lists the reason codes of an entity's items, each once: the
+// transition's reason (left out for a harmless outcome), then the findings
+// it does not subsume (one item per cause); else a registered dimension code.
 func Codes(entityType, outcome string, transitionCode state.ReasonCode, findings []state.ReasonCode, h state.Health, d state.Delivery) []state.ReasonCode {
 	out := make([]state.ReasonCode, 0, len(findings)+1)
-	// The transition's reason is an item when its outcome attends, or when
-	// it subsumes one of the findings (a dead process ended in a harmless
-	// outcome still reads process_dead: its one item is the end's reason,
-	// which carries the evidence, not a bare dimension item).
+	// Kept when its outcome attends, or when it subsumes a finding: a dead
+	// process ended harmlessly still has its end's reason, with the evidence.
 	kept := transitionCode != "" && (outcome == "" || outcomeAttends(outcome) ||
 		slices.ContainsFunc(findings, func(c state.ReasonCode) bool { return state.Subsumes(transitionCode, c) }))
 	if kept {
 		out = append(out, transitionCode)
 	}
 	for _, c := range findings {
-		// A finding the kept transition's reason subsumes is the same
-		// cause: one item (state.Subsumes).
 		if c != "" && !slices.Contains(out, c) && !(kept && state.Subsumes(transitionCode, c)) {
 			out = append(out, c)
 		}
@@ -47,26 +37,21 @@ func Codes(entityType, outcome string, transitionCode state.ReasonCode, findings
 		}
 	}
 	if len(out) == 0 && outcome != "" && outcomeAttends(outcome) {
-		// Registered straight into a failing outcome (an import, a
-		// backfill): no transition ever gave a reason, but the entity
-		// counts as critical or warning, and the queue must explain every
-		// such count rather than leave it to Grafana alone.
+		// Registered straight into a failing outcome: the queue must explain
+		// every critical or warning count, so it gets a code.
 		out = append(out, state.SystemOutcomeUnexplained)
 	}
 	return out
 }
 
-// outcomeAttends reports whether an outcome on its own needs attention
-// (failed, aborted, timed_out, skipped, partial, ...). Per-type outcomes
-// outside the shared vocabulary go through the same translation as
-// state.Normalize (partial is partial delivery, partial_failed a failure).
+// outcomeAttends reports whether an outcome on its own needs attention,
+// with per-type outcomes translated as state.Normalize does.
 func outcomeAttends(outcome string) bool {
 	ns := state.Normalize(outcome, outcome, "", "", nil, time.Time{})
 	return Attends(ns.Severity)
 }
 
-// dimensionCode finds a registered, non-neutral code naming an entity's
-// health or delivery value.
+// dimensionCode finds a registered, non-neutral health or delivery code.
 func dimensionCode(entityType string, h state.Health, d state.Delivery) (state.ReasonCode, bool) {
 	if sev, _ := state.DeriveSeverity("", h, ""); Attends(sev) {
 		for _, ns := range []string{entityType, "run"} {
@@ -85,8 +70,7 @@ func dimensionCode(entityType string, h state.Health, d state.Delivery) (state.R
 	return "", false
 }
 
-// docs maps every registered code to its doc line, the summary of an item
-// whose reason has no message.
+// docs maps every registered code to its doc line, for reasons without a message.
 var docs = func() map[state.ReasonCode]string {
 	m := map[state.ReasonCode]string{}
 	for _, r := range state.Reasons() {
@@ -105,8 +89,8 @@ func summaryOf(code state.ReasonCode, message string) string {
 	return string(code)
 }
 
-// withExit names how the process ended in the summary of a death, when the
-// kernel said and the message does not already.
+// withExit names how the process ended in a death's summary, when the
+// kernel said and the message does not.
 func withExit(summary string, code state.ReasonCode, e store.Entity) string {
 	if e.Exit == nil || (code != state.RunHealthProcessDead && code != state.SystemHealthProcessDeadNoTerminal && code != state.SystemHealthProcessDeadUnowned) {
 		return summary
@@ -124,9 +108,7 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// ItemsOf returns every current item of one entity, dismissals not
-// applied and cluster sizes not set: what snooze and dismiss check a
-// fingerprint against.
+// ItemsOf returns one entity's current items, dismissals not applied.
 func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
 	ns := transitions.Normalize(e, now)
 	if AgedOut(ns.Outcome, e.Health, e.EndedAt, e.LifecycleAt, e.UpdatedAt, now, window) {
@@ -135,10 +117,8 @@ func ItemsOf(e store.Entity, now time.Time, window time.Duration) []Item {
 	return ItemsFor(e, ns)
 }
 
-// ItemsFor returns the items of an entity whose state ns was derived
-// already (transitions.Normalize), the failure window and dismissals not
-// applied: the live view computes them once per change and applies the
-// window (AgedOut) when it is read.
+// ItemsFor returns the items of an entity whose state ns is derived, window
+// and dismissals not applied.
 func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
 	if ns.Legacy() || !Attends(ns.Severity) {
 		return nil
@@ -184,8 +164,7 @@ func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
 		reason.stored = reason.Summary
 		first := firstSeen(e, code == transitionCode)
 		if found != nil && code != transitionCode && !found.FirstSeen.IsZero() {
-			// The finding's own onset: health_since moves with any change
-			// of health, and a delivery finding has nothing to do with it.
+			// The finding's own onset: health_since moves with any health change.
 			first = found.FirstSeen.Time
 		}
 		fp := Fingerprint(e.Type, e.ID, code)
@@ -215,10 +194,8 @@ func ItemsFor(e store.Entity, ns state.NormalizedState) []Item {
 	return items
 }
 
-// firstSeen is when an item's condition started. The transition's reason
-// started with the transition (the end, for a terminal one); a probe
-// finding carries its own onset (StateReason.FirstSeen), and one stored
-// before findings were dated started when health last changed.
+// firstSeen is when an item's condition started: the transition's reason
+// with the transition; an undated finding when health last changed.
 func firstSeen(e store.Entity, fromTransition bool) time.Time {
 	candidates := []time.Time{e.HealthSince, e.LifecycleAt, e.CreatedAt}
 	if fromTransition {
@@ -240,12 +217,8 @@ func itemID(fp string) string {
 // SnoozeFor is how long the Snooze action snoozes an item.
 const SnoozeFor = 24 * time.Hour
 
-// At returns the item as a reader is served it at now: its summary
-// rendered with the age of its Since (state.Render), and its Snooze
-// action's body carrying a ready `until` (now + SnoozeFor, Unix seconds),
-// so a client sends the action exactly as advertised. Items are derived
-// once per change and kept; everything that depends on the moment of the
-// read is filled here. it is not modified.
+// At returns the item as served at now: summary aged and the Snooze
+// action's `until` filled in; it is not modified.
 func (it Item) At(now time.Time) Item {
 	if it.Reason.stored == "" {
 		it.Reason.stored = it.Reason.Summary
@@ -270,19 +243,13 @@ func (it Item) At(now time.Time) Item {
 	return it
 }
 
-// Bare is the item without its actions, which are the same three for
-// every item and a function of its entity and fingerprint: what a holder
-// of many items (the live view) keeps, about 1 KB less each. At builds
-// them again, so the read is the same.
+// Bare is the item without its actions, which At rebuilds.
 func (it Item) Bare() Item {
 	it.Actions = nil
 	return it
 }
 
-// actions are the descriptors every item offers: open the entity, snooze
-// it for a day, dismiss it. Snooze's `until` is filled when the queue is
-// read (Item.At): a day from the read, not from the change that made the
-// item.
+// actions are the descriptors every item offers: open, snooze a day, dismiss.
 func actions(typ, id, fp string) []Action {
 	return []Action{
 		{ID: "inspect", Label: "Open", Kind: "primary", Href: "/api/v1/entities/" + url.PathEscape(typ) + "/" + url.PathEscape(id)},

@@ -13,14 +13,8 @@ import (
 	"watchdog/store"
 )
 
-// Build assembles the queue from entities (any subset that includes every
-// entity that may have items; others are skipped), the dismissals keyed by
-// fingerprint, and the query (its Host keeps that host's entities only,
-// as the live view's queue does: the entities must then carry their
-// HostID, which the stores' AttentionCandidates do not read). Items are sorted most severe first, then most
-// recently updated, then by fingerprint, so the order is stable across
-// polls; cluster sizes, the total and by_severity count the whole selected
-// queue before the limit.
+// Build assembles the queue from entities, dismissals and query. A q.Host
+// filter needs the entities' HostID, which AttentionCandidates does not read.
 func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Query, now time.Time) Queue {
 	var all []Item
 	for _, e := range entities {
@@ -32,10 +26,8 @@ func Build(entities []store.Entity, dismissals map[string]store.Dismissal, q Que
 	return Assemble(all, dismissals, q, now)
 }
 
-// Key is an item's place in the queue's order: most severe first, then
-// most recently updated, then by fingerprint, so the order is total and
-// stable across polls. Assemble sorts by it, and the live view keeps its
-// items in it as entities change.
+// Key is an item's place in the queue's order: most severe, most recently
+// updated, then fingerprint: total and stable across polls.
 type Key struct {
 	rank        int
 	updated     int64
@@ -50,8 +42,7 @@ func KeyOf(it *Item) Key {
 // Fingerprint is the fingerprint of k's item.
 func (k Key) Fingerprint() string { return k.fingerprint }
 
-// Compare orders k before o (-1), after it (1) or equal (0, the same
-// fingerprint).
+// Compare orders k before o (-1), after it (1) or equal (0).
 func (k Key) Compare(o Key) int {
 	if k.rank != o.rank {
 		return cmp.Compare(k.rank, o.rank)
@@ -62,8 +53,7 @@ func (k Key) Compare(o Key) int {
 	return strings.Compare(k.fingerprint, o.fingerprint)
 }
 
-// Assemble is Build from the items already found (ItemsOf): sorted into
-// the queue's order (KeyOf), then AssembleOrdered. all is not modified.
+// Assemble is Build from the items already found; all is not modified.
 func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now time.Time) Queue {
 	order := make([]int, len(all))
 	for i := range order {
@@ -79,11 +69,8 @@ func Assemble(all []Item, dismissals map[string]store.Dismissal, q Query, now ti
 	}, dismissals, q, now)
 }
 
-// AssembleOrdered is the queue's one assembly, over items handed in the
-// queue's order (the live view keeps them so, and sorts nothing): the
-// query's severity filter and the dismissals applied, the total,
-// by_severity and cluster sizes counted over the whole selection, the
-// page cut at the limit and stamped at now.
+// AssembleOrdered is the queue's one assembly, over items in the queue's
+// order: the counts cover the whole selection, then the page is cut.
 func AssembleOrdered(items iter.Seq[*Item], dismissals map[string]store.Dismissal, q Query, now time.Time) Queue {
 	out := Queue{GeneratedAt: unixtime.Of(now), BySeverity: map[state.Severity]int{}, Items: []Item{}}
 	for _, s := range Severities {
@@ -129,17 +116,13 @@ func AssembleOrdered(items iter.Seq[*Item], dismissals map[string]store.Dismissa
 	return out
 }
 
-// Source is what Read reads: the entities that may have items and the
-// dismissals (sqlite.Store; the API's store).
+// Source is what Read reads: the candidates and the dismissals.
 type Source interface {
 	AttentionCandidates(ctx context.Context, since time.Time) ([]store.Entity, error)
 	Dismissals(ctx context.Context) (map[string]store.Dismissal, error)
 }
 
-// Read is the queue the API serves and `watchdog attention` prints: the
-// candidates inside q's failure window and every dismissal, built at now.
-// The store's errors pass as they are: they name their query already, and
-// the command prints them unchanged.
+// Read is the queue the API serves and `watchdog attention` prints.
 func Read(ctx context.Context, src Source, q Query, now time.Time) (Queue, error) {
 	list, err := src.AttentionCandidates(ctx, Since(now, q.FailureWindow))
 	if err != nil {

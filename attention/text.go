@@ -8,11 +8,8 @@ import (
 	"watchdog/state"
 )
 
-// Text renders the queue as `watchdog attention` prints it, like
-// the Attention Queue design's dashboard: a severity header with its count over the whole queue, then
-// each cluster (its size over the whole queue too, its reason's registered
-// summary, the range of its items' onsets and their entities: ClusterOf),
-// then its items on this page, each with its own detail.
+// Text renders the queue as `watchdog attention` prints it: per severity,
+// each cluster's header (ClusterOf), then its items on this page.
 func (q Queue) Text() string {
 	if q.Total == 0 {
 		return "attention queue is empty\n"
@@ -35,8 +32,7 @@ func (q Queue) Text() string {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s · %s\n", strings.ToUpper(string(sev)), plural(q.BySeverity[sev], "item"))
-		// Clusters in the order their first item appears (most urgent,
-		// most recent first).
+		// Clusters in the order their first item appears.
 		var order []string
 		byCluster := map[string][]Item{}
 		for _, it := range items {
@@ -47,8 +43,6 @@ func (q Queue) Text() string {
 		}
 		for _, id := range order {
 			members := byCluster[id]
-			// The header speaks for every item (ClusterOf): no one item's
-			// message, pid or signal.
 			c := ClusterOf(members)
 			fmt.Fprintf(w, "  %s · %s · %s\n", c.Code, plural(c.Size, "item"), c.Header(now.Time))
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -69,9 +63,7 @@ func (q Queue) Text() string {
 						summary += " [dismissed]"
 					}
 				}
-				// The fingerprint leads the row: it names the entity and
-				// the reason, and it is what `watchdog snooze` and
-				// `dismiss` take, ready to copy.
+				// The fingerprint leads the row: what snooze and dismiss take, ready to copy.
 				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", it.Fingerprint, label, it.Status, state.FormatAge(now.Sub(it.FirstSeenAt.Time))+" ago", summary)
 			}
 			_ = tw.Flush() // into a strings.Builder: cannot fail

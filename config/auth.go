@@ -13,25 +13,20 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Auth is the "auth" section. Besides a mapping, YAML may give it as the
-// scalar `auth: none` (the same as `auth: {mode: none}`) or `auth: token`.
+// Auth is the "auth" section; YAML may also give it as the scalar `none`
+// or `token`.
 type Auth struct {
-	// Mode is AuthToken (also the meaning of empty, the default) or
-	// AuthNone. With a token every mutating endpoint needs it; AuthNone
-	// turns that off and is refused on a non-loopback listen address.
+	// Mode is AuthToken (the default, also empty) or AuthNone, which is
+	// refused on a non-loopback listen address.
 	Mode string `yaml:"mode"`
-	// TokenFile holds the bearer token. Empty means the daemon's own: it
-	// creates watchdog.token beside the database (mode 0600) and reuses it
-	// across restarts. Must be empty with AuthNone.
+	// TokenFile holds the admin bearer token; empty: the daemon's own, made
+	// beside the database. Must be empty with AuthNone.
 	TokenFile string `yaml:"token_file"`
-	// Tokens are scoped bearer tokens, each read from its own file (and
-	// re-read on SIGHUP): what each may do and for which uids. The
-	// token_file token (or the daemon's own) stays, with scope admin.
+	// Tokens are scoped bearer tokens, each read from its own file (re-read
+	// on SIGHUP); the token_file token stays, with scope admin.
 	Tokens []Token `yaml:"tokens"`
-	// PublicReads opens the reads (entities, lists, the queue, the page)
-	// to callers with no token. Off by default: a read shows what the
-	// daemon saw of processes and files. /metrics, /healthz and /readyz
-	// are always open.
+	// PublicReads opens the reads to callers with no token. Off by default:
+	// a read shows what the daemon saw of processes and files.
 	PublicReads bool `yaml:"public_reads"`
 }
 
@@ -41,13 +36,11 @@ type Token struct {
 	Name string `yaml:"name"`
 	// File holds the token (one line, as tokenfile reads it).
 	File string `yaml:"file"`
-	// Scopes are what it may do: read, report (register, heartbeat,
-	// transition), triage (snooze, dismiss), admin (all of these, and
-	// the admin actor).
+	// Scopes are what it may do: read, report, triage, admin (all of these,
+	// and the admin actor).
 	Scopes []string `yaml:"scopes"`
-	// Users are the users (names or numeric uids) whose processes it may
-	// register and act on. Empty: any pid, but no uid is proven, so the
-	// reaper never signals what it registered.
+	// Users are the users whose processes it may register and act on. Empty:
+	// any pid, but no uid is proven, so the reaper never signals them.
 	Users []string `yaml:"uids"`
 }
 

@@ -12,17 +12,10 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// decode parses data as one YAML document and decodes it onto the defaults
-// by walking the document's nodes against Config's fields, then validates
-// the result. It returns the configuration as far as it decoded (nil only
-// when data is not YAML) and every problem.
-//
-// The walk, not yaml.v3's strict mode, finds the key problems: the decoder
-// would report them in its own words ("field idel_after not found in type
-// config.Thresholds"), which name neither the key's path nor a fix, and
-// which could be given ours only by parsing them. Walking knows the path, the
-// line and the expected type of every value, so each problem is worded
-// here; yaml.v3 still decodes every leaf value.
+// decode decodes one YAML document onto the defaults, then validates it,
+// returning the configuration as far as it decoded (nil only when not YAML)
+// and every problem. It walks the nodes itself rather than use yaml.v3's
+// strict mode, whose errors name neither the key's path nor a fix.
 func decode(data []byte) (*Config, error) {
 	root, err := parseDocument(data)
 	if err != nil {
@@ -37,9 +30,8 @@ func decode(data []byte) (*Config, error) {
 	return c, errors.Join(errs...)
 }
 
-// parseDocument returns the one document of data, or nil when there is none
-// (or it is empty). Syntax errors are yaml.v3's own, whose line numbers are
-// its own too: it counts the lines of some parser errors from 0.
+// parseDocument returns the one document of data, or nil when there is
+// none. Syntax errors are yaml.v3's own, line numbers included.
 func parseDocument(data []byte) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
@@ -65,11 +57,11 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 // decoder collects the problems of one walk.
 type decoder struct {
 	problems []error
-	// merging holds the mappings being walked: a merge key (<<) that
-	// leads back to one of them would never end.
+	// merging holds the mappings being walked: a merge (<<) back into one
+	// would never end.
 	merging map[*yaml.Node]bool
-	// mappings counts the mappings walked: merges of merges through
-	// aliases can multiply them beyond any real config (a billion laughs).
+	// mappings counts the mappings walked: merges through aliases could
+	// multiply them without bound (a billion laughs).
 	mappings int
 }
 
@@ -80,14 +72,14 @@ func (d *decoder) fail(format string, args ...any) {
 	d.problems = append(d.problems, fmt.Errorf(format, args...))
 }
 
-// scalarDecoder is a field type that reads a scalar form itself: Duration
-// ("30s"), and Auth, whose mapping may be given as `none` or `token`.
+// scalarDecoder is a field type that reads a scalar form itself: Duration,
+// and Auth (`none` or `token`).
 type scalarDecoder interface {
 	decodeScalar(n *yaml.Node) error
 }
 
-// value decodes the node n onto v, the field at the dotted key path ("" is
-// the whole Config). A node with no value (null) keeps v's default.
+// value decodes n onto v, the field at the dotted key path ("" is the
+// whole Config). A null keeps v's default.
 func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
@@ -127,9 +119,8 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	}
 }
 
-// mapping decodes the mapping n onto the struct v at path: each key names a
-// field by its yaml tag; an unknown or repeated key is a problem. Merged
-// mappings (<<) are decoded first, so that n's own keys win, as in yaml.v3.
+// mapping decodes the mapping n onto the struct v at path; an unknown or
+// repeated key is a problem. Merges (<<) go first, so n's own keys win.
 func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 	if d.merging[n] {
 		d.fail("line %d: %s merges itself (<<)", n.Line, orTop(path))
@@ -204,7 +195,6 @@ func orTop(path string) string {
 	return path
 }
 
-// fieldByKey returns the field of the struct v whose yaml key is key.
 func fieldByKey(v reflect.Value, key string) (reflect.Value, bool) {
 	if i := fieldIndex(v.Type(), key); i >= 0 {
 		return v.Field(i), true
@@ -212,8 +202,7 @@ func fieldByKey(v reflect.Value, key string) (reflect.Value, bool) {
 	return reflect.Value{}, false
 }
 
-// fieldIndex returns the index of the field of the struct type t whose
-// yaml key is key, or -1.
+// fieldIndex returns the index of t's field whose yaml key is key, or -1.
 func fieldIndex(t reflect.Type, key string) int {
 	for i := range t.NumField() {
 		if yamlKey(t.Field(i)) == key {
@@ -236,7 +225,6 @@ func describe(n *yaml.Node) string {
 	return strconv.Quote(n.Value)
 }
 
-// want names what a field of kind k accepts.
 func want(k reflect.Kind) string {
 	switch k {
 	case reflect.Int:
@@ -249,8 +237,8 @@ func want(k reflect.Kind) string {
 	return "a mapping" // the sections: config.Config and its structs
 }
 
-// suggestKey returns the known key closest to the unknown dotted path, or ""
-// when none is close enough to be a likely typo.
+// suggestKey returns the known key closest to the unknown dotted path, or
+// "" when none is a likely typo.
 func suggestKey(path string) string {
 	parent, typo := "", path
 	if i := strings.LastIndex(path, "."); i >= 0 {
@@ -274,8 +262,7 @@ func suggestKey(path string) string {
 	return parent + "." + best
 }
 
-// typeAt returns the Go type that decodes the dotted key path ("" is the
-// whole Config), or nil if no key has that path.
+// typeAt returns the Go type at the dotted key path, or nil if none.
 func typeAt(path string) reflect.Type {
 	t := reflect.TypeFor[Config]()
 	if path == "" {

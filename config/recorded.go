@@ -7,8 +7,7 @@ import (
 )
 
 // ThresholdsYAML is the thresholds section as YAML, every key written: what
-// a daemon records in its store (store.DaemonSettings) for the commands
-// that judge the same database.
+// a daemon records in its store for the commands judging the same database.
 func (t Thresholds) ThresholdsYAML() (string, error) {
 	b, err := yaml.Marshal(struct {
 		Thresholds Thresholds `yaml:"thresholds"`
@@ -19,8 +18,7 @@ func (t Thresholds) ThresholdsYAML() (string, error) {
 	return string(b), nil
 }
 
-// ParseThresholds reads a recorded thresholds section back, checked as a
-// config file's would be.
+// ParseThresholds reads a recorded thresholds section back, validated.
 func ParseThresholds(doc string) (Thresholds, error) {
 	c, err := Parse([]byte(doc))
 	if err != nil {
@@ -55,7 +53,6 @@ func ThresholdsDiff(a, b Thresholds) []string {
 	return out
 }
 
-// flat is a node's value on one line ("10m", "[session]").
 func flat(n *yaml.Node) string {
 	if n.Kind == yaml.ScalarNode {
 		return n.Value

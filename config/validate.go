@@ -73,9 +73,8 @@ func isPostgresURL(dsn string) bool {
 	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
 }
 
-// validateStoreAuth: the daemon's own token lives beside an SQLite file;
-// a server database has no "beside", so postgres needs a token file or
-// auth: none.
+// validateStoreAuth: the daemon's own token lives beside an SQLite file; a
+// server database has no "beside", so postgres needs a token file.
 func (c *Config) validateStoreAuth() []error {
 	if c.Store.Driver == "postgres" && !c.Auth.None() && c.Auth.TokenFile == "" {
 		return []error{errors.New("auth.token_file: required with store.driver: postgres (the daemon's own token is kept beside an SQLite file; a server has no such place), or auth: none on loopback")}
@@ -83,7 +82,6 @@ func (c *Config) validateStoreAuth() []error {
 	return nil
 }
 
-// validateListen checks the address and the auth it may be served with.
 func (c *Config) validateListen() []error {
 	if err := CheckListen(c.Listen, c.Auth.None()); err != nil {
 		return []error{err}
@@ -92,9 +90,8 @@ func (c *Config) validateListen() []error {
 }
 
 // CheckListen refuses a listen address that is not host:port, and a
-// non-loopback one with auth: none (docs/reference/http-api.md, Authentication): every mutating endpoint would
-// be open to the network. Validate applies it, and the daemon again before
-// it listens, since it may be handed a Config that was never validated.
+// non-loopback one with auth: none: every mutating endpoint would be open
+// to the network. The daemon checks again before it listens.
 func CheckListen(listen string, authNone bool) error {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil || port == "" {
@@ -109,7 +106,6 @@ func CheckListen(listen string, authNone bool) error {
 	return nil
 }
 
-// validateListenUnix wants an absolute socket path, or none.
 func (c *Config) validateListenUnix() []error {
 	p := c.ListenUnix
 	if p == "" || p == ListenUnixNone {
@@ -124,12 +120,11 @@ func (c *Config) validateListenUnix() []error {
 	return nil
 }
 
-// reHostName is a DNS name as a Host header carries it: letters, digits,
-// hyphens and dots (underscores too, which some internal names use).
+// reHostName is a DNS name as a Host header carries it (underscores too).
 var reHostName = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$`)
 
-// validateAllowedHosts wants bare host names: no scheme, port or path, since
-// the API compares them with the Host header's name.
+// validateAllowedHosts wants bare host names, as the API compares them
+// with the Host header's name.
 func (c *Config) validateAllowedHosts() []error {
 	var errs []error
 	for i, h := range c.AllowedHosts {
@@ -140,9 +135,8 @@ func (c *Config) validateAllowedHosts() []error {
 	return errs
 }
 
-// IsLoopback reports whether host is a loopback IP or "localhost". An
-// empty host (all interfaces) and any other name are not, since a name may
-// resolve anywhere.
+// IsLoopback reports whether host is a loopback IP or "localhost"; any
+// other name may resolve anywhere.
 func IsLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -255,8 +249,8 @@ func (h HTTP) validate() []error {
 	return nil
 }
 
-// checkHTTPURL wants an absolute http or https URL with a host; the error
-// completes a sentence that starts with the quoted value.
+// checkHTTPURL wants an absolute http or https URL; the error completes a
+// sentence starting with the quoted value.
 func checkHTTPURL(raw string) error {
 	u, err := url.Parse(raw)
 	switch {

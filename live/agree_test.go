@@ -190,7 +190,7 @@ func TestViewAgreesWithStore(t *testing.T) {
 			open, inWindow, reasons := 0, 0, map[ReasonKey]int{}
 			v.Each("", func(e *Entry) {
 				d := Derive(e.Entity, now)
-				aged := attention.AgedOut(d.State.Outcome, e.Entity.EndedAt, e.Entity.LifecycleAt, e.Entity.UpdatedAt, now, attention.DefaultFailureWindow)
+				aged := attention.AgedOut(d.State.Outcome, e.Entity.Health, e.Entity.EndedAt, e.Entity.LifecycleAt, e.Entity.UpdatedAt, now, attention.DefaultFailureWindow)
 				if e.Legacy() {
 					return
 				}

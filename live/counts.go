@@ -7,12 +7,8 @@ import (
 	"watchdog/state"
 )
 
-// Group is a set of entities alike in everything the entity gauges look
-// at; the view keeps the size of every group as entities change, so a
-// scrape reads a few hundred groups instead of every entity. Host is the
-// host the entities were recorded on ("" for host-less ones): a daemon of
-// a fleet counts only the groups it owns, and hosts are few, so the
-// groups grow by a small factor.
+// Group is a set of entities alike in everything the gauges look at; the
+// view keeps each group's size, so a scrape reads groups, not entities.
 type Group struct {
 	Host      string
 	Type      string
@@ -41,11 +37,8 @@ func (v *View) Groups(fn func(Group, int)) {
 	}
 }
 
-// ActiveReasons counts, at now with the view's failure window, the reason
-// codes held by the entities that count (open, or with an outcome inside
-// the window), by the holder's severity: watchdog_reasons_active. The
-// open entities' counts are kept as they change; only the entities inside
-// the window are read.
+// ActiveReasons counts the codes held by the entities that count, by
+// holder's severity: watchdog_reasons_active.
 func (v *View) ActiveReasons(now time.Time) map[ReasonKey]int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -67,14 +60,8 @@ func (v *View) ActiveReasons(now time.Time) map[ReasonKey]int {
 	return out
 }
 
-// Leftovers counts, at now with the view's failure window, the processes
-// the leftover findings (run.health.leftover_processes) of the entities
-// that count name, by the entity's type and host:
-// watchdog_leftover_processes. The entities that count are
-// ActiveReasons': open (or lingering), or ended inside the window, the
-// ones the sweep still looks at (an older finding is what the last look
-// saw, not what is seen now). The open ones are kept as they change;
-// only the entities inside the window are read.
+// Leftovers counts the processes leftover findings of the entities that
+// count name, by type and host: watchdog_leftover_processes.
 func (v *View) Leftovers(now time.Time) map[LeftoverKey]int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -91,18 +78,17 @@ func (v *View) Leftovers(now time.Time) map[LeftoverKey]int {
 }
 
 // Counts are the numbers STATUS=, `watchdog status`, the metrics and the
-// queue agree on (see the package doc for the definitions).
+// queue agree on: open is non-legacy and not terminal; in the window, an
+// outcome reached less than the failure window ago.
 type Counts struct {
 	// Entities counts every non-legacy entity; Legacy the others.
 	Entities, Legacy int
 	// Open counts the open entities, OpenBySeverity them by severity.
 	Open           int
 	OpenBySeverity map[state.Severity]int
-	// InWindow counts the entities with an outcome inside the failure
-	// window.
+	// InWindow counts the entities with an outcome inside the failure window.
 	InWindow int
-	// Queue counts the queue items no dismissal hides, QueueBySeverity
-	// them by severity: GET /api/attention's total and by_severity.
+	// Queue counts the items no dismissal hides: GET /api/attention's total.
 	Queue           int
 	QueueBySeverity map[state.Severity]int
 }
@@ -134,9 +120,7 @@ func (v *View) Counts(now time.Time) Counts {
 	return c
 }
 
-// QueueBySeverity counts the queue items no dismissal hides, by severity:
-// Counts' QueueBySeverity without the walk over every entity that the
-// other counts need.
+// QueueBySeverity is Counts' QueueBySeverity without the walk over entities.
 func (v *View) QueueBySeverity(now time.Time) map[state.Severity]int {
 	out := map[state.Severity]int{}
 	for _, s := range attention.Severities {
@@ -148,9 +132,7 @@ func (v *View) QueueBySeverity(now time.Time) map[state.Severity]int {
 	return out
 }
 
-// QueueItems counts the queue items no dismissal hides by severity, entity
-// type and host (watchdog_attention_items); only non-zero kinds are in the
-// map.
+// QueueItems counts the queue items no dismissal hides (watchdog_attention_items).
 func (v *View) QueueItems(now time.Time) map[ItemKey]int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -165,11 +147,8 @@ func (v *View) addQueue(now time.Time, c *Counts) {
 	}
 }
 
-// queueItems counts the queue by ItemKey; v.mu is held. The items of open
-// entities are counted as they change; those of the entities inside the
-// window are read; then each dismissal that hides an item of an entity
-// that counts, its own or carried over (attention.Acknowledgement),
-// takes it away again.
+// queueItems counts the queue by ItemKey (v.mu held), less each item a
+// dismissal hides.
 func (v *View) queueItems(now time.Time) map[ItemKey]int {
 	out := make(map[ItemKey]int, len(v.idx.openItems))
 	for k, n := range v.idx.openItems {
@@ -182,8 +161,7 @@ func (v *View) queueItems(now time.Time) map[ItemKey]int {
 		}
 	}
 	cut := attention.Since(now, v.window)
-	// An item may be reached from two dismissals (its own and a carried
-	// one): it is taken away once.
+	// An item reached from two dismissals is taken away once.
 	var hidden map[string]bool
 	for fp := range v.dismissals {
 		for _, m := range [...]map[string]itemRef{v.idx.byFP, v.idx.bySubsumed} {

@@ -10,52 +10,41 @@ import (
 )
 
 // Derived is what an entity's stored row implies, computed once per
-// change. Nothing in it depends on the time of the read except through
-// AgedOut, which the reader asks with its own now.
+// change; only AgedOut depends on the read's time.
 type Derived struct {
-	// State is transitions.Normalize's NormalizedState (its EvaluatedAt is the
-	// time of the change: a reader stamps its own).
+	// State is transitions.Normalize's, stamped at the change: a reader
+	// stamps its own.
 	State state.NormalizedState
 	// Display is the display chain.
 	Display string
-	// Items are the entity's attention items with the failure window and
-	// dismissals not applied (attention.ItemsFor).
+	// Items are the attention items, window and dismissals not applied.
 	Items []attention.Item
-	// Codes are the codes of the reasons the entity holds (the
-	// transition's, then the findings'), each once: what
-	// watchdog_reasons_active counts.
+	// Codes are the reason codes the entity holds, each once:
+	// watchdog_reasons_active counts them.
 	Codes []state.ReasonCode
 }
 
-// Entry is one entity of the view with its derived state, as a read
-// gets it: the view keeps a compact record of each entity (record) and
-// rebuilds its Entry when asked (Get, Each), so an Entry is the reader's
-// own copy.
+// Entry is one entity of the view with its derived state, rebuilt from
+// its record when asked: the reader's own copy.
 type Entry struct {
 	Entity store.Entity
 	Derived
-	// arrived is attention.Arrived of the entity, without a monotonic
-	// reading, so the failure window's rule is one comparison.
+	// arrived is attention.Arrived without a monotonic reading.
 	arrived time.Time
-	// lingers is attention.Lingers: an outcome that never ages out while
-	// it lasts (an orphan whose process lives), counted like an open
-	// entity's items.
+	// lingers is attention.Lingers: an outcome that never ages out while it lasts.
 	lingers bool
-	// rec is the record the entry was rebuilt from (nil for one built
-	// elsewhere).
+	// rec is the record it was rebuilt from (nil when built elsewhere).
 	rec *record
 }
 
-// Ref is an entity of the view as one read saw it, a pointer's worth:
-// a list keeps a Ref of every entity it selects (Each) and rebuilds only
-// those of its page, as they were when selected.
+// Ref is an entity of the view as one read saw it: a list keeps a Ref of
+// every entity it selects and rebuilds only its page.
 type Ref struct{ r *record }
 
 // Ref is the entity the entry was rebuilt from, as it was then.
 func (e *Entry) Ref() Ref { return Ref{e.rec} }
 
-// Entity rebuilds the entity (the zero Entity for a Ref of an Entry the
-// view did not make).
+// Entity rebuilds the entity (zero for a Ref the view did not make).
 func (r Ref) Entity() store.Entity {
 	if r.r == nil {
 		return store.Entity{}
@@ -82,8 +71,7 @@ func (e *Entry) Current(now time.Time, window time.Duration) bool {
 }
 
 // Derive computes an entity's derived state: the one function every
-// surface's severity, tone, display chain and attention items come from,
-// in the daemon (once per change) and in the CLI reading a store.
+// surface's severity, tone, display chain and items come from.
 func Derive(e store.Entity, at time.Time) Derived {
 	ns := transitions.Normalize(e, at)
 	d := Derived{State: ns, Display: transitions.Display(e, ns), Items: attention.ItemsFor(e, ns)}
@@ -96,8 +84,7 @@ func Derive(e store.Entity, at time.Time) Derived {
 		d.Codes = append(d.Codes, transition)
 	}
 	for _, r := range e.Reasons {
-		// A finding the end's reason subsumes is the same cause
-		// (state.Subsumes): counted once, under the end's code.
+		// A finding the end's reason subsumes is the same cause: counted once.
 		if r.Code != "" && !containsCode(d.Codes, r.Code) && !state.Subsumes(transition, r.Code) {
 			d.Codes = append(d.Codes, r.Code)
 		}
@@ -114,9 +101,8 @@ func containsCode(list []state.ReasonCode, c state.ReasonCode) bool {
 	return false
 }
 
-// EntryOf is the Entry of an entity the view does not hold (another
-// host's, read from the store), derived at now as the view derives its
-// own.
+// EntryOf is the Entry of an entity the view does not hold, derived at now
+// as the view derives its own.
 func EntryOf(e store.Entity, now time.Time) Entry {
 	w := newInterner()
 	w.entity(&e)

@@ -11,29 +11,15 @@ import (
 	"watchdog/store"
 )
 
-// What a view that drops aged-out entities keeps (ADR-0060).
-//
-// An entity that ended (terminal, with an outcome that does not linger)
-// longer than the failure window ago counts in no queue, no window count
-// and no reason gauge: only in the totals by group (watchdog_entities,
-// watchdog_entity_states, Counts' Entities), and in the reads that list
-// every entity (the list, one entity's read, the page's table), which
-// then read the store by index (ListPage, as a fleet's reads of other
-// hosts do: ADR-0058). So the view keeps of it only what the totals need
-// to stay exact when it changes again: the group it counts in, under a
-// 64-bit hash of its key (gone): 43 bytes per entity measured, where a
-// failed session's record was 2.1 KB (TestAgedOutMemory).
+// Dropping aged-out entities, keeping each one's group (ADR-0060).
 
-// gone is what the view keeps of the entities it dropped: each one's
-// group, by a hash of its key, and how many per host (Complete). Under
-// the view's mu.
+// gone is what the view keeps of dropped entities: group by key hash, count
+// per host. Under the view's mu.
 type gone struct {
 	seed maphash.Seed
-	// keys is the group number of each dropped entity by hashKey. Two
-	// keys of one view that hash alike (2^-64 a pair) would share an
-	// entry: a change to one would move the other's count.
+	// keys: two keys hashing alike (2^-64 a pair) would share a count.
 	keys map[uint64]uint32
-	// groups numbers the groups (few), so an entry is 12 bytes.
+	// groups numbers the groups (few), so an entry stays small.
 	groups map[Group]uint32
 	list   []Group
 	hosts  map[string]int
@@ -50,10 +36,8 @@ func (g *gone) hashKey(k key) uint64 {
 
 func (g *gone) len() int { return len(g.keys) }
 
-// has says whether an entity of host was dropped.
 func (g *gone) has(host string) bool { return g.hosts[host] > 0 }
 
-// holds says whether k was dropped.
 func (g *gone) holds(k key) bool {
 	if len(g.keys) == 0 {
 		return false
@@ -62,7 +46,6 @@ func (g *gone) holds(k key) bool {
 	return ok
 }
 
-// put records k, dropped, counted in grp.
 func (g *gone) put(k key, grp Group) {
 	if g.keys == nil {
 		g.keys, g.groups, g.hosts = map[uint64]uint32{}, map[Group]uint32{}, map[string]int{}
@@ -81,7 +64,7 @@ func (g *gone) put(k key, grp Group) {
 	g.hosts[grp.Host]++
 }
 
-// take forgets k, if it was dropped, and says what group it counted in.
+// take forgets k, if it was dropped, and returns its group.
 func (g *gone) take(k key) (Group, bool) {
 	if len(g.keys) == 0 {
 		return Group{}, false
@@ -99,8 +82,7 @@ func (g *gone) take(k key) (Group, bool) {
 	return grp, true
 }
 
-// dropHosts forgets the entities of the hosts sel leaves out (a selection
-// that moved), calling ungroup with each one's group.
+// dropHosts forgets the entities of the hosts sel leaves out.
 func (g *gone) dropHosts(sel store.Hosts, ungroup func(Group)) {
 	for h, n := range g.keys {
 		grp := g.list[n]
@@ -122,19 +104,13 @@ func (v *View) ungroup(g Group) {
 	}
 }
 
-// evictable says whether the view drops r at cut (the failure window's
-// start): it ended (terminal: nothing watches or judges it any more, and
-// its outcome is final) with an outcome that does not linger, before cut.
+// evictable says whether the view drops r at cut: terminal and aged out.
 func (r *record) evictable(cut time.Time) bool {
 	return r.terminal && r.agedOut(cut)
 }
 
-// EvictAgedOut makes the view drop the entities that age out of the
-// failure window, at once and then each at its age-out, by one alarm on
-// the process's clock at the earliest (ADR-0055), never by a periodic
-// scan (ADR-0060). What it drops is still read: Complete says the view
-// no longer holds every entity, and the reads that list them read the
-// store. The daemon's view does this; a view made for one read does not.
+// EvictAgedOut makes the view drop entities as they age out, by one alarm
+// (ADR-0055), never a periodic scan (ADR-0060).
 func (v *View) EvictAgedOut() {
 	v.mu.Lock()
 	if v.evict {
@@ -148,9 +124,7 @@ func (v *View) EvictAgedOut() {
 	v.armAgeOut(time.Time{})
 }
 
-// ageOutFired is the age-out alarm: drop what aged out, arm the next.
-// When it drops nothing (a view whose now is not the process's clock),
-// the next try is a second away at the soonest, never a busy loop.
+// ageOutFired drops what aged out and arms the next alarm, never busy-looping.
 func (v *View) ageOutFired() {
 	var soonest time.Time
 	if v.dropAgedOut() == 0 {
@@ -159,8 +133,7 @@ func (v *View) ageOutFired() {
 	v.armAgeOut(soonest)
 }
 
-// dropAgedOut drops every entity that aged out at the view's now and says
-// how many. The counts by group keep them (gone).
+// dropAgedOut drops every entity aged out at the view's now, returning how many.
 func (v *View) dropAgedOut() int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -193,15 +166,10 @@ func (v *View) dropAgedOut() int {
 	return len(drop)
 }
 
-// armAgeOut sets the age-out alarm at the earliest age-out of an entity
-// the view holds (not before soonest), or stops it when none will. It
-// sets the alarm under mu, so an arming computed from an older state
-// (the alarm's own goroutine racing a Sync's apply) never overrides a
-// newer one; the clock runs its functions outside its own lock, so
-// there is no lock-order edge back to mu. The time is rounded up to the
-// next step (a minute; a quarter of a shorter window) so that entities
-// ending close together age out at one wake, not one each: a drop a
-// little late changes no answer, only when the memory goes.
+// armAgeOut sets the alarm at the earliest age-out held (not before
+// soonest), or stops it. Set under mu, so an older arming never overrides a
+// newer one; the clock calls outside its lock, so no lock-order edge back to
+// mu. Rounded up to a step so entities ending together age out in one wake.
 func (v *View) armAgeOut(soonest time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -215,8 +183,7 @@ func (v *View) armAgeOut(soonest time.Time) {
 	var at time.Time
 	for ; i < len(ended); i++ {
 		if ended[i].terminal {
-			// Just past the window's end: at its very end the entity is
-			// still inside it (attention.AgedOut's Before).
+			// Just past the window: at its very end the entity is still inside it.
 			at = ended[i].arrival().Add(v.window + time.Microsecond)
 			break
 		}
@@ -234,7 +201,6 @@ func (v *View) armAgeOut(soonest time.Time) {
 	}
 }
 
-// roundUp is t rounded up to a multiple of step (from the zero time).
 func roundUp(t time.Time, step time.Duration) time.Time {
 	if step <= 0 {
 		return t
@@ -245,8 +211,7 @@ func roundUp(t time.Time, step time.Duration) time.Time {
 	return t
 }
 
-// AgeOutAt says when the age-out alarm fires next, if it is armed: a
-// test's and an operator's view of the one timer.
+// AgeOutAt says when the age-out alarm fires next, if it is armed.
 func (v *View) AgeOutAt() (time.Time, bool) {
 	v.mu.RLock()
 	alarm := v.ageOut
@@ -257,11 +222,8 @@ func (v *View) AgeOutAt() (time.Time, bool) {
 	return alarm.Pending()
 }
 
-// readBack, after a longer failure window, reads back from the store the
-// dropped entities it brings inside the window again: the feed's entities
-// from the start (only those it dropped; those still aged out
-// skipped), without the hooks (no entity changed). A Sync runs it; an
-// error leaves it asked for the next.
+// readBack reads back the dropped entities a longer window brings inside,
+// without the hooks; a Sync runs it, and an error leaves it for the next.
 func (v *View) readBack(ctx context.Context) error {
 	v.mu.RLock()
 	gen, done := v.refill, v.refilled
@@ -270,8 +232,7 @@ func (v *View) readBack(ctx context.Context) error {
 		return nil
 	}
 	if v.started {
-		// Entities from the start; audit rows from the view's cursor,
-		// and dropped: the feed read after this one brings them.
+		// Entities from the start; the audit rows are left to the next feed read.
 		c := v.cursor.AuditOnly()
 		for {
 			b, err := v.changes(ctx, c, store.FeedFilter{Hosts: v.Hosts(), EntitiesOnly: true})
@@ -283,9 +244,7 @@ func (v *View) readBack(ctx context.Context) error {
 			cut := attention.Since(v.now(), v.window)
 			back := b.Entities[:0]
 			for _, e := range b.Entities {
-				// Only what the view dropped: a row it never held is
-				// new, and the feed read after this one brings it to
-				// the hooks as new.
+				// Only what the view dropped: a new row is for the next feed read.
 				if !v.gone.holds(key{e.Type, e.ID}) {
 					continue
 				}
@@ -302,8 +261,7 @@ func (v *View) readBack(ctx context.Context) error {
 		}
 	}
 	v.mu.Lock()
-	// A reload while this ran lengthened the window again: its
-	// generation is left for the next Sync.
+	// A reload meanwhile lengthened the window again: left for the next Sync.
 	v.refilled = gen
 	v.mu.Unlock()
 	return nil

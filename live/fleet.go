@@ -9,11 +9,8 @@ import (
 	"watchdog/store"
 )
 
-// Columns are the derived columns of e's row that the fleet-wide reads
-// select and order by (store.Derived, ADR-0058): from Derive, the one
-// derivation every surface reads, so the store's answer and the view's
-// agree by construction. None depends on the time of a read. The
-// drivers write them with each row once given to store.SetDerivation.
+// Columns are the derived columns of e's row the fleet-wide reads use
+// (ADR-0058): from Derive, so store and view agree by construction.
 func Columns(e store.Entity) store.Derived {
 	d := Derive(e, e.UpdatedAt)
 	c := store.Derived{Type: e.Type, ID: e.ID, Revision: e.Revision, Rank: d.State.ListRank(), Items: len(d.Items)}
@@ -29,10 +26,7 @@ func Columns(e store.Entity) store.Derived {
 // staleBatch is how many stale rows one round of freshen derives.
 const staleBatch = 1000
 
-// freshen derives again the rows of hs whose derived columns are stale
-// (written by a binary that does not derive, or upgraded to the columns)
-// and writes them back, so the indexed read that follows sees every row
-// as Derive sees it.
+// freshen derives and writes back the rows of hs whose columns are stale.
 func freshen(ctx context.Context, fr store.FleetReader, hs store.Hosts) (int, error) {
 	n := 0
 	for {
@@ -54,11 +48,7 @@ func freshen(ctx context.Context, fr store.FleetReader, hs store.Hosts) (int, er
 	}
 }
 
-// FillColumns derives every stale row of the store (every row of a
-// database just upgraded to the derived columns, ADR-0058) and reports
-// how many: what the daemon runs once at its start, in the background,
-// so the first fleet-wide read does not pay for it. Nothing to do for a
-// source without the columns.
+// FillColumns derives every stale row of the store and reports how many.
 func (v *View) FillColumns(ctx context.Context) (int, error) {
 	fr, ok := v.src.(store.FleetReader)
 	if !ok {
@@ -71,16 +61,8 @@ func (v *View) FillColumns(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// fleetReader is the view's source as a store.FleetReader, when it is one
-// and the view does not hold every entity of host (all: every host's;
-// Complete: another host's, or its own when it dropped the aged-out ones,
-// ADR-0060): the reads that would otherwise make a view of the whole
-// scope, and the selection they read. It does not Sync the view: a read
-// by index goes to the store, whose every statement sees each write
-// committed before it (so every write acknowledged before the read, by any
-// daemon), and the view's own rows are not read. Whether the view holds
-// the scope is its selection as last synced: when that is out of date the
-// read is answered either way, by the store, or by For, which syncs first.
+// fleetReader is the source as a store.FleetReader when the view is not
+// Complete for the scope. No Sync: each statement sees every committed write.
 func (v *View) fleetReader(host string, all bool) (store.FleetReader, store.Hosts, bool) {
 	fr, ok := v.src.(store.FleetReader)
 	if !ok || v.Complete(host, all) {
@@ -94,18 +76,14 @@ func (v *View) fleetReader(host string, all bool) (store.FleetReader, store.Host
 }
 
 // ListResult is a page of a list read by index: its entries (limit+1 at
-// most: the extra one says a page follows), each derived at the read's
-// now as the view derives its own, how many entities the filter selects,
-// and how many of them come before the page.
+// most), the filter's total, and how many come before the page.
 type ListResult struct {
 	Entries       []Entry
 	Total, Before int
 }
 
-// ListPage is a page of the list of host's entities (all: every host's),
-// read by index from the store when the view does not hold them
-// (ADR-0058). ok is false when the view holds them or its store has no
-// such read: the caller reads For's view instead.
+// ListPage is a page of host's entities read by index from the store
+// (ADR-0058); ok false means the caller reads For's view instead.
 func (v *View) ListPage(ctx context.Context, host string, all bool, q store.ListQuery, now time.Time) (res ListResult, ok bool, err error) {
 	fr, sel, ok := v.fleetReader(host, all)
 	if !ok {
@@ -117,17 +95,10 @@ func (v *View) ListPage(ctx context.Context, host string, all bool, q store.List
 		return ListResult{}, false, fmt.Errorf("fleet read: %w", err)
 	}
 	if pg.Stale {
-		// Rows the page may have placed by stale columns: derived and
-		// written back, then the page read again (a row made stale after
-		// that is of a write not acknowledged before this read). In a
-		// busy fleet that is common (a row between an observation's
-		// commit and its columns' statement), so the second read skips
-		// the counts when no derived column decides them: the total
-		// without a severity filter, and what comes before the first
-		// page or an id-ordered one.
+		// Rows placed by stale columns: derive, write back, read again; the second
+		// read skips counts no derived column decides.
 		if _, err := freshen(ctx, fr, sel); err != nil {
-			// The store refuses the write back (a disk at its reserve, a
-			// read-only file): the read is still owed, the slow way.
+			// The write back was refused (disk reserve, read-only): the slow way.
 			return ListResult{}, false, nil
 		}
 		first := pg
@@ -146,14 +117,9 @@ func (v *View) ListPage(ctx context.Context, host string, all bool, q store.List
 	return res, true, nil
 }
 
-// Scope is what the operator's page shows of every host's entities
-// besides its table, read from the store when the view does not hold
-// them (ADR-0058): the hosts of the entities of type typ (every type when
-// "") and how many entities are legacy. ok is false when the view holds
-// every host's, or its store has no such read.
+// Scope is the hosts of type typ's entities and the legacy count, from the store.
 func (v *View) Scope(ctx context.Context, typ string) (hosts []string, legacy int, ok bool, err error) {
-	// Neither the hosts nor the legacy count read a derived column:
-	// nothing to freshen.
+	// Neither reads a derived column: nothing to freshen.
 	fr, sel, ok := v.fleetReader("", true)
 	if !ok {
 		return nil, 0, false, nil
@@ -165,18 +131,11 @@ func (v *View) Scope(ctx context.Context, typ string) (hosts []string, legacy in
 	return hosts, legacy, true, nil
 }
 
-// ForQueue is For for a read of the attention queue (View.Attention,
-// Get and EntityItems of its items): when the view does not hold host's
-// entities and its store reads by index, a view of the queue's
-// candidates only (the rows with items not aged out at now), read and
-// derived now, which the read uses and drops (never Sync it); else For.
-//
-// A view that dropped the aged-out entities (EvictAgedOut) still holds
-// every candidate of its hosts: it answers itself.
+// ForQueue is For for a queue read: from the store by index, a throwaway
+// view of the queue's candidates only; else For.
 func (v *View) ForQueue(ctx context.Context, host string, all bool, now time.Time) (*View, error) {
 	if v.Holds(host, all) {
-		// Its own view answers, synced (forRead syncs, and reads the
-		// store if the view no longer holds the scope after).
+		// Its own view answers, synced.
 		return v.forRead(ctx, host, all, v.Holds)
 	}
 	fr, sel, ok := v.fleetReader(host, all)
@@ -194,9 +153,7 @@ func (v *View) ForQueue(ctx context.Context, host string, all bool, now time.Tim
 	if err != nil {
 		return nil, fmt.Errorf("fleet read: %w", err)
 	}
-	// The dismissals from the store, read after the candidates: every
-	// one acknowledged before this read, without a Sync of the view
-	// (which waits for the feed's horizon and reads its own host's rows).
+	// Dismissals after the candidates: every one acknowledged before this read.
 	ds, err := v.src.Dismissals(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fleet read: %w", err)

@@ -11,87 +11,58 @@ import (
 	"watchdog/state"
 )
 
-// index is what the queue and the gauges would otherwise re-derive from
-// every entry at every read, kept as entries change (apply), so a read
-// costs the items it answers with, not the size of the store. Nothing in
-// it depends on the time of a read: the failure window is applied when it
-// is read, by the one rule (attention.AgedOut, through Entry.arrived), so
-// any now and any window read it exactly.
-//
-// Blind spot: the queue's order holds the items of entities that aged out
-// too (a read skips them), so a read of the queue walks every item of
-// every entity that still has one in the view, about 1 µs per thousand.
+// index keeps what queue and gauges would re-derive at every read, so a read
+// costs what it answers; the failure window is applied at the read.
 type index struct {
-	// queue is a ref to every attention item of every entry, in the
-	// queue's order (attention.Key).
+	// queue refs every attention item, in the queue's order (attention.Key).
 	queue []itemRef
-	// byFP finds an item by its fingerprint: the dismissals' side of the
-	// queue's counts.
+	// byFP finds an item by fingerprint: the dismissals' side of the counts.
 	byFP map[string]itemRef
-	// bySubsumed finds the items whose reason subsumes a finding, by the
-	// finding's fingerprint: where a dismissal of the finding may carry
-	// over (attention.Carries). A finding is subsumed by at most its own
-	// entity's transition item, so one ref per fingerprint.
+	// bySubsumed finds the item subsuming a finding, by the finding's fingerprint.
 	bySubsumed map[string]itemRef
-	// ended are the non-legacy entries with an outcome that expires, and endedCoded
-	// those of them with reason codes or items, by arrival (then key): the
-	// ones inside the failure window are a suffix.
+	// ended: entries whose outcome expires, by arrival (endedCoded: with codes).
 	ended, endedCoded []*record
-	// openReasons and openItems count the codes and the items of the
-	// non-legacy entries that never age out: those without an outcome, and
-	// those that linger (attention.Lingers).
+	// openReasons and openItems count the entries that never age out.
 	openReasons map[ReasonKey]int
 	openItems   map[ItemKey]int
-	// leftovers counts the processes the leftover findings of the same
-	// entries name (those of the ended ones inside the window are read).
+	// leftovers counts the processes their leftover findings name.
 	leftovers map[LeftoverKey]int
-	// reasonIDs interns (code, severity) pairs, so a read counts them in
-	// a slice.
+	// reasonIDs interns (code, severity, host), so a read counts in a slice.
 	reasonIDs  map[ReasonKey]int
 	reasonKeys []ReasonKey
 }
 
-// ReasonKey is a reason code held by an entity of a severity, recorded on
-// a host ("" for a host-less entity): the host lets a daemon of a fleet
-// count only what it owns (metrics.Options.Owns), and hosts are few.
+// ReasonKey is a reason code held by an entity of a severity on a host.
 type ReasonKey struct {
 	Code     state.ReasonCode
 	Severity state.Severity
 	Host     string
 }
 
-// ItemKey is the kind of a queue item the gauges count: its severity, its
-// entity's type and the host its entity was recorded on ("" for a
-// host-less entity).
+// ItemKey is the kind of a queue item the gauges count.
 type ItemKey struct {
 	Severity state.Severity
 	Type     string
 	Host     string
 }
 
-// LeftoverKey is where leftover processes are counted: the type of the
-// entity whose finding names them and the host it was recorded on ("" for
-// a host-less entity), so a daemon of a fleet counts only what it owns.
+// LeftoverKey is where leftover processes are counted: entity type and host.
 type LeftoverKey struct {
 	Type string
 	Host string
 }
 
-// itemKeyOf is the ItemKey of it, an item of e.
 func itemKeyOf(e *record, it *attention.Item) ItemKey {
 	return ItemKey{Severity: it.Severity, Type: e.typ(), Host: e.host()}
 }
 
-// itemRef is one item of an entry, with its place in the queue's order
-// and what a read of the queue asks of every item, so the walk reads the
-// refs in order and reaches into an entry only for the page.
+// itemRef is one item with what a queue read asks, so the walk stays in refs.
 type itemRef struct {
 	key      attention.Key
 	e        *record
 	i        int32
 	severity state.Severity
-	// ended and arrived are the entry's outcome (set or not) and arrival:
-	// the failure window's rule.
+	// ended and arrived: the failure window's rule.
 	ended   bool
 	arrived time.Time
 }
@@ -105,9 +76,7 @@ func newIndex() index {
 	return index{byFP: map[string]itemRef{}, bySubsumed: map[string]itemRef{}, openReasons: map[ReasonKey]int{}, openItems: map[ItemKey]int{}, leftovers: map[LeftoverKey]int{}, reasonIDs: map[ReasonKey]int{}}
 }
 
-// compareRefs is the queue's order, then the entity's key: fingerprints
-// are unique in a view (types and codes hold no ':'), and the key keeps
-// the order total even for a hand-edited type that breaks that.
+// compareRefs is the queue's order, then the entity's key: a total order.
 func compareRefs(a, b itemRef) int {
 	if c := a.key.Compare(b.key); c != 0 {
 		return c
@@ -115,7 +84,6 @@ func compareRefs(a, b itemRef) int {
 	return compareKeys(a.e, b.e)
 }
 
-// compareArrivals orders entries by arrival, then key.
 func compareArrivals(a, b *record) int {
 	if aa, ba := a.arrivedAt(), b.arrivedAt(); aa != ba {
 		if aa < ba {
@@ -133,16 +101,11 @@ func compareKeys(a, b *record) int {
 	return strings.Compare(a.id, b.id)
 }
 
-// coded reports whether e holds codes or items: a candidate of the queue
-// and of the active-reasons gauge.
+// coded reports whether e holds codes or items.
 func (e *record) coded() bool { return len(e.codes) > 0 || len(e.items) > 0 }
 
-// leftovers counts the processes e's leftover finding names: one evidence
-// line each, identified "pid:<pid>:<start ticks>" (judge's leftoverID),
-// and those counted past the detail ("more:<n>").
-// Only the finding counts, what the last look saw, not an end's list of
-// what exec left behind (judge.Leftovers reads both), which the next look
-// turns into the finding or drops.
+// leftovers counts the processes e's leftover finding names; an end's own
+// list is for the next look to turn into the finding or drop.
 func (e *record) leftovers() int {
 	n := 0
 	if x := e.body.rare; x != nil && x.wholeReasons {
@@ -168,9 +131,7 @@ func (e *record) leftovers() int {
 	return n
 }
 
-// leftoversOf is how many processes one evidence line of the finding
-// counts: one for "pid:…", n for "more:n" (those past
-// judge.MaxLeftoverDetail, judge.LeftoverMorePrefix), none otherwise.
+// leftoversOf is how many processes one evidence line of the finding counts.
 func leftoversOf(id string) int {
 	if strings.HasPrefix(id, "pid:") {
 		return 1
@@ -183,15 +144,13 @@ func leftoversOf(id string) int {
 	return 0
 }
 
-// edit is one batch's worth of changes to the index's sorted lists.
 type edit struct {
 	rmQueue, addQueue []itemRef
 	rmEnded, addEnded []*record
 	rmCoded, addCoded []*record
 }
 
-// change takes e out of the index (sign -1) or puts it in (sign 1): the
-// counts at once, the sorted lists through ed, which commit applies.
+// change takes e out of the index (sign -1) or puts it in (sign 1).
 func (x *index) change(e *record, sign int, ed *edit) {
 	if e.legacy() {
 		return // no items, no codes, never counted
@@ -260,7 +219,6 @@ func (x *index) change(e *record, sign int, ed *edit) {
 	}
 }
 
-// commit applies a batch's edits to the sorted lists.
 func (x *index) commit(ed *edit) {
 	x.queue = update(x.queue, ed.rmQueue, ed.addQueue, compareRefs)
 	x.ended = update(x.ended, ed.rmEnded, ed.addEnded, compareArrivals)
@@ -277,10 +235,8 @@ func (x *index) reason(k ReasonKey) int {
 	return n
 }
 
-// update returns s, sorted by compare with no two elements equal, without
-// the elements of removed and with those of added: a few by binary search,
-// many (a Load's batch) in one merge, so a batch costs O(len(s) + k log k)
-// at most. removed and added are reordered.
+// update returns sorted s without removed and with added, in O(len(s) + k
+// log k) at most; removed and added are reordered.
 func update[T any](s, removed, added []T, compare func(a, b T) int) []T {
 	if len(removed)+len(added) <= 16 {
 		for _, r := range removed {
@@ -315,9 +271,7 @@ func update[T any](s, removed, added []T, compare func(a, b T) int) []T {
 	return append(out, added[ai:]...)
 }
 
-// inWindow is the suffix of list (sorted by arrival) whose entries have not
-// aged out at now: attention.AgedOut's rule, arrived before the window's
-// start, as one binary search.
+// inWindow is the suffix of list (sorted by arrival) not aged out at now.
 func inWindow(list []*record, now time.Time, window time.Duration) []*record {
 	cut := attention.Since(now, window)
 	i := sort.Search(len(list), func(i int) bool { return !list[i].arrival().Before(cut) })
@@ -329,12 +283,9 @@ func (e *Entry) agedOut(cut time.Time) bool {
 	return e.State.Outcome != "" && !e.lingers && e.arrived.Before(cut)
 }
 
-// agedOut is Entry.agedOut of the record's entry.
 func (e *record) agedOut(cut time.Time) bool {
 	return e.expires() && e.arrival().Before(cut)
 }
 
-// expires reports whether the failure window applies to e: it has an
-// outcome, and its condition is not one that lasts past it (lingers). The
-// others are counted like open entities, kept as they change.
+// expires reports whether the failure window applies to e (not lingering).
 func (e *record) expires() bool { return e.ended && !e.lingers }

@@ -5,24 +5,18 @@ import (
 	"watchdog/store"
 )
 
-// maxInterned bounds each interner: the words interned are few (types,
-// states, reason codes, hosts and their boots), so a store whose words
-// outgrow it (a hand-edited column, a host id per entity) keeps its
-// further words as decoded instead of growing the table without end.
+// maxInterned bounds each interner: the words are few, so a store whose
+// words outgrow it keeps the rest as decoded instead of growing the table.
 const maxInterned = 4096
 
 // interner keeps one copy of each repeated word of the entities the view
-// holds: the store decodes every row's strings afresh, so 100,000
-// sessions of one host would otherwise hold 100,000 copies of its id.
-// Only the view's apply uses it, under syncMu: it needs no lock of its
-// own.
+// holds, as the store decodes every row's strings afresh. Only apply uses
+// it, under syncMu: it needs no lock of its own.
 type interner struct {
 	words      map[string]string
 	lifecycles map[string]*string
-	// texts are the reasons' messages and evidence details: a few
-	// sentences shared by thousands of findings ("liveness could not be
-	// decided: no pid recorded yet"), and some each finding's own (a
-	// stamp, a path), which fill this table and not words'.
+	// texts are the reasons' messages and evidence details, kept apart so
+	// the one-off ones do not fill words'.
 	texts map[string]string
 }
 
@@ -30,7 +24,6 @@ func newInterner() interner {
 	return interner{words: map[string]string{}, lifecycles: map[string]*string{}, texts: map[string]string{}}
 }
 
-// text is s's one copy among the reasons' texts.
 func (in *interner) text(s string) string {
 	if s == "" {
 		return ""
@@ -45,7 +38,6 @@ func (in *interner) text(s string) string {
 	return s
 }
 
-// word is s's one copy.
 func (in *interner) word(s string) string {
 	if s == "" {
 		return ""
@@ -78,8 +70,7 @@ func (in *interner) lifecycle(l *string) *string {
 	return p
 }
 
-// entity interns e's repeated words in place (e is the view's own copy,
-// fresh from the feed).
+// entity interns e's repeated words in place (e is the view's own copy).
 func (in *interner) entity(e *store.Entity) {
 	e.Type = in.word(e.Type)
 	e.Lifecycle = in.lifecycle(e.Lifecycle)
@@ -96,9 +87,8 @@ func (in *interner) entity(e *store.Entity) {
 	}
 }
 
-// reason interns a reason's code, claim status, entity type and evidence
-// kinds, and its message and evidence details among the texts; its entity
-// id, when it is its entity's (id), is that very string.
+// reason interns a reason's words and texts; an entity id equal to id
+// becomes that very string.
 func (in *interner) reason(r *state.StateReason, id string) {
 	r.Code = state.ReasonCode(in.word(string(r.Code)))
 	r.Message = in.text(r.Message)

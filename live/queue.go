@@ -7,11 +7,9 @@ import (
 	"watchdog/store"
 )
 
-// Attention builds the attention queue at now from the view's items and
-// dismissals, by attention.AssembleOrdered over the items the view keeps
-// in the queue's order (so a read walks them once and sorts nothing):
-// the queue attention.Read builds from a store. q's FailureWindow, when
-// 0, is the view's.
+// Attention builds the attention queue at now over the items the view
+// keeps in the queue's order, so a read sorts nothing. q.FailureWindow 0
+// means the view's.
 func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -32,11 +30,8 @@ func (v *View) Attention(q attention.Query, now time.Time) attention.Queue {
 	}, v.dismissals, q, now)
 }
 
-// EntityItems are the attention items of one entity as the queue serves
-// them with include_dismissed at now (View.Attention's rules: none once
-// the entity aged out of the failure window; each hidden one marked with
-// its acknowledgement), in the entity's order; nil when it has none. The
-// entity page's Snooze and Dismiss act on these.
+// EntityItems are one entity's attention items as the queue serves them
+// with include_dismissed at now; nil when it has none or aged out.
 func (v *View) EntityItems(typ, id string, now time.Time) []attention.Item {
 	v.mu.RLock()
 	defer v.mu.RUnlock()

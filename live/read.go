@@ -15,14 +15,12 @@ func (v *View) Get(typ, id string, now time.Time) (Entry, bool) {
 	if r == nil {
 		return Entry{}, false
 	}
-	// Records are never changed in place: rebuilt after the lock as it
-	// was under it.
+	// Records are never changed in place: rebuilt after the lock as it was.
 	return r.entry(now), true
 }
 
-// Entity is the entity typ/id as the view holds it, rebuilt without its
-// derived state: what a reader that wants only the row reads (the
-// daemon's monitor, for a reaper step), at the cost of a copy.
+// Entity is the entity typ/id as the view holds it, without its derived
+// state, at the cost of a copy.
 func (v *View) Entity(typ, id string) (store.Entity, bool) {
 	v.mu.RLock()
 	r := v.entries.Get(typ, id)
@@ -33,12 +31,9 @@ func (v *View) Entity(typ, id string) (store.Entity, bool) {
 	return r.entity(), true
 }
 
-// Each calls fn for every entry (in no order), its state stamped
-// evaluated at the view's now, under the view's read lock: fn must be
-// quick and must not call the view. The entry is rebuilt for the call
-// into one the next call reuses: fn must not keep the pointer, nor a
-// pointer into it, past the call (a copy of a field is the caller's).
-// typ, when not "", keeps that type only.
+// Each calls fn for every entry (in no order, typ "" for every type) under
+// the read lock: fn must be quick and not call the view. The entry is
+// reused by the next call: fn must not keep a pointer into it.
 func (v *View) Each(typ string, fn func(*Entry)) {
 	now := v.now()
 	var e Entry
@@ -60,18 +55,14 @@ func (v *View) Len() int {
 }
 
 // For is what answers a read of host's entities (all: every host's),
-// synced first: the view itself when it holds every one (Complete), else
-// (a daemon of a fleet holds what it owns, ADR-0056; the daemon's view
-// drops what aged out, ADR-0060) a view of those hosts read from the
-// store now, which the read uses and drops. Either way the entries are
-// Derive's over the store's rows, and a write acknowledged before the read
-// by any daemon is in the answer.
+// synced first: the view itself when Complete, else a throwaway view of
+// those hosts read from the store now (ADR-0056, ADR-0060). Either way a
+// write acknowledged before the read, by any daemon, is in the answer.
 func (v *View) For(ctx context.Context, host string, all bool) (*View, error) {
 	return v.forRead(ctx, host, all, v.Complete)
 }
 
-// forRead is For, answering from the view when holds says it holds
-// host's entities (Complete for a list, Holds for the queue).
+// forRead is For, answering from the view when holds says so.
 func (v *View) forRead(ctx context.Context, host string, all bool, holds func(string, bool) bool) (*View, error) {
 	if err := v.Sync(ctx); err != nil {
 		return nil, err

@@ -8,43 +8,30 @@ import (
 	"watchdog/state"
 )
 
-// reasonRec is a finding as a record keeps it (ADR-0052): a handle to its
-// shape, the words nearly every entity's finding shares, interned
-// (unique.Make: a shape no record holds any more is reclaimed, where a
-// bounded table would either grow without end or stop sharing), and what
-// is the entity's own: its times, and behind tail, nil for most, what
-// the shape's slots do not cover. A StateReason with one piece of
-// evidence is 160 + 256 bytes, the compact form of ADR-0052's first step
-// was 128 + 48; the common finding (run.health.liveness_unknown: one
-// piece of evidence fetched when the finding was first seen, no moment)
-// is 24. The record rebuilds the StateReason exactly (reasonsOf,
-// stateReasons); a reason whose times microseconds would not give back
-// keeps the entity's reasons whole instead.
+// reasonRec is a finding as a record keeps it (ADR-0052): an interned
+// shape, its own times, and a tail (nil for most) for the rest.
 type reasonRec struct {
 	shape unique.Handle[reasonShape]
-	// at is the reason's first time that is not zero (first-seen, else
-	// since, else the one piece's fetched-at); the shape's slots say which
-	// of its times are at.
+	// at is the first non-zero of first-seen, since and fetched-at; the
+	// shape's slots say which times are at.
 	at   micros
 	tail *reasonTail
 }
 
 // reasonShape is what a finding shares with the same finding of other
-// entities: its words, and where each of its times is (slots), not the
-// times themselves. Comparable, for unique.Make.
+// entities: its words and where its times are, not the times. Comparable.
 type reasonShape struct {
 	code        state.ReasonCode
 	message     string
 	claimStatus string
 	entityType  string
-	// entityID is the reason's entity id when it is not its entity's own;
-	// ownID says it is (the interner made it that very string), so the
-	// record's id is given back and the shape stays shared.
+	// entityID is set only when not the entity's own; ownID keeps the shape
+	// shared by giving back the record's id.
 	entityID string
 	// kind and detail are the one piece of evidence's (evidence == evOne).
 	kind, detail string
-	// confidence is the float's bits: == on a float64 would make -0 the
-	// shape of 0, and a NaN a shape of its own at each Make.
+	// confidence is the float's bits: == on a float64 would make -0 the shape
+	// of 0, and each NaN a shape of its own.
 	confidence uint64
 	ownID      bool
 	evidence   evForm
@@ -71,11 +58,9 @@ const (
 	slotTail             // the tail's field of that time
 )
 
-// reasonTail is what a reason has of its own beyond its shape and at:
-// nil for the common finding.
+// reasonTail is what a reason has of its own beyond its shape and at.
 type reasonTail struct {
-	// since, firstSeen and fetched are the times the shape's slots place
-	// here (slotTail); the others are zero.
+	// since, firstSeen and fetched: the times slotted here (slotTail).
 	since, firstSeen, fetched micros
 	// more is the one piece's ids, paths and times (evOne).
 	more *evidenceMore
@@ -83,9 +68,8 @@ type reasonTail struct {
 	many []evidenceRec
 }
 
-// evidenceRec is one piece of a reason's evidence when it has several:
-// its kind, its detail and when it was fetched, and the rest (ids, paths,
-// the detail's times) behind one pointer, nil for most.
+// evidenceRec is one piece of evidence when there are several; the rare
+// fields behind one pointer.
 type evidenceRec struct {
 	kind, detail string
 	fetchedAt    micros
@@ -99,8 +83,7 @@ type evidenceMore struct {
 	times                                            []state.EvidenceTime
 }
 
-// reasonsFit reports whether every time of rs comes back from micros
-// exactly: then reasonsOf keeps them compact.
+// reasonsFit reports whether every time of rs fits micros exactly.
 func reasonsFit(rs []state.StateReason) bool {
 	for i := range rs {
 		r := &rs[i]
@@ -116,7 +99,7 @@ func reasonsFit(rs []state.StateReason) bool {
 	return true
 }
 
-// reasonsOf is rs compact (nil stays nil, empty stays empty): id is the
+// reasonsOf is rs compact (nil stays nil, empty stays empty); id is the
 // entity's own. The caller has checked reasonsFit.
 func reasonsOf(rs []state.StateReason, id string) []reasonRec {
 	if rs == nil {
@@ -129,7 +112,6 @@ func reasonsOf(rs []state.StateReason, id string) []reasonRec {
 	return out
 }
 
-// reasonOf is r compact.
 func reasonOf(r *state.StateReason, id string) reasonRec {
 	s := reasonShape{
 		code: r.Code, message: r.Message, claimStatus: r.ClaimStatus, entityType: r.EntityType,
@@ -165,8 +147,7 @@ func reasonOf(r *state.StateReason, id string) reasonRec {
 			break
 		}
 	}
-	// place puts m in its slot: the tail's field when it is neither zero
-	// nor at.
+	// place puts m in its slot: the tail's field when neither zero nor at.
 	place := func(m micros, field *micros) slot {
 		switch m {
 		case 0:
@@ -197,8 +178,8 @@ func moreOf(e *state.EvidenceRef) *evidenceMore {
 	}
 }
 
-// stateReasons rebuilds the reasons reasonsOf made compact (id is the
-// entity's own): a new slice each call (a reader may change its copy).
+// stateReasons rebuilds the reasons reasonsOf made compact, in a new slice
+// each call (a reader may change its copy).
 func stateReasons(cs []reasonRec, id string) []state.StateReason {
 	if cs == nil {
 		return nil
@@ -210,7 +191,6 @@ func stateReasons(cs []reasonRec, id string) []state.StateReason {
 	return out
 }
 
-// reason rebuilds the StateReason c was made of.
 func (c *reasonRec) reason(id string) state.StateReason {
 	s := c.shape.Value()
 	r := state.StateReason{
@@ -240,7 +220,6 @@ func (c *reasonRec) reason(id string) state.StateReason {
 	return r
 }
 
-// timeIn is the time kept in slot s (inTail the tail's field of it).
 func (c *reasonRec) timeIn(s slot, inTail micros) time.Time {
 	switch s {
 	case slotAt:
@@ -251,11 +230,9 @@ func (c *reasonRec) timeIn(s slot, inTail micros) time.Time {
 	return time.Time{}
 }
 
-// code is the reason's code.
 func (c *reasonRec) code() state.ReasonCode { return c.shape.Value().code }
 
-// eachMore calls fn with the rarely set fields of each piece of the
-// reason's evidence that has them.
+// eachMore calls fn with each evidence piece's rare fields, if any.
 func (c *reasonRec) eachMore(fn func(*evidenceMore)) {
 	if c.tail == nil {
 		return

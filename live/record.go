@@ -11,11 +11,7 @@ import (
 	"watchdog/transitions"
 )
 
-// micros is a time as the view keeps it: Unix microseconds, 0 for the
-// zero time. The store keeps times to the microsecond
-// (unixtime.Precision) and never keeps the Unix epoch itself (0 seconds
-// is "not recorded"), so a stored time comes back from it exactly
-// (fits checks that).
+// micros is a time as Unix microseconds (0: zero), exact for stored times.
 type micros int64
 
 func microsOf(t time.Time) micros {
@@ -32,98 +28,56 @@ func (m micros) time() time.Time {
 	return time.UnixMicro(int64(m))
 }
 
-// fits reports whether t comes back from microsOf exactly: location,
-// precision and all (== on time.Time compares them).
+// fits reports whether t comes back from microsOf exactly, location included.
 func fits(t time.Time) bool { return microsOf(t).time() == t }
 
-// record is what the view keeps of one entity: the fields the index and
-// the counts read, the parts of its derived state they read, and the rest
-// of the entity compact (body: times as Unix microseconds, the rare
-// fields behind one pointer). What a reader wants whole (the entity, its
-// normalized state) is rebuilt from it (entity, entry): a record with its
-// body is under 400 bytes where the entry it replaces was 1,024
-// (ADR-0042). No hook's copy is held: the daemon's monitor keeps a
-// compact state of its own and reads the entity from the view
-// (View.Entity).
+// record is what the view keeps of one entity; a read rebuilds the entity
+// and its Entry from it (ADR-0042).
 type record struct {
-	// What the index and the counts read of the entity itself: its id,
-	// its lifecycle (interned), and behind words its type and host (typ,
-	// host; display is the derived state's).
 	id        string
 	lifecycle *string
-	// words are the entity's type, host and boot and its display, one
-	// shared copy of each combination (unique.Make: 8 bytes where the four
-	// strings were 64; a combination no record holds any more is
-	// reclaimed, as a host's old boots are). The record is 232 bytes,
-	// in the 240 size class, where it was 288 (issue 25).
+	// words: one shared copy per combination, reclaimed when none holds it.
 	words unique.Handle[recWords]
 
-	// The rest of the entity, compact.
 	body body
-	// odd holds a health, delivery, severity or tone none of the known
-	// ones (health, delivery, sev, tone).
+	// odd holds a health, delivery, severity or tone none of the known ones.
 	odd *oddWords
 
-	// The derived state's parts the view reads (the rest, Normalize's
-	// state, is rebuilt by a read); its display is in words.
-	//
-	// items are the entity's attention items, bare (Item.Bare); codes
-	// its reason codes (Derived.Codes), each with the index's number of
-	// its (code, severity, host), set by the index before any reader can
-	// see the record.
+	// items are the bare attention items; codes carry the index's ids.
 	items []attention.Item
 	codes []codeRef
-	// The small fields last, together (no padding between them): each
-	// byte past the size class costs every entity a class (ADR-0052).
-	//
-	// health and delivery are the entity's, sev and tone the state's
-	// severity and tone, as their places in state.Healths,
-	// state.Deliveries, state.Severities and state.Tones.
+	// The small fields last, together: each byte past the size class costs
+	// every entity a class (ADR-0052).
+	// Places in state.Healths, Deliveries, Severities and Tones, or odd.
 	health, delivery, sev, tone uint8
 	terminal                    bool
-	// ended is whether the derived state has an outcome (the entity
-	// ended): all the view reads of it.
+	// ended: the derived state has an outcome.
 	ended bool
-	// lingers is attention.Lingers: an outcome that never ages out while
-	// it lasts (an orphan whose process lives), counted like an open
-	// entity's items.
+	// lingers is attention.Lingers: an outcome that never ages out while it lasts.
 	lingers bool
-	// packed is whether the record is a copy in a slab (compact.go): its
-	// slot dies with it while the slab lives on.
+	// packed: the record is a copy in a slab (compact.go).
 	packed bool
 }
 
-// recWords are the words a record shares with many others: its entity's
-// type, host and boot id, and its derived display. Comparable, for
-// unique.Make.
+// recWords are the words a record shares with many others (unique.Make).
 type recWords struct {
 	typ, host, boot, display string
-	// owner is the registering principal and its proven uid (issue 36):
-	// shared by an owner's entities, as the rest of the words are.
+	// owner is the registering principal and its proven uid.
 	owner       string
 	ownerUID    int
 	hasOwnerUID bool
 }
 
-// typ is the entity's type.
 func (r *record) typ() string { return r.words.Value().typ }
 
-// host is the entity's host.
 func (r *record) host() string { return r.words.Value().host }
 
-// display is the entity's display chain (Derived.Display).
 func (r *record) display() string { return r.words.Value().display }
 
-// body is the rest of an entity the view keeps compact: its times as Unix
-// microseconds, its rare fields behind one pointer (nil for most).
+// body is the rest of an entity, compact; rare fields behind one pointer.
 type body struct {
-	// named holds the label and the heartbeat file, nil when the entity
-	// has neither (as the bench's sessions, and many a job).
 	named *named
-	// reasons are the entity's transition reason (first, when
-	// hasTransition) and its findings, compact (reasonRec); rare keeps the
-	// findings whole instead when their times would not come back exactly
-	// (the transition's then keep the entity whole).
+	// reasons: the transition reason (when hasTransition), then the findings.
 	reasons       []reasonRec
 	lastSeq       int64
 	revision      int64
@@ -133,38 +87,28 @@ type body struct {
 	startedAt, endedAt, lifecycleAt, createdAt, updAt micros
 
 	rare *rareFields
-	// pid is the entity's: a Linux pid fits 32 bits (pid_max is at most
-	// 2^22); one that does not keeps the entity whole (rare.whole).
+	// pid: a Linux pid fits 32 bits; one that does not keeps the entity whole.
 	pid int32
-	// noMetadata is a nil Metadata; any other is "{}" (the shared
-	// emptyMetadata) unless rare holds it.
+	// noMetadata is a nil Metadata; any other is "{}" unless rare holds it.
 	noMetadata bool
-	// hasTransition: reasons[0] is the transition reason. findingsNil:
-	// the findings were nil, not an empty list (reasons alone cannot say
-	// so when it holds the transition).
+	// findingsNil: the findings were nil, not empty (reasons cannot say).
 	hasTransition, findingsNil bool
 }
 
-// named is an entity's label and heartbeat file: 32 bytes for those that
-// have one, where both in the record made every record a size class
-// larger (ADR-0052).
+// named is behind a pointer: inline, it cost every record a size class.
 type named struct {
 	label, heartbeatFile string
 }
 
-// codeRef is a reason code the entity holds and the index's number of
-// its (code, severity, host).
+// codeRef is a reason code and the index's id of its (code, severity, host).
 type codeRef struct {
 	code state.ReasonCode
 	id   int32
 }
 
-// odd is the place of a severity or tone that is none of the known ones
-// (state.Severities, state.Tones; Normalize gives no other): the record's
-// rareFields keep it.
+// odd is the place of a word none of the known ones; rareFields keep it.
 const odd = 255
 
-// place is v's place in list, or odd.
 func place[T comparable](list []T, v T) uint8 {
 	for i, w := range list {
 		if w == v {
@@ -174,7 +118,6 @@ func place[T comparable](list []T, v T) uint8 {
 	return odd
 }
 
-// healthOf is the entity's health.
 func (r *record) healthOf() state.Health {
 	if r.health == odd {
 		return r.odd.health
@@ -182,7 +125,6 @@ func (r *record) healthOf() state.Health {
 	return state.Healths[r.health]
 }
 
-// deliveryOf is the entity's delivery.
 func (r *record) deliveryOf() state.Delivery {
 	if r.delivery == odd {
 		return r.odd.delivery
@@ -190,7 +132,6 @@ func (r *record) deliveryOf() state.Delivery {
 	return state.Deliveries[r.delivery]
 }
 
-// severity is the entity's severity.
 func (r *record) severity() state.Severity {
 	if r.sev == odd {
 		return r.odd.severity
@@ -198,7 +139,6 @@ func (r *record) severity() state.Severity {
 	return state.Severities[r.sev]
 }
 
-// toneOf is the entity's tone.
 func (r *record) toneOf() state.Tone {
 	if r.tone == odd {
 		return r.odd.tone
@@ -206,8 +146,7 @@ func (r *record) toneOf() state.Tone {
 	return state.Tones[r.tone]
 }
 
-// oddWords are a health, delivery, severity or tone none of the known
-// ones (a hand-edited row, a newer daemon's word): each kept as it is.
+// oddWords keep unknown words (a hand-edited row, a newer daemon's) as is.
 type oddWords struct {
 	health   state.Health
 	delivery state.Delivery
@@ -215,14 +154,11 @@ type oddWords struct {
 	tone     state.Tone
 }
 
-// rareFields are the fields most entities leave empty, kept only by
-// those that have one. whole, when set, is the entity kept as it came: a
-// time that microseconds would not give back exactly (not one the store
-// decoded), so nothing is rebuilt approximately.
+// rareFields are the fields most entities leave empty; whole keeps an
+// entity whose times micros would not give back exactly.
 type rareFields struct {
 	whole *store.Entity
-	// reasons, when wholeReasons, are the entity's findings as decoded
-	// (times that microseconds would not give back).
+	// reasons: the findings as decoded, when wholeReasons.
 	reasons      []state.StateReason
 	wholeReasons bool
 
@@ -240,7 +176,6 @@ type rareFields struct {
 	exit                                          *state.ExitStatus
 }
 
-// empty reports whether r holds nothing: the entity needs no rareFields.
 func (r *rareFields) empty() bool {
 	return r.whole == nil && !r.wholeReasons && r.deadSince.IsZero() && r.supervisorStart.IsZero() && r.scheduleLastFired.IsZero() &&
 		r.supervisorPID == 0 && r.heartbeatProgress == "" && r.timeout == 0 && r.timeoutElapsed == 0 &&
@@ -248,12 +183,10 @@ func (r *rareFields) empty() bool {
 		r.dependsOn == nil && r.scheduleCron == "" && r.metadata == nil && r.exit == nil
 }
 
-// emptyMetadata is the store's metadata of an entity without any ("{}"):
-// kept once, not per entity.
+// emptyMetadata is the one shared "{}".
 var emptyMetadata = json.RawMessage("{}")
 
-// newRecord derives e's record at at (the time of the change): e is the
-// view's own copy, its words interned.
+// newRecord derives e's record at the change; e is the view's own copy.
 func newRecord(e *store.Entity, at time.Time) *record {
 	d := Derive(*e, at)
 	r := &record{
@@ -281,7 +214,6 @@ func newRecord(e *store.Entity, at time.Time) *record {
 	return r
 }
 
-// newBody is e's compact body.
 func newBody(e *store.Entity) body {
 	b := body{
 		lastSeq: e.LastSeq, revision: e.Revision, pid: int32(e.PID), pidStartTicks: e.PIDStartTicks,
@@ -303,8 +235,7 @@ func newBody(e *store.Entity) body {
 		rare.reasons, rare.wholeReasons = e.Reasons, true
 	}
 	if t := e.TransitionReason; t != nil {
-		// One slice for the transition and the findings: the transition's
-		// own pointer would cost every record 8 bytes.
+		// One slice for transition and findings: a pointer would cost every record 8 bytes.
 		b.hasTransition, b.findingsNil = true, e.Reasons == nil
 		n := 1
 		if findingsFit {
@@ -338,7 +269,6 @@ func newBody(e *store.Entity) body {
 	return b
 }
 
-// entity rebuilds the entity the record was made of.
 func (r *record) entity() store.Entity {
 	b := &r.body
 	if b.rare != nil && b.rare.whole != nil {
@@ -381,8 +311,7 @@ func (r *record) entity() store.Entity {
 	return e
 }
 
-// findings are the entity's findings, compact (without the transition
-// reason): nil when they were nil, or when rare keeps them whole.
+// findings are the findings alone: nil when nil or kept whole in rare.
 func (b *body) findings() []reasonRec {
 	if !b.hasTransition {
 		return b.reasons
@@ -393,9 +322,7 @@ func (b *body) findings() []reasonRec {
 	return b.reasons[1:]
 }
 
-// entry rebuilds the record's Entry, its state evaluated at now: what
-// Derive gave at the change, with Normalize's state computed again (a
-// function of the entity alone but for its stamp).
+// entry rebuilds the record's Entry, Normalize's state computed at now.
 func (r *record) entry(now time.Time) Entry {
 	e := r.entity()
 	ns := transitions.Normalize(e, now)
@@ -414,19 +341,13 @@ func (r *record) entry(now time.Time) Entry {
 	}
 }
 
-// legacy reports whether the entity has no lifecycle.
 func (r *record) legacy() bool { return r.lifecycle == nil }
 
-// open reports whether the entity is open: not legacy, not terminal.
 func (r *record) open() bool { return !r.legacy() && !r.terminal }
 
-// arrival is attention.Arrived of the entity.
 func (r *record) arrival() time.Time { return r.arrivedAt().time() }
 
-// arrivedAt is attention.Arrived of the entity, from its body's times:
-// the failure window's rule is one comparison, and a record keeps no
-// copy of it. An entity kept whole has its times there (its body's may
-// not be exact).
+// arrivedAt is attention.Arrived from the body's (or whole entity's) times.
 func (r *record) arrivedAt() micros {
 	b := &r.body
 	if b.rare != nil && b.rare.whole != nil {
@@ -442,7 +363,6 @@ func (r *record) arrivedAt() micros {
 	return b.updAt
 }
 
-// lifecycleOr is store.Entity.LifecycleOr.
 func (r *record) lifecycleOr(def string) string {
 	if r.lifecycle == nil {
 		return def

@@ -3,29 +3,25 @@ package live
 import "sync"
 
 // MaxChangedKeys is how many changed entities a Subscription keeps between
-// two Takes; past it the Changes say More (so much changed that a reader
-// re-reads everything it shows).
+// two Takes; past it the Changes say More and a reader re-reads all.
 const MaxChangedKeys = 100
 
 // Changes are what changed in the view since a subscriber last took them.
 type Changes struct {
-	// Entities are the changed entities as "type/id", each once, in the
-	// order they first changed; at most MaxChangedKeys.
+	// Entities are the changed entities as "type/id", each once, in order.
 	Entities []string
 	// More says more entities changed than Entities lists.
 	More bool
-	// Dismissals says a snooze or dismissal was made, changed or ended:
-	// the queue may read differently though no entity changed.
+	// Dismissals says a snooze or dismissal changed: the queue may read
+	// differently though no entity changed.
 	Dismissals bool
 }
 
 // Empty reports whether nothing changed.
 func (c Changes) Empty() bool { return len(c.Entities) == 0 && !c.More && !c.Dismissals }
 
-// Subscription wakes its reader after the view applied changes: C receives
-// (at most one wake is pending: a burst of changes is one wake) and Take
-// says what changed. It never blocks the view's writer: the view records
-// a change in a bounded set and sends on C without waiting.
+// Subscription wakes its reader after the view applied changes (a burst is
+// one wake) and Take says what changed. It never blocks the view's writer.
 type Subscription struct {
 	v *View
 	c chan struct{}
@@ -55,7 +51,6 @@ func (s *Subscription) Close() {
 	s.v.subMu.Unlock()
 }
 
-// note records what one Sync changed and wakes the reader.
 func (s *Subscription) note(keys []string, dismissals bool) {
 	s.mu.Lock()
 	for _, k := range keys {
@@ -99,7 +94,6 @@ func (v *View) Subscribers() int {
 	return len(v.subs)
 }
 
-// publish tells every subscriber what one Sync changed.
 func (v *View) publish(keys []string, dismissals bool) {
 	if len(keys) == 0 && !dismissals {
 		return

@@ -17,45 +17,35 @@ const batchSize = 2000
 // DefaultPeriod is Run's default period.
 const DefaultPeriod = 100 * time.Millisecond
 
-// QuietPeriod is RunOn's safety net when the store tells its changes: a
-// missed event (an inotify queue that overflowed and was not told, a
-// file system without events) is caught within it. Events, not this tick,
-// are how a change is seen.
+// QuietPeriod is RunOn's safety net for a missed change event.
 const QuietPeriod = time.Minute
 
-// minSyncGap spaces event-driven syncs: under a burst of commits the view
-// syncs at most this often (each sync reads every change since the last),
-// so a write storm costs the view at most 100 syncs a second, as the
-// 100 ms poll cost at rest.
+// minSyncGap spaces event-driven syncs: a burst costs one sync per gap.
 const minSyncGap = 10 * time.Millisecond
 
-// Load reads every entity and the dismissals, and starts the audit rows
-// at the feed's head. It is Sync for a view never synced.
+// Load reads every entity and the dismissals, audit rows from the head on.
 func (v *View) Load(ctx context.Context) error { return v.Sync(ctx) }
 
-// Sync brings the view up to the store: when the data version has not
-// moved since the last Sync, one query; else the feed's rows since the
-// cursor, and the dismissals again.
+// Sync brings the view up to the store: one query when the data version
+// has not moved, else the feed's rows since the cursor and the dismissals.
 func (v *View) Sync(ctx context.Context) error {
 	v.syncMu.Lock()
 	defer v.syncMu.Unlock()
 	sel := store.AllHosts()
 	if v.hosts != nil {
 		sel = v.hosts()
-		// Before the version is read: a commit of a host gained after
-		// this wakes the view; one before it is read below.
+		// Before the version is read, so a commit of a gained host wakes the view.
 		if w, ok := v.src.(HostWaker); ok {
 			w.WakeFor(sel)
 		}
 	}
-	// The version is read before the rows: a commit after this read moves
-	// it again, so the next Sync reads what this one may have missed.
+	// The version before the rows: a commit after this read moves it again,
+	// so the next Sync reads what this one may have missed.
 	ver, err := v.src.DataVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("live view: %w", err)
 	}
 	if !v.started {
-		// The first load reads the selection from the start.
 		v.mu.Lock()
 		v.sel = sel
 		v.mu.Unlock()
@@ -71,8 +61,7 @@ func (v *View) Sync(ctx context.Context) error {
 		return nil
 	}
 	if !v.started {
-		// Audit rows from the head on: the hooks hear what is written
-		// from now, never the history. Entities from the start.
+		// Audit rows from the head on (hooks never hear history); entities from the start.
 		head, err := v.src.FeedHead(ctx)
 		if err != nil {
 			return fmt.Errorf("live view: %w", err)
@@ -87,7 +76,7 @@ func (v *View) Sync(ctx context.Context) error {
 		}
 		v.apply(b, true)
 		if v.synced {
-			// Load's rows are no news: a subscriber reads the view after.
+			// Load's rows are no news to subscribers.
 			for i := range b.Entities {
 				changed = append(changed, b.Entities[i].Type+"/"+b.Entities[i].ID)
 			}
@@ -111,8 +100,7 @@ func (v *View) Sync(ctx context.Context) error {
 	return nil
 }
 
-// changes reads one batch of the feed: of the selected hosts only when
-// the view has a selection.
+// changes reads one batch of the feed, narrowed to the selection if any.
 func (v *View) changes(ctx context.Context, c store.Cursor, f store.FeedFilter) (store.Batch, error) {
 	if hs, ok := v.src.(HostSource); ok && v.hosts != nil {
 		return hs.ChangesFor(ctx, c, f, batchSize)
@@ -120,13 +108,10 @@ func (v *View) changes(ctx context.Context, c store.Cursor, f store.FeedFilter) 
 	return v.src.ChangesSince(ctx, c, batchSize)
 }
 
-// reselect moves the view's selection to sel: it drops the entities of
-// the hosts sel leaves out and reads those of the hosts it adds, from the
-// start of the feed, entities only (the view follows every audit row
-// already). The feed read that follows, from the view's cursor, brings
-// anything written since. An error leaves the old selection in place, to
-// be moved again at the next Sync (dropping and reading again are
-// idempotent).
+// reselect moves the selection to sel: drops the hosts it leaves out and
+// reads the added ones' entities from the start of the feed; the next feed
+// read brings anything since. On error the old selection stays, to be
+// moved again at the next Sync (both steps are idempotent).
 func (v *View) reselect(ctx context.Context, sel store.Hosts) error {
 	old := v.Hosts()
 	if drop := old.Minus(sel); !drop.None() {
@@ -156,9 +141,7 @@ func (v *View) reselect(ctx context.Context, sel store.Hosts) error {
 				return err
 			}
 			b.Transitions = nil
-			// A host gained is no change of its entities: the hooks
-			// (the severity log, the push, the monitor of its own
-			// host) hear its later changes, not its load.
+			// A host gained is no change: the hooks hear its later changes only.
 			v.apply(b, false)
 			c = b.Next
 			if !b.More {
@@ -185,16 +168,13 @@ func (v *View) apply(b store.Batch, hooks bool) {
 	onChange, onTransitions := v.onChange, v.onTransitions
 	v.hookMu.Unlock()
 	for i := range b.Entities {
-		// Deriving outside the lock keeps readers answering during a
-		// large Load. Interning needs no lock: one Sync at a time.
+		// Derive outside the lock, so readers answer during a large Load.
 		e := &b.Entities[i]
 		v.words.entity(e)
 		fresh[i] = newRecord(e, at)
 	}
 	var ed edit
-	// The store sends each entity once per batch; should a source repeat
-	// one, the index hears only its last version, as the map keeps.
-	// replaced holds it (nil when dropped: aged out, EvictAgedOut).
+	// A repeated entity: the index hears only its last version (nil: dropped).
 	replaced := map[key]*record{}
 	v.mu.Lock()
 	cut := attention.Since(at, v.window)
@@ -203,7 +183,6 @@ func (v *View) apply(b store.Batch, hooks bool) {
 		old := v.entries.Get(k.typ, k.id)
 		_, again := replaced[k]
 		if old != nil {
-			// The id copy the view holds already (ids.go).
 			holdID(n, &b.Entities[i], old.id)
 			v.letGo(old)
 			v.ungroup(groupOf(old))
@@ -211,15 +190,11 @@ func (v *View) apply(b store.Batch, hooks bool) {
 				v.idx.change(old, -1, &ed)
 			}
 		} else if g, ok := v.gone.take(k); ok {
-			// It aged out and was dropped: what it counted in goes.
 			v.ungroup(g)
 		}
 		v.groups[groupOf(n)]++
 		if v.evict && n.evictable(cut) {
-			// Aged out already (a Load of old rows, a late write to an
-			// ended entity): counted, never held. A change that leaves it
-			// aged out is no change of what the view holds: the hooks
-			// hear it only if the view held it before.
+			// Aged out already: counted, never held; hooks hear it only if it was held.
 			v.entries.Delete(k.typ, k.id)
 			v.gone.put(k, groupOf(n))
 			replaced[k] = nil
@@ -228,7 +203,6 @@ func (v *View) apply(b store.Batch, hooks bool) {
 			}
 		} else {
 			if old == nil {
-				// Held from now on: its own copy of the id, packed.
 				holdID(n, &b.Entities[i], v.ids.clone(n.id))
 			}
 			v.entries.Put(k.typ, n.id, n)
@@ -254,15 +228,13 @@ func (v *View) apply(b store.Batch, hooks bool) {
 	}
 	if len(onChange) > 0 {
 		for _, c := range changes {
-			// The hooks get the entity before as it was: rebuilt from
-			// its record (the batch's copy is the entity after).
+			// The entity before, rebuilt from its record.
 			var prev *store.Entity
 			if c.prev != nil {
 				p := c.prev.entity()
 				prev = &p
 			}
-			// The change's own copy: a hook may keep it, and a pointer
-			// into the feed's batch would keep the whole batch alive.
+			// Own copy: a pointer into the batch would keep it all alive.
 			cur := new(store.Entity)
 			*cur = *c.cur
 			for _, fn := range onChange {
@@ -277,19 +249,13 @@ func (v *View) apply(b store.Batch, hooks bool) {
 	}
 }
 
-// Run syncs every period (0 means DefaultPeriod) until ctx ends. A failed
-// Sync is retried at the next tick; errors, when not nil, hears of it.
+// Run syncs every period (0: DefaultPeriod) until ctx ends; errors hears failures.
 func (v *View) Run(ctx context.Context, every time.Duration, errors func(error)) {
 	v.RunOn(ctx, nil, every, errors)
 }
 
-// RunOn syncs whenever wake receives (the store's Changes: a commit by
-// anyone), at most every minSyncGap, and a period after the last sync in
-// any case (0 means DefaultPeriod, the poll for a store that tells
-// nothing; with wake, QuietPeriod is the safety net). Its one alarm is on
-// the process's shared clock (ADR-0055): an idle daemon then wakes for
-// no sync but the net's. A failed Sync is retried at the next wake or
-// period; errors, when not nil, hears of it.
+// RunOn syncs whenever wake receives, at most every minSyncGap, and a period
+// after the last sync anyway, on the shared clock (ADR-0055); errors hears failures.
 func (v *View) RunOn(ctx context.Context, wake <-chan struct{}, every time.Duration, errors func(error)) {
 	if every <= 0 {
 		every = DefaultPeriod
@@ -304,8 +270,7 @@ func (v *View) RunOn(ctx context.Context, wake <-chan struct{}, every time.Durat
 			return
 		case <-wake:
 			if soon := last.Add(minSyncGap); time.Now().Before(soon) {
-				// Too soon after the last: the alarm syncs at the gap's
-				// end, for this commit and any more that come by then.
+				// Too soon: the alarm syncs at the gap's end, for every commit by then.
 				next.SetAt(soon)
 				continue
 			}

@@ -5,12 +5,9 @@ import (
 	"time"
 )
 
-// FormatAge renders an age the way operators read it in the CLI's tables:
-// whole seconds under a minute, then minutes, hours, days (42s, 7m, 3h,
-// 2d), each truncated; under a second (or negative) is 0s. The probe's
-// evidence text keeps its own, finer format (90s, 71m, as in the state model's
-// "last heartbeat 71m ago"), stored in reasons: changing either would
-// change what operators and stored evidence read.
+// FormatAge renders an age as the CLI's tables show it: one unit (42s, 7m,
+// 3h, 2d), truncated. The probe's stored evidence keeps its own, finer
+// format: changing either would change what stored evidence reads.
 func FormatAge(d time.Duration) string {
 	var n int64
 	var unit string
@@ -29,10 +26,8 @@ func FormatAge(d time.Duration) string {
 	return strconv.FormatInt(n, 10) + unit
 }
 
-// FormatLeft is a time still to run as a person reads a countdown: two
-// units, rounded to the nearest of the smaller ("3h 59m", "4h" right
-// after a 4-hour snooze, "2d 3h", "45s"), where FormatAge's one unit
-// truncated would say "3h" for three hours and fifty-nine minutes.
+// FormatLeft is a countdown in two units, rounded to the smaller ("3h 59m",
+// "4h"), where FormatAge would truncate to "3h".
 func FormatLeft(d time.Duration) string {
 	if d < time.Second {
 		return "0s"

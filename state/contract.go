@@ -13,8 +13,8 @@ const (
 	ArtifactJSON = "json"
 )
 
-// ArtifactSpec is one expected output of an entity (the artifact contract
-// the Unified Entity State Model design refers to): a path or glob relative to the entity's artifacts root.
+// ArtifactSpec is one expected output of an entity: a path or glob
+// relative to its artifacts root.
 type ArtifactSpec struct {
 	Path string `json:"path" yaml:"path"`
 	// Required defaults to true when absent from the wire (see wire).
@@ -24,9 +24,8 @@ type ArtifactSpec struct {
 	NewerThanStart bool   `json:"newer_than_start,omitempty" yaml:"newer_than_start"`
 }
 
-// Validate checks the fields a person can get wrong. It does not touch the
-// file system: whether a path escapes the root is the probe's judgement,
-// and such an artifact is `invalid`, not a registration error.
+// Validate checks the fields a person can get wrong, without the file
+// system: a path escaping the root is the probe's `invalid`, not an error.
 func (a ArtifactSpec) Validate() error {
 	if strings.TrimSpace(a.Path) == "" {
 		return fmt.Errorf("artifact path is empty")
@@ -42,26 +41,20 @@ func (a ArtifactSpec) Validate() error {
 	return nil
 }
 
-// Limits of the artifact contract, in one place. Registration refuses a
-// contract over the first four (ValidateContract). The probe enforces every
-// one of them on every check, so a contract stored before they existed (or
-// put into the store some other way) is bounded all the same: an entity
-// over a bound reads delivery unknown with the bound named
-// (run.delivery.check_stopped), and its check never delays another
-// entity's. See ADR-0010.
+// Limits of the artifact contract (ADR-0010). Registration refuses a
+// contract over the first four; the probe enforces all on every check, so
+// a contract stored any other way is bounded too (run.delivery.check_stopped).
 const (
 	// MaxArtifacts is the most artifacts one contract may declare.
 	MaxArtifacts = 100
 	// MaxArtifactPathBytes bounds the length of one artifact path or glob.
 	MaxArtifactPathBytes = 1024
-	// MaxArtifactPathSegments bounds the components of one path or glob:
-	// how deep below the root a check may look.
+	// MaxArtifactPathSegments bounds how deep below the root a check looks.
 	MaxArtifactPathSegments = 16
-	// MaxArtifactGlobSegments bounds the components of one glob that hold
-	// a wildcard: each one multiplies the directories a check lists.
+	// MaxArtifactGlobSegments bounds wildcard components: each multiplies
+	// the directories a check lists.
 	MaxArtifactGlobSegments = 4
-	// MaxArtifactEntries bounds the directory entries one entity's check
-	// reads, all its globs together.
+	// MaxArtifactEntries bounds the entries one entity's check reads.
 	MaxArtifactEntries = 10000
 	// MaxArtifactCheckTime bounds the wall time of one entity's check.
 	MaxArtifactCheckTime = 200 * time.Millisecond
@@ -71,8 +64,7 @@ const (
 const ArtifactGlobMeta = `*?[\`
 
 // PathShape counts the components of an artifact path as a check walks
-// it (after the "." and empty components Clean would drop) and those of
-// them holding a glob meta character.
+// it, and those holding a glob meta character.
 func PathShape(path string) (segments, wildcards int) {
 	start, wild := 0, false
 	for i := 0; i <= len(path); i++ {
@@ -93,10 +85,8 @@ func PathShape(path string) (segments, wildcards int) {
 	return segments, wildcards
 }
 
-// ValidateContract refuses a contract beyond the limits above: too many
-// artifacts, a path too long, too deep or with too many wildcard
-// components. The error names the limit. Each artifact's own fields are
-// checked by Validate.
+// ValidateContract refuses a contract beyond the limits above, naming the
+// limit.
 func ValidateContract(specs []ArtifactSpec) error {
 	if len(specs) > MaxArtifacts {
 		return fmt.Errorf("%d artifacts: the limit is %d per contract", len(specs), MaxArtifacts)

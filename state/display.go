@@ -32,13 +32,11 @@ func HealthLabel(h Health) string {
 }
 
 // DeliveryLabel is the display label of a delivery value. subject names the
-// one required artifact of the contract ("review.md"); it is empty when the
-// contract has several, and the label then speaks of the whole contract.
+// contract's one required artifact, or is empty for the whole contract.
 func DeliveryLabel(d Delivery, subject string) string {
 	if subject != "" {
-		// A word ("trace") starts the label capitalized, as in the seed's
-		// "Trace present"; a file name or pattern ("review.md", "*.json")
-		// is case-sensitive and stays as written.
+		// A word starts the label capitalized; a file name or pattern is
+		// case-sensitive and stays as written.
 		head := subject
 		if !strings.ContainsAny(subject, ".*?[") {
 			head = capitalize(subject)
@@ -71,26 +69,9 @@ func DeliveryLabel(d Delivery, subject string) string {
 	return Humanize(string(d))
 }
 
-// DisplayChain renders a state as one flat chain instead of stacked badges
-// (the Unified Entity State Model design's "State display contract"), e.g. "Running · Stalled · Artifacts
-// missing". subject is as for DeliveryLabel. judged says whether the
-// entity has a runtime of its own to judge (a process, a heartbeat file
-// or posted heartbeats): only then is "ok" a finding worth a segment.
-//
-// Segments, in order:
-//  1. the outcome, or the lifecycle while there is none;
-//  2. health, omitted when it is ok (or not yet known) on an entity with an
-//     outcome, except after a failure: "Failed · Infra OK" is the whole point
-//     of the model (a failed run whose infrastructure was fine is an error,
-//     not a crash), so ok is shown after failed, aborted and partial_failed;
-//     and omitted whenever it is ok on an entity with nothing to judge (a
-//     show, a team, a schedule, a play without a pid): "Infra OK" there
-//     would claim a check that was never made;
-//  3. delivery, omitted when not_expected, when not yet evaluated (unknown),
-//     and when passed on a terminal success;
-//  4. each finding that sets a severity of its own (FindingSeverity), as
-//     its pill says it: "Completed · Leftover processes", so a chain never
-//     reads as a success on an entity its findings made critical.
+// DisplayChain renders a state as one flat chain (state-model.md, ADR-0002).
+// judged says the entity has a runtime to judge: only then is "Infra OK" said.
+// Health ok still shows after a failure: "Failed · Infra OK" is the model's point.
 func DisplayChain(s NormalizedState, subject string, judged bool) string {
 	if s.Legacy() {
 		return "Legacy"

@@ -10,19 +10,12 @@ import (
 	"watchdog/internal/unixtime"
 )
 
-// ExitStatus is how a watched process ended, as the kernel reported it
-// (pidfd PIDFD_INFO_EXIT): an exit code, or the signal that killed it. It
-// is evidence, never a lifecycle: the entity still ends by its type's
-// dead-process rule.
-//
-// On the wire it is {"code": 3, "signal": null, "at": 1716517000.5} or
-// {"code": null, "signal": "SIGKILL", "at": ...}: exactly one of code and
-// signal is set.
+// ExitStatus is how a watched process ended, as the kernel reported it:
+// evidence, never a lifecycle. Exactly one of code and signal is set.
 type ExitStatus struct {
 	// Code is the exit code when Signal is 0.
 	Code int
-	// Signal is the number of the signal that killed the process (Linux
-	// numbering, the only kernel that reports it); 0 when it exited.
+	// Signal is the killing signal's Linux number; 0 when it exited.
 	Signal int
 	// At is when the death was seen.
 	At time.Time
@@ -31,17 +24,14 @@ type ExitStatus struct {
 // Killed reports whether a signal ended the process.
 func (x ExitStatus) Killed() bool { return x.Signal != 0 }
 
-// AppendText appends the evidence phrase for pid: "pid 4242 exited with
-// status 3" or "pid 4242 was killed by SIGKILL". An appender, because it
-// runs inside the probe's evidence lines, which stay allocation-cheap.
+// AppendText appends the evidence phrase for pid, allocation-cheap.
 func (x ExitStatus) AppendText(b []byte, pid int) []byte {
 	b = append(b, "pid "...)
 	b = strconv.AppendInt(b, int64(pid), 10)
 	return x.AppendHow(append(b, ' '))
 }
 
-// AppendHow appends the phrase without the pid: "exited with status 3",
-// "was killed by SIGKILL".
+// AppendHow appends the phrase without the pid.
 func (x ExitStatus) AppendHow(b []byte) []byte {
 	if x.Killed() {
 		b = append(b, "was killed by "...)
@@ -54,8 +44,7 @@ func (x ExitStatus) AppendHow(b []byte) []byte {
 // Text is AppendText as a string.
 func (x ExitStatus) Text(pid int) string { return string(x.AppendText(nil, pid)) }
 
-// How is the phrase without the pid: "exited with status 3", "was killed
-// by SIGKILL" (a queue summary or a message that names the pid already).
+// How is the phrase without the pid: "exited with status 3".
 func (x ExitStatus) How() string { return string(x.AppendHow(nil)) }
 
 // Short is the status in a table cell: "exit 3" or "SIGKILL".
@@ -66,13 +55,10 @@ func (x ExitStatus) Short() string {
 	return "exit " + strconv.Itoa(x.Code)
 }
 
-// ExitNotAvailable is the evidence phrase for a dead process whose exit
-// status the kernel did not keep (no pidfd, a kernel before 6.15, or a
-// parent that never reaped it): said plainly rather than guessed.
+// ExitNotAvailable is the phrase for an exit status the kernel did not keep.
 const ExitNotAvailable = "exit status not available"
 
-// signalNames are the Linux signal numbers 1-31 (x86, arm, arm64, riscv,
-// s390, ppc: the architectures whose numbering the kernel shares).
+// signalNames are Linux signals 1-31, shared by the common architectures.
 var signalNames = [...]string{
 	1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT",
 	7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2",
@@ -82,8 +68,7 @@ var signalNames = [...]string{
 	31: "SIGSYS",
 }
 
-// SignalName is the name of a Linux signal number, "SIGKILL"; a real-time
-// or unknown one is "SIG" and its number ("SIG40").
+// SignalName is the name of a Linux signal number; an unknown one is "SIG<n>".
 func SignalName(sig int) string { return string(appendSignalName(nil, sig)) }
 
 func appendSignalName(b []byte, sig int) []byte {
@@ -127,8 +112,8 @@ func (x ExitStatus) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON reads what MarshalJSON writes; a document with both or
-// neither of code and signal is an error.
+// UnmarshalJSON reads what MarshalJSON writes; exactly one of code and
+// signal must be set.
 func (x *ExitStatus) UnmarshalJSON(b []byte) error {
 	var j exitJSON
 	if err := json.Unmarshal(b, &j); err != nil {
@@ -149,8 +134,7 @@ func (x *ExitStatus) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// SameExit says whether a and b record the same end (code and signal;
-// the moment is the first report's).
+// SameExit says whether a and b record the same end (code and signal).
 func SameExit(a, b *ExitStatus) bool {
 	if a == nil || b == nil {
 		return a == b

@@ -6,35 +6,22 @@ import (
 	"watchdog/internal/unixtime"
 )
 
-// MaxFactsDescendants is how many of a root's descendants one read of its
-// process facts reads (ADR-0048): a fork bomb under an entity must not make
-// an entity read cost its whole tree. Beyond it the counts say "256+".
+// MaxFactsDescendants bounds one read: a fork bomb must not cost its whole tree.
 const MaxFactsDescendants = 256
 
-// ProcessFacts is what an open entity's process is doing, as read from
-// /proc at the moment of the read (ADR-0048): what `systemctl status` and
-// `monit status` show per process. It is the entity read's `process`
-// object, found at read time on the process's own host (wire.Processes)
-// and never stored; an entity that is not open, of another host or with
-// no pid has none.
-//
-// When the facts cannot be read, Unavailable says why ("no such process",
-// "pid reused", "permission denied", "start time not recorded", ...) and
-// Usage is nil: a pid whose identity is not the recorded one is never
-// described, so the facts of a newcomer that reused it are never shown.
+// ProcessFacts is what an open entity's process is doing, read from /proc at
+// read time, never stored (ADR-0048). A pid whose identity is not the
+// recorded one is never described (Unavailable says why).
 type ProcessFacts struct {
 	PID int `json:"pid"`
-	// ReadAt is when /proc was read: the moment uptime_seconds is counted
-	// at.
+	// ReadAt is when /proc was read, the moment uptime is counted at.
 	ReadAt unixtime.Time `json:"read_at"`
 	// Unavailable is why there are no facts; "" when there are.
 	Unavailable string `json:"unavailable,omitempty"`
 	*ProcessUsage
 }
 
-// ProcessUsage is the facts themselves: the root process's, and its
-// tree's (the root and its live descendants, at most MaxFactsDescendants
-// of them read).
+// ProcessUsage is the facts: the root's, and its tree's.
 type ProcessUsage struct {
 	StartedAt     unixtime.Time `json:"started_at"`
 	UptimeSeconds float64       `json:"uptime_seconds"`
@@ -44,31 +31,21 @@ type ProcessUsage struct {
 	RSSBytes uint64 `json:"rss_bytes"`
 	// Threads is the root's thread count.
 	Threads int `json:"threads"`
-	// Descendants counts the root's live descendants read; DescendantsMore
-	// says the tree held more than MaxFactsDescendants, left unread.
+	// Descendants counts the live descendants read; DescendantsMore: some unread.
 	Descendants     int  `json:"descendants"`
 	DescendantsMore bool `json:"descendants_more,omitempty"`
-	// Tasks counts the tree's threads (systemd's "Tasks"); TreeRSSBytes
-	// and TreeCPUSeconds sum the tree's resident sets and CPU times (the
-	// live members only: a descendant that ended took its CPU time along).
+	// Tasks counts the tree's threads; the Tree sums cover live members only.
 	Tasks          int     `json:"tasks"`
 	TreeRSSBytes   uint64  `json:"tree_rss_bytes"`
 	TreeCPUSeconds float64 `json:"tree_cpu_seconds"`
-	// CPUPercent is the tree's CPU use over the last CPUWindowSeconds, in
-	// percent of one core (200 is two cores busy, as top shows it): since
-	// the same reader's previous read of this tree when there was one at
-	// least a second before, else since the root started (its lifetime
-	// average, as ps shows it).
+	// CPUPercent is the tree's use of one core over CPUWindowSeconds.
 	CPUPercent       float64 `json:"cpu_percent"`
 	CPUWindowSeconds float64 `json:"cpu_window_seconds"`
-	// TreeMode is how the descendants were found: "events" or "walk" (the
-	// daemon's kept tree, ADR-0043), or "seed" (read from the root down at
-	// this read: a CLI's, or a root the daemon does not keep).
+	// TreeMode is how descendants were found: "events", "walk" or "seed" (ADR-0043).
 	TreeMode string `json:"tree_mode"`
 }
 
-// DescendantsText is the descendant count as a table shows it: "3", or
-// "256+" when more were left unread.
+// DescendantsText is the descendant count, "+" when some were left unread.
 func (u *ProcessUsage) DescendantsText() string {
 	s := strconv.Itoa(u.Descendants)
 	if u.DescendantsMore {
@@ -77,8 +54,7 @@ func (u *ProcessUsage) DescendantsText() string {
 	return s
 }
 
-// TasksText is the tree's task count as a table shows it, "+" when
-// descendants were left unread.
+// TasksText is the tree's task count, "+" when descendants were left unread.
 func (u *ProcessUsage) TasksText() string {
 	s := strconv.Itoa(u.Tasks)
 	if u.DescendantsMore {
@@ -87,8 +63,7 @@ func (u *ProcessUsage) TasksText() string {
 	return s
 }
 
-// FormatBytes is a size as the process facts show it: "812 KiB",
-// "1.2 MiB", "3.4 GiB".
+// FormatBytes is a size as the process facts show it ("1.2 MiB").
 func FormatBytes(n uint64) string {
 	switch {
 	case n < 1<<20:
@@ -99,18 +74,13 @@ func FormatBytes(n uint64) string {
 	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
 }
 
-// LeftoverFacts are what the processes an entity's leftover finding names
-// (run.health.leftover_processes) are doing, read from /proc at the read
-// on their host, as ProcessFacts are for an open entity's own process: a
-// leftover python3 at 49% of a core is seen, not only counted.
+// LeftoverFacts are what a leftover finding's processes are doing, read at read time.
 type LeftoverFacts struct {
 	ReadAt unixtime.Time `json:"read_at"`
-	// Running counts the named processes still running with the identity
-	// the finding recorded; Processes are their facts, by pid.
+	// Running counts those still running as recorded; Processes are their facts.
 	Running   int               `json:"running"`
 	Processes []LeftoverProcess `json:"processes"`
-	// CPUPercent and RSSBytes sum theirs (CPUPercent in percent of one
-	// core, as ProcessUsage's).
+	// CPUPercent and RSSBytes sum theirs.
 	CPUPercent float64 `json:"cpu_percent"`
 	RSSBytes   uint64  `json:"rss_bytes"`
 }

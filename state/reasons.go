@@ -9,8 +9,7 @@ import (
 )
 
 // ReasonCode is a structured cause, `{entity_type}.{dimension}.{cause}`.
-// Every code the program emits is registered below, one register line per
-// code; a test scans the source to keep it so.
+// Every code emitted is registered below; a test scans the source to keep it so.
 type ReasonCode string
 
 // Run (session, invocation, subagent, workflow, turn) codes.
@@ -39,9 +38,7 @@ var (
 	RunHealthClockSkew        = register("run.health.clock_skew", "a heartbeat carries a time in the future; it was clamped.")
 	RunHealthOrphaned         = register("run.health.orphaned", "the process is alive but its supervisor or parent entity is gone.")
 	RunHealthStaleLock        = register("run.health.stale_lock", "a terminal entity's declared lock file still exists.")
-	// RunHealthLeftoverProcesses is a finding of its own beside the
-	// root's health (ADR-0044): the root's process may be dead and judged
-	// so, and its descendants are still there to be found.
+	// RunHealthLeftoverProcesses is a finding beside the root's health (ADR-0044).
 	RunHealthLeftoverProcesses = register("run.health.leftover_processes", "descendants of the entity's process are still running after the entity ended or its process died.")
 	RunDeliveryMissing         = register("run.delivery.missing", "none of the required artifacts is present.")
 	RunDeliveryPartial         = register("run.delivery.partial", "some but not all required artifacts are valid.")
@@ -57,11 +54,8 @@ var (
 	SystemReaperPhantomOrphaned       = register("system.reaper.phantom_orphaned", "a phantom whose process is orphaned was reaped.")
 	SystemReaperOrphanKilled          = register("system.reaper.orphan_killed", "the reaper signalled an orphaned process (kill_orphans).")
 	SystemOutcomeUnexplained          = register("system.outcome.unexplained", "the entity is in a failing outcome with no recorded reason (registered in it, e.g. imported).")
-	// SystemHostDisconnected and SystemHostLost are the leader's findings
-	// on another host's open entities when that host's daemon falls
-	// silent (thresholds.host_disconnected_after, host_lost_after): an
-	// observation, never an end; the host's daemon judges them afresh
-	// when it returns.
+	// SystemHostDisconnected and SystemHostLost are the leader's findings on a
+	// silent host's entities: never ends; its daemon judges them afresh.
 	SystemHostDisconnected = register("system.host.disconnected", "the entity's host has a daemon that has been silent for host_disconnected_after; its work may still run.")
 	SystemHostLost         = register("system.host.lost", "the entity's host has a daemon that has been silent for host_lost_after: nobody watches its work; see docs/fleet.md.")
 )
@@ -80,8 +74,7 @@ var (
 	TeamBlockedDependency         = register("team.blocked.dependency", "the team is waiting on work or a decision outside it.")
 )
 
-// Codes of the seed-002 types (subagent, workflow, turn) for the terminal
-// states that need a reason and that no run code names.
+// Codes of the subagent, workflow and turn terminals no run code names.
 var (
 	SubagentInterruptedParent = register("subagent.interrupted.parent", "the parent or an operator interrupted the subagent.")
 	SubagentDetachedUnmanaged = register("subagent.detached.unmanaged", "the subagent is no longer synchronously controlled by its manager.")
@@ -123,15 +116,13 @@ func ValidateCode(code string) error {
 	return fmt.Errorf("%w %q: namespace %q is not an entity type, system or knowledge", ErrMalformedCode, code, ns)
 }
 
-// registry holds every registered code. Go initialises it before the
-// package-level vars whose register calls refer to it.
+// registry holds every registered code; Go initialises it before the vars
+// whose register calls use it.
 var registry = map[ReasonCode]ReasonInfo{}
 
-// register adds code to the registry and returns it, so that one line both
-// names a code for callers and documents it for `watchdog reasons`. A
-// malformed or duplicate code or an empty doc panics at start: a
-// programming error that no user input can cause (tailscale's
-// health.Register does the same).
+// register adds code to the registry and returns it: one line names and
+// documents it. A malformed or duplicate code or an empty doc panics at
+// start, a programming error no input can cause.
 func register(code, doc string) ReasonCode {
 	if err := addReason(registry, ReasonCode(code), doc); err != nil {
 		panic("state: " + err.Error())
@@ -168,9 +159,8 @@ func CheckCode(code string) error {
 	return nil
 }
 
-// ForeignTo names the entity type a code belongs to when that is another
-// type than typ ("" when the code fits typ): run, system and knowledge codes
-// fit every type, an entity type's own codes fit only that type.
+// ForeignTo names the entity type a code belongs to when that is not typ
+// ("" when it fits): run, system and knowledge codes fit every type.
 func ForeignTo(code ReasonCode, typ string) string {
 	ns, _, _ := strings.Cut(string(code), ".")
 	switch ns {
@@ -183,10 +173,9 @@ func ForeignTo(code ReasonCode, typ string) string {
 // reservedPrefixes are the namespaces of the watchdog's own verdicts.
 var reservedPrefixes = []string{"system.health.", "system.reaper."}
 
-// Reserved reports whether code is one of the watchdog's own verdicts
-// (system.health.*, system.reaper.*), which only its reaper may record: an
-// audit row carrying one must mean the watchdog itself decided, never an
-// orchestrator dressing its own transition up as the watchdog's.
+// Reserved reports whether code is one of the watchdog's own verdicts,
+// which only its reaper may record: an audit row carrying one must mean the
+// watchdog decided, never an orchestrator posing as it.
 func Reserved(code ReasonCode) bool {
 	for _, p := range reservedPrefixes {
 		if strings.HasPrefix(string(code), p) {

@@ -2,17 +2,14 @@ package state
 
 import "time"
 
-// StampLayout is how a stored message writes a moment: UTC to the second,
-// unambiguous across days and hosts ("2026-11-23 14:02:11Z").
+// StampLayout is how a stored message writes a moment: UTC to the second.
 const StampLayout = "2006-01-02 15:04:05Z"
 
 // Stamp writes t for a stored message (StampLayout).
 func Stamp(t time.Time) string { return t.UTC().Format(StampLayout) }
 
-// Render is the reason's message as a reader shows it at now: the stored
-// message, plus the age of its Since when it has one ("no heartbeat since
-// 2026-11-23 14:02:11Z, 12m ago"). Ages are rendered when read, never
-// stored, so a message is never frozen at the age it had when written.
+// Render is the reason's message at now, with the age of its Since. Ages
+// are rendered when read, never stored, so a message never freezes.
 func Render(r StateReason, now time.Time) string {
 	if r.Since.IsZero() || r.Message == "" {
 		return r.Message
@@ -24,9 +21,8 @@ func Render(r StateReason, now time.Time) string {
 	return r.Message + ", " + FormatAge(d) + " ago"
 }
 
-// Rendered returns a copy of reasons with every message rendered at now
-// (Render), for a surface that shows them; the stored reasons are left
-// as they are.
+// Rendered returns a copy of reasons rendered at now (Render); the stored
+// reasons are left as they are.
 func Rendered(reasons []StateReason, now time.Time) []StateReason {
 	out := make([]StateReason, len(reasons))
 	for i, r := range reasons {

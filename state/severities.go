@@ -7,10 +7,7 @@ import (
 )
 
 // ParseSeverities reads a comma-separated list of severities, each one of
-// among, keeping the first of any repeated; a blank list is nil. The error
-// names the offending item and what among allows:
-// `"x" is not one of critical, warning, info`. Every list a user writes
-// (?severity=, --severity) is read here.
+// among, once; a blank list is nil. Every list a user writes is read here.
 func ParseSeverities(s string, among []Severity) ([]Severity, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil

@@ -5,10 +5,8 @@ import (
 	"time"
 )
 
-// DeriveSeverity is derive_severity of the Unified Entity State Model
-// design: a priority cascade over the
-// three dimensions, first match wins. It is total: any combination,
-// including values outside the vocabulary, yields a severity and a tone.
+// DeriveSeverity is the severity cascade, first match wins (state-model.md);
+// total: any values yield a severity and a tone.
 func DeriveSeverity(outcome string, health Health, delivery Delivery) (Severity, Tone) {
 	switch {
 	// Critical: failures, dead processes, missing artifacts, stalls.
@@ -20,8 +18,7 @@ func DeriveSeverity(outcome string, health Health, delivery Delivery) (Severity,
 		health == HealthLost:
 		return SeverityCritical, ToneDanger
 
-	// Warning: deliberate bounds hit, a process that looks unwell, partial
-	// or invalid output.
+	// Warning: bounds hit, a process that looks unwell, partial or invalid output.
 	case outcome == "timed_out",
 		health == HealthIdle || health == HealthDegraded || health == HealthDisconnected,
 		delivery == DeliveryPartial || delivery == DeliveryInvalid:
@@ -41,9 +38,8 @@ func DeriveSeverity(outcome string, health Health, delivery Delivery) (Severity,
 	return SeverityNeutral, ToneNeutral
 }
 
-// SeverityTones lists the tones DeriveSeverity gives each severity, the
-// only pairs it yields (a test walks the whole vocabulary to keep it so):
-// the pre-seeded label pairs of watchdog_entities.
+// SeverityTones lists the only tones DeriveSeverity gives each severity (a
+// test keeps it so): the pre-seeded label pairs of watchdog_entities.
 var SeverityTones = map[Severity][]Tone{
 	SeverityCritical: {ToneDanger},
 	SeverityWarning:  {ToneWarning},
@@ -51,12 +47,8 @@ var SeverityTones = map[Severity][]Tone{
 	SeverityNeutral:  {ToneSuccess, ToneNeutral},
 }
 
-// FindingSeverity is the severity a finding sets on its own, whatever the
-// dimensions say (ok false for a finding that sets none: most findings act
-// through the health or delivery they come with). Leftover processes
-// (run.health.leftover_processes) are a warning while the entity is open
-// (its end, by its owner or by its type's rules, is still to come) and
-// critical once it has ended: nobody is left to stop them (ADR-0044).
+// FindingSeverity is the severity a finding sets on its own (ok false for
+// most): leftovers warn while open, critical once nobody is left (ADR-0044).
 func FindingSeverity(code ReasonCode, open bool) (Severity, Tone, bool) {
 	if code != RunHealthLeftoverProcesses {
 		return "", "", false
@@ -67,8 +59,7 @@ func FindingSeverity(code ReasonCode, open bool) (Severity, Tone, bool) {
 	return SeverityCritical, ToneDanger, true
 }
 
-// raiseByFindings is sev and tone, or the severity a finding sets when
-// that is higher (FindingSeverity).
+// raiseByFindings is sev and tone, or a finding's when higher.
 func raiseByFindings(sev Severity, tone Tone, open bool, reasons []StateReason) (Severity, Tone) {
 	for _, r := range reasons {
 		if s, t, ok := FindingSeverity(r.Code, open); ok && s.Rank() < sev.Rank() {
@@ -78,13 +69,8 @@ func raiseByFindings(sev Severity, tone Tone, open bool, reasons []StateReason) 
 	return sev, tone
 }
 
-// ReasonSeverity is the severity one reason carries on its own, held by
-// an entity of severity holder: the severity watchdog_reasons_active
-// counts it under. A finding's is its own (FindingSeverity); an
-// outcome's code (run.completed.exit_zero, run.failed.exit_nonzero) has
-// its outcome's alone, so a success is never critical, even on an entity
-// its leftovers made critical; a health, delivery, blocking, host or
-// reaper code has the holder's: it is what made the holder so.
+// ReasonSeverity is the severity watchdog_reasons_active counts a reason
+// under: a finding's own, an outcome's alone, else the holder's.
 func ReasonSeverity(code ReasonCode, holder Severity, open bool) Severity {
 	if s, _, ok := FindingSeverity(code, open); ok {
 		return s

@@ -1,9 +1,6 @@
-// Package state is watchdog's model of an entity's condition: the three
-// orthogonal dimensions of the Unified Entity State Model design (lifecycle/outcome, health, delivery),
-// the reasons and evidence behind them, the derived severity and tone, the
-// display chain, and the registry of reason codes.
-//
-// Everything here is pure: no I/O, no clock. Callers pass the time in.
+// Package state is watchdog's pure model of an entity's condition (no I/O,
+// no clock): dimensions, reasons and evidence, severity and tone, the
+// display chain and the reason codes (docs/reference/state-model.md).
 package state
 
 import (
@@ -16,7 +13,7 @@ import (
 // Health says whether an entity's runtime (its process) is okay.
 type Health string
 
-// Health values (docs/reference/state-model.md, Dimensions). Schedules also use Due and Misfired.
+// Health values (docs/reference/state-model.md, Dimensions).
 const (
 	HealthOK           Health = "ok"
 	HealthRunning      Health = "running"
@@ -29,8 +26,7 @@ const (
 	HealthUnknown      Health = "unknown"
 	HealthDue          Health = "due"
 	HealthMisfired     Health = "misfired"
-	// HealthLost is an entity of a host whose daemon has been silent for
-	// thresholds.host_lost_after: nobody can see whether its work runs.
+	// HealthLost: the host's daemon is silent past host_lost_after.
 	HealthLost Health = "lost"
 )
 
@@ -60,9 +56,7 @@ var Deliveries = []Delivery{
 	DeliveryNotExpected, DeliveryUnknown,
 }
 
-// Outcomes is the shared outcome vocabulary (docs/reference/state-model.md). Entity types add
-// their own terminal values (interrupted, partial, archived, closed, ...);
-// an outcome is always the terminal lifecycle value itself.
+// Outcomes is the shared outcome vocabulary; types add their own terminals.
 var Outcomes = []string{
 	"succeeded", "completed", "merged", "failed", "timed_out",
 	"cancelled", "aborted", "skipped", "unknown",
@@ -82,8 +76,7 @@ const (
 // Severities lists every Severity, most severe first.
 var Severities = []Severity{SeverityCritical, SeverityWarning, SeverityInfo, SeverityNeutral}
 
-// Rank orders severities for sorting: critical is 0, neutral 3, anything
-// unrecognised sorts last.
+// Rank orders severities for sorting; anything unrecognised sorts last.
 func (s Severity) Rank() int {
 	for i, v := range Severities {
 		if v == s {
@@ -118,8 +111,7 @@ const (
 // Tones lists every Tone.
 var Tones = []Tone{ToneDanger, ToneWarning, ToneInfo, ToneSuccess, ToneNeutral}
 
-// Evidence kinds (docs/reference/state-model.md, Dimensions). A watchdog observation is tool_result, file or
-// artifact evidence with a Detail a person can read.
+// Evidence kinds (docs/reference/state-model.md, Dimensions).
 const (
 	EvidenceMessage        = "message"
 	EvidenceUserStatement  = "user_statement"
@@ -147,7 +139,7 @@ func ValidEvidenceKind(k string) bool {
 	return false
 }
 
-// EvidenceRef points at the proof behind a reason (the Unified Entity State Model design).
+// EvidenceRef points at the proof behind a reason.
 type EvidenceRef struct {
 	Kind        string        `json:"kind"`
 	ID          string        `json:"id,omitempty"`
@@ -162,16 +154,12 @@ type EvidenceRef struct {
 	ContentHash string        `json:"content_hash,omitempty"`
 	FetchedAt   unixtime.Time `json:"fetched_at,omitzero"`
 	Detail      string        `json:"detail,omitempty"`
-	// Times are the moments Detail writes, each with the text that writes
-	// it ("start time 1716517000.12", "last heartbeat 2026-11-23
-	// 14:02:11Z"), so that a reader can show each in its own zone with
-	// its age while the stored detail keeps its words. Absent on evidence
-	// stored before they were recorded.
+	// Times are the moments Detail writes, so a reader shows their ages while
+	// the stored detail keeps its words.
 	Times []EvidenceTime `json:"times,omitempty"`
 }
 
-// EvidenceTime is one moment an evidence detail writes: Text is the
-// substring of the detail that writes it, At the moment.
+// EvidenceTime is one moment an evidence detail writes, and its text there.
 type EvidenceTime struct {
 	Text string        `json:"text"`
 	At   unixtime.Time `json:"at"`
@@ -197,25 +185,14 @@ type StateReason struct {
 	EntityType  string        `json:"entity_type,omitempty"`
 	EntityID    string        `json:"entity_id,omitempty"`
 	Evidence    []EvidenceRef `json:"evidence"`
-	// Since is the moment the message speaks of ("no heartbeat since
-	// …", "dead since …"), zero when it speaks of none. Stored messages
-	// carry the moment as a timestamp (Stamp), never an age, so they stay
-	// true and a sweep over an unchanged host rewrites nothing; readers
-	// add the age when they show it (Render).
+	// Since is the moment the message speaks of: stored as a moment, never an
+	// age, so an unchanged host rewrites nothing.
 	Since unixtime.Time `json:"since,omitzero"`
-	// FirstSeen is when the watchdog first saw this finding in its current
-	// occurrence: kept from probe to probe while the finding persists
-	// (CarryOnsets), new when it comes back after clearing. The queue
-	// dates the finding's item by it, so a dismissal covers one
-	// occurrence. Zero on a transition's reason and on findings stored
-	// before it existed.
+	// FirstSeen is the current occurrence's onset, kept while it persists.
 	FirstSeen unixtime.Time `json:"first_seen_at,omitzero"`
 }
 
-// CarryOnsets dates the findings in cur: a finding whose code prev (the
-// stored findings) already held keeps prev's FirstSeen; a new one is first
-// seen at now. A stored finding without a date keeps none (the queue then
-// dates it as before, by health_since).
+// CarryOnsets keeps the FirstSeen of findings prev held; new ones get now.
 func CarryOnsets(cur, prev []StateReason, now time.Time) {
 	for i := range cur {
 		if !cur[i].FirstSeen.IsZero() {
@@ -230,8 +207,7 @@ func CarryOnsets(cur, prev []StateReason, now time.Time) {
 	}
 }
 
-// Observed builds an observed reason with full confidence, the common case
-// for what watchdog itself saw.
+// Observed builds an observed reason with full confidence.
 func Observed(code ReasonCode, message string, evidence ...EvidenceRef) StateReason {
 	if evidence == nil {
 		evidence = []EvidenceRef{}
@@ -245,8 +221,7 @@ const (
 	SourceBackend = "backend"
 )
 
-// LifecycleLegacy is the pseudo-lifecycle shown for an entity whose stored
-// lifecycle is NULL (imported before the vocabulary existed).
+// LifecycleLegacy is the pseudo-lifecycle of an entity stored with none.
 const LifecycleLegacy = "legacy"
 
 // NormalizedState is one entity's state as every surface shows it.
@@ -263,13 +238,10 @@ type NormalizedState struct {
 	Source        string        `json:"source"`
 }
 
-// Legacy reports whether the state belongs to a legacy entity, which is
-// kept out of severity metrics, failure counts and the attention queue.
+// Legacy reports whether the state is a legacy entity's, kept out of counts.
 func (s NormalizedState) Legacy() bool { return s.Lifecycle == LifecycleLegacy }
 
-// ListRank is the state's place in the lists' severity order
-// (wire.SeverityKey, and the store's sev_rank column): its severity's
-// rank, legacy after every severity.
+// ListRank is the state's place in the lists' severity order, legacy last.
 func (s NormalizedState) ListRank() int {
 	if s.Legacy() {
 		return len(Severities) + 1
@@ -277,15 +249,8 @@ func (s NormalizedState) ListRank() int {
 	return s.Severity.Rank()
 }
 
-// Normalize fills in the derived fields (severity, tone) and the policy
-// stamps. Outcome is the terminal lifecycle value or "" while non-terminal;
-// callers that know the entity's graph supply it.
-//
-// Two per-type terminals need translating before the severity cascade,
-// which only knows the shared outcome vocabulary: a `partial` outcome
-// (workflow) is partial delivery, so it reads as a warning and never as
-// success; a `partial_failed` turn is a failure whose partial text is
-// evidence, so it carries partial delivery and ranks as failed.
+// Normalize fills in severity, tone and the policy stamps; per-type
+// partial outcomes are translated first for the shared-outcome cascade.
 func Normalize(lifecycle, outcome string, health Health, delivery Delivery, reasons []StateReason, evaluatedAt time.Time) NormalizedState {
 	if reasons == nil {
 		reasons = []StateReason{}
@@ -312,27 +277,18 @@ func Normalize(lifecycle, outcome string, health Health, delivery Delivery, reas
 		}
 	}
 	s.Severity, s.Tone = DeriveSeverity(cascadeOutcome, s.Health, s.Delivery)
-	// A finding may set a severity of its own (leftover processes): the
-	// dimensions cannot say it, as the root's health is ok once ended.
+	// A finding may raise severity (leftover processes after the end).
 	s.Severity, s.Tone = raiseByFindings(s.Severity, s.Tone, outcome == "", reasons)
 	return s
 }
 
-// SameFindings reports whether two reason lists say the same: the same
-// codes in order, each with the same message and moment (Since), and
-// evidence of the same kind, path and detail. Stored messages and details
-// carry moments, never ages (see StateReason.Since), so an unchanged host
-// compares equal sweep after sweep and writes nothing, while a changed
-// fact (a zombie reaped: "(zombie)" becomes "(no such process)") is
-// rewritten. Moments compare as stored, to the microsecond. When the evidence was fetched is left out: it is when the
-// probe looked, not what it saw.
+// SameFindings reports whether two reason lists say the same, so an
+// unchanged host writes nothing; FetchedAt is when the probe looked.
 func SameFindings(a, b []StateReason) bool {
 	return slices.EqualFunc(a, b, func(x, y StateReason) bool {
 		return x.Code == y.Code && x.Message == y.Message && unixtime.Seconds(x.Since.Time) == unixtime.Seconds(y.Since.Time) &&
 			slices.EqualFunc(x.Evidence, y.Evidence, func(p, q EvidenceRef) bool {
-				// The times' count, not their values: they are the
-				// detail's own moments, so only evidence stored before
-				// they were recorded differs, and is rewritten once.
+				// The times' count only: they are the detail's own moments.
 				return p.Kind == q.Kind && p.Path == q.Path && p.Detail == q.Detail && len(p.Times) == len(q.Times)
 			})
 	})

@@ -2,22 +2,8 @@ package state
 
 import "strings"
 
-// Subsumes reports whether the reason of a terminal transition subsumes a
-// probe finding of the same entity: the finding is what the transition was
-// based on, so the two are one cause and the entity shows, queues and
-// counts the transition's reason alone (docs/reference/state-model.md, Display chain: one item per cause):
-//
-//   - a failed artifact contract (`*.failed.artifact_contract`) subsumes
-//     the delivery findings (`*.delivery.*`) that measured the contract;
-//   - a phantom reaped for its orphaned process
-//     (system.reaper.phantom_orphaned) subsumes `*.health.orphaned`;
-//   - an end recorded because the process died
-//     (system.reaper.phantom_process_dead,
-//     system.health.process_dead_no_terminal) subsumes the findings of a
-//     death: `*.health.process_dead`, `*.health.pid_reused` and
-//     `*.health.host_rebooted`.
-//
-// Every other pair is two causes, and both stay.
+// Subsumes reports whether a terminal transition's reason subsumes a probe
+// finding it was based on: one cause, so only the transition's reason counts.
 func Subsumes(transition, finding ReasonCode) bool {
 	kind, cause, ok := codeTail(finding)
 	if !ok {
@@ -34,8 +20,7 @@ func Subsumes(transition, finding ReasonCode) bool {
 	return false
 }
 
-// Unsubsumed returns the findings that transition does not subsume
-// (Subsumes), in order; findings itself when none is.
+// Unsubsumed returns the findings transition does not subsume, in order.
 func Unsubsumed(transition ReasonCode, findings []StateReason) []StateReason {
 	keep := -1
 	for i, r := range findings {
@@ -56,8 +41,6 @@ func Unsubsumed(transition ReasonCode, findings []StateReason) []StateReason {
 	return out
 }
 
-// codeTail splits a code `<namespace>.<dimension>.<cause>` into its
-// dimension and cause.
 func codeTail(c ReasonCode) (dimension, cause string, ok bool) {
 	parts := strings.Split(string(c), ".")
 	if len(parts) != 3 {

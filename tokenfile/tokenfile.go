@@ -1,14 +1,7 @@
-// Package tokenfile reads and creates the API's bearer token file, for the
-// daemon (auth.token_file, or the token it generates beside its database)
-// and the CLI (WATCHDOG_TOKEN_FILE, or the daemon's file found beside the
-// database, see Find): one reader and one lookup, so both refuse the same
-// files in the same words.
-//
-// A token file is a regular file of at most MaxSize bytes holding exactly
-// one non-empty line of printable ASCII. Anything else is an error naming
-// the file and the problem: a FIFO or a device (which could block the
-// reader or feed it without end), a symlink as the file itself, an empty
-// file, a second line (a token that nobody could send in one header).
+// Package tokenfile reads and creates the API's bearer token file for the
+// daemon and the CLI, so both refuse the same files in the same words: a
+// regular file of at most MaxSize bytes holding one printable line (a FIFO
+// or device could block or feed the reader forever).
 package tokenfile
 
 import (
@@ -27,12 +20,10 @@ import (
 	"watchdog/config"
 )
 
-// Name is the file the daemon creates beside its database when no
-// auth.token_file is configured, and where the CLI looks for it.
+// Name is the token file the daemon creates beside its database by default.
 const Name = "watchdog.token"
 
-// SystemPath is where the packaged daemon keeps its own token: its
-// StateDirectory, beside /var/lib/watchdog/watchdog.db.
+// SystemPath is where the packaged daemon keeps its own token.
 const SystemPath = "/var/lib/watchdog/" + Name
 
 // EnvFile is the environment variable naming the token file a client sends.
@@ -41,8 +32,7 @@ const EnvFile = "WATCHDOG_TOKEN_FILE"
 // MaxSize bounds what is read of a token file: a token is one short line.
 const MaxSize = 4096
 
-// tokenBytes is the generated token's entropy (hex-encoded, so twice as
-// many characters).
+// tokenBytes is the generated token's entropy, hex-encoded.
 const tokenBytes = 32
 
 // File is a token file as read.
@@ -57,14 +47,11 @@ type File struct {
 	UID int
 }
 
-// Loose reports whether the file is readable or writable by group or
-// others, which the callers warn about: the token is a credential.
+// Loose reports whether group or others may read or write the credential.
 func (f File) Loose() bool { return f.Mode.Perm()&0o077 != 0 }
 
-// Read reads the token file at path. It never blocks on a FIFO and never
-// reads more than MaxSize bytes: the file is opened non-blocking without
-// following a final symlink, and refused unless fstat says it is a regular
-// file. A missing file is an error wrapping fs.ErrNotExist.
+// Read reads the token file at path without blocking on a FIFO, following
+// a final symlink or reading past MaxSize; missing wraps fs.ErrNotExist.
 func Read(path string) (File, error) {
 	if path == "" {
 		return File{}, errors.New("token file: empty path")
@@ -102,8 +89,7 @@ func Read(path string) (File, error) {
 	return File{Path: path, Token: tok, Mode: fi.Mode(), UID: uid}, nil
 }
 
-// parse returns the one line of data. Its error reads after the file's
-// name ("token file X " + err).
+// parse returns the one line of data; its error reads after the file's name.
 func parse(data []byte) (string, error) {
 	s := string(data)
 	s = strings.TrimSuffix(s, "\n")
@@ -123,7 +109,6 @@ func parse(data []byte) (string, error) {
 	return s, nil
 }
 
-// kind names a non-regular file's type for an error.
 func kind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:
@@ -142,20 +127,12 @@ func kind(m fs.FileMode) string {
 	return "mode " + m.String()
 }
 
-// Ensure returns the token in the file at path, creating the file first
-// when it does not exist: a random token (crypto/rand, 32 bytes as hex),
-// mode 0600. The file is written under a temporary name and hard-linked
-// into place, so no reader ever sees a half-written token, two daemons
-// racing to create it agree on one, and an existing file or symlink at
-// path is never replaced or followed. An existing file must be valid (see
-// Read): a broken one is an error to fix, never silently regenerated,
-// since the clients holding the old token would all fail. created reports
-// whether this call made the file.
-//
-// An existing file must also belong to this process's user: the daemon
-// makes this token itself, so one owned by anybody else was planted (a
-// shared working directory, a writable state directory), and its author
-// would hold the key to every write.
+// Ensure returns the token in the file at path, creating it (random, 0600)
+// when absent. It is hard-linked into place from a temporary name, so no
+// reader sees half a token, racing daemons agree on one, and nothing at
+// path is replaced or followed. A broken file is an error, never
+// regenerated (clients hold the old token); one owned by another user was
+// planted, and is refused: its author would hold the key to every write.
 func Ensure(path string) (f File, created bool, err error) {
 	f, err = Read(path)
 	if err == nil {
@@ -188,8 +165,7 @@ func Ensure(path string) (f File, created bool, err error) {
 	}
 	if err := os.Link(tmp.Name(), path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			// Another process created it meanwhile: use theirs, if it is
-			// ours to use.
+			// Another process created it meanwhile: use it, if ours to use.
 			f, err := Read(path)
 			if err != nil {
 				return f, false, err
@@ -206,9 +182,7 @@ func Ensure(path string) (f File, created bool, err error) {
 	return f, err == nil, err
 }
 
-// BesideDatabase is where the daemon keeps its generated token for the
-// SQLite database at dbPath (a path or a file: URI): Name in the same
-// directory.
+// BesideDatabase is where the daemon keeps its token for SQLite file dbPath.
 func BesideDatabase(dbPath string) string {
 	p := dbPath
 	if rest, ok := strings.CutPrefix(p, "file:"); ok {
@@ -225,32 +199,17 @@ func ownedByMe(f File) error {
 	return nil
 }
 
-// Find looks for the bearer token a client sends to the daemon at server
-// (a URL, or a bare host:port), in this order:
-//
-//  1. the file named by $WATCHDOG_TOKEN_FILE, when set; any problem with it
-//     is an error (the user named it);
-//  2. Name beside the database at dbPath, where `watchdog serve` creates it
-//     when no auth.token_file is configured;
-//  3. SystemPath, the packaged daemon's.
-//
-// The files of 2 and 3 are this host's daemon's token: they are read only
-// for a server on loopback, since a daemon elsewhere would then hold the
-// key to this one. A missing file in 2 or 3 is skipped; one that cannot be
-// read (another user's 0600 file) or is not a valid token file is skipped
-// too, but named in where, which a 401 then prints: on a hardened host the
-// agents cannot read the daemon's file and need a copy named by
-// $WATCHDOG_TOKEN_FILE. No token at all is not an error: the daemon may
-// run with auth: none. where says which file the token came from, or
-// where it was looked for. Loose permissions are the daemon's to warn
-// about (it owns the file); a warning on every agent's call would only
-// break its one-line output.
+// Find looks for the bearer token a client sends to server: the file
+// $WATCHDOG_TOKEN_FILE names (any problem an error), else Name beside the
+// database, else SystemPath (docs/reference/cli.md). The last two are this
+// host's daemon's key, read only for a server on loopback; unreadable ones
+// are skipped but named in where, which a 401 prints. No token is not an
+// error (auth: none). Loose permissions are the daemon's to warn about.
 func Find(server, dbPath string) (tok, where string, err error) {
 	if p := os.Getenv(EnvFile); p != "" {
 		f, err := Read(p)
 		if err != nil {
-			// Name the variable: the path in the message came from it, and
-			// it is what the user has to fix.
+			// Name the variable: it is what the user has to fix.
 			return "", "", fmt.Errorf("%s: %w", EnvFile, err)
 		}
 		return f.Token, "token from " + EnvFile + "=" + p, nil
@@ -273,8 +232,7 @@ func Find(server, dbPath string) (tok, where string, err error) {
 	return "", "no token found (" + EnvFile + " unset; looked in " + strings.Join(tried, ", ") + ")", nil
 }
 
-// loopbackServer reports whether a --server value (a URL, or a bare
-// host:port) names a daemon on this host's loopback.
+// loopbackServer reports whether a --server value names this host's loopback.
 func loopbackServer(server string) bool {
 	s := strings.TrimSpace(server)
 	if !strings.Contains(s, "://") {

@@ -19,11 +19,10 @@ var agentGraph = Graph{
 		"failed":    {"starting"},
 	},
 	DeadProcessTerminal: "failed",
-	// The orchestrator's legacy API and its operators read why an agent
-	// moved, not only where to (docs/reference/state-model.md, Lifecycle graphs).
+	// Operators read why an agent moved (state-model.md, Lifecycle graphs).
 	NeedsTrigger: true,
 
-	// Heartbeat staleness is judged only here (idle and suspended wait for input: no heartbeat is due).
+	// idle and suspended wait for input: no heartbeat is due.
 	WorkingStates: []string{"starting", "busy"},
 }
 
@@ -52,8 +51,8 @@ func ToActivityState(lifecycle string) string {
 	return "idle"
 }
 
-// Triggers is the closed vocabulary of why a transition happened, recorded
-// with each transition (required meaning for agents, optional elsewhere).
+// Triggers is the closed vocabulary of why a transition happened (required
+// for agents, optional elsewhere).
 var Triggers = []string{
 	"spawn", "connected", "disconnected", "prompt_received", "result_received",
 	"context_cleared", "user_terminated", "process_exited", "process_crashed",

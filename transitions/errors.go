@@ -14,8 +14,7 @@ var (
 	ErrUnknownType = errors.New("unknown entity type")
 	// ErrUnknownState: the lifecycle value is not in the type's vocabulary.
 	ErrUnknownState = errors.New("unknown lifecycle state")
-	// ErrInvalidTransition: the edge is not in the type's graph, or the
-	// entity's own evidence forbids it.
+	// ErrInvalidTransition: the edge is not in the graph, or evidence forbids it.
 	ErrInvalidTransition = errors.New("invalid transition")
 	// ErrReasonRequired: the target needs a reason code and none was given.
 	ErrReasonRequired = errors.New("reason code required")
@@ -23,16 +22,14 @@ var (
 	ErrForbidden = errors.New("forbidden for actor")
 	// ErrInvalidInput: a malformed field (id, actor, trigger, evidence, ...).
 	ErrInvalidInput = errors.New("invalid input")
-	// ErrOverLimit: a well-formed document beyond a limit the daemon keeps
-	// (an artifact contract too large or too deep to check); the error
-	// names the limit.
+	// ErrOverLimit: a well-formed document beyond a limit the daemon keeps.
 	ErrOverLimit = errors.New("over a limit")
 	// ErrUnknownReason: the reason code is malformed or not registered.
 	ErrUnknownReason = state.ErrUnknownReason
 	// ErrNotFound: no such entity.
 	ErrNotFound = store.ErrNotFound
-	// ErrConflict: the stored lifecycle is not the one the caller expected
-	// (a lost race); never a second terminal state.
+	// ErrConflict: the stored lifecycle is not the expected one (a lost
+	// race); never a second terminal state.
 	ErrConflict = store.ErrConflict
 )
 

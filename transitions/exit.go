@@ -6,10 +6,7 @@ import (
 	"watchdog/state"
 )
 
-// ExitOutcome is how a finished process maps onto a lifecycle (the Session Status
-// Vocabulary design, amended by issue 14: a signal someone sent is an intended stop):
-// the terminal state, the reason code, and the exit code a wrapper should
-// itself exit with.
+// ExitOutcome is how a finished process maps onto a lifecycle and exit code.
 type ExitOutcome struct {
 	To       string
 	Reason   state.ReasonCode
@@ -23,13 +20,8 @@ const (
 	ExitSIGTERM = 143 // 128 + SIGTERM
 )
 
-// MapExit maps a process end onto a session lifecycle: 0 completed, 124
-// timed_out, 130 or death by SIGINT and 143 or death by SIGTERM cancelled
-// (a stop someone intended, not a failure), anything else failed. sig is
-// the signal that killed the process (0 if it exited); timedOut says the
-// wrapper's deadline fired, which wins over whatever the child did when it
-// was told to stop. run.aborted.sigint stays registered for the rows and
-// orchestrators that use it; exec no longer records it.
+// MapExit maps a process end onto a session lifecycle: a signal someone sent
+// is an intended stop (cancelled), and timedOut wins over the child's exit.
 func MapExit(code int, sig syscall.Signal, timedOut bool) ExitOutcome {
 	switch {
 	case timedOut || (sig == 0 && code == ExitTimeout):
@@ -46,23 +38,15 @@ func MapExit(code int, sig syscall.Signal, timedOut bool) ExitOutcome {
 	return ExitOutcome{To: "failed", Reason: state.RunFailedExitNonzero, ExitCode: code}
 }
 
-// stopCodes are the reason codes of an intended stop, by the state the
-// type records it in and the signal's exit code.
+// stopCodes are an intended stop's codes, by the type's state and exit code.
 var stopCodes = map[string]map[int]state.ReasonCode{
 	"cancelled":   {ExitSIGINT: state.RunCancelledSigint, ExitSIGTERM: state.RunCancelledSigterm},
 	"stopped":     {ExitSIGINT: state.RunCancelledSigint, ExitSIGTERM: state.RunCancelledSigterm},
 	"interrupted": {ExitSIGINT: state.RunInterruptedSigint, ExitSIGTERM: state.RunInterruptedSigterm},
 }
 
-// MapExit maps a process end onto this type: the session mapping of the
-// package's MapExit, except that a SIGINT or SIGTERM ends the type in its
-// own word for an intended stop (OnInterrupt, OnTerminate: cancelled,
-// interrupted or stopped), and that a timeout the watchdog cannot back
-// with a configured one (the child's own exit 124; timeoutKnown false)
-// ends a type that NeedsTimeout failed with run.failed.exit_nonzero. To
-// is otherwise in the session vocabulary (a caller may still judge a
-// "completed"); Nearest adapts it to the type. ExitCode is what the
-// wrapper exits with either way.
+// MapExit maps a process end onto this type: an intended stop ends in the
+// type's own word, and an untold exit 124 fails a type that NeedsTimeout.
 func (g *Graph) MapExit(code int, sig syscall.Signal, timedOut, timeoutKnown bool) ExitOutcome {
 	out := MapExit(code, sig, timedOut)
 	if out.To == "timed_out" && !timedOut && !timeoutKnown && g.NeedsTimeout {

@@ -15,6 +15,5 @@ var invocationGraph = Graph{
 	},
 	DeadProcessTerminal: "failed",
 
-	// Heartbeat staleness is judged only here.
 	WorkingStates: []string{"running"},
 }

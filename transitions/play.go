@@ -23,6 +23,5 @@ var playGraph = Graph{
 	// Only a play not yet past its queue is blocked (planned, queued).
 	Reconcile: &Reconciliation{Rule: ReconcileDependency, To: "blocked", Codes: []state.ReasonCode{state.PlayBlockedDependencyFailed, state.PlayBlockedDependencyInvalid}},
 
-	// Heartbeat staleness is judged only here.
 	WorkingStates: []string{"running"},
 }

@@ -17,20 +17,18 @@ import (
 	"watchdog/store"
 )
 
-// Identifier reads this host's identity and a local process's start time;
-// probe.Host implements it.
+// Identifier reads this host's identity and a process's start; probe.Host is one.
 type Identifier interface {
 	HostID() string
 	BootID() (string, error)
-	// StartOf is a live local process's start time, as a time and as
-	// clock ticks since boot (0 when the platform has none).
+	// StartOf is a live local process's start time and clock ticks since boot.
 	StartOf(pid int) (startTime time.Time, startTicks uint64, err error)
 }
 
 var idShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,255}$`)
 
-// ValidateID checks an entity id's shape: 1 to 256 (wire.MaxID) characters of letters,
-// digits and ._:@+- not starting with punctuation.
+// ValidateID checks an entity id's shape: 1 to 256 (wire.MaxID) of
+// letters, digits and ._:@+- not starting with punctuation.
 func ValidateID(id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: id is required", ErrInvalidInput)
@@ -44,26 +42,21 @@ func ValidateID(id string) error {
 // Registration is a register/upsert request.
 type Registration struct {
 	Entity store.Entity
-	// Legacy registers an entity with a NULL lifecycle (imported from an
-	// older store); Entity.Lifecycle must then be nil.
+	// Legacy registers an entity with a NULL lifecycle (Entity.Lifecycle nil).
 	Legacy bool
 	Actor  string
-	// Principal is who registers: it must speak for the pid's owner and,
-	// for an existing entity, may act on it; the entity records it as
-	// its owner (docs/security.md).
+	// Principal is who registers; it must speak for the pid's owner (docs/security.md).
 	Principal Principal
 }
 
-// CheckRegistration runs every check Register makes before it touches the
-// store, so a caller can refuse a bad document before opening (or
-// creating) a database.
+// CheckRegistration runs Register's checks without the store, so a bad
+// document is refused before a database is opened.
 func CheckRegistration(reg Registration) error {
 	_, _, err := prepare(reg)
 	return err
 }
 
-// prepare validates a registration and returns its entity with the type
-// made canonical and the lifecycle defaulted, and the type's graph.
+// prepare validates a registration, returning its canonical entity and graph.
 func prepare(reg Registration) (store.Entity, *Graph, error) {
 	e := reg.Entity
 	g, err := Lookup(e.Type)
@@ -94,26 +87,21 @@ func prepare(reg Registration) (store.Entity, *Graph, error) {
 	return e, g, nil
 }
 
-// Register validates and upserts an entity. A new entity gets its initial
-// (or given) lifecycle and a first audit row; an existing one has its
-// registered fields updated and keeps its lifecycle, which then changes
-// only by Transition. It reports whether the entity was created.
+// Register validates and upserts an entity and reports whether it was
+// created. An existing entity keeps its lifecycle: only Transition moves it.
 func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 	e, g, err := prepare(reg)
 	if err != nil {
 		return false, err
 	}
-	// A re-registration keeps the entity's host unless it names one: the
-	// kept pid is that host's, and claiming it for this host would have
-	// this host probe (and maybe end) whatever local process has its
-	// number. A new host needs the pid there too.
+	// A re-registration keeps the host unless it names one: claiming the kept
+	// pid for this host would probe (maybe end) an unrelated local process.
 	cur, err := w.Store.Get(ctx, e.Type, e.ID)
 	exists := err == nil
 	if exists && !reg.Principal.MayActOn(&cur) {
 		return false, forbidActOn(reg.Principal, &cur)
 	}
-	// A parent moves with its children (a show fails with a critical play,
-	// a team closes with its parent): only one's own may be named.
+	// A parent moves with its children: only one's own may be named.
 	if e.ParentID != "" && !reg.Principal.AnyUID() {
 		parent, err := w.Store.Get(ctx, e.ParentType, e.ParentID)
 		switch {
@@ -139,10 +127,7 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 		if e.Terminal {
 			e.EndedAt = at
 		}
-		// Work registered as started has its age, for heartbeats and
-		// slowness, counted from now. Only when it is new: an upsert of a
-		// known entity is no news of life, and restarting its clock would
-		// hide a stall (issue 14, observation 2).
+		// New started work ages from now; restarting an upsert's clock would hide a stall.
 		if !exists && e.StartedAt.IsZero() && g.Started(*e.Lifecycle) {
 			e.StartedAt = at
 		}
@@ -158,11 +143,11 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 		return false, err
 	}
 	if exists {
-		// The owner is the registering principal's, kept by upserts.
+		// Upserts keep the owner.
 		e.Owner, e.OwnerUID, e.HasOwnerUID = cur.Owner, cur.OwnerUID, cur.HasOwnerUID
 	}
-	// The owner checked above, checked again in the write's transaction:
-	// another user's registration of the same id may land in between.
+	// Checked again in the write's transaction: another user may register the
+	// same id in between.
 	e.OwnerGuard = !reg.Principal.AnyUID()
 	created, err := w.Store.Register(ctx, e, reg.Actor, at)
 	if errors.Is(err, store.ErrNotOwner) {
@@ -172,10 +157,8 @@ func (w *Writer) Register(ctx context.Context, reg Registration) (bool, error) {
 }
 
 // claim proves p's right to the pid e names and records p as e's owner:
-// the pid must be this host's, alive, not one no entity may have (pid 1,
-// a kernel thread, the daemon and its ancestors) and owned by a uid p
-// speaks for; the start ticks fillIdentity read are checked again with
-// the owner, so a pid reused in between fails.
+// the pid must be this host's, alive, claimable and owned by a uid p speaks
+// for; start ticks are rechecked with the owner, so a reused pid fails.
 func (w *Writer) claim(e *store.Entity, p Principal) error {
 	e.Owner = p.Name
 	if w.Ident != nil && e.HostID != "" && e.HostID != w.Ident.HostID() && !p.AnyUID() {
@@ -209,11 +192,8 @@ func (w *Writer) claim(e *store.Entity, p Principal) error {
 	return nil
 }
 
-// fillIdentity claims an entity registered without a host id for this
-// host (so this host's daemon probes and reaps it) when it names something
-// of this host (HostBound), and completes a local pid's identity. A
-// process that is already gone keeps an unknown start time: the probe will
-// find "no such pid", which is conclusive without it.
+// fillIdentity claims a host-less entity naming this host's things
+// (HostBound) and completes a local pid's identity.
 func (w *Writer) fillIdentity(e *store.Entity) {
 	if w.Ident == nil {
 		return
@@ -235,8 +215,7 @@ func (w *Writer) fillIdentity(e *store.Entity) {
 			e.PIDStartTime, e.PIDStartTicks = st, ticks
 		}
 	}
-	// The supervisor too: a supervisor pid reused by another process after
-	// the supervisor died must not pass for it (that would hide an orphan).
+	// A reused supervisor pid must not pass for it (that would hide an orphan).
 	if e.SupervisorPID > 0 && e.SupervisorStartTime.IsZero() {
 		if st, _, err := w.Ident.StartOf(e.SupervisorPID); err == nil {
 			e.SupervisorStartTime = st
@@ -245,12 +224,7 @@ func (w *Writer) fillIdentity(e *store.Entity) {
 }
 
 // HostBound says whether an entity registered without a host_id belongs to
-// the registering host: every type with a process of its own does, and a
-// show, team, play or schedule does when it names something of a host (a
-// pid, a supervisor, a heartbeat file, an artifacts root or artifacts,
-// lock files). The rest is host-less: in a fleet its rules (orphaned
-// teams, blocked plays, failed shows, schedule fires) run on the leader
-// (docs/fleet.md).
+// the registering host; host-less ones are the fleet leader's (docs/fleet.md).
 func HostBound(e store.Entity) bool {
 	if g, ok := graphs[e.Type]; !ok || !g.Hostless {
 		return true
@@ -323,10 +297,8 @@ func validateFields(e *store.Entity) error {
 	return nil
 }
 
-// CheckText refuses a label or a note that is not valid UTF-8 or holds a
-// control character (C0, DEL, C1): written raw to a terminal or a page,
-// ESC, BEL and OSC sequences would act there (issue 37). Refused, never
-// altered: what is stored is what was sent.
+// CheckText refuses a label or note that is not valid UTF-8 or holds a
+// control character, which would act on a terminal or page; never altered.
 func CheckText(field, s string) error {
 	for i, r := range s {
 		switch {
@@ -342,9 +314,7 @@ func CheckText(field, s string) error {
 }
 
 // validateContractLimits refuses an artifact contract the probe would not
-// check in full (state.MaxArtifact*): too many artifacts, a path too long,
-// too deep or with too many wildcard components. Such a contract would
-// read delivery unknown forever; refusing it says why at once.
+// check in full: it would read delivery unknown forever.
 func validateContractLimits(specs []state.ArtifactSpec) error {
 	if err := state.ValidateContract(specs); err != nil {
 		return fmt.Errorf("%w: artifact contract: %v", ErrOverLimit, err)
@@ -352,12 +322,7 @@ func validateContractLimits(specs []state.ArtifactSpec) error {
 	return nil
 }
 
-// validateNumbers refuses an entity whose numbers are outside the ranges
-// of ranges.go that need no clock: the wire checks every number as sent,
-// times included (wire.DecodeAt), and this is the write path's own floor
-// for a registration built in the program. A time is checked only for
-// being a time at all (not before 1970, within unixtime.MaxSeconds): the
-// program's own times are read from the system.
+// validateNumbers is the write path's floor for a registration built in the program.
 func validateNumbers(e *store.Entity) error {
 	for _, f := range []struct {
 		name string
@@ -396,6 +361,5 @@ func validateNumbers(e *store.Entity) error {
 	return nil
 }
 
-// seconds writes a number of seconds the program holds (not one sent)
-// for an error.
+// seconds formats a number of seconds the program holds, for an error.
 func seconds(s float64) string { return strconv.FormatFloat(s, 'f', -1, 64) }

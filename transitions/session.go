@@ -1,8 +1,7 @@
 package transitions
 
-// sessionGraph is the Session Status Vocabulary design's session vocabulary (alias `run`). Admins may
-// only mark a session failed, aborted or cancelled: completed and timed_out
-// are facts the system observes, not verdicts an operator hands out.
+// sessionGraph is the session vocabulary (alias `run`). Admins may only
+// mark failed, aborted or cancelled: the rest are facts the system observes.
 var sessionGraph = Graph{
 	Type:        "session",
 	States:      []string{"pending", "running", "completed", "failed", "timed_out", "cancelled", "aborted"},
@@ -18,6 +17,5 @@ var sessionGraph = Graph{
 	DeadProcessTerminal: "aborted",
 	AdminTargets:        []string{"failed", "aborted", "cancelled"},
 
-	// Heartbeat staleness is judged only here.
 	WorkingStates: []string{"running"},
 }

@@ -3,9 +3,8 @@ package transitions
 import "watchdog/state"
 
 // showGraph: a show ends by being archived; completed, merged and failed
-// are its outcomes while it waits for that. A show has no process of its
-// own, so the reaper never ends it for a dead pid (only for a failed
-// critical-path play).
+// are outcomes until then. It has no process: only a failed critical-path
+// play ends it.
 var showGraph = Graph{
 	Hostless: true,
 	Type:     "show",

@@ -1,7 +1,7 @@
 package transitions
 
-// subagentGraph (ADR 26): a detached child is still open; only explicit
-// terminal evidence ends it.
+// subagentGraph: a detached child is still open; only explicit terminal
+// evidence ends it.
 var subagentGraph = Graph{
 	Type:        "subagent",
 	States:      []string{"queued", "running", "detached", "completed", "failed", "timed_out", "interrupted", "cancelled"},
@@ -18,6 +18,6 @@ var subagentGraph = Graph{
 	DeadProcessTerminal: "failed",
 	NeedsTimeout:        true,
 
-	// Heartbeat staleness is judged only here (detached is left to its own process).
+	// detached is left to its own process.
 	WorkingStates: []string{"running"},
 }

@@ -1,6 +1,6 @@
 package transitions
 
-// turnGraph (ADR 26): every state but running is terminal.
+// turnGraph: every state but running is terminal.
 var turnGraph = Graph{
 	Type:        "turn",
 	States:      []string{"running", "completed", "partial_failed", "failed", "interrupted", "timed_out"},
@@ -15,6 +15,5 @@ var turnGraph = Graph{
 	DeadProcessTerminal: "failed",
 	NeedsTimeout:        true,
 
-	// Heartbeat staleness is judged only here.
 	WorkingStates: []string{"running"},
 }

@@ -8,10 +8,9 @@ import (
 	"watchdog/store"
 )
 
-// Normalize computes an entity's NormalizedState: outcome from its type's
-// graph, severity and tone derived (never stored), and reasons made of the
-// reason of the transition that brought it to its lifecycle plus the
-// probe's current findings.
+// Normalize computes an entity's NormalizedState: outcome from its graph,
+// severity and tone derived (never stored), and reasons: the transition's,
+// then the current findings it does not subsume.
 func Normalize(e store.Entity, evaluatedAt time.Time) state.NormalizedState {
 	if e.Lifecycle == nil {
 		return state.Normalize(state.LifecycleLegacy, "", e.Health, e.Delivery, e.Reasons, evaluatedAt)
@@ -21,13 +20,11 @@ func Normalize(e store.Entity, evaluatedAt time.Time) state.NormalizedState {
 		outcome = g.Outcome(*e.Lifecycle)
 	}
 	if e.TransitionReason == nil {
-		// The findings alone: shared with the entity, not copied (the
-		// live view keeps both for every entity), clipped so that an
-		// append by a reader copies.
+		// Shared with the entity, not copied, and clipped so a reader's append
+		// copies.
 		return state.Normalize(*e.Lifecycle, outcome, e.Health, e.Delivery, slices.Clip(e.Reasons), evaluatedAt)
 	}
-	// One cause, one reason: the end's reason stands for the findings it
-	// was based on (state.Subsumes).
+	// One cause, one reason (state.Subsumes).
 	findings := state.Unsubsumed(e.TransitionReason.Code, e.Reasons)
 	reasons := make([]state.StateReason, 0, len(findings)+1)
 	reasons = append(reasons, *e.TransitionReason)
@@ -40,10 +37,8 @@ func Display(e store.Entity, ns state.NormalizedState) string {
 	return state.DisplayChain(ns, state.ContractSubject(e.Artifacts), Judged(e))
 }
 
-// Waiting says e is open but not in a working state of its type (an agent
-// idle or suspended, a held workflow, a planned play): it owes no
-// heartbeat, and the age of its last one is not judged (Graph.Working).
-// A legacy or ended entity, or one of an unknown type, is not waiting.
+// Waiting says e is open but not in a working state of its type: it owes
+// no heartbeat, and its last one's age is not judged (Graph.Working).
 func Waiting(e store.Entity) bool {
 	if e.Terminal || e.Lifecycle == nil {
 		return false
@@ -53,8 +48,7 @@ func Waiting(e store.Entity) bool {
 }
 
 // Judged says whether an entity has a runtime of its own whose health is
-// judged: a process, a heartbeat file or posted heartbeats. Only then does
-// its display chain say "Infra OK" (state.DisplayChain).
+// judged: a process, a heartbeat file or posted heartbeats.
 func Judged(e store.Entity) bool {
 	return e.PID > 0 || e.HeartbeatFile != "" || !e.HeartbeatAt.IsZero()
 }

@@ -7,10 +7,8 @@ import (
 	"watchdog/store"
 )
 
-// workflowGraph (ADR 26): completed is reserved for full completion; a
-// bounded partial result is `partial`, which reads as a warning. A running
-// workflow may be cancelled (the Runtime terminal-state and replay contract lists cancelled among its ends): a
-// SIGTERM or a Ctrl-C is intended, not a failure (issue 14, observation 11).
+// workflowGraph: completed is reserved for full completion; a bounded
+// partial result is `partial`, a warning. A stop by signal is cancelled.
 var workflowGraph = Graph{
 	Type:        "workflow",
 	States:      []string{"running", "held", "completed", "partial", "failed", "timed_out", "cancelled"},
@@ -28,14 +26,12 @@ var workflowGraph = Graph{
 	FullCompletion:      true,
 	Guard:               fullCompletionOnly,
 
-	// Heartbeat staleness is judged only here (held waits for a person).
+	// held waits for a person.
 	WorkingStates: []string{"running"},
 }
 
-// fullCompletionOnly refuses completed to a workflow whose stored
-// delivery says part of the result is missing or invalid: the rule where
-// no contract was judged at the end (no Contracts, or another host's
-// files). Judged at the end, the contract must pass (FullCompletion).
+// fullCompletionOnly refuses completed when the stored delivery says part
+// of the result is missing or invalid, where no contract was judged at the end.
 func fullCompletionOnly(to string, cur store.Entity) error {
 	if to != "completed" {
 		return nil

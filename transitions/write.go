@@ -10,8 +10,7 @@ import (
 	"watchdog/store"
 )
 
-// Actors: who asks for a transition. The vocabulary is closed because it
-// labels metrics and decides rights.
+// Actors: who asks for a transition; closed, as it labels metrics and decides rights.
 const (
 	ActorOrchestrator = "orchestrator"
 	ActorAdmin        = "admin"
@@ -22,9 +21,7 @@ const (
 // Actors lists every actor.
 var Actors = []string{ActorOrchestrator, ActorAdmin, ActorReaper, ActorExec}
 
-// reasonRequiredTargets need a reason code whoever asks (docs/reference/state-model.md, Lifecycle graphs): each
-// of them says something went wrong or was stopped, and "why" is the
-// operator's first question.
+// reasonRequiredTargets need a reason code whoever asks: "why" comes first.
 var reasonRequiredTargets = []string{
 	"failed", "aborted", "timed_out", "cancelled", "interrupted",
 	"partial_failed", "partial", "blocked", "detached",
@@ -37,23 +34,16 @@ type Request struct {
 	To   string
 	// Reason is optional except for reasonRequiredTargets and the reaper.
 	Reason *state.StateReason
-	// ExpectFrom, when set, is the lifecycle the caller decided on; a
-	// different stored lifecycle is a conflict.
+	// ExpectFrom, when set, makes a different stored lifecycle a conflict.
 	ExpectFrom string
 	Actor      string
-	// Principal is who asks (see Principal): the entity must be one it
-	// may act on, and the audit row names it.
+	// Principal is who asks; it must be allowed to act on the entity.
 	Principal Principal
 	Trigger   string
-	// Timeout and Elapsed describe a timed_out transition; an unset
-	// timeout falls back to the registered timeout_seconds, an unset
-	// elapsed time to the time since the entity started.
+	// Timeout and Elapsed describe a timed_out; unset, they are derived.
 	Timeout time.Duration
 	Elapsed time.Duration
-	// Exit is how the entity's process ended, as the caller saw it (exec,
-	// its parent): recorded on the entity before the transition, while
-	// it is open, shown on every surface and never acted on. nil: not
-	// told.
+	// Exit is how the process ended, as the caller saw it; never acted on.
 	Exit *state.ExitStatus
 }
 
@@ -76,21 +66,16 @@ type Store interface {
 	ApplyTransition(ctx context.Context, typ, id string, decide store.Decider) (before, after store.Entity, err error)
 }
 
-// Writer is the one write path for lifecycles. The zero value is not
-// usable: Store is required; Now defaults to time.Now.
+// Writer is the one write path for lifecycles; Store is required.
 type Writer struct {
 	Store    Store
 	Now      func() time.Time
 	Observer Observer
-	// Ident fills in pid start time, host id and boot id at registration;
-	// nil leaves them as given.
+	// Ident fills in pid start time, host id and boot id at registration.
 	Ident Identifier
-	// PIDs proves who a registered pid runs as, and refuses the pids no
-	// entity may have; nil checks nothing (a test of the graphs alone).
+	// PIDs proves who a registered pid runs as; nil checks nothing.
 	PIDs PIDChecker
-	// Contracts judges an artifact contract at every terminal transition
-	// of an entity that has one; nil leaves delivery to the probe's next
-	// look (and the full-completion guard to the stored delivery).
+	// Contracts judges an artifact contract at every terminal transition.
 	Contracts Contracts
 }
 
@@ -101,16 +86,13 @@ func (w *Writer) now() time.Time {
 	return time.Now()
 }
 
-// Transition validates and applies one lifecycle change: the edge against
-// the type's graph, the reason code against the registry, the actor's
-// rights; then a compare-and-set write with its audit row in one database
-// transaction. Errors are the sentinels of errors.go, wrapped with a
-// message a person can act on.
+// Transition validates and applies one lifecycle change: edge, reason code
+// and the actor's rights, then a compare-and-set write with its audit row in
+// one database transaction. Errors are errors.go's sentinels, wrapped.
 func (w *Writer) Transition(ctx context.Context, req Request) (Result, error) {
 	res, err := w.transition(ctx, req)
 	if w.Observer != nil {
-		// Metric labels come from closed vocabularies only: a type nobody
-		// knows is counted as "unknown", never under the caller's string.
+		// Metric labels come from closed vocabularies, never the caller's string.
 		typ, ok := CanonicalType(req.Type)
 		if !ok {
 			typ = "unknown"
@@ -147,8 +129,7 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 	if g.NeedsTrigger && req.Trigger == "" {
 		return Result{}, fmt.Errorf("%w: an agent's transition needs a trigger, one of %s", ErrInvalidInput, strings.Join(Triggers, ", "))
 	}
-	// The wire checked these as sent; this is the floor for a request
-	// built in the program (ranges.go).
+	// The floor for a request built in the program (ranges.go).
 	if t := req.Timeout.Seconds(); !TimeoutRange().Contains(t) {
 		return Result{}, TimeoutRange().Check("timeout_seconds", seconds(t), t)
 	}
@@ -187,8 +168,7 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 		r.EntityType, r.EntityID = g.Type, req.ID
 		reason = &r
 	}
-	// Rights first: a target the actor may not ask for is 403 whatever
-	// else the request lacks.
+	// Rights first: a forbidden target is 403 whatever else the request lacks.
 	if req.Actor == ActorAdmin && len(g.AdminTargets) > 0 && !contains(g.AdminTargets, req.To) {
 		return Result{}, fmt.Errorf("%w: an admin may move a %s only to %s, not %s", ErrForbidden, g.Type, strings.Join(g.AdminTargets, ", "), req.To)
 	}
@@ -202,8 +182,7 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 			return Result{}, err
 		}
 	}
-	// The contract is judged before the transaction: file I/O must not
-	// hold the write lock.
+	// Judged before the transaction: file I/O must not hold the write lock.
 	verdict := w.judgeAtEnd(ctx, g, req, at)
 	decide := func(cur store.Entity) (store.Change, error) {
 		if cur.Lifecycle == nil {
@@ -275,17 +254,14 @@ func (w *Writer) transition(ctx context.Context, req Request) (Result, error) {
 	return Result{Before: before, After: after}, nil
 }
 
-// observer is the store's RecordObservation (both drivers have it; a
-// test's fake store may not).
+// observer is the store's RecordObservation (a test's fake may lack it).
 type observer interface {
 	RecordObservation(ctx context.Context, typ, id string, o store.Observation) (bool, error)
 }
 
-// recordExit records req.Exit on the entity while it is still open, for
-// a caller that may act on it: the exit status its own parent saw (exec),
-// which the daemon's pidfd may never learn (issue 39). It is an
-// observation written before the transition (the exit is no lifecycle
-// change); a crash between the two leaves an open entity whose death is
+// recordExit records req.Exit on the open entity: the exit status its
+// parent saw, which the daemon's pidfd may never learn. Written before the
+// transition; a crash between the two leaves an open entity whose death is
 // known, which the reaper ends as it would have.
 func (w *Writer) recordExit(ctx context.Context, g *Graph, req Request, at time.Time) error {
 	x := *req.Exit
