@@ -13,8 +13,7 @@ import (
 	"watchdog/tokenfile"
 )
 
-// adminTokenName is what the audit rows call the auth.token_file token
-// (or the daemon's own): the administrator's, with scope admin.
+// adminTokenName is what the audit rows call the admin token.
 const adminTokenName = "admin"
 
 // readTokens is the API's token set: the admin token (already read) and
@@ -54,9 +53,8 @@ func readTokens(a config.Auth, admin string) ([]api.Token, error) {
 	return ts, errors.Join(errs...)
 }
 
-// reloadTokens re-reads every token file (SIGHUP): a token is rotated by
-// writing its file and reloading. A file that cannot be read keeps the
-// running set whole.
+// reloadTokens re-reads every token file (rotation is write and SIGHUP);
+// one unreadable file keeps the running set whole.
 func (d *daemon) reloadTokens(a config.Auth) {
 	if d.tokens == nil {
 		return // auth: none; turning auth on needs a restart
@@ -80,8 +78,7 @@ func (d *daemon) reloadTokens(a config.Auth) {
 	d.log.Info("tokens reloaded", zap.Int("tokens", len(ts)))
 }
 
-// configuredToken reads auth.token_file; the zero File when none is
-// configured (the daemon's own token, or auth: none).
+// configuredToken reads auth.token_file; the zero File when none is set.
 func configuredToken(a config.Auth) (tokenfile.File, error) {
 	if a.TokenFile == "" || a.None() {
 		return tokenfile.File{}, nil
@@ -93,10 +90,8 @@ func configuredToken(a config.Auth) (tokenfile.File, error) {
 	return f, nil
 }
 
-// ownToken returns the daemon's own token, in tokenfile.Name beside the
-// database, creating it on the first start (writes need a token by default:
-// docs/reference/http-api.md, Authentication). The path is logged so an operator knows where to read it;
-// the token itself never is.
+// ownToken returns the daemon's own token beside the database, creating it
+// on first start. Its path is logged; the token never is.
 func ownToken(dsn string, log *zap.Logger) (string, error) {
 	path := tokenfile.BesideDatabase(dsn)
 	f, created, err := tokenfile.Ensure(path)

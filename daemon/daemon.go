@@ -1,7 +1,5 @@
 // Package daemon runs the watchdog service: it opens the store, serves the
-// HTTP API and metrics, schedules the jobs, and talks to systemd (READY
-// after the first sweep, WATCHDOG pings from a healthy daemon loop, STATUS
-// counts, STOPPING on shutdown).
+// HTTP API and metrics, schedules the jobs, and talks to systemd.
 package daemon
 
 import (
@@ -38,20 +36,17 @@ type Options struct {
 	ConfigPath string
 	Log        *zap.Logger
 	Version    string
-	// Reload delivers SIGHUP: re-read the config, apply thresholds and
-	// schedules; an invalid file keeps the running config.
+	// Reload delivers SIGHUP; an invalid file keeps the running config.
 	Reload <-chan os.Signal
-	// Level, when set, is Log's level, which a reload changes to the new
-	// log.level.
+	// Level, when set, is Log's level, which a reload changes.
 	Level *zap.AtomicLevel
-	// WebConfigFile, when set (serve --web.config.file, absolute),
-	// overrides web.config_file, at start and at each reload.
+	// WebConfigFile, when set, overrides web.config_file, at start and reload.
 	WebConfigFile string
 }
 
 // Run runs the daemon until ctx is cancelled (SIGTERM/SIGINT), then shuts
-// down in order: STOPPING, stop accepting HTTP, let the running job finish,
-// close the store. It returns nil on a clean shutdown.
+// down: STOPPING, no more HTTP, the running job let finish, the store
+// closed. It returns nil on a clean shutdown.
 func Run(ctx context.Context, o Options) error {
 	cfg := o.Config
 	if o.WebConfigFile != "" {
@@ -65,9 +60,7 @@ func Run(ctx context.Context, o Options) error {
 	if cfg.HostID != "" {
 		host.HostIDOverride = cfg.HostID
 	}
-	// A configured token file and the store's directory are checked
-	// before anything is opened; the daemon's own token is made beside the
-	// database once that exists.
+	// Checked before anything is opened.
 	tf, err := checkHost(cfg)
 	if err != nil {
 		return err
@@ -79,7 +72,6 @@ func Run(ctx context.Context, o Options) error {
 		log.Warn("auth.token_file is readable by group or others; chmod 600 it", zap.String("path", tf.Path))
 	}
 	token := tf.Token
-	// Where the token is read from, for the page's token form to name.
 	tokenPath := tf.Path
 
 	st, closeStore, err := openStore(ctx, cfg, host.HostID(), log)
@@ -96,20 +88,14 @@ func Run(ctx context.Context, o Options) error {
 
 	reg := prometheus.NewRegistry()
 	view := live.New(st, time.Now, time.Duration(cfg.Thresholds.FailureWindow))
-	// Once quiet, the view repacks the records a burst scattered
-	// (ADR-0061) before the heap is given back.
+	// Once quiet, the view repacks its records (ADR-0061).
 	defer releaser.onQuiet(view.Compact)()
-	// This daemon's place in the fleet exists before anything asks whether
-	// it leads or what it owns: the gauges (each daemon counts what it
-	// owns, so sum() across a fleet is the fleet), the reaper and the
-	// monitor's steps (lv.run), the pusher.
+	// The fleet exists before anything asks whether this daemon leads.
 	fl := &fleet{self: host.HostID(), log: log.Named("leader"), poke: make(chan struct{}, 1)}
 	fl.elector = newElector(st, host.HostID(), fl.log, func() { view.Kick(); fl.say() })
-	// The view holds what this daemon owns; reads of other hosts go to
-	// the store (ADR-0056).
+	// The view holds only what this daemon owns (ADR-0056),
 	view.SetHosts(fl.Hosts)
-	// Nor does it keep the ended entities that aged out of the failure
-	// window: what reads them reads the store (ADR-0060).
+	// and no ended entity past the failure window (ADR-0060).
 	view.EvictAgedOut()
 	changes, pushPoke, stopTee := followCommits(st, fl)
 	defer stopTee()
@@ -118,9 +104,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	writer, rp := newReaper(cfg, st, host, m, fl, log)
-	// The monitor hears of every entity the view loads (adoption: a pidfd
-	// for each open local process) and of every later change, whoever
-	// wrote it; it stops before the view and the store.
+	// The monitor stops before the view and the store.
 	fds := fdBudgetOf(cfg.HTTP.MaxConnections, log)
 	lv := newLiveness(view, rp, host, st, m, rp.Settings, fds, cfg.ProcessTree, log.Named("monitor"))
 	defer runView(ctx, view, changes, m, log)()
@@ -133,34 +117,25 @@ func Run(ctx context.Context, o Options) error {
 	})
 	defer d.stopPush()
 
-	// The settings its judgement uses, where the commands on the same
-	// database find them.
 	d.recordSettings(ctx, o.ConfigPath)
-	// Leadership and presence run from before the first sweep (which
-	// then already knows whether it judges host-less work) to after the
-	// last job; stopping hands the lease over.
+	// From before the first sweep to after the last job.
 	defer d.runFleet(ctx)()
-	// The store watch runs from before the first request to after the
-	// last job: /readyz asks it (askStore) and reads what it found.
+	// From before the first request to after the last job: /readyz reads it.
 	defer d.runStoreWatch(ctx)()
 
 	web, err := d.serveHTTP(host, writer, m.Gatherer(reg), fds, token, tokenPath)
 	if err != nil {
 		return err
 	}
-	// Jobs get a context that outlives the shutdown signal: a job running
-	// at SIGTERM is let finish, then the store closes.
+	// Jobs outlive the shutdown signal: a running job is let finish.
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
 	if err := d.schedule(jobCtx); err != nil {
 		web.close()
 		return err
 	}
-	// READY only once the store opened and a first sweep worked through
-	// it; until then STATUS= says why not, and a shutdown request ends
-	// the wait.
+	// READY only once a first sweep worked through the store (ADR-0006).
 	started := d.awaitFirstSweep(ctx)
-	// The view's changes arm STATUS= refreshes (statusSoon) until Run ends.
 	defer d.statusAlarm.Stop()
 	var runErr error
 	if started {
@@ -174,24 +149,17 @@ func Run(ctx context.Context, o Options) error {
 	return runErr
 }
 
-// loop is the daemon's main loop, from READY until ctx ends or a server
-// fails (its error returned): signals, reloads, STATUS= and systemd's
-// watchdog.
+// loop is the daemon's main loop from READY until ctx ends or a server
+// fails.
 func (d *daemon) loop(ctx, jobCtx context.Context, serveErr <-chan error, o Options) error {
-	// systemd's watchdog is fed from this loop: it answers signals and
-	// reloads, so a wedged loop stops the pings, and feedWatchdog adds
-	// what else must hold (a writable store, no job stuck). The ping is
-	// an alarm on the shared clock (ADR-0055), armed only under systemd
-	// with WatchdogSec.
+	// The watchdog is fed from this loop, so a wedged loop stops the pings;
+	// feedWatchdog adds a writable store and no stuck job (ADR-0015).
 	ping := deadline.Shared().Signal()
 	defer ping.Stop()
 	if d.notify.interval > 0 {
 		ping.Set(d.notify.interval / 4)
 	}
-	// STATUS= follows the live view, not the sweep: statusEvery after a
-	// change of an entity or of the store's finding, and once per
-	// statusSlow for what time alone changes (an end leaving the failure
-	// window), sent only when the line changed (and only under systemd).
+	// STATUS= follows the view's changes, or statusSlow without any.
 	if d.statusOn {
 		d.statusAlarm.Set(statusSlow)
 	}
@@ -213,8 +181,7 @@ func (d *daemon) loop(ctx, jobCtx context.Context, serveErr <-chan error, o Opti
 	}
 }
 
-// shutdown is the end of Run: STOPPING, no more HTTP, and the running
-// job let finish within shutdownJobWait.
+// shutdown is the end of Run: STOPPING, no more HTTP, the job let finish.
 func (d *daemon) shutdown(web *httpSide) {
 	d.log.Info("stopping")
 	d.notify.stopping()
@@ -225,25 +192,20 @@ func (d *daemon) shutdown(web *httpSide) {
 			d.log.Warn("http shutdown", zap.Error(err))
 		}
 	}
-	// A job stuck past the unit's stop timeout would have systemd kill us
-	// without a word: give up on it first, and say so. The store stays
-	// consistent (every write is one transaction).
+	// Give up on a stuck job before systemd kills us without a word; every
+	// write is one transaction, so the store stays consistent.
 	if !d.sched.StopWithin(shutdownJobWait) {
 		d.log.Error("a job is still running; stopping without it", zap.Duration("waited", shutdownJobWait))
 	}
 	d.log.Info("stopped")
 }
 
-// newMetrics registers the daemon's collectors in reg: the metrics
-// package's, the view's size, the pusher's.
+// newMetrics registers the daemon's collectors in reg.
 func newMetrics(reg *prometheus.Registry, view *live.View, version string, fl *fleet) (*metrics.Metrics, *alertpush.Metrics, error) {
 	m, err := metrics.New(reg, view, version, time.Now, metrics.Options{Owns: fl.Owns, Leader: fl.Leader})
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics: %w", err)
 	}
-	// What the view holds is what this daemon's memory and feed work
-	// follow (ADR-0056): its own host's entities, and while it leads the
-	// host-less and the silent hosts'.
 	if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "watchdog_view_entities",
 		Help: "The entities this daemon's live view holds: its own host's; while it leads, also the host-less ones and those of hosts with no daemon alive."},
 		func() float64 { return float64(view.Len()) })); err != nil {
@@ -256,9 +218,7 @@ func newMetrics(reg *prometheus.Registry, view *live.View, version string, fl *f
 	return m, pushMetrics, nil
 }
 
-// newReaper is the write path this daemon writes through (the API's too)
-// and the reaper over it, judging with the config's settings; it does the
-// host-less work only while this daemon leads.
+// newReaper is this daemon's write path and the reaper over it.
 func newReaper(cfg *config.Config, st store.Backend, host *probe.Host, m *metrics.Metrics, fl *fleet, log *zap.Logger) (*transitions.Writer, *reaper.Reaper) {
 	writer := &transitions.Writer{Store: st, Now: time.Now, Observer: m, Ident: host, Contracts: reaper.Contracts{Host: host},
 		PIDs: reaper.PIDGuard{Host: host, Daemon: os.Getpid()}}
@@ -271,8 +231,8 @@ func newReaper(cfg *config.Config, st store.Backend, host *probe.Host, m *metric
 	return writer, rp
 }
 
-// How long shutdown and reload wait for a running job. Shutdown stays
-// under the unit's TimeoutStopSec (60s) so that the log says why.
+// How long shutdown and reload wait for a running job; shutdown stays under
+// the unit's TimeoutStopSec (60s) so that the log says why.
 var (
 	shutdownJobWait = 45 * time.Second
 	reloadJobWait   = 30 * time.Second
@@ -280,11 +240,9 @@ var (
 
 type daemon struct {
 	cfg *config.Config
-	// requireHB is the config's require_heartbeat (canonical types), read
-	// by the entity reads' hang_detection while a reload may swap it.
+	// requireHB is require_heartbeat (canonical types), swapped by reload.
 	requireHB atomic.Pointer[[]string]
-	// tokens are the API's, re-read on reload; adminPath is where the
-	// admin token was read (auth.token_file or the daemon's own).
+	// tokens are re-read on reload; adminPath is where the admin token was read.
 	tokens                *api.Tokens
 	adminToken, adminPath string
 	page                  *page.Handler // told of a reloaded runbook_url
@@ -303,55 +261,41 @@ type daemon struct {
 	fleet *fleet
 	// pushMetrics outlive the pushers a reload replaces.
 	pushMetrics *alertpush.Metrics
-	// statusAlarm is the next STATUS= refresh, armed when statusOn
-	// (NOTIFY_SOCKET is set).
+	// statusAlarm is the next STATUS= refresh, armed under NOTIFY_SOCKET.
 	statusAlarm *deadline.Alarm
 	statusOn    bool
-	// pushPoke is told on each commit the store tells (nil: it tells
-	// none, and the pusher looks at the queue each second).
+	// pushPoke is told on each commit (nil: the pusher polls each second).
 	pushPoke chan struct{}
 
 	mu sync.Mutex
 	// push is the running Alertmanager pusher (nil: none).
 	push *pushing
-	// lastStatus is the STATUS= line last sent (refreshStatus); status
-	// remembers a failing store's start and the last counts.
+	// lastStatus is the STATUS= line last sent; status its memory.
 	lastStatus string
 	status     statusMemory
 	lastSweep  time.Time
 	sweepGap   time.Duration
-	// sweepStart is when the running sweep started (zero: none runs);
-	// feedWatchdog stops the pings once one runs for far past its budget.
+	// sweepStart is when the running sweep started (zero: none runs).
 	sweepStart time.Time
-	// sweepErr is the last sweep's error; swept is set by the first sweep
-	// that worked through the store (afterSweep), which READY waits for.
+	// sweepErr is the last sweep's error; swept (READY waits for it) is set by the first that worked.
 	sweepErr error
 	swept    bool
-	// storeErr is the store watch's last finding (nil: writable), made at
-	// storeChecked; lostLogged keeps the loss to one log line.
+	// storeErr is the store watch's last finding (nil: writable).
 	storeErr     error
 	storeChecked time.Time
 	lostLogged   bool
-	// checking is closed when the running store check ends (nil: none
-	// runs), which began at checkStart: a check is never doubled, and
-	// one running for over storeCheckStale is a stuck store.
+	// checking is closed when the running store check ends (nil: none runs): checks never double.
 	checking   chan struct{}
 	checkStart time.Time
-	// storeAlarm is the store watch's next check on the shared clock;
-	// watchCtx outlives requests, for the checks they start.
+	// storeAlarm is the store watch's next check; watchCtx outlives requests.
 	storeAlarm *deadline.Alarm
 	watchCtx   context.Context
-	// fdErr is the store watch's last fd headroom finding (nil: enough
-	// free for the store to open its files); /readyz reads it.
+	// fdErr is the last fd headroom finding (nil: enough); /readyz reads it.
 	fdErr error
-	// skipped counts the background runs (jobs, presence) skipped while
-	// paused, told when the store takes writes again.
+	// skipped counts background runs skipped while paused.
 	skipped atomic.Int64
-	// named says this daemon's start recorded its machine's hostname with
-	// its presence (store.MarkDaemonStart); until then each presence
-	// mark tries again.
+	// named: this daemon's hostname was recorded (MarkDaemonStart).
 	named atomic.Bool
 }
 
-// oneLine keeps a message on one line (STATUS= and log fields).
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }

@@ -18,45 +18,33 @@ import (
 )
 
 // fleet is this daemon's place among the daemons sharing its store: the
-// elector, and which hosts' daemons were last seen alive. It exists before
-// anything asks whether this daemon leads (the reaper, the monitor, the
-// gauges), so all of them ask it.
+// elector and who was last seen alive.
 type fleet struct {
 	self    string
 	elector *leader.Elector
-	// alive is the set of hosts whose daemon was seen within
-	// host_disconnected_after at the last presence tick; nil before the
-	// first.
+	// alive: hosts seen within host_disconnected_after at the last look; nil before the first.
 	alive atomic.Pointer[map[string]bool]
-	// seen is when each host's daemon was last seen (a held lock counts
-	// as now) at the last presence look; nil before the first.
+	// seen: when each host's daemon was last seen (a held lock counts as now).
 	seen atomic.Pointer[map[string]time.Time]
-	// locks reads which daemons hold a lock of the SQLite file (nil:
-	// none can be read, or the store tells no commits: always a fleet).
+	// locks reads the SQLite file's lock table (nil: not readable, always a fleet).
 	locks func() (store.HostLocks, error)
-	// poke is told on every commit the store tells (while alone, a
-	// newcomer's presence is one).
+	// poke is told on every commit the store tells.
 	poke chan struct{}
 	// lastLocks is the lock table's last reading (nil: none).
 	lastLocks atomic.Pointer[store.HostLocks]
 
 	log *zap.Logger
-	// sayMu guards said, the part in the fleet last logged (say).
+	// sayMu guards said, the part last logged.
 	sayMu sync.Mutex
 	said  string
 }
 
-// say logs this daemon's part in the fleet when it changed since the
-// last line: leading alone, leading among others (elected), or following.
-// It is what watchdog_leader says (Leader), with why; the elector's own
-// lines bound each elected leadership in time.
+// say logs this daemon's part in the fleet when it changed.
 func (f *fleet) say() {
 	if f.log == nil {
 		return
 	}
-	// Read and logged under the lock: the elector's callback and the
-	// presence tick may both call, and the later reading must be the one
-	// logged last.
+	// Under the lock, so the later of two callers' readings is logged last.
 	f.sayMu.Lock()
 	defer f.sayMu.Unlock()
 	m := f.alive.Load()
@@ -92,9 +80,7 @@ func (f *fleet) say() {
 	}
 }
 
-// alone says whether this daemon is alone with its store now: it can read
-// the daemons' locks, and no other host id's daemon holds one. It keeps
-// the reading for presence.
+// alone says whether no other host's daemon holds a lock of the store now.
 func (f *fleet) alone() bool {
 	if f.locks == nil {
 		return false
@@ -108,7 +94,6 @@ func (f *fleet) alone() bool {
 	return !l.Others(f.self)
 }
 
-// held is the last reading of the lock table (nil: none).
 func (f *fleet) held() store.HostLocks {
 	if l := f.lastLocks.Load(); l != nil {
 		return *l
@@ -117,9 +102,7 @@ func (f *fleet) held() store.HostLocks {
 }
 
 // nextHostDeadline is the next moment a silent host's judgement changes
-// (host_disconnected_after or host_lost_after past its last presence),
-// zero when none is ahead: what a lone daemon, which has no presence
-// tick, waits for.
+// (zero: none): what a lone daemon waits for.
 func (f *fleet) nextHostDeadline(s reaper.Settings, now time.Time) time.Time {
 	m := f.seen.Load()
 	if m == nil {
@@ -150,16 +133,12 @@ func (f *fleet) nextHostDeadline(s reaper.Settings, now time.Time) time.Time {
 	return next
 }
 
-// Leader says whether this daemon does the host-less work now
-// (watchdog_leader): it holds the leadership, or no other host's daemon is
-// alive. A lone daemon so leads even while its store is too slow to renew
-// a lease (a stalled disk, a long backup): there is nobody to hand the
-// work to, and its gauges must not drop the host-less entities exactly
-// when the store is in trouble.
+// Leader says whether this daemon does the host-less work now: it holds
+// the leadership, or no other daemon is alive. A lone daemon leads even
+// when its store is too slow to renew a lease: nobody else could.
 func (f *fleet) Leader() bool { return f.elector.Leader() || f.solo() }
 
-// solo says whether the last presence tick saw no other host's daemon
-// alive.
+// solo says whether the last presence look saw no other daemon alive.
 func (f *fleet) solo() bool {
 	m := f.alive.Load()
 	if m == nil {
@@ -173,27 +152,21 @@ func (f *fleet) solo() bool {
 	return true
 }
 
-// aliveHost says whether the daemon of host was seen alive at the last
-// presence tick; before the first, every host counts as alive (nothing is
-// claimed by mistake).
+// aliveHost says whether host's daemon was seen alive; before the first
+// look every host counts as alive, so nothing is claimed by mistake.
 func (f *fleet) aliveHost(host string) bool {
 	m := f.alive.Load()
 	return m == nil || (*m)[host]
 }
 
-// Owns says whether this daemon counts and alerts on an entity of host:
-// its own host's; while it leads, the host-less ones and those of hosts
-// with no daemon alive (nobody else would). sum() across the fleet's
-// daemons then counts each entity once.
+// Owns says whether this daemon counts and alerts on host's entities: its
+// own and, while leading, host-less and dead hosts' (once per fleet).
 func (f *fleet) Owns(host string) bool {
 	return host == f.self || (f.Leader() && (host == "" || !f.aliveHost(host)))
 }
 
-// Hosts is the selection of hosts whose entities this daemon owns, which
-// its live view holds (ADR-0056): its own host; while it leads, also the
-// host-less entities and those of every host whose daemon is not alive
-// (before the first presence tick every host counts as alive: its own and
-// the host-less ones). Owns is true of exactly the hosts it selects.
+// Hosts is the selection of hosts this daemon owns, which its live view
+// holds (ADR-0056); Owns is true of exactly these.
 func (f *fleet) Hosts() store.Hosts {
 	if !f.Leader() {
 		return store.Only(f.self)
@@ -212,34 +185,21 @@ func (f *fleet) Hosts() store.Hosts {
 	return store.AllBut(others...)
 }
 
-// presenceEvery is how often a daemon records its presence in the store
-// (store.MarkDaemon) and, while it leads, judges the hosts whose daemon
-// fell silent: a few seconds, far below host_disconnected_after.
+// presenceEvery is how often a daemon records its presence, far below
+// host_disconnected_after.
 var presenceEvery = 2 * time.Second
 
-// peerCheckGap is the least time between two reads of the lock table
-// while alone: a burst of commits is one look.
+// peerCheckGap is the least time between two lock-table reads while alone.
 var peerCheckGap = 250 * time.Millisecond
 
-// runFleet takes part in the fleet sharing the store until the returned
-// stop, which records this daemon's presence a last time and gives the
-// leadership up.
-//
-// A daemon alone with its SQLite file (no other host id's daemon holds a
-// lock of it: fleet.locks) writes nothing for the fleet: it records its
-// presence once at start and once at its stop (what `watchdog status`
-// reads as "last judged" once it is gone; while its lock is held it is
-// judging now), takes no lease (nobody could contend), and leads. It
-// looks at the lock table again on each commit the store tells (poke): a
-// second daemon records its presence at its start, so it is seen within
-// milliseconds, and from then on both keep presence and the lease on
-// their tickers as before, until the other's lock is gone (ADR-0041).
-// Elsewhere (PostgreSQL, no file events) it is always the fleet.
+// runFleet takes part in the fleet until the returned stop, which records
+// presence a last time and gives the leadership up. A daemon alone with
+// its SQLite file writes nothing for the fleet until another shows up
+// (ADR-0041); PostgreSQL is always a fleet.
 func (d *daemon) runFleet(ctx context.Context) (stop func()) {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	alone := d.fleet.alone()
 	if d.fleet.locks == nil {
-		// The first sweep already knows whether it leads.
 		d.fleet.elector.Try(fctx)
 	}
 	d.presence(fctx, true)
@@ -248,18 +208,14 @@ func (d *daemon) runFleet(ctx context.Context) (stop func()) {
 	return func() {
 		cancel()
 		wg.Wait()
-		// The stop's record: "last judged" for whoever reads the store
-		// after this daemon is gone.
+		// The stop's record: "last judged" once this daemon is gone.
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer scancel()
 		d.presence(sctx, true)
 	}
 }
 
-// fleetLoop keeps this daemon's part in the fleet until ctx ends: alone,
-// it waits for a commit (a newcomer's presence) or a silent host's next
-// deadline; in a fleet, it runs the elector and marks its presence every
-// presenceEvery.
+// fleetLoop keeps this daemon's part in the fleet until ctx ends.
 func (d *daemon) fleetLoop(ctx context.Context, alone bool) {
 	running, stopElector := false, func() {}
 	startElector := func() {
@@ -282,14 +238,11 @@ func (d *daemon) fleetLoop(ctx context.Context, alone bool) {
 				return
 			}
 			d.log.Info("another daemon shares the store: recording presence and contending for the lease every few seconds")
-			// Leadership without a gap: this daemon led alone, and takes
-			// the lease (free, or its own) before the newcomer's first
-			// try, which waits one presenceEvery.
+			// No leadership gap: take the lease before the newcomer's first try.
 			d.fleet.elector.Try(ctx)
 			d.presence(ctx, true)
 			startElector()
 		}
-		// Presence's period is an alarm on the shared clock (ADR-0055).
 		tick := deadline.Shared().Signal()
 		tick.Set(presenceEvery)
 		for !alone {
@@ -304,8 +257,6 @@ func (d *daemon) fleetLoop(ctx context.Context, alone bool) {
 				alone = d.fleet.alone()
 			}
 			if !alone {
-				// A newcomer's first try comes here, one presenceEvery
-				// after its presence told a lone daemon to take the lease.
 				startElector()
 			}
 			d.presence(ctx, true)
@@ -320,12 +271,8 @@ func (d *daemon) fleetLoop(ctx context.Context, alone bool) {
 }
 
 // waitAlone waits, alone with the store, until another daemon shares it
-// (true) or ctx ends (false). It judges the silent hosts at their next
-// deadline, and looks at the lock table on each commit the store tells,
-// at most once per peerCheckGap.
+// (true) or ctx ends (false), judging silent hosts meanwhile.
 func (d *daemon) waitAlone(ctx context.Context, lastLook *time.Time) bool {
-	// Both waits are alarms on the shared clock (ADR-0055): the next
-	// silent host's deadline, and the end of peerCheckGap.
 	due, gap := deadline.Shared().Signal(), deadline.Shared().Signal()
 	defer due.Stop()
 	defer gap.Stop()
@@ -358,10 +305,9 @@ func (d *daemon) waitAlone(ctx context.Context, lastLook *time.Time) bool {
 	}
 }
 
-// presence marks this daemon alive in the store (when mark) and, on the
-// leader, judges the silent hosts (reaper.JudgeHosts). It is not a job:
-// it runs whatever the job schedules say, so a host's silence means its
-// daemon is gone, not that its jobs are slow.
+// presence marks this daemon alive (when mark) and, on the leader, judges
+// the silent hosts. It is not a job, so a silent host means its daemon is
+// gone, not that its jobs are slow.
 func (d *daemon) presence(ctx context.Context, mark bool) {
 	if d.paused() {
 		d.skipped.Add(1)
@@ -374,8 +320,6 @@ func (d *daemon) presence(ctx context.Context, mark bool) {
 		if d.named.Load() {
 			err = d.st.MarkDaemon(pctx, d.rp.HostID, time.Now())
 		} else {
-			// The start's mark names the machine: the page shows a host
-			// by its hostname, its id on hover.
 			name, _ := os.Hostname() // "" when unreadable: the page shows the id
 			if err = d.st.MarkDaemonStart(pctx, d.rp.HostID, name, time.Now()); err == nil {
 				d.named.Store(true)
@@ -386,8 +330,7 @@ func (d *daemon) presence(ctx context.Context, mark bool) {
 			return
 		}
 	}
-	// Every daemon keeps its picture of who is alive (ownership, whether
-	// it is alone); only the leader judges the silent hosts.
+	// Every daemon keeps who is alive; only the leader judges silent hosts.
 	seen, err := d.st.DaemonsSeen(pctx)
 	if err != nil {
 		d.log.Warn("reading the fleet's presence", zap.Error(err))
@@ -397,9 +340,7 @@ func (d *daemon) presence(ctx context.Context, mark bool) {
 	held := d.fleet.held()
 	alive := map[string]bool{}
 	for h, at := range seen {
-		// On SQLite a held lock is a daemon alive now and a lock not
-		// held none, whatever the last record says: a lone daemon
-		// records none while it runs, one stopped recorded its stop.
+		// On SQLite the lock table decides: a lone daemon records no presence.
 		switch {
 		case held == nil:
 			alive[h] = now.Sub(at) < d.rp.Settings.HostDisconnectedAfter
@@ -410,7 +351,6 @@ func (d *daemon) presence(ctx context.Context, mark bool) {
 	d.fleet.alive.Store(&alive)
 	d.fleet.seen.Store(&seen)
 	d.fleet.say()
-	// Who is alive decides what this daemon owns: its view follows.
 	d.view.Kick()
 	if !d.fleet.Leader() {
 		return
@@ -426,8 +366,7 @@ func (d *daemon) presence(ctx context.Context, mark bool) {
 	}
 }
 
-// leading runs a job of host-less work only on the fleet's leader, checked
-// at each fire; a lone daemon always leads.
+// leading runs a host-less job only on the fleet's leader.
 func (d *daemon) leading(run func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if !d.fleet.Leader() {
@@ -437,41 +376,28 @@ func (d *daemon) leading(run func(context.Context) error) func(context.Context) 
 	}
 }
 
-// PostgreSQL's leadership timing. The lock of a dead leader is free the
-// moment the server sees its connection close (at once for a killed
-// process, whose socket the kernel closes), so the handover is bounded by
-// these, not by a lease: a follower asks every pgLeaderEvery, and having
-// taken the lock waits pgLeaderTrust, the longest its predecessor may
-// still trust its last proof of holding it, before it leads. A killed
-// leader is replaced within pgLeaderEvery+pgLeaderTrust (one second),
-// one fire of an "@every 1s" job; the leader proves its hold by one round
-// trip per pgLeaderEvery, and a round trip slower than half a second
-// costs it a moment of leadership, never a second leader.
+// PostgreSQL's leadership timing: a dead leader's lock frees when its
+// connection closes, so handover takes at most pgLeaderEvery+pgLeaderTrust;
+// a slow round trip costs leadership, never a second leader (ADR-0029).
 const (
 	pgLeaderEvery = 250 * time.Millisecond
 	pgLeaderTrust = 750 * time.Millisecond
 )
 
-// lockTable is a store whose daemons each hold a lock file of it (SQLite):
-// the locks held say who serves it now, without a write.
+// lockTable is a store whose daemons each hold a lock file of it (SQLite).
 type lockTable interface {
 	HostLocks() (store.HostLocks, error)
 }
 
-// sessionLocker is a store whose daemons lock by database sessions of
-// their own (PostgreSQL): the fleet's leadership, and one daemon per host
-// (holdHost). Asserted as this small interface, not as the driver's type,
-// so that the daemon links no driver of its own.
+// sessionLocker is a PostgreSQL store's session locks; an interface, so
+// the daemon links no driver.
 type sessionLocker interface {
 	LeaderLock(key int64, name string) store.SessionLock
 }
 
-// newElector elects this daemon's part in the fleet sharing st: PostgreSQL's
-// session advisory lock where the store has one, else a lease row
-// (SQLite) with the leader package's defaults.
+// newElector elects by advisory lock (PostgreSQL) or lease row (SQLite).
 func newElector(st store.Backend, holder string, log *zap.Logger, changed func()) *leader.Elector {
-	// A change of leadership changes what this daemon owns: its view
-	// follows at once (changed kicks it), not at the next commit.
+	// A leadership change changes what this daemon owns: kick its view.
 	on := func(bool) { changed() }
 	if sl, ok := st.(sessionLocker); ok {
 		return leader.New(&advisoryLock{lock: sl.LeaderLock(leaderLockKey, "watchdog leader "+holder), settle: pgLeaderTrust},
@@ -483,15 +409,12 @@ func newElector(st store.Backend, holder string, log *zap.Logger, changed func()
 	return leader.New(leader.Always{}, leader.Options{Log: log, OnChange: on})
 }
 
-// leaderLockKey is the advisory lock key the daemons of one PostgreSQL
-// store contend for ("watchdog" in ASCII).
+// leaderLockKey is the daemons' advisory lock key ("watchdog" in ASCII).
 const leaderLockKey int64 = 0x7761746368646f67
 
-// advisoryLock is a leader.Backend over the PostgreSQL store's session advisory lock.
-// Taking the lock is not yet leading: another daemon could take it the
-// moment the previous holder's connection died, while that holder still
-// trusts its last proof for up to one Trust, so a fresh holder answers
-// false (as if another led) until settle has passed since it took it.
+// advisoryLock is a leader.Backend over PostgreSQL's advisory lock. A
+// fresh holder does not lead until settle has passed: its predecessor may
+// still trust its last proof for one Trust.
 type advisoryLock struct {
 	lock   store.SessionLock
 	settle time.Duration
@@ -501,8 +424,7 @@ type advisoryLock struct {
 	since time.Time // when this session took the lock; zero when not held
 }
 
-// TryLock takes the lock, or proves it still held, and says whether this
-// daemon may lead.
+// TryLock takes or proves the lock and says whether this daemon may lead.
 func (a *advisoryLock) TryLock(ctx context.Context) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -524,7 +446,6 @@ func (a *advisoryLock) TryLock(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	if fresh || a.since.IsZero() {
-		// Measured after the lock was granted: no earlier than it.
 		a.since = now()
 	}
 	return now().Sub(a.since) >= a.settle, nil

@@ -10,25 +10,22 @@ import (
 	"watchdog/reaper"
 )
 
-// statusEvery is how soon after a change the main loop refreshes
-// systemd's STATUS= from the live view (changes within it share one
-// refresh); statusSlow is how often it does with no change.
+// statusEvery is how soon after a change STATUS= is refreshed (changes
+// within it share one); statusSlow is how often it is without change.
 const (
 	statusEvery = 5 * time.Second
 	statusSlow  = time.Minute
 )
 
-// statusSoon asks for a STATUS= refresh within statusEvery (under
-// systemd only).
+// statusSoon asks for a STATUS= refresh within statusEvery.
 func (d *daemon) statusSoon() {
 	if d.statusOn {
 		d.statusAlarm.Earlier(time.Now().Add(statusEvery))
 	}
 }
 
-// refreshStatus sends STATUS= when the live view's counts changed since
-// the last line sent, or always when force (after a sweep, as before the
-// live view: a reconcile is worth restating).
+// refreshStatus sends STATUS= when the line changed, or always when force
+// (after a sweep).
 func (d *daemon) refreshStatus(force bool) {
 	line := d.statusLine()
 	d.mu.Lock()
@@ -40,10 +37,8 @@ func (d *daemon) refreshStatus(force bool) {
 	}
 }
 
-// afterSweep runs after every sweep that read the store and probed, even
-// one out of budget. /readyz still wants a complete sweep. The first one
-// also feeds systemd's watchdog before READY, when the daemon's loop does
-// not run yet.
+// afterSweep runs after every sweep that read the store and probed. The
+// first also feeds systemd's watchdog before READY, before the loop runs.
 func (d *daemon) afterSweep() {
 	d.mu.Lock()
 	d.swept = true
@@ -52,25 +47,18 @@ func (d *daemon) afterSweep() {
 	d.refreshStatus(true)
 }
 
-// monitorWedgedAfter is how long one of the monitor's steps may run before
-// the daemon counts as wedged: far past any step's own bounds (an artifact
-// check's time limit, kill_grace, the store's busy timeout).
+// monitorWedgedAfter is how long a monitor step may run before the daemon
+// counts as wedged: far past any step's own bounds.
 const monitorWedgedAfter = 2 * time.Minute
 
-// sweepWedgedAfter is how long past its budget a sweep may run before the
-// daemon counts it stuck and stops feeding systemd's watchdog: a sweep
-// checks its budget as it goes and returns soon after it runs out, so one
-// still running long after is blocked (a store that never answers, say),
-// and a restart is the cure.
+// sweepWedgedAfter is how long past its budget a sweep may run before it
+// counts as stuck (a sweep returns soon after its budget runs out): then
+// the pings stop, and a restart is the cure.
 const sweepWedgedAfter = time.Minute
 
-// feedWatchdog pings systemd's watchdog (notify.watchdog, which keeps the
-// pace) when the daemon is healthy by what it can check cheaply: the
-// store watch found the store writable within storeCheckStale (no write
-// stuck for longer either: see assessStore), and no sweep has
-// run for more than its budget plus sweepWedgedAfter. It does not wait for
-// a sweep to finish, so the ping does not depend on jobs.sweep's schedule
-// (a minute by default): a slow reconciler is not a dead daemon.
+// feedWatchdog pings systemd's watchdog when the daemon is healthy by what
+// it can check cheaply (unhealthy). It never waits for a sweep: a slow
+// reconciler is not a dead daemon (ADR-0015).
 func (d *daemon) feedWatchdog() {
 	d.askStore(storeAskFresh, storeAskWait)
 	if why := d.unhealthy(time.Now()); why != "" {
@@ -80,8 +68,8 @@ func (d *daemon) feedWatchdog() {
 	d.notify.watchdog()
 }
 
-// unhealthy says why the daemon should not tell systemd it is alive, or
-// "" when it may.
+// unhealthy says why the daemon should not tell systemd it is alive, or ""
+// when it may.
 func (d *daemon) unhealthy(now time.Time) string {
 	d.mu.Lock()
 	storeErr, checked, checking, started := d.storeErr, d.storeChecked, d.checkStart, d.sweepStart
@@ -103,16 +91,10 @@ func (d *daemon) unhealthy(now time.Time) string {
 	return ""
 }
 
-// ready is /readyz: the store check passed (its cheap checks, the real
-// writes' outcomes, and a write probe only when those cannot tell:
-// ADR-0038), made at this request unless one finished within
-// storeAskFresh (ADR-0055: no check runs for nobody), with fds enough
-// free for the store to open its files (never short because of the pid
-// watcher: its cap leaves the reserve), and the last sweep is recent
-// (three sweep intervals, at least a minute). It waits at most
-// storeAskWait for the check, then answers from the last finding, so it
-// answers within that whatever state the disk is in; a check running for
-// over storeCheckStale is a stuck store.
+// ready is /readyz: a store check passed (ADR-0038), fresh within
+// storeAskFresh (ADR-0055), fds enough free, and a recent sweep. It waits
+// at most storeAskWait for the check, then answers from the last finding,
+// whatever state the disk is in.
 func (d *daemon) ready() error {
 	d.askStore(storeAskFresh, storeAskWait)
 	d.mu.Lock()

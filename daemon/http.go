@@ -23,34 +23,30 @@ import (
 	"watchdog/wire"
 )
 
-// httpSide is the daemon's two servers, running: the TCP port's and the
-// local socket's, and where either tells that it stopped serving.
+// httpSide is the daemon's two running servers (TCP port, local socket)
+// and where either tells that it stopped serving.
 type httpSide struct {
 	srv, sock *http.Server
 	errs      <-chan error
 }
 
-// close ends both servers at once: a start-up that failed after they
-// began serving.
+// close ends both servers: a start-up that failed after they began serving.
 func (h *httpSide) close() {
 	h.srv.Close()  //nolint:errcheck // failing start-up; the error that matters is returned
 	h.sock.Close() //nolint:errcheck // as above
 }
 
-// serveHTTP builds the HTTP side (the operator's page, the API over the
-// write path and the view, the limiter both servers share) and serves it
-// on the TCP port and the local socket. token is the admin token ("":
+// serveHTTP builds the HTTP side (page, API, the shared limiter) and serves
+// it on the TCP port and the local socket. token is the admin token ("":
 // none), read from tokenPath.
 func (d *daemon) serveHTTP(host *probe.Host, writer *transitions.Writer, gatherer prometheus.Gatherer, fds fdBudget, token, tokenPath string) (*httpSide, error) {
 	cfg, log, st, view, m := d.cfg, d.log, d.st, d.view, d.metrics
-	// Every read shows the heartbeat the judgement takes: this host's
-	// heartbeat files are read at the request, never stored per sweep.
+	// Heartbeat files are read at the request, never stored per sweep.
 	d.requireHB.Store(&d.rp.Settings.Probe.RequireHeartbeat)
 	beats := &wire.Heartbeats{HostID: host.HostID(), Last: reaper.LastHeartbeat, Required: func(typ string) bool {
 		return slices.Contains(*d.requireHB.Load(), typ)
 	}}
-	// And an open entity's process facts, read from /proc at the request
-	// from the tree the monitor keeps (ADR-0048), never on a timer.
+	// Process facts too, from the monitor's tree (ADR-0048).
 	facts := probe.NewFacts(host)
 	procs := &wire.Processes{HostID: host.HostID(), Read: reaper.ReadFacts(facts, d.live.tree), Leftovers: reaper.ReadLeftovers(facts)}
 	d.page = page.New(page.Options{View: view, Store: st, Auth: token != "", TokenFile: tokenPath, Now: time.Now, Log: log.Named("page"), Heartbeats: beats, Processes: procs,
@@ -73,8 +69,7 @@ func (d *daemon) serveHTTP(host *probe.Host, writer *transitions.Writer, gathere
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	// Bounded so that the probes answer whatever else comes: slow,
-	// idle or too many clients (ADR-0034).
+	// Bounded so that the probes always answer (ADR-0034).
 	maxConns := httpMax(cfg.HTTP.MaxConnections, fds)
 	if maxConns < cfg.HTTP.MaxConnections {
 		log.Warn("the fd limit leaves fewer connections than http.max_connections: the server's cap is lowered to fit; raise LimitNOFILE",
@@ -82,18 +77,13 @@ func (d *daemon) serveHTTP(host *probe.Host, writer *transitions.Writer, gathere
 	}
 	lim := newConnLimiter(maxConns, m.Shed)
 	m.Connections(lim.counts)
-	// One server for the TCP port, which web.Serve may give TLS and
-	// basic auth, and one for the local socket, which neither: its
-	// callers are known by the kernel. Both share the limiter.
+	// Two servers sharing the limiter: only the TCP one may get TLS and basic
+	// auth; the socket's callers are known by the kernel.
 	srv, sockSrv := lim.server(d.api), lim.server(d.api)
-	// net/http's own complaints (a TLS handshake that failed, an accept
-	// error) in the daemon's log, not bare on stderr.
 	srv.ErrorLog = zap.NewStdLog(log.Named("http"))
 	sockSrv.ErrorLog = srv.ErrorLog
-	// The page's event streams each hold one of the cap's requests for
-	// their life: a quarter of the cap at most, so streams never starve
-	// the API (ADR-0051); the shutdown ends them first, as Shutdown
-	// would otherwise wait for them.
+	// Event streams hold at most a quarter of the cap, so they never starve
+	// the API (ADR-0051); shutdown ends them first, or Shutdown would wait.
 	d.page.SetStreamCap(max(1, maxConns/4))
 	srv.RegisterOnShutdown(d.page.CloseStreams)
 	sockSrv.RegisterOnShutdown(d.page.CloseStreams)
@@ -117,10 +107,9 @@ func (d *daemon) serveHTTP(host *probe.Host, writer *transitions.Writer, gathere
 	return web, nil
 }
 
-// serveSocket opens the local socket the config names, if any, and hands
-// it to serve. The default place taken by another daemon (a fleet on one
-// SQLite file) leaves this one on TCP alone, said in the log; a socket
-// listen_unix names must open.
+// serveSocket opens the configured local socket, if any, and hands it to
+// serve. The default socket taken by another daemon leaves this one on TCP
+// alone (logged); a socket listen_unix names must open.
 func serveSocket(cfg *config.Config, serve func(net.Listener), log *zap.Logger) error {
 	path := cfg.UnixSocket()
 	if path == "" {
@@ -139,13 +128,11 @@ func serveSocket(cfg *config.Config, serve func(net.Listener), log *zap.Logger) 
 	return nil
 }
 
-// errSocketServed: another process answers on the socket's path.
 var errSocketServed = errors.New("another process serves this socket")
 
-// listenUnix opens the local socket at path, mode 0666: anyone on the
-// host may connect, and the kernel names each caller's uid, which decides
-// what it may do. A socket file left by a daemon that died is replaced;
-// one another process serves is an error.
+// listenUnix opens the local socket at path, mode 0666: anyone on the host
+// may connect, and the kernel's peer uid decides what it may do (ADR-0062).
+// A dead daemon's socket file is replaced; a served one is an error.
 func listenUnix(path string) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {

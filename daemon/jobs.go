@@ -13,9 +13,8 @@ import (
 	"watchdog/reaper"
 )
 
-// jobTable is the daemon's job table: every job of reaper.JobNames, in that
-// order (the sweep first: awaitFirstSweep runs it), with its schedule from
-// the config and its body.
+// jobTable is the daemon's jobs in reaper.JobNames order (the sweep first:
+// awaitFirstSweep runs it).
 func (d *daemon) jobTable() []Job {
 	j := d.cfg.Jobs
 	return []Job{
@@ -27,7 +26,6 @@ func (d *daemon) jobTable() []Job {
 	}
 }
 
-// schedule builds the job table from the config and a fresh scheduler.
 func (d *daemon) schedule(ctx context.Context) error {
 	j := d.cfg.Jobs
 	d.table = d.jobTable()
@@ -79,9 +77,8 @@ func (d *daemon) report(job func(context.Context) (reaper.Report, error)) func(c
 	}
 }
 
-// vacuum drops the dismissals that can hide nothing any more and the
-// triage log's rows older than thresholds.triage_retention. d.cfg is read
-// here safely: a reload swaps it only while the jobs are stopped.
+// vacuum drops dead dismissals and triage rows past triage_retention.
+// d.cfg is safe to read: a reload swaps it only while jobs are stopped.
 func (d *daemon) vacuum(ctx context.Context) error {
 	now := time.Now()
 	n, err := d.st.VacuumDismissals(ctx, now)
@@ -97,9 +94,8 @@ func (d *daemon) vacuum(ctx context.Context) error {
 	return nil
 }
 
-// unlessPaused skips a job while the daemon's background writes are
-// paused (paused): the run counts as skipped (watchdog_job_runs_total
-// {result="skipped"}), and the store watch's one log line says why.
+// unlessPaused skips a job while background writes are paused; the run
+// counts as skipped.
 func (d *daemon) unlessPaused(run func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if d.paused() {
@@ -110,16 +106,14 @@ func (d *daemon) unlessPaused(run func(context.Context) error) func(context.Cont
 	}
 }
 
-// How the first sweep is retried before READY: from the first delay,
-// doubling up to the last.
+// How the first sweep is retried before READY: doubling from first to max.
 var (
 	firstSweepRetry    = time.Second
 	firstSweepRetryMax = 30 * time.Second
 )
 
 // awaitFirstSweep runs the first sweep until one works through the store,
-// with backoff, saying in STATUS= and the log why READY waits. It returns
-// false when ctx ends first (a shutdown before READY).
+// saying in STATUS= why READY waits; false when ctx ends first.
 func (d *daemon) awaitFirstSweep(ctx context.Context) bool {
 	wait := firstSweepRetry
 	retry := deadline.Shared().Signal()

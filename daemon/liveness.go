@@ -19,20 +19,16 @@ import (
 )
 
 // liveness is the event-driven half of the daemon: the pidfd watcher and
-// the monitor that owns every open local entity's deadlines, fed by the
-// live view's changes (every writer's, the CLI's included).
+// the monitor, fed by the live view's changes (every writer's).
 type liveness struct {
 	mon     *monitor.Monitor
 	watcher *pidwatch.Watcher // nil: pidfds unavailable, every process polled
-	// tree keeps each root watched by pidfd with its descendants (the
-	// leftover finding) and reports its exit at once (ADR-0043, 0044);
-	// nil only when it could not be made at all.
+	// tree keeps watched roots' descendants and exits (ADR-0043); nil if unavailable.
 	tree *proctree.Tree
 }
 
 // newLiveness builds the monitor and hooks it to the view. It must run
-// before the view loads, so that the load's entities (the adoption at
-// start) reach the monitor like every later change.
+// before the view loads, so the load's entities reach the monitor too.
 func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.Backend, m *metrics.Metrics, s reaper.Settings, fds fdBudget, treeMode string, log *zap.Logger) *liveness {
 	l := &liveness{}
 	w, err := pidwatch.New()
@@ -62,9 +58,8 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 		none := func() uint64 { return 0 }
 		m.ProcessTree(metrics.TreeSource{Mode: func() string { return config.ProcessTreeOff }, Overflows: none, Lost: none})
 	}
-	// The monitor keeps only what its deadlines and watches read of each
-	// entity and reads it whole from the view for a reaper step: the view
-	// holds every entity once, compact (ADR-0042).
+	// The monitor reads entities whole from the view, which holds each once
+	// (ADR-0042).
 	opt.Entity = view.Entity
 	l.mon = monitor.New(opt)
 	view.OnChange(func(prev, cur *store.Entity) {
@@ -85,11 +80,8 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 	return l
 }
 
-// openTree opens the process tree as process_tree says (ADR-0045):
-// events, by the process connector filtered in the kernel to the watched
-// processes where the kernel lets this daemon subscribe (root on the
-// host), else by /proc walks at the sweep and at each death, said once at
-// start; walk, by walks only; off, none (nil).
+// openTree opens the process tree as process_tree says (ADR-0045): events
+// (connector, else walks, said at start), walk, or off (nil).
 func openTree(mode string, log *zap.Logger) *proctree.Tree {
 	if mode == config.ProcessTreeOff {
 		log.Info("process_tree: off: no process's descendants are kept; leftovers are found only under a root still alive at a look, by one /proc walk (watchdog_process_tree_mode{mode=\"off\"})")
@@ -114,8 +106,7 @@ func openTree(mode string, log *zap.Logger) *proctree.Tree {
 }
 
 // budget caps the watcher's pidfds at what the fd limit leaves after the
-// daemon's reserves (fdBudget), and logs the shares: beyond the cap,
-// processes are polled and the store and the listener keep their fds.
+// daemon's reserves (ADR-0037), and logs the shares.
 func (l *liveness) budget(b fdBudget, log *zap.Logger) {
 	if b.Limit == 0 {
 		return // the limit could not be read (said at start): not capped
@@ -132,8 +123,8 @@ func (l *liveness) budget(b fdBudget, log *zap.Logger) {
 		zap.Int("reserved_connections", b.Conns), zap.Int("pidfd_cap", b.Pidfds))
 }
 
-// run runs the monitor until the returned stop is called; stop waits for
-// it and closes every pidfd.
+// run runs the monitor until stop, which waits for it and closes every
+// pidfd.
 func (l *liveness) run(log *zap.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -154,10 +145,8 @@ func (l *liveness) run(log *zap.Logger) (stop func()) {
 	}
 }
 
-// setSettings swaps the reaper's settings (between two of the monitor's
-// steps: SetSettings waits for the one running) and applies them to the
-// monitor's deadlines. A daemon built without liveness (tests of other
-// parts) just swaps them.
+// setSettings swaps the reaper's settings (between two monitor steps) and
+// applies them to the monitor's deadlines; l may be nil (tests).
 func (l *liveness) setSettings(rp *reaper.Reaper, s reaper.Settings) {
 	rp.SetSettings(s)
 	if l != nil {
@@ -165,8 +154,8 @@ func (l *liveness) setSettings(rp *reaper.Reaper, s reaper.Settings) {
 	}
 }
 
-// monitorSettings are the monitor's share of the reaper's settings: the
-// same thresholds, so a deadline comes exactly when the job would judge.
+// monitorSettings are the reaper's thresholds, so a deadline comes exactly
+// when the job would judge.
 func monitorSettings(s reaper.Settings) monitor.Settings {
 	return monitor.Settings{Settings: s.Settings, PollInterval: monitor.DefaultSettings.PollInterval}
 }

@@ -17,14 +17,13 @@ import (
 
 // NewLogger builds the daemon's zap logger from the config's log section:
 // JSON for journald and files, console on a terminal, unless log.format
-// says otherwise. The level it returns changes the logger's level on a
-// reload.
+// says otherwise. The returned level is what a reload changes.
 func NewLogger(l config.Log) (*zap.Logger, zap.AtomicLevel, error) {
 	return newLogger(l, os.Stderr, "stderr")
 }
 
-// newLogger is NewLogger writing to out (a zap output path), whose file
-// is stderr: what the terminal and journal checks look at.
+// newLogger is NewLogger writing to out, whose file is stderr (what the
+// terminal and journal checks look at).
 func newLogger(l config.Log, stderr *os.File, out string) (*zap.Logger, zap.AtomicLevel, error) {
 	level, err := zapcore.ParseLevel(l.Level)
 	if err != nil {
@@ -45,23 +44,16 @@ func newLogger(l config.Log, stderr *os.File, out string) (*zap.Logger, zap.Atom
 		zc.EncoderConfig.TimeKey = "ts"
 		zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	}
-	// An error-level line means "a human should look" (a store failure, a
-	// refused reload), not "the program is broken": a Go stack trace there
-	// buries the one sentence that says what to do. Stacks stay for the
-	// programmer-error levels.
+	// Error means "a human should look", not a bug: no stack trace burying
+	// the one sentence that says what to do.
 	zc.DisableStacktrace = true
-	// No sampling: zap's production default drops all but 1 in 100 of a
-	// message's lines after the first 100 in a second, and a mass death
-	// (a reboot, an OOM kill of a cgroup) is exactly when every "entity is
-	// now critical" line must reach the journal.
+	// No sampling: a mass death is exactly when every line must reach the journal.
 	zc.Sampling = nil
 	zc.Level = zap.NewAtomicLevelAt(level)
 	zc.OutputPaths = []string{out}
 	zc.ErrorOutputPaths = []string{out}
 	if journalStream(stderr) {
-		// The journal reads every line at priority info unless the line
-		// says otherwise: an sd-daemon(3) prefix makes zap's level the
-		// journal's, so `journalctl -p warning` shows the warnings.
+		// An sd-daemon(3) prefix makes zap's level the journal's priority.
 		registerPriorityEncoders()
 		zc.Encoding = priorityPrefix + zc.Encoding
 	}
@@ -69,16 +61,13 @@ func newLogger(l config.Log, stderr *os.File, out string) (*zap.Logger, zap.Atom
 	return log, zc.Level, err
 }
 
-// isTTY reports whether f is a terminal (a TCGETS ioctl succeeds).
 func isTTY(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }
 
-// journalStream reports whether f is the journal's stream: systemd sets
-// JOURNAL_STREAM to "<device>:<inode>" of the stream it connected to
-// stdout and stderr, and a child whose stderr was redirected elsewhere
-// inherits the variable but not the stream, so both must match.
+// journalStream reports whether f is the journal's stream: JOURNAL_STREAM's
+// device and inode must match, as a redirected child inherits the variable.
 func journalStream(f *os.File) bool {
 	dev, ino, ok := strings.Cut(os.Getenv("JOURNAL_STREAM"), ":")
 	if !ok {
@@ -102,8 +91,8 @@ const priorityPrefix = "sd-priority-"
 
 var registerOnce sync.Once
 
-// registerPriorityEncoders registers zap's json and console encoders
-// wrapped by priorityEncoder, once per process (zap's registry is global).
+// registerPriorityEncoders registers the wrapped encoders once per process
+// (zap's registry is global).
 func registerPriorityEncoders() {
 	registerOnce.Do(func() {
 		for name, mk := range map[string]func(zapcore.EncoderConfig) zapcore.Encoder{
@@ -116,14 +105,13 @@ func registerPriorityEncoders() {
 	})
 }
 
-// priorityEncoder writes sd-daemon(3)'s "<N>" before each entry, N the
-// syslog priority of its level, which journald's SyslogLevelPrefix=yes
-// (the default) reads and strips.
+// priorityEncoder writes sd-daemon(3)'s "<N>" before each entry, which
+// journald reads and strips.
 type priorityEncoder struct{ zapcore.Encoder }
 
 var priorityPool = buffer.NewPool()
 
-// Clone keeps the wrapper on clones (loggers With fields).
+// Clone keeps the wrapper on clones.
 func (e priorityEncoder) Clone() zapcore.Encoder { return priorityEncoder{e.Encoder.Clone()} }
 
 // EncodeEntry encodes the entry and puts its priority first.
@@ -141,8 +129,7 @@ func (e priorityEncoder) EncodeEntry(ent zapcore.Entry, fields []zapcore.Field) 
 	return out, nil
 }
 
-// syslogPriority maps a zap level to sd-daemon(3)'s priorities: debug 7,
-// info 6, warn 4, error 3, and the fatal levels crit 2.
+// syslogPriority maps a zap level to sd-daemon(3)'s priorities.
 func syslogPriority(l zapcore.Level) int {
 	switch {
 	case l <= zapcore.DebugLevel:

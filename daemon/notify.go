@@ -8,12 +8,10 @@ import (
 	"go.uber.org/zap"
 )
 
-// notifier speaks sd_notify. Without NOTIFY_SOCKET every call is a no-op,
-// so the same binary runs under systemd and in a terminal.
+// notifier speaks sd_notify; without NOTIFY_SOCKET every call is a no-op.
 type notifier struct {
 	log *zap.Logger
-	// interval is how often systemd expects WATCHDOG=1 (half of
-	// WatchdogSec); 0 when the watchdog is off.
+	// interval is half of WatchdogSec; 0 when the watchdog is off.
 	interval time.Duration
 
 	mu       sync.Mutex
@@ -47,12 +45,8 @@ func (n *notifier) reloading() {
 
 func (n *notifier) status(s string) { n.send("STATUS=" + s) }
 
-// watchdog feeds systemd's watchdog, at most every half interval. It is
-// called only through the daemon's feedWatchdog, from its main loop and
-// after a sweep, and only while the store takes writes and no job is
-// stuck, so a wedged loop or an unwritable store stops the pings and
-// systemd restarts us. It does not wait for sweeps, whatever jobs.sweep's
-// schedule.
+// watchdog feeds systemd's watchdog, at most every half interval; only
+// through feedWatchdog, so a wedged loop or unwritable store stops it.
 func (n *notifier) watchdog() {
 	if n.interval == 0 {
 		return

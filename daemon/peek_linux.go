@@ -6,11 +6,9 @@ import (
 	"syscall"
 )
 
-// headersWaiting reports whether c's socket already holds a whole
-// request's headers (a blank line within the first peekBytes), read
-// without consuming them or blocking: what a client that is not a
-// slowloris sends at once, and, under a flood, has sent long before its
-// connection is accepted. One recvfrom per accepted connection.
+// headersWaiting reports whether c's socket already holds a whole request's
+// headers, peeked without blocking: a flood's real client sent them long
+// before it was accepted.
 func headersWaiting(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {

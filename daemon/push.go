@@ -14,19 +14,17 @@ import (
 	"watchdog/store"
 )
 
-// pushing is the running Alertmanager pusher, if any: the config it was
-// made from and how to stop it.
+// pushing is the running Alertmanager pusher and the config it was made
+// from.
 type pushing struct {
 	cfg    config.Alertmanager
 	pusher *alertpush.Pusher
 	stop   func()
 }
 
-// startPush starts pushing to the configured Alertmanagers, if any, in a
-// goroutine of its own; the daemon's loop never waits for it. It first
-// waits for the live view to have loaded: pushing an empty view would
-// resolve every alert Alertmanager holds for this host, then fire them
-// all again.
+// startPush starts pushing to the configured Alertmanagers in a goroutine
+// of its own, once the view has loaded: an empty view would resolve every
+// alert of this host, then fire them all again.
 func (d *daemon) startPush() {
 	am := d.cfg.Alertmanager
 	if !am.Enabled() {
@@ -35,8 +33,7 @@ func (d *daemon) startPush() {
 	pcfg := alertpush.Config{
 		URLs: am.URLs, ResendEvery: time.Duration(am.ResendEvery), Timeout: time.Duration(am.Timeout),
 		RunbookURL: am.RunbookURL, Host: d.rp.HostID,
-		// In a fleet each daemon pushes what it owns, as its gauges count
-		// it: one alert per item across the fleet.
+		// Each fleet daemon pushes what it owns: one alert per item.
 		Owns: func(e store.Entity) bool { return d.fleet.Owns(e.HostID) },
 	}
 	if d.pushPoke == nil {
@@ -57,9 +54,7 @@ func (d *daemon) startPush() {
 			}
 		}
 		if d.pushPoke != nil {
-			// A commit may have changed the queue without an entity
-			// change (a snooze, a dismissal): the view synced, the
-			// pusher looks.
+			// A commit may change the queue without an entity change (a snooze).
 			wg.Go(func() {
 				for {
 					select {
@@ -85,13 +80,11 @@ func (d *daemon) startPush() {
 	d.log.Info("pushing alerts to alertmanager", zap.Strings("urls", shown), zap.Duration("resend_every", time.Duration(am.ResendEvery)))
 }
 
-// pushCheckEvery is how often the pusher compares the queue with what it
-// last offered when the store tells no commits.
+// pushCheckEvery is the pusher's poll when the store tells no commits.
 const pushCheckEvery = time.Second
 
-// stopPush stops the pusher, if one runs, and waits for it. The alerts
-// stay as they are in Alertmanager: they end by their endsAt unless a
-// daemon sends them again.
+// stopPush stops the pusher and waits for it; its alerts in Alertmanager
+// end by their endsAt.
 func (d *daemon) stopPush() {
 	d.mu.Lock()
 	run := d.push
@@ -121,8 +114,7 @@ func samePush(a, b config.Alertmanager) bool {
 	return slices.Equal(a.URLs, b.URLs) && a.ResendEvery == b.ResendEvery && a.Timeout == b.Timeout && a.RunbookURL == b.RunbookURL
 }
 
-// kickPush is the live view's change hook: a changed entity may change
-// the queue, which the pusher then looks at at once.
+// kickPush is the view's change hook: the pusher looks at the queue now.
 func (d *daemon) kickPush(_, _ *store.Entity) {
 	d.mu.Lock()
 	run := d.push

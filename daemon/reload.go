@@ -14,11 +14,9 @@ import (
 	"watchdog/store"
 )
 
-// recordSettings records in the store the thresholds this daemon judges
-// with and the file they came from (path, "" for the defaults), at its
-// start and at each reload: `watchdog status`, `attention`, `reap` and
-// `probe --entity` on this database judge with them (issue 39). A failed
-// write is logged; the commands then fall back to the config they find.
+// recordSettings records the thresholds this daemon judges with, and their
+// file, so the commands on this database judge with them too. A failed
+// write is logged; the commands then use the config they find.
 func (d *daemon) recordSettings(ctx context.Context, path string) {
 	doc, err := d.cfg.Thresholds.ThresholdsYAML()
 	if err == nil {
@@ -36,9 +34,8 @@ func (d *daemon) recordSettings(ctx context.Context, path string) {
 	}
 }
 
-// reload re-reads the config file. Thresholds, reaper settings, job
-// schedules and the alertmanager section take effect; store, listen address, auth, web.config_file and process_tree need a restart
-// (said in the log). An invalid file changes nothing.
+// reload re-reads the config file on SIGHUP; what needs a restart is said
+// in the log, and an invalid file changes nothing.
 func (d *daemon) reload(ctx context.Context, path, webConfig string) {
 	d.notify.reloading()
 	defer d.notify.ready(d.statusLine())
@@ -56,9 +53,8 @@ func (d *daemon) reload(ctx context.Context, path, webConfig string) {
 		d.log.Warn("store, listen, listen_unix, allowed_hosts, auth (but its tokens), host_id, log.format, http, web.config_file (not the file's content, read for each connection) and process_tree changes need a restart; applying the rest")
 	}
 	d.reloadTokens(next.Auth)
-	// Running jobs finish before their settings change; one that does not
-	// within reloadJobWait (stuck) postpones the reload instead of
-	// blocking the main loop, and with it SIGTERM, indefinitely.
+	// A job stuck past reloadJobWait postpones the reload rather than block
+	// the main loop, and with it SIGTERM.
 	if !d.sched.StopWithin(reloadJobWait) {
 		d.sched.Start()
 		d.log.Error("reload postponed: a job is still running; keeping the running config (send SIGHUP again once it is done)",
@@ -73,8 +69,7 @@ func (d *daemon) reload(ctx context.Context, path, webConfig string) {
 	d.live.setSettings(d.rp, rs)
 	d.requireHB.Store(&rs.Probe.RequireHeartbeat)
 	if err := d.schedule(ctx); err != nil {
-		// Validated by config.Load, so this is not expected; keep running
-		// on the old schedule rather than on none.
+		// Validated by config.Load, so unexpected: keep the old schedule, not none.
 		d.log.Error("reschedule failed, restoring the old config", zap.Error(err))
 		d.cfg = old
 		rs := ReaperSettings(old)

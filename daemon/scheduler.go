@@ -25,18 +25,14 @@ type Job struct {
 	Name string
 	Spec string
 	Run  func(ctx context.Context) error
-	// After, when set, runs after every run that worked through its
-	// store: a success, or a sweep that ran out of budget (slow is not
-	// wedged, and restarting a daemon whose host is too big for one sweep
-	// only makes the next sweep start cold). The daemon marks /readyz's
-	// sweep and its store presence here; systemd's ping and STATUS= come
-	// from its main loop.
+	// After, when set, runs after every run that worked through its store,
+	// over-budget sweeps included (slow is not wedged). The daemon marks
+	// /readyz's sweep here.
 	After func()
 }
 
-// Scheduler runs jobs on robfig/cron with two guarantees cron's own chain
-// wrappers give only in part: an overlapping run is skipped *and counted*,
-// and a panic is recovered, logged with its stack and counted as an error.
+// Scheduler runs jobs on robfig/cron, skipping *and counting* an
+// overlapping run, and recovering, logging and counting a panic.
 type Scheduler struct {
 	cron     *cron.Cron
 	log      *zap.Logger
@@ -46,8 +42,7 @@ type Scheduler struct {
 }
 
 // NewScheduler parses every job's spec with parser and schedules it. Job
-// bodies get ctx, which the caller should not cancel before Stop: a job that
-// is running at shutdown is let finish.
+// bodies get ctx, which should outlive Stop: a running job is let finish.
 func NewScheduler(ctx context.Context, parser cron.ScheduleParser, table []Job, log *zap.Logger, observer JobObserver) (*Scheduler, error) {
 	s := &Scheduler{cron: cron.New(cron.WithParser(parser)), log: log, observer: observer, ctx: ctx, runners: map[string]jobRunner{}}
 	for _, j := range table {
@@ -66,11 +61,9 @@ func (s *Scheduler) Start() { s.cron.Start() }
 // Stop stops scheduling and waits for running jobs to finish.
 func (s *Scheduler) Stop() { <-s.cron.Stop().Done() }
 
-// StopWithin stops scheduling and waits at most d for running jobs to
-// finish. It reports false when one is still running (stuck on a hung
-// file system, say): the caller decides whether to go on without it, or
-// to Start the scheduler again, whose overlap guard keeps skipping the
-// stuck job until it returns.
+// StopWithin stops scheduling and waits at most d for running jobs. False
+// means one is still running (a hung file system, say); a restarted
+// scheduler keeps skipping it until it returns.
 func (s *Scheduler) StopWithin(d time.Duration) bool {
 	done := s.cron.Stop().Done()
 	t := time.NewTimer(d)
@@ -83,10 +76,8 @@ func (s *Scheduler) StopWithin(d time.Duration) bool {
 	}
 }
 
-// RunNow runs one job synchronously through the same wrapper, and the same
-// overlap guard, as its scheduled runs (the daemon's first sweep before
-// READY). A job the scheduler does not know runs through a wrapper of its
-// own.
+// RunNow runs one job synchronously through the same wrapper and overlap
+// guard as its scheduled runs (the first sweep before READY).
 func (s *Scheduler) RunNow(j Job) {
 	if r, ok := s.runners[j.Name]; ok {
 		r.Run()
@@ -149,9 +140,8 @@ func (r jobRunner) observe(result string, d time.Duration) {
 	}
 }
 
-// errSkipped is a job's run that did nothing on purpose (the daemon's
-// background writes are paused): counted as skipped, logged at debug, and
-// not followed by the job's After.
+// errSkipped is a run that did nothing on purpose (writes paused): counted
+// as skipped, not followed by After.
 var errSkipped = errors.New("skipped: background writes paused")
 
 func isOverBudget(err error) bool { return errors.Is(err, reaper.ErrSweepOverBudget) }

@@ -12,16 +12,12 @@ import (
 )
 
 // ReaperSettings maps a config's thresholds and reaper section onto the
-// reaper's settings, the same for the daemon and the one-shot commands
-// (`watchdog reap`, `probe --entity`), which take them from here so that
-// reaper need not know the config file.
-// The sweep budget is the sweep's own interval (a sweep that cannot finish
-// before the next is due says so), at least 5s; a one-shot command with no
-// next sweep sets its own.
+// reaper's settings, for the daemon and the one-shot commands alike, so
+// the reaper need not know the config file. The sweep budget is the
+// sweep's own interval, at least 5s.
 func ReaperSettings(cfg *config.Config) reaper.Settings {
 	t := cfg.Thresholds
-	// Validated with the config; a user deleted since resolves to nobody,
-	// which only narrows whom kill_orphans may signal.
+	// A user deleted since resolves to nobody, which only narrows kill_orphans.
 	killUIDs, _ := cfg.Reaper.KillUIDs()
 	return reaper.Settings{
 		Settings: judge.Settings{
@@ -51,8 +47,8 @@ func ReaperSettings(cfg *config.Config) reaper.Settings {
 	}
 }
 
-// specInterval is the gap between two fires of a cron spec (measured from
-// now), 0 if it does not parse.
+// specInterval is the gap between two fires of a cron spec, 0 if it does
+// not parse.
 func specInterval(spec string) time.Duration {
 	s, err := cronspec.Parser.Parse(spec)
 	if err != nil {
@@ -62,8 +58,7 @@ func specInterval(spec string) time.Duration {
 	return s.Next(a).Sub(a)
 }
 
-// canonicalTypes are the config's type names as the store spells them
-// (an alias such as run is session); the config checked every name.
+// canonicalTypes are the config's type names as the store spells them.
 func canonicalTypes(types []string) []string {
 	var out []string
 	for _, t := range types {

@@ -16,11 +16,9 @@ import (
 	"watchdog/tokenfile"
 )
 
-// Check reports what Run would refuse to start on that the config file
-// does not show by itself: an auth.token_file that tokenfile.Read refuses,
-// a store whose directory does not exist. It returns every problem, one per
-// line; check-config prints them beside the file's own, so that it says ok
-// only for a file serve starts with.
+// Check reports what Run would refuse to start on that the config file does
+// not show by itself (an unreadable auth.token_file, a missing store
+// directory, a bad web config), one problem per line.
 func Check(cfg *config.Config) error {
 	_, err := checkHost(cfg)
 	return err
@@ -30,36 +28,25 @@ func Check(cfg *config.Config) error {
 func checkHost(cfg *config.Config) (tokenfile.File, error) {
 	f, err := configuredToken(cfg.Auth)
 	if cfg.Web.ConfigFile != "" {
-		// The toolkit's own check (its YAML, certificates and hashes),
-		// before the port opens: a web config that would refuse every
-		// connection is a start-up error.
+		// A web config that would refuse every connection is a start-up error.
 		if werr := web.Validate(cfg.Web.ConfigFile); werr != nil {
 			err = errors.Join(err, fmt.Errorf("web.config_file %s: %w", cfg.Web.ConfigFile, werr))
 		}
 	}
-	// The driver's own check of what it would open (SQLite: the
-	// database's directory; a server: nothing to check here).
 	return f, errors.Join(err, store.CheckDSN(cfg.Store.Driver, cfg.Store.DSN))
 }
 
-// openStore opens the configured store for the daemon of hostID, under
-// the lock that keeps a second daemon of that host off it, and checks it.
-// closeAll releases and closes what it took; a failed open has done so.
+// openStore opens the configured store under the lock that keeps a second
+// daemon of hostID off it, and checks it. closeAll releases everything.
 func openStore(ctx context.Context, cfg *config.Config, hostID string, log *zap.Logger) (st store.Backend, closeAll func(), err error) {
-	// One daemon per database and host: a second one would sweep and
-	// enforce the same entities in turn, while daemons of other hosts
-	// share the store as a fleet (docs/fleet.md). Taken before the store
-	// opens, so a refused daemon does not even migrate. A PostgreSQL store
-	// has no file to lock: there the fleet's lease (leader) and each
-	// daemon's host scoping keep daemons apart.
+	// One daemon per database and host, or two would enforce the same
+	// entities; taken before the store opens, so a refused daemon does not
+	// even migrate. PostgreSQL has no file: holdHost below.
 	unlock, err := store.LockHost(cfg.Store.Driver, cfg.Store.DSN, hostID)
 	if err != nil {
 		return nil, nil, err
 	}
-	// Every row the store writes carries the columns the fleet-wide reads
-	// order by, derived as the view derives them (ADR-0058). The drivers
-	// are the program's to link (cmd/watchdog links both): the daemon
-	// reaches them through store alone.
+	// Rows carry the columns fleet-wide reads order by (ADR-0058).
 	store.SetDerivation(live.Columns)
 	if st, err = store.Open(ctx, cfg.Store.Driver, cfg.Store.DSN); err != nil {
 		unlock() //nolint:errcheck // the kernel drops it at exit anyway
@@ -72,11 +59,8 @@ func openStore(ctx context.Context, cfg *config.Config, hostID string, log *zap.
 		unlock() //nolint:errcheck // as above
 	}
 	if sl, ok := st.(sessionLocker); ok {
-		// What the file lock is on SQLite: one daemon per host on a shared
-		// server, held by a session lock for as long as this daemon runs
-		// (two daemons of one host would probe, enforce and signal the
-		// same processes twice; a rolling deploy must stop the old one
-		// first).
+		// One daemon per host on a shared server, held by a session lock while
+		// this daemon runs (a rolling deploy must stop the old one first).
 		r, err := holdHost(ctx, sl, hostID)
 		if err != nil {
 			closeAll()
@@ -96,9 +80,8 @@ func openStore(ctx context.Context, cfg *config.Config, hostID string, log *zap.
 // hostLockBase offsets the per-host session locks from the leader's key.
 const hostLockBase int64 = 0x7764680000000000 // "wdh" and a hash
 
-// holdHost takes the session lock of hostID on a PostgreSQL store, or says
-// which daemon is in the way: the lock's connection is named after the
-// host (pg_stat_activity shows it).
+// holdHost takes hostID's session lock on a PostgreSQL store, or says which
+// daemon is in the way (its connection is named after the host).
 func holdHost(ctx context.Context, sl sessionLocker, hostID string) (release func(), err error) {
 	h := fnv.New64a()
 	h.Write([]byte(hostID)) //nolint:errcheck // a hash.Hash never fails

@@ -15,19 +15,10 @@ import (
 	"watchdog/store"
 )
 
-// paused says whether the daemon makes no background writes (its jobs'
-// observations and transitions, its presence) now:
-//
-//   - The store's identity is lost: every write would be refused, and a
-//     job failing each second would bury the one error that says what
-//     happened. The daemon stays up on purpose (systemd keeps getting its
-//     pings): it still holds the lost file open, which is how the data is
-//     rescued, and a restart would start on an empty store.
-//   - The disk is short of space (the store watch found store.
-//     ErrShortOfSpace): until minFreeBytes plus the reserve's margin are
-//     free again, every byte an operator frees is left free. The store
-//     refuses these writes anyway; pausing keeps them from failing
-//     noisily, one a second.
+// paused says whether the daemon's background writes (jobs, presence) are
+// paused: the store is lost (the daemon stays up on purpose: it holds the
+// lost file open for the rescue), or the disk is short of space (every
+// byte an operator frees stays free; ADR-0036).
 func (d *daemon) paused() bool {
 	if d.st != nil && d.st.Lost() {
 		return true
@@ -37,19 +28,11 @@ func (d *daemon) paused() bool {
 	return errors.Is(d.storeErr, store.ErrShortOfSpace)
 }
 
-// The store watch (ADR-0038, ADR-0055): its cheap checks (they write
-// nothing: three stat(2), two statfs(2), one faccessat(2) and the fd
-// headroom) run when asked (/readyz, systemd's ping: at most once per
-// storeAskFresh, the asker waiting at most storeAskWait), at once when
-// the store tells of a change to its health, and on one alarm: each
-// storeCheckEvery while the store is not ready (so that its recovery is
-// seen within about a second), else at storeCheckSlow or when a write
-// probe is due, whichever is first. A check with its probe may take
-// storeProbeTimeout; one running, or a write running, for over
-// storeCheckStale is a stuck store. The write probe runs only while the
-// store is not ready, after a write failed, and when no write committed
-// for storeProbeIdle: an idle daemon nobody asks checks once per
-// storeCheckSlow and writes at most one probe per storeProbeIdle.
+// The store watch (ADR-0038, ADR-0055): cheap checks that write nothing,
+// run when asked (/readyz, systemd's ping), on the store's health events,
+// and on one alarm (each storeCheckEvery while not ready, else
+// storeCheckSlow or when a write probe is due). A write probe runs only
+// when not ready, after a failed write, or when idle for storeProbeIdle.
 var (
 	storeCheckEvery   = time.Second
 	storeCheckSlow    = time.Minute
@@ -60,8 +43,7 @@ var (
 	storeProbeIdle    = 5 * time.Minute
 )
 
-// runStoreWatch checks the store once, then keeps watching it
-// (watchStore) until the returned stop.
+// runStoreWatch checks the store once, then keeps watching it until stop.
 func (d *daemon) runStoreWatch(ctx context.Context) (stop func()) {
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	d.watchCtx = watchCtx
@@ -76,8 +58,6 @@ func (d *daemon) runStoreWatch(ctx context.Context) (stop func()) {
 	}
 }
 
-// watchStore runs the store check on the store's health events and on
-// its alarm, until ctx ends.
 func (d *daemon) watchStore(ctx context.Context) {
 	events := d.st.HealthEvents()
 	for {
@@ -91,9 +71,8 @@ func (d *daemon) watchStore(ctx context.Context) {
 	}
 }
 
-// askStore makes sure a store check finished within fresh: it starts one
-// (or joins the one running) and waits for it at most wait. A daemon
-// with no store watch (a test's) asks nothing.
+// askStore makes sure a store check finished within fresh, waiting at most
+// wait.
 func (d *daemon) askStore(fresh, wait time.Duration) {
 	if d.st == nil || d.storeAlarm == nil {
 		return
@@ -114,8 +93,7 @@ func (d *daemon) askStore(fresh, wait time.Duration) {
 	}
 }
 
-// startCheck starts a store check on a goroutine of its own, or returns
-// the running one's: done is closed when it ends.
+// startCheck starts a store check, or joins the running one.
 func (d *daemon) startCheck() (done <-chan struct{}) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -134,10 +112,7 @@ func (d *daemon) startCheck() (done <-chan struct{}) {
 	return ch
 }
 
-// scheduleCheck sets the store watch's alarm after a check that found
-// err: within storeCheckEvery while not ready, else at storeCheckSlow or
-// when the write probe falls due (storeProbeIdle after the last committed
-// write), whichever is first.
+// scheduleCheck sets the store watch's alarm after a check that found err.
 func (d *daemon) scheduleCheck(err error) {
 	if d.storeAlarm == nil {
 		return
@@ -148,7 +123,6 @@ func (d *daemon) scheduleCheck(err error) {
 	}
 	next := time.Now().Add(storeCheckSlow)
 	if w := d.st.WriteHealth(); !w.LastOK.IsZero() {
-		// A second past the due time: the check then finds it due.
 		if due := w.LastOK.Add(storeProbeIdle + time.Second); due.Before(next) {
 			next = due
 		}
@@ -156,12 +130,8 @@ func (d *daemon) scheduleCheck(err error) {
 	d.storeAlarm.SetAt(next)
 }
 
-// assessStore says whether the store takes writes, writing only when what
-// it sees cannot tell: the cheap checks (Check) first; then what the real
-// writes showed (one running for over storeCheckStale, or the last one
-// failing for the store's sake); then a write probe, but only when the
-// store was not ready (so that its recovery is seen), a write failed, or
-// none committed for storeProbeIdle.
+// assessStore says whether the store takes writes, writing a probe only
+// when the cheap checks and the real writes cannot tell.
 func (d *daemon) assessStore(ctx context.Context, notReady bool) error {
 	cctx, cancel := context.WithTimeout(ctx, storeProbeTimeout)
 	defer cancel()
@@ -179,9 +149,8 @@ func (d *daemon) assessStore(ctx context.Context, notReady bool) error {
 	return nil
 }
 
-// checkStore assesses the store once and records the finding for /readyz
-// and STATUS=. It logs changes only: a loss once (with the rescue), a
-// failing file system when it starts failing and when it recovers.
+// checkStore assesses the store once for /readyz and STATUS=, logging
+// changes only.
 func (d *daemon) checkStore(ctx context.Context) {
 	d.mu.Lock()
 	prevErr := d.storeErr
@@ -226,15 +195,12 @@ func (d *daemon) checkStore(ctx context.Context) {
 	}
 }
 
-// lostMessage is the one log line of a lost store (details in its
-// fields).
+// lostMessage is the one log line of a lost store.
 const lostMessage = "store lost: its database file was deleted or replaced while watchdog ran; writes are refused until a restart"
 
-// rescueTimeout bounds the copy of a lost store.
 const rescueTimeout = 5 * time.Minute
 
-// reportLost rescues what the lost store held and logs the one error that
-// says what happened and what to do.
+// reportLost rescues the lost store's data and logs what to do.
 func (d *daemon) reportLost(ctx context.Context, lost error) {
 	db := d.st.Path()
 	rctx, cancel := context.WithTimeout(ctx, rescueTimeout)

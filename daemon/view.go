@@ -16,21 +16,14 @@ import (
 	"watchdog/store"
 )
 
-// runView loads the live view (before the API serves or READY is sent, so
-// the first answer already counts every entity), points the metric
-// counters at its feed, and syncs it in the background so push consumers
-// hear of changes without a reader. The returned stop ends the loop and
-// waits for it.
+// runView loads the live view before the API serves, so the first answer
+// counts every entity, and syncs it in the background until stop.
 func runView(ctx context.Context, v *live.View, wake <-chan struct{}, m *metrics.Metrics, log *zap.Logger) (stop func()) {
-	// The counters follow from the feed's head on: Follow before Load, so
-	// no row written meanwhile is missed.
+	// Follow before Load, so no row written meanwhile is missed.
 	m.Follow(v)
-	// Changes into critical or warning are logged from the first change
-	// after the load; the load itself is one summary line.
 	sev := &severityLog{log: log, now: time.Now}
 	v.OnChange(sev.change)
-	// A store that cannot be read yet (the first sweep's retries say why,
-	// and hold READY back) is not fatal here: every Sync retries the load.
+	// A store not readable yet is not fatal: every Sync retries the load.
 	start := time.Now()
 	loaded := false
 	if err := v.Load(ctx); err != nil {
@@ -45,8 +38,7 @@ func runView(ctx context.Context, v *live.View, wake <-chan struct{}, m *metrics
 	var lastLogged time.Time
 	wg.Go(func() {
 		if !loaded {
-			// The first Sync that succeeds is the load: its entities
-			// are the summary, not one warning each.
+			// The first Sync that succeeds is the load: one summary line.
 			retry := deadline.Shared().Signal()
 			defer retry.Stop()
 			for !loaded {
@@ -68,9 +60,7 @@ func runView(ctx context.Context, v *live.View, wake <-chan struct{}, m *metrics
 				loaded = true
 			}
 		}
-		// Rows whose derived columns are stale (all of them after the
-		// upgrade that added the columns) are derived once, beside the
-		// sync, so no fleet-wide read pays for them (ADR-0058).
+		// Stale derived columns are filled once, beside the sync (ADR-0058).
 		wg.Go(func() {
 			start := time.Now()
 			if n, err := v.FillColumns(runCtx); err != nil {
@@ -81,16 +71,13 @@ func runView(ctx context.Context, v *live.View, wake <-chan struct{}, m *metrics
 				log.Info("derived columns filled", zap.Int("rows", n), zap.Duration("took", time.Since(start)))
 			}
 		})
-		// The store tells its commits (inotify on SQLite's file and WAL,
-		// LISTEN/NOTIFY on PostgreSQL): the view syncs on them, with a
-		// slow tick as the net; without events it polls as before.
+		// Sync on the store's commit events, with a slow tick as the net.
 		every := live.DefaultPeriod
 		if wake != nil {
 			every = live.QuietPeriod
 		}
 		v.RunOn(runCtx, wake, every, func(err error) {
-			// A store that cannot be read says so once a minute, not
-			// ten times a second; /readyz and STATUS= carry the rest.
+			// Once a minute: /readyz and STATUS= carry the rest.
 			if time.Since(lastLogged) >= time.Minute {
 				lastLogged = time.Now()
 				log.Warn("live view sync failed", zap.Error(err))
@@ -103,17 +90,9 @@ func runView(ctx context.Context, v *live.View, wake <-chan struct{}, m *metrics
 	}
 }
 
-// statusLine is systemd's STATUS=: the open entities by severity, how many
-// ended within the failure window, and the queue's items, by the
-// definitions of package live that `watchdog status`, the metrics and GET
-// /api/attention share. It reads the live view after a Sync: what the
-// daemon holds, every entity for a daemon alone, its own share in a fleet
-// (ADR-0056; the fleet's whole is the API's, read from the store).
-//
-// While the store fails (the store watch's checks, or the view's
-// Sync) it says so first, since when and why, then the last counts read:
-// counts alone would read as a healthy daemon whose numbers merely stopped
-// moving. Once the store works again it is the counts alone.
+// statusLine is systemd's STATUS=: the counts of what this daemon's view
+// holds (ADR-0056). While the store fails it says so first, since when and
+// why: counts alone would read as a healthy daemon.
 func (d *daemon) statusLine() string {
 	d.mu.Lock()
 	failure := d.storeErr
@@ -133,17 +112,14 @@ func (d *daemon) statusLine() string {
 	return d.status.line(now, failure, counts)
 }
 
-// statusMemory is what STATUS= keeps between refreshes: since when the
-// store fails, and the last counts read. Its methods are safe for
-// concurrent use.
+// statusMemory is what STATUS= keeps between refreshes; safe for concurrent use.
 type statusMemory struct {
 	mu           sync.Mutex
 	failingSince time.Time
 	last         string // StatusLine of the last counts read; "" before any
 }
 
-// storeChecked records a finding of the store watch, so the failure's
-// start is the probe's time, not the next STATUS= refresh's.
+// storeChecked records a store watch finding: a failure starts then.
 func (m *statusMemory) storeChecked(err error, at time.Time) {
 	if err == nil {
 		return
@@ -155,8 +131,7 @@ func (m *statusMemory) storeChecked(err error, at time.Time) {
 	m.mu.Unlock()
 }
 
-// line is STATUS= at now given the store's failure (nil: it works) and the
-// counts just read (nil: none could be).
+// line is STATUS= at now given the store's failure (nil: none) and counts (nil: unread).
 func (m *statusMemory) line(now time.Time, failure error, counts *live.Counts) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -177,8 +152,7 @@ func (m *statusMemory) line(now time.Time, failure error, counts *live.Counts) s
 	return fmt.Sprintf("store failing since %s: %s; last counts: %s", clockTime(m.failingSince, now), oneLine(failure.Error()), last)
 }
 
-// clockTime is t in UTC as STATUS= shows a moment: the time of day when it
-// is today's (UTC), the date too when it is not.
+// clockTime is t in UTC, with the date when it is not today's.
 func clockTime(t, now time.Time) string {
 	t, now = t.UTC(), now.UTC()
 	if t.Year() == now.Year() && t.YearDay() == now.YearDay() {
@@ -194,22 +168,16 @@ func StatusLine(c live.Counts) string {
 		c.InWindow, c.Queue, c.QueueBySeverity[state.SeverityCritical], c.QueueBySeverity[state.SeverityWarning], c.QueueBySeverity[state.SeverityInfo])
 }
 
-// severityLog logs each change of an entity's derived severity into
-// critical or warning (from anything else, or from critical to warning)
-// once, at warning level, with the entity, its display chain and the
-// reason: what `journalctl -p warning` shows an operator. An entity that
-// stays critical or warning is not logged again. The entities of the
-// initial load are one summary line instead (loaded).
+// severityLog logs once, at warning level, each change of an entity's
+// derived severity into critical or warning: what `journalctl -p warning`
+// shows an operator. The initial load is one summary line (loaded).
 type severityLog struct {
 	log *zap.Logger
 	now func() time.Time
-	// live is set once the initial load was summarised; until then
-	// changes are the load's and are not logged one by one. Only the
-	// syncing goroutine calls change, but loaded may run on another.
+	// live is set once the load was summarised; loaded may run on another goroutine than change.
 	live atomic.Bool
 }
 
-// change is the live view's OnChange hook: it derives both sides.
 func (l *severityLog) change(prev, cur *store.Entity) {
 	if !l.live.Load() || cur == nil {
 		return
@@ -240,8 +208,7 @@ func (l *severityLog) change(prev, cur *store.Entity) {
 	l.log.Warn("entity is now "+string(d.State.Severity), fields...)
 }
 
-// explain is the reason an entity's severity is shown with: its first
-// attention item's (the queue's cause), else its first reason.
+// explain is the reason shown with a severity: the first item's, else the first reason's.
 func explain(d live.Derived, now time.Time) (state.ReasonCode, string, bool) {
 	if len(d.Items) > 0 {
 		it := d.Items[0].At(now)
@@ -254,8 +221,7 @@ func explain(d live.Derived, now time.Time) (state.ReasonCode, string, bool) {
 	return "", "", false
 }
 
-// loaded ends the initial load: one warning line with the counts of what
-// needs attention, if anything does, then every later change is logged.
+// loaded ends the initial load with one summary line, if anything needs attention.
 func (l *severityLog) loaded(c live.Counts) {
 	crit, warn := c.OpenBySeverity[state.SeverityCritical], c.OpenBySeverity[state.SeverityWarning]
 	qc, qw := c.QueueBySeverity[state.SeverityCritical], c.QueueBySeverity[state.SeverityWarning]
@@ -267,7 +233,6 @@ func (l *severityLog) loaded(c live.Counts) {
 	l.live.Store(true)
 }
 
-// changesOf is the store's change signal, nil when it has none.
 func changesOf(st any) <-chan struct{} {
 	if c, ok := st.(interface{ Changes() <-chan struct{} }); ok {
 		return c.Changes()
@@ -275,11 +240,9 @@ func changesOf(st any) <-chan struct{} {
 	return nil
 }
 
-// followCommits is where the store's commit events go: the view (changes),
-// the pusher (pushPoke: a snooze or a dismissal changes the queue without
-// an entity change) and, on SQLite, the fleet: a daemon alone with its
-// file looks at the lock table on them. Both are nil for a store that
-// tells no commits; stop ends the fan-out.
+// followCommits fans the store's commit events out to the view, the pusher
+// (a snooze changes the queue without an entity change) and, on SQLite, a
+// lone daemon's lock-table look. All nil for a store without events.
 func followCommits(st store.Backend, fl *fleet) (changes <-chan struct{}, pushPoke chan struct{}, stop func()) {
 	changes = changesOf(st)
 	if changes == nil {
@@ -295,9 +258,7 @@ func followCommits(st store.Backend, fl *fleet) (changes <-chan struct{}, pushPo
 	return changes, pushPoke, stop
 }
 
-// tee passes every signal of in on to the returned channel and to each
-// of also, every one a one-slot signal that never blocks the sender,
-// until stop.
+// tee passes every signal of in on to out and each of also, never blocking.
 func tee(in <-chan struct{}, also ...chan<- struct{}) (out <-chan struct{}, stop func()) {
 	ch := make(chan struct{}, 1)
 	outs := append([]chan<- struct{}{ch}, also...)

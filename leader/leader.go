@@ -1,25 +1,8 @@
 // Package leader elects, among the daemons sharing one store, the one that
-// does the host-less work: teams, shows, plays' dependency rules, host-less
-// schedules, and judging hosts whose daemon fell silent. Host-bound work
-// (probing, enforcing and reaping a host's processes) never needs it: each
-// host's daemon does its own.
-//
-// An Elector asks its Backend every few seconds to take or keep
-// leadership, and trusts one success for a bounded time only (Options.Trust),
-// shorter than the time after which another daemon may take over, so two
-// daemons never both answer Leader() true on agreeing clocks. The SQLite
-// store's backend is a lease row (Lease); a PostgreSQL backend holding an
-// advisory lock on its own connection fits the same interface (TryLock
-// re-checks, by a round trip on that connection, that the lock is held,
-// and a daemon that has just taken it waits one Trust before it claims
-// it, the longest its dead or cut-off predecessor may still believe it
-// leads). A backend that answers "not held" ends leadership at once.
-//
-// What it cannot promise, said so that nobody relies on it: a leader that
-// stalls between its Leader() check and a write may write after its trust
-// ran out. The writes of host-less work are compare-and-set transitions
-// (or observations guarded by the row's sequence), so such a late write
-// can only repeat or lose to the new leader's, never apply twice.
+// does the host-less work (ADR-0026, ADR-0029). Each Backend success is
+// trusted for Options.Trust only, shorter than any takeover, so two daemons
+// never both lead; a stalled leader's late write is compare-and-set, so it
+// can only repeat or lose, never apply twice.
 package leader
 
 import (
@@ -33,22 +16,17 @@ import (
 	"watchdog/internal/deadline"
 )
 
-// ErrLost is wrapped by a Backend's error when leadership is gone for sure
-// (the PostgreSQL lock's connection died): the Elector stops leading at
-// once instead of trusting its last success until it runs out.
+// ErrLost is wrapped by a Backend's error when leadership is surely gone
+// (the lock's connection died): leading stops at once.
 var ErrLost = errors.New("leadership lost")
 
 // Backend takes and gives up leadership in the shared store.
 type Backend interface {
-	// TryLock takes leadership, or keeps it when already held; true when
-	// this daemon holds it now. Called every Options.Every, with a
-	// deadline of Options.Trust. (false, nil) means another daemon holds
-	// it, and ends this one's leadership at once, as does an error
-	// wrapping ErrLost; any other error keeps the last success trusted
-	// until it runs out (the store may only be slow).
+	// TryLock takes or keeps leadership; true when this daemon holds it now.
+	// (false, nil) or an error wrapping ErrLost ends leadership at once; any
+	// other error keeps the last success trusted (the store may be slow).
 	TryLock(ctx context.Context) (bool, error)
-	// Unlock gives leadership up (a clean shutdown), so that another
-	// daemon takes it at its next try.
+	// Unlock gives leadership up (a clean shutdown).
 	Unlock(ctx context.Context) error
 }
 
@@ -56,20 +34,15 @@ type Backend interface {
 type Options struct {
 	// Every is how often TryLock is called (DefaultEvery).
 	Every time.Duration
-	// Trust is how long one successful TryLock makes Leader() true
-	// (DefaultTrust); it must be shorter than the time another daemon
-	// waits before taking over (a lease's TTL; for a lock freed at once,
-	// the new holder's settle, which must be at least Trust).
+	// Trust is how long one success makes Leader() true; shorter than any takeover wait.
 	Trust time.Duration
 	Log   *zap.Logger
-	// OnChange hears every change of leadership (metrics, logs); nil is
-	// fine. It is called from the elector's loop.
+	// OnChange hears every change of leadership, from the elector's loop; nil is fine.
 	OnChange func(leading bool)
 }
 
-// Defaults: a try every two seconds, a success trusted for six, a lease
-// that others may take ten seconds after its last renewal. A leader that
-// stops cleanly hands over within Every; one killed, within LeaseTTL+Every.
+// Defaults: a try every 2 s, a success trusted for 6 s, a lease free 10 s
+// after its last renewal.
 const (
 	DefaultEvery = 2 * time.Second
 	DefaultTrust = 6 * time.Second
@@ -105,8 +78,8 @@ func New(b Backend, o Options) *Elector {
 	return e
 }
 
-// Leader reports whether this daemon leads now: its last successful try
-// is less than Trust old.
+// Leader reports whether this daemon leads now: its last success is less
+// than Trust old.
 func (e *Elector) Leader() bool {
 	if e == nil {
 		return false
@@ -116,8 +89,7 @@ func (e *Elector) Leader() bool {
 	return time.Now().Before(e.until)
 }
 
-// Try asks the backend once and records the answer; Run calls it every
-// Every. It returns whether this daemon leads afterwards.
+// Try asks the backend once and returns whether this daemon leads now.
 func (e *Elector) Try(ctx context.Context) bool {
 	tctx, cancel := context.WithTimeout(ctx, e.trust)
 	defer cancel()
@@ -125,15 +97,13 @@ func (e *Elector) Try(ctx context.Context) bool {
 	ok, err := e.b.TryLock(tctx)
 	lost := errors.Is(err, ErrLost) || (!ok && err == nil)
 	e.mu.Lock()
-	// One warning per run of failures: a store down for an hour is not
-	// thousands of lines at a fast try period.
+	// One warning per run of failures, not one per try.
 	first := err != nil && !e.failing
 	e.failing = err != nil
 	now := time.Now()
 	switch {
 	case ok && err == nil:
-		// Counted from before the call: the backend's own clock started
-		// the lease, or the round trip proving the lock, no later.
+		// From before the call: the lease or the proof started no later.
 		e.until = start.Add(e.trust)
 	case lost && e.until.After(now):
 		e.until = now
@@ -150,23 +120,19 @@ func (e *Elector) Try(ctx context.Context) bool {
 		e.log.Warn("leadership: cannot reach the store; leading only while the last success is trusted (said once until it answers)", zap.Error(err))
 	}
 	if changed {
-		// Leader() answers true only after the lock is released, so now
-		// is no later than its first true; until is no earlier than its
-		// last.
+		// now is no later than Leader()'s first true; until no earlier than its last.
 		e.report(leading, now, until)
 	}
 	return leading
 }
 
-// report logs a change of leadership with the instants that bound it: a
-// leadership begins no earlier than "from" and ends no later than
-// "until", so the logs of a fleet show that no two daemons led at once.
+// report logs a change of leadership with the instants that bound it, so a
+// fleet's logs show that no two daemons led at once.
 func (e *Elector) report(leading bool, from, until time.Time) {
 	e.reportWhy(leading, from, until, "another daemon does the host-less work")
 }
 
-// reportWhy is report with the reason a leadership ended (every line that
-// ends one starts "not leading: ").
+// reportWhy is report with why a leadership ended.
 func (e *Elector) reportWhy(leading bool, from, until time.Time, why string) {
 	if leading {
 		e.log.Info("leading: this daemon does the host-less work", zap.String("from", from.Format(time.RFC3339Nano)))
@@ -178,11 +144,9 @@ func (e *Elector) reportWhy(leading bool, from, until time.Time, why string) {
 	}
 }
 
-// Run tries at once and then every Every until ctx ends; then it gives
-// leadership up (within a few seconds, on a fresh context) and returns.
+// Run tries every Every until ctx ends, then gives leadership up.
 func (e *Elector) Run(ctx context.Context) {
-	// The period is an alarm on the process's shared clock (ADR-0055),
-	// set before each try so that a slow try does not shift the next.
+	// Set before each try, so a slow try does not shift the next (ADR-0055).
 	tick := deadline.Shared().Signal()
 	defer tick.Stop()
 	for {
@@ -197,8 +161,7 @@ func (e *Elector) Run(ctx context.Context) {
 	}
 }
 
-// Start runs Run in a goroutine and returns the function that stops it
-// and waits for the hand-over.
+// Start runs Run in a goroutine; stop ends it and waits for the hand-over.
 func (e *Elector) Start(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -212,8 +175,8 @@ func (e *Elector) Start(ctx context.Context) (stop func()) {
 	}
 }
 
-// Stop gives leadership up now: Leader() answers false at once, and the
-// backend is told so another daemon need not wait for expiry.
+// Stop gives leadership up now: Leader() is false at once, and the backend
+// is told so another daemon need not wait for expiry.
 func (e *Elector) Stop() {
 	e.mu.Lock()
 	was := e.leading

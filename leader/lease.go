@@ -15,14 +15,12 @@ type LeaseStore interface {
 const LeaseName = "leader"
 
 // Lease is the Backend of a store without locks of its own (SQLite): a
-// lease row taken with a compare-and-set when free or expired and renewed
-// at every try. Holder is this daemon's host id, so a restarted daemon of
-// the same host takes its unexpired lease back at once.
+// lease row taken by compare-and-set and renewed at every try. Holder is
+// the host id, so a restarted daemon takes its unexpired lease back.
 type Lease struct {
 	Store  LeaseStore
 	Holder string
-	// TTL is how long after its last renewal others may take it
-	// (LeaseTTL when zero).
+	// TTL is how long after its last renewal others may take it (LeaseTTL when zero).
 	TTL time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time

@@ -18,44 +18,30 @@ const (
 	polled                // no pidfd to be had: CheckEntity every PollInterval
 )
 
-// tracked is one open entity of this host as the monitor keeps it. Each of
-// its timed judgements fires once per value of what it is timed from (the
-// *For fields), so a deadline that fired and changed nothing is not fired
-// again until the entity changes.
+// tracked is one open entity of this host as the monitor keeps it. Each
+// timed judgement fires once per value it is timed from (the *For fields),
+// so a deadline that changed nothing does not fire again.
 type tracked struct {
-	// f is what the monitor keeps of the entity as last handed in:
-	// everything the deadlines and the watch read (facts), with what few
-	// entities have in rare.
+	// f is what the deadlines and the watch read of the entity (facts).
 	f facts
-	// rare is what few entities have (rare): nil for most. Read through
-	// r, written through w.
+	// rare is nil for most: read through r, written through w.
 	rare *rare
-	// checkAt is an explicit CheckEntity: a death just seen, a watch that
-	// found the process gone, or the next poll. Zero = none. This and
-	// the times below are stamps (8 bytes where a time.Time is 24,
-	// ADR-0052).
+	// checkAt is an explicit CheckEntity (a death, a gone process, a poll); zero: none.
 	checkAt stamp
 	// judged: every heartbeat boundary up to here has been looked at.
 	judged stamp
 
 	at stamp
 
-	// The small fields last, together (no padding between them): the
-	// struct is 144 bytes, a size class, where it was 176 (ADR-0052).
-	//
-	// watchedPID (with mode, below): what is watched for it now. The
-	// pids are 32 bits, as f.pid (pid32).
+	// The small fields last, together (ADR-0052); watchedPID is what is watched now.
 	watchedPID int32
 	index      int32 // in the heap; -1 when not in it
 	mode       mode
-	// rewatch: polled for want of a file descriptor (the watcher's cap,
-	// EMFILE, an identity check that could not open /proc), so each poll
-	// offers it to the watcher again: a slot freed by a death goes to a
-	// polled process within a poll interval.
+	// rewatch: polled for want of an fd, so each poll offers it to the
+	// watcher again.
 	rewatch bool
-	// localDead: the monitor's own news of a death (its dead_since, in
-	// rare) not yet back from the store: laid over the entity a reaper
-	// step gets, until the next Update.
+	// localDead: the monitor's news of a death, not yet back from the store,
+	// laid over the entity a reaper step gets.
 	localDead bool
 }
 
@@ -70,9 +56,8 @@ const (
 	jobSchedule
 )
 
-// The rules the deadlines come from are package judge's (one owner each):
-// the monitor only keeps, per entity, what it has learnt (the heartbeat
-// file's mtime) and which deadlines already fired.
+// The rules the deadlines come from are package judge's: the monitor only
+// keeps what it learnt and which deadlines already fired.
 
 // nextHeartbeat is the first heartbeat boundary after judged (zero: none).
 func nextHeartbeat(tr *tracked, e *store.Entity, s Settings) time.Time {
@@ -95,10 +80,8 @@ func crossed(tr *tracked, e *store.Entity, s Settings, now time.Time) bool {
 	return false
 }
 
-// deadlines returns the entity's earliest deadline and, for a now at or
-// past deadlines, the jobs due by now. A pure function of the tracked
-// entity, the monitor's host id, the settings and now: what the unit
-// tests pin down.
+// deadlines returns the entity's earliest deadline and the jobs due by now:
+// a pure function, for the unit tests.
 func deadlines(tr *tracked, host string, s Settings, now time.Time) (next time.Time, due job) {
 	consider := func(at time.Time, j job) {
 		if at.IsZero() {
@@ -118,9 +101,7 @@ func deadlines(tr *tracked, host string, s Settings, now time.Time) (next time.T
 	consider(tr.checkAt.time(), jobCheck)
 	consider(nextHeartbeat(tr, &e, s), jobHeartbeat)
 	if h := e.Health; e.HeartbeatFile != "" && !r.hbWatched && (h == state.HealthIdle || h == state.HealthStalled) {
-		// Judged idle or stalled by a file inotify does not watch: only a
-		// stat tells when it is fresh again, so the few such entities are
-		// looked at every poll interval (one stat each).
+		// A file inotify does not watch: only a stat tells it is fresh again.
 		consider(tr.judged.time().Add(s.PollInterval), jobHeartbeat)
 	}
 	if ds := e.DeadSince; !ds.IsZero() && stampOf(ds) != r.enforcedFor {
@@ -135,8 +116,8 @@ func deadlines(tr *tracked, host string, s Settings, now time.Time) (next time.T
 	return next, due
 }
 
-// deadlineHeap orders tracked entities by their earliest deadline: one
-// entry per entity, moved with heap.Fix when its deadline changes.
+// deadlineHeap orders tracked entities by their earliest deadline, one
+// entry each.
 type deadlineHeap []*tracked
 
 func (h deadlineHeap) Len() int           { return len(h) }
@@ -163,8 +144,7 @@ func (h *deadlineHeap) Pop() any {
 	return tr
 }
 
-// schedule puts tr in the heap at at, moves it, or takes it out for a zero
-// at.
+// schedule puts tr in the heap at at, moves it, or takes it out for zero.
 func (h *deadlineHeap) schedule(tr *tracked, at time.Time) {
 	switch {
 	case at.IsZero() && tr.index >= 0:

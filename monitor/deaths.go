@@ -15,18 +15,13 @@ import (
 	"watchdog/store"
 )
 
-// exitWait is how long a death the pidfd reported without its exit
-// status waits for the process connector's, which has it at the exit:
-// the death is then written once, with its status.
+// exitWait is how long a pidfd death without exit status waits for the
+// connector's, so the death is written once, with it (ADR-0065).
 const exitWait = 50 * time.Millisecond
 
-// death handles a death the kernel reported (the pidfd, the process
-// connector): one judgement per death, with the exit status in it
-// (Reaper.Observe records process_dead, dead_since and the status in one
-// write); enforcement follows at dead_since + terminal_grace. The same
-// death told again (the connector, then the pidfd, then its status once
-// reaped) brings nothing more, unless it brings the status first.
-// tr is the entity d.Key names (nil: none tracked).
+// death handles a death the kernel reported (pidfd or connector): one
+// judgement per death, exit status included (ADR-0065). The same death
+// told again brings nothing, unless it brings the status first.
 func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 	pid := pid32(d.PID)
 	if tr == nil || tr.f.pid != pid {
@@ -43,22 +38,19 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 	}
 	if tr.r().diedPID == pid {
 		if news {
-			// The status after the death: now, if the death was waiting
-			// for it; else (a pidfd alone, reaped late) a second write.
+			// The status after the death: now if the death awaited it, else a second write.
 			m.check(ctx, tr)
 		}
 		return
 	}
-	// The watch is over on the monitor's side. Not Forget: pidwatch ends
-	// it itself after the last Death.
+	// Not Forget: pidwatch ends the watch itself after the last Death.
 	tr.w().diedPID, tr.rare.diedAt = pid, stampOf(d.At)
 	if tr.mode == byPidfd {
 		m.setMode(tr, unwatched)
 		tr.watchedPID = 0
 	}
 	if t := m.opt.Tree; t != nil && t.Mode() == proctree.ModeWalk && tr.r().treeRoot.PID != 0 {
-		// The reduced mode follows the processes by walks: this one
-		// finds the root gone and keeps what it left (ADR-0043).
+		// Walk mode: a walk now keeps what the root left (ADR-0043).
 		done := m.busy()
 		if err := t.Refresh(); err != nil {
 			m.warn("cannot walk /proc for the process trees", tr, err)
@@ -66,8 +58,7 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 		done()
 	}
 	if !news && tr.r().treeRoot.PID != 0 && m.opt.Tree.Mode() == proctree.ModeEvents {
-		// The connector has the status at the exit, the pidfd only once
-		// reaped: a moment's wait for it.
+		// The connector has the status at exit, the pidfd only once reaped.
 		tr.rare.awaitExit = true
 		tr.checkAt = stampOf(m.opt.Now().Add(exitWait))
 		m.reschedule(tr)
@@ -78,8 +69,7 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 }
 
 // event is what the monitor knows of tr's process for a step on e: the
-// death the kernel reported, and its exit status while the store does
-// not hold it.
+// death and its exit status while the store does not hold it.
 func (m *Monitor) event(tr *tracked, e *store.Entity) judge.Event {
 	r := tr.r()
 	if r.diedPID == 0 || r.diedPID != tr.f.pid || otherProcess(&tr.f, e) {
@@ -92,16 +82,10 @@ func (m *Monitor) event(tr *tracked, e *store.Entity) judge.Event {
 	return ev
 }
 
-// resync answers the watcher's Resync: deaths were dropped at its full
-// queue, and which is not known, so every process watched by pidfd is
-// looked at now. One whose recorded identity the probe finds dead (gone,
-// a zombie, its pid reused) is handled as its Death would have been (the
-// check through the reaper, now, and enforcement at dead_since +
-// terminal_grace), with no exit status: that was in the Death. Its pidfd
-// turned readable before the drop, so no dropped death is missed. One the
-// probe cannot read is checked through the reaper, which looks again; a
-// live one keeps its watch, at the cost of one /proc read and no write.
-// Deaths still queued arrive after, and find the entity judged already.
+// resync answers the watcher's Resync: which deaths were dropped is not
+// known, so every pidfd-watched process is probed now, and a dead one
+// handled as its Death would have been (without exit status). Its pidfd
+// turned readable before the drop, so no dropped death is missed.
 func (m *Monitor) resync(ctx context.Context) {
 	now := m.opt.Now()
 	var dead, unread, watched int
@@ -118,8 +102,7 @@ func (m *Monitor) resync(ctx context.Context) {
 		case probe.Dead:
 			dead++
 			if tr.r().treeRoot.PID != 0 && m.opt.Tree.Mode() == proctree.ModeEvents {
-				// The connector may have it with its status: a look,
-				// not the kernel's word (its pidfd's news was dropped).
+				// The connector may have it with its status: look, don't assume.
 				tr.checkAt = stampOf(now)
 				m.reschedule(tr)
 				continue
@@ -136,10 +119,8 @@ func (m *Monitor) resync(ctx context.Context) {
 		zap.Int("watched", watched), zap.Int("found_dead", dead), zap.Int("unreadable_checked", unread))
 }
 
-// treeExit takes a watched root's exit from the process tree: its status,
-// known at the exit whether or not the parent reaps it, is recorded, and
-// the death handled as a pidfd's would be (a pidfd death for the same pid
-// before or after finds it done, its status not recorded twice).
+// treeExit takes a watched root's exit from the process tree and handles
+// it as a pidfd death; whichever comes second finds it done.
 func (m *Monitor) treeExit(ctx context.Context, x proctree.Exit) {
 	tr := m.roots[x.Root]
 	if tr == nil || x.PID != x.Root.PID || tr.f.pid != pid32(x.PID) {
@@ -148,14 +129,12 @@ func (m *Monitor) treeExit(ctx context.Context, x proctree.Exit) {
 	m.death(ctx, tr, pidwatch.Death{Key: tr.name(), PID: x.PID, At: x.At, Exit: pidwatch.Exit{Known: true, Code: x.Code, Signal: x.Signal}})
 }
 
-// rootOf is the tree root naming f's process.
 func rootOf(f *facts) proctree.Root {
 	return proctree.Root{PID: int(f.pid), StartTicks: f.pidStartTicks}
 }
 
-// watchTree keeps tr's process in the tree beside its pidfd. A root the
-// tree refuses (gone since the pidfd opened, another start) is simply
-// not kept: the pidfd and the probe say the rest.
+// watchTree keeps tr's process in the tree beside its pidfd; a root the
+// tree refuses is simply not kept.
 func (m *Monitor) watchTree(tr *tracked) {
 	t := m.opt.Tree
 	if t == nil || tr.r().treeRoot.PID != 0 {
@@ -178,7 +157,6 @@ func (m *Monitor) watchTree(tr *tracked) {
 	m.roots[root] = tr
 }
 
-// forgetTree stops keeping tr's root in the tree.
 func (m *Monitor) forgetTree(tr *tracked) {
 	root := tr.r().treeRoot
 	if root.PID == 0 {

@@ -10,25 +10,13 @@ import (
 	"watchdog/store"
 )
 
-// facts are what the monitor keeps of an open entity: what its deadlines
-// (package judge's timing rules), its watch (the process's identity) and
-// its next change's comparison read, and nothing else (ADR-0042, third
-// step). A reaper step wants the entity whole: the monitor reads it then
-// (Options.Entity, the live view), so the daemon holds each entity once,
-// compact, in the view. Times are Unix nanoseconds (stamp). What most
-// entities lack (a heartbeat file, a schedule, an exit, a dead_since, a
-// host id of another host) is in the tracked entity's rare, nil for
-// most; the facts with it give the entity back (tracked.entity).
+// facts are what the monitor keeps of an open entity: what its deadlines,
+// watch and change comparison read; reaper steps read the view's whole
+// entity (ADR-0042, ADR-0052). What most entities lack is in rare.
 type facts struct {
-	// tb is the entity's type and boot id, interned together (package
-	// unique): the entities of one type and boot (a host's, of a few
-	// types) share one copy of both, 8 bytes an entity where the type's
-	// string alone was 16 and the boot id's own handle 8. The zero handle
-	// is "" and "" (typeBootOf); read through typ and bootID.
+	// tb is the type and boot id interned together (typeBootOf); read through typ and bootID.
 	tb unique.Handle[typeBoot]
-	// id is the entity's own string as last handed in (the view's), which
-	// the monitor's map key is too: no key string of the monitor's own
-	// per entity.
+	// id is the entity's own string (the view's), shared with the map's key.
 	id            string
 	lifecycle     *string
 	lastSeq       int64
@@ -36,88 +24,54 @@ type facts struct {
 
 	pidStart, heartbeatAt, startedAt, lifecycleAt, createdAt stamp
 
-	// The small fields last, together (no padding between them).
-	//
-	// pid is a Linux pid: 32 bits (pid_max is at most 2^22; pid32).
+	// The small fields last, together, with no padding.
 	pid int32
-	// health is the entity's, as its place in state.Healths (odd: none of
-	// them, healthOf).
+	// health is the place in state.Healths (odd: none of them).
 	health   uint8
 	terminal bool
-	// hostLocal: the host id is the monitor's own (Options.HostID, not
-	// ""): the one host id a tracked entity has but "" (local), save in a
-	// monitor with no host id of its own, which keeps any other in rare.
+	// hostLocal: the host id is the monitor's own (Options.HostID, not "").
 	hostLocal bool
 }
 
-// rare is what few tracked entities have, behind one pointer (nil when
-// all of it is empty): the facts most entities lack, and what the
-// monitor learns near the end of an entity's life (dead_since, a
-// death's pids, the deadlines that have fired). With them out of it,
-// tracked is 144 bytes, a size class, where it was 176
-// (TestTrackedSize); rare is 136 (the 144 class), paid only by the
-// entities that have one.
+// rare is what few tracked entities have, behind one pointer (nil when all
+// empty), so the common tracked entity stays small (TestTrackedSize).
 type rare struct {
-	// Of the entity as last handed in (facts).
-	//
-	// hostID is a host id neither "" nor the monitor's: only a monitor
-	// with no Options.HostID tracks such an entity.
+	// hostID is neither "" nor the monitor's: only without Options.HostID.
 	hostID                      string
 	heartbeatFile, scheduleCron string
 	exit                        *state.ExitStatus
 	scheduleLastFired           stamp
-	// deadSince is the entity's dead_since, or the monitor's own news of
-	// it (tracked.localDead): set late in an entity's life.
+	// deadSince is dead_since, or the monitor's own news of it (localDead).
 	deadSince stamp
 
-	// The monitor's own.
-	//
-	// whole is the entity as last handed in, kept only by a monitor
-	// with no Options.Entity to read it from (and, for its last check,
-	// by an entity that has just ended); never written through.
+	// whole is the entity as handed in, kept only without Options.Entity; never written through.
 	whole *store.Entity
-	// treeRoot is the root kept in the process tree for it (zero: none):
-	// kept past its death, for the leftovers, until it is dropped or
-	// names another process.
+	// treeRoot is its root in the process tree (zero: none), kept past its death.
 	treeRoot proctree.Root
-	// hbFile is the heartbeat file's mtime as last stat'ed (zero = not
-	// yet).
+	// hbFile is the heartbeat file's mtime as last stat'ed (zero: not yet).
 	hbFile stamp
-	// enforcedFor, phantomFor, scheduleFor: the dead_since, the last
-	// activity and the fire time whose deadline already fired.
-	// Stamps: compared, never computed with.
+	// enforcedFor, phantomFor, scheduleFor: what the fired deadlines were for.
 	enforcedFor, phantomFor, scheduleFor stamp
-	// diedPID is the pid whose death the watch reported: never watched
-	// again (its pid may already be another process's). exitPID is the
-	// pid whose exit status was recorded (the connector's or the
-	// pidfd's, whichever came first): never recorded twice. Both are set
-	// at a death, late in an entity's life, so they are here rather than
-	// in every tracked entity.
+	// diedPID's death was reported: never watched again (the pid may be reused).
+	// exitPID's exit status was recorded: never recorded twice.
 	diedPID, exitPID int32
-	// diedAt is when diedPID died; awaitExit: its judgement waits a
-	// moment for the connector's exit status (exitWait).
+	// diedAt is when diedPID died; awaitExit: waiting for the connector's exit status.
 	diedAt    stamp
 	awaitExit bool
-	// hbWatch is the heartbeat file watched for it ("" none), hbWatched
-	// whether by inotify (else polled).
+	// hbWatch is the heartbeat file watched ("" none), hbWatched: by inotify.
 	hbWatch   string
 	hbWatched bool
 }
 
-// none is what a tracked entity without rare reads: every field empty.
-// Never written (tracked.r).
+// none is what a tracked entity without rare reads; never written.
 var none rare
 
-// otherHealth is what the facts give back for a health that is none of
-// state.Healths: judge's timing rules and the watch compare health with
-// known words only (idle, stalled, process dead, orphaned), so any word
-// that is none of them reads the same to them. Never written anywhere.
+// otherHealth stands for any health none of state.Healths: the timing
+// rules compare health with known words only.
 const otherHealth = state.Health("(other)")
 
-// odd is the place of a health none of state.Healths.
 const odd = 255
 
-// healthOf is the entity's health as the timing rules read it.
 func (f *facts) healthOf() state.Health {
 	if int(f.health) < len(state.Healths) {
 		return state.Healths[f.health]
@@ -125,9 +79,7 @@ func (f *facts) healthOf() state.Health {
 	return otherHealth
 }
 
-// pid32 is pid as the monitor keeps it; one past 32 bits (no Linux pid:
-// a hand-edited row) is kept as the largest, which names no process
-// either.
+// pid32 is pid as the monitor keeps it, saturating beyond 32 bits.
 func pid32(pid int) int32 {
 	switch {
 	case pid > math.MaxInt32:
@@ -138,7 +90,6 @@ func pid32(pid int) int32 {
 	return int32(pid)
 }
 
-// placeOf is h's place in state.Healths, or odd.
 func placeOf(h state.Health) uint8 {
 	for i, w := range state.Healths {
 		if w == h {
@@ -148,13 +99,9 @@ func placeOf(h state.Health) uint8 {
 	return odd
 }
 
-// stamp is a time as the monitor keeps it: Unix nanoseconds, 0 for the
-// zero time. A time outside what int64 nanoseconds hold (before 1678,
-// after 2262) is kept as the nearest they hold: a deadline from it is as
-// far past or as far ahead as it was, which is all a deadline reads.
+// stamp is a time in Unix nanoseconds (0: zero time), clamped to int64's range.
 type stamp int64
 
-// The range of times a stamp holds, beside the zero time.
 var (
 	stampMin = time.Unix(0, math.MinInt64+1)
 	stampMax = time.Unix(0, math.MaxInt64)
@@ -182,13 +129,10 @@ func (s stamp) time() time.Time {
 	return time.Unix(0, int64(s))
 }
 
-// typeBoot is what the entities of a host have alike, interned as one
-// (facts.tb): their type and their boot id.
+// typeBoot is what the entities of a host share, interned as one (facts.tb).
 type typeBoot struct{ typ, boot string }
 
-// typeBootOf is typ and boot interned, prev when it is those already (an
-// entity's next change, most often: one lookup saved, two string
-// comparisons paid), the zero handle for two empty strings.
+// typeBootOf is typ and boot interned: prev when unchanged, zero for "" and "".
 func typeBootOf(prev unique.Handle[typeBoot], typ, boot string) unique.Handle[typeBoot] {
 	switch {
 	case prev != unique.Handle[typeBoot]{} && prev.Value() == typeBoot{typ, boot}:
@@ -199,8 +143,7 @@ func typeBootOf(prev unique.Handle[typeBoot], typ, boot string) unique.Handle[ty
 	return unique.Make(typeBoot{typ, boot})
 }
 
-// typ is the entity's type: the one copy its type and boot share
-// (typeBootOf), not the string handed in.
+// typ is the entity's type, the interned copy (typeBootOf).
 func (f *facts) typ() string {
 	if f.tb == (unique.Handle[typeBoot]{}) {
 		return ""
@@ -208,7 +151,6 @@ func (f *facts) typ() string {
 	return f.tb.Value().typ
 }
 
-// bootID is the entity's boot id, as typ.
 func (f *facts) bootID() string {
 	if f.tb == (unique.Handle[typeBoot]{}) {
 		return ""
@@ -216,7 +158,6 @@ func (f *facts) bootID() string {
 	return f.tb.Value().boot
 }
 
-// r is tr's rare to read: none when it has none.
 func (tr *tracked) r() *rare {
 	if tr.rare == nil {
 		return &none
@@ -224,7 +165,6 @@ func (tr *tracked) r() *rare {
 	return tr.rare
 }
 
-// w is tr's rare to write, made when it has none.
 func (tr *tracked) w() *rare {
 	if tr.rare == nil {
 		tr.rare = new(rare)
@@ -232,15 +172,13 @@ func (tr *tracked) w() *rare {
 	return tr.rare
 }
 
-// tidy drops tr's rare once all of it is empty again.
 func (tr *tracked) tidy() {
 	if tr.rare != nil && *tr.rare == (rare{}) {
 		tr.rare = nil
 	}
 }
 
-// setFacts keeps what the monitor reads of e, for a monitor whose host id
-// is host.
+// setFacts keeps what the monitor reads of e.
 func (tr *tracked) setFacts(e *store.Entity, host string) {
 	tr.f = facts{
 		tb: typeBootOf(tr.f.tb, e.Type, e.BootID), id: e.ID, lifecycle: e.Lifecycle, health: placeOf(e.Health),
@@ -262,9 +200,7 @@ func (tr *tracked) setFacts(e *store.Entity, host string) {
 	tr.tidy()
 }
 
-// entity is the entity as far as the facts go, for a monitor whose host
-// id is host: what judge's timing rules and the watch read, every other
-// field empty. Never a reaper step's.
+// entity is the entity as far as the facts go: never a reaper step's.
 func (tr *tracked) entity(host string) store.Entity {
 	f, r := &tr.f, tr.r()
 	hostID := r.hostID

@@ -9,16 +9,13 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// MaxFileDirs bounds the directories watched for heartbeat files: one
-// inotify watch each. A file in a directory beyond it is polled (stat'ed
-// at its deadlines and by the sweep), as every file is where inotify is
-// unavailable.
+// MaxFileDirs bounds the directories watched for heartbeat files (one
+// inotify watch each); a file beyond it is polled.
 const MaxFileDirs = 4096
 
-// files watches the directories of open local entities' heartbeat files,
-// so a touch is judged when it happens, not at the next sweep. A
-// directory, not the file: the file may not exist yet, or be replaced by
-// a rename.
+// files watches the heartbeat files' directories, so a touch is judged
+// when it happens. A directory, not the file: the file may not exist yet,
+// or be replaced by a rename.
 type files struct {
 	w      *fsnotify.Watcher // nil: every file polled
 	max    int
@@ -35,8 +32,7 @@ func newFiles(max int) *files {
 	return f
 }
 
-// events is the watcher's channel of changes (nil without a watcher:
-// never ready in a select).
+// events is the watcher's channel (nil without a watcher: never ready).
 func (f *files) events() chan fsnotify.Event {
 	if f.w == nil {
 		return nil
@@ -44,8 +40,7 @@ func (f *files) events() chan fsnotify.Event {
 	return f.w.Events
 }
 
-// add watches path for tr; false: polled (no watcher, the cap, or a
-// directory inotify refuses).
+// add watches path for tr; false: polled.
 func (f *files) add(tr *tracked, path string) bool {
 	path = filepath.Clean(path)
 	if set := f.paths[path]; set != nil {
@@ -64,7 +59,6 @@ func (f *files) add(tr *tracked, path string) bool {
 	return true
 }
 
-// remove stops watching path for tr (watched says add said true).
 func (f *files) remove(tr *tracked, path string, watched bool) {
 	if !watched {
 		f.polled--
@@ -87,7 +81,6 @@ func (f *files) remove(tr *tracked, path string, watched bool) {
 	}
 }
 
-// touched are the entities whose heartbeat file name is.
 func (f *files) touched(name string) map[*tracked]struct{} {
 	return f.paths[filepath.Clean(name)]
 }
@@ -98,10 +91,8 @@ func (f *files) close() {
 	}
 }
 
-// fileChanged takes an inotify event in a heartbeat file's directory: an
-// entity judged idle or stalled whose file it names is judged again now
-// (a touch clears it at once); any other waits for its deadline, which
-// stats the file then.
+// fileChanged rejudges the idle or stalled entities whose heartbeat file
+// name is; the others wait for their deadline.
 func (m *Monitor) fileChanged(ctx context.Context, name string) {
 	for tr := range m.fw.touched(name) {
 		if h := tr.f.healthOf(); h != state.HealthIdle && h != state.HealthStalled {
@@ -115,8 +106,7 @@ func (m *Monitor) fileChanged(ctx context.Context, name string) {
 	}
 }
 
-// watchFile keeps tr's heartbeat file watched (files) while it is open
-// and local; unwatchFile lets it go.
+// watchFile keeps tr's heartbeat file watched while it is open and local.
 func (m *Monitor) watchFile(tr *tracked) {
 	want := tr.r().heartbeatFile
 	if want == tr.r().hbWatch {
@@ -146,9 +136,8 @@ func (m *Monitor) countFiles() {
 	m.nFilesPolled.Store(int64(m.fw.polled))
 }
 
-// HeartbeatFiles counts the heartbeat files of open local entities: those
-// watched by inotify, and those polled (at their deadlines and by the
-// sweep) for want of a watch.
+// HeartbeatFiles counts the heartbeat files of open local entities watched
+// by inotify, and those polled for want of a watch.
 func (m *Monitor) HeartbeatFiles() (watched, polled int) {
 	return int(m.nFiles.Load()), int(m.nFilesPolled.Load())
 }

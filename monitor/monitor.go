@@ -1,19 +1,8 @@
-// Package monitor is the event-driven core of liveness (docs/reference/state-model.md, Probing): it holds
-// a pidfd watch on every open local entity's process and a timer heap of
-// every timed judgement, so a death is judged the moment the kernel reports
-// it and a threshold at the moment it passes, not when a sweep comes round.
-//
-// One goroutine (Run) owns everything: the watches, the heap and the calls
-// into the reaper. There are no per-entity goroutines and no periodic
-// scan: the earliest deadline is one alarm on the process's one timer
-// (internal/deadline, ADR-0055). The sweep stays,
-// slower, as the reconciler of what events cannot see.
-//
-// The monitor decides only when to look; what is seen and done is the
-// reaper's (CheckEntity probes and records, EnforceEntity and
-// ReapPhantomEntity end through the write path with their own re-check and
-// compare-and-set), so a deadline that fires early or twice costs a probe,
-// never a wrong verdict.
+// Package monitor is the event-driven core of liveness (ADR-0017,
+// ADR-0055): one goroutine (Run) holds a pidfd watch per open local
+// process and a timer heap of every timed judgement. It decides only when
+// to look; the reaper re-checks, so an early or doubled deadline costs a
+// probe, never a wrong verdict.
 package monitor
 
 import (
@@ -37,10 +26,8 @@ import (
 	"watchdog/store"
 )
 
-// Reaper is the reaper's per-entity entry points: each judges or acts on
-// one entity as its job would, re-reading what it must.
-// A death the monitor saw comes with the event (judge.Event): not looked
-// for again, its exit status written with it.
+// Reaper is the reaper's per-entity entry points. A death the monitor saw
+// comes with the event (judge.Event) and is not looked for again.
 type Reaper interface {
 	Observe(ctx context.Context, e store.Entity, ev judge.Event) (written bool, err error)
 	EnforceEntity(ctx context.Context, e store.Entity, ev judge.Event) (acted bool, err error)
@@ -48,9 +35,8 @@ type Reaper interface {
 	CheckScheduleEntity(ctx context.Context, e store.Entity) (bool, error)
 }
 
-// Watcher is the pidfd watcher (pidwatch) as the monitor uses it. Resync
-// says deaths were dropped at the watcher's full queue: the monitor then
-// looks at every process it watches (resync).
+// Watcher is the pidfd watcher as the monitor uses it; Resync means
+// deaths were dropped.
 type Watcher interface {
 	Watch(key string, pid int, same func() bool) error
 	Forget(key string)
@@ -58,11 +44,8 @@ type Watcher interface {
 	Resync() <-chan struct{}
 }
 
-// Tree is the process tree (proctree.Tree) as the monitor uses it: each
-// root watched by pidfd is kept there too, for its descendants (the
-// leftover finding, read by the reaper) and for its exit status at its
-// exit, reaped or not (Exits), which is recorded before the pidfd's
-// PIDFD_INFO_EXIT. In walk mode the sets follow walks, one at each death.
+// Tree is the process tree as the monitor uses it: pidfd-watched roots are
+// kept there for their descendants and exit status.
 type Tree interface {
 	Watch(root proctree.Root) error
 	Forget(root proctree.Root)
@@ -72,28 +55,20 @@ type Tree interface {
 	Mode() proctree.Mode
 }
 
-// Prober checks a recorded pid's identity (probe.Host.CheckPID): a watch
-// is kept only for the very process that was recorded.
+// Prober checks a recorded pid's identity before a watch is kept.
 type Prober interface {
 	CheckPID(t probe.PIDSubject) probe.PIDObservation
 }
 
-// Settings are the durations the deadlines are computed from: the config's
-// thresholds and graces, and the fallback's poll interval.
+// Settings are the durations the deadlines are computed from.
 type Settings struct {
-	// Settings are the judgement's, the very ones the reaper applies, so
-	// a deadline comes exactly when the judgement changes.
+	// Settings are the reaper's own, so a deadline comes exactly when the judgement changes.
 	judge.Settings
-	// PollInterval is how often an entity whose process cannot be watched
-	// by pidfd (ErrUnsupported, ErrNoFD, no start time recorded) is
-	// checked.
+	// PollInterval is how often a process not watchable by pidfd is checked.
 	PollInterval time.Duration
 }
 
-// DefaultSettings are the config's defaults, and a 5 s poll: a death on a
-// system without pidfds is seen within 5 s at the cost of one /proc read
-// per polled process every 5 s (about 5µs each), where the sweep took a
-// minute.
+// DefaultSettings are the config's defaults and a 5 s poll.
 var DefaultSettings = Settings{
 	Settings:     judge.DefaultSettings,
 	PollInterval: 5 * time.Second,
@@ -107,37 +82,28 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
-// Options are what a Monitor works with. Reaper is required; the rest
-// may be nil: without Watcher every process is polled, without Prober no
-// watch is opened (nothing could verify it).
+// Options are what a Monitor works with; only Reaper is required.
 type Options struct {
 	Reaper  Reaper
 	Watcher Watcher
 	Prober  Prober
 	// Tree keeps the watched roots' descendants; nil: none kept.
 	Tree Tree
-	// Entity reads an entity whole for a reaper step (the live view's,
-	// View.Entity): the monitor then keeps only what its deadlines and
-	// watch read of each (facts). nil: it keeps each entity whole, as
-	// handed in.
+	// Entity reads an entity whole for a reaper step (nil: each kept whole).
 	Entity func(typ, id string) (store.Entity, bool)
 	// HostID is this host's: only its entities are watched and timed.
 	HostID   string
 	Settings Settings
 	Logger   *zap.Logger
-	// Clock holds the heap's earliest deadline (nil: the process's one,
-	// deadline.Shared).
+	// Clock holds the heap's earliest deadline (nil: deadline.Shared).
 	Clock *deadline.Clock
-	// Now and StatMtime stand in for the clock and the heartbeat file's
-	// stat in tests; nil means time.Now and os.Stat with the entity
-	// owner's rights (probe.AsOwner).
+	// Now and StatMtime stand in for the clock and the file's stat in tests.
 	Now       func() time.Time
 	StatMtime func(e *store.Entity) (time.Time, error)
 }
 
 // Monitor schedules every open local entity's judgements. Update, Forget
-// and SetSettings may be called from any goroutine, before or during Run;
-// they hand their change to Run's goroutine and return at once.
+// and SetSettings are safe from any goroutine; Run's goroutine applies them.
 type Monitor struct {
 	opt Options
 
@@ -147,25 +113,23 @@ type Monitor struct {
 	wake     chan struct{}
 
 	nPidfd, nPolled atomic.Int64
-	// nResyncs counts the watcher's resyncs answered (Resyncs).
+	// nResyncs counts the watcher's resyncs answered.
 	nResyncs atomic.Int64
-	// budgetSaid: the watcher's cap was reported (once per run: the
-	// gauge's poll count says the rest).
+	// budgetSaid: the pidfd cap was reported (once per run).
 	budgetSaid bool
-	// busySince is when the running step began (UnixNano), 0 between
-	// steps (Stuck).
+	// busySince is when the running step began (UnixNano), 0 between steps.
 	busySince atomic.Int64
 
-	// nTreeResyncs counts the tree's resyncs (TreeResyncs).
+	// nTreeResyncs counts the tree's resyncs.
 	nTreeResyncs atomic.Int64
-	// nFiles and nFilesPolled count the heartbeat files (HeartbeatFiles).
+	// nFiles and nFilesPolled count the heartbeat files.
 	nFiles, nFilesPolled atomic.Int64
 
 	// Owned by Run's goroutine.
 	s    Settings
 	ents table
 	h    deadlineHeap
-	// roots are the tracked entities by the root kept in the tree.
+	// roots are the tracked entities by their tree root.
 	roots map[proctree.Root]*tracked
 	// fw watches the heartbeat files' directories (nil until one is).
 	fw *files
@@ -205,25 +169,17 @@ func statMtime(e *store.Entity) (time.Time, error) {
 	return fi.ModTime(), nil
 }
 
-// Key is the watch key of an entity: "type/id". The monitor makes one
-// only for a watch (Watcher.Watch, Forget) and a log line: its map is
-// keyed by the entity's own strings (key).
+// Key is the watch key of an entity: "type/id".
 func Key(typ, id string) string { return typ + "/" + id }
 
-// key is an entity's key: its type and id, the strings handed in (the
-// view's), so a key costs no string of its own (table).
+// key is an entity's key: the view's own strings, so it costs no string.
 type key struct{ typ, id string }
 
-// key is tr's key in the monitor's map.
 func (tr *tracked) key() key { return key{tr.f.typ(), tr.f.id} }
 
-// name is tr's watch key (Key), for a watch and a log line.
 func (tr *tracked) name() string { return Key(tr.f.typ(), tr.f.id) }
 
-// byName is the tracked entity whose watch key (Key) is name: a death's
-// (pidwatch.Death.Key). An id holds no "/" (transitions' id shape), but
-// a type is not checked here, so every split is tried, first "/" first:
-// nil when none is tracked.
+// byName is the tracked entity whose watch key is name, trying every "/".
 func (m *Monitor) byName(name string) *tracked {
 	for i := 0; i < len(name); i++ {
 		if name[i] != '/' {
@@ -236,14 +192,11 @@ func (m *Monitor) byName(name string) *tracked {
 	return nil
 }
 
-// Update hands the monitor an entity as it now is: at start for each open
-// entity (adoption), and on every change any writer made. An entity that
-// is not this host's or has ended is forgotten.
+// Update hands the monitor an entity as it now is; one not this host's, or
+// ended, is forgotten.
 func (m *Monitor) Update(e store.Entity) { m.UpdateShared(&e) }
 
-// UpdateShared is Update without a copy: a monitor without
-// Options.Entity keeps e itself. The caller must never change *e
-// afterwards (the view hands each change its own copy).
+// UpdateShared is Update without a copy: the caller must never change *e.
 func (m *Monitor) UpdateShared(e *store.Entity) {
 	m.mu.Lock()
 	m.pending[key{e.Type, e.ID}] = e
@@ -268,8 +221,7 @@ func (m *Monitor) SetSettings(s Settings) {
 	m.poke()
 }
 
-// Watching counts the processes watched by pidfd and those polled instead
-// (the gauge watchdog_watched_processes{mode}).
+// Watching counts the processes watched by pidfd and those polled instead.
 func (m *Monitor) Watching() (pidfd, polled int) {
 	return int(m.nPidfd.Load()), int(m.nPolled.Load())
 }
@@ -281,8 +233,7 @@ func (m *Monitor) poke() {
 	}
 }
 
-// Run watches and fires deadlines until ctx ends, then forgets its
-// watches. It returns ctx's error.
+// Run watches and fires deadlines until ctx ends, then forgets its watches.
 func (m *Monitor) Run(ctx context.Context) error {
 	var deaths <-chan pidwatch.Death
 	var resync <-chan struct{}
@@ -294,8 +245,6 @@ func (m *Monitor) Run(ctx context.Context) error {
 	if m.opt.Tree != nil {
 		exits, treeResync = m.opt.Tree.Exits(), m.opt.Tree.Resync()
 	}
-	// The heap's earliest deadline is an alarm on the process's shared
-	// clock (ADR-0055), armed again only when that deadline moves.
 	alarm := m.opt.Clock.Signal()
 	defer alarm.Stop()
 	var armed time.Time
@@ -342,28 +291,21 @@ func (m *Monitor) Run(ctx context.Context) error {
 		case x := <-exits:
 			m.treeExit(ctx, x)
 		case <-treeResync:
-			// Exits were missed (the tree's queue was full, or the kernel
-			// dropped events): the deaths themselves are the pidfds', so
-			// nothing is lost but the statuses those exits carried, which
-			// PIDFD_INFO_EXIT still gives for a reaped root.
+			// Only exit statuses were lost: deaths are still the pidfds'.
 			m.nTreeResyncs.Add(1)
 			m.opt.Logger.Warn("the process tree missed exits (watchdog_process_tree_overflow_total): deaths are still seen by pidfd, their exit status only once reaped")
 		}
 	}
 }
 
-// applyPending takes the changes handed in since the last turn.
 func (m *Monitor) applyPending(ctx context.Context) {
 	m.mu.Lock()
 	pending, s := m.pending, m.settings
 	if len(pending) > 0 {
-		// A fresh small map, not one sized like the last batch: the
-		// load's thousands of entries would otherwise keep a map that
-		// size for the daemon's lifetime.
+		// A fresh small map: one sized like a load's batch would stay that size.
 		m.pending = map[key]*store.Entity{}
 	} else {
-		// Nothing taken: the map stays the one writers fill under the
-		// lock, so it must not be read below without it (even empty).
+		// Nothing taken: the writers' map must not be read without the lock.
 		pending = nil
 	}
 	m.settings = nil
@@ -383,35 +325,24 @@ func (m *Monitor) applyPending(ctx context.Context) {
 	}
 }
 
-// local says whether the entity is this host's to watch and time.
 func (m *Monitor) local(e store.Entity) bool {
 	return e.HostID == "" || m.opt.HostID == "" || e.HostID == m.opt.HostID
 }
 
-// apply takes one entity's new state: (re)opens or drops its watch and
-// computes its deadline again.
+// apply takes one entity's new state: its watch and deadline again.
 func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 	if !e.Open() || !m.local(*e) {
 		tr := m.ents.get(k)
 		if tr == nil && m.local(*e) && e.Lifecycle != nil && (e.Health == state.HealthUnknown || e.Health == "") && e.EndedAt.After(m.opt.Now().Add(-m.s.Window())) {
-			// Registered and ended between two of the monitor's looks
-			// (a short job on a busy host: the feed brings only its
-			// newest state), so never judged: judged once now, as below,
-			// rather than read "unknown" until the next sweep.
+			// Registered and ended between two looks, so never judged: judge once now.
 			tr = &tracked{index: -1}
 		}
 		if tr != nil && tr.r().diedPID != 0 && tr.r().diedPID == pid32(e.PID) && judge.EndedByDeath(e) && len(e.LockFiles) == 0 && len(e.Artifacts) == 0 {
-			// Ended for the death the monitor saw: judged at the death,
-			// with nothing at the end to look at.
+			// Ended for the death the monitor saw: already judged then.
 			tr = nil
 		}
 		if tr != nil && m.local(*e) && e.Lifecycle != nil {
-			// It has just ended (its owner's transition, exec's, the
-			// reaper's): its health is judged now as an ended entity's
-			// (its process expected gone: ok; still alive: orphaned),
-			// not left at what it was while it ran ("Completed · Process
-			// dead" when the exit was seen a moment before the owner's
-			// end, "Completed · Alive" when not) until the next sweep.
+			// Just ended: judge its health as an ended entity's now.
 			tr.setFacts(e, m.opt.HostID)
 			tr.w().whole, tr.localDead = e, false
 			m.check(ctx, tr)
@@ -426,34 +357,19 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 		tr = &tracked{index: -1, judged: stampOf(now)}
 		m.ents.put(k, tr)
 		if e.Health == state.HealthUnknown {
-			// Never judged (just registered, by any writer): its first
-			// health is read now rather than at the next sweep, so a new
-			// entity does not read "unknown" for a minute.
+			// Never judged: its first health is read now, not at the next sweep.
 			tr.checkAt = stampOf(now)
 		}
 	} else if tr.f.heartbeatAt.time().Before(e.HeartbeatAt) && (e.Health == state.HealthIdle || e.Health == state.HealthStalled) {
-		// A heartbeat posted to an idle or stalled entity: judge it now,
-		// not at its next threshold.
+		// A heartbeat to an idle or stalled entity: judge it now.
 		tr.checkAt = stampOf(now)
 	} else if otherProcess(&tr.f, e) || (e.LastSeq != tr.f.lastSeq && tr.r().diedPID != 0 && e.DeadSince.IsZero()) {
-		// Another process, or a lifecycle write over a death not yet
-		// recorded: judge it now. A check made on the copy from before a
-		// transition is refused by the store (an observation is written
-		// only over the lifecycle it judged), so a death seen just after
-		// a transition would otherwise wait for the sweep; and a
-		// restarted process must not keep its predecessor's
-		// process_dead (which also keeps it from being watched) until
-		// then. Other transitions bring no check: each would be one more
-		// durable write beside the transition's own.
+		// Another process, or a lifecycle write over an unrecorded death: the
+		// store refuses a check of the pre-transition copy, so judge now.
 		tr.checkAt = stampOf(now)
 	}
 	if !fresh && unsafe.StringData(tr.f.id) != unsafe.StringData(e.ID) {
-		// The same key in an id string of its own: kept under it, as the
-		// facts are below, so the monitor keeps no older copy of the id
-		// beside its source's. The view hands every version of an entity
-		// the one copy it holds (live/ids.go), so from the view this is
-		// rare (an entity dropped and seen again). (The type is the
-		// facts' one shared copy, typeBootOf.)
+		// A new id string for the same key: re-key, keeping no older copy.
 		m.ents.put(k, tr)
 	}
 	if fresh || tr.r().heartbeatFile != e.HeartbeatFile {
@@ -471,18 +387,15 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 	m.reschedule(tr)
 }
 
-// otherProcess says whether cur names another process than prev.
 func otherProcess(prev *facts, cur *store.Entity) bool {
 	return pid32(cur.PID) != prev.pid || cur.PIDStartTicks != prev.pidStartTicks || !cur.PIDStartTime.Equal(prev.pidStart.time())
 }
 
-// wantsWatch says whether the entity has a live process of its own to
-// watch: a pid, and no death recorded yet.
+// wantsWatch says whether the entity has a live process of its own.
 func wantsWatch(e store.Entity) bool {
 	return e.PID > 0 && e.DeadSince.IsZero() && e.Health != state.HealthProcessDead
 }
 
-// watch opens, keeps or drops the entity's watch to match its pid.
 func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 	e := tr.entity(m.opt.HostID)
 	if root := tr.r().treeRoot; root.PID != 0 && root != rootOf(&tr.f) {
@@ -499,8 +412,7 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 	tr.watchedPID = pid32(e.PID)
 	identified := !e.PIDStartTime.IsZero() || e.PIDStartTicks != 0
 	if m.opt.Watcher == nil || m.opt.Prober == nil || !identified {
-		// Without a recorded identity a pidfd could be the pid's next
-		// owner's: such a process is polled, never watched.
+		// Without a recorded identity a pidfd could be the pid's next owner's.
 		m.setMode(tr, polled)
 		tr.checkAt = stampOf(now.Add(m.s.PollInterval))
 		return
@@ -517,14 +429,11 @@ func (m *Monitor) watch(_ context.Context, tr *tracked, now time.Time) {
 		m.setMode(tr, byPidfd)
 		m.watchTree(tr)
 	case errors.Is(err, pidwatch.ErrNotSame) && asked && seen.Liveness == probe.Unknown:
-		// The identity could not be read (out of file descriptors for
-		// /proc, permission, hidepid): not proof of another process, and
-		// no pidfd either, so it is polled, and counted as polled.
+		// Identity unreadable (fds, permission, hidepid): not proof, so poll.
 		m.setMode(tr, polled)
 		tr.rewatch = true
 		tr.checkAt = stampOf(now.Add(m.s.PollInterval))
 	case errors.Is(err, pidwatch.ErrNotSame), errors.Is(err, pidwatch.ErrGone):
-		// The recorded process is not there: the probe says so now.
 		m.setMode(tr, unwatched)
 		tr.checkAt = stampOf(now)
 	default:

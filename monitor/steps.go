@@ -20,8 +20,7 @@ func (m *Monitor) check(ctx context.Context, tr *tracked) {
 	}
 	defer func() {
 		if r := tr.r(); r.diedPID != 0 && r.diedPID == tr.f.pid && r.deadSince == 0 {
-			// The death this check recorded, until the change comes back
-			// through Update with the stored value.
+			// The death this check recorded, until Update brings the stored value.
 			tr.w().deadSince, tr.localDead = r.diedAt, true
 		}
 	}()
@@ -31,8 +30,7 @@ func (m *Monitor) check(ctx context.Context, tr *tracked) {
 	}
 }
 
-// fireDue runs every deadline that has come, each entity's due jobs in one
-// go, and schedules its next.
+// fireDue runs every deadline that has come and schedules each entity's next.
 func (m *Monitor) fireDue(ctx context.Context) {
 	for {
 		tr := m.h.peek()
@@ -51,8 +49,7 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	_, due := deadlines(tr, m.opt.HostID, m.s, now)
 	e := tr.entity(m.opt.HostID)
 	if due&jobHeartbeat != 0 {
-		// The file's mtime is learned now, when it matters: it may have
-		// moved every threshold later.
+		// The file's mtime may have moved every threshold later.
 		if m.freshFile(tr, &e) {
 			due |= jobCheck
 		}
@@ -64,10 +61,8 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	if due&jobCheck != 0 {
 		m.check(ctx, tr)
 		if tr.mode == polled && tr.rewatch && m.ents.get(tr.key()) == tr {
-			// Polled for want of an fd: offered to the watcher again
-			// (a refusal at the cap costs no syscall). A death the check
-			// just recorded comes back through Update, which unwatches.
-			// A failed check's retry (checkAt) outlives a watch won.
+			// Polled for want of an fd: offer it to the watcher again, keeping a
+			// failed check's retry.
 			retry := tr.checkAt
 			m.unwatch(tr)
 			m.watch(ctx, tr, now)
@@ -79,11 +74,8 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 			tr.checkAt = stampOf(now.Add(m.s.PollInterval))
 		}
 	}
-	// Phantom before enforcement: when both are due at once (a process
-	// quiet for phantom_after that died terminal_grace ago), "a phantom"
-	// is the more specific verdict; the compare-and-set makes the second
-	// a no-op. With the defaults (grace 30s, phantom 1h) enforcement
-	// nearly always comes first on its own.
+	// Phantom before enforcement: when both are due, "a phantom" is the more
+	// specific verdict; the compare-and-set makes the second a no-op.
 	if due&jobPhantom != 0 {
 		tr.w().phantomFor = stampOf(judge.LastActivity(&e, tr.r().hbFile.time()))
 		m.act(ctx, tr, "reap phantom", noEvent(m.opt.Reaper.ReapPhantomEntity))
@@ -98,9 +90,8 @@ func (m *Monitor) fire(ctx context.Context, tr *tracked, now time.Time) {
 	}
 }
 
-// freshFile stats tr's heartbeat file (with its owner's rights) and
-// says whether a newer mtime makes an idle or stalled verdict worth
-// judging again now.
+// freshFile stats tr's heartbeat file with its owner's rights and says
+// whether a newer mtime makes an idle or stalled verdict worth rejudging.
 func (m *Monitor) freshFile(tr *tracked, e *store.Entity) bool {
 	if e.HeartbeatFile == "" {
 		return false
@@ -120,27 +111,22 @@ func (m *Monitor) freshFile(tr *tracked, e *store.Entity) bool {
 	return e.Health == state.HealthIdle || e.Health == state.HealthStalled
 }
 
-// act runs one of the reaper's acting entry points. It is not retried on
-// its own: the sweep reconciles what an error left.
+// act runs one of the reaper's acting steps; not retried: the sweep
+// reconciles what an error left.
 func (m *Monitor) act(ctx context.Context, tr *tracked, what string, f stepFunc) {
 	if _, err := m.guard(what, tr, func() (bool, error) { return m.step(ctx, tr, f) }); err != nil {
 		m.warn(what+" failed", tr, err)
 	}
 }
 
-// stepFunc is a reaper step, with what the monitor knows of the event.
 type stepFunc func(context.Context, store.Entity, judge.Event) (bool, error)
 
-// noEvent is a step that takes no event.
 func noEvent(f func(context.Context, store.Entity) (bool, error)) stepFunc {
 	return func(ctx context.Context, e store.Entity, _ judge.Event) (bool, error) { return f(ctx, e) }
 }
 
-// step runs one reaper step on tr's entity whole: the one kept (whole),
-// else the one read from Options.Entity, with the death it saw (event)
-// and its dead_since laid over it while the store has not brought it
-// back (not over another process's). An entity no longer there (its
-// deletion on its way here) is skipped.
+// step runs one reaper step on tr's entity whole, with the death it saw
+// laid over it until the store brings it back; an entity gone is skipped.
 func (m *Monitor) step(ctx context.Context, tr *tracked, f stepFunc) (bool, error) {
 	var e store.Entity
 	switch {
@@ -160,11 +146,8 @@ func (m *Monitor) step(ctx context.Context, tr *tracked, f stepFunc) (bool, erro
 	return f(ctx, e, m.event(tr, &e))
 }
 
-// warn logs a step's failure: a warning, except when the store could not
-// take the write (store.FailureNotWritten: a lost store, a full or
-// read-only disk, a server gone), which the daemon's store watch logs once
-// for all; per entity and per retry it would bury that line. The step is
-// retried (a check) or reconciled by the sweep (an act) all the same.
+// warn logs a step's failure; one the store could not take is debug only,
+// as the store watch logs that once for all.
 func (m *Monitor) warn(msg string, tr *tracked, err error) {
 	if store.Classify(err) == store.FailureNotWritten {
 		m.opt.Logger.Debug(msg+" (the store cannot take writes now)", zap.String("entity", tr.name()), zap.Error(err))
@@ -173,9 +156,8 @@ func (m *Monitor) warn(msg string, tr *tracked, err error) {
 	m.opt.Logger.Warn(msg, zap.String("entity", tr.name()), zap.Error(err))
 }
 
-// guard runs one reaper step and turns a panic in it into an error: one
-// entity's bad row must not stop the monitor (every death and deadline
-// of the host) nor crash the daemon into a restart that adopts it again.
+// guard turns a panic in a reaper step into an error: one bad row must not
+// stop the monitor nor crash the daemon into a restart that adopts it again.
 func (m *Monitor) guard(what string, tr *tracked, f func() (bool, error)) (ok bool, err error) {
 	defer m.busy()()
 	defer func() {
@@ -186,19 +168,15 @@ func (m *Monitor) guard(what string, tr *tracked, f func() (bool, error)) (ok bo
 	return f()
 }
 
-// busy marks the start of a call that may block (a reaper step, a
-// heartbeat file's stat) and returns its end: Stuck reads the mark.
+// busy marks the start of a call that may block; Stuck reads the mark.
 func (m *Monitor) busy() (done func()) {
 	m.busySince.Store(m.opt.Now().UnixNano())
 	return func() { m.busySince.Store(0) }
 }
 
-// Stuck is how long the monitor's current step has been running at now,
-// 0 when it is waiting for its next death or deadline. One goroutine runs
-// every step, so a step that never returns (a stat on a hung NFS mount,
-// a store that never answers) holds back every death and deadline of the
-// host: the daemon stops feeding systemd's watchdog when this grows past
-// any step's own bounds.
+// Stuck is how long the monitor's current step has been running, 0 when
+// idle. One goroutine runs every step, so a hung one holds back every
+// death and deadline: the daemon stops feeding systemd's watchdog then.
 func (m *Monitor) Stuck(now time.Time) time.Duration {
 	since := m.busySince.Load()
 	if since == 0 {

@@ -1,12 +1,8 @@
 // Package pidwatch holds a pidfd for every watched process and reports each
 // death the moment the kernel signals it, with the exit status where the
-// kernel keeps it (PIDFD_INFO_EXIT, Linux ≥ 6.15).
-//
-// A watch is only as good as its identity check: Watch opens the pidfd
-// first and then asks the caller whether the process behind the pid is
-// still the one it recorded (start time, boot id). Once that answer is yes,
-// the fd refers to that very process, so a pid reused later can never be
-// taken for it.
+// kernel keeps it (PIDFD_INFO_EXIT, Linux ≥ 6.15). Watch opens the pidfd
+// before the caller's identity check, so a pid reused later is never taken
+// for the watched process.
 package pidwatch
 
 import (
@@ -18,30 +14,26 @@ import (
 
 // Errors Watch returns, checked with errors.Is.
 var (
-	// ErrUnsupported: this system has no pidfds or epoll (another OS, a
-	// kernel older than 5.3); the caller polls instead.
+	// ErrUnsupported means no pidfds or epoll here; the caller polls instead.
 	ErrUnsupported = errors.New("pidfd watching not supported")
-	// ErrNotSame: the pid now belongs to another process (the identity
-	// check said no after the pidfd was opened); nothing is watched.
+	// ErrNotSame means the pid now belongs to another process; nothing is
+	// watched.
 	ErrNotSame = errors.New("pid belongs to another process")
-	// ErrGone: no process has that pid any more; nothing is watched.
+	// ErrGone means no process has that pid any more; nothing is watched.
 	ErrGone = errors.New("process already gone")
-	// ErrNoFD: the process is out of file descriptors (EMFILE/ENFILE);
-	// the caller polls this one instead.
+	// ErrNoFD means the process is out of file descriptors; the caller polls.
 	ErrNoFD = errors.New("no file descriptor left for a pidfd")
-	// ErrBudget: the Watcher already holds as many pidfds as its cap
-	// (SetMax) allows, so that the rest of the process's file descriptors
-	// stay free for the store, the listener and its own files. It wraps
-	// ErrNoFD: a caller that polls on ErrNoFD polls on it too.
+	// ErrBudget means the Watcher holds its cap of pidfds (SetMax), which
+	// keeps fds free for the store and the listener. It wraps ErrNoFD.
 	ErrBudget = fmt.Errorf("pidfd budget reached: %w", ErrNoFD)
-	// ErrClosed: the Watcher was closed; nothing is watched.
+	// ErrClosed means the Watcher was closed; nothing is watched.
 	ErrClosed = errors.New("pid watcher closed")
 )
 
 // Exit is how a process ended, as far as the kernel said.
 type Exit struct {
-	// Known is false when the kernel did not say (no PIDFD_INFO_EXIT, or
-	// the process was never reaped by its parent in time).
+	// Known is false when the kernel did not say (no PIDFD_INFO_EXIT, or the
+	// parent did not reap in time).
 	Known bool
 	// Code is the exit code when Signal is 0.
 	Code int
@@ -49,12 +41,10 @@ type Exit struct {
 	Signal syscall.Signal
 }
 
-// Death is one watched process's end. A key may see two: the first as soon
-// as the process exits (Exit possibly unknown, because the kernel keeps the
-// status only once the parent has reaped it), and, when that one's Exit was
-// unknown, a second with Exit.Known once the kernel has it (within
-// ExitWait). The watch is over after the last one. A Death dropped at a
-// full queue (QueueMax) never comes; Resync says so.
+// Death is one watched process's end. A key may see two: one at the exit
+// (Exit possibly unknown: the kernel keeps it only once reaped), then,
+// if that was unknown, one with Exit.Known within ExitWait. A Death
+// dropped at a full queue never comes; Resync says so.
 type Death struct {
 	Key  string
 	PID  int
@@ -62,16 +52,9 @@ type Death struct {
 	Exit Exit
 }
 
-// ExitWait is how long a dead process's pidfd is kept for its exit status
-// to appear before the watch gives up on it.
+// ExitWait is how long a dead process's pidfd is kept for its exit status.
 const ExitWait = 2 * time.Second
 
-// QueueMax bounds the deaths waiting for the reader. Without a bound the
-// queue grows with the watches (up to two deaths each) for as long as the
-// reader is behind: with the daemon's default pidfd cap (about 64,000)
-// that is over 100,000 deaths held. 4,096 is seconds of the monitor's
-// work (one probe and one store write per death) and about half a MiB;
-// a reader that far behind is better served by one resync (a check of
-// every watched process, which finds the dropped deaths as well) than by
-// a queue that holds the whole burst.
+// QueueMax bounds the deaths waiting for the reader: one resync serves a
+// reader that far behind better than an unbounded queue (ADR-0039).
 const QueueMax = 4096

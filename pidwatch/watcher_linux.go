@@ -16,24 +16,10 @@ import (
 	"watchdog/internal/deadline"
 )
 
-// Watcher holds one pidfd per watched key in one epoll set, and one
-// goroutine blocked in epoll_wait on it: no timeout and no polling, so an
-// idle Watcher costs no CPU however many processes it holds. Close wakes
-// that goroutine through an eventfd in the same set.
-//
-// Deaths reach the reader through an internal queue and one sender
-// goroutine, so the epoll goroutine never waits for the reader, however
-// slow. The queue is bounded (QueueMax): a death that finds it full is
-// dropped, counted (Overflows) and announced on Resync, after which the
-// reader must look at every process it watches, since it cannot know
-// which deaths it missed. The channel itself is unbuffered: a death not
-// yet handed over stays in the queue, where Forget can still withdraw it.
-//
-// Blind spots: a death is a pidfd turning readable, which the kernel
-// signals when the whole thread group has exited (a zombie counts); the
-// exit status is only known once the parent reaped the process, which a
-// parent that never waits (or an init that reaps late) delays past
-// ExitWait, and then Exit stays unknown.
+// Watcher holds one pidfd per watched key in one epoll set, with one
+// goroutine in epoll_wait (an idle Watcher costs no CPU). A sender
+// goroutine hands deaths over an unbuffered channel, so the epoll loop
+// never waits for the reader and Forget can withdraw a death not yet taken.
 type Watcher struct {
 	epfd   int
 	wakefd int
@@ -55,35 +41,25 @@ type Watcher struct {
 	sending *Death        // the death the sender is offering the reader now
 	abort   chan struct{} // closed to make the sender drop sending
 
-	// queueMax bounds queue: QueueMax, lowered only by the package's own
-	// tests (export_test.go) to overflow it with a handful of processes.
+	// queueMax bounds queue: QueueMax, lowered only by tests.
 	queueMax int
-	// resync holds one token while a drop is unannounced to the reader:
-	// buffered 1, so any number of drops before the reader takes it are
-	// one resync.
+	// resync holds one token while a drop is unannounced: drops coalesce.
 	resync    chan struct{}
 	overflows atomic.Uint64 // deaths dropped at a full queue, ever
 }
 
-// watch is one key's pidfd. Its id, not the fd number, is the epoll
-// event's data: a forgotten fd's number can be handed out again at once,
-// and an event already returned for the old one must not land on the new.
-//
-// A live process's watch is 48 bytes, a size class, where it was 96: pid
-// and fd are 32 bits (a Linux pid and a descriptor number are), and what
-// only a death needs is behind one pointer, nil until then (ADR-0052).
+// watch is one key's pidfd. Its id, not the fd number, is the epoll data:
+// a closed fd's number may be reused before a stale event is handled.
 type watch struct {
 	key string
 	pid int32
 	fd  int32
 	id  uint64
-	// died is set when the pidfd turned readable; the exit status may
-	// follow.
+	// died is set when the pidfd turned readable.
 	died *dying
 }
 
-// dying is what a watch keeps from its process's death until its exit
-// status is read or ExitWait has passed.
+// dying is what a watch keeps from the death until its exit status.
 type dying struct {
 	at    time.Time // when the pidfd turned readable
 	tries int       // exit status reads after the first
@@ -93,9 +69,7 @@ type dying struct {
 // wakeID is the eventfd's epoll data; watches count from 1.
 const wakeID = 0
 
-// exitChecks are when, counted from the death, the exit status is read
-// again while the kernel does not have it yet: often at once for a parent
-// that reaps promptly, seldom later; the last is ExitWait.
+// exitChecks are when, after the death, the exit status is read again.
 var exitChecks = []time.Duration{
 	5 * time.Millisecond,
 	25 * time.Millisecond,
@@ -105,9 +79,7 @@ var exitChecks = []time.Duration{
 	ExitWait,
 }
 
-// New starts a Watcher. It returns ErrUnsupported when this kernel has no
-// pidfd_open (older than 5.3, or a seccomp filter refusing it), which New
-// learns by opening a pidfd of its own process.
+// New starts a Watcher, or returns ErrUnsupported without pidfd_open.
 func New() (*Watcher, error) {
 	self, err := unix.PidfdOpen(os.Getpid(), 0)
 	if err != nil {
@@ -154,21 +126,9 @@ func New() (*Watcher, error) {
 }
 
 // Watch opens a pidfd for pid, asks same whether the process behind it is
-// the one the caller recorded, and watches it under key; a key already
-// watched is forgotten first (its undelivered deaths too). same runs after
-// the fd is open, so once it says yes the fd is known to be that very
-// process, whatever happens to the pid later; it must not call back into
-// the Watcher.
-//
-// Errors, checked with errors.Is: ErrGone when no process has the pid, or
-// the one behind the fd has died and same says it was another (either way
-// the recorded process is gone); ErrNotSame when a live process has the pid
-// and same says it is another; ErrNoFD when the process or system is out of
-// file descriptors or epoll watches (EMFILE, ENFILE, ENOSPC, ENOMEM: poll
-// this one instead), and ErrBudget (which wraps ErrNoFD) when the Watcher
-// holds its cap of pidfds (SetMax); ErrClosed after Close. Nothing is watched and no fd is
-// left open after an error. A process that has already exited but not been
-// reaped (a zombie) is watched, and its Death follows at once.
+// the one recorded, and watches it under key. same runs after the open, so
+// a yes pins that very process; it must not call back into the Watcher.
+// No fd is left open after an error; a zombie's Death follows at once.
 func (w *Watcher) Watch(key string, pid int, same func() bool) error {
 	if pid <= 0 {
 		return fmt.Errorf("watch pid %d: not a process id", pid)
@@ -176,9 +136,7 @@ func (w *Watcher) Watch(key string, pid int, same func() bool) error {
 	if same == nil {
 		return fmt.Errorf("watch pid %d: no identity check given", pid)
 	}
-	// A slot under the cap is taken before the pidfd is opened, so that
-	// concurrent Watch calls can never hold more than the cap between
-	// them, even for a moment.
+	// Take the slot before opening: concurrent Watches never exceed the cap.
 	if err := w.takeSlot(key, pid); err != nil {
 		return err
 	}
@@ -198,9 +156,8 @@ func (w *Watcher) Watch(key string, pid int, same func() bool) error {
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	// forgetLocked may wait for the sender, letting go of mu, and another
-	// Watch of the same key may land meanwhile: forget until none is left,
-	// so no watch is ever orphaned with its fd.
+	// forgetLocked may release mu while waiting for the sender, and another
+	// Watch of key may land: forget until none is left, orphaning no fd.
 	for !w.closed && w.byKey[key] != nil {
 		w.forgetLocked(key)
 	}
@@ -214,8 +171,7 @@ func (w *Watcher) Watch(key string, pid int, same func() bool) error {
 	}
 	w.nextID++
 	wt := &watch{key: key, pid: int32(pid), fd: int32(fd), id: w.nextID}
-	// One-shot: a dead pidfd stays readable while it is kept for the exit
-	// status, and must not wake the loop again.
+	// One-shot: a dead pidfd stays readable while kept for its exit status.
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT}
 	setEventID(&ev, wt.id)
 	if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
@@ -230,20 +186,15 @@ func (w *Watcher) Watch(key string, pid int, same func() bool) error {
 	return nil
 }
 
-// SetMax caps the pidfds the Watcher holds at once at n (0: no cap, the
-// default): a Watch beyond it returns ErrBudget without opening anything.
-// Dead processes whose exit status is still awaited count, as they hold
-// their fd (at most ExitWait). Lowering the cap below what is held closes
-// nothing; new watches wait until deaths bring the count under it.
+// SetMax caps the pidfds held at once (0: no cap), dead ones awaiting
+// their exit status included; a Watch beyond it returns ErrBudget.
 func (w *Watcher) SetMax(n int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.max = max(n, 0)
 }
 
-// takeSlot reserves one pidfd under the cap for a Watch of key, or
-// returns ErrBudget (ErrClosed after Close). A key already watched gives
-// its slot to its new watch, which forgets it first.
+// takeSlot reserves one pidfd under the cap for a Watch of key.
 func (w *Watcher) takeSlot(key string, pid int) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -269,35 +220,23 @@ func (w *Watcher) releaseSlot() {
 	w.mu.Unlock()
 }
 
-// Forget stops watching key and closes its fd. No Death for key reaches
-// the reader after Forget returns: those still queued are dropped, and one
-// the sender is offering is taken back. (A Death the reader took before
-// Forget returned is the reader's; a reader on another goroutine than the
-// one calling Forget can see one such, and should check the key against
-// its own table.) Forgetting a key not watched does nothing.
+// Forget stops watching key and closes its fd; no Death for key reaches
+// the reader after it returns (but one taken just before on another
+// goroutine may: check keys against your table).
 func (w *Watcher) Forget(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.forgetLocked(key)
 }
 
-// Deaths is where deaths arrive, in the order they were seen. It is never
-// closed: after Close nothing more arrives, and undelivered deaths are
-// dropped.
+// Deaths is where deaths arrive, in the order seen. Never closed.
 func (w *Watcher) Deaths() <-chan Death { return w.out }
 
-// Resync receives a value after a death was dropped at a full queue
-// (QueueMax): the reader has missed deaths and must look at every process
-// it watches (a check of each finds the dead ones, whose pidfds had
-// turned readable before the drop). One value stands for every drop since
-// the last was taken; a drop after it is taken sends another. Like
-// Deaths it is never closed.
+// Resync receives a value after deaths were dropped at a full queue: the
+// reader must look at every process it watches. Never closed.
 func (w *Watcher) Resync() <-chan struct{} { return w.resync }
 
-// Overflows counts the deaths dropped at a full queue since New (the
-// counter watchdog_pidwatch_overflow_total). A dropped first Death is
-// found again by the resync; a dropped second one (the exit status that
-// came late) is lost, and the entity's exit status reads unknown.
+// Overflows counts the deaths dropped at a full queue since New.
 func (w *Watcher) Overflows() uint64 { return w.overflows.Load() }
 
 // Max is the cap SetMax set (0: none).
@@ -307,16 +246,14 @@ func (w *Watcher) Max() int {
 	return w.max
 }
 
-// Len is how many keys hold a pidfd now: the live processes watched, and
-// the dead ones whose exit status is still awaited (at most ExitWait).
+// Len is how many keys hold a pidfd now, dead ones included.
 func (w *Watcher) Len() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.byKey)
 }
 
-// Close stops the Watcher and closes every fd it holds. Calls after the
-// first return nil; Watch after Close returns ErrClosed.
+// Close stops the Watcher and closes every fd; later calls return nil.
 func (w *Watcher) Close() error {
 	w.mu.Lock()
 	if w.closed {
@@ -356,9 +293,7 @@ func (w *Watcher) Close() error {
 	return errors.Join(errs...)
 }
 
-// loop is the one goroutine in epoll_wait. It never blocks on anything
-// else: a death is queued for the sender, and the exit status is read once
-// here and retried on timers.
+// loop is the one goroutine in epoll_wait; it never blocks elsewhere.
 func (w *Watcher) loop() {
 	defer close(w.looped)
 	events := make([]unix.EpollEvent, 256)
@@ -368,8 +303,7 @@ func (w *Watcher) loop() {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			// Only a broken epoll fd gets here; new watches then fail and
-			// their callers poll.
+			// Only a broken epoll fd gets here; new watches then fail and poll.
 			w.mu.Lock()
 			w.failed = fmt.Errorf("epoll_wait: %w", err)
 			w.mu.Unlock()
@@ -392,9 +326,8 @@ func (w *Watcher) loop() {
 	}
 }
 
-// diedLocked records that watch id's pidfd turned readable at at: its
-// first Death goes out now, with the exit status if the kernel already has
-// it, and otherwise the status is looked for again on a timer.
+// diedLocked sends watch id's first Death now, with the exit status if
+// the kernel has it, else retries on a timer.
 func (w *Watcher) diedLocked(id uint64, at time.Time) {
 	wt := w.byID[id]
 	if wt == nil || wt.died != nil { // forgotten after epoll_wait returned
@@ -410,8 +343,7 @@ func (w *Watcher) diedLocked(id uint64, at time.Time) {
 	w.retryLocked(wt)
 }
 
-// retryLocked arms wt's next exit status read, or drops wt when ExitWait
-// has passed.
+// retryLocked arms wt's next exit status read, or drops wt after ExitWait.
 func (w *Watcher) retryLocked(wt *watch) {
 	d := wt.died
 	if d.tries >= len(exitChecks) {
@@ -419,17 +351,14 @@ func (w *Watcher) retryLocked(wt *watch) {
 		return
 	}
 	wait := max(time.Until(d.at.Add(exitChecks[d.tries])), 0)
-	// An alarm on the process's one timer (ADR-0055), made once per
-	// watch and set again for each try.
 	if d.timer == nil {
 		d.timer = deadline.Shared().Func(func() { w.recheck(wt) })
 	}
 	d.timer.Set(wait)
 }
 
-// recheck reads a dead watch's exit status again, off the epoll goroutine.
-// The read happens under mu so that Forget cannot close the fd (and the
-// number be reused) in between.
+// recheck reads a dead watch's exit status again, under mu so that Forget
+// cannot close the fd (and its number be reused) in between.
 func (w *Watcher) recheck(wt *watch) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -450,9 +379,8 @@ func (w *Watcher) recheck(wt *watch) {
 	w.retryLocked(wt)
 }
 
-// forgetLocked drops key's watch and withdraws its deaths not yet handed
-// over. When the sender is offering one, it waits (releasing mu) until the
-// sender has let go of it, delivered or dropped.
+// forgetLocked drops key's watch and undelivered deaths, waiting (mu
+// released) for the sender to let go of one it offers.
 func (w *Watcher) forgetLocked(key string) {
 	if wt := w.byKey[key]; wt != nil {
 		w.dropLocked(wt)
@@ -476,8 +404,7 @@ func (w *Watcher) forgetLocked(key string) {
 	}
 }
 
-// dropLocked ends wt: its timer stopped, its fd closed (which also takes
-// it out of the epoll set, as no other fd refers to it).
+// dropLocked stops wt's timer and closes its fd (leaving the epoll set).
 func (w *Watcher) dropLocked(wt *watch) {
 	if wt.died != nil && wt.died.timer != nil {
 		wt.died.timer.Stop()
@@ -489,10 +416,7 @@ func (w *Watcher) dropLocked(wt *watch) {
 	}
 }
 
-// queueLocked queues d for the sender or, when the queue is full, drops
-// it, counts it and announces a resync. The watch behind d goes on as if
-// d had been delivered (dropped once its last Death is out), so the drop
-// frees its fd all the same.
+// queueLocked queues d, or at a full queue drops, counts and announces it.
 func (w *Watcher) queueLocked(d Death) {
 	if len(w.queue) >= w.queueMax {
 		w.overflows.Add(1)
@@ -506,9 +430,7 @@ func (w *Watcher) queueLocked(d Death) {
 	w.cond.Broadcast()
 }
 
-// send hands queued deaths to the reader one at a time, so that nothing
-// the epoll goroutine does waits for the reader, and a death not yet taken
-// can be withdrawn (abort) by Forget.
+// send hands queued deaths to the reader one at a time, abortable by Forget.
 func (w *Watcher) send() {
 	defer close(w.sent)
 	w.mu.Lock()
@@ -537,18 +459,9 @@ func (w *Watcher) send() {
 	}
 }
 
-// readExit asks the kernel for fd's exit status. again says whether asking
-// later can help: not when the kernel refuses the ioctl (older than 6.13:
-// no PIDFD_GET_INFO).
-//
-// ESRCH is asked again. A kernel with PIDFD_INFO_EXIT answers it while
-// the parent is reaping the process at that very moment (it read no exit
-// status yet, then found the pid already detached); the status is there
-// at the next read. Taking that answer as final dropped the watch with
-// only the unknown Death sent, and the known one never came (TestOrphanExit
-// lost one death in about 15 runs). On 6.13 and 6.14, which answer ESRCH
-// for every reaped process, the retries cost the fd until ExitWait, as a
-// process its parent does not reap already does.
+// readExit asks the kernel for fd's exit status; again says whether asking
+// later can help (not before 6.13: no PIDFD_GET_INFO). ESRCH is asked
+// again: it also answers a read racing the parent's reap.
 func readExit(fd int) (exit Exit, again bool) {
 	info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_EXIT}
 	if err := unix.IoctlPidfdInfo(fd, &info); err != nil {
@@ -560,9 +473,7 @@ func readExit(fd int) (exit Exit, again bool) {
 	return decodeExit(info.Exit_code), false
 }
 
-// decodeExit reads the kernel's exit_code, which is a wait status: the
-// code in bits 8-15, or the killing signal in bits 0-6 (bit 7 for a core
-// dump).
+// decodeExit reads the kernel's exit_code, a wait status.
 func decodeExit(code int32) Exit {
 	ws := syscall.WaitStatus(uint32(code))
 	switch {
@@ -574,8 +485,7 @@ func decodeExit(code int32) Exit {
 	return Exit{}
 }
 
-// openError maps pidfd_open's errno to the package's errors, keeping the
-// errno in the chain.
+// openError maps pidfd_open's errno to the package's errors.
 func openError(pid int, err error) error {
 	switch {
 	case errors.Is(err, unix.ESRCH):
@@ -600,8 +510,7 @@ func readable(fd int) bool {
 	}
 }
 
-// setEventID and eventID keep a 64-bit id in epoll_event's data, which
-// x/sys/unix splits into Fd and Pad.
+// setEventID and eventID keep a 64-bit id in epoll_event's Fd and Pad.
 func setEventID(ev *unix.EpollEvent, id uint64) {
 	ev.Fd = int32(uint32(id))
 	ev.Pad = int32(uint32(id >> 32))
@@ -612,9 +521,7 @@ func eventID(ev unix.EpollEvent) uint64 {
 }
 
 // ExitStatusSupported says whether this kernel keeps a reaped process's
-// exit status for its pidfd (PIDFD_INFO_EXIT, Linux ≥ 6.15): a child is
-// started, opened, reaped and asked. Without it every Death's Exit is
-// unknown, and the evidence says "exit status not available".
+// exit status for its pidfd, by trying it on a child.
 func ExitStatusSupported() bool {
 	var attr syscall.ProcAttr
 	pid, err := syscall.ForkExec("/bin/true", []string{"true"}, &attr)

@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The process connector's constants (linux/connector.h, linux/cn_proc.h);
-// x/sys/unix has the netlink family but not these.
+// The process connector's constants (linux/connector.h, linux/cn_proc.h),
+// which x/sys/unix lacks.
 const (
 	cnIdxProc = 0x1 // CN_IDX_PROC: the connector's index, and its multicast group
 	cnValProc = 0x1 // CN_VAL_PROC
@@ -27,49 +27,36 @@ const (
 	procEventExec = 0x00000002
 	procEventExit = 0x80000000
 
-	// sizes: struct nlmsghdr, struct cn_msg, and proc_event's header
-	// (what, cpu, timestamp_ns) before its event_data union.
+	// sizes: nlmsghdr, cn_msg, and proc_event's header before event_data.
 	nlmsgLen    = unix.SizeofNlMsghdr
 	cnMsgLen    = 20
 	procHdrLen  = 16
 	eventOffset = nlmsgLen + cnMsgLen
 
-	// rcvBuf is the socket's receive buffer: events queue there while the
-	// reader is busy (a seeding walk holds the tree's lock). 4 MiB is a few
-	// thousand events, a fraction of a second of a fork storm; beyond it
-	// the kernel drops events and says so (ENOBUFS), and the tree resyncs
-	// by a walk.
+	// rcvBuf is the socket's receive buffer; beyond it the kernel drops events (ENOBUFS).
 	rcvBuf = 4 << 20
 )
 
-// event is one process connector event the tree cares about. The kernel
-// reports threads as well as processes; the reader keeps only those whose
-// pid is their thread group's (tgid == pid), so pid here is a process id.
+// event is one process connector event the tree cares about (processes only).
 type event struct {
 	what  uint32
 	stamp uint64 // the kernel's CLOCK_MONOTONIC at the event, ns
-	// fork: parent and child; exec: pid; exit: pid, with the wait status
-	// (exit_code: the code in bits 8-15 or the signal in 0-6, 0x80 core).
+	// fork: parent and child; exit: pid and its wait status.
 	pid, parent int
 	status      uint32
 }
 
-// conn is a process connector socket subscribed to fork, exec and exit
-// events, read through the Go runtime's poller.
+// conn is a process connector socket subscribed to fork and exit events.
 type conn struct {
 	f *os.File
-	// filt is the kernel-side filter (filter_linux.go), nil when it could
-	// not be loaded, was not wanted, or was detached: then every event
-	// reaches the reader. Used under the Tree's lock.
+	// filt is the kernel-side filter (nil: every event passes); under the Tree's lock.
 	filt *filter
 	// filterErr says why there is no filter.
 	filterErr error
 }
 
-// openConn opens the connector and subscribes. Without the privilege
-// (CAP_NET_ADMIN in the initial user namespace, and the initial pid
-// namespace) the kernel refuses the bind or answers the subscription with
-// EPERM: the error then wraps ErrUnavailable.
+// openConn opens the connector and subscribes; without CAP_NET_ADMIN in the
+// initial namespaces the error wraps ErrUnavailable.
 func openConn(filtered bool) (*conn, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_CONNECTOR)
 	if err != nil {
@@ -81,18 +68,15 @@ func openConn(filtered bool) (*conn, error) {
 			_ = unix.Close(fd)
 		}
 	}()
-	// FORCE lifts the buffer over rmem_max, which root may; otherwise the
-	// plain option gets what rmem_max allows.
+	// FORCE lifts the buffer over rmem_max, which root may.
 	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvBuf) != nil {
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvBuf)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: cnIdxProc}); err != nil {
 		return nil, unavailable("bind to the process connector's group", err)
 	}
-	// First the plain request, whose ack says whether the kernel lets us
-	// listen (EPERM outside the initial namespaces); then the same with
-	// the event filter, which needs no answer: it can only narrow what an
-	// accepted listener receives.
+	// First the plain request, whose ack says whether we may listen; then the
+	// one narrowed to fork and exit, which needs no answer.
 	seq := uint32(time.Now().UnixNano())
 	kernel := &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
 	if err := unix.Sendto(fd, controlMsg(seq, procCnMcastListen, 0), 0, kernel); err != nil {
@@ -122,12 +106,10 @@ func openConn(filtered bool) (*conn, error) {
 	return c, nil
 }
 
-// filtered says whether the kernel filters the events (filter_linux.go).
 func (c *conn) filtered() bool { return c.filt != nil }
 
-// keep lets pid's forks and exit through the filter. A map that refuses
-// it (full, or out of memory) ends the filtering: every event then
-// reaches the Tree, which stays exact at the old cost.
+// keep lets pid's forks and exit through the filter. A map that refuses it
+// ends the filtering: the Tree stays exact at the old cost.
 func (c *conn) keep(pid int) {
 	if c.filt == nil {
 		return
@@ -137,7 +119,6 @@ func (c *conn) keep(pid int) {
 	}
 }
 
-// drop takes pid out of the filter's map.
 func (c *conn) drop(pid int) {
 	if c.filt == nil {
 		return
@@ -147,8 +128,7 @@ func (c *conn) drop(pid int) {
 	}
 }
 
-// open sets or clears the filter's open flag (every process's fork and
-// exit let through).
+// open sets or clears the filter's open flag (everything let through).
 func (c *conn) open(on bool) {
 	if on {
 		c.keep(0)
@@ -157,8 +137,7 @@ func (c *conn) open(on bool) {
 	}
 }
 
-// closeFilter releases the filter at the Tree's Close (the socket, closed
-// next, holds the attached program until then).
+// closeFilter releases the filter at the Tree's Close.
 func (c *conn) closeFilter() {
 	if c.filt != nil {
 		c.filt.close()
@@ -176,7 +155,6 @@ func (c *conn) unfilter(why error) {
 		})
 	}
 	if err != nil {
-		// The socket is going (Close): nothing more will be read anyway.
 		why = fmt.Errorf("%w; detach: %w", why, err)
 	}
 	c.filt.close()
@@ -184,9 +162,7 @@ func (c *conn) unfilter(why error) {
 	c.filterErr = why
 }
 
-// unavailable wraps err with ErrUnavailable when it says we may not
-// listen (or the kernel has no connector), so the caller falls back to
-// walking /proc.
+// unavailable wraps err with ErrUnavailable when it says we may not listen.
 func unavailable(what string, err error) error {
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPROTONOSUPPORT) ||
 		errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.ENOENT) {
@@ -196,13 +172,9 @@ func unavailable(what string, err error) error {
 }
 
 // controlMsg is a PROC_CN_MCAST_LISTEN or _IGNORE request. With events
-// (Linux ≥ 6.6's struct proc_input: the op, then the events wanted) the
-// kernel sends this socket only those, so a storm's execs cost nothing;
-// an older kernel ignores a request of that length, keeps sending every
-// event, and the reader drops what it does not use. Without events the
-// request is the op alone, which every kernel answers (an ack, with its
-// error); a filtered listener never sees that ack (it is event 0, which
-// no filter lets through), hence the two steps of openConn.
+// (Linux ≥ 6.6) the kernel sends only those; an older kernel ignores that
+// request. Without events every kernel acks it, but a filtered listener
+// never sees the ack: hence openConn's two steps.
 func controlMsg(seq, op, events uint32) []byte {
 	payload := 4
 	if events != 0 {
@@ -218,8 +190,7 @@ func controlMsg(seq, op, events uint32) []byte {
 	le.PutUint32(c[0:], cnIdxProc)
 	le.PutUint32(c[4:], cnValProc)
 	le.PutUint32(c[8:], seq)
-	// The answer carries ack+1 back (its seq is the kernel's own event
-	// counter): that is how awaitAck knows ours among other listeners'.
+	// The answer carries ack+1 back: how awaitAck tells ours from others'.
 	le.PutUint32(c[12:], seq)
 	le.PutUint16(c[16:], uint16(payload))
 	le.PutUint32(c[20:], op)
@@ -229,13 +200,11 @@ func controlMsg(seq, op, events uint32) []byte {
 	return b
 }
 
-// ackWait bounds the wait for the kernel's answer to the subscription. The
-// kernel answers at once from the sending call; the bound only keeps a
-// connector that never answers from holding the daemon's start.
+// ackWait bounds the wait for the kernel's answer, so a connector that
+// never answers cannot hold the daemon's start.
 const ackWait = 5 * time.Second
 
-// awaitAck reads until the kernel's answer to our subscription (a
-// PROC_EVENT_NONE carrying our ack+1), and returns its error.
+// awaitAck reads until the kernel's answer to our subscription.
 func awaitAck(fd int, seq uint32) error {
 	deadline := time.Now().Add(ackWait)
 	buf := make([]byte, 4096)
@@ -263,7 +232,6 @@ func awaitAck(fd int, seq uint32) error {
 			if le.Uint32(msg[nlmsgLen+12:]) != seq+1 || le.Uint32(msg[eventOffset:]) != procEventNone {
 				continue // an event, or another listener's answer
 			}
-			// event_data.ack.err
 			if e := unix.Errno(le.Uint32(msg[eventOffset+procHdrLen:])); e != 0 {
 				return unavailable("subscribe to process events", e)
 			}
@@ -272,7 +240,6 @@ func awaitAck(fd int, seq uint32) error {
 	}
 }
 
-// messages yields the netlink messages in one datagram.
 func messages(b []byte) func(func([]byte) bool) {
 	return func(yield func([]byte) bool) {
 		for len(b) >= nlmsgLen {
@@ -292,8 +259,7 @@ func messages(b []byte) func(func([]byte) bool) {
 	}
 }
 
-// parse reads one netlink message into ev; false for what the tree does
-// not use (threads, other events, other connectors).
+// parse reads one netlink message into ev; false for what the tree ignores.
 func parse(msg []byte, ev *event) bool {
 	if len(msg) < eventOffset+procHdrLen+8 {
 		return false
@@ -331,22 +297,17 @@ func parse(msg []byte, ev *event) bool {
 	return false
 }
 
-// Batching: one recvmmsg takes up to batchLen datagrams (an event is one
-// datagram of 76 bytes), and every wake-up that read something is
-// followed by a pause of coalesce, so that under a storm events wait in
-// the socket and come in batches (about 60 a wake-up at 6,000 forks/s,
-// against one or two without the pause). A lone event (a quiet host, a
-// watched root's exit) is read the moment it arrives; one that follows
-// within coalesce waits at most that long.
+// Batching: recvmmsg reads up to batchLen datagrams, and a wake-up that
+// read something pauses for coalesce so a storm comes in batches; a lone
+// event is read at once (ADR-0043).
 const (
 	batchLen = 64
 	slotLen  = 256
 	coalesce = 5 * time.Millisecond
 )
 
-// read calls handle for every event until the socket fails or is closed.
-// lost is called when the kernel dropped events (ENOBUFS: our receive
-// buffer was full).
+// read calls handle for every event until the socket fails or is closed;
+// lost is called on ENOBUFS.
 func (c *conn) read(handle func(ev *event), lost, drained func()) error {
 	rc, err := c.f.SyscallConn()
 	if err != nil {
@@ -372,8 +333,7 @@ func (c *conn) read(handle func(ev *event), lost, drained func()) error {
 				case errno == 0:
 				case errno == unix.EAGAIN:
 					drained()
-					// Drained. Nothing yet: wait in the poller. Something:
-					// out, for the pause a storm calls for.
+					// Drained: wait in the poller, or leave for a storm's pause.
 					return got > 0
 				case errno == unix.EINTR:
 					continue
@@ -407,10 +367,8 @@ func (c *conn) read(handle func(ev *event), lost, drained func()) error {
 	}
 }
 
-// close unsubscribes and closes the socket, which wakes read with an
-// error. The unsubscription matters beyond this socket: the kernel builds
-// process events only while its count of listeners is above zero, and
-// only an IGNORE takes ours off it.
+// close unsubscribes and closes the socket. The IGNORE matters: the kernel
+// builds process events while any listener is counted.
 func (c *conn) close() error {
 	rc, err := c.f.SyscallConn()
 	if err == nil {

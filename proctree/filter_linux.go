@@ -11,39 +11,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The kernel-side filter (ADR-0045). The connector sends every listener
-// every process's fork and exit; without a filter each one costs this
-// process a copy, a wake-up and a lookup, about 11% of a core at 6,000
-// forks/s. The filter is an eBPF socket program with a hash map of the
-// watched pids (every member of every tree): it runs in the kernel, in the
-// forking or exiting task, before the event is queued to our socket, and
-// lets through only
-//
-//   - a process's fork (child pid == child tgid) whose parent's tgid is in
-//     the map, adding the child to the map on the spot: the child is in
-//     the map before it can run (the kernel sends the fork event before it
-//     wakes the child), so its own forks pass too, however fast they come:
-//     the race a filter kept by user space has (a double fork before the
-//     update) does not exist;
-//   - a process's exit (pid == tgid) whose pid is in the map;
-//   - every process's fork and exit while the map holds key 0, the "open"
-//     flag the Tree sets around a seed or a refresh (a walk of /proc), so
-//     that what forks and exits while the walk runs reaches the Tree as it
-//     did without a filter; it is taken off once the Tree has read
-//     everything queued since (Tree.drained).
-//
-// User space adds what its own walks find and removes what leaves the
-// trees; the program never removes (an exit it let through is removed by
-// the Tree, which knows when a pid is in no tree). A pid the program added
-// that no tree claims (its parent was forgotten meanwhile) is removed when
-// its next event reaches the Tree.
-//
-// The map and the program are made with github.com/cilium/ebpf (ADR-0045's
-// status note); the socket option is set here, on the connector's socket.
+// The kernel-side filter (ADR-0045): an eBPF socket program over a hash map
+// of every tree's pids, letting through a member's exit, a member's fork
+// (adding the child before it can run, so no double fork outraces it), and
+// everything while key 0, the open flag, is set. Only user space removes.
 
-// filterMax bounds the map; the Tree stops filtering (detaches the
-// program: every event reaches it, as before) when its members reach half
-// of it, so that an insertion by the program never fails for want of room.
+// filterMax bounds the map; the Tree stops filtering at half of it, so the
+// program's insertions never fail for want of room.
 const filterMax = 1 << 16
 
 // filter is the loaded program and its map.
@@ -52,11 +26,8 @@ type filter struct {
 	m    *ebpf.Map
 }
 
-// program is the filter over events laid out as nlmsghdr, cn_msg,
-// proc_event (what at 36, event_data at 52: fork's parent_pid,
-// parent_tgid, child_pid, child_tgid; exit's process_pid, process_tgid).
-// The stack: fp-24..fp-9 event_data's first 16 bytes, fp-8 what, fp-4 the
-// key or value at hand.
+// program is the filter over nlmsghdr, cn_msg, proc_event (what at 36,
+// event_data at 52). Stack: fp-24..fp-9 event_data, fp-8 what, fp-4 key.
 func program(m *ebpf.Map) asm.Instructions {
 	// lookup is r0 = the map's value at fp+off, or 0.
 	lookup := func(off int32) asm.Instructions {
@@ -124,9 +95,8 @@ func program(m *ebpf.Map) asm.Instructions {
 	)
 }
 
-// newFilter creates the map and loads the program. Without the privilege
-// (CAP_BPF or CAP_SYS_ADMIN) or a kernel with eBPF, it fails and the Tree
-// reads every event, as without a filter.
+// newFilter creates the map and loads the program; without CAP_BPF or eBPF
+// it fails and the Tree reads every event.
 func newFilter() (*filter, error) {
 	m, err := ebpf.NewMap(&ebpf.MapSpec{
 		Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: filterMax, Flags: unix.BPF_F_NO_PREALLOC,
@@ -158,7 +128,6 @@ func (f *filter) del(pid int) error {
 	return nil
 }
 
-// attach sets the program on the socket fd.
 func (f *filter) attach(fd int) error {
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ATTACH_BPF, f.prog.FD()); err != nil {
 		return fmt.Errorf("attach the filter: %w", err)
@@ -166,9 +135,8 @@ func (f *filter) attach(fd int) error {
 	return nil
 }
 
-// close releases the program and the map (the socket keeps its own
-// reference to an attached program until it is closed or detached).
-// A second close is nothing: cilium/ebpf forgets a closed descriptor.
+// close releases the program and the map (an attached program lives on
+// with the socket); a second close is harmless.
 func (f *filter) close() {
 	_ = f.prog.Close()
 	_ = f.m.Close()

@@ -10,8 +10,7 @@ import (
 	"strconv"
 )
 
-// stat is what the tree needs of one /proc/<pid>/stat: who the parent is,
-// when the process started (its identity within a boot) and its name.
+// stat is what the tree needs of one /proc/<pid>/stat.
 type stat struct {
 	pid        int
 	ppid       int
@@ -20,15 +19,13 @@ type stat struct {
 	comm       string
 }
 
-// dead says whether the process has exited (a zombie or dying): it is no
-// longer a live descendant, whether or not its parent reaped it.
+// dead says whether the process has exited (zombie or dying), reaped or not.
 func (s stat) dead() bool { return s.state == 'Z' || s.state == 'X' || s.state == 'x' }
 
-// errNoProcess: /proc has no such pid (it exited and was reaped, or never
-// was).
+// errNoProcess: /proc has no such pid.
 var errNoProcess = errors.New("no such process")
 
-// readStat reads /proc/<pid>/stat under dir. A process that is gone gives
+// readStat reads /proc/<pid>/stat under dir; a gone process gives
 // errNoProcess, wrapped.
 func readStat(dir string, pid int, buf []byte) (stat, []byte, error) {
 	f, err := os.Open(filepath.Join(dir, strconv.Itoa(pid), "stat"))
@@ -51,9 +48,8 @@ func readStat(dir string, pid int, buf []byte) (stat, []byte, error) {
 	return s, buf, nil
 }
 
-// parseStat parses one /proc/<pid>/stat line. The name sits between the
-// first '(' and the last ')', and may hold spaces and parentheses itself,
-// so the fields are counted from the last ')'.
+// parseStat parses one /proc/<pid>/stat line. The name may hold spaces and
+// parentheses, so fields are counted from the last ')'.
 func parseStat(b []byte) (stat, error) {
 	open := bytes.IndexByte(b, '(')
 	end := bytes.LastIndexByte(b, ')')
@@ -98,15 +94,15 @@ func parseStat(b []byte) (stat, error) {
 	return s, nil
 }
 
-// snapshot is one walk of /proc: every live process (zombies left out),
-// by pid, and the children of each.
+// snapshot is one walk of /proc: every live process by pid, and the
+// children of each.
 type snapshot struct {
 	procs    map[int]stat
 	children map[int][]int
 }
 
-// walk reads every process under dir. A process that exits during the
-// walk is simply not in it; only a /proc that cannot be listed fails.
+// walk reads every process under dir; only a /proc that cannot be listed
+// fails.
 func walk(dir string) (snapshot, error) {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -135,8 +131,7 @@ func walk(dir string) (snapshot, error) {
 	return snap, nil
 }
 
-// under adds to into every live descendant of pid in the snapshot, by
-// ppid chains, and returns into.
+// under adds every live descendant of pid, by ppid chains, to into.
 func (snap snapshot) under(pid int, into map[int]uint64) map[int]uint64 {
 	stack := append([]int(nil), snap.children[pid]...)
 	for len(stack) > 0 {
@@ -151,24 +146,19 @@ func (snap snapshot) under(pid int, into map[int]uint64) map[int]uint64 {
 	return into
 }
 
-// alive says whether the snapshot holds pid with the start time recorded
-// (0: not recorded, any start).
+// alive says whether the snapshot holds pid with start (0: any).
 func (snap snapshot) alive(pid int, start uint64) bool {
 	s, ok := snap.procs[pid]
 	return ok && (start == 0 || s.startTicks == start)
 }
 
-// errNoChildrenLists: the kernel has no /proc/<pid>/task/<tid>/children
-// (built without CONFIG_PROC_CHILDREN); the seed walks instead.
+// errNoChildrenLists: no /proc/<pid>/task/<tid>/children (no
+// CONFIG_PROC_CHILDREN); the seed walks instead.
 var errNoChildrenLists = errors.New("no children lists in /proc")
 
-// seed reads root's live descendants by the kernel's children lists
-// (/proc/<pid>/task/<tid>/children), as a walk's ppid chains would show
-// them, at one read per member and per thread instead of one per process
-// on the host: a Watch, made for every entity the daemon adopts at start,
-// then costs what the root's own tree holds. The result holds the root
-// with its start ticks. A root that is gone (or a zombie) is errNoProcess;
-// a kernel without the lists is errNoChildrenLists.
+// seed reads root's live descendants (root included) by the kernel's
+// children lists: one read per member, not per process on the host.
+// errNoProcess for a gone root, errNoChildrenLists without the lists.
 func seed(dir string, root int) (map[int]uint64, error) {
 	buf := make([]byte, 0, 1024)
 	s, buf, err := readStat(dir, root, buf)
@@ -205,8 +195,7 @@ func seed(dir string, root int) (map[int]uint64, error) {
 	return members, nil
 }
 
-// children lists pid's children, from the children list of each of its
-// threads (a child belongs to the thread that forked it).
+// children lists pid's children from each of its threads' children lists.
 func children(dir string, pid int) ([]int, error) {
 	taskDir := filepath.Join(dir, strconv.Itoa(pid), "task")
 	d, err := os.Open(taskDir)

@@ -1,21 +1,7 @@
-// Package proctree keeps, for each watched root process, the set of its
-// live descendants, and reports a watched root's exit with its status the
-// moment the kernel says it, reaped or not.
-//
-// Two modes give the same API (ADR-0043). In "events" mode (Linux, with
-// CAP_NET_ADMIN in the initial namespaces) the Tree subscribes once to
-// the kernel's process connector and keeps each set by fork and exit
-// events after seeding it with one /proc walk; an eBPF filter in the
-// kernel (ADR-0045) drops the events of processes in no watched tree
-// before they reach the socket, and where it cannot be loaded such an
-// event costs a read and one map lookup. In "walk" mode (no privilege,
-// another OS, or forced) the sets are what /proc walks (by ppid chains)
-// find at Watch and at each Refresh, and no exit is reported: the caller's
-// pidfds remain its only source of exit status.
-//
-// A process is known by its pid and its start time in clock ticks after
-// boot (/proc/<pid>/stat field 22), so that a pid reused later is never
-// taken for the one recorded.
+// Package proctree keeps each watched root process's live descendants and
+// reports its exit status at the exit, reaped or not, by the process
+// connector or by /proc walks (ADR-0043, ADR-0045). A process is its pid
+// and start ticks, so a reused pid is never taken for the recorded one.
 package proctree
 
 import (
@@ -31,38 +17,32 @@ import (
 // Mode is how the Tree learns of forks and exits.
 type Mode string
 
-// The two modes, as the metric watchdog_process_tree_mode{mode} names
-// them.
+// The two modes, as the metric watchdog_process_tree_mode{mode} names them.
 const (
-	// ModeEvents: the process connector's fork and exit events.
+	// ModeEvents follows the process connector's fork and exit events.
 	ModeEvents Mode = "events"
-	// ModeWalk: /proc walks at Watch and Refresh only.
+	// ModeWalk follows /proc walks at Watch and Refresh only.
 	ModeWalk Mode = "walk"
 )
 
 // Errors the Tree returns, checked with errors.Is.
 var (
-	// ErrUnavailable: the process connector cannot be opened here (no
-	// privilege, a non-initial namespace, another OS); New then gives a
-	// Tree in walk mode and says why (Why).
+	// ErrUnavailable means the process connector cannot be opened here; New then walks.
 	ErrUnavailable = errors.New("process connector unavailable")
-	// ErrGone: the root is not a live process (gone, or a zombie).
+	// ErrGone means the root is not a live process (gone, or a zombie).
 	ErrGone = errors.New("process gone")
-	// ErrNotSame: the root's pid belongs to another process (its start
-	// time differs from the one recorded).
+	// ErrNotSame means the root's pid now has another start time.
 	ErrNotSame = errors.New("pid belongs to another process")
-	// ErrNotWatched: the root is not watched (never, or forgotten).
+	// ErrNotWatched means the root is not watched.
 	ErrNotWatched = errors.New("root not watched")
-	// ErrClosed: the Tree was closed.
+	// ErrClosed means the Tree was closed.
 	ErrClosed = errors.New("process tree closed")
 )
 
-// Root is a watched root process: its pid and its start time, which
-// together name one process for as long as the host runs.
+// Root is a watched root process: pid and start time name one process.
 type Root struct {
 	PID int
-	// StartTicks is the start time in clock ticks after boot; 0 takes
-	// whatever process has the pid at Watch.
+	// StartTicks is the start time in clock ticks after boot; 0 takes whatever has the pid at Watch.
 	StartTicks uint64
 }
 
@@ -71,16 +51,13 @@ type Proc struct {
 	PID        int
 	PPID       int
 	StartTicks uint64
-	// Comm is the process's name (/proc/<pid>/comm's 15 bytes).
+	// Comm is the process's name (/proc/<pid>/comm).
 	Comm string
 }
 
-// Exit is a watched process's end, from the connector's exit event:
-// the status the process left for its parent, known at once whether or
-// not the parent ever reaps it.
+// Exit is a watched process's end, known whether or not its parent reaps it.
 type Exit struct {
-	// Root is the watched root whose tree the process belonged to; the
-	// process is the root itself when PID == Root.PID.
+	// Root is the watched root whose tree the process belonged to.
 	Root Root
 	PID  int
 	// Code is the exit code when Signal is 0.
@@ -91,34 +68,27 @@ type Exit struct {
 	CoreDump bool
 	// At is when the Tree read the event.
 	At time.Time
-	// Stamp is the kernel's CLOCK_MONOTONIC at the exit: the delay from
-	// the exit to its delivery is CLOCK_MONOTONIC at receipt minus Stamp.
+	// Stamp is the kernel's CLOCK_MONOTONIC at the exit.
 	Stamp time.Duration
 }
 
-// QueueMax bounds the exits waiting for the reader, as pidwatch.QueueMax
-// bounds its deaths (ADR-0039): an exit finding the queue full is dropped,
-// counted (Overflows) and announced on Resync.
+// QueueMax bounds the exits waiting for the reader (ADR-0039).
 const QueueMax = 4096
 
 // Options tune a Tree. The zero value is the daemon's.
 type Options struct {
-	// Walk forces walk mode even where the connector could be opened
-	// (tests of the reduced mode; an operator's choice).
+	// Walk forces walk mode even where the connector could be opened.
 	Walk bool
 	// ProcDir is where /proc is mounted; "" is /proc.
 	ProcDir string
-	// DescendantExits reports the exits of watched descendants too, not
-	// only of roots.
+	// DescendantExits reports the exits of watched descendants too.
 	DescendantExits bool
 
-	// unfiltered reads every process's events, as before the kernel-side
-	// filter (ADR-0045): the benchmark's baseline.
+	// unfiltered skips the kernel-side filter: the benchmark's baseline.
 	unfiltered bool
 }
 
-// Tree keeps the descendants of every watched root. Its methods may be
-// called from any goroutine.
+// Tree keeps the descendants of every watched root; safe for concurrent use.
 type Tree struct {
 	opt  Options
 	conn *conn // nil in walk mode
@@ -129,40 +99,31 @@ type Tree struct {
 	overflows atomic.Uint64 // exits dropped at a full queue
 	lost      atomic.Uint64 // times the kernel dropped events (ENOBUFS)
 	walking   atomic.Bool   // the connector failed after New: walk mode from then on
-	// events counts what the reader handled: what the kernel's filter let
-	// through, for its tests and the benchmark.
+	// events counts what the kernel's filter let through (tests, benchmark).
 	events atomic.Uint64
 	read   chan struct{} // closed when the reader returned
 
 	mu     sync.Mutex
 	closed bool
 	roots  map[Root]*watched
-	// owner is every member of every watched tree (roots included), by
-	// pid: the one lookup an event costs. A pid is in more than one tree
-	// only when watched roots nest.
+	// owner is every tree's members by pid (several owners when roots nest).
 	owner   map[int][]*watched
 	statBuf []byte // the reader's /proc buffer, under mu
 	failed  error  // the reader's error, when it stopped on one
-	// opened: the filter's open flag is set (a walk ran: Watch, Refresh),
-	// so every process's events come through; armed: the reader has
-	// drained the socket once since, and takes the flag off at its next
-	// drain, once everything queued during the walk has been applied.
+	// opened: the filter passes everything during a walk; armed: drained once since.
 	opened, armed bool
 }
 
-// watched is one root's tree: its members by pid, with their start ticks
-// (0 when the process was gone before it could be read).
+// watched is one root's tree: members' start ticks by pid (0: gone unread).
 type watched struct {
 	root    Root
 	members map[int]uint64
-	// exited: the root's exit was seen (event, or found gone by a walk);
-	// its descendants are kept, as leftovers, until Forget.
+	// exited: the root's exit was seen; its descendants stay until Forget.
 	exited bool
 }
 
-// New starts a Tree: in events mode when the process connector can be
-// opened, otherwise in walk mode (Why says why). Only a failure that is
-// not about availability (the socket's own calls) is an error.
+// New starts a Tree in events mode when the connector can be opened, else
+// in walk mode (Why says why).
 func New(opt Options) (*Tree, error) {
 	if opt.ProcDir == "" {
 		opt.ProcDir = "/proc"
@@ -194,8 +155,7 @@ func New(opt Options) (*Tree, error) {
 	return t, nil
 }
 
-// Mode is the mode in force: events, or walk (forced, the connector
-// unavailable, or failed since).
+// Mode is the mode in force: events, or walk.
 func (t *Tree) Mode() Mode {
 	if t.conn == nil || t.walking.Load() {
 		return ModeWalk
@@ -203,8 +163,7 @@ func (t *Tree) Mode() Mode {
 	return ModeEvents
 }
 
-// Why is why the Tree walks when it was not forced to: the connector's
-// error at New, or the reader's since; nil in events mode.
+// Why is why the Tree walks when not forced to; nil in events mode.
 func (t *Tree) Why() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -214,29 +173,21 @@ func (t *Tree) Why() error {
 	return t.why
 }
 
-// Exits is where watched roots' exits arrive (and descendants' with
-// Options.DescendantExits), in the order the kernel reported them. Nothing
-// arrives in walk mode. A root forgotten after its exit was queued may
-// still show up: the reader checks it against its own table. Never closed.
+// Exits is where watched roots' exits arrive, in kernel order (none in
+// walk mode); one forgotten meanwhile may still show up. Never closed.
 func (t *Tree) Exits() <-chan Exit { return t.exits }
 
-// Resync receives a value after exits were missed: dropped at the full
-// queue (Overflows), or lost by the kernel before the Tree read them
-// (Lost; the sets were walked again then). The reader must look at every
-// root it watches. One value stands for every miss since the last was
-// taken. Never closed.
+// Resync receives a value after exits were missed (Overflows, Lost): the
+// reader must look at every root it watches. Never closed.
 func (t *Tree) Resync() <-chan struct{} { return t.resync }
 
 // Overflows counts the exits dropped at a full queue since New.
 func (t *Tree) Overflows() uint64 { return t.overflows.Load() }
 
-// Lost counts the times the kernel dropped events because the Tree's
-// socket buffer was full; each was followed by a walk of every tree.
+// Lost counts the kernel's ENOBUFS reports; each was followed by a walk.
 func (t *Tree) Lost() uint64 { return t.lost.Load() }
 
-// Filter is nil when the kernel filters the connector's events down to
-// the watched processes' (ADR-0045), else why it does not: walk mode, no
-// eBPF here, or the filter given up since (too many members).
+// Filter is nil when the kernel filters the events (ADR-0045), else why not.
 func (t *Tree) Filter() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -256,16 +207,9 @@ func (t *Tree) Len() int {
 	return len(t.roots)
 }
 
-// Watch starts keeping root's descendants, seeded by the kernel's
-// children lists from the root down (one read per member: the cost of the
-// root's own tree, not of the host's every process; a kernel without the
-// lists gets one /proc walk by ppid chains instead). It is
-// ErrGone when root is not a live process and ErrNotSame when its pid has
-// another start time. Watching a root already watched does nothing.
-//
-// In events mode the seed runs under the Tree's lock, so the events the
-// reader holds meanwhile apply after it: a fork during the seed is either
-// seen by it or added by its event, an exit removes what the seed saw.
+// Watch starts keeping root's descendants, seeded from the kernel's
+// children lists: ErrGone for a root not live, ErrNotSame for a reused
+// pid. The seed runs under the lock, so events held meanwhile apply after.
 func (t *Tree) Watch(root Root) error {
 	if root.PID <= 0 {
 		return fmt.Errorf("watch pid %d: not a process id", root.PID)
@@ -282,7 +226,6 @@ func (t *Tree) Watch(root Root) error {
 	members, err := seed(t.opt.ProcDir, root.PID)
 	switch {
 	case errors.Is(err, errNoChildrenLists):
-		// No children lists in this kernel: the ppid chains of one walk.
 		snap, err := walk(t.opt.ProcDir)
 		if err != nil {
 			return fmt.Errorf("watch pid %d: %w", root.PID, err)
@@ -308,8 +251,7 @@ func (t *Tree) Watch(root Root) error {
 	return nil
 }
 
-// own adds w to pid's owners; a pid new to every tree enters the
-// kernel's filter. Members past half the filter's room end the filtering.
+// own adds w to pid's owners; past half the filter's room, filtering ends.
 func (t *Tree) own(pid int, w *watched) {
 	if len(t.owner[pid]) == 0 && t.conn != nil && t.conn.filtered() {
 		if len(t.owner) >= filterMax/2 {
@@ -321,10 +263,8 @@ func (t *Tree) own(pid int, w *watched) {
 	t.owner[pid] = append(t.owner[pid], w)
 }
 
-// openFilter lets every process's events through the kernel's filter
-// while a walk runs (and until the reader has applied what came during
-// it, drained): a member the walk finds may fork before it enters the
-// filter's map, and that fork, with its child's, must still arrive.
+// openFilter lets every event through while a walk runs: a member the walk
+// finds may fork before it enters the filter's map.
 func (t *Tree) openFilter() {
 	if t.conn == nil || !t.conn.filtered() {
 		return
@@ -335,12 +275,8 @@ func (t *Tree) openFilter() {
 	t.opened, t.armed = true, false
 }
 
-// drained is the reader's word that it read the socket empty. The first
-// drain after a walk arms the closing of the filter's open flag, the next
-// closes it: the read between the two began after the walk ended, so
-// every event queued during the walk has been applied, and every member
-// found since is in the filter's map (a later fork of one adds its child
-// there in the kernel).
+// drained is the reader's word that it read the socket empty. The second
+// drain after a walk closes the open flag: the walk's events are applied.
 func (t *Tree) drained() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -355,8 +291,7 @@ func (t *Tree) drained() {
 	t.opened, t.armed = false, false
 }
 
-// Forget stops keeping root's descendants. Forgetting a root not watched
-// does nothing.
+// Forget stops keeping root's descendants; a root not watched is a no-op.
 func (t *Tree) Forget(root Root) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -370,7 +305,6 @@ func (t *Tree) Forget(root Root) {
 	}
 }
 
-// disown takes w out of pid's owners.
 func (t *Tree) disown(pid int, w *watched) {
 	ws := slices.DeleteFunc(t.owner[pid], func(x *watched) bool { return x == w })
 	if len(ws) == 0 {
@@ -380,7 +314,6 @@ func (t *Tree) disown(pid int, w *watched) {
 	t.owner[pid] = ws
 }
 
-// unown takes pid out of every tree, and out of the kernel's filter.
 func (t *Tree) unown(pid int) {
 	delete(t.owner, pid)
 	if t.conn != nil {
@@ -388,11 +321,7 @@ func (t *Tree) unown(pid int) {
 	}
 }
 
-// Descendants is root's live descendants (the root itself left out), each
-// read from /proc now, by pid: a member gone, a zombie, or with another
-// start time than the one recorded is left out. In events mode the set
-// is current; in walk mode it is the last walk's (Watch, Refresh), less
-// what has ended since.
+// Descendants is root's live descendants (root left out), re-read now.
 func (t *Tree) Descendants(root Root) ([]Proc, error) {
 	t.mu.Lock()
 	w := t.roots[root]
@@ -427,13 +356,8 @@ func (t *Tree) Descendants(root Root) ([]Proc, error) {
 	return out, nil
 }
 
-// Refresh walks /proc once and sets every watched tree from it: what the
-// ppid chains show under the root, and under each member still alive with
-// its recorded start time (so a descendant orphaned since the last walk,
-// now a child of init, is kept, with its own descendants). A root found
-// gone is marked exited. In walk mode this is how the sets follow the
-// processes (the daemon calls it at its sweep and at each death); in
-// events mode it is the resync after lost events.
+// Refresh walks /proc once and resets every tree from it, keeping orphans
+// of live members: walk mode's update, events mode's resync.
 func (t *Tree) Refresh() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -481,8 +405,7 @@ func (t *Tree) refreshLocked() error {
 	return nil
 }
 
-// Close stops the Tree: the connector is closed and nothing more arrives.
-// Calls after the first return nil.
+// Close stops the Tree; calls after the first return nil.
 func (t *Tree) Close() error {
 	t.mu.Lock()
 	if t.closed {
@@ -504,7 +427,6 @@ func (t *Tree) Close() error {
 	return err
 }
 
-// reader is the one goroutine reading the connector.
 func (t *Tree) reader() {
 	defer close(t.read)
 	err := t.conn.read(t.handle, t.lostEvents, t.drained)
@@ -513,15 +435,13 @@ func (t *Tree) reader() {
 	if t.closed {
 		return
 	}
-	// The connector broke under us: from now on the sets follow walks
-	// only, and exits may have been missed.
+	// The connector broke: walks only from now on, and exits may be missed.
 	t.failed = err
 	t.walking.Store(true)
 	t.announce()
 }
 
-// handle applies one event. An event for a process in no watched tree
-// (nearly all of them, in a fork storm) costs the lock and one lookup.
+// handle applies one event; one in no watched tree costs one lookup.
 func (t *Tree) handle(ev *event) {
 	t.events.Add(1)
 	t.mu.Lock()
@@ -532,11 +452,7 @@ func (t *Tree) handle(ev *event) {
 	}
 	if len(ws) == 0 {
 		if !t.opened && t.conn != nil && t.conn.filtered() {
-			// Through the filter for no tree: its pid is in the map
-			// though no tree claims it (added by the kernel under a
-			// parent forgotten since). Out, so that it costs no more.
-			// (A fork's child can be owned already: a root watched
-			// since its fork event was queued.)
+			// In the map but claimed by no tree (parent forgotten since): drop it.
 			if len(t.owner[ev.pid]) == 0 {
 				t.conn.drop(ev.pid)
 			}
@@ -548,8 +464,7 @@ func (t *Tree) handle(ev *event) {
 	}
 	switch ev.what {
 	case procEventFork:
-		// The child's start time pins its identity now; a child already
-		// gone reads 0 and its exit event follows.
+		// Pin the child's identity now; a child already gone reads 0.
 		var start uint64
 		var s stat
 		var err error
@@ -579,8 +494,7 @@ func (t *Tree) handle(ev *event) {
 	}
 }
 
-// lostEvents answers ENOBUFS: the kernel dropped events, which cannot be
-// known, so every tree is walked again and the reader told to resync.
+// lostEvents answers ENOBUFS: every tree is walked again, and a resync told.
 func (t *Tree) lostEvents() {
 	t.lost.Add(1)
 	t.mu.Lock()
@@ -589,7 +503,6 @@ func (t *Tree) lostEvents() {
 	t.announce()
 }
 
-// queue hands x to the reader, or drops and counts it at a full queue.
 func (t *Tree) queue(x Exit) {
 	select {
 	case t.exits <- x:
@@ -599,7 +512,6 @@ func (t *Tree) queue(x Exit) {
 	}
 }
 
-// announce leaves one resync token for the reader.
 func (t *Tree) announce() {
 	select {
 	case t.resync <- struct{}{}:
@@ -607,8 +519,7 @@ func (t *Tree) announce() {
 	}
 }
 
-// decodeStatus reads a wait status (the kernel's exit_code): the code in
-// bits 8-15, or the killing signal in bits 0-6 with bit 7 for a core dump.
+// decodeStatus reads a wait status: code, or signal and core dump.
 func decodeStatus(ws uint32) (code int, sig syscall.Signal, core bool) {
 	if s := ws & 0x7f; s != 0 {
 		return 0, syscall.Signal(s), ws&0x80 != 0
@@ -616,17 +527,13 @@ func decodeStatus(ws uint32) (code int, sig syscall.Signal, core bool) {
 	return int(ws>>8) & 0xff, 0, false
 }
 
-// Member is a process of a watched tree as the Tree keeps it, unread: its
-// pid and its start ticks (0 when it was gone before it could be read).
+// Member is a kept process of a watched tree (StartTicks 0: gone unread).
 type Member struct {
 	PID        int
 	StartTicks uint64
 }
 
-// Members is root's tree as kept (the root itself included), without
-// reading any of it: for a reader that reads each member once itself (the
-// process facts, ADR-0048) where Descendants would read it twice. Members
-// may have ended since; the caller checks each by its start ticks.
+// Members is root's tree as kept, root included, unread (ADR-0048).
 func (t *Tree) Members(root Root) ([]Member, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -641,10 +548,8 @@ func (t *Tree) Members(root Root) ([]Member, error) {
 	return out, nil
 }
 
-// MembersOf is root's tree from t when t watches root (its mode says how
-// it was kept), else read now from the root down as Watch seeds it
-// (mode "seed"): a CLI's read, or a root the daemon does not keep. A nil
-// t always seeds. A root gone or not the recorded process has no members.
+// MembersOf is root's tree from t when t watches root, else seeded now
+// (mode "seed"); a gone or reused root has none.
 func MembersOf(t *Tree, root Root) ([]Member, string) {
 	if t != nil {
 		if ms, err := t.Members(root); err == nil {

@@ -10,10 +10,8 @@ import (
 	"watchdog/state"
 )
 
-// newAttentionCmd is `watchdog attention`: the attention queue
-// read straight from the store, or from a daemon's API with --server,
-// printed grouped by severity and then by cluster (reason code), each item
-// led by its fingerprint, or as the API's JSON with --json.
+// newAttentionCmd is `watchdog attention`: the attention queue from the
+// store or a daemon's API, grouped by severity and cluster.
 func newAttentionCmd() *cobra.Command {
 	var (
 		db, severities   string
@@ -70,15 +68,12 @@ carries the same facts in "judge": nothing in it has been judged since.`,
 			}
 			var set settings
 			if remote, _ := to.Remote(); remote {
-				// The daemon's config decides its window; a local one
-				// given here would be silently ignored.
+				// The daemon's config decides its window; a local one would be ignored.
 				if cmd.Flags().Changed("failure-window") {
 					return usageError("--failure-window reads a local database: with --server the daemon applies its own thresholds.failure_window")
 				}
 			} else {
-				// The daemon's settings: its failure window (unless
-				// --failure-window), and its database unless one was
-				// named here, so this prints the queue the daemon serves.
+				// The daemon's settings and database, so this prints its queue.
 				if set, to.DB, err = localSettings(cmd, db); err != nil {
 					return err
 				}

@@ -25,8 +25,7 @@ does not exist). Every problem is printed, one per line.`,
 				err = errors.Join(err, daemon.Check(cfg))
 			}
 			if err != nil {
-				// Every problem on its own line, each prefixed with the file,
-				// like a compiler: an operator fixes them all in one pass.
+				// One line per problem, prefixed with the file, like a compiler.
 				for _, line := range strings.Split(err.Error(), "\n") {
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", args[0], line)
 				}

@@ -57,8 +57,7 @@ reached, the command still runs, unwatched, and exec says so on stderr.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// The same --db/--server rule as the other writing commands;
-			// a conflict is exec's own usage error (125).
+			// The writing commands' --db/--server rule; a conflict exits 125.
 			to, err := resolveTarget(cmd, db, server)
 			if err != nil {
 				var ee *exitError

@@ -6,10 +6,8 @@ import (
 	"watchdog/probe"
 )
 
-// localHost is this machine as the probe sees it. WATCHDOG_HOST_ID plays
-// the config's host_id for the command line (which reads no config file):
-// a host whose daemon runs with host_id set must give its CLI the same id,
-// or what the CLI registers is claimed for another host and never swept.
+// localHost is this machine as the probe sees it. WATCHDOG_HOST_ID must
+// match the daemon's host_id, or what the CLI registers is never swept.
 func localHost() *probe.Host {
 	h := probe.NewHost()
 	h.HostIDOverride = os.Getenv("WATCHDOG_HOST_ID")

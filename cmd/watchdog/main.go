@@ -21,8 +21,8 @@ var version = "dev"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// exitError carries a specific exit code up to main. Its message, if any,
-// is printed as the one error line.
+// exitError carries a specific exit code up to main; its message, if any,
+// is the one error line.
 type exitError struct {
 	code int
 	err  error
@@ -40,8 +40,7 @@ func (e *exitError) Unwrap() error { return e.err }
 // ExitCode is the code to exit with.
 func (e *exitError) ExitCode() int { return e.code }
 
-// exitCoder is an error that decides the exit code: exitError, and the
-// packages' own (runner.ExitError).
+// exitCoder is an error that decides the exit code.
 type exitCoder interface{ ExitCode() int }
 
 // withCode wraps err so that the process exits with code.
@@ -63,16 +62,13 @@ func usageError(format string, args ...any) error {
 	return withCode(2, fmt.Errorf(format, args...))
 }
 
-// run builds the command tree, executes it and turns the outcome into an
-// exit code: 0 success, 1 a refused or failed operation, 2 a usage error
-// (probe has its own plugin-style codes). Errors are one line on stderr.
+// run executes the command tree and returns the exit code: 0 success, 1 a
+// refused or failed operation, 2 a usage error (probe has its own).
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
-	// Every text the command line prints passes through ctlesc: what a
-	// client or a process wrote (a reason, a command's stderr, a process
-	// name) may hold escape sequences that would act on the terminal.
-	// exec hands its child the writers beneath (rawWriter).
+	// Escape control characters in all output: what a client or a process
+	// wrote may act on the terminal. exec's child gets the raw writers.
 	out, errw := ctlesc.NewWriter(stdout), ctlesc.NewWriter(stderr)
 	defer out.Flush()  //nolint:errcheck // the reader went away: nothing left to tell it
 	defer errw.Flush() //nolint:errcheck // as above
@@ -97,11 +93,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// explainUsage completes cobra's own usage errors into the one line a
-// person can act on: an unknown command names the command it is close to
-// (cobra's suggestion, which its message puts on later lines the one-line
-// rule would cut), and a wrong number of arguments names the command's
-// usage line ("accepts 1 arg(s), received 0" alone does not say which).
+// explainUsage completes cobra's usage errors into one actionable line:
+// the suggested command, or the usage line for a wrong argument count.
 func explainUsage(cmd *cobra.Command, err error) error {
 	msg := err.Error()
 	switch {
@@ -130,8 +123,7 @@ func firstLine(s string) string {
 	return s
 }
 
-// isFlagError recognises cobra/pflag's own parse errors, which are usage
-// mistakes.
+// isFlagError recognises cobra/pflag's own parse errors.
 func isFlagError(err error) bool {
 	msg := err.Error()
 	for _, p := range []string{"unknown flag", "unknown shorthand", "flag needs an argument", "invalid argument", "unknown command", "accepts ", "requires at least", "requires exactly", "bad flag syntax"} {

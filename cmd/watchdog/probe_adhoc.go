@@ -12,9 +12,8 @@ import (
 	"watchdog/wire"
 )
 
-// probeEntityFunc probes a registered entity (`--entity TYPE/ID`) and
-// returns the exit code; it has printed its output (probe_entity.go). A
-// variable so tests can watch the flag handling without a store.
+// probeEntityFunc probes a registered entity (--entity) and returns the
+// exit code; a variable so tests can watch the flags without a store.
 var probeEntityFunc = probeEntity
 
 type probeOptions struct {
@@ -94,8 +93,7 @@ host, a legacy entity or a schedule).`,
 			return nil
 		},
 	}
-	// Bad flags are "could not decide" (3) here, not the usage error (2)
-	// of the other commands: a monitoring system reads 2 as critical.
+	// Bad flags exit 3, "could not decide": a monitoring system reads 2 as critical.
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return probeFail("%v (see %s --help)", err, c.CommandPath())
 	})
@@ -126,8 +124,8 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 			return 0, probeFail("--entity probes what the store recorded; it takes no --pid, --start-time, --heartbeat, --ended or artifact flags")
 		}
 		if o.idleAfter != "" || o.stalledAfter != "" {
-			// The findings are stored: thresholds other than the daemon's
-			// would make the two flip the entity back and forth.
+			// The findings are stored: other thresholds than the daemon's would flip
+			// the entity back and forth.
 			return 0, probeFail("--entity takes the daemon's thresholds from --config (else %s, else %s), not --idle-after or --stalled-after", configEnv, defaultConfigPath)
 		}
 		return probeEntityFunc(cmd, o.entity, o.asJSON), nil
@@ -144,8 +142,8 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 	return printVerdict(cmd.OutOrStdout(), v, o.asJSON, probeFail)
 }
 
-// printVerdict prints a probe's verdict (its state as JSON with asJSON)
-// and returns its exit code; fail words a failed write.
+// printVerdict prints a probe's verdict and returns its exit code; fail
+// words a failed write.
 func printVerdict(w io.Writer, v probe.Verdict, asJSON bool, fail func(string, ...any) error) (int, error) {
 	v = v.Rendered()
 	if asJSON {

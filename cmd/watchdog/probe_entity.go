@@ -11,11 +11,9 @@ import (
 	"watchdog/store"
 )
 
-// probeEntity is `watchdog probe --entity TYPE/ID`: probe a registered
-// entity of this host now and judge it with the daemon's settings, print
-// it like the ad-hoc probe, and, only with --record, record what changed
-// (as one sweep would, and nothing when nothing did). It prints its own
-// error line: the hook reports an exit code only.
+// probeEntity is `watchdog probe --entity TYPE/ID`: probe and judge a
+// registered entity with the daemon's settings, recording what changed
+// only with --record. It prints its own error line.
 func probeEntity(cmd *cobra.Command, ref string, asJSON bool) int {
 	code, err := runProbeEntity(cmd, ref, asJSON)
 	if err != nil {
@@ -42,8 +40,7 @@ func runProbeEntity(cmd *cobra.Command, ref string, asJSON bool) (int, error) {
 		return 0, fmt.Errorf("probe: no entity %s/%s in %s", typ, id, o.st.Path())
 	}
 	if err != nil {
-		// Another host's entity, a legacy one or a schedule, said as such
-		// (reaper.ErrOtherHost, reaper.ErrNotProbed), or a store failure.
+		// Another host's entity, a legacy one or a schedule, or a store failure.
 		return 0, fmt.Errorf("probe: %w", err)
 	}
 

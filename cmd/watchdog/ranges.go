@@ -9,10 +9,8 @@ import (
 	"watchdog/transitions"
 )
 
-// secondsFlag is a number-of-seconds flag (transition --timeout-seconds,
-// --elapsed-seconds) checked against its range as it is parsed, so a
-// number out of range is one usage error quoting it as given (1e18, not a
-// float's rendering of it), before anything is opened or sent.
+// secondsFlag is a seconds flag checked against its range as it is parsed,
+// so an out-of-range number is one usage error quoting it as given.
 type secondsFlag struct {
 	v     *float64
 	name  string
@@ -49,8 +47,8 @@ func (f *secondsFlag) String() string {
 
 func (*secondsFlag) Type() string { return "seconds" }
 
-// durationFlag is a Go duration flag (exec --timeout) checked against a
-// range in seconds as it is parsed, quoting it as given.
+// durationFlag is a Go duration flag checked against a range in seconds
+// as it is parsed.
 type durationFlag struct {
 	d     *time.Duration
 	name  string

@@ -15,20 +15,16 @@ import (
 )
 
 // oneShot is what a one-shot command (`reap`, `probe --entity`) runs on:
-// the store and a reaper for this host, with the daemon's settings as
-// localSettings resolves them.
+// the store and a reaper for this host, with the daemon's settings.
 type oneShot struct {
 	st store.Backend
 	rp *reaper.Reaper
-	// set is where the settings came from; its note is printed once the
-	// command has run.
+	// set is where the settings came from; its note is printed after the run.
 	set settings
 }
 
-// openOneShot resolves the daemon's settings (localSettings: --config,
-// WATCHDOG_CONFIG, the default path, else the defaults), opens the
-// existing store (--db, else WATCHDOG_DB, else the config's store.dsn)
-// and builds the reaper with the daemon's thresholds and host_id, so a
+// openOneShot resolves the daemon's settings, opens the existing store and
+// builds the reaper with the daemon's thresholds and host_id, so a
 // one-shot run judges as the daemon does.
 func openOneShot(ctx context.Context, cmd *cobra.Command) (*oneShot, error) {
 	db := defaultDB
@@ -101,8 +97,7 @@ The database is --db, else WATCHDOG_DB, else the config's store.dsn.`,
 				o.rp.Settings.DryRun = true
 			}
 			res, runErr := o.rp.RunOnce(ctx)
-			// What was done is printed even when a later step failed: those
-			// writes happened.
+			// Printed even when a later step failed: those writes happened.
 			if err := output(cmd.OutOrStdout(), asJSON, res, res.Text); err != nil {
 				return fmt.Errorf("write output: %w", err)
 			}

@@ -45,8 +45,7 @@ func newRegisterCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}
-			// Validate before touching the database, so a bad document
-			// cannot even create an empty one (nor reach the daemon).
+			// Validate first: a bad document must not even create an empty database.
 			if err := transitions.CheckRegistration(reg); err != nil {
 				return err
 			}
@@ -77,9 +76,9 @@ func newRegisterCmd() *cobra.Command {
 	return c
 }
 
-// warnLifecycleKept says so when a re-registration asked for a lifecycle
-// the entity is not in: registering never moves a lifecycle (docs/reference/http-api.md, Register), and
-// a silent "updated" would let the caller believe it did.
+// warnLifecycleKept warns when a re-registration asked for a lifecycle
+// the entity is not in: registering never moves one, and a silent
+// "updated" would mislead.
 func warnLifecycleKept(w io.Writer, created bool, body wire.Register, now string) {
 	if created || !body.Lifecycle.Set || body.Lifecycle.Null || body.Lifecycle.Value == now {
 		return

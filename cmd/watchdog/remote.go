@@ -9,17 +9,14 @@ import (
 	"watchdog/tokenfile"
 )
 
-// addServerFlag gives a writing command the --server flag (env
-// WATCHDOG_SERVER): with it the command goes through a running daemon's
-// API instead of opening the database, which on a hardened host the agents
-// cannot do.
+// addServerFlag gives a command the --server flag (env WATCHDOG_SERVER):
+// through a daemon's API instead of the database.
 func addServerFlag(c *cobra.Command, server *string) {
 	c.Flags().StringVar(server, "server", os.Getenv("WATCHDOG_SERVER"),
 		"daemon API base URL, e.g. http://127.0.0.1:9715, used instead of --db (env WATCHDOG_SERVER; token from WATCHDOG_TOKEN_FILE)")
 }
 
-// addTargetFlags gives register, heartbeat and transition both --db and
-// --server, with help that states how resolveTarget chooses between them.
+// addTargetFlags gives a writing command both --db and --server.
 func addTargetFlags(c *cobra.Command, db, server *string) {
 	addDBFlag(c, db)
 	addServerFlag(c, server)
@@ -31,9 +28,8 @@ func addTargetFlags(c *cobra.Command, db, server *string) {
 		"a flag overrides the other's environment variable"
 }
 
-// resolveTarget decides, by target.Choice's rule, whether a command goes
-// through the daemon or opens the database, before anything is opened: a
-// contradiction is a usage error.
+// resolveTarget decides, by target.Choice's rule and before anything is
+// opened, where a command goes; a contradiction is a usage error.
 func resolveTarget(c *cobra.Command, db, server string) (target.Choice, error) {
 	to := target.Choice{
 		Server: server, DB: db, Host: localHost(),
@@ -49,8 +45,7 @@ func resolveTarget(c *cobra.Command, db, server string) (target.Choice, error) {
 	return to, nil
 }
 
-// addReadFlags gives status and attention both --db and --server, chosen
-// between by the writing commands' rule (resolveTarget).
+// addReadFlags gives status and attention both --db and --server.
 func addReadFlags(c *cobra.Command, db, server *string) {
 	addDBFlag(c, db)
 	addServerFlag(c, server)

@@ -25,9 +25,7 @@ HTTP on 127.0.0.1:9715 (/metrics, /healthz, /readyz, /api/...). SIGHUP reloads
 thresholds and schedules; SIGTERM finishes the running job and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// The daemon serves no heap profiles, so it keeps none: the
-			// runtime's sampling tables cost about 1.4 MB of a daemon
-			// whose whole budget is 20 MB.
+			// No heap profiles are served, so none are sampled (ADR-0052).
 			runtime.MemProfileRate = 0
 			cfg, err := config.Load(cfgPath)
 			if err != nil {

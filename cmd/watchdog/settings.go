@@ -18,32 +18,24 @@ import (
 	"watchdog/state"
 )
 
-// defaultConfigPath is where a command on the daemon's host finds the
-// daemon's config when neither --config nor WATCHDOG_CONFIG names one:
-// the file deploy/systemd/watchdog.service starts `serve --config` with.
-// A variable so that no test reads the host's real file: the tests'
-// binary is linked with another path (internal/testenv), and this
-// package's TestMain sets it for the in-process tests.
+// defaultConfigPath is the packaged unit's config, used when neither
+// --config nor WATCHDOG_CONFIG names one. A variable so that no test reads
+// the host's real file.
 var defaultConfigPath = "/etc/watchdog/config.yaml"
 
-// configEnv names the daemon's config file in the environment, for the
-// commands that read or judge this host's store.
+// configEnv names the daemon's config file in the environment.
 const configEnv = "WATCHDOG_CONFIG"
 
 // settings is the daemon's config as a command on its host resolved it
-// (resolveConfig): the thresholds it judges with, the store it reads, the
-// host it is.
+// (resolveConfig).
 type settings struct {
-	// cfg is the file's config, or the defaults when none was found;
-	// never nil.
+	// cfg is the file's config, or the defaults; never nil.
 	cfg *config.Config
 	// path is the file read, "" when none was found.
 	path string
-	// from is what named path: "--config", configEnv or "the default
-	// path".
+	// from is what named path: "--config", configEnv or "the default path".
 	from string
-	// recorded, when the database holds them, are the settings its daemon
-	// recorded (adoptRecorded): cfg's thresholds are those.
+	// recorded is what the database's daemon recorded (adoptRecorded), if any.
 	recorded *recordedSettings
 }
 
@@ -52,18 +44,14 @@ type recordedSettings struct {
 	Host   string        `json:"host"`
 	Source string        `json:"source"` // the daemon's config file, "" for the defaults
 	At     unixtime.Time `json:"recorded_at"`
-	// Differs names the keys where the config the command found itself
-	// differs ("idle_after 5m≠10m", the command's value first).
+	// Differs names the keys where the command's own config differs ("idle_after 5m≠10m").
 	Differs []string `json:"differs,omitempty"`
 }
 
 // resolveConfig is the one rule by which a command finds the daemon's
-// settings: the file flagPath (--config) names, else envPath
-// (WATCHDOG_CONFIG), else defPath when it exists, else the defaults
-// (path ""). A file named by the flag or the environment must exist; any
-// file found must be valid: the error names the file, what named it and
-// every problem, on one line. The daemon, started with the same file,
-// judges with the same thresholds, so the command and the daemon agree.
+// settings: --config, else WATCHDOG_CONFIG, else defPath when it exists,
+// else the defaults. A named file must exist and any file found must be
+// valid, so the command and the daemon judge with the same thresholds.
 func resolveConfig(flagPath, envPath, defPath string) (settings, error) {
 	path, from := flagPath, "--config"
 	if path == "" {
@@ -83,8 +71,7 @@ func resolveConfig(flagPath, envPath, defPath string) (settings, error) {
 	if err != nil {
 		msg := fmt.Sprintf("config %s (%s): %s", path, from, strings.ReplaceAll(err.Error(), "\n", "; "))
 		if errors.Is(err, fs.ErrPermission) {
-			// The packaged file is root:watchdog 0640: say how to get
-			// the daemon's settings rather than judge with others.
+			// The packaged file is root:watchdog 0640: say how to read it.
 			msg += "; run as root or a member of the file's group, or name a readable config with --config or " + configEnv
 		}
 		return settings{}, errors.New(msg)
@@ -92,9 +79,8 @@ func resolveConfig(flagPath, envPath, defPath string) (settings, error) {
 	return settings{cfg: cfg, path: path, from: from}, nil
 }
 
-// note is the one line a command prints on stderr when it found no
-// config and judges with the defaults ("" when it found one): whoever
-// reads its output must know it may not be the daemon's judgement.
+// note is the line a command prints on stderr when it does not judge with
+// the daemon's config ("" when it does).
 func (s settings) note() string {
 	if r := s.recorded; r != nil {
 		if s.path != "" && len(r.Differs) == 0 {
@@ -116,19 +102,17 @@ func (s settings) note() string {
 	return fmt.Sprintf("watchdog: no daemon config found (--config, %s, %s); judging with the default thresholds\n", configEnv, defaultConfigPath)
 }
 
-// printNote prints note on w. It is called once the command has opened
-// its store, so that a command that fails says only its one error line.
+// printNote prints note on w, once the store is open, so a failing command
+// says only its one error line.
 func (s settings) printNote(w io.Writer) {
 	if n := s.note(); n != "" {
 		_, _ = io.WriteString(w, n)
 	}
 }
 
-// localSettings resolves the settings of a command that reads or judges
-// this host's store (resolveConfig over its --config flag, WATCHDOG_CONFIG
-// and defaultConfigPath), and the database it opens: --db when given, else
-// WATCHDOG_DB, else the config's store.dsn (the defaults' ./watchdog.db
-// without a config), so the command reads what the daemon serves.
+// localSettings resolves a store-reading command's settings and its
+// database: --db, else WATCHDOG_DB, else the config's store.dsn, so it
+// reads what the daemon serves.
 func localSettings(cmd *cobra.Command, db string) (settings, string, error) {
 	var flagPath string
 	if f := cmd.Flags().Lookup("config"); f != nil {
@@ -143,12 +127,9 @@ func localSettings(cmd *cobra.Command, db string) (settings, string, error) {
 	return s, db, nil
 }
 
-// adoptRecorded makes the thresholds of s those its database's daemon
-// recorded (store.DaemonSettings), so that a command judges as the
-// daemon does whatever config it found: this host's daemon's, else the
-// newest. Nothing changes when the database cannot be opened (the
-// command's own open says why), holds none, or holds a section that no
-// longer reads.
+// adoptRecorded makes s's thresholds those its database's daemon recorded
+// (this host's, else the newest), so a command judges as the daemon does;
+// anything unreadable changes nothing.
 func (s *settings) adoptRecorded(ctx context.Context, db string) {
 	if db == "" {
 		return
@@ -185,9 +166,7 @@ func (s *settings) adoptRecorded(ctx context.Context, db string) {
 	s.cfg, s.recorded = &cfg, r
 }
 
-// addConfigFlag gives a command that reads or judges this host's store
-// the --config flag, with help that says how resolveConfig finds the
-// daemon's config without it.
+// addConfigFlag gives a store-reading command the --config flag.
 func addConfigFlag(c *cobra.Command, path *string) {
 	c.Flags().StringVar(path, "config", "", "the daemon's config `FILE`: its thresholds, host_id and (without --db or WATCHDOG_DB) store.dsn "+
 		"(default: $"+configEnv+", else "+defaultConfigPath+" when it exists, else the default thresholds, said on stderr)")

@@ -84,15 +84,13 @@ judges: no such line.`,
 			f := wire.EntityFilter{Type: typ, Severities: want, Host: host}
 			var set settings
 			if remote, _ := to.Remote(); !remote {
-				// The daemon's settings, and its database unless one
-				// was named here: this prints what the daemon serves.
+				// The daemon's settings and, unless --db named one, its database.
 				if set, to.DB, err = localSettings(cmd, db); err != nil {
 					return err
 				}
 				to.RequireHeartbeat = daemon.ReaperSettings(set.cfg).Probe.RequireHeartbeat
 			}
-			// read reads the list once, and from a database who judged it
-			// (nil through a daemon, which is the judge).
+			// read reads the list once, and from a database who judged it.
 			read := func(ctx context.Context) (wire.EntityList, *judgedBy, error) {
 				out, j, err := readList(ctx, to, f, target.ListOptions{History: asJSON, Process: wide || asJSON}, set)
 				if err != nil {
@@ -144,9 +142,8 @@ judges: no such line.`,
 	return c
 }
 
-// readList reads the list once through the target to chooses (opened
-// for this read alone, so that --watch outlives a daemon's restart or a
-// database not there yet), and from a database who judged it (judgeOf).
+// readList reads the list once through a target opened for this read
+// alone, so --watch outlives a daemon's restart, and who judged it.
 func readList(ctx context.Context, to target.Choice, f wire.EntityFilter, o target.ListOptions, set settings) (wire.EntityList, *judgedBy, error) {
 	t, err := to.Open(ctx, false, false)
 	if err != nil {
@@ -164,10 +161,8 @@ func readList(ctx context.Context, to target.Choice, f wire.EntityFilter, o targ
 	return out, j, nil
 }
 
-// openOnly keeps the open entities: those whose lifecycle is not one of
-// their type's terminal states, legacy ones left out (they have no
-// lifecycle to be open in). It reads the wire shape, so a list from a
-// daemon is filtered by the same rule as a local one.
+// openOnly keeps the open, non-legacy entities, read from the wire shape
+// so a daemon's list is filtered by the same rule as a local one.
 func openOnly(items []wire.Entity) []wire.Entity {
 	out := items[:0]
 	for _, e := range items {
@@ -182,16 +177,10 @@ func openOnly(items []wire.Entity) []wire.Entity {
 	return out
 }
 
-// watchStatus prints the table read by read every interval until SIGINT or
-// SIGTERM, each frame under a header naming the source and the moment. On
-// a terminal each frame replaces the last (the screen is cleared, as
-// watch(1) does); into a pipe or a file frames follow one another. A
-// failed read is shown in its frame and the next one tries again: a
-// daemon restarting must not end the watch.
-//
-// From a database each frame says, under its header, what status says on
-// stderr (no config found; no daemon serving it): a daemon may stop while
-// the watch runs.
+// watchStatus prints the table every interval until SIGINT or SIGTERM,
+// clearing the screen on a terminal as watch(1) does. A failed read is
+// shown in its frame and retried: a daemon restarting must not end the
+// watch. A database's frames carry status's stderr notes.
 func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList, *judgedBy, error), src string, set settings, every time.Duration, wide bool) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -219,8 +208,7 @@ func watchStatus(cmd *cobra.Command, read func(context.Context) (wire.EntityList
 			}
 		}
 		if tty {
-			// The redraw's own sequence, the one control sequence this
-			// command line writes: past the escaping of the frame.
+			// The redraw: the one control sequence this command line writes.
 			if err := writeRaw(w, "\x1b[H\x1b[2J"); err != nil {
 				return err
 			}
@@ -249,8 +237,7 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
-// rawWriter is the writer under the command line's escaping (ctlesc),
-// or w itself.
+// rawWriter is the writer under the command line's escaping (ctlesc), or w.
 func rawWriter(w io.Writer) io.Writer {
 	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
 		return u.Unwrap()
@@ -258,8 +245,7 @@ func rawWriter(w io.Writer) io.Writer {
 	return w
 }
 
-// writeRaw writes s past the escaping: a control sequence of the command
-// line's own.
+// writeRaw writes s past the escaping.
 func writeRaw(w io.Writer, s string) error {
 	_, err := io.WriteString(rawWriter(w), s)
 	return err

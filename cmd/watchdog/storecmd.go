@@ -23,9 +23,8 @@ func addDBFlag(c *cobra.Command, db *string) {
 	c.Flags().StringVar(db, "db", def, "SQLite database file, or a postgres:// URL (env WATCHDOG_DB)")
 }
 
-// configDB is the database of a command given the daemon's config (cfg
-// nil: none): --db or WATCHDOG_DB when set, else the config's store.dsn,
-// so the command reads what the daemon does.
+// configDB is a command's database: --db or WATCHDOG_DB, else the config's
+// store.dsn, so it reads what the daemon does.
 func configDB(cmd *cobra.Command, db string, cfg *config.Config) string {
 	if cfg != nil && !cmd.Flags().Changed("db") && os.Getenv("WATCHDOG_DB") == "" {
 		return cfg.Store.DSN

@@ -30,8 +30,7 @@ func newTransitionCmd() *cobra.Command {
 			if message != "" && reason == "" {
 				return usageError("--message explains a reason code: give it with --reason CODE (see watchdog reasons)")
 			}
-			// reaper and exec are the daemon's and the wrapper's own
-			// actors: a person at the command line is not either.
+			// reaper and exec are the daemon's and the wrapper's own actors.
 			if actor != transitions.ActorAdmin && actor != transitions.ActorOrchestrator {
 				return usageError("--actor %q: want admin or orchestrator", actor)
 			}
@@ -46,11 +45,8 @@ func newTransitionCmd() *cobra.Command {
 				}
 				t.Reason = &wire.Reason{Code: reason, Message: message}
 			}
-			// This command's default actor is admin, over HTTP too
-			// (docs/reference/cli.md), except that with a token the token decides: then an
-			// unset --actor claims none and the daemon records the token's
-			// principal; an explicit one is a claim it may refuse (admin
-			// is 403 with auth on).
+			// The default actor is admin, but with a token the token decides: an unset
+			// --actor then claims none (docs/reference/cli.md).
 			if cmd.Flags().Changed("actor") {
 				t.Actor = actor
 			}
@@ -71,8 +67,7 @@ func newTransitionCmd() *cobra.Command {
 			if res.Lifecycle != nil {
 				now = *res.Lifecycle
 			}
-			// A daemon older than the response's "from" leaves it out: the
-			// compare-and-set's expectation is then the from state, if any.
+			// An older daemon leaves "from" out: fall back to the expectation.
 			from := cmp.Or(res.From, expectFrom, "?")
 			line := fmt.Sprintf("%s/%s: %s -> %s", typ, id, from, now)
 			if reason != "" {

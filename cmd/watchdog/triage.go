@@ -15,13 +15,11 @@ import (
 	"watchdog/transitions"
 )
 
-// triageBy is who a dismissal made from this command line on the
-// database is recorded as: the command's user, as the kernel names it
-// (target.Me); through a daemon, the daemon records its caller.
+// triageBy is who a dismissal made on the database is recorded as: the
+// command's user, as the kernel names it.
 var triageBy = target.Me().Name
 
-// newSnoozeCmd is `watchdog snooze FINGERPRINT... | --cluster KEY [--for 1d]`
-// (docs/reference/cli.md): hide attention items for a while.
+// newSnoozeCmd is `watchdog snooze` (docs/reference/cli.md).
 func newSnoozeCmd() *cobra.Command {
 	var db, server, configPath, cluster string
 	span := snoozeSpan(attention.SnoozeFor)
@@ -57,9 +55,7 @@ failure window decides what is in the queue.`,
 	return c
 }
 
-// newDismissCmd is `watchdog dismiss FINGERPRINT... | --cluster KEY`
-// (docs/reference/cli.md): hide attention items until their entity's
-// status changes.
+// newDismissCmd is `watchdog dismiss` (docs/reference/cli.md).
 func newDismissCmd() *cobra.Command {
 	var db, server, configPath, cluster string
 	c := &cobra.Command{
@@ -99,9 +95,7 @@ func addTriageFlags(c *cobra.Command, db, server, configPath, cluster *string) {
 }
 
 // triage snoozes (span > 0) or dismisses the items fps name, or those of
-// cluster, through the target the flags choose, and prints what it did:
-// one line for one fingerprint (as before several were taken), else a
-// line and the fingerprints.
+// cluster, and prints what it did.
 func triage(cmd *cobra.Command, fps []string, cluster string, span time.Duration, db, server string) error {
 	switch {
 	case cluster != "" && len(fps) > 0:
@@ -132,8 +126,7 @@ func triage(cmd *cobra.Command, fps []string, cluster string, span time.Duration
 	var set settings
 	remote, _ := to.Remote() // resolveTarget refused what Remote refuses
 	if !remote {
-		// The items must be in the queue the daemon serves: its failure
-		// window, its database.
+		// The items must be in the daemon's queue: its window, its database.
 		if set, to.DB, err = localSettings(cmd, db); err != nil {
 			return err
 		}
@@ -192,8 +185,7 @@ func triage(cmd *cobra.Command, fps []string, cluster string, span time.Duration
 	return err
 }
 
-// snoozeSpan is --for: a Go duration, or a number of days ("1d", "1.5d")
-// or weeks ("1w", the page's longest choice), positive.
+// snoozeSpan is --for: a Go duration, or days ("1.5d") or weeks ("1w").
 type snoozeSpan time.Duration
 
 func (s *snoozeSpan) String() string {
@@ -211,8 +203,7 @@ func (s *snoozeSpan) Set(v string) error {
 		if n, ok := strings.CutSuffix(v, suffix); ok && err != nil {
 			var f float64
 			if f, err = strconv.ParseFloat(n, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-				// The range is checked on the seconds before they become
-				// a Duration: 1e300d would wrap round.
+				// Check the range in seconds: 1e300d would wrap a Duration.
 				secs, err = f*unit.Seconds(), nil
 				d = unixtime.Duration(secs)
 			}

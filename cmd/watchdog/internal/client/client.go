@@ -1,15 +1,6 @@
-// Package client calls a running watchdog daemon's HTTP API for the
-// commands that write (register, heartbeat, transition, exec, snooze,
-// dismiss) and read (status, attention) when they run with --server URL
-// (or WATCHDOG_SERVER): on a hardened host the agents run as other users
-// than the daemon and cannot open its database, and any daemon of a fleet
-// shows the whole fleet.
-//
-// Errors come back as the same sentinels the local write path returns
-// (transitions.ErrNotFound, ErrConflict, ErrInvalidTransition, ...),
-// carrying the server's own one-line message, so a command prints the
-// same line whether it wrote locally or through the daemon. Check them
-// with errors.Is; *Error has the status and cause.
+// Package client calls a watchdog daemon's HTTP API for the CLI. Errors
+// come back as the write path's sentinels (errors.Is) with the server's
+// own sentence, so a command prints the same line either way.
 package client
 
 import (
@@ -32,16 +23,14 @@ import (
 	"watchdog/wire"
 )
 
-// DefaultTimeout bounds one request, connection to last byte. A write
-// through the daemon waits at most for its store's busy timeout (10s); a
-// request that takes longer has gone wrong.
+// DefaultTimeout bounds one request, connection to last byte: well past
+// the store's busy timeout a daemon's write waits for.
 const DefaultTimeout = 30 * time.Second
 
 // ErrUnauthorized is returned for a 401: no token, or the wrong one.
 var ErrUnauthorized = errors.New("unauthorized: check WATCHDOG_TOKEN_FILE")
 
-// ErrServer is returned for a response the API does not document (a 5xx,
-// a proxy's error page).
+// ErrServer is returned for a response the API does not document.
 var ErrServer = errors.New("server error")
 
 // Client talks to one watchdog daemon. It is safe for concurrent use.
@@ -50,19 +39,16 @@ type Client struct {
 	token string
 	// HTTP is the underlying client; New sets a DefaultTimeout.
 	HTTP *http.Client
-	// UnauthorizedHint, when set, is added to the message of a 401: where
-	// the token came from, or where it was looked for.
+	// UnauthorizedHint, when set, is added to a 401's message: where the token came from.
 	UnauthorizedHint string
-	// listPage and rowsPage are the page sizes List and Transitions ask
-	// for (0: the API's largest); tests make them small to walk pages.
+	// listPage and rowsPage are the page sizes asked for (0: the API's largest).
 	listPage, rowsPage int
 	// unix: the daemon's local socket (NewUnix).
 	unix bool
 }
 
-// New returns a client of the daemon at baseURL ("http://127.0.0.1:9715";
-// a bare host:port gets http://). token is sent as a bearer token on every
-// request when not empty.
+// New returns a client of the daemon at baseURL (a bare host:port gets
+// http://); token, when not empty, is sent as a bearer token.
 func New(baseURL, token string) *Client {
 	base := strings.TrimRight(strings.TrimSpace(baseURL), "/")
 	if base != "" && !strings.Contains(base, "://") {
@@ -71,8 +57,8 @@ func New(baseURL, token string) *Client {
 	return &Client{base: base, token: token, HTTP: &http.Client{Timeout: DefaultTimeout}}
 }
 
-// NewUnix returns a client of the daemon's local socket at path: no
-// token, the kernel tells the daemon who calls (docs/security.md).
+// NewUnix returns a client of the daemon's local socket at path: no token,
+// the kernel tells the daemon who calls (docs/security.md).
 func NewUnix(path string) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -94,16 +80,14 @@ func (c *Client) HasToken() bool { return c.token != "" }
 type Error struct {
 	// Status is the HTTP status code.
 	Status int
-	// Cause is the API's machine-readable cause (transitions.Causes,
-	// bad_request, too_large, unauthorized, ...), "" if the body had none.
+	// Cause is the API's machine-readable cause, "" if the body had none.
 	Cause string
 	// Message is the server's sentence.
 	Message  string
 	sentinel error
 }
 
-// Error returns the server's message, which already names the kind of
-// failure ("invalid transition: ..."), exactly as the local path would.
+// Error returns the server's message.
 func (e *Error) Error() string { return e.Message }
 
 // Unwrap returns the sentinel the status and cause map to.
@@ -138,8 +122,7 @@ var statusSentinels = map[int]error{
 	http.StatusUnprocessableEntity:   transitions.ErrInvalidTransition,
 }
 
-// Register registers (or updates) an entity and reports whether it was
-// created.
+// Register registers (or updates) an entity and reports whether it was created.
 func (c *Client) Register(ctx context.Context, r wire.Register) (wire.Entity, bool, error) {
 	var e wire.Entity
 	status, err := c.do(ctx, http.MethodPost, "/api/v1/entities", r, &e)
@@ -159,8 +142,7 @@ func (c *Client) Heartbeat(ctx context.Context, typ, id, progress string) error 
 	return err
 }
 
-// Transition asks for a lifecycle change and returns the entity after it
-// with the lifecycle it left.
+// Transition asks for a lifecycle change and returns its result.
 func (c *Client) Transition(ctx context.Context, typ, id string, t wire.Transition) (wire.TransitionResult, error) {
 	var res wire.TransitionResult
 	if _, err := c.do(ctx, http.MethodPost, entityPath(typ, id)+"/transitions", t, &res); err != nil {
@@ -182,8 +164,7 @@ func entityPath(typ, id string) string {
 	return "/api/v1/entities/" + url.PathEscape(typ) + "/" + url.PathEscape(id)
 }
 
-// do sends one request and decodes a 2xx body into out (when not nil). It
-// returns the status, or an *Error for an error response.
+// do sends one request and decodes a 2xx body into out (if not nil).
 func (c *Client) do(ctx context.Context, method, path string, body, out any) (int, error) {
 	if c.base == "" {
 		return 0, errors.New("no server URL (set --server or WATCHDOG_SERVER)")
@@ -202,8 +183,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 		return 0, fmt.Errorf("server %s: %w", c.base, err)
 	}
 	if body != nil || method == http.MethodPost {
-		// The API refuses a POST that does not say JSON, an empty one
-		// (a heartbeat without progress) too.
+		// The API refuses a POST not saying JSON, even an empty one.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
@@ -215,8 +195,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 		return 0, fmt.Errorf("server %s: %w", c.base, err)
 	}
 	defer resp.Body.Close()
-	// Error bodies are one short object; a success body is at most one
-	// entity. Cap what a misbehaving server can send.
+	// Cap what a misbehaving server can send.
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return resp.StatusCode, fmt.Errorf("server %s: read response: %w", c.base, err)
@@ -237,8 +216,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 	return resp.StatusCode, nil
 }
 
-// responseError turns an error response into an *Error carrying the
-// server's sentence and the matching sentinel.
+// responseError turns an error response into an *Error with its sentinel.
 func responseError(status int, data []byte) error {
 	var body struct {
 		Error string `json:"error"`
@@ -257,7 +235,7 @@ func responseError(status int, data []byte) error {
 		e.Message = fmt.Sprintf("%s: HTTP %d %s", e.sentinel, status, http.StatusText(status))
 	}
 	if status == http.StatusUnauthorized {
-		// The server's words say a token is needed; the fix is on this side.
+		// The fix for a 401 is on this side.
 		e.Message = ErrUnauthorized.Error() + " (server said: " + strings.TrimSuffix(body.Error, ".") + ")"
 		if body.Error == "" {
 			e.Message = ErrUnauthorized.Error()
@@ -266,13 +244,9 @@ func responseError(status int, data []byte) error {
 	return e
 }
 
-// List reads every entity f selects, following the daemon's pages to the
-// end. It walks the id order, in which an entity that exists throughout
-// the walk is returned exactly once whatever changes meanwhile; the items
-// come back in that order (wire.SortEntities puts them in the table's),
-// Total is their number and Next is empty. Lists carry no audit rows;
-// with process, each open entity of the daemon's host carries its process
-// facts (?process=true).
+// List reads every entity f selects, following the daemon's pages in id
+// order, in which an entity that exists throughout is returned exactly
+// once. No audit rows; with process, the daemon's process facts.
 func (c *Client) List(ctx context.Context, f wire.EntityFilter, process bool) (wire.EntityList, error) {
 	v := url.Values{}
 	if process {
@@ -315,8 +289,7 @@ func (c *Client) List(ctx context.Context, f wire.EntityFilter, process bool) (w
 	return out, nil
 }
 
-// Transitions reads an entity's whole history, oldest first, following
-// GET …/transitions' pages.
+// Transitions reads an entity's whole history, oldest first.
 func (c *Client) Transitions(ctx context.Context, typ, id string) ([]wire.AuditRow, error) {
 	rows := []wire.AuditRow{}
 	var after int64
@@ -334,9 +307,7 @@ func (c *Client) Transitions(ctx context.Context, typ, id string) ([]wire.AuditR
 	}
 }
 
-// Attention reads the daemon's attention queue (GET /api/attention) under
-// its own failure window; q's FailureWindow is not sent, it is the
-// daemon's configuration.
+// Attention reads the daemon's queue under its own failure window.
 func (c *Client) Attention(ctx context.Context, q attention.Query) (attention.Queue, error) {
 	v := url.Values{}
 	if len(q.Severities) > 0 {
@@ -366,21 +337,16 @@ func (c *Client) Attention(ctx context.Context, q attention.Query) (attention.Qu
 	return out, nil
 }
 
-// Snooze hides the attention item fp until the moment given, or until
-// its entity's status changes (POST /api/attention/snooze). An unknown
-// fingerprint is transitions.ErrNotFound with the daemon's sentence.
+// Snooze hides the attention item fp until the moment given, or until its
+// entity's status changes; an unknown fp is transitions.ErrNotFound.
 func (c *Client) Snooze(ctx context.Context, fp string, until time.Time) error {
 	body := map[string]any{"fingerprint": fp, "until": float64(until.UnixMilli()) / 1e3}
 	_, err := c.do(ctx, http.MethodPost, attention.SnoozePath, body, nil)
 	return err
 }
 
-// Triage snoozes (until set) or dismisses every item fps names, or, with
-// cluster set instead, every item of that cluster the daemon's queue
-// shows now (POST /api/attention/snooze or /dismiss with "fingerprints"
-// or "cluster"): all or none. It returns the fingerprints the daemon
-// wrote. A fingerprint naming no item is transitions.ErrNotFound with the
-// daemon's sentence, which names it.
+// Triage snoozes (until set) or dismisses fps, or cluster's items: all or
+// none. It returns the fingerprints written.
 func (c *Client) Triage(ctx context.Context, fps []string, cluster string, until time.Time) ([]string, error) {
 	body := map[string]any{}
 	if cluster != "" {
@@ -408,9 +374,8 @@ func (c *Client) Triage(ctx context.Context, fps []string, cluster string, until
 	return done, nil
 }
 
-// Dismiss hides the attention item fp until its entity's status changes
-// (POST /api/attention/dismiss). An unknown fingerprint is
-// transitions.ErrNotFound with the daemon's sentence.
+// Dismiss hides the attention item fp until its entity's status changes;
+// an unknown fp is transitions.ErrNotFound.
 func (c *Client) Dismiss(ctx context.Context, fp string) error {
 	_, err := c.do(ctx, http.MethodPost, attention.DismissPath, map[string]any{"fingerprint": fp}, nil)
 	return err

@@ -10,25 +10,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// drainMax bounds what the final drain of a stream reads after the child
-// ended: what the child left in the pipe is at most a pipe's buffer; a
-// leftover that keeps writing must not keep the runner reading.
+// drainMax bounds the final drain after the child ended: a leftover that
+// keeps writing must not keep the runner reading.
 const drainMax = 1 << 20
 
-// capture is one of the child's output streams passed through a pipe the
-// runner owns: everything read is written on to dst, the runner's own
-// stream, as it comes, and the end of it kept in keep (nil: none kept).
-// The runner owns the pipe, not os/exec, so that a descendant that holds
-// the stream open after the child's end (a background job) never keeps
-// the runner waiting for the pipe to close.
+// capture is one of the child's output streams through a pipe the runner
+// owns, copied to dst and its tail kept in keep (nil: none). Not os/exec's
+// pipe: a descendant holding it open must never keep the runner waiting.
 type capture struct {
 	r, w *os.File
 	dst  io.Writer
 	keep *tail
 	done chan struct{}
-	// broken is set once dst refused a write (a closed pipe): the read
-	// end is then closed, so the child's next write fails as it would
-	// have written to dst itself (EPIPE, or SIGPIPE).
+	// broken: dst refused a write; the read end is closed, so the child's next write fails too.
 	broken bool
 }
 
@@ -73,11 +67,8 @@ func (c *capture) take(p []byte) bool {
 	return true
 }
 
-// finish stops the copy after the child's end: what is in the pipe now
-// (everything the child wrote before it exited) is still read and passed
-// on, without waiting for the pipe to close, which a descendant left
-// running may hold open. The pipe is closed then; such a descendant's
-// later writes to it fail.
+// finish stops the copy after the child's end: what is in the pipe now is
+// still passed on, without waiting for a close a leftover may hold off.
 func (c *capture) finish() {
 	_ = c.r.SetReadDeadline(time.Now())
 	<-c.done
@@ -85,8 +76,7 @@ func (c *capture) finish() {
 	if c.broken {
 		return
 	}
-	// The deadline stopped the copy, maybe before all that was in the
-	// pipe: read the rest without waiting (the read end is non-blocking).
+	// The deadline may have stopped the copy early: read the rest, non-blocking.
 	_ = c.r.SetReadDeadline(time.Time{})
 	rc, err := c.r.SyscallConn()
 	if err != nil {

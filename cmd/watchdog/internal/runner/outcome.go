@@ -13,9 +13,9 @@ import (
 	"watchdog/wire"
 )
 
-// outcome is the transition that records the child's end on the plan's
-// type: the exit mapping, or failed with run.failed.artifact_contract when
-// a successful exit left its contract unmet.
+// outcome is the transition that records the child's end: the exit
+// mapping, or failed with run.failed.artifact_contract for an unmet
+// contract after a successful exit.
 func (p plan) outcome(out transitions.ExitOutcome, end childEnd, started time.Time) wire.Transition {
 	now := time.Now()
 	detail := fmt.Sprintf("exit status %d", end.code)
@@ -26,16 +26,13 @@ func (p plan) outcome(out transitions.ExitOutcome, end childEnd, started time.Ti
 		detail = fmt.Sprintf("timed out after %s (%s)", end.elapsed.Round(time.Millisecond), detail)
 	}
 	ev := []state.EvidenceRef{{Kind: state.EvidenceToolResult, ID: fmt.Sprintf("pid %d", p.reg.PID), Detail: detail, FetchedAt: unixtime.Of(now)}}
-	// The evidence of the end, most telling first (FitReason keeps the
-	// first items): the output's tail, then what the child left running.
+	// Most telling first (FitReason keeps the first items).
 	ev = append(ev, end.stderr.evidence("stderr", now)...)
 	ev = append(ev, end.stdout.evidence("stdout", now)...)
 	leftClause, leftEvidence := leftoverFates(end.leftovers, end.killLeftovers, now)
 	ev = append(ev, leftEvidence...)
 	to, code, msg := out.To, out.Reason, detail
 	if len(p.specs) > 0 {
-		// The child has ended and the runner holds nothing else: the
-		// check's own bounds are the only ones it needs.
 		res := probe.CheckArtifacts(context.Background(), p.root, p.specs, started)
 		for _, c := range res.Failing() {
 			ev = append(ev, c.Evidence(now))
@@ -56,10 +53,8 @@ func (p plan) outcome(out transitions.ExitOutcome, end childEnd, started time.Ti
 		}
 	}
 	if end.code == transitions.ExitTimeout && end.signal == 0 && !end.timedOut && p.reg.TimeoutSeconds == 0 {
-		// The child claims a timeout of its own (exit 124, as timeout(1)
-		// does; a deadline of the runner's own needs a timeout). The
-		// graph's MapExit decided timed_out, or failed for the types whose
-		// timed_out needs the configured timeout; the message says which.
+		// The child's own timeout (exit 124, as timeout(1)); MapExit decided
+		// whether that is timed_out for this type.
 		if to == "timed_out" {
 			msg = detail + " (the child's own timeout; exec was given no --timeout)"
 		} else {
@@ -69,13 +64,11 @@ func (p plan) outcome(out transitions.ExitOutcome, end childEnd, started time.Ti
 	if leftClause != "" {
 		msg += "; " + leftClause
 	}
-	// A contract of many failing artifacts must not make the record of
-	// the end too long to be accepted: trim it, saying what was left out.
+	// Many failing artifacts must not make the end too long to be accepted.
 	fit := state.StateReason{Message: msg, Evidence: ev}
 	wire.FitReason(&fit)
 	msg, ev = fit.Message, fit.Evidence
-	// How the child ended, as its parent saw it: the entity's exit status
-	// on every surface, which the daemon's pidfd may not learn (issue 39).
+	// The exit status as its parent saw it, which the daemon's pidfd may not learn.
 	exit := &state.ExitStatus{Code: end.code, At: now}
 	if end.signal != 0 {
 		exit = &state.ExitStatus{Signal: int(end.signal), At: now}

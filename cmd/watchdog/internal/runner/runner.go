@@ -1,7 +1,6 @@
-// Package runner runs a command as a watched entity: it plans the
-// registration before anything starts, supervises the child (signals,
-// timeout), and records how it ended through a Sink, the local store or a
-// daemon's API. It is `watchdog exec` without the flags.
+// Package runner is `watchdog exec` without the flags: it plans the
+// registration before anything starts, supervises the child, and records
+// how it ended through a Sink (ADR-0047).
 package runner
 
 import (
@@ -23,21 +22,18 @@ import (
 )
 
 // Exit codes of the runner's own failures, as GNU timeout and env use
-// them, so a wrapper's failure never passes for one of the child's own
-// exit codes.
+// them, so a wrapper's failure never passes for the child's exit code.
 const (
 	ExitUsage     = 125 // the runner itself failed: bad options, bad contract
 	ExitCannotRun = 126 // the command exists but cannot be run
 	ExitNotFound  = 127 // the command does not exist
 )
 
-// DefaultKillAfter is how long the runner waits after the timeout's
-// SIGTERM before SIGKILL.
+// DefaultKillAfter is the wait between the timeout's SIGTERM and SIGKILL.
 const DefaultKillAfter = 10 * time.Second
 
-// ExitError is an end the process running the runner should exit with:
-// Code, and Err's message when there is one (the child's own non-zero
-// exit has none: the child has said what it had to).
+// ExitError is an end the runner's process should exit with: Code, and
+// Err's message if any (the child's own non-zero exit has none).
 type ExitError struct {
 	Code int
 	Err  error
@@ -62,24 +58,20 @@ func usage(format string, a ...any) error {
 // Options are what to run and how to watch it.
 type Options struct {
 	Type, ID, Label string
-	// Timeout stops the command after this long (0: never); KillAfter
-	// follows the timeout's SIGTERM with SIGKILL.
+	// Timeout stops the command after this long (0: never); KillAfter then SIGKILLs.
 	Timeout, KillAfter time.Duration
 	HeartbeatFile      string
 	ArtifactsRoot      string
 	Artifacts          []string
 	Contract           string
-	// KillLeftovers ends, at the child's end and before it is recorded,
-	// the processes the child left running (SIGTERM, then SIGKILL after
-	// KillAfter); without it they are reported as left running.
+	// KillLeftovers ends what the child left running before its end is recorded.
 	KillLeftovers bool
-	// KeepStderr and KeepStdout keep the last TailBytes of the stream to
-	// store with the end (a terminal is passed through and not kept).
+	// KeepStderr and KeepStdout keep the stream's last TailBytes (not a terminal's).
 	KeepStderr, KeepStdout bool
 }
 
 // plan is what the runner will register and how it will judge the end,
-// decided entirely before the command starts, so bad input changes nothing.
+// decided before the command starts, so bad input changes nothing.
 type plan struct {
 	typ   string
 	graph *transitions.Graph
@@ -141,9 +133,7 @@ func newPlan(o Options, args []string) (plan, error) {
 }
 
 // reusable says whether the runner may take over an existing entity in
-// lifecycle from: one registered ahead (pending, queued) that can still
-// start running. Ended, running or legacy work keeps its id; the runner
-// refuses before the command starts.
+// lifecycle from: one registered ahead that can still start running.
 func (p plan) reusable(from string) error {
 	switch {
 	case from == "":
@@ -158,8 +148,7 @@ func (p plan) reusable(from string) error {
 	return nil
 }
 
-// canWrap says whether a command can run as an entity of g: it has a
-// running state and an end for a successful exit.
+// canWrap says whether g has a running state and a successful end.
 func canWrap(g *transitions.Graph) bool {
 	return g.HasState("running") && g.Nearest("running", "completed") != ""
 }
@@ -175,18 +164,16 @@ func Types() []string {
 	return out
 }
 
-// Stdio are the child's standard streams; Stderr also gets the runner's
-// own warnings.
+// Stdio are the child's standard streams; Stderr gets the runner's warnings too.
 type Stdio struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 }
 
 // Run plans the run, opens the sink, runs args[0] with args[1:], and
-// records its end. A sink that cannot be opened or written does not stop
-// the command: it runs unwatched, and Run says so on Stderr. The error is
-// an *ExitError for every end but a zero exit: the child's exit code (124
-// on timeout, 128+N for death by signal N), or the runner's own failure.
+// records its end. A failing sink does not stop the command: it runs
+// unwatched, said on Stderr. The error is an *ExitError for every end but
+// a zero exit (124 on timeout, 128+N for signal N).
 func Run(ctx context.Context, o Options, args []string, open func(context.Context) (Sink, error), stdio Stdio) error {
 	if len(args) == 0 {
 		return usage("no command to run")
@@ -198,9 +185,8 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 	warn := func(format string, a ...any) { fmt.Fprintf(stdio.Stderr, "watchdog: exec: "+format+"\n", a...) }
 	name := func() string { return p.typ + "/" + p.reg.ID }
 
-	// The store first: an --id that is taken by ended or running work is
-	// refused before anything runs. An unreachable store is not: the work
-	// runs unwatched.
+	// A taken --id is refused before anything runs; an unreachable store is
+	// not: the work runs unwatched.
 	sink, err := open(ctx)
 	var from string // the existing entity's lifecycle, "" for a new one
 	if err == nil && p.reg.ID != "" {
@@ -227,18 +213,15 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 		defer sink.Close()
 	}
 
-	// Catch the forwarded signals before the child exists, so none that
-	// arrives while it starts is lost (or kills the runner instead).
+	// Catch the forwarded signals before the child exists, so none is lost.
 	sigs := make(chan os.Signal, 4)
-	// SIGQUIT too: left to the Go runtime it would dump every goroutine of
-	// the runner and kill it, leaving the child unsupervised; the child is
-	// the one asked to quit (and to dump its own core, if it does that).
+	// SIGQUIT too: the Go runtime's default would kill the runner and leave
+	// the child unsupervised.
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
-	// Own the child's tree: its orphans are reparented to the runner, to
-	// be found at its end and reaped as they die (SIGCHLD). Without a
-	// subreaper (not Linux) they go to init as before.
+	// Subreaper: the child's orphans come to the runner, found at its end and
+	// reaped on SIGCHLD (not Linux: they go to init).
 	_ = becomeSubreaper()
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
@@ -257,10 +240,8 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 		return &ExitError{Code: ExitCannotRun, Err: err}
 	}
 	if len(caps) > 0 {
-		// The runner now writes the child's output to its own stdout and
-		// stderr: a closed pipe there must fail the write (and so the
-		// child's next one, as before), not kill the runner with SIGPIPE
-		// and leave the child unsupervised.
+		// A closed pipe on our side must fail the write, not kill the runner with
+		// SIGPIPE and leave the child unsupervised.
 		pipe := make(chan os.Signal, 1)
 		signal.Notify(pipe, syscall.SIGPIPE)
 		defer signal.Stop(pipe)
@@ -276,8 +257,7 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 	for _, c := range caps {
 		c.start()
 	}
-	// The timeout and the elapsed time count from here, whatever the
-	// store costs below.
+	// The timeout counts from here, whatever the store costs below.
 	started := time.Now()
 	p.reg.PID = child.Process.Pid
 	if p.reg.ID == "" {
@@ -293,8 +273,7 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 	ended := supervise(child, sigs, chld, started, o.Timeout, o.KillAfter)
 	ended.stdout, ended.stderr = end.stdout, end.stderr
 	end = ended
-	// What the child left running, ended (or not) before the end is
-	// recorded, as systemd's KillMode=control-group does at a unit's stop.
+	// Leftovers are ended (or not) before the end is recorded.
 	end.killLeftovers = o.KillLeftovers
 	if procs := listLeftovers(); len(procs) > 0 {
 		if o.KillLeftovers {
@@ -306,13 +285,11 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 		}
 	}
 	reapOrphans()
-	// Said on the terminal too: a process the user started, ended (or
-	// left) by exec, must not be learnt from the store alone.
+	// Told on the terminal too, not only in the store.
 	if clause, _ := leftoverFates(end.leftovers, end.killLeftovers, time.Now()); clause != "" {
 		warn("%s left processes behind: %s", name(), clause)
 	}
-	// The output the child wrote before its end is all in the pipes:
-	// pass it on, keep its tail, and stop (a leftover may hold them open).
+	// All output is in the pipes now; stop them (a leftover may hold them open).
 	for _, c := range caps {
 		c.finish()
 	}
@@ -331,11 +308,8 @@ func Run(ctx context.Context, o Options, args []string, open func(context.Contex
 	return nil
 }
 
-// stream is what the child gets for one of its output streams, dst the
-// runner's own: dst itself when it is a file and nothing is to be kept
-// from it, or a terminal (left to the child as it is); otherwise the
-// write end of a pipe the runner copies to dst (a capture, added to caps),
-// with keep the stream's tail when it is to be kept.
+// stream is what the child gets for one output stream: dst itself (a file
+// with nothing kept, or a terminal), else a capture's pipe.
 func stream(dst io.Writer, keep bool, caps *[]*capture) (io.Writer, *tail, error) {
 	if dst == nil {
 		return nil, nil, nil // os/exec gives the child the null device
@@ -355,7 +329,6 @@ func stream(dst io.Writer, keep bool, caps *[]*capture) (io.Writer, *tail, error
 	return c.w, t, nil
 }
 
-// closeCaptures closes the pipes of captures that never started.
 func closeCaptures(caps []*capture) {
 	for _, c := range caps {
 		_ = c.r.Close()

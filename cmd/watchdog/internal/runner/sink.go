@@ -9,8 +9,7 @@ import (
 )
 
 // Sink is where the runner records its run: the part of target.Target it
-// uses, satisfied by target.Local (this host's store) and target.Remote (a
-// daemon's API).
+// uses (target.Local or target.Remote).
 type Sink interface {
 	Entity(ctx context.Context, typ, id string) (wire.Entity, error)
 	Register(ctx context.Context, r wire.Register, actor string) (wire.Entity, bool, error)
@@ -33,8 +32,8 @@ func lookup(ctx context.Context, s Sink, typ, id string) (lifecycle string, foun
 	return *e.Lifecycle, true, nil
 }
 
-// register registers the run; from is the lifecycle of the entity it
-// takes over ("" for a new one), which it then moves to running.
+// register registers the run; from is the lifecycle of the entity it takes
+// over ("" for a new one), which it then moves to running.
 func register(ctx context.Context, s Sink, r wire.Register, from string) error {
 	if _, _, err := s.Register(ctx, r, transitions.ActorExec); err != nil || from == "" {
 		return err

@@ -11,15 +11,12 @@ import (
 	"watchdog/wire"
 )
 
-// TailBytes is how much of the end of a kept stream (stderr, and stdout
-// with --keep-stdout) the runner stores with the end: the last lines a
-// failing job printed, which usually say why ("db migration failed"),
-// and no more. Nothing else of the output is stored.
+// TailBytes is how much of the end of a kept stream the runner stores with
+// the end: the last lines a failing job printed, which usually say why.
 const TailBytes = 4096
 
-// tail keeps the last len(buf) bytes written to it: a ring, so memory is
-// bounded whatever the child prints. One goroutine writes it (the
-// stream's copier); it is read only after that goroutine has ended.
+// tail keeps the last len(buf) bytes written: a ring, bounded whatever the
+// child prints. One goroutine writes it; it is read after that one ended.
 type tail struct {
 	buf   []byte
 	next  int   // where the next byte goes
@@ -58,10 +55,8 @@ func (t *tail) bytes() []byte {
 	return append(append([]byte(nil), t.buf[t.next:]...), t.buf[:t.next]...)
 }
 
-// text is what the ring holds as valid UTF-8 of at most len(buf) bytes:
-// a rune the ring's start cut in two is dropped, bytes that are not
-// UTF-8 (a binary's output) become U+FFFD, and if that made the text
-// longer, it is cut again from the front at a rune boundary.
+// text is what the ring holds as valid UTF-8 of at most len(buf) bytes,
+// starting at a rune boundary.
 func (t *tail) text() string {
 	b := t.bytes()
 	if t.full {
@@ -80,11 +75,8 @@ func (t *tail) text() string {
 	return s
 }
 
-// evidence is the kept tail of stream ("stderr", "stdout") as evidence
-// of the end: one item per piece of at most wire.MaxEvidenceField bytes
-// (the write path refuses a longer field; 4 KiB is two pieces), cut after
-// a newline where one is near, else at a rune boundary. Nothing for a
-// stream that printed nothing, or was not kept (t nil).
+// evidence is the kept tail of stream as evidence of the end, in pieces
+// of at most wire.MaxEvidenceField bytes; nothing if empty or not kept.
 func (t *tail) evidence(stream string, at time.Time) []state.EvidenceRef {
 	if t == nil {
 		return nil
@@ -109,9 +101,8 @@ func (t *tail) evidence(stream string, at time.Time) []state.EvidenceRef {
 	return out
 }
 
-// splitText cuts s (valid UTF-8) into pieces of at most limit bytes: each
-// after the last newline in its second half, or else at the last rune
-// boundary that fits.
+// splitText cuts s (valid UTF-8) into pieces of at most limit bytes, after
+// a newline where one is near, else at a rune boundary.
 func splitText(s string, limit int) []string {
 	var out []string
 	for len(s) > limit {

@@ -13,29 +13,22 @@ import (
 	"watchdog/state"
 )
 
-// leftoverListMax bounds the leftover processes the end names one by one
-// (the rest are counted): with the kept output, the reason stays within
-// the write path's limits on evidence items and bytes.
+// leftoverListMax bounds the leftovers the end names one by one, keeping
+// the reason within the write path's evidence limits.
 const leftoverListMax = 16
 
-// leftover is a process the child left behind, running when the child
-// ended: a descendant of the runner (the child's orphans are reparented
-// to the runner, its subreaper), named by pid and start ticks.
+// leftover is a process the child left running at its end: a descendant
+// of the runner, its subreaper.
 type leftover struct {
 	proc proctree.Proc
-	// signal is the last signal the runner sent it (0: none); gone that
-	// it was seen to end; after how long it ended, counted from the
-	// SIGTERM.
+	// signal is the last signal sent (0: none); gone, seen to end; after, counted from the SIGTERM.
 	signal syscall.Signal
 	gone   bool
 	after  time.Duration
 }
 
-// listLeftovers is the runner's live descendants: after the child has
-// ended, exactly what it left running (a double-forked daemon, a shell's
-// background job), wherever it went in the tree, since every orphan of
-// the child's tree is reparented to the runner. One walk from the runner
-// down the kernel's children lists (ADR-0043's seed).
+// listLeftovers is the runner's live descendants: after the child's end,
+// exactly what it left running, wherever it went in the tree.
 func listLeftovers() []proctree.Proc {
 	t, err := proctree.New(proctree.Options{Walk: true})
 	if err != nil {
@@ -51,10 +44,8 @@ func listLeftovers() []proctree.Proc {
 }
 
 // leftoverFates is what the end says of the leftovers: a clause for the
-// message ("1 leftover process ended by exec: sleep (SIGTERM)") and one
-// evidence item per process (at most leftoverListMax, then a count),
-// each with the ID a leftover finding uses (pid:<pid>:<start ticks>), so
-// that one still running is the judge's to report (ADR-0047).
+// message and one evidence item per process, with the ID a leftover finding
+// uses, so one still running is the judge's to report (ADR-0047).
 func leftoverFates(ls []leftover, kill bool, at time.Time) (string, []state.EvidenceRef) {
 	if len(ls) == 0 {
 		return "", nil
@@ -112,9 +103,8 @@ func countNoun(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// joinMax names the processes in order, each name once with its count
-// ("sleep, chrome ×3"), the first few names only, so a fork bomb's
-// leftovers make a sentence, not a page.
+// joinMax names the processes with counts ("sleep, chrome ×3"), the first
+// few only, so a fork bomb's leftovers make a sentence, not a page.
 func joinMax(names []string) string {
 	const show = 5
 	count := map[string]int{}
@@ -139,9 +129,8 @@ func joinMax(names []string) string {
 	return strings.Join(parts, ", ")
 }
 
-// verified says whether pid is still the process p names (its start
-// ticks), read now: the guard before every signal, so a pid reused by
-// another process is never signalled.
+// verified says whether pid is still the process p names (start ticks):
+// the guard before every signal.
 func verified(h *probe.Host, p proctree.Proc) bool {
 	if p.StartTicks == 0 {
 		return false

@@ -15,16 +15,13 @@ import (
 	"watchdog/proctree"
 )
 
-// killWait bounds the wait for SIGKILLed leftovers to be gone: the kernel
-// ends them at once unless one is stuck in an uninterruptible sleep, which
-// the end then reports as still running rather than waiting on it.
+// killWait bounds the wait for SIGKILLed leftovers; one stuck in
+// uninterruptible sleep is reported as still running.
 const killWait = 5 * time.Second
 
-// becomeSubreaper makes the runner the child subreaper of its process
-// tree (PR_SET_CHILD_SUBREAPER): an orphan of the child's tree (a
-// double-forked daemon, a shell's background job after the shell exits)
-// is reparented to the runner, not to init, so the runner can find it at
-// the child's end, and must reap it when it dies.
+// becomeSubreaper makes the runner its tree's child subreaper, so the
+// child's orphans (double forks, background jobs) come to the runner, to
+// be found at the end and reaped.
 func becomeSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err)
@@ -32,9 +29,8 @@ func becomeSubreaper() error {
 	return nil
 }
 
-// reapOrphans reaps every child of the runner that has ended: once the
-// child itself has been reaped, every other child is an orphan of its
-// tree, reparented to the runner, which must not leave them zombies.
+// reapOrphans reaps every ended child of the runner: once the child is
+// reaped, the rest are its tree's orphans, never to be left zombies.
 func reapOrphans() {
 	for {
 		var ws unix.WaitStatus
@@ -48,9 +44,8 @@ func reapOrphans() {
 	}
 }
 
-// pidfdOf opens a pidfd for p and then checks that the pid is still p's
-// (its start ticks): the pidfd then stays p's whatever happens to the pid,
-// so a signal sent through it can never reach a process that reused it.
+// pidfdOf opens a pidfd for p and then checks p's start ticks, so a signal
+// through it can never reach a process that reused the pid.
 func pidfdOf(h *probe.Host, p proctree.Proc) (int, bool) {
 	fd, err := unix.PidfdOpen(p.PID, 0)
 	if err != nil {
@@ -64,12 +59,9 @@ func pidfdOf(h *probe.Host, p proctree.Proc) (int, bool) {
 }
 
 // endLeftovers ends what the child left running, as systemd's
-// KillMode=control-group does: SIGTERM (and SIGCONT, so a stopped one can
-// act on it) to each, up to grace for them to exit, then SIGKILL to each
-// still there and to any started meanwhile. Only the runner's own
-// descendants are signalled (listLeftovers), each through a pidfd opened
-// and checked against its start ticks first. Orphans are reaped as they
-// die. It returns what became of each.
+// KillMode=control-group does: SIGTERM (and SIGCONT), grace, then SIGKILL
+// to those still there and any started meanwhile. Only the runner's own
+// descendants are signalled, each through a verified pidfd.
 func endLeftovers(procs []proctree.Proc, grace time.Duration) []leftover {
 	h := probe.NewHost()
 	out := make([]leftover, 0, len(procs))
@@ -118,10 +110,8 @@ func endLeftovers(procs []proctree.Proc, grace time.Duration) []leftover {
 	return out
 }
 
-// waitGone waits, until deadline at most, for the leftovers not yet gone
-// to exit (each pidfd becomes readable at its process's exit), reaping
-// the runner's children as they go; each one's time is counted from
-// start, the SIGTERM.
+// waitGone waits, until deadline at most, for the leftovers to exit
+// (pidfds turn readable), reaping as they go; times count from start.
 func waitGone(ls []leftover, fds []int, start, deadline time.Time) {
 	for {
 		var pfds []unix.PollFd
@@ -150,10 +140,9 @@ func waitGone(ls []leftover, fds []int, start, deadline time.Time) {
 	}
 }
 
-// keepsTerminal says whether f is a terminal, which the child is given as
-// it is: a pipe in its place would change what the child does (colours,
-// line buffering, prompts, job control), so a terminal's output is passed
-// through untouched and none of it is kept.
+// keepsTerminal says whether f is a terminal, which is passed to the child
+// untouched (a pipe would change colours, buffering, job control) and not
+// kept.
 func keepsTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil

@@ -26,6 +26,5 @@ func endLeftovers(procs []proctree.Proc, _ time.Duration) []leftover {
 	return out
 }
 
-// keepsTerminal: elsewhere every stream is left to the child as it is (the
-// output's tail is kept on Linux only).
+// keepsTerminal: elsewhere every stream is left to the child as it is.
 func keepsTerminal(*os.File) bool { return true }

@@ -21,40 +21,25 @@ type Choice struct {
 	Server string
 	// DB is the database a local target opens.
 	DB string
-	// Host is this machine as the probe sees it: a local target's
-	// identifier, and exec's child's identity for a daemon.
+	// Host is this machine as the probe sees it.
 	Host *probe.Host
-	// DBFlag and ServerFlag say the flag was given (not defaulted from
-	// its environment variable); EnvDB says WATCHDOG_DB is set.
+	// DBFlag and ServerFlag say the flag was given; EnvDB says WATCHDOG_DB is set.
 	DBFlag, ServerFlag, EnvDB bool
-	// ConfigFlag says --config was given (status, attention, snooze and
-	// dismiss): it names the daemon's database and settings on this host.
+	// ConfigFlag says --config was given: it names the daemon's database and settings.
 	ConfigFlag bool
-	// Socket is the daemon's local socket this command talks to when
-	// neither a database nor a server is named (FindSocket); "" for none.
+	// Socket is the daemon's local socket used when nothing else is named ("": none).
 	Socket string
-	// RunbookURL is the config's alertmanager.runbook_url: a local
-	// queue's items link their runbook sections as the daemon's do
-	// ("" links the daemon's own /runbook).
+	// RunbookURL is alertmanager.runbook_url, for a local queue's runbook links.
 	RunbookURL string
-	// RequireHeartbeat are the types expected to heartbeat from their
-	// start (thresholds.require_heartbeat, canonical): a local read says
-	// hangs are not detected only of the others (wire.Heartbeats).
+	// RequireHeartbeat are thresholds.require_heartbeat's types, canonical.
 	RequireHeartbeat []string
 }
 
 // Remote decides whether the command goes through the daemon (true) or
-// opens the database (false). The rule is the one operators know from
-// other tools: a flag beats an environment variable, and two sources of
-// the same rank that disagree are refused rather than guessed between. So
-// --db with --server is an error, --db wins over WATCHDOG_SERVER, --server
-// wins over WATCHDOG_DB, and WATCHDOG_DB with WATCHDOG_SERVER (neither
-// flag) is an error too: an agent whose environment says both would
-// otherwise write to whichever one this code happened to prefer. --config
-// names the daemon's local database as --db does, so it beats
-// WATCHDOG_SERVER; with --server it is refused: the daemon judges with its
-// own config, and one given here would be silently ignored. Every error is
-// a mistake in the command line.
+// opens the database (false): a flag beats an environment variable, and
+// two sources of one rank that disagree are refused, never guessed
+// between (docs/reference/cli.md). --config ranks as --db and is refused
+// with --server, whose daemon would silently ignore it.
 func (c Choice) Remote() (bool, error) {
 	remote, err := c.remote()
 	if err != nil || !remote || !c.ConfigFlag {
@@ -66,9 +51,7 @@ func (c Choice) Remote() (bool, error) {
 	return false, nil
 }
 
-// remote is Remote's rule for --db and --server, and the socket: with
-// neither named (flag or environment), a daemon's local socket is used
-// when one answers.
+// remote is Remote's rule for --db, --server and the local socket.
 func (c Choice) remote() (bool, error) {
 	if c.viaSocket() {
 		return true, nil
@@ -94,9 +77,8 @@ func (c Choice) remote() (bool, error) {
 	return true, nil
 }
 
-// checkServerURL refuses what cannot be a daemon's base URL before any
-// request, so a typo is a usage error and not a network one. A bare
-// host:port is accepted, as client.New reads it as http://host:port.
+// checkServerURL refuses what cannot be a daemon's base URL, so a typo is
+// a usage error, not a network one; a bare host:port is accepted.
 func checkServerURL(server string) error {
 	s := strings.TrimSpace(server)
 	if !strings.Contains(s, "://") {
@@ -115,8 +97,7 @@ func (c Choice) viaSocket() bool {
 	return c.Socket != "" && c.Server == "" && !c.DBFlag && !c.EnvDB && !c.ConfigFlag
 }
 
-// Where names what Remote chooses, as a command shows its source: the
-// daemon's URL, its socket, or the database.
+// Where names what Remote chooses, as a command shows its source.
 func (c Choice) Where() string {
 	if c.viaSocket() {
 		return "unix:" + c.Socket
@@ -128,9 +109,8 @@ func (c Choice) Where() string {
 }
 
 // trustedSocket says whether p is a socket a daemon of this host made:
-// owned by root, by this user, or by its directory's owner, in a
-// directory no other user may write to (a socket planted in /tmp by
-// another user is not a daemon's: a command would hand it its writes).
+// owned by root, this user or its directory's owner, in a directory no
+// other user may write (a socket planted in /tmp would get our writes).
 func trustedSocket(p string) bool {
 	fi, err := os.Stat(p)
 	if err != nil || fi.Mode()&os.ModeSocket == 0 {
@@ -154,10 +134,9 @@ const EnvSocket = "WATCHDOG_SOCKET"
 // SystemSocket is the packaged daemon's socket (the unit's listen_unix).
 const SystemSocket = "/run/watchdog/api.sock"
 
-// FindSocket is the daemon's local socket a command on this host talks
-// to by default: WATCHDOG_SOCKET, else watchdog.sock beside db (a daemon
-// on its defaults), else SystemSocket; the first that a daemon answers
-// on, "" when none does (the command then opens the database).
+// FindSocket is the daemon's local socket a command talks to by default:
+// WATCHDOG_SOCKET, else watchdog.sock beside db, else SystemSocket; the
+// first a daemon answers on, "" when none does.
 func FindSocket(db string) string {
 	cands := []string{filepath.Join(filepath.Dir(db), config.SocketName), SystemSocket}
 	if p := os.Getenv(EnvSocket); p != "" {

@@ -18,18 +18,15 @@ import (
 	"watchdog/tokenfile"
 )
 
-// DefaultDB is the database a command uses without --db or WATCHDOG_DB:
-// the same default as `watchdog serve` with no config.
+// DefaultDB is the database a command uses without --db or WATCHDOG_DB,
+// as `watchdog serve` does with no config.
 const DefaultDB = "./watchdog.db"
 
-// OpenStore opens the database at path: an SQLite file, or a PostgreSQL
-// server when path is a postgres:// URL (--db postgres://… or WATCHDOG_DB).
-// Without create, an SQLite file that does not exist is refused rather
-// than created empty: a mistyped --db must say so, not report an empty
-// host.
+// OpenStore opens the database at path: an SQLite file, or PostgreSQL for
+// a postgres:// URL. Without create a missing SQLite file is refused: a
+// mistyped --db must say so, not report an empty host.
 func OpenStore(ctx context.Context, path string, create bool) (store.Backend, error) {
-	// A command's writes keep the rows' derived columns fresh, as the
-	// daemon's do (ADR-0058).
+	// Writes keep the rows' derived columns fresh, as the daemon's do (ADR-0058).
 	store.SetDerivation(live.Columns)
 	if store.IsPostgresDSN(path) {
 		return store.Open(ctx, store.DriverPostgres, path)
@@ -42,9 +39,8 @@ func OpenStore(ctx context.Context, path string, create bool) (store.Backend, er
 	return store.Open(ctx, store.DriverSQLite, path)
 }
 
-// findToken finds the daemon's bearer token as tokenfile.Find does,
-// beside the database a command would otherwise use (WATCHDOG_DB, default
-// DefaultDB).
+// findToken finds the daemon's bearer token as tokenfile.Find does, beside
+// the database a command would otherwise use.
 func findToken(server string) (tok, where string, err error) {
 	db := os.Getenv("WATCHDOG_DB")
 	if db == "" {
@@ -65,10 +61,9 @@ func Dial(server string) (*client.Client, error) {
 	return c, nil
 }
 
-// Open opens the target Remote chooses: the daemon at Server, or the
-// database at DB. create lets a local one create the database (register,
-// exec); run says the registrations are this host's own processes (exec's
-// child), whose identity a daemon must be sent.
+// Open opens the target Remote chooses. create lets a local one create the
+// database; run says the registrations are this host's own processes,
+// whose identity a daemon must be sent.
 func (c Choice) Open(ctx context.Context, create, run bool) (Target, error) {
 	remote, err := c.Remote()
 	if err != nil {
@@ -101,11 +96,9 @@ func (c Choice) Open(ctx context.Context, create, run bool) (Target, error) {
 	return l, nil
 }
 
-// Explain turns a failed call into the one line a command prints. The
-// API's own refusals already carry the write path's sentence (the same the
-// local path prints) and pass unchanged, as does every local error; a
-// transport failure is reworded to name the daemon's URL once, without
-// the request's method and path, which say nothing the user can act on.
+// Explain turns a failed call into the one line a command prints: API
+// refusals and local errors pass unchanged; a transport failure names the
+// daemon once, without the request's method and path.
 func (c Choice) Explain(err error) error {
 	var apiErr *client.Error
 	if remote, _ := c.Remote(); err == nil || !remote || errors.As(err, &apiErr) {

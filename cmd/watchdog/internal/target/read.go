@@ -17,28 +17,20 @@ import (
 	"watchdog/wire"
 )
 
-// Judged is who judged what a database's entities show, and when: a
-// store keeps the last judgement of each entity, and without a daemon
-// nothing judges them again, so a process killed since still reads
-// "Running · Alive". Only a database has one to tell; through a daemon's
-// API the daemon is the judge.
+// Judged is who judged what a database's entities show, and when: without
+// a daemon nothing judges them again, so a process killed since still
+// reads "Running · Alive".
 type Judged struct {
-	// DaemonServing says whether a watchdog daemon serves the database
-	// now.
+	// DaemonServing says whether a watchdog daemon serves the database now.
 	DaemonServing bool
-	// LastAt is the last time a daemon recorded its presence in the
-	// database (zero: no daemon ever did), and LastBy its host.
+	// LastAt is a daemon's last presence in the database (zero: never), LastBy its host.
 	LastAt time.Time
 	LastBy string
 }
 
-// List implements Target: the entities f selects, each state derived as
-// the daemon's view derives it (live.Derive) and selected by the API's
-// rule (wire.EntityFilter), unsorted. With o.History each entity carries
-// its whole audit rows (`status --json`), as the daemon's entity read
-// does. The heartbeat shown is the one judged: this host's heartbeat
-// files are read here, as the daemon's own reads do; so are this host's
-// open entities' processes with o.Process.
+// List implements Target: the entities f selects, derived as the daemon's
+// view derives them (live.Derive), unsorted; this host's heartbeat files
+// and processes are read here, as the daemon's reads do.
 func (l *Local) List(ctx context.Context, f wire.EntityFilter, o ListOptions) (wire.EntityList, error) {
 	names, err := l.hostNames(ctx)
 	if err != nil {
@@ -78,8 +70,7 @@ func (l *Local) List(ctx context.Context, f wire.EntityFilter, o ListOptions) (w
 	return wire.EntityList{GeneratedAt: unixtime.Of(now), Items: items, Total: len(items)}, nil
 }
 
-// Queue implements Target: the queue built from the store under q's
-// failure window, each item with the heartbeat its entity is judged by.
+// Queue implements Target: the store's queue under q's failure window.
 func (l *Local) Queue(ctx context.Context, q attention.Query) (attention.Queue, error) {
 	names, err := l.hostNames(ctx)
 	if err != nil {
@@ -100,8 +91,7 @@ func (l *Local) Queue(ctx context.Context, q attention.Query) (attention.Queue, 
 	if err := l.fillHeartbeats(ctx, &queue, now); err != nil {
 		return attention.Queue{}, err
 	}
-	// The daemon's rule for what to do and where to read more (docs.For),
-	// so the two queues print the same items.
+	// The daemon's runbook rule, so both queues print the same items.
 	queue.FillRunbook(func(code state.ReasonCode) (string, string, bool) {
 		td, ok := docs.For(l.runbook, string(code))
 		return td.Link, td.Do, ok
@@ -109,9 +99,8 @@ func (l *Local) Queue(ctx context.Context, q attention.Query) (attention.Queue, 
 	return queue, nil
 }
 
-// hostNames is the hostname each host's daemon recorded, and this host's
-// own where no daemon of it did: what --host accepts besides an id, and
-// what the HOST column shows.
+// hostNames is each host's daemon's recorded hostname, and this host's own:
+// what --host accepts besides an id.
 func (l *Local) hostNames(ctx context.Context) (map[string]string, error) {
 	names, err := l.st.HostNames(ctx)
 	if err != nil {
@@ -128,18 +117,13 @@ func (l *Local) hostNames(ctx context.Context) (map[string]string, error) {
 	return names, nil
 }
 
-// observedReader is a store that keeps when a judgement last wrote each
-// host's entities (an SQLite file: its lone daemon records no presence
-// while it runs).
+// observedReader is a store that keeps when each host was last judged.
 type observedReader interface {
 	LastObserved(ctx context.Context) (map[string]time.Time, error)
 }
 
-// hostSource is the queue's source for a host's items on a database: the
-// host's entities, whole. The store's AttentionCandidates reads only the
-// columns an item needs, without host_id, so the queue could not tell
-// whose they are; the failure window is applied by attention.Build all
-// the same.
+// hostSource is the queue's source for one host's items: the store's
+// AttentionCandidates carry no host_id.
 type hostSource struct {
 	store.Backend
 	host string
@@ -149,12 +133,8 @@ func (h hostSource) AttentionCandidates(ctx context.Context, _ time.Time) ([]sto
 	return h.List(ctx, store.Filter{HostID: h.host})
 }
 
-// fillHeartbeats gives each item of queue the heartbeat its entity is
-// judged by, as List and the daemon's queue show it: this host's
-// heartbeat files are stat'ed here. The queue's candidates carry only the
-// columns an item needs, so the page's entities are read whole, one by
-// one (at most the query's limit). An entity gone since the queue was
-// read has none.
+// fillHeartbeats gives each queue item its judged heartbeat; candidates
+// are partial, so each page entity is read whole (at most the limit).
 func (l *Local) fillHeartbeats(ctx context.Context, queue *attention.Queue, now time.Time) error {
 	beats := l.beats()
 	var failed error
@@ -175,32 +155,18 @@ func (l *Local) fillHeartbeats(ctx context.Context, queue *attention.Queue, now 
 	return failed
 }
 
-// Judged implements Target: who judges the database now, and who last
-// did.
-//
-// Whether a daemon serves it: on an SQLite file, whether any daemon holds
-// its lock (sqlite.DaemonLockHeld), which the kernel drops the moment the
-// daemon dies; where that cannot be told (PostgreSQL, no /proc/locks),
-// whether a daemon recorded its presence within disconnectedAfter (the
-// config's thresholds.host_disconnected_after, the silence after which
-// the fleet's leader itself calls a host disconnected).
-//
-// When it last judged: now, on an SQLite file whose lock a daemon of a
-// recorded host holds; else the later of the newest presence record and
-// the newest observation a host's judgement wrote (observedReader). A
-// daemon marks its presence at its start and its stop (and every few
-// seconds while it shares the store); one killed records no stop, and
-// its last observation is then the last moment known of its judgement,
-// where its start alone would say hours too early. Neither is an idle
-// write: the observation's own time is kept with it.
+// Judged implements Target. Serving: on SQLite whether a daemon holds the
+// file's lock (dropped the moment it dies), else presence within
+// disconnectedAfter. Last judged: now under a held lock, else the later of
+// the last presence and the last observation (a killed daemon records no
+// stop).
 func (l *Local) Judged(ctx context.Context, disconnectedAfter time.Duration, now time.Time) (*Judged, error) {
 	seen, err := l.st.DaemonsSeen(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the daemons' presence: %w", err)
 	}
 	var j Judged
-	// Presence alone says whether a daemon serves the store (where its
-	// lock cannot be read): an observation may be a one-shot command's.
+	// Presence alone decides serving: an observation may be a one-shot's.
 	var present time.Time
 	for _, at := range seen {
 		if at.After(present) {
@@ -225,8 +191,7 @@ func (l *Local) Judged(ctx context.Context, disconnectedAfter time.Duration, now
 	}
 	if held, known := sqlite.DaemonLockHeld(l.db); known {
 		j.DaemonServing = held
-		// A daemon alone with its file records its presence at start
-		// and stop only (ADR-0041): while its lock is held it judges now.
+		// A lone daemon records presence at start and stop only (ADR-0041).
 		if locks, err := sqlite.ReadDaemonLocks(l.db); err == nil && held {
 			by := ""
 			for host := range seen {
@@ -244,9 +209,8 @@ func (l *Local) Judged(ctx context.Context, disconnectedAfter time.Duration, now
 	return &j, nil
 }
 
-// List implements Target: every page of the daemon's list (with
-// o.Process, its own entities' process facts, read by the daemon), and
-// with o.History each entity's whole audit rows, as Local's List has them.
+// List implements Target: every page of the daemon's list, plus audit rows
+// for o.History.
 func (r *Remote) List(ctx context.Context, f wire.EntityFilter, o ListOptions) (wire.EntityList, error) {
 	out, err := r.c.List(ctx, f, o.Process)
 	if err != nil {
@@ -266,8 +230,7 @@ func (r *Remote) List(ctx context.Context, f wire.EntityFilter, o ListOptions) (
 	return out, nil
 }
 
-// Queue implements Target: the daemon's queue under its own failure
-// window (q's is not sent).
+// Queue implements Target: the daemon's queue under its own window.
 func (r *Remote) Queue(ctx context.Context, q attention.Query) (attention.Queue, error) {
 	return r.c.Attention(ctx, q)
 }
@@ -277,16 +240,14 @@ func (*Remote) Judged(context.Context, time.Duration, time.Time) (*Judged, error
 	return nil, nil
 }
 
-// Dismiss implements Target: the snooze or dismissal recorded in the
-// store, the item looked for in the queue under failureWindow at now.
+// Dismiss implements Target: the item looked for in the store's queue.
 func (l *Local) Dismiss(ctx context.Context, d attention.Dismissing, now time.Time, failureWindow time.Duration) error {
 	_, err := attention.Dismiss(ctx, l.st, d, now, failureWindow)
 	return err
 }
 
-// DismissAll implements Target: the cluster read from the queue the store
-// holds under failureWindow at now, then every row and its triage log
-// entry in one transaction.
+// DismissAll implements Target: the cluster resolved in the store's queue,
+// then every row and its triage log entry in one transaction.
 func (l *Local) DismissAll(ctx context.Context, b attention.Bulk, cluster string, now time.Time, failureWindow time.Duration) ([]string, error) {
 	if cluster != "" {
 		id, err := attention.ParseCluster(cluster)
@@ -312,16 +273,12 @@ func (l *Local) DismissAll(ctx context.Context, b attention.Bulk, cluster string
 	return out, nil
 }
 
-// DismissAll implements Target: POST /api/attention/snooze (b.Until set)
-// or /dismiss with the fingerprints or the cluster; the daemon resolves
-// the cluster in its own queue and records its own principal.
+// DismissAll implements Target: the daemon resolves and records it.
 func (r *Remote) DismissAll(ctx context.Context, b attention.Bulk, cluster string, _ time.Time, _ time.Duration) ([]string, error) {
 	return r.c.Triage(ctx, b.Fingerprints, cluster, b.Until)
 }
 
-// Dismiss implements Target: POST /api/attention/snooze (d.Until set) or
-// /dismiss. The daemon looks for the item in its own queue and records its
-// own principal, so only the fingerprint and the snooze's end are sent.
+// Dismiss implements Target: the daemon finds the item and records it.
 func (r *Remote) Dismiss(ctx context.Context, d attention.Dismissing, _ time.Time, _ time.Duration) error {
 	if !d.Until.IsZero() {
 		return r.c.Snooze(ctx, d.Fingerprint, d.Until)
