@@ -1,33 +1,30 @@
-// Package deadline is the process's one timer: a heap of alarms, each a
-// time and what to do then, behind a single runtime timer that is reset to
-// the earliest (ADR-0055). Every timed thing of the daemon is an alarm on
-// the shared clock (Shared): the monitor's next deadline, the store
-// check's, the view's safety net, the pusher's resend, systemd's pings.
-// Nothing waits on a ticker of its own, so an idle daemon whose alarms are
-// minutes away makes no wake-up in between, and what is due is in one
-// place to read.
+// Package deadline is where the daemon's timed things are armed: each an
+// alarm, a time and what to do then, on one runtime timer of its own
+// (time.AfterFunc, reset for each Set and stopped by Stop). The runtime
+// keeps every timer in its own heap and wakes only for the earliest, and
+// a stopped or unfired timer costs no wake-up, so an idle daemon whose
+// alarms are minutes away makes none in between (ADR-0055 had a heap of
+// alarms here behind one timer; the idle bench found it bought nothing:
+// docs/bench.md, "Runtime timers in place of the clock's heap").
 //
-// The clock has no goroutine of its own: its timer is a time.AfterFunc,
-// whose callback (a goroutine of the runtime's making, each time) pops
-// what is due and runs it; several due at once run on goroutines of their
-// own, so a slow one (a store check on a hung disk) delays no other.
+// Every alarm of the daemon is on the shared clock (Shared): the
+// monitor's next deadline, the store check's, the view's safety net, the
+// pusher's resend, systemd's pings. Nothing waits on a ticker of its own.
+// A due alarm runs on its timer's goroutine (one of the runtime's making,
+// each time), so a slow one (a store check on a hung disk) delays no
+// other.
 package deadline
 
 import (
-	"container/heap"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Clock holds alarms and one timer set to the earliest of them. Its
-// methods and its alarms' are safe for concurrent use.
+// Clock counts the alarms made from it that are pending. Its methods and
+// its alarms' are safe for concurrent use.
 type Clock struct {
-	mu    sync.Mutex
-	h     alarms
-	timer *time.Timer
-	// armed is when timer fires (zero: stopped): a Set that moves no
-	// earliest deadline leaves the timer alone.
-	armed time.Time
+	pending atomic.Int64
 }
 
 // New returns an empty clock. The daemon uses Shared; a test may make its
@@ -36,26 +33,27 @@ func New() *Clock { return &Clock{} }
 
 var shared = New()
 
-// Shared is the process's clock: one timer for every deadline.
+// Shared is the process's clock.
 func Shared() *Clock { return shared }
 
-// Alarm is one deadline of a clock and what runs at it. It is pending
-// from a Set until it fires or is stopped; a fired alarm runs once and
-// waits for the next Set.
+// Alarm is one deadline and what runs at it. It is pending from a Set
+// until it fires or is stopped; a fired alarm runs once and waits for
+// the next Set.
 type Alarm struct {
-	c     *Clock
-	fn    func()
-	at    time.Time
-	index int // in the heap; -1 when not pending
+	c       *Clock
+	fn      func()
+	mu      sync.Mutex
+	timer   *time.Timer // made at the first Set
+	at      time.Time
+	pending bool
 	// C is Signal's channel (nil for a function's alarm).
 	C <-chan struct{}
 }
 
-// Func returns a stopped alarm that runs fn when it fires (on the
-// clock's timer goroutine, or on one of its own when more than one alarm
-// is due at once).
+// Func returns a stopped alarm that runs fn when it fires (on a
+// goroutine of the runtime's timer).
 func (c *Clock) Func(fn func()) *Alarm {
-	return &Alarm{c: c, fn: fn, index: -1}
+	return &Alarm{c: c, fn: fn}
 }
 
 // Signal returns a stopped alarm that, when it fires, sends on its C
@@ -79,130 +77,79 @@ func (a *Alarm) Set(d time.Duration) { a.SetAt(time.Now().Add(d)) }
 
 // SetAt (re)arms the alarm to fire at t.
 func (a *Alarm) SetAt(t time.Time) {
-	a.c.mu.Lock()
-	defer a.c.mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.setLocked(t)
 }
 
 // Earlier arms the alarm to fire at t unless it is already due sooner:
 // several reasons to look may share one wake-up.
 func (a *Alarm) Earlier(t time.Time) {
-	a.c.mu.Lock()
-	defer a.c.mu.Unlock()
-	if a.index < 0 || t.Before(a.at) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.pending || t.Before(a.at) {
 		a.setLocked(t)
 	}
 }
 
-// setLocked places the alarm at t and the timer at the earliest. c.mu is
-// held.
+// setLocked arms the timer for t; one already armed for t is left alone.
+// a.mu is held.
 func (a *Alarm) setLocked(t time.Time) {
-	c := a.c
-	a.at = t
-	if a.index >= 0 {
-		heap.Fix(&c.h, a.index)
-	} else {
-		heap.Push(&c.h, a)
+	if a.pending && t.Equal(a.at) {
+		return
 	}
-	c.arm()
+	a.at = t
+	if !a.pending {
+		a.pending = true
+		a.c.pending.Add(1)
+	}
+	if a.timer == nil {
+		a.timer = time.AfterFunc(time.Until(t), a.fire)
+		return
+	}
+	a.timer.Reset(time.Until(t))
 }
 
-// Stop disarms the alarm. One that was already popped to run may still
-// run once (a Signal's is then a spurious wake-up, which its reader must
-// bear anyway).
+// Stop disarms the alarm: from its return the alarm runs no more until
+// it is set again, but a run that began before it may still be going,
+// and a Signal's send made before it stays in C (a spurious wake-up,
+// which its reader must bear anyway).
 func (a *Alarm) Stop() {
-	c := a.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if a.index >= 0 {
-		heap.Remove(&c.h, a.index)
-		c.arm()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pending {
+		a.pending = false
+		a.c.pending.Add(-1)
+		a.timer.Stop()
 	}
 }
 
 // Pending says when the alarm fires, and whether it is armed.
 func (a *Alarm) Pending() (time.Time, bool) {
-	a.c.mu.Lock()
-	defer a.c.mu.Unlock()
-	return a.at, a.index >= 0
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.at, a.pending
 }
 
-// Len is how many alarms are pending.
-func (c *Clock) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.h)
-}
+// Len is how many of the clock's alarms are pending.
+func (c *Clock) Len() int { return int(c.pending.Load()) }
 
-// arm sets the timer to the earliest alarm, or stops it when none is
-// pending. c.mu is held.
-func (c *Clock) arm() {
-	if len(c.h) == 0 {
-		if !c.armed.IsZero() {
-			c.timer.Stop()
-			c.armed = time.Time{}
-		}
+// fire runs the alarm if it is due. A fire that finds it stopped, or set
+// again for later (the timer fired as the Set came, or the wall clock
+// stepped back), runs nothing; the timer is then set for the later time.
+func (a *Alarm) fire() {
+	a.mu.Lock()
+	if !a.pending {
+		a.mu.Unlock()
 		return
 	}
-	next := c.h[0].at
-	if next.Equal(c.armed) {
+	if d := time.Until(a.at); d > 0 {
+		a.timer.Reset(d)
+		a.mu.Unlock()
 		return
 	}
-	c.armed = next
-	d := time.Until(next)
-	if c.timer == nil {
-		c.timer = time.AfterFunc(d, c.fire)
-		return
-	}
-	c.timer.Reset(d)
-}
-
-// fire runs every alarm that is due and sets the timer to the next.
-func (c *Clock) fire() {
-	c.mu.Lock()
-	now := time.Now()
-	var due []func()
-	for len(c.h) > 0 && !c.h[0].at.After(now) {
-		a := heap.Pop(&c.h).(*Alarm)
-		due = append(due, a.fn)
-	}
-	c.armed = time.Time{}
-	if len(c.h) > 0 {
-		c.arm()
-	}
-	c.mu.Unlock()
-	// More than one due: each on its own goroutine, so a slow one
-	// delays none of the others; one alone runs here.
-	for i, fn := range due {
-		if i == len(due)-1 {
-			fn()
-		} else {
-			go fn()
-		}
-	}
-}
-
-// alarms is a min-heap by time.
-type alarms []*Alarm
-
-func (h alarms) Len() int           { return len(h) }
-func (h alarms) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h alarms) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-
-func (h *alarms) Push(x any) {
-	a := x.(*Alarm)
-	a.index = len(*h)
-	*h = append(*h, a)
-}
-
-func (h *alarms) Pop() any {
-	old := *h
-	a := old[len(old)-1]
-	old[len(old)-1] = nil
-	a.index = -1
-	*h = old[:len(old)-1]
-	return a
+	a.pending = false
+	a.c.pending.Add(-1)
+	a.mu.Unlock()
+	a.fn()
 }

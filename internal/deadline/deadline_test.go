@@ -151,7 +151,7 @@ func TestSignalCoalescesAndRearms(t *testing.T) {
 	}
 }
 
-func TestManyAlarmsOneTimer(t *testing.T) {
+func TestManyAlarms(t *testing.T) {
 	// Many alarms, armed from many goroutines in any order: each fires
 	// once, and the clock ends empty.
 	c := New()
@@ -183,4 +183,23 @@ func TestManyAlarmsOneTimer(t *testing.T) {
 	if c.Len() != 0 {
 		t.Fatalf("%d pending", c.Len())
 	}
+}
+
+// BenchmarkRearm: one alarm set again and again among 1,000 pending (the
+// monitor's and the store check's way), then stopped and set.
+func BenchmarkRearm(b *testing.B) {
+	c := New()
+	for i := range 1000 {
+		a := c.Func(func() {})
+		a.Set(time.Hour + time.Duration(i)*time.Second)
+		defer a.Stop()
+	}
+	a := c.Func(func() {})
+	for i := 0; b.Loop(); i++ {
+		a.Set(time.Minute + time.Duration(i%1000)*time.Millisecond)
+		if i%2 == 1 {
+			a.Stop()
+		}
+	}
+	a.Stop()
 }
