@@ -2,9 +2,8 @@ package docs
 
 import _ "embed"
 
-// OpenAPI is the OpenAPI 3.1 document of the HTTP API
-// (reference/openapi.json, written by `make openapi` from the code:
-// internal/openapidoc), served at GET /api/openapi.json.
+// OpenAPI is the HTTP API's OpenAPI 3.1 document (`make openapi`, ADR-0064),
+// served at GET /api/openapi.json.
 //
 //go:embed reference/openapi.json
 var OpenAPI []byte

@@ -1,10 +1,5 @@
-// Package docs holds what the binary reads of the documentation: the
-// runbook (runbook.md), embedded when the binary is built, and its reason
-// code sections parsed from it, so the operator's page shows each code's
-// "what to do" line and links to its section from the one text an
-// operator also reads on its own (ADR-0049). No second copy of a line
-// exists to drift; runbook_test.go holds the sections to the reason
-// registry.
+// Package docs embeds the runbook and parses its reason-code sections, so the
+// page shows each code's Do line from the one text operators read (ADR-0049).
 package docs
 
 import (
@@ -17,19 +12,16 @@ import (
 //go:embed runbook.md
 var runbook string
 
-// reasonPart is the heading of the runbook's part with one section per
-// kind of attention item.
+// reasonPart heads the runbook's part with one section per kind of attention item.
 const reasonPart = "## Reason codes"
 
 // Section is one section of the runbook's reason-code part.
 type Section struct {
 	// Title is the section's heading ("Stalled, idle or slow").
 	Title string
-	// Codes are the reason codes it covers: the `<a id>` anchors before
-	// its heading.
+	// Codes are the reason codes it covers: the `<a id>` anchors before it.
 	Codes []string
-	// Do is the section's one-line **Do.** paragraph, without the label:
-	// what an operator does about an item of these codes.
+	// Do is the section's one-line **Do.** paragraph, without the label.
 	Do string
 	// Text is the rest of the section, as written (Markdown).
 	Text string
@@ -61,11 +53,8 @@ func ForCode(code string) (Section, bool) {
 	return sections[i], true
 }
 
-// Link is where a reason code's runbook section is: base (the
-// alertmanager.runbook_url of the config, the runbook as the operators
-// publish it) with "#<code>" appended, or, with no base, the daemon's own
-// copy at /runbook. The pushed alerts' runbook_url and the page's links
-// are this one rule.
+// Link is where a reason code's runbook section is: base (alertmanager.runbook_url)
+// with "#<code>" appended, or the daemon's own /runbook with no base.
 func Link(base, code string) string {
 	if base == "" {
 		base = "/runbook"
@@ -81,12 +70,8 @@ type Todo struct {
 	Link string
 }
 
-// For is what to do about code and where to read more, with base the
-// alertmanager.runbook_url ("" for the daemon's own /runbook); ok is
-// false when the runbook has no section for code, which then gets
-// neither a line nor a link (one to a missing anchor helps nobody). The
-// page, the API's queue items and the pushed alerts all ask this one
-// function, so the three cannot point at different places.
+// For is what to do about code and its Link (base as there); ok is false when
+// the runbook has no section for code. Page, API and alerts all ask it alike.
 func For(base, code string) (t Todo, ok bool) {
 	sec, ok := ForCode(code)
 	if !ok {
@@ -95,9 +80,8 @@ func For(base, code string) (t Todo, ok bool) {
 	return Todo{Do: sec.Do, Link: Link(base, code)}, true
 }
 
-// parse reads the reason-code part: from its heading to the next "## ",
-// each "### " heading a section, the anchors right before it its codes,
-// its first paragraph starting "**Do.**" (one line) its Do.
+// parse reads the reason-code part: each "### " heading a section, the anchors
+// before it its codes, its first "**Do.**" line its Do.
 func parse() {
 	byCode = map[string]int{}
 	_, part, ok := strings.Cut(runbook, "\n"+reasonPart+"\n")

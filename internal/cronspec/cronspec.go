@@ -1,11 +1,5 @@
-// Package cronspec is the one cron dialect of watchdog: the jobs of the
-// config file (jobs.*) and the specs of schedule entities are read by the
-// same parser that the scheduler runs them with, so a spec that validates
-// is a spec that runs, and a schedule is judged by the rule it was
-// registered under.
-//
-// It is a leaf package (robfig/cron only) so that config, transitions and
-// reaper can all import it without importing each other.
+// Package cronspec is watchdog's one cron dialect: config jobs and schedule
+// entities are validated by the parser the scheduler runs them with (ADR-0006).
 package cronspec
 
 import (
@@ -16,14 +10,9 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// Parser reads five standard fields (minute to day of week), descriptors
-// such as @daily and @every 15s, and an optional CRON_TZ= prefix. Give it to
-// the scheduler with cron.WithParser(cronspec.Parser).
-//
-// An @every interval must be whole seconds, one at least: robfig/cron
-// runs "@every 1ns", "@every 0s" and "@every -5s" every second and
-// "@every 1.5s" every second too, which would be a spec altered, not
-// refused (issue 37).
+// Parser reads five standard fields, descriptors (@daily, @every 15s) and an
+// optional CRON_TZ= prefix. It refuses an @every under 1s or not whole seconds,
+// which robfig/cron would silently run every second instead (issue 37).
 var Parser = parser{cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)}
 
 type parser struct{ p cron.Parser }

@@ -1,9 +1,6 @@
-// Package ctlesc shows control characters as text. What a client or a
-// watched process wrote (a reason's message, a command's stderr in an
-// end's evidence, a process's name) may hold ESC, BEL or OSC sequences
-// that would act on the terminal or the page reading it; the daemon
-// stores them as sent and every text output shows them escaped, \u001b
-// for ESC (docs/security.md). Tab and newline are kept.
+// Package ctlesc shows control characters as text (\u001b for ESC), so what a
+// client or process wrote cannot act on the terminal or page showing it
+// (docs/security.md). Tab and newline are kept.
 package ctlesc
 
 import (
@@ -12,17 +9,14 @@ import (
 	"unicode/utf8"
 )
 
-// control says whether r acts on a terminal: C0 but tab and newline,
-// DEL, and C1.
+// control says whether r acts on a terminal: C0 but tab and newline, DEL, C1.
 func control(r rune) bool {
 	return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f || r >= 0x80 && r <= 0x9f
 }
 
-// appendEscaped appends p to dst with every control character written
-// \u00XX (valid inside a JSON string too, meaning the same character)
-// and every byte that is not UTF-8 \xNN. A rune cut short at p's end is
-// left out when partial; its length is returned, to come again with the
-// next bytes.
+// appendEscaped appends p to dst, controls as \u00XX (the same in a JSON string)
+// and invalid UTF-8 as \xNN. If partial, a rune cut at p's end is left out and
+// its length returned.
 func appendEscaped(dst, p []byte, partial bool) ([]byte, int) {
 	for i := 0; i < len(p); {
 		c := p[i]
@@ -94,8 +88,7 @@ func (e *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Flush writes a rune still cut short (its bytes \xNN: no more are
-// coming).
+// Flush writes a rune still cut short as \xNN bytes: no more are coming.
 func (e *Writer) Flush() error {
 	if len(e.pend) == 0 {
 		return nil
@@ -106,8 +99,7 @@ func (e *Writer) Flush() error {
 	return err
 }
 
-// WriteRaw writes s as it is: the caller's own control sequences (a
-// redraw clearing the screen).
+// WriteRaw writes s unescaped, for the caller's own control sequences.
 func (e *Writer) WriteRaw(s string) error {
 	_, err := io.WriteString(e.w, s)
 	return err

@@ -1,19 +1,13 @@
-// Package entmap is a map of entities by type and id that keys them by
-// the id alone: the entity's own id string is the key, so an entry costs
-// neither a key string of its own nor a slot twice as wide as a string's
-// (ADR-0052, fifth step). Ids are unique within a type only, so an
-// entity whose id another type's entity holds already (rare) goes to a
-// second map keyed by both, made when first needed.
+// Package entmap is a map of entities by type and id keyed by the entity's own
+// id string alone; an id two types share goes to a second map (ADR-0052).
 package entmap
 
 // Map holds *V by type and id. The zero Map is not usable: see New. It is
 // not safe for concurrent use.
 type Map[V any] struct {
-	// typeOf is the type of an entity it holds.
 	typeOf func(*V) string
 	byID   map[string]*V
-	// others holds an entity whose id byID holds for another type; nil
-	// while none is.
+	// others holds an entity whose id byID holds for another type; nil if none.
 	others map[[2]string]*V
 }
 
@@ -33,10 +27,8 @@ func (m *Map[V]) Get(typ, id string) *V {
 	return m.others[[2]string{typ, id}]
 }
 
-// Put keeps v (of typ) under id, in place of the entity of typ and id it
-// held. The key becomes id itself (a map assignment updates a string
-// key), so a caller that hands in the entity's newest strings keeps no
-// older copy of them.
+// Put keeps v (of typ) under id, replacing the one held. The key becomes id
+// itself, so a caller handing in the entity's newest strings keeps no older copy.
 func (m *Map[V]) Put(typ, id string, v *V) {
 	cur := m.byID[id]
 	if cur != nil && m.typeOf(cur) == typ {

@@ -1,9 +1,6 @@
-// Package openapidoc builds the OpenAPI 3.1 document of the daemon's HTTP
-// API (docs/reference/openapi.json, served at GET /api/openapi.json): the
-// routes and their parameters, statuses and security written here, every
-// body's schema generated from the Go type the handler encodes or decodes
-// (kin-openapi's openapi3gen), so a field added to a wire type is in the
-// document at the next `make openapi`, and a test fails until it is.
+// Package openapidoc builds the HTTP API's OpenAPI 3.1 document
+// (docs/reference/openapi.json): routes written here, body schemas generated
+// from the wire types (ADR-0064).
 package openapidoc
 
 import (
@@ -75,10 +72,8 @@ func Build() (*openapi3.T, error) {
 	return doc, nil
 }
 
-// limits writes the write path's limits (package wire's, the ones a
-// request over is refused for with 422 over_limit) into the request
-// schemas' descriptions, from the same constants: a byte count is no
-// JSON Schema keyword (maxLength counts characters).
+// limits writes package wire's byte limits into the request schemas'
+// descriptions: a byte count is no JSON Schema keyword (maxLength counts runes).
 func (b *builder) limits() error {
 	bytesOf := func(n int) string { return fmt.Sprintf("At most %d bytes (422 over_limit beyond).", n) }
 	for _, l := range []struct {
@@ -129,9 +124,8 @@ type builder struct {
 	err     error
 }
 
-// typeName names a component schema by its Go package and type
-// ("wire.Entity" → "Entity", "attention.Item" → "AttentionItem" where two
-// packages share a name).
+// typeName names a component schema by its Go type, prefixed where two
+// packages share a name ("attention.Item" → "AttentionItem").
 func typeName(t reflect.Type) string {
 	if t == reflect.TypeFor[unixtime.Time]() || t == reflect.TypeFor[json.RawMessage]() || t == reflect.TypeFor[wire.OptString]() {
 		return "" // inline (customize)
@@ -149,9 +143,8 @@ func typeName(t reflect.Type) string {
 	return name
 }
 
-// requestTypes are the bodies clients send: a field they leave out takes
-// its default, so none is required by its tag alone (the handler says
-// which are, with a 400).
+// requestTypes are the bodies clients send: a field left out takes its default,
+// so none is required by its tag alone (the handler 400s what it needs).
 var requestTypes = map[reflect.Type]bool{
 	reflect.TypeFor[wire.Register](): true, reflect.TypeFor[wire.Transition](): true, reflect.TypeFor[wire.Heartbeat](): true,
 	reflect.TypeFor[wire.Artifact](): true, reflect.TypeFor[wire.Ref](): true, reflect.TypeFor[wire.Reason](): true,
@@ -186,9 +179,8 @@ func required(t reflect.Type) []string {
 	return out
 }
 
-// customize gives the wire's own encodings their JSON shapes (a moment is
-// Unix seconds as a number, raw JSON any value), and a response's fields
-// that are always written their "required".
+// customize gives the wire's own encodings their JSON shapes, and marks a
+// response's always-written fields required.
 func customize(_ string, t reflect.Type, _ reflect.StructTag, s *openapi3.Schema) error {
 	if t.Kind() == reflect.Struct && !requestTypes[t] && s.Type != nil && s.Type.Is("object") {
 		s.Required = required(t)
@@ -289,8 +281,7 @@ func (b *builder) add(o op) {
 		operation.Responses.Set("200", &openapi3.ResponseRef{Value: &openapi3.Response{Description: &d, Content: b.jsonBody(wire.Entity{})}})
 	}
 	for _, code := range o.errors {
-		// Written in each operation, not as a $ref: Prism looks for a
-		// 401 among an operation's own responses.
+		// Per operation, not a $ref: Prism looks for a 401 in an operation's own.
 		desc := errorDescriptions[code]
 		content := b.jsonBody(api.Error{})
 		if slices.Contains(o.htmlErrors, code) {
@@ -322,8 +313,7 @@ var pageErrors = map[int]string{
 	404: "No such entity: the page saying so.",
 }
 
-// errorDescriptions say what each error status means and which causes
-// its body carries.
+// errorDescriptions say what each error status means and its body's causes.
 var errorDescriptions = map[int]string{
 	400: "The request is malformed: a body that does not decode or has an unknown field, a value out of range, a bad parameter, an ambiguous host name (cause bad_request, invalid_input).",
 	401: "No credentials, or a token the daemon does not accept (cause unauthorized); WWW-Authenticate says Bearer.",
@@ -430,8 +420,7 @@ func (b *builder) routes() error {
 	return b.err
 }
 
-// toOpenAPI31 rewrites what openapi3gen writes in OpenAPI 3.0's words into
-// 3.1's: nullable becomes a type list with "null".
+// toOpenAPI31 rewrites openapi3gen's 3.0 nullable into a 3.1 type list with "null".
 func toOpenAPI31(doc *openapi3.T) {
 	seen := map[*openapi3.Schema]bool{}
 	var walk func(s *openapi3.Schema)

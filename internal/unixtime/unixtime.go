@@ -1,9 +1,6 @@
-// Package unixtime is where watchdog's time.Time values become Unix seconds
-// and back: the store's REAL columns and the JSON wire both carry a number
-// of seconds, and both convert through Seconds and FromSeconds so the two
-// agree to the microsecond. Everything between those boundaries uses
-// time.Time, with the zero time meaning "not recorded" (stored as NULL,
-// written as 0 or left out).
+// Package unixtime converts time.Time to Unix seconds and back, the one
+// conversion for the store's REAL columns and the JSON wire (ADR-0001). The
+// zero time means "not recorded" (NULL, or 0 on the wire).
 package unixtime
 
 import (
@@ -15,50 +12,33 @@ import (
 	"time"
 )
 
-// MaxSeconds bounds the Unix seconds Seconds and FromSeconds convert
-// exactly (either sign): beyond it t.UnixMicro overflows int64 (about
-// the year 294,000). A number past it is not a time watchdog can keep:
-// Checked refuses it and FromSeconds saturates to it, never wrapping
-// round to another time or to "not recorded". What a time on the wire
-// may be is narrower still (transitions.TimeRange).
+// MaxSeconds bounds the Unix seconds converted exactly (either sign): beyond it
+// t.UnixMicro overflows. Checked refuses past it, FromSeconds saturates (ADR-0035).
 const MaxSeconds = math.MaxInt64/1_000_000 - 1
 
 // ErrOutOfRange marks a number of seconds beyond MaxSeconds (or not a
 // number at all).
 var ErrOutOfRange = errors.New("beyond the times Unix seconds can name here")
 
-// Precision is how finely Seconds and FromSeconds keep a time (see
-// Seconds for why): a time truncated to it survives the round trip
-// through the store or the wire unchanged.
+// Precision is how finely Seconds and FromSeconds keep a time: a time truncated
+// to it survives the round trip through the store or the wire unchanged.
 const Precision = time.Microsecond
 
-// Seconds is t as Unix seconds, to the microsecond; the zero time is 0.
-//
-// Microseconds are the finest unit a float64 of today's Unix seconds
-// holds (its step is about 0.24µs until 2038, 0.48µs until 2106), so
-// FromSeconds(Seconds(t)) gives t back to the microsecond; finer would not
-// round-trip through a REAL column or a JSON number. Nothing needs more:
-// process start times are known to a clock tick (10ms) and compared within
-// a second (probe's startTimeTolerance), and ordering events a microsecond
-// apart is beyond what the wall clock promises anyway.
+// Seconds is t as Unix seconds, to the microsecond (the finest a float64 of
+// today's seconds round-trips); the zero time is 0.
 func Seconds(t time.Time) float64 {
 	if t.IsZero() {
 		return 0
 	}
 	if u := t.Unix(); u > MaxSeconds || u < -MaxSeconds {
-		// UnixMicro would overflow: the whole seconds are as near as a
-		// float64 gets out there anyway.
+		// UnixMicro would overflow; whole seconds are as near as a float64 gets.
 		return float64(u)
 	}
 	return float64(t.UnixMicro()) / 1e6
 }
 
-// FromSeconds is the time s Unix seconds name, to the microsecond; 0 is the
-// zero time (not recorded).
-//
-// A number beyond ±MaxSeconds saturates to it (NaN reads as 0): a
-// conversion never wraps round. Checked is the same conversion refusing
-// such a number instead, for input.
+// FromSeconds is the time s Unix seconds name, to the microsecond; 0 is the zero
+// time. Beyond ±MaxSeconds it saturates, never wrapping (NaN reads as 0).
 func FromSeconds(s float64) time.Time {
 	switch {
 	case s == 0 || math.IsNaN(s):
@@ -68,8 +48,7 @@ func FromSeconds(s float64) time.Time {
 	case s < -MaxSeconds:
 		s = -MaxSeconds
 	}
-	// Splitting off the whole seconds keeps the rounding to the fraction,
-	// so the microsecond Seconds wrote comes back exactly.
+	// Rounding only the fraction gives back exactly the microsecond Seconds wrote.
 	whole, frac := math.Modf(s)
 	return time.Unix(int64(whole), int64(math.Round(frac*1e6))*1e3)
 }
@@ -83,11 +62,8 @@ func Checked(s float64) (time.Time, error) {
 	return FromSeconds(s), nil
 }
 
-// Time is a time.Time that JSON writes and reads as Unix seconds (a
-// number), the wire's one time format. The zero Time is written as 0 and 0
-// reads back as the zero Time; a field tagged omitzero leaves it out, and
-// a pointer field writes null for nil, the way the float64 fields they
-// replace did with omitempty and *float64.
+// Time is a time.Time that JSON writes and reads as Unix seconds, the wire's one
+// time format; the zero Time is 0 (omitzero leaves it out).
 type Time struct{ time.Time }
 
 // Of wraps t for the wire.
@@ -98,9 +74,8 @@ func (t Time) MarshalJSON() ([]byte, error) {
 	return strconv.AppendFloat(nil, Seconds(t.Time), 'f', -1, 64), nil
 }
 
-// UnmarshalJSON reads a JSON number of Unix seconds; null leaves t as it
-// is, as for any JSON value. A number beyond ±MaxSeconds is an error
-// quoting it as sent (ErrOutOfRange), never a time it does not name.
+// UnmarshalJSON reads a JSON number of Unix seconds; null leaves t as it is, and
+// a number beyond ±MaxSeconds is ErrOutOfRange, quoted as sent.
 func (t *Time) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
@@ -117,11 +92,8 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Duration is a duration given as a number of seconds (timeout_seconds and
-// the like, on the wire and in the store), rounded to the nanosecond so
-// that d.Seconds() gives the same number back. Beyond time.Duration's
-// range (about 292 years) it saturates rather than wrapping round to a
-// negative value that would read as a different mistake.
+// Duration is a number of seconds as a time.Duration, rounded to the nanosecond
+// so d.Seconds() gives it back; out of range it saturates rather than wrapping.
 func Duration(seconds float64) time.Duration {
 	ns := math.Round(seconds * float64(time.Second))
 	switch {
