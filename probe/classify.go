@@ -387,8 +387,8 @@ func (r *Result) evidence(on cites) []state.EvidenceRef {
 		// "pid 4242 not running (no such process); last heartbeat 71m ago
 		// (heartbeat file /run/agents/s-42.hb)": the pid check and the
 		// heartbeat read together, as in docs/reference/state-model.md's example.
-		ev = append(ev, state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: pidAndHeartbeat(r.PID, r.Heartbeat), FetchedAt: fetched,
-			Times: r.Heartbeat.appendTimes(r.PID.appendTimes(nil))})
+		detail, times := pidAndHeartbeat(r.PID, r.Heartbeat)
+		ev = append(ev, state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: detail, FetchedAt: fetched, Times: times})
 	case on.pid:
 		ev = append(ev, r.PID.evidence(fetched))
 	}
@@ -512,10 +512,12 @@ func (r Result) Evidence() []state.EvidenceRef {
 	return ev
 }
 
-// pidAndHeartbeat is the pid and heartbeat detail lines as one, built in
-// one buffer: it runs for every dead entity on every sweep until the
-// entity is ended.
-func pidAndHeartbeat(pid PIDObservation, hb HeartbeatObservation) string {
-	b := pid.appendDetail(make([]byte, 0, 256))
-	return string(hb.appendDetail(append(b, "; "...)))
+// pidAndHeartbeat is the pid and heartbeat detail lines as one, and the
+// moments they name, built in one buffer on the stack: it runs for every
+// dead entity on every sweep until the entity is ended.
+func pidAndHeartbeat(pid PIDObservation, hb HeartbeatObservation) (string, []state.EvidenceTime) {
+	var buf [256]byte
+	var m timeMarks
+	b := pid.writeDetail(buf[:0], &m)
+	return m.done(hb.writeDetail(append(b, "; "...), &m))
 }

@@ -151,7 +151,9 @@ func (o HeartbeatObservation) Evidence(checkedAt time.Time) state.EvidenceRef {
 }
 
 func (o HeartbeatObservation) evidence(fetchedAt unixtime.Time) state.EvidenceRef {
-	ev := state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: o.Detail(), FetchedAt: fetchedAt, Times: o.appendTimes(nil)}
+	var m timeMarks
+	detail, times := m.done(o.writeDetail(make([]byte, 0, 128), &m))
+	ev := state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: detail, FetchedAt: fetchedAt, Times: times}
 	if o.File != "" {
 		ev.Kind, ev.Path = state.EvidenceFile, o.File
 	}
@@ -161,7 +163,12 @@ func (o HeartbeatObservation) evidence(fetchedAt unixtime.Time) state.EvidenceRe
 // Detail is the Evidence detail line.
 func (o HeartbeatObservation) Detail() string { return string(o.appendDetail(make([]byte, 0, 128))) }
 
-func (o HeartbeatObservation) appendDetail(b []byte) []byte {
+// appendDetail appends the detail line to b.
+func (o HeartbeatObservation) appendDetail(b []byte) []byte { return o.writeDetail(b, nil) }
+
+// writeDetail appends the detail line to b, marking in m (when not nil)
+// the moments it names: the heartbeat, and a claim from the future.
+func (o HeartbeatObservation) writeDetail(b []byte, m *timeMarks) []byte {
 	switch o.Source {
 	case HeartbeatNone:
 		b = append(b, "heartbeat age unknown"...)
@@ -173,7 +180,7 @@ func (o HeartbeatObservation) appendDetail(b []byte) []byte {
 		return b
 	case HeartbeatFromStart:
 		b = append(b, "no heartbeat yet; started "...)
-		b = appendStamp(b, o.At)
+		b = m.stamp(b, o.At)
 		if o.FileMissing {
 			b = append(b, " (no heartbeat file "...)
 			b = append(b, o.File...)
@@ -181,7 +188,7 @@ func (o HeartbeatObservation) appendDetail(b []byte) []byte {
 		}
 	default:
 		b = append(b, "last heartbeat "...)
-		b = appendStamp(b, o.At)
+		b = m.stamp(b, o.At)
 		b = append(b, " ("...)
 		b = append(b, o.Source.String()...)
 		if o.Source == HeartbeatFile {
@@ -192,7 +199,7 @@ func (o HeartbeatObservation) appendDetail(b []byte) []byte {
 	}
 	if o.Skew > 0 {
 		b = append(b, "; claimed time "...)
-		b = appendUnix(b, o.Claimed)
+		b = m.unix(b, o.Claimed)
 		b = append(b, " is in the future, clamped"...)
 	}
 	if o.Progress != "" {
@@ -200,19 +207,6 @@ func (o HeartbeatObservation) appendDetail(b []byte) []byte {
 		b = append(b, o.Progress...)
 	}
 	return b
-}
-
-// appendTimes adds the moments Detail writes, in its order, each with its
-// text (state.EvidenceRef.Times).
-func (o HeartbeatObservation) appendTimes(ts []state.EvidenceTime) []state.EvidenceTime {
-	if o.Source == HeartbeatNone {
-		return ts
-	}
-	ts = append(ts, state.TimeOf(string(appendStamp(nil, o.At)), o.At))
-	if o.Skew > 0 {
-		ts = append(ts, state.TimeOf(string(appendUnix(nil, o.Claimed)), o.Claimed))
-	}
-	return ts
 }
 
 // appendStamp writes t as a stored message does (state.StampLayout).

@@ -140,6 +140,10 @@ type processReader interface {
 	ticks() bool
 }
 
+// goneReader is a processReader that can also tell, by one syscall, a pid
+// that names no process for certain (false: cannot tell).
+type goneReader interface{ gone(pid int) bool }
+
 // scratch holds the buffers one probe call reuses, pooled so the hot path
 // allocates nothing for them.
 type scratch struct {
@@ -348,12 +352,13 @@ func (o PIDObservation) ReasonCode() state.ReasonCode {
 //     so the pid could not be told from a newcomer).
 func (h *Host) CheckPID(t PIDSubject) PIDObservation {
 	sc := getScratch()
-	o := h.checkPID(t, sc)
+	o := h.checkPID(t, false, sc)
 	putScratch(sc)
 	return o
 }
 
-func (h *Host) checkPID(t PIDSubject, sc *scratch) PIDObservation {
+// checkPID is CheckPID; gone asks the kernel first (Subject.Gone).
+func (h *Host) checkPID(t PIDSubject, gone bool, sc *scratch) PIDObservation {
 	o := PIDObservation{Subject: t}
 	if t.PID <= 0 {
 		o.Cause = CauseNoPID
@@ -383,6 +388,10 @@ func (h *Host) checkPID(t PIDSubject, sc *scratch) PIDObservation {
 	}
 
 	r := h.processes()
+	if g, ok := r.(goneReader); ok && gone && g.gone(t.PID) {
+		o.Err, o.Liveness, o.Cause = ErrNoSuchProcess, Dead, CauseNoSuchProcess
+		return o
+	}
 	ps, err := r.read(t.PID, sc)
 	if err != nil {
 		o.Err = err
@@ -445,31 +454,20 @@ func (o PIDObservation) Evidence(checkedAt time.Time) state.EvidenceRef {
 }
 
 func (o PIDObservation) evidence(fetchedAt unixtime.Time) state.EvidenceRef {
-	return state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: o.Detail(), FetchedAt: fetchedAt, Times: o.appendTimes(nil)}
-}
-
-// appendTimes adds the moments Detail writes (the start times), in the
-// order it writes them, each with its text (state.EvidenceRef.Times).
-func (o PIDObservation) appendTimes(ts []state.EvidenceTime) []state.EvidenceTime {
-	at := func(t time.Time) state.EvidenceTime { return state.TimeOf(string(appendUnix(nil, t)), t) }
-	switch {
-	case o.Cause == CauseNoPID, o.Cause == CauseOtherHost, o.Cause == CauseHostRebooted:
-	case o.Liveness == Dead && o.Cause == CausePIDReused:
-		ts = append(ts, at(o.StartTime), at(o.Subject.StartTime))
-	case o.Liveness == Dead:
-		if !o.Subject.StartTime.IsZero() {
-			ts = append(ts, at(o.Subject.StartTime))
-		}
-	case o.Liveness == Alive:
-		ts = append(ts, at(o.StartTime))
-	}
-	return ts
+	var m timeMarks
+	detail, times := m.done(o.writeDetail(make([]byte, 0, 160), &m))
+	return state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: detail, FetchedAt: fetchedAt, Times: times}
 }
 
 // Detail is the Evidence detail line.
 func (o PIDObservation) Detail() string { return string(o.appendDetail(make([]byte, 0, 160))) }
 
-func (o PIDObservation) appendDetail(b []byte) []byte {
+// appendDetail appends the detail line to b.
+func (o PIDObservation) appendDetail(b []byte) []byte { return o.writeDetail(b, nil) }
+
+// writeDetail appends the detail line to b, marking in m (when not nil)
+// the moments it names: the start times.
+func (o PIDObservation) writeDetail(b []byte, m *timeMarks) []byte {
 	if o.Cause == CauseNoPID {
 		return append(b, "no pid recorded yet"...)
 	}
@@ -492,9 +490,9 @@ func (o PIDObservation) appendDetail(b []byte) []byte {
 		return b
 	case o.Liveness == Dead && o.Cause == CausePIDReused:
 		b = append(b, " reused by another process (start time "...)
-		b = appendUnix(b, o.StartTime)
+		b = m.unix(b, o.StartTime)
 		b = append(b, ", recorded "...)
-		b = appendUnix(b, o.Subject.StartTime)
+		b = m.unix(b, o.Subject.StartTime)
 		if o.Subject.StartTicks != 0 {
 			b = append(b, "; start ticks "...)
 			b = strconv.AppendUint(b, o.StartTicks, 10)
@@ -524,7 +522,7 @@ func (o PIDObservation) appendDetail(b []byte) []byte {
 		}
 		if !o.Subject.StartTime.IsZero() {
 			b = append(b, "; start time "...)
-			b = appendUnix(b, o.Subject.StartTime)
+			b = m.unix(b, o.Subject.StartTime)
 		}
 		if o.Subject.Exit == nil {
 			b = append(b, "; "+state.ExitNotAvailable...)
@@ -535,7 +533,7 @@ func (o PIDObservation) appendDetail(b []byte) []byte {
 		b = append(b, " alive (state "...)
 		b = append(b, o.State)
 		b = append(b, ", start time "...)
-		b = appendUnix(b, o.StartTime)
+		b = m.unix(b, o.StartTime)
 		b = append(b, ", ppid "...)
 		b = strconv.AppendInt(b, int64(o.PPID), 10)
 		if o.Cause == CauseIdentityUnset {
@@ -552,6 +550,56 @@ func (o PIDObservation) appendDetail(b []byte) []byte {
 	}
 	b = append(b, ')')
 	return b
+}
+
+// timeMarks are the moments an evidence line names (state.EvidenceRef.Times)
+// and where it wrote them: each is formatted once, into the line, and its
+// text cut from the line's.
+type timeMarks struct {
+	at [4]timeMark // the most a line names: two start times, a heartbeat and its claim
+	n  int
+}
+
+type timeMark struct {
+	from, to int
+	t        time.Time
+}
+
+// unix appends t as Unix seconds (appendUnix) and marks it.
+func (m *timeMarks) unix(b []byte, t time.Time) []byte {
+	from := len(b)
+	b = appendUnix(b, t)
+	m.add(from, len(b), t)
+	return b
+}
+
+// stamp appends t as a stored message does (appendStamp) and marks it.
+func (m *timeMarks) stamp(b []byte, t time.Time) []byte {
+	from := len(b)
+	b = appendStamp(b, t)
+	m.add(from, len(b), t)
+	return b
+}
+
+func (m *timeMarks) add(from, to int, t time.Time) {
+	if m != nil && m.n < len(m.at) {
+		m.at[m.n] = timeMark{from: from, to: to, t: t}
+		m.n++
+	}
+}
+
+// done is line b as text and the moments marked in it, in its order (nil
+// for none), their texts sharing the line's one allocation.
+func (m *timeMarks) done(b []byte) (string, []state.EvidenceTime) {
+	s := string(b)
+	if m.n == 0 {
+		return s, nil
+	}
+	ts := make([]state.EvidenceTime, m.n)
+	for i, k := range m.at[:m.n] {
+		ts[i] = state.TimeOf(s[k.from:k.to], k.t)
+	}
+	return s, ts
 }
 
 // appendUnix appends t as Unix seconds to the hundredth (a clock tick),

@@ -33,6 +33,11 @@ type procfsReader struct {
 
 func (r *procfsReader) ticks() bool { return true }
 
+// gone is kill(pid, 0) saying ESRCH: what read concludes from /proc's
+// ENOENT confirmed the same way, without the open. A fixture root's pids
+// are fake: it cannot tell.
+func (r *procfsReader) gone(pid int) bool { return r.confirmGone && unix.Kill(pid, 0) == unix.ESRCH }
+
 func (r *procfsReader) read(pid int, sc *scratch) (procStat, error) {
 	p := append(sc.path[:0], r.root...)
 	p = append(p, '/')

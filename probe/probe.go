@@ -44,6 +44,11 @@ type Subject struct {
 	Exit *state.ExitStatus
 	// Died: the kernel reported the process's exit (PIDSubject.Died).
 	Died bool
+	// Gone says the process is not expected to run (recorded dead, or its
+	// entity ended): its pid is asked of the kernel first, one syscall for
+	// the usual "no such process" where /proc takes two. The answer is
+	// the same either way.
+	Gone bool
 	// SupervisorPID is the process watching this one (an orchestrator, a
 	// `watchdog exec`); 0 = none. SupervisorStartTime, when known, tells it
 	// from a newcomer reusing its pid.
@@ -168,10 +173,10 @@ func (h *Host) Probe(ctx context.Context, t Subject, th Thresholds, now time.Tim
 		StartedAt:      started,
 		EndedAt:        t.EndedAt,
 	}
-	obs.PID = h.checkPID(PIDSubject{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID, Exit: t.Exit, Died: t.Died}, sc)
+	obs.PID = h.checkPID(PIDSubject{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID, Exit: t.Exit, Died: t.Died}, t.Gone, sc)
 	if !t.Terminal {
 		if t.SupervisorPID > 0 && obs.PID.Liveness == Alive {
-			obs.Supervisor = h.checkPID(PIDSubject{PID: t.SupervisorPID, StartTime: t.SupervisorStartTime, HostID: t.HostID, BootID: t.BootID}, sc)
+			obs.Supervisor = h.checkPID(PIDSubject{PID: t.SupervisorPID, StartTime: t.SupervisorStartTime, HostID: t.HostID, BootID: t.BootID}, false, sc)
 		}
 	}
 	// The files as their owner may see them, in one switch of identity

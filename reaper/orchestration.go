@@ -34,6 +34,19 @@ func reconciliation(e store.Entity) *transitions.Reconciliation {
 	return g.Reconcile
 }
 
+// reconciled are the types whose graph names a Reconcile rule: each open
+// one is reap_phantoms' candidate, as its relatives, not its row, say
+// when it is due.
+var reconciled = func() []string {
+	var out []string
+	for _, t := range transitions.Types() {
+		if g, _ := transitions.Lookup(t); g.Reconcile != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}()
+
 // orphanedTeam closes a team whose parent show or play is finished: it has
 // an outcome (a show completed, merged or failed counts, archived or not).
 func (r *Reaper) orphanedTeam(ctx context.Context, e store.Entity, rec *transitions.Reconciliation, parents parentCache) (Action, state.StateReason, bool) {

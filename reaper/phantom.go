@@ -18,9 +18,12 @@ import (
 // critical-path play failed.
 func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 	rep := Report{Job: JobReapPhantoms, DryRun: r.Settings.DryRun}
-	// Read a page at a time, as the sweep reads (ADR-0052): a page read
-	// after this run's own writes sees them, as a later run would.
-	pages := r.pages(store.Filter{HostID: r.HostID, OpenOnly: true, AlsoHostless: r.leads()})
+	// Only the candidates, by index (PhantomBefore: PhantomDue by the row,
+	// and the reconciled types), a page at a time as the sweep reads
+	// (ADR-0052): a page read after this run's own writes sees them, as a
+	// later run would.
+	pages := r.pages(store.Filter{HostID: r.HostID, OpenOnly: true, AlsoHostless: r.leads(),
+		PhantomBefore: r.now().Add(-r.Settings.PhantomAfter), Reconciled: reconciled})
 	parents := newParentCache(ctx, r.Store)
 	// Orphans this run ended are signalled together at its end: one
 	// kill_grace for the lot, not one per orphan holding the job.

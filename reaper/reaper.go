@@ -154,6 +154,12 @@ type Reaper struct {
 	// starts after it, so on a host too big for one budget every entity
 	// still gets its turn instead of the first ones only.
 	resume sweepCursor
+	// kept is what the sweeps decoded, for the next sweep to reuse where
+	// rows did not change (keptEntities), and lastSweep when the last one
+	// started; kept is nil while a sweep holds it.
+	kept      *keptEntities
+	lastSweep time.Time
+	keptMu    sync.Mutex
 	// sweepPage is how many entities a sweep reads at a time; 0 means
 	// DefaultSweepPage (tests set it small to cross pages).
 	sweepPage int
@@ -326,11 +332,11 @@ func (r *Reaper) owns(e store.Entity) bool {
 type parentCache struct {
 	store Store
 	ctx   context.Context
-	seen  map[string]bool
+	seen  map[store.Key]bool
 }
 
 func newParentCache(ctx context.Context, st Store) parentCache {
-	return parentCache{store: st, ctx: ctx, seen: map[string]bool{}}
+	return parentCache{store: st, ctx: ctx, seen: map[store.Key]bool{}}
 }
 
 // terminal says whether e's parent is finished (see finished): the probe's
@@ -339,7 +345,7 @@ func (p parentCache) terminal(e store.Entity) bool {
 	if e.ParentID == "" {
 		return false
 	}
-	key := e.ParentType + "/" + e.ParentID
+	key := store.Key{Type: e.ParentType, ID: e.ParentID}
 	if v, ok := p.seen[key]; ok {
 		return v
 	}

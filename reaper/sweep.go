@@ -56,9 +56,14 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	}
 	parents := newParentCache(ctx, r.Store)
 	// The host is read a page at a time, from past where the last sweep
-	// stopped round to it: a sweep holds a page of entities, not the host
-	// (ADR-0052).
+	// stopped round to it: a sweep decodes a page of entities, not the
+	// host (ADR-0052), and only the rows written since it last read them.
 	pages := r.sweepPages(f)
+	kept := r.keep()
+	if kept != nil {
+		defer r.handBack(kept)
+		pages.kept = kept
+	}
 	var hosts daemonHosts
 	overBudget := func(done int, last store.Key) error {
 		r.resume.set(last)
@@ -150,6 +155,9 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 		}
 	}
 	r.resume.clear()
+	if kept != nil {
+		kept.sweepDone()
+	}
 	if r.Observer != nil {
 		r.Observer.SweepFinished(r.now())
 	}
@@ -244,6 +252,11 @@ type sweepPager struct {
 	until            store.Key
 	resumed, wrapped bool
 	done             bool
+	// kept, when set, holds what earlier pages decoded: a page is read by
+	// its keys and revisions, and again in full only where rows changed;
+	// hits is the last page's lookups, kept for the next page's.
+	kept *keptEntities
+	hits []*store.Entity
 }
 
 // sweepPages walks f from past the sweep's resume cursor round to it.
@@ -269,19 +282,20 @@ func (r *Reaper) pagesFrom(f store.Filter, until store.Key, resumed bool) *sweep
 // next reads the next page; an empty one says the walk is over.
 func (p *sweepPager) next(ctx context.Context) ([]store.Entity, error) {
 	for !p.done {
-		page, err := p.st.List(ctx, p.f)
+		page, n, last, err := p.read(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if p.wrapped {
+		if p.wrapped && p.until.Less(last) {
 			// Round to the cursor: what is past it was read first.
 			if i := slices.IndexFunc(page, func(e store.Entity) bool { return p.until.Less(store.KeyOf(&e)) }); i >= 0 {
-				page, p.done = page[:i], true
+				page = page[:i]
 			}
+			p.done = true
 		}
 		switch {
-		case len(page) == p.limit && !p.done:
-			p.f.After = store.KeyOf(&page[len(page)-1])
+		case n == p.limit && !p.done:
+			p.f.After = last
 		case p.resumed && !p.wrapped:
 			// The end, after a resumed start: round from the start.
 			p.wrapped, p.f.After = true, store.Key{}
@@ -293,6 +307,147 @@ func (p *sweepPager) next(ctx context.Context) ([]store.Entity, error) {
 		}
 	}
 	return nil, nil
+}
+
+// read reads the page after p.f.After: the entities, how many rows the
+// store's page held and the last one's key (a row gone between a page's
+// two reads does not end the walk early).
+func (p *sweepPager) read(ctx context.Context) (page []store.Entity, n int, last store.Key, err error) {
+	if p.kept == nil {
+		return p.whole(ctx)
+	}
+	f := p.f
+	f.RevisionsOnly = true
+	revs, err := p.st.List(ctx, f)
+	if err != nil || len(revs) == 0 {
+		return nil, 0, last, err
+	}
+	last = store.KeyOf(&revs[len(revs)-1])
+	hits, changed := p.hits[:0], 0
+	for i := range revs {
+		e := p.kept.get(&revs[i])
+		if e == nil {
+			changed++
+		}
+		hits = append(hits, e)
+	}
+	p.hits = hits
+	if changed > len(revs)/8 {
+		// Many rows new or written since (a first sweep, a burst): one
+		// read of the page beats a point read each.
+		page, n, last, err = p.whole(ctx)
+		p.kept.put(page)
+		return page, n, last, err
+	}
+	page = revs[:0] // written behind the reads: entry i is read before it is overwritten
+	for i, e := range hits {
+		if e != nil {
+			page = append(page, *e)
+			continue
+		}
+		e, err := p.st.Get(ctx, revs[i].Type, revs[i].ID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // gone since its page was read
+		}
+		if err != nil {
+			return nil, 0, last, err
+		}
+		p.kept.put([]store.Entity{e})
+		page = append(page, e)
+	}
+	return page, len(revs), last, nil
+}
+
+// whole reads the page in full.
+func (p *sweepPager) whole(ctx context.Context) (page []store.Entity, n int, last store.Key, err error) {
+	page, err = p.st.List(ctx, p.f)
+	if len(page) > 0 {
+		last = store.KeyOf(&page[len(page)-1])
+	}
+	return page, len(page), last, err
+}
+
+// keptEntities are the entities the sweeps decoded, each at the revision
+// it was read at, by key: an unchanged row is not decoded again (its JSON
+// findings were most of a sweep's cost). They are kept only while sweeps
+// come within keepWithin of each other (a sweep every minute, the
+// default, keeps none: its memory would buy little CPU), and at most
+// keepMax of them (about 1 to 2 KB each); a sweep over more reads the rest
+// in full, as before. An entry a whole sweep did not meet is dropped at
+// its end. One sweep at a time holds them (Reaper.keep).
+type keptEntities struct {
+	m   map[store.Key]*keptEntity
+	gen uint32
+}
+
+type keptEntity struct {
+	e   store.Entity
+	gen uint32
+}
+
+const (
+	keepWithin = 10 * time.Second
+	keepMax    = 10 * DefaultSweepPage
+)
+
+// get is the kept entity of rev's key at rev's revision, or nil. A
+// revision of 0 (an entity built in memory, a store that keeps none) is
+// never taken for the same row.
+func (k *keptEntities) get(rev *store.Entity) *store.Entity {
+	if c, ok := k.m[store.KeyOf(rev)]; ok && rev.Revision != 0 && c.e.Revision == rev.Revision {
+		c.gen = k.gen
+		return &c.e
+	}
+	return nil
+}
+
+// put keeps the entities as read, while there is room.
+func (k *keptEntities) put(list []store.Entity) {
+	for i := range list {
+		key := store.KeyOf(&list[i])
+		if c, ok := k.m[key]; ok {
+			c.e, c.gen = list[i], k.gen
+		} else if len(k.m) < keepMax && list[i].Revision != 0 {
+			k.m[key] = &keptEntity{e: list[i], gen: k.gen}
+		}
+	}
+}
+
+// sweepDone drops what the sweep that just ended over every entity did
+// not meet: ended past the window, gone, or moved off this host.
+func (k *keptEntities) sweepDone() {
+	for key, c := range k.m {
+		if c.gen != k.gen {
+			delete(k.m, key)
+		}
+	}
+}
+
+// keep takes the kept entities for a sweep starting now (empty after a
+// sweep that kept none, or beside another sweep), or nil when the last
+// sweep started more than keepWithin ago: this one reads as before and
+// keeps nothing. The monotonic clock, as the budget's.
+func (r *Reaper) keep() *keptEntities {
+	now := time.Now()
+	r.keptMu.Lock()
+	defer r.keptMu.Unlock()
+	k, last := r.kept, r.lastSweep
+	r.kept, r.lastSweep = nil, now
+	if last.IsZero() || now.Sub(last) > keepWithin {
+		return nil
+	}
+	if k == nil {
+		k = &keptEntities{m: map[store.Key]*keptEntity{}}
+	}
+	k.gen++
+	return k
+}
+
+// handBack keeps k for the next sweep.
+func (r *Reaper) handBack(k *keptEntities) {
+	r.keptMu.Lock()
+	r.kept = k
+	r.keptMu.Unlock()
 }
 
 // get is the cursor, or the zero key and false without one.
@@ -343,6 +498,7 @@ func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, n
 	}
 	t := judge.Subject(&e, parentTerminal)
 	t.HeartbeatRequired = r.Settings.Probe.Requires(e.Type)
+	t.Gone = !e.DeadSince.IsZero() || e.Terminal // the commonest answer then costs one syscall
 	if e.HostID != r.HostID {
 		t = remoteSubject(t)
 	} else if ev.Died {

@@ -152,6 +152,18 @@ type Filter struct {
 	// enforcement looks at, filtered in SQL so that its reconciling run
 	// does not decode every open row of a big host twice a minute.
 	DeadOnly bool
+	// PhantomBefore, when set, keeps reap_phantoms' candidates alone, by
+	// index, all open (OpenOnly, whatever EndedSince says): every entity of
+	// the Reconciled types (their relatives settle them), and of the other
+	// types those recorded process_dead or orphaned whose row shows no
+	// activity (registration, lifecycle change, heartbeat, start) after
+	// it: judge.PhantomDue by the row, at now - phantom_after.
+	PhantomBefore time.Time
+	Reconciled    []string
+	// RevisionsOnly fills only each entity's key and Revision: a reader
+	// that keeps what it read (the sweep) reads again only the rows whose
+	// revision moved, as every write of a row takes a new one.
+	RevisionsOnly bool
 	// After, when its Type is set, keeps the entities past this key in the
 	// list's order (type, then id, in byte order): the next page after the
 	// last entity of the one before.

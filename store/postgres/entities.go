@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -286,8 +287,41 @@ func (s *Store) Get(ctx context.Context, typ, id string) (store.Entity, error) {
 // List reads the entities a filter selects, ordered by type and id (in
 // byte order, as SQLite's: COLLATE "C").
 func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error) {
+	q, args := listQuery(f)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list entities: %w", classify(err))
+	}
+	defer rows.Close()
+	if f.RevisionsOnly {
+		out, err := rowcodec.ScanRevisions(rows, f.Limit)
+		if err != nil {
+			return nil, fmt.Errorf("list entities: %w", classify(err))
+		}
+		return out, nil
+	}
+	var out []store.Entity
+	var sc rowcodec.EntityScanner
+	for rows.Next() {
+		e, err := sc.Scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list entities: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list entities: %w", classify(err))
+	}
+	return out, nil
+}
+
+// listQuery is List's query and its arguments.
+func listQuery(f store.Filter) (string, []any) {
 	var where []string
 	var args []any
+	if !f.PhantomBefore.IsZero() {
+		f.OpenOnly, f.EndedSince = true, time.Time{} // candidates are open
+	}
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
@@ -325,32 +359,37 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error
 		// In the order's collation: byte order, as SQLite's.
 		where = append(where, `(type COLLATE "C", id COLLATE "C") > (`+arg(f.After.Type)+", "+arg(f.After.ID)+")")
 	}
-	q := "SELECT " + rowcodec.EntityColumns + " FROM entities"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+	cols := rowcodec.EntityColumns
+	if f.RevisionsOnly {
+		cols = rowcodec.RevisionColumns
+	}
+	var q string
+	if !f.PhantomBefore.IsZero() {
+		// reap_phantoms' candidates: the phantoms by idx_entities_phantom
+		// (migration 0011), whose condition these terms imply, and the
+		// open entities of the reconciled types by idx_entities_open_by_host.
+		cut := arg(rowcodec.UnixArg(f.PhantomBefore))
+		phantoms := append(slices.Clip(where), "health IN ('process_dead', 'orphaned')", "created_at <= "+cut,
+			"COALESCE(lifecycle_at, 0) <= "+cut, "COALESCE(heartbeat_at, 0) <= "+cut, "COALESCE(started_at, 0) <= "+cut)
+		q = "SELECT " + cols + " FROM entities WHERE "
+		if len(f.Reconciled) == 0 {
+			q += strings.Join(phantoms, " AND ")
+		} else {
+			types := arg(f.Reconciled)
+			q = "SELECT * FROM (" + q + strings.Join(append(phantoms, "type <> ALL("+types+")"), " AND ") +
+				" UNION ALL SELECT " + cols + " FROM entities WHERE " + strings.Join(append(where, "type = ANY("+types+")"), " AND ") + ") AS c"
+		}
+	} else {
+		q = "SELECT " + cols + " FROM entities"
+		if len(where) > 0 {
+			q += " WHERE " + strings.Join(where, " AND ")
+		}
 	}
 	q += ` ORDER BY type COLLATE "C", id COLLATE "C"`
 	if f.Limit > 0 {
 		q += " LIMIT " + arg(f.Limit)
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list entities: %w", classify(err))
-	}
-	defer rows.Close()
-	var out []store.Entity
-	var sc rowcodec.EntityScanner
-	for rows.Next() {
-		e, err := sc.Scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list entities: %w", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list entities: %w", classify(err))
-	}
-	return out, nil
+	return q, args
 }
 
 // AttentionCandidates reads the entities that may have attention items at

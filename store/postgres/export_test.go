@@ -19,3 +19,6 @@ func (s *Store) ColumnFixes() int64 { return s.columnFixes.Load() }
 func (s *Store) Rederive(ctx context.Context, typ, id string) {
 	s.rederived(ctx, store.Derived{Type: typ, ID: id})
 }
+
+// ListQuery is List's query and its arguments for f.
+func ListQuery(f store.Filter) (string, []any) { return listQuery(f) }

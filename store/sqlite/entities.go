@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -214,6 +215,13 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error
 		return nil, fmt.Errorf("list entities: %w", err)
 	}
 	defer rows.Close()
+	if f.RevisionsOnly {
+		out, err := rowcodec.ScanRevisions(rows, f.Limit)
+		if err != nil {
+			return nil, fmt.Errorf("list entities: %w", err)
+		}
+		return out, nil
+	}
 	var out []store.Entity
 	var scan rowcodec.EntityScanner
 	for rows.Next() {
@@ -233,14 +241,18 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Entity, error
 func listQuery(f store.Filter) (string, []any) {
 	var where []string
 	var args []any
+	if !f.PhantomBefore.IsZero() {
+		f.OpenOnly, f.EndedSince = true, time.Time{} // candidates are open
+	}
 	// A page is read by walking the primary key from its after-key, in
 	// the order asked, stopping at the limit. Without statistics SQLite
 	// would rather search idx_entities_open_by_host (or the terminal
 	// index) and sort every remaining row of the host for each page: a
 	// walk of n entities in pages would sort about n²/2 ÷ the page size
-	// rows. A unary + keeps a column's term off its index.
+	// rows. A unary + keeps a column's term off its index. reap_phantoms'
+	// few candidates are found by their indexes instead (phantomQuery).
 	host, terminal := "host_id", "terminal"
-	if f.Limit > 0 || f.After.Type != "" {
+	if (f.Limit > 0 || f.After.Type != "") && f.PhantomBefore.IsZero() {
 		host, terminal = "+host_id", "+terminal"
 	}
 	if f.Type != "" {
@@ -248,15 +260,17 @@ func listQuery(f store.Filter) (string, []any) {
 		args = append(args, f.Type)
 	}
 	switch {
-	case f.HostID != "" && (f.AlsoRemoteLive || f.AlsoHostless):
-		var or []string
-		if f.AlsoRemoteLive {
-			or = append(or, "("+host+" != '' AND "+terminal+" = 0 AND lifecycle IS NOT NULL AND (pid > 0 OR heartbeat_at > 0))")
-		}
+	case f.HostID != "" && f.AlsoRemoteLive:
+		or := "(" + host + " != '' AND " + terminal + " = 0 AND lifecycle IS NOT NULL AND (pid > 0 OR heartbeat_at > 0))"
 		if f.AlsoHostless {
-			or = append(or, host+" = ''")
+			or += " OR " + host + " = ''"
 		}
-		where = append(where, "("+host+" = ? OR "+strings.Join(or, " OR ")+")")
+		where = append(where, "("+host+" = ? OR "+or+")")
+		args = append(args, f.HostID)
+	case f.HostID != "" && f.AlsoHostless:
+		// An IN, not an OR: a partial index's condition holds for an IN's
+		// terms, where SQLite reads an OR alone.
+		where = append(where, host+" IN (?, '')")
 		args = append(args, f.HostID)
 	case f.HostID != "":
 		where = append(where, host+" = ?")
@@ -276,7 +290,10 @@ func listQuery(f store.Filter) (string, []any) {
 			where = append(where, terminal+" = 0 AND lifecycle IS NOT NULL")
 		}
 	}
-	q := "SELECT " + rowcodec.EntityColumns + " FROM entities"
+	cols := rowcodec.EntityColumns
+	if f.RevisionsOnly {
+		cols = rowcodec.RevisionColumns
+	}
 	if f.DeadOnly {
 		where = append(where, "dead_since IS NOT NULL")
 	}
@@ -285,8 +302,14 @@ func listQuery(f store.Filter) (string, []any) {
 		where = append(where, "(type, id) > (?, ?)")
 		args = append(args, f.After.Type, f.After.ID)
 	}
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+	var q string
+	if !f.PhantomBefore.IsZero() {
+		q, args = phantomQuery(cols, where, args, f)
+	} else {
+		q = "SELECT " + cols + " FROM entities"
+		if len(where) > 0 {
+			q += " WHERE " + strings.Join(where, " AND ")
+		}
 	}
 	q += " ORDER BY type, id"
 	if f.Limit > 0 {
@@ -294,6 +317,35 @@ func listQuery(f store.Filter) (string, []any) {
 		args = append(args, f.Limit)
 	}
 	return q, args
+}
+
+// phantomQuery is reap_phantoms' candidates (store.Filter.PhantomBefore)
+// under where: the phantoms by idx_entities_phantom (migration 0016),
+// whose condition the terms repeat word for word, and the open entities
+// of the reconciled types by idx_entities_open_by_host. Two selects, each
+// held to its index: without statistics SQLite would rather walk a page's
+// range of idx_entities_open_by_host for both.
+func phantomQuery(cols string, where []string, args []any, f store.Filter) (string, []any) {
+	cut := rowcodec.UnixArg(f.PhantomBefore)
+	phantoms := append(slices.Clip(where), "health IN ('process_dead', 'orphaned')",
+		"created_at <= ?", "IFNULL(lifecycle_at, 0) <= ?", "IFNULL(heartbeat_at, 0) <= ?", "IFNULL(started_at, 0) <= ?")
+	all := append(slices.Clip(args), cut, cut, cut, cut)
+	q := "SELECT " + cols + " FROM entities INDEXED BY idx_entities_phantom WHERE "
+	if len(f.Reconciled) == 0 {
+		return q + strings.Join(phantoms, " AND "), all
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?, ", len(f.Reconciled)), ", ")
+	phantoms = append(phantoms, "type NOT IN ("+marks+")")
+	reconciled := append(slices.Clip(where), "type IN ("+marks+")")
+	for _, t := range f.Reconciled {
+		all = append(all, t)
+	}
+	all = append(all, args...)
+	for _, t := range f.Reconciled {
+		all = append(all, t)
+	}
+	return "SELECT * FROM (" + q + strings.Join(phantoms, " AND ") +
+		" UNION ALL SELECT " + cols + " FROM entities INDEXED BY idx_entities_open_by_host WHERE " + strings.Join(reconciled, " AND ") + ")", all
 }
 
 // Transitions reads all of an entity's audit rows, oldest first. The API

@@ -48,3 +48,50 @@ func TestPagedListWalksThePrimaryKey(t *testing.T) {
 		}
 	}
 }
+
+// TestDueJobsReadByIndex: enforce_terminal's dead ones and reap_phantoms'
+// candidates (store.Filter.DeadOnly, PhantomBefore) are searched in their
+// partial indexes (migration 0016), never found by a walk of the host's
+// open entities, whatever the page.
+func TestDueJobsReadByIndex(t *testing.T) {
+	s, _ := openTest(t)
+	after := store.Key{Type: "session", ID: "s-1"}
+	reap := store.Filter{HostID: "h", OpenOnly: true, AlsoHostless: true, PhantomBefore: time.Unix(1e9, 0), Reconciled: []string{"play", "show", "team"}, Limit: 1000}
+	next := reap
+	next.After = after
+	for _, tc := range []struct {
+		name  string
+		f     store.Filter
+		index []string
+	}{
+		{"enforce_terminal's", store.Filter{HostID: "h", OpenOnly: true, DeadOnly: true}, []string{"idx_entities_dead (host_id=?)"}},
+		{"reap_phantoms' first page", reap, []string{"idx_entities_phantom (host_id=?)", "idx_entities_open_by_host (host_id=? AND type=?)"}},
+		{"reap_phantoms' next page", next, []string{"idx_entities_phantom (host_id=? AND (type,id)>(?,?))", "idx_entities_open_by_host (host_id=? AND type=?)"}},
+		{"the phantoms of one host", store.Filter{HostID: "h", OpenOnly: true, PhantomBefore: time.Unix(1e9, 0)}, []string{"idx_entities_phantom (host_id=?)"}},
+	} {
+		q, args := listQuery(tc.f)
+		rows, err := s.db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		p := strings.Join(plan, "; ")
+		for _, ix := range tc.index {
+			if !strings.Contains(p, "SEARCH entities USING INDEX "+ix) {
+				t.Errorf("%s: plan %q, want a search of %s", tc.name, p, ix)
+			}
+		}
+		if strings.Contains(p, "SCAN entities") {
+			t.Errorf("%s: plan %q walks the table", tc.name, p)
+		}
+	}
+}

@@ -60,6 +60,8 @@ func Run(t *testing.T, h Harness) {
 		{"ObservationWritesOnlyOnChange", testObservation},
 		{"HeartbeatExitAndNotFound", testHeartbeatExit},
 		{"ListFilters", testListFilters},
+		{"ReapCandidatesAlone", testReapCandidates},
+		{"RevisionsOnly", testRevisionsOnly},
 		{"TransitionPages", testPages},
 		{"Dismissals", testDismissals},
 		{"DismissalBatchAllOrNothingWithTriageLog", testDismissalBatch},
@@ -386,6 +388,162 @@ func testListFilters(t *testing.T, h Harness) {
 	cands, _ = s.AttentionCandidates(ctx, t0)
 	if len(cands) != 5 {
 		t.Errorf("attention candidates in the window: %d, want 5", len(cands))
+	}
+}
+
+// testReapCandidates: Filter.PhantomBefore keeps what reap_phantoms may
+// act on and nothing else (its rule: judge.PhantomDue by the row): the
+// open entities of the host (and the host-less) recorded process_dead or
+// orphaned with no activity after the cut, and every open entity of the
+// reconciled types, once, in key order, a page at a time.
+func testReapCandidates(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	observe := func(typ, id string, health state.Health) {
+		t.Helper()
+		e, err := s.Get(ctx, typ, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := store.Observation{Health: health, HealthSince: t0, SeenSeq: e.LastSeq, At: t0}
+		if health == state.HealthProcessDead {
+			o.DeadSince = t0
+		}
+		if _, err := s.RecordObservation(ctx, typ, id, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	onHost := func(h string) func(*store.Entity) { return func(e *store.Entity) { e.HostID = h } }
+	for _, id := range []string{"dead", "orphan", "fine", "beat", "started", "moved", "ended", "other", "hostless"} {
+		host := "h1"
+		switch id {
+		case "other":
+			host = "h2"
+		case "hostless":
+			host = ""
+		}
+		register(t, s, "session", id, strp("running"), onHost(host))
+		health := state.HealthProcessDead
+		switch id {
+		case "orphan":
+			health = state.HealthOrphaned
+		case "fine":
+			health = state.HealthRunning
+		}
+		observe("session", id, health)
+	}
+	// Activity after the cut: a heartbeat, a (re-registered) start, a
+	// lifecycle change; and an end.
+	cut := t0.Add(time.Hour)
+	if err := s.RecordHeartbeat(ctx, "session", "beat", cut.Add(time.Second), ""); err != nil {
+		t.Fatal(err)
+	}
+	register(t, s, "session", "started", nil, func(e *store.Entity) { e.StartedAt = cut.Add(time.Second) })
+	if _, _, err := s.ApplyTransition(ctx, "session", "moved", func(store.Entity) (store.Change, error) {
+		return store.Change{To: "idle", Actor: "orchestrator", At: cut.Add(time.Second)}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := move(s, "session", "ended", "aborted", true, t0); err != nil {
+		t.Fatal(err)
+	}
+	// The reconciled types: every open one, whatever its health (a dead
+	// one is not a phantom besides); an ended one is not.
+	register(t, s, "team", "t", strp("active"), onHost("h1"))
+	register(t, s, "team", "t-closed", strp("active"), onHost("h1"))
+	if _, _, err := move(s, "team", "t-closed", "closed", true, t0); err != nil {
+		t.Fatal(err)
+	}
+	register(t, s, "play", "p", strp("planned"), onHost(""))
+	observe("play", "p", state.HealthProcessDead)
+	register(t, s, "play", "p-other", strp("planned"), onHost("h2"))
+
+	f := store.Filter{HostID: "h1", AlsoHostless: true, OpenOnly: true, PhantomBefore: cut, Reconciled: []string{"play", "show", "team"}}
+	want := "play/p session/dead session/hostless session/orphan team/t "
+	for _, tc := range []struct {
+		name string
+		f    store.Filter
+		want string
+	}{
+		{"the candidates", f, want},
+		{"this host's alone", store.Filter{HostID: "h1", OpenOnly: true, PhantomBefore: cut, Reconciled: f.Reconciled}, "session/dead session/orphan team/t "},
+		{"phantoms alone", store.Filter{HostID: "h1", OpenOnly: true, PhantomBefore: cut}, "session/dead session/orphan "},
+		{"open whatever else the filter says", store.Filter{HostID: "h1", EndedSince: t0, PhantomBefore: cut}, "session/dead session/orphan "},
+		{"a cut before the last activity", store.Filter{HostID: "h1", OpenOnly: true, PhantomBefore: t0.Add(-time.Second)}, ""},
+		{"a cut at it", store.Filter{HostID: "h1", OpenOnly: true, PhantomBefore: t0}, "session/dead session/orphan "},
+	} {
+		list, err := s.List(ctx, tc.f)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got := ""
+		for _, e := range list {
+			got += e.Type + "/" + e.ID + " "
+		}
+		if got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	for _, limit := range []int{1, 2, 4} {
+		got, pf := "", f
+		pf.Limit = limit
+		for pages := 0; ; pages++ {
+			if pages > 6 {
+				t.Fatalf("limit %d: more than 6 pages (%q so far)", limit, got)
+			}
+			list, err := s.List(ctx, pf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range list {
+				got += e.Type + "/" + e.ID + " "
+			}
+			if len(list) < limit {
+				break
+			}
+			pf.After = store.KeyOf(&list[len(list)-1])
+		}
+		if got != want {
+			t.Errorf("limit %d: paged %q, want %q", limit, got, want)
+		}
+	}
+}
+
+// testRevisionsOnly: Filter.RevisionsOnly reads the keys and revisions of
+// what the filter selects and nothing else, and a write of a row moves its
+// revision, a write of another row does not.
+func testRevisionsOnly(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, h.New(t))
+	for _, id := range []string{"a", "b", "c"} {
+		register(t, s, "session", id, strp("running"), func(e *store.Entity) { e.HostID, e.Label = "h1", "label" })
+	}
+	revs := func() map[string]int64 {
+		t.Helper()
+		list, err := s.List(ctx, store.Filter{HostID: "h1", OpenOnly: true, RevisionsOnly: true, Limit: 2, After: store.Key{Type: "session", ID: "a"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, e := range list {
+			if e.Type != "session" || e.Label != "" || e.Lifecycle != nil || e.HostID != "" || e.Revision == 0 {
+				t.Errorf("a revisions-only row holds more or less than its key and revision: %+v", e)
+			}
+			out[e.ID] = e.Revision
+		}
+		return out
+	}
+	before := revs()
+	full, _ := s.Get(ctx, "session", "b")
+	if len(before) != 2 || before["b"] != full.Revision {
+		t.Fatalf("revisions %v, b's row at %d", before, full.Revision)
+	}
+	if err := s.RecordHeartbeat(ctx, "session", "b", t0.Add(time.Second), ""); err != nil {
+		t.Fatal(err)
+	}
+	after := revs()
+	if after["b"] == before["b"] || after["c"] != before["c"] {
+		t.Errorf("after a write of b: revisions %v, before %v", after, before)
 	}
 }
 

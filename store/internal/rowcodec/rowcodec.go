@@ -39,6 +39,10 @@ const EntityColumns = `type, id, label, lifecycle, terminal, last_seq, transitio
 	owner, owner_uid,
 	revision`
 
+// RevisionColumns are what a store.Filter.RevisionsOnly list reads
+// (ScanRevisions).
+const RevisionColumns = "type, id, revision"
+
 // AuditColumns are the columns ScanAudit reads.
 const AuditColumns = `seq, entity_type, entity_id, from_lifecycle, to_lifecycle,
 	reason_code, message, evidence, actor, trigger_name, at, host_id, principal`
@@ -65,6 +69,32 @@ func (s *EntityScanner) Scan(r RowScanner) (store.Entity, error) {
 		s.cache = artifactCache{}
 	}
 	return scanEntity(r, s.cache)
+}
+
+// Rows are a query's rows (database/sql's and pgx's alike).
+type Rows interface {
+	RowScanner
+	Next() bool
+	Err() error
+}
+
+// ScanRevisions reads the rows of RevisionColumns into entities holding
+// their key and revision, a page of limit at most: each scanned into its
+// place in the page, where a row scanned into an entity of its own cost
+// the entity's whole size on the heap.
+func ScanRevisions(rows Rows, limit int) ([]store.Entity, error) {
+	var out []store.Entity
+	for rows.Next() {
+		if out == nil && limit > 0 {
+			out = make([]store.Entity, 0, limit)
+		}
+		out = append(out, store.Entity{})
+		e := &out[len(out)-1]
+		if err := rows.Scan(&e.Type, &e.ID, &e.Revision); err != nil {
+			return nil, err
+		}
+	}
+	return out, rows.Err()
 }
 
 // ScanEntity decodes one row of EntityColumns.
