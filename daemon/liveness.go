@@ -71,6 +71,9 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 		}
 		l.mon.UpdateShared(cur) // the change's own copy: the monitor keeps none of it
 	})
+	if w := l.watcher; w != nil {
+		rp.Watched = func(e *store.Entity) bool { return w.Alive(monitor.Key(e.Type, e.ID), e.PID) }
+	}
 	m.Watching(l.mon.Watching)
 	m.Judging(rp.Counts)
 	m.HeartbeatFiles(l.mon.HeartbeatFiles)

@@ -246,6 +246,15 @@ func (w *Watcher) Max() int {
 	return w.max
 }
 
+// Alive says whether key's watch holds pid's pidfd and no exit came on
+// it: the sweep then reads nothing of /proc for it.
+func (w *Watcher) Alive(key string, pid int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wt := w.byKey[key]
+	return wt != nil && int(wt.pid) == pid && wt.died == nil
+}
+
 // Len is how many keys hold a pidfd now, dead ones included.
 func (w *Watcher) Len() int {
 	w.mu.Lock()

@@ -175,11 +175,17 @@ func TestKilledChild(t *testing.T) {
 	if got := w.Len(); got != 1 {
 		t.Errorf("Len = %d, want 1", got)
 	}
+	if !w.Alive("child", pid) || w.Alive("child", pid+1) || w.Alive("other", pid) {
+		t.Error("Alive: want true for the watched key and pid only")
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
 	_ = cmd.Wait() // the parent reaps at once, as init would
 	d := known(t, w, "child", pid)
+	if w.Alive("child", pid) {
+		t.Error("Alive after its death was reported")
+	}
 	if want := (Exit{Known: true, Signal: syscall.SIGKILL}); d.Exit != want {
 		t.Errorf("Exit = %+v, want %+v", d.Exit, want)
 	}

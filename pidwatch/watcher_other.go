@@ -33,6 +33,9 @@ func (w *Watcher) Max() int { return 0 }
 // Len is 0.
 func (w *Watcher) Len() int { return 0 }
 
+// Alive is false: nothing is watched.
+func (w *Watcher) Alive(key string, pid int) bool { return false }
+
 // Close does nothing.
 func (w *Watcher) Close() error { return nil }
 

@@ -59,6 +59,7 @@ const (
 	CausePIDReused     // the pid belongs to another process now
 	CauseHostRebooted  // the recorded boot id is not the current one
 	CauseReported      // the kernel reported its exit (pidfd, process connector): not looked at again
+	CauseWatched       // alive: its pidfd, opened on the recorded identity, has not reported an exit
 )
 
 var causeNames = [...]string{
@@ -76,6 +77,7 @@ var causeNames = [...]string{
 	CausePIDReused:     "pid reused",
 	CauseHostRebooted:  "host rebooted",
 	CauseReported:      "exit reported by the kernel",
+	CauseWatched:       "watched by its pidfd",
 }
 
 // String is a short human phrase for the cause.
@@ -282,6 +284,9 @@ type PIDSubject struct {
 	// process connector), which is final: the check answers Dead without
 	// reading /proc.
 	Died bool
+	// Watched: the daemon holds this very process's pidfd (its identity
+	// checked when opened) and no exit came: Alive without reading /proc.
+	Watched bool
 }
 
 // Reported is the check of a process whose exit the kernel reported
@@ -322,7 +327,7 @@ func (o PIDObservation) OtherHost() bool { return o.Cause == CauseOtherHost }
 // time matched: the very process that was registered, not a newcomer that
 // reused the pid.
 func (o PIDObservation) IdentityVerified() bool {
-	return o.Liveness == Alive && o.Cause == CauseNone
+	return o.Liveness == Alive && (o.Cause == CauseNone || o.Cause == CauseWatched)
 }
 
 // ReasonCode is the health reason a Dead observation stands for:
@@ -366,6 +371,9 @@ func (h *Host) checkPID(t PIDSubject, gone bool, sc *scratch) PIDObservation {
 	}
 	if t.Died {
 		return Reported(t)
+	}
+	if t.Watched {
+		return PIDObservation{Subject: t, Liveness: Alive, Cause: CauseWatched, StartTime: t.StartTime, StartTicks: t.StartTicks}
 	}
 	if t.HostID != "" {
 		if self := h.HostID(); self != "" && self != t.HostID {
@@ -529,6 +537,10 @@ func (o PIDObservation) writeDetail(b []byte, m *timeMarks) []byte {
 		}
 		b = append(b, ')')
 		return b
+	case o.Liveness == Alive && o.Cause == CauseWatched:
+		b = append(b, " alive (watched by its pidfd; start time "...)
+		b = m.unix(b, o.StartTime)
+		return append(b, ')')
 	case o.Liveness == Alive:
 		b = append(b, " alive (state "...)
 		b = append(b, o.State)

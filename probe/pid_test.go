@@ -377,3 +377,18 @@ func TestReportedDeathReadsNothing(t *testing.T) {
 		t.Errorf("detail %q", d)
 	}
 }
+
+// TestWatchedReadsNothing: a process whose pidfd the daemon holds, with
+// no exit on it, is Alive (its identity verified when the pidfd opened)
+// without a look at /proc.
+func TestWatchedReadsNothing(t *testing.T) {
+	h := &Host{ProcRoot: "/nonexistent"}
+	at := time.Unix(1_800_000_000, 0)
+	o := h.CheckPID(PIDSubject{PID: 4242, StartTime: at, Watched: true})
+	if o.Liveness != Alive || !o.IdentityVerified() || o.Err != nil {
+		t.Fatalf("liveness %v cause %v err %v: want Alive, verified, no read", o.Liveness, o.Cause, o.Err)
+	}
+	if d := o.Detail(); d != "pid 4242 alive (watched by its pidfd; start time 1800000000.00)" {
+		t.Errorf("detail %q", d)
+	}
+}

@@ -42,8 +42,9 @@ type Subject struct {
 	// Exit is how the process ended when the kernel said so (nil = not
 	// known): the evidence of a dead process names it.
 	Exit *state.ExitStatus
-	// Died: the kernel reported the process's exit (PIDSubject.Died).
-	Died bool
+	// Died: the kernel reported the process's exit (PIDSubject.Died);
+	// Watched: its pidfd says it is alive (PIDSubject.Watched).
+	Died, Watched bool
 	// Gone says the process is not expected to run (recorded dead, or its
 	// entity ended): its pid is asked of the kernel first, one syscall for
 	// the usual "no such process" where /proc takes two. The answer is
@@ -173,7 +174,7 @@ func (h *Host) Probe(ctx context.Context, t Subject, th Thresholds, now time.Tim
 		StartedAt:      started,
 		EndedAt:        t.EndedAt,
 	}
-	obs.PID = h.checkPID(PIDSubject{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID, Exit: t.Exit, Died: t.Died}, t.Gone, sc)
+	obs.PID = h.checkPID(PIDSubject{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID, Exit: t.Exit, Died: t.Died, Watched: t.Watched}, t.Gone, sc)
 	if !t.Terminal {
 		if t.SupervisorPID > 0 && obs.PID.Liveness == Alive {
 			obs.Supervisor = h.checkPID(PIDSubject{PID: t.SupervisorPID, StartTime: t.SupervisorStartTime, HostID: t.HostID, BootID: t.BootID}, false, sc)

@@ -138,6 +138,10 @@ type Reaper struct {
 	// command), or a root it does not keep, means a /proc walk from the
 	// root, where only what its ppid chains show is found (ADR-0044).
 	Trees Trees
+	// Watched says the daemon holds e's process's pidfd and no exit came
+	// (pidwatch.Watcher.Alive): the sweep reads nothing of /proc for it.
+	// nil: every pid is read.
+	Watched func(e *store.Entity) bool
 	// Hostname names this daemon's host in the audit rows of its writes
 	// ("reaper@host-13"): in a fleet, which daemon ended an entity. ""
 	// uses HostID.

@@ -13,6 +13,7 @@ import (
 	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/proctree"
+	"watchdog/state"
 	"watchdog/store"
 )
 
@@ -507,6 +508,8 @@ func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, n
 		if t.Exit == nil {
 			t.Exit = ev.Exit
 		}
+	} else if r.Watched != nil && !e.Terminal && e.DeadSince.IsZero() && e.Health != state.HealthOrphaned && r.Watched(&e) {
+		t.Watched = true // the events tell a death: no /proc read
 	}
 	seen := judge.Seen{Probed: true, Event: ev}
 	r.probes.Add(1)
