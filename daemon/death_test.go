@@ -5,24 +5,15 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
-
 	"watchdog/config"
 	"watchdog/internal/testenv"
-	"watchdog/probe"
-	"watchdog/proctree"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/store/sqlite"
-	"watchdog/transitions"
 )
 
 // TestOneDeathOneProbeOneWrite: a real daemon with the pidfd watcher and
@@ -33,58 +24,16 @@ import (
 // in one transition; the end coming back from the store brings neither a
 // probe nor a write. Counted by the daemon's own counters on /metrics.
 func TestOneDeathOneProbeOneWrite(t *testing.T) {
-	if tr, err := proctree.New(proctree.Options{}); err != nil || tr.Mode() != proctree.ModeEvents {
-		t.Skip("the process connector is not available here (root on the host): the pidfd-only path is tested in monitor")
-	} else {
-		tr.Close()
-	}
-	db := filepath.Join(t.TempDir(), "w.db")
-	cfg := config.Default()
-	cfg.Store.DSN = db
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Thresholds.TerminalGrace = config.Duration(2 * time.Second)
-	cfg.Jobs = config.Jobs{Sweep: "@every 1h", EnforceTerminal: "@every 1h", ReapPhantoms: "@every 1h", CheckSchedules: "@every 1h", Vacuum: "@every 1h"}
-	core, logs := observer.New(zap.InfoLevel)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, Options{Config: cfg, Log: zap.New(core), Version: "test"}) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	addr := boundAddr(t, logs)
-
-	sleep := exec.Command("sleep", "300")
-	if err := sleep.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
-	st, err := sqlite.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	w := &transitions.Writer{Store: st, Now: time.Now, Ident: probe.NewHost()}
-	running := "running"
-	if _, err := w.Register(context.Background(), transitions.Registration{
-		Entity: store.Entity{Type: "session", ID: "s", Lifecycle: &running, PID: sleep.Process.Pid}, Actor: transitions.ActorOrchestrator,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	get := func() store.Entity {
-		e, err := st.Get(context.Background(), "session", "s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
+	needConnector(t)
+	d := serve(t, func(c *config.Config) { c.Thresholds.TerminalGrace = config.Duration(2 * time.Second) })
+	sleep := sleeper(t)
+	d.register(t, store.Entity{Type: "session", ID: "s", PID: sleep.Process.Pid})
 	testenv.Eventually(t, "the session judged running and watched", ceiling, func() (bool, string) {
-		e := get()
-		_, watched := counters(t, addr)["watchdog_watched_processes{mode=\"pidfd\"}"]
-		return e.Health == state.HealthRunning && watched && counters(t, addr)["watchdog_watched_processes{mode=\"pidfd\"}"] == 1, string(e.Health)
+		e := d.get(t, "session", "s")
+		return e.Health == state.HealthRunning && counters(t, d.addr)[`watchdog_watched_processes{mode="pidfd"}`] == 1, string(e.Health)
 	})
-	before := counters(t, addr)
-	audit, err := st.Transitions(context.Background(), "session", "s")
+	before := counters(t, d.addr)
+	audit, err := d.st.Transitions(context.Background(), "session", "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,19 +43,19 @@ func TestOneDeathOneProbeOneWrite(t *testing.T) {
 	}
 	_ = sleep.Wait()
 	testenv.Eventually(t, "the session ended at terminal_grace", ceiling, func() (bool, string) {
-		e := get()
+		e := d.get(t, "session", "s")
 		return e.Terminal, e.LifecycleOr("") + " " + string(e.Health)
 	})
 	// The end's own echo (the feed bringing it back to the monitor) has
 	// its turn before the counts are read.
 	time.Sleep(time.Second)
-	after := counters(t, addr)
+	after := counters(t, d.addr)
 
-	e := get()
+	e := d.get(t, "session", "s")
 	if e.Health != state.HealthProcessDead || e.DeadSince.IsZero() || e.Exit == nil || e.Exit.Signal != int(syscall.SIGKILL) {
 		t.Errorf("health %s dead_since %v exit %+v: want process_dead, a dead_since and SIGKILL", e.Health, e.DeadSince, e.Exit)
 	}
-	rows, err := st.Transitions(context.Background(), "session", "s")
+	rows, err := d.st.Transitions(context.Background(), "session", "s")
 	if err != nil {
 		t.Fatal(err)
 	}
