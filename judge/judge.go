@@ -1,14 +1,6 @@
 // Package judge is what an entity's state means: one pure judgement per
-// entity, from the entity as stored, what was seen of it now, the settings
-// and the clock, with no I/O (in the manner of kubelet PLEG's
-// generateEvents: what changed, apart from when to look).
-//
-// Every path that judges an entity calls Judge: the sweep, the monitor
-// (a death, a deadline), `watchdog reap` and its dry run, `probe
-// --entity` and exec's end. The monitor decides when to look, the probe
-// what is seen, Judge what it means, and the write path how it is written.
-// Each rule Judge applies has one owner here (rules.go), and each type's
-// rules live in its graph file in package transitions.
+// entity from the stored row, what was seen now, the settings and the clock,
+// with no I/O. Every path that judges an entity calls Judge (ADR-0033).
 package judge
 
 import (
@@ -23,8 +15,7 @@ import (
 )
 
 // Settings are the thresholds and windows a judgement applies (config
-// `thresholds.*`): resolved once, from the daemon's config, and the same
-// for the daemon and every command on its host.
+// `thresholds.*`), the same for the daemon and every command on its host.
 type Settings struct {
 	// Probe are the heartbeat and slowness thresholds.
 	Probe         probe.Thresholds
@@ -43,8 +34,7 @@ var DefaultSettings = Settings{
 	FailureWindow: 24 * time.Hour,
 }
 
-// WithDefaults fills every unset (zero or negative) setting with its
-// default.
+// WithDefaults fills every unset (zero or negative) setting with its default.
 func (s Settings) WithDefaults() Settings {
 	d := DefaultSettings
 	s.Probe = s.Probe.WithDefaults()
@@ -78,27 +68,21 @@ func (s Settings) Window() time.Duration {
 
 // Seen is what was observed of one entity now.
 type Seen struct {
-	// Probed says the probe ran; Result is its classification. An entity
-	// with nothing of its own to probe (Probed(e) false) reads fine.
+	// Probed says the probe ran; an entity with nothing to probe reads fine.
 	Probed bool
 	Result probe.Result
-	// HeartbeatFile is the heartbeat file's mtime as last known (zero:
-	// unknown); it moves the heartbeat deadlines and the last activity.
+	// HeartbeatFile is the heartbeat file's mtime as last known (zero: unknown).
 	HeartbeatFile time.Time
-	// Descendants are the live descendants of the entity's process, by
-	// pid, looked for only when LeftoversDue: with any, Judge records the
-	// leftover finding (run.health.leftover_processes).
+	// Descendants are the live descendants by pid, looked for only when LeftoversDue.
 	Descendants []probe.Process
-	// Event is what happened, when a judgement follows one (the
-	// monitor's); zero for a look with no news (the sweep, a command).
+	// Event is what happened, when a judgement follows one; zero otherwise.
 	Event Event
 }
 
 // Event is what the kernel told of the entity's process: an input of the
 // judgement beside what was seen, never found again by reading /proc.
 type Event struct {
-	// Died: the recorded process's exit was reported (its pidfd, the
-	// process connector), which is final.
+	// Died: the kernel reported the recorded process's exit, which is final.
 	Died bool
 	// Exit is the exit status reported with it; nil: not known (yet).
 	Exit *state.ExitStatus
@@ -130,18 +114,13 @@ type Act struct {
 
 // Verdict is what one judgement decided.
 type Verdict struct {
-	// Observation is what to record (health, delivery, findings, the
-	// death's time); Changed says it differs from the stored one.
+	// Changed says Observation differs from the stored one.
 	Observation store.Observation
 	Changed     bool
-	// Acts are the lifecycle changes called for, the more specific first
-	// (a phantom before a plain enforcement when both are due): a caller
-	// makes the first its remit allows (Verdict.First), and the
-	// compare-and-set turns any later one into a no-op.
+	// Acts are the more specific first; a caller makes the first its remit
+	// allows, and the compare-and-set turns any later one into a no-op.
 	Acts []Act
-	// Next is the earliest moment after now at which the judgement may
-	// change without anything new being seen (a heartbeat threshold, the
-	// end of terminal_grace, phantom_after, a misfire); zero: none.
+	// Next is when the judgement may change with nothing new seen; zero: never.
 	Next time.Time
 }
 
@@ -188,24 +167,21 @@ func apply(e *store.Entity, o store.Observation) {
 	}
 }
 
-// Recorded is e as the store holds it once o is recorded (a dry run
-// keeps that in memory instead).
+// Recorded is e as the store holds it once o is recorded.
 func Recorded(e store.Entity, o store.Observation) store.Entity {
 	apply(&e, o)
 	e.UpdatedAt = o.At
 	return e
 }
 
-// Applied is e with the verdict's observation applied: what the store
-// holds once it is recorded.
+// Applied is e with the verdict's observation applied.
 func (v Verdict) Applied(e store.Entity) store.Entity {
 	apply(&e, v.Observation)
 	return e
 }
 
-// Next is the earliest of e's deadlines after now: the moment its
-// judgement may change with nothing new seen (file: the heartbeat file's
-// mtime as known). Zero when none lies ahead.
+// Next is the earliest of e's deadlines after now (file: the heartbeat
+// file's mtime as known); zero when none lies ahead.
 func Next(e *store.Entity, file time.Time, s Settings, now time.Time) time.Time {
 	if !e.Open() {
 		return time.Time{}
@@ -228,15 +204,11 @@ func Next(e *store.Entity, file time.Time, s Settings, now time.Time) time.Time 
 	return next
 }
 
-// observe is the judgement of a probed (or unprobed) entity of a type
-// judged by its process and heartbeat: the observation to record, and
-// whether it differs from the stored one.
+// observe judges an entity by its process and heartbeat.
 func observe(e store.Entity, seen Seen, s Settings, now time.Time) (store.Observation, bool) {
 	res := seen.Result
 	if !seen.Probed {
-		// A record with no process, heartbeat or files of its own (a show,
-		// a team, a play driven by its sessions) has nothing to probe: its
-		// runtime is fine as far as this host can tell.
+		// Nothing of its own to probe: fine as far as this host can tell.
 		res = probe.Result{Health: state.HealthOK, Delivery: e.Delivery}
 	}
 	if res.Delivery == "" {
@@ -266,17 +238,15 @@ func observe(e store.Entity, seen Seen, s Settings, now time.Time) (store.Observ
 		obs.Reasons = flagUnowned(obs.Reasons, f)
 	}
 	if len(seen.Descendants) > 0 && LeftoversDue(&e, res) {
-		// A finding beside the root's health, which it leaves alone: a
-		// dead root stays process_dead, an ended one ok or orphaned.
+		// A finding beside the root's health, which it leaves alone.
 		obs.Reasons = append(obs.Reasons, leftoverFinding(&e, res, seen.Descendants, now))
 	}
 	state.CarryOnsets(obs.Reasons, e.Reasons, now)
 	return obs, changed(e, obs)
 }
 
-// deadSince is the death's time after a liveness was seen: the first
-// death seen stands (the grace counts from it, across restarts), a live
-// process clears it, and unknown proves neither.
+// deadSince keeps the first death seen (the grace counts from it, across
+// restarts); a live process clears it, and unknown proves neither.
 func deadSince(recorded time.Time, l probe.Liveness, now time.Time) time.Time {
 	switch l {
 	case probe.Dead:
@@ -296,11 +266,8 @@ func changed(e store.Entity, obs store.Observation) bool {
 		!obs.HealthSince.Equal(e.HealthSince) || !state.SameFindings(obs.Reasons, e.Reasons)
 }
 
-// enforce is enforcement's judgement of e as read: open,
-// recorded dead past terminal_grace, confirmed dead now (pid, the check
-// made right before; only a conclusive death counts: the recorded one may
-// be old) → its type's dead-process terminal with
-// system.health.process_dead_no_terminal.
+// enforce ends e recorded dead past terminal_grace, only on a conclusive
+// death now: the recorded one may be old.
 func enforce(e store.Entity, pid probe.PIDObservation, s Settings, now time.Time) (Act, bool) {
 	to := EnforceTarget(&e)
 	if to == "" || !GraceOver(&e, s, now) || pid.Liveness != probe.Dead {
@@ -317,25 +284,19 @@ func enforce(e store.Entity, pid probe.PIDObservation, s Settings, now time.Time
 	return Act{Kind: ActEnforce, From: e.LifecycleOr(""), To: to, Reason: reason, Detail: detail, Trigger: "process_exited"}, true
 }
 
-// PhantomDue says whether e may be a phantom at now by its row alone
-// (file: its heartbeat file's mtime as known): a candidate whose
-// PhantomAt has come. Only such an entity is worth a probe for Judge to
-// decide.
+// PhantomDue says whether e may be a phantom at now by its row alone: only
+// such an entity is worth a probe.
 func PhantomDue(e *store.Entity, file time.Time, s Settings, now time.Time) bool {
 	at := PhantomAt(e, file, s)
 	return !at.IsZero() && !now.Before(at)
 }
 
-// phantom is reap_phantoms' judgement of e as read:
-// recorded process_dead or orphaned, quiet for phantom_after by its row
-// and its heartbeat file, and dead past terminal_grace or still orphaned
-// now → its type's dead-process terminal.
+// phantom is reap_phantoms' judgement of e as read.
 func phantom(e store.Entity, seen Seen, s Settings, now time.Time) (Act, bool) {
 	res := seen.Result
 	file := seen.HeartbeatFile
 	if hb := res.Heartbeat; hb.Source == probe.HeartbeatFile && hb.At.After(file) {
-		// A heartbeat file is activity too: an orphan that still writes
-		// its heartbeat is working, not a phantom.
+		// An orphan that still writes its heartbeat is working, not a phantom.
 		file = hb.At
 	}
 	if !PhantomDue(&e, file, s, now) {
@@ -344,9 +305,7 @@ func phantom(e store.Entity, seen Seen, s Settings, now time.Time) (Act, bool) {
 	var code state.ReasonCode
 	switch {
 	case res.Liveness == probe.Dead && GraceOver(&e, s, now):
-		// "No activity" counts from registration or the last heartbeat,
-		// not from the death, but the owner keeps terminal_grace from the
-		// death (PhantomAt), in which its own end must win.
+		// The owner keeps terminal_grace from the death, in which its own end must win.
 		code = state.SystemReaperPhantomProcessDead
 	case res.Liveness != probe.Dead && res.Health == state.HealthOrphaned:
 		code = state.SystemReaperPhantomOrphaned

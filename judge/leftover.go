@@ -12,11 +12,8 @@ import (
 	"watchdog/store"
 )
 
-// LeftoversDue says whether e's process's live descendants are a finding
-// now, so worth looking for (ADR-0044): e has a process of this host and
-// has ended (any path), or its process was seen dead (res, the probe's
-// result). While e is open and its process alive, its descendants are its
-// work, not leftovers.
+// LeftoversDue says whether e's live descendants are a finding now
+// (ADR-0044): while e is open and alive, they are its work, not leftovers.
 func LeftoversDue(e *store.Entity, res probe.Result) bool {
 	if e.PID <= 0 || e.Lifecycle == nil {
 		return false
@@ -24,19 +21,15 @@ func LeftoversDue(e *store.Entity, res probe.Result) bool {
 	return e.Terminal || res.Liveness == probe.Dead
 }
 
-// LeftoverRef is a process a stored leftover finding names (its evidence's
-// ID): the see step looks at these again once the root's tree is no longer
-// kept, so the finding lasts as long as they do.
+// LeftoverRef is a process a stored leftover finding names, looked at again
+// once the root's tree is no longer kept.
 type LeftoverRef struct {
 	PID        int
 	StartTicks uint64
 }
 
-// Leftovers are the processes e's stored leftover finding names: what the
-// daemon itself saw descend from e's root (its process tree, or its walk
-// from the verified root), with their start ticks. Evidence a client
-// supplied (an end's reason, exec's list of what its child left) is shown
-// and never read here: the reaper acts only on what it saw (issue 36).
+// Leftovers are the processes e's stored leftover finding names. Evidence a
+// client supplied is never read here: the reaper acts only on what it saw.
 func Leftovers(e *store.Entity) []LeftoverRef {
 	var out []LeftoverRef
 	add := func(r *state.StateReason) {
@@ -54,8 +47,7 @@ func Leftovers(e *store.Entity) []LeftoverRef {
 	return out
 }
 
-// leftoverID names one process in the finding's evidence: its pid and
-// start ticks, what tells it from a later process reusing the pid.
+// leftoverID carries the start ticks, which tell a process from a later one reusing its pid.
 func leftoverID(p probe.Process) string {
 	return "pid:" + strconv.Itoa(p.PID) + ":" + strconv.FormatUint(p.StartTicks, 10)
 }
@@ -80,23 +72,15 @@ func parseLeftoverID(id string) (LeftoverRef, bool) {
 	return LeftoverRef{PID: pid, StartTicks: ticks}, true
 }
 
-// MaxLeftoverDetail is how many leftover processes the finding names in
-// detail (its evidence, and so what kill_leftovers may signal): the first
-// by pid. The message and a "more:N" line count the rest. 20,000
-// leftovers made a 4.6 MB entity read and an 8.3 MB queue. Once the
-// entity has ended only the named ones are followed (the root's tree is
-// forgotten at the end): the rest drop out of the finding
-// (docs/reference/state-model.md says so).
+// MaxLeftoverDetail is how many leftover processes the finding names (and so
+// kill_leftovers may signal); the rest are only counted.
 const MaxLeftoverDetail = 100
 
 // maxLeftoverNames is how many distinct commands the message names.
 const maxLeftoverNames = 8
 
-// leftoverFinding is the finding for e's live descendants procs (sorted by
-// pid), seen when its process was res.Liveness: one reason with one
-// evidence line per process, the first MaxLeftoverDetail of them. A process the stored finding named already
-// keeps its stored line (its RSS as first seen), so an unchanged set of
-// leftovers writes nothing sweep after sweep.
+// leftoverFinding is the finding for procs (sorted by pid). A process already
+// named keeps its stored line, so an unchanged set writes nothing.
 func leftoverFinding(e *store.Entity, res probe.Result, procs []probe.Process, now time.Time) state.StateReason {
 	stored := map[string]state.EvidenceRef{}
 	for _, r := range e.Reasons {
@@ -130,9 +114,8 @@ func leftoverFinding(e *store.Entity, res probe.Result, procs []probe.Process, n
 	return state.Observed(state.RunHealthLeftoverProcesses, leftoverMessage(e, res, procs), evidence...)
 }
 
-// LeftoverMorePrefix begins the ID of the evidence line that counts the
-// leftovers past MaxLeftoverDetail ("more:19900"): what the finding does
-// not name, counted in watchdog_leftover_processes, never signalled.
+// LeftoverMorePrefix begins the ID of the evidence line counting leftovers
+// past MaxLeftoverDetail, which are never signalled.
 const LeftoverMorePrefix = "more:"
 
 // leftoverMessage says what is left and of what: "pid 4242 exited with

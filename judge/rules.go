@@ -10,9 +10,6 @@ import (
 	"watchdog/transitions"
 )
 
-// The rules below are each written once: the monitor asks them when to
-// look, the reaper's jobs which entities are due, Judge what it means.
-
 // ByCron says e is judged by its cron spec (a schedule), not by a probe.
 func ByCron(e *store.Entity) bool { return transitions.ByCron(e.Type) }
 
@@ -24,13 +21,8 @@ func Started(e *store.Entity) time.Time {
 	return e.PIDStartTime
 }
 
-// StateSince is when e entered its current lifecycle state, the earliest
-// a heartbeat ages from: a first registration starts that state's clock
-// (a new entity with an old heartbeat file is not stalled at once), a
-// transition starts it again (a restart is not stalled by the silence
-// before it), and a re-registration, which leaves lifecycle_at alone,
-// never changes it (an upsert must not reset the age of a stall). Zero
-// for an entity with no lifecycle.
+// StateSince is when e entered its lifecycle state, the earliest a heartbeat
+// ages from; a re-registration never changes it, so an upsert cannot reset a stall.
 func StateSince(e *store.Entity) time.Time {
 	if e.Lifecycle == nil {
 		return time.Time{}
@@ -38,14 +30,8 @@ func StateSince(e *store.Entity) time.Time {
 	return e.LifecycleAt
 }
 
-// HeartbeatBase is the moment e's heartbeat ages from when the
-// judgement last knew the heartbeat file's mtime as file (zero: unknown):
-// the later of the file and the posted heartbeat, else the start, and
-// never earlier than StateSince. It is what the probe's classification
-// computes from what it reads (probe.Observations.StateSince), so a
-// deadline from it comes exactly when the probe's verdict changes; a
-// file not stat'ed since can only be newer, so the deadline is early or on
-// time, never late.
+// HeartbeatBase is the moment e's heartbeat ages from, as the probe computes
+// it; a file not stat'ed since can only be newer, so a deadline is never late.
 func HeartbeatBase(e *store.Entity, file time.Time) time.Time {
 	base := e.HeartbeatAt
 	if file.After(base) {
@@ -60,19 +46,14 @@ func HeartbeatBase(e *store.Entity, file time.Time) time.Time {
 	return base
 }
 
-// JudgedByHeartbeat says whether e's health moves with its heartbeat's
-// age: open, working in its type's graph, not judged by a cron spec, not
-// already dead.
+// JudgedByHeartbeat says whether e's health moves with its heartbeat's age.
 func JudgedByHeartbeat(e *store.Entity) bool {
 	return e.Open() && e.ScheduleCron == "" && e.DeadSince.IsZero() && e.Health != state.HealthProcessDead &&
 		!transitions.Waiting(*e)
 }
 
-// ExpectsHeartbeat says whether e's heartbeat ages: it has a heartbeat
-// source (a declared file, or a heartbeat posted once), or its type is
-// required to heartbeat from its start (thresholds.require_heartbeat).
-// An entity with none is judged on liveness alone: hangs are not
-// detected (wire.Entity's hang_detection says so).
+// ExpectsHeartbeat says whether e's heartbeat ages; without one, e is judged
+// on liveness alone and hangs are not detected.
 func ExpectsHeartbeat(e *store.Entity, s Settings) bool {
 	return e.HeartbeatFile != "" || !e.HeartbeatAt.IsZero() || s.Probe.Requires(e.Type)
 }
@@ -94,16 +75,14 @@ func HeartbeatBoundaries(e *store.Entity, file time.Time, s Settings) [4]time.Ti
 	return b
 }
 
-// LastActivity is the latest sign of life e's row and its heartbeat file
-// (file, its mtime as known; zero: unknown) hold, what phantom_after
-// counts from: a lifecycle change, a heartbeat, its start or registration.
+// LastActivity is the latest sign of life in e's row and heartbeat file,
+// what phantom_after counts from.
 func LastActivity(e *store.Entity, file time.Time) time.Time {
 	return slices.MaxFunc([]time.Time{e.CreatedAt, e.LifecycleAt, e.HeartbeatAt, e.StartedAt, file}, time.Time.Compare)
 }
 
-// DeadTarget is the terminal a dead process ends e in (its graph's
-// DeadTarget from its lifecycle), "" when its type has none or none is
-// reachable: then a dead process is flagged, never ended.
+// DeadTarget is the terminal a dead process ends e in; "" means a dead
+// process is flagged, never ended.
 func DeadTarget(e *store.Entity) string {
 	g, err := transitions.Lookup(e.Type)
 	if err != nil || e.Lifecycle == nil {
@@ -112,9 +91,7 @@ func DeadTarget(e *store.Entity) string {
 	return g.DeadTarget(*e.Lifecycle)
 }
 
-// EnforceTarget is the terminal enforcement ends e in once its grace has
-// run out: "" when e is not recorded dead, has ended, or has no terminal
-// to reach.
+// EnforceTarget is the terminal enforcement ends e in once its grace has run out, or "".
 func EnforceTarget(e *store.Entity) string {
 	if e.DeadSince.IsZero() || e.Terminal {
 		return ""
@@ -122,9 +99,8 @@ func EnforceTarget(e *store.Entity) string {
 	return DeadTarget(e)
 }
 
-// GraceEnds is when terminal_grace runs out for e's recorded death (zero:
-// no death recorded). The grace gives the owner time to record its own
-// end, and counts from the first death seen, across restarts.
+// GraceEnds is when terminal_grace runs out for e's recorded death: the
+// owner's time to record its own end, across restarts.
 func GraceEnds(e *store.Entity, s Settings) time.Time {
 	if e.DeadSince.IsZero() {
 		return time.Time{}
@@ -143,11 +119,8 @@ func PhantomCandidate(e *store.Entity) bool {
 	return e.Open() && (e.Health == state.HealthProcessDead || e.Health == state.HealthOrphaned) && DeadTarget(e) != ""
 }
 
-// PhantomAt is when e, a phantom candidate, may be reaped at the
-// earliest: phantom_after past its last activity (file: the heartbeat
-// file's mtime as known), and for a dead process never before its
-// terminal_grace (the owner's own end must win within it). Zero for an
-// entity that is not a candidate.
+// PhantomAt is when e may be reaped as a phantom at the earliest, never
+// before terminal_grace (the owner's own end must win within it).
 func PhantomAt(e *store.Entity, file time.Time, s Settings) time.Time {
 	if !PhantomCandidate(e) {
 		return time.Time{}
@@ -159,9 +132,8 @@ func PhantomAt(e *store.Entity, file time.Time, s Settings) time.Time {
 	return at
 }
 
-// NextFire is an enabled schedule's next fire time after its last fire,
-// or after it was resumed when that is later; zero for anything else or a
-// cron spec that does not parse (check_schedules reports that one).
+// NextFire is an enabled schedule's next fire time; zero otherwise or for a
+// cron spec that does not parse.
 func NextFire(e *store.Entity) time.Time {
 	if e.ScheduleCron == "" || e.LifecycleOr("") != "enabled" {
 		return time.Time{}
@@ -173,10 +145,7 @@ func NextFire(e *store.Entity) time.Time {
 	return sched.Next(lastFireBase(e))
 }
 
-// lastFireBase is what a schedule's next fire counts from: its last fire
-// (else its registration), or a resume after it. At registration
-// LifecycleAt is the registration time and says nothing: the reported last
-// fire stands, so fires missed before are owed.
+// lastFireBase ignores LifecycleAt at registration, so fires missed before are owed.
 func lastFireBase(e *store.Entity) time.Time {
 	last := e.ScheduleLastFiredAt
 	if last.IsZero() {
@@ -198,16 +167,13 @@ func MisfireAt(e *store.Entity, s Settings) (fire, at time.Time) {
 	return fire, fire.Add(s.misfireGrace())
 }
 
-// EndedByDeath says the watchdog ended e because its process died (its
-// end's reason subsumes the death: state.Subsumes), so its health stays
-// process_dead rather than reading a clean end.
+// EndedByDeath says the watchdog ended e because its process died, so its
+// health stays process_dead rather than reading a clean end.
 func EndedByDeath(e *store.Entity) bool {
 	return e.Terminal && e.TransitionReason != nil && state.Subsumes(e.TransitionReason.Code, state.RunHealthProcessDead)
 }
 
-// Outcome is the outcome e carries by its type's graph: its terminal
-// state, an outcome state short of one (a show completed but not
-// archived), or "" while its work is open.
+// Outcome is the outcome e carries by its type's graph, "" while its work is open.
 func Outcome(e *store.Entity) string {
 	g, err := transitions.Lookup(e.Type)
 	if err != nil || e.Lifecycle == nil {
@@ -216,9 +182,7 @@ func Outcome(e *store.Entity) string {
 	return g.Outcome(*e.Lifecycle)
 }
 
-// Finished says whether e is finished for its dependants (its team, its
-// children, the plays that depend on it): it has an outcome, archived or
-// not.
+// Finished says whether e is finished for its dependants: it has an outcome.
 func Finished(e *store.Entity) bool { return e.Terminal || Outcome(e) != "" }
 
 // successes are the outcomes that deliver the work dependants wait for.
@@ -237,11 +201,8 @@ func HasProcess(e *store.Entity) bool {
 	return err == nil && g.DeadProcessTerminal != ""
 }
 
-// Probed says whether e has anything of its own to probe (a process, a
-// heartbeat, files). A show, a team or a play driven by its sessions has
-// not: its runtime is fine as far as this host can tell. A schedule's
-// process is probed only while it is enabled (nobody expects a paused
-// one's to run).
+// Probed says whether e has anything of its own to probe; a schedule's
+// process only while enabled (nobody expects a paused one's to run).
 func Probed(e *store.Entity) bool {
 	if ByCron(e) {
 		return e.PID > 0 && e.LifecycleOr("") == "enabled"

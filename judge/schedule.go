@@ -12,8 +12,7 @@ import (
 	"watchdog/store"
 )
 
-// CronError says a schedule's cron spec does not parse: nothing is judged
-// or recorded for it, and check_schedules logs it and goes on.
+// CronError says a schedule's cron spec does not parse: nothing is judged for it.
 type CronError struct {
 	ID, Spec string
 	Err      error
@@ -36,11 +35,8 @@ func CheckCron(e store.Entity) error {
 	return nil
 }
 
-// cronHealth decides a schedule's health at now: the first fire time
-// after its last fire (or its resume) is due while within misfire_grace
-// and misfired after it. Paused and disabled schedules are ok: nobody
-// expects them to fire, and the fires they skipped are not owed once they
-// are enabled again (else every resume would page).
+// cronHealth decides a schedule's health at now. Fires skipped while paused
+// are not owed once enabled again (else every resume would page).
 func cronHealth(e store.Entity, s Settings, now time.Time) (state.Health, []state.StateReason) {
 	next, misfire := MisfireAt(&e, s)
 	if next.IsZero() || next.After(now) {
@@ -55,8 +51,7 @@ func cronHealth(e store.Entity, s Settings, now time.Time) (state.Health, []stat
 	if !now.After(misfire) {
 		return state.HealthDue, []state.StateReason{state.Observed(state.ScheduleHealthDue, "fire time passed, within misfire_grace", ev)}
 	}
-	// The moment, not the lateness: a stored message that grows with the
-	// clock would be rewritten at every check (ages are rendered when read).
+	// The moment, not the lateness: a message growing with the clock is rewritten every check.
 	r := state.Observed(state.ScheduleHealthMisfired,
 		fmt.Sprintf("no fire since its time %s (misfire_grace %s)", state.Stamp(next), s.misfireGrace()), ev)
 	r.Since = unixtime.Of(next)
@@ -70,10 +65,8 @@ func lastFired(e store.Entity) string {
 	return e.ScheduleLastFiredAt.UTC().Format(time.RFC3339)
 }
 
-// judgeSchedule is a schedule's judgement: its cron's findings and, when
-// it names a process (a long-running scheduler, say) and is enabled, that
-// process's liveness: a dead one gets the fate of every dead process of a
-// type without a dead-process end, the flag that asks the operator.
+// judgeSchedule is a schedule's judgement: its cron's findings and, while
+// enabled, its process's liveness (a dead one is flagged, ADR-0022).
 func judgeSchedule(e store.Entity, seen Seen, s Settings, now time.Time) (store.Observation, bool) {
 	health, reasons := cronHealth(e, s, now)
 	dead := time.Time{} // paused or disabled: its process is not asked for

@@ -12,23 +12,12 @@ import (
 	"watchdog/transitions"
 )
 
-// A dead process gets a fate whatever its entity's type. The types whose
-// graph has an end for it (DeadTarget) are ended by enforcement; the
-// others (a play, a show, a team, or a process type in a state with no
-// reachable end) cannot be ended by the watchdog without inventing an
-// outcome, so once terminal_grace has passed they are flagged instead:
-// the probe's process_dead finding becomes
-// system.health.process_dead_unowned, critical, whose message says since
-// when and which command records an end. It is decided from the recorded
-// death alone, so every later judgement decides the same and nothing
-// writes it away until the entity moves or the process is found alive.
+// A dead process with no end in its graph is flagged, not ended: ending it
+// would invent an outcome (ADR-0022). The flag follows from the recorded death alone.
 
-// unownedDeath is the flag for e when its process is dead (res, now), it
-// is open, its type has no end for a dead process from its lifecycle, and
-// the death recorded at dead is past terminal_grace; ok false otherwise.
+// unownedDeath is the flag for e's dead process with no end, past terminal_grace.
 func unownedDeath(e store.Entity, res probe.Result, dead time.Time, s Settings, now time.Time) (state.StateReason, bool) {
-	// An entity with an outcome (a failed show, whose graph keeps it open
-	// until archived) has had its end recorded: nothing left to ask.
+	// An entity with an outcome has had its end recorded: nothing left to ask.
 	if e.Lifecycle == nil || e.Terminal || Finished(&e) || res.Liveness != probe.Dead || dead.IsZero() ||
 		DeadTarget(&e) != "" || now.Sub(dead) < s.TerminalGrace {
 		return state.StateReason{}, false
@@ -38,8 +27,7 @@ func unownedDeath(e store.Entity, res probe.Result, dead time.Time, s Settings, 
 	msg := fmt.Sprintf("a %s has no end for a dead process: %s; process dead since %s", e.Type, endHint(e, from), state.Stamp(dead))
 	f := state.Observed(state.SystemHealthProcessDeadUnowned, msg)
 	f.Since = unixtime.Of(dead)
-	// The probe's own finding of the death carries the pid evidence: the
-	// flag takes it over, one item for one cause.
+	// The flag takes over the probe's pid evidence: one item for one cause.
 	for _, p := range res.Reasons {
 		if p.Code == state.RunHealthProcessDead {
 			f.Evidence = p.Evidence
@@ -116,9 +104,8 @@ func Flagged(e *store.Entity) (state.StateReason, bool) {
 	return state.StateReason{}, false
 }
 
-// Subject is what the probe needs to look at for e (parentTerminal: its
-// parent entity has ended). Artifacts are judged once the entity ended: a
-// running session that has not yet written its review is not missing it.
+// Subject is what the probe needs to look at for e. Artifacts are judged
+// only once e ended: a running session has not yet written them.
 func Subject(e *store.Entity, parentTerminal bool) probe.Subject {
 	return probe.Subject{
 		PID: e.PID, StartTime: e.PIDStartTime, StartTicks: e.PIDStartTicks, HostID: e.HostID, BootID: e.BootID, Exit: e.Exit,
@@ -132,8 +119,8 @@ func Subject(e *store.Entity, parentTerminal bool) probe.Subject {
 	}
 }
 
-// OwnerOf is whose rights e's files are examined with: the uid its
-// registration proved, else nobody's (probe.Owner).
+// OwnerOf is whose rights e's files are read with: the uid its registration
+// proved, else nobody's.
 func OwnerOf(e *store.Entity) probe.Owner {
 	return probe.Owner{UID: e.OwnerUID, Known: e.HasOwnerUID}
 }

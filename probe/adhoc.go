@@ -17,9 +17,8 @@ type AdHoc struct {
 	IdleAfter, StalledAfter   string
 }
 
-// Subject checks each value and returns what the probe needs: no heartbeat
-// file means none is expected, thresholds not given are the defaults. An
-// error names the flag and says what it wants.
+// Subject checks each value and returns what the probe needs; an error names
+// the flag and says what it wants.
 func (a AdHoc) Subject() (Subject, Thresholds, error) {
 	var t Subject
 	th := DefaultThresholds

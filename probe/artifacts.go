@@ -17,13 +17,10 @@ import (
 )
 
 // MaxJSONBytes bounds what a `json` artifact check reads: a larger file is
-// invalid without being read, so a runaway output cannot make the probe
-// allocate without limit.
+// invalid without being read.
 const MaxJSONBytes = 16 << 20
 
-// maxGlobMatches bounds how many paths one glob may match before the check
-// stops looking: any valid match passes the artifact, and a glob over a huge
-// directory must not stall a sweep.
+// maxGlobMatches bounds one glob, so a huge directory cannot stall a sweep.
 const maxGlobMatches = 1000
 
 // ArtifactStatus is the verdict on one declared artifact.
@@ -63,9 +60,7 @@ type ArtifactCheck struct {
 	Matches int
 	Size    int64
 	ModTime time.Time
-	// Escapes says the path is absolute, climbs out with "..", or leads
-	// through a symlink outside the root. Nothing outside is ever opened,
-	// and nothing about the outside is reported (not even the target).
+	// Escapes says the path leaves the root; nothing outside is opened or reported.
 	Escapes bool
 	// Problem says why the artifact is missing or invalid, e.g.
 	// "0 bytes < min 1".
@@ -118,13 +113,9 @@ type ArtifactResult struct {
 	Checks []ArtifactCheck
 	// Root is the artifacts root the contract was checked under.
 	Root string
-	// Stopped names the bound that stopped the check before it judged
-	// every artifact, e.g. "visited 10000 directory entries (limit
-	// 10000)"; "" when it finished. Delivery is then unknown.
+	// Stopped names the bound that stopped the check (delivery unknown); "" when it finished.
 	Stopped string
-	// Interrupted says the caller's context stopped the check (shutdown,
-	// or a sweep out of budget): that says nothing about the entity, and a
-	// caller should not record it as a finding.
+	// Interrupted says the caller's context stopped the check: not a finding.
 	Interrupted bool
 }
 
@@ -161,33 +152,10 @@ var defaultArtifactLimits = artifactLimits{
 	time:         state.MaxArtifactCheckTime,
 }
 
-// CheckArtifacts evaluates an artifact contract (docs/reference/state-model.md, Probing) against the files
-// under root. startedAt is the entity's start (zero = unknown), for
-// newer_than_start.
-//
-// Each spec's path is relative to root and may be a glob (any valid match
-// counts). Confinement is by construction: root is opened once, and every
-// lookup, listing and read below it goes through that handle and cannot
-// leave it (confine.go), whatever is renamed meanwhile. An absolute path,
-// one climbing out with "..", or one leading through a symlink outside the
-// root is invalid; nothing outside is opened or read, and the verdict does
-// not say what the outside target is.
-//
-// The work is bounded (state.MaxArtifact*): artifacts per contract, path
-// length, components and wildcard components per path, directory entries
-// read, and wall time. A check over a bound stops and reads delivery
-// unknown, with Stopped naming the bound; so does one whose ctx ends
-// (Interrupted).
-//
-// The delivery, first match wins:
-//
-//   - no specs: not_expected;
-//   - a bound hit or ctx done: unknown;
-//   - every required artifact valid and nothing invalid: passed;
-//   - no required artifact present at all: missing;
-//   - anything present but invalid (an optional artifact may be absent,
-//     but when present it must be valid): invalid;
-//   - otherwise some required artifacts are valid, some missing: partial.
+// CheckArtifacts evaluates an artifact contract against the files under root
+// (ADR-0010). Confinement is by construction: every lookup goes through one
+// root handle (confine.go). Bounds are state.MaxArtifact*; a check over one
+// reads delivery unknown (docs/reference/state-model.md, Probing).
 func CheckArtifacts(ctx context.Context, root string, specs []state.ArtifactSpec, startedAt time.Time) ArtifactResult {
 	sc := getScratch()
 	defer putScratch(sc)
@@ -267,9 +235,7 @@ type artifactChecker struct {
 	interrupted     bool   // stopped by ctx
 }
 
-// over reports whether the check must stop: a bound already hit, ctx
-// done, or the time limit passed. It is called before every artifact,
-// every directory listed, and every 64 directory entries.
+// over reports whether the check must stop: a bound hit, ctx done, or time up.
 func (c *artifactChecker) over() bool {
 	if c.stopped != "" {
 		return true
@@ -344,9 +310,8 @@ func (c *artifactChecker) check(i int, spec state.ArtifactSpec) ArtifactCheck {
 	return c.judge(ch, c.locate(clean))
 }
 
-// plainRel reports whether rel is relative, already clean (no empty, "."
-// or ".." component, no trailing slash) and free of glob meta characters:
-// the common "review.md", checked in one pass instead of Clean and friends.
+// plainRel reports whether rel is relative, clean and free of glob meta
+// characters: the common case, checked in one pass.
 func plainRel(rel string) bool {
 	if rel == "" || rel[0] == '/' {
 		return false
@@ -378,9 +343,8 @@ type found struct {
 	problem string
 }
 
-// locate finds a clean relative path below the root: one lstat (a single
-// fstatat for the common "review.md"), and a stat through the root handle
-// when the path ends in a symlink.
+// locate finds a clean relative path below the root, following a final
+// symlink through the root handle.
 func (c *artifactChecker) locate(clean string) found {
 	if !c.openRoot() {
 		return c.rootFailure()
@@ -402,9 +366,7 @@ func (c *artifactChecker) locate(clean string) found {
 func lookupFailure(err error, viaSymlink bool) found {
 	switch {
 	case errors.Is(err, errEscapes):
-		// Pointing out of the root is invalid whether or not the target
-		// exists (docs/reference/state-model.md, Probing), and the operator's fix differs (the link, not
-		// the missing file).
+		// Pointing out of the root is invalid whether or not the target exists.
 		return found{status: ArtifactInvalid, escapes: true, problem: "a symlink on the way leads outside the artifacts root (absolute links count as outside); not read"}
 	case errors.Is(err, syscall.ENOENT):
 		if viaSymlink {
@@ -442,9 +404,8 @@ func (c *artifactChecker) judge(ch ArtifactCheck, f found) ArtifactCheck {
 	case ch.Size < spec.MinBytes:
 		return ch.invalid(fmt.Sprintf("%d bytes < min %d", ch.Size, spec.MinBytes))
 	}
-	// The start is known only to within a second (see startTimeTolerance),
-	// and file times come from the kernel's coarse clock, which lags: a file
-	// written right after the start may carry an mtime a little before it.
+	// The start is known only to within a second, and file times come from the
+	// kernel's coarse clock, which lags.
 	if spec.NewerThanStart && !c.start.IsZero() && ch.ModTime.Before(c.start.Add(-startTimeTolerance)) {
 		return ch.invalid(fmt.Sprintf("modified %s, before the start %s", ch.ModTime.UTC().Format(time.RFC3339), c.start.UTC().Format(time.RFC3339)))
 	}
@@ -464,11 +425,8 @@ func (ch ArtifactCheck) invalid(problem string) ArtifactCheck {
 
 var jsonTooLarge = fmt.Sprintf("larger than the %d MiB limit for JSON artifacts; not read", MaxJSONBytes>>20)
 
-// checkJSON reads a regular file through the root handle and reports ""
-// when it parses as one JSON value. It opens without blocking (a FIFO
-// swapped in cannot hold the probe) and insists the opened file is the one
-// that was checked (same device and inode), so a file replaced between the
-// check and the open is not judged in its place.
+// checkJSON opens without blocking (a FIFO cannot hold the probe) and
+// insists on the checked file's device and inode, so a swap is not judged.
 func (c *artifactChecker) checkJSON(rel string, checked *fileEntry) string {
 	if checked.size > MaxJSONBytes {
 		return jsonTooLarge
@@ -507,11 +465,8 @@ func (c *artifactChecker) checkJSON(rel string, checked *fileEntry) string {
 	return ""
 }
 
-// glob matches a pattern component by component, the way filepath.Glob
-// would, but lists and enters directories only through the root handle,
-// so never outside the root, and within the check's bounds. Matches are
-// taken in name order within each directory, so the verdict (and its
-// evidence) does not change with the order the file system lists them.
+// glob matches through the root handle only, in name order per directory, so
+// the verdict does not change with listing order.
 func (c *artifactChecker) glob(ch ArtifactCheck, clean string) ArtifactCheck {
 	comps := strings.Split(clean, "/")
 	for _, comp := range comps {
@@ -554,9 +509,8 @@ func (c *artifactChecker) glob(ch ArtifactCheck, clean string) ArtifactCheck {
 	return best
 }
 
-// walk matches comps in directory rel (relative to the root) and calls
-// visit for every final match, until visit returns false or a bound
-// stops the check. It reports whether to go on.
+// walk calls visit for every final match of comps under rel; it reports
+// whether to go on.
 func (c *artifactChecker) walk(rel string, comps []string, visit func(string, found) bool) bool {
 	if c.over() {
 		return false
@@ -609,9 +563,7 @@ func (c *artifactChecker) walk(rel string, comps []string, visit func(string, fo
 			}
 		}
 		if len(rest) == 0 || f.escapes {
-			// A final match; or a symlinked directory leading out, where
-			// whatever lies below is outside the root: report it, do not
-			// enter it.
+			// A final match, or a symlinked directory leading out: report it, do not enter it.
 			if !visit(childRel, f) {
 				return false
 			}

@@ -17,15 +17,11 @@ type Thresholds struct {
 	IdleAfter time.Duration
 	// StalledAfter: a heartbeat at least this old makes it stalled.
 	StalledAfter time.Duration
-	// SlowAfter and SlowUntil: a live entity with a fresh heartbeat that
-	// has been running for a time in [SlowAfter, SlowUntil) gets the
-	// informational reason run.health.slow.
+	// SlowAfter and SlowUntil bound the running time that gets run.health.slow.
 	SlowAfter time.Duration
 	SlowUntil time.Duration
-	// RequireHeartbeat are the entity types expected to heartbeat from
-	// their start (thresholds.require_heartbeat): one with no heartbeat
-	// source yet ages from its start. Any other type's entity with none
-	// (no file, nothing posted) is judged on liveness alone.
+	// RequireHeartbeat are the entity types expected to heartbeat from their
+	// start; any other type with no source is judged on liveness alone.
 	RequireHeartbeat []string
 }
 
@@ -33,9 +29,7 @@ type Thresholds struct {
 // their start.
 func (t Thresholds) Requires(typ string) bool { return slices.Contains(t.RequireHeartbeat, typ) }
 
-// DefaultThresholds are the config's defaults (docs/reference/config.md): idle after 10m, stalled after
-// 60m, slow from 60m until 3h. A zero field of the Thresholds passed to
-// Classify or Probe takes its value from here.
+// DefaultThresholds are the config's defaults (docs/reference/config.md).
 var DefaultThresholds = Thresholds{
 	IdleAfter:    10 * time.Minute,
 	StalledAfter: 60 * time.Minute,
@@ -43,9 +37,8 @@ var DefaultThresholds = Thresholds{
 	SlowUntil:    3 * time.Hour,
 }
 
-// WithDefaults is t with every unset (zero or negative) threshold at its
-// default: what the probe judges by, and what a caller timing the same
-// judgements (the monitor's deadlines) must use.
+// WithDefaults is t with every unset threshold at its default; callers
+// timing the same judgements must use it too.
 func (t Thresholds) WithDefaults() Thresholds {
 	if t.IdleAfter <= 0 {
 		t.IdleAfter = DefaultThresholds.IdleAfter
@@ -67,18 +60,13 @@ func (t Thresholds) WithDefaults() Thresholds {
 type Observations struct {
 	// Terminal: the entity has already ended (its lifecycle is terminal).
 	Terminal bool
-	// EndedByDeath: the watchdog ended the entity because its process
-	// died without recording an end. Its health stays process_dead: the
-	// end did not make its infrastructure fine.
+	// EndedByDeath: the watchdog ended the entity because its process died; its
+	// health stays process_dead.
 	EndedByDeath bool
-	// Waiting: the entity is open but not in a working state of its type
-	// (an agent idle or suspended waits for input), so the age of its
-	// heartbeat says nothing and is not judged.
+	// Waiting: not in a working state, so the heartbeat's age is not judged.
 	Waiting bool
-	// StateSince is when the entity entered its current lifecycle state
-	// (zero if unknown). A heartbeat ages from the later of it and the
-	// last heartbeat: an agent restarted with a new process is not stalled
-	// by the silence of the one before.
+	// StateSince: a heartbeat ages from no earlier than this, so a restart is
+	// not stalled by the silence before it.
 	StateSince time.Time
 	// PID is the check of the entity's own process.
 	PID PIDObservation
@@ -99,22 +87,12 @@ type Observations struct {
 	Artifacts ArtifactResult
 }
 
-// Result is the classification of one entity: health, delivery, the
-// reasons behind them, and the observations themselves.
-//
-// Reasons hold only findings (anything but a plain running or ok entity,
-// plus annotations such as slow or clock skew), so a healthy entity has
-// none and costs no formatting. Evidence lists every observation.
-//
-// The probe keeps no memory between calls. A caller that debounces death
-// (terminal_grace) records the first CheckedAt at which Liveness was Dead
-// and acts only after the grace, on a fresh Dead.
+// Result is the classification of one entity. Reasons hold only findings,
+// so a healthy entity costs no formatting; the probe keeps no memory between calls.
 type Result struct {
 	Health   state.Health
 	Delivery state.Delivery
-	// Reasons explain health and delivery, in order: health and liveness
-	// first, then slow and clock skew, then delivery. Nil when there are
-	// none.
+	// Reasons explain health and delivery, health first; nil when there are none.
 	Reasons []state.StateReason
 	// Liveness is the entity's own process's, also for terminal entities.
 	Liveness Liveness
@@ -137,32 +115,9 @@ type cites struct {
 	artifactStop    bool // the bound that stopped the artifact check
 }
 
-// Classify judges observations: a pure function of them, the thresholds and
-// now. Order of judgement (docs/reference/state-model.md, Probing): liveness first, heartbeat staleness
-// second, artifact evidence third.
-//
-// A non-terminal entity is, first match wins:
-//
-//   - Dead: process_dead, reason process_dead, pid_reused or host_rebooted;
-//   - Alive, supervisor Dead or parent terminal: orphaned;
-//   - Alive: stalled or idle by heartbeat age; else running, with reason
-//     slow when it has run between slow_after and slow_until;
-//   - Unknown on another host: running when the entity itself sent a fresh
-//     heartbeat, else disconnected;
-//   - Unknown here: stalled or idle by heartbeat age; running when the
-//     entity itself sent a fresh heartbeat; else unknown. Reason
-//     liveness_unknown in every case: an unknown is never process_dead.
-//
-// A stale heartbeat never makes an entity dead: a starved sender is the
-// commonest false alarm. A heartbeat from the future adds clock_skew.
-//
-// A terminal entity is orphaned when its process, verified by start time,
-// is still alive after its end; degraded when declared lock files remain;
-// ok otherwise. Delivery is the artifact verdict, with a reason when it is
-// missing, partial or invalid.
-//
-// Classify allocates only for the reasons it formats; a healthy entity
-// costs nothing.
+// Classify judges observations, a pure function of them, the thresholds and
+// now (docs/reference/state-model.md, Probing). A stale heartbeat never makes
+// an entity dead, and an unknown liveness is never process_dead.
 func Classify(obs Observations, th Thresholds, now time.Time) Result {
 	var r Result
 	r.classify(&obs, th, now)
@@ -252,20 +207,15 @@ func (c *classifier) classifyActive() {
 	}
 }
 
-// addSince is add for a finding about a moment: the message names it as a
-// timestamp and the reason carries it as Since, so that a reader renders
-// its age when it shows it (state.Render) and the stored message stays
-// true.
+// addSince names the moment and carries it as Since, so the stored message
+// stays true and readers render the age.
 func (c *classifier) addSince(code state.ReasonCode, message string, since time.Time, on cites) {
 	c.add(code, message, on)
 	c.r.Reasons[len(c.r.Reasons)-1].Since = unixtime.Of(since)
 }
 
-// judgeHeartbeat returns stalled or idle by age (with the finding), or
-// fresh when the heartbeat is younger than idle_after or its age unknown,
-// and always fresh for an entity that is waiting, not working. The age
-// counts from the later of the last heartbeat and the start of the
-// current lifecycle state.
+// judgeHeartbeat returns stalled or idle by age, else fresh; always fresh
+// for an entity that is waiting.
 func (c *classifier) judgeHeartbeat(fresh state.Health) state.Health {
 	hb, obs := c.obs.Heartbeat, c.obs
 	if !hb.Known() || obs.Waiting {
@@ -384,9 +334,7 @@ func (r *Result) evidence(on cites) []state.EvidenceRef {
 	var ev []state.EvidenceRef
 	switch {
 	case on.pid && hb:
-		// "pid 4242 not running (no such process); last heartbeat 71m ago
-		// (heartbeat file /run/agents/s-42.hb)": the pid check and the
-		// heartbeat read together, as in docs/reference/state-model.md's example.
+		// The pid check and the heartbeat read together.
 		detail, times := pidAndHeartbeat(r.PID, r.Heartbeat)
 		ev = append(ev, state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: detail, FetchedAt: fetched, Times: times})
 	case on.pid:
@@ -416,9 +364,7 @@ func (r *Result) evidence(on cites) []state.EvidenceRef {
 	return ev
 }
 
-// deliveryMessage counts the contract's artifacts for a delivery finding
-// (missing, partial or invalid), and names the ones at fault, as the
-// display chain names a contract's one artifact ("No report.md produced").
+// deliveryMessage counts the contract's artifacts and names the ones at fault.
 func (a ArtifactResult) deliveryMessage(d state.Delivery) string {
 	var required, valid int
 	var absent, bad []string
@@ -487,10 +433,7 @@ func deathMessage(o PIDObservation) string {
 	return "process is gone (no such process)"
 }
 
-// Evidence lists what every check saw, findings or not: the pid, the
-// supervisor, the heartbeat, the remaining lock files and each artifact.
-// It is for display (the CLI's evidence lines); Reasons carry the evidence
-// of the findings.
+// Evidence lists what every check saw, findings or not, for display.
 func (r Result) Evidence() []state.EvidenceRef {
 	now := unixtime.Of(r.CheckedAt)
 	ev := []state.EvidenceRef{r.PID.evidence(now)}
@@ -512,9 +455,8 @@ func (r Result) Evidence() []state.EvidenceRef {
 	return ev
 }
 
-// pidAndHeartbeat is the pid and heartbeat detail lines as one, and the
-// moments they name, built in one buffer on the stack: it runs for every
-// dead entity on every sweep until the entity is ended.
+// pidAndHeartbeat builds in one stack buffer: it runs for every dead entity
+// on every sweep until it is ended.
 func pidAndHeartbeat(pid PIDObservation, hb HeartbeatObservation) (string, []state.EvidenceTime) {
 	var buf [256]byte
 	var m timeMarks

@@ -9,16 +9,9 @@ import (
 	"time"
 )
 
-// Confinement of artifact paths (docs/reference/state-model.md, Probing; ADR-0010). An artifacts root is
-// opened once per check, and every lookup below it goes through that
-// handle: on Linux with openat2(RESOLVE_BENEATH), where the kernel refuses
-// any step out of the root (an absolute symlink, ".." above it) during
-// the one lookup that also opens or stats; elsewhere, or on a kernel
-// without openat2, with os.Root, which walks component by component from
-// directory handles and never follows a symlink it has not checked. Either
-// way there is no window between a check and a use: a directory swapped
-// for a symlink to the outside, at any moment, makes the lookup fail
-// (errEscapes) instead of reaching the outside.
+// Confinement of artifact paths (ADR-0010): every lookup below a root goes
+// through its handle (openat2 RESOLVE_BENEATH, else os.Root), so there is no
+// window between check and use.
 
 // errEscapes says a lookup would have left the artifacts root.
 var errEscapes = errors.New("leads outside the artifacts root")
@@ -39,10 +32,8 @@ type fileEntry struct {
 	dev, ino uint64
 }
 
-// rootFS is one artifacts root, opened for one check. The zero value is
-// not open, and closing it closes nothing: fd 0 there is no descriptor of
-// ours (a check that stops before opening its root once closed the
-// daemon's fd 0, and the listener that took the number next).
+// rootFS is one artifacts root, opened for one check. Closing the zero value
+// closes nothing: fd 0 there is not ours.
 type rootFS struct {
 	fd    int      // openat2 backend: an O_PATH descriptor of the root; -1 when r is used
 	owned bool     // fd is a descriptor this rootFS opened and must close
@@ -147,9 +138,8 @@ func (r *rootFS) openDir(rel string) (dirHandle, error) {
 	return dirHandle{fd: -1, sub: sub, f: f}, nil
 }
 
-// names calls fn for each entry of the directory (not "." or ".."), in the
-// order the file system lists them, until fn returns false. It reads in
-// small batches, so a huge directory costs only as much as fn lets it.
+// names calls fn for each entry until it returns false, reading in small
+// batches so a huge directory costs only what fn lets it.
 func (d *dirHandle) names(fn func(name string) bool) error {
 	if d.sub == nil {
 		return d.namesBeneath(fn)
@@ -199,9 +189,8 @@ func (d *dirHandle) close() {
 	}
 }
 
-// unwrapErrno reduces an error from os to its errno (or errEscapes), so
-// that no message built from it names a path: os.Root's errors carry the
-// path it was walking, which after a symlink is the link's target.
+// unwrapErrno reduces an error to its errno, so no message names a path
+// (os.Root's would name a symlink's target).
 func unwrapErrno(err error) error {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {

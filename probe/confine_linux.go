@@ -13,9 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// resolveBeneath are the openat2 resolve flags of every lookup below a
-// root: never above the root (".." past it or an absolute symlink fails
-// with EXDEV), and no /proc magic links.
+// resolveBeneath: never above the root, and no /proc magic links.
 const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
 
 var (
@@ -36,9 +34,8 @@ func beneathSupported() bool {
 	return beneathOK
 }
 
-// openBeneathRoot opens the root as an O_PATH directory descriptor. The
-// path is built NUL-terminated in the scratch buffer: this is on the
-// sweep's path, once per entity with a contract.
+// openBeneathRoot opens the root as an O_PATH directory descriptor, the
+// path built in the scratch buffer.
 func openBeneathRoot(root string, sc *scratch) (int, error) {
 	p := append(sc.path[:0], root...)
 	if bytes.IndexByte(p, 0) >= 0 {
@@ -51,9 +48,8 @@ func openBeneathRoot(root string, sc *scratch) (int, error) {
 
 func closeFD(fd int) { _ = unix.Close(fd) }
 
-// fstatatFD stats name in directory fd without following a final symlink.
-// name holds a single component or is resolved by the caller; it is built
-// NUL-terminated in the scratch buffer (nothing allocated).
+// fstatatFD stats name in directory fd without following a final symlink,
+// allocating nothing.
 func fstatatFD(fd int, name string, sc *scratch, st *unix.Stat_t) error {
 	p := append(sc.path[:0], name...)
 	if bytes.IndexByte(p, 0) >= 0 {
@@ -75,8 +71,7 @@ func fstatatFD(fd int, name string, sc *scratch, st *unix.Stat_t) error {
 }
 
 // openat2 opens path below dirfd with RESOLVE_BENEATH, retrying EINTR and
-// EAGAIN (which openat2 returns when a concurrent rename made the lookup
-// unsafe to finish). An escape reads errEscapes.
+// EAGAIN (a concurrent rename); an escape reads errEscapes.
 func openat2(dirfd int, path string, flags uint64) (int, error) {
 	if strings.IndexByte(path, 0) >= 0 {
 		return -1, unix.EINVAL

@@ -14,32 +14,21 @@ import (
 	"watchdog/state"
 )
 
-// TreeMember is one process of a root's tree as the tree keeps it (the
-// daemon's proctree.Tree, or a seed from the root): its pid and its start
-// ticks (0: not recorded, whatever process has the pid).
+// TreeMember is one process of a root's tree: its pid and start ticks (0: not recorded).
 type TreeMember struct {
 	PID        int
 	StartTicks uint64
 }
 
-// Bounds of the reader's memory of earlier reads, which the recent CPU %
-// is measured against (ADR-0048): a sample younger than minCPUWindow is
-// too short a window to say anything, and a tree not read for
-// sampleMaxAge is forgotten once the memory is full.
+// Bounds of the reader's memory of earlier reads, for the recent CPU % (ADR-0048).
 const (
 	minCPUWindow = time.Second
 	sampleMaxAge = 10 * time.Minute
 	maxSamples   = 4096
 )
 
-// Facts reads the process facts of an entity's root and its tree
-// (state.ProcessFacts) when an entity is read, never on a timer: one
-// /proc/<pid>/stat per process (CPU times, threads, RSS and start ticks
-// are all in it), the root's identity checked first, at most
-// state.MaxFactsDescendants descendants. It remembers each tree's CPU
-// times at its last reads, so that the next read says the CPU used since
-// (a recent CPU %, as top and monit show) rather than a lifetime average.
-// Safe for concurrent use.
+// Facts reads an entity's process facts when it is read, never on a timer
+// (ADR-0048). Safe for concurrent use.
 type Facts struct {
 	host *Host
 
@@ -73,12 +62,8 @@ type usage struct {
 	rssPages   uint64
 }
 
-// Read reads the facts of root, whose tree is members (the root among
-// them or not; order does not matter) found in mode ("events", "walk",
-// "seed"), at now. A root that is not alive with its recorded identity
-// (gone, a zombie, its pid reused, its start never recorded, /proc
-// denied) gives facts with only Unavailable set: a reused pid is never
-// described.
+// Read reads the facts of root and its tree members. A root not alive with
+// its recorded identity gives only Unavailable: a reused pid is never described.
 func (f *Facts) Read(root PIDSubject, members []TreeMember, mode string, now time.Time) state.ProcessFacts {
 	out := state.ProcessFacts{PID: root.PID, ReadAt: unixtime.Of(now)}
 	o := f.host.CheckPID(root)
@@ -142,13 +127,8 @@ func (f *Facts) Read(root PIDSubject, members []TreeMember, mode string, now tim
 	return out
 }
 
-// recentCPU is the tree's CPU % and the window it is measured over: since
-// this reader's last read of the tree at least minCPUWindow before now,
-// else since the root started. A member the base read did not have
-// counts whole when it started within the window, and not at all
-// otherwise (its CPU time before the window cannot be told apart); one
-// that ended since took its time along. The read becomes the next base
-// when the last one is old enough.
+// recentCPU is the tree's CPU % since a read at least minCPUWindow old, else
+// since the root started (ADR-0048).
 func (f *Facts) recentCPU(root TreeMember, cpu map[TreeMember]uint64, starts map[TreeMember]uint64, total uint64, rootStart, now time.Time) (pct, window float64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -247,9 +227,7 @@ func (f *Facts) readUsage(pid int, buf []byte) (usage, []byte, error) {
 	return u, buf, nil
 }
 
-// parseUsage reads fields 3 (state), 14 and 15 (utime, stime), 20
-// (num_threads), 22 (starttime) and 24 (rss, in pages) of a stat line,
-// counted from the last ')' as the name may hold anything.
+// parseUsage counts fields from the last ')', as the name may hold anything.
 func parseUsage(b []byte) (usage, error) {
 	end := bytes.LastIndexByte(b, ')')
 	if end < 0 || end+2 >= len(b) {

@@ -38,8 +38,7 @@ func (s HeartbeatSource) String() string {
 }
 
 // clockSkewTolerance is how far in the future a heartbeat may be before it
-// is reported as clock skew: timestamps from two clocks (the sender's, or a
-// file system's coarse clock, and ours) disagree by a little.
+// is reported as clock skew: two clocks disagree by a little.
 const clockSkewTolerance = time.Second
 
 // HeartbeatObservation is the latest sign of life and its age.
@@ -74,23 +73,10 @@ func (o HeartbeatObservation) Real() bool {
 	return o.Source == HeartbeatFile || o.Source == HeartbeatPosted
 }
 
-// CheckHeartbeat finds the latest heartbeat of an entity: the mtime of
-// file (when given and present) or postedAt (zero = none), whichever is
-// later; with neither, the entity ages from startedAt (zero = unknown, and
-// then the age is unknown too). A file that
-// exists but cannot be stat'ed is a broken check, not a stale heartbeat:
-// unless a posted heartbeat exists the age is then unknown.
-//
-// A heartbeat more than a second in the future is clamped and reported
-// (Skew > 0), and never trusted as fresh for longer than it claims:
-//
-//   - a posted time is clamped to now: it counts as fresh now, and ages
-//     from its claimed time once that has passed, exactly as unclamped;
-//     what clamping changes is that the age is never negative;
-//   - a file's mtime can be set to any time (touch -d), but its ctime is
-//     the kernel's record of when it was really touched. A future mtime is
-//     replaced by the ctime (itself clamped to now), so a sender that wrote
-//     a far-future mtime and died still ages from when it really wrote it.
+// CheckHeartbeat finds the latest heartbeat: the file's mtime or postedAt,
+// else the start. A file that cannot be stat'ed is a broken check, not a
+// stale heartbeat. A future mtime is replaced by the ctime, so a sender
+// that wrote a far-future mtime and died still ages.
 func CheckHeartbeat(file string, postedAt, startedAt time.Time, now time.Time) HeartbeatObservation {
 	sc := getScratch()
 	defer putScratch(sc)
@@ -142,10 +128,8 @@ func checkHeartbeat(sc *scratch, file string, postedAt, startedAt time.Time, now
 	return o
 }
 
-// Evidence describes the heartbeat, e.g. "last heartbeat 2026-11-23
-// 14:02:11Z (heartbeat file /run/agents/s-42.hb)": a moment, never an
-// age, so that the evidence stays true and a sweep over an unchanged host
-// rewrites nothing.
+// Evidence describes the heartbeat as a moment, never an age, so a sweep over
+// an unchanged host rewrites nothing.
 func (o HeartbeatObservation) Evidence(checkedAt time.Time) state.EvidenceRef {
 	return o.evidence(unixtime.Of(checkedAt))
 }

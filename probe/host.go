@@ -16,18 +16,9 @@ const (
 	DefaultMachineIDPath = "/etc/machine-id"
 )
 
-// Host is this machine as the probe sees it: where /proc is, which host and
-// boot it is, and how to read a process's identity. NewHost returns the real
-// machine; tests point ProcRoot, MachineIDPath and BootIDSource at fixtures
-// for what they cannot make real (another boot, another host).
-//
-// The host id, the boot id and the boot time are read once per Host and
-// cached: none of them changes while the daemon runs (a reboot restarts it).
-// Caching the boot time also keeps every start time this Host computes on
-// the same base, even if the wall clock is stepped meanwhile.
-//
-// Set the fields before the first call; after that a Host is safe for
-// concurrent use.
+// Host is this machine as the probe sees it. Host and boot ids and the boot
+// time are read once, keeping every start time on the same base; set the
+// fields before the first call, after which a Host is safe for concurrent use.
 type Host struct {
 	// ProcRoot is the procfs mount; "" means DefaultProcRoot.
 	ProcRoot string
@@ -93,9 +84,8 @@ func (h *Host) HostID() string {
 	return h.hostID
 }
 
-// BootID is the id of the current boot (the kernel's random boot_id, a new
-// one on every boot). An error means it could not be read; callers then
-// cannot tell a reboot apart and must not conclude one.
+// BootID is the id of the current boot. On an error, callers cannot tell a
+// reboot apart and must not conclude one.
 func (h *Host) BootID() (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -124,10 +114,8 @@ func (h *Host) BootID() (string, error) {
 	return id, nil
 }
 
-// bootTime is the `btime` line of <ProcRoot>/stat: when this boot started,
-// in whole seconds since the epoch. The kernel computes it from the current
-// wall clock minus the uptime, so it moves when the clock is stepped; that
-// is why wall-clock start times compare with a tolerance.
+// bootTime moves when the clock is stepped: why wall-clock start times
+// compare with a tolerance.
 func (h *Host) bootTime() (int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

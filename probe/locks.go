@@ -28,16 +28,9 @@ type LockObservation struct {
 	Errors []error
 }
 
-// CheckLocks reports which of the declared lock files still exist. Only
-// declared files are looked at, each by its literal name: never a pattern
-// (a "*.lock" is a file called "*.lock"), never a directory listing, so the
-// probe cannot mistake another entity's lock for this one's. Relative
-// paths are taken relative to root (the artifacts root); with no root they
-// cannot be located and are reported as errors. Nothing is ever deleted:
-// a stale lock is reported, and removing it is the operator's decision.
-//
-// A lock is looked up with lstat: a dangling symlink left as a lock is
-// still a lock.
+// CheckLocks reports which of the declared lock files still exist, each by
+// its literal name (never a pattern), with lstat. Nothing is ever deleted:
+// that is the operator's decision.
 func CheckLocks(root string, files []string) LockObservation {
 	var o LockObservation
 	for _, f := range files {

@@ -11,9 +11,7 @@ import (
 // ProcessOwner is who a process runs as, and its parent: what the reaper
 // must know before it signals anything (reaper.kill_users).
 type ProcessOwner struct {
-	// RealUID and EffectiveUID are the process's real and effective user
-	// ids: both must be allowed, so a setuid program running as root is
-	// root's, whoever started it.
+	// RealUID and EffectiveUID must both be allowed: a setuid program running as root is root's.
 	RealUID, EffectiveUID int
 	// PPID is the parent process id (0 for the kernel's own roots).
 	PPID int

@@ -101,14 +101,10 @@ var (
 	errUnparsable = errors.New("unparsable /proc/<pid>/stat")
 )
 
-// userHZ is the unit of /proc/<pid>/stat's starttime. The kernel reports
-// these fields in USER_HZ, which is fixed at 100 in the Linux ABI on every
-// architecture Go supports, whatever the kernel's internal HZ.
+// userHZ is fixed at 100 in the Linux ABI, whatever the kernel's HZ.
 const userHZ = 100
 
-// startTimeTolerance is how far two wall-clock start times of the same
-// process may differ (docs/reference/state-model.md, Probing): btime is whole seconds and moves with clock
-// steps, so a start time derived from it is only known to within a second.
+// startTimeTolerance: btime is whole seconds and moves with clock steps.
 const startTimeTolerance = time.Second
 
 // procStat is what a processReader returns for one process.
@@ -119,23 +115,11 @@ type procStat struct {
 	startTime  time.Time // filled by readers without ticks
 }
 
-// processReader reads the identity of one process. The choice is explicit,
-// one implementation per platform (newProcessReader):
-//
-//   - procfsReader (Linux): open, read, close of /proc/<pid>/stat into a
-//     reused buffer, parsed in place. This is the sweep's hot path:
-//     CheckPID of a live pid measured 4-5µs on the 2-core development VM,
-//     allocation free (a whole entity with its three file stats and the
-//     classification, about 11-15µs), against about 70µs for gopsutil's
-//     NewProcess+CreateTime+Status alone, which opens several /proc files
-//     and allocates on each. gopsutil reads the same
-//     /proc on Linux, so it is no fallback there: when /proc is unreadable
-//     both fail alike.
-//   - gopsutilReader (other systems): portable, slower, fine for a laptop.
+// processReader reads the identity of one process: procfsReader on Linux
+// (the hot path, ADR-0004), gopsutilReader elsewhere.
 type processReader interface {
-	// read returns the process's stat; errors are ErrNoSuchProcess,
-	// errVanished, errHidden, errPermission, errUnparsable or another error
-	// meaning "could not read".
+	// read returns ErrNoSuchProcess, errVanished, errHidden, errPermission,
+	// errUnparsable, or another error meaning "could not read".
 	read(pid int, sc *scratch) (procStat, error)
 	// ticks reports whether read fills startTicks (and start times must be
 	// derived from the boot time).
@@ -160,11 +144,8 @@ var scratchPool = sync.Pool{New: func() any {
 func getScratch() *scratch   { return scratchPool.Get().(*scratch) }
 func putScratch(sc *scratch) { scratchPool.Put(sc) }
 
-// statPath stats dir/rel (or dir alone when rel is ""), following a final
-// symlink only when follow is set. The path is built NUL-terminated in the
-// scratch buffer, so nothing is allocated. A NUL inside a name would cut
-// the path short in the kernel and stat another file: that is EINVAL, as
-// in the syscall package.
+// statPath stats dir/rel without allocating. A NUL inside a name would stat
+// another file: that is EINVAL.
 func (sc *scratch) statPath(dir, rel string, st *unix.Stat_t, follow bool) error {
 	p := append(sc.path[:0], dir...)
 	if rel != "" {
@@ -189,15 +170,12 @@ func (sc *scratch) statPath(dir, rel string, st *unix.Stat_t, follow bool) error
 }
 
 // Identity is who a process is: enough to tell it from a later process that
-// reuses its pid. Registration records it (pid_start_time, host_id,
-// boot_id).
+// reuses its pid.
 type Identity struct {
 	PID int
 	// StartTime is when the process started.
 	StartTime time.Time
-	// StartTicks is the kernel's start time in clock ticks after boot
-	// (Linux); 0 where the platform has none. It compares exactly within
-	// one boot, where StartTime only compares within a second.
+	// StartTicks compares exactly within one boot (0: none on this platform).
 	StartTicks uint64
 	// State is the /proc state letter (R, S, D, Z, T, ...).
 	State byte
@@ -207,9 +185,8 @@ type Identity struct {
 	BootID string
 }
 
-// Identify reads the identity of a live pid, to be recorded when the pid is
-// registered. A pid that does not exist (or is a zombie) gives an error
-// wrapping ErrNoSuchProcess.
+// Identify reads the identity of a live pid to record at registration; a
+// missing or zombie pid wraps ErrNoSuchProcess.
 func (h *Host) Identify(pid int) (Identity, error) {
 	if pid <= 0 {
 		return Identity{}, fmt.Errorf("identify pid %d: not a process id", pid)
@@ -236,11 +213,8 @@ func (h *Host) Identify(pid int) (Identity, error) {
 	return id, nil
 }
 
-// StartOf is a process's start time, for the write path to record when
-// the pid is registered. Unlike Identify it accepts a zombie: a child that
-// exited but is not reaped yet (exec's own, registered a moment after a
-// fast exit) is still that process, and its start time is what keeps a
-// later reuse of the pid from passing for it.
+// StartOf is a process's start time for registration. Unlike Identify it
+// accepts a zombie: a fast-exiting child not yet reaped is still that process.
 func (h *Host) StartOf(pid int) (time.Time, uint64, error) {
 	if pid <= 0 {
 		return time.Time{}, 0, fmt.Errorf("start of pid %d: not a process id", pid)
@@ -276,13 +250,9 @@ type PIDSubject struct {
 	StartTicks uint64    // kernel start ticks; 0 = not recorded
 	HostID     string    // "" = this host
 	BootID     string    // "" = not recorded
-	// Exit is how the process ended, when the kernel said so (the pidfd
-	// watch recorded it); nil = not known. Only a Dead observation's
-	// evidence cites it: "pid 4242 exited with status 3".
+	// Exit is how the process ended, when the kernel said; nil = not known.
 	Exit *state.ExitStatus
-	// Died: the kernel reported this very process's exit (its pidfd, the
-	// process connector), which is final: the check answers Dead without
-	// reading /proc.
+	// Died: the kernel reported this process's exit; Dead without reading /proc.
 	Died bool
 	// Watched: the daemon holds this very process's pidfd (its identity
 	// checked when opened) and no exit came: Alive without reading /proc.
@@ -296,8 +266,7 @@ func Reported(t PIDSubject) PIDObservation {
 	return PIDObservation{Subject: t, Liveness: Dead, Cause: CauseReported}
 }
 
-// PIDObservation is the result of one PID check, with what was seen. It is
-// plain data: Evidence formats it only when a reason needs it, so a healthy
+// PIDObservation is the result of one PID check; plain data, so a healthy
 // check allocates nothing.
 type PIDObservation struct {
 	Subject  PIDSubject
@@ -324,8 +293,7 @@ func (o PIDObservation) Checked() bool { return o.Subject.PID > 0 }
 func (o PIDObservation) OtherHost() bool { return o.Cause == CauseOtherHost }
 
 // IdentityVerified reports whether the pid is alive and its recorded start
-// time matched: the very process that was registered, not a newcomer that
-// reused the pid.
+// time matched: not a newcomer that reused the pid.
 func (o PIDObservation) IdentityVerified() bool {
 	return o.Liveness == Alive && (o.Cause == CauseNone || o.Cause == CauseWatched)
 }
@@ -343,18 +311,7 @@ func (o PIDObservation) ReasonCode() state.ReasonCode {
 }
 
 // CheckPID decides whether the recorded process is alive, dead or unknown
-// (docs/reference/state-model.md, Probing), in this order:
-//
-//   - no pid recorded: Unknown;
-//   - recorded on another host: Unknown, not checked (CauseOtherHost);
-//   - recorded boot id differs from the current one: Dead, host rebooted;
-//   - /proc/<pid> gone: Dead; gone between open and read: Dead, vanished;
-//   - /proc unreadable (permission, hidden, parse error): Unknown;
-//   - start time differs: Dead, pid reused. Start ticks recorded under the
-//     same boot compare exactly; wall-clock start times within 1 s;
-//   - state Z or X: Dead, zombie;
-//   - otherwise Alive (CauseIdentityUnset when no start time was recorded,
-//     so the pid could not be told from a newcomer).
+// (docs/reference/state-model.md, Probing); unreadable /proc is Unknown, never Dead.
 func (h *Host) CheckPID(t PIDSubject) PIDObservation {
 	sc := getScratch()
 	o := h.checkPID(t, false, sc)
@@ -514,9 +471,7 @@ func (o PIDObservation) writeDetail(b []byte, m *timeMarks) []byte {
 		b = append(b, ')')
 		return b
 	case o.Liveness == Dead:
-		// "pid 4242 exited with status 3 (no such process; ...)": how it
-		// ended leads when the kernel said; otherwise the line says the
-		// status is not known rather than guess one.
+		// How it ended leads when the kernel said; otherwise never guess a status.
 		if x := o.Subject.Exit; x != nil {
 			b = x.AppendHow(append(b, ' '))
 			b = append(b, " ("...)
@@ -564,9 +519,7 @@ func (o PIDObservation) writeDetail(b []byte, m *timeMarks) []byte {
 	return b
 }
 
-// timeMarks are the moments an evidence line names (state.EvidenceRef.Times)
-// and where it wrote them: each is formatted once, into the line, and its
-// text cut from the line's.
+// timeMarks are the moments an evidence line names, each formatted once.
 type timeMarks struct {
 	at [4]timeMark // the most a line names: two start times, a heartbeat and its claim
 	n  int

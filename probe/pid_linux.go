@@ -16,26 +16,18 @@ func newProcessReader(procRoot string) processReader {
 	return &procfsReader{root: procRoot, confirmGone: procRoot == DefaultProcRoot}
 }
 
-// procfsReader reads /proc/<pid>/stat with three raw syscalls (openat,
-// read, close) into the caller's scratch buffer. It goes below os.Open on
-// purpose: os.Open allocates a *File, tries to register the descriptor with
-// the netpoller (one more syscall that fails for /proc files) and needs a Go
-// string path, which the syscall package copies again. Here the path is
-// built NUL-terminated in a reused buffer and nothing is allocated.
+// procfsReader reads /proc/<pid>/stat with raw syscalls into a scratch
+// buffer, below os.Open on purpose: nothing is allocated (ADR-0004).
 type procfsReader struct {
 	root string
-	// confirmGone: on the real /proc, "no such file" is confirmed with
-	// kill(pid, 0) before it is called death, because a /proc mounted with
-	// hidepid hides other users' live processes behind the same ENOENT.
-	// With a fixture root the pids are fake, and ENOENT is the answer.
+	// confirmGone: /proc's ENOENT is confirmed with kill(pid, 0), as hidepid
+	// hides live processes the same way; fixture pids are fake.
 	confirmGone bool
 }
 
 func (r *procfsReader) ticks() bool { return true }
 
-// gone is kill(pid, 0) saying ESRCH: what read concludes from /proc's
-// ENOENT confirmed the same way, without the open. A fixture root's pids
-// are fake: it cannot tell.
+// gone is kill(pid, 0) saying ESRCH; a fixture root cannot tell.
 func (r *procfsReader) gone(pid int) bool { return r.confirmGone && unix.Kill(pid, 0) == unix.ESRCH }
 
 func (r *procfsReader) read(pid int, sc *scratch) (procStat, error) {
@@ -79,9 +71,7 @@ func (r *procfsReader) read(pid int, sc *scratch) (procStat, error) {
 		}
 		n += m
 		if m == 0 || n < len(sc.stat) {
-			// procfs hands out the whole stat line in one read when the
-			// buffer is big enough; a short read means we have it all, and
-			// the second read that would return 0 is a syscall saved.
+			// A short read means we have it all: save the read that returns 0.
 			break
 		}
 	}
@@ -109,12 +99,8 @@ func openat(path []byte, flags int) (int, error) {
 	}
 }
 
-// parseStat parses /proc/<pid>/stat in place, without allocating. The
-// second field, comm, is the executable name in parentheses and may itself
-// hold spaces and ')', so the fields after it are found from the LAST ')'
-// (located with bytes.IndexByte, which uses vector instructions). After it
-// come: state (field 3), ppid (4), ... starttime (22), each followed by one
-// space; one tight loop over those bytes beats a call per field.
+// parseStat parses in place; comm may hold spaces and ')', so fields are
+// found from the LAST ')'.
 func parseStat(b []byte) (procStat, error) {
 	end := -1
 	for i := 0; ; {

@@ -11,14 +11,11 @@ import (
 	"github.com/shirou/gopsutil/v4/process"
 )
 
-// newProcessReader picks gopsutil where there is no Linux /proc (see
-// processReader). It is built only off Linux: on Linux gopsutil would read
-// the same /proc as procfsReader, only slower.
+// newProcessReader picks gopsutil where there is no Linux /proc.
 func newProcessReader(string) processReader { return gopsutilReader{} }
 
-// gopsutilReader is the portable reader: NewProcess, Status, Ppid and
-// CreateTime, about 70µs a pid where procfsReader needs 4-5µs. It has no
-// start ticks, so identities compare by wall clock within a second.
+// gopsutilReader is the portable reader; it has no start ticks, so
+// identities compare by wall clock within a second.
 type gopsutilReader struct{}
 
 func (gopsutilReader) ticks() bool { return false }

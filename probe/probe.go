@@ -1,26 +1,6 @@
-// Package probe observes processes, heartbeats, lock files and artifacts
-// and classifies them into health, delivery, reasons and evidence
+// Package probe observes processes, heartbeats, lock files and artifacts and
+// classifies them into health, delivery, reasons and evidence. It never acts
 // (docs/reference/state-model.md, Probing).
-//
-// One file per check kind: pid.go (liveness with identity), heartbeat.go,
-// locks.go, artifacts.go; each does its syscalls and returns a plain
-// observation. classify.go turns observations into a Result with a pure
-// function of the observations, the thresholds and the time. Probe runs the
-// checks for one entity and classifies them.
-//
-// The probe observes and records; it never acts. Ending an entity, reaping
-// it or killing a process is another loop's decision, taken on the Result
-// (and only on a conclusive Dead, never on Unknown).
-//
-// Blind spots, stated so that nobody relies on them:
-//   - a pid recorded without a start time cannot be told from a newcomer
-//     that reused it: it reads Alive (CauseIdentityUnset), and a terminal
-//     entity with such a pid is never called orphaned;
-//   - pids are those of the watchdog's pid namespace: a process registered
-//     from another namespace (a container) reads as another process or as
-//     gone;
-//   - an artifact check over one of its bounds (state.MaxArtifact*) reads
-//     delivery unknown, not what the files would have said.
 package probe
 
 import (
@@ -45,32 +25,21 @@ type Subject struct {
 	// Died: the kernel reported the process's exit (PIDSubject.Died);
 	// Watched: its pidfd says it is alive (PIDSubject.Watched).
 	Died, Watched bool
-	// Gone says the process is not expected to run (recorded dead, or its
-	// entity ended): its pid is asked of the kernel first, one syscall for
-	// the usual "no such process" where /proc takes two. The answer is
-	// the same either way.
+	// Gone says the process is not expected to run: the kernel is asked first, one syscall.
 	Gone bool
-	// SupervisorPID is the process watching this one (an orchestrator, a
-	// `watchdog exec`); 0 = none. SupervisorStartTime, when known, tells it
-	// from a newcomer reusing its pid.
+	// SupervisorPID is the process watching this one; 0 = none.
 	SupervisorPID       int
 	SupervisorStartTime time.Time
 
-	// HeartbeatFile is a file whose mtime is the heartbeat ("" = none);
-	// HeartbeatAt is the latest heartbeat posted to the API or CLI, with
-	// its progress note.
+	// HeartbeatFile's mtime is the heartbeat ("" = none); HeartbeatAt is the latest posted.
 	HeartbeatFile     string
 	HeartbeatAt       time.Time
 	HeartbeatProgress string
 	// NoHeartbeat says the entity has no heartbeat at all, so its staleness
 	// is not judged (an ad-hoc probe of a bare pid).
 	NoHeartbeat bool
-	// HeartbeatRequired says the entity is expected to heartbeat from its
-	// start (its type is in thresholds.require_heartbeat): with no source
-	// yet it ages from its start. Otherwise only a heartbeat file or a
-	// posted heartbeat turns ageing on: an entity with neither is judged
-	// on liveness alone, as nothing could have heartbeated for it
-	// (docs/reference/state-model.md, Probing).
+	// HeartbeatRequired makes a sourceless entity age from its start; otherwise
+	// it is judged on liveness alone.
 	HeartbeatRequired bool
 
 	// StartedAt is when the entity started; zero falls back to StartTime.
@@ -78,9 +47,7 @@ type Subject struct {
 	// Terminal: the entity has ended, EndedAt when (zero = unknown).
 	Terminal bool
 	EndedAt  time.Time
-	// EndedByDeath, Waiting and StateSince are as in Observations: what
-	// the entity's type and its last transition say (the caller knows its
-	// graph; the probe does not).
+	// EndedByDeath, Waiting and StateSince are as in Observations.
 	EndedByDeath bool
 	Waiting      bool
 	StateSince   time.Time
@@ -90,9 +57,7 @@ type Subject struct {
 	// ArtifactsRoot and Artifacts are the artifact contract.
 	ArtifactsRoot string
 	Artifacts     []state.ArtifactSpec
-	// SkipArtifacts leaves a contract's delivery unknown (not evaluated)
-	// without touching the file system, e.g. for a running entity whose
-	// outputs are not due. Without a contract delivery is not_expected.
+	// SkipArtifacts leaves a contract's delivery unknown without touching the file system.
 	SkipArtifacts bool
 
 	// LockFiles are the declared lock files, checked once the entity ended.
@@ -108,9 +73,8 @@ func (t *Subject) readsFiles() bool {
 	return t.HeartbeatFile != "" || (t.Terminal && len(t.LockFiles) > 0) || (len(t.Artifacts) > 0 && !t.SkipArtifacts)
 }
 
-// Unread is what Probe would return for t when it has nothing to read:
-// its process reported dead by the kernel (Died) and no file due. ok is
-// false when t needs a look (Probe).
+// Unread is what Probe would return for t when it has nothing to read; ok
+// is false when t needs a look.
 func Unread(t Subject, th Thresholds, now time.Time) (r Result, ok bool) {
 	if !t.Died || t.PID <= 0 || t.readsFiles() {
 		return Result{}, false
@@ -145,18 +109,8 @@ func checkFiles(ctx context.Context, t *Subject, obs *Observations, started, now
 	}
 }
 
-// Probe runs every check the Subject calls for and classifies the observations
-// (see Classify). Checks that cannot matter are skipped: the supervisor is
-// checked only while the entity's own process is alive and not ended,
-// heartbeats only while it has not ended, lock files only after.
-//
-// Probe is the sweep's hot path. On a healthy entity it allocates only the
-// artifact result, and formats no evidence (Reasons are empty; Result's
-// Evidence formats on demand).
-//
-// ctx bounds the artifact check (besides its own bounds, see
-// CheckArtifacts); the process and heartbeat checks are a few syscalls
-// each and do not look at it.
+// Probe runs every check the Subject calls for and classifies the
+// observations. It is the sweep's hot path; ctx bounds only the artifact check.
 func (h *Host) Probe(ctx context.Context, t Subject, th Thresholds, now time.Time) Result {
 	sc := getScratch()
 	defer putScratch(sc)
@@ -180,10 +134,8 @@ func (h *Host) Probe(ctx context.Context, t Subject, th Thresholds, now time.Tim
 			obs.Supervisor = h.checkPID(PIDSubject{PID: t.SupervisorPID, StartTime: t.SupervisorStartTime, HostID: t.HostID, BootID: t.BootID}, false, sc)
 		}
 	}
-	// The files as their owner may see them, in one switch of identity
-	// (none for an entity with no file or no proven owner). The copies
-	// keep the common path free of allocations: only the switch's branch
-	// hands them to another goroutine.
+	// The files as their owner may see them, in one switch of identity; the
+	// copies keep the common path free of allocations.
 	files := t.readsFiles()
 	if !files || !t.Owner.Known {
 		checkFiles(ctx, &t, &obs, started, now)

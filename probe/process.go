@@ -22,9 +22,8 @@ type Process struct {
 	RSS uint64
 }
 
-// Process reads pid's facts. startTicks, when not 0, is the start the
-// caller recorded: a pid with another start (reused) or a zombie gives an
-// error wrapping ErrNoSuchProcess, as a gone one does.
+// Process reads pid's facts; a pid with another start than startTicks (reused)
+// or a zombie wraps ErrNoSuchProcess.
 func (h *Host) Process(pid int, startTicks uint64) (Process, error) {
 	if pid <= 0 {
 		return Process{}, fmt.Errorf("process %d: not a process id", pid)

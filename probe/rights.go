@@ -7,11 +7,8 @@ import (
 	"time"
 )
 
-// Owner is whose rights an entity's files are examined with: the uid its
-// registration proved (Known), so that a principal learns nothing of a
-// file it could not read itself; with none proven (a token without uids,
-// the administrator's; auth: none; a row from before issue 36) the
-// daemon's own (docs/security.md).
+// Owner is whose rights an entity's files are examined with, so a principal
+// learns nothing of a file it could not read itself (docs/security.md).
 type Owner struct {
 	UID   int
 	Known bool
@@ -64,13 +61,9 @@ func credOf(o Owner) cred {
 	return c
 }
 
-// AsOwner runs fn, which only opens, reads and stats files, with o's
-// file-system rights where this process can take them (root): on the
-// caller's thread, locked to it, whose fsuid, fsgid and groups are o's
-// for the look. A daemon that cannot (the shipped unit's watchdog
-// user) runs fn with its own rights, which are then all a principal can
-// learn of (docs/security.md). ok is false when the switch was possible
-// and failed: fn did not run.
+// AsOwner runs fn, which only opens, reads and stats, with o's file-system
+// rights on a locked thread where it can (root), else its own (docs/security.md).
+// ok is false when the switch was possible and failed: fn did not run.
 func AsOwner(o Owner, fn func()) (ok bool) {
 	if !o.Known {
 		fn()

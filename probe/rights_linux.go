@@ -25,9 +25,8 @@ var self = sync.OnceValue(func() struct {
 	}{c: cred{uid: os.Geteuid(), gid: os.Getegid()}}
 	s.c.groups, _ = os.Getgroups()
 	if s.c.uid != 0 {
-		// Only root's capabilities over files (CAP_DAC_OVERRIDE,
-		// CAP_DAC_READ_SEARCH) go when its fsuid leaves 0: a non-root
-		// process that switched would keep them, and examine as no one.
+		// Root's file capabilities go when its fsuid leaves 0; a non-root process
+		// that switched would keep them.
 		return s
 	}
 	b, err := os.ReadFile("/proc/self/status")
@@ -44,16 +43,9 @@ var self = sync.OnceValue(func() struct {
 	return s
 })
 
-// asCred runs fn as c (see AsOwner), on the calling goroutine's own
-// thread, locked to it for the look: setfsuid, setfsgid and setgroups as
-// raw system calls change the calling thread only (glibc's and the
-// syscall package's setgroups change every thread), and no other
-// goroutine runs on a locked thread. A few system calls a look, where a
-// thread of its own cost the handoff (BenchmarkProbeAsOwner). A thread
-// whose identity could not be given back is never handed back: the
-// process stops (root taking back its own identity cannot fail; if the
-// kernel ever says otherwise, going on would let other work read files as
-// someone else).
+// asCred runs fn as c on the calling goroutine's locked thread: the raw
+// syscalls change that thread only. A thread whose identity could not be
+// given back stops the process, or other work would read files as someone else.
 func asCred(c cred, fn func()) bool {
 	me := self()
 	if !me.canSet || (c.uid == me.c.uid && c.gid == me.c.gid && slices.Equal(c.groups, me.c.groups)) {
@@ -78,9 +70,8 @@ func restore(c cred) {
 	runtime.UnlockOSThread()
 }
 
-// setCred sets the calling thread's groups, fsgid and fsuid to c's and
-// reports whether each took (setfsuid and setfsgid say nothing of a
-// failure: a second call with -1, which changes nothing, reads them back).
+// setCred reports whether each took: setfsuid and setfsgid report no
+// failure, so a second call with -1 reads them back.
 func setCred(c cred) bool {
 	groups := c.groups
 	if len(groups) == 0 {

@@ -46,9 +46,8 @@ func (v Verdict) ExitCode() int {
 	return ExitOK
 }
 
-// Rendered is v with every reason's message rendered as read at the
-// verdict's evaluation time (state.Render: "…, 12m ago"), for printing;
-// render once, as Render appends the age.
+// Rendered is v with every reason's message rendered for printing; render
+// once, as Render appends the age.
 func (v Verdict) Rendered() Verdict {
 	at := v.State.EvaluatedAt.Time
 	v.State.Reasons = state.Rendered(v.State.Reasons, at)
@@ -78,16 +77,8 @@ func (v Verdict) Text() string {
 }
 
 // Judge probes a bare process now, as a running entity with no record
-// (`watchdog probe --pid`). Without a recorded start time the pid cannot
-// be told from a newcomer, but its observed start still dates the
-// heartbeat that never came and newer_than_start.
-//
-// The artifacts are due when the run ends, as for the daemon: while the
-// process is alive, artifacts still to come (missing, partial) are "not
-// due yet", never a finding, unless ended (`--ended`: the caller knows
-// the run is over). A process that is gone has ended, and its artifacts
-// are judged. What is there is said either way: "review.md present", or
-// "invalid" for a file that is there and fails its check.
+// (`watchdog probe --pid`). Artifacts are judged once the process is gone
+// or ended is set.
 func (h *Host) Judge(ctx context.Context, t Subject, th Thresholds, ended bool, now time.Time) Verdict {
 	if t.StartTime.IsZero() {
 		if id, err := h.Identify(t.PID); err == nil {

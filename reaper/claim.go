@@ -9,12 +9,8 @@ import (
 	"watchdog/transitions"
 )
 
-// PIDGuard is the write path's proof of who a registered pid runs as
-// (transitions.PIDChecker), from /proc: its real uid, read between two
-// looks at its start ticks so that a pid reused in between fails. It
-// refuses, whoever asks, the pids no entity may have: pid 1 and 2, the
-// kernel's threads (children of kthreadd), and Daemon with its ancestors
-// (ADR-0062).
+// PIDGuard is the write path's proof of who a registered pid runs as, read
+// between two looks at its start ticks so a reused pid fails (ADR-0062).
 type PIDGuard struct {
 	Host *probe.Host
 	// Daemon is the serving daemon's pid (0: none known, as for the CLI

@@ -13,20 +13,14 @@ import (
 )
 
 // Contracts is the probe's artifact check as the write path's judge of a
-// contract at an entity's end (transitions.Contracts): the same check and
-// the same delivery findings a sweep records, taken at the moment of the
-// end. It lives here because the reaper already joins the probe and the
-// write path, which may not import each other.
+// contract at an entity's end; it lives here as probe and write path may not import each other.
 type Contracts struct {
-	// Host names this host (probe.Host; read at each judgement, as a
-	// config's host_id may set it late): another host's files are not
-	// here to judge. Nil judges every contract as local.
+	// Host names this host, read at each judgement (host_id may be set late); nil judges every contract as local.
 	Host interface{ HostID() string }
 }
 
-// LastHeartbeat is what a reader shows of e's heartbeat at now: its file
-// (examined with its owner's rights) or its posted one, as the
-// judgement takes it (probe.LastHeartbeat); wire.Heartbeats' Last.
+// LastHeartbeat is what a reader shows of e's heartbeat at now, its file
+// examined with its owner's rights.
 func LastHeartbeat(e *store.Entity, now time.Time) (time.Time, bool) {
 	return probe.LastHeartbeat(judge.OwnerOf(e), e.HeartbeatFile, e.HeartbeatAt, now)
 }

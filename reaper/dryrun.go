@@ -25,10 +25,8 @@ func (r *Reaper) logFlag(e store.Entity, obs store.Observation) {
 	}
 }
 
-// dryStore is a dry run's view of the store: the reads of the real one
-// with the observations this run made applied in memory, never written.
-// A dry run probes first through it, so that what it lists is what a
-// real run would find, even on a store no sweep has seen.
+// dryStore applies a dry run's observations in memory, so what it lists is
+// what a real run would find.
 type dryStore struct {
 	Store
 	seen map[string]store.Entity

@@ -12,9 +12,7 @@ import (
 )
 
 // ReadFacts is how a reader on this host reads an open entity's process
-// facts (ADR-0048; wire.Processes.Read): the root checked against its
-// recorded identity, its tree from t when t keeps it (the daemon's), else
-// seeded from the root now (a CLI's, t nil), every member read once by f.
+// facts (ADR-0048), the root checked against its recorded identity.
 func ReadFacts(f *probe.Facts, t *proctree.Tree) func(e *store.Entity, now time.Time) state.ProcessFacts {
 	return func(e *store.Entity, now time.Time) state.ProcessFacts {
 		ms, mode := proctree.MembersOf(t, proctree.Root{PID: e.PID, StartTicks: e.PIDStartTicks})
@@ -26,10 +24,8 @@ func ReadFacts(f *probe.Facts, t *proctree.Tree) func(e *store.Entity, now time.
 	}
 }
 
-// ReadLeftovers is how a reader on this host reads what the processes e's
-// leftover finding names are doing (judge.Leftovers: the ones the daemon
-// itself saw, pid and start ticks), each read as a root of its own so its
-// CPU% is its own; nil when the finding names none.
+// ReadLeftovers is how a reader on this host reads what e's named leftovers
+// are doing, each as its own root so its CPU% is its own.
 func ReadLeftovers(f *probe.Facts) func(e *store.Entity, now time.Time) *state.LeftoverFacts {
 	return func(e *store.Entity, now time.Time) *state.LeftoverFacts {
 		refs := judge.Leftovers(e)

@@ -19,20 +19,9 @@ type HostsReport struct {
 	Written int
 }
 
-// JudgeHosts is the leader's judgement of silent hosts (Nomad's lesson):
-// seen is when each host's daemon last marked its presence
-// (store.DaemonsSeen). The open entities of a host silent for
-// host_disconnected_after read health disconnected with
-// system.host.disconnected (warning); after host_lost_after, health lost
-// with system.host.lost (critical). Both are observations through the
-// store's observation path, guarded by the row's sequence: never a
-// lifecycle change, since their work may still run and only their own
-// host may end them. When the host's daemon returns, its first sweep
-// judges them afresh and overwrites these findings.
-//
-// Only the leader calls it (the daemon checks); a daemon never judges its
-// own host. A host that never had a daemon is not here: the leader's sweep
-// judges its entities by their posted heartbeats.
+// JudgeHosts is the leader's judgement of silent hosts (ADR-0026): their open
+// entities read disconnected, then lost, as observations, never a lifecycle
+// change, since only their own host may end them.
 func (r *Reaper) JudgeHosts(ctx context.Context, seen map[string]time.Time) (HostsReport, error) {
 	var rep HostsReport
 	now := r.now()
@@ -99,12 +88,8 @@ func (r *Reaper) judgeSilent(ctx context.Context, e store.Entity, health state.H
 	if e.Health == health {
 		obs.HealthSince = e.HealthSince
 	}
-	// The host's daemon may have come back since the leader read the
-	// fleet's presence, and judged its entities afresh: a stale "lost"
-	// written over that would page for a host that is fine. Presence is
-	// read again right before each write (a small table); what is left is
-	// a window of milliseconds, which the returning daemon's next sweep
-	// closes.
+	// The host's daemon may have come back: read presence again right before
+	// each write, or a stale "lost" would page for a host that is fine.
 	if p, ok := r.Store.(interface {
 		DaemonsSeen(ctx context.Context) (map[string]time.Time, error)
 	}); ok {

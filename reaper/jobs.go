@@ -1,13 +1,7 @@
 package reaper
 
-// The vocabulary of the daemon's scheduled jobs (docs/reference/state-model.md,
-// Scheduled jobs): their names, which are the keys of the config's jobs
-// section, the label values of the job metrics and a report's Job, and the
-// results of one run. It has one owner so that the daemon's job table, the
-// metrics' label sets and the reports cannot spell a job two ways; the
-// config's YAML keys, which cannot name a constant, are held to JobNames by
-// a test in daemon. It lives here because every job but vacuum is one of
-// this package's.
+// The jobs' vocabulary has one owner so the job table, metric labels and
+// reports cannot spell a job two ways (docs/reference/state-model.md).
 
 // Job names, in the order of the jobs table in docs/reference/state-model.md.
 const (

@@ -18,14 +18,8 @@ import (
 	"watchdog/store"
 )
 
-// killOrphans stops orphaned processes (reaper.kill_orphans): SIGTERM to
-// each, then, after one kill_grace, SIGKILL to those still there. Before
-// every signal the pid is re-checked to belong to the recorded process
-// (same start time): a reused pid is never signalled. A registration can
-// name any pid, so the target is also checked against what the reaper may
-// ever aim at (mayKill): never pid 1, the daemon or its ancestors, and only
-// processes of reaper.kill_users; and it must run as the uid the entity's
-// registration proved (notOwners).
+// killOrphans sends SIGTERM, then SIGKILL after kill_grace. Before every
+// signal the pid is re-checked as the recorded process, mayKill and the proven owner.
 func (r *Reaper) killOrphans(ctx context.Context, orphans []store.Entity) {
 	if len(orphans) == 0 {
 		return
@@ -75,11 +69,8 @@ func (r *Reaper) killOrphans(ctx context.Context, orphans []store.Entity) {
 	}
 }
 
-// mayKill says why pid must not be signalled, or "" when it may: the
-// reaper never aims at pid 1, itself, its ancestors (a supervisor that
-// registered the daemon's own parent as work would otherwise have it kill
-// its way up), nor at a process whose real or effective owner is not one
-// of reaper.kill_users (by default every user but root).
+// mayKill says why pid must not be signalled, or "": never pid 1, itself,
+// its ancestors, nor a process whose real or effective owner is not in kill_users.
 func (r *Reaper) mayKill(pid, self int, ancestors []int) string {
 	return mayKill(r.Prober, r.Settings.KillUIDs, pid, self, ancestors)
 }
@@ -114,18 +105,9 @@ func mayKill(pr Prober, killUIDs []int, pid, self int, ancestors []int) string {
 	return ""
 }
 
-// killLeftovers acts on e's leftover finding (reaper.kill_leftovers), as
-// judged just now (reasons). Each process the finding names (only what
-// the daemon itself saw descend from e's verified root: the stored
-// finding, never a client's evidence) gets SIGTERM once the finding is
-// leftover_grace old, and SIGKILL kill_grace after that SIGTERM if it is
-// still there: two deadlines of its own, whatever the sweep's schedule
-// (a SIGTERM due now is sent now). Before each signal the process is
-// re-read with the start ticks the finding recorded (a pid reused, or
-// never identified, is never signalled), must still run as e's proven
-// owner (a root registered with no proven uid has its leftovers
-// reported, never signalled) and must pass mayKill. Each signal and each
-// refusal is logged with the entity, the pid and its command.
+// killLeftovers signals only what the daemon itself saw descend from e's
+// verified root, re-read with its recorded start ticks, run as e's proven
+// owner and passing mayKill; SIGTERM at leftover_grace, SIGKILL kill_grace later.
 func (r *Reaper) killLeftovers(e store.Entity, reasons []state.StateReason) {
 	i := slices.IndexFunc(reasons, func(x state.StateReason) bool { return x.Code == state.RunHealthLeftoverProcesses })
 	if i < 0 || reasons[i].FirstSeen.IsZero() {
@@ -167,10 +149,8 @@ func (r *Reaper) refreshKill() {
 	r.kill.Store(&killSettings{on: r.Settings.KillLeftovers && !r.Settings.DryRun, uids: r.Settings.KillUIDs, grace: r.Settings.KillGrace})
 }
 
-// SetSettings replaces the settings (a reload), for the deadlines of the
-// leftovers being ended too: one turned off sends nothing more. It waits
-// for the per-entity step running (the monitor's, beside a reload); the
-// caller keeps the scheduled jobs from reading them meanwhile.
+// SetSettings replaces the settings (a reload). It waits for the running
+// per-entity step; the caller keeps the scheduled jobs from reading them meanwhile.
 func (r *Reaper) SetSettings(s Settings) {
 	r.steps.Lock()
 	defer r.steps.Unlock()
@@ -235,9 +215,8 @@ func (r *Reaper) signalLeftover(e store.Entity, ref judge.LeftoverRef, sig sysca
 	return true
 }
 
-// notOwners says why pid is not e's owner's to have signalled, or "":
-// e's registration must have proven a uid, and pid must run as it (real
-// and effective).
+// notOwners says why pid is not e's owner's to have signalled, or "": e's
+// registration must have proven a uid, and pid must run as it (real and effective).
 func (r *Reaper) notOwners(pid int, e store.Entity) string {
 	if !e.HasOwnerUID {
 		return "the entity's registration proved no uid (a token without uids): its processes are reported, never signalled"
@@ -252,10 +231,8 @@ func (r *Reaper) notOwners(pid int, e store.Entity) string {
 	return ""
 }
 
-// leftoverKills remembers the leftovers whose SIGTERM is sent or
-// scheduled, so that each gets one SIGTERM and one SIGKILL whatever
-// number of sweeps see it meanwhile; and the entities whose unproven
-// owner was already logged.
+// leftoverKills makes each leftover get one SIGTERM and one SIGKILL however
+// many sweeps see it.
 type leftoverKills struct {
 	mu     sync.Mutex
 	claims map[judge.LeftoverRef]bool

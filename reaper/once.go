@@ -7,10 +7,8 @@ import (
 	"watchdog/transitions"
 )
 
-// OneShotSweepBudget bounds the sweep of a one-shot run (`watchdog reap`,
-// `probe --entity`, exec's closing probe). The daemon's budget keeps one
-// sweep from starving the next; a one-shot run has no next sweep to leave
-// the rest to, so it may take longer.
+// OneShotSweepBudget bounds the sweep of a one-shot run, which has no next
+// sweep to leave the rest to.
 const OneShotSweepBudget = time.Minute
 
 // OneShotStore is what a one-shot reaper needs of its store: the
@@ -20,11 +18,8 @@ type OneShotStore interface {
 	transitions.Store
 }
 
-// NewOneShot is a reaper for one command's run on this host: the daemon's
-// settings s (daemon.ReaperSettings of the command's config, or
-// DefaultSettings), with the one-shot sweep budget, writing through its own
-// writer. hostID, when set (the config's host_id), becomes host's, as in
-// the daemon, so a one-shot run claims what the daemon claims.
+// NewOneShot is a reaper for one command's run on this host; hostID, when
+// set, becomes host's so a one-shot run claims what the daemon claims.
 func NewOneShot(st OneShotStore, host *probe.Host, s Settings, hostID string) *Reaper {
 	if hostID != "" {
 		host.HostIDOverride = hostID

@@ -17,17 +17,13 @@ import (
 // nothing here, and only that host's watchdog may judge it.
 var ErrOtherHost = errors.New("recorded on another host")
 
-// ErrNotProbed says an entity is not something a probe judges: a legacy
-// entity (no lifecycle) or a schedule (check_schedules judges those by
-// their cron spec).
+// ErrNotProbed says an entity is not something a probe judges (a legacy
+// entity, or a schedule).
 var ErrNotProbed = errors.New("not probed")
 
 // Probed is what ProbeOne found about one entity.
 type Probed struct {
-	// Entity is the entity with the judgement's observation applied: what
-	// is now stored when it was written, and what would be otherwise (the
-	// stored reasons of an unchanged entity carry the evidence details of
-	// the probe that wrote them, these carry today's).
+	// Entity is the entity with the judgement's observation applied, written or not.
 	Entity store.Entity
 	// Result is the probe's classification. Meaningful only when Checked.
 	Result probe.Result
@@ -44,11 +40,7 @@ type Probed struct {
 	Recording bool
 }
 
-// Verdict is what `watchdog probe --entity` reports, in the ad-hoc
-// probe's shape. Health unknown is the probe's "could not decide" (no pid
-// recorded, permission denied, and no heartbeat to go by), as an unknown
-// liveness is for the ad-hoc probe. Its notes say what was recorded, or
-// that nothing was, and what the daemon would do next.
+// Verdict is what `watchdog probe --entity` reports, in the ad-hoc probe's shape.
 func (p Probed) Verdict(now time.Time) probe.Verdict {
 	ns := transitions.Normalize(p.Entity, now)
 	v := probe.Verdict{State: ns, Undecided: p.Entity.Health == state.HealthUnknown, Display: transitions.Display(p.Entity, ns), Reasons: ns.Reasons}
@@ -78,22 +70,12 @@ func actJob(k judge.ActKind) string {
 	return "enforce_terminal"
 }
 
-// ProbeOne sees and judges one entity of this host now, with this
-// reaper's settings (the daemon's), exactly as a sweep does for it (same
-// probe, same judgement). With record it stores what changed, only when
-// health, delivery, reasons or the death time did (exec's end, `probe
-// --entity --record`); without it nothing is written at all: no
-// observation, so no dismissal or snooze is affected (`probe --entity`).
-// It judges the entity even when it ended longer ago than failure_window:
-// whoever asks for one entity wants its state now, and a process still
-// alive after its recorded end is worth seeing at any age.
-//
-// Errors: store.ErrNotFound, ErrOtherHost, ErrNotProbed (each wrapped with
-// the entity's name), or a store failure.
+// ProbeOne sees and judges one entity of this host now, as a sweep does;
+// without record nothing is written, so no dismissal or snooze is affected.
+// It ignores failure_window: whoever asks for one entity wants its state now.
 func (r *Reaper) ProbeOne(ctx context.Context, typ, id string, record bool) (Probed, error) {
-	// Twice at most: a transition landing between the read and the write
-	// makes the store skip the write (the observation judged the old
-	// lifecycle), and the entity is then read and judged once more.
+	// Twice at most: a transition between the read and the write makes the store
+	// skip the write, and the entity is judged once more.
 	for attempt := 0; attempt < 2; attempt++ {
 		p, retry, err := r.probeOnce(ctx, typ, id, record)
 		if err != nil || !retry {
@@ -103,9 +85,8 @@ func (r *Reaper) ProbeOne(ctx context.Context, typ, id string, record bool) (Pro
 	return Probed{}, fmt.Errorf("probe %s/%s: its lifecycle kept changing while it was probed; try again", typ, id)
 }
 
-// probeOnce reads, sees, judges and (with record) records one entity;
-// retry says the write was skipped because the stored row moved on since
-// it was read.
+// probeOnce reads, sees, judges and (with record) records one entity; retry
+// says the stored row moved on since it was read.
 func (r *Reaper) probeOnce(ctx context.Context, typ, id string, record bool) (Probed, bool, error) {
 	e, err := r.Store.Get(ctx, typ, id)
 	if err != nil {
@@ -130,9 +111,8 @@ func (r *Reaper) probeOnce(ctx context.Context, typ, id string, record bool) (Pr
 		return Probed{}, false, fmt.Errorf("probe %s: artifact check interrupted: %w", name, context.Cause(ctx))
 	}
 	if record && s.v.Changed && !s.written {
-		// Either a transition landed since the read, or another writer
-		// (the daemon's sweep) stored the same finding first; a fresh
-		// read tells which, and costs one probe.
+		// A transition landed, or another writer stored the same finding first:
+		// a fresh read tells which.
 		cur, err := r.Store.Get(ctx, typ, id)
 		if err != nil {
 			return Probed{}, false, err

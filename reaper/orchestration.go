@@ -34,9 +34,8 @@ func reconciliation(e store.Entity) *transitions.Reconciliation {
 	return g.Reconcile
 }
 
-// reconciled are the types whose graph names a Reconcile rule: each open
-// one is reap_phantoms' candidate, as its relatives, not its row, say
-// when it is due.
+// reconciled are the types with a Reconcile rule: their relatives, not their
+// row, say when they are due.
 var reconciled = func() []string {
 	var out []string
 	for _, t := range transitions.Types() {
@@ -66,9 +65,8 @@ func (r *Reaper) orphanedTeam(ctx context.Context, e store.Entity, rec *transiti
 	return a, state.Observed(state.TeamHealthOrphaned, detail, state.EvidenceRef{Kind: state.EvidenceToolResult, ID: e.ParentType + "/" + e.ParentID, Detail: detail}), true
 }
 
-// blockedPlay blocks a play (not yet running past its queue) one of whose
-// depends_on plays ended without its work (failed, timed out, cancelled,
-// skipped: see failedFor) or does not exist.
+// blockedPlay blocks a queued play a dependency of which ended without its
+// work or does not exist.
 func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity, rec *transitions.Reconciliation, _ parentCache) (Action, state.StateReason, bool) {
 	to := rec.To
 	from := e.LifecycleOr("")
@@ -96,9 +94,7 @@ func (r *Reaper) blockedPlay(ctx context.Context, e store.Entity, rec *transitio
 }
 
 // failedShow fails an active show one of whose critical-path plays ended
-// without its work (see failedFor).
-// A play is on its show's critical path when it names the show as parent
-// and its metadata says "critical_path": true.
+// without its work.
 func (r *Reaper) failedShow(ctx context.Context, e store.Entity, rec *transitions.Reconciliation, _ parentCache) (Action, state.StateReason, bool) {
 	to := rec.To
 	if e.LifecycleOr("") != "active" {

@@ -11,17 +11,11 @@ import (
 )
 
 // ReapPhantoms ends the entities whose row says running but whose process
-// says otherwise (PLEG's "non-existent" case, the slow safety net behind
-// enforcement): open, health process_dead or orphaned, no activity for
-// phantom_after. It also closes teams whose parent ended, blocks plays
-// whose dependency failed or does not exist, and fails shows whose
-// critical-path play failed.
+// says otherwise, the slow safety net behind enforcement, and settles
+// orchestration (teams, plays, shows).
 func (r *Reaper) ReapPhantoms(ctx context.Context) (Report, error) {
 	rep := Report{Job: JobReapPhantoms, DryRun: r.Settings.DryRun}
-	// Only the candidates, by index (PhantomBefore: PhantomDue by the row,
-	// and the reconciled types), a page at a time as the sweep reads
-	// (ADR-0052): a page read after this run's own writes sees them, as a
-	// later run would.
+	// Only the candidates, by index, a page at a time (ADR-0052).
 	pages := r.pages(store.Filter{HostID: r.HostID, OpenOnly: true, AlsoHostless: r.leads(),
 		PhantomBefore: r.now().Add(-r.Settings.PhantomAfter), Reconciled: reconciled})
 	parents := newParentCache(ctx, r.Store)
@@ -75,15 +69,8 @@ func (r *Reaper) reapPage(ctx context.Context, rep *Report, list []store.Entity,
 	return false, nil
 }
 
-// ReapPhantomEntity is reap_phantoms' rule for one entity: a process
-// entity recorded process_dead or orphaned, seen again now and quiet for
-// phantom_after (a dead one also past terminal_grace), or a team, play or
-// show its relatives settle (orchestration.go). The action goes through
-// the write path (dry_run honoured); an orphan it ended is signalled when
-// reaper.kill_orphans is on, which holds the call for up to kill_grace.
-// ok says an action was decided; a.Applied says it was written. An entity
-// of another host or already ended is left alone; acted says an end was
-// written.
+// ReapPhantomEntity is reap_phantoms' rule for one entity, through the write
+// path; acted says an end was written.
 func (r *Reaper) ReapPhantomEntity(ctx context.Context, e store.Entity) (acted bool, err error) {
 	r.steps.RLock()
 	defer r.steps.RUnlock()
@@ -108,10 +95,7 @@ func (r *Reaper) reapPhantomEntity(ctx context.Context, e store.Entity) (a Actio
 	return a, true, nil
 }
 
-// decideReap is reap_phantoms' decision for one open entity of this
-// host: its type's reconciliation rule when the graph names one, else the
-// judgement's phantom act, seen again now (and only once its row says
-// phantom_after has come: judge.PhantomDue).
+// decideReap is reap_phantoms' decision for one open entity of this host.
 func (r *Reaper) decideReap(ctx context.Context, e store.Entity, parents parentCache) (Action, state.StateReason, string, bool, error) {
 	if rec := reconciliation(e); rec != nil {
 		a, reason, ok := reconcilers[rec.Rule](r, ctx, e, rec, parents)
@@ -123,9 +107,8 @@ func (r *Reaper) decideReap(ctx context.Context, e store.Entity, parents parentC
 	return r.decide(ctx, e, parents, judge.Event{}, judge.ActPhantom)
 }
 
-// killAfter says whether an applied reap is an orphan to signal. Only an
-// orphan actually ended here is: one whose end lost the race (the owner
-// wrote first) is not ours to kill.
+// killAfter says whether an applied reap is an orphan to signal: one whose
+// end lost the race to the owner is not ours to kill.
 func (r *Reaper) killAfter(a Action) bool {
 	return a.Reason == state.SystemReaperPhantomOrphaned && r.Settings.KillOrphans && a.Applied
 }

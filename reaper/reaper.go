@@ -1,22 +1,7 @@
-// Package reaper is the jobs that act on what the probe observes: the
-// sweep (probe every entity of this host and record what changed), terminal
-// enforcement, phantom reaping and orchestration, schedule checks.
-// Every lifecycle change it makes goes through the one write path with
-// actor `reaper` and a registered reason code.
-//
-// Each job has its own file, and each its step for one entity
-// (CheckEntity, EnforceEntity, ReapPhantomEntity, CheckScheduleEntity),
-// which the job's loop calls too: whoever learns of one entity's change (a
-// death, a deadline) judges it exactly as the job would. The jobs
-// themselves only list the store; seeing a death when it happens is the
-// caller's business (package monitor), and without one a death is seen at
-// the next sweep, so the effective grace is terminal_grace plus up to one
-// sweep interval.
-//
-// What it can miss, stated so nobody relies on it: a process that dies and
-// whose pid is reused by a process started within the same second (with
-// no start ticks recorded) reads as alive; entities of other hosts are
-// never judged here.
+// Package reaper is the jobs that act on what the probe observes: the sweep,
+// terminal enforcement, phantom reaping and orchestration, schedule checks.
+// Every lifecycle change goes through the one write path with actor `reaper`
+// (docs/architecture.md).
 package reaper
 
 import (
@@ -81,9 +66,7 @@ type Observer interface {
 // (config `thresholds.*`) and the jobs' own (`reaper.*`).
 type Settings struct {
 	judge.Settings
-	// HostDisconnectedAfter and HostLostAfter are how long a host's daemon
-	// may be silent before the leader reads that host's open entities
-	// disconnected, then lost (JudgeHosts).
+	// HostDisconnectedAfter and HostLostAfter are how long a host's daemon may be silent (JudgeHosts).
 	HostDisconnectedAfter time.Duration
 	HostLostAfter         time.Duration
 	// SweepBudget bounds one sweep; a sweep that runs out says so.
@@ -119,11 +102,7 @@ type Reaper struct {
 	Writer *transitions.Writer
 	Prober Prober
 	HostID string
-	// Leads says whether this daemon leads a fleet sharing the store
-	// (leader.Elector.Leader): only the leader judges host-less entities
-	// (recorded with no host), other hosts' entities by heartbeat, and
-	// silent hosts. nil means it always leads: a daemon alone with its
-	// store, or a one-shot command.
+	// Leads says whether this daemon leads a fleet; nil means it always leads.
 	Leads    func() bool
 	Settings Settings
 	Log      *zap.Logger
@@ -133,18 +112,11 @@ type Reaper struct {
 	// Signal sends a signal to a process (kill_orphans); nil means
 	// unix.Kill. Injected so tests can watch without killing.
 	Signal func(pid int, sig int) error
-	// Trees is where an entity's process's descendants are read (the
-	// leftover finding) while the daemon keeps its tree; nil (a one-shot
-	// command), or a root it does not keep, means a /proc walk from the
-	// root, where only what its ppid chains show is found (ADR-0044).
+	// Trees holds kept process trees; nil, or a root not kept, means a /proc walk (ADR-0044).
 	Trees Trees
-	// Watched says the daemon holds e's process's pidfd and no exit came
-	// (pidwatch.Watcher.Alive): the sweep reads nothing of /proc for it.
-	// nil: every pid is read.
+	// Watched says the daemon holds e's pidfd and no exit came: /proc is not read.
 	Watched func(e *store.Entity) bool
-	// Hostname names this daemon's host in the audit rows of its writes
-	// ("reaper@host-13"): in a fleet, which daemon ended an entity. ""
-	// uses HostID.
+	// Hostname names this daemon's host in the audit rows of its writes; "" uses HostID.
 	Hostname string
 	// After runs fn after d: the deadlines of a leftover's SIGTERM and
 	// SIGKILL; nil means time.AfterFunc.
@@ -154,26 +126,19 @@ type Reaper struct {
 	// kill what their deadlines read of the settings.
 	leftovers leftoverKills
 	kill      atomic.Pointer[killSettings]
-	// resume is where the last sweep ran out of budget: the next sweep
-	// starts after it, so on a host too big for one budget every entity
-	// still gets its turn instead of the first ones only.
+	// resume is where the last sweep ran out of budget, so every entity gets its turn.
 	resume sweepCursor
-	// kept is what the sweeps decoded, for the next sweep to reuse where
-	// rows did not change (keptEntities), and lastSweep when the last one
-	// started; kept is nil while a sweep holds it.
+	// kept is nil while a sweep holds it (keptEntities).
 	kept      *keptEntities
 	lastSweep time.Time
 	keptMu    sync.Mutex
 	// sweepPage is how many entities a sweep reads at a time; 0 means
 	// DefaultSweepPage (tests set it small to cross pages).
 	sweepPage int
-	// steps is held (read) by each per-entity step the monitor runs and
-	// (write) by SetSettings, so a reload never swaps the settings
-	// under a step.
+	// steps is held by each per-entity step and (write) by SetSettings, so a
+	// reload never swaps the settings under a step.
 	steps sync.RWMutex
-	// probes and written count the entities probed (a look, or a death
-	// the kernel reported taken as seen) and the observations stored:
-	// what judging costs (Counts).
+	// probes and written count what judging costs (Counts).
 	probes, written atomic.Uint64
 }
 
@@ -188,9 +153,8 @@ type sweepCursor struct {
 	valid bool
 }
 
-// now is the clock at the store's precision (unixtime.Precision), so an
-// observation the reaper keeps in memory (Probed.Entity) reads the same as
-// the row it wrote.
+// now is the clock at the store's precision, so an observation kept in
+// memory reads the same as the row it wrote.
 func (r *Reaper) now() time.Time {
 	if r.Now != nil {
 		return r.Now().Truncate(unixtime.Precision)
@@ -254,8 +218,7 @@ func (r *Reaper) principal() transitions.Principal {
 }
 
 // apply sends one decided action through the write path. A conflict means
-// the owner (or another daemon) wrote first: its state wins, and that is
-// not an error.
+// the owner wrote first: its state wins, and that is not an error.
 func (r *Reaper) apply(ctx context.Context, a *Action, reason state.StateReason, trigger string) error {
 	if r.Settings.DryRun {
 		a.Skipped = "dry run"
@@ -285,9 +248,8 @@ func (r *Reaper) apply(ctx context.Context, a *Action, reason state.StateReason,
 	return fmt.Errorf("reap %s/%s: %w", a.Type, a.ID, err)
 }
 
-// Outcomes lists, per entity type, every reason code a reaper job can record
-// when it moves an entity of that type, so watchdog_reaped_total can start
-// at 0 for each and an alert on its increase sees the first reap.
+// Outcomes lists, per entity type, every reason code a reaper job can record,
+// so watchdog_reaped_total can start at 0 for each.
 func Outcomes() map[string][]state.ReasonCode {
 	out := map[string][]state.ReasonCode{}
 	for _, t := range transitions.Types() {
@@ -324,9 +286,8 @@ func (r *Reaper) openOnHost(ctx context.Context) ([]store.Entity, error) {
 // (see Leads).
 func (r *Reaper) leads() bool { return r.Leads == nil || r.Leads() }
 
-// owns says whether e is this daemon's to judge and act on: recorded on
-// its host, or host-less while it leads. Each host's daemon acts on its
-// own entities only; no daemon ever ends another host's.
+// owns says whether e is this daemon's to judge and act on: no daemon ever
+// ends another host's.
 func (r *Reaper) owns(e store.Entity) bool {
 	return e.HostID == r.HostID || (e.HostID == "" && r.leads())
 }

@@ -9,9 +9,7 @@ import (
 	"watchdog/store"
 )
 
-// CheckSchedules judges every schedule entity of this host, and the
-// host-less ones while this daemon leads (due, misfired, ok), and records
-// what changed.
+// CheckSchedules judges every schedule entity this daemon owns and records what changed.
 func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
 	rep := Report{Job: JobCheckSchedules}
 	list, err := r.Store.List(ctx, store.Filter{Type: "schedule", HostID: r.HostID, OpenOnly: true, AlsoHostless: r.leads()})
@@ -38,11 +36,8 @@ func (r *Reaper) CheckSchedules(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
-// CheckScheduleEntity is check_schedules for one schedule entity: judge it
-// now (due, misfired, ok) and record the finding when it changed. A cron
-// spec that does not parse is an error and records nothing, as is an
-// entity that is not a schedule; a schedule of another host or ended is
-// left alone (false, nil).
+// CheckScheduleEntity is check_schedules for one schedule entity; one of
+// another host or ended is left alone (false, nil).
 func (r *Reaper) CheckScheduleEntity(ctx context.Context, e store.Entity) (written bool, err error) {
 	r.steps.RLock()
 	defer r.steps.RUnlock()
@@ -59,9 +54,7 @@ func (r *Reaper) checkScheduleEntity(ctx context.Context, e store.Entity) (bool,
 	return r.checkSchedule(ctx, e)
 }
 
-// checkSchedule is the one step of check_schedules for a schedule: its
-// cron and, when it names a process and is enabled, that process are
-// judged (judge.Judge), and the finding recorded when it changed. A cron
+// checkSchedule is the one step of check_schedules for a schedule; a cron
 // spec that does not parse is a *judge.CronError and records nothing.
 func (r *Reaper) checkSchedule(ctx context.Context, e store.Entity) (bool, error) {
 	if err := judge.CheckCron(e); err != nil {

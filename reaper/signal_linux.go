@@ -7,11 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// signalProcess sends sig to pid, the process started at ticks (0: not
-// recorded), through a pidfd: the process is checked after the pidfd is
-// opened, so a pid reused between the guards' last look and the signal
-// gets nothing (the old process's pidfd signals only it). r.Signal, when
-// set (tests), is called instead.
+// signalProcess signals through a pidfd checked after it is opened, so a
+// pid reused since the guards' last look gets nothing.
 func (r *Reaper) signalProcess(pid int, ticks uint64, sig syscall.Signal) error {
 	if r.Signal != nil {
 		return r.Signal(pid, int(sig))

@@ -21,18 +21,9 @@ import (
 // entity: what it did not reach is not known to be fine.
 var ErrSweepOverBudget = errors.New("sweep over budget")
 
-// Sweep probes every entity of this host that is open, or ended within
-// failure_window (stale locks, processes alive after their recorded end),
-// and records health, delivery, reasons and the first-death time when they
-// changed. A sweep over an unchanged host writes nothing.
-//
-// It runs in two passes, so that no file system can delay a death: first
-// every entity without artifact work (liveness and heartbeats only: a few
-// syscalls each), then those whose artifact contract is due (ended, of
-// this host). Each artifact check is bounded by the probe's own limits
-// (state.MaxArtifact*, among them MaxArtifactCheckTime) and by what is
-// left of the sweep's budget: a check the budget interrupts records
-// nothing, and the next sweep starts with it.
+// Sweep probes every entity of this host that is open or ended within
+// failure_window, and records what changed. A second pass does the artifact
+// contracts, so no file system can delay a death.
 func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 	start := r.now()
 	rep := Report{Job: JobSweep}
@@ -56,9 +47,7 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 		}
 	}
 	parents := newParentCache(ctx, r.Store)
-	// The host is read a page at a time, from past where the last sweep
-	// stopped round to it: a sweep decodes a page of entities, not the
-	// host (ADR-0052), and only the rows written since it last read them.
+	// A page at a time, resuming where the last sweep stopped (ADR-0052).
 	pages := r.sweepPages(f)
 	kept := r.keep()
 	if kept != nil {
@@ -112,9 +101,8 @@ func (r *Reaper) Sweep(ctx context.Context) (Report, error) {
 		}
 	}
 
-	// Pass 2: artifact contracts, within what is left of the budget. The
-	// first one always gets its turn (with its own bounds), so a host
-	// whose liveness pass eats the budget still makes progress here.
+	// Pass 2: the first contract always gets its turn, so a host whose liveness
+	// pass eats the budget still makes progress.
 	if len(deferred) > 0 {
 		budgetCtx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
@@ -178,23 +166,15 @@ func (r *Reaper) sweepOne(ctx context.Context, rep *Report, e store.Entity, pare
 	return nil
 }
 
-// CheckEntity is the sweep's step for one entity: see it, judge it and
-// record the observation when it changed (health, delivery, reasons,
-// first death), exactly as a sweep would, artifact contract included; a
-// schedule is judged as check_schedules would. It is how a caller that
-// learns of one entity's change (a death, a deadline) judges it without a
-// sweep over the rest. written is false when nothing changed, or when a
-// transition landed since e was read (the next check judges the new
-// lifecycle). An artifact check that ctx cuts short records nothing and
-// returns ctx's error.
+// CheckEntity is the sweep's step for one entity: see, judge and record
+// when changed. written is false when nothing changed or a transition
+// landed since e was read.
 func (r *Reaper) CheckEntity(ctx context.Context, e store.Entity) (written bool, err error) {
 	return r.Observe(ctx, e, judge.Event{})
 }
 
-// Observe is CheckEntity after an event (the monitor's: a death the
-// kernel reported, with its exit status), which Judge takes as an input:
-// a reported death is not looked for again, and its exit status is
-// written in the same observation.
+// Observe is CheckEntity after a kernel-reported event: the death is not
+// looked for again, and its exit status goes in the same observation.
 func (r *Reaper) Observe(ctx context.Context, e store.Entity, ev judge.Event) (written bool, err error) {
 	r.steps.RLock()
 	defer r.steps.RUnlock()
@@ -234,16 +214,11 @@ func (r *Reaper) artifactsDue(e store.Entity) bool {
 	return e.Terminal && len(e.Artifacts) > 0 && e.HostID == r.HostID && judge.Probed(&e)
 }
 
-// DefaultSweepPage is how many entities a sweep reads from the store at
-// a time: about 1.3 MB of decoded entities held at once, where the whole
-// list of a host of 100,000 was 132 MB (ADR-0052), for a query per
-// thousand entities.
+// DefaultSweepPage is how many entities a sweep reads from the store at a time (ADR-0052).
 const DefaultSweepPage = 1000
 
-// sweepPager reads a sweep's filter a page at a time in key order, from
-// past the resume cursor to the end, then from the start up to and
-// including the cursor: every entity once, the ones after where the last
-// sweep stopped first.
+// sweepPager reads from past the resume cursor to the end, then from the
+// start: every entity once.
 type sweepPager struct {
 	st    Store
 	f     store.Filter
@@ -253,9 +228,7 @@ type sweepPager struct {
 	until            store.Key
 	resumed, wrapped bool
 	done             bool
-	// kept, when set, holds what earlier pages decoded: a page is read by
-	// its keys and revisions, and again in full only where rows changed;
-	// hits is the last page's lookups, kept for the next page's.
+	// kept re-decodes a page only where rows changed.
 	kept *keptEntities
 	hits []*store.Entity
 }
@@ -310,9 +283,8 @@ func (p *sweepPager) next(ctx context.Context) ([]store.Entity, error) {
 	return nil, nil
 }
 
-// read reads the page after p.f.After: the entities, how many rows the
-// store's page held and the last one's key (a row gone between a page's
-// two reads does not end the walk early).
+// read reads the page after p.f.After; a row gone between a page's two
+// reads does not end the walk early.
 func (p *sweepPager) read(ctx context.Context) (page []store.Entity, n int, last store.Key, err error) {
 	if p.kept == nil {
 		return p.whole(ctx)
@@ -368,14 +340,8 @@ func (p *sweepPager) whole(ctx context.Context) (page []store.Entity, n int, las
 	return page, len(page), last, err
 }
 
-// keptEntities are the entities the sweeps decoded, each at the revision
-// it was read at, by key: an unchanged row is not decoded again (its JSON
-// findings were most of a sweep's cost). They are kept only while sweeps
-// come within keepWithin of each other (a sweep every minute, the
-// default, keeps none: its memory would buy little CPU), and at most
-// keepMax of them (about 1 to 2 KB each); a sweep over more reads the rest
-// in full, as before. An entry a whole sweep did not meet is dropped at
-// its end. One sweep at a time holds them (Reaper.keep).
+// keptEntities are decoded entities by key at their revision, kept only
+// while sweeps come within keepWithin of each other (ADR-0052).
 type keptEntities struct {
 	m   map[store.Key]*keptEntity
 	gen uint32
@@ -391,9 +357,7 @@ const (
 	keepMax    = 10 * DefaultSweepPage
 )
 
-// get is the kept entity of rev's key at rev's revision, or nil. A
-// revision of 0 (an entity built in memory, a store that keeps none) is
-// never taken for the same row.
+// get is the kept entity at rev's revision, or nil; revision 0 never matches.
 func (k *keptEntities) get(rev *store.Entity) *store.Entity {
 	if c, ok := k.m[store.KeyOf(rev)]; ok && rev.Revision != 0 && c.e.Revision == rev.Revision {
 		c.gen = k.gen
@@ -424,10 +388,8 @@ func (k *keptEntities) sweepDone() {
 	}
 }
 
-// keep takes the kept entities for a sweep starting now (empty after a
-// sweep that kept none, or beside another sweep), or nil when the last
-// sweep started more than keepWithin ago: this one reads as before and
-// keeps nothing. The monotonic clock, as the budget's.
+// keep takes the kept entities for a sweep starting now, or nil when the
+// last sweep started more than keepWithin ago.
 func (r *Reaper) keep() *keptEntities {
 	now := time.Now()
 	r.keptMu.Lock()
@@ -480,17 +442,14 @@ func (r *Reaper) window() time.Duration { return r.Settings.Window() }
 type step struct {
 	seen judge.Seen
 	v    judge.Verdict
-	// written: the observation was stored; false when unchanged, or when
-	// a transition landed since the entity was read (the next judgement
-	// judges the new lifecycle).
+	// written is false when unchanged or a transition landed since the read.
 	written bool
 	// interrupted: ctx stopped the artifact check; nothing was recorded.
 	interrupted bool
 }
 
-// see probes e now, as its rules name (judge.Probed, judge.Subject), or
-// not at all when it has nothing of its own to probe. An entity of
-// another host is seen only by what can be judged from here.
+// see probes e now as its rules name; an entity of another host is seen
+// only by what can be judged from here.
 func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, now time.Time, ev judge.Event) judge.Seen {
 	if !judge.Probed(&e) || r.Prober == nil {
 		// Nothing of its own to probe, or a reaper with no prober (a test
@@ -527,12 +486,9 @@ func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, n
 	return seen
 }
 
-// descendants are the live descendants of e's process, as facts, by pid:
-// those its kept tree holds (r.Trees), else those a /proc walk from the
-// root finds while it is alive, and in any case those e's stored leftover
-// finding names that are still the same processes (the tree is forgotten
-// once the entity ends; a dead root's reparented children are found by
-// no walk).
+// descendants are e's live descendants by pid: from its kept tree, else a
+// /proc walk, plus the stored finding's still-same processes (a dead root's
+// reparented children are found by no walk).
 func (r *Reaper) descendants(e *store.Entity, root probe.Liveness) []probe.Process {
 	want := map[int]uint64{}
 	rt := proctree.Root{PID: e.PID, StartTicks: e.PIDStartTicks}
@@ -579,18 +535,14 @@ func walkDescendants(rt proctree.Root) []proctree.Proc {
 	return procs
 }
 
-// judgeOne sees e, judges it (judge.Judge) and, with record, stores the
-// observation when it changed. It is every per-entity path's one step:
-// the sweep's, CheckEntity's, ProbeOne's and the acting jobs' (which act
-// on the verdict's Acts and record nothing).
+// judgeOne sees e, judges it and, with record, stores a changed
+// observation: every per-entity path's one step.
 func (r *Reaper) judgeOne(ctx context.Context, e store.Entity, parentTerminal, record bool, ev judge.Event) (step, error) {
 	now := r.now()
 	var s step
 	s.seen = r.see(ctx, e, parentTerminal, now, ev)
 	if s.seen.Result.Artifacts.Interrupted {
-		// The caller ran out of time or is shutting down: the check says
-		// nothing about the entity, and recording "unknown" would only
-		// flap its delivery.
+		// Interrupted: recording "unknown" would only flap its delivery.
 		s.interrupted = true
 		return s, nil
 	}
@@ -610,21 +562,9 @@ func (r *Reaper) judgeOne(ctx context.Context, e store.Entity, parentTerminal, r
 	return s, nil
 }
 
-// dropHostsWithDaemons removes from a sweep's list the entities of other
-// hosts that have, or ever had, a daemon. The list holds, besides this host's,
-// the open entities of other hosts with a pid or a posted heartbeat
-// (store.Filter.AlsoRemoteLive), which this daemon judges by heartbeat
-// alone: their process is never checked here (docs/reference/state-model.md, Probing), their heartbeat
-// file, artifacts and locks are paths on their own host (remoteSubject),
-// and they are never ended here (enforcement and reaping list this host
-// only). But a host with a daemon of its own is that daemon's to judge, by
-// process, so that no entity gets two verdicts in turn; when that daemon
-// falls silent the leader reads its entities disconnected, then lost
-// (JudgeHosts), never by heartbeat here. When the store cannot say which
-// hosts have one, no remote entity is judged this sweep.
-//
-// hosts keeps the store's answer for the rest of the sweep's pages: one
-// query a sweep.
+// dropHostsWithDaemons removes other hosts' entities when that host has, or
+// ever had, a daemon: it judges them, so no entity gets two verdicts in turn.
+// When the store cannot say which, no remote entity is judged this sweep.
 func (r *Reaper) dropHostsWithDaemons(ctx context.Context, list []store.Entity, hosts *daemonHosts) []store.Entity {
 	remote := false
 	for _, e := range list {
@@ -654,19 +594,14 @@ func (r *Reaper) dropHostsWithDaemons(ctx context.Context, list []store.Entity, 
 	return kept
 }
 
-// daemonHosts is the store's set of hosts with a daemon, read once a
-// sweep, at the first page that holds another host's entity; nil when it
-// could not be read.
+// daemonHosts is read once a sweep; nil when it could not be read.
 type daemonHosts struct {
 	m    map[string]bool
 	read bool
 }
 
-// remoteSubject keeps of a subject what can be judged from here for an
-// entity of another host: its pid (answered "other host", not checked) and
-// its posted heartbeat. The heartbeat file, the supervisor, the artifacts
-// and the locks are that host's and are not looked at (delivery stays
-// unknown when there is a contract).
+// remoteSubject keeps only the pid and the posted heartbeat: the rest are
+// paths on the other host.
 func remoteSubject(t probe.Subject) probe.Subject {
 	t.HeartbeatFile, t.SupervisorPID, t.LockFiles = "", 0, nil
 	t.SkipArtifacts = true

@@ -12,13 +12,9 @@ import (
 	"watchdog/store"
 )
 
-// EnforceTerminal ends every open entity whose process has been seen dead
-// for at least terminal_grace and that still has not recorded its own end:
-// the type's dead-process terminal with system.health.process_dead_no_terminal
-// and the pid evidence. The grace gives the owner time to record its own
-// end; the compare-and-set makes the owner's write win if it lands first.
-// Right before writing, the entity is seen once more and judged, and only
-// a conclusive death counts: the sweep's finding may be old.
+// EnforceTerminal ends every open entity seen dead for terminal_grace with
+// no end recorded. The compare-and-set makes the owner's write win if it
+// lands first, and only a conclusive death now counts.
 func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 	rep := Report{Job: JobEnforceTerminal, DryRun: r.Settings.DryRun}
 	// Only entities with a recorded death can be due (judge.EnforceTarget):
@@ -51,16 +47,9 @@ func (r *Reaper) EnforceTerminal(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
-// EnforceEntity is enforce_terminal for one entity: recorded dead for at
-// least terminal_grace and not ended → see it again, and only on a
-// conclusive death end it in the type's dead-process terminal through the
-// write path (compare-and-set: an owner's own end that lands first wins).
-// dry_run is honoured (the action comes back skipped). ok says an action
-// was decided; a.Applied says it was written. An entity of another host,
-// one not recorded dead, within its grace, or whose death is not
-// confirmed now is left alone (ok false, nil). A death the kernel
-// reported (ev.Died) is confirmed already: it is not looked for again.
-// acted says an end was written.
+// EnforceEntity is enforce_terminal for one entity, through the write path
+// (compare-and-set: an owner's end that lands first wins). A kernel-reported
+// death (ev.Died) is not looked for again; acted says an end was written.
 func (r *Reaper) EnforceEntity(ctx context.Context, e store.Entity, ev judge.Event) (acted bool, err error) {
 	r.steps.RLock()
 	defer r.steps.RUnlock()
@@ -73,18 +62,14 @@ func (r *Reaper) enforceEntity(ctx context.Context, e store.Entity, ev judge.Eve
 		return Action{}, false, nil
 	}
 	if judge.EnforceTarget(&e) == "" {
-		// No end for a dead process (a play, a show, a team, a schedule):
-		// its fate is the flag for the operator, which the judgement
-		// records now that the grace is over, not at the next sweep.
+		// No end for a dead process: record the operator's flag now, not at the next sweep.
 		_, err := r.observe(ctx, e, ev)
 		return Action{}, false, err
 	}
 	return r.act(ctx, e, newParentCache(ctx, r.Store), ev, judge.ActEnforce)
 }
 
-// act sees and judges e, then makes the first act of the kinds given
-// that the verdict calls for, through the write path. ok says an act was
-// decided; a.Applied says it was written.
+// act makes the first act of the kinds given through the write path.
 func (r *Reaper) act(ctx context.Context, e store.Entity, parents parentCache, ev judge.Event, kinds ...judge.ActKind) (Action, bool, error) {
 	a, reason, trigger, ok, err := r.decide(ctx, e, parents, ev, kinds...)
 	if err != nil || !ok {
@@ -96,9 +81,7 @@ func (r *Reaper) act(ctx context.Context, e store.Entity, parents parentCache, e
 	return a, true, nil
 }
 
-// decide sees and judges e, and returns the first act of the kinds given
-// that the verdict calls for, as an Action and its reason; ok false for
-// none.
+// decide sees and judges e; ok false when no act of the kinds given is called for.
 func (r *Reaper) decide(ctx context.Context, e store.Entity, parents parentCache, ev judge.Event, kinds ...judge.ActKind) (Action, state.StateReason, string, bool, error) {
 	var s step
 	var err error

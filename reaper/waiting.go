@@ -44,9 +44,7 @@ type Waiting struct {
 	Why  string `json:"why"`
 }
 
-// Flagged is an open entity whose process is dead and whose type has no
-// end for it: it stays critical in the queue with what the operator
-// should do (system.health.process_dead_unowned).
+// Flagged is an open entity whose process is dead and whose type has no end for it.
 type Flagged struct {
 	Type      string        `json:"type"`
 	ID        string        `json:"id"`
@@ -70,15 +68,9 @@ type OnceReport struct {
 	TerminalGrace float64 `json:"terminal_grace"`
 }
 
-// RunOnce runs enforce_terminal and reap_phantoms, then one sweep, in
-// that order, then lists every dead process's fate: ended, flagged, or
-// waiting out terminal_grace. Acting before probing is what makes a death
-// first seen by this run wait out its grace: the jobs see only deaths
-// recorded before. A dry run takes the same steps and writes nothing: its
-// sweep goes through a store that keeps the findings in memory
-// (dryStore), so that what it lists is true even on a store no sweep has
-// seen. The report holds what was done even when a later step failed:
-// those writes happened.
+// RunOnce runs enforce_terminal, reap_phantoms, then one sweep: acting before
+// probing makes a death first seen now wait out its grace. A dry run writes
+// nothing (dryStore); the report holds what was done even when a later step failed.
 func (r *Reaper) RunOnce(ctx context.Context) (OnceReport, error) {
 	start := r.now()
 	res := OnceReport{DryRun: r.Settings.DryRun, Actions: []OnceAction{}, Flagged: []Flagged{}, Waiting: []Waiting{}, TerminalGrace: r.Settings.TerminalGrace.Seconds()}
@@ -108,9 +100,7 @@ func (r *Reaper) RunOnce(ctx context.Context) (OnceReport, error) {
 	if err != nil {
 		return res, err
 	}
-	// Schedules are the sweep's blind spot (check_schedules judges them,
-	// and the process of one that names a pid): run it too, so a dead
-	// scheduler is listed like any other dead process.
+	// Schedules are the sweep's blind spot: check them so a dead scheduler is listed.
 	rep, err = sweeper.CheckSchedules(ctx)
 	res.Probed, res.Recorded = res.Probed+rep.Checked, res.Recorded+rep.Written
 	if err != nil {
@@ -135,11 +125,7 @@ func (r *Reaper) RunOnce(ctx context.Context) (OnceReport, error) {
 	return res, nil
 }
 
-// waiting says whether e is recorded dead and waits for its fate
-// (enforce_terminal's end, or the sweep's flag), and why it has not had
-// it: first seen dead by this run (at or after start), within
-// terminal_grace, or past it with a death that could not be confirmed now
-// (liveness unknown) or that max_per_run left for the next run.
+// waiting says whether e is recorded dead and still waits for its fate, and why.
 func (r *Reaper) waiting(e store.Entity, start time.Time, truncated bool) (Waiting, bool) {
 	if e.DeadSince.IsZero() || e.Terminal || e.Lifecycle == nil {
 		return Waiting{}, false
