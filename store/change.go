@@ -25,9 +25,7 @@ type Change struct {
 	// (zero leaves the stored value alone).
 	Timeout        time.Duration
 	TimeoutElapsed time.Duration
-	// Delivery, when set, is the artifact contract's verdict at the end,
-	// stored with it: the delivery, and its findings in place of the
-	// stored delivery findings (the other findings stay).
+	// Delivery, when set, is the contract's verdict at the end, stored with it.
 	Delivery *DeliveryRecord
 }
 
@@ -38,7 +36,6 @@ type DeliveryRecord struct {
 	Reasons []state.StateReason
 }
 
-// Decider validates a transition against the entity as it is stored at the
-// moment of writing, inside the write transaction, and returns the change
-// or an error that aborts the transaction.
+// Decider validates a transition against the entity as stored, inside the
+// write transaction; an error aborts it.
 type Decider func(current Entity) (Change, error)

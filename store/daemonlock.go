@@ -2,11 +2,8 @@ package store
 
 import "context"
 
-// What keeps the daemons sharing a store apart, one per host, and tells
-// them who else serves it. Each driver has its own way, so none of this is
-// part of Backend: SQLite locks files beside the database (LockHost before
-// it opens, HostLocks to read them), PostgreSQL holds advisory locks on
-// sessions of their own (SessionLock).
+// What keeps a store's daemons apart, one per host: SQLite locks files, PostgreSQL
+// holds session advisory locks, so none of it is part of Backend.
 
 // CheckDSN runs driver's Check on dsn ("" is sqlite); nil for a driver
 // with nothing to check or not built in (Open says so).
@@ -17,9 +14,8 @@ func CheckDSN(driver, dsn string) error {
 	return nil
 }
 
-// LockHost takes driver's lock for the daemon of hostID on the store at
-// dsn before it opens (Driver.LockHost); a release that does nothing for a
-// driver without one.
+// LockHost takes driver's lock for hostID's daemon at dsn before it opens
+// (Driver.LockHost); a no-op release for a driver without one.
 func LockHost(driver, dsn, hostID string) (release func() error, err error) {
 	if d, ok := lookup(driver); ok && d.LockHost != nil {
 		return d.LockHost(dsn, hostID)
@@ -27,20 +23,17 @@ func LockHost(driver, dsn, hostID string) (release func() error, err error) {
 	return func() error { return nil }, nil
 }
 
-// HostLocks is what a store's daemon locks say of the daemons serving it
-// now, by host id (SQLite's lock files, read from the kernel's table of
-// locks): a held lock is a daemon alive, known without a write.
+// HostLocks is what a store's daemon locks say of the daemons serving it:
+// a held lock is a daemon alive, known without a write.
 type HostLocks interface {
 	// Holds says whether the daemon of hostID holds its lock.
 	Holds(hostID string) bool
-	// Others says whether a daemon of another host id than hostID holds
-	// one.
+	// Others says whether a daemon of another host id holds one.
 	Others(hostID string) bool
 }
 
-// SessionLock is an advisory lock held by a database session of its own
-// (PostgreSQL's): the fleet's leadership, and each host's one daemon. The
-// session's end, however the daemon ended, frees it.
+// SessionLock is an advisory lock held by a PostgreSQL session of its own;
+// the session's end, however the daemon ended, frees it.
 type SessionLock interface {
 	// Try takes the lock when free, or proves this session still holds
 	// it; fresh says this call took it.

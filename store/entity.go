@@ -7,14 +7,12 @@ import (
 	"watchdog/state"
 )
 
-// Open says e has a lifecycle that has not ended (its terminal flag, set
-// by the write path from its graph): the one rule of "open", which the
-// drivers' Filter.OpenOnly writes in SQL.
+// Open says e's lifecycle has not ended: the one rule of "open", which
+// Filter.OpenOnly writes in SQL.
 func (e *Entity) Open() bool { return e.Lifecycle != nil && !e.Terminal }
 
-// Entity is one stored row: the registered fields, the persisted dimensions
-// (lifecycle, health, delivery, reasons) and timestamps. Zero numbers,
-// times and durations mean "not recorded" and are stored as NULL.
+// Entity is one stored row. Zero numbers, times and durations mean "not
+// recorded" and are stored as NULL.
 type Entity struct {
 	Type  string
 	ID    string
@@ -70,27 +68,18 @@ type Entity struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 
-	// Exit is how the entity's process ended, when the kernel said so
-	// (RecordExit); nil while it runs, when it was not watched by pidfd, or
-	// on a kernel that does not keep it.
+	// Exit is how the process ended, when the kernel said so; nil otherwise.
 	Exit *state.ExitStatus
-	// Owner is the principal that registered the entity ("uid:1000
-	// (alice)", a token's name; "" before issue 36). OwnerUID is its uid
-	// when the kernel proved one (HasOwnerUID): only then may the reaper
-	// signal the entity's processes, and its files are examined with that
-	// uid's rights (docs/security.md).
+	// Owner is the principal that registered the entity; OwnerUID is its uid when
+	// the kernel proved one (HasOwnerUID), the only case the reaper may signal it.
 	Owner       string
 	OwnerUID    int
 	HasOwnerUID bool
-	// OwnerGuard, on a registration (not stored), makes the upsert of an
-	// existing row apply only when its owner_uid is OwnerUID, checked in
-	// the write's own transaction (ErrNotOwner otherwise): a caller that
-	// may act only on its own entities cannot race another's
-	// registration of the same id.
+	// OwnerGuard (not stored) applies an upsert only when the row's owner_uid is
+	// OwnerUID, checked in the write's transaction so no one races another's id.
 	OwnerGuard bool
-	// Revision is the store revision of the row's last write (migration
-	// 0005's triggers assign it, for every writer): where the change feed
-	// (ChangesSince) finds it. 0 for an entity built in memory.
+	// Revision is the store revision of the row's last write (assigned by
+	// triggers for every writer): where the change feed finds it.
 	Revision int64
 }
 
@@ -119,9 +108,8 @@ type AuditRow struct {
 	Principal string
 	Trigger   string
 	At        time.Time
-	// HostID is the host of the entity when the row was written ("" for a
-	// host-less one), stamped by the write path: a daemon of a fleet reads
-	// and counts the audit rows of the hosts it owns (ChangesFor).
+	// HostID is the entity's host when the row was written, stamped by the
+	// write path so a fleet daemon reads the rows of the hosts it owns.
 	HostID string
 }
 
@@ -130,48 +118,34 @@ type Filter struct {
 	Type string
 	// HostID limits to entities recorded on that host.
 	HostID string
-	// AlsoRemoteLive, with HostID, also keeps the open entities of other
-	// hosts that have a pid or a posted heartbeat: what a sweep judges of
-	// them (by heartbeat). The rest of another host's rows is never read.
+	// AlsoRemoteLive, with HostID, also keeps other hosts' open entities with a
+	// pid or heartbeat; the rest of another host's rows is never read.
 	AlsoRemoteLive bool
 	// AlsoHostless, with HostID, also keeps the entities recorded with no
 	// host (host-less orchestration work: the fleet's leader judges them).
 	AlsoHostless bool
 	// OpenOnly keeps non-terminal, non-legacy entities.
 	OpenOnly bool
-	// EndedSince also keeps terminal entities that ended at or after this
-	// time (with OpenOnly): the probe's window for stale locks and orphans.
-	// An orphan (health orphaned) is kept whatever its age: its process
-	// lives, and only the probe can see it go (attention.Lingers).
+	// EndedSince also keeps terminal entities ended at or after it (with
+	// OpenOnly); an orphan is kept whatever its age (attention.Lingers).
 	EndedSince time.Time
 	// ParentType and ParentID, when ParentID is set, keep the children of
 	// that entity.
 	ParentType string
 	ParentID   string
-	// DeadOnly keeps the entities with a recorded death (dead_since): all
-	// enforcement looks at, filtered in SQL so that its reconciling run
-	// does not decode every open row of a big host twice a minute.
+	// DeadOnly keeps entities with a recorded death, filtered in SQL so that
+	// enforcement does not decode every open row.
 	DeadOnly bool
-	// PhantomBefore, when set, keeps reap_phantoms' candidates alone, by
-	// index, all open (OpenOnly, whatever EndedSince says): every entity of
-	// the Reconciled types (their relatives settle them), and of the other
-	// types those recorded process_dead or orphaned whose row shows no
-	// activity (registration, lifecycle change, heartbeat, start) after
-	// it: judge.PhantomDue by the row, at now - phantom_after.
+	// PhantomBefore, when set, keeps only reap_phantoms' candidates, by index:
+	// judge.PhantomDue by the row, at now - phantom_after.
 	PhantomBefore time.Time
 	Reconciled    []string
-	// RevisionsOnly fills only each entity's key and Revision: a reader
-	// that keeps what it read (the sweep) reads again only the rows whose
-	// revision moved, as every write of a row takes a new one.
+	// RevisionsOnly fills only key and Revision, so a reader re-reads only rows
+	// whose revision moved.
 	RevisionsOnly bool
-	// After, when its Type is set, keeps the entities past this key in the
-	// list's order (type, then id, in byte order): the next page after the
-	// last entity of the one before.
+	// After, when its Type is set, keeps entities past this key in list order.
 	After Key
-	// Limit, when positive, reads at most this many entities: a page. A
-	// page shorter than Limit is the last one. A reader that walks a whole
-	// host a page at a time (the sweep) holds a page, not the host
-	// (ADR-0052).
+	// Limit, when positive, reads at most this many entities: a page (ADR-0052).
 	Limit int
 }
 

@@ -1,13 +1,8 @@
 package store
 
-// Cursor is how far a reader of the change feed has read: the last entity
-// revision and the last audit seq it has seen, and, where the store orders
-// its feed by the writing transaction (PostgreSQL: writers commit in
-// parallel, so numbers do not commit in their order; ADR-0053), the
-// transaction of each (RevisionTx, SeqTx; always 0 on SQLite, whose one
-// writer commits numbers in order). The zero Cursor reads from the
-// beginning. A cursor is the store's to interpret: a reader keeps the
-// Next of the batches it read (or a FeedHead) and hands it back whole.
+// Cursor is how far a change-feed reader has read: the last revision and
+// audit seq and, on PostgreSQL, their transactions (ADR-0053; 0 on SQLite).
+// A reader hands back a batch's Next (or a FeedHead) whole.
 type Cursor struct{ Revision, Seq, RevisionTx, SeqTx int64 }
 
 // AuditOnly is c for a reader that wants the audit rows from c on and
@@ -16,15 +11,10 @@ func (c Cursor) AuditOnly() Cursor { return Cursor{Seq: c.Seq, SeqTx: c.SeqTx} }
 
 // Batch is one read of the change feed.
 type Batch struct {
-	// Entities are the rows written since the cursor, each in its current
-	// content (a row written twice appears once, at its latest revision),
-	// in the feed's order (revision order; on PostgreSQL the writing
-	// transaction's order first, so revisions may go back across
-	// transactions but never for one entity).
+	// Entities are the rows written since the cursor, each once at its latest
+	// revision, in feed order (never going back for one entity; ADR-0053).
 	Entities []Entity
-	// Transitions are the audit rows appended since the cursor, in the
-	// feed's order (seq order; on PostgreSQL by transaction first, and
-	// for one entity always in seq order).
+	// Transitions are the audit rows appended since the cursor, in feed order.
 	Transitions []AuditRow
 	// Next is the cursor after this batch.
 	Next Cursor
@@ -32,11 +22,8 @@ type Batch struct {
 	More bool
 }
 
-// Hosts selects entities by their host_id: when All, every host but those
-// of List; else the hosts of List only. The host-less entities are the host
-// "". A daemon of a fleet reads the feed of the hosts it owns (ADR-0056):
-// its own (Only), or, while it leads, every host but those whose daemon is
-// alive elsewhere (AllBut).
+// Hosts selects entities by host_id: with All every host but List, else List
+// only (the host-less entities are host ""; ADR-0056).
 type Hosts struct {
 	All  bool
 	List []string
@@ -97,11 +84,9 @@ func filterHosts(list []string, keep func(string) bool) []string {
 
 // FeedFilter narrows a read of the change feed (ChangesFor).
 type FeedFilter struct {
-	// Hosts are the hosts whose entities and audit rows are read (an
-	// audit row's host is its entity's when it was written).
+	// Hosts are the hosts read (an audit row's host is its entity's at write).
 	Hosts Hosts
-	// EntitiesOnly reads no audit rows: a reader loading the entities of
-	// a host it has just come to own, whose audit rows it follows
-	// already. The batch's Next then says nothing of the audit rows.
+	// EntitiesOnly reads no audit rows (a host just come to own); Next then
+	// says nothing of them.
 	EntitiesOnly bool
 }

@@ -16,9 +16,8 @@ type Observation struct {
 	// DeadSince is the first time a conclusive death was seen (zero clears it).
 	// It is persisted so terminal_grace survives a daemon restart.
 	DeadSince time.Time
-	// SeenSeq is the audit sequence of the lifecycle the probe judged; the
-	// write is skipped if a transition landed since (the next sweep judges
-	// the new lifecycle).
+	// SeenSeq is the audit seq of the lifecycle judged; the write is skipped if
+	// a transition landed since.
 	SeenSeq int64
 	At      time.Time
 	// Exit is the exit status the kernel reported with the death, written

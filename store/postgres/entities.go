@@ -163,20 +163,11 @@ func register(ctx context.Context, tx pgx.Tx, e store.Entity, reg rowcodec.Regis
 	return false, nil
 }
 
-// ApplyTransition is the store half of the one write path, with
-// sqlite.Store.ApplyTransition's outcome: decide is validated against the
-// entity as stored at the moment of writing, and the audit row and the new
-// lifecycle are written together or not at all. It takes two round trips
-// and holds no lock between them: it reads the entity, lets decide judge
-// it, then writes with one call of watchdog_apply_transition_derived
-// (migration 0008), its own transaction, a compare-and-set on the
-// revision it read, which writes the row's derived columns too (derived
-// from the row as the call will leave it, ADR-0059).
-// Any write of the row in between (another transition, an observation, a
-// heartbeat) moves the revision and fails the compare-and-set, which
-// wrote nothing: it reads and decides again, as if it had come after that
-// write (a caller racing to the same end then meets its refusal or
-// conflict from decide, as on SQLite).
+// ApplyTransition is the store half of the one write path, with SQLite's
+// outcome. It reads the entity, lets decide judge it, then calls
+// watchdog_apply_transition_derived (migration 0008, ADR-0059): one transaction,
+// compare-and-set on the revision read. Any write in between fails it, writing
+// nothing, and it reads and decides again; no lock is held between the trips.
 func (s *Store) ApplyTransition(ctx context.Context, typ, id string, decide store.Decider) (before, after store.Entity, err error) {
 	for attempt := 1; ; attempt++ {
 		var written bool

@@ -131,14 +131,9 @@ type notice struct {
 // every host instead.
 const maxNoticeHosts = 64
 
-// WakeFor narrows what moves DataVersion (and Changes) among the other
-// stores' commits to those of the hosts h selects: the live view of a
-// fleet's daemon, which holds only those hosts (ADR-0056), is not woken by
-// a burst on another host. A notification that names no hosts (a
-// dismissal, an older writer) still moves it, and so does everything that
-// moved it before (this store's own commits, the listener's loss, the
-// horizon's follower). DataVersion still folds in the feed's head, so a
-// read that syncs first reflects every write acknowledged before it.
+// WakeFor narrows which other stores' commits move DataVersion (and
+// Changes) to the hosts h selects (ADR-0056); host-less notifications still
+// move it, and DataVersion still folds in the feed's head.
 func (s *Store) WakeFor(h store.Hosts) {
 	s.wakeMu.Lock()
 	defer s.wakeMu.Unlock()
@@ -171,15 +166,8 @@ func (s *Store) wakes(payload string) bool {
 }
 
 // tell has the notifier send one notification on watchdog_changes soon,
-// naming t's hosts.
-// The writes do not notify themselves (migration 0004 dropped the
-// triggers that did): a transaction that notifies takes a lock that
-// PostgreSQL holds from before its commit until after it (notifications
-// are queued in commit order), so every notifying writer of the cluster
-// would commit one at a time, each through its own WAL flush, as under
-// the old feed lock. The notifier's own statement writes no WAL and
-// commits without a flush; commits made while it runs are told by its
-// next one, so a burst costs a notification or two, not one per write.
+// naming t's hosts. Writers do not notify themselves: NOTIFY serialises
+// commits cluster-wide; the notifier's flushless statement batches a burst.
 func (s *Store) tell(t *told) {
 	if !s.keepUntold(t) {
 		return // nothing the others read
@@ -290,29 +278,11 @@ func (s *Store) bump() {
 // reads the feed, so the live view follows the fleet without polling.
 func (s *Store) Changes() <-chan struct{} { return s.changed }
 
-// DataVersion is a number that moves whenever anything is committed to
-// the database, by this store or any other writer: the count of the
-// change notifications migration 0001's triggers send (pg_notify at
-// commit), heard on the store's own listening connection, plus this
-// store's own commits (counted at once, so a read right after a write
-// sees it). The caller reads it before the rows, so a commit after that
-// read moves it again. While the listener has no connection it moves on
-// every call. The value itself means nothing.
-//
-// It also folds in the feed's head, read now: a notification arrives
-// after the commit it tells of, so a read on this daemon right after a
-// write acknowledged by another daemon of the fleet would find the
-// version unmoved and answer from before the write (a team registered
-// through one daemon read as 404 from another). The feed holds back the
-// rows of transactions above the visibility horizon (ChangesSince), so
-// the head is only a promise once every transaction that had ended when
-// the call began is below it: DataVersion waits for the horizon to pass
-// them (settle), which takes the commits in flight beside it, a few
-// milliseconds. Every write acknowledged before the read is then seen by
-// it: read your writes across the fleet. A transaction left open holds
-// the horizon (docs/fleet.md): then the wait gives up after settleCeiling,
-// is not waited again for the same transaction, and the store moves the
-// version by itself once the horizon passes (follow).
+// DataVersion is a number that moves whenever anything is committed: heard
+// notifications plus this store's own commits (at once). It folds in the feed's
+// head after waiting for the visibility horizon to pass transactions ended
+// before the call (settle, at most settleCeiling), so a read sees every write
+// acknowledged before it across the fleet. The value itself means nothing.
 func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -466,16 +436,10 @@ func (s *Store) feedState(ctx context.Context) (feedState, error) {
 	return st, nil
 }
 
-// ChangesSince reads the change feed: entities whose (transaction,
-// revision) comes after the cursor's and audit rows whose (transaction,
-// seq) does, at most limit of each (limit < 1 means 1000), only of
-// transactions below the reader's visibility horizon
-// (pg_snapshot_xmin), in that order. Writers commit in parallel, so a
-// revision drawn early may commit late; but below the horizon every
-// transaction has ended, and any later commit is of a transaction at or
-// above it, hence after every row this read returns: a reader that
-// applies every batch misses nothing and sees each row once (ADR-0053).
-// Rows of transactions at or above the horizon wait for the next read.
+// ChangesSince reads entities and audit rows after the cursor in (transaction,
+// revision/seq) order, at most limit each (< 1: 1000), only of transactions
+// below the visibility horizon (pg_snapshot_xmin): any later commit sorts
+// after, so a reader misses nothing and sees each row once (ADR-0053).
 func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (store.Batch, error) {
 	return s.ChangesFor(ctx, c, store.FeedFilter{Hosts: store.AllHosts()}, limit)
 }

@@ -130,17 +130,9 @@ func (s *Store) derived(ctx context.Context, after store.Entity) {
 	})
 }
 
-// rederived is for columns the transition that made d's revision wrote
-// fresh but wrong (rowcodec's Applied drifted from migration 0008's
-// function). Marked fresh, the row would keep them, and a heartbeat
-// carries fresh columns to its own revision, so writing d again only
-// while the row is at d's revision could miss. Instead the row is marked
-// stale, whatever its revision, while its columns are marked fresh: a
-// write of derived_rev NULL takes a new revision (the row moves on the
-// feed once more, unchanged) and leaves it stale, and every reader by
-// index derives a stale row before it answers (freshen). It runs even
-// when the request was cancelled (the client gone, a shutdown), within a
-// few seconds. Counted, for the tests: none is expected.
+// rederived handles columns a transition wrote fresh but wrong (Applied drifted
+// from migration 0008): it marks the row stale whatever its revision, so every
+// indexed reader derives it first. It runs even after cancellation; counted for tests.
 func (s *Store) rederived(ctx context.Context, d store.Derived) {
 	s.columnFixes.Add(1)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

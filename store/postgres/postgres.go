@@ -366,14 +366,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// writeTx runs fn in one write transaction. Writers run side by side:
-// the change feed orders rows by the transaction that wrote them and reads
-// only below the visibility horizon (ADR-0053), so no lock orders their
-// commits. A commit moves DataVersion at once, before the notification
-// comes back: a read after a write sees it.
-//
-// t is what the commit tells the other stores (told): the hosts fn wrote,
-// filled as it writes; nil tells every host.
+// writeTx runs fn in one write transaction. Writers run side by side: the
+// feed orders by transaction below the horizon (ADR-0053), so no lock orders
+// commits. A commit moves DataVersion at once; t is what the commit tells (told).
 func (s *Store) writeTx(ctx context.Context, t *told, fn func(tx pgx.Tx) error) (err error) {
 	s.writes.Start()
 	defer func() { s.writes.Done(err) }()
@@ -411,15 +406,9 @@ func (s *Store) writeTxOnce(ctx context.Context, t *told, fn func(tx pgx.Tx) err
 	return nil
 }
 
-// writeOne runs fn, a single statement, as a transaction of its own
-// (autocommit): one round trip instead of BEGIN, the statement and COMMIT.
-// The server commits when the statement ends, before it answers, so an
-// answer is a durable write. A failure is classified as a COMMIT's
-// (commitFailed): an ERROR the server answered rolled the statement back
-// (nothing written), nothing sent is nothing written, and anything else
-// (the connection lost while the statement ran, a FATAL, the caller gone)
-// leaves the outcome unknown. It moves DataVersion and tells t like
-// writeTx.
+// writeOne runs fn, a single statement, in autocommit: one round trip, and an
+// answer is a durable write. Failures are classified as a COMMIT's
+// (commitFailed). It moves DataVersion and tells t like writeTx.
 func (s *Store) writeOne(ctx context.Context, t *told, fn func(q querier) error) (err error) {
 	s.writes.Start()
 	defer func() { s.writes.Done(err) }()
@@ -475,15 +464,9 @@ func beforeCommit(tx pgx.Tx, err error) error {
 	return err
 }
 
-// guard sets what keeps one stalled client from stalling the fleet: a
-// session idle inside a transaction (its host lost its network between
-// BEGIN and COMMIT, its VM paused) is ended by the server after 15 s
-// instead of holding its row locks, and the change feed's visibility
-// horizon with every reader behind it (ADR-0053), until the kernel's
-// keepalive gives up hours later; dead peers are noticed in
-// about half a minute on TCP (the keepalive and user-timeout settings are
-// ignored on a unix socket, where a dead peer closes at once). It is used
-// for every connection the store opens, pooled or dedicated.
+// guard keeps one stalled client from stalling the fleet: a session idle in a
+// transaction is ended after 15 s instead of holding row locks and the feed's
+// horizon (ADR-0053), and dead TCP peers are noticed in about half a minute.
 func guard(c *pgx.ConnConfig) {
 	if c.RuntimeParams == nil {
 		c.RuntimeParams = map[string]string{}

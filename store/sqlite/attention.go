@@ -12,21 +12,15 @@ import (
 	"watchdog/store/internal/rowcodec"
 )
 
-// UpsertDismissal inserts or replaces the dismissal of d.Fingerprint. A
-// repeated snooze or dismiss of the same fingerprint updates the row in
-// place (extending or ending a snooze, recording the current status),
-// keeping its id and created_at; a different reason code is a different
-// fingerprint and so a different row. It is a batch of one
-// (UpsertDismissals): its triage log row is written with it.
+// UpsertDismissal inserts or replaces the dismissal of d.Fingerprint, keeping
+// the row's id and created_at. It is a batch of one (UpsertDismissals).
 func (s *Store) UpsertDismissal(ctx context.Context, d store.Dismissal) error {
 	_, err := s.UpsertDismissals(ctx, []store.Dismissal{d})
 	return err
 }
 
-// UpsertDismissals writes every dismissal of ds by UpsertDismissal's rule
-// and one attention_triage row each, under one new batch id, in one
-// transaction (one member of the group commit: its own savepoint), so a
-// bulk snooze lands whole or not at all.
+// UpsertDismissals writes ds and one attention_triage row each under one new
+// batch id, in one group-commit savepoint, so a bulk snooze lands whole or not at all.
 func (s *Store) UpsertDismissals(ctx context.Context, ds []store.Dismissal) (string, error) {
 	ds, err := rowcodec.PrepareDismissals(ds)
 	if err != nil {
@@ -110,10 +104,8 @@ func (s *Store) triageLog(ctx context.Context, query string, seq int64, limit in
 	return out, nil
 }
 
-// VacuumTriage drops the triage log's rows written before before (their
-// at) and reports how many. The log has no index on at: the vacuum runs
-// daily over a table of one row per act, and a full scan then costs less
-// than an index every act would write.
+// VacuumTriage drops triage rows written before before and reports how many.
+// No index on at: a daily full scan costs less than an index every act writes.
 func (s *Store) VacuumTriage(ctx context.Context, before time.Time) (int, error) {
 	var n int64
 	err := s.writeTx(ctx, func() error {
@@ -161,22 +153,10 @@ func (s *Store) Dismissals(ctx context.Context) (map[string]store.Dismissal, err
 }
 
 // VacuumDismissals drops the dismissals that can never hide an item again
-// (the Attention Queue design's clear-on-status-change) and reports how many: snoozes that expired at or before
-// now, clear_on_status_change rows whose entity's lifecycle differs from
-// status_at_dismissal, and rows whose entity no longer exists (whatever
-// their flag: "until the entity is deleted"). A legacy entity's NULL
-// lifecycle differs from every recorded status.
-//
-// A clear_on_status_change row whose entity still holds its finding in
-// the occurrence it covers (a stored reason of the row's code whose
-// first_seen_at is occurrence_at, within attention.SameOccurrence's
-// millisecond) is kept although the status changed: the change may be
-// the end that escalated the finding, and the acknowledgement carries
-// over to the end's item (attention.Carries). Whether it does is decided
-// at read time; the vacuum only never deletes a row that might.
-//
-// Vacuum is housekeeping only: the read path already ignores these rows,
-// so running it late (or never) changes what the queue shows not at all.
+// (expired snoozes, clear_on_status_change rows whose status moved, rows of
+// gone entities) and reports how many. A row whose finding's occurrence
+// remains is kept: its acknowledgement may carry over (attention.Carries).
+// Housekeeping only: the read path already ignores these rows.
 func (s *Store) VacuumDismissals(ctx context.Context, now time.Time) (int, error) {
 	var n int64
 	err := s.writeTx(ctx, func() error {
@@ -203,15 +183,9 @@ func (s *Store) VacuumDismissals(ctx context.Context, now time.Time) (int, error
 	return int(n), nil
 }
 
-// AttentionCandidates reads every entity that may have attention items at
-// a time whose failure window starts at since (attention.Since): non-legacy
-// entities that are open, or got to their end at or after since (ended_at,
-// else lifecycle_at, else updated_at: attention.AgedOut's rule), or whose
-// process outlived their end (health orphaned: attention.Lingers). Only
-// the fields the queue reads
-// are filled (those of rowcodec.AttentionColumns); the registered fields (pid,
-// artifacts, parent, ...) are left zero, so these entities are for the
-// attention queue only.
+// AttentionCandidates reads every entity that may have attention items for a
+// failure window starting at since (attention.Since, AgedOut, Lingers). Only
+// rowcodec.AttentionColumns are filled: these entities are for the queue only.
 func (s *Store) AttentionCandidates(ctx context.Context, since time.Time) ([]store.Entity, error) {
 	// The failure window is attention.AgedOut's rule, with its cut-off
 	// (attention.Since) as the parameter.

@@ -26,10 +26,8 @@ func (s *Store) LatestTransitions(ctx context.Context, typ, id string, n int) ([
 	return rows, total, nil
 }
 
-// TransitionsAfter reads at most limit audit rows of an entity whose seq
-// is greater than after, oldest first: one page of its history, the next
-// starting after the last row's seq. Seqs grow with every row of the whole
-// log, so a page never repeats or skips a row, even while rows are added.
+// TransitionsAfter reads at most limit audit rows of an entity with seq >
+// after, oldest first; global seqs mean a page never repeats or skips a row.
 func (s *Store) TransitionsAfter(ctx context.Context, typ, id string, after int64, limit int) ([]store.AuditRow, error) {
 	return s.queryAudit(ctx, typ, id, `SELECT `+rowcodec.AuditColumns+`
 		FROM transitions WHERE entity_type = ? AND entity_id = ? AND seq > ? ORDER BY seq LIMIT ?`, typ, id, after, limit)

@@ -12,13 +12,9 @@ type changes struct {
 	stop func()
 }
 
-// Changes returns a channel that receives whenever the database may have
-// changed: a commit by this process or by any other (a CLI with --db, an
-// older binary), seen by inotify on the database file and its WAL. Several
-// commits may be told once; a reader checks DataVersion and reads the feed,
-// as it would after a tick. It lets the daemon's live view follow the store
-// without polling it (issue "quiet when nothing happens"). nil when no
-// event can be had (an in-memory database, no inotify): the reader polls.
+// Changes returns a channel told whenever the database may have changed, by
+// any process (inotify on the file and its WAL); several commits may be told
+// once. nil when no event can be had: the reader polls.
 func (s *Store) Changes() <-chan struct{} {
 	s.changes.once.Do(func() {
 		file := FilePath(s.path)

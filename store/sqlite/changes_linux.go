@@ -15,24 +15,13 @@ import (
 // database), and a checkpoint, a new WAL or a replaced file is a change too.
 const changeMask = unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE
 
-// identityMask is what can change the identity of the store's files
-// (SQLite.HealthEvents): a name created, moved or removed. Never a write,
-// so a commit costs the identity watch nothing; not IN_ATTRIB either,
-// which SQLite's commits raise on the WAL (a chmod is seen by the store
-// watch's faccessat each second). The directory's own removal or move
-// (IN_DELETE_SELF, IN_MOVE_SELF) and the watch's end (IN_IGNORED, an
-// unmount) are told too.
+// identityMask is what can change the identity of the store's files: a name
+// created, moved or removed. Never a write nor IN_ATTRIB, so commits cost nothing.
 const identityMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
 
-// watchFile calls changed whenever one of the files of the directory of
-// file named by suffixes (file itself for "", its SQLite WAL for "-wal")
-// has an event of mask, until stop is called. It watches the directory,
-// not the files: the WAL comes and goes with checkpoints and the last
-// connection's close, and a database replaced by a rename is a new inode.
-// Events for other files of the directory are read and dropped; events of
-// the directory itself (no name: its removal, the watch's end) and a
-// queue overflow are told. The inotify descriptor is non-blocking and
-// read through Go's poller, so stop's Close ends a pending read at once.
+// watchFile calls changed on events of mask for file's suffixes until stop.
+// It watches the directory: the WAL comes and goes and a rename is a new inode.
+// The fd is read through Go's poller, so stop's Close ends a pending read.
 func watchFile(file string, suffixes []string, mask uint32, changed func()) (stop func(), err error) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {

@@ -8,11 +8,8 @@ import (
 	"path/filepath"
 )
 
-// CheckDir reports a database at path (a path or a file: URI) whose
-// directory is missing or is not a directory: the store would not open
-// there, and neither could the daemon's lock or its own token file beside
-// it. An in-memory database has no directory and passes. Only the
-// directory is checked: the file itself is created on first open.
+// CheckDir reports a database at path whose directory is missing or not a
+// directory (the store, lock and token file could not live there).
 func CheckDir(path string) error {
 	file := FilePath(path)
 	if file == "" {

@@ -18,11 +18,9 @@ import (
 // selectEntity reads one entity row by type and id.
 const selectEntity = "SELECT " + rowcodec.EntityColumns + " FROM entities WHERE type = ? AND id = ?"
 
-// Register inserts a new entity, or updates the registered (non-lifecycle)
-// fields of an existing one: re-registering never changes a lifecycle,
-// only a transition does. A new entity with a lifecycle gets its first
-// audit row (from NULL) in the same transaction. Concurrent registrations
-// and transitions share commits (groupWrite).
+// Register inserts a new entity, or updates the registered fields of an
+// existing one: never its lifecycle. A new entity's first audit row is
+// written in the same transaction; writes share commits (groupWrite).
 func (s *Store) Register(ctx context.Context, e store.Entity, actor string, at time.Time) (created bool, err error) {
 	err = s.groupWrite(ctx, "register "+e.Type+"/"+e.ID, func(ctx context.Context, tx *sql.Tx) error {
 		var e2 error
@@ -115,16 +113,8 @@ func (s *Store) register(ctx context.Context, tx *sql.Tx, e store.Entity, actor 
 			}
 		}
 	} else {
-		// Only what the caller registers: the dimensions, the lifecycle and
-		// the timestamps the watchdog keeps are left alone; started_at is
-		// filled only while unknown, so an upsert never restarts the age
-		// heartbeats and slowness count from. A field the
-		// document leaves out keeps its value (a re-registration that only
-		// renames must not cost the entity its pid, and so its liveness
-		// check); a list sent empty ([]) clears it. The pid's identity
-		// (start time, ticks, boot id) moves with the pid: a new pid brings
-		// its own, never the old one's; nor does it inherit the old one's
-		// exit status.
+		// Only registered fields: started_at only while unknown, an omitted field
+		// keeps its value, [] clears a list, and a new pid brings its own identity.
 		keepList := func(isNil bool, text string) any {
 			if isNil {
 				return nil
@@ -171,13 +161,8 @@ func (s *Store) register(ctx context.Context, tx *sql.Tx, e store.Entity, actor 
 
 // Get reads one entity.
 func (s *Store) Get(ctx context.Context, typ, id string) (store.Entity, error) {
-	// Prepared once: parsing this SELECT was a third of a registration's
-	// CPU (every write path and every monitor check reads the row first).
-	// A store known lost is not read at all: a pooled connection might be
-	// opened on the file that replaced it (see lostOr). The latch only, no
-	// stat: Get is on every write path and every monitor check, and the
-	// loss is latched by the identity watch's event, by every write's
-	// check, or by an error read here (lostOr).
+	// Prepared once (parsing was a third of a registration's CPU). A store known
+	// lost is not read: a pooled connection may open the replacing file (lostOr).
 	if s.Lost() {
 		return store.Entity{}, fmt.Errorf("read entity %s/%s: %w", typ, id, s.Fault())
 	}
@@ -195,11 +180,8 @@ func (s *Store) Get(ctx context.Context, typ, id string) (store.Entity, error) {
 	return e, nil
 }
 
-// lostOr is err, or the store's loss when its identity is lost: a
-// connection the pool opened after the file was replaced reads another
-// database ("no such table", or a row that is not there), and the write
-// path that read first must answer "not written" (503), not a fault or a
-// 404.
+// lostOr is err, or the store's loss when its identity is lost: a connection
+// opened on a replaced file must answer 503, not a fault or a 404.
 func (s *Store) lostOr(err error) error {
 	if lost := s.usable(); lost != nil {
 		return fmt.Errorf("%w (the read said: %v)", lost, err)
@@ -244,13 +226,8 @@ func listQuery(f store.Filter) (string, []any) {
 	if !f.PhantomBefore.IsZero() {
 		f.OpenOnly, f.EndedSince = true, time.Time{} // candidates are open
 	}
-	// A page is read by walking the primary key from its after-key, in
-	// the order asked, stopping at the limit. Without statistics SQLite
-	// would rather search idx_entities_open_by_host (or the terminal
-	// index) and sort every remaining row of the host for each page: a
-	// walk of n entities in pages would sort about n²/2 ÷ the page size
-	// rows. A unary + keeps a column's term off its index. reap_phantoms'
-	// few candidates are found by their indexes instead (phantomQuery).
+	// Walk the primary key from the after-key: without statistics SQLite would
+	// sort the host's rows per page (n²). A unary + keeps a term off its index.
 	host, terminal := "host_id", "terminal"
 	if (f.Limit > 0 || f.After.Type != "") && f.PhantomBefore.IsZero() {
 		host, terminal = "+host_id", "+terminal"
@@ -319,12 +296,8 @@ func listQuery(f store.Filter) (string, []any) {
 	return q, args
 }
 
-// phantomQuery is reap_phantoms' candidates (store.Filter.PhantomBefore)
-// under where: the phantoms by idx_entities_phantom (migration 0016),
-// whose condition the terms repeat word for word, and the open entities
-// of the reconciled types by idx_entities_open_by_host. Two selects, each
-// held to its index: without statistics SQLite would rather walk a page's
-// range of idx_entities_open_by_host for both.
+// phantomQuery is reap_phantoms' candidates under where: two selects, each
+// held to its index (idx_entities_phantom, idx_entities_open_by_host).
 func phantomQuery(cols string, where []string, args []any, f store.Filter) (string, []any) {
 	cut := rowcodec.UnixArg(f.PhantomBefore)
 	phantoms := append(slices.Clip(where), "health IN ('process_dead', 'orphaned')",

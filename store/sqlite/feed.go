@@ -10,34 +10,23 @@ import (
 	"watchdog/store/internal/rowcodec"
 )
 
-// ChangesSince reads the change feed: the entities whose revision is
-// greater than c.Revision and the audit rows whose seq is greater than
-// c.Seq, at most limit of each (limit < 1 means 1000). Every write to an
-// entity row, by any writer (this process, a CLI with --db, an older
-// binary), takes the next store revision in migration 0005's triggers, and
-// rows are never deleted, so a reader that applies every batch in order
-// misses nothing. The two lists are read one after the other, not in one
-// snapshot: an audit row may arrive a batch before (or after) the entity
-// row it changed, and a reader must not rely on their pairing.
+// ChangesSince reads entities with revision > c.Revision and audit rows with
+// seq > c.Seq, at most limit each (< 1: 1000). Triggers number every write and
+// rows are never deleted, so applying batches in order misses nothing. The two
+// lists are not one snapshot: a reader must not rely on their pairing.
 func (s *Store) ChangesSince(ctx context.Context, c store.Cursor, limit int) (store.Batch, error) {
 	return s.ChangesFor(ctx, c, store.FeedFilter{Hosts: store.AllHosts()}, limit)
 }
 
-// ChangesFor is ChangesSince of the entities and audit rows of f.Hosts
-// only (by the indexes on host and revision, host and seq, when it names
-// the hosts; a leader's "all but" reads in feed order and skips the
-// others' rows), and of no audit rows with f.EntitiesOnly.
+// ChangesFor is ChangesSince of f.Hosts only (by the host indexes, or an
+// "all but" scan in feed order), and of no audit rows with f.EntitiesOnly.
 func (s *Store) ChangesFor(ctx context.Context, c store.Cursor, f store.FeedFilter, limit int) (store.Batch, error) {
 	if limit < 1 {
 		limit = 1000
 	}
 	b := store.Batch{Next: c}
-	// A read of every host but some scans the feed in order and skips
-	// the others' rows; a cursor left at the last row kept would scan
-	// them again at every read, as many as the others wrote since. The
-	// head, read first, is where such a read that reached the end may
-	// go on from: every row up to it was committed before the rows were
-	// read (one writer, numbers in commit order).
+	// An "all but" read skips others' rows; it may go on from the head read
+	// first (one writer: numbers commit in order), not rescan them every read.
 	var head store.Cursor
 	skips := f.Hosts.All && !f.Hosts.Every()
 	if skips {
@@ -139,10 +128,8 @@ func hostsWhere(hosts store.Hosts, after int64, limit int) (string, []any) {
 	return " AND host_id " + in + " (" + strings.Join(marks, ",") + ")", append(args, limit)
 }
 
-// FeedHead is the cursor of the newest change: the store revision and the
-// last audit seq. A reader that starts at FeedHead sees only what is
-// written after it (the metrics counters start there, so a restart does
-// not count the whole history again).
+// FeedHead is the cursor of the newest change; a reader starting there sees
+// only later writes.
 func (s *Store) FeedHead(ctx context.Context) (store.Cursor, error) {
 	var c store.Cursor
 	err := s.db.QueryRowContext(ctx, `SELECT (SELECT revision FROM store_revision WHERE id = 1),
@@ -153,17 +140,10 @@ func (s *Store) FeedHead(ctx context.Context) (store.Cursor, error) {
 	return c, nil
 }
 
-// DataVersion is a number that moves whenever any connection but the one
-// asked commits to the database: SQLite's PRAGMA data_version, asked on the
-// store's pinned connection, which never writes, so this process's own
-// writes (through the pool's other connections) and other processes'
-// writes both move it. Equal answers mean nothing was committed in
-// between: a reader of the feed polls this one cheap query and reads
-// ChangesSince only when it moved. The value itself means nothing.
-//
-// An in-memory store has no pinned connection; it answers the feed's head
-// instead, which moves with every entity or audit write (not with a
-// dismissal: an in-memory store is a test's).
+// DataVersion is a number that moves whenever another connection commits
+// (PRAGMA data_version on the pinned, never-writing connection), so a feed
+// reader polls it and reads ChangesSince only when it moved. An in-memory
+// store answers the feed's head instead.
 func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 	if s.pin == nil {
 		c, err := s.FeedHead(ctx)

@@ -91,12 +91,8 @@ func (s *Store) SetDerived(ctx context.Context, ds []store.Derived) error {
 	})
 }
 
-// ListPage implements store.FleetReader: the stale check (by the partial
-// index of stale rows), the counts, then the page by the severity order's
-// index (of every host, or by host) or the primary key, all in one read
-// transaction on one connection, so the counts are those of the rows the
-// page was cut from while writers commit beside it (WAL: a reader's
-// snapshot is fixed by its first read).
+// ListPage implements store.FleetReader: the stale check, counts and page in
+// one read transaction, so the counts match the rows the page was cut from.
 func (s *Store) ListPage(ctx context.Context, q store.ListQuery) (pg store.Page, err error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
@@ -237,10 +233,8 @@ func (s *Store) setDerived(ctx context.Context, tx *sql.Tx, d store.Derived) err
 	return nil
 }
 
-// derive writes the derived columns of typ/id, as tx's write left it, in
-// tx: the write path's half of ADR-0058, when a derivation is registered
-// (store.SetDerivation). after, when not nil, is the row as tx reads it
-// already.
+// derive writes the derived columns of typ/id in tx, as tx left the row
+// (ADR-0058); after, when not nil, is that row already read.
 func (s *Store) derive(ctx context.Context, tx *sql.Tx, typ, id string, after *store.Entity) error {
 	fn := store.Derivation()
 	if fn == nil {

@@ -33,11 +33,9 @@ type groupMember struct {
 	lead bool
 }
 
-// committer queues the writes that wait for the write lock. At most one
-// member leads at a time: it takes the lock, commits every member queued
-// at that moment as one group, wakes them, and hands the lead to the
-// first member queued meanwhile. Nobody waits for company: a lone write
-// finds no leader, leads, and commits alone at once.
+// committer queues writes waiting for the write lock. One member leads: it
+// commits every member queued as one group and hands the lead on; a lone
+// write leads at once.
 type committer struct {
 	mu      sync.Mutex
 	queue   []*groupMember
@@ -47,16 +45,10 @@ type committer struct {
 	groups, members int64
 }
 
-// groupWrite runs run as part of a group commit: in a write transaction
-// shared with the other group writes waiting at the same moment, inside
-// its own savepoint, so that its failure (a lost compare-and-set, a
-// refused decision, a trigger's RAISE) rolls back its writes alone and
-// is returned to it alone, while the group's writes share one COMMIT and
-// so one fsync. It returns only once its outcome is durable or known to
-// be lost: nil means committed (synchronous=FULL), exactly as a writeTx.
-//
-// label names the write ("transition agent/a1") in an error that is the
-// group's rather than the member's own.
+// groupWrite runs run in a write transaction shared with the waiting group
+// writes, inside its own savepoint, so its failure rolls back and returns to it
+// alone while the group shares one fsync (ADR-0018). nil means durable.
+// label names the write in a group's error.
 func (s *Store) groupWrite(ctx context.Context, label string, run func(ctx context.Context, tx *sql.Tx) error) error {
 	m := &groupMember{ctx: ctx, label: label, run: run, wake: make(chan struct{}, 1)}
 	c := &s.group
@@ -112,12 +104,8 @@ func (s *Store) leadGroup() {
 	c.mu.Unlock()
 }
 
-// commitGroup runs the members in one write transaction and sets each
-// one's err. The identity checks and the busy retries are writeTx's: a
-// group is checked, retried and classified as one transaction. It returns
-// what WriteHealth records: the group's own error, or a member's failing
-// for the store's sake; nil when it committed at least one member's
-// writes.
+// commitGroup runs the members in one write transaction (writeTx) and sets
+// each one's err. It returns what WriteHealth records: nil if any committed.
 func (s *Store) commitGroup(batch []*groupMember) (groupErr error) {
 	// Values (not cancellation) of the first caller's context: the
 	// statements of the others must not die with one client.
@@ -154,12 +142,8 @@ func (s *Store) commitGroup(batch []*groupMember) (groupErr error) {
 		fail(lostDuring(err))
 		return
 	}
-	// A member failing for the store's sake (a full disk answered to
-	// its statement) is the store's health too, though the rest
-	// committed.
-	// A group whose members all failed on their own (not found, a
-	// conflict) committed nothing, which proves nothing of the disk: the
-	// first member's error is returned, which WriteHealth leaves aside.
+	// A member failing for the store's sake is the store's health though the
+	// rest committed; if all failed on their own, the first error is returned.
 	wrote := false
 	for i, m := range batch {
 		m.err = errs[i]

@@ -27,15 +27,9 @@ import (
 // 1 MiB is 256 pages, a few hundred transitions.
 const minFreeBytes = 1 << 20
 
-// writeHeadroom is what one write transaction may take of the disk
-// beyond what it finds free, and so what must be free above the reserve
-// before it begins: the checkpoint its commit may run, which copies at
-// most walCheckpointPages frames into the database file (each possibly a
-// new page), and the transaction's own frames (a group of writes; 256
-// KiB is about a hundred registrations with full metadata; a group of
-// larger writes may take more). Checked before every write, so that
-// writes stop short of the reserve (issue 37: checked only after a
-// failure, two fills drove free space to 0 bytes).
+// writeHeadroom is what one write may take of the disk beyond what is free:
+// its checkpoint (walCheckpointPages) and its own frames. Checked before every
+// write so writes stop short of the reserve (issue 37).
 const writeHeadroom = walCheckpointPages*4096 + 256<<10
 
 // shortBelow is the free space below which a write is refused: the
@@ -459,24 +453,12 @@ func (s *Store) WriteHealth() store.WriteHealth { return s.writes.WriteHealth() 
 const identityNet = 4 * time.Second
 
 // Check says whether the store can take writes as far as can be seen
-// without writing (about 10µs, no fsync): its identity holds (three
-// stat(2), only after an identity event or identityNet after the last
-// look: the writes check it each time), no corruption was latched, its file system has room above the
-// reserve and is not read-only (statfs(2), and the mount's options in
-// /proc/self/mountinfo: see mountState), and the database file is
-// writable by this process (faccessat(2)). It returns nil or the reason,
-// wrapping store.ErrUnavailable. What it cannot see (a disk that fails writes
-// with EIO, another process's write lock) shows in the writes themselves
-// (WriteHealth) and in CheckWrite.
+// without writing: identity, latched corruption, free space, a read-only
+// mount, file access. It returns nil or the reason, wrapping
+// store.ErrUnavailable.
 func (s *Store) Check(context.Context) error {
-	// The identity's three stat(2) only when something may have changed
-	// it: no watch runs, or its event came since the last look. Every
-	// write checks them too (writeTx), so an idle store stats nothing.
-	// Marked known before the look: an event during it makes the next
-	// Check look again.
-	// The net: a move of a directory above the database's raises no
-	// event in the watched one, so the names are looked at anyway once
-	// per identityNet, inside the contract's 5 s for a replaced file.
+	// stat the identity only after an event or identityNet (a move above the
+	// watched directory raises none); writes check it anyway. Known before looking.
 	now := time.Now().UnixNano()
 	stale := now-s.identityAt.Load() >= int64(identityNet)
 	if !s.identityWatched.Load() || !s.identityKnown.Swap(true) || stale {
@@ -495,11 +477,8 @@ func (s *Store) Check(context.Context) error {
 	return checkWritable(FilePath(s.path))
 }
 
-// checkWritable says whether file, on a file system mounted read-write,
-// may be written by this process (effective ids). It checks the file, not
-// its directory: a write needs only the file (the pinned connection keeps
-// the -wal and -shm), and a directory an operator made read-only does not
-// stop the store. A missing file is the identity check's to report.
+// checkWritable says whether this process may write file on a read-write
+// mount (the file, not its directory: the pin keeps -wal and -shm).
 func checkWritable(file string) error {
 	if file == "" {
 		return nil
@@ -530,13 +509,9 @@ func checkWritable(file string) error {
 	return fmt.Errorf("%w: %s is not writable by watchdog (%v): fix its owner or mode; watchdog recovers by itself", store.ErrUnavailable, file, err)
 }
 
-// mountState says how the kernel shows the mount holding file in
-// /proc/self/mountinfo: "" when writable as far as it shows, else the
-// super-block option that says otherwise. statfs(2) and faccessat(2) miss
-// a file system the kernel stopped after an error without remounting it:
-// ext4 on Linux 6.x sets emergency_ro (or shutdown), answers every write
-// EROFS or EIO, and shows it only there. One read of a proc file, no
-// disk access; "" when it cannot tell (no such file, no mount ID).
+// mountState is the super-block option in /proc/self/mountinfo saying the
+// mount holding file is not writable, "" otherwise: statfs misses ext4's
+// emergency_ro after an error.
 func mountState(file string) string {
 	var stx unix.Statx_t
 	if err := unix.Statx(unix.AT_FDCWD, file, 0, unix.STATX_MNT_ID, &stx); err != nil || stx.Mask&unix.STATX_MNT_ID == 0 {

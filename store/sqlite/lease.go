@@ -10,12 +10,9 @@ import (
 	"watchdog/internal/unixtime"
 )
 
-// TakeLease takes or renews the lease name for holder until now+ttl: in
-// one statement, a compare-and-set that succeeds when no row exists, when
-// holder already holds it, or when the row expired before now. It reports
-// whether holder holds the lease afterwards. Two daemons racing for an
-// expired lease cannot both win: SQLite runs one writer at a time and the
-// loser's WHERE no longer matches.
+// TakeLease takes or renews the lease name for holder until now+ttl, in one
+// compare-and-set statement, and reports whether holder holds it. One
+// writer at a time means two racers cannot both win.
 func (s *Store) TakeLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error) {
 	var held bool
 	err := s.writeTx(ctx, func() error {

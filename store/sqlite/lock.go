@@ -15,17 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DaemonLock is the one-daemon-per-database lock: an exclusive flock(2)
-// on "<database>.lock" beside the database, holding the owner's pid.
-//
-// It is a file of its own because SQLite takes POSIX record locks on the
-// database file, and those vanish when any descriptor of that file in the
-// process closes; flock on another file cannot disturb them. Only the
-// daemon takes it: CLI processes share the database with a running daemon
-// through SQLite's own locking. The kernel drops the lock when the process
-// dies, so a crashed daemon never blocks its successor; the file itself is
-// left in place (removing it would let a third process lock a new file
-// while a second still holds the old one).
+// DaemonLock is the one-daemon-per-database lock: an exclusive flock(2) on
+// "<database>.lock" holding the owner's pid. A file of its own, since closing
+// any descriptor drops SQLite's POSIX locks; never removed, so two cannot lock.
 type DaemonLock struct {
 	f *os.File
 }
@@ -40,12 +32,8 @@ func LockDaemon(path string) (*DaemonLock, error) {
 	return LockDaemonHost(path, "")
 }
 
-// LockDaemonHost is LockDaemon for one host of a fleet sharing the
-// database: one daemon per database and host, so that daemons of other
-// host ids (docs/fleet.md) share the file while a second daemon of the
-// same host is refused. hostID "" is the plain lock (LockSuffix); any
-// other takes "<database>.lock.<host>" (a host id that is not a safe file
-// name is hashed).
+// LockDaemonHost is LockDaemon for one host of a fleet (docs/fleet.md):
+// hostID "" takes the plain lock, others "<database>.lock.<host>".
 func LockDaemonHost(path, hostID string) (*DaemonLock, error) {
 	file := FilePath(path)
 	if file == "" {
@@ -114,16 +102,9 @@ func (l *DaemonLock) Release() error {
 	return err
 }
 
-// DaemonLockHeld reports whether a daemon holds a lock of the database at
-// path, of any host (the plain lock and every "<database>.lock.<host>"),
-// without taking one itself: a reader that tried the lock would make a
-// daemon starting at that instant refuse to start. It reads the kernel's
-// table of locks (/proc/locks), where a lock vanishes the moment its
-// daemon dies, however it died.
-//
-// known is false when it cannot tell: there is no file (an in-memory
-// database, a PostgreSQL URL), or the table is unreadable. A database
-// beside which no lock file exists is known to be served by no daemon.
+// DaemonLockHeld reports whether a daemon of any host holds a lock of the
+// database at path, from /proc/locks without trying it (a try would refuse a
+// starting daemon). known is false when it cannot tell.
 func DaemonLockHeld(path string) (held, known bool) {
 	if store.IsPostgresDSN(path) {
 		return false, false
@@ -189,13 +170,9 @@ func lockFiles(file string) ([]lockFile, error) {
 	return out, nil
 }
 
-// flockHeld says whether the kernel's lock table (the text of
-// /proc/locks) holds a granted flock on l. A line reads
-// "1: FLOCK  ADVISORY  WRITE 4242 fe:00:9982412 0 EOF"; one with "->" is
-// a waiter, not a holder. The device is compared when it matches; on a
-// stacked file system (overlayfs) the table names the underlying device,
-// so there the inode and the pid the daemon wrote into the file must
-// both match.
+// flockHeld says whether /proc/locks' text holds a granted flock on l (a
+// "->" line is a waiter). On overlayfs the device differs, so inode and pid
+// must both match.
 func flockHeld(table []byte, l lockFile) bool {
 	for line := range strings.SplitSeq(string(table), "\n") {
 		f := strings.Fields(line)
@@ -223,9 +200,7 @@ func flockHeld(table []byte, l lockFile) bool {
 }
 
 // DaemonLocks is what the kernel's lock table says of the daemons serving
-// one database file, one per host id: which of their locks are held now.
-// On SQLite every daemon sharing the file runs on this machine (the file
-// is local), so a held lock is a live daemon, known without a write.
+// one database file, by host id: a held lock is a live daemon.
 type DaemonLocks struct {
 	held map[string]bool // by lock file suffix: "" the plain lock, else lockName(host)
 }
@@ -253,10 +228,8 @@ func lockKey(hostID string) string {
 	return lockName(hostID)
 }
 
-// ReadDaemonLocks reads which daemon locks of the database at path are
-// held (a directory listing and /proc/locks, no write and no disk access
-// beyond the directory). An error when it cannot tell: not a file, or the
-// table is unreadable.
+// ReadDaemonLocks reads which daemon locks of the database at path are held;
+// an error when it cannot tell.
 func ReadDaemonLocks(path string) (DaemonLocks, error) {
 	file := FilePath(path)
 	if file == "" || store.IsPostgresDSN(path) {
@@ -293,11 +266,8 @@ func (s *Store) HostLocks() (store.HostLocks, error) {
 	return l, nil
 }
 
-// DaemonPID is the pid of the daemon of hostID serving the database at
-// path, as its lock file says while the lock is held; 0 when none holds
-// it, or when this process may not read the file (the daemon's, 0600).
-// The CLI on the store refuses that pid as an entity's, as the daemon
-// does (docs/security.md).
+// DaemonPID is the pid of hostID's daemon serving path, from its held lock
+// file; 0 when none or unreadable (docs/security.md).
 func DaemonPID(path, hostID string) int {
 	file := FilePath(path)
 	if file == "" || store.IsPostgresDSN(path) {

@@ -58,11 +58,8 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 func (s *Store) RecordHeartbeat(ctx context.Context, typ, id string, at time.Time, progress string) error {
 	var n int64
 	err := s.writeTx(ctx, func() error {
-		// A heartbeat leaves the derived columns as they are (the
-		// severity, the items and their age-out do not read it), unless
-		// the items would age out from updated_at (no ended_at nor
-		// lifecycle_at): -1 carries fresh columns to the new revision
-		// (migration 0012), and a row left stale stays stale.
+		// A heartbeat keeps the derived columns, unless items age out from
+		// updated_at: -1 carries fresh columns on (migration 0012).
 		res, err := s.exec(ctx, `UPDATE entities SET heartbeat_at = ?, heartbeat_progress = ?, updated_at = ?,
 		derived_rev = CASE WHEN derived_rev IS revision AND (ended_at IS NOT NULL OR lifecycle_at IS NOT NULL) THEN -1 ELSE derived_rev END
 		WHERE type = ? AND id = ?`, rowcodec.UnixArg(at), progress, unixtime.Seconds(at), typ, id)

@@ -35,11 +35,8 @@ var (
 	_ store.Rescuer = (*Store)(nil)
 )
 
-// unavailable is the driver's answer to store.Classify for an error a
-// read returned unmarked: SQLite's result code says the store cannot be
-// used now (a read that cannot open the database, no file descriptor
-// left; a read-only, full or failing disk; a database locked past the
-// busy budget), and nothing was written.
+// unavailable is the driver's store.Classify answer for an unmarked read
+// error: SQLite's result code says the store cannot be used now.
 func unavailable(err error) bool {
 	var se *sqlite3.Error
 	return errors.As(err, &se) && unavailableCode(se.Code())
@@ -65,11 +62,8 @@ const (
 	codeNotADB   = 26
 )
 
-// unavailableCode reports an SQLite result code that says the store cannot
-// take a call now, for a reason outside watchdog that may clear: a
-// read-only, full or failing file system, a file that cannot be opened
-// (the process is out of descriptors), a lock held past the busy budget.
-// Corruption is not one: it does not clear by itself.
+// unavailableCode reports an SQLite result code for a cause outside watchdog
+// that may clear (not corruption).
 func unavailableCode(code int) bool {
 	switch code & 0xff {
 	case codeBusy, codeLocked, codeReadOnly, codeIOErr, codeFull, codeCantOpen:
@@ -78,13 +72,9 @@ func unavailableCode(code int) bool {
 	return false
 }
 
-// I/O error codes (extended SQLITE_IOERR_*) after which a commit frame
-// cannot be on disk: those of reading, locking or mapping, and a failed
-// write itself (SQLite writes the WAL's frames in order, the commit frame
-// last, and stops at the first failed write, so a commit whose write
-// failed wrote no whole commit frame: a read-only remount, EIO, ENOSPC
-// answered to pwrite). What is left, a failed fsync or truncate, may
-// follow a commit frame that is whole on disk.
+// readSideIOErrs are SQLITE_IOERR_* codes after which no commit frame can be
+// on disk (SQLite stops at the first failed WAL write); a failed fsync or
+// truncate may follow a whole one.
 var readSideIOErrs = map[int]bool{
 	codeIOErr | 1<<8:  true, // READ
 	codeIOErr | 2<<8:  true, // SHORT_READ
@@ -102,13 +92,9 @@ var readSideIOErrs = map[int]bool{
 	codeIOErr | 24<<8: true, // MMAP
 }
 
-// commitMayHaveLanded reports an SQLite error of a commit (an explicit
-// COMMIT, or an autocommit write statement, whose end is its commit)
-// after which the write may be in the database: an I/O error while the
-// WAL's frames were written or synced. In WAL mode a commit frame that
-// reached the disk whole is replayed by the next open even though its
-// fsync failed. A full or read-only disk, or a file that cannot be opened,
-// fails before the commit frame is written.
+// commitMayHaveLanded reports a commit's error after which the write may be
+// in the database: an I/O error writing or syncing the WAL, whose whole
+// commit frame the next open replays.
 func commitMayHaveLanded(err error) bool {
 	var se *sqlite3.Error
 	if !errors.As(err, &se) {

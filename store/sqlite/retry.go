@@ -25,26 +25,11 @@ func isBusy(err error) bool {
 	return false
 }
 
-// writeTx runs fn as one write transaction, serialised with the other
-// writes of this process, and retried from scratch while another process
-// holds the database lock.
-//
-// SQLite's busy handler polls, and polling is unfair: a process that
-// commits and immediately begins again can starve a waiter past
-// busy_timeout. A whole-transaction retry is safe because fn re-reads
-// everything it decides on inside the transaction and a rolled-back
-// attempt left nothing behind.
-//
-// The store's identity and its disk's reserve are checked before the
-// transaction (writable: a refusal there wrote nothing), and the identity
-// again after it: a commit that landed in a database file deleted or
-// replaced meanwhile is never acknowledged; it is in the lost file, which
-// the daemon rescues, so its outcome is unknown (lostDuring).
-//
-// fn's statements are autocommit ones (each its own transaction), so an
-// error of fn may be its commit's: classified atCommit.
-//
-// Its outcome is recorded for WriteHealth (the daemon's readiness).
+// writeTx runs fn as one write transaction, serialised in this process and
+// retried whole while another process holds the lock (the busy handler is
+// unfair; fn re-reads what it decides on). Identity and reserve are checked
+// before (nothing written) and identity after: a commit into a replaced file
+// is outcome-unknown (lostDuring). fn's errors may be its commit's (atCommit).
 func (s *Store) writeTx(ctx context.Context, fn func() error) (err error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()

@@ -1,11 +1,6 @@
-// Package sqlite is the embedded store (store.driver: sqlite, the default):
-// entities, the append-only transitions log and attention dismissals in one
-// SQLite file (modernc.org/sqlite, pure Go), shared by the daemon and the
-// CLI's processes. Beside store.Backend it keeps what only a file has: its
-// migrations, group commit, the change signal by inotify on the database
-// and its WAL, the file's identity and the disk's reserve (health), the
-// daemon's host lock and the leader's lease row. Importing it registers
-// the "sqlite" driver with store.Open.
+// Package sqlite is the embedded store (the default): one SQLite file shared
+// by the daemon and CLI processes, with group commit, inotify change signals,
+// file identity and disk reserve. Importing it registers the "sqlite" driver.
 package sqlite
 
 import (
@@ -27,12 +22,9 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
-// Store is the embedded store. It is safe for concurrent use, and the same
-// database file may be shared by a daemon and several CLI processes: WAL
-// lets readers run beside the one writer, every write transaction takes the
-// write lock up front (BEGIN IMMEDIATE) so a read-then-write decision cannot
-// be invalidated underneath it, and busy_timeout makes writers queue
-// instead of failing.
+// Store is the embedded store, safe for concurrent use and shareable across
+// processes: WAL readers, BEGIN IMMEDIATE writes so a read-then-write decision
+// holds, and busy_timeout to queue writers.
 type Store struct {
 	db   *sql.DB
 	path string
@@ -45,11 +37,8 @@ type Store struct {
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
 
-	// pin is a connection held open for the store's lifetime (see
-	// watchIdentity); nil for an in-memory database. pinMu serializes its
-	// users: database/sql lets one goroutine's rows stay open on it while
-	// another executes, and SQLite refuses a VACUUM (Rescue) while any
-	// statement of the connection is in progress.
+	// pin is held open for the store's lifetime (watchIdentity); nil in memory.
+	// pinMu serializes its users (SQLite refuses VACUUM mid-statement).
 	pin    *sql.Conn
 	pinMu  sync.Mutex
 	health health
@@ -61,10 +50,8 @@ type Store struct {
 	// reader (HealthEvents), started on first use.
 	writes   writewatch.Watch
 	identity changes
-	// identityKnown is set while the identity watch runs and no event
-	// came since the last identity check: Check then skips the three
-	// stat(2), which the event (or the next write, which checks them
-	// anyway) would have prompted.
+	// identityKnown is set while the watch runs and no event came since the
+	// last check: Check then skips the stat(2) calls.
 	identityKnown atomic.Bool
 	// identityWatched is set once the identity watch runs.
 	identityWatched atomic.Bool
@@ -81,38 +68,17 @@ const BusyTimeoutMS = 10000
 // CacheKiB is each connection's page cache, in KiB (PRAGMA cache_size).
 const CacheKiB = 64
 
-// MaxConns is how many connections the pool opens and keeps. Each costs
-// about 480 KB once used (SQLite's own per-connection memory: the parsed
-// schema, each prepared statement's program, lookaside, the page cache),
-// and the driver's allocator keeps it mapped: eight were about 1.9 MB
-// more than four at 10,000 entities (ADR-0052). Four is enough: one is
-// pinned (health.go), the writes take one at a time (group commit: one
-// leader, plus one to prepare a statement the first time), and the
-// queue, the counts and one entity's read answer from the view. The
-// list and the page's table read SQLite by index once the view has
-// dropped an aged-out entity (ADR-0060), which on a daemon that has run
-// a failure window is always; a read beyond four connections waits for
-// one rather than failing.
+// MaxConns is how many connections the pool opens and keeps: each costs
+// about 480 KB, and four suffice (ADR-0052, ADR-0060).
 const MaxConns = 4
 
-// walCheckpointPages is how many WAL frames a commit lets accumulate
-// before it checkpoints them into the database file (SQLite's default is
-// 1,000): what a checkpoint may add to the file at once, and so what a
-// write must find free above the reserve (writeHeadroom). The WAL file is
-// truncated back to twice that after a checkpoint that let it grow more
-// (a reader held it), so it does not keep the space.
+// walCheckpointPages is how many WAL frames accumulate before a checkpoint:
+// what a write must find free above the reserve (writeHeadroom).
 const walCheckpointPages = 256
 
-// DSN turns a path (or a file: URI) into the driver DSN with watchdog's
-// pragmas. synchronous=FULL because a transition that was acknowledged must
-// survive a power cut: losing an audit row is losing state. cache_size is
-// 64 KiB a connection (CacheKiB; 16 pages), not SQLite's 2 MB: the pool
-// keeps its connections (MaxConns), each cache filled as the database grows, and
-// the driver's allocator keeps what SQLite frees mapped; at 256 KiB they
-// were a tenth of the daemon's memory at 10,000 entities (ADR-0052). A
-// page missed is read back from the kernel's page cache (one pread); the
-// queue and the counts read the view, not SQLite, and the list's page
-// (ADR-0060) is an index walk of a few pages.
+// DSN turns a path (or file: URI) into the driver DSN with watchdog's pragmas:
+// synchronous=FULL so an acknowledged transition survives a power cut, and a
+// small per-connection cache (CacheKiB; ADR-0052).
 func DSN(path string) string {
 	base, query := path, ""
 	if strings.HasPrefix(path, "file:") {
@@ -147,11 +113,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	dsn := DSN(path)
 	if file := FilePath(path); file != "" && !strings.Contains(dsn, "mode=") {
-		// The file is created here, once, and every pooled connection
-		// opens it read-write without creating: a connection opened after
-		// the database was deleted must fail, not start an empty
-		// database at the path while this process still writes to the
-		// old one (see watchIdentity).
+		// Created here once; pooled connections open without creating, so one
+		// opened after deletion fails rather than start an empty database.
 		f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		switch {
 		case err == nil:
@@ -168,13 +131,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(MaxConns)
-	// Every connection stays open: database/sql would close all but two
-	// idle ones after each burst and open new ones for the next, and a
-	// connection opened after the file was replaced (see watchIdentity)
-	// recovers the old WAL into the new file, corrupting what the pinned
-	// connection still reads for the rescue. MaxConns are opened at most
-	// anyway; keeping them costs their descriptors (the fd budget counts
-	// them all) and no churn.
+	// Keep every connection: one opened after the file was replaced would
+	// recover the old WAL into the new file (watchIdentity).
 	db.SetMaxIdleConns(MaxConns)
 	s := &Store{db: db, path: path}
 	s.writes.DatabaseError = databaseError

@@ -11,20 +11,12 @@ import (
 	"watchdog/store/internal/rowcodec"
 )
 
-// ApplyTransition is the store half of the one write path: inside one
-// write transaction it reads the entity, lets decide validate the change
-// against that very row, appends the audit row, and updates the lifecycle
-// with a compare-and-set on the lifecycle and audit sequence it read. A
-// crash at any instant leaves either both writes or neither.
-//
-// Concurrent calls share a commit (groupWrite): each runs in its own
-// savepoint of one transaction, so each keeps its own read, decision,
-// compare-and-set and audit row and gets its own answer, and the group
-// pays for one fsync. A nil error still means durable.
-//
-// No other code may UPDATE the lifecycle column; a test greps for it, and
-// the entities_lifecycle_audited trigger refuses a change without its
-// audit row.
+// ApplyTransition is the store half of the one write path: in one write
+// transaction it reads the entity, lets decide validate against that row,
+// appends the audit row and compare-and-sets the lifecycle on the seq read, so a
+// crash leaves both writes or neither. Calls share a commit in savepoints
+// (groupWrite); nil still means durable. Only this UPDATEs lifecycle (a
+// trigger refuses a change without its audit row).
 func (s *Store) ApplyTransition(ctx context.Context, typ, id string, decide store.Decider) (before, after store.Entity, err error) {
 	err = s.groupWrite(ctx, "transition "+typ+"/"+id, func(ctx context.Context, tx *sql.Tx) error {
 		var e error

@@ -1,11 +1,5 @@
-// Package rowcodec is the row encoding both store drivers share
-// (watchdog/store/sqlite and watchdog/store/postgres): the column lists,
-// the scanners of entity, audit, attention and dismissal rows, how times,
-// durations, lists and NULLs are written, and the bookkeeping a
-// registration or a transition writes besides the lifecycle. Both drivers
-// store and read exactly the same columns in the same encoding, and what a
-// transition writes is decided in one place. It works on database/sql's
-// rows and pgx's alike (RowScanner; the column scanners are sql.Scanners).
+// Package rowcodec is the row encoding both store drivers share, so both store
+// and read the same columns the same way and a transition's writes are decided once.
 package rowcodec
 
 import (
@@ -48,9 +42,7 @@ const AuditColumns = `seq, entity_type, entity_id, from_lifecycle, to_lifecycle,
 	reason_code, message, evidence, actor, trigger_name, at, host_id, principal`
 
 // AttentionColumns are the entity columns the attention queue reads
-// (ScanAttention): the dimensions, the reasons with their evidence, the
-// label and the timestamps. Reading 13 columns instead of all 37 is most
-// of the cost of a queue poll over a large store.
+// (ScanAttention): 13 of 37 columns, most of a queue poll's cost.
 const AttentionColumns = `type, id, label, lifecycle, terminal, transition_reason, health, delivery, reasons,
 	health_since, ended_at, lifecycle_at, created_at, updated_at`
 
@@ -78,10 +70,8 @@ type Rows interface {
 	Err() error
 }
 
-// ScanRevisions reads the rows of RevisionColumns into entities holding
-// their key and revision, a page of limit at most: each scanned into its
-// place in the page, where a row scanned into an entity of its own cost
-// the entity's whole size on the heap.
+// ScanRevisions reads RevisionColumns rows into a page of key+revision
+// entities, scanned in place to avoid a heap entity per row.
 func ScanRevisions(rows Rows, limit int) ([]store.Entity, error) {
 	var out []store.Entity
 	for rows.Next() {
@@ -100,12 +90,8 @@ func ScanRevisions(rows Rows, limit int) ([]store.Entity, error) {
 // ScanEntity decodes one row of EntityColumns.
 func ScanEntity(r RowScanner) (store.Entity, error) { return scanEntity(r, nil) }
 
-// artifactCache shares decoded artifact contracts within one List: specs
-// are relative to each entity's artifacts_root, so entities of one kind
-// usually carry the very same contract text, and decoding it once per
-// sweep instead of once per entity is most of the scan's JSON work. The
-// shared slices are read-only (nothing modifies a stored entity's specs in
-// place).
+// artifactCache shares decoded artifact contracts within one List (entities
+// of a kind carry the same text); the shared slices are read-only.
 type artifactCache map[string][]state.ArtifactSpec
 
 // scanEntity decodes one row of EntityColumns, through cache when it is
@@ -245,9 +231,7 @@ func OwnerUIDArg(e *store.Entity) any {
 	return int64(e.OwnerUID)
 }
 
-// UnixArg is t as a time column holds it: Unix seconds (a double), or
-// NULL (nil) for the zero time. With ScanUnix it is the stores' one pair
-// of time conversions.
+// UnixArg is t as a time column holds it: Unix seconds, or NULL for zero.
 func UnixArg(t time.Time) any {
 	if t.IsZero() {
 		return nil
@@ -292,10 +276,8 @@ func (c SecondsCol) Scan(v any) error {
 	return err
 }
 
-// realColumn is the number a REAL column's driver value holds, 0 for
-// NULL. It takes the drivers' two number types itself, where
-// sql.NullFloat64 would cost the sweep's store read an allocation per
-// column.
+// realColumn is a REAL column's number (0 for NULL), avoiding
+// sql.NullFloat64's allocation per column.
 func realColumn(v any) (float64, error) {
 	switch x := v.(type) {
 	case nil:
@@ -329,9 +311,8 @@ func JSONList(v any) (string, error) {
 	return "[]", nil
 }
 
-// NewDismissalID makes the random id of a new dismissal row. The
-// fingerprint is the identity that matters; the id only satisfies the
-// ADR's primary key and names the row in logs.
+// NewDismissalID makes the random id of a new dismissal row; the fingerprint
+// is the identity that matters.
 func NewDismissalID() (string, error) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -350,10 +331,8 @@ func NewTriageBatch() (string, error) {
 	return "tri_" + hex.EncodeToString(b[:]), nil
 }
 
-// PrepareDismissals checks each dismissal of a batch and fills what both
-// drivers default (a new id, dismissed_by "operator", created_at): the
-// whole batch is refused when one is incomplete, before anything is
-// written.
+// PrepareDismissals checks and defaults each dismissal of a batch, refusing
+// the whole batch before any write when one is incomplete.
 func PrepareDismissals(ds []store.Dismissal) ([]store.Dismissal, error) {
 	if len(ds) == 0 {
 		return nil, fmt.Errorf("upsert dismissals: no dismissal given")
@@ -496,10 +475,8 @@ func withDelivery(reasons []state.StateReason, d *store.DeliveryRecord, at time.
 	return append(out, found...)
 }
 
-// withoutFlags is reasons without the findings a transition answers: the
-// flag that asks the operator to record an end for a dead process
-// (system.health.process_dead_unowned) is over the moment anyone moves the
-// entity, not at the next sweep. answered reports whether one was there.
+// withoutFlags drops the findings a transition answers (process_dead_unowned
+// ends when anyone moves the entity); answered says whether one was there.
 func withoutFlags(reasons []state.StateReason) (kept []state.StateReason, answered bool) {
 	kept = make([]state.StateReason, 0, len(reasons))
 	for _, r := range reasons {
@@ -512,15 +489,9 @@ func withoutFlags(reasons []state.StateReason) (kept []state.StateReason, answer
 	return kept, answered
 }
 
-// Applied is the row a transition's write leaves of cur, as a store reads
-// it back (times to the microsecond, the JSON columns decoded), but for
-// the numbers the store draws (LastSeq, Revision: cur's): what a driver
-// derives the row's columns from before the write, so that the write that
-// changes the lifecycle writes them too (ADR-0059). It follows the
-// PostgreSQL function's UPDATE (migration 0008); a driver checks it
-// against the row it reads back and marks the row stale when they
-// differ, so a drift of the two costs a statement and a reader's
-// derivation, never a wrong answer.
+// Applied is the row a transition's write leaves of cur, as read back (but
+// LastSeq, Revision), to derive its columns in the same write (ADR-0059).
+// It mirrors migration 0008's UPDATE; a driver marks the row stale on drift.
 func (p TransitionPlan) Applied(cur store.Entity, ch store.Change) (store.Entity, error) {
 	e := cur
 	to := ch.To

@@ -1,6 +1,5 @@
-// Package writewatch is the record both store drivers keep of their own
-// write transactions (store.WriteHealth), and the signal that tells the
-// daemon when the store's health may have changed (HealthEvents).
+// Package writewatch records both drivers' write transactions
+// (store.WriteHealth) and signals health changes (HealthEvents).
 package writewatch
 
 import (
@@ -12,18 +11,11 @@ import (
 	"watchdog/store"
 )
 
-// Watch records the outcome of a store's write transactions and
-// tells a reader when the store's health may have changed: a write
-// failing for the store's sake after none did, the first commit after a
-// failure, or (Tell) an event a driver sees itself, such as a database
-// file deleted or replaced. Both drivers embed one. The zero value is
-// ready to use.
+// Watch records a store's write outcomes and tells a reader when its health
+// may have changed. Both drivers embed one; the zero value is ready to use.
 type Watch struct {
-	// DatabaseError reports an error the database itself answered
-	// (SQLite's: a table it cannot find, corruption), which is the
-	// store's fault though Classify calls it a fault; nil when the driver
-	// marks every error of the store's own itself. Set it before the
-	// first write.
+	// DatabaseError reports an error the database itself answered (a missing
+	// table, corruption): the store's fault. Set it before the first write.
 	DatabaseError func(error) bool
 
 	mu      sync.Mutex
@@ -40,9 +32,8 @@ func (w *Watch) ch() chan struct{} {
 	return w.told
 }
 
-// HealthEvents returns a channel told whenever the store's health may
-// have changed (see Watch); a reader checks the store then, instead
-// of polling it. One buffered slot: a burst is told once.
+// HealthEvents returns a channel told whenever the store's health may have
+// changed. One buffered slot: a burst is told once.
 func (w *Watch) HealthEvents() <-chan struct{} { return w.ch() }
 
 // Tell wakes the reader of HealthEvents.
@@ -75,8 +66,7 @@ func (w *Watch) Start() {
 	w.running++
 }
 
-// Done records the end of a write transaction begun with Start: err is
-// its result as the driver returns it (classified).
+// Done records the end of a write begun with Start, with its classified err.
 func (w *Watch) Done(err error) {
 	now := time.Now()
 	w.mu.Lock()
@@ -100,14 +90,7 @@ func (w *Watch) Done(err error) {
 }
 
 // StoresFault says whether a write's error is the store's rather than the
-// caller's: see store.WriteHealth.Failed. The store's are those
-// store.Classify says were not written or have an unknown outcome, and any
-// other error the database itself answered (DatabaseError: a table gone,
-// corruption): none of them is a decision of the caller's. A caller that
-// gave up (its context) says nothing about the store; a deadline of the
-// store's own write check is reported by the check itself. The daemon
-// answers a failure with a write check at once, which decides: an error
-// of one write alone does not make it not ready.
+// caller's (store.WriteHealth.Failed); a caller's cancelled context is not.
 func (w *Watch) StoresFault(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
