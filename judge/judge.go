@@ -231,8 +231,8 @@ func observe(e store.Entity, seen Seen, s Settings, now time.Time) (store.Observ
 		obs.DeadSince = ev.At // the kernel's moment, not the look's
 	}
 	if x := seen.Event.Exit; x != nil && !state.SameExit(x, e.Exit) {
-		obs.Exit = x // recorded in the death's one write
-		e.Exit = x   // and cited by the findings below
+		obs.Exit, obs.PID = x, e.PID // recorded in the death's one write
+		e.Exit = x                   // and cited by the findings below
 	}
 	if f, ok := unownedDeath(e, res, obs.DeadSince, s, now); ok {
 		obs.Reasons = flagUnowned(obs.Reasons, f)

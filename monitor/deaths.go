@@ -34,17 +34,19 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 		if d.Exit.Signal != 0 {
 			x.Code = 0
 		}
-		tr.w().exit, news = &x, true
+		tr.w().heard, news = &x, true
 	}
 	if tr.r().diedPID == pid {
 		if news {
 			// The status after the death: now if the death awaited it, else a second write.
 			m.check(ctx, tr)
+			m.reschedule(tr)
 		}
 		return
 	}
 	// Not Forget: pidwatch ends the watch itself after the last Death.
-	tr.w().diedPID, tr.rare.diedAt = pid, stampOf(d.At)
+	r := tr.w()
+	r.diedPID, r.diedAt = pid, stampOf(d.At)
 	if tr.mode == byPidfd {
 		m.setMode(tr, unwatched)
 		tr.watchedPID = 0
@@ -59,7 +61,6 @@ func (m *Monitor) death(ctx context.Context, tr *tracked, d pidwatch.Death) {
 	}
 	if !news && tr.r().treeRoot.PID != 0 && m.opt.Tree.Mode() == proctree.ModeEvents {
 		// The connector has the status at exit, the pidfd only once reaped.
-		tr.rare.awaitExit = true
 		tr.checkAt = stampOf(m.opt.Now().Add(exitWait))
 		m.reschedule(tr)
 		return
@@ -77,7 +78,7 @@ func (m *Monitor) event(tr *tracked, e *store.Entity) judge.Event {
 	}
 	ev := judge.Event{Died: true, At: r.diedAt.time()}
 	if e.Exit == nil && r.exitPID == r.diedPID {
-		ev.Exit = r.exit
+		ev.Exit = r.heard
 	}
 	return ev
 }

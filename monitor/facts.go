@@ -55,9 +55,10 @@ type rare struct {
 	// diedPID's death was reported: never watched again (the pid may be reused).
 	// exitPID's exit status was recorded: never recorded twice.
 	diedPID, exitPID int32
-	// diedAt is when diedPID died; awaitExit: waiting for the connector's exit status.
-	diedAt    stamp
-	awaitExit bool
+	// diedAt is when diedPID died; heard is the exit status the kernel
+	// gave, kept until the store holds one (a first write that did not land).
+	diedAt stamp
+	heard  *state.ExitStatus
 	// hbWatch is the heartbeat file watched ("" none), hbWatched: by inotify.
 	hbWatch   string
 	hbWatched bool

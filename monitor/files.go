@@ -32,14 +32,6 @@ func newFiles(max int) *files {
 	return f
 }
 
-// events is the watcher's channel (nil without a watcher: never ready).
-func (f *files) events() chan fsnotify.Event {
-	if f.w == nil {
-		return nil
-	}
-	return f.w.Events
-}
-
 // add watches path for tr; false: polled.
 func (f *files) add(tr *tracked, path string) bool {
 	path = filepath.Clean(path)
@@ -119,7 +111,9 @@ func (m *Monitor) watchFile(tr *tracked) {
 	if m.fw == nil {
 		m.fw = newFiles(MaxFileDirs)
 	}
-	tr.w().hbWatch, tr.rare.hbWatched = want, m.fw.add(tr, want)
+	watched := m.fw.add(tr, want)
+	r := tr.w()
+	r.hbWatch, r.hbWatched = want, watched
 	m.countFiles()
 }
 

@@ -255,10 +255,16 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}()
 	defer m.forgetAll()
 	files := func() chan fsnotify.Event {
-		if m.fw == nil {
+		if m.fw == nil || m.fw.w == nil {
 			return nil
 		}
-		return m.fw.events()
+		return m.fw.w.Events
+	}
+	fileErrors := func() chan error {
+		if m.fw == nil || m.fw.w == nil {
+			return nil
+		}
+		return m.fw.w.Errors
 	}
 	for {
 		m.applyPending(ctx)
@@ -278,6 +284,13 @@ func (m *Monitor) Run(ctx context.Context) error {
 		case <-m.wake:
 		case ev := <-files():
 			m.fileChanged(ctx, ev.Name)
+		case err := <-fileErrors():
+			// Events were lost (a full inotify queue): every watched file
+			// of an idle or stalled entity is looked at now.
+			m.opt.Logger.Warn("heartbeat file events were lost; looking at every watched file", zap.Error(err))
+			for path := range m.fw.paths {
+				m.fileChanged(ctx, path)
+			}
 		case <-alarm.C:
 			armed = time.Time{} // fired: the next turn arms it again
 		case d, ok := <-deaths:
@@ -337,7 +350,7 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 			// Registered and ended between two looks, so never judged: judge once now.
 			tr = &tracked{index: -1}
 		}
-		if tr != nil && tr.r().diedPID != 0 && tr.r().diedPID == pid32(e.PID) && judge.EndedByDeath(e) && len(e.LockFiles) == 0 && len(e.Artifacts) == 0 {
+		if tr != nil && tr.r().diedPID != 0 && tr.r().diedPID == tr.f.pid && !otherProcess(&tr.f, e) && judge.EndedByDeath(e) && len(e.LockFiles) == 0 && len(e.Artifacts) == 0 {
 			// Ended for the death the monitor saw: already judged then.
 			tr = nil
 		}
@@ -367,6 +380,11 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 		// Another process, or a lifecycle write over an unrecorded death: the
 		// store refuses a check of the pre-transition copy, so judge now.
 		tr.checkAt = stampOf(now)
+	}
+	if !fresh && otherProcess(&tr.f, e) && tr.rare != nil {
+		// Another process, even under a reused pid: none of the last
+		// one's death is its own.
+		tr.rare.diedPID, tr.rare.exitPID, tr.rare.diedAt, tr.rare.heard = 0, 0, 0, nil
 	}
 	if !fresh && unsafe.StringData(tr.f.id) != unsafe.StringData(e.ID) {
 		// A new id string for the same key: re-key, keeping no older copy.

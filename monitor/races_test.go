@@ -237,3 +237,39 @@ func TestHeartbeatFileEventRejudges(t *testing.T) {
 		t.Errorf("after the entity went: %d watched, %d polled", w, p)
 	}
 }
+
+// A death whose first write did not land (a transition came first) is
+// judged again with its exit status; a new process under the reused pid
+// carries none of the old one's death.
+func TestDeathOutlivesAMissedWriteNotAReusedPid(t *testing.T) {
+	h := newHarness(t, Settings{})
+	e := session("s", 42)
+	e.LastSeq = 1
+	h.update(e)
+	h.step()
+	at := h.clock.Now()
+	if got := h.death(pidwatch.Death{Key: "session/s", PID: 42, At: at, Exit: pidwatch.Exit{Known: true, Code: 3}}); len(got) != 1 || got[0].ev.Exit == nil {
+		t.Fatalf("the death: %+v", got)
+	}
+	// The owner's transition landed first: the store refused the death's
+	// write, and the change comes back without it.
+	e.LastSeq = 2
+	h.update(e)
+	got := h.step()
+	if len(got) != 1 || !got[0].ev.Died || got[0].ev.Exit == nil || got[0].ev.Exit.Code != 3 {
+		t.Fatalf("after the transition: %+v, want a check told the death and its status", got)
+	}
+	// Re-registered to a new process that got pid 42 again.
+	next := session("s", 42)
+	next.LastSeq, next.PIDStartTicks = 3, 2000
+	h.update(next)
+	calls := h.step()
+	if len(calls) == 0 {
+		t.Fatal("the new process was not judged")
+	}
+	for _, c := range calls {
+		if c.ev.Died || c.ev.Exit != nil {
+			t.Errorf("the new process under pid 42 was told the old one's death: %+v", c.ev)
+		}
+	}
+}

@@ -15,9 +15,6 @@ import (
 // check runs CheckEntity now; a failure is retried at the next poll.
 func (m *Monitor) check(ctx context.Context, tr *tracked) {
 	tr.checkAt = 0
-	if tr.rare != nil {
-		tr.rare.awaitExit = false
-	}
 	defer func() {
 		if r := tr.r(); r.diedPID != 0 && r.diedPID == tr.f.pid && r.deadSince == 0 {
 			// The death this check recorded, until Update brings the stored value.

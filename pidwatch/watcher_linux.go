@@ -252,7 +252,9 @@ func (w *Watcher) Alive(key string, pid int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wt := w.byKey[key]
-	return wt != nil && int(wt.pid) == pid && wt.died == nil
+	// A loop that stopped (closed, or epoll_wait failed) reports nothing:
+	// then nothing is alive by its word.
+	return wt != nil && int(wt.pid) == pid && wt.died == nil && !w.closed && w.failed == nil
 }
 
 // Len is how many keys hold a pidfd now, dead ones included.

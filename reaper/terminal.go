@@ -87,7 +87,11 @@ func (r *Reaper) decide(ctx context.Context, e store.Entity, parents parentCache
 	var err error
 	if ev.Died && e.HostID == r.HostID && len(kinds) == 1 && kinds[0] == judge.ActEnforce {
 		// Enforcement needs the death alone, which the kernel told.
-		pid := probe.Reported(judge.PIDSubject(&e))
+		sub := judge.PIDSubject(&e)
+		if sub.Exit == nil {
+			sub.Exit = ev.Exit // heard, not stored yet: the evidence names it
+		}
+		pid := probe.Reported(sub)
 		s.seen = judge.Seen{Probed: true, Event: ev, Result: probe.Result{Liveness: probe.Dead, PID: pid}}
 		s.v = judge.Judge(e, s.seen, r.Settings.Settings, r.now())
 	} else {

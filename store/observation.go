@@ -21,6 +21,9 @@ type Observation struct {
 	SeenSeq int64
 	At      time.Time
 	// Exit is the exit status the kernel reported with the death, written
-	// with it; nil leaves the stored one.
+	// with it; nil leaves the stored one. With it, the observation is
+	// written only while the row still names PID, the process that died (a
+	// re-registration does not move SeenSeq).
 	Exit *state.ExitStatus
+	PID  int
 }

@@ -45,7 +45,7 @@ func TestEntityExitStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := store.Observation{Health: state.HealthProcessDead, HealthSince: at, DeadSince: at, SeenSeq: killed.LastSeq, At: at,
-		Exit: &state.ExitStatus{Signal: int(syscall.SIGKILL), At: at}}
+		Exit: &state.ExitStatus{Signal: int(syscall.SIGKILL), At: at}, PID: pid}
 	if _, err := st.RecordObservation(ctx, "session", "killed", o); err != nil {
 		t.Fatal(err)
 	}

@@ -482,7 +482,8 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 		args["code"], args["signal"] = rowcodec.ExitColumns(*o.Exit)
 		args["exit_at"] = unixtime.Seconds(o.Exit.At)
 		set = ", exit_code = @code::bigint, exit_signal = @signal::bigint, exit_at = @exit_at"
-		differs = " OR exit_at IS NULL OR exit_code IS DISTINCT FROM @code::bigint OR exit_signal IS DISTINCT FROM @signal::bigint"
+		differs = " OR exit_at IS NULL OR exit_code IS DISTINCT FROM @code::bigint OR exit_signal IS DISTINCT FROM @signal::bigint) AND (pid = @pid"
+		args["pid"] = int64(o.PID)
 	}
 	update := `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
 		health_since = @health_since::double precision, dead_since = @dead_since::double precision, updated_at = @at` + set + `

@@ -44,7 +44,7 @@ func TestObservationRecordsExit(t *testing.T) {
 		{"exit 0", seq, &state.ExitStatus{Code: 0, At: unixAt(5)}, true, &state.ExitStatus{Code: 0, At: unixAt(5)}},
 		{"sigkill", seq, &state.ExitStatus{Signal: 9, At: unixAt(6)}, true, &state.ExitStatus{Signal: 9, At: unixAt(6)}},
 	} {
-		o := store.Observation{Health: state.HealthProcessDead, HealthSince: unixAt(2), DeadSince: unixAt(2), SeenSeq: tc.seq, At: unixAt(2), Exit: tc.x}
+		o := store.Observation{Health: state.HealthProcessDead, HealthSince: unixAt(2), DeadSince: unixAt(2), SeenSeq: tc.seq, At: unixAt(2), Exit: tc.x, PID: 4242}
 		wrote, err := s.RecordObservation(ctx, "session", "open", o)
 		if err != nil || wrote != tc.wrote {
 			t.Errorf("%s: RecordObservation = %v, %v; want %v", tc.name, wrote, err, tc.wrote)

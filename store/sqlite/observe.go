@@ -31,8 +31,8 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 		if o.Exit != nil {
 			code, signal := rowcodec.ExitColumns(*o.Exit)
 			set = ", exit_code = :code, exit_signal = :signal, exit_at = :exit_at"
-			differs = " OR exit_at IS NULL OR exit_code IS NOT :code OR exit_signal IS NOT :signal"
-			args = append(args, sql.Named("code", code), sql.Named("signal", signal), sql.Named("exit_at", unixtime.Seconds(o.Exit.At)))
+			differs = " OR exit_at IS NULL OR exit_code IS NOT :code OR exit_signal IS NOT :signal) AND (pid = :pid"
+			args = append(args, sql.Named("code", code), sql.Named("signal", signal), sql.Named("exit_at", unixtime.Seconds(o.Exit.At)), sql.Named("pid", o.PID))
 		}
 		res, err := s.txExec(ctx, tx, `UPDATE entities SET health = :health, delivery = :delivery, reasons = :reasons,
 		health_since = :health_since, dead_since = :dead_since, updated_at = :at, observed_at = :at`+set+`

@@ -127,7 +127,7 @@ func testRegisterUpsert(t *testing.T, h Harness) {
 		t.Fatalf("registration audit: %+v %v", rows, err)
 	}
 	if x, err := s.RecordObservation(ctx, "session", "s1", store.Observation{Health: state.HealthProcessDead, SeenSeq: rows[0].Seq, At: t0.Add(time.Second),
-		Exit: &state.ExitStatus{Code: 3, At: t0.Add(time.Second)}}); err != nil || !x {
+		Exit: &state.ExitStatus{Code: 3, At: t0.Add(time.Second)}, PID: 42}); err != nil || !x {
 		t.Fatalf("record exit: %v %v", x, err)
 	}
 	// A re-registration that only renames keeps everything it leaves out,
@@ -285,15 +285,17 @@ func testHeartbeatExit(t *testing.T, h Harness) {
 	o := store.Observation{Health: state.HealthProcessDead, HealthSince: t0, DeadSince: t0, SeenSeq: cur.LastSeq, At: t0}
 	for _, tc := range []struct {
 		seq  int64
+		pid  int
 		x    *state.ExitStatus
 		want bool
 	}{
-		{cur.LastSeq + 1, &state.ExitStatus{Code: 1, At: t0}, false}, // not the lifecycle judged
-		{cur.LastSeq, &state.ExitStatus{Signal: 9, At: t0}, true},
-		{cur.LastSeq, &state.ExitStatus{Signal: 9, At: t0}, false}, // the same again
-		{cur.LastSeq, nil, false},                                  // nil leaves it
+		{cur.LastSeq + 1, 7, &state.ExitStatus{Code: 1, At: t0}, false}, // not the lifecycle judged
+		{cur.LastSeq, 8, &state.ExitStatus{Code: 1, At: t0}, false},     // another process's
+		{cur.LastSeq, 7, &state.ExitStatus{Signal: 9, At: t0}, true},
+		{cur.LastSeq, 7, &state.ExitStatus{Signal: 9, At: t0}, false}, // the same again
+		{cur.LastSeq, 7, nil, false},                                  // nil leaves it
 	} {
-		o.SeenSeq, o.Exit = tc.seq, tc.x
+		o.SeenSeq, o.PID, o.Exit = tc.seq, tc.pid, tc.x
 		if got, err := s.RecordObservation(ctx, "session", "s1", o); err != nil || got != tc.want {
 			t.Errorf("record exit seq %d %+v: %v %v, want %v", tc.seq, tc.x, got, err, tc.want)
 		}
