@@ -15,7 +15,7 @@ type mode uint8
 const (
 	unwatched mode = iota // no local process of its own, or known dead
 	byPidfd               // a pidfd watch reports its death
-	polled                // no pidfd to be had: CheckEntity every PollInterval
+	polled                // no pidfd to be had: Observe every PollInterval
 )
 
 // tracked is one open entity of this host as the monitor keeps it. Each
@@ -26,7 +26,7 @@ type tracked struct {
 	f facts
 	// rare is nil for most: read through r, written through w.
 	rare *rare
-	// checkAt is an explicit CheckEntity (a death, a gone process, a poll); zero: none.
+	// checkAt is an explicit Observe (a death, a gone process, a poll); zero: none.
 	checkAt stamp
 	// judged: every heartbeat boundary up to here has been looked at.
 	judged stamp

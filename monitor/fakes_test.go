@@ -30,7 +30,7 @@ type call struct {
 type recorder struct {
 	mu    sync.Mutex
 	calls []call
-	err   error // returned by CheckEntity
+	err   error // returned by Observe
 }
 
 func (r *recorder) add(c call) {

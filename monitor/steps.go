@@ -12,7 +12,7 @@ import (
 	"watchdog/store"
 )
 
-// check runs CheckEntity now; a failure is retried at the next poll.
+// check runs Observe now; a failure is retried at the next poll.
 func (m *Monitor) check(ctx context.Context, tr *tracked) {
 	tr.checkAt = 0
 	defer func() {

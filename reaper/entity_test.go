@@ -41,7 +41,7 @@ func sameDecision(a, b Action) bool {
 	return a == b
 }
 
-func TestCheckEntityIsTheSweepsStep(t *testing.T) {
+func TestObserveIsTheSweepsStep(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name      string
@@ -71,15 +71,15 @@ func TestCheckEntityIsTheSweepsStep(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			one, job, typ, id := twins(t, tc.setup)
-			written, err := one.r.CheckEntity(ctx, one.get(typ, id))
+			written, err := one.r.Observe(ctx, one.get(typ, id), judge.Event{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			rep := job.sweep()
 			if written != tc.wantWrite || (rep.Written == 1) != tc.wantWrite {
-				t.Errorf("written: CheckEntity %v, sweep wrote %d; want %v", written, rep.Written, tc.wantWrite)
+				t.Errorf("written: Observe %v, sweep wrote %d; want %v", written, rep.Written, tc.wantWrite)
 			}
-			for side, f := range map[string]*fixture{"CheckEntity": one, "sweep": job} {
+			for side, f := range map[string]*fixture{"Observe": one, "sweep": job} {
 				e := f.get(typ, id)
 				if e.Health != tc.health || e.DeadSince.IsZero() == tc.deadSince {
 					t.Errorf("%s: health %s dead_since %v; want %s (dead_since set: %v)", side, e.Health, e.DeadSince, tc.health, tc.deadSince)
@@ -89,14 +89,14 @@ func TestCheckEntityIsTheSweepsStep(t *testing.T) {
 	}
 }
 
-// A schedule handed to CheckEntity (a monitor's check) is judged by its
+// A schedule handed to Observe (a monitor's check) is judged by its
 // cron, as check_schedules judges it: one judgement whoever asks.
-func TestCheckEntityJudgesSchedulesByTheirCron(t *testing.T) {
+func TestObserveJudgesSchedulesByTheirCron(t *testing.T) {
 	f := newFixture(t)
 	f.register(store.Entity{Type: "schedule", ID: "nightly", Lifecycle: ptr("enabled"), ScheduleCron: "@every 10m"})
 	f.clock.Advance(20 * time.Minute)
-	if _, err := f.r.CheckEntity(context.Background(), f.get("schedule", "nightly")); err != nil {
-		t.Fatalf("CheckEntity on a schedule: %v", err)
+	if _, err := f.r.Observe(context.Background(), f.get("schedule", "nightly"), judge.Event{}); err != nil {
+		t.Fatalf("Observe on a schedule: %v", err)
 	}
 	if e := f.get("schedule", "nightly"); e.Health != state.HealthMisfired {
 		t.Fatalf("schedule 10m past its fire and misfire_grace 5m: health %s, want misfired", e.Health)

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"watchdog/internal/testenv"
+	"watchdog/judge"
 	"watchdog/proctree"
 	"watchdog/state"
 	"watchdog/store"
@@ -227,7 +228,7 @@ func TestLeftoverByOneWalkWithoutATree(t *testing.T) {
 	if _, err := f.w.Transition(context.Background(), transitions.Request{Type: "session", ID: "s", To: "completed", Actor: transitions.ActorOrchestrator}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.r.CheckEntity(context.Background(), f.get("session", "s")); err != nil && !errors.Is(err, context.Canceled) {
+	if _, err := f.r.Observe(context.Background(), f.get("session", "s"), judge.Event{}); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
 	e := f.get("session", "s")

@@ -166,15 +166,11 @@ func (r *Reaper) sweepOne(ctx context.Context, rep *Report, e store.Entity, pare
 	return nil
 }
 
-// CheckEntity is the sweep's step for one entity: see, judge and record
-// when changed. written is false when nothing changed or a transition
-// landed since e was read.
-func (r *Reaper) CheckEntity(ctx context.Context, e store.Entity) (written bool, err error) {
-	return r.Observe(ctx, e, judge.Event{})
-}
-
-// Observe is CheckEntity after a kernel-reported event: the death is not
-// looked for again, and its exit status goes in the same observation.
+// Observe is the sweep's step for one entity (see, judge, record when
+// changed), after what happened: a death the kernel reported (ev) is not
+// looked for again, and its exit status goes in the same observation;
+// a zero ev is a plain look. written is false when nothing changed or a
+// transition landed since e was read.
 func (r *Reaper) Observe(ctx context.Context, e store.Entity, ev judge.Event) (written bool, err error) {
 	r.steps.RLock()
 	defer r.steps.RUnlock()
@@ -198,7 +194,7 @@ func (r *Reaper) observe(ctx context.Context, e store.Entity, ev judge.Event) (w
 	return s.written, nil
 }
 
-// checkEntity is the one step both of the sweep's passes and CheckEntity
+// checkEntity is the one step both of the sweep's passes and Observe
 // take for an entity.
 func (r *Reaper) checkEntity(ctx context.Context, e store.Entity, parents parentCache, ev judge.Event) (step, error) {
 	s, err := r.judgeOne(ctx, e, parents.terminal(e), true, ev)
