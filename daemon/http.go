@@ -42,7 +42,7 @@ func (h *httpSide) close() {
 func (d *daemon) serveHTTP(host *probe.Host, writer *transitions.Writer, gatherer prometheus.Gatherer, fds fdBudget, token, tokenPath string) (*httpSide, error) {
 	cfg, log, st, view, m := d.cfg, d.log, d.st, d.view, d.metrics
 	// Heartbeat files are read at the request, never stored per sweep.
-	d.requireHB.Store(&d.rp.Settings.Probe.RequireHeartbeat)
+	d.requireHB.Store(&d.rp.Settings.Thresholds.RequireHeartbeat)
 	beats := &wire.Heartbeats{HostID: host.HostID(), Last: reaper.LastHeartbeat, Required: func(typ string) bool {
 		return slices.Contains(*d.requireHB.Load(), typ)
 	}}

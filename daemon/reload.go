@@ -67,14 +67,14 @@ func (d *daemon) reload(ctx context.Context, path, webConfig string) {
 	d.cfg.Auth.Mode, d.cfg.Auth.TokenFile, d.cfg.Auth.PublicReads = old.Auth.Mode, old.Auth.TokenFile, old.Auth.PublicReads
 	rs := ReaperSettings(d.cfg)
 	d.live.setSettings(d.rp, rs)
-	d.requireHB.Store(&rs.Probe.RequireHeartbeat)
+	d.requireHB.Store(&rs.Thresholds.RequireHeartbeat)
 	if err := d.schedule(ctx); err != nil {
 		// Validated by config.Load, so unexpected: keep the old schedule, not none.
 		d.log.Error("reschedule failed, restoring the old config", zap.Error(err))
 		d.cfg = old
 		rs := ReaperSettings(old)
 		d.live.setSettings(d.rp, rs)
-		d.requireHB.Store(&rs.Probe.RequireHeartbeat)
+		d.requireHB.Store(&rs.Thresholds.RequireHeartbeat)
 		if err := d.schedule(ctx); err != nil {
 			d.log.Error("restore failed", zap.Error(err))
 			return

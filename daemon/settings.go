@@ -6,7 +6,6 @@ import (
 	"watchdog/config"
 	"watchdog/internal/cronspec"
 	"watchdog/judge"
-	"watchdog/probe"
 	"watchdog/reaper"
 	"watchdog/transitions"
 )
@@ -21,7 +20,7 @@ func ReaperSettings(cfg *config.Config) reaper.Settings {
 	killUIDs, _ := cfg.Reaper.KillUIDs()
 	return reaper.Settings{
 		Settings: judge.Settings{
-			Probe: probe.Thresholds{
+			Thresholds: judge.Thresholds{
 				IdleAfter: time.Duration(t.IdleAfter), StalledAfter: time.Duration(t.StalledAfter),
 				SlowAfter: time.Duration(t.SlowAfter), SlowUntil: time.Duration(t.SlowUntil),
 				RequireHeartbeat: canonicalTypes(t.RequireHeartbeat),

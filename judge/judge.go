@@ -17,8 +17,8 @@ import (
 // Settings are the thresholds and windows a judgement applies (config
 // `thresholds.*`), the same for the daemon and every command on its host.
 type Settings struct {
-	// Probe are the heartbeat and slowness thresholds.
-	Probe         probe.Thresholds
+	// Thresholds are the heartbeat and slowness thresholds.
+	Thresholds    Thresholds
 	TerminalGrace time.Duration
 	PhantomAfter  time.Duration
 	MisfireGrace  time.Duration
@@ -27,7 +27,7 @@ type Settings struct {
 
 // DefaultSettings are the config's defaults (docs/reference/config.md).
 var DefaultSettings = Settings{
-	Probe:         probe.DefaultThresholds,
+	Thresholds:    DefaultThresholds,
 	TerminalGrace: 30 * time.Second,
 	PhantomAfter:  time.Hour,
 	MisfireGrace:  5 * time.Minute,
@@ -37,7 +37,7 @@ var DefaultSettings = Settings{
 // WithDefaults fills every unset (zero or negative) setting with its default.
 func (s Settings) WithDefaults() Settings {
 	d := DefaultSettings
-	s.Probe = s.Probe.WithDefaults()
+	s.Thresholds = s.Thresholds.WithDefaults()
 	for _, f := range []struct{ v, d *time.Duration }{
 		{&s.TerminalGrace, &d.TerminalGrace}, {&s.PhantomAfter, &d.PhantomAfter},
 		{&s.MisfireGrace, &d.MisfireGrace}, {&s.FailureWindow, &d.FailureWindow},
@@ -70,7 +70,8 @@ func (s Settings) Window() time.Duration {
 type Seen struct {
 	// Probed says the probe ran; an entity with nothing to probe reads fine.
 	Probed bool
-	Result probe.Result
+	// Observed is what the probe saw, which Judge classifies.
+	Observed probe.Observations
 	// HeartbeatFile is the heartbeat file's mtime as last known (zero: unknown).
 	HeartbeatFile time.Time
 	// Descendants are the live descendants by pid, looked for only when LeftoversDue.
@@ -122,24 +123,29 @@ type Verdict struct {
 	Acts []Act
 	// Next is when the judgement may change with nothing new seen; zero: never.
 	Next time.Time
+	// Result is the classification of what was seen, when Probed.
+	Result Result
 }
 
-// Judge judges e at now from what was seen. Seen.Result must come from a
+// Judge judges e at now from what was seen. Seen.Observed must come from a
 // probe of Subject(e, …) when Probed(e) (and of e's pid for a schedule).
 func Judge(e store.Entity, seen Seen, s Settings, now time.Time) Verdict {
 	var v Verdict
+	if seen.Probed {
+		v.Result = Classify(seen.Observed, s.Thresholds, now)
+	}
 	if ByCron(&e) {
-		v.Observation, v.Changed = judgeSchedule(e, seen, s, now)
+		v.Observation, v.Changed = judgeSchedule(e, v.Result, seen.Probed, s, now)
 	} else {
-		v.Observation, v.Changed = observe(e, seen, s, now)
+		v.Observation, v.Changed = observe(e, v.Result, seen, s, now)
 	}
 	// The acts judge the row as it was read: the grace counts from a
 	// death recorded before, never from one first seen now.
 	if seen.Probed {
-		if a, ok := phantom(e, seen, s, now); ok {
+		if a, ok := phantom(e, v.Result, seen.HeartbeatFile, s, now); ok {
 			v.Acts = append(v.Acts, a)
 		}
-		if a, ok := enforce(e, seen.Result.PID, s, now); ok {
+		if a, ok := enforce(e, v.Result.PID, s, now); ok {
 			v.Acts = append(v.Acts, a)
 		}
 	}
@@ -205,11 +211,10 @@ func Next(e *store.Entity, file time.Time, s Settings, now time.Time) time.Time 
 }
 
 // observe judges an entity by its process and heartbeat.
-func observe(e store.Entity, seen Seen, s Settings, now time.Time) (store.Observation, bool) {
-	res := seen.Result
+func observe(e store.Entity, res Result, seen Seen, s Settings, now time.Time) (store.Observation, bool) {
 	if !seen.Probed {
 		// Nothing of its own to probe: fine as far as this host can tell.
-		res = probe.Result{Health: state.HealthOK, Delivery: e.Delivery}
+		res = Result{Health: state.HealthOK, Delivery: e.Delivery}
 	}
 	if res.Delivery == "" {
 		res.Delivery = e.Delivery
@@ -237,7 +242,7 @@ func observe(e store.Entity, seen Seen, s Settings, now time.Time) (store.Observ
 	if f, ok := unownedDeath(e, res, obs.DeadSince, s, now); ok {
 		obs.Reasons = flagUnowned(obs.Reasons, f)
 	}
-	if len(seen.Descendants) > 0 && LeftoversDue(&e, res) {
+	if len(seen.Descendants) > 0 && LeftoversDue(&e, res.Liveness) {
 		// A finding beside the root's health, which it leaves alone.
 		obs.Reasons = append(obs.Reasons, leftoverFinding(&e, res, seen.Descendants, now))
 	}
@@ -292,9 +297,7 @@ func PhantomDue(e *store.Entity, file time.Time, s Settings, now time.Time) bool
 }
 
 // phantom is reap_phantoms' judgement of e as read.
-func phantom(e store.Entity, seen Seen, s Settings, now time.Time) (Act, bool) {
-	res := seen.Result
-	file := seen.HeartbeatFile
+func phantom(e store.Entity, res Result, file time.Time, s Settings, now time.Time) (Act, bool) {
 	if hb := res.Heartbeat; hb.Source == probe.HeartbeatFile && hb.At.After(file) {
 		// An orphan that still writes its heartbeat is working, not a phantom.
 		file = hb.At

@@ -13,9 +13,8 @@ var t0 = time.Unix(1_800_000_000, 0)
 
 func lc(s string) *string { return &s }
 
-// seen is what a probe of e would report at now, built by the probe's
-// own pure classification (probe.Classify) from a pid check's liveness and
-// a heartbeat (hbAt zero: none; file says it came from a heartbeat file):
+// seen is what a probe of e would report at now, built from a pid check's
+// liveness and a heartbeat (hbAt zero: none; file says it came from a heartbeat file):
 // no process is started and no file is read.
 func seen(e store.Entity, l probe.Liveness, hbAt time.Time, file bool, now time.Time) Seen {
 	t := Subject(&e, false)
@@ -40,11 +39,18 @@ func seen(e store.Entity, l probe.Liveness, hbAt time.Time, file bool, now time.
 	} else if len(e.Artifacts) == 0 {
 		obs.Artifacts = probe.ArtifactResult{Delivery: state.DeliveryNotExpected}
 	}
-	s := Seen{Probed: true, Result: probe.Classify(obs, DefaultSettings.Probe, now)}
+	s := Seen{Probed: true, Observed: obs}
 	if file {
 		s.HeartbeatFile = hbAt
 	}
 	return s
+}
+
+// orphaned is a live process whose supervisor is gone.
+var orphaned = probe.Observations{
+	PID:        probe.PIDObservation{Subject: probe.PIDSubject{PID: 4242}, Liveness: probe.Alive},
+	Supervisor: probe.PIDObservation{Subject: probe.PIDSubject{PID: 9}, Liveness: probe.Dead},
+	Artifacts:  probe.ArtifactResult{Delivery: state.DeliveryNotExpected},
 }
 
 // proc is an entity of type typ in lifecycle life, with a process
@@ -134,12 +140,10 @@ func TestJudge(t *testing.T) {
 			e: dead(proc("session", "running"), t0.Add(2*time.Hour)), seen: seen(dead(proc("session", "running"), t0.Add(2*time.Hour)), probe.Dead, time.Time{}, false, t0.Add(3*time.Hour)), now: t0.Add(3 * time.Hour),
 			health: state.HealthProcessDead, act: ActPhantom, to: "aborted"},
 		{name: "orphaned and quiet for phantom_after: reaped as an orphan",
-			e: orphan, seen: Seen{Probed: true, Result: probe.Result{Health: state.HealthOrphaned, Liveness: probe.Alive, Delivery: state.DeliveryNotExpected,
-				Reasons: []state.StateReason{state.Observed(state.RunHealthOrphaned, "supervisor gone")}}}, now: t0.Add(2 * time.Hour),
+			e: orphan, seen: Seen{Probed: true, Observed: orphaned}, now: t0.Add(2 * time.Hour),
 			health: state.HealthOrphaned, code: state.RunHealthOrphaned, act: ActPhantom, to: "aborted", next: t0.Add(3 * time.Hour)},
 		{name: "an orphan whose heartbeat file is fresh is working, not a phantom",
-			e: orphan, seen: Seen{Probed: true, HeartbeatFile: t0.Add(2*time.Hour - min), Result: probe.Result{Health: state.HealthOrphaned, Liveness: probe.Alive, Delivery: state.DeliveryNotExpected,
-				Reasons: []state.StateReason{state.Observed(state.RunHealthOrphaned, "supervisor gone")}}}, now: t0.Add(2 * time.Hour),
+			e: orphan, seen: Seen{Probed: true, HeartbeatFile: t0.Add(2*time.Hour - min), Observed: orphaned}, now: t0.Add(2 * time.Hour),
 			health: state.HealthOrphaned, code: state.RunHealthOrphaned, next: t0.Add(2*time.Hour + 9*min)},
 		{name: "a show's dead process has no end: flagged once the grace is over",
 			e: dead(show, t0.Add(min)), seen: seen(dead(show, t0.Add(min)), probe.Dead, time.Time{}, false, t0.Add(2*min)), now: t0.Add(2 * min),

@@ -14,11 +14,11 @@ import (
 
 // LeftoversDue says whether e's live descendants are a finding now
 // (ADR-0044): while e is open and alive, they are its work, not leftovers.
-func LeftoversDue(e *store.Entity, res probe.Result) bool {
+func LeftoversDue(e *store.Entity, l probe.Liveness) bool {
 	if e.PID <= 0 || e.Lifecycle == nil {
 		return false
 	}
-	return e.Terminal || res.Liveness == probe.Dead
+	return e.Terminal || l == probe.Dead
 }
 
 // LeftoverRef is a process a stored leftover finding names, looked at again
@@ -81,7 +81,7 @@ const maxLeftoverNames = 8
 
 // leftoverFinding is the finding for procs (sorted by pid). A process already
 // named keeps its stored line, so an unchanged set writes nothing.
-func leftoverFinding(e *store.Entity, res probe.Result, procs []probe.Process, now time.Time) state.StateReason {
+func leftoverFinding(e *store.Entity, res Result, procs []probe.Process, now time.Time) state.StateReason {
 	stored := map[string]state.EvidenceRef{}
 	for _, r := range e.Reasons {
 		if r.Code == state.RunHealthLeftoverProcesses {
@@ -120,7 +120,7 @@ const LeftoverMorePrefix = "more:"
 
 // leftoverMessage says what is left and of what: "pid 4242 exited with
 // status 0; 3 descendants still running (node, chrome ×2)".
-func leftoverMessage(e *store.Entity, res probe.Result, procs []probe.Process) string {
+func leftoverMessage(e *store.Entity, res Result, procs []probe.Process) string {
 	var b strings.Builder
 	switch {
 	case res.Liveness == probe.Dead && e.Exit != nil:

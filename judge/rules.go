@@ -30,8 +30,8 @@ func StateSince(e *store.Entity) time.Time {
 	return e.LifecycleAt
 }
 
-// HeartbeatBase is the moment e's heartbeat ages from, as the probe computes
-// it; a file not stat'ed since can only be newer, so a deadline is never late.
+// HeartbeatBase is the moment e's heartbeat ages from, as Classify ages it;
+// a file not stat'ed since can only be newer, so a deadline is never late.
 func HeartbeatBase(e *store.Entity, file time.Time) time.Time {
 	base := e.HeartbeatAt
 	if file.After(base) {
@@ -40,10 +40,18 @@ func HeartbeatBase(e *store.Entity, file time.Time) time.Time {
 	if base.IsZero() {
 		base = Started(e)
 	}
-	if since := StateSince(e); since.After(base) {
-		base = since
-	}
+	base, _ = agesFrom(base, StateSince(e))
 	return base
+}
+
+// agesFrom is the one rule of where a heartbeat's age counts from: its last
+// sign of life, never before the current state began (a restart is not
+// stalled by the silence before it); fromState says the state's start won.
+func agesFrom(last, stateSince time.Time) (at time.Time, fromState bool) {
+	if stateSince.After(last) {
+		return stateSince, true
+	}
+	return last, false
 }
 
 // JudgedByHeartbeat says whether e's health moves with its heartbeat's age.
@@ -55,7 +63,7 @@ func JudgedByHeartbeat(e *store.Entity) bool {
 // ExpectsHeartbeat says whether e's heartbeat ages; without one, e is judged
 // on liveness alone and hangs are not detected.
 func ExpectsHeartbeat(e *store.Entity, s Settings) bool {
-	return e.HeartbeatFile != "" || !e.HeartbeatAt.IsZero() || s.Probe.Requires(e.Type)
+	return e.HeartbeatFile != "" || !e.HeartbeatAt.IsZero() || s.Thresholds.Requires(e.Type)
 }
 
 // HeartbeatBoundaries are the moments at which e's heartbeat judgement
@@ -65,7 +73,7 @@ func HeartbeatBoundaries(e *store.Entity, file time.Time, s Settings) [4]time.Ti
 	if !JudgedByHeartbeat(e) {
 		return b
 	}
-	th := s.Probe.WithDefaults()
+	th := s.Thresholds.WithDefaults()
 	if base := HeartbeatBase(e, file); !base.IsZero() && (ExpectsHeartbeat(e, s) || !file.IsZero()) {
 		b[0], b[1] = base.Add(th.IdleAfter), base.Add(th.StalledAfter)
 	}

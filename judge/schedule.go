@@ -67,11 +67,10 @@ func lastFired(e store.Entity) string {
 
 // judgeSchedule is a schedule's judgement: its cron's findings and, while
 // enabled, its process's liveness (a dead one is flagged, ADR-0022).
-func judgeSchedule(e store.Entity, seen Seen, s Settings, now time.Time) (store.Observation, bool) {
+func judgeSchedule(e store.Entity, res Result, probed bool, s Settings, now time.Time) (store.Observation, bool) {
 	health, reasons := cronHealth(e, s, now)
 	dead := time.Time{} // paused or disabled: its process is not asked for
-	if seen.Probed {
-		res := seen.Result
+	if probed {
 		dead = deadSince(e.DeadSince, res.Liveness, now)
 		if res.Liveness == probe.Dead {
 			death := res.Reasons

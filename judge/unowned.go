@@ -16,7 +16,7 @@ import (
 // would invent an outcome (ADR-0022). The flag follows from the recorded death alone.
 
 // unownedDeath is the flag for e's dead process with no end, past terminal_grace.
-func unownedDeath(e store.Entity, res probe.Result, dead time.Time, s Settings, now time.Time) (state.StateReason, bool) {
+func unownedDeath(e store.Entity, res Result, dead time.Time, s Settings, now time.Time) (state.StateReason, bool) {
 	// An entity with an outcome has had its end recorded: nothing left to ask.
 	if e.Lifecycle == nil || e.Terminal || Finished(&e) || res.Liveness != probe.Dead || dead.IsZero() ||
 		DeadTarget(&e) != "" || now.Sub(dead) < s.TerminalGrace {

@@ -16,7 +16,6 @@ import (
 	"watchdog/internal/testenv"
 	"watchdog/judge"
 	"watchdog/pidwatch"
-	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
 )
@@ -324,7 +323,7 @@ func TestUpdateReschedules(t *testing.T) {
 	if at := h.m.h.peek().at.time(); !at.Equal(t0.Add(15 * time.Minute)) {
 		t.Errorf("after a heartbeat: deadline %v, want +15m", at.Sub(t0))
 	}
-	h.m.SetSettings(Settings{Settings: judge.Settings{Probe: probe.Thresholds{IdleAfter: time.Minute, StalledAfter: 2 * time.Minute}}})
+	h.m.SetSettings(Settings{Settings: judge.Settings{Thresholds: judge.Thresholds{IdleAfter: time.Minute, StalledAfter: 2 * time.Minute}}})
 	h.step()
 	if at := h.m.h.peek().at.time(); !at.Equal(t0.Add(6 * time.Minute)) {
 		t.Errorf("after a reload: deadline %v, want +6m", at.Sub(t0))

@@ -87,7 +87,7 @@ func TestHeartbeatFileFreshAgainIsRejudged(t *testing.T) {
 	h.mtime[e.HeartbeatFile] = t0
 	h.update(e)
 	h.step()
-	h.advance(DefaultSettings.Probe.IdleAfter)
+	h.advance(DefaultSettings.Thresholds.IdleAfter)
 	e.Health = state.HealthIdle
 	h.update(e)
 	h.step()
@@ -218,7 +218,7 @@ func TestHeartbeatFileEventRejudges(t *testing.T) {
 	if w, p := h.m.HeartbeatFiles(); w != 1 || p != 0 {
 		t.Fatalf("heartbeat files: %d watched, %d polled; want 1, 0", w, p)
 	}
-	h.advance(DefaultSettings.Probe.IdleAfter)
+	h.advance(DefaultSettings.Thresholds.IdleAfter)
 	e.Health = state.HealthIdle
 	h.update(e)
 	h.step()

@@ -99,14 +99,10 @@ func testArtifactBounds(t *testing.T, poison, tree string) {
 			if res.Delivery != state.DeliveryUnknown || !strings.Contains(res.Stopped, tc.stopped) || res.Interrupted {
 				t.Fatalf("delivery %s, stopped %q interrupted %v; want unknown, %q", res.Delivery, res.Stopped, res.Interrupted, tc.stopped)
 			}
-			// Classified: delivery unknown with the bound named.
-			r := Classify(Observations{Terminal: true, Artifacts: res}, DefaultThresholds, time.Now())
-			if r.Delivery != state.DeliveryUnknown || !r.HasReason(state.RunDeliveryCheckStopped) {
-				t.Fatalf("classified %s %v", r.Delivery, r.ReasonCodes())
-			}
-			reason := r.Reasons[len(r.Reasons)-1]
-			if !strings.Contains(reason.Message, tc.stopped) || len(reason.Evidence) != 1 || reason.Evidence[0].Path != tc.root {
-				t.Errorf("reason %+v", reason)
+			// The evidence names the bound and where it stopped.
+			o := Observations{Artifacts: res}
+			if ev := o.Cited(Cites{ArtifactStop: true}); len(ev) != 1 || ev[0].Path != tc.root || !strings.Contains(ev[0].Detail, tc.stopped) {
+				t.Errorf("evidence %+v", ev)
 			}
 		})
 	}
@@ -146,10 +142,6 @@ func TestArtifactCheckFollowsTheCallersContext(t *testing.T) {
 	res := CheckArtifacts(ctx, tree, globs(2, "big/*%d"), unixAt(0))
 	if res.Delivery != state.DeliveryUnknown || !res.Interrupted || !strings.Contains(res.Stopped, "context canceled") {
 		t.Fatalf("%+v", res)
-	}
-	// An interrupted check says nothing about the entity: no finding.
-	if r := Classify(Observations{Terminal: true, Artifacts: res}, DefaultThresholds, time.Now()); len(r.Reasons) != 0 || r.Delivery != state.DeliveryUnknown {
-		t.Errorf("classified %s %v", r.Delivery, r.ReasonCodes())
 	}
 }
 

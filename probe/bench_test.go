@@ -169,7 +169,6 @@ func BenchmarkSweep(b *testing.B) {
 		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
 			f := fixture(b, n)
 			h := NewHost()
-			th := DefaultThresholds
 			now := time.Now()
 			var alive, dead int
 			b.ReportAllocs()
@@ -177,11 +176,11 @@ func BenchmarkSweep(b *testing.B) {
 			for b.Loop() {
 				alive, dead = 0, 0
 				for i := range f.subjects {
-					r := h.Probe(ctx, f.subjects[i], th, now)
-					switch r.Health {
-					case state.HealthRunning:
+					r := h.Probe(ctx, f.subjects[i], now)
+					switch r.PID.Liveness {
+					case Alive:
 						alive++
-					case state.HealthProcessDead:
+					case Dead:
 						dead++
 					}
 				}
@@ -189,7 +188,7 @@ func BenchmarkSweep(b *testing.B) {
 			b.StopTimer()
 			reportPerEntity(b, n)
 			if alive+dead != n {
-				b.Fatalf("%d running + %d dead of %d entities", alive, dead, n)
+				b.Fatalf("%d alive + %d dead of %d entities", alive, dead, n)
 			}
 		})
 	}
@@ -261,7 +260,7 @@ func BenchmarkSweepRatio(b *testing.B) {
 				}
 				t1 := time.Now()
 				for i := range f.subjects {
-					h.Probe(ctx, f.subjects[i], DefaultThresholds, now)
+					h.Probe(ctx, f.subjects[i], now)
 				}
 				t2 := time.Now()
 				floor += t1.Sub(t0)
@@ -271,33 +270,6 @@ func BenchmarkSweepRatio(b *testing.B) {
 			b.ReportMetric(float64(floor.Nanoseconds())/per, "floor-ns/entity")
 			b.ReportMetric(float64(probe.Nanoseconds())/per, "probe-ns/entity")
 			b.ReportMetric(float64(probe)/float64(floor), "ratio")
-		})
-	}
-}
-
-// BenchmarkClassify separates the healthy path, which every sweep takes
-// for every running entity and which must not allocate, from an unhealthy
-// one, which formats its reasons.
-func BenchmarkClassify(b *testing.B) {
-	alive := PIDObservation{Subject: PIDSubject{PID: 4242, StartTime: unixAt(1716517000)}, Liveness: Alive, State: 'S', StartTime: unixAt(1716517000), PPID: 1}
-	dead := PIDObservation{Subject: alive.Subject, Liveness: Dead, Cause: CauseNoSuchProcess}
-	now := unixAt(1716520000)
-	hb := func(age time.Duration) HeartbeatObservation {
-		return HeartbeatObservation{Source: HeartbeatFile, File: "/run/s.hb", Claimed: now.Add(-age), At: now.Add(-age), Age: age}
-	}
-	checks := []ArtifactCheck{{Spec: state.ArtifactSpec{Path: "review.md", Required: true}, Status: ArtifactMissing, Rel: "review.md", Root: "/runs", Problem: "does not exist"}}
-	for _, bc := range []struct {
-		name string
-		obs  Observations
-	}{
-		{"healthy", Observations{PID: alive, Heartbeat: hb(time.Minute), Artifacts: ArtifactResult{Delivery: state.DeliveryNotExpected}}},
-		{"dead", Observations{PID: dead, Heartbeat: hb(71 * time.Minute), Artifacts: ArtifactResult{Delivery: state.DeliveryMissing, Checks: checks}}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = Classify(bc.obs, DefaultThresholds, now)
-			}
 		})
 	}
 }
@@ -327,13 +299,13 @@ func BenchmarkProbe(b *testing.B) {
 	for _, bc := range []struct {
 		name    string
 		subject Subject
-		want    state.Health
-	}{{"healthy", healthy, state.HealthRunning}, {"dead", gone, state.HealthProcessDead}} {
+		want    Liveness
+	}{{"healthy", healthy, Alive}, {"dead", gone, Dead}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if r := h.Probe(b.Context(), bc.subject, DefaultThresholds, now); r.Health != bc.want {
-					b.Fatalf("health %v, want %v", r.Health, bc.want)
+				if r := h.Probe(b.Context(), bc.subject, now); r.PID.Liveness != bc.want {
+					b.Fatalf("liveness %v, want %v", r.PID.Liveness, bc.want)
 				}
 			}
 		})
@@ -378,7 +350,7 @@ func BenchmarkProbeAsOwner(b *testing.B) {
 			s := base
 			s.Owner = bc.owner
 			for b.Loop() {
-				if r := h.Probe(b.Context(), s, DefaultThresholds, now); r.Heartbeat.Source != HeartbeatFile {
+				if r := h.Probe(b.Context(), s, now); r.Heartbeat.Source != HeartbeatFile {
 					b.Fatalf("heartbeat %+v: the file was not seen", r.Heartbeat)
 				}
 			}

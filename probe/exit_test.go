@@ -17,23 +17,22 @@ import (
 )
 
 // TestDeadPIDEvidenceNamesExit: a real process ends three ways; the
-// probe's evidence and finding name how, given the status the pidfd watch
-// recorded, and say plainly when none was recorded.
+// probe's evidence names how, given the status the pidfd watch recorded,
+// and says plainly when none was recorded (the finding: judge's tests).
 func TestDeadPIDEvidenceNamesExit(t *testing.T) {
 	h := NewHost()
 	at := time.Now()
 	for _, tc := range []struct {
-		name    string
-		start   func(t *testing.T) *exec.Cmd
-		kill    bool // killed by the test once identified
-		exit    *state.ExitStatus
-		detail  string // after "pid N "
-		message string
+		name   string
+		start  func(t *testing.T) *exec.Cmd
+		kill   bool // killed by the test once identified
+		exit   *state.ExitStatus
+		detail string // after "pid N "
 	}{
-		{"exit 0", shell("sleep 0.2; exit 0"), false, &state.ExitStatus{Code: 0, At: at}, "exited with status 0 (no such process; start time %s)", "process exited with status 0; dead since " + state.Stamp(at)},
-		{"exit 3", shell("sleep 0.2; exit 3"), false, &state.ExitStatus{Code: 3, At: at}, "exited with status 3 (no such process; start time %s)", "process exited with status 3; dead since " + state.Stamp(at)},
-		{"sigkill", sleeper, true, &state.ExitStatus{Signal: int(syscall.SIGKILL), At: at}, "was killed by SIGKILL (no such process; start time %s)", "process was killed by SIGKILL; dead since " + state.Stamp(at)},
-		{"unknown", sleeper, true, nil, "not running (no such process; start time %s; exit status not available)", "process is gone (no such process)"},
+		{"exit 0", shell("sleep 0.2; exit 0"), false, &state.ExitStatus{Code: 0, At: at}, "exited with status 0 (no such process; start time %s)"},
+		{"exit 3", shell("sleep 0.2; exit 3"), false, &state.ExitStatus{Code: 3, At: at}, "exited with status 3 (no such process; start time %s)"},
+		{"sigkill", sleeper, true, &state.ExitStatus{Signal: int(syscall.SIGKILL), At: at}, "was killed by SIGKILL (no such process; start time %s)"},
+		{"unknown", sleeper, true, nil, "not running (no such process; start time %s; exit status not available)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := tc.start(t)
@@ -48,26 +47,19 @@ func TestDeadPIDEvidenceNamesExit(t *testing.T) {
 			}
 			_ = cmd.Wait() // reaped: the pid is gone
 
-			r := h.Probe(context.Background(), Subject{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, BootID: id.BootID, Exit: tc.exit, NoHeartbeat: true}, Thresholds{}, time.Now())
+			r := h.Probe(context.Background(), Subject{PID: pid, StartTime: id.StartTime, StartTicks: id.StartTicks, BootID: id.BootID, Exit: tc.exit, NoHeartbeat: true}, time.Now())
 			if r.PID.Cause == CausePIDReused {
 				t.Skipf("pid %d was reused at once; nothing to say about its exit", pid)
 			}
-			if r.Health != state.HealthProcessDead || len(r.Reasons) == 0 {
-				t.Fatalf("health %s reasons %v, want process_dead", r.Health, r.ReasonCodes())
+			if r.PID.Liveness != Dead {
+				t.Fatalf("liveness %s (%s), want dead", r.PID.Liveness, r.PID.Cause)
 			}
 			want := fmt.Sprintf("pid %d ", pid) + fmt.Sprintf(tc.detail, fmt.Sprintf("%.2f", unixtime.Seconds(id.StartTime)))
 			if got := r.PID.Detail(); got != want {
 				t.Errorf("detail %q\nwant   %q", got, want)
 			}
-			if got := r.Reasons[0].Message; got != tc.message {
-				t.Errorf("message %q, want %q", got, tc.message)
-			}
-			// The moment of death is carried, for readers to age.
-			if tc.exit != nil && !r.Reasons[0].Since.Equal(at) {
-				t.Errorf("since %v, want %v", r.Reasons[0].Since, at)
-			}
-			if ev := r.Reasons[0].Evidence; len(ev) == 0 || ev[0].Detail != want {
-				t.Errorf("finding evidence %+v, want %q", ev, want)
+			if ev := r.Cited(Cites{PID: true}); len(ev) != 1 || ev[0].Detail != want {
+				t.Errorf("evidence %+v, want %q", ev, want)
 			}
 		})
 	}
@@ -106,7 +98,7 @@ func TestReusedPIDEvidenceKeepsExit(t *testing.T) {
 // TestDeadPIDDetailAllocations: naming the exit keeps the detail line one
 // buffer (the appenders stay allocation-cheap).
 func TestDeadPIDDetailAllocations(t *testing.T) {
-	if raceEnabled {
+	if testenv.RaceEnabled {
 		t.Skip("the race detector allocates")
 	}
 	o := PIDObservation{Subject: PIDSubject{PID: 4242, StartTime: time.Unix(1716517000, 0), Exit: &state.ExitStatus{Signal: 9}}, Liveness: Dead, Cause: CauseNoSuchProcess}

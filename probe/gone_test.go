@@ -18,11 +18,11 @@ func TestGoneIsOnlyCheaper(t *testing.T) {
 	live := testenv.Sleep(t)
 	for name, pid := range map[string]int{"dead": testenv.DeadPID(t), "alive": live.Process.Pid, "zombie": testenv.Zombie(t)} {
 		subject := Subject{PID: pid, HostID: h.HostID()}
-		want := h.Probe(context.Background(), subject, DefaultThresholds, now)
+		want := h.Probe(context.Background(), subject, now)
 		subject.Gone = true
-		got := h.Probe(context.Background(), subject, DefaultThresholds, now)
+		got := h.Probe(context.Background(), subject, now)
 		if got.PID.Liveness != want.PID.Liveness || got.PID.Cause != want.PID.Cause || !errors.Is(got.PID.Err, want.PID.Err) ||
-			got.Health != want.Health || got.PID.Detail() != want.PID.Detail() {
+			got.PID.Detail() != want.PID.Detail() {
 			t.Errorf("%s: gone reads %s (%s, %v) %q, else %s (%s, %v) %q", name, got.PID.Liveness, got.PID.Cause, got.PID.Err, got.PID.Detail(),
 				want.PID.Liveness, want.PID.Cause, want.PID.Err, want.PID.Detail())
 		}

@@ -3,7 +3,6 @@ package probe
 import (
 	"errors"
 	"io/fs"
-	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -196,22 +195,4 @@ func (o HeartbeatObservation) writeDetail(b []byte, m *timeMarks) []byte {
 // appendStamp writes t as a stored message does (state.StampLayout).
 func appendStamp(b []byte, t time.Time) []byte {
 	return t.UTC().AppendFormat(b, state.StampLayout)
-}
-
-// age is appendAge's text as a string, for the finding messages (which
-// run only for unhealthy entities).
-func age(d time.Duration) string { return string(appendAge(nil, d)) }
-
-// appendAge renders a duration the way an operator reads it: 45s, 71m,
-// 5h, 3d.
-func appendAge(b []byte, d time.Duration) []byte {
-	switch {
-	case d < 2*time.Minute:
-		return append(strconv.AppendInt(b, int64(d/time.Second), 10), 's')
-	case d < 3*time.Hour:
-		return append(strconv.AppendInt(b, int64(d/time.Minute), 10), 'm')
-	case d < 72*time.Hour:
-		return append(strconv.AppendInt(b, int64(d/time.Hour), 10), 'h')
-	}
-	return append(strconv.AppendInt(b, int64(d/(24*time.Hour)), 10), 'd')
 }

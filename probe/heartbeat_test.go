@@ -94,14 +94,4 @@ func TestCheckHeartbeatDetail(t *testing.T) {
 	if got, want := o.Detail(), "last heartbeat "+state.Stamp(at)+" (posted heartbeat); progress: step 3 of 7"; got != want {
 		t.Errorf("detail %q, want %q", got, want)
 	}
-	for _, tc := range []struct {
-		d    time.Duration
-		want string
-	}{
-		{45 * time.Second, "45s"}, {71 * time.Minute, "71m"}, {5 * time.Hour, "5h"}, {80 * time.Hour, "3d"},
-	} {
-		if got := string(appendAge(nil, tc.d)); got != tc.want {
-			t.Errorf("appendAge(%v) = %q, want %q", tc.d, got, tc.want)
-		}
-	}
 }

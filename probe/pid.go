@@ -298,18 +298,6 @@ func (o PIDObservation) IdentityVerified() bool {
 	return o.Liveness == Alive && (o.Cause == CauseNone || o.Cause == CauseWatched)
 }
 
-// ReasonCode is the health reason a Dead observation stands for:
-// pid_reused, host_rebooted, or process_dead.
-func (o PIDObservation) ReasonCode() state.ReasonCode {
-	switch o.Cause {
-	case CausePIDReused:
-		return state.RunHealthPIDReused
-	case CauseHostRebooted:
-		return state.RunHealthHostRebooted
-	}
-	return state.RunHealthProcessDead
-}
-
 // CheckPID decides whether the recorded process is alive, dead or unknown
 // (docs/reference/state-model.md, Probing); unreadable /proc is Unknown, never Dead.
 func (h *Host) CheckPID(t PIDSubject) PIDObservation {

@@ -1,6 +1,6 @@
 // Package probe observes processes, heartbeats, lock files and artifacts and
-// classifies them into health, delivery, reasons and evidence. It never acts
-// (docs/reference/state-model.md, Probing).
+// describes what it saw as evidence. It decides nothing (package judge
+// classifies) and never acts (docs/reference/state-model.md, Probing).
 package probe
 
 import (
@@ -75,11 +75,11 @@ func (t *Subject) readsFiles() bool {
 
 // Unread is what Probe would return for t when it has nothing to read; ok
 // is false when t needs a look.
-func Unread(t Subject, th Thresholds, now time.Time) (r Result, ok bool) {
+func Unread(t Subject, now time.Time) (o Observations, ok bool) {
 	if !t.Died || t.PID <= 0 || t.readsFiles() {
-		return Result{}, false
+		return Observations{}, false
 	}
-	return (&Host{}).Probe(context.Background(), t, th, now), true
+	return (&Host{}).Probe(context.Background(), t, now), true
 }
 
 // checkFiles is Probe's look at t's files: the heartbeat file while it
@@ -109,9 +109,9 @@ func checkFiles(ctx context.Context, t *Subject, obs *Observations, started, now
 	}
 }
 
-// Probe runs every check the Subject calls for and classifies the
-// observations. It is the sweep's hot path; ctx bounds only the artifact check.
-func (h *Host) Probe(ctx context.Context, t Subject, th Thresholds, now time.Time) Result {
+// Probe runs every check the Subject calls for and returns what it saw. It
+// is the sweep's hot path; ctx bounds only the artifact check.
+func (h *Host) Probe(ctx context.Context, t Subject, now time.Time) Observations {
 	sc := getScratch()
 	defer putScratch(sc)
 
@@ -127,6 +127,7 @@ func (h *Host) Probe(ctx context.Context, t Subject, th Thresholds, now time.Tim
 		ParentTerminal: t.ParentTerminal,
 		StartedAt:      started,
 		EndedAt:        t.EndedAt,
+		CheckedAt:      now,
 	}
 	obs.PID = h.checkPID(PIDSubject{PID: t.PID, StartTime: t.StartTime, StartTicks: t.StartTicks, HostID: t.HostID, BootID: t.BootID, Exit: t.Exit, Died: t.Died, Watched: t.Watched}, t.Gone, sc)
 	if !t.Terminal {
@@ -151,7 +152,5 @@ func (h *Host) Probe(ctx context.Context, t Subject, th Thresholds, now time.Tim
 			obs.Artifacts = ArtifactResult{Delivery: state.DeliveryUnknown}
 		}
 	}
-	var r Result
-	r.classify(&obs, th, now)
-	return r
+	return obs
 }

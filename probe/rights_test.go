@@ -31,12 +31,12 @@ func TestFilesExaminedWithTheOwnersRights(t *testing.T) {
 	}
 	now := time.Now()
 	h := NewHost()
-	probeAs := func(o Owner, terminal bool) Result {
+	probeAs := func(o Owner, terminal bool) Observations {
 		return h.Probe(context.Background(), Subject{
 			HeartbeatFile: filepath.Join(private, "hb"), StartedAt: now.Add(-time.Hour), Terminal: terminal, EndedAt: now.Add(-time.Minute),
 			ArtifactsRoot: private, Artifacts: []state.ArtifactSpec{{Path: "shadow", Kind: "json"}},
 			LockFiles: []string{"lock"}, Owner: o,
-		}, DefaultThresholds, now)
+		}, now)
 	}
 	root, nobody := Owner{UID: 0, Known: true}, Owner{UID: Nobody, Known: true}
 	if r := probeAs(root, false); r.Heartbeat.Source != HeartbeatFile {
@@ -46,8 +46,8 @@ func TestFilesExaminedWithTheOwnersRights(t *testing.T) {
 		t.Errorf("nobody learnt root's heartbeat file's mtime: %+v", r.Heartbeat)
 	}
 	rootEnd, nobodyEnd := probeAs(root, true), probeAs(nobody, true)
-	if rootEnd.Delivery != state.DeliveryInvalid || len(rootEnd.Locks.Present) != 1 || rootEnd.Artifacts.Checks[0].Size != 8 {
-		t.Errorf("root's own view: delivery %s, locks present %v, artifacts %+v", rootEnd.Delivery, rootEnd.Locks.Present, rootEnd.Artifacts.Checks)
+	if rootEnd.Artifacts.Delivery != state.DeliveryInvalid || len(rootEnd.Locks.Present) != 1 || rootEnd.Artifacts.Checks[0].Size != 8 {
+		t.Errorf("root's own view: delivery %s, locks present %v, artifacts %+v", rootEnd.Artifacts.Delivery, rootEnd.Locks.Present, rootEnd.Artifacts.Checks)
 	}
 	if len(nobodyEnd.Locks.Present) != 0 {
 		t.Errorf("nobody learnt that root's lock file exists: %v", nobodyEnd.Locks.Present)

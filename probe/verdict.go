@@ -1,10 +1,8 @@
 package probe
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"watchdog/state"
 )
@@ -74,54 +72,4 @@ func (v Verdict) Text() string {
 		fmt.Fprintf(&b, "  %s\n", n)
 	}
 	return b.String()
-}
-
-// Judge probes a bare process now, as a running entity with no record
-// (`watchdog probe --pid`). Artifacts are judged once the process is gone
-// or ended is set.
-func (h *Host) Judge(ctx context.Context, t Subject, th Thresholds, ended bool, now time.Time) Verdict {
-	if t.StartTime.IsZero() {
-		if id, err := h.Identify(t.PID); err == nil {
-			t.StartedAt = id.StartTime
-		}
-	}
-	r := h.Probe(ctx, t, th, now)
-	notDue := false
-	if !ended && len(t.Artifacts) > 0 && r.Liveness == Alive &&
-		(r.Delivery == state.DeliveryMissing || r.Delivery == state.DeliveryPartial) && !anyInvalid(r.Artifacts) {
-		t.SkipArtifacts, notDue = true, true
-		if r = h.Probe(ctx, t, th, now); r.Liveness != Alive {
-			// It ended between the two looks: its artifacts are due.
-			t.SkipArtifacts, notDue = false, false
-			r = h.Probe(ctx, t, th, now)
-		}
-	}
-	ns := state.Normalize("running", "", r.Health, r.Delivery, r.Reasons, now)
-	subject := state.ContractSubject(t.Artifacts)
-	display := state.DisplayChain(ns, subject, true) // a process is what it judged
-	if notDue {
-		what := subject
-		if what == "" {
-			what = "Artifacts"
-		}
-		display += state.Separator + what + " not due yet"
-	}
-	return Verdict{
-		State:     ns,
-		Undecided: r.Liveness == Unknown,
-		Display:   display,
-		Reasons:   r.Reasons,
-		Evidence:  r.Evidence(),
-	}
-}
-
-// anyInvalid says whether a file of the contract is there and fails its
-// check: said even while the run goes on.
-func anyInvalid(a ArtifactResult) bool {
-	for _, c := range a.Checks {
-		if c.Status == ArtifactInvalid {
-			return true
-		}
-	}
-	return false
 }

@@ -40,7 +40,7 @@ func (c Contracts) Judge(ctx context.Context, e store.Entity, now time.Time) (tr
 	}
 	// Classify as an ended entity with nothing but its artifacts: its
 	// delivery findings are the sweep's own, word for word.
-	cl := probe.Classify(probe.Observations{Terminal: true, Artifacts: res}, probe.Thresholds{}, now)
+	cl := judge.Classify(probe.Observations{Terminal: true, Artifacts: res}, judge.Thresholds{}, now)
 	v := transitions.Verdict{Delivery: cl.Delivery}
 	for _, r := range cl.Reasons {
 		if strings.Contains(string(r.Code), ".delivery.") {

@@ -25,8 +25,6 @@ var ErrNotProbed = errors.New("not probed")
 type Probed struct {
 	// Entity is the entity with the judgement's observation applied, written or not.
 	Entity store.Entity
-	// Result is the probe's classification. Meaningful only when Checked.
-	Result probe.Result
 	// Checked says the entity had something of its own to probe (a pid,
 	// a heartbeat, files); a show or a team has not, and reads ok.
 	Checked bool
@@ -45,7 +43,7 @@ func (p Probed) Verdict(now time.Time) probe.Verdict {
 	ns := transitions.Normalize(p.Entity, now)
 	v := probe.Verdict{State: ns, Undecided: p.Entity.Health == state.HealthUnknown, Display: transitions.Display(p.Entity, ns), Reasons: ns.Reasons}
 	if p.Checked {
-		v.Evidence = p.Result.Evidence()
+		v.Evidence = p.Judged.Result.Evidence()
 	}
 	switch {
 	case p.Written:
@@ -121,7 +119,7 @@ func (r *Reaper) probeOnce(ctx context.Context, typ, id string, record bool) (Pr
 			return Probed{}, true, nil
 		}
 	}
-	p := Probed{Entity: s.v.Applied(e), Result: s.seen.Result, Checked: s.seen.Probed, Judged: s.v, Written: s.written, Recording: record}
+	p := Probed{Entity: s.v.Applied(e), Checked: s.seen.Probed, Judged: s.v, Written: s.written, Recording: record}
 	if s.written {
 		p.Entity.UpdatedAt = s.v.Observation.At
 	}

@@ -34,10 +34,10 @@ type Store interface {
 	DaemonHosts(ctx context.Context, since time.Time) (map[string]bool, error)
 }
 
-// Prober probes one entity and re-checks one pid; *probe.Host implements it.
+// Prober looks at one entity and re-checks one pid; *probe.Host implements it.
 // ctx bounds the probe's artifact check.
 type Prober interface {
-	Probe(ctx context.Context, t probe.Subject, th probe.Thresholds, now time.Time) probe.Result
+	Probe(ctx context.Context, t probe.Subject, now time.Time) probe.Observations
 	CheckPID(t probe.PIDSubject) probe.PIDObservation
 	// Owner and Ancestors say whose a process is and where it hangs:
 	// asked only before a signal (kill_orphans).

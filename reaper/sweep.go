@@ -453,7 +453,7 @@ func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, n
 		return judge.Seen{Event: ev}
 	}
 	t := judge.Subject(&e, parentTerminal)
-	t.HeartbeatRequired = r.Settings.Probe.Requires(e.Type)
+	t.HeartbeatRequired = r.Settings.Thresholds.Requires(e.Type)
 	t.Gone = !e.DeadSince.IsZero() || e.Terminal // the commonest answer then costs one syscall
 	if e.HostID != r.HostID {
 		t = remoteSubject(t)
@@ -468,16 +468,16 @@ func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, n
 	}
 	seen := judge.Seen{Probed: true, Event: ev}
 	r.probes.Add(1)
-	if res, ok := probe.Unread(t, r.Settings.Probe, now); ok {
-		seen.Result = res // nothing left to read but the descendants
+	if o, ok := probe.Unread(t, now); ok {
+		seen.Observed = o // nothing left to read but the descendants
 	} else {
-		seen.Result = r.Prober.Probe(ctx, t, r.Settings.Probe, now)
+		seen.Observed = r.Prober.Probe(ctx, t, now)
 	}
-	if hb := seen.Result.Heartbeat; hb.Source == probe.HeartbeatFile {
+	if hb := seen.Observed.Heartbeat; hb.Source == probe.HeartbeatFile {
 		seen.HeartbeatFile = hb.At
 	}
-	if e.HostID == r.HostID && judge.LeftoversDue(&e, seen.Result) {
-		seen.Descendants = r.descendants(&e, seen.Result.Liveness)
+	if l := seen.Observed.PID.Liveness; e.HostID == r.HostID && judge.LeftoversDue(&e, l) {
+		seen.Descendants = r.descendants(&e, l)
 	}
 	return seen
 }
@@ -537,7 +537,7 @@ func (r *Reaper) judgeOne(ctx context.Context, e store.Entity, parentTerminal, r
 	now := r.now()
 	var s step
 	s.seen = r.see(ctx, e, parentTerminal, now, ev)
-	if s.seen.Result.Artifacts.Interrupted {
+	if s.seen.Observed.Artifacts.Interrupted {
 		// Interrupted: recording "unknown" would only flap its delivery.
 		s.interrupted = true
 		return s, nil

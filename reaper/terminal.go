@@ -92,7 +92,7 @@ func (r *Reaper) decide(ctx context.Context, e store.Entity, parents parentCache
 			sub.Exit = ev.Exit // heard, not stored yet: the evidence names it
 		}
 		pid := probe.Reported(sub)
-		s.seen = judge.Seen{Probed: true, Event: ev, Result: probe.Result{Liveness: probe.Dead, PID: pid}}
+		s.seen = judge.Seen{Probed: true, Event: ev, Observed: probe.Observations{PID: pid}}
 		s.v = judge.Judge(e, s.seen, r.Settings.Settings, r.now())
 	} else {
 		s, err = r.judgeOne(ctx, e, parents.terminal(e), false, ev)
@@ -102,7 +102,7 @@ func (r *Reaper) decide(ctx context.Context, e store.Entity, parents parentCache
 	}
 	j, ok := s.v.First(kinds...)
 	if !ok {
-		if l := s.seen.Result.PID.Liveness; s.seen.Probed && l != probe.Dead && judge.EnforceTarget(&e) != "" {
+		if l := s.seen.Observed.PID.Liveness; s.seen.Probed && l != probe.Dead && judge.EnforceTarget(&e) != "" {
 			r.log().Info("death not confirmed, not acting", zap.String("entity", e.Type+"/"+e.ID), zap.String("liveness", l.String()))
 		}
 		return Action{}, state.StateReason{}, "", false, nil

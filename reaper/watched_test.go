@@ -17,9 +17,9 @@ type subjects struct {
 	watched map[int]bool // by pid: the probe was told the pidfd holds it
 }
 
-func (s *subjects) Probe(ctx context.Context, t probe.Subject, th probe.Thresholds, now time.Time) probe.Result {
+func (s *subjects) Probe(ctx context.Context, t probe.Subject, now time.Time) probe.Observations {
 	s.watched[t.PID] = t.Watched
-	return s.Prober.Probe(ctx, t, th, now)
+	return s.Prober.Probe(ctx, t, now)
 }
 
 // TestSweepTrustsThePidfd: a process the daemon watches by pidfd with no

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"watchdog/judge"
 	"watchdog/probe"
 	"watchdog/wire"
 )
@@ -138,7 +139,7 @@ func runProbe(cmd *cobra.Command, o probeOptions) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	v := probe.NewHost().Judge(cmd.Context(), subj, th, o.ended, time.Now())
+	v := judge.Bare(cmd.Context(), probe.NewHost(), subj, th, o.ended, time.Now())
 	return printVerdict(cmd.OutOrStdout(), v, o.asJSON, probeFail)
 }
 
@@ -161,8 +162,8 @@ func printVerdict(w io.Writer, v probe.Verdict, asJSON bool, fail func(string, .
 }
 
 // subject turns the flags into what the probe looks at, checking each.
-func (o probeOptions) subject() (probe.Subject, probe.Thresholds, error) {
-	t, th, err := probe.AdHoc{PID: o.pid, StartTime: o.startTime, Heartbeat: o.heartbeat, IdleAfter: o.idleAfter, StalledAfter: o.stalledAfter}.Subject()
+func (o probeOptions) subject() (probe.Subject, judge.Thresholds, error) {
+	t, th, err := judge.AdHoc{PID: o.pid, StartTime: o.startTime, Heartbeat: o.heartbeat, IdleAfter: o.idleAfter, StalledAfter: o.stalledAfter}.Subject()
 	if err != nil {
 		return t, th, probeFail("%v", err)
 	}

@@ -88,7 +88,7 @@ judges: no such line.`,
 				if set, to.DB, err = localSettings(cmd, db); err != nil {
 					return err
 				}
-				to.RequireHeartbeat = daemon.ReaperSettings(set.cfg).Probe.RequireHeartbeat
+				to.RequireHeartbeat = daemon.ReaperSettings(set.cfg).Thresholds.RequireHeartbeat
 			}
 			// read reads the list once, and from a database who judged it.
 			read := func(ctx context.Context) (wire.EntityList, *judgedBy, error) {

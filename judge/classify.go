@@ -1,12 +1,14 @@
-package probe
+package judge
 
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"watchdog/internal/unixtime"
+	"watchdog/probe"
 	"watchdog/state"
 )
 
@@ -55,140 +57,78 @@ func (t Thresholds) WithDefaults() Thresholds {
 	return t
 }
 
-// Observations are everything seen about one entity: the input of
-// Classify.
-type Observations struct {
-	// Terminal: the entity has already ended (its lifecycle is terminal).
-	Terminal bool
-	// EndedByDeath: the watchdog ended the entity because its process died; its
-	// health stays process_dead.
-	EndedByDeath bool
-	// Waiting: not in a working state, so the heartbeat's age is not judged.
-	Waiting bool
-	// StateSince: a heartbeat ages from no earlier than this, so a restart is
-	// not stalled by the silence before it.
-	StateSince time.Time
-	// PID is the check of the entity's own process.
-	PID PIDObservation
-	// Supervisor is the check of its supervisor's process; a zero
-	// Subject.PID means none was declared or checked.
-	Supervisor PIDObservation
-	// ParentTerminal: the entity's parent entity has ended.
-	ParentTerminal bool
-	Heartbeat      HeartbeatObservation
-	// StartedAt is when the entity started (for slow); zero if unknown.
-	StartedAt time.Time
-	// EndedAt is when a terminal entity's end was recorded; zero if unknown.
-	EndedAt time.Time
-	// Locks are checked for terminal entities only.
-	Locks LockObservation
-	// Artifacts is the artifact contract's verdict; a zero Delivery means
-	// it was not evaluated and delivery is unknown.
-	Artifacts ArtifactResult
-}
-
-// Result is the classification of one entity. Reasons hold only findings,
-// so a healthy entity costs no formatting; the probe keeps no memory between calls.
+// Result is the classification of one entity with the observations it
+// rests on. Reasons hold only findings, so a healthy entity costs no formatting.
 type Result struct {
 	Health   state.Health
 	Delivery state.Delivery
 	// Reasons explain health and delivery, health first; nil when there are none.
 	Reasons []state.StateReason
 	// Liveness is the entity's own process's, also for terminal entities.
-	Liveness Liveness
-
-	PID        PIDObservation
-	Supervisor PIDObservation
-	Heartbeat  HeartbeatObservation
-	Locks      LockObservation
-	Artifacts  ArtifactResult
-	CheckedAt  time.Time
-}
-
-// cites names the observations a finding rests on; its evidence lists
-// them in this order.
-type cites struct {
-	pid, supervisor bool
-	heartbeat       bool // cited only when its age is known
-	locks           bool // every lock file still present
-	artifacts       bool // every failing artifact that counts (see artifactCited)
-	artifactStop    bool // the bound that stopped the artifact check
+	Liveness probe.Liveness
+	probe.Observations
 }
 
 // Classify judges observations, a pure function of them, the thresholds and
 // now (docs/reference/state-model.md, Probing). A stale heartbeat never makes
 // an entity dead, and an unknown liveness is never process_dead.
-func Classify(obs Observations, th Thresholds, now time.Time) Result {
-	var r Result
-	r.classify(&obs, th, now)
-	return r
-}
-
-// classify is Classify writing into r, so that Probe's observations are
-// copied once, into the result, and not once more on the way.
-func (r *Result) classify(obs *Observations, th Thresholds, now time.Time) {
-	*r = Result{
-		Liveness:   obs.PID.Liveness,
-		PID:        obs.PID,
-		Supervisor: obs.Supervisor,
-		Heartbeat:  obs.Heartbeat,
-		Locks:      obs.Locks,
-		Artifacts:  obs.Artifacts,
-		CheckedAt:  now,
-	}
-	c := classifier{r: r, obs: obs, th: th.WithDefaults()}
+func Classify(obs probe.Observations, th Thresholds, now time.Time) Result {
+	r := Result{Liveness: obs.PID.Liveness, Observations: obs}
+	r.CheckedAt = now
+	c := classifier{r: &r, obs: &r.Observations, th: th.WithDefaults()}
 	if obs.Terminal {
 		c.classifyEnded()
 	} else {
 		c.classifyActive()
 	}
 	c.classifyDelivery()
+	return r
 }
 
 // classifier decides one Result. Each finding is formatted where it is
 // decided; only findings format, so a healthy entity formats nothing.
 type classifier struct {
 	r   *Result
-	obs *Observations
+	obs *probe.Observations
 	th  Thresholds
 }
 
 // add appends a finding to the reasons, with its message and the evidence
 // of what it cites.
-func (c *classifier) add(code state.ReasonCode, message string, on cites) {
-	c.r.Reasons = append(c.r.Reasons, state.Observed(code, message, c.r.evidence(on)...))
+func (c *classifier) add(code state.ReasonCode, message string, on probe.Cites) {
+	c.r.Reasons = append(c.r.Reasons, state.Observed(code, message, c.obs.Cited(on)...))
 }
 
 func (c *classifier) classifyActive() {
 	r, obs, th := c.r, c.obs, c.th
 	pid, hb := obs.PID, obs.Heartbeat
 	switch pid.Liveness {
-	case Dead:
+	case probe.Dead:
 		r.Health = state.HealthProcessDead
 		c.addDeath()
 
-	case Alive:
+	case probe.Alive:
 		switch {
-		case obs.Supervisor.Liveness == Dead:
+		case obs.Supervisor.Liveness == probe.Dead:
 			r.Health = state.HealthOrphaned
-			c.add(state.RunHealthOrphaned, fmt.Sprintf("process alive but its supervisor (pid %d) is gone", obs.Supervisor.Subject.PID), cites{pid: true, supervisor: true})
+			c.add(state.RunHealthOrphaned, fmt.Sprintf("process alive but its supervisor (pid %d) is gone", obs.Supervisor.Subject.PID), probe.Cites{PID: true, Supervisor: true})
 		case obs.ParentTerminal:
 			r.Health = state.HealthOrphaned
-			c.add(state.RunHealthOrphaned, "process alive but its parent entity has ended", cites{pid: true})
+			c.add(state.RunHealthOrphaned, "process alive but its parent entity has ended", probe.Cites{PID: true})
 		default:
 			r.Health = c.judgeHeartbeat(state.HealthRunning)
 		}
 
-	default: // Unknown
+	default: // probe.Unknown
 		if pid.OtherHost() {
 			if hb.Real() && hb.Age < th.IdleAfter {
 				r.Health = state.HealthRunning
 			} else {
 				r.Health = state.HealthDisconnected
-				c.add(state.RunHealthDisconnected, "process runs on another host and sent no fresh heartbeat", cites{pid: true, heartbeat: true})
+				c.add(state.RunHealthDisconnected, "process runs on another host and sent no fresh heartbeat", probe.Cites{PID: true, Heartbeat: true})
 			}
 		} else {
-			c.add(state.RunHealthLivenessUnknown, "liveness could not be decided: "+pid.Cause.String(), cites{pid: true})
+			c.add(state.RunHealthLivenessUnknown, "liveness could not be decided: "+pid.Cause.String(), probe.Cites{PID: true})
 			fallback := state.HealthUnknown
 			if hb.Real() {
 				fallback = state.HealthRunning // the entity itself says it lives
@@ -199,17 +139,17 @@ func (c *classifier) classifyActive() {
 
 	if r.Health == state.HealthRunning && !obs.Waiting && !obs.StartedAt.IsZero() {
 		if ran := r.CheckedAt.Sub(obs.StartedAt); ran >= th.SlowAfter && ran < th.SlowUntil {
-			c.addSince(state.RunHealthSlow, fmt.Sprintf("slow after %s; running since %s", age(th.SlowAfter), state.Stamp(obs.StartedAt)), obs.StartedAt, cites{pid: true, heartbeat: true})
+			c.addSince(state.RunHealthSlow, fmt.Sprintf("slow after %s; running since %s", thresholdAge(th.SlowAfter), state.Stamp(obs.StartedAt)), obs.StartedAt, probe.Cites{PID: true, Heartbeat: true})
 		}
 	}
 	if hb.Skew > 0 {
-		c.add(state.RunHealthClockSkew, fmt.Sprintf("heartbeat time %s is in the future; clamped", state.Stamp(hb.Claimed)), cites{heartbeat: true})
+		c.add(state.RunHealthClockSkew, fmt.Sprintf("heartbeat time %s is in the future; clamped", state.Stamp(hb.Claimed)), probe.Cites{Heartbeat: true})
 	}
 }
 
 // addSince names the moment and carries it as Since, so the stored message
 // stays true and readers render the age.
-func (c *classifier) addSince(code state.ReasonCode, message string, since time.Time, on cites) {
+func (c *classifier) addSince(code state.ReasonCode, message string, since time.Time, on probe.Cites) {
 	c.add(code, message, on)
 	c.r.Reasons[len(c.r.Reasons)-1].Since = unixtime.Of(since)
 }
@@ -221,10 +161,10 @@ func (c *classifier) judgeHeartbeat(fresh state.Health) state.Health {
 	if !hb.Known() || obs.Waiting {
 		return fresh
 	}
-	at, ago := hb.At, hb.Age
-	fromState := obs.StateSince.After(at)
+	at, fromState := agesFrom(hb.At, obs.StateSince)
+	ago := hb.Age
 	if fromState {
-		at, ago = obs.StateSince, c.r.CheckedAt.Sub(obs.StateSince)
+		ago = c.r.CheckedAt.Sub(at)
 	}
 	if ago < c.th.IdleAfter {
 		return fresh
@@ -242,7 +182,7 @@ func (c *classifier) judgeHeartbeat(fresh state.Health) state.Health {
 	default:
 		since = "none since the start at "
 	}
-	c.addSince(code, fmt.Sprintf("%s after %s without a heartbeat; %s%s", health, age(limit), since, state.Stamp(at)), at, cites{heartbeat: true})
+	c.addSince(code, fmt.Sprintf("%s after %s without a heartbeat; %s%s", health, thresholdAge(limit), since, state.Stamp(at)), at, probe.Cites{Heartbeat: true})
 	return health
 }
 
@@ -254,15 +194,15 @@ func (c *classifier) classifyEnded() {
 		// Marking an entity ended does not stop its process: say so.
 		r.Health = state.HealthOrphaned
 		if obs.EndedAt.IsZero() {
-			c.add(state.RunHealthOrphaned, "process still alive after the end was recorded", cites{pid: true})
+			c.add(state.RunHealthOrphaned, "process still alive after the end was recorded", probe.Cites{PID: true})
 		} else {
-			c.addSince(state.RunHealthOrphaned, "process still alive after the end recorded at "+state.Stamp(obs.EndedAt), obs.EndedAt, cites{pid: true})
+			c.addSince(state.RunHealthOrphaned, "process still alive after the end recorded at "+state.Stamp(obs.EndedAt), obs.EndedAt, probe.Cites{PID: true})
 		}
 	case obs.EndedByDeath:
 		// Ended because its process died: the death is why, and stays
 		// the health (never "Aborted · Infra OK").
 		r.Health = state.HealthProcessDead
-		if obs.PID.Liveness == Dead {
+		if obs.PID.Liveness == probe.Dead {
 			c.addDeath()
 		}
 	}
@@ -274,7 +214,7 @@ func (c *classifier) classifyEnded() {
 		if n > 1 {
 			msg = fmt.Sprintf("%d declared lock files still exist after the end", n)
 		}
-		c.add(state.RunHealthStaleLock, msg, cites{locks: true})
+		c.add(state.RunHealthStaleLock, msg, probe.Cites{Locks: true})
 	}
 }
 
@@ -288,21 +228,15 @@ func (c *classifier) classifyDelivery() {
 		// A check its caller interrupted found nothing about the entity;
 		// one that hit its own bound did, and says which.
 		if r.Artifacts.Stopped != "" && !r.Artifacts.Interrupted {
-			c.add(state.RunDeliveryCheckStopped, "artifact check stopped: "+r.Artifacts.Stopped+"; delivery unknown", cites{artifactStop: true})
+			c.add(state.RunDeliveryCheckStopped, "artifact check stopped: "+r.Artifacts.Stopped+"; delivery unknown", probe.Cites{ArtifactStop: true})
 		}
 	case state.DeliveryMissing:
-		c.add(state.RunDeliveryMissing, r.Artifacts.deliveryMessage(r.Delivery), cites{artifacts: true})
+		c.add(state.RunDeliveryMissing, deliveryMessage(r.Artifacts, r.Delivery), probe.Cites{Artifacts: true})
 	case state.DeliveryPartial:
-		c.add(state.RunDeliveryPartial, r.Artifacts.deliveryMessage(r.Delivery), cites{artifacts: true})
+		c.add(state.RunDeliveryPartial, deliveryMessage(r.Artifacts, r.Delivery), probe.Cites{Artifacts: true})
 	case state.DeliveryInvalid:
-		c.add(state.RunDeliveryInvalid, r.Artifacts.deliveryMessage(r.Delivery), cites{artifacts: true})
+		c.add(state.RunDeliveryInvalid, deliveryMessage(r.Artifacts, r.Delivery), probe.Cites{Artifacts: true})
 	}
-}
-
-// artifactCited says whether a delivery reason cites the check: every
-// required artifact that is not valid, and every invalid optional one.
-func artifactCited(c ArtifactCheck) bool {
-	return c.Status != ArtifactValid && (c.Spec.Required || c.Status == ArtifactInvalid)
 }
 
 // ReasonCodes lists the codes of the reasons, in order.
@@ -327,57 +261,20 @@ func (r Result) HasReason(code state.ReasonCode) bool {
 	return false
 }
 
-// evidence is a finding's evidence: what it cites, in the order of cites.
-func (r *Result) evidence(on cites) []state.EvidenceRef {
-	fetched := unixtime.Of(r.CheckedAt)
-	hb := on.heartbeat && r.Heartbeat.Known()
-	var ev []state.EvidenceRef
-	switch {
-	case on.pid && hb:
-		// The pid check and the heartbeat read together.
-		detail, times := pidAndHeartbeat(r.PID, r.Heartbeat)
-		ev = append(ev, state.EvidenceRef{Kind: state.EvidenceToolResult, Detail: detail, FetchedAt: fetched, Times: times})
-	case on.pid:
-		ev = append(ev, r.PID.evidence(fetched))
-	}
-	if on.supervisor {
-		ev = append(ev, r.Supervisor.evidence(fetched))
-	}
-	if hb && !on.pid {
-		ev = append(ev, r.Heartbeat.evidence(fetched))
-	}
-	if on.locks {
-		for _, l := range r.Locks.Present {
-			ev = append(ev, l.evidence(fetched))
-		}
-	}
-	if on.artifacts {
-		for _, c := range r.Artifacts.Checks {
-			if artifactCited(c) {
-				ev = append(ev, c.evidence(fetched))
-			}
-		}
-	}
-	if on.artifactStop {
-		ev = append(ev, r.Artifacts.stopEvidence(fetched))
-	}
-	return ev
-}
-
 // deliveryMessage counts the contract's artifacts and names the ones at fault.
-func (a ArtifactResult) deliveryMessage(d state.Delivery) string {
+func deliveryMessage(a probe.ArtifactResult, d state.Delivery) string {
 	var required, valid int
 	var absent, bad []string
 	for _, c := range a.Checks {
 		if c.Spec.Required {
 			required++
-			if c.Status == ArtifactValid {
+			if c.Status == probe.ArtifactValid {
 				valid++
-			} else if c.Status != ArtifactInvalid {
+			} else if c.Status != probe.ArtifactInvalid {
 				absent = append(absent, c.Spec.Path)
 			}
 		}
-		if c.Status == ArtifactInvalid {
+		if c.Status == probe.ArtifactInvalid {
 			bad = append(bad, c.Spec.Path)
 		}
 	}
@@ -407,59 +304,57 @@ func nameFew(names []string) string {
 // when the kernel told it.
 func (c *classifier) addDeath() {
 	pid := c.obs.PID
-	on := cites{pid: true, heartbeat: !c.obs.Terminal}
-	if x := pid.Subject.Exit; x != nil && !x.At.IsZero() && pid.Cause != CauseHostRebooted {
-		c.addSince(pid.ReasonCode(), deathMessage(pid)+"; dead since "+state.Stamp(x.At), x.At, on)
+	on := probe.Cites{PID: true, Heartbeat: !c.obs.Terminal}
+	if x := pid.Subject.Exit; x != nil && !x.At.IsZero() && pid.Cause != probe.CauseHostRebooted {
+		c.addSince(deathCode(pid), deathMessage(pid)+"; dead since "+state.Stamp(x.At), x.At, on)
 		return
 	}
-	c.add(pid.ReasonCode(), deathMessage(pid), on)
+	c.add(deathCode(pid), deathMessage(pid), on)
 }
 
-func deathMessage(o PIDObservation) string {
-	if x := o.Subject.Exit; x != nil && o.Cause != CauseHostRebooted {
+func deathMessage(o probe.PIDObservation) string {
+	if x := o.Subject.Exit; x != nil && o.Cause != probe.CauseHostRebooted {
 		// How it ended is the news; the cause stays in the evidence.
 		return "process " + x.How()
 	}
 	switch o.Cause {
-	case CausePIDReused:
+	case probe.CausePIDReused:
 		return fmt.Sprintf("pid %d now belongs to another process", o.Subject.PID)
-	case CauseHostRebooted:
+	case probe.CauseHostRebooted:
 		return "host rebooted since the process started"
-	case CauseZombie:
+	case probe.CauseZombie:
 		return "process is gone (zombie)"
-	case CauseVanished:
+	case probe.CauseVanished:
 		return "process is gone (vanished during the probe)"
 	}
 	return "process is gone (no such process)"
 }
 
-// Evidence lists what every check saw, findings or not, for display.
-func (r Result) Evidence() []state.EvidenceRef {
-	now := unixtime.Of(r.CheckedAt)
-	ev := []state.EvidenceRef{r.PID.evidence(now)}
-	if r.Supervisor.Checked() {
-		ev = append(ev, r.Supervisor.evidence(now))
+// deathCode is the health reason a dead process stands for: pid_reused,
+// host_rebooted, or process_dead.
+func deathCode(o probe.PIDObservation) state.ReasonCode {
+	switch o.Cause {
+	case probe.CausePIDReused:
+		return state.RunHealthPIDReused
+	case probe.CauseHostRebooted:
+		return state.RunHealthHostRebooted
 	}
-	if r.Heartbeat.Known() || r.Heartbeat.File != "" {
-		ev = append(ev, r.Heartbeat.evidence(now))
-	}
-	for _, l := range r.Locks.Present {
-		ev = append(ev, l.evidence(now))
-	}
-	for _, c := range r.Artifacts.Checks {
-		ev = append(ev, c.evidence(now))
-	}
-	if r.Artifacts.Stopped != "" {
-		ev = append(ev, r.Artifacts.stopEvidence(now))
-	}
-	return ev
+	return state.RunHealthProcessDead
 }
 
-// pidAndHeartbeat builds in one stack buffer: it runs for every dead entity
-// on every sweep until it is ended.
-func pidAndHeartbeat(pid PIDObservation, hb HeartbeatObservation) (string, []state.EvidenceTime) {
-	var buf [256]byte
-	var m timeMarks
-	b := pid.writeDetail(buf[:0], &m)
-	return m.done(hb.writeDetail(append(b, "; "...), &m))
+// thresholdAge renders a threshold in a finding's message: 45s, 71m, 5h, 3d.
+// Stored messages keep this format; state.FormatAge is the tables' coarser one.
+func thresholdAge(d time.Duration) string {
+	var b []byte
+	switch {
+	case d < 2*time.Minute:
+		b = append(strconv.AppendInt(b, int64(d/time.Second), 10), 's')
+	case d < 3*time.Hour:
+		b = append(strconv.AppendInt(b, int64(d/time.Minute), 10), 'm')
+	case d < 72*time.Hour:
+		b = append(strconv.AppendInt(b, int64(d/time.Hour), 10), 'h')
+	default:
+		b = append(strconv.AppendInt(b, int64(d/(24*time.Hour)), 10), 'd')
+	}
+	return string(b)
 }
