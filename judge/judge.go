@@ -226,7 +226,7 @@ func observe(e store.Entity, res Result, seen Seen, s Settings, now time.Time) (
 	}
 	obs := store.Observation{
 		Health: res.Health, Delivery: res.Delivery, Reasons: reasons,
-		HealthSince: e.HealthSince, DeadSince: e.DeadSince, SeenSeq: e.LastSeq, At: now,
+		HealthSince: e.HealthSince, DeadSince: e.DeadSince, SeenSeq: e.LastSeq, SeenDeadSince: e.DeadSince, At: now,
 	}
 	if res.Health != e.Health || obs.HealthSince.IsZero() {
 		obs.HealthSince = now

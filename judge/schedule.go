@@ -87,7 +87,7 @@ func judgeSchedule(e store.Entity, res Result, probed bool, s Settings, now time
 		reasons[i].EntityType, reasons[i].EntityID = e.Type, e.ID
 	}
 	state.CarryOnsets(reasons, e.Reasons, now)
-	obs := store.Observation{Health: health, Delivery: e.Delivery, Reasons: reasons, HealthSince: now, DeadSince: dead, SeenSeq: e.LastSeq, At: now}
+	obs := store.Observation{Health: health, Delivery: e.Delivery, Reasons: reasons, HealthSince: now, DeadSince: dead, SeenSeq: e.LastSeq, SeenDeadSince: e.DeadSince, At: now}
 	if health == e.Health {
 		obs.HealthSince = e.HealthSince
 	}

@@ -19,7 +19,12 @@ type Observation struct {
 	// SeenSeq is the audit seq of the lifecycle judged; the write is skipped if
 	// a transition landed since.
 	SeenSeq int64
-	At      time.Time
+	// SeenDeadSince is the death the judgement read (zero: none). An
+	// observation with no death clears only a death it read: one that
+	// judged a process alive an instant before its death, and wrote after
+	// it was recorded, is skipped (a stale write never erases a death).
+	SeenDeadSince time.Time
+	At            time.Time
 	// Exit is the exit status the kernel reported with the death, written
 	// with it; nil leaves the stored one. With it, the observation is
 	// written only while the row still names PID, the process that died (a

@@ -472,7 +472,10 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 	if err != nil {
 		return false, fmt.Errorf("record observation %s/%s: encode reasons: %w", typ, id, err)
 	}
-	set, differs := "", ""
+	set, differs, keep := "", "", ""
+	if o.DeadSince.IsZero() && o.SeenDeadSince.IsZero() {
+		keep = " AND dead_since IS NULL" // see Observation.SeenDeadSince
+	}
 	args := pgx.NamedArgs{
 		"health": string(o.Health), "delivery": string(o.Delivery), "reasons": reasons,
 		"health_since": rowcodec.UnixArg(o.HealthSince), "dead_since": rowcodec.UnixArg(o.DeadSince),
@@ -487,7 +490,7 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 	}
 	update := `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
 		health_since = @health_since::double precision, dead_since = @dead_since::double precision, updated_at = @at` + set + `
-		WHERE type = @type AND id = @id AND last_seq = @seen_seq
+		WHERE type = @type AND id = @id AND last_seq = @seen_seq` + keep + `
 		  AND (health IS DISTINCT FROM @health OR delivery IS DISTINCT FROM @delivery OR reasons IS DISTINCT FROM @reasons
 		       OR health_since IS DISTINCT FROM @health_since::double precision OR dead_since IS DISTINCT FROM @dead_since::double precision` + differs + `)`
 	fn := store.Derivation()

@@ -24,7 +24,10 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 	// and sharing their commit (one fsync) keeps it from halving their
 	// throughput.
 	err = s.groupWrite(ctx, "record observation "+typ+"/"+id, func(ctx context.Context, tx *sql.Tx) error {
-		set, differs := "", ""
+		set, differs, keep := "", "", ""
+		if o.DeadSince.IsZero() && o.SeenDeadSince.IsZero() {
+			keep = " AND dead_since IS NULL" // see Observation.SeenDeadSince
+		}
 		args := []any{sql.Named("health", o.Health), sql.Named("delivery", o.Delivery), sql.Named("reasons", reasons),
 			sql.Named("health_since", rowcodec.UnixArg(o.HealthSince)), sql.Named("dead_since", rowcodec.UnixArg(o.DeadSince)),
 			sql.Named("at", unixtime.Seconds(o.At)), sql.Named("type", typ), sql.Named("id", id), sql.Named("seen_seq", o.SeenSeq)}
@@ -36,7 +39,7 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 		}
 		res, err := s.txExec(ctx, tx, `UPDATE entities SET health = :health, delivery = :delivery, reasons = :reasons,
 		health_since = :health_since, dead_since = :dead_since, updated_at = :at, observed_at = :at`+set+`
-		WHERE type = :type AND id = :id AND last_seq = :seen_seq
+		WHERE type = :type AND id = :id AND last_seq = :seen_seq`+keep+`
 		  AND (health IS NOT :health OR delivery IS NOT :delivery OR reasons IS NOT :reasons
 		       OR health_since IS NOT :health_since OR dead_since IS NOT :dead_since`+differs+`)`, args...)
 		if err != nil {

@@ -253,6 +253,19 @@ func testObservation(t *testing.T, h Harness) {
 			t.Errorf("write %d: wrote %v (want %v), %v", i, wrote, want, err)
 		}
 	}
+	// A judgement that read no death does not erase the one recorded since;
+	// one that read it may clear it (the process was alive after all).
+	alive := store.Observation{Health: state.HealthRunning, Delivery: state.DeliveryUnknown, HealthSince: t0, SeenSeq: e.LastSeq, At: t0.Add(time.Second)}
+	if wrote, err := s.RecordObservation(ctx, "session", "s1", alive); err != nil || wrote {
+		t.Errorf("alive over a death it never read: wrote %v, %v", wrote, err)
+	}
+	alive.SeenDeadSince = t0
+	if wrote, err := s.RecordObservation(ctx, "session", "s1", alive); err != nil || !wrote {
+		t.Errorf("alive over the death it read: wrote %v, %v", wrote, err)
+	}
+	if wrote, err := s.RecordObservation(ctx, "session", "s1", o); err != nil || !wrote {
+		t.Errorf("the death again: wrote %v, %v", wrote, err)
+	}
 	// An observation of a lifecycle a transition has left is not written.
 	if _, _, err := move(s, "session", "s1", "aborted", true, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
