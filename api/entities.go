@@ -303,9 +303,9 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	caller := CallerOf(r)
-	actor, err := s.actorFor(body.Actor, caller)
+	actor, err := transitions.ActorFor(body.Actor, "", caller.Principal, caller.Scopes.has(ScopeAdmin))
 	if err != nil {
-		s.rejected(typ, transitions.CauseForbidden)
+		s.rejected(typ, transitions.Cause(err))
 		s.fail(w, r, err)
 		return
 	}
@@ -330,19 +330,4 @@ func (s *server) rejected(typ, cause string) {
 	if s.Metrics != nil {
 		s.Metrics.Rejected(typ, cause)
 	}
-}
-
-// actorFor decides a transition's actor: never the reaper over HTTP (an
-// audit row saying reaper must be true); admin only with the admin scope;
-// else what the body says. An unknown actor is left to the write path.
-func (s *server) actorFor(claimed string, c Caller) (string, error) {
-	switch {
-	case claimed == transitions.ActorReaper:
-		return "", fmt.Errorf("%w: actor reaper is reserved for the daemon's own jobs", transitions.ErrForbidden)
-	case claimed == "":
-		return transitions.ActorOrchestrator, nil
-	case claimed == transitions.ActorAdmin && !c.Scopes.has(ScopeAdmin):
-		return "", fmt.Errorf("%w: actor admin needs the admin scope, which %s does not have", transitions.ErrForbidden, c.Principal.Name)
-	}
-	return claimed, nil
 }

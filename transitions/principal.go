@@ -1,6 +1,7 @@
 package transitions
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os/user"
@@ -79,6 +80,22 @@ func (p Principal) MayActOn(e *store.Entity) bool {
 		return true
 	}
 	return e.HasOwnerUID && p.speaksFor(e.OwnerUID)
+}
+
+// ActorFor decides which actor a door's caller asks as: claimed, else dflt,
+// else orchestrator. admin is the admin right the door proved (API scope,
+// root by the kernel); without it a default admin is orchestrator and a claim
+// refused. reaper's rows are the daemon's jobs' alone; unknown, the write path's.
+func ActorFor(claimed, dflt string, p Principal, admin bool) (string, error) {
+	switch actor := cmp.Or(claimed, dflt, ActorOrchestrator); {
+	case actor == ActorReaper:
+		return "", fmt.Errorf("%w: actor reaper is reserved for the daemon's own jobs", ErrForbidden)
+	case actor != ActorAdmin || admin:
+		return actor, nil
+	case claimed == "":
+		return ActorOrchestrator, nil
+	}
+	return "", fmt.Errorf("%w: actor admin needs the admin scope (an admin token, or root on the socket or the database), which %s does not have: ask as orchestrator", ErrForbidden, p.Name)
 }
 
 // owner is the uid p proves for a registration whose pid (0: none) runs as

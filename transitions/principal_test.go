@@ -3,6 +3,8 @@ package transitions
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"watchdog/store"
@@ -150,5 +152,69 @@ func TestTextAndParentsRefused(t *testing.T) {
 		if _, err := st.Get(ctx, e.Type, e.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s/%s was stored", e.Type, e.ID)
 		}
+	}
+}
+
+// TestActorFor: every actor, claimed and as the default, by each door's
+// callers: root by the kernel and a token with the admin scope have the
+// admin right, another uid and a scoped token do not. A claim beats the
+// default.
+func TestActorFor(t *testing.T) {
+	const no = "403" // refused, ErrForbidden
+	// What each actor comes to: claimed or as the default, with the admin right and without.
+	type rule struct {
+		actor                            string
+		claimed, claimedNo, dflt, dfltNo string
+	}
+	rules := []rule{
+		{"", ActorOrchestrator, ActorOrchestrator, ActorOrchestrator, ActorOrchestrator},
+		{ActorOrchestrator, ActorOrchestrator, ActorOrchestrator, ActorOrchestrator, ActorOrchestrator},
+		{ActorAdmin, ActorAdmin, no, ActorAdmin, ActorOrchestrator},
+		{ActorReaper, no, no, no, no},
+		{ActorExec, ActorExec, ActorExec, ActorExec, ActorExec},
+		{"root", "root", "root", "root", "root"}, // the write path's to refuse
+	}
+	callers := []struct {
+		name  string
+		p     Principal
+		admin bool
+	}{
+		{"root", PeerPrincipal(0, "root"), true},
+		{"non-root", PeerPrincipal(1000, "alice"), false},
+		{"admin scope", Principal{Name: "token:ops"}, true},
+		{"no admin scope", Principal{Name: "token:ci", UIDs: []int{1000}}, false},
+	}
+	for _, a := range Actors {
+		if !slices.ContainsFunc(rules, func(r rule) bool { return r.actor == a }) {
+			t.Errorf("actor %s has no rule here", a)
+		}
+	}
+	for _, r := range rules {
+		for _, c := range callers {
+			for _, how := range []string{"claimed", "default"} {
+				claimed, dflt, want := r.actor, "", r.claimed // the API's door has no default
+				if !c.admin {
+					want = r.claimedNo
+				}
+				if how == "default" {
+					claimed, dflt, want = "", r.actor, r.dflt
+					if !c.admin {
+						want = r.dfltNo
+					}
+				}
+				got, err := ActorFor(claimed, dflt, c.p, c.admin)
+				switch {
+				case want == no && (!errors.Is(err, ErrForbidden) || Cause(err) != CauseForbidden || got != ""):
+					t.Errorf("%s %q by %s: %q, %v; want ErrForbidden", how, r.actor, c.name, got, err)
+				case want == no && r.actor == ActorAdmin && !strings.Contains(err.Error(), c.p.Name):
+					t.Errorf("%s admin by %s: %v does not name the caller", how, c.name, err)
+				case want != no && (err != nil || got != want):
+					t.Errorf("%s %q by %s: %q, %v; want %q", how, r.actor, c.name, got, err, want)
+				}
+			}
+		}
+	}
+	if got, err := ActorFor(ActorOrchestrator, ActorAdmin, PeerPrincipal(0, "root"), true); got != ActorOrchestrator || err != nil {
+		t.Errorf("orchestrator claimed over the default admin: %q, %v", got, err)
 	}
 }

@@ -120,13 +120,11 @@ func (l *Local) Register(ctx context.Context, r wire.Register, actor string) (wi
 
 // Transition implements Target, answering as the API does.
 func (l *Local) Transition(ctx context.Context, typ, id string, t wire.Transition, defaultActor string) (wire.TransitionResult, error) {
-	if !l.me.AnyUID() && defaultActor == transitions.ActorAdmin && t.Actor == "" {
-		defaultActor = transitions.ActorOrchestrator // admin is root's, as on the socket
+	actor, err := transitions.ActorFor(t.Actor, defaultActor, l.me, l.me.AnyUID())
+	if err != nil {
+		return wire.TransitionResult{}, err
 	}
-	if !l.me.AnyUID() && t.Actor == transitions.ActorAdmin {
-		return wire.TransitionResult{}, fmt.Errorf("%w: actor admin is root's on this host; %s asks as orchestrator", transitions.ErrForbidden, l.me.Name)
-	}
-	req, err := t.Request(typ, id, defaultActor)
+	req, err := t.Request(typ, id, actor)
 	if err != nil {
 		return wire.TransitionResult{}, err
 	}
@@ -213,11 +211,11 @@ func (r *Remote) Register(ctx context.Context, reg wire.Register, _ string) (wir
 }
 
 // Transition implements Target. With a token the daemon records its
-// principal, so defaultActor goes only without one; on the local socket
-// admin is root's alone.
+// principal, so defaultActor goes only without one, as the daemon would take
+// it (the admin right: root's on the socket); one it would refuse goes unsent.
 func (r *Remote) Transition(ctx context.Context, typ, id string, t wire.Transition, defaultActor string) (wire.TransitionResult, error) {
-	if t.Actor == "" && !r.c.HasToken() && (!r.c.Unix() || os.Getuid() == 0 || defaultActor != transitions.ActorAdmin) {
-		t.Actor = defaultActor
+	if t.Actor == "" && !r.c.HasToken() {
+		t.Actor, _ = transitions.ActorFor("", defaultActor, transitions.Principal{}, !r.c.Unix() || os.Getuid() == 0)
 	}
 	return r.c.Transition(ctx, typ, id, t)
 }
