@@ -84,7 +84,7 @@ func benchHost(b *testing.B, n int) *Reaper {
 // the process's CPU time (user and system, the collector's included), what
 // a sweep costs the host whatever else runs on it.
 func BenchmarkSweepUnchanged(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
+	for _, n := range benchNs() {
 		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
 			r := benchHost(b, n)
 			cpu := cpuTime(b)
@@ -117,7 +117,7 @@ func cpuTime(b *testing.B) time.Duration {
 // before ADR-0052's pages, and a page at a time as the sweep reads now
 // (what a page costs beside one query: the ratio of the two).
 func BenchmarkSweepStoreRead(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
+	for _, n := range benchNs() {
 		r := benchHost(b, n)
 		b.Run("N="+strconv.Itoa(n)+"/whole", func(b *testing.B) {
 			for b.Loop() {
@@ -148,4 +148,13 @@ func BenchmarkSweepStoreRead(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entity")
 		})
 	}
+}
+
+// benchNs are the host sizes the sweep benchmarks run (WATCHDOG_BENCH_N
+// narrows them to one, for a profile).
+func benchNs() []int {
+	if n, err := strconv.Atoi(os.Getenv("WATCHDOG_BENCH_N")); err == nil && n > 0 {
+		return []int{n}
+	}
+	return []int{1000, 10000}
 }
