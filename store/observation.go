@@ -31,4 +31,7 @@ type Observation struct {
 	// re-registration does not move SeenSeq).
 	Exit *state.ExitStatus
 	PID  int
+	// Runner: written by the entity's runner (exec's own exit status), not
+	// by a judgement; it does not say a daemon judged the host then.
+	Runner bool
 }

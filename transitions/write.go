@@ -279,7 +279,7 @@ func (w *Writer) recordExit(ctx context.Context, g *Graph, req Request, at time.
 		return nil
 	}
 	o := store.Observation{Health: cur.Health, Delivery: cur.Delivery, Reasons: cur.Reasons, HealthSince: cur.HealthSince,
-		DeadSince: cur.DeadSince, SeenSeq: cur.LastSeq, At: at, Exit: &x, PID: cur.PID}
+		DeadSince: cur.DeadSince, SeenSeq: cur.LastSeq, At: at, Exit: &x, PID: cur.PID, Runner: true}
 	rx, ok := w.Store.(observer)
 	if !ok {
 		return nil

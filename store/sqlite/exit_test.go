@@ -72,3 +72,31 @@ func TestObservationRecordsExit(t *testing.T) {
 		t.Errorf("a new pid inherited the old one's exit %+v", x)
 	}
 }
+
+// TestRunnerObservationIsNoJudgement: exec's own exit status is stored,
+// but does not move when the host was last judged (LastObserved), which
+// `status` shows as a daemon's work.
+func TestRunnerObservationIsNoJudgement(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	e := store.Entity{Type: "session", ID: "x", Lifecycle: strp("running"), PID: 4242, HostID: "h1"}
+	if _, err := s.Register(ctx, e, "orchestrator", unixAt(1)); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := s.Get(ctx, "session", "x")
+	judged := store.Observation{Health: state.HealthRunning, HealthSince: unixAt(2), SeenSeq: cur.LastSeq, At: unixAt(2)}
+	runner := store.Observation{Health: state.HealthRunning, HealthSince: unixAt(2), SeenSeq: cur.LastSeq, At: unixAt(9),
+		Exit: &state.ExitStatus{Code: 1, At: unixAt(9)}, PID: 4242, Runner: true}
+	for _, o := range []store.Observation{judged, runner} {
+		if wrote, err := s.RecordObservation(ctx, "session", "x", o); err != nil || !wrote {
+			t.Fatalf("record %+v: %v %v", o, wrote, err)
+		}
+	}
+	last, err := s.LastObserved(ctx)
+	if err != nil || !last["h1"].Equal(unixAt(2)) {
+		t.Errorf("last observed %v (%v), want the judgement's %v", last, err, unixAt(2))
+	}
+	if got, _ := s.Get(ctx, "session", "x"); got.Exit == nil || got.Exit.Code != 1 {
+		t.Errorf("exit %+v, want code 1", got.Exit)
+	}
+}

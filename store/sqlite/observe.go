@@ -24,7 +24,10 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 	// and sharing their commit (one fsync) keeps it from halving their
 	// throughput.
 	err = s.groupWrite(ctx, "record observation "+typ+"/"+id, func(ctx context.Context, tx *sql.Tx) error {
-		set, differs, keep := "", "", ""
+		set, differs, keep := ", observed_at = :at", "", ""
+		if o.Runner {
+			set = "" // not a judgement: LastObserved stays
+		}
 		if o.DeadSince.IsZero() && o.SeenDeadSince.IsZero() {
 			keep = " AND dead_since IS NULL" // see Observation.SeenDeadSince
 		}
@@ -33,12 +36,12 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 			sql.Named("at", unixtime.Seconds(o.At)), sql.Named("type", typ), sql.Named("id", id), sql.Named("seen_seq", o.SeenSeq)}
 		if o.Exit != nil {
 			code, signal := rowcodec.ExitColumns(*o.Exit)
-			set = ", exit_code = :code, exit_signal = :signal, exit_at = :exit_at"
+			set += ", exit_code = :code, exit_signal = :signal, exit_at = :exit_at"
 			differs = " OR exit_at IS NULL OR exit_code IS NOT :code OR exit_signal IS NOT :signal) AND (pid = :pid"
 			args = append(args, sql.Named("code", code), sql.Named("signal", signal), sql.Named("exit_at", unixtime.Seconds(o.Exit.At)), sql.Named("pid", o.PID))
 		}
 		res, err := s.txExec(ctx, tx, `UPDATE entities SET health = :health, delivery = :delivery, reasons = :reasons,
-		health_since = :health_since, dead_since = :dead_since, updated_at = :at, observed_at = :at`+set+`
+		health_since = :health_since, dead_since = :dead_since, updated_at = :at`+set+`
 		WHERE type = :type AND id = :id AND last_seq = :seen_seq`+keep+`
 		  AND (health IS NOT :health OR delivery IS NOT :delivery OR reasons IS NOT :reasons
 		       OR health_since IS NOT :health_since OR dead_since IS NOT :dead_since`+differs+`)`, args...)
