@@ -102,14 +102,23 @@ func newFilter() (*filter, error) {
 		Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: filterMax, Flags: unix.BPF_F_NO_PREALLOC,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create the filter's map: %w", err)
+		return nil, fmt.Errorf("create the filter's map: %w", permission(err))
 	}
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SocketFilter, License: "GPL", Instructions: program(m)})
 	if err != nil {
 		_ = m.Close()
-		return nil, fmt.Errorf("load the filter: %w", err)
+		return nil, fmt.Errorf("load the filter: %w", permission(err))
 	}
 	return &filter{prog: p, m: m}, nil
+}
+
+// permission words EPERM for this kernel: the library's hint of a low
+// RLIMIT_MEMLOCK is wrong since 5.11 (memory cgroups count eBPF memory).
+func permission(err error) error {
+	if errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("%w (eBPF needs CAP_BPF or root)", unix.EPERM)
+	}
+	return err
 }
 
 // add puts pid in the map (0: the open flag).

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"watchdog/internal/testenv"
 )
@@ -180,5 +182,19 @@ func TestFilterGivenUp(t *testing.T) {
 	// The unwatched processes' 40 events came before the daemon's fork.
 	if n := tr.events.Load() - before; n < 40 {
 		t.Errorf("%d events read since the filter was given up, want every process's (at least 40)", n)
+	}
+}
+
+// TestFilterPermissionWording: the library's EPERM blames RLIMIT_MEMLOCK,
+// which this kernel no longer charges; the reason says what is missing.
+func TestFilterPermissionWording(t *testing.T) {
+	lib := fmt.Errorf("map create: %w (MEMLOCK may be too low, consider rlimit.RemoveMemlock)", unix.EPERM)
+	got := permission(lib)
+	if !errors.Is(got, unix.EPERM) || strings.Contains(got.Error(), "MEMLOCK") || !strings.Contains(got.Error(), "CAP_BPF") {
+		t.Errorf("EPERM worded %q", got)
+	}
+	other := errors.New("map create: invalid argument")
+	if permission(other) != other {
+		t.Errorf("another error changed: %v", permission(other))
 	}
 }
