@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -75,4 +76,49 @@ func TestTouchClearsIdleAtOnce(t *testing.T) {
 	if c := counters(t, d.addr)[`watchdog_heartbeat_files{mode="inotify"}`]; c != 1 {
 		t.Errorf("watchdog_heartbeat_files{mode=\"inotify\"} = %v, want 1", c)
 	}
+}
+
+// TestSweepSkipsAnUnchangedWatchedFile: a real daemon sweeping every
+// second, a session idle for want of a touch of its watched heartbeat
+// file. The sweeps read the unchanged file no more
+// (watchdog_heartbeat_file_stats_skipped_total grows), yet a change is
+// still theirs to see: the file backdated by an hour (older, so the
+// monitor, which rejudges only a newer touch, leaves it) is the heartbeat
+// the idle finding cites after a sweep.
+func TestSweepSkipsAnUnchangedWatchedFile(t *testing.T) {
+	var hb string
+	d := serve(t, func(c *config.Config) {
+		c.Thresholds.IdleAfter = config.Duration(2 * time.Second)
+		c.Jobs.Sweep = "@every 1s"
+		hb = filepath.Join(filepath.Dir(c.Store.DSN), "beat")
+	})
+	if err := os.WriteFile(hb, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.register(t, store.Entity{Type: "session", ID: "s", PID: sleeper(t).Process.Pid, HeartbeatFile: hb})
+	testenv.Eventually(t, "the session idle", ceiling, func() (bool, string) {
+		h := d.get(t, "session", "s").Health
+		return h == state.HealthIdle, string(h)
+	})
+	const skipped = "watchdog_heartbeat_file_stats_skipped_total"
+	testenv.Eventually(t, "sweeps that make no stat of the file", ceiling, func() (bool, string) {
+		n := counters(t, d.addr)[skipped]
+		return n >= 2, fmt.Sprint(n)
+	})
+
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(hb, old, old); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the backdated file cited after a sweep", ceiling, func() (bool, string) {
+		e := d.get(t, "session", "s")
+		for _, r := range e.Reasons {
+			for _, ev := range r.Evidence {
+				if ev.Path == hb && strings.Contains(ev.Detail, state.Stamp(old)) {
+					return true, ""
+				}
+			}
+		}
+		return false, fmt.Sprintf("%s %+v", e.Health, e.Reasons)
+	})
 }

@@ -74,9 +74,11 @@ func newLiveness(view *live.View, rp *reaper.Reaper, host *probe.Host, st store.
 	if w := l.watcher; w != nil {
 		rp.Watched = func(e *store.Entity) bool { return w.Alive(monitor.Key(e.Type, e.ID), e.PID) }
 	}
+	rp.WatchedFile = l.mon.HeartbeatFileAt
 	m.Watching(l.mon.Watching)
 	m.Judging(rp.Counts)
 	m.HeartbeatFiles(l.mon.HeartbeatFiles)
+	m.HeartbeatFileStatsSkipped(l.mon.HeartbeatFileStatsSkipped)
 	if w := l.watcher; w != nil {
 		m.PidwatchOverflows(w.Overflows)
 	}

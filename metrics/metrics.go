@@ -77,6 +77,8 @@ type Metrics struct {
 	judging atomic.Pointer[func() (probes, written uint64)]
 	// files is the source of watchdog_heartbeat_files (HeartbeatFiles).
 	files atomic.Pointer[func() (watched, polled int)]
+	// statsSkipped is the source of watchdog_heartbeat_file_stats_skipped_total.
+	statsSkipped atomic.Pointer[func() uint64]
 	// tree is the source of the process tree metrics (ProcessTree).
 	tree atomic.Pointer[TreeSource]
 	// shed and conns are the HTTP server's bounds (conns.go).
@@ -165,7 +167,7 @@ func New(reg prometheus.Registerer, src Source, version string, now func() time.
 	m.collector = newStoreCollector(src, now, o.Owns)
 	for _, c := range []prometheus.Collector{
 		describedOnly(counters), m.lastSweep, buildInfo,
-		m.collector, watchingCollector{&m.watching}, overflowCollector{&m.overflows}, judgingCollector{&m.judging}, heartbeatFilesCollector{&m.files}, treeCollector{&m.tree}, leaderCollector{o.Leader}, m.shed, connsCollector{&m.conns}, streamsCollector{&m.streams},
+		m.collector, watchingCollector{&m.watching}, countCollector{overflowDesc, &m.overflows}, judgingCollector{&m.judging}, heartbeatFilesCollector{&m.files}, countCollector{statsSkippedDesc, &m.statsSkipped}, treeCollector{&m.tree}, leaderCollector{o.Leader}, m.shed, connsCollector{&m.conns}, streamsCollector{&m.streams},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

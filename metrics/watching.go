@@ -35,19 +35,20 @@ var overflowDesc = prometheus.NewDesc("watchdog_pidwatch_overflow_total",
 	"Process deaths the pidfd watcher dropped at its full queue; each drop makes the monitor re-check every watched process, so none is missed, but their exit status is lost.",
 	nil, nil)
 
-// overflowCollector reads the watcher's count at scrape time; 0 until set.
-type overflowCollector struct {
-	src *atomic.Pointer[func() uint64]
+// countCollector reads a counter kept elsewhere at scrape time; 0 until set.
+type countCollector struct {
+	desc *prometheus.Desc
+	src  *atomic.Pointer[func() uint64]
 }
 
-func (c overflowCollector) Describe(ch chan<- *prometheus.Desc) { ch <- overflowDesc }
+func (c countCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
-func (c overflowCollector) Collect(ch chan<- prometheus.Metric) {
+func (c countCollector) Collect(ch chan<- prometheus.Metric) {
 	var n uint64
 	if fn := c.src.Load(); fn != nil {
 		n = (*fn)()
 	}
-	ch <- prometheus.MustNewConstMetric(overflowDesc, prometheus.CounterValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n))
 }
 
 // PidwatchOverflows sets where watchdog_pidwatch_overflow_total reads its count.
@@ -75,3 +76,11 @@ func (c heartbeatFilesCollector) Collect(ch chan<- prometheus.Metric) {
 
 // HeartbeatFiles sets where watchdog_heartbeat_files reads its counts.
 func (m *Metrics) HeartbeatFiles(fn func() (watched, polled int)) { m.files.Store(&fn) }
+
+// statsSkippedDesc is watchdog_heartbeat_file_stats_skipped_total.
+var statsSkippedDesc = prometheus.NewDesc("watchdog_heartbeat_file_stats_skipped_total",
+	"Looks at a heartbeat file watched by inotify that made no stat: no change was told since the file was last read.",
+	nil, nil)
+
+// HeartbeatFileStatsSkipped sets where watchdog_heartbeat_file_stats_skipped_total reads its count.
+func (m *Metrics) HeartbeatFileStatsSkipped(fn func() uint64) { m.statsSkipped.Store(&fn) }

@@ -141,6 +141,10 @@ type harness struct {
 	w     *fakeWatcher
 	clock *testenv.Clock
 	mtime map[string]time.Time
+	// links are the heartbeat files that are symlinks; lstats counts the
+	// reads for the sweep (HeartbeatFileAt), of h.mtime as StatMtime's.
+	links  map[string]bool
+	lstats int
 	// unreadable: pids whose identity the prober cannot read.
 	unreadable map[int]bool
 	// ents stands in for the live view: every entity handed in (update),
@@ -151,7 +155,7 @@ type harness struct {
 
 func newHarness(t *testing.T, s Settings) *harness {
 	t.Helper()
-	h := &harness{rec: &recorder{}, w: newFakeWatcher(), clock: testenv.NewClock(t0), mtime: map[string]time.Time{}, unreadable: map[int]bool{}, ents: map[string]store.Entity{}}
+	h := &harness{rec: &recorder{}, w: newFakeWatcher(), clock: testenv.NewClock(t0), mtime: map[string]time.Time{}, links: map[string]bool{}, unreadable: map[int]bool{}, ents: map[string]store.Entity{}}
 	h.m = New(Options{
 		Reaper: h.rec, Watcher: h.w, Prober: aliveProber{unreadable: h.unreadable},
 		Entity: func(typ, id string) (store.Entity, bool) {
@@ -168,6 +172,14 @@ func newHarness(t *testing.T, s Settings) *harness {
 			return mt, nil
 		},
 	})
+	h.m.lstat = func(e *store.Entity) (time.Time, bool, error) {
+		h.lstats++
+		if h.links[e.HeartbeatFile] {
+			return t0, true, nil
+		}
+		mt, err := h.m.opt.StatMtime(e)
+		return mt, false, err
+	}
 	return h
 }
 

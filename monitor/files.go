@@ -7,6 +7,7 @@ import (
 	"watchdog/state"
 
 	"github.com/fsnotify/fsnotify"
+	"go.uber.org/zap"
 )
 
 // MaxFileDirs bounds the directories watched for heartbeat files (one
@@ -22,10 +23,14 @@ type files struct {
 	dirs   map[string]int                   // watched directory → files in it
 	paths  map[string]map[*tracked]struct{} // a watched file → its entities
 	polled int
+	// blind are watched directories whose events do not tell every change
+	// of their files' paths: reached through a symlink, or gone (removed or
+	// moved: fsnotify dropped the watch). The sweep reads their files.
+	blind map[string]bool
 }
 
 func newFiles(max int) *files {
-	f := &files{max: max, dirs: map[string]int{}, paths: map[string]map[*tracked]struct{}{}}
+	f := &files{max: max, dirs: map[string]int{}, paths: map[string]map[*tracked]struct{}{}, blind: map[string]bool{}}
 	if w, err := fsnotify.NewWatcher(); err == nil {
 		f.w = w
 	}
@@ -44,6 +49,9 @@ func (f *files) add(tr *tracked, path string) bool {
 		if f.w == nil || len(f.dirs) >= f.max || f.w.Add(dir) != nil {
 			f.polled++
 			return false
+		}
+		if real, err := filepath.EvalSymlinks(dir); err != nil || real != dir {
+			f.blind[dir] = true // a symlink retargeted would be told by no event
 		}
 	}
 	f.dirs[dir]++
@@ -69,8 +77,16 @@ func (f *files) remove(tr *tracked, path string, watched bool) {
 	dir := filepath.Dir(path)
 	if f.dirs[dir]--; f.dirs[dir] <= 0 {
 		delete(f.dirs, dir)
+		delete(f.blind, dir)
 		_ = f.w.Remove(dir) // gone with its directory already, at worst
 	}
+}
+
+// vouches says whether every change of path is told by an event: its
+// directory watched by inotify, and not blind.
+func (f *files) vouches(path string) bool {
+	dir := filepath.Dir(filepath.Clean(path))
+	return f.w != nil && f.dirs[dir] > 0 && !f.blind[dir]
 }
 
 func (f *files) touched(name string) map[*tracked]struct{} {
@@ -83,10 +99,43 @@ func (f *files) close() {
 	}
 }
 
-// fileChanged rejudges the idle or stalled entities whose heartbeat file
-// name is; the others wait for their deadline.
+// fileEvent: an event on a watched directory itself (its mode changed, or
+// it was removed or moved, taking its watch along) is one on each of its files.
+func (m *Monitor) fileEvent(ctx context.Context, ev fsnotify.Event) {
+	dir := filepath.Clean(ev.Name)
+	if m.fw.dirs[dir] == 0 {
+		m.fileChanged(ctx, ev.Name)
+		return
+	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		m.fw.blind[dir] = true
+	}
+	for path := range m.fw.paths {
+		if filepath.Dir(path) == dir {
+			m.fileChanged(ctx, path)
+		}
+	}
+}
+
+// fileEventsLost: events were lost (a full inotify queue), so every
+// watched file is read again (fileChanged), an idle or stalled entity's now.
+func (m *Monitor) fileEventsLost(ctx context.Context, err error) {
+	m.opt.Logger.Warn("heartbeat file events were lost; looking at every watched file", zap.Error(err))
+	for path := range m.fw.paths {
+		m.fileChanged(ctx, path)
+	}
+}
+
+// fileChanged makes the sweep read name again for each entity whose
+// heartbeat file it is, and rejudges the idle or stalled ones; the others
+// wait for their deadline.
 func (m *Monitor) fileChanged(ctx context.Context, name string) {
 	for tr := range m.fw.touched(name) {
+		if m.fw.vouches(name) {
+			m.known.changed(tr.key())
+		} else {
+			m.known.drop(tr.key())
+		}
 		if h := tr.f.healthOf(); h != state.HealthIdle && h != state.HealthStalled {
 			continue
 		}
@@ -114,11 +163,15 @@ func (m *Monitor) watchFile(tr *tracked) {
 	watched := m.fw.add(tr, want)
 	r := tr.w()
 	r.hbWatch, r.hbWatched = want, watched
+	if watched && m.fw.vouches(want) {
+		m.known.watch(tr.key(), want) // after the watch: no change goes untold
+	}
 	m.countFiles()
 }
 
 func (m *Monitor) unwatchFile(tr *tracked) {
 	if r := tr.r(); r.hbWatch != "" {
+		m.known.drop(tr.key())
 		m.fw.remove(tr, r.hbWatch, r.hbWatched)
 		tr.rare.hbWatch, tr.rare.hbWatched = "", false
 		m.countFiles()

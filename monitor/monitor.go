@@ -124,6 +124,12 @@ type Monitor struct {
 	nTreeResyncs atomic.Int64
 	// nFiles and nFilesPolled count the heartbeat files.
 	nFiles, nFilesPolled atomic.Int64
+	// known are the watched files' reads the sweep uses (HeartbeatFileAt);
+	// nStatsSkipped counts the stats they saved.
+	known         knownFiles
+	nStatsSkipped atomic.Uint64
+	// lstat reads a watched file for the sweep (lstatMtime; tests stand in).
+	lstat func(e *store.Entity) (mtime time.Time, link bool, err error)
 
 	// Owned by Run's goroutine.
 	s    Settings
@@ -156,6 +162,7 @@ func New(opt Options) *Monitor {
 		s:       opt.Settings.withDefaults(),
 		ents:    newTable(),
 		roots:   map[proctree.Root]*tracked{},
+		lstat:   lstatMtime,
 	}
 }
 
@@ -283,14 +290,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-m.wake:
 		case ev := <-files():
-			m.fileChanged(ctx, ev.Name)
+			m.fileEvent(ctx, ev)
 		case err := <-fileErrors():
-			// Events were lost (a full inotify queue): every watched file
-			// of an idle or stalled entity is looked at now.
-			m.opt.Logger.Warn("heartbeat file events were lost; looking at every watched file", zap.Error(err))
-			for path := range m.fw.paths {
-				m.fileChanged(ctx, path)
-			}
+			m.fileEventsLost(ctx, err)
 		case <-alarm.C:
 			armed = time.Time{} // fired: the next turn arms it again
 		case d, ok := <-deaths:

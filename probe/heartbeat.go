@@ -98,8 +98,21 @@ func checkHeartbeat(sc *scratch, file string, postedAt, startedAt time.Time, now
 			o.FileErr = &fs.PathError{Op: "stat", Path: file, Err: err}
 		}
 	}
-	posted := postedAt
+	return o.from(fileAt, fileCtime, postedAt, startedAt, now)
+}
 
+// checkHeartbeat is CheckHeartbeat of t's file, with no stat when its mtime
+// is known (HeartbeatFileKnown).
+func (t *Subject) checkHeartbeat(startedAt, now time.Time) HeartbeatObservation {
+	if !t.HeartbeatFileKnown || t.HeartbeatFile == "" {
+		return CheckHeartbeat(t.HeartbeatFile, t.HeartbeatAt, startedAt, now)
+	}
+	o := HeartbeatObservation{File: t.HeartbeatFile, FileMissing: t.HeartbeatFileAt.IsZero()}
+	return o.from(t.HeartbeatFileAt, t.HeartbeatFileAt, t.HeartbeatAt, startedAt, now)
+}
+
+// from judges the heartbeat from the file's times (zero: none) as read.
+func (o HeartbeatObservation) from(fileAt, fileCtime, posted, startedAt, now time.Time) HeartbeatObservation {
 	switch {
 	case !fileAt.IsZero() && (posted.IsZero() || !fileAt.Before(posted)):
 		o.Source, o.Claimed = HeartbeatFile, fileAt

@@ -95,3 +95,37 @@ func TestCheckHeartbeatDetail(t *testing.T) {
 		t.Errorf("detail %q, want %q", got, want)
 	}
 }
+
+// TestKnownHeartbeatFileIsNotStated: a heartbeat file whose mtime the
+// daemon's watch vouches for (Subject.HeartbeatFileKnown) is judged from
+// that mtime, or read as missing for a zero one, never from a stat: the
+// file on disk here says otherwise each time.
+func TestKnownHeartbeatFileIsNotStated(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	hb := filepath.Join(dir, "s.hb")
+	touch(t, hb, now.Add(-15*time.Minute))
+	start := now.Add(-90 * time.Minute)
+	h := NewHost()
+	for _, tc := range []struct {
+		name    string
+		at      time.Time
+		source  HeartbeatSource
+		age     time.Duration
+		missing bool
+	}{
+		{"the known mtime, not the file's", now.Add(-2 * time.Minute), HeartbeatFile, 2 * time.Minute, false},
+		{"known missing, though it is there", time.Time{}, HeartbeatFromStart, 90 * time.Minute, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Subject{HeartbeatFile: hb, HeartbeatFileKnown: true, HeartbeatFileAt: tc.at, StartedAt: start}
+			if s.readsFiles() {
+				t.Error("a known heartbeat file counts as a file to read: the owner's identity would be taken for nothing")
+			}
+			o := h.Probe(t.Context(), s, now).Heartbeat
+			if o.Source != tc.source || o.Age.Round(time.Minute) != tc.age || o.FileMissing != tc.missing || o.File != hb {
+				t.Errorf("%s: source %v age %v missing %v file %q; want %v %v %v", o.Detail(), o.Source, o.Age, o.FileMissing, o.File, tc.source, tc.age, tc.missing)
+			}
+		})
+	}
+}

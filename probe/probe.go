@@ -35,6 +35,11 @@ type Subject struct {
 	HeartbeatFile     string
 	HeartbeatAt       time.Time
 	HeartbeatProgress string
+	// HeartbeatFileKnown: HeartbeatFileAt is the file's mtime (zero: no such
+	// file), read with Owner's rights since its last change (the daemon's
+	// inotify watch), so the file is not stat'ed again.
+	HeartbeatFileKnown bool
+	HeartbeatFileAt    time.Time
 	// NoHeartbeat says the entity has no heartbeat at all, so its staleness
 	// is not judged (an ad-hoc probe of a bare pid).
 	NoHeartbeat bool
@@ -70,7 +75,7 @@ type Subject struct {
 // readsFiles says whether probing t reads a file: a heartbeat file while
 // it runs, lock files once it ended, an artifact contract when due.
 func (t *Subject) readsFiles() bool {
-	return t.HeartbeatFile != "" || (t.Terminal && len(t.LockFiles) > 0) || (len(t.Artifacts) > 0 && !t.SkipArtifacts)
+	return (t.HeartbeatFile != "" && !t.HeartbeatFileKnown) || (t.Terminal && len(t.LockFiles) > 0) || (len(t.Artifacts) > 0 && !t.SkipArtifacts)
 }
 
 // Unread is what Probe would return for t when it has nothing to read; ok
@@ -91,7 +96,7 @@ func checkFiles(ctx context.Context, t *Subject, obs *Observations, started, now
 			if t.HeartbeatFile == "" && !t.HeartbeatRequired {
 				from = time.Time{}
 			}
-			obs.Heartbeat = CheckHeartbeat(t.HeartbeatFile, t.HeartbeatAt, from, now)
+			obs.Heartbeat = t.checkHeartbeat(from, now)
 			if obs.Heartbeat.Source == HeartbeatPosted {
 				obs.Heartbeat.Progress = t.HeartbeatProgress
 			}

@@ -116,6 +116,10 @@ type Reaper struct {
 	Trees Trees
 	// Watched says the daemon holds e's pidfd and no exit came: /proc is not read.
 	Watched func(e *store.Entity) bool
+	// WatchedFile is e's heartbeat file's mtime (zero: no such file) when the
+	// daemon's inotify watch vouches for it, so the probe does not stat it
+	// (monitor.Monitor.HeartbeatFileAt); ok false: the probe looks.
+	WatchedFile func(e *store.Entity) (mtime time.Time, ok bool)
 	// Hostname names this daemon's host in the audit rows of its writes; "" uses HostID.
 	Hostname string
 	// After runs fn after d: the deadlines of a leftover's SIGTERM and

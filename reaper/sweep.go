@@ -466,6 +466,9 @@ func (r *Reaper) see(ctx context.Context, e store.Entity, parentTerminal bool, n
 	} else if r.Watched != nil && !e.Terminal && e.DeadSince.IsZero() && e.Health != state.HealthOrphaned && r.Watched(&e) {
 		t.Watched = true // the events tell a death: no /proc read
 	}
+	if r.WatchedFile != nil && t.HeartbeatFile != "" && !t.Terminal {
+		t.HeartbeatFileAt, t.HeartbeatFileKnown = r.WatchedFile(&e) // read only if inotify told a change
+	}
 	seen := judge.Seen{Probed: true, Event: ev}
 	r.probes.Add(1)
 	if o, ok := probe.Unread(t, now); ok {

@@ -126,8 +126,10 @@ type Filter struct {
 	AlsoHostless bool
 	// OpenOnly keeps non-terminal, non-legacy entities.
 	OpenOnly bool
-	// EndedSince also keeps terminal entities ended at or after it (with
-	// OpenOnly); an orphan is kept whatever its age (attention.Lingers).
+	// EndedSince also keeps terminal entities that reached their outcome at
+	// or after it (with OpenOnly), reckoned as attention.Arrived (ended_at,
+	// else lifecycle_at, else updated_at: the failure window's one rule); an
+	// orphan is kept whatever its age (attention.Lingers).
 	EndedSince time.Time
 	// ParentType and ParentID, when ParentID is set, keep the children of
 	// that entity.

@@ -338,7 +338,7 @@ func listQuery(f store.Filter) (string, []any) {
 	}
 	if f.OpenOnly {
 		if !f.EndedSince.IsZero() {
-			where = append(where, "lifecycle IS NOT NULL AND (NOT terminal OR ended_at >= "+arg(rowcodec.UnixArg(f.EndedSince))+" OR health = 'orphaned')")
+			where = append(where, rowcodec.InWindow("NOT terminal", arg(rowcodec.UnixArg(f.EndedSince))))
 		} else {
 			where = append(where, "NOT terminal AND lifecycle IS NOT NULL")
 		}
@@ -387,8 +387,7 @@ func listQuery(f store.Filter) (string, []any) {
 // a time whose failure window starts at since, filling only the fields the
 // queue reads (sqlite.Store.AttentionCandidates' rule).
 func (s *Store) AttentionCandidates(ctx context.Context, since time.Time) ([]store.Entity, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+rowcodec.AttentionColumns+` FROM entities
-		WHERE lifecycle IS NOT NULL AND (NOT terminal OR COALESCE(ended_at, lifecycle_at, updated_at) >= $1 OR health = 'orphaned')`,
+	rows, err := s.pool.Query(ctx, "SELECT "+rowcodec.AttentionColumns+" FROM entities WHERE "+rowcodec.InWindow("NOT terminal", "$1"),
 		unixtime.Seconds(since))
 	if err != nil {
 		return nil, fmt.Errorf("read attention candidates: %w", classify(err))

@@ -189,8 +189,7 @@ func (s *Store) VacuumDismissals(ctx context.Context, now time.Time) (int, error
 func (s *Store) AttentionCandidates(ctx context.Context, since time.Time) ([]store.Entity, error) {
 	// The failure window is attention.AgedOut's rule, with its cut-off
 	// (attention.Since) as the parameter.
-	st, err := s.prepared(ctx, "SELECT "+rowcodec.AttentionColumns+` FROM entities
-		WHERE lifecycle IS NOT NULL AND (terminal = 0 OR COALESCE(ended_at, lifecycle_at, updated_at) >= ? OR health = 'orphaned')`)
+	st, err := s.prepared(ctx, "SELECT "+rowcodec.AttentionColumns+" FROM entities WHERE "+rowcodec.InWindow("terminal = 0", "?"))
 	if err != nil {
 		return nil, fmt.Errorf("read attention candidates: %w", err)
 	}

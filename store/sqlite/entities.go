@@ -261,7 +261,7 @@ func listQuery(f store.Filter) (string, []any) {
 	}
 	if f.OpenOnly {
 		if !f.EndedSince.IsZero() {
-			where = append(where, "lifecycle IS NOT NULL AND ("+terminal+" = 0 OR ended_at >= ? OR health = 'orphaned')")
+			where = append(where, rowcodec.InWindow(terminal+" = 0", "?"))
 			args = append(args, rowcodec.UnixArg(f.EndedSince))
 		} else {
 			where = append(where, terminal+" = 0 AND lifecycle IS NOT NULL")

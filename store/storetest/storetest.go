@@ -331,6 +331,12 @@ func testListFilters(t *testing.T, h Harness) {
 	if _, _, err := move(s, "session", "done", "completed", true, t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
+	// Ended with no ended_at (registered ended, beside the write path): it
+	// ages from lifecycle_at, as the failure window does everywhere (attention.Arrived).
+	if _, err := s.Register(ctx, store.Entity{Type: "session", ID: "ended", Lifecycle: strp("completed"), Terminal: true, HostID: "h3"},
+		"orchestrator", t0.Add(90*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 	ids := func(f store.Filter) string {
 		list, err := s.List(ctx, f)
 		if err != nil {
@@ -347,19 +353,20 @@ func testListFilters(t *testing.T, h Harness) {
 		f    store.Filter
 		want string
 	}{
-		{"all, in byte order", store.Filter{}, "play/p session/B session/a session/b session/done session/old "},
+		{"all, in byte order", store.Filter{}, "play/p session/B session/a session/b session/done session/ended session/old "},
 		{"type", store.Filter{Type: "play"}, "play/p "},
 		{"host", store.Filter{HostID: "h1"}, "session/b session/done "},
 		{"host and remote live", store.Filter{HostID: "h1", AlsoRemoteLive: true}, "session/a session/b session/done "},
 		{"open", store.Filter{Type: "session", OpenOnly: true}, "session/B session/a session/b "},
-		{"open or ended since", store.Filter{Type: "session", OpenOnly: true, EndedSince: t0.Add(time.Minute)}, "session/B session/a session/b session/done "},
+		{"open or ended since", store.Filter{Type: "session", OpenOnly: true, EndedSince: t0.Add(time.Minute)}, "session/B session/a session/b session/done session/ended "},
+		{"ended since by lifecycle_at, no ended_at", store.Filter{HostID: "h3", OpenOnly: true, EndedSince: t0.Add(80 * time.Minute)}, "session/ended "},
 		{"ended before the window", store.Filter{Type: "session", OpenOnly: true, EndedSince: t0.Add(2 * time.Hour)}, "session/B session/a session/b "},
 		{"parent", store.Filter{ParentType: "show", ParentID: "x"}, "play/p "},
 		{"dead only", store.Filter{DeadOnly: true}, ""},
 		{"a page", store.Filter{Limit: 2}, "play/p session/B "},
-		{"after a key", store.Filter{After: store.Key{Type: "session", ID: "B"}}, "session/a session/b session/done session/old "},
-		{"after a key no row has", store.Filter{After: store.Key{Type: "session", ID: "Ba"}}, "session/a session/b session/done session/old "},
-		{"after a type alone", store.Filter{After: store.Key{Type: "play"}}, "play/p session/B session/a session/b session/done session/old "},
+		{"after a key", store.Filter{After: store.Key{Type: "session", ID: "B"}}, "session/a session/b session/done session/ended session/old "},
+		{"after a key no row has", store.Filter{After: store.Key{Type: "session", ID: "Ba"}}, "session/a session/b session/done session/ended session/old "},
+		{"after a type alone", store.Filter{After: store.Key{Type: "play"}}, "play/p session/B session/a session/b session/done session/ended session/old "},
 		{"after the last", store.Filter{After: store.Key{Type: "session", ID: "old"}}, ""},
 		{"a page after a key", store.Filter{After: store.Key{Type: "play", ID: "p"}, Limit: 2}, "session/B session/a "},
 		{"a page of a selection", store.Filter{HostID: "h1", AlsoRemoteLive: true, OpenOnly: true, After: store.Key{Type: "session", ID: "a"}, Limit: 1}, "session/b "},
@@ -370,7 +377,7 @@ func testListFilters(t *testing.T, h Harness) {
 	}
 	// Walked a page at a time, each page after the last key of the one
 	// before, the pages are the whole list once.
-	for _, limit := range []int{1, 2, 5, 6, 7} {
+	for _, limit := range []int{1, 2, 5, 6, 7, 8} {
 		got := ""
 		f := store.Filter{Limit: limit}
 		for pages := 0; ; pages++ {
@@ -401,8 +408,8 @@ func testListFilters(t *testing.T, h Harness) {
 		t.Errorf("attention candidates past the window: %d, %v (want the 4 open ones)", len(cands), err)
 	}
 	cands, _ = s.AttentionCandidates(ctx, t0)
-	if len(cands) != 5 {
-		t.Errorf("attention candidates in the window: %d, want 5", len(cands))
+	if len(cands) != 6 {
+		t.Errorf("attention candidates in the window: %d, want 6", len(cands))
 	}
 }
 
