@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"watchdog/internal/testenv"
 	"watchdog/judge"
 	"watchdog/monitor"
+	"watchdog/pidwatch"
 	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
@@ -123,4 +125,60 @@ func TestSweepStatsAWatchedFileOnlyWhenChanged(t *testing.T) {
 		at, ok := rec.told[hb]
 		return ok && at.IsZero(), fmt.Sprint(at, ok)
 	})
+}
+
+// BenchmarkSweepUnchangedAsServed is BenchmarkSweepUnchanged with the
+// daemon's hooks wired as it wires them: a real monitor watching the
+// heartbeat files by inotify (WatchedFile) and the live processes by pidfd
+// (Watched), its own steps stubbed out.
+func BenchmarkSweepUnchangedAsServed(b *testing.B) {
+	for _, n := range benchNs() {
+		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
+			r := benchHost(b, n)
+			w, err := pidwatch.New()
+			if err != nil {
+				b.Skipf("pidfds: %v", err)
+			}
+			mon := monitor.New(monitor.Options{Reaper: noSteps{}, Watcher: w, Prober: r.Prober.(*probe.Host), HostID: r.HostID,
+				Settings: monitor.Settings{PollInterval: time.Hour}})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); _ = mon.Run(ctx) }()
+			b.Cleanup(func() { cancel(); <-done; _ = w.Close() })
+			open, err := r.Store.List(ctx, store.Filter{HostID: r.HostID, OpenOnly: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, e := range open {
+				mon.Update(e)
+			}
+			want := min(n, monitor.MaxFileDirs)
+			deadline := time.Now().Add(time.Minute)
+			for watched, _ := mon.HeartbeatFiles(); watched < want; watched, _ = mon.HeartbeatFiles() {
+				if time.Now().After(deadline) {
+					b.Fatalf("%d heartbeat files watched, want %d", watched, want)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			r.Watched = func(e *store.Entity) bool { return w.Alive(monitor.Key(e.Type, e.ID), e.PID) }
+			r.WatchedFile = mon.HeartbeatFileAt
+			if _, err := r.Sweep(ctx); err != nil { // the files' first reads
+				b.Fatal(err)
+			}
+			cpu := cpuTime(b)
+			b.ResetTimer()
+			for b.Loop() {
+				rep, err := r.Sweep(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rep.Written != 0 || rep.Checked != n {
+					b.Fatalf("an unchanged sweep checked %d and wrote %d", rep.Checked, rep.Written)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entity")
+			b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N*n), "cpu-ns/entity")
+			b.ReportMetric(float64(mon.HeartbeatFileStatsSkipped())/float64(b.N*n), "stats-skipped/entity")
+		})
+	}
 }
