@@ -380,3 +380,43 @@ func TestOrphanLingersPastFailureWindow(t *testing.T) {
 		}
 	}
 }
+
+// versionCalls tells each DataVersion read, the start of every Sync.
+type versionCalls struct {
+	Source
+	calls chan struct{}
+}
+
+func (s versionCalls) DataVersion(ctx context.Context) (int64, error) {
+	v, err := s.Source.DataVersion(ctx)
+	select {
+	case s.calls <- struct{}{}:
+	default:
+	}
+	return v, err
+}
+
+// TestRunOnLooksAgainAfterAWake: a commit's event can come before the
+// commit is visible; a commit made just after the sync its event woke is
+// read by the next look, not at the safety net's period.
+func TestRunOnLooksAgainAfterAWake(t *testing.T) {
+	st, cli := twoStores(t)
+	src := versionCalls{Source: st, calls: make(chan struct{}, 1)}
+	v := New(src, time.Now, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := v.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-src.calls
+	wake := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() { defer close(done); v.RunOn(ctx, wake, time.Hour, nil) }()
+	t.Cleanup(func() { cancel(); <-done })
+	wake <- struct{}{}
+	<-src.calls // the woken sync has read the version: the commit lands after it
+	register(t, &transitions.Writer{Store: cli, Now: time.Now}, "session", "late", "running")
+	testenv.Eventually(t, "the late commit in the view", 30*time.Second, func() (bool, string) {
+		_, ok := v.Get("session", "late", time.Now())
+		return ok, fmt.Sprintf("%d held", v.Len())
+	})
+}

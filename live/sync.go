@@ -23,6 +23,9 @@ const QuietPeriod = time.Minute
 // minSyncGap spaces event-driven syncs: a burst costs one sync per gap.
 const minSyncGap = 10 * time.Millisecond
 
+// settleGap is when a sync woken by a commit event looks again.
+const settleGap = 50 * time.Millisecond
+
 // Load reads every entity and the dismissals, audit rows from the head on.
 func (v *View) Load(ctx context.Context) error { return v.Sync(ctx) }
 
@@ -264,7 +267,9 @@ func (v *View) RunOn(ctx context.Context, wake <-chan struct{}, every time.Durat
 	defer next.Stop()
 	next.Set(every)
 	var last time.Time
+	deferred := false // a wake waits for the gap's end
 	for {
+		woken := false
 		select {
 		case <-ctx.Done():
 			return
@@ -272,13 +277,22 @@ func (v *View) RunOn(ctx context.Context, wake <-chan struct{}, every time.Durat
 			if soon := last.Add(minSyncGap); time.Now().Before(soon) {
 				// Too soon: the alarm syncs at the gap's end, for every commit by then.
 				next.SetAt(soon)
+				deferred = true
 				continue
 			}
+			woken = true
 		case <-next.C:
+			woken, deferred = deferred, false
 		case <-v.kick:
 		}
 		last = time.Now()
-		next.Set(every)
+		if woken {
+			// A commit's event can come before the commit is visible (the WAL
+			// is written before its index): look once more, shortly.
+			next.Set(settleGap)
+		} else {
+			next.Set(every)
+		}
 		if err := v.Sync(ctx); err != nil && ctx.Err() == nil && errors != nil {
 			errors(err)
 		}
