@@ -369,13 +369,7 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 	tr := m.ents.get(k)
 	fresh := tr == nil
 	if fresh {
-		// Boundaries are looked at from the stored health's start: one crossed
-		// before the monitor first saw the entity is still due now.
-		judged := now
-		if hs := e.HealthSince; !hs.IsZero() && hs.Before(now) {
-			judged = hs
-		}
-		tr = &tracked{index: -1, judged: stampOf(judged)}
+		tr = &tracked{index: -1, judged: stampOf(now)}
 		m.ents.put(k, tr)
 		if e.Health == state.HealthUnknown {
 			// Never judged: its first health is read now, not at the next sweep.

@@ -658,21 +658,3 @@ func testTracked(e *store.Entity, judged stamp, sets ...func(*tracked)) tracked 
 	}
 	return tr
 }
-
-// TestFirstSightAfterABoundary: an entity first seen after its idle
-// boundary passed (a write that followed the boundary brought it) is
-// judged at once, not at the next boundary or sweep.
-func TestFirstSightAfterABoundary(t *testing.T) {
-	h := newHarness(t, Settings{})
-	h.clock.Advance(11 * time.Minute)
-	e := session("s", 42)
-	e.HeartbeatAt, e.HealthSince = t0, t0 // running since t0; idle due at +10m
-	h.update(e)
-	if got := whats(h.step()); !reflect.DeepEqual(got, []string{"check session/s"}) {
-		t.Fatalf("first sight after the idle boundary: %v, want a check", got)
-	}
-	h.update(session("t", 43)) // no health start recorded: nothing to catch up on
-	if got := whats(h.step()); len(got) != 0 {
-		t.Errorf("a fresh entity with no boundary passed was checked: %v", got)
-	}
-}
