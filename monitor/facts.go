@@ -62,6 +62,8 @@ type rare struct {
 	// hbWatch is the heartbeat file watched ("" none), hbWatched: by inotify.
 	hbWatch   string
 	hbWatched bool
+	// fileToldAt is when an event last told the heartbeat file changed.
+	fileToldAt stamp
 }
 
 // none is what a tracked entity without rare reads; never written.

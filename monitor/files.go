@@ -136,6 +136,7 @@ func (m *Monitor) fileChanged(ctx context.Context, name string) {
 		} else {
 			m.known.drop(tr.key())
 		}
+		tr.w().fileToldAt = stampOf(m.opt.Now())
 		if h := tr.f.healthOf(); h != state.HealthIdle && h != state.HealthStalled {
 			continue
 		}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 
+	"watchdog/state"
 	"watchdog/store"
 )
 
@@ -172,5 +174,40 @@ func TestLstatMtime(t *testing.T) {
 	}
 	if _, _, err := lstatMtime(&store.Entity{HeartbeatFile: filepath.Join(dir, "none")}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// TestIdleWrittenBeforeAHeardTouchIsJudgedAgain: a sweep's look read the
+// file's last read before a touch whose event the monitor then heard; its
+// idle comes back from the store after the event, and is judged again at
+// once. An idle written after the event is the store's to keep.
+func TestIdleWrittenBeforeAHeardTouchIsJudgedAgain(t *testing.T) {
+	h := newHarness(t, Settings{})
+	e := session("s", 42)
+	e.HeartbeatFile = filepath.Join(t.TempDir(), "s.hb")
+	h.mtime[e.HeartbeatFile] = t0
+	e.UpdatedAt = t0
+	h.update(e)
+	h.step()
+	h.clock.Advance(time.Minute)
+	judgedAt := h.clock.Now() // the sweep judges from its cached read
+	h.clock.Advance(time.Second)
+	h.mtime[e.HeartbeatFile] = h.clock.Now()
+	h.m.fileChanged(context.Background(), e.HeartbeatFile) // running as the monitor knows it: no check
+	if got := whats(h.step()); len(got) != 0 {
+		t.Fatalf("a touch of a running entity's file: %v", got)
+	}
+	idle := e
+	idle.Health, idle.UpdatedAt = state.HealthIdle, judgedAt
+	h.update(idle)
+	if got := whats(h.step()); !reflect.DeepEqual(got, []string{"check session/s"}) {
+		t.Errorf("idle judged before the heard touch: %v, want a check", got)
+	}
+	later := idle
+	later.UpdatedAt = h.clock.Now().Add(time.Second)
+	h.clock.Advance(2 * time.Second)
+	h.update(later)
+	if got := whats(h.step()); len(got) != 0 {
+		t.Errorf("idle judged after the touch was heard: %v, want none", got)
 	}
 }

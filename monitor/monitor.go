@@ -378,6 +378,10 @@ func (m *Monitor) apply(ctx context.Context, k key, e *store.Entity) {
 	} else if tr.f.heartbeatAt.time().Before(e.HeartbeatAt) && (e.Health == state.HealthIdle || e.Health == state.HealthStalled) {
 		// A heartbeat to an idle or stalled entity: judge it now.
 		tr.checkAt = stampOf(now)
+	} else if h := e.Health; (h == state.HealthIdle || h == state.HealthStalled) && tr.r().fileToldAt.time().After(e.UpdatedAt) {
+		// Judged idle or stalled before a touch of its file the monitor heard
+		// (a sweep's look raced the event): judge it now.
+		tr.checkAt = stampOf(now)
 	} else if otherProcess(&tr.f, e) || (e.LastSeq != tr.f.lastSeq && tr.r().diedPID != 0 && e.DeadSince.IsZero()) {
 		// Another process, or a lifecycle write over an unrecorded death: the
 		// store refuses a check of the pre-transition copy, so judge now.
