@@ -32,6 +32,7 @@ type Observation struct {
 	Exit *state.ExitStatus
 	PID  int
 	// Runner: written by the entity's runner (exec's own exit status), not
-	// by a judgement; it does not say a daemon judged the host then.
+	// by a judgement: only the exit status is written (the stored health,
+	// findings and death stay), and it does not say a daemon judged then.
 	Runner bool
 }

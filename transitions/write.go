@@ -278,8 +278,7 @@ func (w *Writer) recordExit(ctx context.Context, g *Graph, req Request, at time.
 	if state.SameExit(cur.Exit, &x) {
 		return nil
 	}
-	o := store.Observation{Health: cur.Health, Delivery: cur.Delivery, Reasons: cur.Reasons, HealthSince: cur.HealthSince,
-		DeadSince: cur.DeadSince, SeenSeq: cur.LastSeq, At: at, Exit: &x, PID: cur.PID, Runner: true}
+	o := store.Observation{SeenSeq: cur.LastSeq, At: at, Exit: &x, PID: cur.PID, Runner: true}
 	rx, ok := w.Store.(observer)
 	if !ok {
 		return nil

@@ -471,8 +471,18 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 	if err != nil {
 		return false, fmt.Errorf("record observation %s/%s: encode reasons: %w", typ, id, err)
 	}
+	if o.Runner && o.Exit == nil {
+		return false, nil // a runner writes an exit status, or nothing
+	}
+	judged := `health = @health, delivery = @delivery, reasons = @reasons,
+		health_since = @health_since::double precision, dead_since = @dead_since::double precision, `
+	judgedDiffers := `health IS DISTINCT FROM @health OR delivery IS DISTINCT FROM @delivery OR reasons IS DISTINCT FROM @reasons
+		       OR health_since IS DISTINCT FROM @health_since::double precision OR dead_since IS DISTINCT FROM @dead_since::double precision`
 	set, differs, keep := "", "", ""
-	if o.DeadSince.IsZero() && o.SeenDeadSince.IsZero() {
+	switch {
+	case o.Runner:
+		judged, judgedDiffers = "", "FALSE" // the exit status alone (Observation.Runner)
+	case o.DeadSince.IsZero() && o.SeenDeadSince.IsZero():
 		keep = " AND dead_since IS NULL" // see Observation.SeenDeadSince
 	}
 	args := pgx.NamedArgs{
@@ -487,11 +497,9 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 		differs = " OR exit_at IS NULL OR exit_code IS DISTINCT FROM @code::bigint OR exit_signal IS DISTINCT FROM @signal::bigint) AND (pid = @pid"
 		args["pid"] = int64(o.PID)
 	}
-	update := `UPDATE entities SET health = @health, delivery = @delivery, reasons = @reasons,
-		health_since = @health_since::double precision, dead_since = @dead_since::double precision, updated_at = @at` + set + `
+	update := `UPDATE entities SET ` + judged + `updated_at = @at` + set + `
 		WHERE type = @type AND id = @id AND last_seq = @seen_seq` + keep + `
-		  AND (health IS DISTINCT FROM @health OR delivery IS DISTINCT FROM @delivery OR reasons IS DISTINCT FROM @reasons
-		       OR health_since IS DISTINCT FROM @health_since::double precision OR dead_since IS DISTINCT FROM @dead_since::double precision` + differs + `)`
+		  AND (` + judgedDiffers + differs + `)`
 	fn := store.Derivation()
 	var n int64
 	var after store.Entity

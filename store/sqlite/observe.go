@@ -19,16 +19,23 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 	if err != nil {
 		return false, fmt.Errorf("record observation %s/%s: encode reasons: %w", typ, id, err)
 	}
+	if o.Runner && o.Exit == nil {
+		return false, nil // a runner writes an exit status, or nothing
+	}
 	var n int64
 	// A group write: the monitor records a death while transitions land,
 	// and sharing their commit (one fsync) keeps it from halving their
 	// throughput.
 	err = s.groupWrite(ctx, "record observation "+typ+"/"+id, func(ctx context.Context, tx *sql.Tx) error {
-		set, differs, keep := ", observed_at = :at", "", ""
-		if o.Runner {
-			set = "" // not a judgement: LastObserved stays
-		}
-		if o.DeadSince.IsZero() && o.SeenDeadSince.IsZero() {
+		judged := `health = :health, delivery = :delivery, reasons = :reasons, health_since = :health_since,
+		dead_since = :dead_since, observed_at = :at, `
+		set, differs, keep := "", "", ""
+		judgedDiffers := `health IS NOT :health OR delivery IS NOT :delivery OR reasons IS NOT :reasons
+		       OR health_since IS NOT :health_since OR dead_since IS NOT :dead_since`
+		switch {
+		case o.Runner:
+			judged, judgedDiffers = "", "FALSE" // the exit status alone (Observation.Runner)
+		case o.DeadSince.IsZero() && o.SeenDeadSince.IsZero():
 			keep = " AND dead_since IS NULL" // see Observation.SeenDeadSince
 		}
 		args := []any{sql.Named("health", o.Health), sql.Named("delivery", o.Delivery), sql.Named("reasons", reasons),
@@ -40,11 +47,9 @@ func (s *Store) RecordObservation(ctx context.Context, typ, id string, o store.O
 			differs = " OR exit_at IS NULL OR exit_code IS NOT :code OR exit_signal IS NOT :signal) AND (pid = :pid"
 			args = append(args, sql.Named("code", code), sql.Named("signal", signal), sql.Named("exit_at", unixtime.Seconds(o.Exit.At)), sql.Named("pid", o.PID))
 		}
-		res, err := s.txExec(ctx, tx, `UPDATE entities SET health = :health, delivery = :delivery, reasons = :reasons,
-		health_since = :health_since, dead_since = :dead_since, updated_at = :at`+set+`
+		res, err := s.txExec(ctx, tx, `UPDATE entities SET `+judged+`updated_at = :at`+set+`
 		WHERE type = :type AND id = :id AND last_seq = :seen_seq`+keep+`
-		  AND (health IS NOT :health OR delivery IS NOT :delivery OR reasons IS NOT :reasons
-		       OR health_since IS NOT :health_since OR dead_since IS NOT :dead_since`+differs+`)`, args...)
+		  AND (`+judgedDiffers+differs+`)`, args...)
 		if err != nil {
 			return err
 		}

@@ -243,7 +243,7 @@ func testAuditGuard(t *testing.T, h Harness) {
 func testObservation(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := open(t, h, h.New(t))
-	register(t, s, "session", "s1", strp("running"), nil)
+	register(t, s, "session", "s1", strp("running"), func(e *store.Entity) { e.PID = 7 })
 	e, _ := s.Get(ctx, "session", "s1")
 	o := store.Observation{Health: state.HealthProcessDead, Delivery: state.DeliveryUnknown, HealthSince: t0, DeadSince: t0,
 		Reasons: []state.StateReason{state.Observed(state.SystemHealthProcessDeadNoTerminal, "x")}, SeenSeq: e.LastSeq, At: t0}
@@ -265,6 +265,16 @@ func testObservation(t *testing.T, h Harness) {
 	}
 	if wrote, err := s.RecordObservation(ctx, "session", "s1", o); err != nil || !wrote {
 		t.Errorf("the death again: wrote %v, %v", wrote, err)
+	}
+	// The runner's exit status, read before the death: the status alone is
+	// written, the death and its findings stay.
+	runner := store.Observation{Health: state.HealthRunning, SeenSeq: e.LastSeq, At: t0.Add(2 * time.Second),
+		Exit: &state.ExitStatus{Code: 3, At: t0}, PID: e.PID, Runner: true}
+	if wrote, err := s.RecordObservation(ctx, "session", "s1", runner); err != nil || !wrote {
+		t.Errorf("the runner's exit status: wrote %v, %v", wrote, err)
+	}
+	if got, _ := s.Get(ctx, "session", "s1"); got.Health != state.HealthProcessDead || !got.DeadSince.Equal(t0) || got.Exit == nil || got.Exit.Code != 3 {
+		t.Errorf("after the runner's exit status: %s dead since %v exit %+v", got.Health, got.DeadSince, got.Exit)
 	}
 	// An observation of a lifecycle a transition has left is not written.
 	if _, _, err := move(s, "session", "s1", "aborted", true, t0.Add(time.Minute)); err != nil {
