@@ -397,26 +397,34 @@ func (s versionCalls) DataVersion(ctx context.Context) (int64, error) {
 }
 
 // TestRunOnLooksAgainAfterAWake: a commit's event can come before the
-// commit is visible; a commit made just after the sync its event woke is
-// read by the next look, not at the safety net's period.
+// commit is visible; a commit made just after the sync its event (or a
+// kick) woke is read by the next look, not at the safety net's period.
 func TestRunOnLooksAgainAfterAWake(t *testing.T) {
-	st, cli := twoStores(t)
-	src := versionCalls{Source: st, calls: make(chan struct{}, 1)}
-	v := New(src, time.Now, time.Hour)
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := v.Load(ctx); err != nil {
-		t.Fatal(err)
+	for _, by := range []string{"wake", "kick"} {
+		t.Run(by, func(t *testing.T) {
+			st, cli := twoStores(t)
+			src := versionCalls{Source: st, calls: make(chan struct{}, 1)}
+			v := New(src, time.Now, time.Hour)
+			ctx, cancel := context.WithCancel(context.Background())
+			if err := v.Load(ctx); err != nil {
+				t.Fatal(err)
+			}
+			<-src.calls
+			wake := make(chan struct{}, 1)
+			done := make(chan struct{})
+			go func() { defer close(done); v.RunOn(ctx, wake, time.Hour, nil) }()
+			t.Cleanup(func() { cancel(); <-done })
+			if by == "wake" {
+				wake <- struct{}{}
+			} else {
+				v.Kick()
+			}
+			<-src.calls // the woken sync has read the version: the commit lands after it
+			register(t, &transitions.Writer{Store: cli, Now: time.Now}, "session", "late", "running")
+			testenv.Eventually(t, "the late commit in the view", 30*time.Second, func() (bool, string) {
+				_, ok := v.Get("session", "late", time.Now())
+				return ok, fmt.Sprintf("%d held", v.Len())
+			})
+		})
 	}
-	<-src.calls
-	wake := make(chan struct{}, 1)
-	done := make(chan struct{})
-	go func() { defer close(done); v.RunOn(ctx, wake, time.Hour, nil) }()
-	t.Cleanup(func() { cancel(); <-done })
-	wake <- struct{}{}
-	<-src.calls // the woken sync has read the version: the commit lands after it
-	register(t, &transitions.Writer{Store: cli, Now: time.Now}, "session", "late", "running")
-	testenv.Eventually(t, "the late commit in the view", 30*time.Second, func() (bool, string) {
-		_, ok := v.Get("session", "late", time.Now())
-		return ok, fmt.Sprintf("%d held", v.Len())
-	})
 }

@@ -284,6 +284,9 @@ func (v *View) RunOn(ctx context.Context, wake <-chan struct{}, every time.Durat
 		case <-next.C:
 			woken, deferred = deferred, false
 		case <-v.kick:
+			// Now, and a second look too: a kick often follows a commit of
+			// its own, whose event the kick's sync may precede.
+			woken, deferred = true, false
 		}
 		last = time.Now()
 		if woken {
