@@ -69,8 +69,8 @@ func (s *dryStore) RecordObservation(ctx context.Context, typ, id string, o stor
 	if err != nil {
 		return false, err
 	}
-	if e.LastSeq != o.SeenSeq {
-		return false, nil
+	if e.LastSeq != o.SeenSeq || (o.DeadSince.IsZero() && o.SeenDeadSince.IsZero() && !e.DeadSince.IsZero()) {
+		return false, nil // refused as the store refuses it (Observation.SeenDeadSince)
 	}
 	s.seen[typ+"/"+id] = judge.Recorded(e, o)
 	return true, nil
