@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -381,13 +382,19 @@ func TestOrphanLingersPastFailureWindow(t *testing.T) {
 	}
 }
 
-// versionCalls tells each DataVersion read, the start of every Sync.
+// versionCalls tells each DataVersion read, the start of every Sync; the
+// reads after the second wait for gate, so a test can commit between.
 type versionCalls struct {
 	Source
 	calls chan struct{}
+	n     *atomic.Int32
+	gate  chan struct{}
 }
 
 func (s versionCalls) DataVersion(ctx context.Context) (int64, error) {
+	if s.n.Add(1) > 2 {
+		<-s.gate
+	}
 	v, err := s.Source.DataVersion(ctx)
 	select {
 	case s.calls <- struct{}{}:
@@ -403,7 +410,7 @@ func TestRunOnLooksAgainAfterAWake(t *testing.T) {
 	for _, by := range []string{"wake", "kick"} {
 		t.Run(by, func(t *testing.T) {
 			st, cli := twoStores(t)
-			src := versionCalls{Source: st, calls: make(chan struct{}, 1)}
+			src := versionCalls{Source: st, calls: make(chan struct{}, 1), n: new(atomic.Int32), gate: make(chan struct{})}
 			v := New(src, time.Now, time.Hour)
 			ctx, cancel := context.WithCancel(context.Background())
 			if err := v.Load(ctx); err != nil {
@@ -421,6 +428,7 @@ func TestRunOnLooksAgainAfterAWake(t *testing.T) {
 			}
 			<-src.calls // the woken sync has read the version: the commit lands after it
 			register(t, &transitions.Writer{Store: cli, Now: time.Now}, "session", "late", "running")
+			close(src.gate) // any later look reads the commit
 			testenv.Eventually(t, "the late commit in the view", 30*time.Second, func() (bool, string) {
 				_, ok := v.Get("session", "late", time.Now())
 				return ok, fmt.Sprintf("%d held", v.Len())
