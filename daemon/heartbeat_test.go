@@ -22,16 +22,7 @@ import (
 // touch is seen by inotify: the health and the daemon's queue clear
 // within 3 s, not at the next sweep.
 func TestTouchClearsIdleAtOnce(t *testing.T) {
-	var hb string
-	d := serve(t, func(c *config.Config) {
-		c.Thresholds.IdleAfter = config.Duration(2 * time.Second)
-		c.Jobs.Sweep = "@every 1m"
-		hb = filepath.Join(filepath.Dir(c.Store.DSN), "beat")
-	})
-	if err := os.WriteFile(hb, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d.register(t, store.Entity{Type: "session", ID: "s", PID: sleeper(t).Process.Pid, HeartbeatFile: hb})
+	d, hb := idleSoon(t, "@every 1m")
 	token, err := os.ReadFile(filepath.Join(d.dir, "watchdog.token"))
 	if err != nil {
 		t.Fatal(err)
@@ -86,16 +77,7 @@ func TestTouchClearsIdleAtOnce(t *testing.T) {
 // monitor, which rejudges only a newer touch, leaves it) is the heartbeat
 // the idle finding cites after a sweep.
 func TestSweepSkipsAnUnchangedWatchedFile(t *testing.T) {
-	var hb string
-	d := serve(t, func(c *config.Config) {
-		c.Thresholds.IdleAfter = config.Duration(2 * time.Second)
-		c.Jobs.Sweep = "@every 1s"
-		hb = filepath.Join(filepath.Dir(c.Store.DSN), "beat")
-	})
-	if err := os.WriteFile(hb, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d.register(t, store.Entity{Type: "session", ID: "s", PID: sleeper(t).Process.Pid, HeartbeatFile: hb})
+	d, hb := idleSoon(t, "@every 1s")
 	testenv.Eventually(t, "the session idle", ceiling, func() (bool, string) {
 		h := d.get(t, "session", "s").Health
 		return h == state.HealthIdle, string(h)
@@ -121,4 +103,22 @@ func TestSweepSkipsAnUnchangedWatchedFile(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%s %+v", e.Health, e.Reasons)
 	})
+}
+
+// idleSoon serves a daemon whose sessions turn idle 2 s without a
+// heartbeat, sweeping on sweep, with session/s registered running: a live
+// process and a heartbeat file in the daemon's directory (returned).
+func idleSoon(t *testing.T, sweep string) (*served, string) {
+	t.Helper()
+	var hb string
+	d := serve(t, func(c *config.Config) {
+		c.Thresholds.IdleAfter = config.Duration(2 * time.Second)
+		c.Jobs.Sweep = sweep
+		hb = filepath.Join(filepath.Dir(c.Store.DSN), "beat")
+	})
+	if err := os.WriteFile(hb, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.register(t, store.Entity{Type: "session", ID: "s", PID: sleeper(t).Process.Pid, HeartbeatFile: hb})
+	return d, hb
 }

@@ -121,9 +121,7 @@ func (m *Monitor) HeartbeatFileAt(e *store.Entity) (mtime time.Time, ok bool) {
 // lstatMtime is e's heartbeat file's mtime read with its owner's rights;
 // link says it is a symlink, whose mtime is not the file's.
 func lstatMtime(e *store.Entity) (mtime time.Time, link bool, err error) {
-	var fi os.FileInfo
-	err = errors.New("the file could not be examined with its owner's rights")
-	probe.AsOwner(judge.OwnerOf(e), func() { fi, err = os.Lstat(e.HeartbeatFile) })
+	fi, err := asOwner(e, os.Lstat)
 	if err != nil {
 		return time.Time{}, false, err
 	}

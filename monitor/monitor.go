@@ -167,13 +167,19 @@ func New(opt Options) *Monitor {
 }
 
 func statMtime(e *store.Entity) (time.Time, error) {
-	var fi os.FileInfo
-	err := errors.New("the file could not be examined with its owner's rights")
-	probe.AsOwner(judge.OwnerOf(e), func() { fi, err = os.Stat(e.HeartbeatFile) })
+	fi, err := asOwner(e, os.Stat)
 	if err != nil {
 		return time.Time{}, err
 	}
 	return fi.ModTime(), nil
+}
+
+// asOwner examines e's heartbeat file by stat (os.Stat or os.Lstat) with
+// e's owner's rights.
+func asOwner(e *store.Entity, stat func(string) (os.FileInfo, error)) (fi os.FileInfo, err error) {
+	err = errors.New("the file could not be examined with its owner's rights")
+	probe.AsOwner(judge.OwnerOf(e), func() { fi, err = stat(e.HeartbeatFile) })
+	return fi, err
 }
 
 // Key is the watch key of an entity: "type/id".

@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"watchdog/internal/testenv"
-	"watchdog/probe"
 	"watchdog/state"
 	"watchdog/store"
-	"watchdog/store/sqlite"
 	"watchdog/transitions"
 )
 
@@ -55,14 +53,7 @@ func (c *countingStore) reset() { c.rows, c.revisions, c.gets = 0, 0, 0 }
 // rows/run counts the entities each run's lists and point reads returned.
 func BenchmarkDueJobsRows(b *testing.B) {
 	const n = 1000
-	dir := b.TempDir()
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "w.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	host := probe.NewHost()
-	w := &transitions.Writer{Store: st, Now: time.Now, Ident: host}
+	dir, st, host, w := benchStore(b)
 	for i := range n {
 		hb := filepath.Join(dir, "hb-"+strconv.Itoa(i))
 		if err := os.WriteFile(hb, nil, 0o644); err != nil {

@@ -165,19 +165,7 @@ func BenchmarkSweepUnchangedAsServed(b *testing.B) {
 			if _, err := r.Sweep(ctx); err != nil { // the files' first reads
 				b.Fatal(err)
 			}
-			cpu := cpuTime(b)
-			b.ResetTimer()
-			for b.Loop() {
-				rep, err := r.Sweep(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if rep.Written != 0 || rep.Checked != n {
-					b.Fatalf("an unchanged sweep checked %d and wrote %d", rep.Checked, rep.Written)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entity")
-			b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N*n), "cpu-ns/entity")
+			sweepUnchanged(b, r, n)
 			b.ReportMetric(float64(mon.HeartbeatFileStatsSkipped())/float64(b.N*n), "stats-skipped/entity")
 		})
 	}

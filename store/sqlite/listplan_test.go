@@ -27,22 +27,7 @@ func TestPagedListWalksThePrimaryKey(t *testing.T) {
 		{"one host's open ones", store.Filter{HostID: "h", OpenOnly: true, Limit: 1000, After: after}},
 		{"the dead ones", store.Filter{HostID: "h", OpenOnly: true, DeadOnly: true, Limit: 1000}},
 	} {
-		q, args := listQuery(tc.f)
-		rows, err := s.db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		p := strings.Join(plan, "; ")
+		p := listPlan(t, s, tc.f)
 		if !strings.Contains(p, "sqlite_autoindex_entities_1") || strings.Contains(p, "TEMP B-TREE") {
 			t.Errorf("%s: plan %q, want a walk of the primary key and no sort", tc.name, p)
 		}
@@ -69,22 +54,7 @@ func TestDueJobsReadByIndex(t *testing.T) {
 		{"reap_phantoms' next page", next, []string{"idx_entities_phantom (host_id=? AND (type,id)>(?,?))", "idx_entities_open_by_host (host_id=? AND type=?)"}},
 		{"the phantoms of one host", store.Filter{HostID: "h", OpenOnly: true, PhantomBefore: time.Unix(1e9, 0)}, []string{"idx_entities_phantom (host_id=?)"}},
 	} {
-		q, args := listQuery(tc.f)
-		rows, err := s.db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		p := strings.Join(plan, "; ")
+		p := listPlan(t, s, tc.f)
 		for _, ix := range tc.index {
 			if !strings.Contains(p, "SEARCH entities USING INDEX "+ix) {
 				t.Errorf("%s: plan %q, want a search of %s", tc.name, p, ix)
@@ -94,4 +64,28 @@ func TestDueJobsReadByIndex(t *testing.T) {
 			t.Errorf("%s: plan %q walks the table", tc.name, p)
 		}
 	}
+}
+
+// listPlan is SQLite's plan for f's list query, its details joined by "; ".
+func listPlan(t *testing.T, s *Store, f store.Filter) string {
+	t.Helper()
+	q, args := listQuery(f)
+	rows, err := s.db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatalf("explain %q: %v", q, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "; ")
 }
