@@ -111,7 +111,7 @@ func (t *Subject) checkHeartbeat(startedAt, now time.Time) HeartbeatObservation 
 	return o.from(t.HeartbeatFileAt, t.HeartbeatFileAt, t.HeartbeatAt, startedAt, now)
 }
 
-// from judges the heartbeat from the file's times (zero: none) as read.
+// from reads the heartbeat's source and age from the file's times (zero: none).
 func (o HeartbeatObservation) from(fileAt, fileCtime, posted, startedAt, now time.Time) HeartbeatObservation {
 	switch {
 	case !fileAt.IsZero() && (posted.IsZero() || !fileAt.Before(posted)):
